@@ -1,0 +1,27 @@
+.DEFAULT_GOAL := help
+
+help: ## Show this help.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+generate: ## Regenerate gen/ from proto/ with the pinned local buf plugins.
+	rm -rf gen
+	go tool buf generate
+
+check-generate: generate ## Fail when gen/ is not what proto/ generates.
+	git diff --exit-code -- gen
+	@test -z "$$(git status --porcelain -- gen)" || (git status --porcelain -- gen; echo "gen/ has untracked files; run make generate" >&2; exit 1)
+
+lint: ## buf lint and go vet.
+	go tool buf lint
+	go vet ./...
+
+test: ## Run every test (starts a throwaway PostgreSQL when one is needed).
+	go test ./...
+
+bench: ## Run the benchmarks.
+	go test -run '^$$' -bench . -benchmem ./...
+
+run: ## Run the server with embedded storage.
+	go run ./cmd/server
+
+.PHONY: help generate check-generate lint test bench run
