@@ -6,10 +6,11 @@ help: ## Show this help.
 generate: ## Regenerate gen/ from proto/ with the pinned local buf plugins.
 	rm -rf gen
 	go tool buf generate
+	go tool buf build proto -o internal/api/contextd.binpb
 
 check-generate: generate ## Fail when gen/ is not what proto/ generates.
-	git diff --exit-code -- gen
-	@test -z "$$(git status --porcelain -- gen)" || (git status --porcelain -- gen; echo "gen/ has untracked files; run make generate" >&2; exit 1)
+	git diff --exit-code -- gen internal/api/contextd.binpb
+	@test -z "$$(git status --porcelain -- gen internal/api/contextd.binpb)" || (git status --porcelain -- gen internal/api/contextd.binpb; echo "generated files are stale; run make generate" >&2; exit 1)
 
 lint: ## buf lint and go vet.
 	go tool buf lint

@@ -1,0 +1,213 @@
+package api
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/tokens"
+)
+
+// This file is the one place where protobuf and domain types meet.
+
+var roleFromProto = map[contextdv1.Role]chat.Role{
+	contextdv1.Role_ROLE_SYSTEM:    chat.RoleSystem,
+	contextdv1.Role_ROLE_USER:      chat.RoleUser,
+	contextdv1.Role_ROLE_ASSISTANT: chat.RoleAssistant,
+	contextdv1.Role_ROLE_TOOL:      chat.RoleTool,
+}
+
+var roleToProto = map[chat.Role]contextdv1.Role{
+	chat.RoleSystem:    contextdv1.Role_ROLE_SYSTEM,
+	chat.RoleUser:      contextdv1.Role_ROLE_USER,
+	chat.RoleAssistant: contextdv1.Role_ROLE_ASSISTANT,
+	chat.RoleTool:      contextdv1.Role_ROLE_TOOL,
+}
+
+var kindToProto = map[chat.Kind]contextdv1.MessageKind{
+	chat.KindNormal:      contextdv1.MessageKind_MESSAGE_KIND_NORMAL,
+	chat.KindSummary:     contextdv1.MessageKind_MESSAGE_KIND_SUMMARY,
+	chat.KindPlaceholder: contextdv1.MessageKind_MESSAGE_KIND_PLACEHOLDER,
+}
+
+// messagesFromProto converts request messages. Requests have passed
+// protovalidate; what it cannot express is reported as field violations.
+func messagesFromProto(field string, in []*contextdv1.Message) ([]chat.Message, error) {
+	out := make([]chat.Message, len(in))
+	for i, m := range in {
+		role, ok := roleFromProto[m.GetRole()]
+		if !ok {
+			return nil, chat.Invalid(fmt.Sprintf("%s[%d].role", field, i), "must be one of ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT, ROLE_TOOL")
+		}
+		msg := chat.Message{
+			Role: role, Name: m.GetName(), Pinned: m.GetPinned(), Kind: chat.KindNormal,
+			Metadata: m.GetMetadata(), Parts: make([]chat.Part, len(m.GetParts())),
+		}
+		for j, p := range m.GetParts() {
+			part, err := partFromProto(p)
+			if err != nil {
+				return nil, chat.Invalid(fmt.Sprintf("%s[%d].parts[%d]", field, i, j), "%v", err)
+			}
+			msg.Parts[j] = part
+		}
+		out[i] = msg
+	}
+	return out, nil
+}
+
+func partFromProto(p *contextdv1.Part) (chat.Part, error) {
+	switch k := p.GetKind().(type) {
+	case *contextdv1.Part_Text:
+		return chat.Part{Type: chat.PartText, Text: k.Text.GetText()}, nil
+	case *contextdv1.Part_ToolCall:
+		return chat.Part{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{
+			ID: k.ToolCall.GetId(), Name: k.ToolCall.GetName(), Arguments: k.ToolCall.GetArgumentsJson(),
+		}}, nil
+	case *contextdv1.Part_ToolResult:
+		return chat.Part{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
+			ToolCallID: k.ToolResult.GetToolCallId(), Content: k.ToolResult.GetContent(), IsError: k.ToolResult.GetIsError(),
+		}}, nil
+	case *contextdv1.Part_Image:
+		return chat.Part{Type: chat.PartImage, Image: &chat.Image{
+			MediaType: k.Image.GetMediaType(), Width: int(k.Image.GetWidth()), Height: int(k.Image.GetHeight()), Detail: k.Image.GetDetail(),
+		}}, nil
+	default:
+		return chat.Part{}, fmt.Errorf("one of text, tool_call, tool_result or image is required")
+	}
+}
+
+// messageToProto converts a stored message for a response.
+func messageToProto(m *chat.Message) *contextdv1.Message {
+	out := &contextdv1.Message{
+		Id: m.ID, Position: m.Position, Role: roleToProto[m.Role], Name: m.Name, Pinned: m.Pinned,
+		Kind: kindToProto[m.Kind], Tokens: m.Tokens, Metadata: m.Metadata,
+	}
+	if !m.CreatedAt.IsZero() {
+		out.CreatedAt = timestamppb.New(m.CreatedAt)
+	}
+	for _, p := range m.Parts {
+		out.Parts = append(out.Parts, partToProto(p))
+	}
+	return out
+}
+
+func partToProto(p chat.Part) *contextdv1.Part {
+	switch p.Type {
+	case chat.PartToolCall:
+		return &contextdv1.Part{Kind: &contextdv1.Part_ToolCall{ToolCall: &contextdv1.ToolCallPart{
+			Id: p.ToolCall.ID, Name: p.ToolCall.Name, ArgumentsJson: p.ToolCall.Arguments}}}
+	case chat.PartToolResult:
+		return &contextdv1.Part{Kind: &contextdv1.Part_ToolResult{ToolResult: &contextdv1.ToolResultPart{
+			ToolCallId: p.ToolResult.ToolCallID, Content: p.ToolResult.Content, IsError: p.ToolResult.IsError}}}
+	case chat.PartImage:
+		return &contextdv1.Part{Kind: &contextdv1.Part_Image{Image: &contextdv1.ImagePart{
+			MediaType: p.Image.MediaType, Width: int32(p.Image.Width), Height: int32(p.Image.Height), Detail: p.Image.Detail}}}
+	default:
+		return &contextdv1.Part{Kind: &contextdv1.Part_Text{Text: &contextdv1.TextPart{Text: p.Text}}}
+	}
+}
+
+func toolsFromProto(in []*contextdv1.ToolDefinition) []chat.Tool {
+	out := make([]chat.Tool, len(in))
+	for i, t := range in {
+		out[i] = chat.Tool{Name: t.GetName(), Description: t.GetDescription(), Parameters: t.GetParametersJson()}
+	}
+	return out
+}
+
+func policyFromProto(p *contextdv1.CompactionPolicy) compaction.Overrides {
+	var o compaction.Overrides
+	if p == nil {
+		return o
+	}
+	o.WarningThreshold = p.WarningThreshold
+	o.CriticalThreshold = p.CriticalThreshold
+	o.EmergencyThreshold = p.EmergencyThreshold
+	o.Target = p.Target
+	o.KeepRecentTokens = p.KeepRecentTokens
+	o.AutoCompact = p.AutoCompact
+	o.ReservedOutputTokens = p.ReservedOutputTokens
+	o.KeepRecentMessages = intPtr(p.KeepRecentMessages)
+	o.ProtectRecentToolResults = intPtr(p.ProtectRecentToolResults)
+	o.SummaryMaxTokens = intPtr(p.SummaryMaxTokens)
+	return o
+}
+
+func intPtr(p *int32) *int {
+	if p == nil {
+		return nil
+	}
+	v := int(*p)
+	return &v
+}
+
+func policyToProto(p compaction.Policy) *contextdv1.CompactionPolicy {
+	i32 := func(v int) *int32 { x := int32(v); return &x }
+	return &contextdv1.CompactionPolicy{
+		WarningThreshold:         &p.WarningThreshold,
+		CriticalThreshold:        &p.CriticalThreshold,
+		EmergencyThreshold:       &p.EmergencyThreshold,
+		Target:                   &p.Target,
+		KeepRecentTokens:         &p.KeepRecentTokens,
+		KeepRecentMessages:       i32(p.KeepRecentMessages),
+		ProtectRecentToolResults: i32(p.ProtectRecentToolResults),
+		AutoCompact:              &p.AutoCompact,
+		ReservedOutputTokens:     &p.ReservedOutputTokens,
+		SummaryMaxTokens:         i32(p.SummaryMaxTokens),
+	}
+}
+
+var levelToProto = map[compaction.Level]contextdv1.ContextLevel{
+	compaction.LevelOK:        contextdv1.ContextLevel_CONTEXT_LEVEL_OK,
+	compaction.LevelCompact:   contextdv1.ContextLevel_CONTEXT_LEVEL_COMPACT,
+	compaction.LevelSummarize: contextdv1.ContextLevel_CONTEXT_LEVEL_SUMMARIZE,
+	compaction.LevelHandoff:   contextdv1.ContextLevel_CONTEXT_LEVEL_HANDOFF,
+}
+
+var sourceToProto = map[engine.Source]contextdv1.EstimateSource{
+	engine.SourceEstimated:  contextdv1.EstimateSource_ESTIMATE_SOURCE_ESTIMATED,
+	engine.SourceCalibrated: contextdv1.EstimateSource_ESTIMATE_SOURCE_CALIBRATED,
+	engine.SourceAnchored:   contextdv1.EstimateSource_ESTIMATE_SOURCE_ANCHORED,
+}
+
+func usageToProto(u engine.Usage) *contextdv1.ContextUsage {
+	return &contextdv1.ContextUsage{
+		Model: u.Model, ModelKnown: u.ModelKnown, Encoding: u.Encoding, Exact: u.Exact,
+		ContextWindow: u.ContextWindow, SystemTokens: u.SystemTokens, ToolsTokens: u.ToolsTokens,
+		MessagesTokens: u.MessagesTokens, MessageCount: u.MessageCount, ReservedOutputTokens: u.ReservedOutput,
+		UsedTokens: u.Used, FreeTokens: u.Free, OverTokens: u.Over, PercentUsed: u.PercentUsed,
+		Thresholds: policyToProto(u.Policy), Level: levelToProto[u.Level], WillCompact: u.WillCompact,
+		Recommendation: u.Recommendation, EstimateSource: sourceToProto[u.Source],
+		ExpectedError: u.ExpectedError, Warnings: u.Warnings,
+	}
+}
+
+func modelToProto(m tokens.Model) *contextdv1.ModelInfo {
+	return &contextdv1.ModelInfo{
+		Name: m.Name, Aliases: m.Aliases, Provider: m.Provider, ContextWindow: m.ContextWindow,
+		MaxOutputTokens: m.MaxOutputTokens, Encoding: m.Encoding, Exact: m.Exact, ExpectedError: m.ExpectedError,
+	}
+}
+
+func countToProto(r engine.CountResult) *contextdv1.CountTokensResponse {
+	out := &contextdv1.CountTokensResponse{
+		TotalTokens: r.Total, Encoding: r.Encoding, Model: r.Model, Exact: r.Exact,
+		SystemTokens: r.Breakdown.System, ToolsTokens: r.Breakdown.Tools, MessagesTokens: r.Breakdown.Messages,
+		Warnings: r.Warnings,
+	}
+	for i, mc := range r.Breakdown.PerMsg {
+		m := &contextdv1.MessageCount{Index: int32(i), Tokens: mc.Tokens, FramingTokens: mc.Framing}
+		for j, pc := range mc.Parts {
+			m.Parts = append(m.Parts, &contextdv1.PartCount{Index: int32(j), Kind: string(pc.Type), Tokens: pc.Tokens})
+		}
+		out.Messages = append(out.Messages, m)
+	}
+	for _, tc := range r.Breakdown.PerTool {
+		out.Tools = append(out.Tools, &contextdv1.ToolCount{Name: tc.Name, Tokens: tc.Tokens})
+	}
+	return out
+}

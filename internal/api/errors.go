@@ -1,0 +1,44 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/contextd/contextd/internal/chat"
+)
+
+// toStatus maps a domain error to a gRPC status, once, at the edge. Clients
+// never see internal error text: anything unexpected is logged and becomes
+// a bare Internal.
+func toStatus(ctx context.Context, log *slog.Logger, err error) error {
+	if err == nil {
+		return nil
+	}
+	var invalid *chat.InvalidError
+	switch {
+	case errors.As(err, &invalid):
+		st := status.New(codes.InvalidArgument, invalid.Error())
+		br := &errdetails.BadRequest{}
+		for _, v := range invalid.Violations {
+			br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Description})
+		}
+		if withDetails, derr := st.WithDetails(br); derr == nil {
+			return withDetails.Err()
+		}
+		return st.Err()
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, "request canceled")
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	log.ErrorContext(ctx, "internal error", "error", err)
+	return status.Error(codes.Internal, "internal error")
+}

@@ -1,0 +1,160 @@
+// Package app is the composition root: it builds every dependency from the
+// configuration, wires the gRPC server with its interceptors, health,
+// reflection and metrics, and runs it until the context ends, then stops it
+// gracefully.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/protovalidate"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	pvalidate "buf.build/go/protovalidate"
+
+	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
+	"github.com/contextd/contextd/internal/api"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/tokens"
+)
+
+// Run serves until ctx ends, then stops gracefully. It returns nil after a
+// clean stop.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	encodings := tokens.NewEncodings()
+	if err := encodings.Preload(); err != nil {
+		return fmt.Errorf("load encodings: %w", err)
+	}
+	var overrides []tokens.Model
+	if cfg.ModelsFile != "" {
+		var err error
+		if overrides, err = tokens.LoadModelsFile(cfg.ModelsFile); err != nil {
+			return err
+		}
+	}
+	models, err := tokens.NewRegistry(overrides)
+	if err != nil {
+		return fmt.Errorf("model registry: %w", err)
+	}
+	eng := engine.New(encodings, models)
+
+	validator, err := pvalidate.New()
+	if err != nil {
+		return fmt.Errorf("protovalidate: %w", err)
+	}
+	metrics := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	srv := grpc.NewServer(
+		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(
+			metrics.UnaryServerInterceptor(),
+			logging.UnaryServerInterceptor(interceptorLogger(log), logging.WithLogOnEvents(logging.FinishCall)),
+			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
+			protovalidate.UnaryServerInterceptor(validator),
+		),
+		grpc.ChainStreamInterceptor(
+			metrics.StreamServerInterceptor(),
+			logging.StreamServerInterceptor(interceptorLogger(log), logging.WithLogOnEvents(logging.FinishCall)),
+			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
+			protovalidate.StreamServerInterceptor(validator),
+		),
+	)
+	contextdv1.RegisterContextServiceServer(srv, api.NewContextService(eng, log))
+	healthSrv := health.NewServer()
+	healthpb.RegisterHealthServer(srv, healthSrv)
+	if err := api.RegisterReflection(srv); err != nil {
+		return err
+	}
+	metrics.InitializeMetrics(srv)
+	for name := range srv.GetServiceInfo() {
+		healthSrv.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
+
+	lis, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(lis) }()
+	log.Info("serving", "addr", lis.Addr().String())
+
+	var metricsSrv *http.Server
+	if cfg.MetricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		metricsSrv = &http.Server{Addr: cfg.MetricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		mlis, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			srv.Stop()
+			return fmt.Errorf("listen on %s: %w", cfg.MetricsAddr, err)
+		}
+		go func() {
+			if err := metricsSrv.Serve(mlis); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("metrics server: %w", err)
+			}
+		}()
+		log.Info("serving metrics", "addr", mlis.Addr().String())
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		srv.Stop()
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
+	// Kubernetes order: report NOT_SERVING first so no new calls arrive,
+	// then drain, and cut what is left when the timeout passes.
+	healthSrv.Shutdown()
+	stopped := make(chan struct{})
+	go func() { srv.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(cfg.ShutdownTimeout):
+		log.Warn("graceful stop timed out; closing open calls")
+		srv.Stop()
+		<-stopped
+	}
+	if metricsSrv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = metricsSrv.Shutdown(sctx)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// interceptorLogger adapts slog to go-grpc-middleware's logging interceptor.
+// It logs call metadata only (method, code, duration), never payloads.
+func interceptorLogger(l *slog.Logger) logging.Logger {
+	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		l.Log(ctx, slog.Level(lvl), msg, fields...)
+	})
+}
+
+// panicHandler turns a panic in a handler into Internal and logs it; the
+// process keeps serving.
+func panicHandler(l *slog.Logger) recovery.RecoveryHandlerFuncContext {
+	return func(ctx context.Context, p any) error {
+		l.ErrorContext(ctx, "panic in handler", "panic", fmt.Sprint(p))
+		return status.Error(codes.Internal, "internal error")
+	}
+}

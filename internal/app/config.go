@@ -1,0 +1,81 @@
+package app
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the server configuration. Every field comes from an environment
+// variable and may be overridden by the flag of the same name (CONTEXTD_LISTEN_ADDR
+// ↔ --listen-addr).
+type Config struct {
+	ListenAddr      string
+	MetricsAddr     string
+	LogLevel        slog.Level
+	ModelsFile      string
+	MaxMessageBytes int
+	ShutdownTimeout time.Duration
+}
+
+// envFlag describes one setting.
+type envFlag struct {
+	env, def, usage string
+}
+
+var settings = []envFlag{
+	{"CONTEXTD_LISTEN_ADDR", ":50051", "gRPC listen address"},
+	{"CONTEXTD_METRICS_ADDR", ":9090", "Prometheus metrics HTTP address (/metrics); empty disables"},
+	{"CONTEXTD_LOG_LEVEL", "info", "log level: debug, info, warn, error"},
+	{"CONTEXTD_MODELS_FILE", "", "JSON file of model registry overrides"},
+	{"CONTEXTD_MAX_MESSAGE_BYTES", "16777216", "largest request message accepted, in bytes"},
+	{"CONTEXTD_SHUTDOWN_TIMEOUT", "10s", "how long a graceful stop may take before open calls are cut"},
+}
+
+func flagName(env string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(env, "CONTEXTD_")), "_", "-")
+}
+
+// ParseConfig reads the environment, then the flags in args.
+func ParseConfig(args []string, getenv func(string) string) (Config, error) {
+	fs := flag.NewFlagSet("contextd", flag.ContinueOnError)
+	values := make(map[string]*string, len(settings))
+	for _, s := range settings {
+		def := s.def
+		if v := getenv(s.env); v != "" {
+			def = v
+		}
+		values[s.env] = fs.String(flagName(s.env), def, s.usage+" (env "+s.env+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	get := func(env string) string { return *values[env] }
+	cfg := Config{
+		ListenAddr:  get("CONTEXTD_LISTEN_ADDR"),
+		MetricsAddr: get("CONTEXTD_METRICS_ADDR"),
+		ModelsFile:  get("CONTEXTD_MODELS_FILE"),
+	}
+	if err := cfg.LogLevel.UnmarshalText([]byte(get("CONTEXTD_LOG_LEVEL"))); err != nil {
+		return Config{}, fmt.Errorf("CONTEXTD_LOG_LEVEL: %w", err)
+	}
+	n, err := strconv.Atoi(get("CONTEXTD_MAX_MESSAGE_BYTES"))
+	if err != nil || n < 1024 {
+		return Config{}, fmt.Errorf("CONTEXTD_MAX_MESSAGE_BYTES: want an integer of at least 1024, got %q", get("CONTEXTD_MAX_MESSAGE_BYTES"))
+	}
+	cfg.MaxMessageBytes = n
+	if cfg.ShutdownTimeout, err = time.ParseDuration(get("CONTEXTD_SHUTDOWN_TIMEOUT")); err != nil || cfg.ShutdownTimeout <= 0 {
+		return Config{}, fmt.Errorf("CONTEXTD_SHUTDOWN_TIMEOUT: want a positive duration such as 10s, got %q", get("CONTEXTD_SHUTDOWN_TIMEOUT"))
+	}
+	return cfg, nil
+}
+
+// LookupEnv is os.Getenv, for ParseConfig.
+func LookupEnv(key string) string { return os.Getenv(key) }

@@ -1,0 +1,134 @@
+// Package compaction owns the compaction policy: thresholds, the levels they
+// define, and (with the compaction engine) the pure planning of tiers. It does
+// no I/O.
+package compaction
+
+import (
+	"fmt"
+
+	"github.com/contextd/contextd/internal/chat"
+)
+
+// Level is how full a context window is.
+type Level int
+
+// Levels, in increasing order of urgency.
+const (
+	LevelOK        Level = iota + 1 // below the warning threshold
+	LevelCompact                    // reversible pruning allowed
+	LevelSummarize                  // lossy summarization allowed
+	LevelHandoff                    // a hand-off is recommended
+)
+
+// Policy is a fully resolved compaction policy: every field has a value.
+type Policy struct {
+	WarningThreshold         float64
+	CriticalThreshold        float64
+	EmergencyThreshold       float64
+	Target                   float64
+	KeepRecentTokens         int64
+	KeepRecentMessages       int
+	ProtectRecentToolResults int
+	AutoCompact              bool
+	ReservedOutputTokens     int64
+	SummaryMaxTokens         int
+}
+
+// Overrides is a policy as a client gives it: nil fields take defaults.
+type Overrides struct {
+	WarningThreshold         *float64
+	CriticalThreshold        *float64
+	EmergencyThreshold       *float64
+	Target                   *float64
+	KeepRecentTokens         *int64
+	KeepRecentMessages       *int
+	ProtectRecentToolResults *int
+	AutoCompact              *bool
+	ReservedOutputTokens     *int64
+	SummaryMaxTokens         *int
+}
+
+// Defaults for a model with the given context window (DESIGN.md §5).
+func Defaults(window int64) Policy {
+	return Policy{
+		WarningThreshold:         0.70,
+		CriticalThreshold:        0.85,
+		EmergencyThreshold:       0.95,
+		Target:                   0.50,
+		KeepRecentTokens:         window * 30 / 100,
+		KeepRecentMessages:       10,
+		ProtectRecentToolResults: 3,
+		AutoCompact:              true,
+		ReservedOutputTokens:     window * 15 / 100,
+		SummaryMaxTokens:         800,
+	}
+}
+
+// Resolve fills o's unset fields with the defaults for window and checks
+// that the result is coherent. field is the request path of the policy, for
+// error messages.
+func Resolve(field string, o Overrides, window int64) (Policy, error) {
+	p := Defaults(window)
+	set := func(dst *float64, src *float64) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	set(&p.WarningThreshold, o.WarningThreshold)
+	set(&p.CriticalThreshold, o.CriticalThreshold)
+	set(&p.EmergencyThreshold, o.EmergencyThreshold)
+	set(&p.Target, o.Target)
+	if o.KeepRecentTokens != nil {
+		p.KeepRecentTokens = *o.KeepRecentTokens
+	}
+	if o.KeepRecentMessages != nil {
+		p.KeepRecentMessages = *o.KeepRecentMessages
+	}
+	if o.ProtectRecentToolResults != nil {
+		p.ProtectRecentToolResults = *o.ProtectRecentToolResults
+	}
+	if o.AutoCompact != nil {
+		p.AutoCompact = *o.AutoCompact
+	}
+	if o.ReservedOutputTokens != nil {
+		p.ReservedOutputTokens = *o.ReservedOutputTokens
+	}
+	if o.SummaryMaxTokens != nil {
+		p.SummaryMaxTokens = *o.SummaryMaxTokens
+	}
+
+	var v []chat.Violation
+	add := func(name, format string, args ...any) {
+		v = append(v, chat.Violation{Field: field + "." + name, Description: fmt.Sprintf(format, args...)})
+	}
+	if p.CriticalThreshold < p.WarningThreshold {
+		add("critical_threshold", "%.2f is below warning_threshold %.2f (unset fields take their defaults)", p.CriticalThreshold, p.WarningThreshold)
+	}
+	if p.EmergencyThreshold < p.CriticalThreshold {
+		add("emergency_threshold", "%.2f is below critical_threshold %.2f (unset fields take their defaults)", p.EmergencyThreshold, p.CriticalThreshold)
+	}
+	if p.Target >= p.WarningThreshold {
+		add("target", "%.2f must be below warning_threshold %.2f (unset fields take their defaults)", p.Target, p.WarningThreshold)
+	}
+	if p.ReservedOutputTokens >= window {
+		add("reserved_output_tokens", "%d leaves no room in a %d-token window", p.ReservedOutputTokens, window)
+	}
+	if len(v) > 0 {
+		return Policy{}, &chat.InvalidError{Violations: v}
+	}
+	return p, nil
+}
+
+// LevelAt returns the level reached at fraction (used / usable window).
+func (p Policy) LevelAt(fraction float64) Level {
+	switch {
+	case fraction >= p.EmergencyThreshold:
+		return LevelHandoff
+	case fraction >= p.CriticalThreshold:
+		return LevelSummarize
+	case fraction >= p.WarningThreshold:
+		return LevelCompact
+	default:
+		return LevelOK
+	}
+}

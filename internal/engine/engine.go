@@ -1,0 +1,107 @@
+// Package engine holds contextd's use cases: counting, usage, and (with the
+// storage and compaction issues) append, prepare, compact, revert, expand and
+// hand-off. It speaks domain types only; the API package converts protobuf.
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/tokens"
+)
+
+// Engine runs the use cases. It is safe for concurrent use.
+type Engine struct {
+	encodings *tokens.Encodings
+	models    *tokens.Registry
+}
+
+// New returns an engine over shared encodings and a model registry.
+func New(encodings *tokens.Encodings, models *tokens.Registry) *Engine {
+	return &Engine{encodings: encodings, models: models}
+}
+
+// Models returns the registry's models, sorted by name, and the model that
+// unknown names are counted as.
+func (e *Engine) Models() ([]tokens.Model, tokens.Model) {
+	return e.models.Models(), tokens.DefaultModel
+}
+
+// CountInput is a CountTokens request: Text alone, or a chat request.
+type CountInput struct {
+	Model    string
+	Encoding string
+	Text     string
+	System   string
+	Tools    []chat.Tool
+	Messages []chat.Message
+}
+
+// IsChat reports whether the input is a chat request rather than plain text.
+func (in CountInput) IsChat() bool {
+	return in.System != "" || len(in.Tools) > 0 || len(in.Messages) > 0
+}
+
+// CountResult is the answer to CountTokens.
+type CountResult struct {
+	Total     int64
+	Encoding  string
+	Model     string
+	Exact     bool
+	Breakdown tokens.RequestCount // zero for plain text
+	Warnings  []string
+}
+
+// CountTokens counts plain text, or a chat request with framing.
+func (e *Engine) CountTokens(_ context.Context, in CountInput) (CountResult, error) {
+	var res CountResult
+	framing := tokens.DefaultFraming
+	encName := tokens.CL100KBase
+	switch {
+	case in.Encoding != "":
+		if !slices.Contains(tokens.EncodingNames, in.Encoding) {
+			return res, chat.Invalid("encoding", "unknown encoding %q; known: %s", in.Encoding, strings.Join(tokens.EncodingNames, ", "))
+		}
+		encName = in.Encoding
+	case in.Model != "":
+		m, known := e.models.Lookup(in.Model)
+		if !known {
+			res.Warnings = append(res.Warnings, unknownModelWarning(in.Model))
+		}
+		encName, framing, res.Model, res.Exact = m.Encoding, tokens.FramingOf(m), in.Model, m.Exact
+	}
+	enc, err := e.encodings.Get(encName)
+	if err != nil {
+		return res, fmt.Errorf("encoding %s: %w", encName, err)
+	}
+	res.Encoding = encName
+	if in.Encoding != "" {
+		res.Exact = true // exact for that encoding, by definition
+	}
+	if !in.IsChat() {
+		res.Total = int64(enc.Count(in.Text))
+		return res, nil
+	}
+	if err := validateRequest(in.Tools, in.Messages, "tools", "messages"); err != nil {
+		return res, err
+	}
+	res.Breakdown = tokens.CountRequest(enc, framing, in.System, in.Tools, in.Messages)
+	res.Total = res.Breakdown.Total()
+	return res, nil
+}
+
+func validateRequest(tools []chat.Tool, msgs []chat.Message, toolsField, msgsField string) error {
+	if err := chat.ValidateTools(toolsField, tools); err != nil {
+		return err
+	}
+	return chat.ValidateMessages(msgsField, msgs)
+}
+
+func unknownModelWarning(name string) string {
+	d := tokens.DefaultModel
+	return fmt.Sprintf("model %q is not in the registry; counted with the default: %d-token window, %s, approximate",
+		name, d.ContextWindow, d.Encoding)
+}

@@ -1,0 +1,195 @@
+package tokens
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+)
+
+// PartCount is the tokens of one part's content, without framing.
+type PartCount struct {
+	Type   chat.PartType
+	Tokens int64
+}
+
+// MessageCount is the tokens of one message, framing included.
+type MessageCount struct {
+	Tokens  int64
+	Framing int64
+	Parts   []PartCount
+}
+
+// ToolCount is the tokens of one tool definition.
+type ToolCount struct {
+	Name   string
+	Tokens int64
+}
+
+// RequestCount is the token breakdown of a chat request.
+type RequestCount struct {
+	System   int64 // system prompt, framing included
+	Tools    int64 // all tool definitions, shared framing included
+	Messages int64 // all messages plus reply priming
+	PerMsg   []MessageCount
+	PerTool  []ToolCount
+}
+
+// Total is system + tools + messages.
+func (r RequestCount) Total() int64 { return r.System + r.Tools + r.Messages }
+
+// CountRequest counts a chat request as the model sees it.
+func CountRequest(enc *Encoding, fr Framing, system string, tools []chat.Tool, msgs []chat.Message) RequestCount {
+	var rc RequestCount
+	rc.System = CountSystem(enc, fr, system)
+	rc.Tools, rc.PerTool = CountTools(enc, fr, tools)
+	rc.PerMsg = make([]MessageCount, len(msgs))
+	for i := range msgs {
+		rc.PerMsg[i] = CountMessage(enc, fr, &msgs[i])
+		rc.Messages += rc.PerMsg[i].Tokens
+	}
+	rc.Messages += int64(fr.ReplyPriming)
+	return rc
+}
+
+// CountSystem counts a system prompt sent as the first message; empty costs 0.
+func CountSystem(enc *Encoding, fr Framing, system string) int64 {
+	if system == "" {
+		return 0
+	}
+	return int64(fr.PerMessage + enc.Count(string(chat.RoleSystem)) + enc.Count(system))
+}
+
+// CountMessage counts one message: per-message framing, its role, its name
+// and every part.
+func CountMessage(enc *Encoding, fr Framing, m *chat.Message) MessageCount {
+	mc := MessageCount{Parts: make([]PartCount, len(m.Parts))}
+	framing := int64(fr.PerMessage + enc.Count(string(m.Role)))
+	if m.Name != "" {
+		framing += int64(fr.PerName + enc.Count(m.Name))
+	}
+	content := int64(0)
+	for i, p := range m.Parts {
+		var n int64
+		switch p.Type {
+		case chat.PartText:
+			n = int64(enc.Count(p.Text))
+		case chat.PartToolCall:
+			n = int64(enc.Count(p.ToolCall.Name) + enc.Count(p.ToolCall.Arguments))
+			framing += int64(fr.PerToolCall)
+		case chat.PartToolResult:
+			n = int64(enc.Count(p.ToolResult.Content))
+		case chat.PartImage:
+			n = ImageTokens(p.Image)
+		}
+		mc.Parts[i] = PartCount{Type: p.Type, Tokens: n}
+		content += n
+	}
+	mc.Framing = framing
+	mc.Tokens = framing + content
+	return mc
+}
+
+// ImageTokens follows OpenAI's vision rule: "low" detail costs 85 tokens;
+// otherwise the image is scaled to fit 2048×2048, then its short side to 768,
+// and costs 85 + 170 per 512-pixel tile. Unknown sizes count as 1024×1024
+// (765 tokens).
+func ImageTokens(img *chat.Image) int64 {
+	if img.Detail == "low" {
+		return 85
+	}
+	w, h := float64(img.Width), float64(img.Height)
+	if w <= 0 || h <= 0 {
+		w, h = 1024, 1024
+	}
+	if m := math.Max(w, h); m > 2048 {
+		w, h = w*2048/m, h*2048/m
+	}
+	if s := math.Min(w, h); s > 768 {
+		w, h = w*768/s, h*768/s
+	}
+	tiles := math.Ceil(w/512) * math.Ceil(h/512)
+	return 85 + 170*int64(tiles)
+}
+
+// CountTools counts tool definitions with OpenAI's published rule for
+// function definitions (name and description, then each top-level property's
+// name, type, description and enum values, each with fixed overheads), and
+// counts any nested schema (items, nested properties, ...) as compact JSON.
+// Parameters must already be validated as JSON objects.
+func CountTools(enc *Encoding, fr Framing, tools []chat.Tool) (int64, []ToolCount) {
+	if len(tools) == 0 {
+		return 0, nil
+	}
+	per := make([]ToolCount, len(tools))
+	total := int64(fr.FuncEnd)
+	for i, t := range tools {
+		n := fr.FuncInit + enc.Count(t.Name+":"+strings.TrimSuffix(t.Description, "."))
+		var schema map[string]any
+		if t.Parameters != "" {
+			if err := json.Unmarshal([]byte(t.Parameters), &schema); err != nil {
+				n += enc.Count(t.Parameters)
+			}
+		}
+		if props, _ := schema["properties"].(map[string]any); len(props) > 0 {
+			n += fr.PropInit
+			for key, v := range props {
+				n += fr.PropKey + countProperty(enc, fr, key, v)
+			}
+		}
+		per[i] = ToolCount{Name: t.Name, Tokens: int64(max(n, 0))}
+		total += per[i].Tokens
+	}
+	return total, per
+}
+
+func countProperty(enc *Encoding, fr Framing, key string, v any) int {
+	p, ok := v.(map[string]any)
+	if !ok {
+		b, _ := json.Marshal(v)
+		return enc.Count(key + ":" + string(b))
+	}
+	n := 0
+	if values, ok := p["enum"].([]any); ok {
+		n += fr.EnumInit
+		for _, item := range values {
+			n += fr.EnumItem + enc.Count(scalarText(item))
+		}
+	}
+	desc, _ := p["description"].(string)
+	n += enc.Count(key + ":" + scalarText(p["type"]) + ":" + strings.TrimSuffix(desc, "."))
+	rest := make(map[string]any, len(p))
+	for k, val := range p {
+		if k != "type" && k != "description" && k != "enum" {
+			rest[k] = val
+		}
+	}
+	if len(rest) > 0 {
+		b, _ := json.Marshal(rest)
+		n += enc.Count(string(b))
+	}
+	return n
+}
+
+func scalarText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = scalarText(e)
+		}
+		return strings.Join(parts, "|")
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Sprint(x)
+		}
+		return string(b)
+	}
+}
