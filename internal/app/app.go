@@ -62,21 +62,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	srv := grpc.NewServer(
-		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
-		grpc.ChainUnaryInterceptor(
-			metrics.UnaryServerInterceptor(),
-			logging.UnaryServerInterceptor(interceptorLogger(log), logging.WithLogOnEvents(logging.FinishCall)),
-			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
-			protovalidate.UnaryServerInterceptor(validator),
-		),
-		grpc.ChainStreamInterceptor(
-			metrics.StreamServerInterceptor(),
-			logging.StreamServerInterceptor(interceptorLogger(log), logging.WithLogOnEvents(logging.FinishCall)),
-			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
-			protovalidate.StreamServerInterceptor(validator),
-		),
-	)
+	srv := newGRPCServer(cfg, log, validator, metrics)
 	contextdv1.RegisterContextServiceServer(srv, api.NewContextService(eng, log))
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(srv, healthSrv)
@@ -140,6 +126,28 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// newGRPCServer returns a server with the interceptor chain: metrics outermost
+// (they see every outcome), then logging, then panic recovery (so a panic is
+// logged and counted as Internal), then validation next to the handler.
+func newGRPCServer(cfg Config, log *slog.Logger, validator pvalidate.Validator, metrics *grpcprom.ServerMetrics) *grpc.Server {
+	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
+	return grpc.NewServer(
+		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(
+			metrics.UnaryServerInterceptor(),
+			logging.UnaryServerInterceptor(interceptorLogger(log), logOpts...),
+			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
+			protovalidate.UnaryServerInterceptor(validator),
+		),
+		grpc.ChainStreamInterceptor(
+			metrics.StreamServerInterceptor(),
+			logging.StreamServerInterceptor(interceptorLogger(log), logOpts...),
+			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
+			protovalidate.StreamServerInterceptor(validator),
+		),
+	)
 }
 
 // interceptorLogger adapts slog to go-grpc-middleware's logging interceptor.

@@ -69,7 +69,7 @@ func (e *Engine) CountTokens(_ context.Context, in CountInput) (CountResult, err
 	case in.Model != "":
 		m, known := e.models.Lookup(in.Model)
 		if !known {
-			res.Warnings = append(res.Warnings, unknownModelWarning(in.Model))
+			return res, chat.Invalid("model", "unknown model %q; see ListModels, or give an encoding instead", in.Model)
 		}
 		encName, framing, res.Model, res.Exact = m.Encoding, tokens.FramingOf(m), in.Model, m.Exact
 	}

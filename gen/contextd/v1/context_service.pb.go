@@ -26,8 +26,9 @@ const (
 // tools, messages), not both.
 type CountTokensRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Model whose encoding and framing to use, e.g. "gpt-4o". Unknown names
-	// use the default (cl100k_base, approximate) and say so.
+	// Model whose encoding and framing to use, e.g. "gpt-4o" (see
+	// ListModels; dated snapshots and provider prefixes are accepted). An
+	// unknown name is InvalidArgument: give an encoding instead.
 	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
 	// Encoding to use instead of a model: "o200k_base" or "cl100k_base".
 	// When neither model nor encoding is given, cl100k_base is used.
@@ -330,7 +331,7 @@ type CountTokensResponse struct {
 	Messages []*MessageCount `protobuf:"bytes,8,rep,name=messages,proto3" json:"messages,omitempty"`
 	// Per-tool breakdown, in request order.
 	Tools []*ToolCount `protobuf:"bytes,9,rep,name=tools,proto3" json:"tools,omitempty"`
-	// Notes, e.g. that an unknown model fell back to the default.
+	// Notes about the count.
 	Warnings      []string `protobuf:"bytes,10,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
