@@ -21,11 +21,14 @@ var roleFromProto = map[contextdv1.Role]chat.Role{
 	contextdv1.Role_ROLE_TOOL:      chat.RoleTool,
 }
 
-var roleToProto = map[chat.Role]contextdv1.Role{
-	chat.RoleSystem:    contextdv1.Role_ROLE_SYSTEM,
-	chat.RoleUser:      contextdv1.Role_ROLE_USER,
-	chat.RoleAssistant: contextdv1.Role_ROLE_ASSISTANT,
-	chat.RoleTool:      contextdv1.Role_ROLE_TOOL,
+var roleToProto = invert(roleFromProto)
+
+func invert[K, V comparable](m map[K]V) map[V]K {
+	out := make(map[V]K, len(m))
+	for k, v := range m {
+		out[v] = k
+	}
+	return out
 }
 
 var kindToProto = map[chat.Kind]contextdv1.MessageKind{

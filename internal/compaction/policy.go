@@ -69,33 +69,16 @@ func Defaults(window int64) Policy {
 // error messages.
 func Resolve(field string, o Overrides, window int64) (Policy, error) {
 	p := Defaults(window)
-	set := func(dst *float64, src *float64) {
-		if src != nil {
-			*dst = *src
-		}
-	}
-	set(&p.WarningThreshold, o.WarningThreshold)
-	set(&p.CriticalThreshold, o.CriticalThreshold)
-	set(&p.EmergencyThreshold, o.EmergencyThreshold)
-	set(&p.Target, o.Target)
-	if o.KeepRecentTokens != nil {
-		p.KeepRecentTokens = *o.KeepRecentTokens
-	}
-	if o.KeepRecentMessages != nil {
-		p.KeepRecentMessages = *o.KeepRecentMessages
-	}
-	if o.ProtectRecentToolResults != nil {
-		p.ProtectRecentToolResults = *o.ProtectRecentToolResults
-	}
-	if o.AutoCompact != nil {
-		p.AutoCompact = *o.AutoCompact
-	}
-	if o.ReservedOutputTokens != nil {
-		p.ReservedOutputTokens = *o.ReservedOutputTokens
-	}
-	if o.SummaryMaxTokens != nil {
-		p.SummaryMaxTokens = *o.SummaryMaxTokens
-	}
+	override(&p.WarningThreshold, o.WarningThreshold)
+	override(&p.CriticalThreshold, o.CriticalThreshold)
+	override(&p.EmergencyThreshold, o.EmergencyThreshold)
+	override(&p.Target, o.Target)
+	override(&p.KeepRecentTokens, o.KeepRecentTokens)
+	override(&p.KeepRecentMessages, o.KeepRecentMessages)
+	override(&p.ProtectRecentToolResults, o.ProtectRecentToolResults)
+	override(&p.AutoCompact, o.AutoCompact)
+	override(&p.ReservedOutputTokens, o.ReservedOutputTokens)
+	override(&p.SummaryMaxTokens, o.SummaryMaxTokens)
 
 	var v []chat.Violation
 	add := func(name, format string, args ...any) {
@@ -117,6 +100,12 @@ func Resolve(field string, o Overrides, window int64) (Policy, error) {
 		return Policy{}, &chat.InvalidError{Violations: v}
 	}
 	return p, nil
+}
+
+func override[T any](dst, src *T) {
+	if src != nil {
+		*dst = *src
+	}
 }
 
 // LevelAt returns the level reached at fraction (used / usable window).
