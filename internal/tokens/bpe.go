@@ -36,29 +36,21 @@ type heapEntry struct {
 }
 
 type merger struct {
-	ranks map[string]int32
+	ranks *rankTable
 	pool  sync.Pool
 }
 
 func newMerger(ranks map[string]int32) *merger {
-	m := &merger{ranks: ranks}
+	m := &merger{ranks: newRankTable(ranks)}
 	m.pool.New = func() any { return &scratch{} }
 	return m
 }
 
-func (m *merger) rank(b string) int32 {
-	if r, ok := m.ranks[b]; ok {
-		return r
-	}
-	return noRank
-}
+func (m *merger) rank(b string) int32 { return m.ranks.get(b) }
 
 // count returns the number of tokens of one piece.
 func (m *merger) count(piece string) int {
-	if len(piece) == 1 {
-		return 1
-	}
-	if _, ok := m.ranks[piece]; ok {
+	if len(piece) == 1 || m.rank(piece) != noRank {
 		return 1
 	}
 	n := 0
@@ -68,10 +60,10 @@ func (m *merger) count(piece string) int {
 
 // encode appends the token ids of one piece to out.
 func (m *merger) encode(out []int, piece string) []int {
-	if r, ok := m.ranks[piece]; ok {
+	if r := m.rank(piece); r != noRank {
 		return append(out, int(r))
 	}
-	m.merge(piece, func(start, end int) { out = append(out, int(m.ranks[piece[start:end]])) })
+	m.merge(piece, func(start, end int) { out = append(out, int(m.rank(piece[start:end]))) })
 	return out
 }
 
