@@ -729,6 +729,7 @@ type GetContextUsageRequest struct {
 	//
 	// Types that are valid to be assigned to Source:
 	//
+	//	*GetContextUsageRequest_SessionId
 	//	*GetContextUsageRequest_Inline
 	Source        isGetContextUsageRequest_Source `protobuf_oneof:"source"`
 	unknownFields protoimpl.UnknownFields
@@ -772,6 +773,15 @@ func (x *GetContextUsageRequest) GetSource() isGetContextUsageRequest_Source {
 	return nil
 }
 
+func (x *GetContextUsageRequest) GetSessionId() string {
+	if x != nil {
+		if x, ok := x.Source.(*GetContextUsageRequest_SessionId); ok {
+			return x.SessionId
+		}
+	}
+	return ""
+}
+
 func (x *GetContextUsageRequest) GetInline() *InlineContext {
 	if x != nil {
 		if x, ok := x.Source.(*GetContextUsageRequest_Inline); ok {
@@ -785,10 +795,17 @@ type isGetContextUsageRequest_Source interface {
 	isGetContextUsageRequest_Source()
 }
 
+type GetContextUsageRequest_SessionId struct {
+	// A stored session; answered from stored counts, without re-tokenizing.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3,oneof"`
+}
+
 type GetContextUsageRequest_Inline struct {
 	// A request given inline (no session).
 	Inline *InlineContext `protobuf:"bytes,2,opt,name=inline,proto3,oneof"`
 }
+
+func (*GetContextUsageRequest_SessionId) isGetContextUsageRequest_Source() {}
 
 func (*GetContextUsageRequest_Inline) isGetContextUsageRequest_Source() {}
 
@@ -836,6 +853,716 @@ func (x *GetContextUsageResponse) GetUsage() *ContextUsage {
 		return x.Usage
 	}
 	return nil
+}
+
+// CreateSession input.
+type CreateSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Session id of your choosing (letters, digits, '.', '_', '-'; up to 128
+	// characters). Empty: the server picks one.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Model the session is for, e.g. "claude-sonnet-4-5". Unknown names use the
+	// default window (128,000 tokens) and say so in usage warnings. Required.
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// System prompt sent with every request.
+	SystemPrompt string `protobuf:"bytes,3,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
+	// Tool definitions sent with every request.
+	Tools []*ToolDefinition `protobuf:"bytes,4,rep,name=tools,proto3" json:"tools,omitempty"`
+	// Compaction policy; unset fields take defaults.
+	Policy *CompactionPolicy `protobuf:"bytes,5,opt,name=policy,proto3" json:"policy,omitempty"`
+	// Labels, for filtering ListSessions.
+	Labels        map[string]string `protobuf:"bytes,6,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSessionRequest) Reset() {
+	*x = CreateSessionRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSessionRequest) ProtoMessage() {}
+
+func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
+func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CreateSessionRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CreateSessionRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *CreateSessionRequest) GetSystemPrompt() string {
+	if x != nil {
+		return x.SystemPrompt
+	}
+	return ""
+}
+
+func (x *CreateSessionRequest) GetTools() []*ToolDefinition {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *CreateSessionRequest) GetPolicy() *CompactionPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+func (x *CreateSessionRequest) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+// CreateSession output.
+type CreateSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new session.
+	Session       *Session `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSessionResponse) Reset() {
+	*x = CreateSessionResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSessionResponse) ProtoMessage() {}
+
+func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
+func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CreateSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// GetSession input.
+type GetSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session. Required.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSessionRequest) Reset() {
+	*x = GetSessionRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSessionRequest) ProtoMessage() {}
+
+func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
+func (*GetSessionRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *GetSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// GetSession output.
+type GetSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session with its current usage.
+	Session       *Session `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSessionResponse) Reset() {
+	*x = GetSessionResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSessionResponse) ProtoMessage() {}
+
+func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
+func (*GetSessionResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *GetSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// ListSessions input.
+type ListSessionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sessions per page, 1 to 1000; 0 means 50.
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// next_page_token of the previous page; empty for the first.
+	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only sessions that have all of these labels.
+	Labels        map[string]string `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsRequest) Reset() {
+	*x = ListSessionsRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsRequest) ProtoMessage() {}
+
+func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
+func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListSessionsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListSessionsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListSessionsRequest) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+// ListSessions output.
+type ListSessionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A page of sessions, newest first.
+	Sessions []*Session `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	// Token of the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsResponse) Reset() {
+	*x = ListSessionsResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsResponse) ProtoMessage() {}
+
+func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
+func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ListSessionsResponse) GetSessions() []*Session {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+func (x *ListSessionsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// DeleteSession input.
+type DeleteSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session. Required.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSessionRequest) Reset() {
+	*x = DeleteSessionRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSessionRequest) ProtoMessage() {}
+
+func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
+func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *DeleteSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// DeleteSession output.
+type DeleteSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSessionResponse) Reset() {
+	*x = DeleteSessionResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSessionResponse) ProtoMessage() {}
+
+func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
+func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{18}
+}
+
+// AppendMessages input.
+type AppendMessagesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Messages to append, in order; 1 to 1000.
+	Messages []*Message `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	// Makes retries safe: a retry with the same key and the same messages
+	// returns the first answer and stores nothing; the same key with other
+	// messages is FAILED_PRECONDITION.
+	IdempotencyKey string `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// When set, the append happens only if the session is still at this
+	// version; otherwise ABORTED (re-read and retry).
+	ExpectedVersion *int64 `protobuf:"varint,4,opt,name=expected_version,json=expectedVersion,proto3,oneof" json:"expected_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *AppendMessagesRequest) Reset() {
+	*x = AppendMessagesRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendMessagesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendMessagesRequest) ProtoMessage() {}
+
+func (x *AppendMessagesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendMessagesRequest.ProtoReflect.Descriptor instead.
+func (*AppendMessagesRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *AppendMessagesRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *AppendMessagesRequest) GetMessages() []*Message {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *AppendMessagesRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *AppendMessagesRequest) GetExpectedVersion() int64 {
+	if x != nil && x.ExpectedVersion != nil {
+		return *x.ExpectedVersion
+	}
+	return 0
+}
+
+// AppendMessages output.
+type AppendMessagesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stored messages, with their ids, positions and token counts.
+	Messages []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	// The session version after the append.
+	Version int64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// Usage after the append.
+	Usage         *ContextUsage `protobuf:"bytes,3,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendMessagesResponse) Reset() {
+	*x = AppendMessagesResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendMessagesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendMessagesResponse) ProtoMessage() {}
+
+func (x *AppendMessagesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendMessagesResponse.ProtoReflect.Descriptor instead.
+func (*AppendMessagesResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *AppendMessagesResponse) GetMessages() []*Message {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *AppendMessagesResponse) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *AppendMessagesResponse) GetUsage() *ContextUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+// GetMessages input.
+type GetMessagesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Active view (default) or full log.
+	View MessageView `protobuf:"varint,2,opt,name=view,proto3,enum=contextd.v1.MessageView" json:"view,omitempty"`
+	// Messages per page, 1 to 1000; 0 means 100.
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// next_page_token of the previous page; empty for the first.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMessagesRequest) Reset() {
+	*x = GetMessagesRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMessagesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMessagesRequest) ProtoMessage() {}
+
+func (x *GetMessagesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMessagesRequest.ProtoReflect.Descriptor instead.
+func (*GetMessagesRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *GetMessagesRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *GetMessagesRequest) GetView() MessageView {
+	if x != nil {
+		return x.View
+	}
+	return MessageView_MESSAGE_VIEW_UNSPECIFIED
+}
+
+func (x *GetMessagesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *GetMessagesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// GetMessages output.
+type GetMessagesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A page of messages, in order.
+	Messages []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	// Token of the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The session version the page was read at.
+	Version       int64 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMessagesResponse) Reset() {
+	*x = GetMessagesResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMessagesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMessagesResponse) ProtoMessage() {}
+
+func (x *GetMessagesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMessagesResponse.ProtoReflect.Descriptor instead.
+func (*GetMessagesResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *GetMessagesResponse) GetMessages() []*Message {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *GetMessagesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *GetMessagesResponse) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
 }
 
 var File_contextd_v1_context_service_proto protoreflect.FileDescriptor
@@ -897,17 +1624,88 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x05tools\x18\x03 \x03(\v2\x1b.contextd.v1.ToolDefinitionB\t\xbaH\x06\x92\x01\x03\x10\x80\bR\x05tools\x12<\n" +
 	"\bmessages\x18\x04 \x03(\v2\x14.contextd.v1.MessageB\n" +
 	"\xbaH\a\x92\x01\x04\x10\xa0\x8d\x06R\bmessages\x125\n" +
-	"\x06policy\x18\x05 \x01(\v2\x1d.contextd.v1.CompactionPolicyR\x06policy\"_\n" +
-	"\x16GetContextUsageRequest\x124\n" +
+	"\x06policy\x18\x05 \x01(\v2\x1d.contextd.v1.CompactionPolicyR\x06policy\"\x8c\x01\n" +
+	"\x16GetContextUsageRequest\x12+\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01H\x00R\tsessionId\x124\n" +
 	"\x06inline\x18\x02 \x01(\v2\x1a.contextd.v1.InlineContextH\x00R\x06inlineB\x0f\n" +
 	"\x06source\x12\x05\xbaH\x02\b\x01\"J\n" +
 	"\x17GetContextUsageResponse\x12/\n" +
-	"\x05usage\x18\x01 \x01(\v2\x19.contextd.v1.ContextUsageR\x05usage2\x8f\x02\n" +
+	"\x05usage\x18\x01 \x01(\v2\x19.contextd.v1.ContextUsageR\x05usage\"\xa8\x03\n" +
+	"\x14CreateSessionRequest\x129\n" +
+	"\x02id\x18\x01 \x01(\tB)\xbaH&r$\x18\x80\x012\x1f^([A-Za-z0-9][A-Za-z0-9._-]*)?$R\x02id\x12 \n" +
+	"\x05model\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x05model\x12#\n" +
+	"\rsystem_prompt\x18\x03 \x01(\tR\fsystemPrompt\x12<\n" +
+	"\x05tools\x18\x04 \x03(\v2\x1b.contextd.v1.ToolDefinitionB\t\xbaH\x06\x92\x01\x03\x10\x80\bR\x05tools\x125\n" +
+	"\x06policy\x18\x05 \x01(\v2\x1d.contextd.v1.CompactionPolicyR\x06policy\x12^\n" +
+	"\x06labels\x18\x06 \x03(\v2-.contextd.v1.CreateSessionRequest.LabelsEntryB\x17\xbaH\x14\x9a\x01\x11\x10@\"\x06r\x04\x10\x01\x18?*\x05r\x03\x18\x80\x02R\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"G\n" +
+	"\x15CreateSessionResponse\x12.\n" +
+	"\asession\x18\x01 \x01(\v2\x14.contextd.v1.SessionR\asession\">\n" +
+	"\x11GetSessionRequest\x12)\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\"D\n" +
+	"\x12GetSessionResponse\x12.\n" +
+	"\asession\x18\x01 \x01(\v2\x14.contextd.v1.SessionR\asession\"\xf2\x01\n" +
+	"\x13ListSessionsRequest\x12'\n" +
+	"\tpage_size\x18\x01 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\x12N\n" +
+	"\x06labels\x18\x03 \x03(\v2,.contextd.v1.ListSessionsRequest.LabelsEntryB\b\xbaH\x05\x9a\x01\x02\x10\x10R\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"p\n" +
+	"\x14ListSessionsResponse\x120\n" +
+	"\bsessions\x18\x01 \x03(\v2\x14.contextd.v1.SessionR\bsessions\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"A\n" +
+	"\x14DeleteSessionRequest\x12)\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\"\x17\n" +
+	"\x15DeleteSessionResponse\"\x82\x02\n" +
+	"\x15AppendMessagesRequest\x12)\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x12=\n" +
+	"\bmessages\x18\x02 \x03(\v2\x14.contextd.v1.MessageB\v\xbaH\b\x92\x01\x05\b\x01\x10\xe8\aR\bmessages\x121\n" +
+	"\x0fidempotency_key\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x0eidempotencyKey\x127\n" +
+	"\x10expected_version\x18\x04 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\x0fexpectedVersion\x88\x01\x01B\x13\n" +
+	"\x11_expected_version\"\x95\x01\n" +
+	"\x16AppendMessagesResponse\x120\n" +
+	"\bmessages\x18\x01 \x03(\v2\x14.contextd.v1.MessageR\bmessages\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\x12/\n" +
+	"\x05usage\x18\x03 \x01(\v2\x19.contextd.v1.ContextUsageR\x05usage\"\xc9\x01\n" +
+	"\x12GetMessagesRequest\x12)\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x126\n" +
+	"\x04view\x18\x02 \x01(\x0e2\x18.contextd.v1.MessageViewB\b\xbaH\x05\x82\x01\x02\x10\x01R\x04view\x12'\n" +
+	"\tpage_size\x18\x03 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"\x89\x01\n" +
+	"\x13GetMessagesResponse\x120\n" +
+	"\bmessages\x18\x01 \x03(\v2\x14.contextd.v1.MessageR\bmessages\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x03R\aversion2\x90\x06\n" +
 	"\x0eContextService\x12P\n" +
 	"\vCountTokens\x12\x1f.contextd.v1.CountTokensRequest\x1a .contextd.v1.CountTokensResponse\x12M\n" +
 	"\n" +
 	"ListModels\x12\x1e.contextd.v1.ListModelsRequest\x1a\x1f.contextd.v1.ListModelsResponse\x12\\\n" +
-	"\x0fGetContextUsage\x12#.contextd.v1.GetContextUsageRequest\x1a$.contextd.v1.GetContextUsageResponseB9Z7github.com/contextd/contextd/gen/contextd/v1;contextdv1b\x06proto3"
+	"\x0fGetContextUsage\x12#.contextd.v1.GetContextUsageRequest\x1a$.contextd.v1.GetContextUsageResponse\x12V\n" +
+	"\rCreateSession\x12!.contextd.v1.CreateSessionRequest\x1a\".contextd.v1.CreateSessionResponse\x12M\n" +
+	"\n" +
+	"GetSession\x12\x1e.contextd.v1.GetSessionRequest\x1a\x1f.contextd.v1.GetSessionResponse\x12S\n" +
+	"\fListSessions\x12 .contextd.v1.ListSessionsRequest\x1a!.contextd.v1.ListSessionsResponse\x12V\n" +
+	"\rDeleteSession\x12!.contextd.v1.DeleteSessionRequest\x1a\".contextd.v1.DeleteSessionResponse\x12Y\n" +
+	"\x0eAppendMessages\x12\".contextd.v1.AppendMessagesRequest\x1a#.contextd.v1.AppendMessagesResponse\x12P\n" +
+	"\vGetMessages\x12\x1f.contextd.v1.GetMessagesRequest\x1a .contextd.v1.GetMessagesResponseB9Z7github.com/contextd/contextd/gen/contextd/v1;contextdv1b\x06proto3"
 
 var (
 	file_contextd_v1_context_service_proto_rawDescOnce sync.Once
@@ -921,7 +1719,7 @@ func file_contextd_v1_context_service_proto_rawDescGZIP() []byte {
 	return file_contextd_v1_context_service_proto_rawDescData
 }
 
-var file_contextd_v1_context_service_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_contextd_v1_context_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_contextd_v1_context_service_proto_goTypes = []any{
 	(*CountTokensRequest)(nil),      // 0: contextd.v1.CountTokensRequest
 	(*PartCount)(nil),               // 1: contextd.v1.PartCount
@@ -934,35 +1732,75 @@ var file_contextd_v1_context_service_proto_goTypes = []any{
 	(*InlineContext)(nil),           // 8: contextd.v1.InlineContext
 	(*GetContextUsageRequest)(nil),  // 9: contextd.v1.GetContextUsageRequest
 	(*GetContextUsageResponse)(nil), // 10: contextd.v1.GetContextUsageResponse
-	(*ToolDefinition)(nil),          // 11: contextd.v1.ToolDefinition
-	(*Message)(nil),                 // 12: contextd.v1.Message
-	(*CompactionPolicy)(nil),        // 13: contextd.v1.CompactionPolicy
-	(*ContextUsage)(nil),            // 14: contextd.v1.ContextUsage
+	(*CreateSessionRequest)(nil),    // 11: contextd.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),   // 12: contextd.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),       // 13: contextd.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),      // 14: contextd.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),     // 15: contextd.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),    // 16: contextd.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),    // 17: contextd.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),   // 18: contextd.v1.DeleteSessionResponse
+	(*AppendMessagesRequest)(nil),   // 19: contextd.v1.AppendMessagesRequest
+	(*AppendMessagesResponse)(nil),  // 20: contextd.v1.AppendMessagesResponse
+	(*GetMessagesRequest)(nil),      // 21: contextd.v1.GetMessagesRequest
+	(*GetMessagesResponse)(nil),     // 22: contextd.v1.GetMessagesResponse
+	nil,                             // 23: contextd.v1.CreateSessionRequest.LabelsEntry
+	nil,                             // 24: contextd.v1.ListSessionsRequest.LabelsEntry
+	(*ToolDefinition)(nil),          // 25: contextd.v1.ToolDefinition
+	(*Message)(nil),                 // 26: contextd.v1.Message
+	(*CompactionPolicy)(nil),        // 27: contextd.v1.CompactionPolicy
+	(*ContextUsage)(nil),            // 28: contextd.v1.ContextUsage
+	(*Session)(nil),                 // 29: contextd.v1.Session
+	(MessageView)(0),                // 30: contextd.v1.MessageView
 }
 var file_contextd_v1_context_service_proto_depIdxs = []int32{
-	11, // 0: contextd.v1.CountTokensRequest.tools:type_name -> contextd.v1.ToolDefinition
-	12, // 1: contextd.v1.CountTokensRequest.messages:type_name -> contextd.v1.Message
+	25, // 0: contextd.v1.CountTokensRequest.tools:type_name -> contextd.v1.ToolDefinition
+	26, // 1: contextd.v1.CountTokensRequest.messages:type_name -> contextd.v1.Message
 	1,  // 2: contextd.v1.MessageCount.parts:type_name -> contextd.v1.PartCount
 	2,  // 3: contextd.v1.CountTokensResponse.messages:type_name -> contextd.v1.MessageCount
 	3,  // 4: contextd.v1.CountTokensResponse.tools:type_name -> contextd.v1.ToolCount
 	6,  // 5: contextd.v1.ListModelsResponse.models:type_name -> contextd.v1.ModelInfo
 	6,  // 6: contextd.v1.ListModelsResponse.default_model:type_name -> contextd.v1.ModelInfo
-	11, // 7: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
-	12, // 8: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
-	13, // 9: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
+	25, // 7: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
+	26, // 8: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
+	27, // 9: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
 	8,  // 10: contextd.v1.GetContextUsageRequest.inline:type_name -> contextd.v1.InlineContext
-	14, // 11: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
-	0,  // 12: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
-	5,  // 13: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
-	9,  // 14: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
-	4,  // 15: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
-	7,  // 16: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
-	10, // 17: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
-	15, // [15:18] is the sub-list for method output_type
-	12, // [12:15] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	28, // 11: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
+	25, // 12: contextd.v1.CreateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
+	27, // 13: contextd.v1.CreateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
+	23, // 14: contextd.v1.CreateSessionRequest.labels:type_name -> contextd.v1.CreateSessionRequest.LabelsEntry
+	29, // 15: contextd.v1.CreateSessionResponse.session:type_name -> contextd.v1.Session
+	29, // 16: contextd.v1.GetSessionResponse.session:type_name -> contextd.v1.Session
+	24, // 17: contextd.v1.ListSessionsRequest.labels:type_name -> contextd.v1.ListSessionsRequest.LabelsEntry
+	29, // 18: contextd.v1.ListSessionsResponse.sessions:type_name -> contextd.v1.Session
+	26, // 19: contextd.v1.AppendMessagesRequest.messages:type_name -> contextd.v1.Message
+	26, // 20: contextd.v1.AppendMessagesResponse.messages:type_name -> contextd.v1.Message
+	28, // 21: contextd.v1.AppendMessagesResponse.usage:type_name -> contextd.v1.ContextUsage
+	30, // 22: contextd.v1.GetMessagesRequest.view:type_name -> contextd.v1.MessageView
+	26, // 23: contextd.v1.GetMessagesResponse.messages:type_name -> contextd.v1.Message
+	0,  // 24: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
+	5,  // 25: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
+	9,  // 26: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
+	11, // 27: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
+	13, // 28: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
+	15, // 29: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
+	17, // 30: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
+	19, // 31: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
+	21, // 32: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
+	4,  // 33: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
+	7,  // 34: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
+	10, // 35: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
+	12, // 36: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
+	14, // 37: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
+	16, // 38: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
+	18, // 39: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
+	20, // 40: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
+	22, // 41: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
+	33, // [33:42] is the sub-list for method output_type
+	24, // [24:33] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_context_service_proto_init() }
@@ -972,15 +1810,17 @@ func file_contextd_v1_context_service_proto_init() {
 	}
 	file_contextd_v1_types_proto_init()
 	file_contextd_v1_context_service_proto_msgTypes[9].OneofWrappers = []any{
+		(*GetContextUsageRequest_SessionId)(nil),
 		(*GetContextUsageRequest_Inline)(nil),
 	}
+	file_contextd_v1_context_service_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_contextd_v1_context_service_proto_rawDesc), len(file_contextd_v1_context_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,6 +22,12 @@ const (
 	ContextService_CountTokens_FullMethodName     = "/contextd.v1.ContextService/CountTokens"
 	ContextService_ListModels_FullMethodName      = "/contextd.v1.ContextService/ListModels"
 	ContextService_GetContextUsage_FullMethodName = "/contextd.v1.ContextService/GetContextUsage"
+	ContextService_CreateSession_FullMethodName   = "/contextd.v1.ContextService/CreateSession"
+	ContextService_GetSession_FullMethodName      = "/contextd.v1.ContextService/GetSession"
+	ContextService_ListSessions_FullMethodName    = "/contextd.v1.ContextService/ListSessions"
+	ContextService_DeleteSession_FullMethodName   = "/contextd.v1.ContextService/DeleteSession"
+	ContextService_AppendMessages_FullMethodName  = "/contextd.v1.ContextService/AppendMessages"
+	ContextService_GetMessages_FullMethodName     = "/contextd.v1.ContextService/GetMessages"
 )
 
 // ContextServiceClient is the client API for ContextService service.
@@ -42,8 +48,25 @@ type ContextServiceClient interface {
 	// whether counts are exact or an approximation.
 	ListModels(ctx context.Context, in *ListModelsRequest, opts ...grpc.CallOption) (*ListModelsResponse, error)
 	// Shows where a context window goes (system prompt, tools, messages,
-	// reserved output, free space), the level reached and what to do next.
+	// reserved output, free space), the level reached and what to do next,
+	// for a stored session or for a request given inline.
 	GetContextUsage(ctx context.Context, in *GetContextUsageRequest, opts ...grpc.CallOption) (*GetContextUsageResponse, error)
+	// Creates a session: model, system prompt, tools, compaction policy,
+	// labels, and optionally the id (AlreadyExists if it is taken).
+	CreateSession(ctx context.Context, in *CreateSessionRequest, opts ...grpc.CallOption) (*CreateSessionResponse, error)
+	// Returns a session with its current usage.
+	GetSession(ctx context.Context, in *GetSessionRequest, opts ...grpc.CallOption) (*GetSessionResponse, error)
+	// Lists sessions, newest first, filtered by labels, a page at a time.
+	ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error)
+	// Deletes a session; it is NotFound from then on.
+	DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error)
+	// Appends a batch of messages atomically: all or none. Tool results must
+	// answer a tool call made earlier (in the session or the batch). With an
+	// idempotency key a retry returns the first answer and stores nothing
+	// twice; with expected_version a stale writer gets ABORTED.
+	AppendMessages(ctx context.Context, in *AppendMessagesRequest, opts ...grpc.CallOption) (*AppendMessagesResponse, error)
+	// Reads the active view or the full log, a page at a time.
+	GetMessages(ctx context.Context, in *GetMessagesRequest, opts ...grpc.CallOption) (*GetMessagesResponse, error)
 }
 
 type contextServiceClient struct {
@@ -84,6 +107,66 @@ func (c *contextServiceClient) GetContextUsage(ctx context.Context, in *GetConte
 	return out, nil
 }
 
+func (c *contextServiceClient) CreateSession(ctx context.Context, in *CreateSessionRequest, opts ...grpc.CallOption) (*CreateSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateSessionResponse)
+	err := c.cc.Invoke(ctx, ContextService_CreateSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *contextServiceClient) GetSession(ctx context.Context, in *GetSessionRequest, opts ...grpc.CallOption) (*GetSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSessionResponse)
+	err := c.cc.Invoke(ctx, ContextService_GetSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *contextServiceClient) ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSessionsResponse)
+	err := c.cc.Invoke(ctx, ContextService_ListSessions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *contextServiceClient) DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteSessionResponse)
+	err := c.cc.Invoke(ctx, ContextService_DeleteSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *contextServiceClient) AppendMessages(ctx context.Context, in *AppendMessagesRequest, opts ...grpc.CallOption) (*AppendMessagesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AppendMessagesResponse)
+	err := c.cc.Invoke(ctx, ContextService_AppendMessages_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *contextServiceClient) GetMessages(ctx context.Context, in *GetMessagesRequest, opts ...grpc.CallOption) (*GetMessagesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetMessagesResponse)
+	err := c.cc.Invoke(ctx, ContextService_GetMessages_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ContextServiceServer is the server API for ContextService service.
 // All implementations must embed UnimplementedContextServiceServer
 // for forward compatibility.
@@ -102,8 +185,25 @@ type ContextServiceServer interface {
 	// whether counts are exact or an approximation.
 	ListModels(context.Context, *ListModelsRequest) (*ListModelsResponse, error)
 	// Shows where a context window goes (system prompt, tools, messages,
-	// reserved output, free space), the level reached and what to do next.
+	// reserved output, free space), the level reached and what to do next,
+	// for a stored session or for a request given inline.
 	GetContextUsage(context.Context, *GetContextUsageRequest) (*GetContextUsageResponse, error)
+	// Creates a session: model, system prompt, tools, compaction policy,
+	// labels, and optionally the id (AlreadyExists if it is taken).
+	CreateSession(context.Context, *CreateSessionRequest) (*CreateSessionResponse, error)
+	// Returns a session with its current usage.
+	GetSession(context.Context, *GetSessionRequest) (*GetSessionResponse, error)
+	// Lists sessions, newest first, filtered by labels, a page at a time.
+	ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error)
+	// Deletes a session; it is NotFound from then on.
+	DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error)
+	// Appends a batch of messages atomically: all or none. Tool results must
+	// answer a tool call made earlier (in the session or the batch). With an
+	// idempotency key a retry returns the first answer and stores nothing
+	// twice; with expected_version a stale writer gets ABORTED.
+	AppendMessages(context.Context, *AppendMessagesRequest) (*AppendMessagesResponse, error)
+	// Reads the active view or the full log, a page at a time.
+	GetMessages(context.Context, *GetMessagesRequest) (*GetMessagesResponse, error)
 	mustEmbedUnimplementedContextServiceServer()
 }
 
@@ -122,6 +222,24 @@ func (UnimplementedContextServiceServer) ListModels(context.Context, *ListModels
 }
 func (UnimplementedContextServiceServer) GetContextUsage(context.Context, *GetContextUsageRequest) (*GetContextUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetContextUsage not implemented")
+}
+func (UnimplementedContextServiceServer) CreateSession(context.Context, *CreateSessionRequest) (*CreateSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateSession not implemented")
+}
+func (UnimplementedContextServiceServer) GetSession(context.Context, *GetSessionRequest) (*GetSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSession not implemented")
+}
+func (UnimplementedContextServiceServer) ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSessions not implemented")
+}
+func (UnimplementedContextServiceServer) DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteSession not implemented")
+}
+func (UnimplementedContextServiceServer) AppendMessages(context.Context, *AppendMessagesRequest) (*AppendMessagesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AppendMessages not implemented")
+}
+func (UnimplementedContextServiceServer) GetMessages(context.Context, *GetMessagesRequest) (*GetMessagesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetMessages not implemented")
 }
 func (UnimplementedContextServiceServer) mustEmbedUnimplementedContextServiceServer() {}
 func (UnimplementedContextServiceServer) testEmbeddedByValue()                        {}
@@ -198,6 +316,114 @@ func _ContextService_GetContextUsage_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ContextService_CreateSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).CreateSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_CreateSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).CreateSession(ctx, req.(*CreateSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ContextService_GetSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).GetSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_GetSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).GetSession(ctx, req.(*GetSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ContextService_ListSessions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSessionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).ListSessions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_ListSessions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).ListSessions(ctx, req.(*ListSessionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ContextService_DeleteSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).DeleteSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_DeleteSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).DeleteSession(ctx, req.(*DeleteSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ContextService_AppendMessages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AppendMessagesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).AppendMessages(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_AppendMessages_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).AppendMessages(ctx, req.(*AppendMessagesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ContextService_GetMessages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetMessagesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).GetMessages(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_GetMessages_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).GetMessages(ctx, req.(*GetMessagesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ContextService_ServiceDesc is the grpc.ServiceDesc for ContextService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -216,6 +442,30 @@ var ContextService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetContextUsage",
 			Handler:    _ContextService_GetContextUsage_Handler,
+		},
+		{
+			MethodName: "CreateSession",
+			Handler:    _ContextService_CreateSession_Handler,
+		},
+		{
+			MethodName: "GetSession",
+			Handler:    _ContextService_GetSession_Handler,
+		},
+		{
+			MethodName: "ListSessions",
+			Handler:    _ContextService_ListSessions_Handler,
+		},
+		{
+			MethodName: "DeleteSession",
+			Handler:    _ContextService_DeleteSession_Handler,
+		},
+		{
+			MethodName: "AppendMessages",
+			Handler:    _ContextService_AppendMessages_Handler,
+		},
+		{
+			MethodName: "GetMessages",
+			Handler:    _ContextService_GetMessages_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

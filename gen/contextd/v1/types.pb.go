@@ -339,6 +339,60 @@ func (StatusEvent) EnumDescriptor() ([]byte, []int) {
 	return file_contextd_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
+// Which list of a session's messages to read.
+type MessageView int32
+
+const (
+	// Treated as MESSAGE_VIEW_ACTIVE.
+	MessageView_MESSAGE_VIEW_UNSPECIFIED MessageView = 0
+	// The active view: what is sent to the model (summaries and placeholders
+	// stand in for compacted originals).
+	MessageView_MESSAGE_VIEW_ACTIVE MessageView = 1
+	// The full log: every message ever appended, in order, never rewritten.
+	MessageView_MESSAGE_VIEW_LOG MessageView = 2
+)
+
+// Enum value maps for MessageView.
+var (
+	MessageView_name = map[int32]string{
+		0: "MESSAGE_VIEW_UNSPECIFIED",
+		1: "MESSAGE_VIEW_ACTIVE",
+		2: "MESSAGE_VIEW_LOG",
+	}
+	MessageView_value = map[string]int32{
+		"MESSAGE_VIEW_UNSPECIFIED": 0,
+		"MESSAGE_VIEW_ACTIVE":      1,
+		"MESSAGE_VIEW_LOG":         2,
+	}
+)
+
+func (x MessageView) Enum() *MessageView {
+	p := new(MessageView)
+	*p = x
+	return p
+}
+
+func (x MessageView) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MessageView) Descriptor() protoreflect.EnumDescriptor {
+	return file_contextd_v1_types_proto_enumTypes[5].Descriptor()
+}
+
+func (MessageView) Type() protoreflect.EnumType {
+	return &file_contextd_v1_types_proto_enumTypes[5]
+}
+
+func (x MessageView) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MessageView.Descriptor instead.
+func (MessageView) EnumDescriptor() ([]byte, []int) {
+	return file_contextd_v1_types_proto_rawDescGZIP(), []int{5}
+}
+
 // A message of a conversation: a role and ordered parts. Plain chat text is
 // one TextPart; an assistant turn that calls tools has ToolCallParts (after
 // any text); a tool message has exactly one ToolResultPart.
@@ -1475,6 +1529,154 @@ func (x *ContextStatus) GetTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// A stored conversation: the model it is for, what is sent with every
+// request (system prompt, tools), its compaction policy, and where its
+// context window stands.
+type Session struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Session id, unique within the tenant.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Model the session's messages are counted for.
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// System prompt sent with every request.
+	SystemPrompt string `protobuf:"bytes,3,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
+	// Tool definitions sent with every request.
+	Tools []*ToolDefinition `protobuf:"bytes,4,rep,name=tools,proto3" json:"tools,omitempty"`
+	// The compaction policy as given at creation (unset fields take defaults;
+	// usage.thresholds shows the values in force).
+	Policy *CompactionPolicy `protobuf:"bytes,5,opt,name=policy,proto3" json:"policy,omitempty"`
+	// Labels for filtering ListSessions.
+	Labels map[string]string `protobuf:"bytes,6,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Bumped by every change; use it as AppendMessages.expected_version.
+	Version int64 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
+	// Messages in the active view (what is sent to the model).
+	MessageCount int64 `protobuf:"varint,8,opt,name=message_count,json=messageCount,proto3" json:"message_count,omitempty"`
+	// Messages ever appended (the log; never shrinks).
+	LogCount int64 `protobuf:"varint,9,opt,name=log_count,json=logCount,proto3" json:"log_count,omitempty"`
+	// Where the context window stands now.
+	Usage *ContextUsage `protobuf:"bytes,10,opt,name=usage,proto3" json:"usage,omitempty"`
+	// When the session was created.
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// When the session last changed.
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Session) Reset() {
+	*x = Session{}
+	mi := &file_contextd_v1_types_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Session) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Session) ProtoMessage() {}
+
+func (x *Session) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_types_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Session.ProtoReflect.Descriptor instead.
+func (*Session) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_types_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Session) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Session) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *Session) GetSystemPrompt() string {
+	if x != nil {
+		return x.SystemPrompt
+	}
+	return ""
+}
+
+func (x *Session) GetTools() []*ToolDefinition {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *Session) GetPolicy() *CompactionPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+func (x *Session) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Session) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *Session) GetMessageCount() int64 {
+	if x != nil {
+		return x.MessageCount
+	}
+	return 0
+}
+
+func (x *Session) GetLogCount() int64 {
+	if x != nil {
+		return x.LogCount
+	}
+	return 0
+}
+
+func (x *Session) GetUsage() *ContextUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *Session) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Session) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
 var File_contextd_v1_types_proto protoreflect.FileDescriptor
 
 const file_contextd_v1_types_proto_rawDesc = "" +
@@ -1599,7 +1801,26 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\tcompacted\x18\x05 \x01(\bR\tcompacted\x12D\n" +
 	"\x0flast_compaction\x18\x06 \x01(\v2\x1b.contextd.v1.CompactionInfoR\x0elastCompaction\x12\x1a\n" +
 	"\bwarnings\x18\a \x03(\tR\bwarnings\x12.\n" +
-	"\x04time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x04time*_\n" +
+	"\x04time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xb6\x04\n" +
+	"\aSession\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12#\n" +
+	"\rsystem_prompt\x18\x03 \x01(\tR\fsystemPrompt\x121\n" +
+	"\x05tools\x18\x04 \x03(\v2\x1b.contextd.v1.ToolDefinitionR\x05tools\x125\n" +
+	"\x06policy\x18\x05 \x01(\v2\x1d.contextd.v1.CompactionPolicyR\x06policy\x128\n" +
+	"\x06labels\x18\x06 \x03(\v2 .contextd.v1.Session.LabelsEntryR\x06labels\x12\x18\n" +
+	"\aversion\x18\a \x01(\x03R\aversion\x12#\n" +
+	"\rmessage_count\x18\b \x01(\x03R\fmessageCount\x12\x1b\n" +
+	"\tlog_count\x18\t \x01(\x03R\blogCount\x12/\n" +
+	"\x05usage\x18\n" +
+	" \x01(\v2\x19.contextd.v1.ContextUsageR\x05usage\x129\n" +
+	"\n" +
+	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*_\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_SYSTEM\x10\x01\x12\r\n" +
@@ -1630,7 +1851,11 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\x15STATUS_EVENT_REVERTED\x10\x04\x12\x18\n" +
 	"\x14STATUS_EVENT_WARNING\x10\x05\x12\x18\n" +
 	"\x14STATUS_EVENT_DELETED\x10\x06\x12\x18\n" +
-	"\x14STATUS_EVENT_UPDATED\x10\aB9Z7github.com/contextd/contextd/gen/contextd/v1;contextdv1b\x06proto3"
+	"\x14STATUS_EVENT_UPDATED\x10\a*Z\n" +
+	"\vMessageView\x12\x1c\n" +
+	"\x18MESSAGE_VIEW_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13MESSAGE_VIEW_ACTIVE\x10\x01\x12\x14\n" +
+	"\x10MESSAGE_VIEW_LOG\x10\x02B9Z7github.com/contextd/contextd/gen/contextd/v1;contextdv1b\x06proto3"
 
 var (
 	file_contextd_v1_types_proto_rawDescOnce sync.Once
@@ -1644,51 +1869,60 @@ func file_contextd_v1_types_proto_rawDescGZIP() []byte {
 	return file_contextd_v1_types_proto_rawDescData
 }
 
-var file_contextd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_contextd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_contextd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_contextd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_contextd_v1_types_proto_goTypes = []any{
 	(Role)(0),                     // 0: contextd.v1.Role
 	(MessageKind)(0),              // 1: contextd.v1.MessageKind
 	(ContextLevel)(0),             // 2: contextd.v1.ContextLevel
 	(EstimateSource)(0),           // 3: contextd.v1.EstimateSource
 	(StatusEvent)(0),              // 4: contextd.v1.StatusEvent
-	(*Message)(nil),               // 5: contextd.v1.Message
-	(*Part)(nil),                  // 6: contextd.v1.Part
-	(*TextPart)(nil),              // 7: contextd.v1.TextPart
-	(*ToolCallPart)(nil),          // 8: contextd.v1.ToolCallPart
-	(*ToolResultPart)(nil),        // 9: contextd.v1.ToolResultPart
-	(*ImagePart)(nil),             // 10: contextd.v1.ImagePart
-	(*ToolDefinition)(nil),        // 11: contextd.v1.ToolDefinition
-	(*CompactionPolicy)(nil),      // 12: contextd.v1.CompactionPolicy
-	(*ContextUsage)(nil),          // 13: contextd.v1.ContextUsage
-	(*CompactionInfo)(nil),        // 14: contextd.v1.CompactionInfo
-	(*ContextStatus)(nil),         // 15: contextd.v1.ContextStatus
-	nil,                           // 16: contextd.v1.Message.MetadataEntry
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(MessageView)(0),              // 5: contextd.v1.MessageView
+	(*Message)(nil),               // 6: contextd.v1.Message
+	(*Part)(nil),                  // 7: contextd.v1.Part
+	(*TextPart)(nil),              // 8: contextd.v1.TextPart
+	(*ToolCallPart)(nil),          // 9: contextd.v1.ToolCallPart
+	(*ToolResultPart)(nil),        // 10: contextd.v1.ToolResultPart
+	(*ImagePart)(nil),             // 11: contextd.v1.ImagePart
+	(*ToolDefinition)(nil),        // 12: contextd.v1.ToolDefinition
+	(*CompactionPolicy)(nil),      // 13: contextd.v1.CompactionPolicy
+	(*ContextUsage)(nil),          // 14: contextd.v1.ContextUsage
+	(*CompactionInfo)(nil),        // 15: contextd.v1.CompactionInfo
+	(*ContextStatus)(nil),         // 16: contextd.v1.ContextStatus
+	(*Session)(nil),               // 17: contextd.v1.Session
+	nil,                           // 18: contextd.v1.Message.MetadataEntry
+	nil,                           // 19: contextd.v1.Session.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
 }
 var file_contextd_v1_types_proto_depIdxs = []int32{
 	0,  // 0: contextd.v1.Message.role:type_name -> contextd.v1.Role
-	6,  // 1: contextd.v1.Message.parts:type_name -> contextd.v1.Part
+	7,  // 1: contextd.v1.Message.parts:type_name -> contextd.v1.Part
 	1,  // 2: contextd.v1.Message.kind:type_name -> contextd.v1.MessageKind
-	16, // 3: contextd.v1.Message.metadata:type_name -> contextd.v1.Message.MetadataEntry
-	17, // 4: contextd.v1.Message.created_at:type_name -> google.protobuf.Timestamp
-	7,  // 5: contextd.v1.Part.text:type_name -> contextd.v1.TextPart
-	8,  // 6: contextd.v1.Part.tool_call:type_name -> contextd.v1.ToolCallPart
-	9,  // 7: contextd.v1.Part.tool_result:type_name -> contextd.v1.ToolResultPart
-	10, // 8: contextd.v1.Part.image:type_name -> contextd.v1.ImagePart
-	12, // 9: contextd.v1.ContextUsage.thresholds:type_name -> contextd.v1.CompactionPolicy
+	18, // 3: contextd.v1.Message.metadata:type_name -> contextd.v1.Message.MetadataEntry
+	20, // 4: contextd.v1.Message.created_at:type_name -> google.protobuf.Timestamp
+	8,  // 5: contextd.v1.Part.text:type_name -> contextd.v1.TextPart
+	9,  // 6: contextd.v1.Part.tool_call:type_name -> contextd.v1.ToolCallPart
+	10, // 7: contextd.v1.Part.tool_result:type_name -> contextd.v1.ToolResultPart
+	11, // 8: contextd.v1.Part.image:type_name -> contextd.v1.ImagePart
+	13, // 9: contextd.v1.ContextUsage.thresholds:type_name -> contextd.v1.CompactionPolicy
 	2,  // 10: contextd.v1.ContextUsage.level:type_name -> contextd.v1.ContextLevel
 	3,  // 11: contextd.v1.ContextUsage.estimate_source:type_name -> contextd.v1.EstimateSource
-	17, // 12: contextd.v1.CompactionInfo.created_at:type_name -> google.protobuf.Timestamp
+	20, // 12: contextd.v1.CompactionInfo.created_at:type_name -> google.protobuf.Timestamp
 	4,  // 13: contextd.v1.ContextStatus.event:type_name -> contextd.v1.StatusEvent
-	13, // 14: contextd.v1.ContextStatus.usage:type_name -> contextd.v1.ContextUsage
-	14, // 15: contextd.v1.ContextStatus.last_compaction:type_name -> contextd.v1.CompactionInfo
-	17, // 16: contextd.v1.ContextStatus.time:type_name -> google.protobuf.Timestamp
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	14, // 14: contextd.v1.ContextStatus.usage:type_name -> contextd.v1.ContextUsage
+	15, // 15: contextd.v1.ContextStatus.last_compaction:type_name -> contextd.v1.CompactionInfo
+	20, // 16: contextd.v1.ContextStatus.time:type_name -> google.protobuf.Timestamp
+	12, // 17: contextd.v1.Session.tools:type_name -> contextd.v1.ToolDefinition
+	13, // 18: contextd.v1.Session.policy:type_name -> contextd.v1.CompactionPolicy
+	19, // 19: contextd.v1.Session.labels:type_name -> contextd.v1.Session.LabelsEntry
+	14, // 20: contextd.v1.Session.usage:type_name -> contextd.v1.ContextUsage
+	20, // 21: contextd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	20, // 22: contextd.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_types_proto_init() }
@@ -1708,8 +1942,8 @@ func file_contextd_v1_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_contextd_v1_types_proto_rawDesc), len(file_contextd_v1_types_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   12,
+			NumEnums:      6,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,77 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+)
+
+// Backends keep structured fields as JSON text. These helpers are the one
+// encoding both use, so a row written by one reads the same in the other.
+
+// EncodeJSON marshals v, mapping nil maps and slices to "{}" and "[]".
+func EncodeJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("encode: %w", err)
+	}
+	switch string(b) {
+	case "null":
+		switch v.(type) {
+		case []chat.Tool, []chat.Part:
+			return "[]", nil
+		default:
+			return "{}", nil
+		}
+	}
+	return string(b), nil
+}
+
+// DecodeJSON unmarshals text into v.
+func DecodeJSON(text string, v any) error {
+	if text == "" {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(text), v); err != nil {
+		return fmt.Errorf("decode stored JSON: %w", err)
+	}
+	return nil
+}
+
+// policyJSON is the stored form of compaction.Overrides.
+type policyJSON struct {
+	WarningThreshold         *float64 `json:"warning_threshold,omitempty"`
+	CriticalThreshold        *float64 `json:"critical_threshold,omitempty"`
+	EmergencyThreshold       *float64 `json:"emergency_threshold,omitempty"`
+	Target                   *float64 `json:"target,omitempty"`
+	KeepRecentTokens         *int64   `json:"keep_recent_tokens,omitempty"`
+	KeepRecentMessages       *int     `json:"keep_recent_messages,omitempty"`
+	ProtectRecentToolResults *int     `json:"protect_recent_tool_results,omitempty"`
+	AutoCompact              *bool    `json:"auto_compact,omitempty"`
+	ReservedOutputTokens     *int64   `json:"reserved_output_tokens,omitempty"`
+	SummaryMaxTokens         *int     `json:"summary_max_tokens,omitempty"`
+}
+
+// EncodePolicy returns the stored form of a policy.
+func EncodePolicy(o compaction.Overrides) (string, error) {
+	return EncodeJSON(policyJSON(o))
+}
+
+// DecodePolicy reads a stored policy.
+func DecodePolicy(text string) (compaction.Overrides, error) {
+	var p policyJSON
+	err := DecodeJSON(text, &p)
+	return compaction.Overrides(p), err
+}
+
+// DecodeStringMap reads a stored map; an empty map reads as nil, as it was
+// before it was stored.
+func DecodeStringMap(text string) (map[string]string, error) {
+	var m map[string]string
+	if err := DecodeJSON(text, &m); err != nil || len(m) == 0 {
+		return nil, err
+	}
+	return m, nil
+}

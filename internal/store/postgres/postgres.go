@@ -1,0 +1,198 @@
+// Package postgres is the PostgreSQL store: a pgx/v5 pool, one transaction
+// per change, row locks that serialize writers of one session, and the
+// migrations applied at open under an advisory lock.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/migrations"
+)
+
+// Store is the PostgreSQL store.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to url (a libpq URL or DSN), applies pending migrations and
+// returns the store.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("database url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if _, err := Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Migrate applies pending migrations through pool and returns how many ran.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	return migrations.UpPostgres(ctx, db)
+}
+
+// Pool exposes the pool (for LISTEN/NOTIFY and tests).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks the connection.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// Close closes the pool.
+func (s *Store) Close() error { s.pool.Close(); return nil }
+
+// InTx runs fn in one transaction.
+func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		return fn(ctx, &txn{tx: tx})
+	})
+}
+
+const sessionCols = `tenant, id, model, system_prompt, tools, policy, labels::text, version, system_tokens,
+	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at`
+
+const messageCols = `id, position, role, kind, name, pinned, parts, metadata, tokens, created_at`
+
+func scanSession(row pgx.Row) (store.Session, error) {
+	var s store.Session
+	var tools, policy, labels string
+	err := row.Scan(&s.Tenant, &s.ID, &s.Model, &s.SystemPrompt, &tools, &policy, &labels, &s.Version,
+		&s.SystemTokens, &s.ToolsTokens, &s.ActiveTokens, &s.ActiveCount, &s.LogCount, &s.ViewSeq,
+		&s.CreatedAt, &s.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s, store.ErrNotFound
+	}
+	if err != nil {
+		return s, err
+	}
+	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
+	if err := store.DecodeJSON(tools, &s.Tools); err != nil {
+		return s, err
+	}
+	if s.Labels, err = store.DecodeStringMap(labels); err != nil {
+		return s, err
+	}
+	s.Policy, err = store.DecodePolicy(policy)
+	return s, err
+}
+
+func scanMessage(rows pgx.Rows, extra ...any) (chat.Message, error) {
+	var m chat.Message
+	var role, kind, parts, metadata string
+	dest := append(extra, &m.ID, &m.Position, &role, &kind, &m.Name, &m.Pinned, &parts, &metadata, &m.Tokens, &m.CreatedAt)
+	if err := rows.Scan(dest...); err != nil {
+		return m, err
+	}
+	m.Role, m.Kind, m.CreatedAt = chat.Role(role), chat.Kind(kind), m.CreatedAt.UTC()
+	if err := store.DecodeJSON(parts, &m.Parts); err != nil {
+		return m, err
+	}
+	var err error
+	m.Metadata, err = store.DecodeStringMap(metadata)
+	return m, err
+}
+
+// GetSession reads a session without locking.
+func (s *Store) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
+	return scanSession(s.pool.QueryRow(ctx,
+		`SELECT `+sessionCols+` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL`, tenant, id))
+}
+
+// ListSessions returns sessions newest first.
+func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFilter) ([]store.Session, error) {
+	labels, err := store.EncodeJSON(f.Labels)
+	if err != nil {
+		return nil, err
+	}
+	var beforeAt *time.Time
+	var beforeID string
+	if f.Before != nil {
+		beforeAt, beforeID = &f.Before.CreatedAt, f.Before.ID
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+sessionCols+` FROM sessions
+		WHERE tenant = $1 AND deleted_at IS NULL AND labels @> $2::jsonb
+		  AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4))
+		ORDER BY created_at DESC, id DESC LIMIT $5`, tenant, labels, beforeAt, beforeID, f.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Session
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sess)
+	}
+	return out, rows.Err()
+}
+
+// ActiveMessages returns the active view after ordinal `after`.
+func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, []int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at
+		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
+		WHERE v.tenant = $1 AND v.session_id = $2 AND v.ord > $3 ORDER BY v.ord LIMIT $4`, tenant, sessionID, after, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var msgs []chat.Message
+	var ords []int64
+	for rows.Next() {
+		var ord int64
+		m, err := scanMessage(rows, &ord)
+		if err != nil {
+			return nil, nil, err
+		}
+		msgs, ords = append(msgs, m), append(ords, ord)
+	}
+	return msgs, ords, rows.Err()
+}
+
+// LogMessages returns the log after position `after`.
+func (s *Store) LogMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+messageCols+` FROM messages
+		WHERE tenant = $1 AND session_id = $2 AND position > $3 ORDER BY position LIMIT $4`, tenant, sessionID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var msgs []chat.Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, rows.Err()
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}

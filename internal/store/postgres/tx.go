@@ -1,0 +1,172 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// txn implements store.Tx over one pgx transaction.
+type txn struct {
+	tx pgx.Tx
+}
+
+func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
+	return scanSession(t.tx.QueryRow(ctx,
+		`SELECT `+sessionCols+` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`, tenant, id))
+}
+
+func sessionArgs(s *store.Session) ([]any, error) {
+	tools, err := store.EncodeJSON(s.Tools)
+	if err != nil {
+		return nil, err
+	}
+	policy, err := store.EncodePolicy(s.Policy)
+	if err != nil {
+		return nil, err
+	}
+	labels, err := store.EncodeJSON(s.Labels)
+	if err != nil {
+		return nil, err
+	}
+	return []any{s.Tenant, s.ID, s.Model, s.SystemPrompt, tools, policy, labels, s.Version, s.SystemTokens,
+		s.ToolsTokens, s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CreatedAt, s.UpdatedAt}, nil
+}
+
+func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
+	args, err := sessionArgs(s)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.Exec(ctx, `INSERT INTO sessions (tenant, id, model, system_prompt, tools, policy, labels, version,
+		system_tokens, tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16)`, args...)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
+	}
+	return err
+}
+
+func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
+	args, err := sessionArgs(s)
+	if err != nil {
+		return err
+	}
+	tag, err := t.tx.Exec(ctx, `UPDATE sessions SET model = $3, system_prompt = $4, tools = $5, policy = $6,
+		labels = $7::jsonb, version = $8, system_tokens = $9, tools_tokens = $10, active_tokens = $11,
+		active_count = $12, log_count = $13, view_seq = $14, updated_at = $16
+		WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND $15::timestamptz IS NOT NULL`, args...)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("session %q: %w", s.ID, store.ErrNotFound)
+	}
+	return nil
+}
+
+func (t *txn) DeleteSession(ctx context.Context, tenant, id string) error {
+	tag, err := t.tx.Exec(ctx, `UPDATE sessions SET deleted_at = now(), version = version + 1
+		WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL`, tenant, id)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message) error {
+	n := len(msgs)
+	ids, roles, kinds, names, parts, metas := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	positions, tokens := make([]int64, n), make([]int64, n)
+	pinned := make([]bool, n)
+	created := make([]any, n)
+	for i, m := range msgs {
+		p, err := store.EncodeJSON(m.Parts)
+		if err != nil {
+			return err
+		}
+		md, err := store.EncodeJSON(m.Metadata)
+		if err != nil {
+			return err
+		}
+		ids[i], positions[i], roles[i], kinds[i], names[i] = m.ID, m.Position, string(m.Role), string(m.Kind), m.Name
+		pinned[i], parts[i], metas[i], tokens[i], created[i] = m.Pinned, p, md, m.Tokens, m.CreatedAt
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO messages (tenant, session_id, id, position, role, kind, name, pinned, parts, metadata, tokens, created_at)
+		SELECT $1, $2, * FROM unnest($3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12::timestamptz[])`,
+		tenant, sessionID, ids, positions, roles, kinds, names, pinned, parts, metas, tokens, created)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("message: %w", store.ErrAlreadyExists)
+	}
+	return err
+}
+
+func (t *txn) AppendView(ctx context.Context, tenant, sessionID string, entries []store.ViewEntry) error {
+	ords, ids := make([]int64, len(entries)), make([]string, len(entries))
+	for i, e := range entries {
+		ords[i], ids[i] = e.Ord, e.MessageID
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO view_entries (tenant, session_id, ord, message_id)
+		SELECT $1, $2, * FROM unnest($3::bigint[], $4::text[])`, tenant, sessionID, ords, ids)
+	return err
+}
+
+func (t *txn) ToolCalls(ctx context.Context, tenant, sessionID string, ids []string) (map[string]store.ToolCall, error) {
+	out := make(map[string]store.ToolCall, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := t.tx.Query(ctx, `SELECT call_id, position, result_position FROM tool_calls
+		WHERE tenant = $1 AND session_id = $2 AND call_id = ANY($3)`, tenant, sessionID, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c store.ToolCall
+		if err := rows.Scan(&c.CallID, &c.Position, &c.ResultPosition); err != nil {
+			return nil, err
+		}
+		out[c.CallID] = c
+	}
+	return out, rows.Err()
+}
+
+func (t *txn) PutToolCalls(ctx context.Context, tenant, sessionID string, calls []store.ToolCall) error {
+	ids, pos, res := make([]string, len(calls)), make([]int64, len(calls)), make([]int64, len(calls))
+	for i, c := range calls {
+		ids[i], pos[i], res[i] = c.CallID, c.Position, c.ResultPosition
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO tool_calls (tenant, session_id, call_id, position, result_position)
+		SELECT $1, $2, * FROM unnest($3::text[], $4::bigint[], $5::bigint[])
+		ON CONFLICT (tenant, session_id, call_id) DO UPDATE SET result_position = excluded.result_position`,
+		tenant, sessionID, ids, pos, res)
+	return err
+}
+
+func (t *txn) GetIdempotency(ctx context.Context, tenant, sessionID, key string) (store.Idempotency, error) {
+	rec := store.Idempotency{Key: key}
+	err := t.tx.QueryRow(ctx, `SELECT request_hash, response FROM idempotency_keys
+		WHERE tenant = $1 AND session_id = $2 AND key = $3`, tenant, sessionID, key).Scan(&rec.RequestHash, &rec.Response)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return rec, store.ErrNotFound
+	}
+	return rec, err
+}
+
+func (t *txn) PutIdempotency(ctx context.Context, tenant, sessionID string, rec store.Idempotency) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO idempotency_keys (tenant, session_id, key, request_hash, response)
+		VALUES ($1, $2, $3, $4, $5)`, tenant, sessionID, rec.Key, rec.RequestHash, rec.Response)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("idempotency key: %w", store.ErrAlreadyExists)
+	}
+	return err
+}

@@ -1,0 +1,224 @@
+// Package sqlite is the embedded store: one SQLite file (modernc.org/sqlite,
+// pure Go, no cgo) in WAL mode, for one process with zero set-up. Writers
+// take the database lock at BEGIN (IMMEDIATE), which serializes them.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/migrations"
+)
+
+// Store is the SQLite store.
+type Store struct {
+	db *sql.DB
+}
+
+var _ store.Store = (*Store)(nil)
+
+// FileName is the database file inside the data directory.
+const FileName = "contextd.db"
+
+// Open opens (creating if needed) the database in dir, applies pending
+// migrations and returns the store.
+func Open(ctx context.Context, dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	q := url.Values{}
+	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(30000)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + filepath.Join(dir, FileName) + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	if _, err := migrations.UpSQLite(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{db: db}, nil
+}
+
+// Ping checks the database.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// InTx runs fn in one IMMEDIATE transaction.
+func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(ctx, &txn{tx: tx}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// querier is what *sql.DB and *sql.Tx share.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+const sessionCols = `tenant, id, model, system_prompt, tools, policy, labels, version, system_tokens,
+	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at`
+
+const messageCols = `id, position, role, kind, name, pinned, parts, metadata, tokens, created_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+func scanSession(row scanner) (store.Session, error) {
+	var s store.Session
+	var tools, policy, labels string
+	var created, updated int64
+	err := row.Scan(&s.Tenant, &s.ID, &s.Model, &s.SystemPrompt, &tools, &policy, &labels, &s.Version,
+		&s.SystemTokens, &s.ToolsTokens, &s.ActiveTokens, &s.ActiveCount, &s.LogCount, &s.ViewSeq, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, store.ErrNotFound
+	}
+	if err != nil {
+		return s, err
+	}
+	s.CreatedAt, s.UpdatedAt = fromNanos(created), fromNanos(updated)
+	if err := store.DecodeJSON(tools, &s.Tools); err != nil {
+		return s, err
+	}
+	if s.Labels, err = store.DecodeStringMap(labels); err != nil {
+		return s, err
+	}
+	s.Policy, err = store.DecodePolicy(policy)
+	return s, err
+}
+
+func scanMessage(rows scanner, extra ...any) (chat.Message, error) {
+	var m chat.Message
+	var role, kind, parts, metadata string
+	var created int64
+	dest := append(extra, &m.ID, &m.Position, &role, &kind, &m.Name, &m.Pinned, &parts, &metadata, &m.Tokens, &created)
+	if err := rows.Scan(dest...); err != nil {
+		return m, err
+	}
+	m.Role, m.Kind, m.CreatedAt = chat.Role(role), chat.Kind(kind), fromNanos(created)
+	if err := store.DecodeJSON(parts, &m.Parts); err != nil {
+		return m, err
+	}
+	var err error
+	m.Metadata, err = store.DecodeStringMap(metadata)
+	return m, err
+}
+
+func getSession(ctx context.Context, q querier, tenant, id string) (store.Session, error) {
+	return scanSession(q.QueryRowContext(ctx,
+		`SELECT `+sessionCols+` FROM sessions WHERE tenant = ? AND id = ? AND deleted_at IS NULL`, tenant, id))
+}
+
+// GetSession reads a session.
+func (s *Store) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
+	return getSession(ctx, s.db, tenant, id)
+}
+
+// ListSessions returns sessions newest first.
+func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFilter) ([]store.Session, error) {
+	var where strings.Builder
+	args := []any{tenant}
+	where.WriteString(`tenant = ? AND deleted_at IS NULL`)
+	for k, v := range f.Labels {
+		where.WriteString(` AND EXISTS (SELECT 1 FROM json_each(sessions.labels) WHERE json_each.key = ? AND json_each.value = ?)`)
+		args = append(args, k, v)
+	}
+	if f.Before != nil {
+		where.WriteString(` AND (created_at < ? OR (created_at = ? AND id < ?))`)
+		n := f.Before.CreatedAt.UnixNano()
+		args = append(args, n, n, f.Before.ID)
+	}
+	args = append(args, f.Limit)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE `+where.String()+
+		` ORDER BY created_at DESC, id DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Session
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sess)
+	}
+	return out, rows.Err()
+}
+
+// ActiveMessages returns the active view after ordinal `after`.
+func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, []int64, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at
+		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
+		WHERE v.tenant = ? AND v.session_id = ? AND v.ord > ? ORDER BY v.ord LIMIT ?`, tenant, sessionID, after, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var msgs []chat.Message
+	var ords []int64
+	for rows.Next() {
+		var ord int64
+		m, err := scanMessage(rows, &ord)
+		if err != nil {
+			return nil, nil, err
+		}
+		msgs, ords = append(msgs, m), append(ords, ord)
+	}
+	return msgs, ords, rows.Err()
+}
+
+// LogMessages returns the log after position `after`.
+func (s *Store) LogMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
+		WHERE tenant = ? AND session_id = ? AND position > ? ORDER BY position LIMIT ?`, tenant, sessionID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var msgs []chat.Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, rows.Err()
+}
+
+func isUniqueViolation(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}

@@ -1,0 +1,172 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// txn implements store.Tx over one IMMEDIATE transaction, which already
+// holds the write lock: GetSession needs no row lock.
+type txn struct {
+	tx *sql.Tx
+}
+
+func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
+	return getSession(ctx, t.tx, tenant, id)
+}
+
+func sessionArgs(s *store.Session) ([]any, error) {
+	tools, err := store.EncodeJSON(s.Tools)
+	if err != nil {
+		return nil, err
+	}
+	policy, err := store.EncodePolicy(s.Policy)
+	if err != nil {
+		return nil, err
+	}
+	labels, err := store.EncodeJSON(s.Labels)
+	if err != nil {
+		return nil, err
+	}
+	return []any{s.Model, s.SystemPrompt, tools, policy, labels, s.Version, s.SystemTokens, s.ToolsTokens,
+		s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.UpdatedAt.UnixNano(), s.Tenant, s.ID}, nil
+}
+
+func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
+	args, err := sessionArgs(s)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.ExecContext(ctx, `INSERT INTO sessions (model, system_prompt, tools, policy, labels, version,
+		system_tokens, tools_tokens, active_tokens, active_count, log_count, view_seq, updated_at, tenant, id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append(args, s.CreatedAt.UnixNano())...)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
+	}
+	return err
+}
+
+func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
+	args, err := sessionArgs(s)
+	if err != nil {
+		return err
+	}
+	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET model = ?, system_prompt = ?, tools = ?, policy = ?,
+		labels = ?, version = ?, system_tokens = ?, tools_tokens = ?, active_tokens = ?, active_count = ?,
+		log_count = ?, view_seq = ?, updated_at = ? WHERE tenant = ? AND id = ? AND deleted_at IS NULL`, args...)
+	return affected(res, err, s.ID)
+}
+
+func affected(res sql.Result, err error, id string) error {
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+func (t *txn) DeleteSession(ctx context.Context, tenant, id string) error {
+	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET deleted_at = ?, version = version + 1
+		WHERE tenant = ? AND id = ? AND deleted_at IS NULL`, time.Now().UnixNano(), tenant, id)
+	return affected(res, err, id)
+}
+
+func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message) error {
+	stmt, err := t.tx.PrepareContext(ctx, `INSERT INTO messages (tenant, session_id, id, position, role, kind, name,
+		pinned, parts, metadata, tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, m := range msgs {
+		parts, err := store.EncodeJSON(m.Parts)
+		if err != nil {
+			return err
+		}
+		meta, err := store.EncodeJSON(m.Metadata)
+		if err != nil {
+			return err
+		}
+		_, err = stmt.ExecContext(ctx, tenant, sessionID, m.ID, m.Position, string(m.Role), string(m.Kind), m.Name,
+			m.Pinned, parts, meta, m.Tokens, m.CreatedAt.UnixNano())
+		if isUniqueViolation(err) {
+			return fmt.Errorf("message %q: %w", m.ID, store.ErrAlreadyExists)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *txn) AppendView(ctx context.Context, tenant, sessionID string, entries []store.ViewEntry) error {
+	stmt, err := t.tx.PrepareContext(ctx, `INSERT INTO view_entries (tenant, session_id, ord, message_id) VALUES (?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, e := range entries {
+		if _, err := stmt.ExecContext(ctx, tenant, sessionID, e.Ord, e.MessageID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *txn) ToolCalls(ctx context.Context, tenant, sessionID string, ids []string) (map[string]store.ToolCall, error) {
+	out := make(map[string]store.ToolCall, len(ids))
+	for _, id := range ids {
+		c := store.ToolCall{CallID: id}
+		err := t.tx.QueryRowContext(ctx, `SELECT position, result_position FROM tool_calls
+			WHERE tenant = ? AND session_id = ? AND call_id = ?`, tenant, sessionID, id).Scan(&c.Position, &c.ResultPosition)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[id] = c
+	}
+	return out, nil
+}
+
+func (t *txn) PutToolCalls(ctx context.Context, tenant, sessionID string, calls []store.ToolCall) error {
+	for _, c := range calls {
+		_, err := t.tx.ExecContext(ctx, `INSERT INTO tool_calls (tenant, session_id, call_id, position, result_position)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, session_id, call_id) DO UPDATE SET result_position = excluded.result_position`,
+			tenant, sessionID, c.CallID, c.Position, c.ResultPosition)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *txn) GetIdempotency(ctx context.Context, tenant, sessionID, key string) (store.Idempotency, error) {
+	rec := store.Idempotency{Key: key}
+	err := t.tx.QueryRowContext(ctx, `SELECT request_hash, response FROM idempotency_keys
+		WHERE tenant = ? AND session_id = ? AND key = ?`, tenant, sessionID, key).Scan(&rec.RequestHash, &rec.Response)
+	if errors.Is(err, sql.ErrNoRows) {
+		return rec, store.ErrNotFound
+	}
+	return rec, err
+}
+
+func (t *txn) PutIdempotency(ctx context.Context, tenant, sessionID string, rec store.Idempotency) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO idempotency_keys (tenant, session_id, key, request_hash, response, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, tenant, sessionID, rec.Key, rec.RequestHash, rec.Response, time.Now().UnixNano())
+	if isUniqueViolation(err) {
+		return fmt.Errorf("idempotency key: %w", store.ErrAlreadyExists)
+	}
+	return err
+}

@@ -1,0 +1,339 @@
+// Package storetest is the conformance suite every store backend passes:
+// storetest.Run(t, newStore).
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// NewStore returns an empty store for one test; it closes it in t.Cleanup.
+type NewStore func(t *testing.T) store.Store
+
+// Run runs every conformance test against stores made by newStore.
+func Run(t *testing.T, newStore NewStore) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s store.Store)
+	}{
+		{"SessionLifecycle", testSessionLifecycle},
+		{"TenantIsolation", testTenantIsolation},
+		{"ListSessions", testListSessions},
+		{"MessagesRoundTrip", testMessagesRoundTrip},
+		{"MessagePaging", testMessagePaging},
+		{"DuplicatePosition", testDuplicatePosition},
+		{"ToolCalls", testToolCalls},
+		{"Idempotency", testIdempotency},
+		{"Rollback", testRollback},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
+	}
+}
+
+var epoch = time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
+
+func session(tenant, id string, created time.Time) *store.Session {
+	th := 0.6
+	return &store.Session{
+		Tenant: tenant, ID: id, Model: "gpt-4o", SystemPrompt: "Be brief. ✓",
+		Tools:  []chat.Tool{{Name: "read", Description: "Read a file.", Parameters: `{"type":"object"}`}},
+		Policy: compaction.Overrides{WarningThreshold: &th}, Labels: map[string]string{"team": "a"},
+		Version: 1, SystemTokens: 10, ToolsTokens: 20, CreatedAt: created, UpdatedAt: created,
+	}
+}
+
+func inTx(t *testing.T, s store.Store, fn func(ctx context.Context, tx store.Tx) error) error {
+	t.Helper()
+	return s.InTx(t.Context(), fn)
+}
+
+func mustTx(t *testing.T, s store.Store, fn func(ctx context.Context, tx store.Tx) error) {
+	t.Helper()
+	if err := inTx(t, s, fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func create(t *testing.T, s store.Store, sess *store.Session) {
+	t.Helper()
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.InsertSession(ctx, sess) })
+}
+
+func testSessionLifecycle(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	in := session("t1", "s1", epoch)
+	create(t, s, in)
+	got, err := s.GetSession(ctx, "t1", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(&got, in) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got, *in)
+	}
+	err = inTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.InsertSession(ctx, in) })
+	if !errors.Is(err, store.ErrAlreadyExists) {
+		t.Errorf("duplicate insert: %v", err)
+	}
+	if _, err := s.GetSession(ctx, "t1", "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("missing: %v", err)
+	}
+	// Update inside a transaction, reading with the locking GetSession.
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		cur, err := tx.GetSession(ctx, "t1", "s1")
+		if err != nil {
+			return err
+		}
+		cur.Version, cur.ActiveTokens, cur.ActiveCount, cur.LogCount, cur.ViewSeq = 2, 100, 3, 3, 3
+		cur.UpdatedAt = epoch.Add(time.Second)
+		return tx.UpdateSession(ctx, &cur)
+	})
+	got, _ = s.GetSession(ctx, "t1", "s1")
+	if got.Version != 2 || got.ActiveTokens != 100 || got.LogCount != 3 || !got.UpdatedAt.Equal(epoch.Add(time.Second)) || !got.CreatedAt.Equal(epoch) {
+		t.Errorf("after update: %+v", got)
+	}
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, "t1", "s1") })
+	if _, err := s.GetSession(ctx, "t1", "s1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after delete: %v", err)
+	}
+	for name, fn := range map[string]func(context.Context, store.Tx) error{
+		"delete again": func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, "t1", "s1") },
+		"update":       func(ctx context.Context, tx store.Tx) error { return tx.UpdateSession(ctx, in) },
+		"locking get": func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.GetSession(ctx, "t1", "s1")
+			return err
+		},
+	} {
+		if err := inTx(t, s, fn); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s after delete: %v", name, err)
+		}
+	}
+	err = inTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.InsertSession(ctx, in) })
+	if !errors.Is(err, store.ErrAlreadyExists) {
+		t.Errorf("reusing a deleted id: %v", err)
+	}
+}
+
+func testTenantIsolation(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	create(t, s, session("a", "same", epoch))
+	create(t, s, session("b", "same", epoch))
+	create(t, s, session("a", "only-a", epoch))
+	if _, err := s.GetSession(ctx, "b", "only-a"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("other tenant's session is visible: %v", err)
+	}
+	err := inTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, "b", "only-a") })
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("other tenant's session is deletable: %v", err)
+	}
+	list, err := s.ListSessions(ctx, "b", store.ListFilter{Limit: 10})
+	if err != nil || len(list) != 1 || list[0].Tenant != "b" {
+		t.Errorf("tenant b lists %+v, %v", list, err)
+	}
+}
+
+func testListSessions(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for i := range 7 {
+		sess := session("t", fmt.Sprintf("s%d", i), epoch.Add(time.Duration(i/2)*time.Minute)) // pairs share a time
+		if i%3 == 0 {
+			sess.Labels = map[string]string{"team": "b", "env": "prod"}
+		}
+		create(t, s, sess)
+	}
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, "t", "s5") })
+	var ids []string
+	f := store.ListFilter{Limit: 2}
+	for {
+		page, err := s.ListSessions(ctx, "t", f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range page {
+			ids = append(ids, p.ID)
+		}
+		if len(page) < f.Limit {
+			break
+		}
+		last := page[len(page)-1]
+		f.Before = &store.SessionCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	if want := []string{"s6", "s4", "s3", "s2", "s1", "s0"}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("paged listing %v, want %v", ids, want)
+	}
+	page, err := s.ListSessions(ctx, "t", store.ListFilter{Limit: 10, Labels: map[string]string{"team": "b", "env": "prod"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range page {
+		got = append(got, p.ID)
+	}
+	if want := []string{"s6", "s3", "s0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("label filter %v, want %v", got, want)
+	}
+}
+
+// sampleMessages covers every part type, odd text and metadata.
+func sampleMessages() []chat.Message {
+	at := epoch.Add(time.Hour)
+	return []chat.Message{
+		{ID: "m1", Position: 1, Role: chat.RoleUser, Kind: chat.KindNormal, Tokens: 7, CreatedAt: at,
+			Parts:    []chat.Part{{Type: chat.PartText, Text: "héllo \"quotes\" \\ \n\ttabs 中文 😀 \u2028"}},
+			Metadata: map[string]string{"k": "v"}, Name: "alice", Pinned: true},
+		{ID: "m2", Position: 2, Role: chat.RoleAssistant, Kind: chat.KindNormal, Tokens: 9, CreatedAt: at,
+			Parts: []chat.Part{{Type: chat.PartText, Text: "calling"}, {Type: chat.PartToolCall,
+				ToolCall: &chat.ToolCall{ID: "c1", Name: "read", Arguments: `{"path": "a.go"}`}}}},
+		{ID: "m3", Position: 3, Role: chat.RoleTool, Kind: chat.KindNormal, Tokens: 4, CreatedAt: at,
+			Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c1", Content: "package a", IsError: true}}}},
+		{ID: "m4", Position: 4, Role: chat.RoleUser, Kind: chat.KindNormal, Tokens: 800, CreatedAt: at,
+			Parts: []chat.Part{{Type: chat.PartImage, Image: &chat.Image{MediaType: "image/png", Width: 10, Height: 20, Detail: "low"}}}},
+	}
+}
+
+func insertMessages(t *testing.T, s store.Store, tenant, id string, msgs []chat.Message) {
+	t.Helper()
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.InsertMessages(ctx, tenant, id, msgs); err != nil {
+			return err
+		}
+		entries := make([]store.ViewEntry, len(msgs))
+		for i, m := range msgs {
+			entries[i] = store.ViewEntry{Ord: m.Position, MessageID: m.ID}
+		}
+		return tx.AppendView(ctx, tenant, id, entries)
+	})
+}
+
+func testMessagesRoundTrip(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	create(t, s, session("t", "s", epoch))
+	want := sampleMessages()
+	insertMessages(t, s, "t", "s", want)
+	active, ords, err := s.ActiveMessages(ctx, "t", "s", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(active, want) || !reflect.DeepEqual(ords, []int64{1, 2, 3, 4}) {
+		t.Errorf("active view:\n got %+v\nwant %+v", active, want)
+	}
+	log, err := s.LogMessages(ctx, "t", "s", 0, 100)
+	if err != nil || !reflect.DeepEqual(log, want) {
+		t.Errorf("log: %v\n got %+v", err, log)
+	}
+	if other, _, err := s.ActiveMessages(ctx, "other", "s", 0, 100); err != nil || len(other) != 0 {
+		t.Errorf("other tenant sees %d messages (%v)", len(other), err)
+	}
+}
+
+func testMessagePaging(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	create(t, s, session("t", "s", epoch))
+	var msgs []chat.Message
+	for i := int64(1); i <= 25; i++ {
+		msgs = append(msgs, chat.Message{ID: fmt.Sprintf("m%d", i), Position: i, Role: chat.RoleUser, Kind: chat.KindNormal,
+			Parts: []chat.Part{{Type: chat.PartText, Text: fmt.Sprint(i)}}, Tokens: i, CreatedAt: epoch})
+	}
+	insertMessages(t, s, "t", "s", msgs)
+	var seen []int64
+	for after := int64(0); ; {
+		page, ords, err := s.ActiveMessages(ctx, "t", "s", after, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, m := range page {
+			seen = append(seen, m.Position)
+		}
+		after = ords[len(ords)-1]
+	}
+	if len(seen) != 25 || seen[0] != 1 || seen[24] != 25 {
+		t.Errorf("paged active view: %v", seen)
+	}
+	page, err := s.LogMessages(ctx, "t", "s", 20, 10)
+	if err != nil || len(page) != 5 || page[0].Position != 21 {
+		t.Errorf("log page after 20: %d messages, %v", len(page), err)
+	}
+}
+
+func testDuplicatePosition(t *testing.T, s store.Store) {
+	create(t, s, session("t", "s", epoch))
+	insertMessages(t, s, "t", "s", sampleMessages()[:1])
+	dup := sampleMessages()[:1]
+	dup[0].ID = "other-id"
+	err := inTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.InsertMessages(ctx, "t", "s", dup) })
+	if !errors.Is(err, store.ErrAlreadyExists) {
+		t.Errorf("duplicate position: %v", err)
+	}
+}
+
+func testToolCalls(t *testing.T, s store.Store) {
+	create(t, s, session("t", "s", epoch))
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.PutToolCalls(ctx, "t", "s", []store.ToolCall{{CallID: "a", Position: 2}, {CallID: "b", Position: 2}})
+	})
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.PutToolCalls(ctx, "t", "s", []store.ToolCall{{CallID: "a", Position: 2, ResultPosition: 3}})
+	})
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		got, err := tx.ToolCalls(ctx, "t", "s", []string{"a", "b", "c"})
+		if err != nil {
+			return err
+		}
+		want := map[string]store.ToolCall{"a": {CallID: "a", Position: 2, ResultPosition: 3}, "b": {CallID: "b", Position: 2}}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("tool calls %+v, want %+v", got, want)
+		}
+		return nil
+	})
+}
+
+func testIdempotency(t *testing.T, s store.Store) {
+	create(t, s, session("t", "s", epoch))
+	rec := store.Idempotency{Key: "k", RequestHash: "h", Response: []byte{0, 1, 2, 255}}
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.PutIdempotency(ctx, "t", "s", rec) })
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		got, err := tx.GetIdempotency(ctx, "t", "s", "k")
+		if err != nil || !reflect.DeepEqual(got, rec) {
+			t.Errorf("got %+v, %v", got, err)
+		}
+		if _, err := tx.GetIdempotency(ctx, "t", "s", "other"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("missing key: %v", err)
+		}
+		return nil
+	})
+	err := inTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.PutIdempotency(ctx, "t", "s", rec) })
+	if !errors.Is(err, store.ErrAlreadyExists) {
+		t.Errorf("duplicate key: %v", err)
+	}
+}
+
+func testRollback(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	boom := errors.New("boom")
+	err := inTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.InsertSession(ctx, session("t", "s", epoch)); err != nil {
+			return err
+		}
+		if err := tx.InsertMessages(ctx, "t", "s", sampleMessages()); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("InTx returned %v, want the closure's error", err)
+	}
+	if _, err := s.GetSession(ctx, "t", "s"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("rolled-back session is visible: %v", err)
+	}
+}
