@@ -27,7 +27,6 @@ import (
 	"github.com/contextd/contextd/internal/store/postgres"
 )
 
-
 // cluster is the one server of this test binary; a test harness may keep
 // package state, and it is torn down by Main.
 var cluster struct {
