@@ -1,6 +1,7 @@
 // Command contextd is the contextd gRPC server. Configuration comes from
 // CONTEXTD_* environment variables and the flags of the same names; run
-// `contextd --help` for the list.
+// `contextd --help` for the list. `contextd migrate` applies the database
+// migrations and exits.
 package main
 
 import (
@@ -24,7 +25,12 @@ func main() {
 }
 
 func run() error {
-	cfg, err := app.ParseConfig(os.Args[1:], app.LookupEnv)
+	args := os.Args[1:]
+	migrateOnly := len(args) > 0 && args[0] == "migrate"
+	if migrateOnly {
+		args = args[1:]
+	}
+	cfg, err := app.ParseConfig(args, app.LookupEnv)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -34,5 +40,15 @@ func run() error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if migrateOnly {
+		// `contextd migrate`: apply pending migrations and exit (a Kubernetes
+		// Job before a rollout). The server also migrates at start.
+		st, err := app.OpenStore(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		log.Info("migrations applied")
+		return st.Close()
+	}
 	return app.Run(ctx, cfg, log)
 }

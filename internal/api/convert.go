@@ -148,6 +148,23 @@ func intPtr(p *int32) *int {
 	return &v
 }
 
+// overridesToProto returns a stored policy as given (unset fields unset).
+func overridesToProto(o compaction.Overrides) *contextdv1.CompactionPolicy {
+	i32 := func(v *int) *int32 {
+		if v == nil {
+			return nil
+		}
+		x := int32(*v)
+		return &x
+	}
+	return &contextdv1.CompactionPolicy{
+		WarningThreshold: o.WarningThreshold, CriticalThreshold: o.CriticalThreshold,
+		EmergencyThreshold: o.EmergencyThreshold, Target: o.Target, KeepRecentTokens: o.KeepRecentTokens,
+		KeepRecentMessages: i32(o.KeepRecentMessages), ProtectRecentToolResults: i32(o.ProtectRecentToolResults),
+		AutoCompact: o.AutoCompact, ReservedOutputTokens: o.ReservedOutputTokens, SummaryMaxTokens: i32(o.SummaryMaxTokens),
+	}
+}
+
 func policyToProto(p compaction.Policy) *contextdv1.CompactionPolicy {
 	i32 := func(v int) *int32 { x := int32(v); return &x }
 	return &contextdv1.CompactionPolicy{

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // toStatus maps a domain error to a gRPC status, once, at the edge. Clients
@@ -31,6 +34,14 @@ func toStatus(ctx context.Context, log *slog.Logger, err error) error {
 			return withDetails.Err()
 		}
 		return st.Err()
+	case errors.Is(err, store.ErrNotFound):
+		return status.Error(codes.NotFound, safeMessage(err, "not found"))
+	case errors.Is(err, store.ErrAlreadyExists):
+		return status.Error(codes.AlreadyExists, safeMessage(err, "already exists"))
+	case errors.Is(err, store.ErrVersionConflict):
+		return status.Error(codes.Aborted, safeMessage(err, "version conflict"))
+	case errors.Is(err, engine.ErrFailedPrecondition):
+		return status.Error(codes.FailedPrecondition, safeMessage(err, "failed precondition"))
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "request canceled")
 	case errors.Is(err, context.DeadlineExceeded):
@@ -41,4 +52,16 @@ func toStatus(ctx context.Context, log *slog.Logger, err error) error {
 	}
 	log.ErrorContext(ctx, "internal error", "error", err)
 	return status.Error(codes.Internal, "internal error")
+}
+
+// safeMessage returns err's text for a domain error, which our code writes
+// (e.g. `session "x": not found`), or fallback if the text might carry
+// driver detail. Domain errors are built from our own messages and the
+// sentinel, so they end with the sentinel's text.
+func safeMessage(err error, fallback string) string {
+	msg := err.Error()
+	if strings.HasSuffix(msg, fallback) && !strings.Contains(msg, "SQL") && !strings.Contains(msg, "pq:") {
+		return msg
+	}
+	return fallback
 }

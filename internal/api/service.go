@@ -51,6 +51,13 @@ func (s *ContextService) ListModels(context.Context, *contextdv1.ListModelsReque
 
 // GetContextUsage implements contextd.v1.ContextService.
 func (s *ContextService) GetContextUsage(ctx context.Context, req *contextdv1.GetContextUsageRequest) (*contextdv1.GetContextUsageResponse, error) {
+	if id := req.GetSessionId(); id != "" {
+		u, err := s.engine.SessionUsage(ctx, tenantOf(ctx), id)
+		if err != nil {
+			return nil, toStatus(ctx, s.log, err)
+		}
+		return &contextdv1.GetContextUsageResponse{Usage: usageToProto(u)}, nil
+	}
 	in := req.GetInline()
 	msgs, err := messagesFromProto("inline.messages", in.GetMessages())
 	if err != nil {

@@ -31,6 +31,9 @@ import (
 	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
 	"github.com/contextd/contextd/internal/api"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/store/postgres"
+	"github.com/contextd/contextd/internal/store/sqlite"
 	"github.com/contextd/contextd/internal/tokens"
 )
 
@@ -52,7 +55,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("model registry: %w", err)
 	}
-	eng := engine.New(encodings, models)
+	st, err := OpenStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	eng := engine.New(encodings, models, st)
 
 	validator, err := pvalidate.New()
 	if err != nil {
@@ -126,6 +134,26 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// OpenStore opens PostgreSQL when a database URL is configured, else the
+// embedded SQLite database in the data directory; pending migrations are
+// applied either way.
+func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
+	if cfg.DatabaseURL != "" {
+		s, err := postgres.Open(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		log.Info("storage ready", "backend", "postgres")
+		return s, nil
+	}
+	s, err := sqlite.Open(ctx, cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	log.Info("storage ready", "backend", "sqlite", "dir", cfg.DataDir)
+	return s, nil
 }
 
 // newGRPCServer returns a server with the interceptor chain: metrics outermost

@@ -49,6 +49,9 @@ func startServer(t *testing.T, env map[string]string) *grpc.ClientConn {
 	t.Helper()
 	addr := freeAddr(t)
 	env["CONTEXTD_LISTEN_ADDR"] = addr
+	if _, ok := env["CONTEXTD_DATA_DIR"]; !ok {
+		env["CONTEXTD_DATA_DIR"] = t.TempDir()
+	}
 	if _, ok := env["CONTEXTD_METRICS_ADDR"]; !ok {
 		env["CONTEXTD_METRICS_ADDR"] = ""
 	}
@@ -341,7 +344,7 @@ func TestPanicBecomesInternal(t *testing.T) {
 
 func TestGracefulStop(t *testing.T) {
 	addr := freeAddr(t)
-	cfg, err := ParseConfig([]string{"--listen-addr", addr, "--metrics-addr", ""}, func(string) string { return "" })
+	cfg, err := ParseConfig([]string{"--listen-addr", addr, "--metrics-addr", "", "--data-dir", t.TempDir()}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}

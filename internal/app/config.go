@@ -18,6 +18,8 @@ type Config struct {
 	MetricsAddr     string
 	LogLevel        slog.Level
 	ModelsFile      string
+	DatabaseURL     string
+	DataDir         string
 	MaxMessageBytes int
 	ShutdownTimeout time.Duration
 }
@@ -32,6 +34,8 @@ var settings = []envFlag{
 	{"CONTEXTD_METRICS_ADDR", ":9090", "Prometheus metrics HTTP address (/metrics); empty disables"},
 	{"CONTEXTD_LOG_LEVEL", "info", "log level: debug, info, warn, error"},
 	{"CONTEXTD_MODELS_FILE", "", "JSON file of model registry overrides"},
+	{"CONTEXTD_DATABASE_URL", "", "PostgreSQL URL; empty means embedded SQLite in CONTEXTD_DATA_DIR"},
+	{"CONTEXTD_DATA_DIR", "./data", "directory of the embedded SQLite database"},
 	{"CONTEXTD_MAX_MESSAGE_BYTES", "16777216", "largest request message accepted, in bytes"},
 	{"CONTEXTD_SHUTDOWN_TIMEOUT", "10s", "how long a graceful stop may take before open calls are cut"},
 }
@@ -62,6 +66,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		ListenAddr:  get("CONTEXTD_LISTEN_ADDR"),
 		MetricsAddr: get("CONTEXTD_METRICS_ADDR"),
 		ModelsFile:  get("CONTEXTD_MODELS_FILE"),
+		DatabaseURL: get("CONTEXTD_DATABASE_URL"),
+		DataDir:     get("CONTEXTD_DATA_DIR"),
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(get("CONTEXTD_LOG_LEVEL"))); err != nil {
 		return Config{}, fmt.Errorf("CONTEXTD_LOG_LEVEL: %w", err)

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/tokens"
 )
 
@@ -17,11 +19,13 @@ import (
 type Engine struct {
 	encodings *tokens.Encodings
 	models    *tokens.Registry
+	store     store.Store
+	now       func() time.Time
 }
 
-// New returns an engine over shared encodings and a model registry.
-func New(encodings *tokens.Encodings, models *tokens.Registry) *Engine {
-	return &Engine{encodings: encodings, models: models}
+// New returns an engine over shared encodings, a model registry and a store.
+func New(encodings *tokens.Encodings, models *tokens.Registry, st store.Store) *Engine {
+	return &Engine{encodings: encodings, models: models, store: st, now: time.Now}
 }
 
 // Models returns the registry's models, sorted by name, and the model that

@@ -1,0 +1,453 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/tokens"
+)
+
+// ErrFailedPrecondition is a request refused in the session's current state
+// (for example an idempotency key reused for another request).
+var ErrFailedPrecondition = errors.New("failed precondition")
+
+// SessionView is a session with its current usage.
+type SessionView struct {
+	store.Session
+	Usage Usage
+}
+
+// NewSession is a CreateSession request.
+type NewSession struct {
+	ID     string
+	Model  string
+	System string
+	Tools  []chat.Tool
+	Policy compaction.Overrides
+	Labels map[string]string
+}
+
+// timestamp is now, at the precision both stores keep (microseconds).
+func (e *Engine) timestamp() time.Time { return e.now().UTC().Truncate(time.Microsecond) }
+
+func newSessionID() string {
+	var b [15]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return "ses_" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:]))
+}
+
+// modelFor resolves a session's model and its encoding.
+func (e *Engine) modelFor(name string) (tokens.Model, bool, *tokens.Encoding, error) {
+	m, known := e.models.Lookup(name)
+	enc, err := e.encodings.Get(m.Encoding)
+	if err != nil {
+		return m, known, nil, fmt.Errorf("encoding %s: %w", m.Encoding, err)
+	}
+	return m, known, enc, nil
+}
+
+// CreateSession stores a new session.
+func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession) (SessionView, error) {
+	if err := chat.ValidateTools("tools", in.Tools); err != nil {
+		return SessionView{}, err
+	}
+	m, _, enc, err := e.modelFor(in.Model)
+	if err != nil {
+		return SessionView{}, err
+	}
+	if _, err := compaction.Resolve("policy", in.Policy, m.ContextWindow); err != nil {
+		return SessionView{}, err
+	}
+	fr := tokens.FramingOf(m)
+	toolsTokens, _ := tokens.CountTools(enc, fr, in.Tools)
+	now := e.timestamp()
+	s := store.Session{
+		Tenant: tenant, ID: in.ID, Model: in.Model, SystemPrompt: in.System, Tools: in.Tools,
+		Policy: in.Policy, Labels: in.Labels, Version: 1,
+		SystemTokens: tokens.CountSystem(enc, fr, in.System), ToolsTokens: toolsTokens,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if s.ID == "" {
+		s.ID = newSessionID()
+	}
+	if err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return tx.InsertSession(ctx, &s) }); err != nil {
+		return SessionView{}, err
+	}
+	return e.view(s)
+}
+
+// view attaches usage, computed from the stored aggregates alone.
+func (e *Engine) view(s store.Session) (SessionView, error) {
+	m, known := e.models.Lookup(s.Model)
+	p, err := compaction.Resolve("policy", s.Policy, m.ContextWindow)
+	if err != nil {
+		// A stored policy that no longer resolves (a models file shrank the
+		// window): fall back to defaults rather than fail reads.
+		p = compaction.Defaults(m.ContextWindow)
+	}
+	messages := s.ActiveTokens + int64(tokens.FramingOf(m).ReplyPriming)
+	u := measure(m, known, p, s.SystemTokens, s.ToolsTokens, messages, s.ActiveCount)
+	u.Model = s.Model
+	if !known {
+		u.Warnings = append(u.Warnings, unknownModelWarning(s.Model))
+	}
+	return SessionView{Session: s, Usage: u}, nil
+}
+
+// GetSession returns a session with its usage.
+func (e *Engine) GetSession(ctx context.Context, tenant, id string) (SessionView, error) {
+	s, err := e.readSession(ctx, tenant, id)
+	if err != nil {
+		return SessionView{}, err
+	}
+	return e.view(s)
+}
+
+// readSession reads a session without locking it; a missing one is an error
+// that names it.
+func (e *Engine) readSession(ctx context.Context, tenant, id string) (store.Session, error) {
+	s, err := e.store.GetSession(ctx, tenant, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return s, fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+	}
+	return s, err
+}
+
+// SessionUsage is GetContextUsage for a stored session: no scan, no
+// tokenization.
+func (e *Engine) SessionUsage(ctx context.Context, tenant, id string) (Usage, error) {
+	v, err := e.GetSession(ctx, tenant, id)
+	return v.Usage, err
+}
+
+// DeleteSession deletes a session.
+func (e *Engine) DeleteSession(ctx context.Context, tenant, id string) error {
+	return e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, tenant, id) })
+}
+
+// Page asks for one page of a listing.
+type Page struct {
+	Size  int
+	Token string
+}
+
+type sessionToken struct {
+	At int64  `json:"t"`
+	ID string `json:"i"`
+}
+
+// ListSessions returns a page of sessions, newest first, and the next token.
+func (e *Engine) ListSessions(ctx context.Context, tenant string, labels map[string]string, page Page) ([]SessionView, string, error) {
+	size := page.Size
+	if size <= 0 {
+		size = 50
+	}
+	f := store.ListFilter{Labels: labels, Limit: size + 1}
+	if page.Token != "" {
+		var tok sessionToken
+		raw, err := base64.RawURLEncoding.DecodeString(page.Token)
+		if err != nil || json.Unmarshal(raw, &tok) != nil || tok.ID == "" {
+			return nil, "", chat.Invalid("page_token", "is not a token this server issued")
+		}
+		f.Before = &store.SessionCursor{CreatedAt: time.Unix(0, tok.At).UTC(), ID: tok.ID}
+	}
+	rows, err := e.store.ListSessions(ctx, tenant, f)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(rows) > size {
+		rows = rows[:size]
+		last := rows[size-1]
+		raw, _ := json.Marshal(sessionToken{At: last.CreatedAt.UnixNano(), ID: last.ID})
+		next = base64.RawURLEncoding.EncodeToString(raw)
+	}
+	out := make([]SessionView, len(rows))
+	for i, s := range rows {
+		if out[i], err = e.view(s); err != nil {
+			return nil, "", err
+		}
+	}
+	return out, next, nil
+}
+
+// View names a list of a session's messages.
+type View int
+
+// Views.
+const (
+	ViewActive View = iota + 1
+	ViewLog
+)
+
+// MessagePage is a page of messages.
+type MessagePage struct {
+	Messages []chat.Message
+	Next     string
+	Version  int64
+}
+
+// GetMessages returns a page of the active view or of the log.
+func (e *Engine) GetMessages(ctx context.Context, tenant, id string, view View, page Page) (MessagePage, error) {
+	size := page.Size
+	if size <= 0 {
+		size = 100
+	}
+	prefix := map[View]string{ViewActive: "a", ViewLog: "l"}[view]
+	var after int64
+	if page.Token != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(page.Token)
+		kind, num, ok := strings.Cut(string(raw), ":")
+		n, perr := strconv.ParseInt(num, 10, 64)
+		if err != nil || !ok || kind != prefix || perr != nil || n < 0 {
+			return MessagePage{}, chat.Invalid("page_token", "is not a token this server issued for this view")
+		}
+		after = n
+	}
+	s, err := e.readSession(ctx, tenant, id)
+	if err != nil {
+		return MessagePage{}, err
+	}
+	out := MessagePage{Version: s.Version}
+	var cursors []int64
+	if view == ViewLog {
+		out.Messages, err = e.store.LogMessages(ctx, tenant, id, after, size+1)
+		for _, m := range out.Messages {
+			cursors = append(cursors, m.Position)
+		}
+	} else {
+		out.Messages, cursors, err = e.store.ActiveMessages(ctx, tenant, id, after, size+1)
+	}
+	if err != nil {
+		return MessagePage{}, err
+	}
+	if len(out.Messages) > size {
+		out.Messages = out.Messages[:size]
+		out.Next = base64.RawURLEncoding.EncodeToString([]byte(prefix + ":" + strconv.FormatInt(cursors[size-1], 10)))
+	}
+	return out, nil
+}
+
+// AppendInput is an AppendMessages request.
+type AppendInput struct {
+	Messages        []chat.Message
+	ExpectedVersion *int64
+	IdempotencyKey  string
+}
+
+// AppendResult is what an append stored.
+type AppendResult struct {
+	Messages []chat.Message `json:"messages"`
+	Version  int64          `json:"version"`
+	Usage    Usage          `json:"-"`
+}
+
+// AppendMessages appends a batch atomically: all or none.
+func (e *Engine) AppendMessages(ctx context.Context, tenant, id string, in AppendInput) (AppendResult, error) {
+	if len(in.Messages) == 0 {
+		return AppendResult{}, chat.Invalid("messages", "must have at least one message")
+	}
+	if err := chat.ValidateMessages("messages", in.Messages); err != nil {
+		return AppendResult{}, err
+	}
+	hash, err := requestHash(in)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	// Count outside the transaction, for the model the session has now; the
+	// transaction recounts in the rare case that the model changed meanwhile.
+	cur, err := e.readSession(ctx, tenant, id)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	counted, err := e.countMessages(cur.Model, in.Messages)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	var res AppendResult
+	var final store.Session
+	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		s, err := tx.GetSession(ctx, tenant, id) // locks the session: appends serialize here
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if in.IdempotencyKey != "" {
+			rec, err := tx.GetIdempotency(ctx, tenant, id, in.IdempotencyKey)
+			switch {
+			case err == nil && rec.RequestHash == hash:
+				final = s
+				return json.Unmarshal(rec.Response, &res)
+			case err == nil:
+				return fmt.Errorf("idempotency key %q was used for a different request: %w", in.IdempotencyKey, ErrFailedPrecondition)
+			case !errors.Is(err, store.ErrNotFound):
+				return err
+			}
+		}
+		if in.ExpectedVersion != nil && *in.ExpectedVersion != s.Version {
+			return fmt.Errorf("session %q is at version %d, not the expected %d: %w", id, s.Version, *in.ExpectedVersion, store.ErrVersionConflict)
+		}
+		msgs := counted
+		if s.Model != cur.Model {
+			if msgs, err = e.countMessages(s.Model, in.Messages); err != nil {
+				return err
+			}
+		}
+		calls, err := pairToolCalls(ctx, tx, tenant, id, msgs, s.LogCount)
+		if err != nil {
+			return err
+		}
+		now := e.timestamp()
+		entries := make([]store.ViewEntry, len(msgs))
+		var added int64
+		for i := range msgs {
+			pos := s.LogCount + int64(i) + 1
+			msgs[i].Position, msgs[i].ID, msgs[i].Kind, msgs[i].CreatedAt = pos, "msg_"+strconv.FormatInt(pos, 10), chat.KindNormal, now
+			entries[i] = store.ViewEntry{Ord: s.ViewSeq + int64(i) + 1, MessageID: msgs[i].ID}
+			added += msgs[i].Tokens
+		}
+		if err := tx.InsertMessages(ctx, tenant, id, msgs); err != nil {
+			return err
+		}
+		if err := tx.AppendView(ctx, tenant, id, entries); err != nil {
+			return err
+		}
+		if len(calls) > 0 {
+			if err := tx.PutToolCalls(ctx, tenant, id, calls); err != nil {
+				return err
+			}
+		}
+		s.Version++
+		s.LogCount += int64(len(msgs))
+		s.ViewSeq += int64(len(msgs))
+		s.ActiveCount += int64(len(msgs))
+		s.ActiveTokens += added
+		s.UpdatedAt = now
+		if err := tx.UpdateSession(ctx, &s); err != nil {
+			return err
+		}
+		res = AppendResult{Messages: msgs, Version: s.Version}
+		final = s
+		if in.IdempotencyKey != "" {
+			body, err := json.Marshal(res)
+			if err != nil {
+				return err
+			}
+			return tx.PutIdempotency(ctx, tenant, id, store.Idempotency{Key: in.IdempotencyKey, RequestHash: hash, Response: body})
+		}
+		return nil
+	})
+	if err != nil {
+		return AppendResult{}, err
+	}
+	v, err := e.view(final)
+	res.Usage = v.Usage
+	return res, err
+}
+
+// countMessages returns copies of msgs with Tokens set for model.
+func (e *Engine) countMessages(model string, msgs []chat.Message) ([]chat.Message, error) {
+	m, _, enc, err := e.modelFor(model)
+	if err != nil {
+		return nil, err
+	}
+	fr := tokens.FramingOf(m)
+	out := make([]chat.Message, len(msgs))
+	for i := range msgs {
+		out[i] = msgs[i]
+		out[i].Tokens = tokens.CountMessage(enc, fr, &msgs[i]).Tokens
+	}
+	return out, nil
+}
+
+func requestHash(in AppendInput) (string, error) {
+	body, err := json.Marshal(struct {
+		M []chat.Message `json:"m"`
+		V *int64         `json:"v"`
+	}{in.Messages, in.ExpectedVersion})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// pairToolCalls checks that every tool result answers a known, unanswered
+// call (made earlier in the session or the batch) and that call ids are
+// unique, and returns the tool-call rows to write. logCount is the position
+// before the batch.
+func pairToolCalls(ctx context.Context, tx store.Tx, tenant, id string, msgs []chat.Message, logCount int64) ([]store.ToolCall, error) {
+	var ids []string
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			switch p.Type {
+			case chat.PartToolCall:
+				ids = append(ids, p.ToolCall.ID)
+			case chat.PartToolResult:
+				ids = append(ids, p.ToolResult.ToolCallID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	known, err := tx.ToolCalls(ctx, tenant, id, ids)
+	if err != nil {
+		return nil, err
+	}
+	changed := map[string]bool{}
+	var violations []chat.Violation
+	for i, m := range msgs {
+		pos := logCount + int64(i) + 1
+		for j, p := range m.Parts {
+			field := fmt.Sprintf("messages[%d].parts[%d]", i, j)
+			switch p.Type {
+			case chat.PartToolCall:
+				if _, dup := known[p.ToolCall.ID]; dup {
+					violations = append(violations, chat.Violation{Field: field + ".tool_call.id",
+						Description: fmt.Sprintf("tool call id %q is already used in this session", p.ToolCall.ID)})
+					continue
+				}
+				known[p.ToolCall.ID] = store.ToolCall{CallID: p.ToolCall.ID, Position: pos}
+				changed[p.ToolCall.ID] = true
+			case chat.PartToolResult:
+				c, ok := known[p.ToolResult.ToolCallID]
+				switch {
+				case !ok:
+					violations = append(violations, chat.Violation{Field: field + ".tool_result.tool_call_id",
+						Description: fmt.Sprintf("messages[%d] answers tool call %q, which no earlier assistant message made", i, p.ToolResult.ToolCallID)})
+				case c.ResultPosition != 0:
+					violations = append(violations, chat.Violation{Field: field + ".tool_result.tool_call_id",
+						Description: fmt.Sprintf("tool call %q already has a result (message at position %d)", c.CallID, c.ResultPosition)})
+				default:
+					c.ResultPosition = pos
+					known[c.CallID] = c
+					changed[c.CallID] = true
+				}
+			}
+		}
+	}
+	if len(violations) > 0 {
+		return nil, &chat.InvalidError{Violations: violations}
+	}
+	out := make([]store.ToolCall, 0, len(changed))
+	for callID := range changed {
+		out = append(out, known[callID])
+	}
+	return out, nil
+}
