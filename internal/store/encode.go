@@ -75,3 +75,35 @@ func DecodeStringMap(text string) (map[string]string, error) {
 	}
 	return m, nil
 }
+
+// SessionJSON is the stored text of a session's structured fields.
+type SessionJSON struct {
+	Tools, Policy, Labels string
+}
+
+// EncodeSession returns the stored text of s's structured fields.
+func EncodeSession(s *Session) (SessionJSON, error) {
+	var j SessionJSON
+	var err error
+	if j.Tools, err = EncodeJSON(s.Tools); err != nil {
+		return j, err
+	}
+	if j.Policy, err = EncodePolicy(s.Policy); err != nil {
+		return j, err
+	}
+	j.Labels, err = EncodeJSON(s.Labels)
+	return j, err
+}
+
+// DecodeInto sets s's structured fields from their stored text.
+func (j SessionJSON) DecodeInto(s *Session) error {
+	if err := DecodeJSON(j.Tools, &s.Tools); err != nil {
+		return err
+	}
+	var err error
+	if s.Labels, err = DecodeStringMap(j.Labels); err != nil {
+		return err
+	}
+	s.Policy, err = DecodePolicy(j.Policy)
+	return err
+}

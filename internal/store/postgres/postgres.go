@@ -89,14 +89,7 @@ func scanSession(row pgx.Row) (store.Session, error) {
 		return s, err
 	}
 	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
-	if err := store.DecodeJSON(tools, &s.Tools); err != nil {
-		return s, err
-	}
-	if s.Labels, err = store.DecodeStringMap(labels); err != nil {
-		return s, err
-	}
-	s.Policy, err = store.DecodePolicy(policy)
-	return s, err
+	return s, store.SessionJSON{Tools: tools, Policy: policy, Labels: labels}.DecodeInto(&s)
 }
 
 func scanMessage(rows pgx.Rows, extra ...any) (chat.Message, error) {

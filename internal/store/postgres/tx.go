@@ -22,18 +22,11 @@ func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session,
 }
 
 func sessionArgs(s *store.Session) ([]any, error) {
-	tools, err := store.EncodeJSON(s.Tools)
+	j, err := store.EncodeSession(s)
 	if err != nil {
 		return nil, err
 	}
-	policy, err := store.EncodePolicy(s.Policy)
-	if err != nil {
-		return nil, err
-	}
-	labels, err := store.EncodeJSON(s.Labels)
-	if err != nil {
-		return nil, err
-	}
+	tools, policy, labels := j.Tools, j.Policy, j.Labels
 	return []any{s.Tenant, s.ID, s.Model, s.SystemPrompt, tools, policy, labels, s.Version, s.SystemTokens,
 		s.ToolsTokens, s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CreatedAt, s.UpdatedAt}, nil
 }

@@ -109,14 +109,7 @@ func scanSession(row scanner) (store.Session, error) {
 		return s, err
 	}
 	s.CreatedAt, s.UpdatedAt = fromNanos(created), fromNanos(updated)
-	if err := store.DecodeJSON(tools, &s.Tools); err != nil {
-		return s, err
-	}
-	if s.Labels, err = store.DecodeStringMap(labels); err != nil {
-		return s, err
-	}
-	s.Policy, err = store.DecodePolicy(policy)
-	return s, err
+	return s, store.SessionJSON{Tools: tools, Policy: policy, Labels: labels}.DecodeInto(&s)
 }
 
 func scanMessage(rows scanner, extra ...any) (chat.Message, error) {
