@@ -1,0 +1,678 @@
+package compaction
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+)
+
+// Tier is one kind of compaction, cheapest first.
+type Tier string
+
+// Tiers.
+const (
+	TierPrune      Tier = "prune"       // reversible placeholders, no LLM
+	TierSummarize  Tier = "summarize"   // the head becomes one summary message
+	TierDropMiddle Tier = "drop_middle" // whole turns after the summary, only to fit
+)
+
+// AllTiers lists the tiers cheapest first.
+var AllTiers = []Tier{TierPrune, TierSummarize, TierDropMiddle}
+
+// SummaryInput is what a summarizer is asked to condense.
+type SummaryInput struct {
+	Round        int
+	OriginalTask string
+	Previous     string // the summary of round Round-1, if it is being integrated
+	Messages     []chat.Message
+	Instructions string
+	MaxTokens    int
+}
+
+// Request is everything the planner needs; it does no I/O of its own (the
+// Count and Summarize callbacks are the caller's).
+type Request struct {
+	// View is the active view, in order; every message has ID and Tokens.
+	View []chat.Message
+	// OriginalTaskID is the id of the session's first user message.
+	OriginalTaskID string
+	// Fixed is what every request carries besides the view: system prompt,
+	// tool definitions and reply priming.
+	Fixed  int64
+	Window int64
+	Policy Policy
+	// Target is the fraction of the usable window to aim for.
+	Target float64
+	// Tiers allowed, in any order; they run cheapest first.
+	Tiers []Tier
+	// Round is the number this compaction will have (1 for the first).
+	Round        int
+	Instructions string
+	Count        func(*chat.Message) int64
+	Summarize    func(SummaryInput) (string, error)
+	// NewID returns a fresh message id for a synthetic message of a kind.
+	NewID func(kind chat.Kind) string
+}
+
+// Replacement records one change: what was replaced, by what, and why.
+type Replacement struct {
+	Tier         Tier     `json:"tier"`
+	NewID        string   `json:"new_id,omitempty"`
+	Replaced     []string `json:"replaced"`
+	Reason       string   `json:"reason"`
+	TokensBefore int64    `json:"tokens_before"`
+	TokensAfter  int64    `json:"tokens_after"`
+}
+
+// Plan is the outcome: the new active view and how it came to be.
+type Plan struct {
+	View         []chat.Message
+	New          []chat.Message // synthetic messages of View, to store
+	Items        []Replacement
+	Tiers        []Tier
+	TokensBefore int64 // used tokens (Fixed + view) before
+	TokensAfter  int64
+	Summary      string
+	// SummaryFailed carries the summarizer's error when it failed and the
+	// tier was skipped.
+	SummaryFailed error
+}
+
+// Changed reports whether the plan changes the view.
+func (p *Plan) Changed() bool { return len(p.Items) > 0 }
+
+// ErrTooLarge means the request cannot fit even after every allowed tier;
+// the message says what alone is too large.
+var ErrTooLarge = errors.New("request cannot fit the context window")
+
+// Usable is the window minus the reserved output.
+func (r *Request) Usable() int64 { return r.Window - r.Policy.ReservedOutputTokens }
+
+func (r *Request) allowed(t Tier) bool {
+	for _, a := range r.Tiers {
+		if a == t {
+			return true
+		}
+	}
+	return false
+}
+
+func sumTokens(msgs []chat.Message) int64 {
+	var n int64
+	for i := range msgs {
+		n += msgs[i].Tokens
+	}
+	return n
+}
+
+// planner carries the working state of one Plan call.
+type planner struct {
+	req    *Request
+	view   []chat.Message
+	plan   *Plan
+	target int64
+}
+
+func (p *planner) used() int64 { return p.req.Fixed + sumTokens(p.view) }
+
+// PlanCompaction applies the allowed tiers, cheapest first, until usage is at
+// or under the target or the tiers are used up. Drop-middle runs only when the
+// request would not fit otherwise. The result passes Validate, or the call
+// returns an error (ErrTooLarge when the request cannot fit at all).
+func PlanCompaction(req Request) (*Plan, error) {
+	p := &planner{req: &req, view: append([]chat.Message(nil), req.View...), plan: &Plan{}}
+	p.plan.TokensBefore = p.used()
+	p.target = int64(req.Target * float64(req.Usable()))
+	if req.allowed(TierPrune) && p.used() > p.target {
+		p.prune()
+	}
+	if req.allowed(TierSummarize) && p.used() > p.target {
+		if err := p.summarize(); err != nil {
+			return nil, err
+		}
+	}
+	if req.allowed(TierDropMiddle) && p.used() > req.Usable() {
+		p.dropMiddle()
+	}
+	if p.used() > req.Usable() {
+		return nil, p.tooLarge()
+	}
+	p.plan.View = p.view
+	p.plan.TokensAfter = p.used()
+	if err := Validate(req.View, p.view, req.OriginalTaskID); err != nil {
+		return nil, fmt.Errorf("compaction plan failed validation (a bug; nothing was changed): %w", err)
+	}
+	return p.plan, nil
+}
+
+func (p *planner) addTier(t Tier) {
+	for _, x := range p.plan.Tiers {
+		if x == t {
+			return
+		}
+	}
+	p.plan.Tiers = append(p.plan.Tiers, t)
+}
+
+// protected returns the ids that no tier may touch: pinned messages, the
+// original task, the latest user message (and, for summarize and drop, the
+// pair partners of those).
+func (p *planner) protected() map[string]bool {
+	keep := map[string]bool{}
+	latestUser := ""
+	for i := range p.view {
+		m := &p.view[i]
+		if m.Pinned || m.ID == p.req.OriginalTaskID {
+			keep[m.ID] = true
+		}
+		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && m.Kind != chat.KindPlaceholder {
+			latestUser = m.ID
+		}
+	}
+	if latestUser != "" {
+		keep[latestUser] = true
+	}
+	return keep
+}
+
+// callNames maps tool call ids to tool names, for placeholder text.
+func callNames(view []chat.Message) map[string]string {
+	names := map[string]string{}
+	for _, m := range view {
+		for _, part := range m.Parts {
+			if part.Type == chat.PartToolCall {
+				names[part.ToolCall.ID] = part.ToolCall.Name
+			}
+		}
+	}
+	return names
+}
+
+// replace swaps view[i] for a synthetic message and records it.
+func (p *planner) replace(i int, repl chat.Message, tier Tier, reason string) {
+	orig := p.view[i]
+	repl.ID = p.req.NewID(repl.Kind)
+	repl.Pinned = false
+	repl.Tokens = p.req.Count(&repl)
+	p.view[i] = repl
+	p.plan.New = append(p.plan.New, repl)
+	p.plan.Items = append(p.plan.Items, Replacement{Tier: tier, NewID: repl.ID, Replaced: []string{orig.ID},
+		Reason: reason, TokensBefore: orig.Tokens, TokensAfter: repl.Tokens})
+	p.addTier(tier)
+}
+
+func toolResultOf(m *chat.Message) *chat.ToolResult {
+	if m.Role != chat.RoleTool {
+		return nil
+	}
+	for _, part := range m.Parts {
+		if part.Type == chat.PartToolResult {
+			return part.ToolResult
+		}
+	}
+	return nil
+}
+
+// minPruneTokens is the smallest content worth a placeholder.
+const minPruneTokens = 100
+
+// prune runs the reversible tier: older duplicate content, old tool results
+// beyond the protected newest ones, then long old messages, each oldest
+// first, until usage is at or under the target.
+func (p *planner) prune() {
+	keep := p.protected()
+	names := callNames(p.view)
+	n := len(p.view)
+
+	// Newest tool results are protected.
+	protectedResults := map[int]bool{}
+	for i, left := n-1, p.req.Policy.ProtectRecentToolResults; i >= 0 && left > 0; i-- {
+		if toolResultOf(&p.view[i]) != nil {
+			protectedResults[i] = true
+			left--
+		}
+	}
+	prunable := func(i int) bool {
+		m := &p.view[i]
+		return !keep[m.ID] && m.Kind == chat.KindNormal && !protectedResults[i]
+	}
+
+	// 1. Identical content: keep only the newest copy.
+	newest := map[[32]byte]string{}
+	for i := n - 1; i >= 0; i-- {
+		m := &p.view[i]
+		if m.Tokens < minPruneTokens || m.Kind != chat.KindNormal {
+			continue
+		}
+		if h := contentHash(m); newest[h] == "" {
+			newest[h] = m.ID
+		}
+	}
+	for i := 0; i < n && p.used() > p.target; i++ {
+		m := &p.view[i]
+		if m.Tokens < minPruneTokens || !prunable(i) {
+			continue
+		}
+		newer, ok := newest[contentHash(m)]
+		if !ok || newer == m.ID {
+			continue
+		}
+		p.replace(i, placeholderFor(m, fmt.Sprintf("identical to the newer message %s", newer), names),
+			TierPrune, "duplicate of "+newer)
+	}
+
+	// 2. Old tool results.
+	for i := 0; i < n && p.used() > p.target; i++ {
+		m := &p.view[i]
+		if toolResultOf(m) == nil || m.Tokens < minPruneTokens || !prunable(i) {
+			continue
+		}
+		p.replace(i, placeholderFor(m, "", names), TierPrune, "old tool output")
+	}
+
+	// 3. Long old messages keep their head and tail.
+	long := max(int64(400), p.req.Usable()*5/100)
+	recentFrom := max(0, n-p.req.Policy.KeepRecentMessages)
+	for i := 0; i < recentFrom && p.used() > p.target; i++ {
+		m := &p.view[i]
+		if m.Tokens < long || !prunable(i) || toolResultOf(m) != nil {
+			continue
+		}
+		if repl, ok := headTail(m); ok {
+			p.replace(i, repl, TierPrune, "long message: kept head and tail")
+		}
+	}
+}
+
+func contentHash(m *chat.Message) [32]byte {
+	h := sha256.New()
+	h.Write([]byte(m.Role))
+	for _, part := range m.Parts {
+		switch part.Type {
+		case chat.PartText:
+			h.Write([]byte("t\x00" + part.Text))
+		case chat.PartToolResult:
+			h.Write([]byte("r\x00" + part.ToolResult.Content))
+		case chat.PartToolCall:
+			h.Write([]byte("c\x00" + part.ToolCall.ID)) // calls are never identical
+		}
+		h.Write([]byte{0})
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// placeholderFor returns the stand-in of a message whose content is pruned.
+// A tool result keeps its tool_call_id, so pairing holds.
+func placeholderFor(m *chat.Message, why string, names map[string]string) chat.Message {
+	desc := fmt.Sprintf("%d tokens", m.Tokens)
+	out := chat.Message{Role: m.Role, Name: m.Name, Kind: chat.KindPlaceholder, Metadata: m.Metadata}
+	if tr := toolResultOf(m); tr != nil {
+		tool := names[tr.ToolCallID]
+		if tool == "" {
+			tool = "a tool"
+		}
+		text := fmt.Sprintf("[contextd pruned this output of %s (%s)", tool, desc)
+		if why != "" {
+			text += "; it was " + why
+		}
+		text += fmt.Sprintf(". Call ExpandMessage with message id %s to read it.]", m.ID)
+		out.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
+			ToolCallID: tr.ToolCallID, Content: text, IsError: tr.IsError}}}
+		return out
+	}
+	text := fmt.Sprintf("[contextd pruned this %s message (%s)", m.Role, desc)
+	if why != "" {
+		text += "; it was " + why
+	}
+	text += fmt.Sprintf(". Call ExpandMessage with message id %s to read it.]", m.ID)
+	out.Parts = []chat.Part{{Type: chat.PartText, Text: text}}
+	// Tool calls stay, so their results keep a call to answer.
+	for _, part := range m.Parts {
+		if part.Type == chat.PartToolCall {
+			out.Parts = append(out.Parts, part)
+		}
+	}
+	return out
+}
+
+// Characters kept at each end of a long message.
+const (
+	headChars = 1200
+	tailChars = 600
+)
+
+// headTail keeps the head and tail of a long message's text around a
+// placeholder; tool calls and other parts stay as they are.
+func headTail(m *chat.Message) (chat.Message, bool) {
+	out := chat.Message{Role: m.Role, Name: m.Name, Kind: chat.KindPlaceholder, Metadata: m.Metadata}
+	cut := false
+	for _, part := range m.Parts {
+		if part.Type != chat.PartText || len(part.Text) <= headChars+tailChars+200 {
+			out.Parts = append(out.Parts, part)
+			continue
+		}
+		head, tail := safePrefix(part.Text, headChars), safeSuffix(part.Text, tailChars)
+		text := fmt.Sprintf("%s\n[contextd pruned %d characters here. Call ExpandMessage with message id %s to read them.]\n%s",
+			head, len(part.Text)-len(head)-len(tail), m.ID, tail)
+		out.Parts = append(out.Parts, chat.Part{Type: chat.PartText, Text: text})
+		cut = true
+	}
+	return out, cut
+}
+
+// safePrefix and safeSuffix cut at UTF-8 boundaries.
+func safePrefix(s string, n int) string {
+	for n > 0 && n < len(s) && !utf8Start(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func safeSuffix(s string, n int) string {
+	i := len(s) - n
+	for i < len(s) && i > 0 && !utf8Start(s[i]) {
+		i++
+	}
+	return s[i:]
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// cutPoints reports, for each index c, whether the view can be split before
+// c without separating a tool result (at or after c) from its call (before
+// c): 2 when view[c] starts a user turn, 1 when it is an assistant message,
+// 0 when it cannot be a cut.
+func cutPoints(view []chat.Message) []int {
+	n := len(view)
+	kind := make([]int, n+1)
+	callAt := map[string]int{}
+	for i, m := range view {
+		for _, part := range m.Parts {
+			if part.Type == chat.PartToolCall {
+				callAt[part.ToolCall.ID] = i
+			}
+		}
+	}
+	// earliestCall[c] = smallest call index among results at or after c.
+	earliest := n
+	minCall := make([]int, n+1)
+	minCall[n] = n
+	for i := n - 1; i >= 0; i-- {
+		if tr := toolResultOf(&view[i]); tr != nil {
+			if at, ok := callAt[tr.ToolCallID]; ok && at < earliest {
+				earliest = at
+			}
+		}
+		minCall[i] = earliest
+	}
+	for c := 0; c < n; c++ {
+		if minCall[c] < c {
+			continue // a result at or after c answers a call before c
+		}
+		switch view[c].Role {
+		case chat.RoleUser:
+			kind[c] = 2
+		case chat.RoleAssistant:
+			kind[c] = 1
+		}
+	}
+	kind[n] = 1
+	return kind
+}
+
+// summarize replaces the head of the view (up to the kept tail) plus any
+// previous summary with one summary message. The original task, pinned
+// messages and the latest user message stay verbatim, with their tool-pair
+// partners.
+func (p *planner) summarize() error {
+	n := len(p.view)
+	if n == 0 {
+		return nil
+	}
+	// Largest tail within keep_recent_tokens, snapped forward to a cut that
+	// splits neither a tool pair nor (preferably) a turn.
+	c := n
+	var tail int64
+	for c > 0 && tail+p.view[c-1].Tokens <= p.req.Policy.KeepRecentTokens {
+		c--
+		tail += p.view[c].Tokens
+	}
+	kinds := cutPoints(p.view)
+	cut := -1
+	for i := c; i <= n; i++ {
+		if kinds[i] == 2 {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 || cut == n {
+		for i := c; i <= n; i++ {
+			if kinds[i] >= 1 {
+				cut = i
+				break
+			}
+		}
+	}
+	// The tail always keeps the latest step (the last user or assistant
+	// message and what follows it), however large.
+	for last := n - 1; last > 0; last-- {
+		if kinds[last] >= 1 {
+			cut = min(cut, last)
+			break
+		}
+	}
+	if cut <= 0 {
+		return nil
+	}
+	keep := p.protected()
+	closePairs(p.view[:cut], keep)
+
+	var summarized []chat.Message
+	var replaced []string
+	var before int64
+	previous := ""
+	for _, m := range p.view[:cut] {
+		if keep[m.ID] {
+			continue
+		}
+		if m.Kind == chat.KindSummary {
+			previous = joinText(&m)
+		} else {
+			summarized = append(summarized, m)
+		}
+		replaced = append(replaced, m.ID)
+		before += m.Tokens
+	}
+	if len(replaced) == 0 {
+		return nil
+	}
+	task := ""
+	for i := range p.view {
+		if p.view[i].ID == p.req.OriginalTaskID {
+			task = joinText(&p.view[i])
+		}
+	}
+	text, err := p.req.Summarize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous,
+		Messages: summarized, Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens})
+	if err != nil {
+		p.plan.SummaryFailed = err
+		return nil
+	}
+	sum := chat.Message{Role: chat.RoleUser, Kind: chat.KindSummary, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
+	sum.ID = p.req.NewID(chat.KindSummary)
+	sum.Tokens = p.req.Count(&sum)
+	if sum.Tokens >= before {
+		return nil // nothing to gain
+	}
+	out := make([]chat.Message, 0, n-len(replaced)+1)
+	placed := false
+	for _, m := range p.view[:cut] {
+		if keep[m.ID] {
+			out = append(out, m)
+			continue
+		}
+		if !placed {
+			out = append(out, sum)
+			placed = true
+		}
+	}
+	out = append(out, p.view[cut:]...)
+	p.view = out
+	p.plan.New = append(p.plan.New, sum)
+	p.plan.Summary = text
+	p.plan.Items = append(p.plan.Items, Replacement{Tier: TierSummarize, NewID: sum.ID, Replaced: replaced,
+		Reason: fmt.Sprintf("summary round %d of %d messages", p.req.Round, len(replaced)), TokensBefore: before, TokensAfter: sum.Tokens})
+	p.addTier(TierSummarize)
+	return nil
+}
+
+// closePairs adds to keep the tool-pair partners of kept messages, so a kept
+// call keeps its results and a kept result keeps its call.
+func closePairs(view []chat.Message, keep map[string]bool) {
+	callMsg := map[string]string{}   // call id → message id
+	results := map[string][]string{} // message id of the call → result message ids
+	for _, m := range view {
+		for _, part := range m.Parts {
+			if part.Type == chat.PartToolCall {
+				callMsg[part.ToolCall.ID] = m.ID
+			}
+		}
+	}
+	for _, m := range view {
+		if tr := toolResultOf(&m); tr != nil {
+			if owner, ok := callMsg[tr.ToolCallID]; ok {
+				results[owner] = append(results[owner], m.ID)
+			}
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, m := range view {
+			if !keep[m.ID] {
+				continue
+			}
+			partners := results[m.ID]
+			if tr := toolResultOf(&m); tr != nil {
+				if owner, ok := callMsg[tr.ToolCallID]; ok {
+					partners = append(partners, owner)
+				}
+			}
+			for _, id := range partners {
+				if !keep[id] {
+					keep[id] = true
+					changed = true
+				}
+			}
+		}
+	}
+}
+
+func joinText(m *chat.Message) string {
+	var parts []string
+	for _, part := range m.Parts {
+		switch part.Type {
+		case chat.PartText:
+			parts = append(parts, part.Text)
+		case chat.PartToolResult:
+			parts = append(parts, part.ToolResult.Content)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// dropMiddle removes whole turns after the summary, oldest first, until the
+// request fits; each run of dropped turns becomes one placeholder.
+func (p *planner) dropMiddle() {
+	keep := p.protected()
+	closePairs(p.view, keep)
+	start := 0
+	for i, m := range p.view { // turns after the last summary
+		if m.Kind == chat.KindSummary {
+			start = i + 1
+		}
+	}
+	// Turn boundaries: a user message starts a turn.
+	type turn struct{ from, to int }
+	var turns []turn
+	for i := start; i < len(p.view); i++ {
+		if i == start || (p.view[i].Role == chat.RoleUser && toolResultOf(&p.view[i]) == nil) {
+			turns = append(turns, turn{from: i, to: i + 1})
+		} else {
+			turns[len(turns)-1].to = i + 1
+		}
+	}
+	drop := map[int]bool{}
+	var dropped []string
+	var before int64
+	used := p.used()
+	for _, t := range turns[:max(0, len(turns)-1)] { // never the latest turn
+		if used <= p.req.Usable() {
+			break
+		}
+		ok := true
+		for i := t.from; i < t.to; i++ {
+			if keep[p.view[i].ID] {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		for i := t.from; i < t.to; i++ {
+			drop[i] = true
+			dropped = append(dropped, p.view[i].ID)
+			before += p.view[i].Tokens
+			used -= p.view[i].Tokens
+		}
+	}
+	if len(dropped) == 0 {
+		return
+	}
+	ph := chat.Message{Role: chat.RoleUser, Kind: chat.KindPlaceholder, Parts: []chat.Part{{Type: chat.PartText,
+		Text: fmt.Sprintf("[contextd dropped %d messages (%d tokens) here so the request fits the window. Call ExpandMessage with this message's id to read them.]", len(dropped), before)}}}
+	ph.ID = p.req.NewID(chat.KindPlaceholder)
+	ph.Tokens = p.req.Count(&ph)
+	out := make([]chat.Message, 0, len(p.view))
+	placed := false
+	for i, m := range p.view {
+		if !drop[i] {
+			out = append(out, m)
+			continue
+		}
+		if !placed {
+			out = append(out, ph)
+			placed = true
+		}
+	}
+	p.view = out
+	p.plan.New = append(p.plan.New, ph)
+	p.plan.Items = append(p.plan.Items, Replacement{Tier: TierDropMiddle, NewID: ph.ID, Replaced: dropped,
+		Reason: "dropped whole turns to fit the window", TokensBefore: before, TokensAfter: ph.Tokens})
+	p.addTier(TierDropMiddle)
+}
+
+// tooLarge explains why the request cannot fit.
+func (p *planner) tooLarge() error {
+	keep := p.protected()
+	var kept int64
+	for _, m := range p.view {
+		if keep[m.ID] {
+			kept += m.Tokens
+		}
+	}
+	largest := chat.Message{}
+	for _, m := range p.view {
+		if m.Tokens > largest.Tokens {
+			largest = m
+		}
+	}
+	return fmt.Errorf("%w: %d tokens needed, %d usable (window %d minus %d reserved for output); "+
+		"system prompt, tools and framing alone take %d, the original task, pinned and latest user messages %d, "+
+		"and the largest message (%s, %s) %d", ErrTooLarge, p.used(), p.req.Usable(), p.req.Window,
+		p.req.Policy.ReservedOutputTokens, p.req.Fixed, kept, largest.ID, largest.Role, largest.Tokens)
+}

@@ -1,0 +1,102 @@
+package compaction
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/contextd/contextd/internal/chat"
+)
+
+// Validate checks a compacted view against the view it came from:
+//   - every tool call has its results and every result its call (calls of
+//     the last assistant message may still be pending, with nothing but
+//     their own results after them);
+//   - the first message is a user message;
+//   - pinned messages, the original task and the latest user message of
+//     the original view are present and unchanged.
+//
+// Fitting the window is checked by the planner, which knows the budget.
+func Validate(before, after []chat.Message, originalTaskID string) error {
+	if err := ValidatePairs(after); err != nil {
+		return err
+	}
+	if len(after) > 0 && len(before) > 0 && before[0].Role == chat.RoleUser && after[0].Role != chat.RoleUser {
+		return fmt.Errorf("the first message is a %s message, not a user message", after[0].Role)
+	}
+	byID := make(map[string]*chat.Message, len(after))
+	for i := range after {
+		byID[after[i].ID] = &after[i]
+	}
+	latestUser := ""
+	for i := range before {
+		if before[i].Role == chat.RoleUser && before[i].Kind == chat.KindNormal {
+			latestUser = before[i].ID
+		}
+	}
+	for i := range before {
+		m := &before[i]
+		var what string
+		switch {
+		case m.ID == originalTaskID:
+			what = "the original task"
+		case m.ID == latestUser:
+			what = "the latest user message"
+		case m.Pinned:
+			what = "a pinned message"
+		default:
+			continue
+		}
+		got, ok := byID[m.ID]
+		if !ok {
+			return fmt.Errorf("%s (%s) was removed", what, m.ID)
+		}
+		if !reflect.DeepEqual(got, m) {
+			return fmt.Errorf("%s (%s) was changed", what, m.ID)
+		}
+	}
+	return nil
+}
+
+// ValidatePairs checks tool-call pairing in a view.
+func ValidatePairs(view []chat.Message) error {
+	calls := map[string]int{} // call id → index of its message
+	answered := map[string]bool{}
+	lastAssistant := -1
+	for i, m := range view {
+		if m.Role == chat.RoleAssistant {
+			lastAssistant = i
+		}
+		for _, part := range m.Parts {
+			switch part.Type {
+			case chat.PartToolCall:
+				if _, dup := calls[part.ToolCall.ID]; dup {
+					return fmt.Errorf("tool call %q appears twice", part.ToolCall.ID)
+				}
+				calls[part.ToolCall.ID] = i
+			case chat.PartToolResult:
+				if _, ok := calls[part.ToolResult.ToolCallID]; !ok {
+					return fmt.Errorf("message %s answers tool call %q, which no earlier message made", m.ID, part.ToolResult.ToolCallID)
+				}
+				if answered[part.ToolResult.ToolCallID] {
+					return fmt.Errorf("tool call %q has two results", part.ToolResult.ToolCallID)
+				}
+				answered[part.ToolResult.ToolCallID] = true
+			}
+		}
+	}
+	// Calls of the last assistant message may be pending when only tool
+	// results follow it: the runtime is about to run them.
+	pendingOK := lastAssistant >= 0
+	for _, m := range view[max(lastAssistant+1, 0):] {
+		if m.Role != chat.RoleTool {
+			pendingOK = false
+		}
+	}
+	for id, at := range calls {
+		if answered[id] || (at == lastAssistant && pendingOK) {
+			continue
+		}
+		return fmt.Errorf("tool call %q (message %s) has no result", id, view[at].ID)
+	}
+	return nil
+}

@@ -1,0 +1,388 @@
+// Package summarize owns the summarizers behind compaction's summarize tier:
+// the Summarizer interface and the built-in extractive summarizer
+// (deterministic, no LLM). LLM-backed summarizers implement the same
+// interface.
+package summarize
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+)
+
+// Summarizer condenses messages into the summary text of one round.
+type Summarizer interface {
+	Summarize(ctx context.Context, in compaction.SummaryInput) (string, error)
+}
+
+// Section titles, in order. The LLM prompt asks for the same ones.
+const (
+	SecTask      = "Original task"
+	SecDone      = "Completed work"
+	SecDecisions = "Decisions"
+	SecErrors    = "Errors and resolutions"
+	SecState     = "Current state"
+	SecPending   = "Pending work"
+	SecFocus     = "Requested focus"
+)
+
+// listSections are bullet lists that accumulate across rounds.
+var listSections = []string{SecDone, SecDecisions, SecErrors, SecPending}
+
+// Extractive picks sentences and facts out of the messages without a model:
+// tool calls and the file paths they touched, decisions, errors and what
+// followed them, the latest state and what is still pending. It is
+// deterministic and integrates the previous round's summary.
+type Extractive struct {
+	// Count returns the tokens of a text; the summary is capped with it.
+	Count func(string) int
+}
+
+var (
+	pathRe     = regexp.MustCompile(`(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,8}\b|\b[\w-]+\.(?:py|go|js|ts|tsx|jsx|rs|java|c|h|cc|cpp|hpp|rb|php|md|rst|txt|json|yaml|yml|toml|cfg|ini|sh|sql|html|css|proto)\b`)
+	decisionRe = regexp.MustCompile(`(?i)\b(i'll|i will|let me|let's|decided|decide|instead|the fix|the issue is|the problem is|root cause|we should|i should|approach)\b`)
+	errorRe    = regexp.MustCompile(`(?i)(error|exception|traceback|failed|failure|not found|cannot|can't)`)
+	pendingRe  = regexp.MustCompile(`(?i)\b(next|todo|remaining|still need|need to|then i|afterwards|finally)\b`)
+	fenceRe    = regexp.MustCompile("(?s)```[a-zA-Z]*\\n(.*?)```")
+)
+
+// Summarize implements Summarizer.
+func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (string, error) {
+	prev := parseSections(in.Previous)
+	lists := map[string][]string{}
+	for _, s := range listSections {
+		lists[s] = append(lists[s], prev[s]...)
+	}
+	files := map[string]bool{}
+	var state string
+	for i := range in.Messages {
+		m := &in.Messages[i]
+		switch m.Role {
+		case chat.RoleAssistant:
+			text := textOf(m)
+			if d := firstMatch(text, decisionRe); d != "" {
+				lists[SecDecisions] = append(lists[SecDecisions], d)
+			}
+			for _, part := range m.Parts {
+				if part.Type == chat.PartToolCall {
+					lists[SecDone] = append(lists[SecDone], describeCall(part.ToolCall.Name, part.ToolCall.Arguments, files))
+				}
+			}
+			for _, block := range fenceRe.FindAllStringSubmatch(text, -1) {
+				lists[SecDone] = append(lists[SecDone], describeCall("ran", block[1], files))
+			}
+			if text != "" {
+				state = text
+			}
+		case chat.RoleTool, chat.RoleUser:
+			content := textOf(m)
+			isErr := false
+			if tr := toolResult(m); tr != nil {
+				isErr = tr.IsError
+			}
+			addPaths(content, files)
+			if line := firstLineMatching(content, errorRe); isErr || line != "" {
+				if line == "" {
+					line = firstLine(content)
+				}
+				res := ""
+				if next := nextAssistantText(in.Messages[i+1:]); next != "" {
+					res = " → " + clip(firstSentence(next), 160)
+				}
+				lists[SecErrors] = append(lists[SecErrors], clip(line, 200)+res)
+			}
+		}
+	}
+	if p := lastPending(in.Messages); p != "" {
+		lists[SecPending] = append(lists[SecPending], p)
+	}
+	if len(files) > 0 {
+		lists[SecDone] = append(lists[SecDone], "files touched: "+strings.Join(sortedKeys(files), ", "))
+	}
+	if state == "" {
+		state = strings.Join(prev[SecState], "\n")
+	}
+	var focus []string
+	if in.Instructions != "" {
+		focus = append(focus, "instructions: "+clip(in.Instructions, 300))
+		focus = append(focus, matchingLines(in.Messages, in.Instructions)...)
+	}
+
+	for _, s := range listSections {
+		lists[s] = dedupe(lists[s])
+	}
+	doc := func(taskChars, stateChars int) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "[contextd summary, round %d. It stands in for earlier messages of this conversation; "+
+			"call ExpandMessage with this message's id to read them.]\n", in.Round)
+		writeSection(&b, SecTask, []string{clip(in.OriginalTask, taskChars)}, false)
+		writeSection(&b, SecDone, lists[SecDone], true)
+		writeSection(&b, SecDecisions, lists[SecDecisions], true)
+		writeSection(&b, SecErrors, lists[SecErrors], true)
+		writeSection(&b, SecState, []string{clip(state, stateChars)}, false)
+		writeSection(&b, SecPending, lists[SecPending], true)
+		writeSection(&b, SecFocus, focus, true)
+		return b.String()
+	}
+	taskChars, stateChars := 2000, 600
+	out := doc(taskChars, stateChars)
+	// Cap: drop the oldest bullets of the longest list first, then shorten
+	// the text sections.
+	for x.Count(out) > in.MaxTokens {
+		longest := ""
+		for _, s := range listSections {
+			if len(lists[s]) > len(lists[longest]) {
+				longest = s
+			}
+		}
+		switch {
+		case longest != "" && len(lists[longest]) > 1:
+			lists[longest] = lists[longest][1:]
+		case len(focus) > 1:
+			focus = focus[:len(focus)-1]
+		case stateChars > 100:
+			stateChars /= 2
+		case taskChars > 200:
+			taskChars /= 2
+		case longest != "" && len(lists[longest]) == 1:
+			lists[longest] = nil
+		default:
+			return out, nil // nothing left to cut
+		}
+		out = doc(taskChars, stateChars)
+	}
+	return out, nil
+}
+
+func writeSection(b *strings.Builder, title string, items []string, bullets bool) {
+	fmt.Fprintf(b, "\n## %s\n", title)
+	if len(items) == 0 || (len(items) == 1 && strings.TrimSpace(items[0]) == "") {
+		b.WriteString("(none)\n")
+		return
+	}
+	for _, it := range items {
+		if bullets {
+			b.WriteString("- ")
+		}
+		b.WriteString(it)
+		b.WriteString("\n")
+	}
+}
+
+// parseSections reads a summary in the format above back into sections.
+func parseSections(text string) map[string][]string {
+	out := map[string][]string{}
+	cur := ""
+	for _, line := range strings.Split(text, "\n") {
+		if t, ok := strings.CutPrefix(line, "## "); ok {
+			cur = strings.TrimSpace(t)
+			continue
+		}
+		if cur == "" || line == "" || line == "(none)" {
+			continue
+		}
+		out[cur] = append(out[cur], strings.TrimPrefix(line, "- "))
+	}
+	return out
+}
+
+func textOf(m *chat.Message) string {
+	var parts []string
+	for _, p := range m.Parts {
+		switch p.Type {
+		case chat.PartText:
+			parts = append(parts, p.Text)
+		case chat.PartToolResult:
+			parts = append(parts, p.ToolResult.Content)
+		}
+	}
+	return strings.TrimSpace(strings.Join(parts, "\n"))
+}
+
+func toolResult(m *chat.Message) *chat.ToolResult {
+	for _, p := range m.Parts {
+		if p.Type == chat.PartToolResult {
+			return p.ToolResult
+		}
+	}
+	return nil
+}
+
+func describeCall(name, args string, files map[string]bool) string {
+	addPaths(args, files)
+	line := firstLine(strings.TrimSpace(args))
+	if unquoted := extractCommand(args); unquoted != "" {
+		line = unquoted
+	}
+	return fmt.Sprintf("`%s`: %s", name, clip(line, 160))
+}
+
+// extractCommand pulls a "command" or "cmd" value out of JSON arguments.
+func extractCommand(args string) string {
+	for _, key := range []string{`"command":`, `"cmd":`} {
+		i := strings.Index(args, key)
+		if i < 0 {
+			continue
+		}
+		rest := strings.TrimSpace(args[i+len(key):])
+		if !strings.HasPrefix(rest, `"`) {
+			continue
+		}
+		var b strings.Builder
+		for j := 1; j < len(rest); j++ {
+			c := rest[j]
+			if c == '\\' && j+1 < len(rest) {
+				j++
+				if rest[j] == 'n' {
+					b.WriteByte(' ')
+				} else {
+					b.WriteByte(rest[j])
+				}
+				continue
+			}
+			if c == '"' {
+				break
+			}
+			b.WriteByte(c)
+		}
+		return firstLine(b.String())
+	}
+	return ""
+}
+
+func addPaths(text string, files map[string]bool) {
+	for _, p := range pathRe.FindAllString(text, 50) {
+		if len(files) < 40 {
+			files[p] = true
+		}
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return strings.TrimSpace(s)
+}
+
+func firstLineMatching(s string, re *regexp.Regexp) string {
+	for _, line := range strings.Split(s, "\n") {
+		if re.MatchString(line) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
+
+func firstSentence(s string) string {
+	s = strings.TrimSpace(strings.ReplaceAll(s, "\n", " "))
+	if i := strings.IndexAny(s, ".!?"); i > 0 {
+		return s[:i+1]
+	}
+	return s
+}
+
+// firstMatch returns the first sentence of text that matches re.
+func firstMatch(text string, re *regexp.Regexp) string {
+	for _, sent := range splitSentences(text) {
+		if re.MatchString(sent) {
+			return clip(sent, 200)
+		}
+	}
+	return ""
+}
+
+func splitSentences(text string) []string {
+	text = fenceRe.ReplaceAllString(text, " ")
+	var out []string
+	start := 0
+	for i := 0; i < len(text); i++ {
+		if c := text[i]; c == '.' || c == '!' || c == '?' || c == '\n' {
+			if s := strings.TrimSpace(text[start : i+1]); len(s) > 3 {
+				out = append(out, s)
+			}
+			start = i + 1
+		}
+	}
+	if s := strings.TrimSpace(text[start:]); len(s) > 3 {
+		out = append(out, s)
+	}
+	return out
+}
+
+func nextAssistantText(msgs []chat.Message) string {
+	for i := range msgs {
+		if msgs[i].Role == chat.RoleAssistant {
+			if t := textOf(&msgs[i]); t != "" {
+				return t
+			}
+		}
+	}
+	return ""
+}
+
+func lastPending(msgs []chat.Message) string {
+	for i := len(msgs) - 1; i >= 0 && i >= len(msgs)-6; i-- {
+		if msgs[i].Role == chat.RoleAssistant {
+			if p := firstMatch(textOf(&msgs[i]), pendingRe); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+func matchingLines(msgs []chat.Message, instructions string) []string {
+	var words []string
+	for _, w := range strings.Fields(strings.ToLower(instructions)) {
+		if w = strings.Trim(w, ".,;:!?\"'()"); len(w) >= 4 {
+			words = append(words, w)
+		}
+	}
+	var out []string
+	for i := range msgs {
+		for _, line := range strings.Split(textOf(&msgs[i]), "\n") {
+			l := strings.ToLower(line)
+			for _, w := range words {
+				if strings.Contains(l, w) {
+					out = append(out, clip(strings.TrimSpace(line), 200))
+					break
+				}
+			}
+			if len(out) >= 10 {
+				return dedupe(out)
+			}
+		}
+	}
+	return dedupe(out)
+}
+
+// clip shortens s to at most n bytes at a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func dedupe(items []string) []string {
+	seen := map[string]bool{}
+	out := items[:0:0]
+	for _, it := range items {
+		if it != "" && !seen[it] {
+			seen[it] = true
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
