@@ -50,6 +50,9 @@ type Message struct {
 	Tokens    int64             `json:"tokens,omitempty"`
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	CreatedAt time.Time         `json:"created_at,omitzero"`
+	// Replaces lists the ids of the messages a summary or placeholder stands
+	// in for (ExpandMessage returns them).
+	Replaces []string `json:"replaces,omitempty"`
 }
 
 // Part is one piece of a message's content; exactly one field besides Type

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
@@ -11,20 +12,17 @@ import (
 // Backends keep structured fields as JSON text. These helpers are the one
 // encoding both use, so a row written by one reads the same in the other.
 
-// EncodeJSON marshals v, mapping nil maps and slices to "{}" and "[]".
+// EncodeJSON marshals v, writing nil maps as "{}" and nil slices as "[]".
 func EncodeJSON(v any) (string, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return "", fmt.Errorf("encode: %w", err)
 	}
-	switch string(b) {
-	case "null":
-		switch v.(type) {
-		case []chat.Tool, []chat.Part:
+	if string(b) == "null" {
+		if reflect.ValueOf(v).Kind() == reflect.Slice {
 			return "[]", nil
-		default:
-			return "{}", nil
 		}
+		return "{}", nil
 	}
 	return string(b), nil
 }
@@ -106,4 +104,71 @@ func (j SessionJSON) DecodeInto(s *Session) error {
 	}
 	s.Policy, err = DecodePolicy(j.Policy)
 	return err
+}
+
+// CompactionJSON is the stored text of a compaction's structured fields.
+type CompactionJSON struct {
+	Tiers, Items, ViewBefore, ViewAfter string
+}
+
+// EncodeCompaction returns the stored text of c's structured fields.
+func EncodeCompaction(c *Compaction) (CompactionJSON, error) {
+	var j CompactionJSON
+	var err error
+	for _, f := range []struct {
+		dst *string
+		v   any
+	}{{&j.Tiers, c.Tiers}, {&j.Items, c.Items}, {&j.ViewBefore, c.ViewBefore}, {&j.ViewAfter, c.ViewAfter}} {
+		if *f.dst, err = EncodeJSON(f.v); err != nil {
+			return j, err
+		}
+	}
+	return j, nil
+}
+
+// DecodeInto sets c's structured fields from their stored text.
+func (j CompactionJSON) DecodeInto(c *Compaction) error {
+	for _, f := range []struct {
+		text string
+		dst  any
+	}{{j.Tiers, &c.Tiers}, {j.Items, &c.Items}, {j.ViewBefore, &c.ViewBefore}, {j.ViewAfter, &c.ViewAfter}} {
+		if err := DecodeJSON(f.text, f.dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EncodeIDs stores a list of message ids ("[]" when empty).
+func EncodeIDs(ids []string) (string, error) {
+	if len(ids) == 0 {
+		return "[]", nil
+	}
+	return EncodeJSON(ids)
+}
+
+// DecodeIDs reads a stored list of message ids (nil when empty).
+func DecodeIDs(text string) ([]string, error) {
+	var ids []string
+	if err := DecodeJSON(text, &ids); err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// OrderByIDs returns msgs in the order of ids; a missing id is ErrNotFound.
+func OrderByIDs(msgs []chat.Message, ids []string) ([]chat.Message, error) {
+	byID := make(map[string]chat.Message, len(msgs))
+	for _, m := range msgs {
+		byID[m.ID] = m
+	}
+	out := make([]chat.Message, len(ids))
+	for i, id := range ids {
+		m, ok := byID[id]
+		if !ok {
+			return nil, fmt.Errorf("message %q: %w", id, ErrNotFound)
+		}
+		out[i] = m
+	}
+	return out, nil
 }

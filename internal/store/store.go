@@ -45,7 +45,12 @@ type Session struct {
 	// LogCount is the position of the newest message in the log.
 	LogCount int64
 	// ViewSeq is the highest ordinal handed out in the active view.
-	ViewSeq   int64
+	ViewSeq int64
+	// CompactionRound counts compactions (reverted ones included).
+	CompactionRound int
+	// AutoPausedBelow pauses auto-compaction while ActiveTokens stays below
+	// it (0: not paused), after a compaction that saved too little.
+	AutoPausedBelow int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -68,6 +73,34 @@ type Idempotency struct {
 	Key         string
 	RequestHash string
 	Response    []byte
+}
+
+// Compaction is the record of one compaction.
+type Compaction struct {
+	ID           string
+	Round        int
+	Tiers        []string
+	TokensBefore int64
+	TokensAfter  int64
+	Items        []CompactionItem
+	Summary      string
+	// ViewBefore and ViewAfter are the message ids of the active view before
+	// and after, in order; revert restores ViewBefore.
+	ViewBefore []string
+	ViewAfter  []string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	RevertedAt *time.Time
+}
+
+// CompactionItem is one replacement of a compaction.
+type CompactionItem struct {
+	Tier         string   `json:"tier"`
+	NewID        string   `json:"new_id,omitempty"`
+	Replaced     []string `json:"replaced"`
+	Reason       string   `json:"reason"`
+	TokensBefore int64    `json:"tokens_before"`
+	TokensAfter  int64    `json:"tokens_after"`
 }
 
 // ListFilter selects sessions for ListSessions.
@@ -107,6 +140,20 @@ type Tx interface {
 	// PutToolCalls inserts or updates tool calls.
 	PutToolCalls(ctx context.Context, tenant, sessionID string, calls []ToolCall) error
 
+	// LockCompaction serializes compactions of one session across replicas
+	// until the transaction ends (a transaction-scoped advisory lock on
+	// PostgreSQL; SQLite transactions are serialized already).
+	LockCompaction(ctx context.Context, tenant, sessionID string) error
+	// ViewMessages returns the whole active view, in order.
+	ViewMessages(ctx context.Context, tenant, sessionID string) ([]chat.Message, error)
+	// ReplaceView makes ids the active view, with ordinals 1..len(ids).
+	ReplaceView(ctx context.Context, tenant, sessionID string, ids []string) error
+	// MessagesByID returns the messages with these ids, in the order given.
+	MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) ([]chat.Message, error)
+	InsertCompaction(ctx context.Context, tenant, sessionID string, c *Compaction) error
+	GetCompaction(ctx context.Context, tenant, sessionID, id string) (Compaction, error)
+	MarkReverted(ctx context.Context, tenant, sessionID, id string, at time.Time) error
+
 	// GetIdempotency returns the remembered answer for key, or ErrNotFound.
 	GetIdempotency(ctx context.Context, tenant, sessionID, key string) (Idempotency, error)
 	PutIdempotency(ctx context.Context, tenant, sessionID string, rec Idempotency) error
@@ -127,6 +174,10 @@ type Store interface {
 	// LogMessages returns the log after position `after`, in order, at most
 	// limit.
 	LogMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, error)
+	// MessagesByID returns the messages with these ids, in the order given.
+	MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) ([]chat.Message, error)
+	// ListCompactions returns a session's compactions, oldest first.
+	ListCompactions(ctx context.Context, tenant, sessionID string) ([]Compaction, error)
 	// Ping checks the connection.
 	Ping(ctx context.Context) error
 	Close() error

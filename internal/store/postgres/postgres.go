@@ -72,16 +72,18 @@ func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) err
 }
 
 const sessionCols = `tenant, id, model, system_prompt, tools, policy, labels::text, version, system_tokens,
-	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at`
+	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at, compaction_round, auto_paused_below`
 
-const messageCols = `id, position, role, kind, name, pinned, parts, metadata, tokens, created_at`
+const messageCols = `id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces`
+
+const compactionCols = `id, round, tiers, tokens_before, tokens_after, items, summary, view_before, view_after, created_at, expires_at, reverted_at`
 
 func scanSession(row pgx.Row) (store.Session, error) {
 	var s store.Session
 	var tools, policy, labels string
 	err := row.Scan(&s.Tenant, &s.ID, &s.Model, &s.SystemPrompt, &tools, &policy, &labels, &s.Version,
 		&s.SystemTokens, &s.ToolsTokens, &s.ActiveTokens, &s.ActiveCount, &s.LogCount, &s.ViewSeq,
-		&s.CreatedAt, &s.UpdatedAt)
+		&s.CreatedAt, &s.UpdatedAt, &s.CompactionRound, &s.AutoPausedBelow)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, store.ErrNotFound
 	}
@@ -94,16 +96,19 @@ func scanSession(row pgx.Row) (store.Session, error) {
 
 func scanMessage(rows pgx.Rows, extra ...any) (chat.Message, error) {
 	var m chat.Message
-	var role, kind, parts, metadata string
-	dest := append(extra, &m.ID, &m.Position, &role, &kind, &m.Name, &m.Pinned, &parts, &metadata, &m.Tokens, &m.CreatedAt)
+	var role, kind, parts, metadata, replaces string
+	dest := append(extra, &m.ID, &m.Position, &role, &kind, &m.Name, &m.Pinned, &parts, &metadata, &m.Tokens, &m.CreatedAt, &replaces)
 	if err := rows.Scan(dest...); err != nil {
+		return m, err
+	}
+	var err error
+	if m.Replaces, err = store.DecodeIDs(replaces); err != nil {
 		return m, err
 	}
 	m.Role, m.Kind, m.CreatedAt = chat.Role(role), chat.Kind(kind), m.CreatedAt.UTC()
 	if err := store.DecodeJSON(parts, &m.Parts); err != nil {
 		return m, err
 	}
-	var err error
 	m.Metadata, err = store.DecodeStringMap(metadata)
 	return m, err
 }
@@ -146,7 +151,7 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFil
 
 // ActiveMessages returns the active view after ordinal `after`.
 func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, []int64, error) {
-	rows, err := s.pool.Query(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at
+	rows, err := s.pool.Query(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
 		WHERE v.tenant = $1 AND v.session_id = $2 AND v.ord > $3 ORDER BY v.ord LIMIT $4`, tenant, sessionID, after, limit)
 	if err != nil {
@@ -168,8 +173,27 @@ func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, af
 
 // LogMessages returns the log after position `after`.
 func (s *Store) LogMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+messageCols+` FROM messages
-		WHERE tenant = $1 AND session_id = $2 AND position > $3 ORDER BY position LIMIT $4`, tenant, sessionID, after, limit)
+	return collectMessages(s.pool.Query(ctx, `SELECT `+messageCols+` FROM messages
+		WHERE tenant = $1 AND session_id = $2 AND position > $3 ORDER BY position LIMIT $4`, tenant, sessionID, after, limit))
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+// MessagesByID returns messages by id, in the order given.
+func (s *Store) MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) ([]chat.Message, error) {
+	return messagesByID(ctx, s.pool, tenant, sessionID, ids)
+}
+
+// querier is what the pool and a transaction share.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func collectMessages(rows pgx.Rows, err error) ([]chat.Message, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +209,49 @@ func (s *Store) LogMessages(ctx context.Context, tenant, sessionID string, after
 	return msgs, rows.Err()
 }
 
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+func messagesByID(ctx context.Context, q querier, tenant, sessionID string, ids []string) ([]chat.Message, error) {
+	msgs, err := collectMessages(q.Query(ctx, `SELECT `+messageCols+` FROM messages
+		WHERE tenant = $1 AND session_id = $2 AND id = ANY($3)`, tenant, sessionID, ids))
+	if err != nil {
+		return nil, err
+	}
+	return store.OrderByIDs(msgs, ids)
+}
+
+func scanCompaction(row pgx.Row) (store.Compaction, error) {
+	var c store.Compaction
+	var j store.CompactionJSON
+	err := row.Scan(&c.ID, &c.Round, &j.Tiers, &c.TokensBefore, &c.TokensAfter, &j.Items, &c.Summary,
+		&j.ViewBefore, &j.ViewAfter, &c.CreatedAt, &c.ExpiresAt, &c.RevertedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, store.ErrNotFound
+	}
+	if err != nil {
+		return c, err
+	}
+	c.CreatedAt, c.ExpiresAt = c.CreatedAt.UTC(), c.ExpiresAt.UTC()
+	if c.RevertedAt != nil {
+		t := c.RevertedAt.UTC()
+		c.RevertedAt = &t
+	}
+	return c, j.DecodeInto(&c)
+}
+
+// ListCompactions returns a session's compactions, oldest first.
+func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string) ([]store.Compaction, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+compactionCols+` FROM compactions
+		WHERE tenant = $1 AND session_id = $2 ORDER BY created_at, round`, tenant, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Compaction
+	for rows.Next() {
+		c, err := scanCompaction(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }

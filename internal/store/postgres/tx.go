@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -28,7 +29,8 @@ func sessionArgs(s *store.Session) ([]any, error) {
 	}
 	tools, policy, labels := j.Tools, j.Policy, j.Labels
 	return []any{s.Tenant, s.ID, s.Model, s.SystemPrompt, tools, policy, labels, s.Version, s.SystemTokens,
-		s.ToolsTokens, s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CreatedAt, s.UpdatedAt}, nil
+		s.ToolsTokens, s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CreatedAt, s.UpdatedAt,
+		s.CompactionRound, s.AutoPausedBelow}, nil
 }
 
 func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
@@ -37,8 +39,9 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 		return err
 	}
 	_, err = t.tx.Exec(ctx, `INSERT INTO sessions (tenant, id, model, system_prompt, tools, policy, labels, version,
-		system_tokens, tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16)`, args...)
+		system_tokens, tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at,
+		compaction_round, auto_paused_below)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`, args...)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
 	}
@@ -52,8 +55,8 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 	}
 	tag, err := t.tx.Exec(ctx, `UPDATE sessions SET model = $3, system_prompt = $4, tools = $5, policy = $6,
 		labels = $7::jsonb, version = $8, system_tokens = $9, tools_tokens = $10, active_tokens = $11,
-		active_count = $12, log_count = $13, view_seq = $14, updated_at = $16
-		WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND $15::timestamptz IS NOT NULL`, args...)
+		active_count = $12, log_count = $13, view_seq = $14, updated_at = $16, compaction_round = $17,
+		auto_paused_below = $18 WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND $15::timestamptz IS NOT NULL`, args...)
 	if err != nil {
 		return err
 	}
@@ -78,6 +81,7 @@ func (t *txn) DeleteSession(ctx context.Context, tenant, id string) error {
 func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message) error {
 	n := len(msgs)
 	ids, roles, kinds, names, parts, metas := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	replaces := make([]string, n)
 	positions, tokens := make([]int64, n), make([]int64, n)
 	pinned := make([]bool, n)
 	created := make([]any, n)
@@ -90,12 +94,15 @@ func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs
 		if err != nil {
 			return err
 		}
+		if replaces[i], err = store.EncodeIDs(m.Replaces); err != nil {
+			return err
+		}
 		ids[i], positions[i], roles[i], kinds[i], names[i] = m.ID, m.Position, string(m.Role), string(m.Kind), m.Name
 		pinned[i], parts[i], metas[i], tokens[i], created[i] = m.Pinned, p, md, m.Tokens, m.CreatedAt
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO messages (tenant, session_id, id, position, role, kind, name, pinned, parts, metadata, tokens, created_at)
-		SELECT $1, $2, * FROM unnest($3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12::timestamptz[])`,
-		tenant, sessionID, ids, positions, roles, kinds, names, pinned, parts, metas, tokens, created)
+	_, err := t.tx.Exec(ctx, `INSERT INTO messages (tenant, session_id, id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces)
+		SELECT $1, $2, * FROM unnest($3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12::timestamptz[], $13::text[])`,
+		tenant, sessionID, ids, positions, roles, kinds, names, pinned, parts, metas, tokens, created, replaces)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("message: %w", store.ErrAlreadyExists)
 	}
@@ -161,5 +168,56 @@ func (t *txn) PutIdempotency(ctx context.Context, tenant, sessionID string, rec 
 	if isUniqueViolation(err) {
 		return fmt.Errorf("idempotency key: %w", store.ErrAlreadyExists)
 	}
+	return err
+}
+
+func (t *txn) LockCompaction(ctx context.Context, tenant, sessionID string) error {
+	_, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))`, tenant, sessionID)
+	return err
+}
+
+func (t *txn) ViewMessages(ctx context.Context, tenant, sessionID string) ([]chat.Message, error) {
+	return collectMessages(t.tx.Query(ctx, `SELECT m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces
+		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
+		WHERE v.tenant = $1 AND v.session_id = $2 ORDER BY v.ord`, tenant, sessionID))
+}
+
+func (t *txn) ReplaceView(ctx context.Context, tenant, sessionID string, ids []string) error {
+	if _, err := t.tx.Exec(ctx, `DELETE FROM view_entries WHERE tenant = $1 AND session_id = $2`, tenant, sessionID); err != nil {
+		return err
+	}
+	entries := make([]store.ViewEntry, len(ids))
+	for i, id := range ids {
+		entries[i] = store.ViewEntry{Ord: int64(i + 1), MessageID: id}
+	}
+	return t.AppendView(ctx, tenant, sessionID, entries)
+}
+
+func (t *txn) MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) ([]chat.Message, error) {
+	return messagesByID(ctx, t.tx, tenant, sessionID, ids)
+}
+
+func (t *txn) InsertCompaction(ctx context.Context, tenant, sessionID string, c *store.Compaction) error {
+	j, err := store.EncodeCompaction(c)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.Exec(ctx, `INSERT INTO compactions (tenant, session_id, `+compactionCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, tenant, sessionID, c.ID, c.Round,
+		j.Tiers, c.TokensBefore, c.TokensAfter, j.Items, c.Summary, j.ViewBefore, j.ViewAfter, c.CreatedAt, c.ExpiresAt, c.RevertedAt)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("compaction %q: %w", c.ID, store.ErrAlreadyExists)
+	}
+	return err
+}
+
+func (t *txn) GetCompaction(ctx context.Context, tenant, sessionID, id string) (store.Compaction, error) {
+	return scanCompaction(t.tx.QueryRow(ctx, `SELECT `+compactionCols+` FROM compactions
+		WHERE tenant = $1 AND session_id = $2 AND id = $3`, tenant, sessionID, id))
+}
+
+func (t *txn) MarkReverted(ctx context.Context, tenant, sessionID, id string, at time.Time) error {
+	_, err := t.tx.Exec(ctx, `UPDATE compactions SET reverted_at = $4 WHERE tenant = $1 AND session_id = $2 AND id = $3`,
+		tenant, sessionID, id, at)
 	return err
 }

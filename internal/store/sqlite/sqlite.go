@@ -88,9 +88,11 @@ type querier interface {
 }
 
 const sessionCols = `tenant, id, model, system_prompt, tools, policy, labels, version, system_tokens,
-	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at`
+	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at, compaction_round, auto_paused_below`
 
-const messageCols = `id, position, role, kind, name, pinned, parts, metadata, tokens, created_at`
+const messageCols = `id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces`
+
+const compactionCols = `id, round, tiers, tokens_before, tokens_after, items, summary, view_before, view_after, created_at, expires_at, reverted_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -101,7 +103,8 @@ func scanSession(row scanner) (store.Session, error) {
 	var tools, policy, labels string
 	var created, updated int64
 	err := row.Scan(&s.Tenant, &s.ID, &s.Model, &s.SystemPrompt, &tools, &policy, &labels, &s.Version,
-		&s.SystemTokens, &s.ToolsTokens, &s.ActiveTokens, &s.ActiveCount, &s.LogCount, &s.ViewSeq, &created, &updated)
+		&s.SystemTokens, &s.ToolsTokens, &s.ActiveTokens, &s.ActiveCount, &s.LogCount, &s.ViewSeq, &created, &updated,
+		&s.CompactionRound, &s.AutoPausedBelow)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, store.ErrNotFound
 	}
@@ -114,17 +117,20 @@ func scanSession(row scanner) (store.Session, error) {
 
 func scanMessage(rows scanner, extra ...any) (chat.Message, error) {
 	var m chat.Message
-	var role, kind, parts, metadata string
+	var role, kind, parts, metadata, replaces string
 	var created int64
-	dest := append(extra, &m.ID, &m.Position, &role, &kind, &m.Name, &m.Pinned, &parts, &metadata, &m.Tokens, &created)
+	dest := append(extra, &m.ID, &m.Position, &role, &kind, &m.Name, &m.Pinned, &parts, &metadata, &m.Tokens, &created, &replaces)
 	if err := rows.Scan(dest...); err != nil {
+		return m, err
+	}
+	var err error
+	if m.Replaces, err = store.DecodeIDs(replaces); err != nil {
 		return m, err
 	}
 	m.Role, m.Kind, m.CreatedAt = chat.Role(role), chat.Kind(kind), fromNanos(created)
 	if err := store.DecodeJSON(parts, &m.Parts); err != nil {
 		return m, err
 	}
-	var err error
 	m.Metadata, err = store.DecodeStringMap(metadata)
 	return m, err
 }
@@ -173,7 +179,7 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFil
 
 // ActiveMessages returns the active view after ordinal `after`.
 func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, []int64, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at
+	rows, err := s.db.QueryContext(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
 		WHERE v.tenant = ? AND v.session_id = ? AND v.ord > ? ORDER BY v.ord LIMIT ?`, tenant, sessionID, after, limit)
 	if err != nil {
@@ -195,8 +201,15 @@ func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, af
 
 // LogMessages returns the log after position `after`.
 func (s *Store) LogMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
-		WHERE tenant = ? AND session_id = ? AND position > ? ORDER BY position LIMIT ?`, tenant, sessionID, after, limit)
+	return collectMessages(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
+		WHERE tenant = ? AND session_id = ? AND position > ? ORDER BY position LIMIT ?`, tenant, sessionID, after, limit))
+}
+
+func isUniqueViolation(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+func collectMessages(rows *sql.Rows, err error) ([]chat.Message, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -212,6 +225,63 @@ func (s *Store) LogMessages(ctx context.Context, tenant, sessionID string, after
 	return msgs, rows.Err()
 }
 
-func isUniqueViolation(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+func messagesByID(ctx context.Context, q querier, tenant, sessionID string, ids []string) ([]chat.Message, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	list, err := store.EncodeIDs(ids)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := collectMessages(q.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
+		WHERE tenant = ? AND session_id = ? AND id IN (SELECT value FROM json_each(?))`, tenant, sessionID, list))
+	if err != nil {
+		return nil, err
+	}
+	return store.OrderByIDs(msgs, ids)
+}
+
+// MessagesByID returns messages by id, in the order given.
+func (s *Store) MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) ([]chat.Message, error) {
+	return messagesByID(ctx, s.db, tenant, sessionID, ids)
+}
+
+func scanCompaction(row scanner) (store.Compaction, error) {
+	var c store.Compaction
+	var j store.CompactionJSON
+	var created, expires int64
+	var reverted sql.NullInt64
+	err := row.Scan(&c.ID, &c.Round, &j.Tiers, &c.TokensBefore, &c.TokensAfter, &j.Items, &c.Summary,
+		&j.ViewBefore, &j.ViewAfter, &created, &expires, &reverted)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, store.ErrNotFound
+	}
+	if err != nil {
+		return c, err
+	}
+	c.CreatedAt, c.ExpiresAt = fromNanos(created), fromNanos(expires)
+	if reverted.Valid {
+		t := fromNanos(reverted.Int64)
+		c.RevertedAt = &t
+	}
+	return c, j.DecodeInto(&c)
+}
+
+// ListCompactions returns a session's compactions, oldest first.
+func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string) ([]store.Compaction, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+compactionCols+` FROM compactions
+		WHERE tenant = ? AND session_id = ? ORDER BY created_at, round`, tenant, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Compaction
+	for rows.Next() {
+		c, err := scanCompaction(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }

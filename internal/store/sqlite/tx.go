@@ -28,7 +28,8 @@ func sessionArgs(s *store.Session) ([]any, error) {
 	}
 	tools, policy, labels := j.Tools, j.Policy, j.Labels
 	return []any{s.Model, s.SystemPrompt, tools, policy, labels, s.Version, s.SystemTokens, s.ToolsTokens,
-		s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.UpdatedAt.UnixNano(), s.Tenant, s.ID}, nil
+		s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CompactionRound, s.AutoPausedBelow,
+		s.UpdatedAt.UnixNano(), s.Tenant, s.ID}, nil
 }
 
 func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
@@ -37,8 +38,9 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 		return err
 	}
 	_, err = t.tx.ExecContext(ctx, `INSERT INTO sessions (model, system_prompt, tools, policy, labels, version,
-		system_tokens, tools_tokens, active_tokens, active_count, log_count, view_seq, updated_at, tenant, id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append(args, s.CreatedAt.UnixNano())...)
+		system_tokens, tools_tokens, active_tokens, active_count, log_count, view_seq, compaction_round,
+		auto_paused_below, updated_at, tenant, id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append(args, s.CreatedAt.UnixNano())...)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
 	}
@@ -52,7 +54,8 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 	}
 	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET model = ?, system_prompt = ?, tools = ?, policy = ?,
 		labels = ?, version = ?, system_tokens = ?, tools_tokens = ?, active_tokens = ?, active_count = ?,
-		log_count = ?, view_seq = ?, updated_at = ? WHERE tenant = ? AND id = ? AND deleted_at IS NULL`, args...)
+		log_count = ?, view_seq = ?, compaction_round = ?, auto_paused_below = ?, updated_at = ?
+		WHERE tenant = ? AND id = ? AND deleted_at IS NULL`, args...)
 	return affected(res, err, s.ID)
 }
 
@@ -76,7 +79,7 @@ func (t *txn) DeleteSession(ctx context.Context, tenant, id string) error {
 
 func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message) error {
 	stmt, err := t.tx.PrepareContext(ctx, `INSERT INTO messages (tenant, session_id, id, position, role, kind, name,
-		pinned, parts, metadata, tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		pinned, parts, metadata, tokens, created_at, replaces) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -90,8 +93,12 @@ func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs
 		if err != nil {
 			return err
 		}
+		replaces, err := store.EncodeIDs(m.Replaces)
+		if err != nil {
+			return err
+		}
 		_, err = stmt.ExecContext(ctx, tenant, sessionID, m.ID, m.Position, string(m.Role), string(m.Kind), m.Name,
-			m.Pinned, parts, meta, m.Tokens, m.CreatedAt.UnixNano())
+			m.Pinned, parts, meta, m.Tokens, m.CreatedAt.UnixNano(), replaces)
 		if isUniqueViolation(err) {
 			return fmt.Errorf("message %q: %w", m.ID, store.ErrAlreadyExists)
 		}
@@ -161,5 +168,59 @@ func (t *txn) PutIdempotency(ctx context.Context, tenant, sessionID string, rec 
 	if isUniqueViolation(err) {
 		return fmt.Errorf("idempotency key: %w", store.ErrAlreadyExists)
 	}
+	return err
+}
+
+// LockCompaction needs nothing: the IMMEDIATE transaction holds the
+// database's write lock already.
+func (t *txn) LockCompaction(context.Context, string, string) error { return nil }
+
+func (t *txn) ViewMessages(ctx context.Context, tenant, sessionID string) ([]chat.Message, error) {
+	return collectMessages(t.tx.QueryContext(ctx, `SELECT m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces
+		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
+		WHERE v.tenant = ? AND v.session_id = ? ORDER BY v.ord`, tenant, sessionID))
+}
+
+func (t *txn) ReplaceView(ctx context.Context, tenant, sessionID string, ids []string) error {
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM view_entries WHERE tenant = ? AND session_id = ?`, tenant, sessionID); err != nil {
+		return err
+	}
+	entries := make([]store.ViewEntry, len(ids))
+	for i, id := range ids {
+		entries[i] = store.ViewEntry{Ord: int64(i + 1), MessageID: id}
+	}
+	return t.AppendView(ctx, tenant, sessionID, entries)
+}
+
+func (t *txn) MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) ([]chat.Message, error) {
+	return messagesByID(ctx, t.tx, tenant, sessionID, ids)
+}
+
+func (t *txn) InsertCompaction(ctx context.Context, tenant, sessionID string, c *store.Compaction) error {
+	j, err := store.EncodeCompaction(c)
+	if err != nil {
+		return err
+	}
+	var reverted any
+	if c.RevertedAt != nil {
+		reverted = c.RevertedAt.UnixNano()
+	}
+	_, err = t.tx.ExecContext(ctx, `INSERT INTO compactions (tenant, session_id, `+compactionCols+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, tenant, sessionID, c.ID, c.Round, j.Tiers, c.TokensBefore,
+		c.TokensAfter, j.Items, c.Summary, j.ViewBefore, j.ViewAfter, c.CreatedAt.UnixNano(), c.ExpiresAt.UnixNano(), reverted)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("compaction %q: %w", c.ID, store.ErrAlreadyExists)
+	}
+	return err
+}
+
+func (t *txn) GetCompaction(ctx context.Context, tenant, sessionID, id string) (store.Compaction, error) {
+	return scanCompaction(t.tx.QueryRowContext(ctx, `SELECT `+compactionCols+` FROM compactions
+		WHERE tenant = ? AND session_id = ? AND id = ?`, tenant, sessionID, id))
+}
+
+func (t *txn) MarkReverted(ctx context.Context, tenant, sessionID, id string, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE compactions SET reverted_at = ? WHERE tenant = ? AND session_id = ? AND id = ?`,
+		at.UnixNano(), tenant, sessionID, id)
 	return err
 }

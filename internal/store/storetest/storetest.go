@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ToolCalls", testToolCalls},
 		{"Idempotency", testIdempotency},
 		{"Rollback", testRollback},
+		{"CompactionsAndViews", testCompactionsAndViews},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
@@ -335,5 +336,64 @@ func testRollback(t *testing.T, s store.Store) {
 	}
 	if _, err := s.GetSession(ctx, "t", "s"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("rolled-back session is visible: %v", err)
+	}
+}
+
+func testCompactionsAndViews(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	create(t, s, session("t", "s", epoch))
+	msgs := sampleMessages()
+	insertMessages(t, s, "t", "s", msgs)
+	summary := chat.Message{ID: "sum-1", Role: chat.RoleUser, Kind: chat.KindSummary, Tokens: 5, CreatedAt: epoch,
+		Parts: []chat.Part{{Type: chat.PartText, Text: "summary"}}, Replaces: []string{"m1", "m2", "m3"}}
+	rec := &store.Compaction{ID: "c1", Round: 1, Tiers: []string{"prune", "summarize"}, TokensBefore: 820, TokensAfter: 805,
+		Items:   []store.CompactionItem{{Tier: "summarize", NewID: "sum-1", Replaced: []string{"m1", "m2", "m3"}, Reason: "r", TokensBefore: 20, TokensAfter: 5}},
+		Summary: "summary", ViewBefore: []string{"m1", "m2", "m3", "m4"}, ViewAfter: []string{"sum-1", "m4"},
+		CreatedAt: epoch, ExpiresAt: epoch.Add(24 * time.Hour)}
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.LockCompaction(ctx, "t", "s"); err != nil {
+			return err
+		}
+		if err := tx.InsertMessages(ctx, "t", "s", []chat.Message{summary}); err != nil {
+			return err
+		}
+		if err := tx.ReplaceView(ctx, "t", "s", rec.ViewAfter); err != nil {
+			return err
+		}
+		return tx.InsertCompaction(ctx, "t", "s", rec)
+	})
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		view, err := tx.ViewMessages(ctx, "t", "s")
+		if err != nil {
+			return err
+		}
+		if len(view) != 2 || !reflect.DeepEqual(view[0], summary) || !reflect.DeepEqual(view[1], msgs[3]) {
+			t.Errorf("view after replace: %+v", view)
+		}
+		got, err := tx.GetCompaction(ctx, "t", "s", "c1")
+		if err != nil || !reflect.DeepEqual(&got, rec) {
+			t.Errorf("compaction round trip:\n got %+v\nwant %+v (%v)", got, *rec, err)
+		}
+		if _, err := tx.GetCompaction(ctx, "t", "s", "nope"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("missing compaction: %v", err)
+		}
+		return tx.MarkReverted(ctx, "t", "s", "c1", epoch.Add(time.Hour))
+	})
+	list, err := s.ListCompactions(ctx, "t", "s")
+	if err != nil || len(list) != 1 || list[0].RevertedAt == nil || !list[0].RevertedAt.Equal(epoch.Add(time.Hour)) {
+		t.Errorf("list: %+v, %v", list, err)
+	}
+	byID, err := s.MessagesByID(ctx, "t", "s", []string{"m3", "sum-1", "m1"})
+	if err != nil || len(byID) != 3 || byID[0].ID != "m3" || byID[1].ID != "sum-1" || byID[2].ID != "m1" ||
+		!reflect.DeepEqual(byID[1].Replaces, summary.Replaces) {
+		t.Errorf("by id: %+v, %v", byID, err)
+	}
+	if _, err := s.MessagesByID(ctx, "t", "s", []string{"m1", "ghost"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("missing id: %v", err)
+	}
+	// The log is untouched by view changes.
+	log, err := s.LogMessages(ctx, "t", "s", 0, 100)
+	if err != nil || !reflect.DeepEqual(log, msgs) {
+		t.Errorf("log changed: %v", err)
 	}
 }
