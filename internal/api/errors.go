@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -15,8 +14,9 @@ import (
 	"github.com/contextd/contextd/internal/store"
 )
 
-// toStatus maps a domain error to a gRPC status, once, at the edge. Clients
-// never see internal error text: anything unexpected is logged and becomes
+// toStatus maps a domain error to a gRPC status, once, at the edge. Domain
+// errors carry text our code wrote (which session, which field, what is too
+// large); anything else may carry driver detail, so it is logged and becomes
 // a bare Internal.
 func toStatus(ctx context.Context, log *slog.Logger, err error) error {
 	if err == nil {
@@ -35,13 +35,13 @@ func toStatus(ctx context.Context, log *slog.Logger, err error) error {
 		}
 		return st.Err()
 	case errors.Is(err, store.ErrNotFound):
-		return status.Error(codes.NotFound, safeMessage(err, "not found"))
+		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, store.ErrAlreadyExists):
-		return status.Error(codes.AlreadyExists, safeMessage(err, "already exists"))
+		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, store.ErrVersionConflict):
-		return status.Error(codes.Aborted, safeMessage(err, "version conflict"))
+		return status.Error(codes.Aborted, err.Error())
 	case errors.Is(err, engine.ErrFailedPrecondition):
-		return status.Error(codes.FailedPrecondition, safeMessage(err, "failed precondition"))
+		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "request canceled")
 	case errors.Is(err, context.DeadlineExceeded):
@@ -52,16 +52,4 @@ func toStatus(ctx context.Context, log *slog.Logger, err error) error {
 	}
 	log.ErrorContext(ctx, "internal error", "error", err)
 	return status.Error(codes.Internal, "internal error")
-}
-
-// safeMessage returns err's text for a domain error, which our code writes
-// (e.g. `session "x": not found`), or fallback if the text might carry
-// driver detail. Domain errors are built from our own messages and the
-// sentinel, so they end with the sentinel's text.
-func safeMessage(err error, fallback string) string {
-	msg := err.Error()
-	if strings.HasSuffix(msg, fallback) && !strings.Contains(msg, "SQL") && !strings.Contains(msg, "pq:") {
-		return msg
-	}
-	return fallback
 }

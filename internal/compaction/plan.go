@@ -30,6 +30,8 @@ type SummaryInput struct {
 	Messages     []chat.Message
 	Instructions string
 	MaxTokens    int
+	// Count returns the tokens of a text in the session's encoding.
+	Count func(string) int
 }
 
 // Request is everything the planner needs; it does no I/O of its own (the
@@ -52,6 +54,7 @@ type Request struct {
 	Round        int
 	Instructions string
 	Count        func(*chat.Message) int64
+	CountText    func(string) int
 	Summarize    func(SummaryInput) (string, error)
 	// NewID returns a fresh message id for a synthetic message of a kind.
 	NewID func(kind chat.Kind) string
@@ -434,11 +437,21 @@ func (p *planner) summarize() error {
 	if n == 0 {
 		return nil
 	}
-	// Largest tail within keep_recent_tokens, snapped forward to a cut that
-	// splits neither a tool pair nor (preferably) a turn.
+	// Largest tail within keep_recent_tokens — and within what the target
+	// leaves after the fixed part, the verbatim head and the summary —
+	// snapped forward to a cut that splits neither a tool pair nor
+	// (preferably) a turn.
+	budget := p.req.Policy.KeepRecentTokens
+	var headKept int64
+	for _, m := range p.view {
+		if m.Pinned || m.ID == p.req.OriginalTaskID {
+			headKept += m.Tokens
+		}
+	}
+	budget = min(budget, p.target-p.req.Fixed-headKept-int64(p.req.Policy.SummaryMaxTokens))
 	c := n
 	var tail int64
-	for c > 0 && tail+p.view[c-1].Tokens <= p.req.Policy.KeepRecentTokens {
+	for c > 0 && tail+p.view[c-1].Tokens <= budget {
 		c--
 		tail += p.view[c].Tokens
 	}
@@ -498,7 +511,8 @@ func (p *planner) summarize() error {
 		}
 	}
 	text, err := p.req.Summarize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous,
-		Messages: summarized, Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens})
+		Messages: summarized, Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens,
+		Count: p.req.CountText})
 	if err != nil {
 		p.plan.SummaryFailed = err
 		return nil

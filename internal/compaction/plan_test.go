@@ -282,19 +282,24 @@ func TestDropMiddleOnlyToFit(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		b.user(fmt.Sprintf("request %d", i)).assistant(strings.Repeat("z", 3600))
 	}
+	// The summarizer is down, so only dropping whole turns can make it fit.
 	req := request(b, 6000, compaction.TierSummarize, compaction.TierDropMiddle)
-	req.Policy.KeepRecentTokens = 100_000 // the tail would be everything: summarize cannot help
+	req.Summarize = func(compaction.SummaryInput) (string, error) { return "", errors.New("summarizer down") }
 	plan := mustPlan(t, req)
-	if plan.Tiers[len(plan.Tiers)-1] != compaction.TierDropMiddle || plan.TokensAfter > usable(req) {
+	if plan.SummaryFailed == nil || plan.Tiers[len(plan.Tiers)-1] != compaction.TierDropMiddle || plan.TokensAfter > usable(req) {
 		t.Fatalf("tiers %v, %d tokens, usable %d", plan.Tiers, plan.TokensAfter, usable(req))
 	}
 	last := plan.View[len(plan.View)-2:]
-	if last[0].Parts[0].Text != "request 7" {
-		t.Errorf("the latest turn was dropped: %s", ids(plan.View))
+	if last[0].Parts[0].Text != "request 7" || plan.View[0].ID != "m1" {
+		t.Errorf("the latest turn or the task was dropped: %s", ids(plan.View))
+	}
+	// Drop-middle stops as soon as it fits: the turns just before the latest
+	// survive when there is room.
+	if plan.TokensAfter < usable(req)/2 {
+		t.Errorf("dropped more than needed: %d tokens left of %d", plan.TokensAfter, usable(req))
 	}
 	// Without drop_middle allowed the same request cannot fit.
-	req = request(b, 6000, compaction.TierSummarize)
-	req.Policy.KeepRecentTokens = 100_000
+	req.Tiers = []compaction.Tier{compaction.TierSummarize}
 	if _, err := compaction.PlanCompaction(req); !errors.Is(err, compaction.ErrTooLarge) {
 		t.Errorf("without drop_middle: %v", err)
 	}

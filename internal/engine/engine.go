@@ -12,20 +12,41 @@ import (
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/summarize"
 	"github.com/contextd/contextd/internal/tokens"
 )
 
 // Engine runs the use cases. It is safe for concurrent use.
 type Engine struct {
-	encodings *tokens.Encodings
-	models    *tokens.Registry
-	store     store.Store
-	now       func() time.Time
+	encodings    *tokens.Encodings
+	models       *tokens.Registry
+	store        store.Store
+	summarizer   summarize.Summarizer
+	revertWindow time.Duration
+	now          func() time.Time
 }
 
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithSummarizer sets the summarizer of the summarize tier (default: the
+// built-in extractive one).
+func WithSummarizer(s summarize.Summarizer) Option { return func(e *Engine) { e.summarizer = s } }
+
+// WithRevertWindow sets how long compactions can be reverted (default 24 h).
+func WithRevertWindow(d time.Duration) Option { return func(e *Engine) { e.revertWindow = d } }
+
+// WithClock replaces time.Now (tests).
+func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
+
 // New returns an engine over shared encodings, a model registry and a store.
-func New(encodings *tokens.Encodings, models *tokens.Registry, st store.Store) *Engine {
-	return &Engine{encodings: encodings, models: models, store: st, now: time.Now}
+func New(encodings *tokens.Encodings, models *tokens.Registry, st store.Store, opts ...Option) *Engine {
+	e := &Engine{encodings: encodings, models: models, store: st, summarizer: summarize.Extractive{},
+		revertWindow: DefaultRevertWindow, now: time.Now}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
 }
 
 // Models returns the registry's models, sorted by name, and the model that

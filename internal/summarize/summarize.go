@@ -39,10 +39,7 @@ var listSections = []string{SecDone, SecDecisions, SecErrors, SecPending}
 // tool calls and the file paths they touched, decisions, errors and what
 // followed them, the latest state and what is still pending. It is
 // deterministic and integrates the previous round's summary.
-type Extractive struct {
-	// Count returns the tokens of a text; the summary is capped with it.
-	Count func(string) int
-}
+type Extractive struct{}
 
 var (
 	pathRe     = regexp.MustCompile(`(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,8}\b|\b[\w-]+\.(?:py|go|js|ts|tsx|jsx|rs|java|c|h|cc|cpp|hpp|rb|php|md|rst|txt|json|yaml|yml|toml|cfg|ini|sh|sql|html|css|proto)\b`)
@@ -134,7 +131,11 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 	out := doc(taskChars, stateChars)
 	// Cap: drop the oldest bullets of the longest list first, then shorten
 	// the text sections.
-	for x.Count(out) > in.MaxTokens {
+	count := in.Count
+	if count == nil {
+		count = func(s string) int { return len(s) / 4 }
+	}
+	for count(out) > in.MaxTokens {
 		longest := ""
 		for _, s := range listSections {
 			if len(lists[s]) > len(lists[longest]) {

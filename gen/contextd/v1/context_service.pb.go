@@ -1565,6 +1565,734 @@ func (x *GetMessagesResponse) GetVersion() int64 {
 	return 0
 }
 
+// PrepareContext input.
+type PrepareContextRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// New messages since the last call (may be empty), appended atomically
+	// first.
+	Messages []*Message `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	// As in AppendMessages: makes a retried append safe.
+	IdempotencyKey string `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// As in AppendMessages: append only at this version.
+	ExpectedVersion *int64 `protobuf:"varint,4,opt,name=expected_version,json=expectedVersion,proto3,oneof" json:"expected_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *PrepareContextRequest) Reset() {
+	*x = PrepareContextRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrepareContextRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrepareContextRequest) ProtoMessage() {}
+
+func (x *PrepareContextRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrepareContextRequest.ProtoReflect.Descriptor instead.
+func (*PrepareContextRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *PrepareContextRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *PrepareContextRequest) GetMessages() []*Message {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *PrepareContextRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *PrepareContextRequest) GetExpectedVersion() int64 {
+	if x != nil && x.ExpectedVersion != nil {
+		return *x.ExpectedVersion
+	}
+	return 0
+}
+
+// PrepareContext output.
+type PrepareContextResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The active view: the messages to send to the model, in order (after the
+	// session's system prompt and tools).
+	Messages []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	// Usage, whether this call compacted, the latest compaction, warnings.
+	Status        *ContextStatus `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrepareContextResponse) Reset() {
+	*x = PrepareContextResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrepareContextResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrepareContextResponse) ProtoMessage() {}
+
+func (x *PrepareContextResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrepareContextResponse.ProtoReflect.Descriptor instead.
+func (*PrepareContextResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *PrepareContextResponse) GetMessages() []*Message {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *PrepareContextResponse) GetStatus() *ContextStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+// Compact input.
+type CompactRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// One tier only; unset means automatic.
+	Tier CompactionTier `protobuf:"varint,2,opt,name=tier,proto3,enum=contextd.v1.CompactionTier" json:"tier,omitempty"`
+	// Plan only: report what would change and the savings, change nothing.
+	DryRun bool `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// Extra instructions for the summarizer (what to keep, what matters).
+	Instructions string `protobuf:"bytes,4,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	// Target fraction of the usable window, instead of the policy's.
+	Target        *float64 `protobuf:"fixed64,5,opt,name=target,proto3,oneof" json:"target,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompactRequest) Reset() {
+	*x = CompactRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactRequest) ProtoMessage() {}
+
+func (x *CompactRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactRequest.ProtoReflect.Descriptor instead.
+func (*CompactRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *CompactRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *CompactRequest) GetTier() CompactionTier {
+	if x != nil {
+		return x.Tier
+	}
+	return CompactionTier_COMPACTION_TIER_UNSPECIFIED
+}
+
+func (x *CompactRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+func (x *CompactRequest) GetInstructions() string {
+	if x != nil {
+		return x.Instructions
+	}
+	return ""
+}
+
+func (x *CompactRequest) GetTarget() float64 {
+	if x != nil && x.Target != nil {
+		return *x.Target
+	}
+	return 0
+}
+
+// Compact output.
+type CompactResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True when the active view changed (never for a dry run).
+	Compacted bool `protobuf:"varint,1,opt,name=compacted,proto3" json:"compacted,omitempty"`
+	// Echoes the request.
+	DryRun bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// The record (for a dry run: the plan, not stored). Unset when there was
+	// nothing to compact.
+	Compaction *Compaction `protobuf:"bytes,3,opt,name=compaction,proto3" json:"compaction,omitempty"`
+	// Usage after (for a dry run: now).
+	Usage *ContextUsage `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
+	// Session version after.
+	Version int64 `protobuf:"varint,5,opt,name=version,proto3" json:"version,omitempty"`
+	// Notes, e.g. that auto-compaction is paused.
+	Warnings      []string `protobuf:"bytes,6,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompactResponse) Reset() {
+	*x = CompactResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactResponse) ProtoMessage() {}
+
+func (x *CompactResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactResponse.ProtoReflect.Descriptor instead.
+func (*CompactResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CompactResponse) GetCompacted() bool {
+	if x != nil {
+		return x.Compacted
+	}
+	return false
+}
+
+func (x *CompactResponse) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+func (x *CompactResponse) GetCompaction() *Compaction {
+	if x != nil {
+		return x.Compaction
+	}
+	return nil
+}
+
+func (x *CompactResponse) GetUsage() *ContextUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *CompactResponse) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *CompactResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
+// RevertCompaction input.
+type RevertCompactionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The compaction to undo. Later compactions must be reverted first.
+	CompactionId  string `protobuf:"bytes,2,opt,name=compaction_id,json=compactionId,proto3" json:"compaction_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevertCompactionRequest) Reset() {
+	*x = RevertCompactionRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevertCompactionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevertCompactionRequest) ProtoMessage() {}
+
+func (x *RevertCompactionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevertCompactionRequest.ProtoReflect.Descriptor instead.
+func (*RevertCompactionRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *RevertCompactionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RevertCompactionRequest) GetCompactionId() string {
+	if x != nil {
+		return x.CompactionId
+	}
+	return ""
+}
+
+// RevertCompaction output.
+type RevertCompactionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session after the revert.
+	Session       *Session `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevertCompactionResponse) Reset() {
+	*x = RevertCompactionResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevertCompactionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevertCompactionResponse) ProtoMessage() {}
+
+func (x *RevertCompactionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevertCompactionResponse.ProtoReflect.Descriptor instead.
+func (*RevertCompactionResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *RevertCompactionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// ListCompactions input.
+type ListCompactionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session. Required.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCompactionsRequest) Reset() {
+	*x = ListCompactionsRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCompactionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCompactionsRequest) ProtoMessage() {}
+
+func (x *ListCompactionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCompactionsRequest.ProtoReflect.Descriptor instead.
+func (*ListCompactionsRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListCompactionsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// ListCompactions output.
+type ListCompactionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Oldest first.
+	Compactions   []*Compaction `protobuf:"bytes,1,rep,name=compactions,proto3" json:"compactions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCompactionsResponse) Reset() {
+	*x = ListCompactionsResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCompactionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCompactionsResponse) ProtoMessage() {}
+
+func (x *ListCompactionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCompactionsResponse.ProtoReflect.Descriptor instead.
+func (*ListCompactionsResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListCompactionsResponse) GetCompactions() []*Compaction {
+	if x != nil {
+		return x.Compactions
+	}
+	return nil
+}
+
+// ExpandMessage input.
+type ExpandMessageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// A message id, typically of a placeholder or summary.
+	MessageId     string `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpandMessageRequest) Reset() {
+	*x = ExpandMessageRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpandMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpandMessageRequest) ProtoMessage() {}
+
+func (x *ExpandMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpandMessageRequest.ProtoReflect.Descriptor instead.
+func (*ExpandMessageRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ExpandMessageRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ExpandMessageRequest) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+// ExpandMessage output.
+type ExpandMessageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The message asked for.
+	Message *Message `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// The messages it stands in for, in order; empty for an original message.
+	// They may be summaries or placeholders of earlier rounds: expand those too.
+	Originals     []*Message `protobuf:"bytes,2,rep,name=originals,proto3" json:"originals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpandMessageResponse) Reset() {
+	*x = ExpandMessageResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpandMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpandMessageResponse) ProtoMessage() {}
+
+func (x *ExpandMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpandMessageResponse.ProtoReflect.Descriptor instead.
+func (*ExpandMessageResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ExpandMessageResponse) GetMessage() *Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *ExpandMessageResponse) GetOriginals() []*Message {
+	if x != nil {
+		return x.Originals
+	}
+	return nil
+}
+
+// CreateHandoff input.
+type CreateHandoffRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Also start a new session (same model, system prompt, tools, policy)
+	// whose first, pinned message is the document.
+	CreateSession bool `protobuf:"varint,2,opt,name=create_session,json=createSession,proto3" json:"create_session,omitempty"`
+	// Id of the new session; empty lets the server pick one.
+	NewSessionId  string `protobuf:"bytes,3,opt,name=new_session_id,json=newSessionId,proto3" json:"new_session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateHandoffRequest) Reset() {
+	*x = CreateHandoffRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateHandoffRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateHandoffRequest) ProtoMessage() {}
+
+func (x *CreateHandoffRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateHandoffRequest.ProtoReflect.Descriptor instead.
+func (*CreateHandoffRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *CreateHandoffRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *CreateHandoffRequest) GetCreateSession() bool {
+	if x != nil {
+		return x.CreateSession
+	}
+	return false
+}
+
+func (x *CreateHandoffRequest) GetNewSessionId() string {
+	if x != nil {
+		return x.NewSessionId
+	}
+	return ""
+}
+
+// CreateHandoff output.
+type CreateHandoffResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The hand-off document (Markdown).
+	Document string `protobuf:"bytes,1,opt,name=document,proto3" json:"document,omitempty"`
+	// The new session, when create_session was set.
+	Session       *Session `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateHandoffResponse) Reset() {
+	*x = CreateHandoffResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateHandoffResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateHandoffResponse) ProtoMessage() {}
+
+func (x *CreateHandoffResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateHandoffResponse.ProtoReflect.Descriptor instead.
+func (*CreateHandoffResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *CreateHandoffResponse) GetDocument() string {
+	if x != nil {
+		return x.Document
+	}
+	return ""
+}
+
+func (x *CreateHandoffResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 var File_contextd_v1_context_service_proto protoreflect.FileDescriptor
 
 const file_contextd_v1_context_service_proto_rawDesc = "" +
@@ -1693,7 +2421,70 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x13GetMessagesResponse\x120\n" +
 	"\bmessages\x18\x01 \x03(\v2\x14.contextd.v1.MessageR\bmessages\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x18\n" +
-	"\aversion\x18\x03 \x01(\x03R\aversion2\x90\x06\n" +
+	"\aversion\x18\x03 \x01(\x03R\aversion\"\x80\x02\n" +
+	"\x15PrepareContextRequest\x12)\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x12;\n" +
+	"\bmessages\x18\x02 \x03(\v2\x14.contextd.v1.MessageB\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\bmessages\x121\n" +
+	"\x0fidempotency_key\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x0eidempotencyKey\x127\n" +
+	"\x10expected_version\x18\x04 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\x0fexpectedVersion\x88\x01\x01B\x13\n" +
+	"\x11_expected_version\"~\n" +
+	"\x16PrepareContextResponse\x120\n" +
+	"\bmessages\x18\x01 \x03(\v2\x14.contextd.v1.MessageR\bmessages\x122\n" +
+	"\x06status\x18\x02 \x01(\v2\x1a.contextd.v1.ContextStatusR\x06status\"\xfe\x01\n" +
+	"\x0eCompactRequest\x12)\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x129\n" +
+	"\x04tier\x18\x02 \x01(\x0e2\x1b.contextd.v1.CompactionTierB\b\xbaH\x05\x82\x01\x02\x10\x01R\x04tier\x12\x17\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\x12,\n" +
+	"\finstructions\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xa0\x1fR\finstructions\x124\n" +
+	"\x06target\x18\x05 \x01(\x01B\x17\xbaH\x14\x12\x12\x11\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\x00R\x06target\x88\x01\x01B\t\n" +
+	"\a_target\"\xe8\x01\n" +
+	"\x0fCompactResponse\x12\x1c\n" +
+	"\tcompacted\x18\x01 \x01(\bR\tcompacted\x12\x17\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\x127\n" +
+	"\n" +
+	"compaction\x18\x03 \x01(\v2\x17.contextd.v1.CompactionR\n" +
+	"compaction\x12/\n" +
+	"\x05usage\x18\x04 \x01(\v2\x19.contextd.v1.ContextUsageR\x05usage\x12\x18\n" +
+	"\aversion\x18\x05 \x01(\x03R\aversion\x12\x1a\n" +
+	"\bwarnings\x18\x06 \x03(\tR\bwarnings\"u\n" +
+	"\x17RevertCompactionRequest\x12)\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x12/\n" +
+	"\rcompaction_id\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\fcompactionId\"J\n" +
+	"\x18RevertCompactionResponse\x12.\n" +
+	"\asession\x18\x01 \x01(\v2\x14.contextd.v1.SessionR\asession\"C\n" +
+	"\x16ListCompactionsRequest\x12)\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\"T\n" +
+	"\x17ListCompactionsResponse\x129\n" +
+	"\vcompactions\x18\x01 \x03(\v2\x17.contextd.v1.CompactionR\vcompactions\"l\n" +
+	"\x14ExpandMessageRequest\x12)\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x12)\n" +
+	"\n" +
+	"message_id\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tmessageId\"{\n" +
+	"\x15ExpandMessageResponse\x12.\n" +
+	"\amessage\x18\x01 \x01(\v2\x14.contextd.v1.MessageR\amessage\x122\n" +
+	"\toriginals\x18\x02 \x03(\v2\x14.contextd.v1.MessageR\toriginals\"\xb9\x01\n" +
+	"\x14CreateHandoffRequest\x12)\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x12%\n" +
+	"\x0ecreate_session\x18\x02 \x01(\bR\rcreateSession\x12O\n" +
+	"\x0enew_session_id\x18\x03 \x01(\tB)\xbaH&r$\x18\x80\x012\x1f^([A-Za-z0-9][A-Za-z0-9._-]*)?$R\fnewSessionId\"c\n" +
+	"\x15CreateHandoffResponse\x12\x1a\n" +
+	"\bdocument\x18\x01 \x01(\tR\bdocument\x12.\n" +
+	"\asession\x18\x02 \x01(\v2\x14.contextd.v1.SessionR\asession2\xa0\n" +
+	"\n" +
 	"\x0eContextService\x12P\n" +
 	"\vCountTokens\x12\x1f.contextd.v1.CountTokensRequest\x1a .contextd.v1.CountTokensResponse\x12M\n" +
 	"\n" +
@@ -1705,7 +2496,13 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\fListSessions\x12 .contextd.v1.ListSessionsRequest\x1a!.contextd.v1.ListSessionsResponse\x12V\n" +
 	"\rDeleteSession\x12!.contextd.v1.DeleteSessionRequest\x1a\".contextd.v1.DeleteSessionResponse\x12Y\n" +
 	"\x0eAppendMessages\x12\".contextd.v1.AppendMessagesRequest\x1a#.contextd.v1.AppendMessagesResponse\x12P\n" +
-	"\vGetMessages\x12\x1f.contextd.v1.GetMessagesRequest\x1a .contextd.v1.GetMessagesResponseB9Z7github.com/contextd/contextd/gen/contextd/v1;contextdv1b\x06proto3"
+	"\vGetMessages\x12\x1f.contextd.v1.GetMessagesRequest\x1a .contextd.v1.GetMessagesResponse\x12Y\n" +
+	"\x0ePrepareContext\x12\".contextd.v1.PrepareContextRequest\x1a#.contextd.v1.PrepareContextResponse\x12D\n" +
+	"\aCompact\x12\x1b.contextd.v1.CompactRequest\x1a\x1c.contextd.v1.CompactResponse\x12_\n" +
+	"\x10RevertCompaction\x12$.contextd.v1.RevertCompactionRequest\x1a%.contextd.v1.RevertCompactionResponse\x12\\\n" +
+	"\x0fListCompactions\x12#.contextd.v1.ListCompactionsRequest\x1a$.contextd.v1.ListCompactionsResponse\x12V\n" +
+	"\rExpandMessage\x12!.contextd.v1.ExpandMessageRequest\x1a\".contextd.v1.ExpandMessageResponse\x12V\n" +
+	"\rCreateHandoff\x12!.contextd.v1.CreateHandoffRequest\x1a\".contextd.v1.CreateHandoffResponseB9Z7github.com/contextd/contextd/gen/contextd/v1;contextdv1b\x06proto3"
 
 var (
 	file_contextd_v1_context_service_proto_rawDescOnce sync.Once
@@ -1719,88 +2516,126 @@ func file_contextd_v1_context_service_proto_rawDescGZIP() []byte {
 	return file_contextd_v1_context_service_proto_rawDescData
 }
 
-var file_contextd_v1_context_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_contextd_v1_context_service_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_contextd_v1_context_service_proto_goTypes = []any{
-	(*CountTokensRequest)(nil),      // 0: contextd.v1.CountTokensRequest
-	(*PartCount)(nil),               // 1: contextd.v1.PartCount
-	(*MessageCount)(nil),            // 2: contextd.v1.MessageCount
-	(*ToolCount)(nil),               // 3: contextd.v1.ToolCount
-	(*CountTokensResponse)(nil),     // 4: contextd.v1.CountTokensResponse
-	(*ListModelsRequest)(nil),       // 5: contextd.v1.ListModelsRequest
-	(*ModelInfo)(nil),               // 6: contextd.v1.ModelInfo
-	(*ListModelsResponse)(nil),      // 7: contextd.v1.ListModelsResponse
-	(*InlineContext)(nil),           // 8: contextd.v1.InlineContext
-	(*GetContextUsageRequest)(nil),  // 9: contextd.v1.GetContextUsageRequest
-	(*GetContextUsageResponse)(nil), // 10: contextd.v1.GetContextUsageResponse
-	(*CreateSessionRequest)(nil),    // 11: contextd.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),   // 12: contextd.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),       // 13: contextd.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),      // 14: contextd.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),     // 15: contextd.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),    // 16: contextd.v1.ListSessionsResponse
-	(*DeleteSessionRequest)(nil),    // 17: contextd.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),   // 18: contextd.v1.DeleteSessionResponse
-	(*AppendMessagesRequest)(nil),   // 19: contextd.v1.AppendMessagesRequest
-	(*AppendMessagesResponse)(nil),  // 20: contextd.v1.AppendMessagesResponse
-	(*GetMessagesRequest)(nil),      // 21: contextd.v1.GetMessagesRequest
-	(*GetMessagesResponse)(nil),     // 22: contextd.v1.GetMessagesResponse
-	nil,                             // 23: contextd.v1.CreateSessionRequest.LabelsEntry
-	nil,                             // 24: contextd.v1.ListSessionsRequest.LabelsEntry
-	(*ToolDefinition)(nil),          // 25: contextd.v1.ToolDefinition
-	(*Message)(nil),                 // 26: contextd.v1.Message
-	(*CompactionPolicy)(nil),        // 27: contextd.v1.CompactionPolicy
-	(*ContextUsage)(nil),            // 28: contextd.v1.ContextUsage
-	(*Session)(nil),                 // 29: contextd.v1.Session
-	(MessageView)(0),                // 30: contextd.v1.MessageView
+	(*CountTokensRequest)(nil),       // 0: contextd.v1.CountTokensRequest
+	(*PartCount)(nil),                // 1: contextd.v1.PartCount
+	(*MessageCount)(nil),             // 2: contextd.v1.MessageCount
+	(*ToolCount)(nil),                // 3: contextd.v1.ToolCount
+	(*CountTokensResponse)(nil),      // 4: contextd.v1.CountTokensResponse
+	(*ListModelsRequest)(nil),        // 5: contextd.v1.ListModelsRequest
+	(*ModelInfo)(nil),                // 6: contextd.v1.ModelInfo
+	(*ListModelsResponse)(nil),       // 7: contextd.v1.ListModelsResponse
+	(*InlineContext)(nil),            // 8: contextd.v1.InlineContext
+	(*GetContextUsageRequest)(nil),   // 9: contextd.v1.GetContextUsageRequest
+	(*GetContextUsageResponse)(nil),  // 10: contextd.v1.GetContextUsageResponse
+	(*CreateSessionRequest)(nil),     // 11: contextd.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),    // 12: contextd.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),        // 13: contextd.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),       // 14: contextd.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),      // 15: contextd.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),     // 16: contextd.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),     // 17: contextd.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),    // 18: contextd.v1.DeleteSessionResponse
+	(*AppendMessagesRequest)(nil),    // 19: contextd.v1.AppendMessagesRequest
+	(*AppendMessagesResponse)(nil),   // 20: contextd.v1.AppendMessagesResponse
+	(*GetMessagesRequest)(nil),       // 21: contextd.v1.GetMessagesRequest
+	(*GetMessagesResponse)(nil),      // 22: contextd.v1.GetMessagesResponse
+	(*PrepareContextRequest)(nil),    // 23: contextd.v1.PrepareContextRequest
+	(*PrepareContextResponse)(nil),   // 24: contextd.v1.PrepareContextResponse
+	(*CompactRequest)(nil),           // 25: contextd.v1.CompactRequest
+	(*CompactResponse)(nil),          // 26: contextd.v1.CompactResponse
+	(*RevertCompactionRequest)(nil),  // 27: contextd.v1.RevertCompactionRequest
+	(*RevertCompactionResponse)(nil), // 28: contextd.v1.RevertCompactionResponse
+	(*ListCompactionsRequest)(nil),   // 29: contextd.v1.ListCompactionsRequest
+	(*ListCompactionsResponse)(nil),  // 30: contextd.v1.ListCompactionsResponse
+	(*ExpandMessageRequest)(nil),     // 31: contextd.v1.ExpandMessageRequest
+	(*ExpandMessageResponse)(nil),    // 32: contextd.v1.ExpandMessageResponse
+	(*CreateHandoffRequest)(nil),     // 33: contextd.v1.CreateHandoffRequest
+	(*CreateHandoffResponse)(nil),    // 34: contextd.v1.CreateHandoffResponse
+	nil,                              // 35: contextd.v1.CreateSessionRequest.LabelsEntry
+	nil,                              // 36: contextd.v1.ListSessionsRequest.LabelsEntry
+	(*ToolDefinition)(nil),           // 37: contextd.v1.ToolDefinition
+	(*Message)(nil),                  // 38: contextd.v1.Message
+	(*CompactionPolicy)(nil),         // 39: contextd.v1.CompactionPolicy
+	(*ContextUsage)(nil),             // 40: contextd.v1.ContextUsage
+	(*Session)(nil),                  // 41: contextd.v1.Session
+	(MessageView)(0),                 // 42: contextd.v1.MessageView
+	(*ContextStatus)(nil),            // 43: contextd.v1.ContextStatus
+	(CompactionTier)(0),              // 44: contextd.v1.CompactionTier
+	(*Compaction)(nil),               // 45: contextd.v1.Compaction
 }
 var file_contextd_v1_context_service_proto_depIdxs = []int32{
-	25, // 0: contextd.v1.CountTokensRequest.tools:type_name -> contextd.v1.ToolDefinition
-	26, // 1: contextd.v1.CountTokensRequest.messages:type_name -> contextd.v1.Message
+	37, // 0: contextd.v1.CountTokensRequest.tools:type_name -> contextd.v1.ToolDefinition
+	38, // 1: contextd.v1.CountTokensRequest.messages:type_name -> contextd.v1.Message
 	1,  // 2: contextd.v1.MessageCount.parts:type_name -> contextd.v1.PartCount
 	2,  // 3: contextd.v1.CountTokensResponse.messages:type_name -> contextd.v1.MessageCount
 	3,  // 4: contextd.v1.CountTokensResponse.tools:type_name -> contextd.v1.ToolCount
 	6,  // 5: contextd.v1.ListModelsResponse.models:type_name -> contextd.v1.ModelInfo
 	6,  // 6: contextd.v1.ListModelsResponse.default_model:type_name -> contextd.v1.ModelInfo
-	25, // 7: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
-	26, // 8: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
-	27, // 9: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
+	37, // 7: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
+	38, // 8: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
+	39, // 9: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
 	8,  // 10: contextd.v1.GetContextUsageRequest.inline:type_name -> contextd.v1.InlineContext
-	28, // 11: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
-	25, // 12: contextd.v1.CreateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
-	27, // 13: contextd.v1.CreateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
-	23, // 14: contextd.v1.CreateSessionRequest.labels:type_name -> contextd.v1.CreateSessionRequest.LabelsEntry
-	29, // 15: contextd.v1.CreateSessionResponse.session:type_name -> contextd.v1.Session
-	29, // 16: contextd.v1.GetSessionResponse.session:type_name -> contextd.v1.Session
-	24, // 17: contextd.v1.ListSessionsRequest.labels:type_name -> contextd.v1.ListSessionsRequest.LabelsEntry
-	29, // 18: contextd.v1.ListSessionsResponse.sessions:type_name -> contextd.v1.Session
-	26, // 19: contextd.v1.AppendMessagesRequest.messages:type_name -> contextd.v1.Message
-	26, // 20: contextd.v1.AppendMessagesResponse.messages:type_name -> contextd.v1.Message
-	28, // 21: contextd.v1.AppendMessagesResponse.usage:type_name -> contextd.v1.ContextUsage
-	30, // 22: contextd.v1.GetMessagesRequest.view:type_name -> contextd.v1.MessageView
-	26, // 23: contextd.v1.GetMessagesResponse.messages:type_name -> contextd.v1.Message
-	0,  // 24: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
-	5,  // 25: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
-	9,  // 26: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
-	11, // 27: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
-	13, // 28: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
-	15, // 29: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
-	17, // 30: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
-	19, // 31: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
-	21, // 32: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
-	4,  // 33: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
-	7,  // 34: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
-	10, // 35: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
-	12, // 36: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
-	14, // 37: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
-	16, // 38: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
-	18, // 39: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
-	20, // 40: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
-	22, // 41: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
-	33, // [33:42] is the sub-list for method output_type
-	24, // [24:33] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	40, // 11: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
+	37, // 12: contextd.v1.CreateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
+	39, // 13: contextd.v1.CreateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
+	35, // 14: contextd.v1.CreateSessionRequest.labels:type_name -> contextd.v1.CreateSessionRequest.LabelsEntry
+	41, // 15: contextd.v1.CreateSessionResponse.session:type_name -> contextd.v1.Session
+	41, // 16: contextd.v1.GetSessionResponse.session:type_name -> contextd.v1.Session
+	36, // 17: contextd.v1.ListSessionsRequest.labels:type_name -> contextd.v1.ListSessionsRequest.LabelsEntry
+	41, // 18: contextd.v1.ListSessionsResponse.sessions:type_name -> contextd.v1.Session
+	38, // 19: contextd.v1.AppendMessagesRequest.messages:type_name -> contextd.v1.Message
+	38, // 20: contextd.v1.AppendMessagesResponse.messages:type_name -> contextd.v1.Message
+	40, // 21: contextd.v1.AppendMessagesResponse.usage:type_name -> contextd.v1.ContextUsage
+	42, // 22: contextd.v1.GetMessagesRequest.view:type_name -> contextd.v1.MessageView
+	38, // 23: contextd.v1.GetMessagesResponse.messages:type_name -> contextd.v1.Message
+	38, // 24: contextd.v1.PrepareContextRequest.messages:type_name -> contextd.v1.Message
+	38, // 25: contextd.v1.PrepareContextResponse.messages:type_name -> contextd.v1.Message
+	43, // 26: contextd.v1.PrepareContextResponse.status:type_name -> contextd.v1.ContextStatus
+	44, // 27: contextd.v1.CompactRequest.tier:type_name -> contextd.v1.CompactionTier
+	45, // 28: contextd.v1.CompactResponse.compaction:type_name -> contextd.v1.Compaction
+	40, // 29: contextd.v1.CompactResponse.usage:type_name -> contextd.v1.ContextUsage
+	41, // 30: contextd.v1.RevertCompactionResponse.session:type_name -> contextd.v1.Session
+	45, // 31: contextd.v1.ListCompactionsResponse.compactions:type_name -> contextd.v1.Compaction
+	38, // 32: contextd.v1.ExpandMessageResponse.message:type_name -> contextd.v1.Message
+	38, // 33: contextd.v1.ExpandMessageResponse.originals:type_name -> contextd.v1.Message
+	41, // 34: contextd.v1.CreateHandoffResponse.session:type_name -> contextd.v1.Session
+	0,  // 35: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
+	5,  // 36: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
+	9,  // 37: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
+	11, // 38: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
+	13, // 39: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
+	15, // 40: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
+	17, // 41: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
+	19, // 42: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
+	21, // 43: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
+	23, // 44: contextd.v1.ContextService.PrepareContext:input_type -> contextd.v1.PrepareContextRequest
+	25, // 45: contextd.v1.ContextService.Compact:input_type -> contextd.v1.CompactRequest
+	27, // 46: contextd.v1.ContextService.RevertCompaction:input_type -> contextd.v1.RevertCompactionRequest
+	29, // 47: contextd.v1.ContextService.ListCompactions:input_type -> contextd.v1.ListCompactionsRequest
+	31, // 48: contextd.v1.ContextService.ExpandMessage:input_type -> contextd.v1.ExpandMessageRequest
+	33, // 49: contextd.v1.ContextService.CreateHandoff:input_type -> contextd.v1.CreateHandoffRequest
+	4,  // 50: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
+	7,  // 51: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
+	10, // 52: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
+	12, // 53: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
+	14, // 54: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
+	16, // 55: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
+	18, // 56: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
+	20, // 57: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
+	22, // 58: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
+	24, // 59: contextd.v1.ContextService.PrepareContext:output_type -> contextd.v1.PrepareContextResponse
+	26, // 60: contextd.v1.ContextService.Compact:output_type -> contextd.v1.CompactResponse
+	28, // 61: contextd.v1.ContextService.RevertCompaction:output_type -> contextd.v1.RevertCompactionResponse
+	30, // 62: contextd.v1.ContextService.ListCompactions:output_type -> contextd.v1.ListCompactionsResponse
+	32, // 63: contextd.v1.ContextService.ExpandMessage:output_type -> contextd.v1.ExpandMessageResponse
+	34, // 64: contextd.v1.ContextService.CreateHandoff:output_type -> contextd.v1.CreateHandoffResponse
+	50, // [50:65] is the sub-list for method output_type
+	35, // [35:50] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_context_service_proto_init() }
@@ -1814,13 +2649,15 @@ func file_contextd_v1_context_service_proto_init() {
 		(*GetContextUsageRequest_Inline)(nil),
 	}
 	file_contextd_v1_context_service_proto_msgTypes[19].OneofWrappers = []any{}
+	file_contextd_v1_context_service_proto_msgTypes[23].OneofWrappers = []any{}
+	file_contextd_v1_context_service_proto_msgTypes[25].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_contextd_v1_context_service_proto_rawDesc), len(file_contextd_v1_context_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

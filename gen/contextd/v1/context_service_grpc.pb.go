@@ -19,15 +19,21 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ContextService_CountTokens_FullMethodName     = "/contextd.v1.ContextService/CountTokens"
-	ContextService_ListModels_FullMethodName      = "/contextd.v1.ContextService/ListModels"
-	ContextService_GetContextUsage_FullMethodName = "/contextd.v1.ContextService/GetContextUsage"
-	ContextService_CreateSession_FullMethodName   = "/contextd.v1.ContextService/CreateSession"
-	ContextService_GetSession_FullMethodName      = "/contextd.v1.ContextService/GetSession"
-	ContextService_ListSessions_FullMethodName    = "/contextd.v1.ContextService/ListSessions"
-	ContextService_DeleteSession_FullMethodName   = "/contextd.v1.ContextService/DeleteSession"
-	ContextService_AppendMessages_FullMethodName  = "/contextd.v1.ContextService/AppendMessages"
-	ContextService_GetMessages_FullMethodName     = "/contextd.v1.ContextService/GetMessages"
+	ContextService_CountTokens_FullMethodName      = "/contextd.v1.ContextService/CountTokens"
+	ContextService_ListModels_FullMethodName       = "/contextd.v1.ContextService/ListModels"
+	ContextService_GetContextUsage_FullMethodName  = "/contextd.v1.ContextService/GetContextUsage"
+	ContextService_CreateSession_FullMethodName    = "/contextd.v1.ContextService/CreateSession"
+	ContextService_GetSession_FullMethodName       = "/contextd.v1.ContextService/GetSession"
+	ContextService_ListSessions_FullMethodName     = "/contextd.v1.ContextService/ListSessions"
+	ContextService_DeleteSession_FullMethodName    = "/contextd.v1.ContextService/DeleteSession"
+	ContextService_AppendMessages_FullMethodName   = "/contextd.v1.ContextService/AppendMessages"
+	ContextService_GetMessages_FullMethodName      = "/contextd.v1.ContextService/GetMessages"
+	ContextService_PrepareContext_FullMethodName   = "/contextd.v1.ContextService/PrepareContext"
+	ContextService_Compact_FullMethodName          = "/contextd.v1.ContextService/Compact"
+	ContextService_RevertCompaction_FullMethodName = "/contextd.v1.ContextService/RevertCompaction"
+	ContextService_ListCompactions_FullMethodName  = "/contextd.v1.ContextService/ListCompactions"
+	ContextService_ExpandMessage_FullMethodName    = "/contextd.v1.ContextService/ExpandMessage"
+	ContextService_CreateHandoff_FullMethodName    = "/contextd.v1.ContextService/CreateHandoff"
 )
 
 // ContextServiceClient is the client API for ContextService service.
@@ -67,6 +73,25 @@ type ContextServiceClient interface {
 	AppendMessages(ctx context.Context, in *AppendMessagesRequest, opts ...grpc.CallOption) (*AppendMessagesResponse, error)
 	// Reads the active view or the full log, a page at a time.
 	GetMessages(ctx context.Context, in *GetMessagesRequest, opts ...grpc.CallOption) (*GetMessagesResponse, error)
+	// The one call an agent makes before each model call: appends the new
+	// messages, compacts if the session's policy says so, and returns the
+	// messages to send with the context status. With auto_compact off it never
+	// compacts, and fails with FAILED_PRECONDITION if the request cannot fit.
+	PrepareContext(ctx context.Context, in *PrepareContextRequest, opts ...grpc.CallOption) (*PrepareContextResponse, error)
+	// Compacts now: automatically or with one tier; a dry run returns the plan
+	// and the savings and changes nothing.
+	Compact(ctx context.Context, in *CompactRequest, opts ...grpc.CallOption) (*CompactResponse, error)
+	// Undoes a compaction within its retention window (24 h by default):
+	// the exact previous active view comes back; messages appended since stay.
+	RevertCompaction(ctx context.Context, in *RevertCompactionRequest, opts ...grpc.CallOption) (*RevertCompactionResponse, error)
+	// Lists a session's compactions, oldest first.
+	ListCompactions(ctx context.Context, in *ListCompactionsRequest, opts ...grpc.CallOption) (*ListCompactionsResponse, error)
+	// Returns the original messages behind a placeholder or summary. Agents
+	// can offer it to their model as an "expand" tool.
+	ExpandMessage(ctx context.Context, in *ExpandMessageRequest, opts ...grpc.CallOption) (*ExpandMessageResponse, error)
+	// Writes a hand-off document (ORIGINAL TASK, CURRENT, DONE, IN_PROGRESS,
+	// NEXT, FILES, ISSUES), optionally starting a new session seeded with it.
+	CreateHandoff(ctx context.Context, in *CreateHandoffRequest, opts ...grpc.CallOption) (*CreateHandoffResponse, error)
 }
 
 type contextServiceClient struct {
@@ -167,6 +192,66 @@ func (c *contextServiceClient) GetMessages(ctx context.Context, in *GetMessagesR
 	return out, nil
 }
 
+func (c *contextServiceClient) PrepareContext(ctx context.Context, in *PrepareContextRequest, opts ...grpc.CallOption) (*PrepareContextResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PrepareContextResponse)
+	err := c.cc.Invoke(ctx, ContextService_PrepareContext_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *contextServiceClient) Compact(ctx context.Context, in *CompactRequest, opts ...grpc.CallOption) (*CompactResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompactResponse)
+	err := c.cc.Invoke(ctx, ContextService_Compact_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *contextServiceClient) RevertCompaction(ctx context.Context, in *RevertCompactionRequest, opts ...grpc.CallOption) (*RevertCompactionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevertCompactionResponse)
+	err := c.cc.Invoke(ctx, ContextService_RevertCompaction_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *contextServiceClient) ListCompactions(ctx context.Context, in *ListCompactionsRequest, opts ...grpc.CallOption) (*ListCompactionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCompactionsResponse)
+	err := c.cc.Invoke(ctx, ContextService_ListCompactions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *contextServiceClient) ExpandMessage(ctx context.Context, in *ExpandMessageRequest, opts ...grpc.CallOption) (*ExpandMessageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExpandMessageResponse)
+	err := c.cc.Invoke(ctx, ContextService_ExpandMessage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *contextServiceClient) CreateHandoff(ctx context.Context, in *CreateHandoffRequest, opts ...grpc.CallOption) (*CreateHandoffResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateHandoffResponse)
+	err := c.cc.Invoke(ctx, ContextService_CreateHandoff_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ContextServiceServer is the server API for ContextService service.
 // All implementations must embed UnimplementedContextServiceServer
 // for forward compatibility.
@@ -204,6 +289,25 @@ type ContextServiceServer interface {
 	AppendMessages(context.Context, *AppendMessagesRequest) (*AppendMessagesResponse, error)
 	// Reads the active view or the full log, a page at a time.
 	GetMessages(context.Context, *GetMessagesRequest) (*GetMessagesResponse, error)
+	// The one call an agent makes before each model call: appends the new
+	// messages, compacts if the session's policy says so, and returns the
+	// messages to send with the context status. With auto_compact off it never
+	// compacts, and fails with FAILED_PRECONDITION if the request cannot fit.
+	PrepareContext(context.Context, *PrepareContextRequest) (*PrepareContextResponse, error)
+	// Compacts now: automatically or with one tier; a dry run returns the plan
+	// and the savings and changes nothing.
+	Compact(context.Context, *CompactRequest) (*CompactResponse, error)
+	// Undoes a compaction within its retention window (24 h by default):
+	// the exact previous active view comes back; messages appended since stay.
+	RevertCompaction(context.Context, *RevertCompactionRequest) (*RevertCompactionResponse, error)
+	// Lists a session's compactions, oldest first.
+	ListCompactions(context.Context, *ListCompactionsRequest) (*ListCompactionsResponse, error)
+	// Returns the original messages behind a placeholder or summary. Agents
+	// can offer it to their model as an "expand" tool.
+	ExpandMessage(context.Context, *ExpandMessageRequest) (*ExpandMessageResponse, error)
+	// Writes a hand-off document (ORIGINAL TASK, CURRENT, DONE, IN_PROGRESS,
+	// NEXT, FILES, ISSUES), optionally starting a new session seeded with it.
+	CreateHandoff(context.Context, *CreateHandoffRequest) (*CreateHandoffResponse, error)
 	mustEmbedUnimplementedContextServiceServer()
 }
 
@@ -240,6 +344,24 @@ func (UnimplementedContextServiceServer) AppendMessages(context.Context, *Append
 }
 func (UnimplementedContextServiceServer) GetMessages(context.Context, *GetMessagesRequest) (*GetMessagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetMessages not implemented")
+}
+func (UnimplementedContextServiceServer) PrepareContext(context.Context, *PrepareContextRequest) (*PrepareContextResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PrepareContext not implemented")
+}
+func (UnimplementedContextServiceServer) Compact(context.Context, *CompactRequest) (*CompactResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Compact not implemented")
+}
+func (UnimplementedContextServiceServer) RevertCompaction(context.Context, *RevertCompactionRequest) (*RevertCompactionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevertCompaction not implemented")
+}
+func (UnimplementedContextServiceServer) ListCompactions(context.Context, *ListCompactionsRequest) (*ListCompactionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListCompactions not implemented")
+}
+func (UnimplementedContextServiceServer) ExpandMessage(context.Context, *ExpandMessageRequest) (*ExpandMessageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExpandMessage not implemented")
+}
+func (UnimplementedContextServiceServer) CreateHandoff(context.Context, *CreateHandoffRequest) (*CreateHandoffResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateHandoff not implemented")
 }
 func (UnimplementedContextServiceServer) mustEmbedUnimplementedContextServiceServer() {}
 func (UnimplementedContextServiceServer) testEmbeddedByValue()                        {}
@@ -424,6 +546,114 @@ func _ContextService_GetMessages_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ContextService_PrepareContext_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PrepareContextRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).PrepareContext(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_PrepareContext_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).PrepareContext(ctx, req.(*PrepareContextRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ContextService_Compact_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CompactRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).Compact(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_Compact_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).Compact(ctx, req.(*CompactRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ContextService_RevertCompaction_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevertCompactionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).RevertCompaction(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_RevertCompaction_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).RevertCompaction(ctx, req.(*RevertCompactionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ContextService_ListCompactions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCompactionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).ListCompactions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_ListCompactions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).ListCompactions(ctx, req.(*ListCompactionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ContextService_ExpandMessage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExpandMessageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).ExpandMessage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_ExpandMessage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).ExpandMessage(ctx, req.(*ExpandMessageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ContextService_CreateHandoff_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateHandoffRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).CreateHandoff(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_CreateHandoff_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).CreateHandoff(ctx, req.(*CreateHandoffRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ContextService_ServiceDesc is the grpc.ServiceDesc for ContextService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -466,6 +696,30 @@ var ContextService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetMessages",
 			Handler:    _ContextService_GetMessages_Handler,
+		},
+		{
+			MethodName: "PrepareContext",
+			Handler:    _ContextService_PrepareContext_Handler,
+		},
+		{
+			MethodName: "Compact",
+			Handler:    _ContextService_Compact_Handler,
+		},
+		{
+			MethodName: "RevertCompaction",
+			Handler:    _ContextService_RevertCompaction_Handler,
+		},
+		{
+			MethodName: "ListCompactions",
+			Handler:    _ContextService_ListCompactions_Handler,
+		},
+		{
+			MethodName: "ExpandMessage",
+			Handler:    _ContextService_ExpandMessage_Handler,
+		},
+		{
+			MethodName: "CreateHandoff",
+			Handler:    _ContextService_CreateHandoff_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

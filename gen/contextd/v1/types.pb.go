@@ -393,6 +393,67 @@ func (MessageView) EnumDescriptor() ([]byte, []int) {
 	return file_contextd_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
+// A compaction tier, cheapest first.
+type CompactionTier int32
+
+const (
+	// Automatic: prune, then summarize, then drop-middle only if the request
+	// would not fit otherwise.
+	CompactionTier_COMPACTION_TIER_UNSPECIFIED CompactionTier = 0
+	// Reversible pruning, no LLM: old tool outputs, duplicate content and the
+	// middle of long old messages become placeholders.
+	CompactionTier_COMPACTION_TIER_PRUNE CompactionTier = 1
+	// The head of the active view (and any previous summary) becomes one
+	// summary message; the recent tail stays verbatim.
+	CompactionTier_COMPACTION_TIER_SUMMARIZE CompactionTier = 2
+	// Whole turns after the summary are archived, oldest first, only as far
+	// as needed to fit.
+	CompactionTier_COMPACTION_TIER_DROP_MIDDLE CompactionTier = 3
+)
+
+// Enum value maps for CompactionTier.
+var (
+	CompactionTier_name = map[int32]string{
+		0: "COMPACTION_TIER_UNSPECIFIED",
+		1: "COMPACTION_TIER_PRUNE",
+		2: "COMPACTION_TIER_SUMMARIZE",
+		3: "COMPACTION_TIER_DROP_MIDDLE",
+	}
+	CompactionTier_value = map[string]int32{
+		"COMPACTION_TIER_UNSPECIFIED": 0,
+		"COMPACTION_TIER_PRUNE":       1,
+		"COMPACTION_TIER_SUMMARIZE":   2,
+		"COMPACTION_TIER_DROP_MIDDLE": 3,
+	}
+)
+
+func (x CompactionTier) Enum() *CompactionTier {
+	p := new(CompactionTier)
+	*p = x
+	return p
+}
+
+func (x CompactionTier) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CompactionTier) Descriptor() protoreflect.EnumDescriptor {
+	return file_contextd_v1_types_proto_enumTypes[6].Descriptor()
+}
+
+func (CompactionTier) Type() protoreflect.EnumType {
+	return &file_contextd_v1_types_proto_enumTypes[6]
+}
+
+func (x CompactionTier) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CompactionTier.Descriptor instead.
+func (CompactionTier) EnumDescriptor() ([]byte, []int) {
+	return file_contextd_v1_types_proto_rawDescGZIP(), []int{6}
+}
+
 // A message of a conversation: a role and ordered parts. Plain chat text is
 // one TextPart; an assistant turn that calls tools has ToolCallParts (after
 // any text); a tool message has exactly one ToolResultPart.
@@ -1677,6 +1738,224 @@ func (x *Session) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// One replacement made by a compaction.
+type CompactionItem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "prune", "summarize" or "drop_middle".
+	Tier string `protobuf:"bytes,1,opt,name=tier,proto3" json:"tier,omitempty"`
+	// The placeholder or summary now in the active view.
+	NewMessageId string `protobuf:"bytes,2,opt,name=new_message_id,json=newMessageId,proto3" json:"new_message_id,omitempty"`
+	// The messages it stands in for (readable with ExpandMessage).
+	ReplacedMessageIds []string `protobuf:"bytes,3,rep,name=replaced_message_ids,json=replacedMessageIds,proto3" json:"replaced_message_ids,omitempty"`
+	// Why, in a few words.
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Tokens of the replaced messages.
+	TokensBefore int64 `protobuf:"varint,5,opt,name=tokens_before,json=tokensBefore,proto3" json:"tokens_before,omitempty"`
+	// Tokens of the replacement.
+	TokensAfter   int64 `protobuf:"varint,6,opt,name=tokens_after,json=tokensAfter,proto3" json:"tokens_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompactionItem) Reset() {
+	*x = CompactionItem{}
+	mi := &file_contextd_v1_types_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactionItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactionItem) ProtoMessage() {}
+
+func (x *CompactionItem) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_types_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactionItem.ProtoReflect.Descriptor instead.
+func (*CompactionItem) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_types_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CompactionItem) GetTier() string {
+	if x != nil {
+		return x.Tier
+	}
+	return ""
+}
+
+func (x *CompactionItem) GetNewMessageId() string {
+	if x != nil {
+		return x.NewMessageId
+	}
+	return ""
+}
+
+func (x *CompactionItem) GetReplacedMessageIds() []string {
+	if x != nil {
+		return x.ReplacedMessageIds
+	}
+	return nil
+}
+
+func (x *CompactionItem) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *CompactionItem) GetTokensBefore() int64 {
+	if x != nil {
+		return x.TokensBefore
+	}
+	return 0
+}
+
+func (x *CompactionItem) GetTokensAfter() int64 {
+	if x != nil {
+		return x.TokensAfter
+	}
+	return 0
+}
+
+// The full record of a compaction.
+type Compaction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Compaction id, for RevertCompaction.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// 1 for the first compaction of the session, then 2, 3, ...
+	Round int32 `protobuf:"varint,2,opt,name=round,proto3" json:"round,omitempty"`
+	// Tiers applied, cheapest first.
+	Tiers []string `protobuf:"bytes,3,rep,name=tiers,proto3" json:"tiers,omitempty"`
+	// Used tokens before.
+	TokensBefore int64 `protobuf:"varint,4,opt,name=tokens_before,json=tokensBefore,proto3" json:"tokens_before,omitempty"`
+	// Used tokens after.
+	TokensAfter int64 `protobuf:"varint,5,opt,name=tokens_after,json=tokensAfter,proto3" json:"tokens_after,omitempty"`
+	// Every replacement.
+	Items []*CompactionItem `protobuf:"bytes,6,rep,name=items,proto3" json:"items,omitempty"`
+	// The summary text, when the summarize tier ran.
+	Summary string `protobuf:"bytes,7,opt,name=summary,proto3" json:"summary,omitempty"`
+	// When it happened.
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// Until when it can be reverted.
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// When it was reverted; unset if it was not.
+	RevertedAt    *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=reverted_at,json=revertedAt,proto3" json:"reverted_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Compaction) Reset() {
+	*x = Compaction{}
+	mi := &file_contextd_v1_types_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Compaction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Compaction) ProtoMessage() {}
+
+func (x *Compaction) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_types_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Compaction.ProtoReflect.Descriptor instead.
+func (*Compaction) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_types_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Compaction) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Compaction) GetRound() int32 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+func (x *Compaction) GetTiers() []string {
+	if x != nil {
+		return x.Tiers
+	}
+	return nil
+}
+
+func (x *Compaction) GetTokensBefore() int64 {
+	if x != nil {
+		return x.TokensBefore
+	}
+	return 0
+}
+
+func (x *Compaction) GetTokensAfter() int64 {
+	if x != nil {
+		return x.TokensAfter
+	}
+	return 0
+}
+
+func (x *Compaction) GetItems() []*CompactionItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *Compaction) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *Compaction) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Compaction) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *Compaction) GetRevertedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevertedAt
+	}
+	return nil
+}
+
 var File_contextd_v1_types_proto protoreflect.FileDescriptor
 
 const file_contextd_v1_types_proto_rawDesc = "" +
@@ -1820,7 +2099,30 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*_\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdc\x01\n" +
+	"\x0eCompactionItem\x12\x12\n" +
+	"\x04tier\x18\x01 \x01(\tR\x04tier\x12$\n" +
+	"\x0enew_message_id\x18\x02 \x01(\tR\fnewMessageId\x120\n" +
+	"\x14replaced_message_ids\x18\x03 \x03(\tR\x12replacedMessageIds\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12#\n" +
+	"\rtokens_before\x18\x05 \x01(\x03R\ftokensBefore\x12!\n" +
+	"\ftokens_after\x18\x06 \x01(\x03R\vtokensAfter\"\x90\x03\n" +
+	"\n" +
+	"Compaction\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x14\n" +
+	"\x05tiers\x18\x03 \x03(\tR\x05tiers\x12#\n" +
+	"\rtokens_before\x18\x04 \x01(\x03R\ftokensBefore\x12!\n" +
+	"\ftokens_after\x18\x05 \x01(\x03R\vtokensAfter\x121\n" +
+	"\x05items\x18\x06 \x03(\v2\x1b.contextd.v1.CompactionItemR\x05items\x12\x18\n" +
+	"\asummary\x18\a \x01(\tR\asummary\x129\n" +
+	"\n" +
+	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12;\n" +
+	"\vreverted_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"revertedAt*_\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_SYSTEM\x10\x01\x12\r\n" +
@@ -1855,7 +2157,12 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\vMessageView\x12\x1c\n" +
 	"\x18MESSAGE_VIEW_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13MESSAGE_VIEW_ACTIVE\x10\x01\x12\x14\n" +
-	"\x10MESSAGE_VIEW_LOG\x10\x02B9Z7github.com/contextd/contextd/gen/contextd/v1;contextdv1b\x06proto3"
+	"\x10MESSAGE_VIEW_LOG\x10\x02*\x8c\x01\n" +
+	"\x0eCompactionTier\x12\x1f\n" +
+	"\x1bCOMPACTION_TIER_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15COMPACTION_TIER_PRUNE\x10\x01\x12\x1d\n" +
+	"\x19COMPACTION_TIER_SUMMARIZE\x10\x02\x12\x1f\n" +
+	"\x1bCOMPACTION_TIER_DROP_MIDDLE\x10\x03B9Z7github.com/contextd/contextd/gen/contextd/v1;contextdv1b\x06proto3"
 
 var (
 	file_contextd_v1_types_proto_rawDescOnce sync.Once
@@ -1869,8 +2176,8 @@ func file_contextd_v1_types_proto_rawDescGZIP() []byte {
 	return file_contextd_v1_types_proto_rawDescData
 }
 
-var file_contextd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_contextd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_contextd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_contextd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_contextd_v1_types_proto_goTypes = []any{
 	(Role)(0),                     // 0: contextd.v1.Role
 	(MessageKind)(0),              // 1: contextd.v1.MessageKind
@@ -1878,51 +2185,58 @@ var file_contextd_v1_types_proto_goTypes = []any{
 	(EstimateSource)(0),           // 3: contextd.v1.EstimateSource
 	(StatusEvent)(0),              // 4: contextd.v1.StatusEvent
 	(MessageView)(0),              // 5: contextd.v1.MessageView
-	(*Message)(nil),               // 6: contextd.v1.Message
-	(*Part)(nil),                  // 7: contextd.v1.Part
-	(*TextPart)(nil),              // 8: contextd.v1.TextPart
-	(*ToolCallPart)(nil),          // 9: contextd.v1.ToolCallPart
-	(*ToolResultPart)(nil),        // 10: contextd.v1.ToolResultPart
-	(*ImagePart)(nil),             // 11: contextd.v1.ImagePart
-	(*ToolDefinition)(nil),        // 12: contextd.v1.ToolDefinition
-	(*CompactionPolicy)(nil),      // 13: contextd.v1.CompactionPolicy
-	(*ContextUsage)(nil),          // 14: contextd.v1.ContextUsage
-	(*CompactionInfo)(nil),        // 15: contextd.v1.CompactionInfo
-	(*ContextStatus)(nil),         // 16: contextd.v1.ContextStatus
-	(*Session)(nil),               // 17: contextd.v1.Session
-	nil,                           // 18: contextd.v1.Message.MetadataEntry
-	nil,                           // 19: contextd.v1.Session.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(CompactionTier)(0),           // 6: contextd.v1.CompactionTier
+	(*Message)(nil),               // 7: contextd.v1.Message
+	(*Part)(nil),                  // 8: contextd.v1.Part
+	(*TextPart)(nil),              // 9: contextd.v1.TextPart
+	(*ToolCallPart)(nil),          // 10: contextd.v1.ToolCallPart
+	(*ToolResultPart)(nil),        // 11: contextd.v1.ToolResultPart
+	(*ImagePart)(nil),             // 12: contextd.v1.ImagePart
+	(*ToolDefinition)(nil),        // 13: contextd.v1.ToolDefinition
+	(*CompactionPolicy)(nil),      // 14: contextd.v1.CompactionPolicy
+	(*ContextUsage)(nil),          // 15: contextd.v1.ContextUsage
+	(*CompactionInfo)(nil),        // 16: contextd.v1.CompactionInfo
+	(*ContextStatus)(nil),         // 17: contextd.v1.ContextStatus
+	(*Session)(nil),               // 18: contextd.v1.Session
+	(*CompactionItem)(nil),        // 19: contextd.v1.CompactionItem
+	(*Compaction)(nil),            // 20: contextd.v1.Compaction
+	nil,                           // 21: contextd.v1.Message.MetadataEntry
+	nil,                           // 22: contextd.v1.Session.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
 }
 var file_contextd_v1_types_proto_depIdxs = []int32{
 	0,  // 0: contextd.v1.Message.role:type_name -> contextd.v1.Role
-	7,  // 1: contextd.v1.Message.parts:type_name -> contextd.v1.Part
+	8,  // 1: contextd.v1.Message.parts:type_name -> contextd.v1.Part
 	1,  // 2: contextd.v1.Message.kind:type_name -> contextd.v1.MessageKind
-	18, // 3: contextd.v1.Message.metadata:type_name -> contextd.v1.Message.MetadataEntry
-	20, // 4: contextd.v1.Message.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 5: contextd.v1.Part.text:type_name -> contextd.v1.TextPart
-	9,  // 6: contextd.v1.Part.tool_call:type_name -> contextd.v1.ToolCallPart
-	10, // 7: contextd.v1.Part.tool_result:type_name -> contextd.v1.ToolResultPart
-	11, // 8: contextd.v1.Part.image:type_name -> contextd.v1.ImagePart
-	13, // 9: contextd.v1.ContextUsage.thresholds:type_name -> contextd.v1.CompactionPolicy
+	21, // 3: contextd.v1.Message.metadata:type_name -> contextd.v1.Message.MetadataEntry
+	23, // 4: contextd.v1.Message.created_at:type_name -> google.protobuf.Timestamp
+	9,  // 5: contextd.v1.Part.text:type_name -> contextd.v1.TextPart
+	10, // 6: contextd.v1.Part.tool_call:type_name -> contextd.v1.ToolCallPart
+	11, // 7: contextd.v1.Part.tool_result:type_name -> contextd.v1.ToolResultPart
+	12, // 8: contextd.v1.Part.image:type_name -> contextd.v1.ImagePart
+	14, // 9: contextd.v1.ContextUsage.thresholds:type_name -> contextd.v1.CompactionPolicy
 	2,  // 10: contextd.v1.ContextUsage.level:type_name -> contextd.v1.ContextLevel
 	3,  // 11: contextd.v1.ContextUsage.estimate_source:type_name -> contextd.v1.EstimateSource
-	20, // 12: contextd.v1.CompactionInfo.created_at:type_name -> google.protobuf.Timestamp
+	23, // 12: contextd.v1.CompactionInfo.created_at:type_name -> google.protobuf.Timestamp
 	4,  // 13: contextd.v1.ContextStatus.event:type_name -> contextd.v1.StatusEvent
-	14, // 14: contextd.v1.ContextStatus.usage:type_name -> contextd.v1.ContextUsage
-	15, // 15: contextd.v1.ContextStatus.last_compaction:type_name -> contextd.v1.CompactionInfo
-	20, // 16: contextd.v1.ContextStatus.time:type_name -> google.protobuf.Timestamp
-	12, // 17: contextd.v1.Session.tools:type_name -> contextd.v1.ToolDefinition
-	13, // 18: contextd.v1.Session.policy:type_name -> contextd.v1.CompactionPolicy
-	19, // 19: contextd.v1.Session.labels:type_name -> contextd.v1.Session.LabelsEntry
-	14, // 20: contextd.v1.Session.usage:type_name -> contextd.v1.ContextUsage
-	20, // 21: contextd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	20, // 22: contextd.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	15, // 14: contextd.v1.ContextStatus.usage:type_name -> contextd.v1.ContextUsage
+	16, // 15: contextd.v1.ContextStatus.last_compaction:type_name -> contextd.v1.CompactionInfo
+	23, // 16: contextd.v1.ContextStatus.time:type_name -> google.protobuf.Timestamp
+	13, // 17: contextd.v1.Session.tools:type_name -> contextd.v1.ToolDefinition
+	14, // 18: contextd.v1.Session.policy:type_name -> contextd.v1.CompactionPolicy
+	22, // 19: contextd.v1.Session.labels:type_name -> contextd.v1.Session.LabelsEntry
+	15, // 20: contextd.v1.Session.usage:type_name -> contextd.v1.ContextUsage
+	23, // 21: contextd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	23, // 22: contextd.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	19, // 23: contextd.v1.Compaction.items:type_name -> contextd.v1.CompactionItem
+	23, // 24: contextd.v1.Compaction.created_at:type_name -> google.protobuf.Timestamp
+	23, // 25: contextd.v1.Compaction.expires_at:type_name -> google.protobuf.Timestamp
+	23, // 26: contextd.v1.Compaction.reverted_at:type_name -> google.protobuf.Timestamp
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_types_proto_init() }
@@ -1942,8 +2256,8 @@ func file_contextd_v1_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_contextd_v1_types_proto_rawDesc), len(file_contextd_v1_types_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   14,
+			NumEnums:      7,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

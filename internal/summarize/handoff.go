@@ -1,0 +1,91 @@
+package summarize
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+)
+
+// Handoff writes a hand-off document of a conversation for a fresh session
+// (or a human): CURRENT, DONE, IN_PROGRESS, NEXT, FILES and ISSUES, plus the
+// original task verbatim. It is extractive and deterministic, and reuses what
+// earlier summaries in the view recorded.
+func Handoff(view []chat.Message) string {
+	task, latest := "", ""
+	var summaries []string
+	var rest []chat.Message
+	for i := range view {
+		m := &view[i]
+		if m.Kind == chat.KindSummary {
+			summaries = append(summaries, textOf(m))
+			continue
+		}
+		if m.Role == chat.RoleUser && m.Kind == chat.KindNormal && toolResult(m) == nil {
+			if task == "" {
+				task = textOf(m)
+			}
+			latest = textOf(m)
+		}
+		rest = append(rest, *m)
+	}
+	prev := ""
+	if len(summaries) > 0 {
+		prev = summaries[len(summaries)-1]
+	}
+	sum, _ := Extractive{}.Summarize(context.Background(), compaction.SummaryInput{
+		Round: 1, OriginalTask: task, Previous: prev, Messages: rest, MaxTokens: 1 << 30})
+	sec := parseSections(sum)
+
+	inProgress := ""
+	for i := len(rest) - 1; i >= 0; i-- {
+		if rest[i].Role == chat.RoleAssistant {
+			inProgress = textOf(&rest[i])
+			for _, p := range rest[i].Parts {
+				if p.Type == chat.PartToolCall {
+					inProgress = strings.TrimSpace(inProgress + "\n" + describeCall(p.ToolCall.Name, p.ToolCall.Arguments, map[string]bool{}))
+				}
+			}
+			break
+		}
+	}
+	var files []string
+	for _, line := range sec[SecDone] {
+		if list, ok := strings.CutPrefix(line, "files touched: "); ok {
+			files = strings.Split(list, ", ")
+		}
+	}
+	var done []string
+	for _, line := range sec[SecDone] {
+		if !strings.HasPrefix(line, "files touched: ") {
+			done = append(done, line)
+		}
+	}
+	if len(done) > 30 {
+		done = done[len(done)-30:]
+	}
+
+	var b strings.Builder
+	b.WriteString("# Hand-off\n\nThis document carries a conversation over to a fresh context.\n")
+	writeSection(&b, "ORIGINAL TASK", []string{task}, false)
+	writeSection(&b, "CURRENT", []string{clip("Latest request: "+latest, 2000)}, false)
+	writeSection(&b, "DONE", done, true)
+	writeSection(&b, "IN_PROGRESS", []string{clip(inProgress, 1500)}, false)
+	writeSection(&b, "NEXT", sec[SecPending], true)
+	writeSection(&b, "FILES", files, true)
+	writeSection(&b, "ISSUES", lastN(sec[SecErrors], 20), true)
+	if d := sec[SecDecisions]; len(d) > 0 {
+		writeSection(&b, "DECISIONS", lastN(d, 20), true)
+	}
+	fmt.Fprintf(&b, "\n(%d messages in the active view when this was written.)\n", len(view))
+	return b.String()
+}
+
+func lastN(items []string, n int) []string {
+	if len(items) > n {
+		return items[len(items)-n:]
+	}
+	return items
+}
