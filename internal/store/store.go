@@ -51,8 +51,8 @@ type Session struct {
 	// AutoPausedBelow pauses auto-compaction while ActiveTokens stays below
 	// it (0: not paused), after a compaction that saved too little.
 	AutoPausedBelow int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // ViewEntry places a message in the active view.
