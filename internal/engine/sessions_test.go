@@ -18,13 +18,28 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// backends runs fn once per store backend.
-func backends(t *testing.T, fn func(t *testing.T, e *engine.Engine)) {
+func testModels(t *testing.T) (*tokens.Registry, *tokens.Encodings) {
+	t.Helper()
 	models, err := tokens.NewRegistry(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	encodings := tokens.NewEncodings()
+	return models, tokens.NewEncodings()
+}
+
+func openSQLite(t *testing.T) store.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// backends runs fn once per store backend.
+func backends(t *testing.T, fn func(t *testing.T, e *engine.Engine)) {
+	models, encodings := testModels(t)
 	open := map[string]func(t *testing.T) store.Store{
 		"sqlite": func(t *testing.T) store.Store {
 			s, err := sqlite.Open(t.Context(), t.TempDir())
