@@ -55,7 +55,7 @@ func startServer(t *testing.T, env map[string]string) *grpc.ClientConn {
 	if _, ok := env["CONTEXTD_METRICS_ADDR"]; !ok {
 		env["CONTEXTD_METRICS_ADDR"] = ""
 	}
-	cfg, err := ParseConfig(nil, func(k string) string { return env[k] })
+	cfg, err := ParseConfig(nil, mapEnv(env))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestPanicBecomesInternal(t *testing.T) {
 
 func TestGracefulStop(t *testing.T) {
 	addr := freeAddr(t)
-	cfg, err := ParseConfig([]string{"--listen-addr", addr, "--metrics-addr", "", "--data-dir", t.TempDir()}, func(string) string { return "" })
+	cfg, err := ParseConfig([]string{"--listen-addr", addr, "--metrics-addr", "", "--data-dir", t.TempDir()}, mapEnv(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +384,7 @@ func TestGracefulStop(t *testing.T) {
 
 func TestParseConfig(t *testing.T) {
 	env := map[string]string{"CONTEXTD_LISTEN_ADDR": ":7000", "CONTEXTD_LOG_LEVEL": "debug"}
-	cfg, err := ParseConfig([]string{"--listen-addr", ":7001"}, func(k string) string { return env[k] })
+	cfg, err := ParseConfig([]string{"--listen-addr", ":7001"}, mapEnv(env))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,8 +392,12 @@ func TestParseConfig(t *testing.T) {
 		t.Errorf("config: %+v", cfg)
 	}
 	for _, bad := range [][]string{{"--max-message-bytes", "x"}, {"--log-level", "loud"}, {"--shutdown-timeout", "-1s"}, {"extra"}} {
-		if _, err := ParseConfig(bad, func(string) string { return "" }); err == nil {
+		if _, err := ParseConfig(bad, mapEnv(nil)); err == nil {
 			t.Errorf("%v: want an error", bad)
 		}
 	}
+}
+
+func mapEnv(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 }

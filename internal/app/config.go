@@ -44,13 +44,15 @@ func flagName(env string) string {
 	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(env, "CONTEXTD_")), "_", "-")
 }
 
-// ParseConfig reads the environment, then the flags in args.
-func ParseConfig(args []string, getenv func(string) string) (Config, error) {
+// ParseConfig reads the environment, then the flags in args. A variable
+// that is set, even to "", overrides the default (CONTEXTD_METRICS_ADDR=""
+// disables metrics).
+func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, error) {
 	fs := flag.NewFlagSet("contextd", flag.ContinueOnError)
 	values := make(map[string]*string, len(settings))
 	for _, s := range settings {
 		def := s.def
-		if v := getenv(s.env); v != "" {
+		if v, ok := lookupEnv(s.env); ok {
 			def = v
 		}
 		values[s.env] = fs.String(flagName(s.env), def, s.usage+" (env "+s.env+")")
@@ -83,5 +85,5 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	return cfg, nil
 }
 
-// LookupEnv is os.Getenv, for ParseConfig.
-func LookupEnv(key string) string { return os.Getenv(key) }
+// LookupEnv is os.LookupEnv, for ParseConfig.
+func LookupEnv(key string) (string, bool) { return os.LookupEnv(key) }
