@@ -60,7 +60,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	eng := engine.New(encodings, models, st)
+	eng := engine.New(encodings, models, st, engine.WithRevertWindow(cfg.RevertWindow))
 
 	validator, err := pvalidate.New()
 	if err != nil {

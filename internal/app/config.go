@@ -22,6 +22,7 @@ type Config struct {
 	DataDir         string
 	MaxMessageBytes int
 	ShutdownTimeout time.Duration
+	RevertWindow    time.Duration
 }
 
 // envFlag describes one setting.
@@ -38,6 +39,7 @@ var settings = []envFlag{
 	{"CONTEXTD_DATA_DIR", "./data", "directory of the embedded SQLite database"},
 	{"CONTEXTD_MAX_MESSAGE_BYTES", "16777216", "largest request message accepted, in bytes"},
 	{"CONTEXTD_SHUTDOWN_TIMEOUT", "10s", "how long a graceful stop may take before open calls are cut"},
+	{"CONTEXTD_REVERT_WINDOW", "24h", "how long a compaction can be reverted"},
 }
 
 func flagName(env string) string {
@@ -81,6 +83,9 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 	cfg.MaxMessageBytes = n
 	if cfg.ShutdownTimeout, err = time.ParseDuration(get("CONTEXTD_SHUTDOWN_TIMEOUT")); err != nil || cfg.ShutdownTimeout <= 0 {
 		return Config{}, fmt.Errorf("CONTEXTD_SHUTDOWN_TIMEOUT: want a positive duration such as 10s, got %q", get("CONTEXTD_SHUTDOWN_TIMEOUT"))
+	}
+	if cfg.RevertWindow, err = time.ParseDuration(get("CONTEXTD_REVERT_WINDOW")); err != nil || cfg.RevertWindow <= 0 {
+		return Config{}, fmt.Errorf("CONTEXTD_REVERT_WINDOW: want a positive duration such as 24h, got %q", get("CONTEXTD_REVERT_WINDOW"))
 	}
 	return cfg, nil
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -95,6 +96,50 @@ func BenchmarkAppendParallel(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+		})
+	}
+}
+
+// BenchmarkCompact compacts a session of about 200,000 tokens (600 agent
+// messages) with prune and the extractive summary, then reverts it (not
+// timed) so every iteration compacts the same session.
+func BenchmarkCompact(b *testing.B) {
+	for _, backend := range []string{"postgres", "sqlite"} {
+		b.Run(backend+"/tokens=200k", func(b *testing.B) {
+			e := benchEngine(b, backend)
+			ctx := b.Context()
+			v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4.1", System: "You are a coding agent."})
+			if err != nil {
+				b.Fatal(err)
+			}
+			msgs := []chat.Message{userMsg("Fix the failing tests in src/ and keep the API stable.")}
+			for i := 0; i < 300; i++ {
+				id := fmt.Sprintf("call_%d", i)
+				out := fmt.Sprintf("$ pytest tests/test_mod%d.py\n%s", i, strings.Repeat(fmt.Sprintf("tests/test_mod%d.py::test_case FAILED AssertionError: expected %d\n", i, i), 40))
+				msgs = append(msgs, chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{
+					{Type: chat.PartText, Text: fmt.Sprintf("I'll run the tests for module %d next.", i)},
+					{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: id, Name: "bash", Arguments: fmt.Sprintf(`{"command":"pytest tests/test_mod%d.py"}`, i)}}}},
+					resultMsg(id, out))
+			}
+			if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: msgs}); err != nil {
+				b.Fatal(err)
+			}
+			s, _ := e.GetSession(ctx, tenant, v.ID)
+			target := 0.05
+			b.ResetTimer()
+			for b.Loop() {
+				res, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Target: &target})
+				if err != nil || !res.Compacted {
+					b.Fatalf("%+v, %v", res, err)
+				}
+				b.StopTimer()
+				if _, err := e.RevertCompaction(ctx, tenant, v.ID, res.Compaction.ID); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(s.ActiveTokens), "session-tokens")
+			b.ReportMetric(float64(s.ActiveCount), "messages")
 		})
 	}
 }
