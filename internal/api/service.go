@@ -9,18 +9,20 @@ import (
 
 	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/watch"
 )
 
 // ContextService implements contextd.v1.ContextService.
 type ContextService struct {
 	contextdv1.UnimplementedContextServiceServer
 	engine *engine.Engine
+	hub    *watch.Hub
 	log    *slog.Logger
 }
 
-// NewContextService returns the handlers over an engine.
-func NewContextService(e *engine.Engine, log *slog.Logger) *ContextService {
-	return &ContextService{engine: e, log: log}
+// NewContextService returns the handlers over an engine and the watch hub.
+func NewContextService(e *engine.Engine, hub *watch.Hub, log *slog.Logger) *ContextService {
+	return &ContextService{engine: e, hub: hub, log: log}
 }
 
 // CountTokens implements contextd.v1.ContextService.

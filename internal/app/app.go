@@ -35,6 +35,7 @@ import (
 	"github.com/contextd/contextd/internal/store/postgres"
 	"github.com/contextd/contextd/internal/store/sqlite"
 	"github.com/contextd/contextd/internal/tokens"
+	"github.com/contextd/contextd/internal/watch"
 )
 
 // Run serves until ctx ends, then stops gracefully. It returns nil after a
@@ -60,7 +61,37 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	eng := engine.New(encodings, models, st, engine.WithRevertWindow(cfg.RevertWindow))
+	// Live status: changes are announced (NOTIFY on PostgreSQL, in process on
+	// SQLite), resolved once into statuses, and fanned out by the hub.
+	hub := watch.NewHub(cfg.WatchMaxSubs)
+	var eng *engine.Engine
+	resolver := watch.NewResolver(hub, func(ctx context.Context, c watch.Change) (watch.Update, bool, error) {
+		return api.ResolveStatus(eng)(ctx, c)
+	}, log)
+	var notifier engine.Notifier = watch.LocalNotifier{R: resolver}
+	if pg, ok := st.(*postgres.Store); ok {
+		notifier = watch.PGNotifier{Pool: pg.Pool(), Log: log}
+	}
+	eng = engine.New(encodings, models, st, engine.WithRevertWindow(cfg.RevertWindow), engine.WithNotifier(notifier))
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWatch()
+	go resolver.Run(watchCtx)
+	if _, ok := st.(*postgres.Store); ok {
+		resync := func() {
+			resolver.Resync(func(tenant string) []string {
+				views, _, err := eng.ListSessions(watchCtx, tenant, nil, engine.Page{Size: 1000})
+				if err != nil {
+					return nil
+				}
+				ids := make([]string, len(views))
+				for i, v := range views {
+					ids[i] = v.ID
+				}
+				return ids
+			})
+		}
+		go watch.Listen(watchCtx, cfg.DatabaseURL, resolver, resync, log)
+	}
 
 	validator, err := pvalidate.New()
 	if err != nil {
@@ -71,7 +102,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	reg.MustRegister(metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	srv := newGRPCServer(cfg, log, validator, metrics)
-	contextdv1.RegisterContextServiceServer(srv, api.NewContextService(eng, log))
+	contextdv1.RegisterContextServiceServer(srv, api.NewContextService(eng, hub, log))
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(srv, healthSrv)
 	if err := api.RegisterReflection(srv); err != nil {
@@ -118,6 +149,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// Kubernetes order: report NOT_SERVING first so no new calls arrive,
 	// then drain, and cut what is left when the timeout passes.
 	healthSrv.Shutdown()
+	hub.Close() // watch streams end with UNAVAILABLE, so GracefulStop need not wait for them
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
 	select {

@@ -23,6 +23,7 @@ type Config struct {
 	MaxMessageBytes int
 	ShutdownTimeout time.Duration
 	RevertWindow    time.Duration
+	WatchMaxSubs    int
 }
 
 // envFlag describes one setting.
@@ -40,6 +41,7 @@ var settings = []envFlag{
 	{"CONTEXTD_MAX_MESSAGE_BYTES", "16777216", "largest request message accepted, in bytes"},
 	{"CONTEXTD_SHUTDOWN_TIMEOUT", "10s", "how long a graceful stop may take before open calls are cut"},
 	{"CONTEXTD_REVERT_WINDOW", "24h", "how long a compaction can be reverted"},
+	{"CONTEXTD_WATCH_MAX_SUBSCRIBERS", "10000", "most WatchContextStatus streams one server holds"},
 }
 
 func flagName(env string) string {
@@ -83,6 +85,9 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 	cfg.MaxMessageBytes = n
 	if cfg.ShutdownTimeout, err = time.ParseDuration(get("CONTEXTD_SHUTDOWN_TIMEOUT")); err != nil || cfg.ShutdownTimeout <= 0 {
 		return Config{}, fmt.Errorf("CONTEXTD_SHUTDOWN_TIMEOUT: want a positive duration such as 10s, got %q", get("CONTEXTD_SHUTDOWN_TIMEOUT"))
+	}
+	if cfg.WatchMaxSubs, err = strconv.Atoi(get("CONTEXTD_WATCH_MAX_SUBSCRIBERS")); err != nil || cfg.WatchMaxSubs < 1 {
+		return Config{}, fmt.Errorf("CONTEXTD_WATCH_MAX_SUBSCRIBERS: want a positive integer, got %q", get("CONTEXTD_WATCH_MAX_SUBSCRIBERS"))
 	}
 	if cfg.RevertWindow, err = time.ParseDuration(get("CONTEXTD_REVERT_WINDOW")); err != nil || cfg.RevertWindow <= 0 {
 		return Config{}, fmt.Errorf("CONTEXTD_REVERT_WINDOW: want a positive duration such as 24h, got %q", get("CONTEXTD_REVERT_WINDOW"))

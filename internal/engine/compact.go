@@ -11,6 +11,7 @@ import (
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/summarize"
 	"github.com/contextd/contextd/internal/tokens"
+	"github.com/contextd/contextd/internal/watch"
 )
 
 // DefaultRevertWindow is how long a compaction can be reverted.
@@ -73,6 +74,13 @@ func (e *Engine) Compact(ctx context.Context, tenant, id string, in CompactInput
 	})
 	if errors.Is(err, errDryRun) {
 		err = nil
+	}
+	switch {
+	case err != nil || in.DryRun:
+	case res.Compacted:
+		e.notify(ctx, tenant, id, res.Version, watch.EventCompacted)
+	case len(res.Warnings) > 0:
+		e.notify(ctx, tenant, id, res.Version, watch.EventWarning)
 	}
 	return res, err
 }
@@ -390,7 +398,30 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 	if err != nil {
 		return SessionView{}, err
 	}
+	e.notify(ctx, tenant, id, final.Version, watch.EventReverted)
 	return e.view(final)
+}
+
+// SessionStatus is the current status of a session, as watchers get it.
+func (e *Engine) SessionStatus(ctx context.Context, tenant, id string) (Status, error) {
+	v, err := e.GetSession(ctx, tenant, id)
+	if err != nil {
+		return Status{}, err
+	}
+	st := Status{SessionID: id, Version: v.Version, Usage: v.Usage, Time: e.now().UTC()}
+	if v.AutoPausedBelow > 0 && v.ActiveTokens < v.AutoPausedBelow {
+		st.Warnings = append(st.Warnings, "auto-compaction is paused for this session: the last compaction saved too little")
+	}
+	if v.CompactionRound > 0 {
+		list, err := e.store.ListCompactions(ctx, tenant, id)
+		if err != nil {
+			return Status{}, err
+		}
+		if len(list) > 0 {
+			st.LastCompaction = &list[len(list)-1]
+		}
+	}
+	return st, nil
 }
 
 func equalIDs(a, b []string) bool {

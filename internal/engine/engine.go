@@ -14,6 +14,7 @@ import (
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/summarize"
 	"github.com/contextd/contextd/internal/tokens"
+	"github.com/contextd/contextd/internal/watch"
 )
 
 // Engine runs the use cases. It is safe for concurrent use.
@@ -23,7 +24,23 @@ type Engine struct {
 	store        store.Store
 	summarizer   summarize.Summarizer
 	revertWindow time.Duration
+	notifier     Notifier
 	now          func() time.Time
+}
+
+// Notifier announces committed changes to watchers.
+type Notifier interface {
+	Notify(ctx context.Context, c watch.Change)
+}
+
+// WithNotifier sets where committed changes are announced.
+func WithNotifier(n Notifier) Option { return func(e *Engine) { e.notifier = n } }
+
+// notify announces a committed change; watchers read the status themselves.
+func (e *Engine) notify(ctx context.Context, tenant, id string, version int64, ev watch.Event) {
+	if e.notifier != nil {
+		e.notifier.Notify(ctx, watch.Change{Tenant: tenant, SessionID: id, Version: version, Event: ev})
+	}
 }
 
 // Option configures an Engine.

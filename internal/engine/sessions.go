@@ -18,6 +18,7 @@ import (
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/tokens"
+	"github.com/contextd/contextd/internal/watch"
 )
 
 // ErrFailedPrecondition is a request refused in the session's current state
@@ -86,6 +87,7 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 	if err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return tx.InsertSession(ctx, &s) }); err != nil {
 		return SessionView{}, err
 	}
+	e.notify(ctx, tenant, s.ID, s.Version, watch.EventUpdated)
 	return e.view(s)
 }
 
@@ -135,7 +137,11 @@ func (e *Engine) SessionUsage(ctx context.Context, tenant, id string) (Usage, er
 
 // DeleteSession deletes a session.
 func (e *Engine) DeleteSession(ctx context.Context, tenant, id string) error {
-	return e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, tenant, id) })
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, tenant, id) })
+	if err == nil {
+		e.notify(ctx, tenant, id, 0, watch.EventDeleted)
+	}
+	return err
 }
 
 // Page asks for one page of a listing.
@@ -355,6 +361,7 @@ func (e *Engine) AppendMessages(ctx context.Context, tenant, id string, in Appen
 	if err != nil {
 		return AppendResult{}, err
 	}
+	e.notify(ctx, tenant, id, final.Version, watch.EventAppended)
 	v, err := e.view(final)
 	res.Usage = v.Usage
 	return res, err

@@ -2293,6 +2293,117 @@ func (x *CreateHandoffResponse) GetSession() *Session {
 	return nil
 }
 
+// WatchContextStatus input.
+type WatchContextStatusRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session to watch; empty watches every session of the tenant.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The last version you saw (one-session watch): the snapshot is sent only
+	// if the session is newer, and nothing at or below it is sent again.
+	FromVersion int64 `protobuf:"varint,2,opt,name=from_version,json=fromVersion,proto3" json:"from_version,omitempty"`
+	// Seconds between heartbeats when nothing changes, 1 to 300; 0 means 15.
+	HeartbeatSeconds int32 `protobuf:"varint,3,opt,name=heartbeat_seconds,json=heartbeatSeconds,proto3" json:"heartbeat_seconds,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *WatchContextStatusRequest) Reset() {
+	*x = WatchContextStatusRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchContextStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchContextStatusRequest) ProtoMessage() {}
+
+func (x *WatchContextStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchContextStatusRequest.ProtoReflect.Descriptor instead.
+func (*WatchContextStatusRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *WatchContextStatusRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *WatchContextStatusRequest) GetFromVersion() int64 {
+	if x != nil {
+		return x.FromVersion
+	}
+	return 0
+}
+
+func (x *WatchContextStatusRequest) GetHeartbeatSeconds() int32 {
+	if x != nil {
+		return x.HeartbeatSeconds
+	}
+	return 0
+}
+
+// One message of the WatchContextStatus stream.
+type WatchContextStatusResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The status (event STATUS_EVENT_HEARTBEAT for a heartbeat).
+	Status        *ContextStatus `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchContextStatusResponse) Reset() {
+	*x = WatchContextStatusResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchContextStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchContextStatusResponse) ProtoMessage() {}
+
+func (x *WatchContextStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchContextStatusResponse.ProtoReflect.Descriptor instead.
+func (*WatchContextStatusResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *WatchContextStatusResponse) GetStatus() *ContextStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
 var File_contextd_v1_context_service_proto protoreflect.FileDescriptor
 
 const file_contextd_v1_context_service_proto_rawDesc = "" +
@@ -2483,8 +2594,15 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x0enew_session_id\x18\x03 \x01(\tB)\xbaH&r$\x18\x80\x012\x1f^([A-Za-z0-9][A-Za-z0-9._-]*)?$R\fnewSessionId\"c\n" +
 	"\x15CreateHandoffResponse\x12\x1a\n" +
 	"\bdocument\x18\x01 \x01(\tR\bdocument\x12.\n" +
-	"\asession\x18\x02 \x01(\v2\x14.contextd.v1.SessionR\asession2\xa0\n" +
+	"\asession\x18\x02 \x01(\v2\x14.contextd.v1.SessionR\asession\"\xa9\x01\n" +
+	"\x19WatchContextStatusRequest\x12'\n" +
 	"\n" +
+	"session_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\tsessionId\x12*\n" +
+	"\ffrom_version\x18\x02 \x01(\x03B\a\xbaH\x04\"\x02(\x00R\vfromVersion\x127\n" +
+	"\x11heartbeat_seconds\x18\x03 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xac\x02(\x00R\x10heartbeatSeconds\"P\n" +
+	"\x1aWatchContextStatusResponse\x122\n" +
+	"\x06status\x18\x01 \x01(\v2\x1a.contextd.v1.ContextStatusR\x06status2\x89\v\n" +
 	"\x0eContextService\x12P\n" +
 	"\vCountTokens\x12\x1f.contextd.v1.CountTokensRequest\x1a .contextd.v1.CountTokensResponse\x12M\n" +
 	"\n" +
@@ -2502,7 +2620,8 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x10RevertCompaction\x12$.contextd.v1.RevertCompactionRequest\x1a%.contextd.v1.RevertCompactionResponse\x12\\\n" +
 	"\x0fListCompactions\x12#.contextd.v1.ListCompactionsRequest\x1a$.contextd.v1.ListCompactionsResponse\x12V\n" +
 	"\rExpandMessage\x12!.contextd.v1.ExpandMessageRequest\x1a\".contextd.v1.ExpandMessageResponse\x12V\n" +
-	"\rCreateHandoff\x12!.contextd.v1.CreateHandoffRequest\x1a\".contextd.v1.CreateHandoffResponseB9Z7github.com/contextd/contextd/gen/contextd/v1;contextdv1b\x06proto3"
+	"\rCreateHandoff\x12!.contextd.v1.CreateHandoffRequest\x1a\".contextd.v1.CreateHandoffResponse\x12g\n" +
+	"\x12WatchContextStatus\x12&.contextd.v1.WatchContextStatusRequest\x1a'.contextd.v1.WatchContextStatusResponse0\x01B9Z7github.com/contextd/contextd/gen/contextd/v1;contextdv1b\x06proto3"
 
 var (
 	file_contextd_v1_context_service_proto_rawDescOnce sync.Once
@@ -2516,126 +2635,131 @@ func file_contextd_v1_context_service_proto_rawDescGZIP() []byte {
 	return file_contextd_v1_context_service_proto_rawDescData
 }
 
-var file_contextd_v1_context_service_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_contextd_v1_context_service_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_contextd_v1_context_service_proto_goTypes = []any{
-	(*CountTokensRequest)(nil),       // 0: contextd.v1.CountTokensRequest
-	(*PartCount)(nil),                // 1: contextd.v1.PartCount
-	(*MessageCount)(nil),             // 2: contextd.v1.MessageCount
-	(*ToolCount)(nil),                // 3: contextd.v1.ToolCount
-	(*CountTokensResponse)(nil),      // 4: contextd.v1.CountTokensResponse
-	(*ListModelsRequest)(nil),        // 5: contextd.v1.ListModelsRequest
-	(*ModelInfo)(nil),                // 6: contextd.v1.ModelInfo
-	(*ListModelsResponse)(nil),       // 7: contextd.v1.ListModelsResponse
-	(*InlineContext)(nil),            // 8: contextd.v1.InlineContext
-	(*GetContextUsageRequest)(nil),   // 9: contextd.v1.GetContextUsageRequest
-	(*GetContextUsageResponse)(nil),  // 10: contextd.v1.GetContextUsageResponse
-	(*CreateSessionRequest)(nil),     // 11: contextd.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),    // 12: contextd.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),        // 13: contextd.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),       // 14: contextd.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),      // 15: contextd.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),     // 16: contextd.v1.ListSessionsResponse
-	(*DeleteSessionRequest)(nil),     // 17: contextd.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),    // 18: contextd.v1.DeleteSessionResponse
-	(*AppendMessagesRequest)(nil),    // 19: contextd.v1.AppendMessagesRequest
-	(*AppendMessagesResponse)(nil),   // 20: contextd.v1.AppendMessagesResponse
-	(*GetMessagesRequest)(nil),       // 21: contextd.v1.GetMessagesRequest
-	(*GetMessagesResponse)(nil),      // 22: contextd.v1.GetMessagesResponse
-	(*PrepareContextRequest)(nil),    // 23: contextd.v1.PrepareContextRequest
-	(*PrepareContextResponse)(nil),   // 24: contextd.v1.PrepareContextResponse
-	(*CompactRequest)(nil),           // 25: contextd.v1.CompactRequest
-	(*CompactResponse)(nil),          // 26: contextd.v1.CompactResponse
-	(*RevertCompactionRequest)(nil),  // 27: contextd.v1.RevertCompactionRequest
-	(*RevertCompactionResponse)(nil), // 28: contextd.v1.RevertCompactionResponse
-	(*ListCompactionsRequest)(nil),   // 29: contextd.v1.ListCompactionsRequest
-	(*ListCompactionsResponse)(nil),  // 30: contextd.v1.ListCompactionsResponse
-	(*ExpandMessageRequest)(nil),     // 31: contextd.v1.ExpandMessageRequest
-	(*ExpandMessageResponse)(nil),    // 32: contextd.v1.ExpandMessageResponse
-	(*CreateHandoffRequest)(nil),     // 33: contextd.v1.CreateHandoffRequest
-	(*CreateHandoffResponse)(nil),    // 34: contextd.v1.CreateHandoffResponse
-	nil,                              // 35: contextd.v1.CreateSessionRequest.LabelsEntry
-	nil,                              // 36: contextd.v1.ListSessionsRequest.LabelsEntry
-	(*ToolDefinition)(nil),           // 37: contextd.v1.ToolDefinition
-	(*Message)(nil),                  // 38: contextd.v1.Message
-	(*CompactionPolicy)(nil),         // 39: contextd.v1.CompactionPolicy
-	(*ContextUsage)(nil),             // 40: contextd.v1.ContextUsage
-	(*Session)(nil),                  // 41: contextd.v1.Session
-	(MessageView)(0),                 // 42: contextd.v1.MessageView
-	(*ContextStatus)(nil),            // 43: contextd.v1.ContextStatus
-	(CompactionTier)(0),              // 44: contextd.v1.CompactionTier
-	(*Compaction)(nil),               // 45: contextd.v1.Compaction
+	(*CountTokensRequest)(nil),         // 0: contextd.v1.CountTokensRequest
+	(*PartCount)(nil),                  // 1: contextd.v1.PartCount
+	(*MessageCount)(nil),               // 2: contextd.v1.MessageCount
+	(*ToolCount)(nil),                  // 3: contextd.v1.ToolCount
+	(*CountTokensResponse)(nil),        // 4: contextd.v1.CountTokensResponse
+	(*ListModelsRequest)(nil),          // 5: contextd.v1.ListModelsRequest
+	(*ModelInfo)(nil),                  // 6: contextd.v1.ModelInfo
+	(*ListModelsResponse)(nil),         // 7: contextd.v1.ListModelsResponse
+	(*InlineContext)(nil),              // 8: contextd.v1.InlineContext
+	(*GetContextUsageRequest)(nil),     // 9: contextd.v1.GetContextUsageRequest
+	(*GetContextUsageResponse)(nil),    // 10: contextd.v1.GetContextUsageResponse
+	(*CreateSessionRequest)(nil),       // 11: contextd.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),      // 12: contextd.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),          // 13: contextd.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),         // 14: contextd.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),        // 15: contextd.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),       // 16: contextd.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),       // 17: contextd.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),      // 18: contextd.v1.DeleteSessionResponse
+	(*AppendMessagesRequest)(nil),      // 19: contextd.v1.AppendMessagesRequest
+	(*AppendMessagesResponse)(nil),     // 20: contextd.v1.AppendMessagesResponse
+	(*GetMessagesRequest)(nil),         // 21: contextd.v1.GetMessagesRequest
+	(*GetMessagesResponse)(nil),        // 22: contextd.v1.GetMessagesResponse
+	(*PrepareContextRequest)(nil),      // 23: contextd.v1.PrepareContextRequest
+	(*PrepareContextResponse)(nil),     // 24: contextd.v1.PrepareContextResponse
+	(*CompactRequest)(nil),             // 25: contextd.v1.CompactRequest
+	(*CompactResponse)(nil),            // 26: contextd.v1.CompactResponse
+	(*RevertCompactionRequest)(nil),    // 27: contextd.v1.RevertCompactionRequest
+	(*RevertCompactionResponse)(nil),   // 28: contextd.v1.RevertCompactionResponse
+	(*ListCompactionsRequest)(nil),     // 29: contextd.v1.ListCompactionsRequest
+	(*ListCompactionsResponse)(nil),    // 30: contextd.v1.ListCompactionsResponse
+	(*ExpandMessageRequest)(nil),       // 31: contextd.v1.ExpandMessageRequest
+	(*ExpandMessageResponse)(nil),      // 32: contextd.v1.ExpandMessageResponse
+	(*CreateHandoffRequest)(nil),       // 33: contextd.v1.CreateHandoffRequest
+	(*CreateHandoffResponse)(nil),      // 34: contextd.v1.CreateHandoffResponse
+	(*WatchContextStatusRequest)(nil),  // 35: contextd.v1.WatchContextStatusRequest
+	(*WatchContextStatusResponse)(nil), // 36: contextd.v1.WatchContextStatusResponse
+	nil,                                // 37: contextd.v1.CreateSessionRequest.LabelsEntry
+	nil,                                // 38: contextd.v1.ListSessionsRequest.LabelsEntry
+	(*ToolDefinition)(nil),             // 39: contextd.v1.ToolDefinition
+	(*Message)(nil),                    // 40: contextd.v1.Message
+	(*CompactionPolicy)(nil),           // 41: contextd.v1.CompactionPolicy
+	(*ContextUsage)(nil),               // 42: contextd.v1.ContextUsage
+	(*Session)(nil),                    // 43: contextd.v1.Session
+	(MessageView)(0),                   // 44: contextd.v1.MessageView
+	(*ContextStatus)(nil),              // 45: contextd.v1.ContextStatus
+	(CompactionTier)(0),                // 46: contextd.v1.CompactionTier
+	(*Compaction)(nil),                 // 47: contextd.v1.Compaction
 }
 var file_contextd_v1_context_service_proto_depIdxs = []int32{
-	37, // 0: contextd.v1.CountTokensRequest.tools:type_name -> contextd.v1.ToolDefinition
-	38, // 1: contextd.v1.CountTokensRequest.messages:type_name -> contextd.v1.Message
+	39, // 0: contextd.v1.CountTokensRequest.tools:type_name -> contextd.v1.ToolDefinition
+	40, // 1: contextd.v1.CountTokensRequest.messages:type_name -> contextd.v1.Message
 	1,  // 2: contextd.v1.MessageCount.parts:type_name -> contextd.v1.PartCount
 	2,  // 3: contextd.v1.CountTokensResponse.messages:type_name -> contextd.v1.MessageCount
 	3,  // 4: contextd.v1.CountTokensResponse.tools:type_name -> contextd.v1.ToolCount
 	6,  // 5: contextd.v1.ListModelsResponse.models:type_name -> contextd.v1.ModelInfo
 	6,  // 6: contextd.v1.ListModelsResponse.default_model:type_name -> contextd.v1.ModelInfo
-	37, // 7: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
-	38, // 8: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
-	39, // 9: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
+	39, // 7: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
+	40, // 8: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
+	41, // 9: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
 	8,  // 10: contextd.v1.GetContextUsageRequest.inline:type_name -> contextd.v1.InlineContext
-	40, // 11: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
-	37, // 12: contextd.v1.CreateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
-	39, // 13: contextd.v1.CreateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
-	35, // 14: contextd.v1.CreateSessionRequest.labels:type_name -> contextd.v1.CreateSessionRequest.LabelsEntry
-	41, // 15: contextd.v1.CreateSessionResponse.session:type_name -> contextd.v1.Session
-	41, // 16: contextd.v1.GetSessionResponse.session:type_name -> contextd.v1.Session
-	36, // 17: contextd.v1.ListSessionsRequest.labels:type_name -> contextd.v1.ListSessionsRequest.LabelsEntry
-	41, // 18: contextd.v1.ListSessionsResponse.sessions:type_name -> contextd.v1.Session
-	38, // 19: contextd.v1.AppendMessagesRequest.messages:type_name -> contextd.v1.Message
-	38, // 20: contextd.v1.AppendMessagesResponse.messages:type_name -> contextd.v1.Message
-	40, // 21: contextd.v1.AppendMessagesResponse.usage:type_name -> contextd.v1.ContextUsage
-	42, // 22: contextd.v1.GetMessagesRequest.view:type_name -> contextd.v1.MessageView
-	38, // 23: contextd.v1.GetMessagesResponse.messages:type_name -> contextd.v1.Message
-	38, // 24: contextd.v1.PrepareContextRequest.messages:type_name -> contextd.v1.Message
-	38, // 25: contextd.v1.PrepareContextResponse.messages:type_name -> contextd.v1.Message
-	43, // 26: contextd.v1.PrepareContextResponse.status:type_name -> contextd.v1.ContextStatus
-	44, // 27: contextd.v1.CompactRequest.tier:type_name -> contextd.v1.CompactionTier
-	45, // 28: contextd.v1.CompactResponse.compaction:type_name -> contextd.v1.Compaction
-	40, // 29: contextd.v1.CompactResponse.usage:type_name -> contextd.v1.ContextUsage
-	41, // 30: contextd.v1.RevertCompactionResponse.session:type_name -> contextd.v1.Session
-	45, // 31: contextd.v1.ListCompactionsResponse.compactions:type_name -> contextd.v1.Compaction
-	38, // 32: contextd.v1.ExpandMessageResponse.message:type_name -> contextd.v1.Message
-	38, // 33: contextd.v1.ExpandMessageResponse.originals:type_name -> contextd.v1.Message
-	41, // 34: contextd.v1.CreateHandoffResponse.session:type_name -> contextd.v1.Session
-	0,  // 35: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
-	5,  // 36: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
-	9,  // 37: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
-	11, // 38: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
-	13, // 39: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
-	15, // 40: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
-	17, // 41: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
-	19, // 42: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
-	21, // 43: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
-	23, // 44: contextd.v1.ContextService.PrepareContext:input_type -> contextd.v1.PrepareContextRequest
-	25, // 45: contextd.v1.ContextService.Compact:input_type -> contextd.v1.CompactRequest
-	27, // 46: contextd.v1.ContextService.RevertCompaction:input_type -> contextd.v1.RevertCompactionRequest
-	29, // 47: contextd.v1.ContextService.ListCompactions:input_type -> contextd.v1.ListCompactionsRequest
-	31, // 48: contextd.v1.ContextService.ExpandMessage:input_type -> contextd.v1.ExpandMessageRequest
-	33, // 49: contextd.v1.ContextService.CreateHandoff:input_type -> contextd.v1.CreateHandoffRequest
-	4,  // 50: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
-	7,  // 51: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
-	10, // 52: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
-	12, // 53: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
-	14, // 54: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
-	16, // 55: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
-	18, // 56: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
-	20, // 57: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
-	22, // 58: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
-	24, // 59: contextd.v1.ContextService.PrepareContext:output_type -> contextd.v1.PrepareContextResponse
-	26, // 60: contextd.v1.ContextService.Compact:output_type -> contextd.v1.CompactResponse
-	28, // 61: contextd.v1.ContextService.RevertCompaction:output_type -> contextd.v1.RevertCompactionResponse
-	30, // 62: contextd.v1.ContextService.ListCompactions:output_type -> contextd.v1.ListCompactionsResponse
-	32, // 63: contextd.v1.ContextService.ExpandMessage:output_type -> contextd.v1.ExpandMessageResponse
-	34, // 64: contextd.v1.ContextService.CreateHandoff:output_type -> contextd.v1.CreateHandoffResponse
-	50, // [50:65] is the sub-list for method output_type
-	35, // [35:50] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	42, // 11: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
+	39, // 12: contextd.v1.CreateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
+	41, // 13: contextd.v1.CreateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
+	37, // 14: contextd.v1.CreateSessionRequest.labels:type_name -> contextd.v1.CreateSessionRequest.LabelsEntry
+	43, // 15: contextd.v1.CreateSessionResponse.session:type_name -> contextd.v1.Session
+	43, // 16: contextd.v1.GetSessionResponse.session:type_name -> contextd.v1.Session
+	38, // 17: contextd.v1.ListSessionsRequest.labels:type_name -> contextd.v1.ListSessionsRequest.LabelsEntry
+	43, // 18: contextd.v1.ListSessionsResponse.sessions:type_name -> contextd.v1.Session
+	40, // 19: contextd.v1.AppendMessagesRequest.messages:type_name -> contextd.v1.Message
+	40, // 20: contextd.v1.AppendMessagesResponse.messages:type_name -> contextd.v1.Message
+	42, // 21: contextd.v1.AppendMessagesResponse.usage:type_name -> contextd.v1.ContextUsage
+	44, // 22: contextd.v1.GetMessagesRequest.view:type_name -> contextd.v1.MessageView
+	40, // 23: contextd.v1.GetMessagesResponse.messages:type_name -> contextd.v1.Message
+	40, // 24: contextd.v1.PrepareContextRequest.messages:type_name -> contextd.v1.Message
+	40, // 25: contextd.v1.PrepareContextResponse.messages:type_name -> contextd.v1.Message
+	45, // 26: contextd.v1.PrepareContextResponse.status:type_name -> contextd.v1.ContextStatus
+	46, // 27: contextd.v1.CompactRequest.tier:type_name -> contextd.v1.CompactionTier
+	47, // 28: contextd.v1.CompactResponse.compaction:type_name -> contextd.v1.Compaction
+	42, // 29: contextd.v1.CompactResponse.usage:type_name -> contextd.v1.ContextUsage
+	43, // 30: contextd.v1.RevertCompactionResponse.session:type_name -> contextd.v1.Session
+	47, // 31: contextd.v1.ListCompactionsResponse.compactions:type_name -> contextd.v1.Compaction
+	40, // 32: contextd.v1.ExpandMessageResponse.message:type_name -> contextd.v1.Message
+	40, // 33: contextd.v1.ExpandMessageResponse.originals:type_name -> contextd.v1.Message
+	43, // 34: contextd.v1.CreateHandoffResponse.session:type_name -> contextd.v1.Session
+	45, // 35: contextd.v1.WatchContextStatusResponse.status:type_name -> contextd.v1.ContextStatus
+	0,  // 36: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
+	5,  // 37: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
+	9,  // 38: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
+	11, // 39: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
+	13, // 40: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
+	15, // 41: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
+	17, // 42: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
+	19, // 43: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
+	21, // 44: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
+	23, // 45: contextd.v1.ContextService.PrepareContext:input_type -> contextd.v1.PrepareContextRequest
+	25, // 46: contextd.v1.ContextService.Compact:input_type -> contextd.v1.CompactRequest
+	27, // 47: contextd.v1.ContextService.RevertCompaction:input_type -> contextd.v1.RevertCompactionRequest
+	29, // 48: contextd.v1.ContextService.ListCompactions:input_type -> contextd.v1.ListCompactionsRequest
+	31, // 49: contextd.v1.ContextService.ExpandMessage:input_type -> contextd.v1.ExpandMessageRequest
+	33, // 50: contextd.v1.ContextService.CreateHandoff:input_type -> contextd.v1.CreateHandoffRequest
+	35, // 51: contextd.v1.ContextService.WatchContextStatus:input_type -> contextd.v1.WatchContextStatusRequest
+	4,  // 52: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
+	7,  // 53: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
+	10, // 54: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
+	12, // 55: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
+	14, // 56: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
+	16, // 57: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
+	18, // 58: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
+	20, // 59: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
+	22, // 60: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
+	24, // 61: contextd.v1.ContextService.PrepareContext:output_type -> contextd.v1.PrepareContextResponse
+	26, // 62: contextd.v1.ContextService.Compact:output_type -> contextd.v1.CompactResponse
+	28, // 63: contextd.v1.ContextService.RevertCompaction:output_type -> contextd.v1.RevertCompactionResponse
+	30, // 64: contextd.v1.ContextService.ListCompactions:output_type -> contextd.v1.ListCompactionsResponse
+	32, // 65: contextd.v1.ContextService.ExpandMessage:output_type -> contextd.v1.ExpandMessageResponse
+	34, // 66: contextd.v1.ContextService.CreateHandoff:output_type -> contextd.v1.CreateHandoffResponse
+	36, // 67: contextd.v1.ContextService.WatchContextStatus:output_type -> contextd.v1.WatchContextStatusResponse
+	52, // [52:68] is the sub-list for method output_type
+	36, // [36:52] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_context_service_proto_init() }
@@ -2657,7 +2781,7 @@ func file_contextd_v1_context_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_contextd_v1_context_service_proto_rawDesc), len(file_contextd_v1_context_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   37,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

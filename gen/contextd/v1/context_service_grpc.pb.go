@@ -19,21 +19,22 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ContextService_CountTokens_FullMethodName      = "/contextd.v1.ContextService/CountTokens"
-	ContextService_ListModels_FullMethodName       = "/contextd.v1.ContextService/ListModels"
-	ContextService_GetContextUsage_FullMethodName  = "/contextd.v1.ContextService/GetContextUsage"
-	ContextService_CreateSession_FullMethodName    = "/contextd.v1.ContextService/CreateSession"
-	ContextService_GetSession_FullMethodName       = "/contextd.v1.ContextService/GetSession"
-	ContextService_ListSessions_FullMethodName     = "/contextd.v1.ContextService/ListSessions"
-	ContextService_DeleteSession_FullMethodName    = "/contextd.v1.ContextService/DeleteSession"
-	ContextService_AppendMessages_FullMethodName   = "/contextd.v1.ContextService/AppendMessages"
-	ContextService_GetMessages_FullMethodName      = "/contextd.v1.ContextService/GetMessages"
-	ContextService_PrepareContext_FullMethodName   = "/contextd.v1.ContextService/PrepareContext"
-	ContextService_Compact_FullMethodName          = "/contextd.v1.ContextService/Compact"
-	ContextService_RevertCompaction_FullMethodName = "/contextd.v1.ContextService/RevertCompaction"
-	ContextService_ListCompactions_FullMethodName  = "/contextd.v1.ContextService/ListCompactions"
-	ContextService_ExpandMessage_FullMethodName    = "/contextd.v1.ContextService/ExpandMessage"
-	ContextService_CreateHandoff_FullMethodName    = "/contextd.v1.ContextService/CreateHandoff"
+	ContextService_CountTokens_FullMethodName        = "/contextd.v1.ContextService/CountTokens"
+	ContextService_ListModels_FullMethodName         = "/contextd.v1.ContextService/ListModels"
+	ContextService_GetContextUsage_FullMethodName    = "/contextd.v1.ContextService/GetContextUsage"
+	ContextService_CreateSession_FullMethodName      = "/contextd.v1.ContextService/CreateSession"
+	ContextService_GetSession_FullMethodName         = "/contextd.v1.ContextService/GetSession"
+	ContextService_ListSessions_FullMethodName       = "/contextd.v1.ContextService/ListSessions"
+	ContextService_DeleteSession_FullMethodName      = "/contextd.v1.ContextService/DeleteSession"
+	ContextService_AppendMessages_FullMethodName     = "/contextd.v1.ContextService/AppendMessages"
+	ContextService_GetMessages_FullMethodName        = "/contextd.v1.ContextService/GetMessages"
+	ContextService_PrepareContext_FullMethodName     = "/contextd.v1.ContextService/PrepareContext"
+	ContextService_Compact_FullMethodName            = "/contextd.v1.ContextService/Compact"
+	ContextService_RevertCompaction_FullMethodName   = "/contextd.v1.ContextService/RevertCompaction"
+	ContextService_ListCompactions_FullMethodName    = "/contextd.v1.ContextService/ListCompactions"
+	ContextService_ExpandMessage_FullMethodName      = "/contextd.v1.ContextService/ExpandMessage"
+	ContextService_CreateHandoff_FullMethodName      = "/contextd.v1.ContextService/CreateHandoff"
+	ContextService_WatchContextStatus_FullMethodName = "/contextd.v1.ContextService/WatchContextStatus"
 )
 
 // ContextServiceClient is the client API for ContextService service.
@@ -92,6 +93,13 @@ type ContextServiceClient interface {
 	// Writes a hand-off document (ORIGINAL TASK, CURRENT, DONE, IN_PROGRESS,
 	// NEXT, FILES, ISSUES), optionally starting a new session seeded with it.
 	CreateHandoff(ctx context.Context, in *CreateHandoffRequest, opts ...grpc.CallOption) (*CreateHandoffResponse, error)
+	// Streams a session's context status (or every session's of the tenant):
+	// first a snapshot, then one status per change (appended, compacted,
+	// reverted, warning, deleted), and heartbeats. A slow reader only ever
+	// gets the newest status. Resume after a disconnect with from_version; on
+	// server shutdown the stream ends with UNAVAILABLE: reconnect (to any
+	// replica) with the last version you saw.
+	WatchContextStatus(ctx context.Context, in *WatchContextStatusRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchContextStatusResponse], error)
 }
 
 type contextServiceClient struct {
@@ -252,6 +260,25 @@ func (c *contextServiceClient) CreateHandoff(ctx context.Context, in *CreateHand
 	return out, nil
 }
 
+func (c *contextServiceClient) WatchContextStatus(ctx context.Context, in *WatchContextStatusRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchContextStatusResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ContextService_ServiceDesc.Streams[0], ContextService_WatchContextStatus_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchContextStatusRequest, WatchContextStatusResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ContextService_WatchContextStatusClient = grpc.ServerStreamingClient[WatchContextStatusResponse]
+
 // ContextServiceServer is the server API for ContextService service.
 // All implementations must embed UnimplementedContextServiceServer
 // for forward compatibility.
@@ -308,6 +335,13 @@ type ContextServiceServer interface {
 	// Writes a hand-off document (ORIGINAL TASK, CURRENT, DONE, IN_PROGRESS,
 	// NEXT, FILES, ISSUES), optionally starting a new session seeded with it.
 	CreateHandoff(context.Context, *CreateHandoffRequest) (*CreateHandoffResponse, error)
+	// Streams a session's context status (or every session's of the tenant):
+	// first a snapshot, then one status per change (appended, compacted,
+	// reverted, warning, deleted), and heartbeats. A slow reader only ever
+	// gets the newest status. Resume after a disconnect with from_version; on
+	// server shutdown the stream ends with UNAVAILABLE: reconnect (to any
+	// replica) with the last version you saw.
+	WatchContextStatus(*WatchContextStatusRequest, grpc.ServerStreamingServer[WatchContextStatusResponse]) error
 	mustEmbedUnimplementedContextServiceServer()
 }
 
@@ -362,6 +396,9 @@ func (UnimplementedContextServiceServer) ExpandMessage(context.Context, *ExpandM
 }
 func (UnimplementedContextServiceServer) CreateHandoff(context.Context, *CreateHandoffRequest) (*CreateHandoffResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateHandoff not implemented")
+}
+func (UnimplementedContextServiceServer) WatchContextStatus(*WatchContextStatusRequest, grpc.ServerStreamingServer[WatchContextStatusResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchContextStatus not implemented")
 }
 func (UnimplementedContextServiceServer) mustEmbedUnimplementedContextServiceServer() {}
 func (UnimplementedContextServiceServer) testEmbeddedByValue()                        {}
@@ -654,6 +691,17 @@ func _ContextService_CreateHandoff_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ContextService_WatchContextStatus_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchContextStatusRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ContextServiceServer).WatchContextStatus(m, &grpc.GenericServerStream[WatchContextStatusRequest, WatchContextStatusResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ContextService_WatchContextStatusServer = grpc.ServerStreamingServer[WatchContextStatusResponse]
+
 // ContextService_ServiceDesc is the grpc.ServiceDesc for ContextService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -722,6 +770,12 @@ var ContextService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ContextService_CreateHandoff_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchContextStatus",
+			Handler:       _ContextService_WatchContextStatus_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "contextd/v1/context_service.proto",
 }

@@ -284,8 +284,10 @@ const (
 	StatusEvent_STATUS_EVENT_WARNING StatusEvent = 5
 	// The session was deleted.
 	StatusEvent_STATUS_EVENT_DELETED StatusEvent = 6
-	// Settings (model, system prompt, tools, policy) changed.
+	// The session was created or its settings changed.
 	StatusEvent_STATUS_EVENT_UPDATED StatusEvent = 7
+	// Nothing changed; the stream is alive. Carries no session.
+	StatusEvent_STATUS_EVENT_HEARTBEAT StatusEvent = 8
 )
 
 // Enum value maps for StatusEvent.
@@ -299,6 +301,7 @@ var (
 		5: "STATUS_EVENT_WARNING",
 		6: "STATUS_EVENT_DELETED",
 		7: "STATUS_EVENT_UPDATED",
+		8: "STATUS_EVENT_HEARTBEAT",
 	}
 	StatusEvent_value = map[string]int32{
 		"STATUS_EVENT_UNSPECIFIED": 0,
@@ -309,6 +312,7 @@ var (
 		"STATUS_EVENT_WARNING":     5,
 		"STATUS_EVENT_DELETED":     6,
 		"STATUS_EVENT_UPDATED":     7,
+		"STATUS_EVENT_HEARTBEAT":   8,
 	}
 )
 
@@ -2144,7 +2148,7 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\x1bESTIMATE_SOURCE_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19ESTIMATE_SOURCE_ESTIMATED\x10\x01\x12\x1e\n" +
 	"\x1aESTIMATE_SOURCE_CALIBRATED\x10\x02\x12\x1c\n" +
-	"\x18ESTIMATE_SOURCE_ANCHORED\x10\x03*\xe6\x01\n" +
+	"\x18ESTIMATE_SOURCE_ANCHORED\x10\x03*\x82\x02\n" +
 	"\vStatusEvent\x12\x1c\n" +
 	"\x18STATUS_EVENT_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15STATUS_EVENT_SNAPSHOT\x10\x01\x12\x19\n" +
@@ -2153,7 +2157,8 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\x15STATUS_EVENT_REVERTED\x10\x04\x12\x18\n" +
 	"\x14STATUS_EVENT_WARNING\x10\x05\x12\x18\n" +
 	"\x14STATUS_EVENT_DELETED\x10\x06\x12\x18\n" +
-	"\x14STATUS_EVENT_UPDATED\x10\a*Z\n" +
+	"\x14STATUS_EVENT_UPDATED\x10\a\x12\x1a\n" +
+	"\x16STATUS_EVENT_HEARTBEAT\x10\b*Z\n" +
 	"\vMessageView\x12\x1c\n" +
 	"\x18MESSAGE_VIEW_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13MESSAGE_VIEW_ACTIVE\x10\x01\x12\x14\n" +
