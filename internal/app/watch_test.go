@@ -76,7 +76,9 @@ func TestWatchOverGRPC(t *testing.T) {
 	if final.GetEvent() != contextdv1.StatusEvent_STATUS_EVENT_APPENDED || final.GetUsage().GetMessageCount() != 5 {
 		t.Errorf("final: %v", final)
 	}
-	recvUntil(t, one, func(s *contextdv1.ContextStatus) bool { return s.GetEvent() == contextdv1.StatusEvent_STATUS_EVENT_HEARTBEAT })
+	recvUntil(t, one, func(s *contextdv1.ContextStatus) bool {
+		return s.GetEvent() == contextdv1.StatusEvent_STATUS_EVENT_HEARTBEAT
+	})
 	// The tenant-wide watch saw both snapshots and w1's final version.
 	seen := map[string]bool{}
 	recvUntil(t, all, func(s *contextdv1.ContextStatus) bool {
@@ -102,7 +104,9 @@ func TestWatchOverGRPC(t *testing.T) {
 	if _, err := client.DeleteSession(ctx, &contextdv1.DeleteSessionRequest{SessionId: "w1"}); err != nil {
 		t.Fatal(err)
 	}
-	recvUntil(t, one, func(s *contextdv1.ContextStatus) bool { return s.GetEvent() == contextdv1.StatusEvent_STATUS_EVENT_DELETED })
+	recvUntil(t, one, func(s *contextdv1.ContextStatus) bool {
+		return s.GetEvent() == contextdv1.StatusEvent_STATUS_EVENT_DELETED
+	})
 	if _, err := one.Recv(); err != io.EOF {
 		t.Errorf("after deletion: %v", err)
 	}

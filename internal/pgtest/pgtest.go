@@ -187,6 +187,27 @@ func makeTemplate(ctx context.Context) error {
 	return s.Close()
 }
 
+// Restart stops the test cluster (fast shutdown: connections are cut) and
+// starts it again after pause; tests of reconnection use it. It skips when
+// the server is not one pgtest started.
+func Restart(t testing.TB, pause time.Duration) {
+	t.Helper()
+	if cluster.dir == "" {
+		t.Skip("CONTEXTD_TEST_DATABASE_URL names a server this test cannot restart")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	data := filepath.Join(cluster.dir, "data")
+	if out, err := run(ctx, cluster.pgCtl, "stop", "-D", data, "-m", "fast", "-w"); err != nil {
+		t.Fatalf("pg_ctl stop: %v\n%s", err, out)
+	}
+	time.Sleep(pause)
+	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400", cluster.dir)
+	if out, err := run(ctx, cluster.pgCtl, "start", "-D", data, "-w", "-t", "60", "-l", filepath.Join(cluster.dir, "log"), "-o", opts); err != nil {
+		t.Fatalf("pg_ctl start: %v\n%s", err, out)
+	}
+}
+
 func stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
