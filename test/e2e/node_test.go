@@ -1,0 +1,50 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// requireTool returns the path of a command, skipping the test when it is
+// missing unless CONTEXTD_REQUIRE_NODE=1 (set by CI) makes that a failure.
+func requireTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CONTEXTD_REQUIRE_NODE") == "1" {
+			t.Fatalf("%s is required (CONTEXTD_REQUIRE_NODE=1): %v", name, err)
+		}
+		t.Skipf("%s not found: %v", name, err)
+	}
+	return p
+}
+
+// TestNodeClientWatches runs test/node/watch.js: a Node.js client using
+// @grpc/grpc-js that creates a session, subscribes to WatchContextStatus,
+// appends messages and checks the updates it receives.
+func TestNodeClientWatches(t *testing.T) {
+	node, npm := requireTool(t, "node"), requireTool(t, "npm")
+	dir := filepath.Join(repoRoot(t), "test", "node")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@grpc", "grpc-js")); err != nil {
+		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci: %v\n%s", err, out)
+		}
+	}
+	bin := build(t, t.TempDir(), "contextd", "./cmd/server")
+	srv := startProc(t, bin, "CONTEXTD_DATA_DIR="+filepath.Join(t.TempDir(), "data"))
+	cmd := exec.CommandContext(ctx, node, "watch.js", srv.addr)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node watch.js: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
