@@ -22,7 +22,7 @@ import (
 	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
 )
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -33,7 +33,7 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-func dial(t *testing.T, addr string) *grpc.ClientConn {
+func dial(t testing.TB, addr string) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -45,7 +45,7 @@ func dial(t *testing.T, addr string) *grpc.ClientConn {
 
 // startServer runs the real server (app.Run) on a loopback port and returns
 // a client connection; the server stops when the test ends.
-func startServer(t *testing.T, env map[string]string) *grpc.ClientConn {
+func startServer(t testing.TB, env map[string]string) *grpc.ClientConn {
 	t.Helper()
 	addr := freeAddr(t)
 	env["CONTEXTD_LISTEN_ADDR"] = addr
