@@ -137,6 +137,7 @@ func policyFromProto(p *contextdv1.CompactionPolicy) compaction.Overrides {
 	o.KeepRecentMessages = intPtr(p.KeepRecentMessages)
 	o.ProtectRecentToolResults = intPtr(p.ProtectRecentToolResults)
 	o.SummaryMaxTokens = intPtr(p.SummaryMaxTokens)
+	o.Summarizer = p.Summarizer
 	return o
 }
 
@@ -162,6 +163,7 @@ func overridesToProto(o compaction.Overrides) *contextdv1.CompactionPolicy {
 		EmergencyThreshold: o.EmergencyThreshold, Target: o.Target, KeepRecentTokens: o.KeepRecentTokens,
 		KeepRecentMessages: i32(o.KeepRecentMessages), ProtectRecentToolResults: i32(o.ProtectRecentToolResults),
 		AutoCompact: o.AutoCompact, ReservedOutputTokens: o.ReservedOutputTokens, SummaryMaxTokens: i32(o.SummaryMaxTokens),
+		Summarizer: o.Summarizer,
 	}
 }
 
@@ -178,6 +180,7 @@ func policyToProto(p compaction.Policy) *contextdv1.CompactionPolicy {
 		AutoCompact:              &p.AutoCompact,
 		ReservedOutputTokens:     &p.ReservedOutputTokens,
 		SummaryMaxTokens:         i32(p.SummaryMaxTokens),
+		Summarizer:               &p.Summarizer,
 	}
 }
 

@@ -32,6 +32,9 @@ type Policy struct {
 	AutoCompact              bool
 	ReservedOutputTokens     int64
 	SummaryMaxTokens         int
+	// Summarizer names the summarizer: "" (the server's default),
+	// "extractive", "openai:MODEL" or "anthropic:MODEL".
+	Summarizer string
 }
 
 // Overrides is a policy as a client gives it: nil fields take defaults.
@@ -46,6 +49,7 @@ type Overrides struct {
 	AutoCompact              *bool
 	ReservedOutputTokens     *int64
 	SummaryMaxTokens         *int
+	Summarizer               *string
 }
 
 // Defaults for a model with the given context window (DESIGN.md §5).
@@ -79,6 +83,7 @@ func Resolve(field string, o Overrides, window int64) (Policy, error) {
 	override(&p.AutoCompact, o.AutoCompact)
 	override(&p.ReservedOutputTokens, o.ReservedOutputTokens)
 	override(&p.SummaryMaxTokens, o.SummaryMaxTokens)
+	override(&p.Summarizer, o.Summarizer)
 
 	var v []chat.Violation
 	add := func(name, format string, args ...any) {

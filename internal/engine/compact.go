@@ -127,13 +127,30 @@ func (e *Engine) compactTx(ctx context.Context, tx store.Tx, tenant, id string, 
 	fr := tokens.FramingOf(m)
 	round := s.CompactionRound + 1
 	seq := 0
-	summarizer := e.summarizer
+	var res CompactResult
+	summarizer, isLLM, err := e.summarizers.Get(policy.Summarizer)
+	if err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%v; using the extractive summarizer", err))
+		summarizer, isLLM = summarize.Extractive{}, false
+	}
+	summarizeFn := func(si compaction.SummaryInput) (string, error) {
+		text, err := summarizer.Summarize(ctx, si)
+		if !isLLM {
+			return text, err
+		}
+		if err != nil {
+			// An LLM that is down never fails the call: fall back and say so.
+			res.Warnings = append(res.Warnings, "LLM summarizer failed, used the extractive summary instead: "+err.Error())
+			return summarize.Extractive{}.Summarize(ctx, si)
+		}
+		return summarize.PinFacts(text, si), nil
+	}
 	req := compaction.Request{
 		View: view, OriginalTaskID: originalTask(view), Fixed: s.SystemTokens + s.ToolsTokens + int64(fr.ReplyPriming),
 		Window: m.ContextWindow, Policy: policy, Target: target, Tiers: tiers, Round: round, Instructions: in.Instructions,
 		Count:     func(msg *chat.Message) int64 { return tokens.CountMessage(enc, fr, msg).Tokens },
 		CountText: enc.Count,
-		Summarize: func(si compaction.SummaryInput) (string, error) { return summarizer.Summarize(ctx, si) },
+		Summarize: summarizeFn,
 		NewID: func(k chat.Kind) string {
 			seq++
 			prefix := "ph"
@@ -150,7 +167,6 @@ func (e *Engine) compactTx(ctx context.Context, tx store.Tx, tenant, id string, 
 	if err != nil {
 		return CompactResult{}, err
 	}
-	var res CompactResult
 	res.DryRun = in.DryRun
 	if plan.SummaryFailed != nil {
 		res.Warnings = append(res.Warnings, "summarizer failed; the summarize tier was skipped: "+plan.SummaryFailed.Error())

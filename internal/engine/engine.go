@@ -22,7 +22,7 @@ type Engine struct {
 	encodings    *tokens.Encodings
 	models       *tokens.Registry
 	store        store.Store
-	summarizer   summarize.Summarizer
+	summarizers  *summarize.Set
 	revertWindow time.Duration
 	notifier     Notifier
 	now          func() time.Time
@@ -46,9 +46,9 @@ func (e *Engine) notify(ctx context.Context, tenant, id string, version int64, e
 // Option configures an Engine.
 type Option func(*Engine)
 
-// WithSummarizer sets the summarizer of the summarize tier (default: the
-// built-in extractive one).
-func WithSummarizer(s summarize.Summarizer) Option { return func(e *Engine) { e.summarizer = s } }
+// WithSummarizers sets the summarizers the summarize tier can use (default:
+// only the built-in extractive one).
+func WithSummarizers(s *summarize.Set) Option { return func(e *Engine) { e.summarizers = s } }
 
 // WithRevertWindow sets how long compactions can be reverted (default 24 h).
 func WithRevertWindow(d time.Duration) Option { return func(e *Engine) { e.revertWindow = d } }
@@ -58,7 +58,8 @@ func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = n
 
 // New returns an engine over shared encodings, a model registry and a store.
 func New(encodings *tokens.Encodings, models *tokens.Registry, st store.Store, opts ...Option) *Engine {
-	e := &Engine{encodings: encodings, models: models, store: st, summarizer: summarize.Extractive{},
+	extractive, _ := summarize.NewSet("extractive", nil)
+	e := &Engine{encodings: encodings, models: models, store: st, summarizers: extractive,
 		revertWindow: DefaultRevertWindow, now: time.Now}
 	for _, o := range opts {
 		o(e)

@@ -72,6 +72,11 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 	if _, err := compaction.Resolve("policy", in.Policy, m.ContextWindow); err != nil {
 		return SessionView{}, err
 	}
+	if in.Policy.Summarizer != nil {
+		if _, _, err := e.summarizers.Get(*in.Policy.Summarizer); err != nil {
+			return SessionView{}, chat.Invalid("policy.summarizer", "%v", err)
+		}
+	}
 	fr := tokens.FramingOf(m)
 	toolsTokens, _ := tokens.CountTools(enc, fr, in.Tools)
 	now := e.timestamp()

@@ -50,6 +50,7 @@ type policyJSON struct {
 	AutoCompact              *bool    `json:"auto_compact,omitempty"`
 	ReservedOutputTokens     *int64   `json:"reserved_output_tokens,omitempty"`
 	SummaryMaxTokens         *int     `json:"summary_max_tokens,omitempty"`
+	Summarizer               *string  `json:"summarizer,omitempty"`
 }
 
 // EncodePolicy returns the stored form of a policy.

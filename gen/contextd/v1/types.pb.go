@@ -1057,8 +1057,13 @@ type CompactionPolicy struct {
 	ReservedOutputTokens *int64 `protobuf:"varint,9,opt,name=reserved_output_tokens,json=reservedOutputTokens,proto3,oneof" json:"reserved_output_tokens,omitempty"`
 	// Upper bound on a summary's length in tokens. Default 800.
 	SummaryMaxTokens *int32 `protobuf:"varint,10,opt,name=summary_max_tokens,json=summaryMaxTokens,proto3,oneof" json:"summary_max_tokens,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Who writes summaries: "extractive" (built in, no LLM), "openai:MODEL"
+	// (any OpenAI-compatible API the server is configured for) or
+	// "anthropic:MODEL". Default: the server's CONTEXTD_SUMMARIZER. An LLM that
+	// fails falls back to the extractive summary with a warning.
+	Summarizer    *string `protobuf:"bytes,11,opt,name=summarizer,proto3,oneof" json:"summarizer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CompactionPolicy) Reset() {
@@ -1159,6 +1164,13 @@ func (x *CompactionPolicy) GetSummaryMaxTokens() int32 {
 		return *x.SummaryMaxTokens
 	}
 	return 0
+}
+
+func (x *CompactionPolicy) GetSummarizer() string {
+	if x != nil && x.Summarizer != nil {
+		return *x.Summarizer
+	}
+	return ""
 }
 
 // Where a model's context window goes, and how full it is. All token
@@ -2013,7 +2025,7 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
-	"\x0fparameters_json\x18\x03 \x01(\tR\x0eparametersJson\"\x97\v\n" +
+	"\x0fparameters_json\x18\x03 \x01(\tR\x0eparametersJson\"\xd5\v\n" +
 	"\x10CompactionPolicy\x12I\n" +
 	"\x11warning_threshold\x18\x01 \x01(\x01B\x17\xbaH\x14\x12\x12\x19\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\x00R\x10warningThreshold\x88\x01\x01\x12K\n" +
 	"\x12critical_threshold\x18\x02 \x01(\x01B\x17\xbaH\x14\x12\x12\x19\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\x01R\x11criticalThreshold\x88\x01\x01\x12M\n" +
@@ -2025,7 +2037,11 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\fauto_compact\x18\b \x01(\bH\aR\vautoCompact\x88\x01\x01\x12B\n" +
 	"\x16reserved_output_tokens\x18\t \x01(\x03B\a\xbaH\x04\"\x02(\x00H\bR\x14reservedOutputTokens\x88\x01\x01\x12>\n" +
 	"\x12summary_max_tokens\x18\n" +
-	" \x01(\x05B\v\xbaH\b\x1a\x06\x18\xa0\x8d\x06(2H\tR\x10summaryMaxTokens\x88\x01\x01:\x8d\x04\xbaH\x89\x04\x1a\xe3\x02\n" +
+	" \x01(\x05B\v\xbaH\b\x1a\x06\x18\xa0\x8d\x06(2H\tR\x10summaryMaxTokens\x88\x01\x01\x12-\n" +
+	"\n" +
+	"summarizer\x18\v \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01H\n" +
+	"R\n" +
+	"summarizer\x88\x01\x01:\x8d\x04\xbaH\x89\x04\x1a\xe3\x02\n" +
 	"\x16policy.threshold_order\x12Vthresholds must satisfy warning_threshold <= critical_threshold <= emergency_threshold\x1a\xf0\x01(!has(this.warning_threshold) || !has(this.critical_threshold) || this.warning_threshold <= this.critical_threshold) && (!has(this.critical_threshold) || !has(this.emergency_threshold) || this.critical_threshold <= this.emergency_threshold)\x1a\xa0\x01\n" +
 	"\x1bpolicy.target_below_warning\x12&target must be below warning_threshold\x1aY!has(this.target) || !has(this.warning_threshold) || this.target < this.warning_thresholdB\x14\n" +
 	"\x12_warning_thresholdB\x15\n" +
@@ -2037,7 +2053,8 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\x1c_protect_recent_tool_resultsB\x0f\n" +
 	"\r_auto_compactB\x19\n" +
 	"\x17_reserved_output_tokensB\x15\n" +
-	"\x13_summary_max_tokens\"\xb4\x06\n" +
+	"\x13_summary_max_tokensB\r\n" +
+	"\v_summarizer\"\xb4\x06\n" +
 	"\fContextUsage\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1f\n" +
 	"\vmodel_known\x18\x02 \x01(\bR\n" +

@@ -1,0 +1,136 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/summarize"
+)
+
+// fakeLLM is a local server speaking the real wire formats of OpenAI's chat
+// completions (/chat/completions) and Anthropic's messages (/v1/messages),
+// with a failure mode per test.
+type fakeLLM struct {
+	mode     string // "ok", "500", "slow", "malformed", "empty"
+	requests atomic.Int64
+	lastBody atomic.Value // map[string]any
+	lastAuth atomic.Value // string
+}
+
+const fakeSummary = "## Original task\nsee above\n## Completed work\n- ran the tests\n## Decisions\n## Errors and resolutions\n## Current state\nworking\n## Pending work\n- finish"
+
+func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.requests.Add(1)
+	body, _ := io.ReadAll(r.Body)
+	var parsed map[string]any
+	_ = json.Unmarshal(body, &parsed)
+	f.lastBody.Store(parsed)
+	f.lastAuth.Store(r.Header.Get("Authorization") + r.Header.Get("X-Api-Key"))
+	switch f.mode {
+	case "500":
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"error":{"message":"boom","type":"server_error"}}`))
+		return
+	case "slow":
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+		return
+	case "malformed":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"choices": [ {"message": `))
+		return
+	}
+	text := fakeSummary
+	if f.mode == "empty" {
+		text = ""
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": parsed["model"],
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": text}}},
+			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150},
+		})
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": "msg_1", "type": "message", "role": "assistant", "model": parsed["model"],
+		"content":     []any{map[string]any{"type": "text", "text": text}},
+		"stop_reason": "end_turn", "usage": map[string]any{"input_tokens": 100, "output_tokens": 50},
+	})
+}
+
+func llmEngine(t *testing.T, srv *httptest.Server) *engine.Engine {
+	t.Helper()
+	models, encodings := testModels(t)
+	ep := summarize.Endpoint{APIKey: "test-key", Timeout: 300 * time.Millisecond, MaxRetries: 1}
+	openaiEP, anthropicEP := ep, ep
+	openaiEP.BaseURL, anthropicEP.BaseURL = srv.URL+"/v1/", srv.URL
+	set, err := summarize.NewSet("extractive", map[string]summarize.Endpoint{
+		summarize.ProviderOpenAI: openaiEP, summarize.ProviderAnthropic: anthropicEP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.New(encodings, models, openSQLite(t), engine.WithSummarizers(set))
+}
+
+// TestLLMSummarizers runs the summarize tier through both LLM backends
+// against a local fake server: a good answer is used (with the pinned facts
+// added), and every failure falls back to the extractive summary with a
+// warning while PrepareContext still succeeds.
+func TestLLMSummarizers(t *testing.T) {
+	for _, spec := range []string{"openai:gpt-4o-mini", "anthropic:claude-haiku-4-5"} {
+		for _, mode := range []string{"ok", "500", "slow", "malformed", "empty"} {
+			t.Run(spec+"/"+mode, func(t *testing.T) {
+				fake := &fakeLLM{mode: mode}
+				srv := httptest.NewServer(fake)
+				defer srv.Close()
+				e := llmEngine(t, srv)
+				keepResults := 1000 // nothing to prune: the summarize tier must run
+				v := agentSession(t, e, compaction.Overrides{Summarizer: &spec, ProtectRecentToolResults: &keepResults}, 20)
+				start := time.Now()
+				res, err := e.PrepareContext(t.Context(), tenant, v.ID, engine.PrepareInput{})
+				if err != nil {
+					t.Fatalf("PrepareContext failed with the LLM %s: %v", mode, err)
+				}
+				if !res.Status.Compacted || res.Status.LastCompaction == nil {
+					t.Fatalf("no compaction: %+v", res.Status)
+				}
+				summary := res.Status.LastCompaction.Summary
+				warned := strings.Contains(strings.Join(res.Status.Warnings, " "), "LLM summarizer failed")
+				if mode == "ok" {
+					if warned || !strings.HasPrefix(summary, fakeSummary) {
+						t.Errorf("the LLM summary was not used: warnings %v\n%s", res.Status.Warnings, summary)
+					}
+					// The fake forgot the task and the file: both are appended.
+					if !strings.Contains(summary, "Fix the failing test in src/app.py.") || !strings.Contains(summary, "src/app.py") {
+						t.Errorf("pinned facts missing:\n%s", summary)
+					}
+					body, _ := fake.lastBody.Load().(map[string]any)
+					if body["model"] == nil || !strings.Contains(fake.lastAuth.Load().(string), "test-key") {
+						t.Errorf("request: %v, auth %q", body, fake.lastAuth.Load())
+					}
+				} else {
+					if !warned || !strings.Contains(summary, "## Original task") || strings.Contains(summary, "see above") {
+						t.Errorf("no extractive fallback with a warning: %v\n%s", res.Status.Warnings, summary)
+					}
+					if n := fake.requests.Load(); n < 1 || n > 2 {
+						t.Errorf("%d requests; want at most 1 retry", n)
+					}
+				}
+				t.Logf("%s: %d requests, %v", mode, fake.requests.Load(), time.Since(start).Round(time.Millisecond))
+			})
+		}
+	}
+}

@@ -1,0 +1,272 @@
+package summarize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/openai/openai-go/v3"
+	openaioption "github.com/openai/openai-go/v3/option"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+)
+
+// Providers of LLM summarizers.
+const (
+	ProviderOpenAI    = "openai"    // any OpenAI-compatible chat-completions API: OpenAI, OpenRouter, vLLM, Ollama
+	ProviderAnthropic = "anthropic" // Anthropic's Messages API
+)
+
+// Endpoint is how to reach one provider. The API key is never logged or
+// returned; it comes from the environment or a file (see app config).
+type Endpoint struct {
+	BaseURL    string
+	APIKey     string
+	Timeout    time.Duration // per attempt
+	MaxRetries int
+	HTTPClient *http.Client
+}
+
+// maxTranscriptChars bounds what one summarization request sends.
+const maxTranscriptChars = 400_000
+
+const systemPrompt = `You compact the history of an AI agent's conversation so the agent can continue its work
+with less context. Write a faithful, dense summary in Markdown with exactly these sections, in this order:
+
+## Original task
+(the user's original request, verbatim)
+## Completed work
+(what was done, as bullets, with every file path touched)
+## Decisions
+## Errors and resolutions
+## Current state
+## Pending work
+
+Integrate the previous summary if one is given: keep what still matters from it. Keep file paths, commands,
+identifiers and error messages exact. Do not invent anything. Answer with the summary only.`
+
+// userPrompt renders the summarization request.
+func userPrompt(in compaction.SummaryInput) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "This is compaction round %d. Stay under %d tokens.\n\n", in.Round, in.MaxTokens)
+	fmt.Fprintf(&b, "<original_task>\n%s\n</original_task>\n\n", in.OriginalTask)
+	if in.Previous != "" {
+		fmt.Fprintf(&b, "<previous_summary>\n%s\n</previous_summary>\n\n", in.Previous)
+	}
+	if in.Instructions != "" {
+		fmt.Fprintf(&b, "<instructions>\n%s\n</instructions>\n\n", in.Instructions)
+	}
+	b.WriteString("<messages>\n")
+	start := b.Len()
+	for i := range in.Messages {
+		m := &in.Messages[i]
+		fmt.Fprintf(&b, "[%s]", m.Role)
+		for _, p := range m.Parts {
+			switch p.Type {
+			case chat.PartText:
+				b.WriteString(" " + p.Text)
+			case chat.PartToolCall:
+				fmt.Fprintf(&b, " (calls %s %s)", p.ToolCall.Name, p.ToolCall.Arguments)
+			case chat.PartToolResult:
+				b.WriteString(" " + p.ToolResult.Content)
+			case chat.PartImage:
+				b.WriteString(" (an image)")
+			}
+		}
+		b.WriteString("\n")
+		if b.Len()-start > maxTranscriptChars {
+			b.WriteString("(older messages omitted)\n")
+			break
+		}
+	}
+	b.WriteString("</messages>")
+	return b.String()
+}
+
+// OpenAI summarizes with an OpenAI-compatible chat-completions API.
+type OpenAI struct {
+	client openai.Client
+	model  string
+}
+
+// NewOpenAI returns a summarizer for model at ep (BaseURL empty: OpenAI).
+func NewOpenAI(ep Endpoint, model string) *OpenAI {
+	opts := []openaioption.RequestOption{openaioption.WithAPIKey(ep.APIKey), openaioption.WithMaxRetries(ep.MaxRetries),
+		openaioption.WithRequestTimeout(ep.Timeout)}
+	if ep.BaseURL != "" {
+		opts = append(opts, openaioption.WithBaseURL(ep.BaseURL))
+	}
+	if ep.HTTPClient != nil {
+		opts = append(opts, openaioption.WithHTTPClient(ep.HTTPClient))
+	}
+	return &OpenAI{client: openai.NewClient(opts...), model: model}
+}
+
+// Summarize implements Summarizer.
+func (o *OpenAI) Summarize(ctx context.Context, in compaction.SummaryInput) (string, error) {
+	resp, err := o.client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model:               o.model,
+		Messages:            []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(systemPrompt), openai.UserMessage(userPrompt(in))},
+		MaxCompletionTokens: openai.Int(int64(in.MaxTokens)),
+	})
+	if err != nil {
+		return "", fmt.Errorf("openai-compatible summarizer (%s): %w", o.model, err)
+	}
+	if len(resp.Choices) == 0 || strings.TrimSpace(resp.Choices[0].Message.Content) == "" {
+		return "", fmt.Errorf("openai-compatible summarizer (%s): empty answer", o.model)
+	}
+	return strings.TrimSpace(resp.Choices[0].Message.Content), nil
+}
+
+// Anthropic summarizes with Anthropic's Messages API.
+type Anthropic struct {
+	client anthropic.Client
+	model  string
+}
+
+// NewAnthropic returns a summarizer for model at ep (BaseURL empty:
+// api.anthropic.com).
+func NewAnthropic(ep Endpoint, model string) *Anthropic {
+	return &Anthropic{client: anthropic.NewClient(anthropicOptions(ep)...), model: model}
+}
+
+func anthropicOptions(ep Endpoint) []anthropicoption.RequestOption {
+	opts := []anthropicoption.RequestOption{anthropicoption.WithAPIKey(ep.APIKey), anthropicoption.WithMaxRetries(ep.MaxRetries),
+		anthropicoption.WithRequestTimeout(ep.Timeout)}
+	if ep.BaseURL != "" {
+		opts = append(opts, anthropicoption.WithBaseURL(ep.BaseURL))
+	}
+	if ep.HTTPClient != nil {
+		opts = append(opts, anthropicoption.WithHTTPClient(ep.HTTPClient))
+	}
+	return opts
+}
+
+// Summarize implements Summarizer.
+func (a *Anthropic) Summarize(ctx context.Context, in compaction.SummaryInput) (string, error) {
+	resp, err := a.client.Messages.New(ctx, anthropic.MessageNewParams{
+		Model:     a.model,
+		MaxTokens: int64(in.MaxTokens),
+		System:    []anthropic.TextBlockParam{{Text: systemPrompt}},
+		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(userPrompt(in)))},
+	})
+	if err != nil {
+		return "", fmt.Errorf("anthropic summarizer (%s): %w", a.model, err)
+	}
+	var parts []string
+	for _, block := range resp.Content {
+		if block.Type == "text" {
+			parts = append(parts, block.Text)
+		}
+	}
+	text := strings.TrimSpace(strings.Join(parts, "\n"))
+	if text == "" {
+		return "", fmt.Errorf("anthropic summarizer (%s): empty answer", a.model)
+	}
+	return text, nil
+}
+
+// PinFacts makes sure an LLM summary kept what must survive: the original
+// task, the latest user request and the file paths of the summarized work.
+// Whatever is missing is appended verbatim.
+func PinFacts(summary string, in compaction.SummaryInput) string {
+	var add []string
+	if t := strings.TrimSpace(in.OriginalTask); t != "" && !strings.Contains(summary, t) {
+		add = append(add, "## Original task (verbatim)\n"+t)
+	}
+	latest := ""
+	for i := range in.Messages {
+		if m := &in.Messages[i]; m.Role == chat.RoleUser && toolResult(m) == nil {
+			latest = textOf(m)
+		}
+	}
+	if latest != "" && latest != strings.TrimSpace(in.OriginalTask) && !strings.Contains(summary, latest) {
+		add = append(add, "## Latest user request (verbatim)\n"+latest)
+	}
+	files := map[string]bool{}
+	for i := range in.Messages {
+		m := &in.Messages[i]
+		addPaths(textOf(m), files)
+		for _, p := range m.Parts {
+			if p.Type == chat.PartToolCall {
+				addPaths(p.ToolCall.Arguments, files)
+			}
+		}
+	}
+	var missing []string
+	for _, f := range sortedKeys(files) {
+		if !strings.Contains(summary, f) {
+			missing = append(missing, "- "+f)
+		}
+	}
+	if len(missing) > 0 {
+		add = append(add, "## Files (kept by contextd)\n"+strings.Join(missing, "\n"))
+	}
+	if len(add) == 0 {
+		return summary
+	}
+	return summary + "\n\n" + strings.Join(add, "\n\n")
+}
+
+// ErrUnknownSummarizer is a summarizer spec this server cannot serve.
+var ErrUnknownSummarizer = errors.New("unknown summarizer")
+
+// Set resolves summarizer specs: "extractive", "openai:MODEL" or
+// "anthropic:MODEL", for the providers the server has endpoints for.
+type Set struct {
+	Default   string
+	endpoints map[string]Endpoint
+	clients   sync.Map // spec → Summarizer, built once
+}
+
+// NewSet returns a set with endpoints per provider and a default spec.
+func NewSet(def string, endpoints map[string]Endpoint) (*Set, error) {
+	s := &Set{Default: def, endpoints: endpoints}
+	if def == "" {
+		s.Default = "extractive"
+	}
+	if _, _, err := s.Get(s.Default); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Get returns the summarizer of a spec ("" means the default) and whether it
+// is an LLM (its output then gets PinFacts and an extractive fallback).
+func (s *Set) Get(spec string) (Summarizer, bool, error) {
+	if spec == "" {
+		spec = s.Default
+	}
+	if spec == "extractive" {
+		return Extractive{}, false, nil
+	}
+	provider, model, ok := strings.Cut(spec, ":")
+	if !ok || model == "" {
+		return nil, false, fmt.Errorf("%w %q: want \"extractive\", \"openai:MODEL\" or \"anthropic:MODEL\"", ErrUnknownSummarizer, spec)
+	}
+	if c, ok := s.clients.Load(spec); ok {
+		return c.(Summarizer), true, nil
+	}
+	ep, configured := s.endpoints[provider]
+	if !configured {
+		return nil, false, fmt.Errorf("%w %q: provider %q is not configured on this server", ErrUnknownSummarizer, spec, provider)
+	}
+	var c Summarizer
+	switch provider {
+	case ProviderOpenAI:
+		c = NewOpenAI(ep, model)
+	case ProviderAnthropic:
+		c = NewAnthropic(ep, model)
+	default:
+		return nil, false, fmt.Errorf("%w %q", ErrUnknownSummarizer, spec)
+	}
+	actual, _ := s.clients.LoadOrStore(spec, c)
+	return actual.(Summarizer), true, nil
+}
