@@ -129,3 +129,20 @@ func (s *ContextService) CreateHandoff(ctx context.Context, req *contextdv1.Crea
 	}
 	return out, nil
 }
+
+// ReportUsage implements contextd.v1.ContextService.
+func (s *ContextService) ReportUsage(ctx context.Context, req *contextdv1.ReportUsageRequest) (*contextdv1.ReportUsageResponse, error) {
+	in := engine.ReportInput{InputTokens: req.GetInputTokens(), CacheReadTokens: req.GetCacheReadInputTokens(),
+		CacheCreationTokens: req.GetCacheCreationInputTokens(), OutputTokens: req.GetOutputTokens()}
+	switch r := req.GetRequest().(type) {
+	case *contextdv1.ReportUsageRequest_MessageCount:
+		in.MessageCount = &r.MessageCount
+	case *contextdv1.ReportUsageRequest_Version:
+		in.Version = &r.Version
+	}
+	u, err := s.engine.ReportUsage(ctx, tenantOf(ctx), req.GetSessionId(), in)
+	if err != nil {
+		return nil, toStatus(ctx, s.log, err)
+	}
+	return &contextdv1.ReportUsageResponse{Usage: usageToProto(u)}, nil
+}

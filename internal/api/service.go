@@ -65,7 +65,7 @@ func (s *ContextService) GetContextUsage(ctx context.Context, req *contextdv1.Ge
 	if err != nil {
 		return nil, toStatus(ctx, s.log, err)
 	}
-	u, err := s.engine.InlineUsage(ctx, engine.InlineContext{
+	u, err := s.engine.InlineUsage(ctx, tenantOf(ctx), engine.InlineContext{
 		Model: in.GetModel(), System: in.GetSystemPrompt(), Tools: toolsFromProto(in.GetTools()),
 		Messages: msgs, Policy: policyFromProto(in.GetPolicy()),
 	})

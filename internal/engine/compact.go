@@ -182,7 +182,7 @@ func (e *Engine) compactTx(ctx context.Context, tx store.Tx, tenant, id string, 
 			}
 			res.Warnings = append(res.Warnings, fmt.Sprintf("nothing left to compact; auto-compaction paused until the conversation grows by %d tokens", pauseSpan(m, policy)))
 		}
-		v, err := e.view(s)
+		v, err := e.view(ctx, s)
 		res.Usage, res.Version = v.Usage, s.Version
 		return res, err
 	}
@@ -200,7 +200,7 @@ func (e *Engine) compactTx(ctx context.Context, tx store.Tx, tenant, id string, 
 	}
 	res.Compaction = rec
 	if in.DryRun {
-		v, err := e.view(s)
+		v, err := e.view(ctx, s)
 		res.Usage, res.Version = v.Usage, s.Version
 		return res, err
 	}
@@ -223,6 +223,7 @@ func (e *Engine) compactTx(ctx context.Context, tx store.Tx, tenant, id string, 
 		return CompactResult{}, err
 	}
 	s.Version++
+	s.ViewEpoch++ // the anchor, if any, described the old view
 	s.CompactionRound = round
 	s.ActiveTokens, s.ActiveCount, s.ViewSeq = sumTokens(plan.View), int64(len(plan.View)), int64(len(plan.View))
 	s.UpdatedAt = now
@@ -234,7 +235,7 @@ func (e *Engine) compactTx(ctx context.Context, tx store.Tx, tenant, id string, 
 	if err := tx.UpdateSession(ctx, &s); err != nil {
 		return CompactResult{}, err
 	}
-	v, err := e.view(s)
+	v, err := e.view(ctx, s)
 	res.Compacted, res.Usage, res.Version = true, v.Usage, s.Version
 	return res, err
 }
@@ -405,6 +406,7 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 			return err
 		}
 		s.Version++
+		s.ViewEpoch++
 		s.ActiveTokens, s.ActiveCount, s.ViewSeq = sumTokens(msgs), int64(len(msgs)), int64(len(msgs))
 		s.AutoPausedBelow = s.ActiveTokens + 1 // a revert is deliberate: do not re-compact at once
 		s.UpdatedAt = now
@@ -415,7 +417,7 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 		return SessionView{}, err
 	}
 	e.notify(ctx, tenant, id, final.Version, watch.EventReverted)
-	return e.view(final)
+	return e.view(ctx, final)
 }
 
 // SessionStatus is the current status of a session, as watchers get it.

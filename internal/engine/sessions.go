@@ -93,11 +93,12 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 		return SessionView{}, err
 	}
 	e.notify(ctx, tenant, s.ID, s.Version, watch.EventUpdated)
-	return e.view(s)
+	return e.view(ctx, s)
 }
 
-// view attaches usage, computed from the stored aggregates alone.
-func (e *Engine) view(s store.Session) (SessionView, error) {
+// view attaches usage, computed from the stored aggregates (no scan, no
+// tokenizing), the session's anchor and the model's calibration.
+func (e *Engine) view(ctx context.Context, s store.Session) (SessionView, error) {
 	m, known := e.models.Lookup(s.Model)
 	p, err := compaction.Resolve("policy", s.Policy, m.ContextWindow)
 	if err != nil {
@@ -105,8 +106,16 @@ func (e *Engine) view(s store.Session) (SessionView, error) {
 		// window): fall back to defaults rather than fail reads.
 		p = compaction.Defaults(m.ContextWindow)
 	}
+	cal, err := e.calibration(ctx, s.Tenant, m)
+	if err != nil {
+		return SessionView{}, err
+	}
 	messages := s.ActiveTokens + int64(tokens.FramingOf(m).ReplyPriming)
-	u := measure(m, known, p, s.SystemTokens, s.ToolsTokens, messages, s.ActiveCount)
+	est := estimate{system: s.SystemTokens, tools: s.ToolsTokens, messages: messages}
+	if s.AnchorInput > 0 && s.AnchorEpoch == s.ViewEpoch && s.ActiveCount >= s.AnchorCount {
+		est.anchor = &s
+	}
+	u := est.usage(m, known, p, cal, s.ActiveCount)
 	u.Model = s.Model
 	if !known {
 		u.Warnings = append(u.Warnings, unknownModelWarning(s.Model))
@@ -120,7 +129,7 @@ func (e *Engine) GetSession(ctx context.Context, tenant, id string) (SessionView
 	if err != nil {
 		return SessionView{}, err
 	}
-	return e.view(s)
+	return e.view(ctx, s)
 }
 
 // readSession reads a session without locking it; a missing one is an error
@@ -188,7 +197,7 @@ func (e *Engine) ListSessions(ctx context.Context, tenant string, labels map[str
 	}
 	out := make([]SessionView, len(rows))
 	for i, s := range rows {
-		if out[i], err = e.view(s); err != nil {
+		if out[i], err = e.view(ctx, s); err != nil {
 			return nil, "", err
 		}
 	}
@@ -367,7 +376,7 @@ func (e *Engine) AppendMessages(ctx context.Context, tenant, id string, in Appen
 		return AppendResult{}, err
 	}
 	e.notify(ctx, tenant, id, final.Version, watch.EventAppended)
-	v, err := e.view(final)
+	v, err := e.view(ctx, final)
 	res.Usage = v.Usage
 	return res, err
 }

@@ -106,7 +106,7 @@ func TestAppendAndUsage(t *testing.T) {
 			t.Fatalf("append: %+v", res)
 		}
 		// Stored usage equals counting the same request inline.
-		inline, err := e.InlineUsage(ctx, engine.InlineContext{Model: "gpt-4o", System: v.SystemPrompt, Tools: v.Tools, Messages: msgs})
+		inline, err := e.InlineUsage(ctx, tenant, engine.InlineContext{Model: "gpt-4o", System: v.SystemPrompt, Tools: v.Tools, Messages: msgs})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,10 +2,13 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/tokens"
 )
 
@@ -53,8 +56,9 @@ type InlineContext struct {
 	Policy   compaction.Overrides
 }
 
-// InlineUsage measures a request given inline.
-func (e *Engine) InlineUsage(_ context.Context, in InlineContext) (Usage, error) {
+// InlineUsage measures a request given inline, calibrated with the
+// tenant's learned ratio for approximate models.
+func (e *Engine) InlineUsage(ctx context.Context, tenant string, in InlineContext) (Usage, error) {
 	m, known := e.models.Lookup(in.Model)
 	if err := validateRequest(in.Tools, in.Messages, "inline.tools", "inline.messages"); err != nil {
 		return Usage{}, err
@@ -68,7 +72,11 @@ func (e *Engine) InlineUsage(_ context.Context, in InlineContext) (Usage, error)
 		return Usage{}, fmt.Errorf("encoding %s: %w", m.Encoding, err)
 	}
 	rc := tokens.CountRequest(enc, tokens.FramingOf(m), in.System, in.Tools, in.Messages)
-	u := measure(m, known, policy, rc.System, rc.Tools, rc.Messages, int64(len(in.Messages)))
+	cal, err := e.calibration(ctx, tenant, m)
+	if err != nil {
+		return Usage{}, err
+	}
+	u := estimate{system: rc.System, tools: rc.Tools, messages: rc.Messages}.usage(m, known, policy, cal, int64(len(in.Messages)))
 	u.Model = in.Model
 	if !known {
 		u.Warnings = append(u.Warnings, unknownModelWarning(in.Model))
@@ -114,4 +122,64 @@ func recommend(u Usage) string {
 	default:
 		return fmt.Sprintf("%.0f%% used: no action needed; %d tokens free.", u.PercentUsed, u.Free)
 	}
+}
+
+// estimate is a local count, to be calibrated and anchored.
+type estimate struct {
+	system, tools, messages int64
+	// anchor, when set, is a session whose AnchorInput is the provider's count
+	// of an earlier state of this same request.
+	anchor *store.Session
+}
+
+func (e estimate) local() int64 { return e.system + e.tools + e.messages }
+
+// usage applies, in order: the learned ratio (approximate models), then the
+// anchor (the provider's exact count of the prefix plus an estimate of what
+// came after it).
+func (e estimate) usage(m tokens.Model, known bool, p compaction.Policy, cal *store.Calibration, count int64) Usage {
+	ratio, source, expErr := 1.0, SourceEstimated, m.ExpectedError
+	if cal != nil && cal.Samples > 0 && !m.Exact {
+		ratio, source = cal.Ratio, SourceCalibrated
+		expErr = calibratedError(cal.Samples)
+	}
+	scale := func(n int64) int64 { return int64(math.Round(float64(n) * ratio)) }
+	system, tools := scale(e.system), scale(e.tools)
+	used := scale(e.local())
+	if a := e.anchor; a != nil {
+		delta := e.local() - a.AnchorLocal
+		used = a.AnchorInput + scale(delta)
+		source = SourceAnchored
+		expErr = math.Abs(float64(delta)) * expErr / float64(max(used, 1))
+	}
+	u := measure(m, known, p, system, tools, used-system-tools, count)
+	u.Source, u.ExpectedError = source, expErr
+	return u
+}
+
+// calibratedError is the expected error once a ratio has been learned from
+// n reports.
+func calibratedError(n int) float64 {
+	switch {
+	case n >= 3:
+		return 0.02
+	default:
+		return 0.05
+	}
+}
+
+// calibration returns the tenant's learned ratio for an approximate model
+// (nil when the model is exact or nothing was learned yet).
+func (e *Engine) calibration(ctx context.Context, tenant string, m tokens.Model) (*store.Calibration, error) {
+	if m.Exact || e.store == nil {
+		return nil, nil
+	}
+	c, err := e.store.GetCalibration(ctx, tenant, m.Name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
 }

@@ -51,6 +51,15 @@ type Session struct {
 	// AutoPausedBelow pauses auto-compaction while ActiveTokens stays below
 	// it (0: not paused), after a compaction that saved too little.
 	AutoPausedBelow int64
+	// ViewEpoch counts rewrites of the active view (compactions, reverts).
+	ViewEpoch int
+	// The anchor: the provider's input tokens (AnchorInput) for the first
+	// AnchorCount active messages, our estimate of that request then
+	// (AnchorLocal), taken in AnchorEpoch. AnchorInput 0: no anchor.
+	AnchorInput int64
+	AnchorLocal int64
+	AnchorCount int64
+	AnchorEpoch int
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }
@@ -101,6 +110,15 @@ type CompactionItem struct {
 	Reason       string   `json:"reason"`
 	TokensBefore int64    `json:"tokens_before"`
 	TokensAfter  int64    `json:"tokens_after"`
+}
+
+// Calibration is the learned ratio of provider to local token counts for a
+// model, per tenant.
+type Calibration struct {
+	Model     string
+	Ratio     float64
+	Samples   int
+	UpdatedAt time.Time
 }
 
 // ListFilter selects sessions for ListSessions.
@@ -154,6 +172,10 @@ type Tx interface {
 	GetCompaction(ctx context.Context, tenant, sessionID, id string) (Compaction, error)
 	MarkReverted(ctx context.Context, tenant, sessionID, id string, at time.Time) error
 
+	// GetCalibration returns a model's calibration, or ErrNotFound.
+	GetCalibration(ctx context.Context, tenant, model string) (Calibration, error)
+	PutCalibration(ctx context.Context, tenant string, c Calibration) error
+
 	// GetIdempotency returns the remembered answer for key, or ErrNotFound.
 	GetIdempotency(ctx context.Context, tenant, sessionID, key string) (Idempotency, error)
 	PutIdempotency(ctx context.Context, tenant, sessionID string, rec Idempotency) error
@@ -178,6 +200,8 @@ type Store interface {
 	MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) ([]chat.Message, error)
 	// ListCompactions returns a session's compactions, oldest first.
 	ListCompactions(ctx context.Context, tenant, sessionID string) ([]Compaction, error)
+	// GetCalibration returns a model's calibration, or ErrNotFound.
+	GetCalibration(ctx context.Context, tenant, model string) (Calibration, error)
 	// Ping checks the connection.
 	Ping(ctx context.Context) error
 	Close() error

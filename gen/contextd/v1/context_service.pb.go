@@ -2404,6 +2404,188 @@ func (x *WatchContextStatusResponse) GetStatus() *ContextStatus {
 	return nil
 }
 
+// ReportUsage input: the usage block of the provider's response.
+type ReportUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Input tokens the provider reported. Anthropic: usage.input_tokens (the
+	// uncached part). OpenAI: usage.prompt_tokens (it already includes cached
+	// tokens; leave the cache fields 0).
+	InputTokens int64 `protobuf:"varint,2,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	// Anthropic: usage.cache_read_input_tokens.
+	CacheReadInputTokens int64 `protobuf:"varint,3,opt,name=cache_read_input_tokens,json=cacheReadInputTokens,proto3" json:"cache_read_input_tokens,omitempty"`
+	// Anthropic: usage.cache_creation_input_tokens.
+	CacheCreationInputTokens int64 `protobuf:"varint,4,opt,name=cache_creation_input_tokens,json=cacheCreationInputTokens,proto3" json:"cache_creation_input_tokens,omitempty"`
+	// Output tokens of the call (recorded for completeness).
+	OutputTokens int64 `protobuf:"varint,5,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	// Which request it was. Unset: the current active view.
+	//
+	// Types that are valid to be assigned to Request:
+	//
+	//	*ReportUsageRequest_MessageCount
+	//	*ReportUsageRequest_Version
+	Request       isReportUsageRequest_Request `protobuf_oneof:"request"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportUsageRequest) Reset() {
+	*x = ReportUsageRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportUsageRequest) ProtoMessage() {}
+
+func (x *ReportUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportUsageRequest.ProtoReflect.Descriptor instead.
+func (*ReportUsageRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ReportUsageRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ReportUsageRequest) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *ReportUsageRequest) GetCacheReadInputTokens() int64 {
+	if x != nil {
+		return x.CacheReadInputTokens
+	}
+	return 0
+}
+
+func (x *ReportUsageRequest) GetCacheCreationInputTokens() int64 {
+	if x != nil {
+		return x.CacheCreationInputTokens
+	}
+	return 0
+}
+
+func (x *ReportUsageRequest) GetOutputTokens() int64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *ReportUsageRequest) GetRequest() isReportUsageRequest_Request {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *ReportUsageRequest) GetMessageCount() int64 {
+	if x != nil {
+		if x, ok := x.Request.(*ReportUsageRequest_MessageCount); ok {
+			return x.MessageCount
+		}
+	}
+	return 0
+}
+
+func (x *ReportUsageRequest) GetVersion() int64 {
+	if x != nil {
+		if x, ok := x.Request.(*ReportUsageRequest_Version); ok {
+			return x.Version
+		}
+	}
+	return 0
+}
+
+type isReportUsageRequest_Request interface {
+	isReportUsageRequest_Request()
+}
+
+type ReportUsageRequest_MessageCount struct {
+	// The number of active messages that were sent (the length of
+	// PrepareContextResponse.messages).
+	MessageCount int64 `protobuf:"varint,6,opt,name=message_count,json=messageCount,proto3,oneof"`
+}
+
+type ReportUsageRequest_Version struct {
+	// The session version PrepareContext returned; FAILED_PRECONDITION if the
+	// session has changed since (use message_count then).
+	Version int64 `protobuf:"varint,7,opt,name=version,proto3,oneof"`
+}
+
+func (*ReportUsageRequest_MessageCount) isReportUsageRequest_Request() {}
+
+func (*ReportUsageRequest_Version) isReportUsageRequest_Request() {}
+
+// ReportUsage output.
+type ReportUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Usage now, anchored to the report.
+	Usage         *ContextUsage `protobuf:"bytes,1,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportUsageResponse) Reset() {
+	*x = ReportUsageResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportUsageResponse) ProtoMessage() {}
+
+func (x *ReportUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportUsageResponse.ProtoReflect.Descriptor instead.
+func (*ReportUsageResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ReportUsageResponse) GetUsage() *ContextUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 var File_contextd_v1_context_service_proto protoreflect.FileDescriptor
 
 const file_contextd_v1_context_service_proto_rawDesc = "" +
@@ -2602,7 +2784,21 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x11heartbeat_seconds\x18\x03 \x01(\x05B\n" +
 	"\xbaH\a\x1a\x05\x18\xac\x02(\x00R\x10heartbeatSeconds\"P\n" +
 	"\x1aWatchContextStatusResponse\x122\n" +
-	"\x06status\x18\x01 \x01(\v2\x1a.contextd.v1.ContextStatusR\x06status2\x89\v\n" +
+	"\x06status\x18\x01 \x01(\v2\x1a.contextd.v1.ContextStatusR\x06status\"\xd8\x04\n" +
+	"\x12ReportUsageRequest\x12)\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x12*\n" +
+	"\finput_tokens\x18\x02 \x01(\x03B\a\xbaH\x04\"\x02(\x00R\vinputTokens\x12>\n" +
+	"\x17cache_read_input_tokens\x18\x03 \x01(\x03B\a\xbaH\x04\"\x02(\x00R\x14cacheReadInputTokens\x12F\n" +
+	"\x1bcache_creation_input_tokens\x18\x04 \x01(\x03B\a\xbaH\x04\"\x02(\x00R\x18cacheCreationInputTokens\x12,\n" +
+	"\routput_tokens\x18\x05 \x01(\x03B\a\xbaH\x04\"\x02(\x00R\foutputTokens\x12.\n" +
+	"\rmessage_count\x18\x06 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\fmessageCount\x12#\n" +
+	"\aversion\x18\a \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\aversion:\xd4\x01\xbaH\xd0\x01\x1a\xcd\x01\n" +
+	"\x1breport_usage.positive_input\x12Uinput_tokens + cache_read_input_tokens + cache_creation_input_tokens must be positive\x1aWthis.input_tokens + this.cache_read_input_tokens + this.cache_creation_input_tokens > 0B\t\n" +
+	"\arequest\"F\n" +
+	"\x13ReportUsageResponse\x12/\n" +
+	"\x05usage\x18\x01 \x01(\v2\x19.contextd.v1.ContextUsageR\x05usage2\xdb\v\n" +
 	"\x0eContextService\x12P\n" +
 	"\vCountTokens\x12\x1f.contextd.v1.CountTokensRequest\x1a .contextd.v1.CountTokensResponse\x12M\n" +
 	"\n" +
@@ -2620,7 +2816,8 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x10RevertCompaction\x12$.contextd.v1.RevertCompactionRequest\x1a%.contextd.v1.RevertCompactionResponse\x12\\\n" +
 	"\x0fListCompactions\x12#.contextd.v1.ListCompactionsRequest\x1a$.contextd.v1.ListCompactionsResponse\x12V\n" +
 	"\rExpandMessage\x12!.contextd.v1.ExpandMessageRequest\x1a\".contextd.v1.ExpandMessageResponse\x12V\n" +
-	"\rCreateHandoff\x12!.contextd.v1.CreateHandoffRequest\x1a\".contextd.v1.CreateHandoffResponse\x12g\n" +
+	"\rCreateHandoff\x12!.contextd.v1.CreateHandoffRequest\x1a\".contextd.v1.CreateHandoffResponse\x12P\n" +
+	"\vReportUsage\x12\x1f.contextd.v1.ReportUsageRequest\x1a .contextd.v1.ReportUsageResponse\x12g\n" +
 	"\x12WatchContextStatus\x12&.contextd.v1.WatchContextStatusRequest\x1a'.contextd.v1.WatchContextStatusResponse0\x01B9Z7github.com/contextd/contextd/gen/contextd/v1;contextdv1b\x06proto3"
 
 var (
@@ -2635,7 +2832,7 @@ func file_contextd_v1_context_service_proto_rawDescGZIP() []byte {
 	return file_contextd_v1_context_service_proto_rawDescData
 }
 
-var file_contextd_v1_context_service_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_contextd_v1_context_service_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_contextd_v1_context_service_proto_goTypes = []any{
 	(*CountTokensRequest)(nil),         // 0: contextd.v1.CountTokensRequest
 	(*PartCount)(nil),                  // 1: contextd.v1.PartCount
@@ -2674,92 +2871,97 @@ var file_contextd_v1_context_service_proto_goTypes = []any{
 	(*CreateHandoffResponse)(nil),      // 34: contextd.v1.CreateHandoffResponse
 	(*WatchContextStatusRequest)(nil),  // 35: contextd.v1.WatchContextStatusRequest
 	(*WatchContextStatusResponse)(nil), // 36: contextd.v1.WatchContextStatusResponse
-	nil,                                // 37: contextd.v1.CreateSessionRequest.LabelsEntry
-	nil,                                // 38: contextd.v1.ListSessionsRequest.LabelsEntry
-	(*ToolDefinition)(nil),             // 39: contextd.v1.ToolDefinition
-	(*Message)(nil),                    // 40: contextd.v1.Message
-	(*CompactionPolicy)(nil),           // 41: contextd.v1.CompactionPolicy
-	(*ContextUsage)(nil),               // 42: contextd.v1.ContextUsage
-	(*Session)(nil),                    // 43: contextd.v1.Session
-	(MessageView)(0),                   // 44: contextd.v1.MessageView
-	(*ContextStatus)(nil),              // 45: contextd.v1.ContextStatus
-	(CompactionTier)(0),                // 46: contextd.v1.CompactionTier
-	(*Compaction)(nil),                 // 47: contextd.v1.Compaction
+	(*ReportUsageRequest)(nil),         // 37: contextd.v1.ReportUsageRequest
+	(*ReportUsageResponse)(nil),        // 38: contextd.v1.ReportUsageResponse
+	nil,                                // 39: contextd.v1.CreateSessionRequest.LabelsEntry
+	nil,                                // 40: contextd.v1.ListSessionsRequest.LabelsEntry
+	(*ToolDefinition)(nil),             // 41: contextd.v1.ToolDefinition
+	(*Message)(nil),                    // 42: contextd.v1.Message
+	(*CompactionPolicy)(nil),           // 43: contextd.v1.CompactionPolicy
+	(*ContextUsage)(nil),               // 44: contextd.v1.ContextUsage
+	(*Session)(nil),                    // 45: contextd.v1.Session
+	(MessageView)(0),                   // 46: contextd.v1.MessageView
+	(*ContextStatus)(nil),              // 47: contextd.v1.ContextStatus
+	(CompactionTier)(0),                // 48: contextd.v1.CompactionTier
+	(*Compaction)(nil),                 // 49: contextd.v1.Compaction
 }
 var file_contextd_v1_context_service_proto_depIdxs = []int32{
-	39, // 0: contextd.v1.CountTokensRequest.tools:type_name -> contextd.v1.ToolDefinition
-	40, // 1: contextd.v1.CountTokensRequest.messages:type_name -> contextd.v1.Message
+	41, // 0: contextd.v1.CountTokensRequest.tools:type_name -> contextd.v1.ToolDefinition
+	42, // 1: contextd.v1.CountTokensRequest.messages:type_name -> contextd.v1.Message
 	1,  // 2: contextd.v1.MessageCount.parts:type_name -> contextd.v1.PartCount
 	2,  // 3: contextd.v1.CountTokensResponse.messages:type_name -> contextd.v1.MessageCount
 	3,  // 4: contextd.v1.CountTokensResponse.tools:type_name -> contextd.v1.ToolCount
 	6,  // 5: contextd.v1.ListModelsResponse.models:type_name -> contextd.v1.ModelInfo
 	6,  // 6: contextd.v1.ListModelsResponse.default_model:type_name -> contextd.v1.ModelInfo
-	39, // 7: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
-	40, // 8: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
-	41, // 9: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
+	41, // 7: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
+	42, // 8: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
+	43, // 9: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
 	8,  // 10: contextd.v1.GetContextUsageRequest.inline:type_name -> contextd.v1.InlineContext
-	42, // 11: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
-	39, // 12: contextd.v1.CreateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
-	41, // 13: contextd.v1.CreateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
-	37, // 14: contextd.v1.CreateSessionRequest.labels:type_name -> contextd.v1.CreateSessionRequest.LabelsEntry
-	43, // 15: contextd.v1.CreateSessionResponse.session:type_name -> contextd.v1.Session
-	43, // 16: contextd.v1.GetSessionResponse.session:type_name -> contextd.v1.Session
-	38, // 17: contextd.v1.ListSessionsRequest.labels:type_name -> contextd.v1.ListSessionsRequest.LabelsEntry
-	43, // 18: contextd.v1.ListSessionsResponse.sessions:type_name -> contextd.v1.Session
-	40, // 19: contextd.v1.AppendMessagesRequest.messages:type_name -> contextd.v1.Message
-	40, // 20: contextd.v1.AppendMessagesResponse.messages:type_name -> contextd.v1.Message
-	42, // 21: contextd.v1.AppendMessagesResponse.usage:type_name -> contextd.v1.ContextUsage
-	44, // 22: contextd.v1.GetMessagesRequest.view:type_name -> contextd.v1.MessageView
-	40, // 23: contextd.v1.GetMessagesResponse.messages:type_name -> contextd.v1.Message
-	40, // 24: contextd.v1.PrepareContextRequest.messages:type_name -> contextd.v1.Message
-	40, // 25: contextd.v1.PrepareContextResponse.messages:type_name -> contextd.v1.Message
-	45, // 26: contextd.v1.PrepareContextResponse.status:type_name -> contextd.v1.ContextStatus
-	46, // 27: contextd.v1.CompactRequest.tier:type_name -> contextd.v1.CompactionTier
-	47, // 28: contextd.v1.CompactResponse.compaction:type_name -> contextd.v1.Compaction
-	42, // 29: contextd.v1.CompactResponse.usage:type_name -> contextd.v1.ContextUsage
-	43, // 30: contextd.v1.RevertCompactionResponse.session:type_name -> contextd.v1.Session
-	47, // 31: contextd.v1.ListCompactionsResponse.compactions:type_name -> contextd.v1.Compaction
-	40, // 32: contextd.v1.ExpandMessageResponse.message:type_name -> contextd.v1.Message
-	40, // 33: contextd.v1.ExpandMessageResponse.originals:type_name -> contextd.v1.Message
-	43, // 34: contextd.v1.CreateHandoffResponse.session:type_name -> contextd.v1.Session
-	45, // 35: contextd.v1.WatchContextStatusResponse.status:type_name -> contextd.v1.ContextStatus
-	0,  // 36: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
-	5,  // 37: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
-	9,  // 38: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
-	11, // 39: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
-	13, // 40: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
-	15, // 41: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
-	17, // 42: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
-	19, // 43: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
-	21, // 44: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
-	23, // 45: contextd.v1.ContextService.PrepareContext:input_type -> contextd.v1.PrepareContextRequest
-	25, // 46: contextd.v1.ContextService.Compact:input_type -> contextd.v1.CompactRequest
-	27, // 47: contextd.v1.ContextService.RevertCompaction:input_type -> contextd.v1.RevertCompactionRequest
-	29, // 48: contextd.v1.ContextService.ListCompactions:input_type -> contextd.v1.ListCompactionsRequest
-	31, // 49: contextd.v1.ContextService.ExpandMessage:input_type -> contextd.v1.ExpandMessageRequest
-	33, // 50: contextd.v1.ContextService.CreateHandoff:input_type -> contextd.v1.CreateHandoffRequest
-	35, // 51: contextd.v1.ContextService.WatchContextStatus:input_type -> contextd.v1.WatchContextStatusRequest
-	4,  // 52: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
-	7,  // 53: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
-	10, // 54: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
-	12, // 55: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
-	14, // 56: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
-	16, // 57: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
-	18, // 58: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
-	20, // 59: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
-	22, // 60: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
-	24, // 61: contextd.v1.ContextService.PrepareContext:output_type -> contextd.v1.PrepareContextResponse
-	26, // 62: contextd.v1.ContextService.Compact:output_type -> contextd.v1.CompactResponse
-	28, // 63: contextd.v1.ContextService.RevertCompaction:output_type -> contextd.v1.RevertCompactionResponse
-	30, // 64: contextd.v1.ContextService.ListCompactions:output_type -> contextd.v1.ListCompactionsResponse
-	32, // 65: contextd.v1.ContextService.ExpandMessage:output_type -> contextd.v1.ExpandMessageResponse
-	34, // 66: contextd.v1.ContextService.CreateHandoff:output_type -> contextd.v1.CreateHandoffResponse
-	36, // 67: contextd.v1.ContextService.WatchContextStatus:output_type -> contextd.v1.WatchContextStatusResponse
-	52, // [52:68] is the sub-list for method output_type
-	36, // [36:52] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	44, // 11: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
+	41, // 12: contextd.v1.CreateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
+	43, // 13: contextd.v1.CreateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
+	39, // 14: contextd.v1.CreateSessionRequest.labels:type_name -> contextd.v1.CreateSessionRequest.LabelsEntry
+	45, // 15: contextd.v1.CreateSessionResponse.session:type_name -> contextd.v1.Session
+	45, // 16: contextd.v1.GetSessionResponse.session:type_name -> contextd.v1.Session
+	40, // 17: contextd.v1.ListSessionsRequest.labels:type_name -> contextd.v1.ListSessionsRequest.LabelsEntry
+	45, // 18: contextd.v1.ListSessionsResponse.sessions:type_name -> contextd.v1.Session
+	42, // 19: contextd.v1.AppendMessagesRequest.messages:type_name -> contextd.v1.Message
+	42, // 20: contextd.v1.AppendMessagesResponse.messages:type_name -> contextd.v1.Message
+	44, // 21: contextd.v1.AppendMessagesResponse.usage:type_name -> contextd.v1.ContextUsage
+	46, // 22: contextd.v1.GetMessagesRequest.view:type_name -> contextd.v1.MessageView
+	42, // 23: contextd.v1.GetMessagesResponse.messages:type_name -> contextd.v1.Message
+	42, // 24: contextd.v1.PrepareContextRequest.messages:type_name -> contextd.v1.Message
+	42, // 25: contextd.v1.PrepareContextResponse.messages:type_name -> contextd.v1.Message
+	47, // 26: contextd.v1.PrepareContextResponse.status:type_name -> contextd.v1.ContextStatus
+	48, // 27: contextd.v1.CompactRequest.tier:type_name -> contextd.v1.CompactionTier
+	49, // 28: contextd.v1.CompactResponse.compaction:type_name -> contextd.v1.Compaction
+	44, // 29: contextd.v1.CompactResponse.usage:type_name -> contextd.v1.ContextUsage
+	45, // 30: contextd.v1.RevertCompactionResponse.session:type_name -> contextd.v1.Session
+	49, // 31: contextd.v1.ListCompactionsResponse.compactions:type_name -> contextd.v1.Compaction
+	42, // 32: contextd.v1.ExpandMessageResponse.message:type_name -> contextd.v1.Message
+	42, // 33: contextd.v1.ExpandMessageResponse.originals:type_name -> contextd.v1.Message
+	45, // 34: contextd.v1.CreateHandoffResponse.session:type_name -> contextd.v1.Session
+	47, // 35: contextd.v1.WatchContextStatusResponse.status:type_name -> contextd.v1.ContextStatus
+	44, // 36: contextd.v1.ReportUsageResponse.usage:type_name -> contextd.v1.ContextUsage
+	0,  // 37: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
+	5,  // 38: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
+	9,  // 39: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
+	11, // 40: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
+	13, // 41: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
+	15, // 42: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
+	17, // 43: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
+	19, // 44: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
+	21, // 45: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
+	23, // 46: contextd.v1.ContextService.PrepareContext:input_type -> contextd.v1.PrepareContextRequest
+	25, // 47: contextd.v1.ContextService.Compact:input_type -> contextd.v1.CompactRequest
+	27, // 48: contextd.v1.ContextService.RevertCompaction:input_type -> contextd.v1.RevertCompactionRequest
+	29, // 49: contextd.v1.ContextService.ListCompactions:input_type -> contextd.v1.ListCompactionsRequest
+	31, // 50: contextd.v1.ContextService.ExpandMessage:input_type -> contextd.v1.ExpandMessageRequest
+	33, // 51: contextd.v1.ContextService.CreateHandoff:input_type -> contextd.v1.CreateHandoffRequest
+	37, // 52: contextd.v1.ContextService.ReportUsage:input_type -> contextd.v1.ReportUsageRequest
+	35, // 53: contextd.v1.ContextService.WatchContextStatus:input_type -> contextd.v1.WatchContextStatusRequest
+	4,  // 54: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
+	7,  // 55: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
+	10, // 56: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
+	12, // 57: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
+	14, // 58: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
+	16, // 59: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
+	18, // 60: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
+	20, // 61: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
+	22, // 62: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
+	24, // 63: contextd.v1.ContextService.PrepareContext:output_type -> contextd.v1.PrepareContextResponse
+	26, // 64: contextd.v1.ContextService.Compact:output_type -> contextd.v1.CompactResponse
+	28, // 65: contextd.v1.ContextService.RevertCompaction:output_type -> contextd.v1.RevertCompactionResponse
+	30, // 66: contextd.v1.ContextService.ListCompactions:output_type -> contextd.v1.ListCompactionsResponse
+	32, // 67: contextd.v1.ContextService.ExpandMessage:output_type -> contextd.v1.ExpandMessageResponse
+	34, // 68: contextd.v1.ContextService.CreateHandoff:output_type -> contextd.v1.CreateHandoffResponse
+	38, // 69: contextd.v1.ContextService.ReportUsage:output_type -> contextd.v1.ReportUsageResponse
+	36, // 70: contextd.v1.ContextService.WatchContextStatus:output_type -> contextd.v1.WatchContextStatusResponse
+	54, // [54:71] is the sub-list for method output_type
+	37, // [37:54] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_context_service_proto_init() }
@@ -2775,13 +2977,17 @@ func file_contextd_v1_context_service_proto_init() {
 	file_contextd_v1_context_service_proto_msgTypes[19].OneofWrappers = []any{}
 	file_contextd_v1_context_service_proto_msgTypes[23].OneofWrappers = []any{}
 	file_contextd_v1_context_service_proto_msgTypes[25].OneofWrappers = []any{}
+	file_contextd_v1_context_service_proto_msgTypes[37].OneofWrappers = []any{
+		(*ReportUsageRequest_MessageCount)(nil),
+		(*ReportUsageRequest_Version)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_contextd_v1_context_service_proto_rawDesc), len(file_contextd_v1_context_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   39,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,6 +34,7 @@ const (
 	ContextService_ListCompactions_FullMethodName    = "/contextd.v1.ContextService/ListCompactions"
 	ContextService_ExpandMessage_FullMethodName      = "/contextd.v1.ContextService/ExpandMessage"
 	ContextService_CreateHandoff_FullMethodName      = "/contextd.v1.ContextService/CreateHandoff"
+	ContextService_ReportUsage_FullMethodName        = "/contextd.v1.ContextService/ReportUsage"
 	ContextService_WatchContextStatus_FullMethodName = "/contextd.v1.ContextService/WatchContextStatus"
 )
 
@@ -93,6 +94,12 @@ type ContextServiceClient interface {
 	// Writes a hand-off document (ORIGINAL TASK, CURRENT, DONE, IN_PROGRESS,
 	// NEXT, FILES, ISSUES), optionally starting a new session seeded with it.
 	CreateHandoff(ctx context.Context, in *CreateHandoffRequest, opts ...grpc.CallOption) (*CreateHandoffResponse, error)
+	// Reports the provider's real usage for a model call of a session: the
+	// session's usage becomes anchored (the provider's exact count plus an
+	// estimate of what came after), and for approximate encodings (Claude,
+	// Gemini, ...) a per-model correction ratio is learned for all later
+	// estimates of the tenant.
+	ReportUsage(ctx context.Context, in *ReportUsageRequest, opts ...grpc.CallOption) (*ReportUsageResponse, error)
 	// Streams a session's context status (or every session's of the tenant):
 	// first a snapshot, then one status per change (appended, compacted,
 	// reverted, warning, deleted), and heartbeats. A slow reader only ever
@@ -260,6 +267,16 @@ func (c *contextServiceClient) CreateHandoff(ctx context.Context, in *CreateHand
 	return out, nil
 }
 
+func (c *contextServiceClient) ReportUsage(ctx context.Context, in *ReportUsageRequest, opts ...grpc.CallOption) (*ReportUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportUsageResponse)
+	err := c.cc.Invoke(ctx, ContextService_ReportUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *contextServiceClient) WatchContextStatus(ctx context.Context, in *WatchContextStatusRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchContextStatusResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &ContextService_ServiceDesc.Streams[0], ContextService_WatchContextStatus_FullMethodName, cOpts...)
@@ -335,6 +352,12 @@ type ContextServiceServer interface {
 	// Writes a hand-off document (ORIGINAL TASK, CURRENT, DONE, IN_PROGRESS,
 	// NEXT, FILES, ISSUES), optionally starting a new session seeded with it.
 	CreateHandoff(context.Context, *CreateHandoffRequest) (*CreateHandoffResponse, error)
+	// Reports the provider's real usage for a model call of a session: the
+	// session's usage becomes anchored (the provider's exact count plus an
+	// estimate of what came after), and for approximate encodings (Claude,
+	// Gemini, ...) a per-model correction ratio is learned for all later
+	// estimates of the tenant.
+	ReportUsage(context.Context, *ReportUsageRequest) (*ReportUsageResponse, error)
 	// Streams a session's context status (or every session's of the tenant):
 	// first a snapshot, then one status per change (appended, compacted,
 	// reverted, warning, deleted), and heartbeats. A slow reader only ever
@@ -396,6 +419,9 @@ func (UnimplementedContextServiceServer) ExpandMessage(context.Context, *ExpandM
 }
 func (UnimplementedContextServiceServer) CreateHandoff(context.Context, *CreateHandoffRequest) (*CreateHandoffResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateHandoff not implemented")
+}
+func (UnimplementedContextServiceServer) ReportUsage(context.Context, *ReportUsageRequest) (*ReportUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportUsage not implemented")
 }
 func (UnimplementedContextServiceServer) WatchContextStatus(*WatchContextStatusRequest, grpc.ServerStreamingServer[WatchContextStatusResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchContextStatus not implemented")
@@ -691,6 +717,24 @@ func _ContextService_CreateHandoff_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ContextService_ReportUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).ReportUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_ReportUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).ReportUsage(ctx, req.(*ReportUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ContextService_WatchContextStatus_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchContextStatusRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -768,6 +812,10 @@ var ContextService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateHandoff",
 			Handler:    _ContextService_CreateHandoff_Handler,
+		},
+		{
+			MethodName: "ReportUsage",
+			Handler:    _ContextService_ReportUsage_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

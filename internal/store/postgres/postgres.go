@@ -72,7 +72,8 @@ func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) err
 }
 
 const sessionCols = `tenant, id, model, system_prompt, tools, policy, labels::text, version, system_tokens,
-	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at, compaction_round, auto_paused_below`
+	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at, compaction_round, auto_paused_below,
+	view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch`
 
 const messageCols = `id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces`
 
@@ -83,7 +84,8 @@ func scanSession(row pgx.Row) (store.Session, error) {
 	var tools, policy, labels string
 	err := row.Scan(&s.Tenant, &s.ID, &s.Model, &s.SystemPrompt, &tools, &policy, &labels, &s.Version,
 		&s.SystemTokens, &s.ToolsTokens, &s.ActiveTokens, &s.ActiveCount, &s.LogCount, &s.ViewSeq,
-		&s.CreatedAt, &s.UpdatedAt, &s.CompactionRound, &s.AutoPausedBelow)
+		&s.CreatedAt, &s.UpdatedAt, &s.CompactionRound, &s.AutoPausedBelow,
+		&s.ViewEpoch, &s.AnchorInput, &s.AnchorLocal, &s.AnchorCount, &s.AnchorEpoch)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, store.ErrNotFound
 	}
@@ -254,4 +256,20 @@ func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string) (
 		out = append(out, c)
 	}
 	return out, rows.Err()
+}
+
+func getCalibration(ctx context.Context, q querier, tenant, model string) (store.Calibration, error) {
+	c := store.Calibration{Model: model}
+	err := q.QueryRow(ctx, `SELECT ratio, samples, updated_at FROM calibrations WHERE tenant = $1 AND model = $2`,
+		tenant, model).Scan(&c.Ratio, &c.Samples, &c.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, store.ErrNotFound
+	}
+	c.UpdatedAt = c.UpdatedAt.UTC()
+	return c, err
+}
+
+// GetCalibration returns a model's calibration.
+func (s *Store) GetCalibration(ctx context.Context, tenant, model string) (store.Calibration, error) {
+	return getCalibration(ctx, s.pool, tenant, model)
 }

@@ -30,7 +30,7 @@ func sessionArgs(s *store.Session) ([]any, error) {
 	tools, policy, labels := j.Tools, j.Policy, j.Labels
 	return []any{s.Tenant, s.ID, s.Model, s.SystemPrompt, tools, policy, labels, s.Version, s.SystemTokens,
 		s.ToolsTokens, s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CreatedAt, s.UpdatedAt,
-		s.CompactionRound, s.AutoPausedBelow}, nil
+		s.CompactionRound, s.AutoPausedBelow, s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch}, nil
 }
 
 func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
@@ -40,8 +40,8 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 	}
 	_, err = t.tx.Exec(ctx, `INSERT INTO sessions (tenant, id, model, system_prompt, tools, policy, labels, version,
 		system_tokens, tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at,
-		compaction_round, auto_paused_below)
-		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`, args...)
+		compaction_round, auto_paused_below, view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`, args...)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
 	}
@@ -56,7 +56,8 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 	tag, err := t.tx.Exec(ctx, `UPDATE sessions SET model = $3, system_prompt = $4, tools = $5, policy = $6,
 		labels = $7::jsonb, version = $8, system_tokens = $9, tools_tokens = $10, active_tokens = $11,
 		active_count = $12, log_count = $13, view_seq = $14, updated_at = $16, compaction_round = $17,
-		auto_paused_below = $18 WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND $15::timestamptz IS NOT NULL`, args...)
+		auto_paused_below = $18, view_epoch = $19, anchor_input = $20, anchor_local = $21, anchor_count = $22,
+		anchor_epoch = $23 WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND $15::timestamptz IS NOT NULL`, args...)
 	if err != nil {
 		return err
 	}
@@ -219,5 +220,16 @@ func (t *txn) GetCompaction(ctx context.Context, tenant, sessionID, id string) (
 func (t *txn) MarkReverted(ctx context.Context, tenant, sessionID, id string, at time.Time) error {
 	_, err := t.tx.Exec(ctx, `UPDATE compactions SET reverted_at = $4 WHERE tenant = $1 AND session_id = $2 AND id = $3`,
 		tenant, sessionID, id, at)
+	return err
+}
+
+func (t *txn) GetCalibration(ctx context.Context, tenant, model string) (store.Calibration, error) {
+	return getCalibration(ctx, t.tx, tenant, model)
+}
+
+func (t *txn) PutCalibration(ctx context.Context, tenant string, c store.Calibration) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO calibrations (tenant, model, ratio, samples, updated_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (tenant, model) DO UPDATE SET ratio = excluded.ratio, samples = excluded.samples, updated_at = excluded.updated_at`,
+		tenant, c.Model, c.Ratio, c.Samples, c.UpdatedAt)
 	return err
 }

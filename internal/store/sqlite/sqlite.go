@@ -88,7 +88,8 @@ type querier interface {
 }
 
 const sessionCols = `tenant, id, model, system_prompt, tools, policy, labels, version, system_tokens,
-	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at, compaction_round, auto_paused_below`
+	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at, compaction_round, auto_paused_below,
+	view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch`
 
 const messageCols = `id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces`
 
@@ -104,7 +105,7 @@ func scanSession(row scanner) (store.Session, error) {
 	var created, updated int64
 	err := row.Scan(&s.Tenant, &s.ID, &s.Model, &s.SystemPrompt, &tools, &policy, &labels, &s.Version,
 		&s.SystemTokens, &s.ToolsTokens, &s.ActiveTokens, &s.ActiveCount, &s.LogCount, &s.ViewSeq, &created, &updated,
-		&s.CompactionRound, &s.AutoPausedBelow)
+		&s.CompactionRound, &s.AutoPausedBelow, &s.ViewEpoch, &s.AnchorInput, &s.AnchorLocal, &s.AnchorCount, &s.AnchorEpoch)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, store.ErrNotFound
 	}
@@ -284,4 +285,21 @@ func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string) (
 		out = append(out, c)
 	}
 	return out, rows.Err()
+}
+
+func getCalibration(ctx context.Context, q querier, tenant, model string) (store.Calibration, error) {
+	c := store.Calibration{Model: model}
+	var at int64
+	err := q.QueryRowContext(ctx, `SELECT ratio, samples, updated_at FROM calibrations WHERE tenant = ? AND model = ?`,
+		tenant, model).Scan(&c.Ratio, &c.Samples, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, store.ErrNotFound
+	}
+	c.UpdatedAt = fromNanos(at)
+	return c, err
+}
+
+// GetCalibration returns a model's calibration.
+func (s *Store) GetCalibration(ctx context.Context, tenant, model string) (store.Calibration, error) {
+	return getCalibration(ctx, s.db, tenant, model)
 }

@@ -29,6 +29,7 @@ func sessionArgs(s *store.Session) ([]any, error) {
 	tools, policy, labels := j.Tools, j.Policy, j.Labels
 	return []any{s.Model, s.SystemPrompt, tools, policy, labels, s.Version, s.SystemTokens, s.ToolsTokens,
 		s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CompactionRound, s.AutoPausedBelow,
+		s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch,
 		s.UpdatedAt.UnixNano(), s.Tenant, s.ID}, nil
 }
 
@@ -39,8 +40,8 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 	}
 	_, err = t.tx.ExecContext(ctx, `INSERT INTO sessions (model, system_prompt, tools, policy, labels, version,
 		system_tokens, tools_tokens, active_tokens, active_count, log_count, view_seq, compaction_round,
-		auto_paused_below, updated_at, tenant, id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append(args, s.CreatedAt.UnixNano())...)
+		auto_paused_below, view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, updated_at, tenant, id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append(args, s.CreatedAt.UnixNano())...)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
 	}
@@ -54,7 +55,8 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 	}
 	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET model = ?, system_prompt = ?, tools = ?, policy = ?,
 		labels = ?, version = ?, system_tokens = ?, tools_tokens = ?, active_tokens = ?, active_count = ?,
-		log_count = ?, view_seq = ?, compaction_round = ?, auto_paused_below = ?, updated_at = ?
+		log_count = ?, view_seq = ?, compaction_round = ?, auto_paused_below = ?, view_epoch = ?, anchor_input = ?,
+		anchor_local = ?, anchor_count = ?, anchor_epoch = ?, updated_at = ?
 		WHERE tenant = ? AND id = ? AND deleted_at IS NULL`, args...)
 	return affected(res, err, s.ID)
 }
@@ -222,5 +224,16 @@ func (t *txn) GetCompaction(ctx context.Context, tenant, sessionID, id string) (
 func (t *txn) MarkReverted(ctx context.Context, tenant, sessionID, id string, at time.Time) error {
 	_, err := t.tx.ExecContext(ctx, `UPDATE compactions SET reverted_at = ? WHERE tenant = ? AND session_id = ? AND id = ?`,
 		at.UnixNano(), tenant, sessionID, id)
+	return err
+}
+
+func (t *txn) GetCalibration(ctx context.Context, tenant, model string) (store.Calibration, error) {
+	return getCalibration(ctx, t.tx, tenant, model)
+}
+
+func (t *txn) PutCalibration(ctx context.Context, tenant string, c store.Calibration) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO calibrations (tenant, model, ratio, samples, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, model) DO UPDATE SET ratio = excluded.ratio, samples = excluded.samples, updated_at = excluded.updated_at`,
+		tenant, c.Model, c.Ratio, c.Samples, c.UpdatedAt.UnixNano())
 	return err
 }

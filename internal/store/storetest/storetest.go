@@ -34,6 +34,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Idempotency", testIdempotency},
 		{"Rollback", testRollback},
 		{"CompactionsAndViews", testCompactionsAndViews},
+		{"Calibration", testCalibration},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
@@ -94,11 +95,12 @@ func testSessionLifecycle(t *testing.T, s store.Store) {
 			return err
 		}
 		cur.Version, cur.ActiveTokens, cur.ActiveCount, cur.LogCount, cur.ViewSeq = 2, 100, 3, 3, 3
+		cur.ViewEpoch, cur.AnchorInput, cur.AnchorLocal, cur.AnchorCount, cur.AnchorEpoch = 2, 130, 100, 3, 2
 		cur.UpdatedAt = epoch.Add(time.Second)
 		return tx.UpdateSession(ctx, &cur)
 	})
 	got, _ = s.GetSession(ctx, "t1", "s1")
-	if got.Version != 2 || got.ActiveTokens != 100 || got.LogCount != 3 || !got.UpdatedAt.Equal(epoch.Add(time.Second)) || !got.CreatedAt.Equal(epoch) {
+	if got.Version != 2 || got.ActiveTokens != 100 || got.LogCount != 3 || got.AnchorInput != 130 || got.AnchorEpoch != 2 || !got.UpdatedAt.Equal(epoch.Add(time.Second)) || !got.CreatedAt.Equal(epoch) {
 		t.Errorf("after update: %+v", got)
 	}
 	mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, "t1", "s1") })
@@ -395,5 +397,23 @@ func testCompactionsAndViews(t *testing.T, s store.Store) {
 	log, err := s.LogMessages(ctx, "t", "s", 0, 100)
 	if err != nil || !reflect.DeepEqual(log, msgs) {
 		t.Errorf("log changed: %v", err)
+	}
+}
+
+func testCalibration(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	if _, err := s.GetCalibration(ctx, "t", "claude-sonnet-4-5"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("missing calibration: %v", err)
+	}
+	for _, c := range []store.Calibration{{Model: "claude-sonnet-4-5", Ratio: 1.25, Samples: 1, UpdatedAt: epoch},
+		{Model: "claude-sonnet-4-5", Ratio: 1.3, Samples: 2, UpdatedAt: epoch.Add(time.Second)}} {
+		mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.PutCalibration(ctx, "t", c) })
+	}
+	got, err := s.GetCalibration(ctx, "t", "claude-sonnet-4-5")
+	if err != nil || got.Ratio != 1.3 || got.Samples != 2 || !got.UpdatedAt.Equal(epoch.Add(time.Second)) {
+		t.Errorf("calibration: %+v, %v", got, err)
+	}
+	if _, err := s.GetCalibration(ctx, "other-tenant", "claude-sonnet-4-5"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("calibrations leak across tenants: %v", err)
 	}
 }

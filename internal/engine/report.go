@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/tokens"
+)
+
+// ReportInput is the provider's usage for one model call of a session.
+type ReportInput struct {
+	// Input tokens as the provider bills them: uncached input, cache reads
+	// and cache writes are added up.
+	InputTokens         int64
+	CacheReadTokens     int64
+	CacheCreationTokens int64
+	OutputTokens        int64
+	// Which request it was: the number of active messages sent, or the
+	// session version PrepareContext returned (it must still be current).
+	MessageCount *int64
+	Version      *int64
+}
+
+// maxCalibrationSamples bounds the moving average: the ratio follows the
+// mean of about the last ten reports.
+const maxCalibrationSamples = 10
+
+// ReportUsage records the provider's count of a request the runtime sent.
+// The session's usage becomes anchored (that exact count plus an estimate of
+// what came after), and for approximate encodings the model's ratio of
+// provider to local counts is learned for every later estimate.
+func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportInput) (Usage, error) {
+	provider := in.InputTokens + in.CacheReadTokens + in.CacheCreationTokens
+	if provider <= 0 {
+		return Usage{}, chat.Invalid("input_tokens", "the provider's input tokens (with cache reads and writes) must be positive")
+	}
+	var final store.Session
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		s, err := tx.GetSession(ctx, tenant, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		n := s.ActiveCount
+		switch {
+		case in.MessageCount != nil:
+			if *in.MessageCount < 0 || *in.MessageCount > s.ActiveCount {
+				return chat.Invalid("message_count", "%d is not between 0 and the %d messages of the active view", *in.MessageCount, s.ActiveCount)
+			}
+			n = *in.MessageCount
+		case in.Version != nil && *in.Version != s.Version:
+			return fmt.Errorf("session %q moved on from version %d to %d; report with message_count instead: %w",
+				id, *in.Version, s.Version, ErrFailedPrecondition)
+		}
+		view, err := tx.ViewMessages(ctx, tenant, id)
+		if err != nil {
+			return err
+		}
+		m, _ := e.models.Lookup(s.Model)
+		local := s.SystemTokens + s.ToolsTokens + sumTokens(view[:n]) + int64(tokens.FramingOf(m).ReplyPriming)
+		s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch = provider, local, n, s.ViewEpoch
+		if !m.Exact {
+			c, err := tx.GetCalibration(ctx, tenant, m.Name)
+			if errors.Is(err, store.ErrNotFound) {
+				c, err = store.Calibration{Model: m.Name, Ratio: 1}, nil
+			}
+			if err != nil {
+				return err
+			}
+			sample := float64(provider) / float64(max(local, 1))
+			c.Samples++
+			c.Ratio += (sample - c.Ratio) / float64(min(c.Samples, maxCalibrationSamples))
+			c.UpdatedAt = e.timestamp()
+			if err := tx.PutCalibration(ctx, tenant, c); err != nil {
+				return err
+			}
+		}
+		final = s
+		return tx.UpdateSession(ctx, &s)
+	})
+	if err != nil {
+		return Usage{}, err
+	}
+	v, err := e.view(ctx, final)
+	return v.Usage, err
+}

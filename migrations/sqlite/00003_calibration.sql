@@ -1,0 +1,28 @@
+-- +goose Up
+-- view_epoch counts active-view rewrites (compactions, reverts): an anchor is
+-- valid only in the epoch it was taken in.
+ALTER TABLE sessions ADD COLUMN view_epoch INTEGER NOT NULL DEFAULT 0;
+-- The provider's input tokens for the first anchor_count active messages,
+-- and our local estimate of the same request then (0: no anchor).
+ALTER TABLE sessions ADD COLUMN anchor_input INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN anchor_local INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN anchor_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN anchor_epoch INTEGER NOT NULL DEFAULT 0;
+
+-- Learned provider/local token ratio per tenant and model (approximate encodings).
+CREATE TABLE calibrations (
+    tenant     TEXT             NOT NULL,
+    model      TEXT             NOT NULL,
+    ratio      REAL             NOT NULL,
+    samples    INTEGER          NOT NULL,
+    updated_at INTEGER         NOT NULL,
+    PRIMARY KEY (tenant, model)
+);
+
+-- +goose Down
+DROP TABLE calibrations;
+ALTER TABLE sessions DROP COLUMN anchor_epoch;
+ALTER TABLE sessions DROP COLUMN anchor_count;
+ALTER TABLE sessions DROP COLUMN anchor_local;
+ALTER TABLE sessions DROP COLUMN anchor_input;
+ALTER TABLE sessions DROP COLUMN view_epoch;
