@@ -195,6 +195,7 @@ var sourceToProto = map[engine.Source]contextdv1.EstimateSource{
 	engine.SourceEstimated:  contextdv1.EstimateSource_ESTIMATE_SOURCE_ESTIMATED,
 	engine.SourceCalibrated: contextdv1.EstimateSource_ESTIMATE_SOURCE_CALIBRATED,
 	engine.SourceAnchored:   contextdv1.EstimateSource_ESTIMATE_SOURCE_ANCHORED,
+	engine.SourceProvider:   contextdv1.EstimateSource_ESTIMATE_SOURCE_PROVIDER,
 }
 
 func usageToProto(u engine.Usage) *contextdv1.ContextUsage {

@@ -31,9 +31,11 @@ import (
 	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
 	"github.com/contextd/contextd/internal/api"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/provider"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/postgres"
 	"github.com/contextd/contextd/internal/store/sqlite"
+	"github.com/contextd/contextd/internal/summarize"
 	"github.com/contextd/contextd/internal/tokens"
 	"github.com/contextd/contextd/internal/watch"
 )
@@ -72,7 +74,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if pg, ok := st.(*postgres.Store); ok {
 		notifier = watch.PGNotifier{Pool: pg.Pool(), Log: log}
 	}
-	eng = engine.New(encodings, models, st, engine.WithRevertWindow(cfg.RevertWindow), engine.WithNotifier(notifier))
+	summarizers, err := summarize.NewSet(cfg.Summarizer, summarizerEndpoints(cfg))
+	if err != nil {
+		return fmt.Errorf("CONTEXTD_SUMMARIZER: %w", err)
+	}
+	opts := []engine.Option{engine.WithRevertWindow(cfg.RevertWindow), engine.WithNotifier(notifier), engine.WithSummarizers(summarizers)}
+	if cfg.AnthropicCountTokens {
+		opts = append(opts, engine.WithProviderCounter(provider.NewAnthropicCounter(provider.Config{
+			BaseURL: cfg.AnthropicBaseURL, APIKey: cfg.AnthropicAPIKey, Timeout: cfg.SummarizerTimeout, MaxRetries: cfg.SummarizerMaxRetries})))
+	}
+	eng = engine.New(encodings, models, st, opts...)
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatch()
 	go resolver.Run(watchCtx)
@@ -186,6 +197,25 @@ func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, 
 	}
 	log.Info("storage ready", "backend", "sqlite", "dir", cfg.DataDir)
 	return s, nil
+}
+
+// summarizerEndpoints returns the LLM providers the configuration reaches:
+// a provider is configured by its API key or its base URL (Ollama needs no
+// key).
+func summarizerEndpoints(cfg Config) map[string]summarize.Endpoint {
+	eps := map[string]summarize.Endpoint{}
+	base := summarize.Endpoint{Timeout: cfg.SummarizerTimeout, MaxRetries: cfg.SummarizerMaxRetries}
+	if cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "" {
+		ep := base
+		ep.BaseURL, ep.APIKey = cfg.OpenAIBaseURL, cfg.OpenAIAPIKey
+		eps[summarize.ProviderOpenAI] = ep
+	}
+	if cfg.AnthropicAPIKey != "" || cfg.AnthropicBaseURL != "" {
+		ep := base
+		ep.BaseURL, ep.APIKey = cfg.AnthropicBaseURL, cfg.AnthropicAPIKey
+		eps[summarize.ProviderAnthropic] = ep
+	}
+	return eps
 }
 
 // newGRPCServer returns a server with the interceptor chain: metrics outermost

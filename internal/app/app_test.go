@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -400,4 +401,34 @@ func TestParseConfig(t *testing.T) {
 
 func mapEnv(env map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+}
+
+func TestSecretsStayOutOfHelp(t *testing.T) {
+	keyFile := t.TempDir() + "/key"
+	if err := os.WriteFile(keyFile, []byte("sk-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := mapEnv(map[string]string{"CONTEXTD_OPENAI_API_KEY": "sk-secret", "CONTEXTD_DATABASE_URL": "postgres://u:pw@db/x",
+		"CONTEXTD_ANTHROPIC_API_KEY_FILE": keyFile})
+	cfg, err := ParseConfig(nil, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.OpenAIAPIKey != "sk-secret" || cfg.AnthropicAPIKey != "sk-from-file" || cfg.DatabaseURL != "postgres://u:pw@db/x" {
+		t.Errorf("secrets not read: %q %q %q", cfg.OpenAIAPIKey, cfg.AnthropicAPIKey, cfg.DatabaseURL)
+	}
+	if cfg, _ := ParseConfig([]string{"--openai-api-key", "sk-flag"}, env); cfg.OpenAIAPIKey != "sk-flag" {
+		t.Errorf("the flag must win: %q", cfg.OpenAIAPIKey)
+	}
+	// --help prints every flag with its default; secrets must not appear.
+	r, w, _ := os.Pipe()
+	stderr := os.Stderr
+	os.Stderr = w
+	_, herr := ParseConfig([]string{"--help"}, env)
+	w.Close()
+	os.Stderr = stderr
+	help, _ := io.ReadAll(r)
+	if herr == nil || strings.Contains(string(help), "sk-secret") || strings.Contains(string(help), "pw@db") || !strings.Contains(string(help), "openai-api-key") {
+		t.Errorf("--help output leaks or lacks flags:\n%s", help)
+	}
 }

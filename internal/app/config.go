@@ -24,24 +24,47 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	RevertWindow    time.Duration
 	WatchMaxSubs    int
+
+	// Summarizers: the default spec and the provider endpoints.
+	Summarizer           string
+	SummarizerTimeout    time.Duration
+	SummarizerMaxRetries int
+	OpenAIBaseURL        string
+	OpenAIAPIKey         string
+	AnthropicBaseURL     string
+	AnthropicAPIKey      string
+	// AnthropicCountTokens counts Claude models with Anthropic's
+	// count_tokens endpoint (cached an hour) instead of estimating.
+	AnthropicCountTokens bool
 }
 
-// envFlag describes one setting.
+// envFlag describes one setting. A secret's value never shows in --help.
 type envFlag struct {
 	env, def, usage string
+	secret          bool
 }
 
 var settings = []envFlag{
-	{"CONTEXTD_LISTEN_ADDR", ":50051", "gRPC listen address"},
-	{"CONTEXTD_METRICS_ADDR", ":9090", "Prometheus metrics HTTP address (/metrics); empty disables"},
-	{"CONTEXTD_LOG_LEVEL", "info", "log level: debug, info, warn, error"},
-	{"CONTEXTD_MODELS_FILE", "", "JSON file of model registry overrides"},
-	{"CONTEXTD_DATABASE_URL", "", "PostgreSQL URL; empty means embedded SQLite in CONTEXTD_DATA_DIR"},
-	{"CONTEXTD_DATA_DIR", "./data", "directory of the embedded SQLite database"},
-	{"CONTEXTD_MAX_MESSAGE_BYTES", "16777216", "largest request message accepted, in bytes"},
-	{"CONTEXTD_SHUTDOWN_TIMEOUT", "10s", "how long a graceful stop may take before open calls are cut"},
-	{"CONTEXTD_REVERT_WINDOW", "24h", "how long a compaction can be reverted"},
-	{"CONTEXTD_WATCH_MAX_SUBSCRIBERS", "10000", "most WatchContextStatus streams one server holds"},
+	{"CONTEXTD_LISTEN_ADDR", ":50051", "gRPC listen address", false},
+	{"CONTEXTD_METRICS_ADDR", ":9090", "Prometheus metrics HTTP address (/metrics); empty disables", false},
+	{"CONTEXTD_LOG_LEVEL", "info", "log level: debug, info, warn, error", false},
+	{"CONTEXTD_MODELS_FILE", "", "JSON file of model registry overrides", false},
+	{"CONTEXTD_DATABASE_URL", "", "PostgreSQL URL; empty means embedded SQLite in CONTEXTD_DATA_DIR", true},
+	{"CONTEXTD_DATA_DIR", "./data", "directory of the embedded SQLite database", false},
+	{"CONTEXTD_MAX_MESSAGE_BYTES", "16777216", "largest request message accepted, in bytes", false},
+	{"CONTEXTD_SHUTDOWN_TIMEOUT", "10s", "how long a graceful stop may take before open calls are cut", false},
+	{"CONTEXTD_REVERT_WINDOW", "24h", "how long a compaction can be reverted", false},
+	{"CONTEXTD_WATCH_MAX_SUBSCRIBERS", "10000", "most WatchContextStatus streams one server holds", false},
+	{"CONTEXTD_SUMMARIZER", "extractive", "default summarizer: extractive, openai:MODEL or anthropic:MODEL", false},
+	{"CONTEXTD_SUMMARIZER_TIMEOUT", "20s", "timeout of one LLM summarization attempt", false},
+	{"CONTEXTD_SUMMARIZER_MAX_RETRIES", "1", "retries of a failed LLM summarization before the extractive fallback", false},
+	{"CONTEXTD_OPENAI_BASE_URL", "", "OpenAI-compatible API base URL (OpenRouter, vLLM, Ollama: http://localhost:11434/v1); empty: api.openai.com", false},
+	{"CONTEXTD_OPENAI_API_KEY", "", "API key of the OpenAI-compatible endpoint", true},
+	{"CONTEXTD_OPENAI_API_KEY_FILE", "", "file holding that API key (a mounted Secret)", false},
+	{"CONTEXTD_ANTHROPIC_BASE_URL", "", "Anthropic API base URL; empty: api.anthropic.com", false},
+	{"CONTEXTD_ANTHROPIC_API_KEY", "", "Anthropic API key", true},
+	{"CONTEXTD_ANTHROPIC_API_KEY_FILE", "", "file holding the Anthropic API key", false},
+	{"CONTEXTD_ANTHROPIC_COUNT_TOKENS", "false", "count Claude models with Anthropic's count_tokens endpoint (cached 1 h; local count on failure)", false},
 }
 
 func flagName(env string) string {
@@ -56,13 +79,18 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 	values := make(map[string]*string, len(settings))
 	for _, s := range settings {
 		def := s.def
-		if v, ok := lookupEnv(s.env); ok {
+		if v, ok := lookupEnv(s.env); ok && !s.secret {
 			def = v
 		}
 		values[s.env] = fs.String(flagName(s.env), def, s.usage+" (env "+s.env+")")
 	}
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
+	}
+	for _, s := range settings { // secrets: the flag if given, else the environment
+		if v, ok := lookupEnv(s.env); s.secret && ok && *values[s.env] == "" {
+			*values[s.env] = v
+		}
 	}
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
@@ -92,7 +120,36 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 	if cfg.RevertWindow, err = time.ParseDuration(get("CONTEXTD_REVERT_WINDOW")); err != nil || cfg.RevertWindow <= 0 {
 		return Config{}, fmt.Errorf("CONTEXTD_REVERT_WINDOW: want a positive duration such as 24h, got %q", get("CONTEXTD_REVERT_WINDOW"))
 	}
+	cfg.Summarizer = get("CONTEXTD_SUMMARIZER")
+	if cfg.SummarizerTimeout, err = time.ParseDuration(get("CONTEXTD_SUMMARIZER_TIMEOUT")); err != nil || cfg.SummarizerTimeout <= 0 {
+		return Config{}, fmt.Errorf("CONTEXTD_SUMMARIZER_TIMEOUT: want a positive duration such as 20s, got %q", get("CONTEXTD_SUMMARIZER_TIMEOUT"))
+	}
+	if cfg.SummarizerMaxRetries, err = strconv.Atoi(get("CONTEXTD_SUMMARIZER_MAX_RETRIES")); err != nil || cfg.SummarizerMaxRetries < 0 || cfg.SummarizerMaxRetries > 5 {
+		return Config{}, fmt.Errorf("CONTEXTD_SUMMARIZER_MAX_RETRIES: want 0 to 5, got %q", get("CONTEXTD_SUMMARIZER_MAX_RETRIES"))
+	}
+	cfg.OpenAIBaseURL, cfg.AnthropicBaseURL = get("CONTEXTD_OPENAI_BASE_URL"), get("CONTEXTD_ANTHROPIC_BASE_URL")
+	if cfg.OpenAIAPIKey, err = secret(get("CONTEXTD_OPENAI_API_KEY"), get("CONTEXTD_OPENAI_API_KEY_FILE")); err != nil {
+		return Config{}, fmt.Errorf("CONTEXTD_OPENAI_API_KEY_FILE: %w", err)
+	}
+	if cfg.AnthropicAPIKey, err = secret(get("CONTEXTD_ANTHROPIC_API_KEY"), get("CONTEXTD_ANTHROPIC_API_KEY_FILE")); err != nil {
+		return Config{}, fmt.Errorf("CONTEXTD_ANTHROPIC_API_KEY_FILE: %w", err)
+	}
+	if cfg.AnthropicCountTokens, err = strconv.ParseBool(get("CONTEXTD_ANTHROPIC_COUNT_TOKENS")); err != nil {
+		return Config{}, fmt.Errorf("CONTEXTD_ANTHROPIC_COUNT_TOKENS: want true or false, got %q", get("CONTEXTD_ANTHROPIC_COUNT_TOKENS"))
+	}
 	return cfg, nil
+}
+
+// secret returns value, or the trimmed content of file when value is empty.
+func secret(value, file string) (string, error) {
+	if value != "" || file == "" {
+		return value, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", err // the path, never the content
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // LookupEnv is os.LookupEnv, for ParseConfig.

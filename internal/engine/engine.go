@@ -25,8 +25,13 @@ type Engine struct {
 	summarizers  *summarize.Set
 	revertWindow time.Duration
 	notifier     Notifier
+	counter      ProviderCounter
 	now          func() time.Time
 }
+
+// WithProviderCounter counts requests of the counter's provider with its
+// own endpoint (Anthropic count_tokens) in CountTokens and inline usage.
+func WithProviderCounter(c ProviderCounter) Option { return func(e *Engine) { e.counter = c } }
 
 // Notifier announces committed changes to watchers.
 type Notifier interface {
@@ -99,7 +104,7 @@ type CountResult struct {
 }
 
 // CountTokens counts plain text, or a chat request with framing.
-func (e *Engine) CountTokens(_ context.Context, in CountInput) (CountResult, error) {
+func (e *Engine) CountTokens(ctx context.Context, in CountInput) (CountResult, error) {
 	var res CountResult
 	framing := tokens.DefaultFraming
 	encName := tokens.CL100KBase
@@ -133,6 +138,15 @@ func (e *Engine) CountTokens(_ context.Context, in CountInput) (CountResult, err
 	}
 	res.Breakdown = tokens.CountRequest(enc, framing, in.System, in.Tools, in.Messages)
 	res.Total = res.Breakdown.Total()
+	if in.Model != "" {
+		m, _ := e.models.Lookup(in.Model)
+		if n, warn := e.providerCount(ctx, m, in.System, in.Tools, in.Messages); n > 0 {
+			res.Total, res.Exact = n, true
+			res.Warnings = append(res.Warnings, "total counted by the provider's count_tokens endpoint; the breakdown is the local estimate")
+		} else if warn != "" {
+			res.Warnings = append(res.Warnings, warn)
+		}
+	}
 	return res, nil
 }
 

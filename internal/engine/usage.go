@@ -20,6 +20,7 @@ const (
 	SourceEstimated  Source = iota + 1 // local count
 	SourceCalibrated                   // local count corrected by a learned ratio
 	SourceAnchored                     // provider's count for a prefix + local estimate
+	SourceProvider                     // counted by the provider's endpoint
 )
 
 // Usage is where a context window goes and how full it is.
@@ -77,6 +78,13 @@ func (e *Engine) InlineUsage(ctx context.Context, tenant string, in InlineContex
 		return Usage{}, err
 	}
 	u := estimate{system: rc.System, tools: rc.Tools, messages: rc.Messages}.usage(m, known, policy, cal, int64(len(in.Messages)))
+	if n, warn := e.providerCount(ctx, m, in.System, in.Tools, in.Messages); n > 0 {
+		system, tools := min(rc.System, n), min(rc.Tools, n-min(rc.System, n))
+		u = measure(m, known, policy, system, tools, n-system-tools, int64(len(in.Messages)))
+		u.Source, u.ExpectedError = SourceProvider, 0
+	} else if warn != "" {
+		u.Warnings = append(u.Warnings, warn)
+	}
 	u.Model = in.Model
 	if !known {
 		u.Warnings = append(u.Warnings, unknownModelWarning(in.Model))
@@ -182,4 +190,23 @@ func (e *Engine) calibration(ctx context.Context, tenant string, m tokens.Model)
 		return nil, err
 	}
 	return &c, nil
+}
+
+// ProviderCounter counts a request with the provider's own endpoint.
+type ProviderCounter interface {
+	Count(ctx context.Context, model, system string, tools []chat.Tool, msgs []chat.Message) (tokens int64, cached bool, err error)
+}
+
+// providerCount asks the provider to count a request of one of its models,
+// when a counter is configured. It returns 0 and a warning when it could not
+// (the caller keeps its local count).
+func (e *Engine) providerCount(ctx context.Context, m tokens.Model, system string, tools []chat.Tool, msgs []chat.Message) (int64, string) {
+	if e.counter == nil || m.Provider != "anthropic" || len(msgs) == 0 {
+		return 0, ""
+	}
+	n, _, err := e.counter.Count(ctx, m.Name, system, tools, msgs)
+	if err != nil {
+		return 0, "provider token counting failed; the local estimate is used: " + err.Error()
+	}
+	return n, ""
 }

@@ -60,8 +60,8 @@ type Session struct {
 	AnchorLocal int64
 	AnchorCount int64
 	AnchorEpoch int
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // ViewEntry places a message in the active view.

@@ -221,6 +221,8 @@ const (
 	// The provider's reported count for a prefix plus a local estimate of
 	// what came after it.
 	EstimateSource_ESTIMATE_SOURCE_ANCHORED EstimateSource = 3
+	// Counted by the provider's own endpoint (Anthropic count_tokens).
+	EstimateSource_ESTIMATE_SOURCE_PROVIDER EstimateSource = 4
 )
 
 // Enum value maps for EstimateSource.
@@ -230,12 +232,14 @@ var (
 		1: "ESTIMATE_SOURCE_ESTIMATED",
 		2: "ESTIMATE_SOURCE_CALIBRATED",
 		3: "ESTIMATE_SOURCE_ANCHORED",
+		4: "ESTIMATE_SOURCE_PROVIDER",
 	}
 	EstimateSource_value = map[string]int32{
 		"ESTIMATE_SOURCE_UNSPECIFIED": 0,
 		"ESTIMATE_SOURCE_ESTIMATED":   1,
 		"ESTIMATE_SOURCE_CALIBRATED":  2,
 		"ESTIMATE_SOURCE_ANCHORED":    3,
+		"ESTIMATE_SOURCE_PROVIDER":    4,
 	}
 )
 
@@ -2160,12 +2164,13 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\x10CONTEXT_LEVEL_OK\x10\x01\x12\x19\n" +
 	"\x15CONTEXT_LEVEL_COMPACT\x10\x02\x12\x1b\n" +
 	"\x17CONTEXT_LEVEL_SUMMARIZE\x10\x03\x12\x19\n" +
-	"\x15CONTEXT_LEVEL_HANDOFF\x10\x04*\x8e\x01\n" +
+	"\x15CONTEXT_LEVEL_HANDOFF\x10\x04*\xac\x01\n" +
 	"\x0eEstimateSource\x12\x1f\n" +
 	"\x1bESTIMATE_SOURCE_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19ESTIMATE_SOURCE_ESTIMATED\x10\x01\x12\x1e\n" +
 	"\x1aESTIMATE_SOURCE_CALIBRATED\x10\x02\x12\x1c\n" +
-	"\x18ESTIMATE_SOURCE_ANCHORED\x10\x03*\x82\x02\n" +
+	"\x18ESTIMATE_SOURCE_ANCHORED\x10\x03\x12\x1c\n" +
+	"\x18ESTIMATE_SOURCE_PROVIDER\x10\x04*\x82\x02\n" +
 	"\vStatusEvent\x12\x1c\n" +
 	"\x18STATUS_EVENT_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15STATUS_EVENT_SNAPSHOT\x10\x01\x12\x19\n" +
