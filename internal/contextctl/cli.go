@@ -1,0 +1,487 @@
+package contextctl
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/term"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
+)
+
+const usageText = `contextctl talks to a contextd server.
+
+Usage:
+  contextctl [connection flags] COMMAND [flags] [args]
+
+Commands:
+  count [FILE|-]            count the tokens of a file or stdin (--model or --encoding)
+  usage SESSION             the context bar of a session (--json for scripts)
+  watch SESSION             the bar, redrawn live from WatchContextStatus
+  compact SESSION           compact now (--dry-run, --tier prune|summarize|drop_middle, --target, --instructions)
+  revert SESSION ID         undo a compaction
+  expand SESSION MESSAGE    the originals behind a placeholder or summary
+  handoff SESSION           a hand-off document (--new-session [--new-id ID])
+  sessions                  list sessions (--label key=value)
+  models                    the model registry
+
+Connection flags (also from the environment):
+  --addr HOST:PORT     server address (CONTEXTD_ADDR, default localhost:50051)
+  --token TOKEN        API key sent as a bearer token (CONTEXTD_TOKEN)
+  --tls                use TLS; --ca-file, --cert-file/--key-file (client certificate), --server-name
+`
+
+// Main runs contextctl with args (without the program name) and returns the
+// exit code: 0 ok, 1 the call failed, 2 bad usage.
+func Main(args []string, stdout, stderr io.Writer) int {
+	g := flag.NewFlagSet("contextctl", flag.ContinueOnError)
+	g.SetOutput(stderr)
+	g.Usage = func() { fmt.Fprint(stderr, usageText) }
+	addr := g.String("addr", envOr("CONTEXTD_ADDR", "localhost:50051"), "server address")
+	token := g.String("token", "", "API key (bearer token); default $CONTEXTD_TOKEN")
+	useTLS := g.Bool("tls", false, "use TLS")
+	caFile := g.String("ca-file", "", "CA certificates (PEM) to trust")
+	certFile := g.String("cert-file", "", "client certificate (PEM)")
+	keyFile := g.String("key-file", "", "client key (PEM)")
+	serverName := g.String("server-name", "", "TLS server name override")
+	if err := g.Parse(args); err != nil {
+		return 2
+	}
+	if g.NArg() == 0 {
+		g.Usage()
+		return 2
+	}
+	if *token == "" {
+		*token = os.Getenv("CONTEXTD_TOKEN")
+	}
+	creds, err := transportCredentials(*useTLS, *caFile, *certFile, *keyFile, *serverName)
+	if err != nil {
+		fmt.Fprintln(stderr, "contextctl:", err)
+		return 2
+	}
+	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		fmt.Fprintln(stderr, "contextctl:", err)
+		return 2
+	}
+	defer conn.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if *token != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+*token)
+	}
+	c := &cli{client: contextdv1.NewContextServiceClient(conn), out: stdout, err: stderr}
+	if err := c.run(ctx, g.Arg(0), g.Args()[1:]); err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(stderr, "contextctl:", err)
+			return 2
+		}
+		if st, ok := status.FromError(err); ok {
+			fmt.Fprintf(stderr, "contextctl: %s: %s\n", st.Code(), st.Message())
+		} else {
+			fmt.Fprintln(stderr, "contextctl:", err)
+		}
+		return 1
+	}
+	return 0
+}
+
+type usageError struct{ msg string }
+
+func (u usageError) Error() string { return u.msg }
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func transportCredentials(useTLS bool, caFile, certFile, keyFile, serverName string) (credentials.TransportCredentials, error) {
+	if !useTLS && caFile == "" && certFile == "" {
+		return insecure.NewCredentials(), nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
+		}
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return credentials.NewTLS(cfg), nil
+}
+
+type cli struct {
+	client contextdv1.ContextServiceClient
+	out    io.Writer
+	err    io.Writer
+}
+
+func (c *cli) run(ctx context.Context, cmd string, args []string) error {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(c.err)
+	asJSON := fs.Bool("json", false, "print JSON")
+	noColor := fs.Bool("no-color", os.Getenv("NO_COLOR") != "", "no ANSI colours")
+	width := fs.Int("width", 0, "terminal width (default: detected, else 80)")
+	model := fs.String("model", "", "count: model whose encoding to use")
+	encoding := fs.String("encoding", "", "count: encoding (o200k_base, cl100k_base)")
+	dryRun := fs.Bool("dry-run", false, "compact: plan only")
+	tier := fs.String("tier", "", "compact: prune, summarize or drop_middle (default automatic)")
+	instructions := fs.String("instructions", "", "compact: instructions for the summarizer")
+	target := fs.Float64("target", 0, "compact: target fraction of the usable window (default: the policy's)")
+	newSession := fs.Bool("new-session", false, "handoff: start a new session seeded with the document")
+	newID := fs.String("new-id", "", "handoff: id of the new session")
+	label := fs.String("label", "", "sessions: only sessions with this key=value label")
+	// Flags may come before or after the positional arguments
+	// ("compact SESSION --dry-run").
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	need := func(n int, names string) error {
+		if len(pos) != n {
+			return usageError{fmt.Sprintf("%s takes %s", cmd, names)}
+		}
+		return nil
+	}
+	term := c.terminal(*width, *noColor)
+	switch cmd {
+	case "count":
+		return c.count(ctx, pos, *model, *encoding, *asJSON)
+	case "usage":
+		if err := need(1, "SESSION"); err != nil {
+			return err
+		}
+		resp, err := c.client.GetContextUsage(ctx, &contextdv1.GetContextUsageRequest{Source: &contextdv1.GetContextUsageRequest_SessionId{SessionId: pos[0]}})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return c.printJSON(resp.GetUsage())
+		}
+		fmt.Fprint(c.out, Render(FromUsage(resp.GetUsage()), term.width, term.color))
+		return nil
+	case "watch":
+		if err := need(1, "SESSION"); err != nil {
+			return err
+		}
+		return c.watch(ctx, pos[0], term, *asJSON)
+	case "compact":
+		if err := need(1, "SESSION"); err != nil {
+			return err
+		}
+		tiers := map[string]contextdv1.CompactionTier{"": contextdv1.CompactionTier_COMPACTION_TIER_UNSPECIFIED,
+			"prune": contextdv1.CompactionTier_COMPACTION_TIER_PRUNE, "summarize": contextdv1.CompactionTier_COMPACTION_TIER_SUMMARIZE,
+			"drop_middle": contextdv1.CompactionTier_COMPACTION_TIER_DROP_MIDDLE}
+		t, ok := tiers[*tier]
+		if !ok {
+			return usageError{"--tier is prune, summarize or drop_middle"}
+		}
+		req := &contextdv1.CompactRequest{SessionId: pos[0], Tier: t, DryRun: *dryRun, Instructions: *instructions}
+		if *target > 0 {
+			req.Target = target
+		}
+		resp, err := c.client.Compact(ctx, req)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return c.printJSON(resp)
+		}
+		c.printCompaction(resp)
+		fmt.Fprint(c.out, Render(FromUsage(resp.GetUsage()), term.width, term.color))
+		return nil
+	case "revert":
+		if err := need(2, "SESSION COMPACTION_ID"); err != nil {
+			return err
+		}
+		resp, err := c.client.RevertCompaction(ctx, &contextdv1.RevertCompactionRequest{SessionId: pos[0], CompactionId: pos[1]})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return c.printJSON(resp)
+		}
+		fmt.Fprintf(c.out, "reverted %s; %s is at version %d\n", pos[1], pos[0], resp.GetSession().GetVersion())
+		fmt.Fprint(c.out, Render(FromUsage(resp.GetSession().GetUsage()), term.width, term.color))
+		return nil
+	case "expand":
+		if err := need(2, "SESSION MESSAGE_ID"); err != nil {
+			return err
+		}
+		resp, err := c.client.ExpandMessage(ctx, &contextdv1.ExpandMessageRequest{SessionId: pos[0], MessageId: pos[1]})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return c.printJSON(resp)
+		}
+		if len(resp.GetOriginals()) == 0 {
+			fmt.Fprintf(c.out, "%s is an original message:\n\n", pos[1])
+			printMessage(c.out, resp.GetMessage())
+		}
+		for _, m := range resp.GetOriginals() {
+			printMessage(c.out, m)
+		}
+		return nil
+	case "handoff":
+		if err := need(1, "SESSION"); err != nil {
+			return err
+		}
+		resp, err := c.client.CreateHandoff(ctx, &contextdv1.CreateHandoffRequest{SessionId: pos[0], CreateSession: *newSession, NewSessionId: *newID})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return c.printJSON(resp)
+		}
+		fmt.Fprintln(c.out, resp.GetDocument())
+		if s := resp.GetSession(); s != nil {
+			fmt.Fprintf(c.out, "new session: %s\n", s.GetId())
+		}
+		return nil
+	case "sessions":
+		return c.sessions(ctx, *label, *asJSON)
+	case "models":
+		resp, err := c.client.ListModels(ctx, &contextdv1.ListModelsRequest{})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return c.printJSON(resp)
+		}
+		tw := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "MODEL\tPROVIDER\tWINDOW\tMAX OUTPUT\tENCODING\tCOUNTS")
+		for _, m := range resp.GetModels() {
+			exact := "exact"
+			if !m.GetExact() {
+				exact = fmt.Sprintf("approximate ±%.0f%%", 100*m.GetExpectedError())
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.GetName(), m.GetProvider(), comma(m.GetContextWindow()),
+				comma(m.GetMaxOutputTokens()), m.GetEncoding(), exact)
+		}
+		return tw.Flush()
+	}
+	return usageError{fmt.Sprintf("unknown command %q (see contextctl --help)", cmd)}
+}
+
+type terminal struct {
+	width int
+	color bool
+	live  bool // redraw in place
+}
+
+func (c *cli) terminal(width int, noColor bool) terminal {
+	t := terminal{width: width}
+	if f, ok := c.out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		t.color, t.live = !noColor, true
+		if t.width == 0 {
+			if w, _, err := term.GetSize(int(f.Fd())); err == nil {
+				t.width = w
+			}
+		}
+	}
+	if t.width <= 0 {
+		t.width = 80
+	}
+	return t
+}
+
+func (c *cli) count(ctx context.Context, pos []string, model, encoding string, asJSON bool) error {
+	var data []byte
+	var err error
+	switch {
+	case len(pos) == 0 || pos[0] == "-":
+		data, err = io.ReadAll(os.Stdin)
+	case len(pos) == 1:
+		data, err = os.ReadFile(pos[0])
+	default:
+		return usageError{"count takes at most one FILE"}
+	}
+	if err != nil {
+		return err
+	}
+	resp, err := c.client.CountTokens(ctx, &contextdv1.CountTokensRequest{Text: string(data), Model: model, Encoding: encoding})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return c.printJSON(resp)
+	}
+	fmt.Fprintf(c.out, "%s tokens (%s)\n", comma(resp.GetTotalTokens()), resp.GetEncoding())
+	return nil
+}
+
+func (c *cli) watch(ctx context.Context, id string, t terminal, asJSON bool) error {
+	stream, err := c.client.WatchContextStatus(ctx, &contextdv1.WatchContextStatusRequest{SessionId: id, HeartbeatSeconds: 15})
+	if err != nil {
+		return err
+	}
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) || ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		st := resp.GetStatus()
+		if st.GetEvent() == contextdv1.StatusEvent_STATUS_EVENT_HEARTBEAT {
+			continue
+		}
+		if asJSON {
+			if err := c.printJSON(st); err != nil {
+				return err
+			}
+			continue
+		}
+		if t.live {
+			fmt.Fprint(c.out, "\x1b[H\x1b[2J") // redraw in place
+		}
+		event := strings.ToLower(strings.TrimPrefix(st.GetEvent().String(), "STATUS_EVENT_"))
+		fmt.Fprintf(c.out, "%s · version %d · %s · %s\n", id, st.GetVersion(), event, st.GetTime().AsTime().Local().Format(time.TimeOnly))
+		if st.GetUsage() != nil {
+			fmt.Fprint(c.out, Render(FromUsage(st.GetUsage()), t.width, t.color))
+		}
+		for _, w := range st.GetWarnings() {
+			fmt.Fprintf(c.out, "warning: %s\n", w)
+		}
+		if st.GetEvent() == contextdv1.StatusEvent_STATUS_EVENT_DELETED {
+			return nil
+		}
+	}
+}
+
+func (c *cli) sessions(ctx context.Context, label string, asJSON bool) error {
+	req := &contextdv1.ListSessionsRequest{PageSize: 200}
+	if label != "" {
+		k, v, ok := strings.Cut(label, "=")
+		if !ok {
+			return usageError{"--label takes key=value"}
+		}
+		req.Labels = map[string]string{k: v}
+	}
+	tw := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
+	if !asJSON {
+		fmt.Fprintln(tw, "SESSION\tMODEL\tMESSAGES\tUSED\tLEVEL\tUPDATED")
+	}
+	for {
+		resp, err := c.client.ListSessions(ctx, req)
+		if err != nil {
+			return err
+		}
+		for _, s := range resp.GetSessions() {
+			if asJSON {
+				if err := c.printJSON(s); err != nil {
+					return err
+				}
+				continue
+			}
+			u := s.GetUsage()
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.GetId(), s.GetModel(), s.GetMessageCount(),
+				fmt.Sprintf("%s (%.0f%%)", comma(u.GetUsedTokens()), u.GetPercentUsed()),
+				strings.TrimPrefix(u.GetLevel().String(), "CONTEXT_LEVEL_"), s.GetUpdatedAt().AsTime().Local().Format(time.DateTime))
+		}
+		if req.PageToken = resp.GetNextPageToken(); req.PageToken == "" {
+			break
+		}
+	}
+	return tw.Flush()
+}
+
+func (c *cli) printCompaction(resp *contextdv1.CompactResponse) {
+	cmp := resp.GetCompaction()
+	switch {
+	case cmp == nil:
+		fmt.Fprintln(c.out, "nothing to compact")
+	case resp.GetDryRun():
+		fmt.Fprintf(c.out, "dry run: %s would save %s tokens (%s → %s)\n", strings.Join(cmp.GetTiers(), " + "),
+			comma(cmp.GetTokensBefore()-cmp.GetTokensAfter()), comma(cmp.GetTokensBefore()), comma(cmp.GetTokensAfter()))
+	default:
+		fmt.Fprintf(c.out, "compaction %s (%s): %s → %s tokens; revert with: contextctl revert SESSION %s\n", cmp.GetId(),
+			strings.Join(cmp.GetTiers(), " + "), comma(cmp.GetTokensBefore()), comma(cmp.GetTokensAfter()), cmp.GetId())
+	}
+	if cmp != nil {
+		for _, it := range cmp.GetItems() {
+			fmt.Fprintf(c.out, "  %-11s %-14s replaces %d message(s), %s → %s tokens: %s\n", it.GetTier(), it.GetNewMessageId(),
+				len(it.GetReplacedMessageIds()), comma(it.GetTokensBefore()), comma(it.GetTokensAfter()), it.GetReason())
+		}
+	}
+	for _, w := range resp.GetWarnings() {
+		fmt.Fprintln(c.out, "warning:", w)
+	}
+}
+
+func printMessage(w io.Writer, m *contextdv1.Message) {
+	fmt.Fprintf(w, "── %s · %s · %s tokens\n", m.GetId(), strings.ToLower(strings.TrimPrefix(m.GetRole().String(), "ROLE_")), comma(m.GetTokens()))
+	for _, p := range m.GetParts() {
+		switch {
+		case p.GetText() != nil:
+			fmt.Fprintln(w, p.GetText().GetText())
+		case p.GetToolCall() != nil:
+			fmt.Fprintf(w, "→ %s(%s) [%s]\n", p.GetToolCall().GetName(), p.GetToolCall().GetArgumentsJson(), p.GetToolCall().GetId())
+		case p.GetToolResult() != nil:
+			fmt.Fprintf(w, "← [%s] %s\n", p.GetToolResult().GetToolCallId(), p.GetToolResult().GetContent())
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func (c *cli) printJSON(m proto.Message) error {
+	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(c.out, string(b))
+	return err
+}
+
+// FromUsage turns the API's usage into what the bar draws.
+func FromUsage(u *contextdv1.ContextUsage) Breakdown {
+	th := u.GetThresholds()
+	return Breakdown{
+		Model: u.GetModel(), Window: u.GetContextWindow(), System: u.GetSystemTokens(), Tools: u.GetToolsTokens(),
+		Messages: u.GetMessagesTokens(), Reserved: u.GetReservedOutputTokens(), Used: u.GetUsedTokens(),
+		Free: u.GetFreeTokens(), Over: u.GetOverTokens(), PercentUsed: u.GetPercentUsed(),
+		Level:         strings.TrimPrefix(u.GetLevel().String(), "CONTEXT_LEVEL_"),
+		Source:        strings.ToLower(strings.TrimPrefix(u.GetEstimateSource().String(), "ESTIMATE_SOURCE_")),
+		ExpectedError: u.GetExpectedError(), Warning: th.GetWarningThreshold(), Critical: th.GetCriticalThreshold(),
+		Emergency: th.GetEmergencyThreshold(),
+	}
+}

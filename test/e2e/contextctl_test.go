@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
+)
+
+// TestContextctl drives the contextctl binary against a live server.
+func TestContextctl(t *testing.T) {
+	dir := t.TempDir()
+	srv := startProc(t, build(t, dir, "contextd", "./cmd/server"), "CONTEXTD_DATA_DIR="+filepath.Join(dir, "data"))
+	ctl := build(t, dir, "contextctl", "./cmd/contextctl")
+	client := contextdv1.NewContextServiceClient(srv.conn)
+	ctx := t.Context()
+	if _, err := client.CreateSession(ctx, &contextdv1.CreateSessionRequest{Id: "cli", Model: "gpt-4", SystemPrompt: "You are a coding agent."}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := []*contextdv1.Message{{Role: contextdv1.Role_ROLE_USER, Parts: []*contextdv1.Part{text("Fix the failing test in src/app.py")}}}
+	for i := 0; i < 14; i++ {
+		id := fmt.Sprintf("c%d", i)
+		msgs = append(msgs,
+			&contextdv1.Message{Role: contextdv1.Role_ROLE_ASSISTANT, Parts: []*contextdv1.Part{{Kind: &contextdv1.Part_ToolCall{
+				ToolCall: &contextdv1.ToolCallPart{Id: id, Name: "bash", ArgumentsJson: `{"command":"pytest"}`}}}}},
+			&contextdv1.Message{Role: contextdv1.Role_ROLE_TOOL, Parts: []*contextdv1.Part{{Kind: &contextdv1.Part_ToolResult{
+				ToolResult: &contextdv1.ToolResultPart{ToolCallId: id, Content: strings.Repeat("FAILED tests/test_x.py::test_a - AssertionError\n", 20)}}}}})
+	}
+	if _, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "cli", Messages: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	run := func(want int, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(ctl, append([]string{"--addr", srv.addr}, args...)...)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != want {
+			t.Fatalf("contextctl %v: exit %d, want %d\n%s", args, code, want, out)
+		}
+		return string(out)
+	}
+	if out := run(0, "usage", "cli", "--width", "80"); !strings.Contains(out, "gpt-4 · 8,192-token window") || !strings.Contains(out, "█ Messages") || strings.Contains(out, "\x1b[") {
+		t.Errorf("usage:\n%s", out)
+	}
+	if out := run(0, "compact", "cli", "--dry-run", "--tier", "prune", "--target", "0.2"); !strings.Contains(out, "dry run: prune would save") {
+		t.Errorf("dry run:\n%s", out)
+	}
+	out := run(0, "compact", "cli", "--tier", "prune", "--target", "0.2")
+	if !strings.Contains(out, "compaction cmp_1 (prune)") {
+		t.Fatalf("compact:\n%s", out)
+	}
+	if out := run(0, "expand", "cli", "ph_1_1"); !strings.Contains(out, "FAILED tests/test_x.py") {
+		t.Errorf("expand:\n%s", out)
+	}
+	if out := run(0, "revert", "cli", "cmp_1"); !strings.Contains(out, "reverted cmp_1") {
+		t.Errorf("revert:\n%s", out)
+	}
+	if out := run(0, "sessions"); !strings.Contains(out, "cli") || !strings.Contains(out, "gpt-4") {
+		t.Errorf("sessions:\n%s", out)
+	}
+	if out := run(0, "handoff", "cli"); !strings.Contains(out, "## ORIGINAL TASK") {
+		t.Errorf("handoff:\n%s", out)
+	}
+	var usage struct {
+		ContextWindow string `json:"contextWindow"`
+	}
+	if out := run(0, "usage", "cli", "--json"); json.Unmarshal([]byte(out), &usage) != nil || usage.ContextWindow != "8192" {
+		t.Errorf("usage --json:\n%s", out)
+	}
+	if out := run(1, "usage", "missing"); !strings.Contains(out, "NotFound") {
+		t.Errorf("missing session:\n%s", out)
+	}
+	run(2, "compact")
+	run(2, "frobnicate")
+}
