@@ -49,7 +49,7 @@ func TestRenderGolden(t *testing.T) {
 		color bool
 	}{
 		{"empty_0pct", zero, 80, false},
-		{"light_14pct", breakdown(10_632), 80, false},     // 15,232 of 108,800
+		{"light_14pct", breakdown(10_632), 80, false}, // 15,232 of 108,800
 		{"summarize_65pct", single, 80, false},
 		{"full_100pct", breakdown(104_200), 80, false},
 		{"over_110pct", breakdown(115_000), 80, false},
