@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -23,12 +24,13 @@ func requireTool(t *testing.T, name string) string {
 	return p
 }
 
-// TestNodeClientWatches runs test/node/watch.js: a Node.js client using
-// @grpc/grpc-js that creates a session, subscribes to WatchContextStatus,
-// appends messages and checks the updates it receives.
-func TestNodeClientWatches(t *testing.T) {
+// runNode installs the npm packages of dir (test/node or examples/node)
+// with `npm ci` if they are missing, starts a server, and runs script in
+// dir with the server's address followed by args.
+func runNode(t *testing.T, dir, script string, args ...string) string {
+	t.Helper()
 	node, npm := requireTool(t, "node"), requireTool(t, "npm")
-	dir := filepath.Join(repoRoot(t), "test", "node")
+	dir = filepath.Join(repoRoot(t), dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@grpc", "grpc-js")); err != nil {
@@ -40,11 +42,29 @@ func TestNodeClientWatches(t *testing.T) {
 	}
 	bin := build(t, t.TempDir(), "contextd", "./cmd/server")
 	srv := startProc(t, bin, "CONTEXTD_DATA_DIR="+filepath.Join(t.TempDir(), "data"))
-	cmd := exec.CommandContext(ctx, node, "watch.js", srv.addr)
+	cmd := exec.CommandContext(ctx, node, append([]string{script, srv.addr}, args...)...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("node watch.js: %v\n%s", err, out)
+		t.Fatalf("node %s: %v\n%s", script, err, out)
 	}
-	t.Logf("%s", out)
+	return string(out)
+}
+
+// TestNodeClientWatches runs test/node/watch.js: a Node.js client using
+// @grpc/grpc-js that creates a session, subscribes to WatchContextStatus,
+// appends messages and checks the updates it receives.
+func TestNodeClientWatches(t *testing.T) {
+	t.Log(runNode(t, "test/node", "watch.js"))
+}
+
+// TestNodeAgentExample runs examples/node/agent.js end to end: an agent loop
+// with PrepareContext before each model call, ReportUsage after it and a
+// status watch; it fails unless compaction happened on its own.
+func TestNodeAgentExample(t *testing.T) {
+	out := runNode(t, "examples/node", "agent.js", "40")
+	if !strings.Contains(out, "done: 40 model calls") || !strings.Contains(out, "[watch]") {
+		t.Fatalf("unexpected output:\n%s", out)
+	}
+	t.Log(out[strings.LastIndex(out, "done:"):])
 }
