@@ -40,6 +40,8 @@ func toStatus(ctx context.Context, log *slog.Logger, err error) error {
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, store.ErrVersionConflict):
 		return status.Error(codes.Aborted, err.Error())
+	case errors.Is(err, engine.ErrResourceExhausted):
+		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, engine.ErrFailedPrecondition):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, context.Canceled):

@@ -6,13 +6,13 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
+	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/engine"
-	"github.com/contextd/contextd/internal/store"
 )
 
-// tenantOf returns the caller's tenant. Until authentication maps callers to
-// tenants, every caller is the default tenant.
-func tenantOf(context.Context) string { return store.DefaultTenant }
+// tenantOf returns the caller's tenant, set by the auth interceptor (the
+// default tenant when authentication is off).
+func tenantOf(ctx context.Context) string { return auth.TenantFrom(ctx) }
 
 func sessionToProto(v engine.SessionView) *contextdv1.Session {
 	out := &contextdv1.Session{

@@ -6,30 +6,41 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
+	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/protovalidate"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/ratelimit"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	pvalidate "buf.build/go/protovalidate"
 
 	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
 	"github.com/contextd/contextd/internal/api"
+	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/provider"
 	"github.com/contextd/contextd/internal/store"
@@ -78,7 +89,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("CONTEXTD_SUMMARIZER: %w", err)
 	}
-	opts := []engine.Option{engine.WithRevertWindow(cfg.RevertWindow), engine.WithNotifier(notifier), engine.WithSummarizers(summarizers)}
+	opts := []engine.Option{engine.WithRevertWindow(cfg.RevertWindow), engine.WithNotifier(notifier), engine.WithSummarizers(summarizers),
+		engine.WithLimits(engine.Limits{MaxCountBytes: cfg.MaxCountBytes, MaxSessionsPerTenant: cfg.MaxSessionsPerTenant})}
 	if cfg.AnthropicCountTokens {
 		opts = append(opts, engine.WithProviderCounter(provider.NewAnthropicCounter(provider.Config{
 			BaseURL: cfg.AnthropicBaseURL, APIKey: cfg.AnthropicAPIKey, Timeout: cfg.SummarizerTimeout, MaxRetries: cfg.SummarizerMaxRetries})))
@@ -112,7 +124,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	srv := newGRPCServer(cfg, log, validator, metrics)
+	keys, err := auth.LoadKeys(cfg.APIKeysFile, cfg.APIKeys)
+	if err != nil {
+		return err
+	}
+	if !keys.Enabled() {
+		log.Warn("authentication is off: every caller is the default tenant (set CONTEXTD_API_KEYS_FILE)")
+	}
+	srv, err := newGRPCServer(cfg, log, validator, metrics, keys)
+	if err != nil {
+		return err
+	}
 	contextdv1.RegisterContextServiceServer(srv, api.NewContextService(eng, hub, log))
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(srv, healthSrv)
@@ -220,24 +242,76 @@ func summarizerEndpoints(cfg Config) map[string]summarize.Endpoint {
 
 // newGRPCServer returns a server with the interceptor chain: metrics outermost
 // (they see every outcome), then logging, then panic recovery (so a panic is
-// logged and counted as Internal), then validation next to the handler.
-func newGRPCServer(cfg Config, log *slog.Logger, validator pvalidate.Validator, metrics *grpcprom.ServerMetrics) *grpc.Server {
+// logged and counted as Internal), then authentication (the tenant), the
+// per-tenant rate limit, and validation next to the handler.
+func newGRPCServer(cfg Config, log *slog.Logger, validator pvalidate.Validator, metrics *grpcprom.ServerMetrics, keys *auth.Keys) (*grpc.Server, error) {
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
-	return grpc.NewServer(
+	unary := []grpc.UnaryServerInterceptor{
+		metrics.UnaryServerInterceptor(),
+		logging.UnaryServerInterceptor(interceptorLogger(log), logOpts...),
+		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
+	}
+	stream := []grpc.StreamServerInterceptor{
+		metrics.StreamServerInterceptor(),
+		logging.StreamServerInterceptor(interceptorLogger(log), logOpts...),
+		recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
+	}
+	if keys.Enabled() {
+		needsAuth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
+			return !cfg.AuthExemptHealth || !strings.HasPrefix(c.Service, "grpc.")
+		})
+		unary = append(unary, selector.UnaryServerInterceptor(grpcauth.UnaryServerInterceptor(keys.AuthFunc), needsAuth))
+		stream = append(stream, selector.StreamServerInterceptor(grpcauth.StreamServerInterceptor(keys.AuthFunc), needsAuth))
+	}
+	if cfg.RateLimitRPS > 0 {
+		limiter := auth.NewRateLimiter(cfg.RateLimitRPS, cfg.RateLimitBurst)
+		limited := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool { return !strings.HasPrefix(c.Service, "grpc.") })
+		unary = append(unary, selector.UnaryServerInterceptor(ratelimit.UnaryServerInterceptor(limiter), limited))
+		stream = append(stream, selector.StreamServerInterceptor(ratelimit.StreamServerInterceptor(limiter), limited))
+	}
+	unary = append(unary, protovalidate.UnaryServerInterceptor(validator))
+	stream = append(stream, protovalidate.StreamServerInterceptor(validator))
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
-		grpc.ChainUnaryInterceptor(
-			metrics.UnaryServerInterceptor(),
-			logging.UnaryServerInterceptor(interceptorLogger(log), logOpts...),
-			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
-			protovalidate.UnaryServerInterceptor(validator),
-		),
-		grpc.ChainStreamInterceptor(
-			metrics.StreamServerInterceptor(),
-			logging.StreamServerInterceptor(interceptorLogger(log), logOpts...),
-			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
-			protovalidate.StreamServerInterceptor(validator),
-		),
-	)
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	}
+	if cfg.MaxConnectionAge > 0 {
+		// Long-lived HTTP/2 connections pin clients to one replica; closing
+		// them now and then lets Kubernetes spread load to new pods.
+		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: cfg.MaxConnectionAge, MaxConnectionAgeGrace: 30 * time.Second}))
+	}
+	if cfg.TLSCertFile != "" {
+		creds, err := serverTLS(cfg)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, grpc.Creds(creds))
+	}
+	return grpc.NewServer(opts...), nil
+}
+
+// serverTLS loads the server certificate and, when a client CA is given,
+// requires client certificates that chain to it.
+func serverTLS(cfg Config) (credentials.TransportCredentials, error) {
+	cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("TLS certificate: %w", err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if cfg.TLSClientCAFile != "" {
+		pem, err := os.ReadFile(cfg.TLSClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("TLS client CA: %w", err)
+		}
+		tc.ClientCAs = x509.NewCertPool()
+		if !tc.ClientCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("TLS client CA: %s holds no PEM certificate", cfg.TLSClientCAFile)
+		}
+		tc.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return credentials.NewTLS(tc), nil
 }
 
 // interceptorLogger adapts slog to go-grpc-middleware's logging interceptor.

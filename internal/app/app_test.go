@@ -53,8 +53,10 @@ func startServer(t testing.TB, env map[string]string) *grpc.ClientConn {
 	if _, ok := env["CONTEXTD_DATA_DIR"]; !ok {
 		env["CONTEXTD_DATA_DIR"] = t.TempDir()
 	}
-	if _, ok := env["CONTEXTD_METRICS_ADDR"]; !ok {
-		env["CONTEXTD_METRICS_ADDR"] = ""
+	for k, v := range map[string]string{"CONTEXTD_METRICS_ADDR": "", "CONTEXTD_RATE_LIMIT_RPS": "0"} {
+		if _, ok := env[k]; !ok {
+			env[k] = v
+		}
 	}
 	cfg, err := ParseConfig(nil, mapEnv(env))
 	if err != nil {
@@ -326,7 +328,10 @@ func TestPanicBecomesInternal(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{MaxMessageBytes: 1 << 20}
-	srv := newGRPCServer(cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), validator, grpcprom.NewServerMetrics())
+	srv, err := newGRPCServer(cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), validator, grpcprom.NewServerMetrics(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	contextdv1.RegisterContextServiceServer(srv, panicking{})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -432,3 +437,5 @@ func TestSecretsStayOutOfHelp(t *testing.T) {
 		t.Errorf("--help output leaks or lacks flags:\n%s", help)
 	}
 }
+
+func discardLog() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }

@@ -36,6 +36,19 @@ type Config struct {
 	// AnthropicCountTokens counts Claude models with Anthropic's
 	// count_tokens endpoint (cached an hour) instead of estimating.
 	AnthropicCountTokens bool
+
+	// Auth, TLS and limits.
+	APIKeysFile          string
+	APIKeys              []string // tenant:key pairs
+	AuthExemptHealth     bool
+	TLSCertFile          string
+	TLSKeyFile           string
+	TLSClientCAFile      string
+	RateLimitRPS         float64
+	RateLimitBurst       int
+	MaxCountBytes        int
+	MaxSessionsPerTenant int
+	MaxConnectionAge     time.Duration
 }
 
 // envFlag describes one setting. A secret's value never shows in --help.
@@ -65,6 +78,17 @@ var settings = []envFlag{
 	{"CONTEXTD_ANTHROPIC_API_KEY", "", "Anthropic API key", true},
 	{"CONTEXTD_ANTHROPIC_API_KEY_FILE", "", "file holding the Anthropic API key", false},
 	{"CONTEXTD_ANTHROPIC_COUNT_TOKENS", "false", "count Claude models with Anthropic's count_tokens endpoint (cached 1 h; local count on failure)", false},
+	{"CONTEXTD_API_KEYS_FILE", "", "file of API keys (JSON lines: id, tenant, sha256, revoked); none and no CONTEXTD_API_KEYS: auth off", false},
+	{"CONTEXTD_API_KEYS", "", "comma-separated tenant:key pairs (hashed at start)", true},
+	{"CONTEXTD_AUTH_EXEMPT_HEALTH", "true", "serve health and reflection without credentials", false},
+	{"CONTEXTD_TLS_CERT_FILE", "", "TLS certificate (PEM); with CONTEXTD_TLS_KEY_FILE turns TLS on", false},
+	{"CONTEXTD_TLS_KEY_FILE", "", "TLS private key (PEM)", false},
+	{"CONTEXTD_TLS_CLIENT_CA_FILE", "", "CA (PEM) that client certificates must chain to; set: client certificates required", false},
+	{"CONTEXTD_RATE_LIMIT_RPS", "100", "requests a second per tenant (0: no limit)", false},
+	{"CONTEXTD_RATE_LIMIT_BURST", "200", "burst above the rate", false},
+	{"CONTEXTD_MAX_COUNT_BYTES", "8388608", "largest text CountTokens and inline usage accept, in bytes", false},
+	{"CONTEXTD_MAX_SESSIONS_PER_TENANT", "100000", "live sessions one tenant may hold", false},
+	{"CONTEXTD_MAX_CONNECTION_AGE", "30m", "close client connections after this long so load rebalances across replicas (0: never)", false},
 }
 
 func flagName(env string) string {
@@ -136,6 +160,33 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 	}
 	if cfg.AnthropicCountTokens, err = strconv.ParseBool(get("CONTEXTD_ANTHROPIC_COUNT_TOKENS")); err != nil {
 		return Config{}, fmt.Errorf("CONTEXTD_ANTHROPIC_COUNT_TOKENS: want true or false, got %q", get("CONTEXTD_ANTHROPIC_COUNT_TOKENS"))
+	}
+	cfg.APIKeysFile = get("CONTEXTD_API_KEYS_FILE")
+	if v := get("CONTEXTD_API_KEYS"); v != "" {
+		cfg.APIKeys = strings.Split(v, ",")
+	}
+	if cfg.AuthExemptHealth, err = strconv.ParseBool(get("CONTEXTD_AUTH_EXEMPT_HEALTH")); err != nil {
+		return Config{}, fmt.Errorf("CONTEXTD_AUTH_EXEMPT_HEALTH: want true or false")
+	}
+	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile = get("CONTEXTD_TLS_CERT_FILE"), get("CONTEXTD_TLS_KEY_FILE"), get("CONTEXTD_TLS_CLIENT_CA_FILE")
+	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") || (cfg.TLSClientCAFile != "" && cfg.TLSCertFile == "") {
+		return Config{}, fmt.Errorf("CONTEXTD_TLS_CERT_FILE and CONTEXTD_TLS_KEY_FILE go together (and client CAs need them)")
+	}
+	if cfg.RateLimitRPS, err = strconv.ParseFloat(get("CONTEXTD_RATE_LIMIT_RPS"), 64); err != nil || cfg.RateLimitRPS < 0 {
+		return Config{}, fmt.Errorf("CONTEXTD_RATE_LIMIT_RPS: want a number of at least 0, got %q", get("CONTEXTD_RATE_LIMIT_RPS"))
+	}
+	for _, f := range []struct {
+		env string
+		dst *int
+		min int
+	}{{"CONTEXTD_RATE_LIMIT_BURST", &cfg.RateLimitBurst, 1}, {"CONTEXTD_MAX_COUNT_BYTES", &cfg.MaxCountBytes, 1},
+		{"CONTEXTD_MAX_SESSIONS_PER_TENANT", &cfg.MaxSessionsPerTenant, 1}} {
+		if *f.dst, err = strconv.Atoi(get(f.env)); err != nil || *f.dst < f.min {
+			return Config{}, fmt.Errorf("%s: want an integer of at least %d, got %q", f.env, f.min, get(f.env))
+		}
+	}
+	if cfg.MaxConnectionAge, err = time.ParseDuration(get("CONTEXTD_MAX_CONNECTION_AGE")); err != nil || cfg.MaxConnectionAge < 0 {
+		return Config{}, fmt.Errorf("CONTEXTD_MAX_CONNECTION_AGE: want a duration such as 30m, got %q", get("CONTEXTD_MAX_CONNECTION_AGE"))
 	}
 	return cfg, nil
 }

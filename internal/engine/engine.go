@@ -5,6 +5,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,7 +27,43 @@ type Engine struct {
 	revertWindow time.Duration
 	notifier     Notifier
 	counter      ProviderCounter
+	limits       Limits
 	now          func() time.Time
+}
+
+// Limits bound what one request or tenant may ask for.
+type Limits struct {
+	MaxCountBytes        int // text in one CountTokens or inline usage request
+	MaxSessionsPerTenant int
+}
+
+// ErrResourceExhausted is a request over a limit.
+var ErrResourceExhausted = errors.New("resource exhausted")
+
+// WithLimits sets the limits (default: none).
+func WithLimits(l Limits) Option { return func(e *Engine) { e.limits = l } }
+
+// checkTextSize refuses a request whose text is over the limit.
+func (e *Engine) checkTextSize(text string, msgs []chat.Message) error {
+	if e.limits.MaxCountBytes <= 0 {
+		return nil
+	}
+	n := len(text)
+	for i := range msgs {
+		for _, p := range msgs[i].Parts {
+			n += len(p.Text)
+			if p.ToolCall != nil {
+				n += len(p.ToolCall.Arguments)
+			}
+			if p.ToolResult != nil {
+				n += len(p.ToolResult.Content)
+			}
+		}
+	}
+	if n > e.limits.MaxCountBytes {
+		return fmt.Errorf("the request holds %d bytes of text; this server counts at most %d per call: %w", n, e.limits.MaxCountBytes, ErrResourceExhausted)
+	}
+	return nil
 }
 
 // WithProviderCounter counts requests of the counter's provider with its
@@ -106,6 +143,9 @@ type CountResult struct {
 // CountTokens counts plain text, or a chat request with framing.
 func (e *Engine) CountTokens(ctx context.Context, in CountInput) (CountResult, error) {
 	var res CountResult
+	if err := e.checkTextSize(in.Text, in.Messages); err != nil {
+		return res, err
+	}
 	framing := tokens.DefaultFraming
 	encName := tokens.CL100KBase
 	switch {

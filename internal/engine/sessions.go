@@ -89,7 +89,19 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 	if s.ID == "" {
 		s.ID = newSessionID()
 	}
-	if err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return tx.InsertSession(ctx, &s) }); err != nil {
+	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if max := e.limits.MaxSessionsPerTenant; max > 0 {
+			n, err := tx.CountSessions(ctx, tenant)
+			if err != nil {
+				return err
+			}
+			if n >= max {
+				return fmt.Errorf("tenant %q already has %d sessions, the most this server allows; delete some first: %w", tenant, n, ErrResourceExhausted)
+			}
+		}
+		return tx.InsertSession(ctx, &s)
+	})
+	if err != nil {
 		return SessionView{}, err
 	}
 	e.notify(ctx, tenant, s.ID, s.Version, watch.EventUpdated)

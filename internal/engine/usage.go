@@ -61,6 +61,9 @@ type InlineContext struct {
 // tenant's learned ratio for approximate models.
 func (e *Engine) InlineUsage(ctx context.Context, tenant string, in InlineContext) (Usage, error) {
 	m, known := e.models.Lookup(in.Model)
+	if err := e.checkTextSize(in.System, in.Messages); err != nil {
+		return Usage{}, err
+	}
 	if err := validateRequest(in.Tools, in.Messages, "inline.tools", "inline.messages"); err != nil {
 		return Usage{}, err
 	}

@@ -143,6 +143,8 @@ type Tx interface {
 	// transaction ends, which serializes writers of one session.
 	GetSession(ctx context.Context, tenant, id string) (Session, error)
 	InsertSession(ctx context.Context, s *Session) error
+	// CountSessions returns how many live sessions a tenant has.
+	CountSessions(ctx context.Context, tenant string) (int, error)
 	// UpdateSession writes every mutable field of s.
 	UpdateSession(ctx context.Context, s *Session) error
 	// DeleteSession marks a session deleted; it is ErrNotFound from then on.

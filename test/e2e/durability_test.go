@@ -30,7 +30,8 @@ func startProc(t *testing.T, bin string, env ...string) *serverProc {
 	t.Helper()
 	addr := freePort(t)
 	cmd := exec.Command(bin)
-	cmd.Env = append(append(os.Environ(), "CONTEXTD_LISTEN_ADDR="+addr, "CONTEXTD_METRICS_ADDR="), env...)
+	// Bursts are part of these tests: no rate limit unless a test sets one.
+	cmd.Env = append(append(os.Environ(), "CONTEXTD_LISTEN_ADDR="+addr, "CONTEXTD_METRICS_ADDR=", "CONTEXTD_RATE_LIMIT_RPS=0"), env...)
 	logFile, err := os.CreateTemp(t.TempDir(), "server-*.log")
 	if err != nil {
 		t.Fatal(err)

@@ -84,7 +84,7 @@ func TestGrpcurlEndToEnd(t *testing.T) {
 
 	var logs bytes.Buffer
 	srv := exec.Command(server)
-	srv.Env = append(os.Environ(), "CONTEXTD_LISTEN_ADDR="+g.addr, "CONTEXTD_METRICS_ADDR="+freePort(t), "CONTEXTD_DATA_DIR="+dir)
+	srv.Env = append(os.Environ(), "CONTEXTD_LISTEN_ADDR="+g.addr, "CONTEXTD_METRICS_ADDR="+freePort(t), "CONTEXTD_DATA_DIR="+dir, "CONTEXTD_RATE_LIMIT_RPS=0")
 	srv.Stdout, srv.Stderr = &logs, &logs
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)

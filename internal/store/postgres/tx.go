@@ -233,3 +233,9 @@ func (t *txn) PutCalibration(ctx context.Context, tenant string, c store.Calibra
 		tenant, c.Model, c.Ratio, c.Samples, c.UpdatedAt)
 	return err
 }
+
+func (t *txn) CountSessions(ctx context.Context, tenant string) (int, error) {
+	var n int
+	err := t.tx.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE tenant = $1 AND deleted_at IS NULL`, tenant).Scan(&n)
+	return n, err
+}

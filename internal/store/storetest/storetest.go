@@ -141,6 +141,12 @@ func testTenantIsolation(t *testing.T, s store.Store) {
 	if err != nil || len(list) != 1 || list[0].Tenant != "b" {
 		t.Errorf("tenant b lists %+v, %v", list, err)
 	}
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		if n, err := tx.CountSessions(ctx, "a"); err != nil || n != 2 {
+			t.Errorf("tenant a counts %d sessions (%v), want 2", n, err)
+		}
+		return nil
+	})
 }
 
 func testListSessions(t *testing.T, s store.Store) {
