@@ -47,6 +47,7 @@ import (
 	"github.com/contextd/contextd/internal/store/postgres"
 	"github.com/contextd/contextd/internal/store/sqlite"
 	"github.com/contextd/contextd/internal/summarize"
+	"github.com/contextd/contextd/internal/telemetry"
 	"github.com/contextd/contextd/internal/tokens"
 	"github.com/contextd/contextd/internal/watch"
 )
@@ -74,9 +75,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	metrics := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
 	// Live status: changes are announced (NOTIFY on PostgreSQL, in process on
 	// SQLite), resolved once into statuses, and fanned out by the hub.
 	hub := watch.NewHub(cfg.WatchMaxSubs)
+	domain := telemetry.NewMetrics(reg, func() float64 { return float64(hub.Count()) })
 	var eng *engine.Engine
 	resolver := watch.NewResolver(hub, func(ctx context.Context, c watch.Change) (watch.Update, bool, error) {
 		return api.ResolveStatus(eng)(ctx, c)
@@ -90,7 +96,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("CONTEXTD_SUMMARIZER: %w", err)
 	}
 	opts := []engine.Option{engine.WithRevertWindow(cfg.RevertWindow), engine.WithNotifier(notifier), engine.WithSummarizers(summarizers),
-		engine.WithLimits(engine.Limits{MaxCountBytes: cfg.MaxCountBytes, MaxSessionsPerTenant: cfg.MaxSessionsPerTenant})}
+		engine.WithLimits(engine.Limits{MaxCountBytes: cfg.MaxCountBytes, MaxSessionsPerTenant: cfg.MaxSessionsPerTenant}),
+		engine.WithMetrics(domain)}
 	if cfg.AnthropicCountTokens {
 		opts = append(opts, engine.WithProviderCounter(provider.NewAnthropicCounter(provider.Config{
 			BaseURL: cfg.AnthropicBaseURL, APIKey: cfg.AnthropicAPIKey, Timeout: cfg.SummarizerTimeout, MaxRetries: cfg.SummarizerMaxRetries})))
@@ -120,9 +127,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("protovalidate: %w", err)
 	}
-	metrics := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	keys, err := auth.LoadKeys(cfg.APIKeysFile, cfg.APIKeys)
 	if err != nil {
@@ -131,7 +135,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if !keys.Enabled() {
 		log.Warn("authentication is off: every caller is the default tenant (set CONTEXTD_API_KEYS_FILE)")
 	}
-	srv, err := newGRPCServer(cfg, log, validator, metrics, keys)
+	var extra []grpc.ServerOption
+	if telemetry.TracingEnabled(os.Getenv) {
+		tracing, err := telemetry.NewTracing(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = tracing.Shutdown(sctx)
+		}()
+		extra = append(extra, tracing.ServerOption())
+		log.Info("tracing on", "exporter", os.Getenv("OTEL_TRACES_EXPORTER"))
+	}
+	srv, err := newGRPCServer(cfg, log, validator, metrics, keys, extra...)
 	if err != nil {
 		return err
 	}
@@ -244,7 +262,7 @@ func summarizerEndpoints(cfg Config) map[string]summarize.Endpoint {
 // (they see every outcome), then logging, then panic recovery (so a panic is
 // logged and counted as Internal), then authentication (the tenant), the
 // per-tenant rate limit, and validation next to the handler.
-func newGRPCServer(cfg Config, log *slog.Logger, validator pvalidate.Validator, metrics *grpcprom.ServerMetrics, keys *auth.Keys) (*grpc.Server, error) {
+func newGRPCServer(cfg Config, log *slog.Logger, validator pvalidate.Validator, metrics *grpcprom.ServerMetrics, keys *auth.Keys, extra ...grpc.ServerOption) (*grpc.Server, error) {
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
 	unary := []grpc.UnaryServerInterceptor{
 		metrics.UnaryServerInterceptor(),
@@ -289,7 +307,7 @@ func newGRPCServer(cfg Config, log *slog.Logger, validator pvalidate.Validator, 
 		}
 		opts = append(opts, grpc.Creds(creds))
 	}
-	return grpc.NewServer(opts...), nil
+	return grpc.NewServer(append(opts, extra...)...), nil
 }
 
 // serverTLS loads the server certificate and, when a client CA is given,

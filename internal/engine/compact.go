@@ -78,6 +78,7 @@ func (e *Engine) Compact(ctx context.Context, tenant, id string, in CompactInput
 	switch {
 	case err != nil || in.DryRun:
 	case res.Compacted:
+		e.metrics.Compacted(res.Compaction.Tiers, res.Compaction.TokensBefore-res.Compaction.TokensAfter)
 		e.notify(ctx, tenant, id, res.Version, watch.EventCompacted)
 	case len(res.Warnings) > 0:
 		e.notify(ctx, tenant, id, res.Version, watch.EventWarning)
@@ -133,8 +134,14 @@ func (e *Engine) compactTx(ctx context.Context, tx store.Tx, tenant, id string, 
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%v; using the extractive summarizer", err))
 		summarizer, isLLM = summarize.Extractive{}, false
 	}
+	summarizerName := policy.Summarizer
+	if summarizerName == "" {
+		summarizerName = e.summarizers.Default
+	}
 	summarizeFn := func(si compaction.SummaryInput) (string, error) {
+		start := time.Now()
 		text, err := summarizer.Summarize(ctx, si)
+		e.metrics.Summarized(summarizerName, time.Since(start), err != nil)
 		if !isLLM {
 			return text, err
 		}

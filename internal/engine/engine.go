@@ -14,6 +14,7 @@ import (
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/summarize"
+	"github.com/contextd/contextd/internal/telemetry"
 	"github.com/contextd/contextd/internal/tokens"
 	"github.com/contextd/contextd/internal/watch"
 )
@@ -28,8 +29,12 @@ type Engine struct {
 	notifier     Notifier
 	counter      ProviderCounter
 	limits       Limits
+	metrics      *telemetry.Metrics
 	now          func() time.Time
 }
+
+// WithMetrics records domain metrics (tokens counted, compactions, summaries).
+func WithMetrics(m *telemetry.Metrics) Option { return func(e *Engine) { e.metrics = m } }
 
 // Limits bound what one request or tenant may ask for.
 type Limits struct {
@@ -171,6 +176,7 @@ func (e *Engine) CountTokens(ctx context.Context, in CountInput) (CountResult, e
 	}
 	if !in.IsChat() {
 		res.Total = int64(enc.Count(in.Text))
+		e.metrics.TokensCounted(encName, res.Total)
 		return res, nil
 	}
 	if err := validateRequest(in.Tools, in.Messages, "tools", "messages"); err != nil {
@@ -178,6 +184,7 @@ func (e *Engine) CountTokens(ctx context.Context, in CountInput) (CountResult, e
 	}
 	res.Breakdown = tokens.CountRequest(enc, framing, in.System, in.Tools, in.Messages)
 	res.Total = res.Breakdown.Total()
+	e.metrics.TokensCounted(encName, res.Total)
 	if in.Model != "" {
 		m, _ := e.models.Lookup(in.Model)
 		if n, warn := e.providerCount(ctx, m, in.System, in.Tools, in.Messages); n > 0 {

@@ -401,10 +401,13 @@ func (e *Engine) countMessages(model string, msgs []chat.Message) ([]chat.Messag
 	}
 	fr := tokens.FramingOf(m)
 	out := make([]chat.Message, len(msgs))
+	var total int64
 	for i := range msgs {
 		out[i] = msgs[i]
 		out[i].Tokens = tokens.CountMessage(enc, fr, &msgs[i]).Tokens
+		total += out[i].Tokens
 	}
+	e.metrics.TokensCounted(enc.Name(), total)
 	return out, nil
 }
 
