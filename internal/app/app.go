@@ -43,6 +43,7 @@ import (
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/provider"
+	"github.com/contextd/contextd/internal/retention"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/postgres"
 	"github.com/contextd/contextd/internal/store/sqlite"
@@ -106,6 +107,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatch()
 	go resolver.Run(watchCtx)
+	go retention.Run(watchCtx, st, cfg.RetentionInterval, cfg.ArchiveRetention, log)
 	if _, ok := st.(*postgres.Store); ok {
 		resync := func() {
 			resolver.Resync(func(tenant string) []string {

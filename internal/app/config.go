@@ -49,6 +49,10 @@ type Config struct {
 	MaxCountBytes        int
 	MaxSessionsPerTenant int
 	MaxConnectionAge     time.Duration
+
+	// Retention.
+	RetentionInterval time.Duration
+	ArchiveRetention  time.Duration
 }
 
 // envFlag describes one setting. A secret's value never shows in --help.
@@ -89,6 +93,8 @@ var settings = []envFlag{
 	{"CONTEXTD_MAX_COUNT_BYTES", "8388608", "largest text CountTokens and inline usage accept, in bytes", false},
 	{"CONTEXTD_MAX_SESSIONS_PER_TENANT", "100000", "live sessions one tenant may hold", false},
 	{"CONTEXTD_MAX_CONNECTION_AGE", "30m", "close client connections after this long so load rebalances across replicas (0: never)", false},
+	{"CONTEXTD_RETENTION_INTERVAL", "1h", "how often the retention purge runs (0: never)", false},
+	{"CONTEXTD_ARCHIVE_RETENTION", "720h", "how long replaced originals and deleted sessions are kept (at least the revert window)", false},
 }
 
 func flagName(env string) string {
@@ -184,6 +190,12 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 		if *f.dst, err = strconv.Atoi(get(f.env)); err != nil || *f.dst < f.min {
 			return Config{}, fmt.Errorf("%s: want an integer of at least %d, got %q", f.env, f.min, get(f.env))
 		}
+	}
+	if cfg.RetentionInterval, err = time.ParseDuration(get("CONTEXTD_RETENTION_INTERVAL")); err != nil || cfg.RetentionInterval < 0 {
+		return Config{}, fmt.Errorf("CONTEXTD_RETENTION_INTERVAL: want a duration such as 1h, got %q", get("CONTEXTD_RETENTION_INTERVAL"))
+	}
+	if cfg.ArchiveRetention, err = time.ParseDuration(get("CONTEXTD_ARCHIVE_RETENTION")); err != nil || cfg.ArchiveRetention < cfg.RevertWindow {
+		return Config{}, fmt.Errorf("CONTEXTD_ARCHIVE_RETENTION: want a duration of at least the revert window (%s), got %q", cfg.RevertWindow, get("CONTEXTD_ARCHIVE_RETENTION"))
 	}
 	if cfg.MaxConnectionAge, err = time.ParseDuration(get("CONTEXTD_MAX_CONNECTION_AGE")); err != nil || cfg.MaxConnectionAge < 0 {
 		return Config{}, fmt.Errorf("CONTEXTD_MAX_CONNECTION_AGE: want a duration such as 30m, got %q", get("CONTEXTD_MAX_CONNECTION_AGE"))

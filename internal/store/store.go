@@ -121,6 +121,11 @@ type Calibration struct {
 	UpdatedAt time.Time
 }
 
+// Purged counts what a Purge deleted.
+type Purged struct {
+	Sessions, Messages, IdempotencyKeys int64
+}
+
 // ListFilter selects sessions for ListSessions.
 type ListFilter struct {
 	Labels map[string]string
@@ -204,6 +209,11 @@ type Store interface {
 	ListCompactions(ctx context.Context, tenant, sessionID string) ([]Compaction, error)
 	// GetCalibration returns a model's calibration, or ErrNotFound.
 	GetCalibration(ctx context.Context, tenant, model string) (Calibration, error)
+	// Purge deletes what retention no longer keeps: sessions deleted before
+	// cutoff, messages created before cutoff that are neither in an active
+	// view nor needed by a compaction that can still be reverted at now, and
+	// idempotency records older than a day. It never touches an active view.
+	Purge(ctx context.Context, cutoff, now time.Time) (Purged, error)
 	// Ping checks the connection.
 	Ping(ctx context.Context) error
 	Close() error

@@ -59,7 +59,7 @@ func TestSpanPerCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn.Close()
-	srv.GracefulStop() // the server span ends after the answer is sent
+	srv.GracefulStop()                                 // the server span ends after the answer is sent
 	if err := tr.ForceFlush(t.Context()); err != nil { // Shutdown would also empty the in-memory exporter
 		t.Fatal(err)
 	}

@@ -273,3 +273,32 @@ func getCalibration(ctx context.Context, q querier, tenant, model string) (store
 func (s *Store) GetCalibration(ctx context.Context, tenant, model string) (store.Calibration, error) {
 	return getCalibration(ctx, s.pool, tenant, model)
 }
+
+// Purge deletes what retention no longer keeps, in one transaction.
+func (s *Store) Purge(ctx context.Context, cutoff, now time.Time) (store.Purged, error) {
+	var p store.Purged
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at < $1`, cutoff)
+		if err != nil {
+			return err
+		}
+		p.Sessions = tag.RowsAffected()
+		tag, err = tx.Exec(ctx, `DELETE FROM messages m WHERE m.created_at < $1
+			AND NOT EXISTS (SELECT 1 FROM view_entries v
+				WHERE v.tenant = m.tenant AND v.session_id = m.session_id AND v.message_id = m.id)
+			AND NOT EXISTS (SELECT 1 FROM compactions c
+				WHERE c.tenant = m.tenant AND c.session_id = m.session_id AND c.reverted_at IS NULL
+				  AND c.expires_at > $2 AND c.view_before::jsonb ? m.id)`, cutoff, now)
+		if err != nil {
+			return err
+		}
+		p.Messages = tag.RowsAffected()
+		tag, err = tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE created_at < $1`, now.Add(-24*time.Hour))
+		if err != nil {
+			return err
+		}
+		p.IdempotencyKeys = tag.RowsAffected()
+		return nil
+	})
+	return p, err
+}

@@ -303,3 +303,37 @@ func getCalibration(ctx context.Context, q querier, tenant, model string) (store
 func (s *Store) GetCalibration(ctx context.Context, tenant, model string) (store.Calibration, error) {
 	return getCalibration(ctx, s.db, tenant, model)
 }
+
+// Purge deletes what retention no longer keeps, in one transaction.
+func (s *Store) Purge(ctx context.Context, cutoff, now time.Time) (store.Purged, error) {
+	var p store.Purged
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return p, err
+	}
+	defer tx.Rollback()
+	steps := []struct {
+		dst   *int64
+		query string
+		args  []any
+	}{
+		{&p.Sessions, `DELETE FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at < ?`, []any{cutoff.UnixNano()}},
+		{&p.Messages, `DELETE FROM messages WHERE created_at < ?
+			AND NOT EXISTS (SELECT 1 FROM view_entries v
+				WHERE v.tenant = messages.tenant AND v.session_id = messages.session_id AND v.message_id = messages.id)
+			AND NOT EXISTS (SELECT 1 FROM compactions c, json_each(c.view_before) j
+				WHERE c.tenant = messages.tenant AND c.session_id = messages.session_id AND c.reverted_at IS NULL
+				  AND c.expires_at > ? AND j.value = messages.id)`, []any{cutoff.UnixNano(), now.UnixNano()}},
+		{&p.IdempotencyKeys, `DELETE FROM idempotency_keys WHERE created_at < ?`, []any{now.Add(-24 * time.Hour).UnixNano()}},
+	}
+	for _, st := range steps {
+		res, err := tx.ExecContext(ctx, st.query, st.args...)
+		if err != nil {
+			return p, err
+		}
+		if *st.dst, err = res.RowsAffected(); err != nil {
+			return p, err
+		}
+	}
+	return p, tx.Commit()
+}

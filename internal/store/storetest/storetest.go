@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Rollback", testRollback},
 		{"CompactionsAndViews", testCompactionsAndViews},
 		{"Calibration", testCalibration},
+		{"Purge", testPurge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
@@ -421,5 +422,59 @@ func testCalibration(t *testing.T, s store.Store) {
 	}
 	if _, err := s.GetCalibration(ctx, "other-tenant", "claude-sonnet-4-5"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("calibrations leak across tenants: %v", err)
+	}
+}
+
+// testPurge: retention removes deleted sessions and unreferenced old
+// originals, and never the active view or what a revertible compaction needs.
+func testPurge(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	old, now := epoch, epoch.Add(60*24*time.Hour)
+	create(t, s, session("t", "live", old))
+	create(t, s, session("t", "gone", old))
+	msg := func(id string, pos int64) chat.Message {
+		return chat.Message{ID: id, Position: pos, Role: chat.RoleUser, Kind: chat.KindNormal, Tokens: 1, CreatedAt: old,
+			Parts: []chat.Part{{Type: chat.PartText, Text: id}}}
+	}
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		// m1: in the view. m2: replaced by an expired compaction. m3: needed by
+		// a compaction that can still be reverted.
+		if err := tx.InsertMessages(ctx, "t", "live", []chat.Message{msg("m1", 1), msg("m2", 2), msg("m3", 3)}); err != nil {
+			return err
+		}
+		if err := tx.AppendView(ctx, "t", "live", []store.ViewEntry{{Ord: 1, MessageID: "m1"}}); err != nil {
+			return err
+		}
+		for _, c := range []*store.Compaction{
+			{ID: "c1", Round: 1, ViewBefore: []string{"m1", "m2"}, ViewAfter: []string{"m1"}, CreatedAt: old, ExpiresAt: old.Add(24 * time.Hour)},
+			{ID: "c2", Round: 2, ViewBefore: []string{"m1", "m3"}, ViewAfter: []string{"m1"}, CreatedAt: old, ExpiresAt: now.Add(time.Hour)},
+		} {
+			if err := tx.InsertCompaction(ctx, "t", "live", c); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutIdempotency(ctx, "t", "live", store.Idempotency{Key: "k", RequestHash: "h", Response: []byte("{}")}); err != nil {
+			return err
+		}
+		return tx.DeleteSession(ctx, "t", "gone")
+	})
+	p, err := s.Purge(ctx, now.Add(-30*24*time.Hour), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The deleted session was deleted "now" (wall clock), after the cutoff:
+	// it stays until its own retention ends.
+	if p.Sessions != 0 || p.Messages != 1 {
+		t.Errorf("purged %+v; want only m2", p)
+	}
+	if got, err := s.MessagesByID(ctx, "t", "live", []string{"m1", "m3"}); err != nil || len(got) != 2 {
+		t.Errorf("the view or a revertible original was purged: %v", err)
+	}
+	if _, err := s.MessagesByID(ctx, "t", "live", []string{"m2"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("m2 survived: %v", err)
+	}
+	p, err = s.Purge(ctx, time.Now().Add(time.Hour), time.Now().Add(48*time.Hour))
+	if err != nil || p.Sessions != 1 || p.IdempotencyKeys != 1 {
+		t.Errorf("second purge: %+v, %v", p, err)
 	}
 }
