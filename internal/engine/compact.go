@@ -340,9 +340,9 @@ func (e *Engine) PrepareContext(ctx context.Context, tenant, id string, in Prepa
 	if err != nil {
 		return PrepareResult{}, err
 	}
-	if st.LastCompaction == nil {
-		if list, err := e.store.ListCompactions(ctx, tenant, id); err == nil && len(list) > 0 {
-			st.LastCompaction = &list[len(list)-1]
+	if st.LastCompaction == nil && v.CompactionRound > 0 {
+		if c, err := e.store.LatestCompaction(ctx, tenant, id); err == nil {
+			st.LastCompaction = &c
 		}
 	}
 	return PrepareResult{Messages: msgs, Status: st}, nil
@@ -438,12 +438,12 @@ func (e *Engine) SessionStatus(ctx context.Context, tenant, id string) (Status, 
 		st.Warnings = append(st.Warnings, "auto-compaction is paused for this session: the last compaction saved too little")
 	}
 	if v.CompactionRound > 0 {
-		list, err := e.store.ListCompactions(ctx, tenant, id)
-		if err != nil {
+		c, err := e.store.LatestCompaction(ctx, tenant, id)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return Status{}, err
 		}
-		if len(list) > 0 {
-			st.LastCompaction = &list[len(list)-1]
+		if err == nil {
+			st.LastCompaction = &c
 		}
 	}
 	return st, nil

@@ -207,6 +207,8 @@ type Store interface {
 	MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) ([]chat.Message, error)
 	// ListCompactions returns a session's compactions, oldest first.
 	ListCompactions(ctx context.Context, tenant, sessionID string) ([]Compaction, error)
+	// LatestCompaction returns a session's newest compaction, or ErrNotFound.
+	LatestCompaction(ctx context.Context, tenant, sessionID string) (Compaction, error)
 	// GetCalibration returns a model's calibration, or ErrNotFound.
 	GetCalibration(ctx context.Context, tenant, model string) (Calibration, error)
 	// Purge deletes what retention no longer keeps: sessions deleted before

@@ -302,3 +302,9 @@ func (s *Store) Purge(ctx context.Context, cutoff, now time.Time) (store.Purged,
 	})
 	return p, err
 }
+
+// LatestCompaction returns a session's newest compaction.
+func (s *Store) LatestCompaction(ctx context.Context, tenant, sessionID string) (store.Compaction, error) {
+	return scanCompaction(s.pool.QueryRow(ctx, `SELECT `+compactionCols+` FROM compactions
+		WHERE tenant = $1 AND session_id = $2 ORDER BY round DESC LIMIT 1`, tenant, sessionID))
+}

@@ -337,3 +337,9 @@ func (s *Store) Purge(ctx context.Context, cutoff, now time.Time) (store.Purged,
 	}
 	return p, tx.Commit()
 }
+
+// LatestCompaction returns a session's newest compaction.
+func (s *Store) LatestCompaction(ctx context.Context, tenant, sessionID string) (store.Compaction, error) {
+	return scanCompaction(s.db.QueryRowContext(ctx, `SELECT `+compactionCols+` FROM compactions
+		WHERE tenant = ? AND session_id = ? ORDER BY round DESC LIMIT 1`, tenant, sessionID))
+}

@@ -392,6 +392,12 @@ func testCompactionsAndViews(t *testing.T, s store.Store) {
 	if err != nil || len(list) != 1 || list[0].RevertedAt == nil || !list[0].RevertedAt.Equal(epoch.Add(time.Hour)) {
 		t.Errorf("list: %+v, %v", list, err)
 	}
+	if latest, err := s.LatestCompaction(ctx, "t", "s"); err != nil || latest.ID != "c1" {
+		t.Errorf("latest: %+v, %v", latest, err)
+	}
+	if _, err := s.LatestCompaction(ctx, "t", "none"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("latest of a session without compactions: %v", err)
+	}
 	byID, err := s.MessagesByID(ctx, "t", "s", []string{"m3", "sum-1", "m1"})
 	if err != nil || len(byID) != 3 || byID[0].ID != "m3" || byID[1].ID != "sum-1" || byID[2].ID != "m1" ||
 		!reflect.DeepEqual(byID[1].Replaces, summary.Replaces) {
