@@ -111,6 +111,12 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 // view attaches usage, computed from the stored aggregates (no scan, no
 // tokenizing), the session's anchor and the model's calibration.
 func (e *Engine) view(ctx context.Context, s store.Session) (SessionView, error) {
+	return e.viewCached(ctx, s, nil)
+}
+
+// viewCached is view with a per-call cache of calibrations by model, so a
+// listing reads each model's calibration once.
+func (e *Engine) viewCached(ctx context.Context, s store.Session, cals map[string]*store.Calibration) (SessionView, error) {
 	m, known := e.models.Lookup(s.Model)
 	p, err := compaction.Resolve("policy", s.Policy, m.ContextWindow)
 	if err != nil {
@@ -118,9 +124,15 @@ func (e *Engine) view(ctx context.Context, s store.Session) (SessionView, error)
 		// window): fall back to defaults rather than fail reads.
 		p = compaction.Defaults(m.ContextWindow)
 	}
-	cal, err := e.calibration(ctx, s.Tenant, m)
-	if err != nil {
-		return SessionView{}, err
+	cal, cached := cals[m.Name]
+	if !cached {
+		var err error
+		if cal, err = e.calibration(ctx, s.Tenant, m); err != nil {
+			return SessionView{}, err
+		}
+		if cals != nil {
+			cals[m.Name] = cal
+		}
 	}
 	messages := s.ActiveTokens + int64(tokens.FramingOf(m).ReplyPriming)
 	est := estimate{system: s.SystemTokens, tools: s.ToolsTokens, messages: messages}
@@ -208,8 +220,9 @@ func (e *Engine) ListSessions(ctx context.Context, tenant string, labels map[str
 		next = base64.RawURLEncoding.EncodeToString(raw)
 	}
 	out := make([]SessionView, len(rows))
+	cals := map[string]*store.Calibration{}
 	for i, s := range rows {
-		if out[i], err = e.view(ctx, s); err != nil {
+		if out[i], err = e.viewCached(ctx, s, cals); err != nil {
 			return nil, "", err
 		}
 	}
