@@ -21,9 +21,6 @@ const DefaultRevertWindow = 24 * time.Hour
 // auto-compaction pauses for the session (no compaction loops).
 const minSavings = 0.05
 
-// errDryRun rolls back a dry run's transaction.
-var errDryRun = errors.New("dry run")
-
 // CompactInput is a Compact request.
 type CompactInput struct {
 	// Tier limits compaction to one tier; empty means automatic (prune and
@@ -62,52 +59,84 @@ type Status struct {
 }
 
 // Compact compacts a session's active view now.
+//
+// It plans on a snapshot outside any transaction, because an LLM summarizer
+// may take seconds, then applies the plan in one transaction that holds the
+// session's compaction lock (an advisory lock on PostgreSQL) and its row
+// lock, and only if the view is still the snapshot's: messages appended in
+// the meantime are kept after the compacted view; if another compaction or a
+// revert came first, it plans again on the new view (where there is usually
+// nothing left to do). So concurrent compactions of one session through any
+// number of replicas produce one compaction, and no append is lost.
 func (e *Engine) Compact(ctx context.Context, tenant, id string, in CompactInput) (CompactResult, error) {
-	var res CompactResult
-	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		var err error
-		res, err = e.compactTx(ctx, tx, tenant, id, in)
-		if err == nil && in.DryRun {
-			return errDryRun
+	for attempt := 1; ; attempt++ {
+		snap, err := e.snapshot(ctx, tenant, id)
+		if err != nil {
+			return CompactResult{}, err
 		}
-		return err
-	})
-	if errors.Is(err, errDryRun) {
-		err = nil
-	}
-	switch {
-	case err != nil || in.DryRun:
-	case res.Compacted:
+		p, err := e.plan(ctx, snap, in)
+		if err != nil {
+			return CompactResult{}, err
+		}
+		res := p.result
+		switch {
+		case in.DryRun:
+			v, err := e.view(ctx, snap.session)
+			res.Usage, res.Version = v.Usage, snap.session.Version
+			return res, err
+		case !p.plan.Changed():
+			return e.nothingToCompact(ctx, tenant, id, in, snap, res)
+		}
+		res, err = e.apply(ctx, tenant, id, snap, p)
+		if errors.Is(err, errStale) && attempt < 3 {
+			continue
+		}
+		if errors.Is(err, errStale) {
+			return CompactResult{}, fmt.Errorf("the session kept changing under the compaction; try again: %w", store.ErrVersionConflict)
+		}
+		if err != nil {
+			return CompactResult{}, err
+		}
 		e.metrics.Compacted(res.Compaction.Tiers, res.Compaction.TokensBefore-res.Compaction.TokensAfter)
-		e.notify(ctx, tenant, id, res.Version, watch.EventCompacted)
-	case len(res.Warnings) > 0:
-		e.notify(ctx, tenant, id, res.Version, watch.EventWarning)
+		event := watch.EventCompacted
+		e.notify(ctx, tenant, id, res.Version, event)
+		return res, nil
 	}
-	return res, err
 }
 
-// compactTx plans and applies a compaction inside a transaction that holds
-// the session's compaction lock and row lock: concurrent compactions of one
-// session run one after the other (the second finds nothing left to do), and
-// appends wait for the compaction instead of being lost.
-func (e *Engine) compactTx(ctx context.Context, tx store.Tx, tenant, id string, in CompactInput) (CompactResult, error) {
-	if err := tx.LockCompaction(ctx, tenant, id); err != nil {
-		return CompactResult{}, err
-	}
-	s, err := tx.GetSession(ctx, tenant, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return CompactResult{}, fmt.Errorf("session %q: %w", id, store.ErrNotFound)
-	}
+// errStale means the view changed between planning and applying.
+var errStale = errors.New("view changed since the plan")
+
+// snapshot is a session and its active view, read without locks.
+type snapshot struct {
+	session store.Session
+	view    []chat.Message
+}
+
+func (e *Engine) snapshot(ctx context.Context, tenant, id string) (snapshot, error) {
+	s, err := e.readSession(ctx, tenant, id)
 	if err != nil {
-		return CompactResult{}, err
+		return snapshot{}, err
 	}
-	view, err := tx.ViewMessages(ctx, tenant, id)
-	if err != nil {
-		return CompactResult{}, err
-	}
+	view, err := e.activeView(ctx, tenant, id)
+	return snapshot{session: s, view: view}, err
+}
+
+// planned is a plan, the record it would write and the result so far.
+type planned struct {
+	plan   *compaction.Plan
+	record *store.Compaction
+	result CompactResult
+	model  tokens.Model
+	policy compaction.Policy
+}
+
+// plan runs the planner (and the summarizer) on a snapshot.
+func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (planned, error) {
+	s, view := snap.session, snap.view
 	m, _, enc, err := e.modelFor(s.Model)
 	if err != nil {
-		return CompactResult{}, err
+		return planned{}, err
 	}
 	policy, err := compaction.Resolve("policy", s.Policy, m.ContextWindow)
 	if err != nil {
@@ -128,10 +157,11 @@ func (e *Engine) compactTx(ctx context.Context, tx store.Tx, tenant, id string, 
 	fr := tokens.FramingOf(m)
 	round := s.CompactionRound + 1
 	seq := 0
-	var res CompactResult
+	out := planned{model: m, policy: policy}
+	out.result.DryRun = in.DryRun
 	summarizer, isLLM, err := e.summarizers.Get(policy.Summarizer)
 	if err != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%v; using the extractive summarizer", err))
+		out.result.Warnings = append(out.result.Warnings, fmt.Sprintf("%v; using the extractive summarizer", err))
 		summarizer, isLLM = summarize.Extractive{}, false
 	}
 	summarizerName := policy.Summarizer
@@ -147,12 +177,12 @@ func (e *Engine) compactTx(ctx context.Context, tx store.Tx, tenant, id string, 
 		}
 		if err != nil {
 			// An LLM that is down never fails the call: fall back and say so.
-			res.Warnings = append(res.Warnings, "LLM summarizer failed, used the extractive summary instead: "+err.Error())
+			out.result.Warnings = append(out.result.Warnings, "LLM summarizer failed, used the extractive summary instead: "+err.Error())
 			return summarize.Extractive{}.Summarize(ctx, si)
 		}
 		return summarize.PinFacts(text, si), nil
 	}
-	req := compaction.Request{
+	plan, err := compaction.PlanCompaction(compaction.Request{
 		View: view, OriginalTaskID: originalTask(view), Fixed: s.SystemTokens + s.ToolsTokens + int64(fr.ReplyPriming),
 		Window: m.ContextWindow, Policy: policy, Target: target, Tiers: tiers, Round: round, Instructions: in.Instructions,
 		Count:     func(msg *chat.Message) int64 { return tokens.CountMessage(enc, fr, msg).Tokens },
@@ -166,33 +196,21 @@ func (e *Engine) compactTx(ctx context.Context, tx store.Tx, tenant, id string, 
 			}
 			return fmt.Sprintf("%s_%d_%d", prefix, round, seq)
 		},
-	}
-	plan, err := compaction.PlanCompaction(req)
+	})
 	if errors.Is(err, compaction.ErrTooLarge) {
-		return CompactResult{}, fmt.Errorf("%w: %w", ErrFailedPrecondition, err)
+		return planned{}, fmt.Errorf("%w: %w", ErrFailedPrecondition, err)
 	}
 	if err != nil {
-		return CompactResult{}, err
+		return planned{}, err
 	}
-	res.DryRun = in.DryRun
 	if plan.SummaryFailed != nil {
-		res.Warnings = append(res.Warnings, "summarizer failed; the summarize tier was skipped: "+plan.SummaryFailed.Error())
+		out.result.Warnings = append(out.result.Warnings, "summarizer failed; the summarize tier was skipped: "+plan.SummaryFailed.Error())
+	}
+	out.plan = plan
+	if !plan.Changed() {
+		return out, nil
 	}
 	now := e.timestamp()
-	saved := float64(plan.TokensBefore-plan.TokensAfter) / float64(max(plan.TokensBefore, 1))
-	if !plan.Changed() {
-		if in.auto && !in.DryRun {
-			// Nothing left to compact: pause instead of retrying every call.
-			s.AutoPausedBelow = s.ActiveTokens + pauseSpan(m, policy)
-			if err := tx.UpdateSession(ctx, &s); err != nil {
-				return CompactResult{}, err
-			}
-			res.Warnings = append(res.Warnings, fmt.Sprintf("nothing left to compact; auto-compaction paused until the conversation grows by %d tokens", pauseSpan(m, policy)))
-		}
-		v, err := e.view(ctx, s)
-		res.Usage, res.Version = v.Usage, s.Version
-		return res, err
-	}
 	rec := &store.Compaction{
 		ID: fmt.Sprintf("cmp_%d", round), Round: round, TokensBefore: plan.TokensBefore, TokensAfter: plan.TokensAfter,
 		Summary: plan.Summary, CreatedAt: now, ExpiresAt: now.Add(e.revertWindow),
@@ -205,45 +223,108 @@ func (e *Engine) compactTx(ctx context.Context, tx store.Tx, tenant, id string, 
 		rec.Items = append(rec.Items, store.CompactionItem{Tier: string(it.Tier), NewID: it.NewID, Replaced: it.Replaced,
 			Reason: it.Reason, TokensBefore: it.TokensBefore, TokensAfter: it.TokensAfter})
 	}
-	res.Compaction = rec
-	if in.DryRun {
-		v, err := e.view(ctx, s)
-		res.Usage, res.Version = v.Usage, s.Version
-		return res, err
-	}
-	replaces := map[string][]string{}
-	for _, it := range plan.Items {
-		replaces[it.NewID] = it.Replaced
-	}
-	fresh := make([]chat.Message, len(plan.New))
-	for i, msg := range plan.New {
-		msg.CreatedAt, msg.Replaces, msg.Position = now, replaces[msg.ID], 0
-		fresh[i] = msg
-	}
-	if err := tx.InsertMessages(ctx, tenant, id, fresh); err != nil {
+	out.record, out.result.Compaction = rec, rec
+	return out, nil
+}
+
+// apply writes a plan if the view is still the snapshot's (messages
+// appended since stay, after the compacted view).
+func (e *Engine) apply(ctx context.Context, tenant, id string, snap snapshot, p planned) (CompactResult, error) {
+	res := p.result
+	var final store.Session
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.LockCompaction(ctx, tenant, id); err != nil {
+			return err
+		}
+		s, err := tx.GetSession(ctx, tenant, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		view, err := tx.ViewMessages(ctx, tenant, id)
+		if err != nil {
+			return err
+		}
+		if s.ViewEpoch != snap.session.ViewEpoch || len(view) < len(snap.view) || !equalIDs(idsOf(view[:len(snap.view)]), idsOf(snap.view)) {
+			return errStale
+		}
+		appended := view[len(snap.view):]
+		rec := *p.record
+		rec.ViewBefore = idsOf(view)
+		rec.ViewAfter = append(idsOf(p.plan.View), idsOf(appended)...)
+		replaces := map[string][]string{}
+		for _, it := range p.plan.Items {
+			replaces[it.NewID] = it.Replaced
+		}
+		fresh := make([]chat.Message, len(p.plan.New))
+		for i, msg := range p.plan.New {
+			msg.CreatedAt, msg.Replaces, msg.Position = rec.CreatedAt, replaces[msg.ID], 0
+			fresh[i] = msg
+		}
+		if err := tx.InsertMessages(ctx, tenant, id, fresh); err != nil {
+			return err
+		}
+		if err := tx.ReplaceView(ctx, tenant, id, rec.ViewAfter); err != nil {
+			return err
+		}
+		if err := tx.InsertCompaction(ctx, tenant, id, &rec); err != nil {
+			return err
+		}
+		s.Version++
+		s.ViewEpoch++ // the anchor, if any, described the old view
+		s.CompactionRound = rec.Round
+		s.ActiveTokens = sumTokens(p.plan.View) + sumTokens(appended)
+		s.ActiveCount = int64(len(rec.ViewAfter))
+		s.ViewSeq = s.ActiveCount
+		s.UpdatedAt = rec.CreatedAt
+		s.AutoPausedBelow = 0
+		if saved := float64(rec.TokensBefore-rec.TokensAfter) / float64(max(rec.TokensBefore, 1)); saved < minSavings {
+			s.AutoPausedBelow = s.ActiveTokens + pauseSpan(p.model, p.policy)
+			res.Warnings = append(res.Warnings, fmt.Sprintf("compaction saved only %.1f%%; auto-compaction paused until the conversation grows by %d tokens", 100*saved, pauseSpan(p.model, p.policy)))
+		}
+		res.Compaction = &rec
+		final = s
+		return tx.UpdateSession(ctx, &s)
+	})
+	if err != nil {
 		return CompactResult{}, err
 	}
-	if err := tx.ReplaceView(ctx, tenant, id, rec.ViewAfter); err != nil {
-		return CompactResult{}, err
-	}
-	if err := tx.InsertCompaction(ctx, tenant, id, rec); err != nil {
-		return CompactResult{}, err
-	}
-	s.Version++
-	s.ViewEpoch++ // the anchor, if any, described the old view
-	s.CompactionRound = round
-	s.ActiveTokens, s.ActiveCount, s.ViewSeq = sumTokens(plan.View), int64(len(plan.View)), int64(len(plan.View))
-	s.UpdatedAt = now
-	s.AutoPausedBelow = 0
-	if saved < minSavings {
-		s.AutoPausedBelow = s.ActiveTokens + pauseSpan(m, policy)
-		res.Warnings = append(res.Warnings, fmt.Sprintf("compaction saved only %.1f%%; auto-compaction paused until the conversation grows by %d tokens", 100*saved, pauseSpan(m, policy)))
-	}
-	if err := tx.UpdateSession(ctx, &s); err != nil {
-		return CompactResult{}, err
+	v, err := e.view(ctx, final)
+	res.Compacted, res.Usage, res.Version = true, v.Usage, final.Version
+	return res, err
+}
+
+// nothingToCompact answers a compaction that found nothing to do. Started
+// by PrepareContext, it pauses auto-compaction instead of retrying on every
+// call.
+func (e *Engine) nothingToCompact(ctx context.Context, tenant, id string, in CompactInput, snap snapshot, res CompactResult) (CompactResult, error) {
+	s := snap.session
+	if in.auto {
+		m, _ := e.models.Lookup(s.Model)
+		policy, err := compaction.Resolve("policy", s.Policy, m.ContextWindow)
+		if err != nil {
+			policy = compaction.Defaults(m.ContextWindow)
+		}
+		span := pauseSpan(m, policy)
+		err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			cur, err := tx.GetSession(ctx, tenant, id)
+			if err != nil {
+				return err
+			}
+			cur.AutoPausedBelow = cur.ActiveTokens + span
+			s = cur
+			return tx.UpdateSession(ctx, &cur)
+		})
+		if err != nil {
+			return CompactResult{}, err
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("nothing left to compact; auto-compaction paused until the conversation grows by %d tokens", span))
+		e.notify(ctx, tenant, id, s.Version, watch.EventWarning)
 	}
 	v, err := e.view(ctx, s)
-	res.Compacted, res.Usage, res.Version = true, v.Usage, s.Version
+	res.Usage, res.Version = v.Usage, s.Version
 	return res, err
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/summarize"
@@ -19,7 +20,9 @@ import (
 // completions (/chat/completions) and Anthropic's messages (/v1/messages),
 // with a failure mode per test.
 type fakeLLM struct {
-	mode     string // "ok", "500", "slow", "malformed", "empty"
+	mode     string        // "ok", "500", "slow", "malformed", "empty", "hold"
+	release  chan struct{} // "hold": answer once this closes
+	arrived  chan struct{} // "hold": closed when the request arrives
 	requests atomic.Int64
 	lastBody atomic.Value // map[string]any
 	lastAuth atomic.Value // string
@@ -35,6 +38,9 @@ func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.lastBody.Store(parsed)
 	f.lastAuth.Store(r.Header.Get("Authorization") + r.Header.Get("X-Api-Key"))
 	switch f.mode {
+	case "hold":
+		close(f.arrived)
+		<-f.release
 	case "500":
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte(`{"error":{"message":"boom","type":"server_error"}}`))
@@ -132,5 +138,60 @@ func TestLLMSummarizers(t *testing.T) {
 				t.Logf("%s: %d requests, %v", mode, fake.requests.Load(), time.Since(start).Round(time.Millisecond))
 			})
 		}
+	}
+}
+
+// TestAppendsDuringLLMSummary: the LLM call happens outside the database
+// transaction, so appends made while the summarizer thinks neither wait nor
+// get lost: they follow the compacted view.
+func TestAppendsDuringLLMSummary(t *testing.T) {
+	fake := &fakeLLM{mode: "hold", release: make(chan struct{}), arrived: make(chan struct{})}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	models, encodings := testModels(t)
+	set, err := summarize.NewSet("extractive", map[string]summarize.Endpoint{summarize.ProviderOpenAI: {
+		BaseURL: srv.URL + "/v1/", APIKey: "k", Timeout: 30 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := engine.New(encodings, models, openSQLite(t), engine.WithSummarizers(set))
+	spec, keep := "openai:gpt-4o-mini", 1000
+	v := agentSession(t, e, compaction.Overrides{Summarizer: &spec, ProtectRecentToolResults: &keep}, 20)
+	ctx := t.Context()
+	done := make(chan error, 1)
+	var res engine.CompactResult
+	go func() {
+		var err error
+		res, err = e.Compact(ctx, tenant, v.ID, engine.CompactInput{})
+		done <- err
+	}()
+	<-fake.arrived // the summarizer is thinking now
+	appended, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg("one more thing")}})
+	if err != nil {
+		t.Fatalf("append while summarizing: %v", err)
+	}
+	close(fake.release)
+	if err := <-done; err != nil || !res.Compacted {
+		t.Fatalf("compaction: %+v, %v", res, err)
+	}
+	page, err := e.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{Size: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := page.Messages[len(page.Messages)-1]
+	if last.ID != appended.Messages[0].ID || !strings.HasPrefix(res.Compaction.Summary, fakeSummary) {
+		t.Errorf("the append made during the summary is not at the end of the view: %s", last.ID)
+	}
+	if got := res.Compaction.ViewAfter[len(res.Compaction.ViewAfter)-1]; got != appended.Messages[0].ID {
+		t.Errorf("the record's view after misses the append: %s", got)
+	}
+	// Reverting gives back the pre-compaction view plus the append.
+	if _, err := e.RevertCompaction(ctx, tenant, v.ID, res.Compaction.ID); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := e.GetMessages(ctx, tenant, v.ID, engine.ViewLog, engine.Page{Size: 1000})
+	active, _ := e.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{Size: 1000})
+	if len(active.Messages) != len(log.Messages) {
+		t.Errorf("after revert: %d active, %d in the log", len(active.Messages), len(log.Messages))
 	}
 }
