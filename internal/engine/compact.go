@@ -44,6 +44,8 @@ type CompactResult struct {
 	Usage      Usage
 	Version    int64
 	Warnings   []string
+	// view is the active view after a compaction, for PrepareContext.
+	view []chat.Message
 }
 
 // Status is a snapshot of a session's context, as PrepareContext returns it
@@ -285,6 +287,20 @@ func (e *Engine) apply(ctx context.Context, tenant, id string, snap snapshot, p 
 			res.Warnings = append(res.Warnings, fmt.Sprintf("compaction saved only %.1f%%; auto-compaction paused until the conversation grows by %d tokens", 100*saved, pauseSpan(p.model, p.policy)))
 		}
 		res.Compaction = &rec
+		// The view as stored: synthetic messages with their timestamps and
+		// what they replace.
+		stored := make(map[string]chat.Message, len(fresh))
+		for _, m := range fresh {
+			stored[m.ID] = m
+		}
+		res.view = make([]chat.Message, 0, len(rec.ViewAfter))
+		for _, m := range p.plan.View {
+			if f, ok := stored[m.ID]; ok {
+				m = f
+			}
+			res.view = append(res.view, m)
+		}
+		res.view = append(res.view, appended...)
 		final = s
 		return tx.UpdateSession(ctx, &s)
 	})
@@ -377,16 +393,18 @@ type PrepareResult struct {
 // append the new messages, compact if the policy says so, and return the
 // active view to send with the status.
 func (e *Engine) PrepareContext(ctx context.Context, tenant, id string, in PrepareInput) (PrepareResult, error) {
+	var v SessionView
+	var err error
 	if len(in.Messages) > 0 {
-		if _, err := e.AppendMessages(ctx, tenant, id, AppendInput{Messages: in.Messages,
-			ExpectedVersion: in.ExpectedVersion, IdempotencyKey: in.IdempotencyKey}); err != nil {
-			return PrepareResult{}, err
-		}
+		_, v, err = e.appendMessages(ctx, tenant, id, AppendInput{Messages: in.Messages,
+			ExpectedVersion: in.ExpectedVersion, IdempotencyKey: in.IdempotencyKey})
+	} else {
+		v, err = e.GetSession(ctx, tenant, id)
 	}
-	v, err := e.GetSession(ctx, tenant, id)
 	if err != nil {
 		return PrepareResult{}, err
 	}
+	var msgs []chat.Message // the active view, when a compaction already has it
 	u := v.Usage
 	st := Status{SessionID: id, Version: v.Version, Usage: u, Time: e.now().UTC()}
 	paused := v.AutoPausedBelow > 0 && v.ActiveTokens < v.AutoPausedBelow
@@ -411,15 +429,17 @@ func (e *Engine) PrepareContext(ctx context.Context, tenant, id string, in Prepa
 		st.Compacted, st.Usage, st.Version = res.Compacted, res.Usage, res.Version
 		st.LastCompaction = res.Compaction
 		st.Warnings = append(st.Warnings, res.Warnings...)
+		msgs = res.view
 	case paused && u.Level >= compaction.LevelCompact:
 		st.Warnings = append(st.Warnings, "auto-compaction is paused for this session: the last compaction saved too little")
 	}
 	if st.Usage.Level == compaction.LevelHandoff {
 		st.Warnings = append(st.Warnings, st.Usage.Recommendation)
 	}
-	msgs, err := e.activeView(ctx, tenant, id)
-	if err != nil {
-		return PrepareResult{}, err
+	if msgs == nil {
+		if msgs, err = e.activeView(ctx, tenant, id); err != nil {
+			return PrepareResult{}, err
+		}
 	}
 	if st.LastCompaction == nil && v.CompactionRound > 0 {
 		if c, err := e.store.LatestCompaction(ctx, tenant, id); err == nil {

@@ -74,6 +74,11 @@ func TestPrepareCompactsAndExpands(t *testing.T) {
 		if res.Messages[0].Parts[0].Text != "Fix the failing test in src/app.py." || res.Messages[len(res.Messages)-1].Parts[0].Text != "Go on." {
 			t.Errorf("task or latest request lost")
 		}
+		// What PrepareContext returns is exactly what is stored.
+		stored, err := e.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{Size: 1000})
+		if err != nil || !reflect.DeepEqual(stored.Messages, res.Messages) {
+			t.Fatalf("returned view differs from the stored one (%v)", err)
+		}
 		// Every placeholder and summary expands to its originals.
 		for _, m := range res.Messages {
 			if m.Kind == chat.KindNormal {

@@ -153,6 +153,7 @@ func (e *Engine) CountTokens(ctx context.Context, in CountInput) (CountResult, e
 	}
 	framing := tokens.DefaultFraming
 	encName := tokens.CL100KBase
+	var model *tokens.Model // set when counting for a model
 	switch {
 	case in.Encoding != "":
 		if !slices.Contains(tokens.EncodingNames, in.Encoding) {
@@ -165,6 +166,7 @@ func (e *Engine) CountTokens(ctx context.Context, in CountInput) (CountResult, e
 			return res, chat.Invalid("model", "unknown model %q; see ListModels, or give an encoding instead", in.Model)
 		}
 		encName, framing, res.Model, res.Exact = m.Encoding, tokens.FramingOf(m), in.Model, m.Exact
+		model = &m
 	}
 	enc, err := e.encodings.Get(encName)
 	if err != nil {
@@ -185,9 +187,8 @@ func (e *Engine) CountTokens(ctx context.Context, in CountInput) (CountResult, e
 	res.Breakdown = tokens.CountRequest(enc, framing, in.System, in.Tools, in.Messages)
 	res.Total = res.Breakdown.Total()
 	e.metrics.TokensCounted(encName, res.Total)
-	if in.Model != "" {
-		m, _ := e.models.Lookup(in.Model)
-		if n, warn := e.providerCount(ctx, m, in.System, in.Tools, in.Messages); n > 0 {
+	if model != nil {
+		if n, warn := e.providerCount(ctx, *model, in.System, in.Tools, in.Messages); n > 0 {
 			res.Total, res.Exact = n, true
 			res.Warnings = append(res.Warnings, "total counted by the provider's count_tokens endpoint; the breakdown is the local estimate")
 		} else if warn != "" {

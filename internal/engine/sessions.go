@@ -302,28 +302,36 @@ type AppendResult struct {
 
 // AppendMessages appends a batch atomically: all or none.
 func (e *Engine) AppendMessages(ctx context.Context, tenant, id string, in AppendInput) (AppendResult, error) {
+	res, _, err := e.appendMessages(ctx, tenant, id, in)
+	return res, err
+}
+
+// appendMessages appends and also returns the session as the append left it,
+// so PrepareContext need not read it again.
+func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in AppendInput) (AppendResult, SessionView, error) {
 	if len(in.Messages) == 0 {
-		return AppendResult{}, chat.Invalid("messages", "must have at least one message")
+		return AppendResult{}, SessionView{}, chat.Invalid("messages", "must have at least one message")
 	}
 	if err := chat.ValidateMessages("messages", in.Messages); err != nil {
-		return AppendResult{}, err
+		return AppendResult{}, SessionView{}, err
 	}
 	hash, err := requestHash(in)
 	if err != nil {
-		return AppendResult{}, err
+		return AppendResult{}, SessionView{}, err
 	}
 	// Count outside the transaction, for the model the session has now; the
 	// transaction recounts in the rare case that the model changed meanwhile.
 	cur, err := e.readSession(ctx, tenant, id)
 	if err != nil {
-		return AppendResult{}, err
+		return AppendResult{}, SessionView{}, err
 	}
 	counted, err := e.countMessages(cur.Model, in.Messages)
 	if err != nil {
-		return AppendResult{}, err
+		return AppendResult{}, SessionView{}, err
 	}
 	var res AppendResult
 	var final store.Session
+	replayed := false
 	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		s, err := tx.GetSession(ctx, tenant, id) // locks the session: appends serialize here
 		if errors.Is(err, store.ErrNotFound) {
@@ -336,7 +344,7 @@ func (e *Engine) AppendMessages(ctx context.Context, tenant, id string, in Appen
 			rec, err := tx.GetIdempotency(ctx, tenant, id, in.IdempotencyKey)
 			switch {
 			case err == nil && rec.RequestHash == hash:
-				final = s
+				final, replayed = s, true
 				return json.Unmarshal(rec.Response, &res)
 			case err == nil:
 				return fmt.Errorf("idempotency key %q was used for a different request: %w", in.IdempotencyKey, ErrFailedPrecondition)
@@ -398,12 +406,14 @@ func (e *Engine) AppendMessages(ctx context.Context, tenant, id string, in Appen
 		return nil
 	})
 	if err != nil {
-		return AppendResult{}, err
+		return AppendResult{}, SessionView{}, err
 	}
-	e.notify(ctx, tenant, id, final.Version, watch.EventAppended)
+	if !replayed {
+		e.notify(ctx, tenant, id, final.Version, watch.EventAppended)
+	}
 	v, err := e.view(ctx, final)
 	res.Usage = v.Usage
-	return res, err
+	return res, v, err
 }
 
 // countMessages returns copies of msgs with Tokens set for model.

@@ -18,6 +18,7 @@ type Resolver struct {
 	in      chan Change
 	log     *slog.Logger
 	last    map[key]int64 // newest version published per session
+	batches int
 }
 
 // NewResolver returns a resolver; Run it, then feed it with Notify.
@@ -70,6 +71,13 @@ func (r *Resolver) Run(ctx context.Context) {
 			}
 		}
 		add(first)
+		if r.batches++; r.batches%1024 == 0 {
+			for k := range r.last { // sessions whose watchers left without a change since
+				if !r.hub.Watched(k.tenant, k.session) {
+					delete(r.last, k)
+				}
+			}
+		}
 	drain:
 		for len(batch) < 1024 {
 			select {
@@ -81,6 +89,7 @@ func (r *Resolver) Run(ctx context.Context) {
 		}
 		for k, c := range batch {
 			if !r.hub.Watched(k.tenant, k.session) {
+				delete(r.last, k) // nobody watches it: forget it, so memory follows the watchers
 				continue
 			}
 			if c.Event != EventResync && c.Event != EventDeleted && c.Version <= r.last[k] {
