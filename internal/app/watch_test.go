@@ -89,16 +89,21 @@ func TestWatchOverGRPC(t *testing.T) {
 		t.Error("tenant-wide watch missed w2's snapshot")
 	}
 
-	// Resume from the last version seen: no snapshot, next change arrives.
-	resumed, err := client.WatchContextStatus(ctx, &contextdv1.WatchContextStatusRequest{SessionId: "w1", FromVersion: 6})
+	// Resume from the last version seen: no snapshot (the first message is a
+	// heartbeat), and the next change arrives.
+	resumed, err := client.WatchContextStatus(ctx, &contextdv1.WatchContextStatusRequest{SessionId: "w1", FromVersion: 6, HeartbeatSeconds: 1})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if st := recvUntil(t, resumed, func(*contextdv1.ContextStatus) bool { return true }); st.GetEvent() != contextdv1.StatusEvent_STATUS_EVENT_HEARTBEAT {
+		t.Errorf("resuming at the current version sent %v first", st)
 	}
 	if _, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "w1", Messages: []*contextdv1.Message{user("again")}}); err != nil {
 		t.Fatal(err)
 	}
-	if st := recvUntil(t, resumed, func(*contextdv1.ContextStatus) bool { return true }); st.GetVersion() != 7 || st.GetEvent() == contextdv1.StatusEvent_STATUS_EVENT_SNAPSHOT {
-		t.Errorf("resumed watch got %v first", st)
+	st := recvUntil(t, resumed, func(s *contextdv1.ContextStatus) bool { return s.GetEvent() != contextdv1.StatusEvent_STATUS_EVENT_HEARTBEAT })
+	if st.GetVersion() != 7 || st.GetEvent() != contextdv1.StatusEvent_STATUS_EVENT_APPENDED {
+		t.Errorf("resumed watch got %v", st)
 	}
 	// Deletion is the last status of a one-session watch.
 	if _, err := client.DeleteSession(ctx, &contextdv1.DeleteSessionRequest{SessionId: "w1"}); err != nil {
