@@ -101,7 +101,9 @@ func TestWatchOverGRPC(t *testing.T) {
 	if _, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "w1", Messages: []*contextdv1.Message{user("again")}}); err != nil {
 		t.Fatal(err)
 	}
-	st := recvUntil(t, resumed, func(s *contextdv1.ContextStatus) bool { return s.GetEvent() != contextdv1.StatusEvent_STATUS_EVENT_HEARTBEAT })
+	st := recvUntil(t, resumed, func(s *contextdv1.ContextStatus) bool {
+		return s.GetEvent() != contextdv1.StatusEvent_STATUS_EVENT_HEARTBEAT
+	})
 	if st.GetVersion() != 7 || st.GetEvent() != contextdv1.StatusEvent_STATUS_EVENT_APPENDED {
 		t.Errorf("resumed watch got %v", st)
 	}
