@@ -77,9 +77,9 @@ func loadTranscript(t *testing.T, path string) (string, []chat.Message) {
 func corpusFiles(t *testing.T) []string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	files, err := filepath.Glob(filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "corpus", "dev", "*.jsonl"))
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(file), "..", "..", "testdata", "corpus", "dev", "*.jsonl"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no corpus transcripts beside the repository: %v", err)
+		t.Fatalf("no corpus transcripts in testdata/corpus/dev: %v", err)
 	}
 	return files
 }

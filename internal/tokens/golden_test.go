@@ -12,13 +12,13 @@ import (
 	"github.com/contextd/contextd/internal/tokens"
 )
 
-// sharedDir is ../shared beside the repository.
-func sharedDir(t testing.TB) string {
+// testdataDir is the repository's testdata/ (golden counts and corpus).
+func testdataDir(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "testdata")
 	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("../shared is missing beside the repository: %v", err)
+		t.Fatalf("testdata/ is missing from the repository: %v", err)
 	}
 	return dir
 }
@@ -32,7 +32,7 @@ type goldenLine struct {
 
 func readGolden(t testing.TB) []goldenLine {
 	t.Helper()
-	f, err := os.Open(filepath.Join(sharedDir(t), "golden", "token_counts.jsonl"))
+	f, err := os.Open(filepath.Join(testdataDir(t), "golden", "token_counts.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

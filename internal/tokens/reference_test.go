@@ -27,10 +27,10 @@ func reference(t testing.TB, name string) *tiktoken.Tiktoken {
 }
 
 // corpusTexts returns every message text, tool argument and tool output of
-// ../shared/corpus/dev.
+// testdata/corpus/dev.
 func corpusTexts(t testing.TB) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(sharedDir(t), "corpus", "dev", "*.jsonl"))
+	files, err := filepath.Glob(filepath.Join(testdataDir(t), "corpus", "dev", "*.jsonl"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no corpus transcripts: %v", err)
 	}
