@@ -1,9 +1,10 @@
 package compaction
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"strconv"
 	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -111,22 +112,33 @@ func sumTokens(msgs []chat.Message) int64 {
 	return n
 }
 
-// planner carries the working state of one Plan call.
+// planner carries the working state of one Plan call. viewTokens is the
+// running total of view's tokens: every change to view goes through replace
+// or setView, which keep it exact, so used() is O(1) and planning stays
+// linear in the length of the view.
 type planner struct {
-	req    *Request
-	view   []chat.Message
-	plan   *Plan
-	target int64
+	req        *Request
+	view       []chat.Message
+	viewTokens int64
+	plan       *Plan
+	target     int64
 }
 
-func (p *planner) used() int64 { return p.req.Fixed + sumTokens(p.view) }
+func (p *planner) used() int64 { return p.req.Fixed + p.viewTokens }
+
+// setView replaces the whole view (one pass to total it).
+func (p *planner) setView(view []chat.Message) {
+	p.view = view
+	p.viewTokens = sumTokens(view)
+}
 
 // PlanCompaction applies the allowed tiers, cheapest first, until usage is at
 // or under the target or the tiers are used up. Drop-middle runs only when the
 // request would not fit otherwise. The result passes Validate, or the call
 // returns an error (ErrTooLarge when the request cannot fit at all).
 func PlanCompaction(req Request) (*Plan, error) {
-	p := &planner{req: &req, view: append([]chat.Message(nil), req.View...), plan: &Plan{}}
+	p := &planner{req: &req, plan: &Plan{}}
+	p.setView(append([]chat.Message(nil), req.View...))
 	p.plan.TokensBefore = p.used()
 	p.target = int64(req.Target * float64(req.Usable()))
 	if req.allowed(TierPrune) && p.used() > p.target {
@@ -201,6 +213,7 @@ func (p *planner) replace(i int, repl chat.Message, tier Tier, reason string) {
 	repl.Pinned = false
 	repl.Tokens = p.req.Count(&repl)
 	p.view[i] = repl
+	p.viewTokens += repl.Tokens - orig.Tokens
 	p.plan.New = append(p.plan.New, repl)
 	p.plan.Items = append(p.plan.Items, Replacement{Tier: tier, NewID: repl.ID, Replaced: []string{orig.ID},
 		Reason: reason, TokensBefore: orig.Tokens, TokensAfter: repl.Tokens})
@@ -243,26 +256,33 @@ func (p *planner) prune() {
 		return !keep[m.ID] && m.Kind == chat.KindNormal && !protectedResults[i]
 	}
 
-	// 1. Identical content: keep only the newest copy.
-	newest := map[[32]byte]string{}
+	// 1. Identical content: keep only the newest copy. Each message is
+	// hashed once (a seeded 64-bit hash); a match is confirmed by comparing
+	// the content itself, so a hash collision can never prune anything.
+	seed := maphash.MakeSeed()
+	newest := map[uint64]int{} // hash → index of its newest message
+	hashes := make([]uint64, n)
+	hashed := make([]bool, n)
 	for i := n - 1; i >= 0; i-- {
 		m := &p.view[i]
 		if m.Tokens < minPruneTokens || m.Kind != chat.KindNormal {
 			continue
 		}
-		if h := contentHash(m); newest[h] == "" {
-			newest[h] = m.ID
+		hashes[i], hashed[i] = contentHash(seed, m), true
+		if _, ok := newest[hashes[i]]; !ok {
+			newest[hashes[i]] = i
 		}
 	}
 	for i := 0; i < n && p.used() > p.target; i++ {
 		m := &p.view[i]
-		if m.Tokens < minPruneTokens || !prunable(i) {
+		if !hashed[i] || !prunable(i) {
 			continue
 		}
-		newer, ok := newest[contentHash(m)]
-		if !ok || newer == m.ID {
+		j := newest[hashes[i]]
+		if j == i || !sameContent(m, &p.view[j]) {
 			continue
 		}
+		newer := p.view[j].ID
 		p.replace(i, placeholderFor(m, fmt.Sprintf("identical to the newer message %s", newer), names),
 			TierPrune, "duplicate of "+newer)
 	}
@@ -290,49 +310,79 @@ func (p *planner) prune() {
 	}
 }
 
-func contentHash(m *chat.Message) [32]byte {
-	h := sha256.New()
-	h.Write([]byte(m.Role))
+// contentHash hashes what makes two messages identical: role, text and
+// tool output (a tool call's id makes a message unique).
+func contentHash(seed maphash.Seed, m *chat.Message) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	h.WriteString(string(m.Role))
 	for _, part := range m.Parts {
 		switch part.Type {
 		case chat.PartText:
-			h.Write([]byte("t\x00" + part.Text))
+			h.WriteString("t\x00")
+			h.WriteString(part.Text)
 		case chat.PartToolResult:
-			h.Write([]byte("r\x00" + part.ToolResult.Content))
+			h.WriteString("r\x00")
+			h.WriteString(part.ToolResult.Content)
 		case chat.PartToolCall:
-			h.Write([]byte("c\x00" + part.ToolCall.ID)) // calls are never identical
+			h.WriteString("c\x00")
+			h.WriteString(part.ToolCall.ID)
 		}
-		h.Write([]byte{0})
+		h.WriteByte(0)
 	}
-	var out [32]byte
-	copy(out[:], h.Sum(nil))
-	return out
+	return h.Sum64()
+}
+
+// sameContent reports whether two messages have what contentHash hashes
+// in common, exactly.
+func sameContent(a, b *chat.Message) bool {
+	if a.Role != b.Role || len(a.Parts) != len(b.Parts) {
+		return false
+	}
+	for k := range a.Parts {
+		pa, pb := &a.Parts[k], &b.Parts[k]
+		if pa.Type != pb.Type {
+			return false
+		}
+		switch pa.Type {
+		case chat.PartText:
+			if pa.Text != pb.Text {
+				return false
+			}
+		case chat.PartToolResult:
+			if pa.ToolResult.Content != pb.ToolResult.Content {
+				return false
+			}
+		case chat.PartToolCall:
+			if pa.ToolCall.ID != pb.ToolCall.ID {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // placeholderFor returns the stand-in of a message whose content is pruned.
 // A tool result keeps its tool_call_id, so pairing holds.
 func placeholderFor(m *chat.Message, why string, names map[string]string) chat.Message {
-	desc := fmt.Sprintf("%d tokens", m.Tokens)
+	// Plain concatenation, not fmt: the pruner may write tens of thousands.
+	desc := strconv.FormatInt(m.Tokens, 10) + " tokens"
+	if why != "" {
+		desc += "; it was " + why
+	}
+	expand := ". Call ExpandMessage with message id " + m.ID + " to read it.]"
 	out := chat.Message{Role: m.Role, Name: m.Name, Kind: chat.KindPlaceholder, Metadata: m.Metadata}
 	if tr := toolResultOf(m); tr != nil {
 		tool := names[tr.ToolCallID]
 		if tool == "" {
 			tool = "a tool"
 		}
-		text := fmt.Sprintf("[contextd pruned this output of %s (%s)", tool, desc)
-		if why != "" {
-			text += "; it was " + why
-		}
-		text += fmt.Sprintf(". Call ExpandMessage with message id %s to read it.]", m.ID)
+		text := "[contextd pruned this output of " + tool + " (" + desc + ")" + expand
 		out.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
 			ToolCallID: tr.ToolCallID, Content: text, IsError: tr.IsError}}}
 		return out
 	}
-	text := fmt.Sprintf("[contextd pruned this %s message (%s)", m.Role, desc)
-	if why != "" {
-		text += "; it was " + why
-	}
-	text += fmt.Sprintf(". Call ExpandMessage with message id %s to read it.]", m.ID)
+	text := "[contextd pruned this " + string(m.Role) + " message (" + desc + ")" + expand
 	out.Parts = []chat.Part{{Type: chat.PartText, Text: text}}
 	// Tool calls stay, so their results keep a call to answer.
 	for _, part := range m.Parts {
@@ -536,7 +586,7 @@ func (p *planner) summarize() error {
 		}
 	}
 	out = append(out, p.view[cut:]...)
-	p.view = out
+	p.setView(out)
 	p.plan.New = append(p.plan.New, sum)
 	p.plan.Summary = text
 	p.plan.Items = append(p.plan.Items, Replacement{Tier: TierSummarize, NewID: sum.ID, Replaced: replaced,
@@ -663,7 +713,7 @@ func (p *planner) dropMiddle() {
 			placed = true
 		}
 	}
-	p.view = out
+	p.setView(out)
 	p.plan.New = append(p.plan.New, ph)
 	p.plan.Items = append(p.plan.Items, Replacement{Tier: TierDropMiddle, NewID: ph.ID, Replaced: dropped,
 		Reason: "dropped whole turns to fit the window", TokensBefore: before, TokensAfter: ph.Tokens})

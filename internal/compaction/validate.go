@@ -23,14 +23,25 @@ func Validate(before, after []chat.Message, originalTaskID string) error {
 	if len(after) > 0 && len(before) > 0 && before[0].Role == chat.RoleUser && after[0].Role != chat.RoleUser {
 		return fmt.Errorf("the first message is a %s message, not a user message", after[0].Role)
 	}
-	byID := make(map[string]*chat.Message, len(after))
-	for i := range after {
-		byID[after[i].ID] = &after[i]
-	}
 	latestUser := ""
 	for i := range before {
 		if before[i].Role == chat.RoleUser && before[i].Kind == chat.KindNormal {
 			latestUser = before[i].ID
+		}
+	}
+	// The few messages that must survive, by id; one pass over after
+	// finds them (no index of the whole view).
+	must := map[string]*chat.Message{}
+	for i := range before {
+		m := &before[i]
+		if m.ID == originalTaskID || m.ID == latestUser || m.Pinned {
+			must[m.ID] = m
+		}
+	}
+	found := make(map[string]*chat.Message, len(must))
+	for i := range after {
+		if _, ok := must[after[i].ID]; ok {
+			found[after[i].ID] = &after[i]
 		}
 	}
 	for i := range before {
@@ -46,7 +57,7 @@ func Validate(before, after []chat.Message, originalTaskID string) error {
 		default:
 			continue
 		}
-		got, ok := byID[m.ID]
+		got, ok := found[m.ID]
 		if !ok {
 			return fmt.Errorf("%s (%s) was removed", what, m.ID)
 		}
