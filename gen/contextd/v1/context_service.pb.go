@@ -494,6 +494,9 @@ type ModelInfo struct {
 	Exact bool `protobuf:"varint,7,opt,name=exact,proto3" json:"exact,omitempty"`
 	// Expected relative error of counts for this model (0 when exact).
 	ExpectedError float64 `protobuf:"fixed64,8,opt,name=expected_error,json=expectedError,proto3" json:"expected_error,omitempty"`
+	// List prices in USD per million tokens, for the ledger's estimated spend;
+	// unset when the registry has none for the model.
+	Pricing       *ModelPricing `protobuf:"bytes,40,opt,name=pricing,proto3" json:"pricing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -582,6 +585,13 @@ func (x *ModelInfo) GetExpectedError() float64 {
 		return x.ExpectedError
 	}
 	return 0
+}
+
+func (x *ModelInfo) GetPricing() *ModelPricing {
+	if x != nil {
+		return x.Pricing
+	}
+	return nil
 }
 
 // ListModels output.
@@ -1646,7 +1656,11 @@ type PrepareContextResponse struct {
 	// session's system prompt and tools).
 	Messages []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
 	// Usage, whether this call compacted, the latest compaction, warnings.
-	Status        *ContextStatus `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Status *ContextStatus `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	// Prompt-cache hints: how much of this request a provider's prefix cache
+	// can serve from the previous answer, where a compaction changed the view,
+	// and where to put explicit cache breakpoints (Anthropic cache_control).
+	Cache         *CacheHints `protobuf:"bytes,40,opt,name=cache,proto3" json:"cache,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1691,6 +1705,13 @@ func (x *PrepareContextResponse) GetMessages() []*Message {
 func (x *PrepareContextResponse) GetStatus() *ContextStatus {
 	if x != nil {
 		return x.Status
+	}
+	return nil
+}
+
+func (x *PrepareContextResponse) GetCache() *CacheHints {
+	if x != nil {
+		return x.Cache
 	}
 	return nil
 }
@@ -2625,7 +2646,7 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x05tools\x18\t \x03(\v2\x16.contextd.v1.ToolCountR\x05tools\x12\x1a\n" +
 	"\bwarnings\x18\n" +
 	" \x03(\tR\bwarnings\"\x13\n" +
-	"\x11ListModelsRequest\"\x81\x02\n" +
+	"\x11ListModelsRequest\"\xb6\x02\n" +
 	"\tModelInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aaliases\x18\x02 \x03(\tR\aaliases\x12\x1a\n" +
@@ -2634,7 +2655,8 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x11max_output_tokens\x18\x05 \x01(\x03R\x0fmaxOutputTokens\x12\x1a\n" +
 	"\bencoding\x18\x06 \x01(\tR\bencoding\x12\x14\n" +
 	"\x05exact\x18\a \x01(\bR\x05exact\x12%\n" +
-	"\x0eexpected_error\x18\b \x01(\x01R\rexpectedError\"\x81\x01\n" +
+	"\x0eexpected_error\x18\b \x01(\x01R\rexpectedError\x123\n" +
+	"\apricing\x18( \x01(\v2\x19.contextd.v1.ModelPricingR\apricing\"\x81\x01\n" +
 	"\x12ListModelsResponse\x12.\n" +
 	"\x06models\x18\x01 \x03(\v2\x16.contextd.v1.ModelInfoR\x06models\x12;\n" +
 	"\rdefault_model\x18\x02 \x01(\v2\x16.contextd.v1.ModelInfoR\fdefaultModel\"\x89\x02\n" +
@@ -2722,10 +2744,11 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\bmessages\x18\x02 \x03(\v2\x14.contextd.v1.MessageB\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\bmessages\x121\n" +
 	"\x0fidempotency_key\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x0eidempotencyKey\x127\n" +
 	"\x10expected_version\x18\x04 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\x0fexpectedVersion\x88\x01\x01B\x13\n" +
-	"\x11_expected_version\"~\n" +
+	"\x11_expected_version\"\xad\x01\n" +
 	"\x16PrepareContextResponse\x120\n" +
 	"\bmessages\x18\x01 \x03(\v2\x14.contextd.v1.MessageR\bmessages\x122\n" +
-	"\x06status\x18\x02 \x01(\v2\x1a.contextd.v1.ContextStatusR\x06status\"\xfe\x01\n" +
+	"\x06status\x18\x02 \x01(\v2\x1a.contextd.v1.ContextStatusR\x06status\x12-\n" +
+	"\x05cache\x18( \x01(\v2\x17.contextd.v1.CacheHintsR\x05cache\"\xfe\x01\n" +
 	"\x0eCompactRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +
@@ -2877,13 +2900,15 @@ var file_contextd_v1_context_service_proto_goTypes = []any{
 	nil,                                // 40: contextd.v1.ListSessionsRequest.LabelsEntry
 	(*ToolDefinition)(nil),             // 41: contextd.v1.ToolDefinition
 	(*Message)(nil),                    // 42: contextd.v1.Message
-	(*CompactionPolicy)(nil),           // 43: contextd.v1.CompactionPolicy
-	(*ContextUsage)(nil),               // 44: contextd.v1.ContextUsage
-	(*Session)(nil),                    // 45: contextd.v1.Session
-	(MessageView)(0),                   // 46: contextd.v1.MessageView
-	(*ContextStatus)(nil),              // 47: contextd.v1.ContextStatus
-	(CompactionTier)(0),                // 48: contextd.v1.CompactionTier
-	(*Compaction)(nil),                 // 49: contextd.v1.Compaction
+	(*ModelPricing)(nil),               // 43: contextd.v1.ModelPricing
+	(*CompactionPolicy)(nil),           // 44: contextd.v1.CompactionPolicy
+	(*ContextUsage)(nil),               // 45: contextd.v1.ContextUsage
+	(*Session)(nil),                    // 46: contextd.v1.Session
+	(MessageView)(0),                   // 47: contextd.v1.MessageView
+	(*ContextStatus)(nil),              // 48: contextd.v1.ContextStatus
+	(*CacheHints)(nil),                 // 49: contextd.v1.CacheHints
+	(CompactionTier)(0),                // 50: contextd.v1.CompactionTier
+	(*Compaction)(nil),                 // 51: contextd.v1.Compaction
 }
 var file_contextd_v1_context_service_proto_depIdxs = []int32{
 	41, // 0: contextd.v1.CountTokensRequest.tools:type_name -> contextd.v1.ToolDefinition
@@ -2891,77 +2916,79 @@ var file_contextd_v1_context_service_proto_depIdxs = []int32{
 	1,  // 2: contextd.v1.MessageCount.parts:type_name -> contextd.v1.PartCount
 	2,  // 3: contextd.v1.CountTokensResponse.messages:type_name -> contextd.v1.MessageCount
 	3,  // 4: contextd.v1.CountTokensResponse.tools:type_name -> contextd.v1.ToolCount
-	6,  // 5: contextd.v1.ListModelsResponse.models:type_name -> contextd.v1.ModelInfo
-	6,  // 6: contextd.v1.ListModelsResponse.default_model:type_name -> contextd.v1.ModelInfo
-	41, // 7: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
-	42, // 8: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
-	43, // 9: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
-	8,  // 10: contextd.v1.GetContextUsageRequest.inline:type_name -> contextd.v1.InlineContext
-	44, // 11: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
-	41, // 12: contextd.v1.CreateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
-	43, // 13: contextd.v1.CreateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
-	39, // 14: contextd.v1.CreateSessionRequest.labels:type_name -> contextd.v1.CreateSessionRequest.LabelsEntry
-	45, // 15: contextd.v1.CreateSessionResponse.session:type_name -> contextd.v1.Session
-	45, // 16: contextd.v1.GetSessionResponse.session:type_name -> contextd.v1.Session
-	40, // 17: contextd.v1.ListSessionsRequest.labels:type_name -> contextd.v1.ListSessionsRequest.LabelsEntry
-	45, // 18: contextd.v1.ListSessionsResponse.sessions:type_name -> contextd.v1.Session
-	42, // 19: contextd.v1.AppendMessagesRequest.messages:type_name -> contextd.v1.Message
-	42, // 20: contextd.v1.AppendMessagesResponse.messages:type_name -> contextd.v1.Message
-	44, // 21: contextd.v1.AppendMessagesResponse.usage:type_name -> contextd.v1.ContextUsage
-	46, // 22: contextd.v1.GetMessagesRequest.view:type_name -> contextd.v1.MessageView
-	42, // 23: contextd.v1.GetMessagesResponse.messages:type_name -> contextd.v1.Message
-	42, // 24: contextd.v1.PrepareContextRequest.messages:type_name -> contextd.v1.Message
-	42, // 25: contextd.v1.PrepareContextResponse.messages:type_name -> contextd.v1.Message
-	47, // 26: contextd.v1.PrepareContextResponse.status:type_name -> contextd.v1.ContextStatus
-	48, // 27: contextd.v1.CompactRequest.tier:type_name -> contextd.v1.CompactionTier
-	49, // 28: contextd.v1.CompactResponse.compaction:type_name -> contextd.v1.Compaction
-	44, // 29: contextd.v1.CompactResponse.usage:type_name -> contextd.v1.ContextUsage
-	45, // 30: contextd.v1.RevertCompactionResponse.session:type_name -> contextd.v1.Session
-	49, // 31: contextd.v1.ListCompactionsResponse.compactions:type_name -> contextd.v1.Compaction
-	42, // 32: contextd.v1.ExpandMessageResponse.message:type_name -> contextd.v1.Message
-	42, // 33: contextd.v1.ExpandMessageResponse.originals:type_name -> contextd.v1.Message
-	45, // 34: contextd.v1.CreateHandoffResponse.session:type_name -> contextd.v1.Session
-	47, // 35: contextd.v1.WatchContextStatusResponse.status:type_name -> contextd.v1.ContextStatus
-	44, // 36: contextd.v1.ReportUsageResponse.usage:type_name -> contextd.v1.ContextUsage
-	0,  // 37: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
-	5,  // 38: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
-	9,  // 39: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
-	11, // 40: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
-	13, // 41: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
-	15, // 42: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
-	17, // 43: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
-	19, // 44: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
-	21, // 45: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
-	23, // 46: contextd.v1.ContextService.PrepareContext:input_type -> contextd.v1.PrepareContextRequest
-	25, // 47: contextd.v1.ContextService.Compact:input_type -> contextd.v1.CompactRequest
-	27, // 48: contextd.v1.ContextService.RevertCompaction:input_type -> contextd.v1.RevertCompactionRequest
-	29, // 49: contextd.v1.ContextService.ListCompactions:input_type -> contextd.v1.ListCompactionsRequest
-	31, // 50: contextd.v1.ContextService.ExpandMessage:input_type -> contextd.v1.ExpandMessageRequest
-	33, // 51: contextd.v1.ContextService.CreateHandoff:input_type -> contextd.v1.CreateHandoffRequest
-	37, // 52: contextd.v1.ContextService.ReportUsage:input_type -> contextd.v1.ReportUsageRequest
-	35, // 53: contextd.v1.ContextService.WatchContextStatus:input_type -> contextd.v1.WatchContextStatusRequest
-	4,  // 54: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
-	7,  // 55: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
-	10, // 56: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
-	12, // 57: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
-	14, // 58: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
-	16, // 59: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
-	18, // 60: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
-	20, // 61: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
-	22, // 62: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
-	24, // 63: contextd.v1.ContextService.PrepareContext:output_type -> contextd.v1.PrepareContextResponse
-	26, // 64: contextd.v1.ContextService.Compact:output_type -> contextd.v1.CompactResponse
-	28, // 65: contextd.v1.ContextService.RevertCompaction:output_type -> contextd.v1.RevertCompactionResponse
-	30, // 66: contextd.v1.ContextService.ListCompactions:output_type -> contextd.v1.ListCompactionsResponse
-	32, // 67: contextd.v1.ContextService.ExpandMessage:output_type -> contextd.v1.ExpandMessageResponse
-	34, // 68: contextd.v1.ContextService.CreateHandoff:output_type -> contextd.v1.CreateHandoffResponse
-	38, // 69: contextd.v1.ContextService.ReportUsage:output_type -> contextd.v1.ReportUsageResponse
-	36, // 70: contextd.v1.ContextService.WatchContextStatus:output_type -> contextd.v1.WatchContextStatusResponse
-	54, // [54:71] is the sub-list for method output_type
-	37, // [37:54] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	43, // 5: contextd.v1.ModelInfo.pricing:type_name -> contextd.v1.ModelPricing
+	6,  // 6: contextd.v1.ListModelsResponse.models:type_name -> contextd.v1.ModelInfo
+	6,  // 7: contextd.v1.ListModelsResponse.default_model:type_name -> contextd.v1.ModelInfo
+	41, // 8: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
+	42, // 9: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
+	44, // 10: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
+	8,  // 11: contextd.v1.GetContextUsageRequest.inline:type_name -> contextd.v1.InlineContext
+	45, // 12: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
+	41, // 13: contextd.v1.CreateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
+	44, // 14: contextd.v1.CreateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
+	39, // 15: contextd.v1.CreateSessionRequest.labels:type_name -> contextd.v1.CreateSessionRequest.LabelsEntry
+	46, // 16: contextd.v1.CreateSessionResponse.session:type_name -> contextd.v1.Session
+	46, // 17: contextd.v1.GetSessionResponse.session:type_name -> contextd.v1.Session
+	40, // 18: contextd.v1.ListSessionsRequest.labels:type_name -> contextd.v1.ListSessionsRequest.LabelsEntry
+	46, // 19: contextd.v1.ListSessionsResponse.sessions:type_name -> contextd.v1.Session
+	42, // 20: contextd.v1.AppendMessagesRequest.messages:type_name -> contextd.v1.Message
+	42, // 21: contextd.v1.AppendMessagesResponse.messages:type_name -> contextd.v1.Message
+	45, // 22: contextd.v1.AppendMessagesResponse.usage:type_name -> contextd.v1.ContextUsage
+	47, // 23: contextd.v1.GetMessagesRequest.view:type_name -> contextd.v1.MessageView
+	42, // 24: contextd.v1.GetMessagesResponse.messages:type_name -> contextd.v1.Message
+	42, // 25: contextd.v1.PrepareContextRequest.messages:type_name -> contextd.v1.Message
+	42, // 26: contextd.v1.PrepareContextResponse.messages:type_name -> contextd.v1.Message
+	48, // 27: contextd.v1.PrepareContextResponse.status:type_name -> contextd.v1.ContextStatus
+	49, // 28: contextd.v1.PrepareContextResponse.cache:type_name -> contextd.v1.CacheHints
+	50, // 29: contextd.v1.CompactRequest.tier:type_name -> contextd.v1.CompactionTier
+	51, // 30: contextd.v1.CompactResponse.compaction:type_name -> contextd.v1.Compaction
+	45, // 31: contextd.v1.CompactResponse.usage:type_name -> contextd.v1.ContextUsage
+	46, // 32: contextd.v1.RevertCompactionResponse.session:type_name -> contextd.v1.Session
+	51, // 33: contextd.v1.ListCompactionsResponse.compactions:type_name -> contextd.v1.Compaction
+	42, // 34: contextd.v1.ExpandMessageResponse.message:type_name -> contextd.v1.Message
+	42, // 35: contextd.v1.ExpandMessageResponse.originals:type_name -> contextd.v1.Message
+	46, // 36: contextd.v1.CreateHandoffResponse.session:type_name -> contextd.v1.Session
+	48, // 37: contextd.v1.WatchContextStatusResponse.status:type_name -> contextd.v1.ContextStatus
+	45, // 38: contextd.v1.ReportUsageResponse.usage:type_name -> contextd.v1.ContextUsage
+	0,  // 39: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
+	5,  // 40: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
+	9,  // 41: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
+	11, // 42: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
+	13, // 43: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
+	15, // 44: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
+	17, // 45: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
+	19, // 46: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
+	21, // 47: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
+	23, // 48: contextd.v1.ContextService.PrepareContext:input_type -> contextd.v1.PrepareContextRequest
+	25, // 49: contextd.v1.ContextService.Compact:input_type -> contextd.v1.CompactRequest
+	27, // 50: contextd.v1.ContextService.RevertCompaction:input_type -> contextd.v1.RevertCompactionRequest
+	29, // 51: contextd.v1.ContextService.ListCompactions:input_type -> contextd.v1.ListCompactionsRequest
+	31, // 52: contextd.v1.ContextService.ExpandMessage:input_type -> contextd.v1.ExpandMessageRequest
+	33, // 53: contextd.v1.ContextService.CreateHandoff:input_type -> contextd.v1.CreateHandoffRequest
+	37, // 54: contextd.v1.ContextService.ReportUsage:input_type -> contextd.v1.ReportUsageRequest
+	35, // 55: contextd.v1.ContextService.WatchContextStatus:input_type -> contextd.v1.WatchContextStatusRequest
+	4,  // 56: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
+	7,  // 57: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
+	10, // 58: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
+	12, // 59: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
+	14, // 60: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
+	16, // 61: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
+	18, // 62: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
+	20, // 63: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
+	22, // 64: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
+	24, // 65: contextd.v1.ContextService.PrepareContext:output_type -> contextd.v1.PrepareContextResponse
+	26, // 66: contextd.v1.ContextService.Compact:output_type -> contextd.v1.CompactResponse
+	28, // 67: contextd.v1.ContextService.RevertCompaction:output_type -> contextd.v1.RevertCompactionResponse
+	30, // 68: contextd.v1.ContextService.ListCompactions:output_type -> contextd.v1.ListCompactionsResponse
+	32, // 69: contextd.v1.ContextService.ExpandMessage:output_type -> contextd.v1.ExpandMessageResponse
+	34, // 70: contextd.v1.ContextService.CreateHandoff:output_type -> contextd.v1.CreateHandoffResponse
+	38, // 71: contextd.v1.ContextService.ReportUsage:output_type -> contextd.v1.ReportUsageResponse
+	36, // 72: contextd.v1.ContextService.WatchContextStatus:output_type -> contextd.v1.WatchContextStatusResponse
+	56, // [56:73] is the sub-list for method output_type
+	39, // [39:56] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_context_service_proto_init() }

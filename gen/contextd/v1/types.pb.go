@@ -462,6 +462,69 @@ func (CompactionTier) EnumDescriptor() ([]byte, []int) {
 	return file_contextd_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
+// Where to put an explicit prompt-cache mark.
+type CacheBreakpointKind int32
+
+const (
+	// Not set.
+	CacheBreakpointKind_CACHE_BREAKPOINT_KIND_UNSPECIFIED CacheBreakpointKind = 0
+	// After the tool definitions and the system prompt (message_index -1:
+	// mark the system prompt's last block).
+	CacheBreakpointKind_CACHE_BREAKPOINT_KIND_SYSTEM CacheBreakpointKind = 1
+	// At the end of the compaction summary.
+	CacheBreakpointKind_CACHE_BREAKPOINT_KIND_SUMMARY CacheBreakpointKind = 2
+	// At the end of the prefix identical to the previous answer (what the
+	// cache already holds).
+	CacheBreakpointKind_CACHE_BREAKPOINT_KIND_STABLE_PREFIX CacheBreakpointKind = 3
+	// At the end of the request (the next call reads it back).
+	CacheBreakpointKind_CACHE_BREAKPOINT_KIND_REQUEST_END CacheBreakpointKind = 4
+)
+
+// Enum value maps for CacheBreakpointKind.
+var (
+	CacheBreakpointKind_name = map[int32]string{
+		0: "CACHE_BREAKPOINT_KIND_UNSPECIFIED",
+		1: "CACHE_BREAKPOINT_KIND_SYSTEM",
+		2: "CACHE_BREAKPOINT_KIND_SUMMARY",
+		3: "CACHE_BREAKPOINT_KIND_STABLE_PREFIX",
+		4: "CACHE_BREAKPOINT_KIND_REQUEST_END",
+	}
+	CacheBreakpointKind_value = map[string]int32{
+		"CACHE_BREAKPOINT_KIND_UNSPECIFIED":   0,
+		"CACHE_BREAKPOINT_KIND_SYSTEM":        1,
+		"CACHE_BREAKPOINT_KIND_SUMMARY":       2,
+		"CACHE_BREAKPOINT_KIND_STABLE_PREFIX": 3,
+		"CACHE_BREAKPOINT_KIND_REQUEST_END":   4,
+	}
+)
+
+func (x CacheBreakpointKind) Enum() *CacheBreakpointKind {
+	p := new(CacheBreakpointKind)
+	*p = x
+	return p
+}
+
+func (x CacheBreakpointKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CacheBreakpointKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_contextd_v1_types_proto_enumTypes[7].Descriptor()
+}
+
+func (CacheBreakpointKind) Type() protoreflect.EnumType {
+	return &file_contextd_v1_types_proto_enumTypes[7]
+}
+
+func (x CacheBreakpointKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CacheBreakpointKind.Descriptor instead.
+func (CacheBreakpointKind) EnumDescriptor() ([]byte, []int) {
+	return file_contextd_v1_types_proto_rawDescGZIP(), []int{7}
+}
+
 // A message of a conversation: a role and ordered parts. Plain chat text is
 // one TextPart; an assistant turn that calls tools has ToolCallParts (after
 // any text); a tool message has exactly one ToolResultPart.
@@ -1065,7 +1128,21 @@ type CompactionPolicy struct {
 	// (any OpenAI-compatible API the server is configured for) or
 	// "anthropic:MODEL". Default: the server's CONTEXTD_SUMMARIZER. An LLM that
 	// fails falls back to the extractive summary with a warning.
-	Summarizer    *string `protobuf:"bytes,11,opt,name=summarizer,proto3,oneof" json:"summarizer,omitempty"`
+	Summarizer *string `protobuf:"bytes,11,opt,name=summarizer,proto3,oneof" json:"summarizer,omitempty"`
+	// Cache-aware compaction: PrepareContext compacts on its own below
+	// emergency_threshold only when the tokens a compaction saves repay,
+	// within this many model calls, the prompt-cache rewrite it causes (every
+	// token after its first change is written to the cache again on the next
+	// call, at the cache-write price instead of the cache-read price; compare
+	// Anthropic's clear_at_least). From emergency_threshold, or when the
+	// request would not fit, it always compacts, and then deeply (to
+	// cache_target), so the next compaction is far away. Default 10; 0 turns
+	// cache-awareness off (compact as soon as warning_threshold and
+	// critical_threshold are reached, to target).
+	CachePaybackCalls *int32 `protobuf:"varint,40,opt,name=cache_payback_calls,json=cachePaybackCalls,proto3,oneof" json:"cache_payback_calls,omitempty"`
+	// Where a compaction that cache-awareness forces aims, as a fraction of
+	// the usable window. Default 0.40 (at most target).
+	CacheTarget   *float64 `protobuf:"fixed64,41,opt,name=cache_target,json=cacheTarget,proto3,oneof" json:"cache_target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1175,6 +1252,20 @@ func (x *CompactionPolicy) GetSummarizer() string {
 		return *x.Summarizer
 	}
 	return ""
+}
+
+func (x *CompactionPolicy) GetCachePaybackCalls() int32 {
+	if x != nil && x.CachePaybackCalls != nil {
+		return *x.CachePaybackCalls
+	}
+	return 0
+}
+
+func (x *CompactionPolicy) GetCacheTarget() float64 {
+	if x != nil && x.CacheTarget != nil {
+		return *x.CacheTarget
+	}
+	return 0
 }
 
 // Where a model's context window goes, and how full it is. All token
@@ -1519,7 +1610,10 @@ type ContextStatus struct {
 	// fell back, ...).
 	Warnings []string `protobuf:"bytes,7,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	// When the status was produced.
-	Time          *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=time,proto3" json:"time,omitempty"`
+	Time *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=time,proto3" json:"time,omitempty"`
+	// What the session has cost so far, from ReportUsage and the summarizer's
+	// own LLM calls.
+	Ledger        *Ledger `protobuf:"bytes,40,opt,name=ledger,proto3" json:"ledger,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1610,6 +1704,13 @@ func (x *ContextStatus) GetTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ContextStatus) GetLedger() *Ledger {
+	if x != nil {
+		return x.Ledger
+	}
+	return nil
+}
+
 // A stored conversation: the model it is for, what is sent with every
 // request (system prompt, tools), its compaction policy, and where its
 // context window stands.
@@ -1639,7 +1740,10 @@ type Session struct {
 	// When the session was created.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// When the session last changed.
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// What the session has cost so far (ReportUsage totals, summarizer
+	// overhead, estimated spend).
+	Ledger        *Ledger `protobuf:"bytes,40,opt,name=ledger,proto3" json:"ledger,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1754,6 +1858,13 @@ func (x *Session) GetCreatedAt() *timestamppb.Timestamp {
 func (x *Session) GetUpdatedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *Session) GetLedger() *Ledger {
+	if x != nil {
+		return x.Ledger
 	}
 	return nil
 }
@@ -1976,6 +2087,439 @@ func (x *Compaction) GetRevertedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// A model's list prices, USD per million tokens (from the model registry;
+// override them in CONTEXTD_MODELS_FILE).
+type ModelPricing struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Uncached input.
+	Input float64 `protobuf:"fixed64,1,opt,name=input,proto3" json:"input,omitempty"`
+	// Input read from the provider's prompt cache (Anthropic cache reads,
+	// OpenAI cached input).
+	CachedInput float64 `protobuf:"fixed64,2,opt,name=cached_input,json=cachedInput,proto3" json:"cached_input,omitempty"`
+	// Input written to the prompt cache (Anthropic cache_creation_input_tokens;
+	// the input price where writes cost nothing extra, as with OpenAI).
+	CacheWrite float64 `protobuf:"fixed64,3,opt,name=cache_write,json=cacheWrite,proto3" json:"cache_write,omitempty"`
+	// Output.
+	Output        float64 `protobuf:"fixed64,4,opt,name=output,proto3" json:"output,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelPricing) Reset() {
+	*x = ModelPricing{}
+	mi := &file_contextd_v1_types_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelPricing) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelPricing) ProtoMessage() {}
+
+func (x *ModelPricing) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_types_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelPricing.ProtoReflect.Descriptor instead.
+func (*ModelPricing) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_types_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ModelPricing) GetInput() float64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *ModelPricing) GetCachedInput() float64 {
+	if x != nil {
+		return x.CachedInput
+	}
+	return 0
+}
+
+func (x *ModelPricing) GetCacheWrite() float64 {
+	if x != nil {
+		return x.CacheWrite
+	}
+	return 0
+}
+
+func (x *ModelPricing) GetOutput() float64 {
+	if x != nil {
+		return x.Output
+	}
+	return 0
+}
+
+// Token totals of a set of model calls, as the provider billed them.
+type LedgerTotals struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Model calls recorded.
+	Calls int64 `protobuf:"varint,1,opt,name=calls,proto3" json:"calls,omitempty"`
+	// Uncached input tokens (Anthropic usage.input_tokens; for OpenAI,
+	// prompt_tokens minus the cached tokens).
+	InputTokens int64 `protobuf:"varint,2,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	// Input tokens read from the prompt cache.
+	CacheReadTokens int64 `protobuf:"varint,3,opt,name=cache_read_tokens,json=cacheReadTokens,proto3" json:"cache_read_tokens,omitempty"`
+	// Input tokens written to the prompt cache.
+	CacheWriteTokens int64 `protobuf:"varint,4,opt,name=cache_write_tokens,json=cacheWriteTokens,proto3" json:"cache_write_tokens,omitempty"`
+	// Output tokens.
+	OutputTokens int64 `protobuf:"varint,5,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	// Estimated spend in USD: each call priced, when it was recorded, with
+	// the registry prices of the model that served it (unpriced calls add 0).
+	CostUsd float64 `protobuf:"fixed64,6,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	// Calls whose model had no prices in the registry.
+	UnpricedCalls int64 `protobuf:"varint,7,opt,name=unpriced_calls,json=unpricedCalls,proto3" json:"unpriced_calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LedgerTotals) Reset() {
+	*x = LedgerTotals{}
+	mi := &file_contextd_v1_types_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LedgerTotals) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LedgerTotals) ProtoMessage() {}
+
+func (x *LedgerTotals) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_types_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LedgerTotals.ProtoReflect.Descriptor instead.
+func (*LedgerTotals) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_types_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *LedgerTotals) GetCalls() int64 {
+	if x != nil {
+		return x.Calls
+	}
+	return 0
+}
+
+func (x *LedgerTotals) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *LedgerTotals) GetCacheReadTokens() int64 {
+	if x != nil {
+		return x.CacheReadTokens
+	}
+	return 0
+}
+
+func (x *LedgerTotals) GetCacheWriteTokens() int64 {
+	if x != nil {
+		return x.CacheWriteTokens
+	}
+	return 0
+}
+
+func (x *LedgerTotals) GetOutputTokens() int64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *LedgerTotals) GetCostUsd() float64 {
+	if x != nil {
+		return x.CostUsd
+	}
+	return 0
+}
+
+func (x *LedgerTotals) GetUnpricedCalls() int64 {
+	if x != nil {
+		return x.UnpricedCalls
+	}
+	return 0
+}
+
+// What a session has cost: the agent's model calls (fed by ReportUsage) and
+// the compaction overhead (the LLM summarizer's own calls). Totals survive
+// restarts and are exact under concurrent reports.
+type Ledger struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The agent's model calls, as reported with ReportUsage.
+	Calls *LedgerTotals `protobuf:"bytes,1,opt,name=calls,proto3" json:"calls,omitempty"`
+	// The summarizer's LLM calls, from the provider's usage blocks.
+	CompactionOverhead *LedgerTotals `protobuf:"bytes,2,opt,name=compaction_overhead,json=compactionOverhead,proto3" json:"compaction_overhead,omitempty"`
+	// cache_read_tokens / all input tokens (uncached + cache reads + cache
+	// writes) of the agent's calls, 0 to 1; 0 when nothing was reported.
+	CacheHitRate float64 `protobuf:"fixed64,3,opt,name=cache_hit_rate,json=cacheHitRate,proto3" json:"cache_hit_rate,omitempty"`
+	// calls.cost_usd + compaction_overhead.cost_usd.
+	TotalCostUsd  float64 `protobuf:"fixed64,4,opt,name=total_cost_usd,json=totalCostUsd,proto3" json:"total_cost_usd,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Ledger) Reset() {
+	*x = Ledger{}
+	mi := &file_contextd_v1_types_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Ledger) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Ledger) ProtoMessage() {}
+
+func (x *Ledger) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_types_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Ledger.ProtoReflect.Descriptor instead.
+func (*Ledger) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_types_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Ledger) GetCalls() *LedgerTotals {
+	if x != nil {
+		return x.Calls
+	}
+	return nil
+}
+
+func (x *Ledger) GetCompactionOverhead() *LedgerTotals {
+	if x != nil {
+		return x.CompactionOverhead
+	}
+	return nil
+}
+
+func (x *Ledger) GetCacheHitRate() float64 {
+	if x != nil {
+		return x.CacheHitRate
+	}
+	return 0
+}
+
+func (x *Ledger) GetTotalCostUsd() float64 {
+	if x != nil {
+		return x.TotalCostUsd
+	}
+	return 0
+}
+
+// One recommended cache mark.
+type CacheBreakpoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What the mark closes.
+	Kind CacheBreakpointKind `protobuf:"varint,1,opt,name=kind,proto3,enum=contextd.v1.CacheBreakpointKind" json:"kind,omitempty"`
+	// Put the mark on the last content block of messages[message_index]
+	// (PrepareContextResponse.messages); -1 for the system prompt.
+	MessageIndex int64 `protobuf:"varint,2,opt,name=message_index,json=messageIndex,proto3" json:"message_index,omitempty"`
+	// Tokens of the request up to and including the marked block (system
+	// prompt and tools included), as counted locally.
+	PrefixTokens  int64 `protobuf:"varint,3,opt,name=prefix_tokens,json=prefixTokens,proto3" json:"prefix_tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CacheBreakpoint) Reset() {
+	*x = CacheBreakpoint{}
+	mi := &file_contextd_v1_types_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CacheBreakpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CacheBreakpoint) ProtoMessage() {}
+
+func (x *CacheBreakpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_types_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CacheBreakpoint.ProtoReflect.Descriptor instead.
+func (*CacheBreakpoint) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_types_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *CacheBreakpoint) GetKind() CacheBreakpointKind {
+	if x != nil {
+		return x.Kind
+	}
+	return CacheBreakpointKind_CACHE_BREAKPOINT_KIND_UNSPECIFIED
+}
+
+func (x *CacheBreakpoint) GetMessageIndex() int64 {
+	if x != nil {
+		return x.MessageIndex
+	}
+	return 0
+}
+
+func (x *CacheBreakpoint) GetPrefixTokens() int64 {
+	if x != nil {
+		return x.PrefixTokens
+	}
+	return 0
+}
+
+// Prompt-cache hints of a PrepareContext answer. The comparison is with the
+// view this session's previous PrepareContext returned (through any
+// replica); two messages are the same when their ids are (a stored message
+// never changes).
+type CacheHints struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False on a session's first PrepareContext: nothing to compare with.
+	HasPrevious bool `protobuf:"varint,1,opt,name=has_previous,json=hasPrevious,proto3" json:"has_previous,omitempty"`
+	// True when the model, system prompt and tool definitions are those of
+	// the previous answer (a prefix cache can serve them).
+	FixedStable bool `protobuf:"varint,2,opt,name=fixed_stable,json=fixedStable,proto3" json:"fixed_stable,omitempty"`
+	// Leading messages of this answer identical to the leading messages of
+	// the previous answer (0 when fixed_stable is false).
+	StablePrefixMessages int64 `protobuf:"varint,3,opt,name=stable_prefix_messages,json=stablePrefixMessages,proto3" json:"stable_prefix_messages,omitempty"`
+	// Tokens a prefix cache can serve: system prompt and tools plus the
+	// stable messages, framing included, as counted locally. 0 when
+	// fixed_stable is false.
+	StablePrefixTokens int64 `protobuf:"varint,4,opt,name=stable_prefix_tokens,json=stablePrefixTokens,proto3" json:"stable_prefix_tokens,omitempty"`
+	// Tokens of the whole request (system prompt, tools, messages, reply
+	// priming), as counted locally.
+	RequestTokens int64 `protobuf:"varint,5,opt,name=request_tokens,json=requestTokens,proto3" json:"request_tokens,omitempty"`
+	// When this call compacted: the index in messages of the first message
+	// the compaction changed (from it on, the request is new to the cache).
+	// Unset when this call did not compact.
+	CompactionChangedFrom *int64 `protobuf:"varint,6,opt,name=compaction_changed_from,json=compactionChangedFrom,proto3,oneof" json:"compaction_changed_from,omitempty"`
+	// Recommended breakpoints, at most 4 (Anthropic's limit), in request
+	// order: after tools and system prompt, at the end of the summary, at the
+	// end of the stable prefix, at the end of the request (a mark that would
+	// repeat an earlier one is left out).
+	Breakpoints   []*CacheBreakpoint `protobuf:"bytes,7,rep,name=breakpoints,proto3" json:"breakpoints,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CacheHints) Reset() {
+	*x = CacheHints{}
+	mi := &file_contextd_v1_types_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CacheHints) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CacheHints) ProtoMessage() {}
+
+func (x *CacheHints) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_types_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CacheHints.ProtoReflect.Descriptor instead.
+func (*CacheHints) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_types_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *CacheHints) GetHasPrevious() bool {
+	if x != nil {
+		return x.HasPrevious
+	}
+	return false
+}
+
+func (x *CacheHints) GetFixedStable() bool {
+	if x != nil {
+		return x.FixedStable
+	}
+	return false
+}
+
+func (x *CacheHints) GetStablePrefixMessages() int64 {
+	if x != nil {
+		return x.StablePrefixMessages
+	}
+	return 0
+}
+
+func (x *CacheHints) GetStablePrefixTokens() int64 {
+	if x != nil {
+		return x.StablePrefixTokens
+	}
+	return 0
+}
+
+func (x *CacheHints) GetRequestTokens() int64 {
+	if x != nil {
+		return x.RequestTokens
+	}
+	return 0
+}
+
+func (x *CacheHints) GetCompactionChangedFrom() int64 {
+	if x != nil && x.CompactionChangedFrom != nil {
+		return *x.CompactionChangedFrom
+	}
+	return 0
+}
+
+func (x *CacheHints) GetBreakpoints() []*CacheBreakpoint {
+	if x != nil {
+		return x.Breakpoints
+	}
+	return nil
+}
+
 var File_contextd_v1_types_proto protoreflect.FileDescriptor
 
 const file_contextd_v1_types_proto_rawDesc = "" +
@@ -2029,7 +2573,7 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
-	"\x0fparameters_json\x18\x03 \x01(\tR\x0eparametersJson\"\xd5\v\n" +
+	"\x0fparameters_json\x18\x03 \x01(\tR\x0eparametersJson\"\x81\r\n" +
 	"\x10CompactionPolicy\x12I\n" +
 	"\x11warning_threshold\x18\x01 \x01(\x01B\x17\xbaH\x14\x12\x12\x19\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\x00R\x10warningThreshold\x88\x01\x01\x12K\n" +
 	"\x12critical_threshold\x18\x02 \x01(\x01B\x17\xbaH\x14\x12\x12\x19\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\x01R\x11criticalThreshold\x88\x01\x01\x12M\n" +
@@ -2045,7 +2589,9 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"summarizer\x18\v \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01H\n" +
 	"R\n" +
-	"summarizer\x88\x01\x01:\x8d\x04\xbaH\x89\x04\x1a\xe3\x02\n" +
+	"summarizer\x88\x01\x01\x12@\n" +
+	"\x13cache_payback_calls\x18( \x01(\x05B\v\xbaH\b\x1a\x06\x18\xa0\x8d\x06(\x00H\vR\x11cachePaybackCalls\x88\x01\x01\x12?\n" +
+	"\fcache_target\x18) \x01(\x01B\x17\xbaH\x14\x12\x12\x11\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\fR\vcacheTarget\x88\x01\x01:\x8d\x04\xbaH\x89\x04\x1a\xe3\x02\n" +
 	"\x16policy.threshold_order\x12Vthresholds must satisfy warning_threshold <= critical_threshold <= emergency_threshold\x1a\xf0\x01(!has(this.warning_threshold) || !has(this.critical_threshold) || this.warning_threshold <= this.critical_threshold) && (!has(this.critical_threshold) || !has(this.emergency_threshold) || this.critical_threshold <= this.emergency_threshold)\x1a\xa0\x01\n" +
 	"\x1bpolicy.target_below_warning\x12&target must be below warning_threshold\x1aY!has(this.target) || !has(this.warning_threshold) || this.target < this.warning_thresholdB\x14\n" +
 	"\x12_warning_thresholdB\x15\n" +
@@ -2058,7 +2604,9 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\r_auto_compactB\x19\n" +
 	"\x17_reserved_output_tokensB\x15\n" +
 	"\x13_summary_max_tokensB\r\n" +
-	"\v_summarizer\"\xb4\x06\n" +
+	"\v_summarizerB\x16\n" +
+	"\x14_cache_payback_callsB\x0f\n" +
+	"\r_cache_target\"\xb4\x06\n" +
 	"\fContextUsage\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1f\n" +
 	"\vmodel_known\x18\x02 \x01(\bR\n" +
@@ -2095,7 +2643,7 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\rtokens_before\x18\x04 \x01(\x03R\ftokensBefore\x12!\n" +
 	"\ftokens_after\x18\x05 \x01(\x03R\vtokensAfter\x129\n" +
 	"\n" +
-	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xd9\x02\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x86\x03\n" +
 	"\rContextStatus\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n" +
@@ -2105,7 +2653,8 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\tcompacted\x18\x05 \x01(\bR\tcompacted\x12D\n" +
 	"\x0flast_compaction\x18\x06 \x01(\v2\x1b.contextd.v1.CompactionInfoR\x0elastCompaction\x12\x1a\n" +
 	"\bwarnings\x18\a \x03(\tR\bwarnings\x12.\n" +
-	"\x04time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xb6\x04\n" +
+	"\x04time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12+\n" +
+	"\x06ledger\x18( \x01(\v2\x13.contextd.v1.LedgerR\x06ledger\"\xe3\x04\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12#\n" +
@@ -2121,7 +2670,8 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x1a9\n" +
+	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12+\n" +
+	"\x06ledger\x18( \x01(\v2\x13.contextd.v1.LedgerR\x06ledger\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdc\x01\n" +
@@ -2147,7 +2697,40 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12;\n" +
 	"\vreverted_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"revertedAt*_\n" +
+	"revertedAt\"\x80\x01\n" +
+	"\fModelPricing\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x01R\x05input\x12!\n" +
+	"\fcached_input\x18\x02 \x01(\x01R\vcachedInput\x12\x1f\n" +
+	"\vcache_write\x18\x03 \x01(\x01R\n" +
+	"cacheWrite\x12\x16\n" +
+	"\x06output\x18\x04 \x01(\x01R\x06output\"\x88\x02\n" +
+	"\fLedgerTotals\x12\x14\n" +
+	"\x05calls\x18\x01 \x01(\x03R\x05calls\x12!\n" +
+	"\finput_tokens\x18\x02 \x01(\x03R\vinputTokens\x12*\n" +
+	"\x11cache_read_tokens\x18\x03 \x01(\x03R\x0fcacheReadTokens\x12,\n" +
+	"\x12cache_write_tokens\x18\x04 \x01(\x03R\x10cacheWriteTokens\x12#\n" +
+	"\routput_tokens\x18\x05 \x01(\x03R\foutputTokens\x12\x19\n" +
+	"\bcost_usd\x18\x06 \x01(\x01R\acostUsd\x12%\n" +
+	"\x0eunpriced_calls\x18\a \x01(\x03R\runpricedCalls\"\xd1\x01\n" +
+	"\x06Ledger\x12/\n" +
+	"\x05calls\x18\x01 \x01(\v2\x19.contextd.v1.LedgerTotalsR\x05calls\x12J\n" +
+	"\x13compaction_overhead\x18\x02 \x01(\v2\x19.contextd.v1.LedgerTotalsR\x12compactionOverhead\x12$\n" +
+	"\x0ecache_hit_rate\x18\x03 \x01(\x01R\fcacheHitRate\x12$\n" +
+	"\x0etotal_cost_usd\x18\x04 \x01(\x01R\ftotalCostUsd\"\x91\x01\n" +
+	"\x0fCacheBreakpoint\x124\n" +
+	"\x04kind\x18\x01 \x01(\x0e2 .contextd.v1.CacheBreakpointKindR\x04kind\x12#\n" +
+	"\rmessage_index\x18\x02 \x01(\x03R\fmessageIndex\x12#\n" +
+	"\rprefix_tokens\x18\x03 \x01(\x03R\fprefixTokens\"\xfa\x02\n" +
+	"\n" +
+	"CacheHints\x12!\n" +
+	"\fhas_previous\x18\x01 \x01(\bR\vhasPrevious\x12!\n" +
+	"\ffixed_stable\x18\x02 \x01(\bR\vfixedStable\x124\n" +
+	"\x16stable_prefix_messages\x18\x03 \x01(\x03R\x14stablePrefixMessages\x120\n" +
+	"\x14stable_prefix_tokens\x18\x04 \x01(\x03R\x12stablePrefixTokens\x12%\n" +
+	"\x0erequest_tokens\x18\x05 \x01(\x03R\rrequestTokens\x12;\n" +
+	"\x17compaction_changed_from\x18\x06 \x01(\x03H\x00R\x15compactionChangedFrom\x88\x01\x01\x12>\n" +
+	"\vbreakpoints\x18\a \x03(\v2\x1c.contextd.v1.CacheBreakpointR\vbreakpointsB\x1a\n" +
+	"\x18_compaction_changed_from*_\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_SYSTEM\x10\x01\x12\r\n" +
@@ -2189,7 +2772,13 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\x1bCOMPACTION_TIER_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15COMPACTION_TIER_PRUNE\x10\x01\x12\x1d\n" +
 	"\x19COMPACTION_TIER_SUMMARIZE\x10\x02\x12\x1f\n" +
-	"\x1bCOMPACTION_TIER_DROP_MIDDLE\x10\x03B9Z7github.com/contextd/contextd/gen/contextd/v1;contextdv1b\x06proto3"
+	"\x1bCOMPACTION_TIER_DROP_MIDDLE\x10\x03*\xd1\x01\n" +
+	"\x13CacheBreakpointKind\x12%\n" +
+	"!CACHE_BREAKPOINT_KIND_UNSPECIFIED\x10\x00\x12 \n" +
+	"\x1cCACHE_BREAKPOINT_KIND_SYSTEM\x10\x01\x12!\n" +
+	"\x1dCACHE_BREAKPOINT_KIND_SUMMARY\x10\x02\x12'\n" +
+	"#CACHE_BREAKPOINT_KIND_STABLE_PREFIX\x10\x03\x12%\n" +
+	"!CACHE_BREAKPOINT_KIND_REQUEST_END\x10\x04B9Z7github.com/contextd/contextd/gen/contextd/v1;contextdv1b\x06proto3"
 
 var (
 	file_contextd_v1_types_proto_rawDescOnce sync.Once
@@ -2203,8 +2792,8 @@ func file_contextd_v1_types_proto_rawDescGZIP() []byte {
 	return file_contextd_v1_types_proto_rawDescData
 }
 
-var file_contextd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_contextd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_contextd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
+var file_contextd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_contextd_v1_types_proto_goTypes = []any{
 	(Role)(0),                     // 0: contextd.v1.Role
 	(MessageKind)(0),              // 1: contextd.v1.MessageKind
@@ -2213,57 +2802,69 @@ var file_contextd_v1_types_proto_goTypes = []any{
 	(StatusEvent)(0),              // 4: contextd.v1.StatusEvent
 	(MessageView)(0),              // 5: contextd.v1.MessageView
 	(CompactionTier)(0),           // 6: contextd.v1.CompactionTier
-	(*Message)(nil),               // 7: contextd.v1.Message
-	(*Part)(nil),                  // 8: contextd.v1.Part
-	(*TextPart)(nil),              // 9: contextd.v1.TextPart
-	(*ToolCallPart)(nil),          // 10: contextd.v1.ToolCallPart
-	(*ToolResultPart)(nil),        // 11: contextd.v1.ToolResultPart
-	(*ImagePart)(nil),             // 12: contextd.v1.ImagePart
-	(*ToolDefinition)(nil),        // 13: contextd.v1.ToolDefinition
-	(*CompactionPolicy)(nil),      // 14: contextd.v1.CompactionPolicy
-	(*ContextUsage)(nil),          // 15: contextd.v1.ContextUsage
-	(*CompactionInfo)(nil),        // 16: contextd.v1.CompactionInfo
-	(*ContextStatus)(nil),         // 17: contextd.v1.ContextStatus
-	(*Session)(nil),               // 18: contextd.v1.Session
-	(*CompactionItem)(nil),        // 19: contextd.v1.CompactionItem
-	(*Compaction)(nil),            // 20: contextd.v1.Compaction
-	nil,                           // 21: contextd.v1.Message.MetadataEntry
-	nil,                           // 22: contextd.v1.Session.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(CacheBreakpointKind)(0),      // 7: contextd.v1.CacheBreakpointKind
+	(*Message)(nil),               // 8: contextd.v1.Message
+	(*Part)(nil),                  // 9: contextd.v1.Part
+	(*TextPart)(nil),              // 10: contextd.v1.TextPart
+	(*ToolCallPart)(nil),          // 11: contextd.v1.ToolCallPart
+	(*ToolResultPart)(nil),        // 12: contextd.v1.ToolResultPart
+	(*ImagePart)(nil),             // 13: contextd.v1.ImagePart
+	(*ToolDefinition)(nil),        // 14: contextd.v1.ToolDefinition
+	(*CompactionPolicy)(nil),      // 15: contextd.v1.CompactionPolicy
+	(*ContextUsage)(nil),          // 16: contextd.v1.ContextUsage
+	(*CompactionInfo)(nil),        // 17: contextd.v1.CompactionInfo
+	(*ContextStatus)(nil),         // 18: contextd.v1.ContextStatus
+	(*Session)(nil),               // 19: contextd.v1.Session
+	(*CompactionItem)(nil),        // 20: contextd.v1.CompactionItem
+	(*Compaction)(nil),            // 21: contextd.v1.Compaction
+	(*ModelPricing)(nil),          // 22: contextd.v1.ModelPricing
+	(*LedgerTotals)(nil),          // 23: contextd.v1.LedgerTotals
+	(*Ledger)(nil),                // 24: contextd.v1.Ledger
+	(*CacheBreakpoint)(nil),       // 25: contextd.v1.CacheBreakpoint
+	(*CacheHints)(nil),            // 26: contextd.v1.CacheHints
+	nil,                           // 27: contextd.v1.Message.MetadataEntry
+	nil,                           // 28: contextd.v1.Session.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
 }
 var file_contextd_v1_types_proto_depIdxs = []int32{
 	0,  // 0: contextd.v1.Message.role:type_name -> contextd.v1.Role
-	8,  // 1: contextd.v1.Message.parts:type_name -> contextd.v1.Part
+	9,  // 1: contextd.v1.Message.parts:type_name -> contextd.v1.Part
 	1,  // 2: contextd.v1.Message.kind:type_name -> contextd.v1.MessageKind
-	21, // 3: contextd.v1.Message.metadata:type_name -> contextd.v1.Message.MetadataEntry
-	23, // 4: contextd.v1.Message.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 5: contextd.v1.Part.text:type_name -> contextd.v1.TextPart
-	10, // 6: contextd.v1.Part.tool_call:type_name -> contextd.v1.ToolCallPart
-	11, // 7: contextd.v1.Part.tool_result:type_name -> contextd.v1.ToolResultPart
-	12, // 8: contextd.v1.Part.image:type_name -> contextd.v1.ImagePart
-	14, // 9: contextd.v1.ContextUsage.thresholds:type_name -> contextd.v1.CompactionPolicy
+	27, // 3: contextd.v1.Message.metadata:type_name -> contextd.v1.Message.MetadataEntry
+	29, // 4: contextd.v1.Message.created_at:type_name -> google.protobuf.Timestamp
+	10, // 5: contextd.v1.Part.text:type_name -> contextd.v1.TextPart
+	11, // 6: contextd.v1.Part.tool_call:type_name -> contextd.v1.ToolCallPart
+	12, // 7: contextd.v1.Part.tool_result:type_name -> contextd.v1.ToolResultPart
+	13, // 8: contextd.v1.Part.image:type_name -> contextd.v1.ImagePart
+	15, // 9: contextd.v1.ContextUsage.thresholds:type_name -> contextd.v1.CompactionPolicy
 	2,  // 10: contextd.v1.ContextUsage.level:type_name -> contextd.v1.ContextLevel
 	3,  // 11: contextd.v1.ContextUsage.estimate_source:type_name -> contextd.v1.EstimateSource
-	23, // 12: contextd.v1.CompactionInfo.created_at:type_name -> google.protobuf.Timestamp
+	29, // 12: contextd.v1.CompactionInfo.created_at:type_name -> google.protobuf.Timestamp
 	4,  // 13: contextd.v1.ContextStatus.event:type_name -> contextd.v1.StatusEvent
-	15, // 14: contextd.v1.ContextStatus.usage:type_name -> contextd.v1.ContextUsage
-	16, // 15: contextd.v1.ContextStatus.last_compaction:type_name -> contextd.v1.CompactionInfo
-	23, // 16: contextd.v1.ContextStatus.time:type_name -> google.protobuf.Timestamp
-	13, // 17: contextd.v1.Session.tools:type_name -> contextd.v1.ToolDefinition
-	14, // 18: contextd.v1.Session.policy:type_name -> contextd.v1.CompactionPolicy
-	22, // 19: contextd.v1.Session.labels:type_name -> contextd.v1.Session.LabelsEntry
-	15, // 20: contextd.v1.Session.usage:type_name -> contextd.v1.ContextUsage
-	23, // 21: contextd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	23, // 22: contextd.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	19, // 23: contextd.v1.Compaction.items:type_name -> contextd.v1.CompactionItem
-	23, // 24: contextd.v1.Compaction.created_at:type_name -> google.protobuf.Timestamp
-	23, // 25: contextd.v1.Compaction.expires_at:type_name -> google.protobuf.Timestamp
-	23, // 26: contextd.v1.Compaction.reverted_at:type_name -> google.protobuf.Timestamp
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	16, // 14: contextd.v1.ContextStatus.usage:type_name -> contextd.v1.ContextUsage
+	17, // 15: contextd.v1.ContextStatus.last_compaction:type_name -> contextd.v1.CompactionInfo
+	29, // 16: contextd.v1.ContextStatus.time:type_name -> google.protobuf.Timestamp
+	24, // 17: contextd.v1.ContextStatus.ledger:type_name -> contextd.v1.Ledger
+	14, // 18: contextd.v1.Session.tools:type_name -> contextd.v1.ToolDefinition
+	15, // 19: contextd.v1.Session.policy:type_name -> contextd.v1.CompactionPolicy
+	28, // 20: contextd.v1.Session.labels:type_name -> contextd.v1.Session.LabelsEntry
+	16, // 21: contextd.v1.Session.usage:type_name -> contextd.v1.ContextUsage
+	29, // 22: contextd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	29, // 23: contextd.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	24, // 24: contextd.v1.Session.ledger:type_name -> contextd.v1.Ledger
+	20, // 25: contextd.v1.Compaction.items:type_name -> contextd.v1.CompactionItem
+	29, // 26: contextd.v1.Compaction.created_at:type_name -> google.protobuf.Timestamp
+	29, // 27: contextd.v1.Compaction.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 28: contextd.v1.Compaction.reverted_at:type_name -> google.protobuf.Timestamp
+	23, // 29: contextd.v1.Ledger.calls:type_name -> contextd.v1.LedgerTotals
+	23, // 30: contextd.v1.Ledger.compaction_overhead:type_name -> contextd.v1.LedgerTotals
+	7,  // 31: contextd.v1.CacheBreakpoint.kind:type_name -> contextd.v1.CacheBreakpointKind
+	25, // 32: contextd.v1.CacheHints.breakpoints:type_name -> contextd.v1.CacheBreakpoint
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_types_proto_init() }
@@ -2278,13 +2879,14 @@ func file_contextd_v1_types_proto_init() {
 		(*Part_Image)(nil),
 	}
 	file_contextd_v1_types_proto_msgTypes[7].OneofWrappers = []any{}
+	file_contextd_v1_types_proto_msgTypes[18].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_contextd_v1_types_proto_rawDesc), len(file_contextd_v1_types_proto_rawDesc)),
-			NumEnums:      7,
-			NumMessages:   16,
+			NumEnums:      8,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
