@@ -6,8 +6,6 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,10 +28,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	pvalidate "buf.build/go/protovalidate"
@@ -166,13 +162,20 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		healthSrv.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 
+	// gRPC, gRPC-Web and Connect on one port (http.go). Handlers mounted
+	// beside the RPCs (such as a dashboard under "/ui/") go in routes.
+	routes := httpRoutes{}
+	front, err := newFrontend(cfg, srv, routes, log)
+	if err != nil {
+		return err
+	}
 	lis, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
 	}
 	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(lis) }()
-	log.Info("serving", "addr", lis.Addr().String())
+	go func() { errc <- front.serve(lis) }()
+	log.Info("serving", "addr", lis.Addr().String(), "protocols", "grpc,grpc-web,connect", "tls", cfg.TLSCertFile != "")
 
 	var metricsSrv *http.Server
 	if cfg.MetricsAddr != "" {
@@ -181,7 +184,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		metricsSrv = &http.Server{Addr: cfg.MetricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		mlis, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
-			srv.Stop()
+			_ = lis.Close()
 			return fmt.Errorf("listen on %s: %w", cfg.MetricsAddr, err)
 		}
 		go func() {
@@ -195,23 +198,23 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
+		_ = front.srv.Close()
 		srv.Stop()
 		return fmt.Errorf("serve: %w", err)
 	}
 	log.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
 	// Kubernetes order: report NOT_SERVING first so no new calls arrive,
-	// then drain, and cut what is left when the timeout passes.
+	// then drain, and cut what is left when the timeout passes. The drain is
+	// the HTTP server's (GOAWAY, wait for open calls): grpc.Server's
+	// GracefulStop would cancel calls served through ServeHTTP.
 	healthSrv.Shutdown()
-	hub.Close() // watch streams end with UNAVAILABLE, so GracefulStop need not wait for them
-	stopped := make(chan struct{})
-	go func() { srv.GracefulStop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-time.After(cfg.ShutdownTimeout):
-		log.Warn("graceful stop timed out; closing open calls")
-		srv.Stop()
-		<-stopped
+	hub.Close() // watch streams end with UNAVAILABLE, so the drain need not wait for them
+	sctx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	if !front.shutdown(sctx) {
+		log.Warn("graceful stop timed out; closed open calls")
 	}
+	cancelDrain()
+	srv.Stop()
 	if metricsSrv != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -265,7 +268,7 @@ func summarizerEndpoints(cfg Config) map[string]summarize.Endpoint {
 // logged and counted as Internal), then authentication (the tenant), the
 // per-tenant rate limit, and validation next to the handler.
 func newGRPCServer(cfg Config, log *slog.Logger, validator pvalidate.Validator, metrics *grpcprom.ServerMetrics, keys *auth.Keys, extra ...grpc.ServerOption) (*grpc.Server, error) {
-	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
+	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall), logging.WithFieldsFromContext(protocolField)}
 	unary := []grpc.UnaryServerInterceptor{
 		metrics.UnaryServerInterceptor(),
 		logging.UnaryServerInterceptor(interceptorLogger(log), logOpts...),
@@ -295,43 +298,9 @@ func newGRPCServer(cfg Config, log *slog.Logger, validator pvalidate.Validator, 
 		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
-	if cfg.MaxConnectionAge > 0 {
-		// Long-lived HTTP/2 connections pin clients to one replica; closing
-		// them now and then lets Kubernetes spread load to new pods.
-		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: cfg.MaxConnectionAge, MaxConnectionAgeGrace: 30 * time.Second}))
-	}
-	if cfg.TLSCertFile != "" {
-		creds, err := serverTLS(cfg)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, grpc.Creds(creds))
-	}
+	// Connections, TLS and connection age are the HTTP server's (http.go).
 	return grpc.NewServer(append(opts, extra...)...), nil
-}
-
-// serverTLS loads the server certificate and, when a client CA is given,
-// requires client certificates that chain to it.
-func serverTLS(cfg Config) (credentials.TransportCredentials, error) {
-	cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("TLS certificate: %w", err)
-	}
-	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if cfg.TLSClientCAFile != "" {
-		pem, err := os.ReadFile(cfg.TLSClientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("TLS client CA: %w", err)
-		}
-		tc.ClientCAs = x509.NewCertPool()
-		if !tc.ClientCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("TLS client CA: %s holds no PEM certificate", cfg.TLSClientCAFile)
-		}
-		tc.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	return credentials.NewTLS(tc), nil
 }
 
 // interceptorLogger adapts slog to go-grpc-middleware's logging interceptor.

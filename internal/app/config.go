@@ -50,6 +50,10 @@ type Config struct {
 	MaxSessionsPerTenant int
 	MaxConnectionAge     time.Duration
 
+	// CORSAllowedOrigins are the browser origins allowed to call the API
+	// cross-origin over Connect and gRPC-Web; empty: same origin only.
+	CORSAllowedOrigins []string
+
 	// Retention.
 	RetentionInterval time.Duration
 	ArchiveRetention  time.Duration
@@ -93,6 +97,7 @@ var settings = []envFlag{
 	{"CONTEXTD_MAX_COUNT_BYTES", "8388608", "largest text CountTokens and inline usage accept, in bytes", false},
 	{"CONTEXTD_MAX_SESSIONS_PER_TENANT", "100000", "live sessions one tenant may hold", false},
 	{"CONTEXTD_MAX_CONNECTION_AGE", "30m", "close client connections after this long so load rebalances across replicas (0: never)", false},
+	{"CONTEXTD_CORS_ALLOWED_ORIGINS", "", "comma-separated browser origins allowed to call the API cross-origin (Connect, gRPC-Web), or *; empty: same origin only", false},
 	{"CONTEXTD_RETENTION_INTERVAL", "1h", "how often the retention purge runs (0: never)", false},
 	{"CONTEXTD_ARCHIVE_RETENTION", "720h", "how long replaced originals and deleted sessions are kept (at least the revert window)", false},
 }
@@ -199,6 +204,11 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 	}
 	if cfg.MaxConnectionAge, err = time.ParseDuration(get("CONTEXTD_MAX_CONNECTION_AGE")); err != nil || cfg.MaxConnectionAge < 0 {
 		return Config{}, fmt.Errorf("CONTEXTD_MAX_CONNECTION_AGE: want a duration such as 30m, got %q", get("CONTEXTD_MAX_CONNECTION_AGE"))
+	}
+	for _, o := range strings.Split(get("CONTEXTD_CORS_ALLOWED_ORIGINS"), ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			cfg.CORSAllowedOrigins = append(cfg.CORSAllowedOrigins, o)
+		}
 	}
 	return cfg, nil
 }
