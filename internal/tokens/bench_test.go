@@ -61,16 +61,22 @@ func BenchmarkCount(b *testing.B) {
 	}
 }
 
-// BenchmarkRuns counts long runs of one character. Flat MB/s across lengths
-// means linear time; pkoukk/tiktoken-go is run at the shortest length only,
-// because it is quadratic (100 KB of spaces takes it about 11 s).
+// BenchmarkRuns counts long runs of one character, each one giant piece for
+// the pre-tokenizer. Flat MB/s across lengths means linear time; the 8 MB
+// runs are the largest text CountTokens accepts by default.
+// pkoukk/tiktoken-go is run at the shortest length only, because it is
+// quadratic (100 KB of spaces takes it about 11 s).
 func BenchmarkRuns(b *testing.B) {
 	for _, name := range tokens.EncodingNames {
 		enc, ref := mustLoad(b, name), reference(b, name)
-		for _, ch := range []string{" ", "a", "7", "\n", "中"} {
-			for _, size := range []int{10_000, 100_000, 1_000_000} {
+		for _, ch := range []string{" ", "a", "7", "\n", "中", "😀"} {
+			for _, size := range []int{10_000, 100_000, 1_000_000, 8 << 20} {
 				text := strings.Repeat(ch, size/len(ch))
-				b.Run(fmt.Sprintf("%s/%q/%dKB/contextd", name, ch, size/1000), func(b *testing.B) {
+				label := fmt.Sprintf("%dKB", size/1000)
+				if size == 8<<20 {
+					label = "8MB"
+				}
+				b.Run(fmt.Sprintf("%s/%q/%s/contextd", name, ch, label), func(b *testing.B) {
 					b.SetBytes(int64(len(text)))
 					b.ReportAllocs()
 					for b.Loop() {
@@ -78,7 +84,7 @@ func BenchmarkRuns(b *testing.B) {
 					}
 				})
 				if size == 10_000 {
-					b.Run(fmt.Sprintf("%s/%q/%dKB/pkoukk", name, ch, size/1000), func(b *testing.B) {
+					b.Run(fmt.Sprintf("%s/%q/%s/pkoukk", name, ch, label), func(b *testing.B) {
 						b.SetBytes(int64(len(text)))
 						for b.Loop() {
 							_ = len(ref.EncodeOrdinary(text))

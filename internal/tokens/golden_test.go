@@ -91,11 +91,10 @@ func TestGoldenCounts(t *testing.T) {
 	}
 }
 
-// TestGoldenRunsAreLinear counts the long runs of one character of the golden
-// file exactly and logs how long each took. Speed is not asserted here: the
-// BenchmarkRuns family measures MB/s at growing lengths, which stays flat
-// because long pieces are merged with a heap in O(n log n).
-func TestGoldenRunsAreLinear(t *testing.T) {
+// TestGoldenRuns counts the long runs of one character of the golden file
+// exactly and logs how long each took. Speed is asserted by ratio in
+// TestWorkIsLinear and TestTimeIsLinear, and measured by BenchmarkRuns.
+func TestGoldenRuns(t *testing.T) {
 	lines := readGolden(t)
 	for _, name := range tokens.EncodingNames {
 		enc := mustLoad(t, name)

@@ -1,0 +1,32 @@
+package tokens_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCountAllocatesNothing backs the README's claim: counting ordinary text
+// (the golden file's prose, code, JSON and multilingual texts) allocates
+// nothing, and a long piece (a 60 KB run) reuses pooled scratch.
+func TestCountAllocatesNothing(t *testing.T) {
+	var texts []string
+	for _, g := range readGolden(t) {
+		if g.Kind != "run" && g.Kind != "random-mix" {
+			texts = append(texts, g.Text)
+		}
+	}
+	long := strings.Repeat("a", 60_000)
+	for _, name := range []string{"cl100k_base", "o200k_base"} {
+		enc := mustLoad(t, name)
+		if allocs := testing.AllocsPerRun(5, func() {
+			for _, text := range texts {
+				enc.Count(text)
+			}
+		}); allocs != 0 {
+			t.Errorf("%s: counting %d ordinary texts allocates %v times", name, len(texts), allocs)
+		}
+		if allocs := testing.AllocsPerRun(20, func() { enc.Count(long) }); allocs != 0 {
+			t.Errorf("%s: counting a 60 KB piece allocates %v times per count", name, allocs)
+		}
+	}
+}
