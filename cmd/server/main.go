@@ -1,7 +1,10 @@
 // Command contextd is the contextd gRPC server. Configuration comes from
 // CONTEXTD_* environment variables and the flags of the same names; run
 // `contextd --help` for the list. `contextd migrate` applies the database
-// migrations and exits.
+// migrations and exits. `contextd tokenizer import -encoding NAME
+// tokenizer.json` converts a model's tokenizer.json into
+// CONTEXTD_TOKENIZERS_DIR (or -dir) for the exact counting of a family whose
+// vocabulary is not embedded.
 package main
 
 import (
@@ -12,9 +15,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/tokens"
 )
 
 func main() {
@@ -26,6 +31,9 @@ func main() {
 
 func run() error {
 	args := os.Args[1:]
+	if len(args) > 1 && args[0] == "tokenizer" && args[1] == "import" {
+		return importTokenizer(args[2:])
+	}
 	migrateOnly := len(args) > 0 && args[0] == "migrate"
 	if migrateOnly {
 		args = args[1:]
@@ -51,4 +59,34 @@ func run() error {
 		return st.Close()
 	}
 	return app.Run(ctx, cfg, log)
+}
+
+// importTokenizer is `contextd tokenizer import`.
+func importTokenizer(args []string) error {
+	fs := flag.NewFlagSet("contextd tokenizer import", flag.ContinueOnError)
+	encoding := fs.String("encoding", tokens.Llama3, "encoding the tokenizer.json is for: "+strings.Join(tokens.ImportableEncodings(), ", "))
+	dir := fs.String("dir", os.Getenv(tokens.VocabDirEnv), "directory to write <encoding>.bpe.gz into (default $"+tokens.VocabDirEnv+")")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: contextd tokenizer import [-encoding llama3] [-dir DIR] path/to/tokenizer.json")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("tokenizer import: give exactly one tokenizer.json")
+	}
+	if *dir == "" {
+		return fmt.Errorf("tokenizer import: set -dir or %s", tokens.VocabDirEnv)
+	}
+	path, err := tokens.ImportFile(*encoding, fs.Arg(0), *dir)
+	if err != nil {
+		return fmt.Errorf("tokenizer import: %w", err)
+	}
+	fmt.Printf("wrote %s; serve with %s=%s\n", path, tokens.VocabDirEnv, *dir)
+	return nil
 }

@@ -52,7 +52,7 @@ import (
 // Run serves until ctx ends, then stops gracefully. It returns nil after a
 // clean stop.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
-	encodings := tokens.NewEncodings()
+	encodings := tokens.NewEncodings(cfg.TokenizersDir)
 	if err := encodings.Preload(); err != nil {
 		return fmt.Errorf("load encodings: %w", err)
 	}
@@ -66,6 +66,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	models, err := tokens.NewRegistry(overrides)
 	if err != nil {
 		return fmt.Errorf("model registry: %w", err)
+	}
+	models, approximated := models.WithAvailable(encodings.Available)
+	if len(approximated) > 0 {
+		log.Info("vocabularies not imported; these models are counted approximately with cl100k_base",
+			"models", approximated, "tokenizers_dir", cfg.TokenizersDir)
 	}
 	st, err := OpenStore(ctx, cfg, log)
 	if err != nil {

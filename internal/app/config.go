@@ -18,6 +18,7 @@ type Config struct {
 	MetricsAddr     string
 	LogLevel        slog.Level
 	ModelsFile      string
+	TokenizersDir   string
 	DatabaseURL     string
 	DataDir         string
 	MaxMessageBytes int
@@ -70,6 +71,7 @@ var settings = []envFlag{
 	{"CONTEXTD_METRICS_ADDR", ":9090", "Prometheus metrics HTTP address (/metrics); empty disables", false},
 	{"CONTEXTD_LOG_LEVEL", "info", "log level: debug, info, warn, error", false},
 	{"CONTEXTD_MODELS_FILE", "", "JSON file of model registry overrides", false},
+	{"CONTEXTD_TOKENIZERS_DIR", "", "directory of imported tokenizer vocabularies (contextd tokenizer import); Llama 3 counts exactly only with one", false},
 	{"CONTEXTD_DATABASE_URL", "", "PostgreSQL URL; empty means embedded SQLite in CONTEXTD_DATA_DIR", true},
 	{"CONTEXTD_DATA_DIR", "./data", "directory of the embedded SQLite database", false},
 	{"CONTEXTD_MAX_MESSAGE_BYTES", "16777216", "largest request message accepted, in bytes", false},
@@ -132,11 +134,12 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 	}
 	get := func(env string) string { return *values[env] }
 	cfg := Config{
-		ListenAddr:  get("CONTEXTD_LISTEN_ADDR"),
-		MetricsAddr: get("CONTEXTD_METRICS_ADDR"),
-		ModelsFile:  get("CONTEXTD_MODELS_FILE"),
-		DatabaseURL: get("CONTEXTD_DATABASE_URL"),
-		DataDir:     get("CONTEXTD_DATA_DIR"),
+		ListenAddr:    get("CONTEXTD_LISTEN_ADDR"),
+		MetricsAddr:   get("CONTEXTD_METRICS_ADDR"),
+		ModelsFile:    get("CONTEXTD_MODELS_FILE"),
+		TokenizersDir: get("CONTEXTD_TOKENIZERS_DIR"),
+		DatabaseURL:   get("CONTEXTD_DATABASE_URL"),
+		DataDir:       get("CONTEXTD_DATA_DIR"),
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(get("CONTEXTD_LOG_LEVEL"))); err != nil {
 		return Config{}, fmt.Errorf("CONTEXTD_LOG_LEVEL: %w", err)

@@ -159,6 +159,9 @@ func (e *Engine) CountTokens(ctx context.Context, in CountInput) (CountResult, e
 		if !slices.Contains(tokens.EncodingNames, in.Encoding) {
 			return res, chat.Invalid("encoding", "unknown encoding %q; known: %s", in.Encoding, strings.Join(tokens.EncodingNames, ", "))
 		}
+		if !e.encodings.Available(in.Encoding) {
+			return res, chat.Invalid("encoding", "the %s vocabulary is not imported on this server (contextd tokenizer import; %s)", in.Encoding, tokens.VocabDirEnv)
+		}
 		encName = in.Encoding
 	case in.Model != "":
 		m, known := e.models.Lookup(in.Model)

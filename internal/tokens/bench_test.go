@@ -40,7 +40,7 @@ func benchInputs(b *testing.B) map[string]string {
 // inputs in the same run. MB/s is the figure to read.
 func BenchmarkCount(b *testing.B) {
 	inputs := benchInputs(b)
-	for _, name := range tokens.EncodingNames {
+	for _, name := range tokens.OpenAIEncodings {
 		enc, ref := mustLoad(b, name), reference(b, name)
 		for _, kind := range []string{"prose", "code", "json", "multilingual"} {
 			text := inputs[kind]
@@ -67,7 +67,7 @@ func BenchmarkCount(b *testing.B) {
 // pkoukk/tiktoken-go is run at the shortest length only, because it is
 // quadratic (100 KB of spaces takes it about 11 s).
 func BenchmarkRuns(b *testing.B) {
-	for _, name := range tokens.EncodingNames {
+	for _, name := range tokens.OpenAIEncodings {
 		enc, ref := mustLoad(b, name), reference(b, name)
 		for _, ch := range []string{" ", "a", "7", "\n", "中", "😀"} {
 			for _, size := range []int{10_000, 100_000, 1_000_000, 8 << 20} {

@@ -16,23 +16,45 @@ const (
 	CL100KBase = "cl100k_base"
 )
 
-// EncodingNames lists the supported encodings.
-var EncodingNames = []string{CL100KBase, O200KBase}
+// OpenAIEncodings are tiktoken's encodings, which the reference tests compare
+// with pkoukk/tiktoken-go.
+var OpenAIEncodings = []string{CL100KBase, O200KBase}
+
+// EncodingNames lists the supported encodings: OpenAI's tiktoken encodings,
+// then the open-weight families (families.go).
+var EncodingNames = []string{CL100KBase, O200KBase, Llama3, Qwen2, DeepSeekV3, O200KHarmony}
 
 // Encoding counts and encodes text with one tiktoken encoding. It is safe for
 // concurrent use; one per encoding is shared by the whole process.
 type Encoding struct {
-	name   string
-	piece  func(s string, i int) int
-	merger *merger
+	name      string
+	piece     func(s string, i int) int
+	normalize func(string) string // nil: none (Qwen: NFC)
+	merger    *merger
+	added     *addedTokens // nil: none (tiktoken's encode_ordinary)
 }
 
 // Name returns the encoding's name, e.g. "o200k_base".
 func (e *Encoding) Name() string { return e.name }
 
-// Count returns the number of tokens of text, special tokens counted as
-// ordinary text (as tiktoken's encode_ordinary does).
+// Count returns the number of tokens of text. OpenAI's encodings count
+// special tokens as ordinary text (as tiktoken's encode_ordinary does); the
+// open-weight families match their tokenizer's added tokens (<|im_start|>,
+// <think>, ...) first, as the model's own tokenizer and the servers that use
+// it (vLLM, SGLang) do.
 func (e *Encoding) Count(text string) int {
+	if e.added != nil {
+		n := 0
+		e.segments(text, func(seg string) { n += e.countOrdinary(seg) }, func(string, int32) { n++ })
+		return n
+	}
+	if e.normalize != nil {
+		text = e.normalize(text)
+	}
+	return e.countOrdinary(text)
+}
+
+func (e *Encoding) countOrdinary(text string) int {
 	n := 0
 	for i := 0; i < len(text); {
 		j := e.piece(text, i)
@@ -42,9 +64,20 @@ func (e *Encoding) Count(text string) int {
 	return n
 }
 
-// Encode returns the token ids of text (tiktoken's encode_ordinary).
+// Encode returns the token ids of text (see Count for special tokens).
 func (e *Encoding) Encode(text string) []int {
 	var out []int
+	if e.added != nil {
+		e.segments(text, func(seg string) { out = e.encodeOrdinary(out, seg) }, func(_ string, id int32) { out = append(out, int(id)) })
+		return out
+	}
+	if e.normalize != nil {
+		text = e.normalize(text)
+	}
+	return e.encodeOrdinary(out, text)
+}
+
+func (e *Encoding) encodeOrdinary(out []int, text string) []int {
 	for i := 0; i < len(text); {
 		j := e.piece(text, i)
 		out = e.merger.encode(out, text[i:j])
@@ -55,6 +88,18 @@ func (e *Encoding) Encode(text string) []int {
 
 // Split returns the pre-tokenizer's pieces of text; for tests and tools.
 func (e *Encoding) Split(text string) []string {
+	var out []string
+	if e.added != nil {
+		e.segments(text, func(seg string) { out = append(out, e.splitOrdinary(seg)...) }, func(t string, _ int32) { out = append(out, t) })
+		return out
+	}
+	if e.normalize != nil {
+		text = e.normalize(text)
+	}
+	return e.splitOrdinary(text)
+}
+
+func (e *Encoding) splitOrdinary(text string) []string {
 	var out []string
 	for i := 0; i < len(text); {
 		j := e.piece(text, i)
@@ -68,6 +113,23 @@ func (e *Encoding) Split(text string) []string {
 // It never touches the network. Loading takes tens of milliseconds; callers
 // keep the result (see Encodings).
 func LoadEncoding(name string) (*Encoding, error) {
+	return LoadEncodingFrom(name, "")
+}
+
+// LoadEncodingFrom is LoadEncoding, reading the vocabularies that are not
+// embedded (Llama 3) from dir, where `contextd tokenizer import` put them.
+func LoadEncodingFrom(name, dir string) (*Encoding, error) {
+	switch name {
+	case O200KHarmony:
+		enc, err := LoadEncodingFrom(O200KBase, dir)
+		if err != nil {
+			return nil, err
+		}
+		enc.name, enc.added = name, harmonyAdded()
+		return enc, nil
+	case Llama3, Qwen2, DeepSeekV3:
+		return loadFamily(name, dir)
+	}
 	var piece func(string, int) int
 	var file string
 	switch name {

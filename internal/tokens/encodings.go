@@ -2,6 +2,8 @@ package tokens
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 )
@@ -10,6 +12,7 @@ import (
 // on first use. The zero value is not usable; call NewEncodings.
 type Encodings struct {
 	loaded map[string]*loadOnce // keys fixed at construction; read-only after
+	dir    string               // imported vocabularies (CONTEXTD_TOKENIZERS_DIR)
 }
 
 type loadOnce struct {
@@ -18,13 +21,18 @@ type loadOnce struct {
 	err  error
 }
 
-// NewEncodings returns an empty set; encodings load lazily.
-func NewEncodings() *Encodings {
+// NewEncodings returns an empty set; encodings load lazily. dir, if given,
+// holds imported vocabularies (CONTEXTD_TOKENIZERS_DIR).
+func NewEncodings(dir ...string) *Encodings {
 	m := make(map[string]*loadOnce, len(EncodingNames))
 	for _, n := range EncodingNames {
 		m[n] = &loadOnce{}
 	}
-	return &Encodings{loaded: m}
+	s := &Encodings{loaded: m}
+	if len(dir) > 0 {
+		s.dir = dir[0]
+	}
+	return s
 }
 
 // ErrUnknownEncoding is returned for an encoding name we do not have.
@@ -36,13 +44,41 @@ func (s *Encodings) Get(name string) (*Encoding, error) {
 	if !ok {
 		return nil, fmt.Errorf("%q: %w", name, ErrUnknownEncoding)
 	}
-	l.once.Do(func() { l.enc, l.err = LoadEncoding(name) })
+	l.once.Do(func() {
+		if name == O200KHarmony { // o200k_base's text encoding: share it
+			var base *Encoding
+			if base, l.err = s.Get(O200KBase); l.err == nil {
+				l.enc = &Encoding{name: name, piece: base.piece, merger: base.merger, added: harmonyAdded()}
+			}
+			return
+		}
+		l.enc, l.err = LoadEncodingFrom(name, s.dir)
+	})
 	return l.enc, l.err
 }
 
-// Preload loads every encoding now, so the first request does not pay for it.
+// Available reports, without loading it, whether the vocabulary of an
+// encoding is at hand: embedded, or imported into the directory.
+func (s *Encodings) Available(name string) bool {
+	if _, ok := s.loaded[name]; !ok {
+		return false
+	}
+	fam, ok := bpeFamilies[name]
+	if !ok || fam.embedded {
+		return true
+	}
+	if s.dir == "" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(s.dir, VocabFile(name)))
+	return err == nil
+}
+
+// Preload loads OpenAI's encodings now, so the first request does not pay for
+// them. The open-weight families load on first use, so that a server that
+// never counts for them does not hold their tables.
 func (s *Encodings) Preload() error {
-	for _, n := range EncodingNames {
+	for _, n := range []string{CL100KBase, O200KBase} {
 		if _, err := s.Get(n); err != nil {
 			return err
 		}

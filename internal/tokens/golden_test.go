@@ -68,7 +68,7 @@ func mustLoad(t testing.TB, name string) *tokens.Encoding {
 // TestGoldenCounts checks every line of OpenAI tiktoken's reference counts.
 func TestGoldenCounts(t *testing.T) {
 	lines := readGolden(t)
-	for _, name := range tokens.EncodingNames {
+	for _, name := range tokens.OpenAIEncodings {
 		t.Run(name, func(t *testing.T) {
 			enc := mustLoad(t, name)
 			mismatches := 0
@@ -96,7 +96,7 @@ func TestGoldenCounts(t *testing.T) {
 // TestWorkIsLinear and TestTimeIsLinear, and measured by BenchmarkRuns.
 func TestGoldenRuns(t *testing.T) {
 	lines := readGolden(t)
-	for _, name := range tokens.EncodingNames {
+	for _, name := range tokens.OpenAIEncodings {
 		enc := mustLoad(t, name)
 		for i, g := range lines {
 			if g.Kind != "run" {

