@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 // with a failure mode per test.
 type fakeLLM struct {
 	mode     string        // "ok", "500", "slow", "malformed", "empty", "hold"
+	mu       sync.Mutex    // guards release and arrived
 	release  chan struct{} // "hold": answer once this closes
 	arrived  chan struct{} // "hold": closed when the request arrives
 	requests atomic.Int64
@@ -39,8 +41,11 @@ func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.lastAuth.Store(r.Header.Get("Authorization") + r.Header.Get("X-Api-Key"))
 	switch f.mode {
 	case "hold":
-		close(f.arrived)
-		<-f.release
+		f.mu.Lock()
+		arrived, release := f.arrived, f.release
+		f.mu.Unlock()
+		close(arrived)
+		<-release
 	case "500":
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte(`{"error":{"message":"boom","type":"server_error"}}`))
@@ -75,6 +80,13 @@ func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"content":     []any{map[string]any{"type": "text", "text": text}},
 		"stop_reason": "end_turn", "usage": map[string]any{"input_tokens": 100, "output_tokens": 50},
 	})
+}
+
+// hold makes the next request wait for release (after closing arrived).
+func (f *fakeLLM) hold() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.release, f.arrived = make(chan struct{}), make(chan struct{})
 }
 
 func llmEngine(t *testing.T, srv *httptest.Server) *engine.Engine {
@@ -145,53 +157,54 @@ func TestLLMSummarizers(t *testing.T) {
 // transaction, so appends made while the summarizer thinks neither wait nor
 // get lost: they follow the compacted view.
 func TestAppendsDuringLLMSummary(t *testing.T) {
-	fake := &fakeLLM{mode: "hold", release: make(chan struct{}), arrived: make(chan struct{})}
+	fake := &fakeLLM{mode: "hold"}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	models, encodings := testModels(t)
 	set, err := summarize.NewSet("extractive", map[string]summarize.Endpoint{summarize.ProviderOpenAI: {
 		BaseURL: srv.URL + "/v1/", APIKey: "k", Timeout: 30 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := engine.New(encodings, models, openSQLite(t), engine.WithSummarizers(set))
-	spec, keep := "openai:gpt-4o-mini", 1000
-	v := agentSession(t, e, compaction.Overrides{Summarizer: &spec, ProtectRecentToolResults: &keep}, 20)
-	ctx := t.Context()
-	done := make(chan error, 1)
-	var res engine.CompactResult
-	go func() {
-		var err error
-		res, err = e.Compact(ctx, tenant, v.ID, engine.CompactInput{})
-		done <- err
-	}()
-	<-fake.arrived // the summarizer is thinking now
-	appended, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg("one more thing")}})
-	if err != nil {
-		t.Fatalf("append while summarizing: %v", err)
-	}
-	close(fake.release)
-	if err := <-done; err != nil || !res.Compacted {
-		t.Fatalf("compaction: %+v, %v", res, err)
-	}
-	page, err := e.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{Size: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := page.Messages[len(page.Messages)-1]
-	if last.ID != appended.Messages[0].ID || !strings.HasPrefix(res.Compaction.Summary, fakeSummary) {
-		t.Errorf("the append made during the summary is not at the end of the view: %s", last.ID)
-	}
-	if got := res.Compaction.ViewAfter[len(res.Compaction.ViewAfter)-1]; got != appended.Messages[0].ID {
-		t.Errorf("the record's view after misses the append: %s", got)
-	}
-	// Reverting gives back the pre-compaction view plus the append.
-	if _, err := e.RevertCompaction(ctx, tenant, v.ID, res.Compaction.ID); err != nil {
-		t.Fatal(err)
-	}
-	log, _ := e.GetMessages(ctx, tenant, v.ID, engine.ViewLog, engine.Page{Size: 1000})
-	active, _ := e.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{Size: 1000})
-	if len(active.Messages) != len(log.Messages) {
-		t.Errorf("after revert: %d active, %d in the log", len(active.Messages), len(log.Messages))
-	}
+	backendsWith(t, []engine.Option{engine.WithSummarizers(set)}, func(t *testing.T, e *engine.Engine) {
+		fake.hold()
+		spec, keep := "openai:gpt-4o-mini", 1000
+		v := agentSession(t, e, compaction.Overrides{Summarizer: &spec, ProtectRecentToolResults: &keep}, 20)
+		ctx := t.Context()
+		done := make(chan error, 1)
+		var res engine.CompactResult
+		go func() {
+			var err error
+			res, err = e.Compact(ctx, tenant, v.ID, engine.CompactInput{})
+			done <- err
+		}()
+		<-fake.arrived // the summarizer is thinking now
+		appended, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg("one more thing")}})
+		if err != nil {
+			t.Fatalf("append while summarizing: %v", err)
+		}
+		close(fake.release)
+		if err := <-done; err != nil || !res.Compacted {
+			t.Fatalf("compaction: %+v, %v", res, err)
+		}
+		page, err := e.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{Size: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := page.Messages[len(page.Messages)-1]
+		if last.ID != appended.Messages[0].ID || !strings.HasPrefix(res.Compaction.Summary, fakeSummary) {
+			t.Errorf("the append made during the summary is not at the end of the view: %s", last.ID)
+		}
+		if got := res.Compaction.ViewAfter[len(res.Compaction.ViewAfter)-1]; got != appended.Messages[0].ID {
+			t.Errorf("the record's view after misses the append: %s", got)
+		}
+		// Reverting gives back the pre-compaction view plus the append.
+		if _, err := e.RevertCompaction(ctx, tenant, v.ID, res.Compaction.ID); err != nil {
+			t.Fatal(err)
+		}
+		log, _ := e.GetMessages(ctx, tenant, v.ID, engine.ViewLog, engine.Page{Size: 1000})
+		active, _ := e.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{Size: 1000})
+		if len(active.Messages) != len(log.Messages) {
+			t.Errorf("after revert: %d active, %d in the log", len(active.Messages), len(log.Messages))
+		}
+	})
 }

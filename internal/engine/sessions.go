@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -361,36 +362,9 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 				return err
 			}
 		}
-		calls, err := pairToolCalls(ctx, tx, tenant, id, msgs, s.LogCount)
-		if err != nil {
+		if msgs, err = e.appendInTx(ctx, tx, &s, msgs); err != nil {
 			return err
 		}
-		now := e.timestamp()
-		entries := make([]store.ViewEntry, len(msgs))
-		var added int64
-		for i := range msgs {
-			pos := s.LogCount + int64(i) + 1
-			msgs[i].Position, msgs[i].ID, msgs[i].Kind, msgs[i].CreatedAt = pos, "msg_"+strconv.FormatInt(pos, 10), chat.KindNormal, now
-			entries[i] = store.ViewEntry{Ord: s.ViewSeq + int64(i) + 1, MessageID: msgs[i].ID}
-			added += msgs[i].Tokens
-		}
-		if err := tx.InsertMessages(ctx, tenant, id, msgs); err != nil {
-			return err
-		}
-		if err := tx.AppendView(ctx, tenant, id, entries); err != nil {
-			return err
-		}
-		if len(calls) > 0 {
-			if err := tx.PutToolCalls(ctx, tenant, id, calls); err != nil {
-				return err
-			}
-		}
-		s.Version++
-		s.LogCount += int64(len(msgs))
-		s.ViewSeq += int64(len(msgs))
-		s.ActiveCount += int64(len(msgs))
-		s.ActiveTokens += added
-		s.UpdatedAt = now
 		if err := tx.UpdateSession(ctx, &s); err != nil {
 			return err
 		}
@@ -446,11 +420,60 @@ func requestHash(in AppendInput) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
+// appendInTx writes counted messages at the end of the log and the active
+// view of s (locked by the caller), with a tool result recorded for every
+// call the batch interrupts, and updates s in memory (the caller writes it).
+// It returns the messages as stored.
+func (e *Engine) appendInTx(ctx context.Context, tx store.Tx, s *store.Session, msgs []chat.Message) ([]chat.Message, error) {
+	msgs, calls, err := e.pairToolCalls(ctx, tx, s, msgs)
+	if err != nil {
+		return nil, err
+	}
+	now := e.timestamp()
+	entries := make([]store.ViewEntry, len(msgs))
+	var added int64
+	for i := range msgs {
+		pos := s.LogCount + int64(i) + 1
+		msgs[i].Position, msgs[i].ID, msgs[i].Kind, msgs[i].CreatedAt = pos, "msg_"+strconv.FormatInt(pos, 10), chat.KindNormal, now
+		entries[i] = store.ViewEntry{Ord: s.ViewSeq + int64(i) + 1, MessageID: msgs[i].ID}
+		added += msgs[i].Tokens
+	}
+	if err := tx.InsertMessages(ctx, s.Tenant, s.ID, msgs); err != nil {
+		return nil, err
+	}
+	if err := tx.AppendView(ctx, s.Tenant, s.ID, entries); err != nil {
+		return nil, err
+	}
+	if len(calls) > 0 {
+		if err := tx.PutToolCalls(ctx, s.Tenant, s.ID, calls); err != nil {
+			return nil, err
+		}
+	}
+	s.Version++
+	s.LogCount += int64(len(msgs))
+	s.ViewSeq += int64(len(msgs))
+	s.ActiveCount += int64(len(msgs))
+	s.ActiveTokens += added
+	s.UpdatedAt = now
+	return msgs, nil
+}
+
+// InterruptedMetadata marks the tool result contextd records for a tool
+// call that the conversation moved on from without answering.
+const InterruptedMetadata = "contextd.interrupted"
+
+// interruptedContent is the text of such a result, as the model reads it.
+const interruptedContent = "[interrupted: the conversation moved on before this tool call returned a result]"
+
 // pairToolCalls checks that every tool result answers a known, unanswered
 // call (made earlier in the session or the batch) and that call ids are
-// unique, and returns the tool-call rows to write. logCount is the position
-// before the batch.
-func pairToolCalls(ctx context.Context, tx store.Tx, tenant, id string, msgs []chat.Message, logCount int64) ([]store.ToolCall, error) {
+// unique. A tool call still unanswered when a message other than a tool
+// result follows it (a user saying "stop", a new assistant turn) was
+// interrupted: a tool result saying so (is_error, metadata
+// contextd.interrupted) is inserted before that message, so the stored
+// conversation stays one that every provider accepts. It returns the
+// messages to store (counted) and the tool-call rows to write.
+func (e *Engine) pairToolCalls(ctx context.Context, tx store.Tx, s *store.Session, msgs []chat.Message) ([]chat.Message, []store.ToolCall, error) {
 	var ids []string
 	for _, m := range msgs {
 		for _, p := range m.Parts {
@@ -462,17 +485,38 @@ func pairToolCalls(ctx context.Context, tx store.Tx, tenant, id string, msgs []c
 			}
 		}
 	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	known, err := tx.ToolCalls(ctx, tenant, id, ids)
+	known, err := tx.ToolCalls(ctx, s.Tenant, s.ID, ids)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	openCalls, err := tx.OpenToolCalls(ctx, s.Tenant, s.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	var open []string // unanswered calls, in the order they were made
+	for _, c := range openCalls {
+		known[c.CallID] = c
+		open = append(open, c.CallID)
 	}
 	changed := map[string]bool{}
 	var violations []chat.Violation
+	out := make([]chat.Message, 0, len(msgs))
 	for i, m := range msgs {
-		pos := logCount + int64(i) + 1
+		if m.Role != chat.RoleTool && len(open) > 0 {
+			for _, callID := range open {
+				if c, ok := known[callID]; ok && c.ResultPosition == 0 {
+					r, err := e.interrupted(s.Model, callID)
+					if err != nil {
+						return nil, nil, err
+					}
+					out = append(out, r)
+					c.ResultPosition = s.LogCount + int64(len(out))
+					known[callID], changed[callID] = c, true
+				}
+			}
+			open = open[:0]
+		}
+		pos := s.LogCount + int64(len(out)) + 1
 		for j, p := range m.Parts {
 			field := fmt.Sprintf("messages[%d].parts[%d]", i, j)
 			switch p.Type {
@@ -484,6 +528,7 @@ func pairToolCalls(ctx context.Context, tx store.Tx, tenant, id string, msgs []c
 				}
 				known[p.ToolCall.ID] = store.ToolCall{CallID: p.ToolCall.ID, Position: pos}
 				changed[p.ToolCall.ID] = true
+				open = append(open, p.ToolCall.ID)
 			case chat.PartToolResult:
 				c, ok := known[p.ToolResult.ToolCallID]
 				switch {
@@ -492,21 +537,35 @@ func pairToolCalls(ctx context.Context, tx store.Tx, tenant, id string, msgs []c
 						Description: fmt.Sprintf("messages[%d] answers tool call %q, which no earlier assistant message made", i, p.ToolResult.ToolCallID)})
 				case c.ResultPosition != 0:
 					violations = append(violations, chat.Violation{Field: field + ".tool_result.tool_call_id",
-						Description: fmt.Sprintf("tool call %q already has a result (message at position %d)", c.CallID, c.ResultPosition)})
+						Description: fmt.Sprintf("tool call %q already has a result (message at position %d); a call is answered by the tool messages right after its assistant message, and one that a later message interrupted is recorded as interrupted", c.CallID, c.ResultPosition)})
 				default:
 					c.ResultPosition = pos
 					known[c.CallID] = c
 					changed[c.CallID] = true
+					open = slices.DeleteFunc(open, func(id string) bool { return id == c.CallID })
 				}
 			}
 		}
+		out = append(out, m)
 	}
 	if len(violations) > 0 {
-		return nil, &chat.InvalidError{Violations: violations}
+		return nil, nil, &chat.InvalidError{Violations: violations}
 	}
-	out := make([]store.ToolCall, 0, len(changed))
+	calls := make([]store.ToolCall, 0, len(changed))
 	for callID := range changed {
-		out = append(out, known[callID])
+		calls = append(calls, known[callID])
 	}
-	return out, nil
+	return out, calls, nil
+}
+
+// interrupted is the tool result recorded for an interrupted call, counted
+// for model.
+func (e *Engine) interrupted(model, callID string) (chat.Message, error) {
+	m := chat.Message{Role: chat.RoleTool, Metadata: map[string]string{InterruptedMetadata: "true"},
+		Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: callID, Content: interruptedContent, IsError: true}}}}
+	counted, err := e.countMessages(model, []chat.Message{m})
+	if err != nil {
+		return chat.Message{}, err
+	}
+	return counted[0], nil
 }

@@ -18,7 +18,7 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-func testModels(t *testing.T) (*tokens.Registry, *tokens.Encodings) {
+func testModels(t testing.TB) (*tokens.Registry, *tokens.Encodings) {
 	t.Helper()
 	models, err := tokens.NewRegistry(nil)
 	if err != nil {
@@ -27,9 +27,9 @@ func testModels(t *testing.T) (*tokens.Registry, *tokens.Encodings) {
 	return models, tokens.NewEncodings()
 }
 
-func openSQLite(t *testing.T) store.Store {
+func openSQLite(t testing.TB) store.Store {
 	t.Helper()
-	s, err := sqlite.Open(t.Context(), t.TempDir())
+	s, err := sqlite.Open(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,10 @@ func openSQLite(t *testing.T) store.Store {
 }
 
 // backends runs fn once per store backend.
-func backends(t *testing.T, fn func(t *testing.T, e *engine.Engine)) {
+func backends(t *testing.T, fn func(t *testing.T, e *engine.Engine)) { backendsWith(t, nil, fn) }
+
+// backendsWith runs fn once per store backend, with an engine built with opts.
+func backendsWith(t *testing.T, opts []engine.Option, fn func(t *testing.T, e *engine.Engine)) {
 	models, encodings := testModels(t)
 	open := map[string]func(t *testing.T) store.Store{
 		"sqlite": func(t *testing.T) store.Store {
@@ -60,7 +63,7 @@ func backends(t *testing.T, fn func(t *testing.T, e *engine.Engine)) {
 		t.Run(name, func(t *testing.T) {
 			s := open[name](t)
 			t.Cleanup(func() { s.Close() })
-			fn(t, engine.New(encodings, models, s))
+			fn(t, engine.New(encodings, models, s, opts...))
 		})
 	}
 }

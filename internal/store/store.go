@@ -162,6 +162,9 @@ type Tx interface {
 
 	// ToolCalls returns the known tool calls among ids.
 	ToolCalls(ctx context.Context, tenant, sessionID string, ids []string) (map[string]ToolCall, error)
+	// OpenToolCalls returns the session's tool calls that have no result
+	// yet, by position of the message that made them, then call id.
+	OpenToolCalls(ctx context.Context, tenant, sessionID string) ([]ToolCall, error)
 	// PutToolCalls inserts or updates tool calls.
 	PutToolCalls(ctx context.Context, tenant, sessionID string, calls []ToolCall) error
 

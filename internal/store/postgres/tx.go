@@ -141,6 +141,24 @@ func (t *txn) ToolCalls(ctx context.Context, tenant, sessionID string, ids []str
 	return out, rows.Err()
 }
 
+func (t *txn) OpenToolCalls(ctx context.Context, tenant, sessionID string) ([]store.ToolCall, error) {
+	rows, err := t.tx.Query(ctx, `SELECT call_id, position FROM tool_calls
+		WHERE tenant = $1 AND session_id = $2 AND result_position = 0 ORDER BY position, call_id`, tenant, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.ToolCall
+	for rows.Next() {
+		var c store.ToolCall
+		if err := rows.Scan(&c.CallID, &c.Position); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
 func (t *txn) PutToolCalls(ctx context.Context, tenant, sessionID string, calls []store.ToolCall) error {
 	ids, pos, res := make([]string, len(calls)), make([]int64, len(calls)), make([]int64, len(calls))
 	for i, c := range calls {

@@ -142,6 +142,24 @@ func (t *txn) ToolCalls(ctx context.Context, tenant, sessionID string, ids []str
 	return out, nil
 }
 
+func (t *txn) OpenToolCalls(ctx context.Context, tenant, sessionID string) ([]store.ToolCall, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT call_id, position FROM tool_calls
+		WHERE tenant = ? AND session_id = ? AND result_position = 0 ORDER BY position, call_id`, tenant, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.ToolCall
+	for rows.Next() {
+		var c store.ToolCall
+		if err := rows.Scan(&c.CallID, &c.Position); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
 func (t *txn) PutToolCalls(ctx context.Context, tenant, sessionID string, calls []store.ToolCall) error {
 	for _, c := range calls {
 		_, err := t.tx.ExecContext(ctx, `INSERT INTO tool_calls (tenant, session_id, call_id, position, result_position)

@@ -304,6 +304,17 @@ func testToolCalls(t *testing.T, s store.Store) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("tool calls %+v, want %+v", got, want)
 		}
+		open, err := tx.OpenToolCalls(ctx, "t", "s")
+		if err != nil {
+			return err
+		}
+		if want := []store.ToolCall{{CallID: "b", Position: 2}}; !reflect.DeepEqual(open, want) {
+			t.Errorf("open tool calls %+v, want %+v", open, want)
+		}
+		open, err = tx.OpenToolCalls(ctx, "t", "other")
+		if err != nil || len(open) != 0 {
+			t.Errorf("open tool calls of another session: %+v, %v", open, err)
+		}
 		return nil
 	})
 }

@@ -1,0 +1,156 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/pgtest"
+	"github.com/contextd/contextd/internal/store/postgres"
+)
+
+// sequenceSeeds are the fuzz target's built-in seeds (testdata/fuzz holds
+// more); TestSequencesPostgres replays them on PostgreSQL.
+var sequenceSeeds = [][]byte{
+	{0, 40, 2, 1, 0, 3, 11, 0},                           // user, call, user "stop", prepare
+	{0, 200, 2, 2, 4, 90, 0, 9, 2, 1, 11, 0, 6, 0, 7, 0}, // answered and unanswered calls, compact, revert
+	{2, 1, 3, 5, 4, 1, 1, 30, 10, 0, 11, 0, 3, 0, 11, 0}, // a call first, results for unknown calls
+	{0, 255, 2, 3, 4, 255, 4, 255, 0, 1, 2, 1, 11, 0, 2, 1, 11, 0, 8, 200, 6, 1, 6, 2, 7, 1, 11, 0},
+	{9, 10, 5, 255, 5, 255, 5, 255, 11, 0, 2, 2, 1, 10, 11, 0, 6, 3, 7, 0, 7, 0, 11, 0},
+}
+
+// runSequence interprets data as a script of appends (valid and invalid:
+// unanswered calls followed by other turns, results for unknown or
+// answered calls, duplicate ids), PrepareContext calls, compactions,
+// reverts and usage reports against one new session, and fails on any
+// error the API would answer with Internal, or on a PrepareContext view
+// that a provider would reject.
+func runSequence(t *testing.T, ctx context.Context, e *engine.Engine, data []byte) {
+	v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4", System: "You are a coding agent.",
+		Policy: compaction.Overrides{WarningThreshold: ptr(0.3), CriticalThreshold: ptr(0.4), Target: ptr(0.2)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		if err != nil && !clientError(err) {
+			t.Fatalf("%s: an error the API answers with Internal: %v", what, err)
+		}
+	}
+	var batch []chat.Message
+	var calls []string
+	compactions := 0
+	for i := 0; i+1 < len(data); i += 2 {
+		op, arg := data[i]%12, int(data[i+1])
+		text := strings.Repeat("word ", arg*4+1)
+		switch op {
+		case 0:
+			batch = append(batch, userMsg(text))
+		case 1:
+			batch = append(batch, chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: text}}})
+		case 2: // parallel calls, new ids
+			var ids []string
+			for k := 0; k <= arg%3; k++ {
+				ids = append(ids, fmt.Sprintf("c%d", len(calls)))
+				calls = append(calls, ids[len(ids)-1])
+			}
+			batch = append(batch, callMsg(ids...))
+		case 3: // a result for any call, known or not, answered or not
+			batch = append(batch, resultMsg(fmt.Sprintf("c%d", arg%(len(calls)+2)), text))
+		case 4: // the result of the newest call
+			if len(calls) > 0 {
+				batch = append(batch, resultMsg(calls[len(calls)-1], text))
+			}
+		case 5: // a reused call id
+			if len(calls) > 0 {
+				batch = append(batch, callMsg(calls[arg%len(calls)]))
+			}
+		case 9:
+			batch = append(batch, chat.Message{Role: chat.RoleSystem, Parts: []chat.Part{{Type: chat.PartText, Text: text}}})
+		case 10:
+			m := userMsg(text)
+			m.Pinned = true
+			batch = append(batch, m)
+		case 11: // flush: PrepareContext, or AppendMessages for odd args
+			var err error
+			if arg%2 == 1 && len(batch) > 0 {
+				_, err = e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: batch})
+				check("append", err)
+			} else {
+				var res engine.PrepareResult
+				res, err = e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: batch})
+				check("prepare", err)
+				if err == nil {
+					if verr := compaction.ValidatePairs(res.Messages); verr != nil {
+						t.Fatalf("PrepareContext returned a view providers reject: %v", verr)
+					}
+				}
+			}
+			batch = nil
+		case 6:
+			tiers := append([]compaction.Tier{""}, compaction.AllTiers...)
+			res, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Tier: tiers[arg%len(tiers)], DryRun: arg%5 == 4})
+			check("compact", err)
+			if err == nil && res.Compacted {
+				compactions++
+			}
+		case 7:
+			_, err := e.RevertCompaction(ctx, tenant, v.ID, fmt.Sprintf("cmp_%d", 1+arg%(compactions+1)))
+			check("revert", err)
+		case 8:
+			n := int64(arg % 7)
+			_, err := e.ReportUsage(ctx, tenant, v.ID, engine.ReportInput{InputTokens: int64(arg) * 37, MessageCount: &n})
+			check("report usage", err)
+		}
+	}
+	for _, tier := range append([]compaction.Tier{""}, compaction.AllTiers...) {
+		_, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Tier: tier})
+		check("final compact", err)
+	}
+	res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{})
+	check("final prepare", err)
+	if err == nil {
+		if verr := compaction.ValidatePairs(res.Messages); verr != nil {
+			t.Fatalf("PrepareContext returned a view providers reject: %v", verr)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// FuzzSessionSequences: no script of requests a client can send leaves a
+// session where PrepareContext or Compact fails with Internal. `go test`
+// runs the seeds (and testdata/fuzz); `go test -fuzz FuzzSessionSequences`
+// explores.
+func FuzzSessionSequences(f *testing.F) {
+	for _, s := range sequenceSeeds {
+		f.Add(s)
+	}
+	models, encodings := testModels(f)
+	st := openSQLite(f)
+	e := engine.New(encodings, models, st)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 200 {
+			return
+		}
+		runSequence(t, context.Background(), e, data)
+	})
+}
+
+// TestSequencesPostgres replays the fuzz seeds on PostgreSQL.
+func TestSequencesPostgres(t *testing.T) {
+	models, encodings := testModels(t)
+	st, err := postgres.Open(t.Context(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e := engine.New(encodings, models, st)
+	for i, s := range sequenceSeeds {
+		t.Run(fmt.Sprint(i), func(t *testing.T) { runSequence(t, t.Context(), e, s) })
+	}
+}
