@@ -3,7 +3,6 @@ package tokens
 import (
 	"math"
 	"math/bits"
-	"sort"
 	"strings"
 )
 
@@ -55,6 +54,7 @@ type table struct {
 	keys  []uint64
 	vals  []int32
 	shift uint
+	n     int
 }
 
 func newTable(n int) table {
@@ -63,9 +63,23 @@ func newTable(n int) table {
 }
 
 func (t *table) put(key uint64, v int32) {
+	if 2*(t.n+1) > len(t.keys) {
+		bigger := newTable(2 * t.n)
+		for i, k := range t.keys {
+			if k != 0 {
+				bigger.put(k, t.vals[i])
+			}
+		}
+		*t = bigger
+	}
 	for i := int((key * 0x9E3779B97F4A7C15) >> t.shift); ; i = (i + 1) & (len(t.keys) - 1) {
-		if t.keys[i] == 0 || t.keys[i] == key {
+		if t.keys[i] == 0 {
 			t.keys[i], t.vals[i] = key, v
+			t.n++
+			return
+		}
+		if t.keys[i] == key {
+			t.vals[i] = v
 			return
 		}
 	}
@@ -87,7 +101,7 @@ func pairKey(a, b int32) uint64 { return 1<<63 | uint64(a)<<32 | uint64(b) }
 
 func edgeKey(node int32, b byte) uint64 { return 1<<63 | uint64(node)<<8 | uint64(b) }
 
-func newVocab(ranks map[string]int32) *vocab {
+func newVocab(ranks map[string]int32, table *rankTable) *vocab {
 	maxRank := int32(-1)
 	for _, r := range ranks {
 		maxRank = max(maxRank, r)
@@ -110,43 +124,34 @@ func newVocab(ranks map[string]int32) *vocab {
 	v.data = data.String()
 	v.buildTrie(byRank)
 	v.nextPrefix = make([]int32, n)
-	for r := range byRank {
-		v.nextPrefix[r] = v.longestPrefix(v.token(int32(r)))
+	for r, tok := range byRank {
+		v.nextPrefix[r] = -1
+		for k := len(tok) - 1; k > 0; k-- {
+			if p := table.get(tok[:k]); p != noRank {
+				v.nextPrefix[r] = p
+				break
+			}
+		}
 	}
-	v.buildSplits(ranks)
+	v.buildSplits(table)
 	return v
 }
 
-// buildTrie indexes every token by its bytes. Tokens are inserted in
-// lexicographic order so that node numbers follow the bytes.
+// buildTrie indexes every token by its bytes.
 func (v *vocab) buildTrie(byRank []string) {
-	sorted := make([]int32, 0, len(byRank))
-	for r, tok := range byRank {
-		if tok != "" {
-			sorted = append(sorted, int32(r))
-		}
-	}
-	sort.Slice(sorted, func(i, j int) bool { return byRank[sorted[i]] < byRank[sorted[j]] })
 	for i := range v.root {
 		v.root[i] = -1
 	}
-	nodes, prev := 0, ""
-	for _, r := range sorted { // every byte after the common prefix is a new node
-		tok, common := byRank[r], 0
-		for common < min(len(tok), len(prev)) && tok[common] == prev[common] {
-			common++
-		}
-		nodes += len(tok) - common
-		prev = tok
-	}
-	v.edges = newTable(nodes)
-	v.nodeToken = make([]int32, 0, nodes)
+	v.edges = newTable(2 * len(byRank))
+	v.nodeToken = make([]int32, 0, 2*len(byRank))
 	newNode := func() int32 {
 		v.nodeToken = append(v.nodeToken, -1)
 		return int32(len(v.nodeToken) - 1)
 	}
-	for _, r := range sorted {
-		tok := byRank[r]
+	for r, tok := range byRank {
+		if tok == "" {
+			continue
+		}
 		node := v.root[tok[0]]
 		if node < 0 {
 			node = newNode()
@@ -160,14 +165,14 @@ func (v *vocab) buildTrie(byRank []string) {
 			}
 			node = child
 		}
-		v.nodeToken[node] = r
+		v.nodeToken[node] = int32(r)
 	}
 }
 
 // buildSplits recovers the merge that made each token: in rank order, the
 // longest prefix token whose remainder is a token of lower rank and that
 // forms a valid pair with it (the crate's split table).
-func (v *vocab) buildSplits(ranks map[string]int32) {
+func (v *vocab) buildSplits(ranks *rankTable) {
 	n := len(v.nextPrefix)
 	v.splitL, v.splitR = make([]int32, n), make([]int32, n)
 	v.pairs = newTable(n)
@@ -175,8 +180,8 @@ func (v *vocab) buildSplits(ranks map[string]int32) {
 		v.splitL[id], v.splitR[id] = id, id
 		tok := v.token(id)
 		for left := v.nextPrefix[id]; left >= 0; left = v.nextPrefix[left] {
-			right, ok := ranks[tok[v.tokenLen(left):]]
-			if ok && left < id && right < id && v.isValidPair(left, right) {
+			right := ranks.get(tok[v.tokenLen(left):])
+			if right != noRank && left < id && right < id && v.isValidPair(left, right) {
 				v.pairs.put(pairKey(left, right), id)
 				v.splitL[id], v.splitR[id] = left, right
 				break
@@ -190,14 +195,6 @@ func (v *vocab) token(r int32) string {
 }
 
 func (v *vocab) tokenLen(r int32) int { return int(v.starts[r+1] - v.starts[r]) }
-
-// longestPrefix returns the longest token that is a proper prefix of s, or -1.
-func (v *vocab) longestPrefix(s string) int32 {
-	if len(s) < 2 {
-		return -1
-	}
-	return v.longestMatch(s[:len(s)-1])
-}
 
 // longestMatch returns the longest token that is a prefix of s (non-empty),
 // or -1 when not even its first byte is a token.
@@ -252,6 +249,25 @@ func (v *vocab) isValidPair(t1, t2 int32) bool {
 	}
 }
 
+// pairCache remembers answers of isValidPair. Validity is a fact of the
+// vocabulary, so an entry stays true across pieces and calls; a long run of
+// one unit asks the same few pairs again and again.
+type pairCache [1 << 10]uint64
+
+func (c *pairCache) valid(v *vocab, t1, t2 int32) bool {
+	key := 1<<63 | uint64(t1)<<32 | uint64(t2)<<1
+	slot := &c[(key*0x9E3779B97F4A7C15)>>54]
+	if *slot&^1 == key {
+		return *slot&1 != 0
+	}
+	ok := v.isValidPair(t1, t2)
+	*slot = key
+	if ok {
+		*slot |= 1
+	}
+	return ok
+}
+
 // stackChunk is the size of one chunk of the token stack. A chunked stack
 // grows without copying, so a huge piece costs 4 bytes per token and no
 // garbage.
@@ -288,10 +304,10 @@ func (s *tokenStack) each(f func(int32)) {
 }
 
 // backtrack encodes piece onto stack (emptied first); live is scratch for
-// the bitfield and is returned, grown if need be. It returns false only if
+// the bitfield and is returned, grown if need be; pairs caches pair checks. It returns false only if
 // piece has a byte that is not a token, which a byte-level vocabulary never
 // has.
-func (v *vocab) backtrack(piece string, stack *tokenStack, live []uint64) ([]uint64, bool) {
+func (v *vocab) backtrack(piece string, stack *tokenStack, live []uint64, pairs *pairCache) ([]uint64, bool) {
 	n := len(piece)
 	words := (n + 1 + 63) / 64
 	if cap(live) < words {
@@ -313,7 +329,7 @@ func (v *vocab) backtrack(piece string, stack *tokenStack, live []uint64) ([]uin
 		for {
 			stack.tries++
 			end := pos + v.tokenLen(tok)
-			if live[end/64]&(1<<(end%64)) != 0 && (last < 0 || v.isValidPair(last, tok)) {
+			if live[end/64]&(1<<(end%64)) != 0 && (last < 0 || pairs.valid(v, last, tok)) {
 				stack.push(tok)
 				pos = end
 				if pos == n {

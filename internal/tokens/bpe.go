@@ -25,6 +25,7 @@ const (
 type scratch struct {
 	stack tokenStack
 	live  []uint64
+	pairs pairCache
 }
 
 type part struct {
@@ -41,7 +42,8 @@ type merger struct {
 }
 
 func newMerger(ranks map[string]int32) *merger {
-	m := &merger{ranks: newRankTable(ranks), vocab: newVocab(ranks)}
+	table := newRankTable(ranks)
+	m := &merger{ranks: table, vocab: newVocab(ranks, table)}
 	m.pool.New = func() any { return &scratch{} }
 	return m
 }
@@ -88,7 +90,7 @@ func (m *merger) encode(out []int, piece string) []int {
 // to the pooled sizes.
 func (m *merger) backtrack(piece string, use func(*tokenStack)) {
 	sc := m.pool.Get().(*scratch)
-	live, ok := m.vocab.backtrack(piece, &sc.stack, sc.live)
+	live, ok := m.vocab.backtrack(piece, &sc.stack, sc.live, &sc.pairs)
 	if !ok {
 		// A byte that is not a token: only a vocabulary without all 256
 		// bytes has one. Fall back to tiktoken's scan, which keeps it alone.

@@ -24,7 +24,7 @@ func decode(s string, i int) (rune, int, uint8) {
 		return rune(c), 1, asciiClasses[c]
 	}
 	r, w := utf8.DecodeRuneInString(s[i:])
-	return r, w, classifySlow(r)
+	return r, w, runeClasses.of(r)
 }
 
 // scan returns the end of the run of runes from i that have any class in mask.
@@ -39,7 +39,7 @@ func scan(s string, i int, mask uint8) int {
 			continue
 		}
 		r, w := utf8.DecodeRuneInString(s[i:])
-		if classifySlow(r)&mask == 0 {
+		if runeClasses.of(r)&mask == 0 {
 			return i
 		}
 		i += w
