@@ -48,6 +48,12 @@ func dial(t testing.TB, addr string) *grpc.ClientConn {
 // a client connection; the server stops when the test ends.
 func startServer(t testing.TB, env map[string]string) *grpc.ClientConn {
 	t.Helper()
+	return startServerLog(t, env, io.Discard)
+}
+
+// startServerLog is startServer with the server's JSON log written to logw.
+func startServerLog(t testing.TB, env map[string]string, logw io.Writer) *grpc.ClientConn {
+	t.Helper()
 	addr := freeAddr(t)
 	env["CONTEXTD_LISTEN_ADDR"] = addr
 	if _, ok := env["CONTEXTD_DATA_DIR"]; !ok {
@@ -64,7 +70,7 @@ func startServer(t testing.TB, env map[string]string) *grpc.ClientConn {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil))) }()
+	go func() { done <- Run(ctx, cfg, slog.New(slog.NewJSONHandler(logw, nil))) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
