@@ -277,8 +277,8 @@ func TestConnectJSON(t *testing.T) {
 	t.Run("invalid fields name the field", func(t *testing.T) {
 		for _, tc := range []struct{ method, body, field string }{
 			{"CreateSession", `{"id":"no spaces allowed","model":"gpt-4o"}`, "id"}, // protovalidate
-			{"CreateSession", `{"id":"ok","model":""}`, "model"},                    // protovalidate
-			{"CountTokens", `{"encoding":"nope","text":"x"}`, "encoding"},           // the handler
+			{"CreateSession", `{"id":"ok","model":""}`, "model"},                   // protovalidate
+			{"CountTokens", `{"encoding":"nope","text":"x"}`, "encoding"},          // the handler
 			{"GetContextUsage", `{"inline":{"model":"gpt-4o","policy":{"warningThreshold":0.9}}}`, "inline.policy.critical_threshold"},
 		} {
 			code, _, out := acme.post(tc.method, tc.body)
