@@ -3,6 +3,8 @@ package tokens_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/contextd/contextd/internal/tokens"
 )
 
 // TestCountAllocatesNothing backs the README's claim: counting ordinary text
@@ -16,7 +18,7 @@ func TestCountAllocatesNothing(t *testing.T) {
 		}
 	}
 	long := strings.Repeat("a", 60_000)
-	for _, name := range []string{"cl100k_base", "o200k_base"} {
+	for _, name := range []string{tokens.CL100KBase, tokens.O200KBase} {
 		enc := mustLoad(t, name)
 		if allocs := testing.AllocsPerRun(5, func() {
 			for _, text := range texts {
