@@ -55,7 +55,7 @@ func (s *ContextService) PrepareContext(ctx context.Context, req *contextdv1.Pre
 		return nil, toStatus(ctx, s.log, err)
 	}
 	res, err := s.engine.PrepareContext(ctx, tenantOf(ctx), req.GetSessionId(), engine.PrepareInput{
-		Messages: msgs, IdempotencyKey: req.GetIdempotencyKey(), ExpectedVersion: req.ExpectedVersion})
+		Messages: msgs, IdempotencyKey: req.GetIdempotencyKey(), ExpectedVersion: req.ExpectedVersion, ViewToken: req.GetViewToken()})
 	if err != nil {
 		return nil, toStatus(ctx, s.log, err)
 	}
@@ -63,7 +63,8 @@ func (s *ContextService) PrepareContext(ctx context.Context, req *contextdv1.Pre
 	if res.Status.Compacted {
 		event = contextdv1.StatusEvent_STATUS_EVENT_COMPACTED
 	}
-	out := &contextdv1.PrepareContextResponse{Status: statusToProto(res.Status, event)}
+	out := &contextdv1.PrepareContextResponse{Status: statusToProto(res.Status, event), ViewToken: res.ViewToken, Delta: res.Delta,
+		Messages: make([]*contextdv1.Message, 0, len(res.Messages))}
 	for i := range res.Messages {
 		out.Messages = append(out.Messages, messageToProto(&res.Messages[i]))
 	}

@@ -99,7 +99,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	opts := []engine.Option{engine.WithRevertWindow(cfg.RevertWindow), engine.WithNotifier(notifier), engine.WithSummarizers(summarizers),
 		engine.WithLimits(engine.Limits{MaxCountBytes: cfg.MaxCountBytes, MaxSessionsPerTenant: cfg.MaxSessionsPerTenant}),
-		engine.WithMetrics(domain)}
+		engine.WithMetrics(domain), engine.WithViewCacheBytes(int64(cfg.ViewCacheBytes))}
 	if cfg.AnthropicCountTokens {
 		opts = append(opts, engine.WithProviderCounter(provider.NewAnthropicCounter(provider.Config{
 			BaseURL: cfg.AnthropicBaseURL, APIKey: cfg.AnthropicAPIKey, Timeout: cfg.SummarizerTimeout, MaxRetries: cfg.SummarizerMaxRetries})))

@@ -50,6 +50,8 @@ type Config struct {
 	MaxCountBytes        int
 	MaxSessionsPerTenant int
 	MaxConnectionAge     time.Duration
+	// ViewCacheBytes bounds the engine's cache of decoded active views.
+	ViewCacheBytes int
 
 	// CORSAllowedOrigins are the browser origins allowed to call the API
 	// cross-origin over Connect and gRPC-Web; empty: same origin only.
@@ -98,6 +100,7 @@ var settings = []envFlag{
 	{"CONTEXTD_RATE_LIMIT_BURST", "200", "burst above the rate", false},
 	{"CONTEXTD_MAX_COUNT_BYTES", "8388608", "largest text CountTokens and inline usage accept, in bytes", false},
 	{"CONTEXTD_MAX_SESSIONS_PER_TENANT", "100000", "live sessions one tenant may hold", false},
+	{"CONTEXTD_VIEW_CACHE_BYTES", "67108864", "memory for decoded active views kept between calls, in bytes (0: no cache)", false},
 	{"CONTEXTD_MAX_CONNECTION_AGE", "30m", "close client connections after this long so load rebalances across replicas (0: never)", false},
 	{"CONTEXTD_CORS_ALLOWED_ORIGINS", "", "comma-separated browser origins allowed to call the API cross-origin (Connect, gRPC-Web), or *; empty: same origin only", false},
 	{"CONTEXTD_RETENTION_INTERVAL", "1h", "how often the retention purge runs (0: never)", false},
@@ -194,7 +197,7 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 		dst *int
 		min int
 	}{{"CONTEXTD_RATE_LIMIT_BURST", &cfg.RateLimitBurst, 1}, {"CONTEXTD_MAX_COUNT_BYTES", &cfg.MaxCountBytes, 1},
-		{"CONTEXTD_MAX_SESSIONS_PER_TENANT", &cfg.MaxSessionsPerTenant, 1}} {
+		{"CONTEXTD_MAX_SESSIONS_PER_TENANT", &cfg.MaxSessionsPerTenant, 1}, {"CONTEXTD_VIEW_CACHE_BYTES", &cfg.ViewCacheBytes, 0}} {
 		if *f.dst, err = strconv.Atoi(get(f.env)); err != nil || *f.dst < f.min {
 			return Config{}, fmt.Errorf("%s: want an integer of at least %d, got %q", f.env, f.min, get(f.env))
 		}

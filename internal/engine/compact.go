@@ -44,8 +44,10 @@ type CompactResult struct {
 	Usage      Usage
 	Version    int64
 	Warnings   []string
-	// view is the active view after a compaction, for PrepareContext.
-	view []chat.Message
+	// view is the active view after a compaction, for PrepareContext, and
+	// session the session as the compaction left it.
+	view    []chat.Message
+	session store.Session
 }
 
 // Status is a snapshot of a session's context, as PrepareContext returns it
@@ -120,7 +122,7 @@ func (e *Engine) snapshot(ctx context.Context, tenant, id string) (snapshot, err
 	if err != nil {
 		return snapshot{}, err
 	}
-	view, err := e.activeView(ctx, tenant, id)
+	view, _, s, err := e.viewOf(ctx, s)
 	return snapshot{session: s, view: view}, err
 }
 
@@ -307,8 +309,9 @@ func (e *Engine) apply(ctx context.Context, tenant, id string, snap snapshot, p 
 	if err != nil {
 		return CompactResult{}, err
 	}
+	e.views.put(&final, res.view, viewOrds(len(res.view)), messagesBytes(res.view))
 	v, err := e.view(ctx, final)
-	res.Compacted, res.Usage, res.Version = true, v.Usage, final.Version
+	res.Compacted, res.Usage, res.Version, res.session = true, v.Usage, final.Version, final
 	return res, err
 }
 
@@ -381,12 +384,20 @@ type PrepareInput struct {
 	Messages        []chat.Message
 	IdempotencyKey  string
 	ExpectedVersion *int64
+	// ViewToken is the ViewToken of an earlier result the caller holds the
+	// messages of; when the view has only grown since, the result carries
+	// only the messages after it (Delta).
+	ViewToken string
 }
 
 // PrepareResult is what to send to the model, and the status.
 type PrepareResult struct {
-	Messages []chat.Message
-	Status   Status
+	// Messages is the active view, or with Delta only its messages after
+	// the view of the request's ViewToken.
+	Messages  []chat.Message
+	Delta     bool
+	ViewToken string
+	Status    Status
 }
 
 // PrepareContext is the one call an agent makes before each model call:
@@ -395,6 +406,14 @@ type PrepareResult struct {
 func (e *Engine) PrepareContext(ctx context.Context, tenant, id string, in PrepareInput) (PrepareResult, error) {
 	var v SessionView
 	var err error
+	var since *viewToken
+	if in.ViewToken != "" {
+		t, err := parseViewToken("view_token", in.ViewToken, id)
+		if err != nil {
+			return PrepareResult{}, err
+		}
+		since = &t
+	}
 	if len(in.Messages) > 0 {
 		_, v, err = e.appendMessages(ctx, tenant, id, AppendInput{Messages: in.Messages,
 			ExpectedVersion: in.ExpectedVersion, IdempotencyKey: in.IdempotencyKey})
@@ -404,7 +423,7 @@ func (e *Engine) PrepareContext(ctx context.Context, tenant, id string, in Prepa
 	if err != nil {
 		return PrepareResult{}, err
 	}
-	var msgs []chat.Message // the active view, when a compaction already has it
+	sess := v.Session // as the view to return stands
 	u := v.Usage
 	st := Status{SessionID: id, Version: v.Version, Usage: u, Time: e.now().UTC()}
 	paused := v.AutoPausedBelow > 0 && v.ActiveTokens < v.AutoPausedBelow
@@ -429,40 +448,32 @@ func (e *Engine) PrepareContext(ctx context.Context, tenant, id string, in Prepa
 		st.Compacted, st.Usage, st.Version = res.Compacted, res.Usage, res.Version
 		st.LastCompaction = res.Compaction
 		st.Warnings = append(st.Warnings, res.Warnings...)
-		msgs = res.view
+		if res.Compacted {
+			sess = res.session
+		}
 	case paused && u.Level >= compaction.LevelCompact:
 		st.Warnings = append(st.Warnings, "auto-compaction is paused for this session: the last compaction saved too little")
 	}
 	if st.Usage.Level == compaction.LevelHandoff {
 		st.Warnings = append(st.Warnings, st.Usage.Recommendation)
 	}
-	if msgs == nil {
-		if msgs, err = e.activeView(ctx, tenant, id); err != nil {
-			return PrepareResult{}, err
-		}
+	out, err := e.prepareView(ctx, sess, since)
+	if err != nil {
+		return PrepareResult{}, err
 	}
 	if st.LastCompaction == nil && v.CompactionRound > 0 {
 		if c, err := e.store.LatestCompaction(ctx, tenant, id); err == nil {
 			st.LastCompaction = &c
 		}
 	}
-	return PrepareResult{Messages: msgs, Status: st}, nil
+	out.Status = st
+	return out, nil
 }
 
 // activeView reads the whole active view.
 func (e *Engine) activeView(ctx context.Context, tenant, id string) ([]chat.Message, error) {
-	var out []chat.Message
-	for after := int64(0); ; {
-		page, ords, err := e.store.ActiveMessages(ctx, tenant, id, after, 1000)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page...)
-		if len(page) < 1000 {
-			return out, nil
-		}
-		after = ords[len(ords)-1]
-	}
+	msgs, _, err := e.activeAfter(ctx, tenant, id, 0)
+	return msgs, err
 }
 
 // RevertCompaction restores the active view from before a compaction,

@@ -31,6 +31,7 @@ type Engine struct {
 	limits       Limits
 	metrics      *telemetry.Metrics
 	now          func() time.Time
+	views        *viewCache
 }
 
 // WithMetrics records domain metrics (tokens counted, compactions, summaries).
@@ -107,7 +108,7 @@ func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = n
 func New(encodings *tokens.Encodings, models *tokens.Registry, st store.Store, opts ...Option) *Engine {
 	extractive, _ := summarize.NewSet("extractive", nil)
 	e := &Engine{encodings: encodings, models: models, store: st, summarizers: extractive,
-		revertWindow: DefaultRevertWindow, now: time.Now}
+		revertWindow: DefaultRevertWindow, now: time.Now, views: newViewCache(DefaultViewCacheBytes)}
 	for _, o := range opts {
 		o(e)
 	}

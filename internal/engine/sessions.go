@@ -274,6 +274,8 @@ func (e *Engine) GetMessages(ctx context.Context, tenant, id string, view View, 
 		for _, m := range out.Messages {
 			cursors = append(cursors, m.Position)
 		}
+	} else if msgs, ords, ok := e.views.page(&s, after, size+1); ok {
+		out.Messages, cursors = msgs, ords
 	} else {
 		out.Messages, cursors, err = e.store.ActiveMessages(ctx, tenant, id, after, size+1)
 	}
@@ -331,7 +333,7 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 		return AppendResult{}, SessionView{}, err
 	}
 	var res AppendResult
-	var final store.Session
+	var before, final store.Session
 	replayed := false
 	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		s, err := tx.GetSession(ctx, tenant, id) // locks the session: appends serialize here
@@ -356,6 +358,7 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 		if in.ExpectedVersion != nil && *in.ExpectedVersion != s.Version {
 			return fmt.Errorf("session %q is at version %d, not the expected %d: %w", id, s.Version, *in.ExpectedVersion, store.ErrVersionConflict)
 		}
+		before = s
 		msgs := counted
 		if s.Model != cur.Model {
 			if msgs, err = e.countMessages(s.Model, in.Messages); err != nil {
@@ -383,6 +386,7 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 		return AppendResult{}, SessionView{}, err
 	}
 	if !replayed {
+		e.views.appended(&before, &final, res.Messages)
 		e.notify(ctx, tenant, id, final.Version, watch.EventAppended)
 	}
 	v, err := e.view(ctx, final)

@@ -1587,8 +1587,16 @@ type PrepareContextRequest struct {
 	IdempotencyKey string `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	// As in AppendMessages: append only at this version.
 	ExpectedVersion *int64 `protobuf:"varint,4,opt,name=expected_version,json=expectedVersion,proto3,oneof" json:"expected_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Ask only for what changed: the view_token of an earlier
+	// PrepareContextResponse of this session whose messages the caller holds.
+	// When the active view has only grown at its end since (appends, no
+	// compaction, revert or other rewrite), the response sets delta and its
+	// messages are only those after that view; otherwise the response carries
+	// the whole view (delta false), as without a token. A token this server did
+	// not issue for this session is INVALID_ARGUMENT.
+	ViewToken     string `protobuf:"bytes,20,opt,name=view_token,json=viewToken,proto3" json:"view_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PrepareContextRequest) Reset() {
@@ -1649,18 +1657,34 @@ func (x *PrepareContextRequest) GetExpectedVersion() int64 {
 	return 0
 }
 
+func (x *PrepareContextRequest) GetViewToken() string {
+	if x != nil {
+		return x.ViewToken
+	}
+	return ""
+}
+
 // PrepareContext output.
 type PrepareContextResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The active view: the messages to send to the model, in order (after the
-	// session's system prompt and tools).
+	// session's system prompt and tools). With delta, only the messages after
+	// the view of the request's view_token: the caller appends them to the
+	// messages it holds.
 	Messages []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
 	// Usage, whether this call compacted, the latest compaction, warnings.
 	Status *ContextStatus `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
 	// Prompt-cache hints: how much of this request a provider's prefix cache
 	// can serve from the previous answer, where a compaction changed the view,
 	// and where to put explicit cache breakpoints (Anthropic cache_control).
-	Cache         *CacheHints `protobuf:"bytes,40,opt,name=cache,proto3" json:"cache,omitempty"`
+	Cache *CacheHints `protobuf:"bytes,40,opt,name=cache,proto3" json:"cache,omitempty"`
+	// Names the active view this response describes; pass it as the next
+	// request's view_token to receive only what changed.
+	ViewToken string `protobuf:"bytes,20,opt,name=view_token,json=viewToken,proto3" json:"view_token,omitempty"`
+	// True when messages holds only the messages appended after the view of
+	// the request's view_token (possibly none); false when it holds the whole
+	// active view.
+	Delta         bool `protobuf:"varint,21,opt,name=delta,proto3" json:"delta,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1714,6 +1738,20 @@ func (x *PrepareContextResponse) GetCache() *CacheHints {
 		return x.Cache
 	}
 	return nil
+}
+
+func (x *PrepareContextResponse) GetViewToken() string {
+	if x != nil {
+		return x.ViewToken
+	}
+	return ""
+}
+
+func (x *PrepareContextResponse) GetDelta() bool {
+	if x != nil {
+		return x.Delta
+	}
+	return false
 }
 
 // Compact input.
@@ -2736,19 +2774,24 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x13GetMessagesResponse\x120\n" +
 	"\bmessages\x18\x01 \x03(\v2\x14.contextd.v1.MessageR\bmessages\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x18\n" +
-	"\aversion\x18\x03 \x01(\x03R\aversion\"\x80\x02\n" +
+	"\aversion\x18\x03 \x01(\x03R\aversion\"\xa9\x02\n" +
 	"\x15PrepareContextRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x12;\n" +
 	"\bmessages\x18\x02 \x03(\v2\x14.contextd.v1.MessageB\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\bmessages\x121\n" +
 	"\x0fidempotency_key\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x0eidempotencyKey\x127\n" +
-	"\x10expected_version\x18\x04 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\x0fexpectedVersion\x88\x01\x01B\x13\n" +
-	"\x11_expected_version\"\xad\x01\n" +
+	"\x10expected_version\x18\x04 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\x0fexpectedVersion\x88\x01\x01\x12'\n" +
+	"\n" +
+	"view_token\x18\x14 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tviewTokenB\x13\n" +
+	"\x11_expected_version\"\xe2\x01\n" +
 	"\x16PrepareContextResponse\x120\n" +
 	"\bmessages\x18\x01 \x03(\v2\x14.contextd.v1.MessageR\bmessages\x122\n" +
 	"\x06status\x18\x02 \x01(\v2\x1a.contextd.v1.ContextStatusR\x06status\x12-\n" +
-	"\x05cache\x18( \x01(\v2\x17.contextd.v1.CacheHintsR\x05cache\"\xfe\x01\n" +
+	"\x05cache\x18( \x01(\v2\x17.contextd.v1.CacheHintsR\x05cache\x12\x1d\n" +
+	"\n" +
+	"view_token\x18\x14 \x01(\tR\tviewToken\x12\x14\n" +
+	"\x05delta\x18\x15 \x01(\bR\x05delta\"\xfe\x01\n" +
 	"\x0eCompactRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +

@@ -1,0 +1,260 @@
+package engine
+
+import (
+	"container/list"
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// DefaultViewCacheBytes bounds the decoded active views one engine keeps.
+const DefaultViewCacheBytes = 64 << 20
+
+// WithViewCacheBytes bounds the in-process cache of decoded active views
+// (0 turns it off).
+func WithViewCacheBytes(n int64) Option { return func(e *Engine) { e.views = newViewCache(n) } }
+
+// viewCache keeps decoded active views, so that reading a view that has not
+// changed costs no query and no decoding, and one that has only grown costs
+// the query of its new messages.
+//
+// An entry is keyed by (tenant, session) and stamped with what identifies
+// the view it holds: the session's incarnation (CreatedAt), model, version,
+// view epoch and view sequence. It is served only for a session row read
+// with the same stamp, so it can never be stale, whatever other replicas
+// wrote: every change bumps the version, and within one view epoch the view
+// only grows at its end (store.Session.ViewEpoch). The cache is bounded by
+// an estimate of the bytes it holds, least recently used out first.
+type viewCache struct {
+	mu    sync.Mutex
+	max   int64
+	used  int64
+	lru   *list.List // of *viewEntry, most recent first
+	byKey map[viewKey]*list.Element
+}
+
+type viewKey struct{ tenant, session string }
+
+// viewEntry is one cached view. msgs and ords are never modified once the
+// entry is stored: a longer view is a new entry (which may share the
+// backing array, as append does).
+type viewEntry struct {
+	key     viewKey
+	stamp   viewStamp
+	version int64
+	msgs    []chat.Message
+	ords    []int64
+	bytes   int64
+}
+
+// viewStamp identifies a view up to appends: equal stamps mean the older
+// view is a prefix of the newer one.
+type viewStamp struct {
+	created time.Time
+	model   string
+	epoch   int
+}
+
+func stampOf(s *store.Session) viewStamp {
+	return viewStamp{created: s.CreatedAt, model: s.Model, epoch: s.ViewEpoch}
+}
+
+func newViewCache(maxBytes int64) *viewCache {
+	return &viewCache{max: maxBytes, lru: list.New(), byKey: map[viewKey]*list.Element{}}
+}
+
+// get returns the entry of a session, if any.
+func (c *viewCache) get(tenant, id string) *viewEntry {
+	if c == nil || c.max <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.byKey[viewKey{tenant, id}]
+	if !ok {
+		return nil
+	}
+	c.lru.MoveToFront(el)
+	return el.Value.(*viewEntry)
+}
+
+// put stores the view of s (msgs with their ordinals), replacing an older
+// entry of the session; a newer one already there stays.
+func (c *viewCache) put(s *store.Session, msgs []chat.Message, ords []int64, bytes int64) {
+	if c == nil || c.max <= 0 || bytes > c.max/8 {
+		return // one session may not take more than an eighth of the cache
+	}
+	key := viewKey{s.Tenant, s.ID}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byKey[key]; ok {
+		old := el.Value.(*viewEntry)
+		if old.version > s.Version && old.stamp.created.Equal(s.CreatedAt) {
+			return
+		}
+		c.remove(el)
+	}
+	e := &viewEntry{key: key, stamp: stampOf(s), version: s.Version, msgs: msgs, ords: ords, bytes: bytes}
+	c.byKey[key] = c.lru.PushFront(e)
+	c.used += bytes
+	for c.used > c.max {
+		c.remove(c.lru.Back())
+	}
+}
+
+func (c *viewCache) remove(el *list.Element) {
+	e := c.lru.Remove(el).(*viewEntry)
+	delete(c.byKey, e.key)
+	c.used -= e.bytes
+}
+
+// appended extends the entry at the version before an append that this
+// process committed (before → after, adding msgs at ordinals after
+// before.ViewSeq), so the agent loop's next read needs no query.
+func (c *viewCache) appended(before, after *store.Session, msgs []chat.Message) {
+	e := c.get(after.Tenant, after.ID)
+	if e == nil || e.version != before.Version || e.stamp != stampOf(before) || stampOf(before) != stampOf(after) ||
+		after.ViewSeq != before.ViewSeq+int64(len(msgs)) || int64(len(e.msgs)+len(msgs)) != after.ActiveCount {
+		return
+	}
+	ords := make([]int64, len(msgs))
+	for i := range ords {
+		ords[i] = before.ViewSeq + int64(i) + 1
+	}
+	// The capped slices make append copy: entries never share a backing
+	// array that another writer could append into.
+	c.put(after, append(e.msgs[:len(e.msgs):len(e.msgs)], msgs...), append(e.ords[:len(e.ords):len(e.ords)], ords...),
+		e.bytes+messagesBytes(msgs))
+}
+
+// messagesBytes estimates the memory a decoded message holds.
+func messagesBytes(msgs []chat.Message) int64 {
+	var n int64
+	for i := range msgs {
+		m := &msgs[i]
+		n += 256 + int64(len(m.ID)+len(m.Name)+16*len(m.Replaces))
+		for k, v := range m.Metadata {
+			n += int64(len(k) + len(v) + 32)
+		}
+		for _, p := range m.Parts {
+			n += 64 + int64(len(p.Text))
+			if p.ToolCall != nil {
+				n += 64 + int64(len(p.ToolCall.ID)+len(p.ToolCall.Name)+len(p.ToolCall.Arguments))
+			}
+			if p.ToolResult != nil {
+				n += 64 + int64(len(p.ToolResult.ToolCallID)+len(p.ToolResult.Content))
+			}
+			if p.Image != nil {
+				n += 128
+			}
+		}
+	}
+	return n
+}
+
+// viewOf returns the active view of session s, with each message's
+// ordinal, as of s.Version when it can prove it: from the cache when the
+// entry is at that version, by reading only the messages appended since an
+// entry of the same view epoch, or by reading the whole view; a read is
+// confirmed by reading the session again and finding the version unchanged
+// (and only then cached). If the session keeps changing under it, it
+// returns the newest view it read. It also returns the session the view
+// belongs to (s, or a newer read). The slices returned are shared: callers
+// must not modify them or the messages in them.
+func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, []int64, store.Session, error) {
+	for attempt := 0; ; attempt++ {
+		var msgs []chat.Message
+		var ords []int64
+		var bytes int64
+		ent := e.views.get(s.Tenant, s.ID)
+		switch {
+		case ent != nil && ent.version == s.Version && ent.stamp == stampOf(&s):
+			return ent.msgs, ent.ords, s, nil
+		case ent != nil && ent.version < s.Version && ent.stamp == stampOf(&s) && lastOrd(ent.ords) <= s.ViewSeq:
+			tail, tailOrds, err := e.activeAfter(ctx, s.Tenant, s.ID, lastOrd(ent.ords))
+			if err != nil {
+				return nil, nil, s, err
+			}
+			msgs = append(ent.msgs[:len(ent.msgs):len(ent.msgs)], tail...)
+			ords = append(ent.ords[:len(ent.ords):len(ent.ords)], tailOrds...)
+			bytes = ent.bytes + messagesBytes(tail)
+		default:
+			var err error
+			if msgs, ords, err = e.activeAfter(ctx, s.Tenant, s.ID, 0); err != nil {
+				return nil, nil, s, err
+			}
+			bytes = messagesBytes(msgs)
+		}
+		now, err := e.readSession(ctx, s.Tenant, s.ID)
+		if err != nil {
+			return nil, nil, s, err
+		}
+		if now.Version == s.Version {
+			if int64(len(msgs)) == s.ActiveCount {
+				e.views.put(&s, msgs, ords, bytes)
+			}
+			return msgs, ords, s, nil
+		}
+		if attempt == 2 {
+			return msgs, ords, now, nil
+		}
+		s = now
+	}
+}
+
+// viewOrds returns the ordinals 1..n of a view just rewritten.
+func viewOrds(n int) []int64 {
+	ords := make([]int64, n)
+	for i := range ords {
+		ords[i] = int64(i) + 1
+	}
+	return ords
+}
+
+func lastOrd(ords []int64) int64 {
+	if len(ords) == 0 {
+		return 0
+	}
+	return ords[len(ords)-1]
+}
+
+// activeAfter reads the active view after an ordinal, page by page.
+func (e *Engine) activeAfter(ctx context.Context, tenant, id string, after int64) ([]chat.Message, []int64, error) {
+	var out []chat.Message
+	var outOrds []int64
+	for {
+		page, ords, err := e.store.ActiveMessages(ctx, tenant, id, after, 1000)
+		if err != nil {
+			return nil, nil, err
+		}
+		out, outOrds = append(out, page...), append(outOrds, ords...)
+		if len(page) < 1000 {
+			return out, outOrds, nil
+		}
+		after = ords[len(ords)-1]
+	}
+}
+
+// page returns up to limit messages of the cached view of s after an
+// ordinal, with their ordinals, when the cache holds the view at s's
+// version.
+func (c *viewCache) page(s *store.Session, ord int64, limit int) ([]chat.Message, []int64, bool) {
+	ent := c.get(s.Tenant, s.ID)
+	if ent == nil || ent.version != s.Version || ent.stamp != stampOf(s) {
+		return nil, nil, false
+	}
+	msgs, ords := after(ent.msgs, ent.ords, ord)
+	n := min(limit, len(msgs))
+	return msgs[:n:n], ords[:n:n], true
+}
+
+// after returns the part of a view (msgs with ascending ords) after an
+// ordinal.
+func after(msgs []chat.Message, ords []int64, ord int64) ([]chat.Message, []int64) {
+	i := sort.Search(len(ords), func(i int) bool { return ords[i] > ord })
+	return msgs[i:], ords[i:]
+}
