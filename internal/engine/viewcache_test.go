@@ -168,8 +168,6 @@ func TestViewCacheAcrossReplicas(t *testing.T) {
 	})
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // TestViewTokens: a delta carries exactly the appended messages, a rewrite
 // of the view answers in full, and a token this server did not issue for
 // the session is InvalidArgument naming view_token, with nothing changed.
