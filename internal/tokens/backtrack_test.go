@@ -6,12 +6,6 @@ import (
 	"testing"
 )
 
-// embeddedEncodings are the encodings whose vocabulary ships in the binary,
-// on which the engine's own tests run. (Llama 3's must be imported; it
-// shares cl100k_base's pre-tokenizer and is checked against its reference
-// tokenizer in openweights_test.go.)
-var embeddedEncodings = []string{CL100KBase, O200KBase, Qwen2, DeepSeekV3}
-
 // mergeReference is tiktoken's merge (mergeSmall) on a piece of any length:
 // quadratic, and the definition the backtracking encoder must equal.
 func mergeReference(m *merger, piece string) []int32 {
@@ -36,9 +30,9 @@ func backtrackTokens(m *merger, piece string) []int32 {
 // precondition on every token of both vocabularies: merging its bytes gives
 // the token itself, and so does the backtracking encoder.
 func TestEveryTokenEncodesToItself(t *testing.T) {
-	for _, name := range embeddedEncodings {
+	for _, name := range EncodingNames {
 		t.Run(name, func(t *testing.T) {
-			enc, err := LoadEncoding(name)
+			enc, err := loadTestEncoding(t, name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,9 +60,9 @@ func TestEveryTokenEncodesToItself(t *testing.T) {
 // backtracks most) and on random bytes, as one piece each.
 func TestBacktrackMatchesMerge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, name := range embeddedEncodings {
+	for _, name := range EncodingNames {
 		t.Run(name, func(t *testing.T) {
-			enc, err := LoadEncoding(name)
+			enc, err := loadTestEncoding(t, name)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -115,7 +115,7 @@ func loadFamily(name, dir string) (*Encoding, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &Encoding{name: name, piece: fam.piece, normalize: fam.normalize, merger: newMerger(v.ranks), added: newAddedTokens(v.added)}, nil
+	return &Encoding{name: name, piece: fam.piece, normalize: fam.normalize, merger: newFamilyMerger(v.ranks), added: newAddedTokens(v.added)}, nil
 }
 
 // ErrVocabMissing is returned for an encoding whose vocabulary is neither
@@ -236,4 +236,43 @@ func harmonyAdded() *addedTokens {
 		ids[fmt.Sprintf("<|reserved_%d|>", id)] = id
 	}
 	return newAddedTokens(ids)
+}
+
+// newFamilyMerger is newMerger for a vocabulary that may hold tokens which
+// byte-pair merging of their own bytes does not produce (Llama 3 added 28K
+// tokens to cl100k_base's: " việc" merges to three tokens). The model's
+// tokenizer emits such a token only for a piece that is exactly it
+// (ignore_merges), which the rank table still finds; the backtracking encoder
+// for long pieces requires every token of its vocabulary to encode to itself,
+// so they are left out of it (as rust-gems' bpe does).
+func newFamilyMerger(ranks map[string]int32) *merger {
+	m := newMerger(ranks)
+	var unreachable []string
+	for tok, r := range ranks {
+		if len(tok) < 2 || len(tok) > smallPiece {
+			continue
+		}
+		n, self := 0, false
+		m.mergeSmall(tok, func(start, end int) {
+			n++
+			self = start == 0 && end == len(tok)
+		})
+		if n != 1 || !self || m.rank(tok) != r {
+			unreachable = append(unreachable, tok)
+		}
+	}
+	if len(unreachable) == 0 {
+		return m
+	}
+	reachable := make(map[string]int32, len(ranks)-len(unreachable))
+	for tok, r := range ranks {
+		reachable[tok] = r
+	}
+	for _, tok := range unreachable {
+		delete(reachable, tok)
+	}
+	maxLen := m.vocab.maxLen
+	m.vocab = newVocab(reachable, newRankTable(reachable))
+	m.vocab.maxLen = max(m.vocab.maxLen, maxLen) // whole() still finds the long ones
+	return m
 }

@@ -31,8 +31,8 @@ func TestTimeIsLinear(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	for _, name := range embeddedEncodings {
-		enc, err := LoadEncoding(name)
+	for _, name := range EncodingNames {
+		enc, err := loadTestEncoding(t, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,8 +64,8 @@ func TestTimeIsLinear(t *testing.T) {
 // memory by under 100 MB (the peak is reset through /proc/self/clear_refs).
 func TestHugeRunsMemory(t *testing.T) {
 	const size, budget = 8 << 20, 100 << 20
-	for _, name := range embeddedEncodings {
-		enc, err := LoadEncoding(name)
+	for _, name := range EncodingNames {
+		enc, err := loadTestEncoding(t, name)
 		if err != nil {
 			t.Fatal(err)
 		}

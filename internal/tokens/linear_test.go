@@ -72,8 +72,8 @@ func work(e *Encoding, text string) (tokens, steps int) {
 // 100 KB one ten times, so the ratio is exact but for the seams, where pieces
 // join; 10.1 allows for them.
 func TestWorkIsLinear(t *testing.T) {
-	for _, name := range embeddedEncodings {
-		enc, err := LoadEncoding(name)
+	for _, name := range EncodingNames {
+		enc, err := loadTestEncoding(t, name)
 		if err != nil {
 			t.Fatal(err)
 		}
