@@ -45,7 +45,7 @@ func compactionInfo(c *store.Compaction) *contextdv1.CompactionInfo {
 func statusToProto(st engine.Status, event contextdv1.StatusEvent) *contextdv1.ContextStatus {
 	return &contextdv1.ContextStatus{SessionId: st.SessionID, Version: st.Version, Event: event,
 		Usage: usageToProto(st.Usage), Compacted: st.Compacted, LastCompaction: compactionInfo(st.LastCompaction),
-		Warnings: st.Warnings, Time: timestamppb.New(st.Time)}
+		Warnings: st.Warnings, Time: timestamppb.New(st.Time), Ledger: ledgerToProto(st.Ledger)}
 }
 
 // PrepareContext implements contextd.v1.ContextService.
@@ -64,7 +64,7 @@ func (s *ContextService) PrepareContext(ctx context.Context, req *contextdv1.Pre
 		event = contextdv1.StatusEvent_STATUS_EVENT_COMPACTED
 	}
 	out := &contextdv1.PrepareContextResponse{Status: statusToProto(res.Status, event), ViewToken: res.ViewToken, Delta: res.Delta,
-		Messages: make([]*contextdv1.Message, 0, len(res.Messages))}
+		Messages: make([]*contextdv1.Message, 0, len(res.Messages)), Cache: cacheHintsToProto(res.Cache)}
 	for i := range res.Messages {
 		out.Messages = append(out.Messages, messageToProto(&res.Messages[i]))
 	}

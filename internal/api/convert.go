@@ -138,6 +138,8 @@ func policyFromProto(p *contextdv1.CompactionPolicy) compaction.Overrides {
 	o.ProtectRecentToolResults = intPtr(p.ProtectRecentToolResults)
 	o.SummaryMaxTokens = intPtr(p.SummaryMaxTokens)
 	o.Summarizer = p.Summarizer
+	o.CachePaybackCalls = intPtr(p.CachePaybackCalls)
+	o.CacheTarget = p.CacheTarget
 	return o
 }
 
@@ -163,7 +165,7 @@ func overridesToProto(o compaction.Overrides) *contextdv1.CompactionPolicy {
 		EmergencyThreshold: o.EmergencyThreshold, Target: o.Target, KeepRecentTokens: o.KeepRecentTokens,
 		KeepRecentMessages: i32(o.KeepRecentMessages), ProtectRecentToolResults: i32(o.ProtectRecentToolResults),
 		AutoCompact: o.AutoCompact, ReservedOutputTokens: o.ReservedOutputTokens, SummaryMaxTokens: i32(o.SummaryMaxTokens),
-		Summarizer: o.Summarizer,
+		Summarizer: o.Summarizer, CachePaybackCalls: i32(o.CachePaybackCalls), CacheTarget: o.CacheTarget,
 	}
 }
 
@@ -181,6 +183,8 @@ func policyToProto(p compaction.Policy) *contextdv1.CompactionPolicy {
 		ReservedOutputTokens:     &p.ReservedOutputTokens,
 		SummaryMaxTokens:         i32(p.SummaryMaxTokens),
 		Summarizer:               &p.Summarizer,
+		CachePaybackCalls:        i32(p.CachePaybackCalls),
+		CacheTarget:              &p.CacheTarget,
 	}
 }
 
@@ -214,6 +218,7 @@ func modelToProto(m tokens.Model) *contextdv1.ModelInfo {
 	return &contextdv1.ModelInfo{
 		Name: m.Name, Aliases: m.Aliases, Provider: m.Provider, ContextWindow: m.ContextWindow,
 		MaxOutputTokens: m.MaxOutputTokens, Encoding: m.Encoding, Exact: m.Exact, ExpectedError: m.ExpectedError,
+		Pricing: pricingToProto(m.Pricing),
 	}
 }
 

@@ -32,6 +32,16 @@ func TestMetrics(t *testing.T) {
 	if _, err := client.Compact(ctx, &contextdv1.CompactRequest{SessionId: "m", Target: &low}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := client.ReportUsage(ctx, &contextdv1.ReportUsageRequest{SessionId: "m", InputTokens: 100, CacheReadInputTokens: 900, OutputTokens: 10}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.GetSession(ctx, &contextdv1.GetSessionRequest{SessionId: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := got.GetSession().GetLedger(); l.GetCalls().GetCalls() != 1 || l.GetCalls().GetCacheReadTokens() != 900 || l.GetCacheHitRate() != 0.9 || l.GetTotalCostUsd() <= 0 {
+		t.Errorf("GetSession ledger = %v", l)
+	}
 	resp, err := http.Get("http://" + metricsAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +56,9 @@ func TestMetrics(t *testing.T) {
 		`contextd_compaction_tokens_saved_total`,
 		`contextd_summarizer_duration_seconds_count{summarizer="extractive"}`,
 		`contextd_watch_subscribers 0`,
+		`contextd_model_calls_total{model="gpt-4",source="calls"} 1`,
+		`contextd_billed_tokens_total{kind="cache_read",model="gpt-4",source="calls"} 900`,
+		`contextd_estimated_spend_usd_total{model="gpt-4",source="calls"}`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -35,6 +35,12 @@ type Policy struct {
 	// Summarizer names the summarizer: "" (the server's default),
 	// "extractive", "openai:MODEL" or "anthropic:MODEL".
 	Summarizer string
+	// CachePaybackCalls: below the emergency threshold, auto-compaction
+	// runs only when its savings repay the prompt-cache rewrite within this
+	// many calls (0: cache-awareness off). See Payback.
+	CachePaybackCalls int
+	// CacheTarget is where a compaction that cache-awareness forces aims.
+	CacheTarget float64
 }
 
 // Overrides is a policy as a client gives it: nil fields take defaults.
@@ -50,6 +56,8 @@ type Overrides struct {
 	ReservedOutputTokens     *int64
 	SummaryMaxTokens         *int
 	Summarizer               *string
+	CachePaybackCalls        *int
+	CacheTarget              *float64
 }
 
 // Defaults for a model with the given context window (DESIGN.md §5).
@@ -65,8 +73,16 @@ func Defaults(window int64) Policy {
 		AutoCompact:              true,
 		ReservedOutputTokens:     window * 15 / 100,
 		SummaryMaxTokens:         800,
+		CachePaybackCalls:        DefaultCachePaybackCalls,
+		CacheTarget:              DefaultCacheTarget,
 	}
 }
+
+// Defaults of cache-aware compaction (see Payback).
+const (
+	DefaultCachePaybackCalls = 10
+	DefaultCacheTarget       = 0.40
+)
 
 // Resolve fills o's unset fields with the defaults for window and checks
 // that the result is coherent. field is the request path of the policy, for
@@ -84,6 +100,12 @@ func Resolve(field string, o Overrides, window int64) (Policy, error) {
 	override(&p.ReservedOutputTokens, o.ReservedOutputTokens)
 	override(&p.SummaryMaxTokens, o.SummaryMaxTokens)
 	override(&p.Summarizer, o.Summarizer)
+	override(&p.CachePaybackCalls, o.CachePaybackCalls)
+	if o.CacheTarget != nil {
+		p.CacheTarget = *o.CacheTarget
+	} else {
+		p.CacheTarget = min(p.CacheTarget, p.Target)
+	}
 
 	var v []chat.Violation
 	add := func(name, format string, args ...any) {
@@ -97,6 +119,12 @@ func Resolve(field string, o Overrides, window int64) (Policy, error) {
 	}
 	if p.Target >= p.WarningThreshold {
 		add("target", "%.2f must be below warning_threshold %.2f (unset fields take their defaults)", p.Target, p.WarningThreshold)
+	}
+	if p.CachePaybackCalls < 0 {
+		add("cache_payback_calls", "%d must be 0 (off) or more", p.CachePaybackCalls)
+	}
+	if p.CacheTarget <= 0 || p.CacheTarget >= p.WarningThreshold {
+		add("cache_target", "%.2f must be above 0 and below warning_threshold %.2f", p.CacheTarget, p.WarningThreshold)
 	}
 	if p.ReservedOutputTokens >= window {
 		add("reserved_output_tokens", "%d leaves no room in a %d-token window", p.ReservedOutputTokens, window)

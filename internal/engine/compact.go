@@ -60,6 +60,8 @@ type Status struct {
 	LastCompaction *store.Compaction
 	Warnings       []string
 	Time           time.Time
+	// Ledger is what the session has cost so far (nil when not read).
+	Ledger *store.Ledger
 }
 
 // Compact compacts a session's active view now.
@@ -174,8 +176,11 @@ func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (plan
 	}
 	summarizeFn := func(si compaction.SummaryInput) (string, error) {
 		start := time.Now()
-		text, err := summarizer.Summarize(ctx, si)
+		text, warning, err := e.summarizeMetered(ctx, summarizer, s.Tenant, s.ID, si)
 		e.metrics.Summarized(summarizerName, time.Since(start), err != nil)
+		if warning != "" {
+			out.result.Warnings = append(out.result.Warnings, warning)
+		}
 		if !isLLM {
 			return text, err
 		}
@@ -398,6 +403,11 @@ type PrepareResult struct {
 	Delta     bool
 	ViewToken string
 	Status    Status
+	// Cache are the prompt-cache hints (see cachehints.go); their indices
+	// are into the whole view, also with Delta.
+	Cache CacheHints
+	// view is the whole active view (Messages may be only its tail).
+	view []chat.Message
 }
 
 // PrepareContext is the one call an agent makes before each model call:
@@ -467,6 +477,9 @@ func (e *Engine) PrepareContext(ctx context.Context, tenant, id string, in Prepa
 		}
 	}
 	out.Status = st
+	if err := e.finishPrepare(ctx, tenant, id, &out); err != nil {
+		return PrepareResult{}, err
+	}
 	return out, nil
 }
 
@@ -545,7 +558,7 @@ func (e *Engine) SessionStatus(ctx context.Context, tenant, id string) (Status, 
 	if err != nil {
 		return Status{}, err
 	}
-	st := Status{SessionID: id, Version: v.Version, Usage: v.Usage, Time: e.now().UTC()}
+	st := Status{SessionID: id, Version: v.Version, Usage: v.Usage, Time: e.now().UTC(), Ledger: v.Ledger}
 	if v.AutoPausedBelow > 0 && v.ActiveTokens < v.AutoPausedBelow {
 		st.Warnings = append(st.Warnings, "auto-compaction is paused for this session: the last compaction saved too little")
 	}

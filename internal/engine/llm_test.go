@@ -71,14 +71,16 @@ func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": parsed["model"],
 			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
 				"message": map[string]any{"role": "assistant", "content": text}}},
-			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150},
+			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150,
+				"prompt_tokens_details": map[string]any{"cached_tokens": 40}},
 		})
 		return
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "msg_1", "type": "message", "role": "assistant", "model": parsed["model"],
 		"content":     []any{map[string]any{"type": "text", "text": text}},
-		"stop_reason": "end_turn", "usage": map[string]any{"input_tokens": 100, "output_tokens": 50},
+		"stop_reason": "end_turn", "usage": map[string]any{"input_tokens": 100, "output_tokens": 50,
+			"cache_read_input_tokens": 30, "cache_creation_input_tokens": 20},
 	})
 }
 

@@ -38,6 +38,7 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 		return Usage{}, chat.Invalid("input_tokens", "the provider's input tokens (with cache reads and writes) must be positive")
 	}
 	var final store.Session
+	var recorded func() // metrics of the ledger entry, after the commit
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		s, err := tx.GetSession(ctx, tenant, id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -80,12 +81,16 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 				return err
 			}
 		}
+		if recorded, err = e.recordCall(ctx, tx, s, in); err != nil {
+			return err
+		}
 		final = s
 		return tx.UpdateSession(ctx, &s)
 	})
 	if err != nil {
 		return Usage{}, err
 	}
+	recorded()
 	v, err := e.view(ctx, final)
 	return v.Usage, err
 }

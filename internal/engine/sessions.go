@@ -30,6 +30,9 @@ var ErrFailedPrecondition = errors.New("failed precondition")
 type SessionView struct {
 	store.Session
 	Usage Usage
+	// Ledger is what the session has cost (GetSession reads it; nil
+	// elsewhere).
+	Ledger *store.Ledger
 }
 
 // NewSession is a CreateSession request.
@@ -148,13 +151,19 @@ func (e *Engine) viewCached(ctx context.Context, s store.Session, cals map[strin
 	return SessionView{Session: s, Usage: u}, nil
 }
 
-// GetSession returns a session with its usage.
+// GetSession returns a session with its usage and ledger.
 func (e *Engine) GetSession(ctx context.Context, tenant, id string) (SessionView, error) {
 	s, err := e.readSession(ctx, tenant, id)
 	if err != nil {
 		return SessionView{}, err
 	}
-	return e.view(ctx, s)
+	v, err := e.view(ctx, s)
+	if err != nil {
+		return v, err
+	}
+	l, err := e.store.GetLedger(ctx, tenant, id)
+	v.Ledger = &l
+	return v, err
 }
 
 // readSession reads a session without locking it; a missing one is an error

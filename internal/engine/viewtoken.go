@@ -70,7 +70,7 @@ func (e *Engine) prepareView(ctx context.Context, s store.Session, since *viewTo
 	if err != nil {
 		return PrepareResult{}, err
 	}
-	out := PrepareResult{Messages: msgs, ViewToken: tokenOf(&s, ords).String()}
+	out := PrepareResult{Messages: msgs, ViewToken: tokenOf(&s, ords).String(), view: msgs}
 	if since != nil && since.continues(&s) {
 		out.Messages, _ = after(msgs, ords, since.last)
 		out.Delta = true

@@ -51,6 +51,8 @@ type policyJSON struct {
 	ReservedOutputTokens     *int64   `json:"reserved_output_tokens,omitempty"`
 	SummaryMaxTokens         *int     `json:"summary_max_tokens,omitempty"`
 	Summarizer               *string  `json:"summarizer,omitempty"`
+	CachePaybackCalls        *int     `json:"cache_payback_calls,omitempty"`
+	CacheTarget              *float64 `json:"cache_target,omitempty"`
 }
 
 // EncodePolicy returns the stored form of a policy.

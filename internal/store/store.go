@@ -189,6 +189,13 @@ type Tx interface {
 	// GetIdempotency returns the remembered answer for key, or ErrNotFound.
 	GetIdempotency(ctx context.Context, tenant, sessionID, key string) (Idempotency, error)
 	PutIdempotency(ctx context.Context, tenant, sessionID string, rec Idempotency) error
+	// AddLedger adds one or more calls to a session's ledger with an atomic
+	// increment (concurrent adds never lose one another).
+	AddLedger(ctx context.Context, tenant, sessionID string, kind LedgerKind, t LedgerTotals) error
+	// GetPreparedView returns what the session's latest PrepareContext
+	// returned, or ErrNotFound.
+	GetPreparedView(ctx context.Context, tenant, sessionID string) (PreparedView, error)
+	PutPreparedView(ctx context.Context, tenant, sessionID string, v PreparedView) error
 }
 
 // Store keeps sessions and messages.
@@ -214,6 +221,9 @@ type Store interface {
 	LatestCompaction(ctx context.Context, tenant, sessionID string) (Compaction, error)
 	// GetCalibration returns a model's calibration, or ErrNotFound.
 	GetCalibration(ctx context.Context, tenant, model string) (Calibration, error)
+	// GetLedger returns a session's ledger (zero totals when nothing was
+	// recorded).
+	GetLedger(ctx context.Context, tenant, sessionID string) (Ledger, error)
 	// Purge deletes what retention no longer keeps: sessions deleted before
 	// cutoff, messages created before cutoff that are neither in an active
 	// view nor needed by a compaction that can still be reverted at now, and

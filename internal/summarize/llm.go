@@ -111,18 +111,27 @@ func NewOpenAI(ep Endpoint, model string) *OpenAI {
 
 // Summarize implements Summarizer.
 func (o *OpenAI) Summarize(ctx context.Context, in compaction.SummaryInput) (string, error) {
+	text, _, err := o.SummarizeMetered(ctx, in)
+	return text, err
+}
+
+// SummarizeMetered implements Metered: the usage comes from the response's
+// usage block (prompt_tokens includes the cached ones).
+func (o *OpenAI) SummarizeMetered(ctx context.Context, in compaction.SummaryInput) (string, Usage, error) {
 	resp, err := o.client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 		Model:               o.model,
 		Messages:            []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(systemPrompt), openai.UserMessage(userPrompt(in))},
 		MaxCompletionTokens: openai.Int(int64(in.MaxTokens)),
 	})
 	if err != nil {
-		return "", fmt.Errorf("openai-compatible summarizer (%s): %w", o.model, err)
+		return "", Usage{}, fmt.Errorf("openai-compatible summarizer (%s): %w", o.model, err)
 	}
+	cached := resp.Usage.PromptTokensDetails.CachedTokens
+	u := Usage{Model: o.model, Input: resp.Usage.PromptTokens - cached, CacheRead: cached, Output: resp.Usage.CompletionTokens}
 	if len(resp.Choices) == 0 || strings.TrimSpace(resp.Choices[0].Message.Content) == "" {
-		return "", fmt.Errorf("openai-compatible summarizer (%s): empty answer", o.model)
+		return "", u, fmt.Errorf("openai-compatible summarizer (%s): empty answer", o.model)
 	}
-	return strings.TrimSpace(resp.Choices[0].Message.Content), nil
+	return strings.TrimSpace(resp.Choices[0].Message.Content), u, nil
 }
 
 // Anthropic summarizes with Anthropic's Messages API.
@@ -151,6 +160,12 @@ func anthropicOptions(ep Endpoint) []anthropicoption.RequestOption {
 
 // Summarize implements Summarizer.
 func (a *Anthropic) Summarize(ctx context.Context, in compaction.SummaryInput) (string, error) {
+	text, _, err := a.SummarizeMetered(ctx, in)
+	return text, err
+}
+
+// SummarizeMetered implements Metered, from the response's usage block.
+func (a *Anthropic) SummarizeMetered(ctx context.Context, in compaction.SummaryInput) (string, Usage, error) {
 	resp, err := a.client.Messages.New(ctx, anthropic.MessageNewParams{
 		Model:     a.model,
 		MaxTokens: int64(in.MaxTokens),
@@ -158,8 +173,10 @@ func (a *Anthropic) Summarize(ctx context.Context, in compaction.SummaryInput) (
 		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(userPrompt(in)))},
 	})
 	if err != nil {
-		return "", fmt.Errorf("anthropic summarizer (%s): %w", a.model, err)
+		return "", Usage{}, fmt.Errorf("anthropic summarizer (%s): %w", a.model, err)
 	}
+	u := Usage{Model: a.model, Input: resp.Usage.InputTokens, CacheRead: resp.Usage.CacheReadInputTokens,
+		CacheWrite: resp.Usage.CacheCreationInputTokens, Output: resp.Usage.OutputTokens}
 	var parts []string
 	for _, block := range resp.Content {
 		if block.Type == "text" {
@@ -168,9 +185,21 @@ func (a *Anthropic) Summarize(ctx context.Context, in compaction.SummaryInput) (
 	}
 	text := strings.TrimSpace(strings.Join(parts, "\n"))
 	if text == "" {
-		return "", fmt.Errorf("anthropic summarizer (%s): empty answer", a.model)
+		return "", u, fmt.Errorf("anthropic summarizer (%s): empty answer", a.model)
 	}
-	return text, nil
+	return text, u, nil
+}
+
+// Usage is what one LLM call was billed, from the provider's usage block.
+type Usage struct {
+	Model                                string
+	Input, CacheRead, CacheWrite, Output int64 // Input is the uncached part
+}
+
+// Metered is a Summarizer that also returns what its call was billed, so
+// the compaction's cost lands in the session's ledger.
+type Metered interface {
+	SummarizeMetered(ctx context.Context, in compaction.SummaryInput) (string, Usage, error)
 }
 
 // PinFacts makes sure an LLM summary kept what must survive: the original

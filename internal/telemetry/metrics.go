@@ -16,6 +16,7 @@ type Metrics struct {
 	tokensSaved        prometheus.Counter
 	summarizerSeconds  *prometheus.HistogramVec
 	summarizerFailures *prometheus.CounterVec
+	ledger             *ledgerMetrics
 }
 
 // NewMetrics registers the domain metrics on reg; subscribers reports the
@@ -36,6 +37,7 @@ func NewMetrics(reg prometheus.Registerer, subscribers func() float64) *Metrics 
 	reg.MustRegister(m.tokensCounted, m.compactions, m.tokensSaved, m.summarizerSeconds, m.summarizerFailures,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "contextd_watch_subscribers",
 			Help: "Open WatchContextStatus streams on this server."}, subscribers))
+	m.ledger = newLedgerMetrics(reg)
 	return m
 }
 

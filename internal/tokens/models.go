@@ -24,6 +24,9 @@ type Model struct {
 	ExpectedError float64 `json:"expected_error"`
 	// Framing overrides the default chat framing for this model.
 	Framing *Framing `json:"framing,omitempty"`
+	// Pricing is the list price, for the ledger's estimated spend; nil when
+	// unknown.
+	Pricing *Pricing `json:"pricing,omitempty"`
 }
 
 // Framing is the token overhead a chat request adds around its content, after
@@ -79,7 +82,7 @@ func builtinModels() []Model {
 			MaxOutputTokens: out, Encoding: CL100KBase, Exact: false, ExpectedError: errFrac}
 	}
 	legacy := func(m Model) Model { f := legacyFraming; m.Framing = &f; return m }
-	return append([]Model{
+	models := append([]Model{
 		openai("gpt-4o", 128_000, 16_384, O200KBase, "chatgpt-4o-latest"),
 		openai("gpt-4o-mini", 128_000, 16_384, O200KBase),
 		openai("gpt-4.1", 1_047_576, 32_768, O200KBase),
@@ -114,6 +117,12 @@ func builtinModels() []Model {
 		approx("google", "gemini-2.5-flash-lite", 1_048_576, 65_536, 0.15),
 		approx("mistral", "mistral-large", 131_072, 8_192, 0.15, "mistral-large-latest", "mistral-large-2411"),
 	}, openWeightModels()...)
+	for i := range models {
+		if p, ok := builtinPrices[models[i].Name]; ok {
+			models[i].Pricing = &p
+		}
+	}
+	return models
 }
 
 // Registry resolves model names to models. It is immutable once built.
@@ -169,6 +178,8 @@ func checkModel(m Model) error {
 		return fmt.Errorf("encoding %q is not one of %s", m.Encoding, strings.Join(EncodingNames, ", "))
 	case m.ExpectedError < 0 || m.ExpectedError > 1:
 		return fmt.Errorf("expected_error must be between 0 and 1")
+	case m.Pricing != nil && !m.Pricing.valid():
+		return fmt.Errorf("pricing: every price must be a finite number, 0 or more")
 	}
 	return nil
 }

@@ -2468,15 +2468,18 @@ type ReportUsageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The session. Required.
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// Input tokens the provider reported. Anthropic: usage.input_tokens (the
-	// uncached part). OpenAI: usage.prompt_tokens (it already includes cached
-	// tokens; leave the cache fields 0).
+	// Uncached input tokens the provider reported. Anthropic:
+	// usage.input_tokens. OpenAI: usage.prompt_tokens minus
+	// usage.prompt_tokens_details.cached_tokens (or all of prompt_tokens with
+	// the cache fields 0: calibration only uses the sum, but the ledger then
+	// counts no cache reads).
 	InputTokens int64 `protobuf:"varint,2,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
-	// Anthropic: usage.cache_read_input_tokens.
+	// Anthropic: usage.cache_read_input_tokens. OpenAI:
+	// usage.prompt_tokens_details.cached_tokens.
 	CacheReadInputTokens int64 `protobuf:"varint,3,opt,name=cache_read_input_tokens,json=cacheReadInputTokens,proto3" json:"cache_read_input_tokens,omitempty"`
 	// Anthropic: usage.cache_creation_input_tokens.
 	CacheCreationInputTokens int64 `protobuf:"varint,4,opt,name=cache_creation_input_tokens,json=cacheCreationInputTokens,proto3" json:"cache_creation_input_tokens,omitempty"`
-	// Output tokens of the call (recorded for completeness).
+	// Output tokens of the call (recorded in the session's ledger).
 	OutputTokens int64 `protobuf:"varint,5,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
 	// Which request it was. Unset: the current active view.
 	//

@@ -2346,8 +2346,9 @@ type CacheBreakpoint struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// What the mark closes.
 	Kind CacheBreakpointKind `protobuf:"varint,1,opt,name=kind,proto3,enum=contextd.v1.CacheBreakpointKind" json:"kind,omitempty"`
-	// Put the mark on the last content block of messages[message_index]
-	// (PrepareContextResponse.messages); -1 for the system prompt.
+	// Put the mark on the last content block of the view's message at
+	// message_index (PrepareContextResponse.messages; with delta, the view you
+	// hold followed by the new messages); -1 for the system prompt.
 	MessageIndex int64 `protobuf:"varint,2,opt,name=message_index,json=messageIndex,proto3" json:"message_index,omitempty"`
 	// Tokens of the request up to and including the marked block (system
 	// prompt and tools included), as counted locally.
@@ -2407,7 +2408,8 @@ func (x *CacheBreakpoint) GetPrefixTokens() int64 {
 	return 0
 }
 
-// Prompt-cache hints of a PrepareContext answer. The comparison is with the
+// Prompt-cache hints of a PrepareContext answer; indices and counts refer to
+// the whole active view, also when the answer is a delta. The comparison is with the
 // view this session's previous PrepareContext returned (through any
 // replica); two messages are the same when their ids are (a stored message
 // never changes).

@@ -21,3 +21,14 @@ func TestConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestLedgerSurvivesReopen(t *testing.T) {
+	url := pgtest.URL(t)
+	storetest.LedgerSurvivesReopen(t, func() store.Store {
+		s, err := postgres.Open(t.Context(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}

@@ -18,3 +18,14 @@ func TestConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestLedgerSurvivesReopen(t *testing.T) {
+	dir := t.TempDir()
+	storetest.LedgerSurvivesReopen(t, func() store.Store {
+		s, err := sqlite.Open(t.Context(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}

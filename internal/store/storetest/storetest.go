@@ -36,6 +36,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"CompactionsAndViews", testCompactionsAndViews},
 		{"Calibration", testCalibration},
 		{"Purge", testPurge},
+		{"Ledger", testLedger},
+		{"PreparedView", testPreparedView},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

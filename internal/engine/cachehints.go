@@ -1,0 +1,180 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/tokens"
+)
+
+// BreakpointKind says what a recommended cache mark closes.
+type BreakpointKind int
+
+// Breakpoint kinds, in request order.
+const (
+	BreakpointSystem       BreakpointKind = iota + 1 // after tools and system prompt
+	BreakpointSummary                                // the end of the compaction summary
+	BreakpointStablePrefix                           // the end of what the previous answer shares
+	BreakpointRequestEnd                             // the end of the request
+)
+
+// MaxBreakpoints is Anthropic's limit of cache_control marks per request.
+const MaxBreakpoints = 4
+
+// Breakpoint is one recommended cache mark: on the last block of
+// Messages[Index] (-1: the system prompt).
+type Breakpoint struct {
+	Kind         BreakpointKind
+	Index        int64
+	PrefixTokens int64 // request tokens up to and including the mark
+}
+
+// CacheHints say how much of a PrepareContext answer a prefix cache can
+// serve from the session's previous answer, and where to put cache marks.
+type CacheHints struct {
+	HasPrevious    bool
+	FixedStable    bool  // model, system prompt and tools unchanged
+	StableMessages int64 // leading messages identical to the previous answer's
+	StableTokens   int64 // fixed part + stable messages (0 unless FixedStable)
+	RequestTokens  int64
+	// CompactionChangedFrom is the index of the first message this call's
+	// compaction changed; -1 when it did not compact.
+	CompactionChangedFrom int64
+	Breakpoints           []Breakpoint
+}
+
+// fixedDigest identifies what precedes the messages of every request: the
+// model, the system prompt and the tool definitions.
+func fixedDigest(s store.Session) string {
+	tools, _ := json.Marshal(s.Tools)
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:%s\x00%d:%s\x00", len(s.Model), s.Model, len(s.SystemPrompt), s.SystemPrompt)
+	h.Write(tools)
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// cacheHints compares the view PrepareContext is about to return with the
+// one the session's previous PrepareContext returned, and records this one
+// as the previous answer for the next call. The session row lock serializes
+// it across replicas, so "previous" is the answer recorded just before.
+// Its cost is one small row: runs of consecutive log messages are stored as
+// ranges (store.EncodeIDRuns).
+func (e *Engine) cacheHints(ctx context.Context, tenant, id string, msgs []chat.Message, changedFrom int64) (CacheHints, error) {
+	var h CacheHints
+	ids := idsOf(msgs)
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		s, err := tx.GetSession(ctx, tenant, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		fixed := fixedDigest(s)
+		prev, err := tx.GetPreparedView(ctx, tenant, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			h.HasPrevious = true
+			h.FixedStable = prev.Fixed == fixed
+		}
+		m, _ := e.models.Lookup(s.Model)
+		h.fill(s.SystemTokens+s.ToolsTokens, int64(tokens.FramingOf(m).ReplyPriming), msgs, prev.IDs, changedFrom)
+		return tx.PutPreparedView(ctx, tenant, id, store.PreparedView{Fixed: fixed, IDs: ids})
+	})
+	return h, err
+}
+
+// fill computes the hints of msgs against the previous answer's ids, with
+// fixed tokens (system prompt and tools) before the messages.
+func (h *CacheHints) fill(fixed, priming int64, msgs []chat.Message, prev []string, changedFrom int64) {
+	h.CompactionChangedFrom = changedFrom
+	if h.FixedStable {
+		for h.StableMessages < int64(min(len(msgs), len(prev))) && msgs[h.StableMessages].ID == prev[h.StableMessages] {
+			h.StableMessages++
+		}
+	}
+	prefix := make([]int64, len(msgs)+1) // prefix[i]: request tokens before msgs[i]
+	prefix[0] = fixed
+	for i := range msgs {
+		prefix[i+1] = prefix[i] + msgs[i].Tokens
+	}
+	h.RequestTokens = prefix[len(msgs)] + priming
+	if h.FixedStable {
+		h.StableTokens = prefix[h.StableMessages]
+	}
+	add := func(k BreakpointKind, i int64) {
+		for _, b := range h.Breakpoints {
+			if b.Index == i {
+				return
+			}
+		}
+		h.Breakpoints = append(h.Breakpoints, Breakpoint{Kind: k, Index: i, PrefixTokens: prefix[i+1]})
+	}
+	if fixed > 0 {
+		h.Breakpoints = append(h.Breakpoints, Breakpoint{Kind: BreakpointSystem, Index: -1, PrefixTokens: fixed})
+	}
+	summary := int64(-1)
+	for i := range msgs {
+		if msgs[i].Kind == chat.KindSummary {
+			summary = int64(i)
+		}
+	}
+	if summary >= 0 {
+		add(BreakpointSummary, summary)
+	}
+	if h.StableMessages > 0 {
+		add(BreakpointStablePrefix, h.StableMessages-1)
+	}
+	if len(msgs) > 0 {
+		add(BreakpointRequestEnd, int64(len(msgs)-1))
+	}
+	// Marks are sorted by construction except a stable prefix that ends
+	// before the summary; keep request order.
+	for i := 1; i < len(h.Breakpoints); i++ {
+		for j := i; j > 0 && h.Breakpoints[j].Index < h.Breakpoints[j-1].Index; j-- {
+			h.Breakpoints[j], h.Breakpoints[j-1] = h.Breakpoints[j-1], h.Breakpoints[j]
+		}
+	}
+	if len(h.Breakpoints) > MaxBreakpoints {
+		h.Breakpoints = h.Breakpoints[:MaxBreakpoints]
+	}
+}
+
+// firstChange is the index of the first id where a compaction's view after
+// differs from its view before.
+func firstChange(before, after []string) int64 {
+	i := 0
+	for i < min(len(before), len(after)) && before[i] == after[i] {
+		i++
+	}
+	return int64(i)
+}
+
+// finishPrepare adds what PrepareContext returns besides the view: the
+// cache hints and the session's ledger.
+func (e *Engine) finishPrepare(ctx context.Context, tenant, id string, res *PrepareResult) error {
+	changedFrom := int64(-1)
+	if c := res.Status.LastCompaction; res.Status.Compacted && c != nil {
+		changedFrom = firstChange(c.ViewBefore, c.ViewAfter)
+	}
+	hints, err := e.cacheHints(ctx, tenant, id, res.view, changedFrom)
+	if err != nil {
+		return err
+	}
+	res.Cache = hints
+	l, err := e.store.GetLedger(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	res.Status.Ledger = &l
+	return nil
+}

@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/summarize"
+)
+
+// Ledger sources, as metrics label them.
+const (
+	sourceCalls    = "calls"
+	sourceOverhead = "overhead"
+)
+
+// billed prices one call of a model: the ledger row to add, the metrics
+// label of the model (the registry's name, "unknown" otherwise: labels stay
+// bounded) and the spend in USD.
+func (e *Engine) billed(model string, input, cacheRead, cacheWrite, output int64) (store.LedgerTotals, string, float64) {
+	m, known := e.models.Lookup(model)
+	label := m.Name
+	if !known {
+		label = "unknown"
+	}
+	l := store.LedgerTotals{Calls: 1, Input: input, CacheRead: cacheRead, CacheWrite: cacheWrite, Output: output}
+	if m.Pricing == nil {
+		l.Unpriced = 1
+		return l, label, 0
+	}
+	usd := m.Pricing.Cost(input, cacheRead, cacheWrite, output)
+	l.CostNanoUSD = int64(math.Round(usd * 1e9))
+	return l, label, usd
+}
+
+// recordCall adds a reported call to the session's ledger inside the
+// report's transaction; the returned func records the metrics once the
+// transaction has committed.
+func (e *Engine) recordCall(ctx context.Context, tx store.Tx, s store.Session, in ReportInput) (func(), error) {
+	l, label, usd := e.billed(s.Model, in.InputTokens, in.CacheReadTokens, in.CacheCreationTokens, in.OutputTokens)
+	if err := tx.AddLedger(ctx, s.Tenant, s.ID, store.LedgerCalls, l); err != nil {
+		return nil, err
+	}
+	return func() {
+		e.metrics.Billed(label, sourceCalls, 1, l.Input, l.CacheRead, l.CacheWrite, l.Output, usd)
+	}, nil
+}
+
+// recordOverhead adds a summarizer's LLM call to the session's ledger as
+// compaction overhead. It is recorded whatever becomes of the compaction
+// (dry run, stale plan, failure after the call): the provider billed it.
+func (e *Engine) recordOverhead(ctx context.Context, tenant, id string, u summarize.Usage) error {
+	if u == (summarize.Usage{Model: u.Model}) {
+		return nil // no usage block: nothing billed that we know of
+	}
+	l, label, usd := e.billed(u.Model, u.Input, u.CacheRead, u.CacheWrite, u.Output)
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		return tx.AddLedger(ctx, tenant, id, store.LedgerOverhead, l)
+	})
+	if err != nil {
+		return fmt.Errorf("record summarizer usage: %w", err)
+	}
+	e.metrics.Billed(label, sourceOverhead, 1, l.Input, l.CacheRead, l.CacheWrite, l.Output, usd)
+	return nil
+}
+
+// summarizeMetered runs a summarizer and, when it reports usage, records
+// it in the session's ledger as compaction overhead; a failure to record is
+// returned as a warning, never as the summary's error.
+func (e *Engine) summarizeMetered(ctx context.Context, sum summarize.Summarizer, tenant, id string, in compaction.SummaryInput) (string, string, error) {
+	m, ok := sum.(summarize.Metered)
+	if !ok {
+		text, err := sum.Summarize(ctx, in)
+		return text, "", err
+	}
+	text, u, err := m.SummarizeMetered(ctx, in)
+	warning := ""
+	if rerr := e.recordOverhead(ctx, tenant, id, u); rerr != nil {
+		warning = rerr.Error()
+	}
+	return text, warning, err
+}
+
+// Ledger returns what a session has cost so far.
+func (e *Engine) Ledger(ctx context.Context, tenant, id string) (store.Ledger, error) {
+	return e.store.GetLedger(ctx, tenant, id)
+}
+
+// LedgerFigures are the derived figures of a ledger.
+type LedgerFigures struct {
+	// HitRate is cache reads over all input of the agent's calls.
+	HitRate float64
+	// CallsUSD, OverheadUSD and TotalUSD are the estimated spend.
+	CallsUSD, OverheadUSD, TotalUSD float64
+}
+
+// Figures derives hit rate and spend from a ledger.
+func Figures(l store.Ledger) LedgerFigures {
+	var f LedgerFigures
+	if in := l.Calls.Input + l.Calls.CacheRead + l.Calls.CacheWrite; in > 0 {
+		f.HitRate = float64(l.Calls.CacheRead) / float64(in)
+	}
+	f.CallsUSD = float64(l.Calls.CostNanoUSD) / 1e9
+	f.OverheadUSD = float64(l.Overhead.CostNanoUSD) / 1e9
+	f.TotalUSD = f.CallsUSD + f.OverheadUSD
+	return f
+}

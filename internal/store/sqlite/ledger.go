@@ -1,0 +1,72 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+
+	"database/sql"
+
+	"github.com/contextd/contextd/internal/store"
+)
+
+// AddLedger adds to a session's ledger with one atomic upsert: concurrent
+// reports increment the same row and never lose one another.
+func (t *txn) AddLedger(ctx context.Context, tenant, sessionID string, kind store.LedgerKind, l store.LedgerTotals) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO session_ledger AS l (tenant, session_id, kind, calls, input_tokens,
+			cache_read_tokens, cache_write_tokens, output_tokens, cost_nano_usd, unpriced_calls)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, session_id, kind) DO UPDATE SET
+			calls = l.calls + excluded.calls,
+			input_tokens = l.input_tokens + excluded.input_tokens,
+			cache_read_tokens = l.cache_read_tokens + excluded.cache_read_tokens,
+			cache_write_tokens = l.cache_write_tokens + excluded.cache_write_tokens,
+			output_tokens = l.output_tokens + excluded.output_tokens,
+			cost_nano_usd = l.cost_nano_usd + excluded.cost_nano_usd,
+			unpriced_calls = l.unpriced_calls + excluded.unpriced_calls`,
+		tenant, sessionID, string(kind), l.Calls, l.Input, l.CacheRead, l.CacheWrite, l.Output, l.CostNanoUSD, l.Unpriced)
+	return err
+}
+
+// GetLedger returns a session's ledger.
+func (s *Store) GetLedger(ctx context.Context, tenant, sessionID string) (store.Ledger, error) {
+	var out store.Ledger
+	rows, err := s.db.QueryContext(ctx, `SELECT kind, calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens,
+		cost_nano_usd, unpriced_calls FROM session_ledger WHERE tenant = ? AND session_id = ?`, tenant, sessionID)
+	if err != nil {
+		return out, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind string
+		var l store.LedgerTotals
+		if err := rows.Scan(&kind, &l.Calls, &l.Input, &l.CacheRead, &l.CacheWrite, &l.Output, &l.CostNanoUSD, &l.Unpriced); err != nil {
+			return out, err
+		}
+		switch store.LedgerKind(kind) {
+		case store.LedgerCalls:
+			out.Calls = l
+		case store.LedgerOverhead:
+			out.Overhead = l
+		}
+	}
+	return out, rows.Err()
+}
+
+func (t *txn) GetPreparedView(ctx context.Context, tenant, sessionID string) (store.PreparedView, error) {
+	var v store.PreparedView
+	var ids string
+	err := t.tx.QueryRowContext(ctx, `SELECT fixed, message_ids FROM prepared_views WHERE tenant = ? AND session_id = ?`,
+		tenant, sessionID).Scan(&v.Fixed, &ids)
+	if errors.Is(err, sql.ErrNoRows) {
+		return v, store.ErrNotFound
+	}
+	v.IDs = store.DecodeIDRuns(ids)
+	return v, err
+}
+
+func (t *txn) PutPreparedView(ctx context.Context, tenant, sessionID string, v store.PreparedView) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO prepared_views (tenant, session_id, fixed, message_ids) VALUES (?, ?, ?, ?)
+		ON CONFLICT (tenant, session_id) DO UPDATE SET fixed = excluded.fixed, message_ids = excluded.message_ids`,
+		tenant, sessionID, v.Fixed, store.EncodeIDRuns(v.IDs))
+	return err
+}

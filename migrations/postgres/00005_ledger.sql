@@ -1,0 +1,33 @@
+-- +goose Up
+-- What a session's model calls cost, fed by ReportUsage ("calls") and by the
+-- summarizer's own LLM calls ("overhead"); updated only by atomic increments.
+CREATE TABLE session_ledger (
+    tenant             text   NOT NULL,
+    session_id         text   NOT NULL,
+    kind               text   NOT NULL,
+    calls              bigint NOT NULL DEFAULT 0,
+    input_tokens       bigint NOT NULL DEFAULT 0,
+    cache_read_tokens  bigint NOT NULL DEFAULT 0,
+    cache_write_tokens bigint NOT NULL DEFAULT 0,
+    output_tokens      bigint NOT NULL DEFAULT 0,
+    cost_nano_usd      bigint NOT NULL DEFAULT 0,
+    unpriced_calls     bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant, session_id, kind),
+    FOREIGN KEY (tenant, session_id) REFERENCES sessions (tenant, id) ON DELETE CASCADE
+);
+
+-- What the session's latest PrepareContext returned, for prompt-cache hints:
+-- a digest of model, system prompt and tools, and the message ids (runs of
+-- consecutive log messages written as "msg_7..40").
+CREATE TABLE prepared_views (
+    tenant      text NOT NULL,
+    session_id  text NOT NULL,
+    fixed       text NOT NULL,
+    message_ids text NOT NULL,
+    PRIMARY KEY (tenant, session_id),
+    FOREIGN KEY (tenant, session_id) REFERENCES sessions (tenant, id) ON DELETE CASCADE
+);
+
+-- +goose Down
+DROP TABLE prepared_views;
+DROP TABLE session_ledger;
