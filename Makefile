@@ -3,14 +3,23 @@
 help: ## Show this help.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-generate: ## Regenerate gen/ from proto/ with the pinned local buf plugins.
-	rm -rf gen
+# Generated code: Go (gen/), TypeScript (protoc-gen-es from clients/typescript's
+# lockfile) and Python (Debian's protoc 3.21.12 and grpc_python_plugin 1.51:
+# apt-get install protobuf-compiler protobuf-compiler-grpc).
+GENERATED := gen internal/api/contextd.binpb clients/typescript/src/gen clients/python/src/contextd clients/python/src/buf
+PROTOC_VERSION := libprotoc 3.21.12
+
+generate: ## Regenerate gen/ and the clients' code from proto/ with the pinned local plugins.
+	@test "$$(protoc --version 2>/dev/null)" = "$(PROTOC_VERSION)" || { echo "make generate needs protoc = $(PROTOC_VERSION) (found: $$(protoc --version 2>&1)); apt-get install protobuf-compiler protobuf-compiler-grpc" >&2; exit 1; }
+	@command -v grpc_python_plugin >/dev/null || { echo "make generate needs grpc_python_plugin: apt-get install protobuf-compiler-grpc" >&2; exit 1; }
+	test -x clients/typescript/node_modules/.bin/protoc-gen-es || npm ci --prefix clients/typescript --ignore-scripts --no-audit --no-fund
+	rm -rf $(GENERATED)
 	go tool buf generate
 	go tool buf build proto -o internal/api/contextd.binpb
 
-check-generate: generate ## Fail when gen/ is not what proto/ generates.
-	git diff --exit-code -- gen internal/api/contextd.binpb
-	@test -z "$$(git status --porcelain -- gen internal/api/contextd.binpb)" || (git status --porcelain -- gen internal/api/contextd.binpb; echo "generated files are stale; run make generate" >&2; exit 1)
+check-generate: generate ## Fail when generated code is not what proto/ generates.
+	git diff --exit-code -- $(GENERATED)
+	@test -z "$$(git status --porcelain -- $(GENERATED))" || (git status --porcelain -- $(GENERATED); echo "generated files are stale; run make generate" >&2; exit 1)
 
 lint: ## buf lint and go vet.
 	go tool buf lint

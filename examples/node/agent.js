@@ -1,114 +1,100 @@
-// An agent loop around contextd, in plain Node.js with @grpc/grpc-js.
+// An agent loop around contextd with @contextd/client (clients/typescript).
 //
 // Before every model call the agent sends what happened since the last one
 // (PrepareContext) and gets back the messages to send, compacted when the
 // session's policy says so. After the call it reports what the provider billed
-// (ReportUsage), so contextd's figures match the bill. A WatchContextStatus
-// stream prints the context status as it changes, as a dashboard would.
+// (ReportUsage), so contextd's figures match the bill. AgentLoop does those
+// three steps; watchStatus prints the context status as it changes, as a
+// dashboard would.
 //
 // The model here is a scripted stand-in so the example runs anywhere; replace
 // callModel with your provider's SDK.
 //
-//   npm ci && node agent.js [HOST:PORT] [STEPS]
-'use strict';
-
-const fs = require('node:fs');
-const path = require('node:path');
-const grpc = require('@grpc/grpc-js');
-const protoLoader = require('@grpc/proto-loader');
+//   npm ci && node agent.js [HOST:PORT] [STEPS] [grpc|connect]
+//   (CONTEXTD_API_KEY=<key> when the server has API keys)
+import { AgentLoop, ContextLevel, EstimateSource, Role, StatusEvent, watchStatus } from '@contextd/client';
+import { createContextdClient } from '@contextd/client/node';
 
 const addr = process.argv[2] || 'localhost:50051';
 const steps = Number(process.argv[3] || 40);
+const protocol = process.argv[4] || 'grpc';
+const client = createContextdClient({ baseUrl: `http://${addr}`, protocol, token: process.env.CONTEXTD_API_KEY });
 
-// The descriptor set that `make generate` builds with buf: no .proto files,
-// no code generation step.
-const descriptor = fs.readFileSync(path.join(__dirname, '..', '..', 'internal', 'api', 'contextd.binpb'));
-const def = protoLoader.loadFileDescriptorSetFromBuffer(descriptor, { longs: Number, enums: String, defaults: true, oneofs: true });
-const { ContextService } = grpc.loadPackageDefinition(def).contextd.v1;
-const client = new ContextService(addr, grpc.credentials.createInsecure());
-const call = (method, req) => new Promise((resolve, reject) =>
-  client[method](req, { deadline: Date.now() + 30_000 }, (err, res) => (err ? reject(err) : resolve(res))));
+const text = (t) => ({ kind: { case: 'text', value: { text: t } } });
+const lower = (enumObj, v) => enumObj[v].toLowerCase();
 
 // A stand-in for an LLM: it inspects files for a while, then answers.
 function callModel(messages, step) {
-  const last = messages[messages.length - 1];
   const localTokens = messages.reduce((n, m) => n + Number(m.tokens), 0);
-  const usage = { input_tokens: Math.round(localTokens * 1.0) + 40, output_tokens: 60 }; // what the provider would bill
+  const usage = { inputTokens: localTokens + 40, outputTokens: 60 }; // what the provider would bill
   if (step >= steps - 1) {
-    return { message: { role: 'ROLE_ASSISTANT', parts: [{ text: { text: 'All tests pass now. The bug was an off-by-one in src/parser.js.' } }] }, usage };
+    return { usage, reply: { role: Role.ASSISTANT, parts: [text('All tests pass now. The bug was an off-by-one in src/parser.js.')] } };
   }
   const id = `call_${step}`;
   return {
-    message: {
-      role: 'ROLE_ASSISTANT',
+    usage,
+    reply: {
+      role: Role.ASSISTANT,
       parts: [
-        { text: { text: `Step ${step}: I'll look at the next file.` } },
-        { tool_call: { id, name: 'bash', arguments_json: JSON.stringify({ command: `cat src/module_${step}.js` }) } },
+        text(`Step ${step}: I'll look at the next file.`),
+        { kind: { case: 'toolCall', value: { id, name: 'bash', argumentsJson: JSON.stringify({ command: `cat src/module_${step}.js` }) } } },
       ],
     },
-    usage,
-    lastSeen: last && last.id,
   };
 }
 
 // A stand-in for running a tool.
-function runTool(toolCall, step) {
+function runTool(call, step) {
   const lines = Array.from({ length: 40 }, (_, i) => `module_${step}.js:${i + 1}: export function f${i}(x) { return x + ${i}; }`);
-  return { role: 'ROLE_TOOL', parts: [{ tool_result: { tool_call_id: toolCall.id, content: lines.join('\n') } }] };
+  return { role: Role.TOOL, parts: [{ kind: { case: 'toolResult', value: { toolCallId: call.id, content: lines.join('\n') } } }] };
 }
 
 async function main() {
   const sessionId = `agent-${process.pid}`;
-  await call('CreateSession', {
+  await client.createSession({
     id: sessionId,
     model: 'gpt-4', // an 8k window, so compaction shows up quickly
-    system_prompt: 'You are a coding agent. Use the bash tool to inspect files.',
-    tools: [{ name: 'bash', description: 'Run a shell command.', parameters_json: JSON.stringify({ type: 'object', properties: { command: { type: 'string' } } }) }],
-    policy: { warning_threshold: 0.65, critical_threshold: 0.65 }, // "summarize at 65 %"
+    systemPrompt: 'You are a coding agent. Use the bash tool to inspect files.',
+    tools: [{ name: 'bash', description: 'Run a shell command.', parametersJson: JSON.stringify({ type: 'object', properties: { command: { type: 'string' } } }) }],
+    policy: { warningThreshold: 0.65, criticalThreshold: 0.65 }, // "summarize at 65 %"
   });
 
   // Watch the status like a dashboard would.
+  const stopWatch = new AbortController();
+  const watching = (async () => {
+    for await (const st of watchStatus(client, { sessionId, signal: stopWatch.signal })) {
+      const u = st.usage;
+      console.log(`[watch] v${st.version} ${lower(StatusEvent, st.event)}: ` +
+        `${u.usedTokens}/${u.contextWindow - u.reservedOutputTokens} tokens (${u.percentUsed.toFixed(0)}%, ${lower(EstimateSource, u.estimateSource)})`);
+    }
+  })();
+
+  const loop = new AgentLoop(client, sessionId);
+  loop.add({ role: Role.USER, parts: [text('The tests in src/ fail. Find the bug and fix it.')] });
   let compactions = 0;
-  const watch = client.WatchContextStatus({ session_id: sessionId });
-  watch.on('data', ({ status }) => {
-    if (status.event === 'STATUS_EVENT_HEARTBEAT') return;
-    const u = status.usage;
-    console.log(`[watch] v${status.version} ${status.event.replace('STATUS_EVENT_', '').toLowerCase()}: ` +
-      `${u.used_tokens}/${u.context_window - u.reserved_output_tokens} tokens (${u.percent_used.toFixed(0)}%, ${u.estimate_source.replace('ESTIMATE_SOURCE_', '').toLowerCase()})`);
-  });
-  watch.on('error', (err) => { if (err.code !== grpc.status.CANCELLED) console.error('[watch]', err.message); });
-
-  let pending = [{ role: 'ROLE_USER', parts: [{ text: { text: 'The tests in src/ fail. Find the bug and fix it.' } }] }];
   for (let step = 0; step < steps; step++) {
-    // 1. Before the model call: append what happened, get what to send.
-    const prep = await call('PrepareContext', { session_id: sessionId, messages: pending });
-    if (prep.status.compacted) {
+    // PrepareContext with what is queued → the model call → ReportUsage.
+    const { prepared } = await loop.step((messages) => {
+      const { reply, usage } = callModel(messages, step);
+      // Run the tools; the reply and their results go out with the next PrepareContext.
+      const results = reply.parts.filter((p) => p.kind.case === 'toolCall').map((p) => runTool(p.kind.value, step));
+      return { usage, append: [reply, ...results], output: undefined };
+    });
+    const status = prepared.status;
+    if (status.compacted) {
       compactions++;
-      const c = prep.status.last_compaction;
-      console.log(`step ${step}: compacted (${c.tiers.join(' + ')}): ${c.tokens_before} -> ${c.tokens_after} tokens`);
+      const c = status.lastCompaction;
+      console.log(`step ${step}: compacted (${c.tiers.join(' + ')}): ${c.tokensBefore} -> ${c.tokensAfter} tokens`);
     }
-    for (const w of prep.status.warnings) console.log(`step ${step}: warning: ${w}`);
-
-    // 2. The model call, with exactly the messages contextd returned.
-    const { message, usage } = callModel(prep.messages, step);
-
-    // 3. After the call: what the provider billed for that request.
-    await call('ReportUsage', { session_id: sessionId, input_tokens: usage.input_tokens, output_tokens: usage.output_tokens,
-      message_count: prep.messages.length });
-
-    // 4. Run the tools; their results go out with the next PrepareContext.
-    pending = [message];
-    for (const part of message.parts) {
-      if (part.tool_call) pending.push(runTool(part.tool_call, step));
-    }
+    for (const w of status.warnings) console.log(`step ${step}: warning: ${w}`);
   }
-  await call('AppendMessages', { session_id: sessionId, messages: pending });
-  const final = await call('GetContextUsage', { session_id: sessionId });
-  const list = await call('ListCompactions', { session_id: sessionId });
+  await loop.flush(); // the final answer
+  const { usage } = await client.getContextUsage({ source: { case: 'sessionId', value: sessionId } });
+  const list = await client.listCompactions({ sessionId });
   console.log(`done: ${steps} model calls, ${list.compactions.length} compactions, ` +
-    `${final.usage.used_tokens} tokens in the window (${final.usage.estimate_source.replace('ESTIMATE_SOURCE_', '').toLowerCase()})`);
-  watch.cancel();
-  client.close();
+    `${usage.usedTokens} tokens in the window (${lower(EstimateSource, usage.estimateSource)}, level ${lower(ContextLevel, usage.level)})`);
+  stopWatch.abort();
+  await watching;
   if (compactions === 0 || list.compactions.length !== compactions) {
     console.error('FAIL: expected automatic compactions');
     process.exit(1);

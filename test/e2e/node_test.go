@@ -33,7 +33,7 @@ func runNode(t *testing.T, dir, script string, args ...string) string {
 	dir = filepath.Join(repoRoot(t), dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@grpc", "grpc-js")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
 		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -59,9 +59,11 @@ func TestNodeClientWatches(t *testing.T) {
 }
 
 // TestNodeAgentExample runs examples/node/agent.js end to end: an agent loop
-// with PrepareContext before each model call, ReportUsage after it and a
-// status watch; it fails unless compaction happened on its own.
+// on @contextd/client (linked from clients/typescript, built first) with
+// PrepareContext before each model call, ReportUsage after it and a status
+// watch; it fails unless compaction happened on its own.
 func TestNodeAgentExample(t *testing.T) {
+	npmBuild(t, requireTool(t, "npm"), "clients/typescript")
 	out := runNode(t, "examples/node", "agent.js", "40")
 	if !strings.Contains(out, "done: 40 model calls") || !strings.Contains(out, "[watch]") {
 		t.Fatalf("unexpected output:\n%s", out)
