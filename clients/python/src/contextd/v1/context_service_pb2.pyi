@@ -296,7 +296,7 @@ class MessageCount(_message.Message):
     def __init__(self, index: _Optional[int] = ..., tokens: _Optional[int] = ..., framing_tokens: _Optional[int] = ..., parts: _Optional[_Iterable[_Union[PartCount, _Mapping]]] = ...) -> None: ...
 
 class ModelInfo(_message.Message):
-    __slots__ = ["aliases", "context_window", "encoding", "exact", "expected_error", "max_output_tokens", "name", "provider"]
+    __slots__ = ["aliases", "context_window", "encoding", "exact", "expected_error", "max_output_tokens", "name", "pricing", "provider"]
     ALIASES_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_WINDOW_FIELD_NUMBER: _ClassVar[int]
     ENCODING_FIELD_NUMBER: _ClassVar[int]
@@ -304,6 +304,7 @@ class ModelInfo(_message.Message):
     EXPECTED_ERROR_FIELD_NUMBER: _ClassVar[int]
     MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    PRICING_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
     aliases: _containers.RepeatedScalarFieldContainer[str]
     context_window: int
@@ -312,8 +313,9 @@ class ModelInfo(_message.Message):
     expected_error: float
     max_output_tokens: int
     name: str
+    pricing: _types_pb2.ModelPricing
     provider: str
-    def __init__(self, name: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ..., provider: _Optional[str] = ..., context_window: _Optional[int] = ..., max_output_tokens: _Optional[int] = ..., encoding: _Optional[str] = ..., exact: bool = ..., expected_error: _Optional[float] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ..., provider: _Optional[str] = ..., context_window: _Optional[int] = ..., max_output_tokens: _Optional[int] = ..., encoding: _Optional[str] = ..., exact: bool = ..., expected_error: _Optional[float] = ..., pricing: _Optional[_Union[_types_pb2.ModelPricing, _Mapping]] = ...) -> None: ...
 
 class PartCount(_message.Message):
     __slots__ = ["index", "kind", "tokens"]
@@ -338,12 +340,14 @@ class PrepareContextRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., idempotency_key: _Optional[str] = ..., expected_version: _Optional[int] = ...) -> None: ...
 
 class PrepareContextResponse(_message.Message):
-    __slots__ = ["messages", "status"]
+    __slots__ = ["cache", "messages", "status"]
+    CACHE_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    cache: _types_pb2.CacheHints
     messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
     status: _types_pb2.ContextStatus
-    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., status: _Optional[_Union[_types_pb2.ContextStatus, _Mapping]] = ...) -> None: ...
+    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., status: _Optional[_Union[_types_pb2.ContextStatus, _Mapping]] = ..., cache: _Optional[_Union[_types_pb2.CacheHints, _Mapping]] = ...) -> None: ...
 
 class ReportUsageRequest(_message.Message):
     __slots__ = ["cache_creation_input_tokens", "cache_read_input_tokens", "input_tokens", "message_count", "output_tokens", "session_id", "version"]

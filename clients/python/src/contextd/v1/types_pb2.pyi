@@ -6,6 +6,11 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
+CACHE_BREAKPOINT_KIND_REQUEST_END: CacheBreakpointKind
+CACHE_BREAKPOINT_KIND_STABLE_PREFIX: CacheBreakpointKind
+CACHE_BREAKPOINT_KIND_SUMMARY: CacheBreakpointKind
+CACHE_BREAKPOINT_KIND_SYSTEM: CacheBreakpointKind
+CACHE_BREAKPOINT_KIND_UNSPECIFIED: CacheBreakpointKind
 COMPACTION_TIER_DROP_MIDDLE: CompactionTier
 COMPACTION_TIER_PRUNE: CompactionTier
 COMPACTION_TIER_SUMMARIZE: CompactionTier
@@ -42,6 +47,34 @@ STATUS_EVENT_SNAPSHOT: StatusEvent
 STATUS_EVENT_UNSPECIFIED: StatusEvent
 STATUS_EVENT_UPDATED: StatusEvent
 STATUS_EVENT_WARNING: StatusEvent
+
+class CacheBreakpoint(_message.Message):
+    __slots__ = ["kind", "message_index", "prefix_tokens"]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    kind: CacheBreakpointKind
+    message_index: int
+    prefix_tokens: int
+    def __init__(self, kind: _Optional[_Union[CacheBreakpointKind, str]] = ..., message_index: _Optional[int] = ..., prefix_tokens: _Optional[int] = ...) -> None: ...
+
+class CacheHints(_message.Message):
+    __slots__ = ["breakpoints", "compaction_changed_from", "fixed_stable", "has_previous", "request_tokens", "stable_prefix_messages", "stable_prefix_tokens"]
+    BREAKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    COMPACTION_CHANGED_FROM_FIELD_NUMBER: _ClassVar[int]
+    FIXED_STABLE_FIELD_NUMBER: _ClassVar[int]
+    HAS_PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    STABLE_PREFIX_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    STABLE_PREFIX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    breakpoints: _containers.RepeatedCompositeFieldContainer[CacheBreakpoint]
+    compaction_changed_from: int
+    fixed_stable: bool
+    has_previous: bool
+    request_tokens: int
+    stable_prefix_messages: int
+    stable_prefix_tokens: int
+    def __init__(self, has_previous: bool = ..., fixed_stable: bool = ..., stable_prefix_messages: _Optional[int] = ..., stable_prefix_tokens: _Optional[int] = ..., request_tokens: _Optional[int] = ..., compaction_changed_from: _Optional[int] = ..., breakpoints: _Optional[_Iterable[_Union[CacheBreakpoint, _Mapping]]] = ...) -> None: ...
 
 class Compaction(_message.Message):
     __slots__ = ["created_at", "expires_at", "id", "items", "reverted_at", "round", "summary", "tiers", "tokens_after", "tokens_before"]
@@ -100,8 +133,10 @@ class CompactionItem(_message.Message):
     def __init__(self, tier: _Optional[str] = ..., new_message_id: _Optional[str] = ..., replaced_message_ids: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ...) -> None: ...
 
 class CompactionPolicy(_message.Message):
-    __slots__ = ["auto_compact", "critical_threshold", "emergency_threshold", "keep_recent_messages", "keep_recent_tokens", "protect_recent_tool_results", "reserved_output_tokens", "summarizer", "summary_max_tokens", "target", "warning_threshold"]
+    __slots__ = ["auto_compact", "cache_payback_calls", "cache_target", "critical_threshold", "emergency_threshold", "keep_recent_messages", "keep_recent_tokens", "protect_recent_tool_results", "reserved_output_tokens", "summarizer", "summary_max_tokens", "target", "warning_threshold"]
     AUTO_COMPACT_FIELD_NUMBER: _ClassVar[int]
+    CACHE_PAYBACK_CALLS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_TARGET_FIELD_NUMBER: _ClassVar[int]
     CRITICAL_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     EMERGENCY_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     KEEP_RECENT_MESSAGES_FIELD_NUMBER: _ClassVar[int]
@@ -113,6 +148,8 @@ class CompactionPolicy(_message.Message):
     TARGET_FIELD_NUMBER: _ClassVar[int]
     WARNING_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     auto_compact: bool
+    cache_payback_calls: int
+    cache_target: float
     critical_threshold: float
     emergency_threshold: float
     keep_recent_messages: int
@@ -123,13 +160,14 @@ class CompactionPolicy(_message.Message):
     summary_max_tokens: int
     target: float
     warning_threshold: float
-    def __init__(self, warning_threshold: _Optional[float] = ..., critical_threshold: _Optional[float] = ..., emergency_threshold: _Optional[float] = ..., target: _Optional[float] = ..., keep_recent_tokens: _Optional[int] = ..., keep_recent_messages: _Optional[int] = ..., protect_recent_tool_results: _Optional[int] = ..., auto_compact: bool = ..., reserved_output_tokens: _Optional[int] = ..., summary_max_tokens: _Optional[int] = ..., summarizer: _Optional[str] = ...) -> None: ...
+    def __init__(self, warning_threshold: _Optional[float] = ..., critical_threshold: _Optional[float] = ..., emergency_threshold: _Optional[float] = ..., target: _Optional[float] = ..., keep_recent_tokens: _Optional[int] = ..., keep_recent_messages: _Optional[int] = ..., protect_recent_tool_results: _Optional[int] = ..., auto_compact: bool = ..., reserved_output_tokens: _Optional[int] = ..., summary_max_tokens: _Optional[int] = ..., summarizer: _Optional[str] = ..., cache_payback_calls: _Optional[int] = ..., cache_target: _Optional[float] = ...) -> None: ...
 
 class ContextStatus(_message.Message):
-    __slots__ = ["compacted", "event", "last_compaction", "session_id", "time", "usage", "version", "warnings"]
+    __slots__ = ["compacted", "event", "last_compaction", "ledger", "session_id", "time", "usage", "version", "warnings"]
     COMPACTED_FIELD_NUMBER: _ClassVar[int]
     EVENT_FIELD_NUMBER: _ClassVar[int]
     LAST_COMPACTION_FIELD_NUMBER: _ClassVar[int]
+    LEDGER_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
@@ -138,12 +176,13 @@ class ContextStatus(_message.Message):
     compacted: bool
     event: StatusEvent
     last_compaction: CompactionInfo
+    ledger: Ledger
     session_id: str
     time: _timestamp_pb2.Timestamp
     usage: ContextUsage
     version: int
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, session_id: _Optional[str] = ..., version: _Optional[int] = ..., event: _Optional[_Union[StatusEvent, str]] = ..., usage: _Optional[_Union[ContextUsage, _Mapping]] = ..., compacted: bool = ..., last_compaction: _Optional[_Union[CompactionInfo, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., version: _Optional[int] = ..., event: _Optional[_Union[StatusEvent, str]] = ..., usage: _Optional[_Union[ContextUsage, _Mapping]] = ..., compacted: bool = ..., last_compaction: _Optional[_Union[CompactionInfo, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ledger: _Optional[_Union[Ledger, _Mapping]] = ...) -> None: ...
 
 class ContextUsage(_message.Message):
     __slots__ = ["context_window", "encoding", "estimate_source", "exact", "expected_error", "free_tokens", "level", "message_count", "messages_tokens", "model", "model_known", "over_tokens", "percent_used", "recommendation", "reserved_output_tokens", "system_tokens", "thresholds", "tools_tokens", "used_tokens", "warnings", "will_compact"]
@@ -203,6 +242,36 @@ class ImagePart(_message.Message):
     width: int
     def __init__(self, media_type: _Optional[str] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
 
+class Ledger(_message.Message):
+    __slots__ = ["cache_hit_rate", "calls", "compaction_overhead", "total_cost_usd"]
+    CACHE_HIT_RATE_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    COMPACTION_OVERHEAD_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_COST_USD_FIELD_NUMBER: _ClassVar[int]
+    cache_hit_rate: float
+    calls: LedgerTotals
+    compaction_overhead: LedgerTotals
+    total_cost_usd: float
+    def __init__(self, calls: _Optional[_Union[LedgerTotals, _Mapping]] = ..., compaction_overhead: _Optional[_Union[LedgerTotals, _Mapping]] = ..., cache_hit_rate: _Optional[float] = ..., total_cost_usd: _Optional[float] = ...) -> None: ...
+
+class LedgerTotals(_message.Message):
+    __slots__ = ["cache_read_tokens", "cache_write_tokens", "calls", "cost_usd", "input_tokens", "output_tokens", "unpriced_calls"]
+    CACHE_READ_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_WRITE_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    COST_USD_FIELD_NUMBER: _ClassVar[int]
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    UNPRICED_CALLS_FIELD_NUMBER: _ClassVar[int]
+    cache_read_tokens: int
+    cache_write_tokens: int
+    calls: int
+    cost_usd: float
+    input_tokens: int
+    output_tokens: int
+    unpriced_calls: int
+    def __init__(self, calls: _Optional[int] = ..., input_tokens: _Optional[int] = ..., cache_read_tokens: _Optional[int] = ..., cache_write_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., cost_usd: _Optional[float] = ..., unpriced_calls: _Optional[int] = ...) -> None: ...
+
 class Message(_message.Message):
     __slots__ = ["created_at", "id", "kind", "metadata", "name", "parts", "pinned", "position", "role", "tokens"]
     class MetadataEntry(_message.Message):
@@ -234,6 +303,18 @@ class Message(_message.Message):
     tokens: int
     def __init__(self, id: _Optional[str] = ..., position: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., parts: _Optional[_Iterable[_Union[Part, _Mapping]]] = ..., name: _Optional[str] = ..., pinned: bool = ..., kind: _Optional[_Union[MessageKind, str]] = ..., tokens: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
+class ModelPricing(_message.Message):
+    __slots__ = ["cache_write", "cached_input", "input", "output"]
+    CACHED_INPUT_FIELD_NUMBER: _ClassVar[int]
+    CACHE_WRITE_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    cache_write: float
+    cached_input: float
+    input: float
+    output: float
+    def __init__(self, input: _Optional[float] = ..., cached_input: _Optional[float] = ..., cache_write: _Optional[float] = ..., output: _Optional[float] = ...) -> None: ...
+
 class Part(_message.Message):
     __slots__ = ["image", "text", "tool_call", "tool_result"]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
@@ -247,7 +328,7 @@ class Part(_message.Message):
     def __init__(self, text: _Optional[_Union[TextPart, _Mapping]] = ..., tool_call: _Optional[_Union[ToolCallPart, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResultPart, _Mapping]] = ..., image: _Optional[_Union[ImagePart, _Mapping]] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ["created_at", "id", "labels", "log_count", "message_count", "model", "policy", "system_prompt", "tools", "updated_at", "usage", "version"]
+    __slots__ = ["created_at", "id", "labels", "ledger", "log_count", "message_count", "model", "policy", "system_prompt", "tools", "updated_at", "usage", "version"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -258,6 +339,7 @@ class Session(_message.Message):
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
+    LEDGER_FIELD_NUMBER: _ClassVar[int]
     LOG_COUNT_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -270,6 +352,7 @@ class Session(_message.Message):
     created_at: _timestamp_pb2.Timestamp
     id: str
     labels: _containers.ScalarMap[str, str]
+    ledger: Ledger
     log_count: int
     message_count: int
     model: str
@@ -279,7 +362,7 @@ class Session(_message.Message):
     updated_at: _timestamp_pb2.Timestamp
     usage: ContextUsage
     version: int
-    def __init__(self, id: _Optional[str] = ..., model: _Optional[str] = ..., system_prompt: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ..., policy: _Optional[_Union[CompactionPolicy, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., version: _Optional[int] = ..., message_count: _Optional[int] = ..., log_count: _Optional[int] = ..., usage: _Optional[_Union[ContextUsage, _Mapping]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., model: _Optional[str] = ..., system_prompt: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ..., policy: _Optional[_Union[CompactionPolicy, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., version: _Optional[int] = ..., message_count: _Optional[int] = ..., log_count: _Optional[int] = ..., usage: _Optional[_Union[ContextUsage, _Mapping]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ledger: _Optional[_Union[Ledger, _Mapping]] = ...) -> None: ...
 
 class TextPart(_message.Message):
     __slots__ = ["text"]
@@ -336,4 +419,7 @@ class MessageView(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class CompactionTier(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class CacheBreakpointKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

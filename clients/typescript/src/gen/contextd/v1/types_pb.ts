@@ -13,7 +13,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file contextd/v1/types.proto.
  */
 export const file_contextd_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("Chdjb250ZXh0ZC92MS90eXBlcy5wcm90bxILY29udGV4dGQudjEijgMKB01lc3NhZ2USFAoCaWQYASABKAlCCLpIBXIDGIABEhAKCHBvc2l0aW9uGAIgASgDEisKBHJvbGUYAyABKA4yES5jb250ZXh0ZC52MS5Sb2xlQgq6SAeCAQQQASAAEi0KBXBhcnRzGAQgAygLMhEuY29udGV4dGQudjEuUGFydEILukgIkgEFCAEQgCASFgoEbmFtZRgFIAEoCUIIukgFcgMYgAISDgoGcGlubmVkGAYgASgIEiYKBGtpbmQYByABKA4yGC5jb250ZXh0ZC52MS5NZXNzYWdlS2luZBIOCgZ0b2tlbnMYCCABKAMSPgoIbWV0YWRhdGEYCSADKAsyIi5jb250ZXh0ZC52MS5NZXNzYWdlLk1ldGFkYXRhRW50cnlCCLpIBZoBAhBAEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLJAQoEUGFydBIlCgR0ZXh0GAEgASgLMhUuY29udGV4dGQudjEuVGV4dFBhcnRIABIuCgl0b29sX2NhbGwYAiABKAsyGS5jb250ZXh0ZC52MS5Ub29sQ2FsbFBhcnRIABIyCgt0b29sX3Jlc3VsdBgDIAEoCzIbLmNvbnRleHRkLnYxLlRvb2xSZXN1bHRQYXJ0SAASJwoFaW1hZ2UYBCABKAsyFi5jb250ZXh0ZC52MS5JbWFnZVBhcnRIAEINCgRraW5kEgW6SAIIASIYCghUZXh0UGFydBIMCgR0ZXh0GAEgASgJIlgKDFRvb2xDYWxsUGFydBIWCgJpZBgBIAEoCUIKukgHcgUQARiAAhIYCgRuYW1lGAIgASgJQgq6SAdyBRABGIACEhYKDmFyZ3VtZW50c19qc29uGAMgASgJIlUKDlRvb2xSZXN1bHRQYXJ0EiAKDHRvb2xfY2FsbF9pZBgBIAEoCUIKukgHcgUQARiAAhIPCgdjb250ZW50GAIgASgJEhAKCGlzX2Vycm9yGAMgASgIIoQBCglJbWFnZVBhcnQSHAoKbWVkaWFfdHlwZRgBIAEoCUIIukgFcgMYgAESFgoFd2lkdGgYAiABKAVCB7pIBBoCKAASFwoGaGVpZ2h0GAMgASgFQge6SAQaAigAEigKBmRldGFpbBgEIAEoCUIYukgVchNSAFIDbG93UgRoaWdoUgRhdXRvIlgKDlRvb2xEZWZpbml0aW9uEhgKBG5hbWUYASABKAlCCrpIB3IFEAEYgAISEwoLZGVzY3JpcHRpb24YAiABKAkSFwoPcGFyYW1ldGVyc19qc29uGAMgASgJIpMKChBDb21wYWN0aW9uUG9saWN5EjcKEXdhcm5pbmdfdGhyZXNob2xkGAEgASgBQhe6SBQSEhkAAAAAAADwPyEAAAAAAAAAAEgAiAEBEjgKEmNyaXRpY2FsX3RocmVzaG9sZBgCIAEoAUIXukgUEhIZAAAAAAAA8D8hAAAAAAAAAABIAYgBARI5ChNlbWVyZ2VuY3lfdGhyZXNob2xkGAMgASgBQhe6SBQSEhkAAAAAAADwPyEAAAAAAAAAAEgCiAEBEiwKBnRhcmdldBgEIAEoAUIXukgUEhIRAAAAAAAA8D8hAAAAAAAAAABIA4gBARIoChJrZWVwX3JlY2VudF90b2tlbnMYBSABKANCB7pIBCICKABIBIgBARIqChRrZWVwX3JlY2VudF9tZXNzYWdlcxgGIAEoBUIHukgEGgIoAEgFiAEBEjEKG3Byb3RlY3RfcmVjZW50X3Rvb2xfcmVzdWx0cxgHIAEoBUIHukgEGgIoAEgGiAEBEhkKDGF1dG9fY29tcGFjdBgIIAEoCEgHiAEBEiwKFnJlc2VydmVkX291dHB1dF90b2tlbnMYCSABKANCB7pIBCICKABICIgBARIsChJzdW1tYXJ5X21heF90b2tlbnMYCiABKAVCC7pICBoGGKCNBigySAmIAQESIQoKc3VtbWFyaXplchgLIAEoCUIIukgFcgMYyAFICogBATqNBLpIiQQa4wIKFnBvbGljeS50aHJlc2hvbGRfb3JkZXISVnRocmVzaG9sZHMgbXVzdCBzYXRpc2Z5IHdhcm5pbmdfdGhyZXNob2xkIDw9IGNyaXRpY2FsX3RocmVzaG9sZCA8PSBlbWVyZ2VuY3lfdGhyZXNob2xkGvABKCFoYXModGhpcy53YXJuaW5nX3RocmVzaG9sZCkgfHwgIWhhcyh0aGlzLmNyaXRpY2FsX3RocmVzaG9sZCkgfHwgdGhpcy53YXJuaW5nX3RocmVzaG9sZCA8PSB0aGlzLmNyaXRpY2FsX3RocmVzaG9sZCkgJiYgKCFoYXModGhpcy5jcml0aWNhbF90aHJlc2hvbGQpIHx8ICFoYXModGhpcy5lbWVyZ2VuY3lfdGhyZXNob2xkKSB8fCB0aGlzLmNyaXRpY2FsX3RocmVzaG9sZCA8PSB0aGlzLmVtZXJnZW5jeV90aHJlc2hvbGQpGqABChtwb2xpY3kudGFyZ2V0X2JlbG93X3dhcm5pbmcSJnRhcmdldCBtdXN0IGJlIGJlbG93IHdhcm5pbmdfdGhyZXNob2xkGlkhaGFzKHRoaXMudGFyZ2V0KSB8fCAhaGFzKHRoaXMud2FybmluZ190aHJlc2hvbGQpIHx8IHRoaXMudGFyZ2V0IDwgdGhpcy53YXJuaW5nX3RocmVzaG9sZEIUChJfd2FybmluZ190aHJlc2hvbGRCFQoTX2NyaXRpY2FsX3RocmVzaG9sZEIWChRfZW1lcmdlbmN5X3RocmVzaG9sZEIJCgdfdGFyZ2V0QhUKE19rZWVwX3JlY2VudF90b2tlbnNCFwoVX2tlZXBfcmVjZW50X21lc3NhZ2VzQh4KHF9wcm90ZWN0X3JlY2VudF90b29sX3Jlc3VsdHNCDwoNX2F1dG9fY29tcGFjdEIZChdfcmVzZXJ2ZWRfb3V0cHV0X3Rva2Vuc0IVChNfc3VtbWFyeV9tYXhfdG9rZW5zQg0KC19zdW1tYXJpemVyIqgECgxDb250ZXh0VXNhZ2USDQoFbW9kZWwYASABKAkSEwoLbW9kZWxfa25vd24YAiABKAgSEAoIZW5jb2RpbmcYAyABKAkSDQoFZXhhY3QYBCABKAgSFgoOY29udGV4dF93aW5kb3cYBSABKAMSFQoNc3lzdGVtX3Rva2VucxgGIAEoAxIUCgx0b29sc190b2tlbnMYByABKAMSFwoPbWVzc2FnZXNfdG9rZW5zGAggASgDEhUKDW1lc3NhZ2VfY291bnQYCSABKAMSHgoWcmVzZXJ2ZWRfb3V0cHV0X3Rva2VucxgKIAEoAxITCgt1c2VkX3Rva2VucxgLIAEoAxITCgtmcmVlX3Rva2VucxgMIAEoAxITCgtvdmVyX3Rva2VucxgNIAEoAxIUCgxwZXJjZW50X3VzZWQYDiABKAESMQoKdGhyZXNob2xkcxgPIAEoCzIdLmNvbnRleHRkLnYxLkNvbXBhY3Rpb25Qb2xpY3kSKAoFbGV2ZWwYECABKA4yGS5jb250ZXh0ZC52MS5Db250ZXh0TGV2ZWwSFAoMd2lsbF9jb21wYWN0GBEgASgIEhYKDnJlY29tbWVuZGF0aW9uGBIgASgJEjQKD2VzdGltYXRlX3NvdXJjZRgTIAEoDjIbLmNvbnRleHRkLnYxLkVzdGltYXRlU291cmNlEhYKDmV4cGVjdGVkX2Vycm9yGBQgASgBEhAKCHdhcm5pbmdzGBUgAygJIpcBCg5Db21wYWN0aW9uSW5mbxIKCgJpZBgBIAEoCRINCgVyb3VuZBgCIAEoBRINCgV0aWVycxgDIAMoCRIVCg10b2tlbnNfYmVmb3JlGAQgASgDEhQKDHRva2Vuc19hZnRlchgFIAEoAxIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKMAgoNQ29udGV4dFN0YXR1cxISCgpzZXNzaW9uX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAMSJwoFZXZlbnQYAyABKA4yGC5jb250ZXh0ZC52MS5TdGF0dXNFdmVudBIoCgV1c2FnZRgEIAEoCzIZLmNvbnRleHRkLnYxLkNvbnRleHRVc2FnZRIRCgljb21wYWN0ZWQYBSABKAgSNAoPbGFzdF9jb21wYWN0aW9uGAYgASgLMhsuY29udGV4dGQudjEuQ29tcGFjdGlvbkluZm8SEAoId2FybmluZ3MYByADKAkSKAoEdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAivAMKB1Nlc3Npb24SCgoCaWQYASABKAkSDQoFbW9kZWwYAiABKAkSFQoNc3lzdGVtX3Byb21wdBgDIAEoCRIqCgV0b29scxgEIAMoCzIbLmNvbnRleHRkLnYxLlRvb2xEZWZpbml0aW9uEi0KBnBvbGljeRgFIAEoCzIdLmNvbnRleHRkLnYxLkNvbXBhY3Rpb25Qb2xpY3kSMAoGbGFiZWxzGAYgAygLMiAuY29udGV4dGQudjEuU2Vzc2lvbi5MYWJlbHNFbnRyeRIPCgd2ZXJzaW9uGAcgASgDEhUKDW1lc3NhZ2VfY291bnQYCCABKAMSEQoJbG9nX2NvdW50GAkgASgDEigKBXVzYWdlGAogASgLMhkuY29udGV4dGQudjEuQ29udGV4dFVzYWdlEi4KCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEikQEKDkNvbXBhY3Rpb25JdGVtEgwKBHRpZXIYASABKAkSFgoObmV3X21lc3NhZ2VfaWQYAiABKAkSHAoUcmVwbGFjZWRfbWVzc2FnZV9pZHMYAyADKAkSDgoGcmVhc29uGAQgASgJEhUKDXRva2Vuc19iZWZvcmUYBSABKAMSFAoMdG9rZW5zX2FmdGVyGAYgASgDIrECCgpDb21wYWN0aW9uEgoKAmlkGAEgASgJEg0KBXJvdW5kGAIgASgFEg0KBXRpZXJzGAMgAygJEhUKDXRva2Vuc19iZWZvcmUYBCABKAMSFAoMdG9rZW5zX2FmdGVyGAUgASgDEioKBWl0ZW1zGAYgAygLMhsuY29udGV4dGQudjEuQ29tcGFjdGlvbkl0ZW0SDwoHc3VtbWFyeRgHIAEoCRIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtyZXZlcnRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9TWVNURU0QARINCglST0xFX1VTRVIQAhISCg5ST0xFX0FTU0lTVEFOVBADEg0KCVJPTEVfVE9PTBAEKnwKC01lc3NhZ2VLaW5kEhwKGE1FU1NBR0VfS0lORF9VTlNQRUNJRklFRBAAEhcKE01FU1NBR0VfS0lORF9OT1JNQUwQARIYChRNRVNTQUdFX0tJTkRfU1VNTUFSWRACEhwKGE1FU1NBR0VfS0lORF9QTEFDRUhPTERFUhADKpYBCgxDb250ZXh0TGV2ZWwSHQoZQ09OVEVYVF9MRVZFTF9VTlNQRUNJRklFRBAAEhQKEENPTlRFWFRfTEVWRUxfT0sQARIZChVDT05URVhUX0xFVkVMX0NPTVBBQ1QQAhIbChdDT05URVhUX0xFVkVMX1NVTU1BUklaRRADEhkKFUNPTlRFWFRfTEVWRUxfSEFORE9GRhAEKqwBCg5Fc3RpbWF0ZVNvdXJjZRIfChtFU1RJTUFURV9TT1VSQ0VfVU5TUEVDSUZJRUQQABIdChlFU1RJTUFURV9TT1VSQ0VfRVNUSU1BVEVEEAESHgoaRVNUSU1BVEVfU09VUkNFX0NBTElCUkFURUQQAhIcChhFU1RJTUFURV9TT1VSQ0VfQU5DSE9SRUQQAxIcChhFU1RJTUFURV9TT1VSQ0VfUFJPVklERVIQBCqCAgoLU3RhdHVzRXZlbnQSHAoYU1RBVFVTX0VWRU5UX1VOU1BFQ0lGSUVEEAASGQoVU1RBVFVTX0VWRU5UX1NOQVBTSE9UEAESGQoVU1RBVFVTX0VWRU5UX0FQUEVOREVEEAISGgoWU1RBVFVTX0VWRU5UX0NPTVBBQ1RFRBADEhkKFVNUQVRVU19FVkVOVF9SRVZFUlRFRBAEEhgKFFNUQVRVU19FVkVOVF9XQVJOSU5HEAUSGAoUU1RBVFVTX0VWRU5UX0RFTEVURUQQBhIYChRTVEFUVVNfRVZFTlRfVVBEQVRFRBAHEhoKFlNUQVRVU19FVkVOVF9IRUFSVEJFQVQQCCpaCgtNZXNzYWdlVmlldxIcChhNRVNTQUdFX1ZJRVdfVU5TUEVDSUZJRUQQABIXChNNRVNTQUdFX1ZJRVdfQUNUSVZFEAESFAoQTUVTU0FHRV9WSUVXX0xPRxACKowBCg5Db21wYWN0aW9uVGllchIfChtDT01QQUNUSU9OX1RJRVJfVU5TUEVDSUZJRUQQABIZChVDT01QQUNUSU9OX1RJRVJfUFJVTkUQARIdChlDT01QQUNUSU9OX1RJRVJfU1VNTUFSSVpFEAISHwobQ09NUEFDVElPTl9USUVSX0RST1BfTUlERExFEANCOVo3Z2l0aHViLmNvbS9jb250ZXh0ZC9jb250ZXh0ZC9nZW4vY29udGV4dGQvdjE7Y29udGV4dGR2MWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_timestamp]);
+  fileDesc("Chdjb250ZXh0ZC92MS90eXBlcy5wcm90bxILY29udGV4dGQudjEijgMKB01lc3NhZ2USFAoCaWQYASABKAlCCLpIBXIDGIABEhAKCHBvc2l0aW9uGAIgASgDEisKBHJvbGUYAyABKA4yES5jb250ZXh0ZC52MS5Sb2xlQgq6SAeCAQQQASAAEi0KBXBhcnRzGAQgAygLMhEuY29udGV4dGQudjEuUGFydEILukgIkgEFCAEQgCASFgoEbmFtZRgFIAEoCUIIukgFcgMYgAISDgoGcGlubmVkGAYgASgIEiYKBGtpbmQYByABKA4yGC5jb250ZXh0ZC52MS5NZXNzYWdlS2luZBIOCgZ0b2tlbnMYCCABKAMSPgoIbWV0YWRhdGEYCSADKAsyIi5jb250ZXh0ZC52MS5NZXNzYWdlLk1ldGFkYXRhRW50cnlCCLpIBZoBAhBAEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLJAQoEUGFydBIlCgR0ZXh0GAEgASgLMhUuY29udGV4dGQudjEuVGV4dFBhcnRIABIuCgl0b29sX2NhbGwYAiABKAsyGS5jb250ZXh0ZC52MS5Ub29sQ2FsbFBhcnRIABIyCgt0b29sX3Jlc3VsdBgDIAEoCzIbLmNvbnRleHRkLnYxLlRvb2xSZXN1bHRQYXJ0SAASJwoFaW1hZ2UYBCABKAsyFi5jb250ZXh0ZC52MS5JbWFnZVBhcnRIAEINCgRraW5kEgW6SAIIASIYCghUZXh0UGFydBIMCgR0ZXh0GAEgASgJIlgKDFRvb2xDYWxsUGFydBIWCgJpZBgBIAEoCUIKukgHcgUQARiAAhIYCgRuYW1lGAIgASgJQgq6SAdyBRABGIACEhYKDmFyZ3VtZW50c19qc29uGAMgASgJIlUKDlRvb2xSZXN1bHRQYXJ0EiAKDHRvb2xfY2FsbF9pZBgBIAEoCUIKukgHcgUQARiAAhIPCgdjb250ZW50GAIgASgJEhAKCGlzX2Vycm9yGAMgASgIIoQBCglJbWFnZVBhcnQSHAoKbWVkaWFfdHlwZRgBIAEoCUIIukgFcgMYgAESFgoFd2lkdGgYAiABKAVCB7pIBBoCKAASFwoGaGVpZ2h0GAMgASgFQge6SAQaAigAEigKBmRldGFpbBgEIAEoCUIYukgVchNSAFIDbG93UgRoaWdoUgRhdXRvIlgKDlRvb2xEZWZpbml0aW9uEhgKBG5hbWUYASABKAlCCrpIB3IFEAEYgAISEwoLZGVzY3JpcHRpb24YAiABKAkSFwoPcGFyYW1ldGVyc19qc29uGAMgASgJIp8LChBDb21wYWN0aW9uUG9saWN5EjcKEXdhcm5pbmdfdGhyZXNob2xkGAEgASgBQhe6SBQSEhkAAAAAAADwPyEAAAAAAAAAAEgAiAEBEjgKEmNyaXRpY2FsX3RocmVzaG9sZBgCIAEoAUIXukgUEhIZAAAAAAAA8D8hAAAAAAAAAABIAYgBARI5ChNlbWVyZ2VuY3lfdGhyZXNob2xkGAMgASgBQhe6SBQSEhkAAAAAAADwPyEAAAAAAAAAAEgCiAEBEiwKBnRhcmdldBgEIAEoAUIXukgUEhIRAAAAAAAA8D8hAAAAAAAAAABIA4gBARIoChJrZWVwX3JlY2VudF90b2tlbnMYBSABKANCB7pIBCICKABIBIgBARIqChRrZWVwX3JlY2VudF9tZXNzYWdlcxgGIAEoBUIHukgEGgIoAEgFiAEBEjEKG3Byb3RlY3RfcmVjZW50X3Rvb2xfcmVzdWx0cxgHIAEoBUIHukgEGgIoAEgGiAEBEhkKDGF1dG9fY29tcGFjdBgIIAEoCEgHiAEBEiwKFnJlc2VydmVkX291dHB1dF90b2tlbnMYCSABKANCB7pIBCICKABICIgBARIsChJzdW1tYXJ5X21heF90b2tlbnMYCiABKAVCC7pICBoGGKCNBigySAmIAQESIQoKc3VtbWFyaXplchgLIAEoCUIIukgFcgMYyAFICogBARItChNjYWNoZV9wYXliYWNrX2NhbGxzGCggASgFQgu6SAgaBhigjQYoAEgLiAEBEjIKDGNhY2hlX3RhcmdldBgpIAEoAUIXukgUEhIRAAAAAAAA8D8hAAAAAAAAAABIDIgBATqNBLpIiQQa4wIKFnBvbGljeS50aHJlc2hvbGRfb3JkZXISVnRocmVzaG9sZHMgbXVzdCBzYXRpc2Z5IHdhcm5pbmdfdGhyZXNob2xkIDw9IGNyaXRpY2FsX3RocmVzaG9sZCA8PSBlbWVyZ2VuY3lfdGhyZXNob2xkGvABKCFoYXModGhpcy53YXJuaW5nX3RocmVzaG9sZCkgfHwgIWhhcyh0aGlzLmNyaXRpY2FsX3RocmVzaG9sZCkgfHwgdGhpcy53YXJuaW5nX3RocmVzaG9sZCA8PSB0aGlzLmNyaXRpY2FsX3RocmVzaG9sZCkgJiYgKCFoYXModGhpcy5jcml0aWNhbF90aHJlc2hvbGQpIHx8ICFoYXModGhpcy5lbWVyZ2VuY3lfdGhyZXNob2xkKSB8fCB0aGlzLmNyaXRpY2FsX3RocmVzaG9sZCA8PSB0aGlzLmVtZXJnZW5jeV90aHJlc2hvbGQpGqABChtwb2xpY3kudGFyZ2V0X2JlbG93X3dhcm5pbmcSJnRhcmdldCBtdXN0IGJlIGJlbG93IHdhcm5pbmdfdGhyZXNob2xkGlkhaGFzKHRoaXMudGFyZ2V0KSB8fCAhaGFzKHRoaXMud2FybmluZ190aHJlc2hvbGQpIHx8IHRoaXMudGFyZ2V0IDwgdGhpcy53YXJuaW5nX3RocmVzaG9sZEIUChJfd2FybmluZ190aHJlc2hvbGRCFQoTX2NyaXRpY2FsX3RocmVzaG9sZEIWChRfZW1lcmdlbmN5X3RocmVzaG9sZEIJCgdfdGFyZ2V0QhUKE19rZWVwX3JlY2VudF90b2tlbnNCFwoVX2tlZXBfcmVjZW50X21lc3NhZ2VzQh4KHF9wcm90ZWN0X3JlY2VudF90b29sX3Jlc3VsdHNCDwoNX2F1dG9fY29tcGFjdEIZChdfcmVzZXJ2ZWRfb3V0cHV0X3Rva2Vuc0IVChNfc3VtbWFyeV9tYXhfdG9rZW5zQg0KC19zdW1tYXJpemVyQhYKFF9jYWNoZV9wYXliYWNrX2NhbGxzQg8KDV9jYWNoZV90YXJnZXQiqAQKDENvbnRleHRVc2FnZRINCgVtb2RlbBgBIAEoCRITCgttb2RlbF9rbm93bhgCIAEoCBIQCghlbmNvZGluZxgDIAEoCRINCgVleGFjdBgEIAEoCBIWCg5jb250ZXh0X3dpbmRvdxgFIAEoAxIVCg1zeXN0ZW1fdG9rZW5zGAYgASgDEhQKDHRvb2xzX3Rva2VucxgHIAEoAxIXCg9tZXNzYWdlc190b2tlbnMYCCABKAMSFQoNbWVzc2FnZV9jb3VudBgJIAEoAxIeChZyZXNlcnZlZF9vdXRwdXRfdG9rZW5zGAogASgDEhMKC3VzZWRfdG9rZW5zGAsgASgDEhMKC2ZyZWVfdG9rZW5zGAwgASgDEhMKC292ZXJfdG9rZW5zGA0gASgDEhQKDHBlcmNlbnRfdXNlZBgOIAEoARIxCgp0aHJlc2hvbGRzGA8gASgLMh0uY29udGV4dGQudjEuQ29tcGFjdGlvblBvbGljeRIoCgVsZXZlbBgQIAEoDjIZLmNvbnRleHRkLnYxLkNvbnRleHRMZXZlbBIUCgx3aWxsX2NvbXBhY3QYESABKAgSFgoOcmVjb21tZW5kYXRpb24YEiABKAkSNAoPZXN0aW1hdGVfc291cmNlGBMgASgOMhsuY29udGV4dGQudjEuRXN0aW1hdGVTb3VyY2USFgoOZXhwZWN0ZWRfZXJyb3IYFCABKAESEAoId2FybmluZ3MYFSADKAkilwEKDkNvbXBhY3Rpb25JbmZvEgoKAmlkGAEgASgJEg0KBXJvdW5kGAIgASgFEg0KBXRpZXJzGAMgAygJEhUKDXRva2Vuc19iZWZvcmUYBCABKAMSFAoMdG9rZW5zX2FmdGVyGAUgASgDEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrECCg1Db250ZXh0U3RhdHVzEhIKCnNlc3Npb25faWQYASABKAkSDwoHdmVyc2lvbhgCIAEoAxInCgVldmVudBgDIAEoDjIYLmNvbnRleHRkLnYxLlN0YXR1c0V2ZW50EigKBXVzYWdlGAQgASgLMhkuY29udGV4dGQudjEuQ29udGV4dFVzYWdlEhEKCWNvbXBhY3RlZBgFIAEoCBI0Cg9sYXN0X2NvbXBhY3Rpb24YBiABKAsyGy5jb250ZXh0ZC52MS5Db21wYWN0aW9uSW5mbxIQCgh3YXJuaW5ncxgHIAMoCRIoCgR0aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIjCgZsZWRnZXIYKCABKAsyEy5jb250ZXh0ZC52MS5MZWRnZXIi4QMKB1Nlc3Npb24SCgoCaWQYASABKAkSDQoFbW9kZWwYAiABKAkSFQoNc3lzdGVtX3Byb21wdBgDIAEoCRIqCgV0b29scxgEIAMoCzIbLmNvbnRleHRkLnYxLlRvb2xEZWZpbml0aW9uEi0KBnBvbGljeRgFIAEoCzIdLmNvbnRleHRkLnYxLkNvbXBhY3Rpb25Qb2xpY3kSMAoGbGFiZWxzGAYgAygLMiAuY29udGV4dGQudjEuU2Vzc2lvbi5MYWJlbHNFbnRyeRIPCgd2ZXJzaW9uGAcgASgDEhUKDW1lc3NhZ2VfY291bnQYCCABKAMSEQoJbG9nX2NvdW50GAkgASgDEigKBXVzYWdlGAogASgLMhkuY29udGV4dGQudjEuQ29udGV4dFVzYWdlEi4KCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKBmxlZGdlchgoIAEoCzITLmNvbnRleHRkLnYxLkxlZGdlchotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpEBCg5Db21wYWN0aW9uSXRlbRIMCgR0aWVyGAEgASgJEhYKDm5ld19tZXNzYWdlX2lkGAIgASgJEhwKFHJlcGxhY2VkX21lc3NhZ2VfaWRzGAMgAygJEg4KBnJlYXNvbhgEIAEoCRIVCg10b2tlbnNfYmVmb3JlGAUgASgDEhQKDHRva2Vuc19hZnRlchgGIAEoAyKxAgoKQ29tcGFjdGlvbhIKCgJpZBgBIAEoCRINCgVyb3VuZBgCIAEoBRINCgV0aWVycxgDIAMoCRIVCg10b2tlbnNfYmVmb3JlGAQgASgDEhQKDHRva2Vuc19hZnRlchgFIAEoAxIqCgVpdGVtcxgGIAMoCzIbLmNvbnRleHRkLnYxLkNvbXBhY3Rpb25JdGVtEg8KB3N1bW1hcnkYByABKAkSLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLcmV2ZXJ0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlgKDE1vZGVsUHJpY2luZxINCgVpbnB1dBgBIAEoARIUCgxjYWNoZWRfaW5wdXQYAiABKAESEwoLY2FjaGVfd3JpdGUYAyABKAESDgoGb3V0cHV0GAQgASgBIqsBCgxMZWRnZXJUb3RhbHMSDQoFY2FsbHMYASABKAMSFAoMaW5wdXRfdG9rZW5zGAIgASgDEhkKEWNhY2hlX3JlYWRfdG9rZW5zGAMgASgDEhoKEmNhY2hlX3dyaXRlX3Rva2VucxgEIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAUgASgDEhAKCGNvc3RfdXNkGAYgASgBEhYKDnVucHJpY2VkX2NhbGxzGAcgASgDIpoBCgZMZWRnZXISKAoFY2FsbHMYASABKAsyGS5jb250ZXh0ZC52MS5MZWRnZXJUb3RhbHMSNgoTY29tcGFjdGlvbl9vdmVyaGVhZBgCIAEoCzIZLmNvbnRleHRkLnYxLkxlZGdlclRvdGFscxIWCg5jYWNoZV9oaXRfcmF0ZRgDIAEoARIWCg50b3RhbF9jb3N0X3VzZBgEIAEoASJvCg9DYWNoZUJyZWFrcG9pbnQSLgoEa2luZBgBIAEoDjIgLmNvbnRleHRkLnYxLkNhY2hlQnJlYWtwb2ludEtpbmQSFQoNbWVzc2FnZV9pbmRleBgCIAEoAxIVCg1wcmVmaXhfdG9rZW5zGAMgASgDIoMCCgpDYWNoZUhpbnRzEhQKDGhhc19wcmV2aW91cxgBIAEoCBIUCgxmaXhlZF9zdGFibGUYAiABKAgSHgoWc3RhYmxlX3ByZWZpeF9tZXNzYWdlcxgDIAEoAxIcChRzdGFibGVfcHJlZml4X3Rva2VucxgEIAEoAxIWCg5yZXF1ZXN0X3Rva2VucxgFIAEoAxIkChdjb21wYWN0aW9uX2NoYW5nZWRfZnJvbRgGIAEoA0gAiAEBEjEKC2JyZWFrcG9pbnRzGAcgAygLMhwuY29udGV4dGQudjEuQ2FjaGVCcmVha3BvaW50QhoKGF9jb21wYWN0aW9uX2NoYW5nZWRfZnJvbSpfCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIPCgtST0xFX1NZU1RFTRABEg0KCVJPTEVfVVNFUhACEhIKDlJPTEVfQVNTSVNUQU5UEAMSDQoJUk9MRV9UT09MEAQqfAoLTWVzc2FnZUtpbmQSHAoYTUVTU0FHRV9LSU5EX1VOU1BFQ0lGSUVEEAASFwoTTUVTU0FHRV9LSU5EX05PUk1BTBABEhgKFE1FU1NBR0VfS0lORF9TVU1NQVJZEAISHAoYTUVTU0FHRV9LSU5EX1BMQUNFSE9MREVSEAMqlgEKDENvbnRleHRMZXZlbBIdChlDT05URVhUX0xFVkVMX1VOU1BFQ0lGSUVEEAASFAoQQ09OVEVYVF9MRVZFTF9PSxABEhkKFUNPTlRFWFRfTEVWRUxfQ09NUEFDVBACEhsKF0NPTlRFWFRfTEVWRUxfU1VNTUFSSVpFEAMSGQoVQ09OVEVYVF9MRVZFTF9IQU5ET0ZGEAQqrAEKDkVzdGltYXRlU291cmNlEh8KG0VTVElNQVRFX1NPVVJDRV9VTlNQRUNJRklFRBAAEh0KGUVTVElNQVRFX1NPVVJDRV9FU1RJTUFURUQQARIeChpFU1RJTUFURV9TT1VSQ0VfQ0FMSUJSQVRFRBACEhwKGEVTVElNQVRFX1NPVVJDRV9BTkNIT1JFRBADEhwKGEVTVElNQVRFX1NPVVJDRV9QUk9WSURFUhAEKoICCgtTdGF0dXNFdmVudBIcChhTVEFUVVNfRVZFTlRfVU5TUEVDSUZJRUQQABIZChVTVEFUVVNfRVZFTlRfU05BUFNIT1QQARIZChVTVEFUVVNfRVZFTlRfQVBQRU5ERUQQAhIaChZTVEFUVVNfRVZFTlRfQ09NUEFDVEVEEAMSGQoVU1RBVFVTX0VWRU5UX1JFVkVSVEVEEAQSGAoUU1RBVFVTX0VWRU5UX1dBUk5JTkcQBRIYChRTVEFUVVNfRVZFTlRfREVMRVRFRBAGEhgKFFNUQVRVU19FVkVOVF9VUERBVEVEEAcSGgoWU1RBVFVTX0VWRU5UX0hFQVJUQkVBVBAIKloKC01lc3NhZ2VWaWV3EhwKGE1FU1NBR0VfVklFV19VTlNQRUNJRklFRBAAEhcKE01FU1NBR0VfVklFV19BQ1RJVkUQARIUChBNRVNTQUdFX1ZJRVdfTE9HEAIqjAEKDkNvbXBhY3Rpb25UaWVyEh8KG0NPTVBBQ1RJT05fVElFUl9VTlNQRUNJRklFRBAAEhkKFUNPTVBBQ1RJT05fVElFUl9QUlVORRABEh0KGUNPTVBBQ1RJT05fVElFUl9TVU1NQVJJWkUQAhIfChtDT01QQUNUSU9OX1RJRVJfRFJPUF9NSURETEUQAyrRAQoTQ2FjaGVCcmVha3BvaW50S2luZBIlCiFDQUNIRV9CUkVBS1BPSU5UX0tJTkRfVU5TUEVDSUZJRUQQABIgChxDQUNIRV9CUkVBS1BPSU5UX0tJTkRfU1lTVEVNEAESIQodQ0FDSEVfQlJFQUtQT0lOVF9LSU5EX1NVTU1BUlkQAhInCiNDQUNIRV9CUkVBS1BPSU5UX0tJTkRfU1RBQkxFX1BSRUZJWBADEiUKIUNBQ0hFX0JSRUFLUE9JTlRfS0lORF9SRVFVRVNUX0VORBAEQjlaN2dpdGh1Yi5jb20vY29udGV4dGQvY29udGV4dGQvZ2VuL2NvbnRleHRkL3YxO2NvbnRleHRkdjFiBnByb3RvMw", [file_buf_validate_validate, file_google_protobuf_timestamp]);
 
 /**
  * A message of a conversation: a role and ordered parts. Plain chat text is
@@ -422,6 +422,30 @@ export type CompactionPolicy = Message$1<"contextd.v1.CompactionPolicy"> & {
    * @generated from field: optional string summarizer = 11;
    */
   summarizer?: string | undefined;
+
+  /**
+   * Cache-aware compaction: PrepareContext compacts on its own below
+   * emergency_threshold only when the tokens a compaction saves repay,
+   * within this many model calls, the prompt-cache rewrite it causes (every
+   * token after its first change is written to the cache again on the next
+   * call, at the cache-write price instead of the cache-read price; compare
+   * Anthropic's clear_at_least). From emergency_threshold, or when the
+   * request would not fit, it always compacts, and then deeply (to
+   * cache_target), so the next compaction is far away. Default 10; 0 turns
+   * cache-awareness off (compact as soon as warning_threshold and
+   * critical_threshold are reached, to target).
+   *
+   * @generated from field: optional int32 cache_payback_calls = 40;
+   */
+  cachePaybackCalls?: number | undefined;
+
+  /**
+   * Where a compaction that cache-awareness forces aims, as a fraction of
+   * the usable window. Default 0.40 (at most target).
+   *
+   * @generated from field: optional double cache_target = 41;
+   */
+  cacheTarget?: number | undefined;
 };
 
 /**
@@ -716,6 +740,14 @@ export type ContextStatus = Message$1<"contextd.v1.ContextStatus"> & {
    * @generated from field: google.protobuf.Timestamp time = 8;
    */
   time?: Timestamp | undefined;
+
+  /**
+   * What the session has cost so far, from ReportUsage and the summarizer's
+   * own LLM calls.
+   *
+   * @generated from field: contextd.v1.Ledger ledger = 40;
+   */
+  ledger?: Ledger | undefined;
 };
 
 /**
@@ -817,6 +849,14 @@ export type Session = Message$1<"contextd.v1.Session"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 12;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * What the session has cost so far (ReportUsage totals, summarizer
+   * overhead, estimated spend).
+   *
+   * @generated from field: contextd.v1.Ledger ledger = 40;
+   */
+  ledger?: Ledger | undefined;
 };
 
 /**
@@ -965,6 +1005,274 @@ export type Compaction = Message$1<"contextd.v1.Compaction"> & {
  */
 export const CompactionSchema: GenMessage<Compaction> = /*@__PURE__*/
   messageDesc(file_contextd_v1_types, 13);
+
+/**
+ * A model's list prices, USD per million tokens (from the model registry;
+ * override them in CONTEXTD_MODELS_FILE).
+ *
+ * @generated from message contextd.v1.ModelPricing
+ */
+export type ModelPricing = Message$1<"contextd.v1.ModelPricing"> & {
+  /**
+   * Uncached input.
+   *
+   * @generated from field: double input = 1;
+   */
+  input: number;
+
+  /**
+   * Input read from the provider's prompt cache (Anthropic cache reads,
+   * OpenAI cached input).
+   *
+   * @generated from field: double cached_input = 2;
+   */
+  cachedInput: number;
+
+  /**
+   * Input written to the prompt cache (Anthropic cache_creation_input_tokens;
+   * the input price where writes cost nothing extra, as with OpenAI).
+   *
+   * @generated from field: double cache_write = 3;
+   */
+  cacheWrite: number;
+
+  /**
+   * Output.
+   *
+   * @generated from field: double output = 4;
+   */
+  output: number;
+};
+
+/**
+ * Describes the message contextd.v1.ModelPricing.
+ * Use `create(ModelPricingSchema)` to create a new message.
+ */
+export const ModelPricingSchema: GenMessage<ModelPricing> = /*@__PURE__*/
+  messageDesc(file_contextd_v1_types, 14);
+
+/**
+ * Token totals of a set of model calls, as the provider billed them.
+ *
+ * @generated from message contextd.v1.LedgerTotals
+ */
+export type LedgerTotals = Message$1<"contextd.v1.LedgerTotals"> & {
+  /**
+   * Model calls recorded.
+   *
+   * @generated from field: int64 calls = 1;
+   */
+  calls: bigint;
+
+  /**
+   * Uncached input tokens (Anthropic usage.input_tokens; for OpenAI,
+   * prompt_tokens minus the cached tokens).
+   *
+   * @generated from field: int64 input_tokens = 2;
+   */
+  inputTokens: bigint;
+
+  /**
+   * Input tokens read from the prompt cache.
+   *
+   * @generated from field: int64 cache_read_tokens = 3;
+   */
+  cacheReadTokens: bigint;
+
+  /**
+   * Input tokens written to the prompt cache.
+   *
+   * @generated from field: int64 cache_write_tokens = 4;
+   */
+  cacheWriteTokens: bigint;
+
+  /**
+   * Output tokens.
+   *
+   * @generated from field: int64 output_tokens = 5;
+   */
+  outputTokens: bigint;
+
+  /**
+   * Estimated spend in USD: each call priced, when it was recorded, with
+   * the registry prices of the model that served it (unpriced calls add 0).
+   *
+   * @generated from field: double cost_usd = 6;
+   */
+  costUsd: number;
+
+  /**
+   * Calls whose model had no prices in the registry.
+   *
+   * @generated from field: int64 unpriced_calls = 7;
+   */
+  unpricedCalls: bigint;
+};
+
+/**
+ * Describes the message contextd.v1.LedgerTotals.
+ * Use `create(LedgerTotalsSchema)` to create a new message.
+ */
+export const LedgerTotalsSchema: GenMessage<LedgerTotals> = /*@__PURE__*/
+  messageDesc(file_contextd_v1_types, 15);
+
+/**
+ * What a session has cost: the agent's model calls (fed by ReportUsage) and
+ * the compaction overhead (the LLM summarizer's own calls). Totals survive
+ * restarts and are exact under concurrent reports.
+ *
+ * @generated from message contextd.v1.Ledger
+ */
+export type Ledger = Message$1<"contextd.v1.Ledger"> & {
+  /**
+   * The agent's model calls, as reported with ReportUsage.
+   *
+   * @generated from field: contextd.v1.LedgerTotals calls = 1;
+   */
+  calls?: LedgerTotals | undefined;
+
+  /**
+   * The summarizer's LLM calls, from the provider's usage blocks.
+   *
+   * @generated from field: contextd.v1.LedgerTotals compaction_overhead = 2;
+   */
+  compactionOverhead?: LedgerTotals | undefined;
+
+  /**
+   * cache_read_tokens / all input tokens (uncached + cache reads + cache
+   * writes) of the agent's calls, 0 to 1; 0 when nothing was reported.
+   *
+   * @generated from field: double cache_hit_rate = 3;
+   */
+  cacheHitRate: number;
+
+  /**
+   * calls.cost_usd + compaction_overhead.cost_usd.
+   *
+   * @generated from field: double total_cost_usd = 4;
+   */
+  totalCostUsd: number;
+};
+
+/**
+ * Describes the message contextd.v1.Ledger.
+ * Use `create(LedgerSchema)` to create a new message.
+ */
+export const LedgerSchema: GenMessage<Ledger> = /*@__PURE__*/
+  messageDesc(file_contextd_v1_types, 16);
+
+/**
+ * One recommended cache mark.
+ *
+ * @generated from message contextd.v1.CacheBreakpoint
+ */
+export type CacheBreakpoint = Message$1<"contextd.v1.CacheBreakpoint"> & {
+  /**
+   * What the mark closes.
+   *
+   * @generated from field: contextd.v1.CacheBreakpointKind kind = 1;
+   */
+  kind: CacheBreakpointKind;
+
+  /**
+   * Put the mark on the last content block of messages[message_index]
+   * (PrepareContextResponse.messages); -1 for the system prompt.
+   *
+   * @generated from field: int64 message_index = 2;
+   */
+  messageIndex: bigint;
+
+  /**
+   * Tokens of the request up to and including the marked block (system
+   * prompt and tools included), as counted locally.
+   *
+   * @generated from field: int64 prefix_tokens = 3;
+   */
+  prefixTokens: bigint;
+};
+
+/**
+ * Describes the message contextd.v1.CacheBreakpoint.
+ * Use `create(CacheBreakpointSchema)` to create a new message.
+ */
+export const CacheBreakpointSchema: GenMessage<CacheBreakpoint> = /*@__PURE__*/
+  messageDesc(file_contextd_v1_types, 17);
+
+/**
+ * Prompt-cache hints of a PrepareContext answer. The comparison is with the
+ * view this session's previous PrepareContext returned (through any
+ * replica); two messages are the same when their ids are (a stored message
+ * never changes).
+ *
+ * @generated from message contextd.v1.CacheHints
+ */
+export type CacheHints = Message$1<"contextd.v1.CacheHints"> & {
+  /**
+   * False on a session's first PrepareContext: nothing to compare with.
+   *
+   * @generated from field: bool has_previous = 1;
+   */
+  hasPrevious: boolean;
+
+  /**
+   * True when the model, system prompt and tool definitions are those of
+   * the previous answer (a prefix cache can serve them).
+   *
+   * @generated from field: bool fixed_stable = 2;
+   */
+  fixedStable: boolean;
+
+  /**
+   * Leading messages of this answer identical to the leading messages of
+   * the previous answer (0 when fixed_stable is false).
+   *
+   * @generated from field: int64 stable_prefix_messages = 3;
+   */
+  stablePrefixMessages: bigint;
+
+  /**
+   * Tokens a prefix cache can serve: system prompt and tools plus the
+   * stable messages, framing included, as counted locally. 0 when
+   * fixed_stable is false.
+   *
+   * @generated from field: int64 stable_prefix_tokens = 4;
+   */
+  stablePrefixTokens: bigint;
+
+  /**
+   * Tokens of the whole request (system prompt, tools, messages, reply
+   * priming), as counted locally.
+   *
+   * @generated from field: int64 request_tokens = 5;
+   */
+  requestTokens: bigint;
+
+  /**
+   * When this call compacted: the index in messages of the first message
+   * the compaction changed (from it on, the request is new to the cache).
+   * Unset when this call did not compact.
+   *
+   * @generated from field: optional int64 compaction_changed_from = 6;
+   */
+  compactionChangedFrom?: bigint | undefined;
+
+  /**
+   * Recommended breakpoints, at most 4 (Anthropic's limit), in request
+   * order: after tools and system prompt, at the end of the summary, at the
+   * end of the stable prefix, at the end of the request (a mark that would
+   * repeat an earlier one is left out).
+   *
+   * @generated from field: repeated contextd.v1.CacheBreakpoint breakpoints = 7;
+   */
+  breakpoints: CacheBreakpoint[];
+};
+
+/**
+ * Describes the message contextd.v1.CacheHints.
+ * Use `create(CacheHintsSchema)` to create a new message.
+ */
+export const CacheHintsSchema: GenMessage<CacheHints> = /*@__PURE__*/
+  messageDesc(file_contextd_v1_types, 18);
 
 /**
  * Role of a message's author, as in the OpenAI and Anthropic chat APIs.
@@ -1313,4 +1621,54 @@ export enum CompactionTier {
  */
 export const CompactionTierSchema: GenEnum<CompactionTier> = /*@__PURE__*/
   enumDesc(file_contextd_v1_types, 6);
+
+/**
+ * Where to put an explicit prompt-cache mark.
+ *
+ * @generated from enum contextd.v1.CacheBreakpointKind
+ */
+export enum CacheBreakpointKind {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: CACHE_BREAKPOINT_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * After the tool definitions and the system prompt (message_index -1:
+   * mark the system prompt's last block).
+   *
+   * @generated from enum value: CACHE_BREAKPOINT_KIND_SYSTEM = 1;
+   */
+  SYSTEM = 1,
+
+  /**
+   * At the end of the compaction summary.
+   *
+   * @generated from enum value: CACHE_BREAKPOINT_KIND_SUMMARY = 2;
+   */
+  SUMMARY = 2,
+
+  /**
+   * At the end of the prefix identical to the previous answer (what the
+   * cache already holds).
+   *
+   * @generated from enum value: CACHE_BREAKPOINT_KIND_STABLE_PREFIX = 3;
+   */
+  STABLE_PREFIX = 3,
+
+  /**
+   * At the end of the request (the next call reads it back).
+   *
+   * @generated from enum value: CACHE_BREAKPOINT_KIND_REQUEST_END = 4;
+   */
+  REQUEST_END = 4,
+}
+
+/**
+ * Describes the enum contextd.v1.CacheBreakpointKind.
+ */
+export const CacheBreakpointKindSchema: GenEnum<CacheBreakpointKind> = /*@__PURE__*/
+  enumDesc(file_contextd_v1_types, 7);
 
