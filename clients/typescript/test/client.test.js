@@ -28,6 +28,10 @@ const baseUrl = `http://${addr}`;
 
 const transports = {
   "node grpc": (opts) => nodeClient({ baseUrl, protocol: "grpc", ...opts }),
+  "node connect (HTTP/1.1, binary)": (opts) => nodeClient({ baseUrl, protocol: "connect", ...opts }),
+  "node connect (HTTP/2 h2c, JSON)": (opts) => nodeClient({ baseUrl, protocol: "connect", httpVersion: "2", useJson: true, ...opts }),
+  "web connect (fetch)": (opts) => webClient({ baseUrl, protocol: "connect", ...opts }),
+  "web grpc-web (fetch)": (opts) => webClient({ baseUrl, protocol: "grpc-web", ...opts }),
 };
 
 const user = (text) => ({ role: Role.USER, parts: [{ kind: { case: "text", value: { text } } }] });
