@@ -328,26 +328,32 @@ class PartCount(_message.Message):
     def __init__(self, index: _Optional[int] = ..., kind: _Optional[str] = ..., tokens: _Optional[int] = ...) -> None: ...
 
 class PrepareContextRequest(_message.Message):
-    __slots__ = ["expected_version", "idempotency_key", "messages", "session_id"]
+    __slots__ = ["expected_version", "idempotency_key", "messages", "session_id", "view_token"]
     EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    VIEW_TOKEN_FIELD_NUMBER: _ClassVar[int]
     expected_version: int
     idempotency_key: str
     messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., idempotency_key: _Optional[str] = ..., expected_version: _Optional[int] = ...) -> None: ...
+    view_token: str
+    def __init__(self, session_id: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., idempotency_key: _Optional[str] = ..., expected_version: _Optional[int] = ..., view_token: _Optional[str] = ...) -> None: ...
 
 class PrepareContextResponse(_message.Message):
-    __slots__ = ["cache", "messages", "status"]
+    __slots__ = ["cache", "delta", "messages", "status", "view_token"]
     CACHE_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    VIEW_TOKEN_FIELD_NUMBER: _ClassVar[int]
     cache: _types_pb2.CacheHints
+    delta: bool
     messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
     status: _types_pb2.ContextStatus
-    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., status: _Optional[_Union[_types_pb2.ContextStatus, _Mapping]] = ..., cache: _Optional[_Union[_types_pb2.CacheHints, _Mapping]] = ...) -> None: ...
+    view_token: str
+    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., status: _Optional[_Union[_types_pb2.ContextStatus, _Mapping]] = ..., cache: _Optional[_Union[_types_pb2.CacheHints, _Mapping]] = ..., view_token: _Optional[str] = ..., delta: bool = ...) -> None: ...
 
 class ReportUsageRequest(_message.Message):
     __slots__ = ["cache_creation_input_tokens", "cache_read_input_tokens", "input_tokens", "message_count", "output_tokens", "session_id", "version"]

@@ -171,7 +171,16 @@ class ContextServiceServicer(object):
 
     def AppendMessages(self, request, context):
         """Appends a batch of messages atomically: all or none. Tool results must
-        answer a tool call made earlier (in the session or the batch). With an
+        answer a tool call made earlier (in the session or the batch) that has
+        no result yet. A tool call still unanswered when any other message
+        follows it (a user interrupting a running tool: [user, assistant(call
+        X), user "stop"]) was interrupted: the server records a tool result for
+        it right before that message (is_error true, content "[interrupted:
+        ...]", metadata contextd.interrupted = "true"), returned among the
+        stored messages, so the conversation stays one that OpenAI and
+        Anthropic accept; a result for that call sent later is
+        INVALID_ARGUMENT. To record an interruption yourself, append a tool
+        result with is_error and your own text before the next turn. With an
         idempotency key a retry returns the first answer and stores nothing
         twice; with expected_version a stale writer gets ABORTED.
         """
