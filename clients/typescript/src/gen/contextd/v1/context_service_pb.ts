@@ -1374,16 +1374,19 @@ export type ReportUsageRequest = Message<"contextd.v1.ReportUsageRequest"> & {
   sessionId: string;
 
   /**
-   * Input tokens the provider reported. Anthropic: usage.input_tokens (the
-   * uncached part). OpenAI: usage.prompt_tokens (it already includes cached
-   * tokens; leave the cache fields 0).
+   * Uncached input tokens the provider reported. Anthropic:
+   * usage.input_tokens. OpenAI: usage.prompt_tokens minus
+   * usage.prompt_tokens_details.cached_tokens (or all of prompt_tokens with
+   * the cache fields 0: calibration only uses the sum, but the ledger then
+   * counts no cache reads).
    *
    * @generated from field: int64 input_tokens = 2;
    */
   inputTokens: bigint;
 
   /**
-   * Anthropic: usage.cache_read_input_tokens.
+   * Anthropic: usage.cache_read_input_tokens. OpenAI:
+   * usage.prompt_tokens_details.cached_tokens.
    *
    * @generated from field: int64 cache_read_input_tokens = 3;
    */
@@ -1397,7 +1400,7 @@ export type ReportUsageRequest = Message<"contextd.v1.ReportUsageRequest"> & {
   cacheCreationInputTokens: bigint;
 
   /**
-   * Output tokens of the call (recorded for completeness).
+   * Output tokens of the call (recorded in the session's ledger).
    *
    * @generated from field: int64 output_tokens = 5;
    */

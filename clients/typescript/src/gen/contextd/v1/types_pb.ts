@@ -1175,8 +1175,9 @@ export type CacheBreakpoint = Message$1<"contextd.v1.CacheBreakpoint"> & {
   kind: CacheBreakpointKind;
 
   /**
-   * Put the mark on the last content block of messages[message_index]
-   * (PrepareContextResponse.messages); -1 for the system prompt.
+   * Put the mark on the last content block of the view's message at
+   * message_index (PrepareContextResponse.messages; with delta, the view you
+   * hold followed by the new messages); -1 for the system prompt.
    *
    * @generated from field: int64 message_index = 2;
    */
@@ -1199,7 +1200,8 @@ export const CacheBreakpointSchema: GenMessage<CacheBreakpoint> = /*@__PURE__*/
   messageDesc(file_contextd_v1_types, 17);
 
 /**
- * Prompt-cache hints of a PrepareContext answer. The comparison is with the
+ * Prompt-cache hints of a PrepareContext answer; indices and counts refer to
+ * the whole active view, also when the answer is a delta. The comparison is with the
  * view this session's previous PrepareContext returned (through any
  * replica); two messages are the same when their ids are (a stored message
  * never changes).
