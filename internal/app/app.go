@@ -98,7 +98,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("CONTEXTD_SUMMARIZER: %w", err)
 	}
 	opts := []engine.Option{engine.WithRevertWindow(cfg.RevertWindow), engine.WithNotifier(notifier), engine.WithSummarizers(summarizers),
-		engine.WithLimits(engine.Limits{MaxCountBytes: cfg.MaxCountBytes, MaxSessionsPerTenant: cfg.MaxSessionsPerTenant}),
+		engine.WithLimits(engine.Limits{MaxCountBytes: cfg.MaxCountBytes, MaxSessionsPerTenant: cfg.MaxSessionsPerTenant,
+			CountBudgetBytes: int64(cfg.CountBudgetBytes), LargeCountBytes: cfg.LargeCountBytes}),
 		engine.WithMetrics(domain), engine.WithViewCacheBytes(int64(cfg.ViewCacheBytes))}
 	if cfg.AnthropicCountTokens {
 		opts = append(opts, engine.WithProviderCounter(provider.NewAnthropicCounter(provider.Config{
@@ -170,7 +171,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// gRPC, gRPC-Web and Connect on one port (http.go). Handlers mounted
 	// beside the RPCs (such as a dashboard under "/ui/") go in routes.
 	routes := httpRoutes{}
-	front, err := newFrontend(cfg, srv, routes, log)
+	front, err := newFrontend(cfg, srv, routes, keys, log)
 	if err != nil {
 		return err
 	}

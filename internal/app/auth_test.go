@@ -98,7 +98,7 @@ func TestTenantsAndLimits(t *testing.T) {
 	}
 	// Text per CountTokens.
 	if _, err := client.CountTokens(globex, &contextdv1.CountTokensRequest{Encoding: "cl100k_base", Text: strings.Repeat("x", 2000)}); status.Code(err) != codes.ResourceExhausted ||
-		!strings.Contains(err.Error(), "at most 1000") {
+		!strings.Contains(err.Error(), "CONTEXTD_MAX_COUNT_BYTES allows 1000") {
 		t.Errorf("over-size text: %v", err)
 	}
 	// The rate limit: acme spends its burst; globex is still served.

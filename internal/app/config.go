@@ -52,6 +52,12 @@ type Config struct {
 	MaxConnectionAge     time.Duration
 	// ViewCacheBytes bounds the engine's cache of decoded active views.
 	ViewCacheBytes int
+	// CountBudgetBytes bounds the text of large requests (LargeCountBytes
+	// and up) tokenized at once, server-wide; MaxConcurrentStreams bounds the
+	// calls one connection may have open.
+	CountBudgetBytes     int
+	LargeCountBytes      int
+	MaxConcurrentStreams int
 
 	// CORSAllowedOrigins are the browser origins allowed to call the API
 	// cross-origin over Connect and gRPC-Web; empty: same origin only.
@@ -98,9 +104,12 @@ var settings = []envFlag{
 	{"CONTEXTD_TLS_CLIENT_CA_FILE", "", "CA (PEM) that client certificates must chain to; set: client certificates required", false},
 	{"CONTEXTD_RATE_LIMIT_RPS", "100", "requests a second per tenant (0: no limit)", false},
 	{"CONTEXTD_RATE_LIMIT_BURST", "200", "burst above the rate", false},
-	{"CONTEXTD_MAX_COUNT_BYTES", "8388608", "largest text CountTokens and inline usage accept, in bytes", false},
+	{"CONTEXTD_MAX_COUNT_BYTES", "8388608", "bytes of text one request hands to the tokenizer (text, system prompt, tools, messages), on every RPC", false},
 	{"CONTEXTD_MAX_SESSIONS_PER_TENANT", "100000", "live sessions one tenant may hold", false},
 	{"CONTEXTD_VIEW_CACHE_BYTES", "67108864", "memory for decoded active views kept between calls, in bytes (0: no cache)", false},
+	{"CONTEXTD_COUNT_BUDGET_BYTES", "16777216", "bytes of large requests tokenized at once, server-wide (as much again may wait; more is refused)", false},
+	{"CONTEXTD_COUNT_LARGE_BYTES", "262144", "requests with at least this many bytes of text take their size from the count budget; smaller ones never wait", false},
+	{"CONTEXTD_MAX_CONCURRENT_STREAMS", "256", "calls one client connection may have open at once (HTTP/2 MaxConcurrentStreams)", false},
 	{"CONTEXTD_MAX_CONNECTION_AGE", "30m", "close client connections after this long so load rebalances across replicas (0: never)", false},
 	{"CONTEXTD_CORS_ALLOWED_ORIGINS", "", "comma-separated browser origins allowed to call the API cross-origin (Connect, gRPC-Web), or *; empty: same origin only", false},
 	{"CONTEXTD_RETENTION_INTERVAL", "1h", "how often the retention purge runs (0: never)", false},
@@ -197,10 +206,15 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 		dst *int
 		min int
 	}{{"CONTEXTD_RATE_LIMIT_BURST", &cfg.RateLimitBurst, 1}, {"CONTEXTD_MAX_COUNT_BYTES", &cfg.MaxCountBytes, 1},
-		{"CONTEXTD_MAX_SESSIONS_PER_TENANT", &cfg.MaxSessionsPerTenant, 1}, {"CONTEXTD_VIEW_CACHE_BYTES", &cfg.ViewCacheBytes, 0}} {
+		{"CONTEXTD_MAX_SESSIONS_PER_TENANT", &cfg.MaxSessionsPerTenant, 1}, {"CONTEXTD_COUNT_BUDGET_BYTES", &cfg.CountBudgetBytes, 1},
+		{"CONTEXTD_COUNT_LARGE_BYTES", &cfg.LargeCountBytes, 1}, {"CONTEXTD_MAX_CONCURRENT_STREAMS", &cfg.MaxConcurrentStreams, 1},
+		{"CONTEXTD_VIEW_CACHE_BYTES", &cfg.ViewCacheBytes, 0}} {
 		if *f.dst, err = strconv.Atoi(get(f.env)); err != nil || *f.dst < f.min {
 			return Config{}, fmt.Errorf("%s: want an integer of at least %d, got %q", f.env, f.min, get(f.env))
 		}
+	}
+	if cfg.CountBudgetBytes < cfg.MaxCountBytes {
+		return Config{}, fmt.Errorf("CONTEXTD_COUNT_BUDGET_BYTES (%d) must be at least CONTEXTD_MAX_COUNT_BYTES (%d), or the largest request could never run", cfg.CountBudgetBytes, cfg.MaxCountBytes)
 	}
 	if cfg.RetentionInterval, err = time.ParseDuration(get("CONTEXTD_RETENTION_INTERVAL")); err != nil || cfg.RetentionInterval < 0 {
 		return Config{}, fmt.Errorf("CONTEXTD_RETENTION_INTERVAL: want a duration such as 1h, got %q", get("CONTEXTD_RETENTION_INTERVAL"))

@@ -23,6 +23,8 @@ import (
 	rscors "github.com/rs/cors"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/contextd/contextd/internal/auth"
 )
 
 // One port, every protocol. The listener is served by net/http (HTTP/1.1,
@@ -57,7 +59,7 @@ type frontend struct {
 
 // newFrontend builds the HTTP server that serves grpcSrv's services over
 // gRPC, gRPC-Web and Connect, plus routes, on one port.
-func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, log *slog.Logger) (*frontend, error) {
+func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth.Keys, log *slog.Logger) (*frontend, error) {
 	transcoder, err := vanguardgrpc.NewTranscoder(grpcSrv, vanguard.WithDefaultServiceOptions(
 		// Bounds what vanguard buffers per message while transcoding, like
 		// grpc.MaxRecvMsgSize bounds what grpc-go accepts.
@@ -81,7 +83,7 @@ func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, log *slog.
 		transcoder.ServeHTTP(w, r)
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/", rpc)
+	mux.Handle("/", earlyAuth(keys, cfg.AuthExemptHealth, rpc)) // credentials before the body (limits.go)
 	for prefix, h := range routes {
 		mux.Handle(prefix, h)
 	}
@@ -106,6 +108,7 @@ func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, log *slog.
 		ReadHeaderTimeout: 10 * time.Second,
 		Protocols:         &protocols,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		HTTP2:             http2Limits(cfg),
 	}
 	if cfg.TLSCertFile != "" {
 		tc, err := serverTLS(cfg)

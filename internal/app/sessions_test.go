@@ -1,6 +1,7 @@
 package app
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -11,7 +12,12 @@ import (
 	"github.com/contextd/contextd/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(serverProcessEnv) == "1" { // the server of TestCountBudgetBoundsMemory, in its own process
+		os.Exit(serveProcess())
+	}
+	pgtest.Main(m)
+}
 
 func user(s string) *contextdv1.Message {
 	return &contextdv1.Message{Role: contextdv1.Role_ROLE_USER, Parts: []*contextdv1.Part{text(s)}}

@@ -5,7 +5,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,6 +28,7 @@ type Engine struct {
 	notifier     Notifier
 	counter      ProviderCounter
 	limits       Limits
+	counting     *countBudget // nil: no server-wide budget
 	metrics      *telemetry.Metrics
 	now          func() time.Time
 	views        *viewCache
@@ -36,41 +36,6 @@ type Engine struct {
 
 // WithMetrics records domain metrics (tokens counted, compactions, summaries).
 func WithMetrics(m *telemetry.Metrics) Option { return func(e *Engine) { e.metrics = m } }
-
-// Limits bound what one request or tenant may ask for.
-type Limits struct {
-	MaxCountBytes        int // text in one CountTokens or inline usage request
-	MaxSessionsPerTenant int
-}
-
-// ErrResourceExhausted is a request over a limit.
-var ErrResourceExhausted = errors.New("resource exhausted")
-
-// WithLimits sets the limits (default: none).
-func WithLimits(l Limits) Option { return func(e *Engine) { e.limits = l } }
-
-// checkTextSize refuses a request whose text is over the limit.
-func (e *Engine) checkTextSize(text string, msgs []chat.Message) error {
-	if e.limits.MaxCountBytes <= 0 {
-		return nil
-	}
-	n := len(text)
-	for i := range msgs {
-		for _, p := range msgs[i].Parts {
-			n += len(p.Text)
-			if p.ToolCall != nil {
-				n += len(p.ToolCall.Arguments)
-			}
-			if p.ToolResult != nil {
-				n += len(p.ToolResult.Content)
-			}
-		}
-	}
-	if n > e.limits.MaxCountBytes {
-		return fmt.Errorf("the request holds %d bytes of text; this server counts at most %d per call: %w", n, e.limits.MaxCountBytes, ErrResourceExhausted)
-	}
-	return nil
-}
 
 // WithProviderCounter counts requests of the counter's provider with its
 // own endpoint (Anthropic count_tokens) in CountTokens and inline usage.
@@ -149,9 +114,11 @@ type CountResult struct {
 // CountTokens counts plain text, or a chat request with framing.
 func (e *Engine) CountTokens(ctx context.Context, in CountInput) (CountResult, error) {
 	var res CountResult
-	if err := e.checkTextSize(in.Text, in.Messages); err != nil {
+	release, err := e.admitCount(ctx, in.Text, in.System, in.Tools, in.Messages)
+	if err != nil {
 		return res, err
 	}
+	defer release()
 	framing := tokens.DefaultFraming
 	encName := tokens.CL100KBase
 	var model *tokens.Model // set when counting for a model
@@ -190,6 +157,7 @@ func (e *Engine) CountTokens(ctx context.Context, in CountInput) (CountResult, e
 	}
 	res.Breakdown = tokens.CountRequest(enc, framing, in.System, in.Tools, in.Messages)
 	res.Total = res.Breakdown.Total()
+	release() // the provider call below may take a while and tokenizes nothing
 	e.metrics.TokensCounted(encName, res.Total)
 	if model != nil {
 		if n, warn := e.providerCount(ctx, *model, in.System, in.Tools, in.Messages); n > 0 {

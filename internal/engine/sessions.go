@@ -81,13 +81,19 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 			return SessionView{}, chat.Invalid("policy.summarizer", "%v", err)
 		}
 	}
+	release, err := e.admitCount(ctx, "", in.System, in.Tools, nil)
+	if err != nil {
+		return SessionView{}, err
+	}
 	fr := tokens.FramingOf(m)
 	toolsTokens, _ := tokens.CountTools(enc, fr, in.Tools)
+	systemTokens := tokens.CountSystem(enc, fr, in.System)
+	release()
 	now := e.timestamp()
 	s := store.Session{
 		Tenant: tenant, ID: in.ID, Model: in.Model, SystemPrompt: in.System, Tools: in.Tools,
 		Policy: in.Policy, Labels: in.Labels, Version: 1,
-		SystemTokens: tokens.CountSystem(enc, fr, in.System), ToolsTokens: toolsTokens,
+		SystemTokens: systemTokens, ToolsTokens: toolsTokens,
 		CreatedAt: now, UpdatedAt: now,
 	}
 	if s.ID == "" {
@@ -337,7 +343,12 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 	if err != nil {
 		return AppendResult{}, SessionView{}, err
 	}
+	release, err := e.admitCount(ctx, "", "", nil, in.Messages)
+	if err != nil {
+		return AppendResult{}, SessionView{}, err
+	}
 	counted, err := e.countMessages(cur.Model, in.Messages)
+	release()
 	if err != nil {
 		return AppendResult{}, SessionView{}, err
 	}

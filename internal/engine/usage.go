@@ -61,9 +61,11 @@ type InlineContext struct {
 // tenant's learned ratio for approximate models.
 func (e *Engine) InlineUsage(ctx context.Context, tenant string, in InlineContext) (Usage, error) {
 	m, known := e.models.Lookup(in.Model)
-	if err := e.checkTextSize(in.System, in.Messages); err != nil {
+	release, err := e.admitCount(ctx, "", in.System, in.Tools, in.Messages)
+	if err != nil {
 		return Usage{}, err
 	}
+	defer release()
 	if err := validateRequest(in.Tools, in.Messages, "inline.tools", "inline.messages"); err != nil {
 		return Usage{}, err
 	}
@@ -76,6 +78,7 @@ func (e *Engine) InlineUsage(ctx context.Context, tenant string, in InlineContex
 		return Usage{}, fmt.Errorf("encoding %s: %w", m.Encoding, err)
 	}
 	rc := tokens.CountRequest(enc, tokens.FramingOf(m), in.System, in.Tools, in.Messages)
+	release()
 	cal, err := e.calibration(ctx, tenant, m)
 	if err != nil {
 		return Usage{}, err

@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/contextd/contextd/internal/chat"
+)
+
+// Limits bound what one request or tenant may ask for, and how much text the
+// whole server tokenizes at once.
+type Limits struct {
+	// MaxCountBytes bounds the bytes one request hands to the tokenizer: text,
+	// system prompt, tool definitions and messages together, on every path
+	// (CountTokens, inline usage, CreateSession, AppendMessages,
+	// PrepareContext).
+	MaxCountBytes        int
+	MaxSessionsPerTenant int
+	// CountBudgetBytes is how many bytes of large requests (at least
+	// LargeCountBytes each) are tokenized at once, server-wide; further large
+	// requests wait their turn (up to the same amount again waits; beyond
+	// that they are refused). Smaller requests never wait. 0: no budget.
+	CountBudgetBytes int64
+	LargeCountBytes  int
+}
+
+// The names of the limits, as the configuration spells them, so an error
+// says which setting refused the request.
+const (
+	limitCountBytes  = "CONTEXTD_MAX_COUNT_BYTES"
+	limitCountBudget = "CONTEXTD_COUNT_BUDGET_BYTES"
+)
+
+// ErrResourceExhausted is a request over a limit.
+var ErrResourceExhausted = errors.New("resource exhausted")
+
+// WithLimits sets the limits (default: none).
+func WithLimits(l Limits) Option {
+	return func(e *Engine) {
+		e.limits = l
+		e.counting = nil
+		if l.CountBudgetBytes > 0 {
+			e.counting = newCountBudget(l.CountBudgetBytes)
+		}
+	}
+}
+
+// textBytes is how many bytes of text a request hands to the tokenizer.
+func textBytes(text, system string, tools []chat.Tool, msgs []chat.Message) int {
+	n := len(text) + len(system)
+	for _, t := range tools {
+		n += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	for i := range msgs {
+		n += len(msgs[i].Name)
+		for _, p := range msgs[i].Parts {
+			n += len(p.Text)
+			if c := p.ToolCall; c != nil {
+				n += len(c.ID) + len(c.Name) + len(c.Arguments)
+			}
+			if r := p.ToolResult; r != nil {
+				n += len(r.ToolCallID) + len(r.Content)
+			}
+		}
+	}
+	return n
+}
+
+// admitCount checks a request's text against the per-request limit and,
+// for a large one, waits for its share of the server-wide counting budget.
+// The caller must call release when it has finished tokenizing (calling it
+// again is harmless).
+func (e *Engine) admitCount(ctx context.Context, text, system string, tools []chat.Tool, msgs []chat.Message) (release func(), err error) {
+	n := textBytes(text, system, tools, msgs)
+	if max := e.limits.MaxCountBytes; max > 0 && n > max {
+		return nil, fmt.Errorf("the request holds %d bytes of text to count (text, system prompt, tools and messages together); %s allows %d per request: %w",
+			n, limitCountBytes, max, ErrResourceExhausted)
+	}
+	if e.counting == nil || n < e.limits.LargeCountBytes {
+		return func() {}, nil
+	}
+	return e.counting.acquire(ctx, int64(n))
+}
+
+// countBudget is a byte-weighted semaphore over the text being tokenized at
+// once, with a bounded queue: what waits holds its request in memory too.
+type countBudget struct {
+	size    int64
+	sem     *semaphore.Weighted
+	waiting *semaphore.Weighted // bytes admitted to wait (or run)
+}
+
+func newCountBudget(size int64) *countBudget {
+	return &countBudget{size: size, sem: semaphore.NewWeighted(size), waiting: semaphore.NewWeighted(2 * size)}
+}
+
+// acquire takes n bytes of the budget (a request larger than the whole
+// budget takes all of it, so it runs alone), waiting while others count.
+func (b *countBudget) acquire(ctx context.Context, n int64) (func(), error) {
+	w := min(n, b.size)
+	if !b.waiting.TryAcquire(w) {
+		return nil, fmt.Errorf("the server is already counting and queueing %d bytes of large requests, the most %s allows; retry later: %w",
+			2*b.size, limitCountBudget, ErrResourceExhausted)
+	}
+	if err := b.sem.Acquire(ctx, w); err != nil {
+		b.waiting.Release(w)
+		return nil, err
+	}
+	return sync.OnceFunc(func() { b.sem.Release(w); b.waiting.Release(w) }), nil
+}
