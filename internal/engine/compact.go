@@ -30,8 +30,6 @@ type CompactInput struct {
 	Instructions string
 	// Target overrides the policy's target fraction.
 	Target *float64
-	// auto marks compactions started by PrepareContext.
-	auto bool
 	// tiers overrides the tiers (PrepareContext picks them by level).
 	tiers []compaction.Tier
 }
@@ -91,7 +89,7 @@ func (e *Engine) Compact(ctx context.Context, tenant, id string, in CompactInput
 			res.Usage, res.Version = v.Usage, snap.session.Version
 			return res, err
 		case !p.plan.Changed():
-			return e.nothingToCompact(ctx, tenant, id, in, snap, res)
+			return e.nothingToCompact(ctx, snap, res)
 		}
 		res, err = e.apply(ctx, tenant, id, snap, p)
 		if errors.Is(err, errStale) && attempt < 3 {
@@ -259,55 +257,9 @@ func (e *Engine) apply(ctx context.Context, tenant, id string, snap snapshot, p 
 		if s.ViewEpoch != snap.session.ViewEpoch || len(view) < len(snap.view) || !equalIDs(idsOf(view[:len(snap.view)]), idsOf(snap.view)) {
 			return errStale
 		}
-		appended := view[len(snap.view):]
-		rec := *p.record
-		rec.ViewBefore = idsOf(view)
-		rec.ViewAfter = append(idsOf(p.plan.View), idsOf(appended)...)
-		replaces := map[string][]string{}
-		for _, it := range p.plan.Items {
-			replaces[it.NewID] = it.Replaced
-		}
-		fresh := make([]chat.Message, len(p.plan.New))
-		for i, msg := range p.plan.New {
-			msg.CreatedAt, msg.Replaces, msg.Position = rec.CreatedAt, replaces[msg.ID], 0
-			fresh[i] = msg
-		}
-		if err := tx.InsertMessages(ctx, tenant, id, fresh); err != nil {
+		if res, err = writeCompaction(ctx, tx, &s, view, len(snap.view), p); err != nil {
 			return err
 		}
-		if err := tx.ReplaceView(ctx, tenant, id, rec.ViewAfter); err != nil {
-			return err
-		}
-		if err := tx.InsertCompaction(ctx, tenant, id, &rec); err != nil {
-			return err
-		}
-		s.Version++
-		s.ViewEpoch++ // the anchor, if any, described the old view
-		s.CompactionRound = rec.Round
-		s.ActiveTokens = sumTokens(p.plan.View) + sumTokens(appended)
-		s.ActiveCount = int64(len(rec.ViewAfter))
-		s.ViewSeq = s.ActiveCount
-		s.UpdatedAt = rec.CreatedAt
-		s.AutoPausedBelow = 0
-		if saved := float64(rec.TokensBefore-rec.TokensAfter) / float64(max(rec.TokensBefore, 1)); saved < minSavings {
-			s.AutoPausedBelow = s.ActiveTokens + pauseSpan(p.model, p.policy)
-			res.Warnings = append(res.Warnings, fmt.Sprintf("compaction saved only %.1f%%; auto-compaction paused until the conversation grows by %d tokens", 100*saved, pauseSpan(p.model, p.policy)))
-		}
-		res.Compaction = &rec
-		// The view as stored: synthetic messages with their timestamps and
-		// what they replace.
-		stored := make(map[string]chat.Message, len(fresh))
-		for _, m := range fresh {
-			stored[m.ID] = m
-		}
-		res.view = make([]chat.Message, 0, len(rec.ViewAfter))
-		for _, m := range p.plan.View {
-			if f, ok := stored[m.ID]; ok {
-				m = f
-			}
-			res.view = append(res.view, m)
-		}
-		res.view = append(res.view, appended...)
 		final = s
 		return tx.UpdateSession(ctx, &s)
 	})
@@ -320,35 +272,68 @@ func (e *Engine) apply(ctx context.Context, tenant, id string, snap snapshot, p 
 	return res, err
 }
 
-// nothingToCompact answers a compaction that found nothing to do. Started
-// by PrepareContext, it pauses auto-compaction instead of retrying on every
-// call.
-func (e *Engine) nothingToCompact(ctx context.Context, tenant, id string, in CompactInput, snap snapshot, res CompactResult) (CompactResult, error) {
-	s := snap.session
-	if in.auto {
-		m, _ := e.models.Lookup(s.Model)
-		policy, err := compaction.Resolve("policy", s.Policy, m.ContextWindow)
-		if err != nil {
-			policy = compaction.Defaults(m.ContextWindow)
-		}
-		span := pauseSpan(m, policy)
-		err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-			cur, err := tx.GetSession(ctx, tenant, id)
-			if err != nil {
-				return err
-			}
-			cur.AutoPausedBelow = cur.ActiveTokens + span
-			s = cur
-			return tx.UpdateSession(ctx, &cur)
-		})
-		if err != nil {
-			return CompactResult{}, err
-		}
-		res.Warnings = append(res.Warnings, fmt.Sprintf("nothing left to compact; auto-compaction paused until the conversation grows by %d tokens", span))
-		e.notify(ctx, tenant, id, s.Version, watch.EventWarning)
+// writeCompaction stores a plan made on view[:planned] (messages after it
+// were appended since and follow the compacted view) and updates s in
+// memory; the caller writes s.
+func writeCompaction(ctx context.Context, tx store.Tx, s *store.Session, view []chat.Message, planned int, p planned) (CompactResult, error) {
+	res := p.result
+	tenant, id := s.Tenant, s.ID
+	appended := view[planned:]
+	rec := *p.record
+	rec.ViewBefore = idsOf(view)
+	rec.ViewAfter = append(idsOf(p.plan.View), idsOf(appended)...)
+	replaces := map[string][]string{}
+	for _, it := range p.plan.Items {
+		replaces[it.NewID] = it.Replaced
 	}
-	v, err := e.view(ctx, s)
-	res.Usage, res.Version = v.Usage, s.Version
+	fresh := make([]chat.Message, len(p.plan.New))
+	for i, msg := range p.plan.New {
+		msg.CreatedAt, msg.Replaces, msg.Position = rec.CreatedAt, replaces[msg.ID], 0
+		fresh[i] = msg
+	}
+	if err := tx.InsertMessages(ctx, tenant, id, fresh); err != nil {
+		return res, err
+	}
+	if err := tx.ReplaceView(ctx, tenant, id, rec.ViewAfter); err != nil {
+		return res, err
+	}
+	if err := tx.InsertCompaction(ctx, tenant, id, &rec); err != nil {
+		return res, err
+	}
+	s.Version++
+	s.ViewEpoch++ // the anchor, if any, described the old view
+	s.CompactionRound = rec.Round
+	s.ActiveTokens = sumTokens(p.plan.View) + sumTokens(appended)
+	s.ActiveCount = int64(len(rec.ViewAfter))
+	s.ViewSeq = s.ActiveCount
+	s.UpdatedAt = rec.CreatedAt
+	s.AutoPausedBelow = 0
+	if saved := float64(rec.TokensBefore-rec.TokensAfter) / float64(max(rec.TokensBefore, 1)); saved < minSavings {
+		s.AutoPausedBelow = s.ActiveTokens + pauseSpan(p.model, p.policy)
+		res.Warnings = append(res.Warnings, fmt.Sprintf("compaction saved only %.1f%%; auto-compaction paused until the conversation grows by %d tokens", 100*saved, pauseSpan(p.model, p.policy)))
+	}
+	res.Compaction = &rec
+	// The view as stored: synthetic messages with their timestamps and
+	// what they replace.
+	stored := make(map[string]chat.Message, len(fresh))
+	for _, m := range fresh {
+		stored[m.ID] = m
+	}
+	res.view = make([]chat.Message, 0, len(rec.ViewAfter))
+	for _, m := range p.plan.View {
+		if f, ok := stored[m.ID]; ok {
+			m = f
+		}
+		res.view = append(res.view, m)
+	}
+	res.view = append(res.view, appended...)
+	return res, nil
+}
+
+// nothingToCompact answers a compaction that found nothing to do.
+func (e *Engine) nothingToCompact(ctx context.Context, snap snapshot, res CompactResult) (CompactResult, error) {
+	v, err := e.view(ctx, snap.session)
+	res.Usage, res.Version = v.Usage, snap.session.Version
 	return res, err
 }
 
@@ -382,105 +367,6 @@ func sumTokens(msgs []chat.Message) int64 {
 		n += msgs[i].Tokens
 	}
 	return n
-}
-
-// PrepareInput is a PrepareContext request.
-type PrepareInput struct {
-	Messages        []chat.Message
-	IdempotencyKey  string
-	ExpectedVersion *int64
-	// ViewToken is the ViewToken of an earlier result the caller holds the
-	// messages of; when the view has only grown since, the result carries
-	// only the messages after it (Delta).
-	ViewToken string
-}
-
-// PrepareResult is what to send to the model, and the status.
-type PrepareResult struct {
-	// Messages is the active view, or with Delta only its messages after
-	// the view of the request's ViewToken.
-	Messages  []chat.Message
-	Delta     bool
-	ViewToken string
-	Status    Status
-	// Cache are the prompt-cache hints (see cachehints.go); their indices
-	// are into the whole view, also with Delta.
-	Cache CacheHints
-	// view is the whole active view (Messages may be only its tail).
-	view []chat.Message
-}
-
-// PrepareContext is the one call an agent makes before each model call:
-// append the new messages, compact if the policy says so, and return the
-// active view to send with the status.
-func (e *Engine) PrepareContext(ctx context.Context, tenant, id string, in PrepareInput) (PrepareResult, error) {
-	var v SessionView
-	var err error
-	var since *viewToken
-	if in.ViewToken != "" {
-		t, err := parseViewToken("view_token", in.ViewToken, id)
-		if err != nil {
-			return PrepareResult{}, err
-		}
-		since = &t
-	}
-	if len(in.Messages) > 0 {
-		_, v, err = e.appendMessages(ctx, tenant, id, AppendInput{Messages: in.Messages,
-			ExpectedVersion: in.ExpectedVersion, IdempotencyKey: in.IdempotencyKey})
-	} else {
-		v, err = e.GetSession(ctx, tenant, id)
-	}
-	if err != nil {
-		return PrepareResult{}, err
-	}
-	sess := v.Session // as the view to return stands
-	u := v.Usage
-	st := Status{SessionID: id, Version: v.Version, Usage: u, Time: e.now().UTC()}
-	paused := v.AutoPausedBelow > 0 && v.ActiveTokens < v.AutoPausedBelow
-	switch {
-	case !u.Policy.AutoCompact:
-		if u.Over > 0 {
-			return PrepareResult{}, fmt.Errorf("auto_compact is off and the request is %d tokens over the usable window (%d of %d); compact, revert, or start a new session from a hand-off: %w",
-				u.Over, u.Used, u.ContextWindow-u.ReservedOutput, ErrFailedPrecondition)
-		}
-		if u.Level >= compaction.LevelCompact {
-			st.Warnings = append(st.Warnings, "auto_compact is off: "+u.Recommendation)
-		}
-	case u.Level >= compaction.LevelCompact && (!paused || u.Over > 0):
-		tiers := []compaction.Tier{compaction.TierPrune, compaction.TierDropMiddle}
-		if u.Level >= compaction.LevelSummarize {
-			tiers = compaction.AllTiers
-		}
-		res, err := e.Compact(ctx, tenant, id, CompactInput{auto: true, tiers: tiers})
-		if err != nil {
-			return PrepareResult{}, err
-		}
-		st.Compacted, st.Usage, st.Version = res.Compacted, res.Usage, res.Version
-		st.LastCompaction = res.Compaction
-		st.Warnings = append(st.Warnings, res.Warnings...)
-		if res.Compacted {
-			sess = res.session
-		}
-	case paused && u.Level >= compaction.LevelCompact:
-		st.Warnings = append(st.Warnings, "auto-compaction is paused for this session: the last compaction saved too little")
-	}
-	if st.Usage.Level == compaction.LevelHandoff {
-		st.Warnings = append(st.Warnings, st.Usage.Recommendation)
-	}
-	out, err := e.prepareView(ctx, sess, since)
-	if err != nil {
-		return PrepareResult{}, err
-	}
-	if st.LastCompaction == nil && v.CompactionRound > 0 {
-		if c, err := e.store.LatestCompaction(ctx, tenant, id); err == nil {
-			st.LastCompaction = &c
-		}
-	}
-	out.Status = st
-	if err := e.finishPrepare(ctx, tenant, id, &out); err != nil {
-		return PrepareResult{}, err
-	}
-	return out, nil
 }
 
 // activeView reads the whole active view.

@@ -88,3 +88,103 @@ func TestInterruptedToolCall(t *testing.T) {
 		}
 	})
 }
+
+// TestPrepareIsAtomic: every way PrepareContext can fail leaves the
+// session's version, log and active view as they were, so the same request
+// can be retried as is.
+func TestPrepareIsAtomic(t *testing.T) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
+		ctx := t.Context()
+		off := false
+		state := func(id string) (int64, int, int) {
+			t.Helper()
+			s, err := e.GetSession(ctx, tenant, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log, _ := e.GetMessages(ctx, tenant, id, engine.ViewLog, engine.Page{Size: 1000})
+			active, _ := e.GetMessages(ctx, tenant, id, engine.ViewActive, engine.Page{Size: 1000})
+			return s.Version, len(log.Messages), len(active.Messages)
+		}
+		huge := []chat.Message{callMsg("big"), resultMsg("big", strings.Repeat("dolor sit amet ", 800))}
+		stale := int64(1)
+		manual := agentSession(t, e, compaction.Overrides{AutoCompact: &off}, 16)
+		auto := agentSession(t, e, compaction.Overrides{}, 4)
+		if _, err := e.PrepareContext(ctx, tenant, auto.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("go on")}, IdempotencyKey: "k1"}); err != nil {
+			t.Fatal(err)
+		}
+		cases := []struct {
+			name    string
+			session string
+			in      engine.PrepareInput
+			want    func(error) bool
+		}{
+			{"auto_compact off and over", manual.ID, engine.PrepareInput{Messages: huge}, func(err error) bool { return errors.Is(err, engine.ErrFailedPrecondition) }},
+			{"cannot fit at all", auto.ID, engine.PrepareInput{Messages: []chat.Message{userMsg(strings.Repeat("enormous ", 9000))}}, func(err error) bool { return errors.Is(err, engine.ErrFailedPrecondition) }},
+			{"stale expected_version", auto.ID, engine.PrepareInput{Messages: huge, ExpectedVersion: &stale}, func(err error) bool { return errors.Is(err, store.ErrVersionConflict) }},
+			{"idempotency key reused", auto.ID, engine.PrepareInput{Messages: huge, IdempotencyKey: "k1"}, func(err error) bool { return errors.Is(err, engine.ErrFailedPrecondition) }},
+			{"result for an unknown call", auto.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("x"), resultMsg("nope", "y")}}, func(err error) bool {
+				var invalid *chat.InvalidError
+				return errors.As(err, &invalid)
+			}},
+			{"unknown session", "no-such-session", engine.PrepareInput{Messages: huge}, func(err error) bool { return errors.Is(err, store.ErrNotFound) }},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				var v0 int64
+				var l0, a0 int
+				if tc.session != "no-such-session" {
+					v0, l0, a0 = state(tc.session)
+				}
+				_, err := e.PrepareContext(ctx, tenant, tc.session, tc.in)
+				if !tc.want(err) {
+					t.Fatalf("got %v", err)
+				}
+				if tc.session == "no-such-session" {
+					return
+				}
+				if v, l, a := state(tc.session); v != v0 || l != l0 || a != a0 {
+					t.Errorf("after the failure: version %d→%d, log %d→%d, view %d→%d", v0, v, l0, l, a0, a)
+				}
+			})
+		}
+		// The refused request succeeds as is once there is room: compact
+		// by hand, retry.
+		if _, err := e.Compact(ctx, tenant, manual.ID, engine.CompactInput{}); err != nil {
+			t.Fatal(err)
+		}
+		v0, l0, _ := state(manual.ID)
+		res, err := e.PrepareContext(ctx, tenant, manual.ID, engine.PrepareInput{Messages: huge})
+		if err != nil {
+			t.Fatalf("retry after compacting: %v", err)
+		}
+		if v, l, _ := state(manual.ID); v != v0+1 || l != l0+2 || res.Status.Version != v {
+			t.Errorf("retry: version %d→%d (status %d), log %d→%d", v0, v, res.Status.Version, l0, l)
+		}
+		// A compaction and the append it made room for are one change: the
+		// log grows by the batch exactly once and the view fits.
+		v0, l0, _ = state(auto.ID)
+		for i := 0; i < 12; i++ {
+			id := fmt.Sprintf("more_%d", i)
+			res, err = e.PrepareContext(ctx, tenant, auto.ID, engine.PrepareInput{Messages: []chat.Message{callMsg(id), resultMsg(id, strings.Repeat("lorem ipsum dolor ", 100))}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status.Usage.Over > 0 {
+				t.Errorf("step %d: the returned view is %d tokens over", i, res.Status.Usage.Over)
+			}
+		}
+		if _, l, _ := state(auto.ID); l != l0+24 || !res.Status.Compacted && len(mustCompactions(t, e, auto.ID)) == 0 {
+			t.Errorf("log %d→%d after 12 steps of 2 messages; compactions %d", l0, l, len(mustCompactions(t, e, auto.ID)))
+		}
+	})
+}
+
+func mustCompactions(t *testing.T, e *engine.Engine, id string) []store.Compaction {
+	t.Helper()
+	list, err := e.ListCompactions(t.Context(), tenant, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}

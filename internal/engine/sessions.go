@@ -449,37 +449,67 @@ func requestHash(in AppendInput) (string, error) {
 // call the batch interrupts, and updates s in memory (the caller writes it).
 // It returns the messages as stored.
 func (e *Engine) appendInTx(ctx context.Context, tx store.Tx, s *store.Session, msgs []chat.Message) ([]chat.Message, error) {
-	msgs, calls, err := e.pairToolCalls(ctx, tx, s, msgs)
+	st, err := e.stageAppend(ctx, tx, s, msgs, e.timestamp())
 	if err != nil {
 		return nil, err
 	}
-	now := e.timestamp()
+	return st.msgs, st.write(ctx, tx, s)
+}
+
+// stagedAppend is an append checked and laid out but not written yet.
+type stagedAppend struct {
+	msgs    []chat.Message // with ids, positions, kinds and timestamps
+	entries []store.ViewEntry
+	calls   []store.ToolCall
+}
+
+// stageAppend checks an append against s and lays it out (stored at now),
+// reading only.
+func (e *Engine) stageAppend(ctx context.Context, tx store.Tx, s *store.Session, msgs []chat.Message, now time.Time) (stagedAppend, error) {
+	msgs, calls, err := e.pairToolCalls(ctx, tx, s, msgs)
+	if err != nil {
+		return stagedAppend{}, err
+	}
 	entries := make([]store.ViewEntry, len(msgs))
-	var added int64
 	for i := range msgs {
 		pos := s.LogCount + int64(i) + 1
 		msgs[i].Position, msgs[i].ID, msgs[i].Kind, msgs[i].CreatedAt = pos, "msg_"+strconv.FormatInt(pos, 10), chat.KindNormal, now
 		entries[i] = store.ViewEntry{Ord: s.ViewSeq + int64(i) + 1, MessageID: msgs[i].ID}
-		added += msgs[i].Tokens
 	}
-	if err := tx.InsertMessages(ctx, s.Tenant, s.ID, msgs); err != nil {
-		return nil, err
-	}
-	if err := tx.AppendView(ctx, s.Tenant, s.ID, entries); err != nil {
-		return nil, err
-	}
-	if len(calls) > 0 {
-		if err := tx.PutToolCalls(ctx, s.Tenant, s.ID, calls); err != nil {
-			return nil, err
-		}
+	return stagedAppend{msgs: msgs, entries: entries, calls: calls}, nil
+}
+
+// apply updates s in memory as the append leaves it.
+func (a stagedAppend) apply(s *store.Session) {
+	if len(a.msgs) == 0 {
+		return
 	}
 	s.Version++
-	s.LogCount += int64(len(msgs))
-	s.ViewSeq += int64(len(msgs))
-	s.ActiveCount += int64(len(msgs))
-	s.ActiveTokens += added
-	s.UpdatedAt = now
-	return msgs, nil
+	s.LogCount += int64(len(a.msgs))
+	s.ViewSeq += int64(len(a.msgs))
+	s.ActiveCount += int64(len(a.msgs))
+	s.ActiveTokens += sumTokens(a.msgs)
+	s.UpdatedAt = a.msgs[0].CreatedAt
+}
+
+// write stores a staged append and updates s in memory.
+func (a stagedAppend) write(ctx context.Context, tx store.Tx, s *store.Session) error {
+	if len(a.msgs) == 0 {
+		return nil
+	}
+	if err := tx.InsertMessages(ctx, s.Tenant, s.ID, a.msgs); err != nil {
+		return err
+	}
+	if err := tx.AppendView(ctx, s.Tenant, s.ID, a.entries); err != nil {
+		return err
+	}
+	if len(a.calls) > 0 {
+		if err := tx.PutToolCalls(ctx, s.Tenant, s.ID, a.calls); err != nil {
+			return err
+		}
+	}
+	a.apply(s)
+	return nil
 }
 
 // InterruptedMetadata marks the tool result contextd records for a tool

@@ -88,6 +88,9 @@ type ContextServiceClient interface {
 	// messages, compacts if the session's policy says so, and returns the
 	// messages to send with the context status. With auto_compact off it never
 	// compacts, and fails with FAILED_PRECONDITION if the request cannot fit.
+	// Atomic: it either appends and returns a view that fits, or changes
+	// nothing (no message appended, version unchanged), so a failed call can
+	// be retried as is.
 	PrepareContext(ctx context.Context, in *PrepareContextRequest, opts ...grpc.CallOption) (*PrepareContextResponse, error)
 	// Compacts now: automatically or with one tier; a dry run returns the plan
 	// and the savings and changes nothing.
@@ -355,6 +358,9 @@ type ContextServiceServer interface {
 	// messages, compacts if the session's policy says so, and returns the
 	// messages to send with the context status. With auto_compact off it never
 	// compacts, and fails with FAILED_PRECONDITION if the request cannot fit.
+	// Atomic: it either appends and returns a view that fits, or changes
+	// nothing (no message appended, version unchanged), so a failed call can
+	// be retried as is.
 	PrepareContext(context.Context, *PrepareContextRequest) (*PrepareContextResponse, error)
 	// Compacts now: automatically or with one tier; a dry run returns the plan
 	// and the savings and changes nothing.

@@ -1,0 +1,344 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/watch"
+)
+
+// PrepareInput is a PrepareContext request.
+type PrepareInput struct {
+	Messages        []chat.Message
+	IdempotencyKey  string
+	ExpectedVersion *int64
+	// ViewToken is the ViewToken of an earlier result the caller holds the
+	// messages of; when the view has only grown since, the result carries
+	// only the messages after it (Delta).
+	ViewToken string
+}
+
+// PrepareResult is what to send to the model, and the status.
+type PrepareResult struct {
+	// Messages is the active view, or with Delta only its messages after
+	// the view of the request's ViewToken.
+	Messages  []chat.Message
+	Delta     bool
+	ViewToken string
+	Status    Status
+	// Cache are the prompt-cache hints (see cachehints.go); their indices
+	// are into the whole view, also with Delta.
+	Cache CacheHints
+	// view is the whole active view (Messages may be only its tail).
+	view []chat.Message
+}
+
+// prepared is what the first transaction of PrepareContext found: the
+// session and view as the append would leave them, and whether to compact.
+type prepared struct {
+	before   store.Session // the session as read, locked
+	after    store.Session // as the append leaves it
+	view     []chat.Message
+	input    []chat.Message // the messages to append, counted (nil for a replay)
+	appended []chat.Message // as stored
+	usage    Usage
+	compact  []compaction.Tier // nil: no compaction
+	replayed bool
+	at       time.Time // when the append is stored
+	status   Status
+}
+
+// PrepareContext is the one call an agent makes before each model call:
+// append the new messages, compact if the policy says so, and return the
+// active view to send with the status.
+//
+// It is atomic: it either appends and returns a view that fits, or changes
+// nothing, so a failed call can be retried as is. The append is checked
+// and the would-be view measured in a transaction that commits only when
+// no compaction is needed. Otherwise the compaction of the would-be view
+// is planned outside any transaction (an LLM summary may take seconds),
+// and the append and the compaction are written together in one
+// transaction, only if the session has not moved meanwhile (else it starts
+// over, at most three times, then ABORTED).
+func (e *Engine) PrepareContext(ctx context.Context, tenant, id string, in PrepareInput) (PrepareResult, error) {
+	var hash string
+	if len(in.Messages) > 0 {
+		if err := chat.ValidateMessages("messages", in.Messages); err != nil {
+			return PrepareResult{}, err
+		}
+		var err error
+		if hash, err = requestHash(AppendInput{Messages: in.Messages, ExpectedVersion: in.ExpectedVersion}); err != nil {
+			return PrepareResult{}, err
+		}
+	}
+	var since *viewToken
+	if in.ViewToken != "" {
+		t, err := parseViewToken("view_token", in.ViewToken, id)
+		if err != nil {
+			return PrepareResult{}, err
+		}
+		since = &t
+	}
+	for attempt := 1; ; attempt++ {
+		res, err := e.prepareOnce(ctx, tenant, id, in, hash, since)
+		if errors.Is(err, errStale) && attempt < 3 {
+			continue
+		}
+		if errors.Is(err, errStale) {
+			return PrepareResult{}, fmt.Errorf("session %q kept changing while its compaction was planned; nothing was changed, try again: %w", id, store.ErrVersionConflict)
+		}
+		return res, err
+	}
+}
+
+// errDecided rolls back the first transaction of PrepareContext once it
+// knows a compaction is needed.
+var errDecided = errors.New("compaction needed")
+
+func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareInput, hash string, since *viewToken) (PrepareResult, error) {
+	cur, err := e.readSession(ctx, tenant, id)
+	if err != nil {
+		return PrepareResult{}, err
+	}
+	// The view as of a version (from the cache when it has it); the
+	// transaction reads it again only if the session moved since.
+	cached, _, cur, err := e.viewOf(ctx, cur)
+	if err != nil {
+		return PrepareResult{}, err
+	}
+	m, _ := e.models.Lookup(cur.Model)
+	cal, err := e.calibration(ctx, tenant, m)
+	if err != nil {
+		return PrepareResult{}, err
+	}
+	cals := map[string]*store.Calibration{m.Name: cal}
+	counted, err := e.countMessages(cur.Model, in.Messages)
+	if err != nil {
+		return PrepareResult{}, err
+	}
+	var pr prepared
+	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		pr = prepared{}
+		s, err := tx.GetSession(ctx, tenant, id) // locks the session
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		pr.before = s
+		msgs := counted
+		if len(msgs) > 0 && in.IdempotencyKey != "" {
+			rec, err := tx.GetIdempotency(ctx, tenant, id, in.IdempotencyKey)
+			switch {
+			case err == nil && rec.RequestHash == hash:
+				pr.replayed, msgs = true, nil // appended before: prepare what is there
+			case err == nil:
+				return fmt.Errorf("idempotency key %q was used for a different request: %w", in.IdempotencyKey, ErrFailedPrecondition)
+			case !errors.Is(err, store.ErrNotFound):
+				return err
+			}
+		}
+		if len(msgs) > 0 && in.ExpectedVersion != nil && *in.ExpectedVersion != s.Version {
+			return fmt.Errorf("session %q is at version %d, not the expected %d: %w", id, s.Version, *in.ExpectedVersion, store.ErrVersionConflict)
+		}
+		if len(msgs) > 0 && s.Model != cur.Model {
+			if msgs, err = e.countMessages(s.Model, in.Messages); err != nil {
+				return err
+			}
+		}
+		pr.input, pr.at = msgs, e.timestamp()
+		staged, err := e.stageAppend(ctx, tx, &s, msgs, pr.at)
+		if err != nil {
+			return err
+		}
+		if s.Version == cur.Version && int64(len(cached)) == s.ActiveCount {
+			pr.view = cached[:len(cached):len(cached)] // shared: appending copies
+		} else if pr.view, err = tx.ViewMessages(ctx, tenant, id); err != nil {
+			return err
+		}
+		pr.appended = staged.msgs
+		pr.view = append(pr.view, staged.msgs...)
+		staged.apply(&s)
+		pr.after = s
+		v, err := e.viewCached(ctx, s, cals)
+		if err != nil {
+			return err
+		}
+		pr.usage = v.Usage
+		if err := pr.decide(e); err != nil {
+			return err
+		}
+		if pr.compact != nil {
+			return errDecided
+		}
+		if len(staged.msgs) == 0 {
+			return nil
+		}
+		s = pr.before
+		if err := staged.write(ctx, tx, &s); err != nil {
+			return err
+		}
+		if err := tx.UpdateSession(ctx, &s); err != nil {
+			return err
+		}
+		return e.rememberAppend(ctx, tx, tenant, id, in.IdempotencyKey, hash, staged.msgs, s.Version)
+	})
+	if err != nil && !errors.Is(err, errDecided) {
+		return PrepareResult{}, err
+	}
+	if pr.compact == nil {
+		if len(pr.appended) > 0 {
+			e.views.appended(&pr.before, &pr.after, pr.appended)
+			e.notify(ctx, tenant, id, pr.after.Version, watch.EventAppended)
+		}
+		return e.answerPrepare(ctx, tenant, id, pr, since)
+	}
+	return e.prepareWithCompaction(ctx, tenant, id, in, hash, pr, since)
+}
+
+// decide sets what PrepareContext does with the would-be session: fail
+// (auto_compact off and over the window), compact (with which tiers), or
+// just warn.
+func (pr *prepared) decide(e *Engine) error {
+	s, u := pr.after, pr.usage
+	pr.status = Status{SessionID: s.ID, Version: s.Version, Usage: u, Time: e.now().UTC()}
+	paused := s.AutoPausedBelow > 0 && s.ActiveTokens < s.AutoPausedBelow
+	switch {
+	case !u.Policy.AutoCompact:
+		if u.Over > 0 {
+			return fmt.Errorf("auto_compact is off and the request is %d tokens over the usable window (%d of %d); nothing was appended: compact, revert, or start a new session from a hand-off: %w",
+				u.Over, u.Used, u.ContextWindow-u.ReservedOutput, ErrFailedPrecondition)
+		}
+		if u.Level >= compaction.LevelCompact {
+			pr.status.Warnings = append(pr.status.Warnings, "auto_compact is off: "+u.Recommendation)
+		}
+	case u.Level >= compaction.LevelCompact && (!paused || u.Over > 0):
+		pr.compact = []compaction.Tier{compaction.TierPrune, compaction.TierDropMiddle}
+		if u.Level >= compaction.LevelSummarize {
+			pr.compact = compaction.AllTiers
+		}
+	case paused && u.Level >= compaction.LevelCompact:
+		pr.status.Warnings = append(pr.status.Warnings, "auto-compaction is paused for this session: the last compaction saved too little")
+	}
+	return nil
+}
+
+// rememberAppend stores the answer to an append with an idempotency key.
+func (e *Engine) rememberAppend(ctx context.Context, tx store.Tx, tenant, id, key, hash string, msgs []chat.Message, version int64) error {
+	if key == "" {
+		return nil
+	}
+	body, err := json.Marshal(AppendResult{Messages: msgs, Version: version})
+	if err != nil {
+		return err
+	}
+	return tx.PutIdempotency(ctx, tenant, id, store.Idempotency{Key: key, RequestHash: hash, Response: body})
+}
+
+// prepareWithCompaction plans the compaction of the would-be view, then
+// writes the append and the compaction (or, when there is nothing to
+// compact, the append and a pause of auto-compaction) in one transaction,
+// if the session is still where the plan started.
+func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, in PrepareInput, hash string, pr prepared, since *viewToken) (PrepareResult, error) {
+	p, err := e.plan(ctx, snapshot{session: pr.after, view: pr.view}, CompactInput{tiers: pr.compact})
+	if err != nil {
+		return PrepareResult{}, err
+	}
+	var res CompactResult
+	var final store.Session
+	paused := false
+	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.LockCompaction(ctx, tenant, id); err != nil {
+			return err
+		}
+		s, err := tx.GetSession(ctx, tenant, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if s.Version != pr.before.Version {
+			return errStale
+		}
+		// The same session version, so the same append as staged before.
+		staged, err := e.stageAppend(ctx, tx, &s, pr.input, pr.at)
+		if err != nil {
+			return err
+		}
+		if err := staged.write(ctx, tx, &s); err != nil {
+			return err
+		}
+		if err := e.rememberAppend(ctx, tx, tenant, id, in.IdempotencyKey, hash, staged.msgs, s.Version); err != nil {
+			return err
+		}
+		if !p.plan.Changed() {
+			s.Version++
+			s.AutoPausedBelow = s.ActiveTokens + pauseSpan(p.model, p.policy)
+			res = p.result
+			res.Warnings = append(res.Warnings, fmt.Sprintf("nothing left to compact; auto-compaction paused until the conversation grows by %d tokens", pauseSpan(p.model, p.policy)))
+			res.view = pr.view
+			paused = true
+		} else if res, err = writeCompaction(ctx, tx, &s, pr.view, len(pr.view), p); err != nil {
+			return err
+		}
+		final = s
+		return tx.UpdateSession(ctx, &s)
+	})
+	if err != nil {
+		return PrepareResult{}, err
+	}
+	if len(pr.appended) > 0 {
+		e.notify(ctx, tenant, id, pr.after.Version, watch.EventAppended)
+	}
+	event := watch.EventCompacted
+	if paused {
+		event = watch.EventWarning
+		e.views.appended(&pr.before, &final, pr.appended)
+	} else {
+		e.views.put(&final, res.view, viewOrds(len(res.view)), messagesBytes(res.view))
+		e.metrics.Compacted(res.Compaction.Tiers, res.Compaction.TokensBefore-res.Compaction.TokensAfter)
+	}
+	e.notify(ctx, tenant, id, final.Version, event)
+	v, err := e.view(ctx, final)
+	if err != nil {
+		return PrepareResult{}, err
+	}
+	pr.after, pr.view = final, res.view
+	pr.status.Version, pr.status.Usage, pr.status.Compacted = final.Version, v.Usage, !paused
+	if !paused {
+		pr.status.LastCompaction = res.Compaction
+	}
+	pr.status.Warnings = append(pr.status.Warnings, res.Warnings...)
+	return e.answerPrepare(ctx, tenant, id, pr, since)
+}
+
+// answerPrepare adds the hand-off warning, the latest compaction, the
+// cache hints and the ledger to the status and returns the view.
+func (e *Engine) answerPrepare(ctx context.Context, tenant, id string, pr prepared, since *viewToken) (PrepareResult, error) {
+	out, err := e.prepareView(ctx, pr.after, since)
+	if err != nil {
+		return PrepareResult{}, err
+	}
+	st := pr.status
+	if st.Usage.Level == compaction.LevelHandoff {
+		st.Warnings = append(st.Warnings, st.Usage.Recommendation)
+	}
+	if st.LastCompaction == nil && pr.after.CompactionRound > 0 {
+		if c, err := e.store.LatestCompaction(ctx, tenant, id); err == nil {
+			st.LastCompaction = &c
+		}
+	}
+	out.Status = st
+	if err := e.finishPrepare(ctx, tenant, id, &out); err != nil {
+		return PrepareResult{}, err
+	}
+	return out, nil
+}
