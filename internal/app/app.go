@@ -305,7 +305,10 @@ func newGRPCServer(cfg Config, log *slog.Logger, validator pvalidate.Validator, 
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 	}
-	// Connections, TLS and connection age are the HTTP server's (http.go).
+	// The server is reached through ServeHTTP (http.go), where options about
+	// connections and transport (credentials, keepalive, connection age,
+	// MaxConcurrentStreams, InTapHandle) have no effect: those are the HTTP
+	// server's, and a tap handle is given to newFrontend.
 	return grpc.NewServer(append(opts, extra...)...), nil
 }
 

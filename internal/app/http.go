@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,10 +20,13 @@ import (
 	"connectrpc.com/connect"
 	"connectrpc.com/cors"
 	"connectrpc.com/vanguard"
-	"connectrpc.com/vanguard/vanguardgrpc"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	rscors "github.com/rs/cors"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/contextd/contextd/internal/auth"
@@ -59,8 +64,24 @@ type frontend struct {
 
 // newFrontend builds the HTTP server that serves grpcSrv's services over
 // gRPC, gRPC-Web and Connect, plus routes, on one port.
+//
+// The credentials of every call of every protocol are checked from its
+// headers before its body is read (authTap in limits.go, run as grpc-go's
+// tap handle would be: grpc.InTapHandle has no effect under ServeHTTP).
 func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth.Keys, log *slog.Logger) (*frontend, error) {
-	transcoder, err := vanguardgrpc.NewTranscoder(grpcSrv, vanguard.WithDefaultServiceOptions(
+	var calls http.Handler = grpcSrv
+	if inTap := authTap(keys, cfg.AuthExemptHealth); inTap != nil {
+		calls = tapped(inTap, grpcSrv)
+	}
+	// As vanguardgrpc.NewTranscoder, but onto calls: every service of
+	// grpcSrv, reached over gRPC with the binary codec.
+	var services []*vanguard.Service
+	for name := range grpcSrv.GetServiceInfo() {
+		services = append(services, vanguard.NewService(name, calls))
+	}
+	transcoder, err := vanguard.NewTranscoder(services, vanguard.WithDefaultServiceOptions(
+		vanguard.WithTargetProtocols(vanguard.ProtocolGRPC),
+		vanguard.WithTargetCodecs(vanguard.CodecProto),
 		// Bounds what vanguard buffers per message while transcoding, like
 		// grpc.MaxRecvMsgSize bounds what grpc-go accepts.
 		vanguard.WithMaxMessageBufferBytes(uint32(cfg.MaxMessageBytes)),
@@ -75,7 +96,7 @@ func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth
 		r = r.WithContext(context.WithValue(r.Context(), protocolKey{}, proto))
 		switch {
 		case proto == protocolGRPC && r.ProtoMajor == 2:
-			grpcSrv.ServeHTTP(w, r)
+			calls.ServeHTTP(w, r)
 			return
 		case proto == protocolConnect:
 			connectUnary(r)
@@ -83,7 +104,7 @@ func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth
 		transcoder.ServeHTTP(w, r)
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/", earlyAuth(keys, cfg.AuthExemptHealth, rpc)) // credentials before the body (limits.go)
+	mux.Handle("/", rpc)
 	for prefix, h := range routes {
 		mux.Handle(prefix, h)
 	}
@@ -194,6 +215,57 @@ func connectUnary(r *http.Request) {
 	if r.Method == http.MethodPost && r.Header.Get("Connect-Protocol-Version") == "" && !strings.HasPrefix(r.Header.Get("Content-Type"), "application/connect+") {
 		r.Header.Set("Connect-Protocol-Version", "1")
 	}
+}
+
+// tapped runs inTap before next, as grpc-go runs a tap handle before it
+// reads a call's body. The requests here are all gRPC (vanguard has
+// translated the others), so a refusal is a gRPC trailers-only response,
+// which vanguard translates back into the caller's protocol. As in grpc-go,
+// an error that is not a status is PermissionDenied.
+func tapped(inTap tap.ServerInHandle, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		md := make(metadata.MD, len(r.Header))
+		for k, vs := range r.Header {
+			k = strings.ToLower(k)
+			if !strings.HasSuffix(k, "-bin") {
+				md[k] = vs
+				continue
+			}
+			for _, v := range vs {
+				if b, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(v, "=")); err == nil {
+					md[k] = append(md[k], string(b))
+				}
+			}
+		}
+		ctx, err := inTap(r.Context(), &tap.Info{FullMethodName: r.URL.Path, Header: md})
+		if err != nil {
+			st, ok := status.FromError(err)
+			if !ok {
+				st = status.New(codes.PermissionDenied, err.Error())
+			}
+			h := w.Header()
+			h.Set("Content-Type", "application/grpc")
+			h.Set("Grpc-Status", strconv.Itoa(int(st.Code())))
+			h.Set("Grpc-Message", grpcMessage(st.Message()))
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// grpcMessage percent-encodes msg for the grpc-message header: bytes
+// outside printable ASCII, and '%'.
+func grpcMessage(msg string) string {
+	var b strings.Builder
+	for i := 0; i < len(msg); i++ {
+		if c := msg[i]; c >= ' ' && c <= '~' && c != '%' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }
 
 // jsonCodec is vanguard's JSON codec (proto3 JSON: lowerCamelCase names

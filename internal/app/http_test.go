@@ -22,13 +22,17 @@ import (
 	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	pvalidate "buf.build/go/protovalidate"
 	"connectrpc.com/connect"
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
+	"github.com/contextd/contextd/internal/auth"
 )
 
 // connectAPI calls the server's Connect protocol with plain net/http, the
@@ -669,5 +673,79 @@ func TestConnectWatchEndsOnShutdown(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("graceful stop waited for the stream")
+	}
+}
+
+// TestTapBeforeBody: the frontend checks credentials (authTap) on calls of
+// every protocol from their headers, without reading their bodies; the
+// refusal reaches each client in its protocol.
+func TestTapBeforeBody(t *testing.T) {
+	validator, err := pvalidate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := newGRPCServer(Config{MaxMessageBytes: 1 << 20}, discardLog(), validator, grpcprom.NewServerMetrics(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	keys, err := auth.LoadKeys("", []string{"acme:ok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := newFrontend(Config{MaxMessageBytes: 1 << 20}, srv, nil, keys, discardLog()) // health is not exempt
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go f.serve(lis)
+	t.Cleanup(func() { f.shutdown(t.Context()); srv.Stop() })
+	base := "http://" + lis.Addr().String()
+	check := base + "/grpc.health.v1.Health/Check"
+
+	t.Run("connect, with a body that never ends", func(t *testing.T) {
+		// The body ends only when the test gives up waiting; an answer
+		// that came after that would have needed the whole body.
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		body, w := io.Pipe()
+		context.AfterFunc(ctx, func() { w.Close() })
+		go w.Write([]byte(`{"service":`)) // and nothing more
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, check, body)
+		req.Header.Set("Content-Type", "application/json")
+		var h2c http.Protocols
+		h2c.SetUnencryptedHTTP2(true)
+		resp, err := (&http.Client{Transport: &http.Transport{Protocols: &h2c}}).Do(req)
+		if err != nil || ctx.Err() != nil {
+			t.Fatalf("no answer before the body ended: %v", err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		var ce connectError
+		if err := json.Unmarshal(out, &ce); err != nil || resp.StatusCode != http.StatusUnauthorized || ce.Code != "unauthenticated" || !strings.Contains(ce.Message, `send "authorization: Bearer <API key>"`) {
+			t.Errorf("HTTP %d %s", resp.StatusCode, out)
+		}
+	})
+	for name, opts := range map[string][]connect.ClientOption{
+		"connect": {connect.WithProtoJSON()}, "grpc-web": {connect.WithGRPCWeb()}, "grpc": {connect.WithGRPC()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var h2c http.Protocols
+			h2c.SetUnencryptedHTTP2(true)
+			client := connect.NewClient[healthpb.HealthCheckRequest, healthpb.HealthCheckResponse](
+				&http.Client{Transport: &http.Transport{Protocols: &h2c}}, check, opts...)
+			_, err := client.CallUnary(t.Context(), connect.NewRequest(&healthpb.HealthCheckRequest{}))
+			if connect.CodeOf(err) != connect.CodeUnauthenticated || !strings.Contains(err.Error(), `send "authorization: Bearer <API key>"`) {
+				t.Errorf("without a key: %v", err)
+			}
+			req := connect.NewRequest(&healthpb.HealthCheckRequest{})
+			req.Header().Set("Authorization", "Bearer ok")
+			if resp, err := client.CallUnary(t.Context(), req); err != nil || resp.Msg.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				t.Errorf("with the key: %v, %v", resp, err)
+			}
+		})
 	}
 }
