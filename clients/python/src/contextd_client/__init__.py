@@ -1,0 +1,36 @@
+"""Typed Python client for contextd.
+
+The messages and the gRPC stub are generated from proto/ by `make generate`
+(Debian's protoc 3.21.12 and grpc_python_plugin 1.51) and importable as
+``contextd.v1.types_pb2``, ``contextd.v1.context_service_pb2`` and
+``contextd.v1.context_service_pb2_grpc``; this package re-exports them as
+``types``, ``service`` and ``service_grpc``. The hand-written part is small:
+
+* :func:`connect` opens a channel (plaintext or TLS) that sends
+  ``authorization: Bearer <key>`` with every call;
+* :class:`StatusWatch` iterates over a session's ContextStatus and watches
+  again from the last version after UNAVAILABLE (a replica shutting down);
+* :class:`AgentLoop` runs PrepareContext → your model call → ReportUsage.
+"""
+
+from contextd.v1 import context_service_pb2 as service
+from contextd.v1 import context_service_pb2_grpc as service_grpc
+from contextd.v1 import types_pb2 as types
+
+from contextd_client._agent import AgentLoop, ModelTurn, StepResult, Usage
+from contextd_client._channel import Client, bearer_token_interceptor, connect
+from contextd_client._watch import StatusWatch
+
+__all__ = [
+    "AgentLoop",
+    "Client",
+    "ModelTurn",
+    "StatusWatch",
+    "StepResult",
+    "Usage",
+    "bearer_token_interceptor",
+    "connect",
+    "service",
+    "service_grpc",
+    "types",
+]
