@@ -200,6 +200,9 @@ class ContextServiceServicer(object):
         messages, compacts if the session's policy says so, and returns the
         messages to send with the context status. With auto_compact off it never
         compacts, and fails with FAILED_PRECONDITION if the request cannot fit.
+        Atomic: it either appends and returns a view that fits, or changes
+        nothing (no message appended, version unchanged), so a failed call can
+        be retried as is.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
