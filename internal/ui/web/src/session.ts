@@ -1,0 +1,226 @@
+// The page of one session: its bar, the usage chart, the compaction history
+// (with dry run, compact and revert, each behind a confirmation where it
+// changes anything), and the active view, where a summary or placeholder
+// opens the originals it stands in for.
+import { h, comma, ago, confirmDialog } from "./dom.js";
+import { bar, legend } from "./bar.js";
+import { chart, type Point } from "./chart.js";
+import {
+  client,
+  sessionRow,
+  compactionRow,
+  messageRow,
+  usage,
+  watch,
+  errorText,
+  StatusEvent,
+  MessageView,
+  type CompactionRow,
+  type Usage,
+} from "./api.js";
+import type { Page } from "./main.js";
+
+export async function sessionPage(pg: Page, id: string): Promise<void> {
+  const [got, hist, view] = await Promise.all([
+    client.getSession({ sessionId: id }),
+    client.listCompactions({ sessionId: id }),
+    client.getMessages({ sessionId: id, view: MessageView.ACTIVE, pageSize: 200 }),
+  ]);
+  const sess = sessionRow(got.session!);
+  let u: Usage = sess.usage;
+  let compactions: CompactionRow[] = hist.compactions.map(compactionRow);
+  const live: Point[] = [];
+  const start: Point | undefined = sess.createdAt ? { at: sess.createdAt, used: u.system + u.tools } : undefined;
+
+  const title = h("h1", {}, `Session ${sess.id}`);
+  const meta = h("p", { class: "muted", id: "session-meta" });
+  const barBox = h("div", { id: "session-bar" });
+  const chartBox = h("div", { class: "chart", id: "usage-chart" });
+  const actionMsg = h("div", { id: "action-result", role: "status", "aria-live": "polite" });
+  const histBox = h("div", { id: "compactions" });
+  const msgsBox = h("div", { id: "messages" });
+
+  const drawHead = () => {
+    meta.textContent = `${sess.model} · ${comma(u.window)}-token window · version ${sess.version} · ${comma(u.messageCount)} messages in view · level ${u.level}`;
+    barBox.replaceChildren(bar(u, true), legend(u));
+  };
+  const drawChart = () => chartBox.replaceChildren(chart(u, start, compactions, live));
+  const drawHistory = () => histBox.replaceChildren(historyTable(compactions, revert));
+  const drawMessages = (rows: ReturnType<typeof messageRow>[], more: boolean) => msgsBox.replaceChildren(messagesList(id, rows, more));
+
+  const reload = async () => {
+    const [h2, v2] = await Promise.all([client.listCompactions({ sessionId: id }), client.getMessages({ sessionId: id, view: MessageView.ACTIVE, pageSize: 200 })]);
+    compactions = h2.compactions.map(compactionRow);
+    drawHistory();
+    drawChart();
+    drawMessages(v2.messages.map(messageRow), v2.nextPageToken !== "");
+  };
+
+  async function revert(c: CompactionRow): Promise<void> {
+    const ok = await confirmDialog(
+      `Revert compaction ${c.round}?`,
+      `The active view goes back to what it was before this compaction (${comma(c.before)} tokens); messages appended since stay.`,
+      "Revert",
+    );
+    if (!ok) return;
+    try {
+      const res = await client.revertCompaction({ sessionId: id, compactionId: c.id });
+      actionMsg.replaceChildren(h("p", {}, `Reverted compaction ${c.round}; now ${comma(Number(res.session?.usage?.usedTokens ?? 0))} tokens.`));
+      await reload();
+    } catch (e) {
+      actionMsg.replaceChildren(h("p", { class: "error", role: "alert" }, errorText(e)));
+    }
+  }
+
+  const dry = async () => {
+    try {
+      const res = await client.compact({ sessionId: id, dryRun: true });
+      if (!res.compaction) {
+        actionMsg.replaceChildren(h("p", {}, "Dry run: nothing to compact.", ...res.warnings.map((w) => ` ${w}`)));
+        return;
+      }
+      const c = compactionRow(res.compaction);
+      const apply = h("button", { type: "button", class: "primary", id: "apply-compaction" }, "Compact now…");
+      apply.addEventListener("click", async () => {
+        const ok = await confirmDialog("Compact this session?", `Tiers ${c.tiers.join(", ")}: ${comma(c.before)} → ${comma(c.after)} tokens. Reversible with Revert.`, "Compact");
+        if (!ok) return;
+        try {
+          await client.compact({ sessionId: id });
+          actionMsg.replaceChildren(h("p", {}, "Compacted."));
+          await reload();
+        } catch (e) {
+          actionMsg.replaceChildren(h("p", { class: "error", role: "alert" }, errorText(e)));
+        }
+      });
+      actionMsg.replaceChildren(
+        h("div", { class: "panel", id: "dry-run" },
+          h("p", {}, `Dry run: ${c.tiers.join(", ")} would take ${comma(c.before)} → ${comma(c.after)} tokens (saves ${comma(c.before - c.after)}) in ${c.items} replacement${c.items === 1 ? "" : "s"}. Nothing was changed.`),
+          ...res.warnings.map((w) => h("p", { class: "muted" }, w)),
+          apply),
+      );
+    } catch (e) {
+      actionMsg.replaceChildren(h("p", { class: "error", role: "alert" }, errorText(e)));
+    }
+  };
+
+  pg.main.replaceChildren(
+    h("p", {}, h("a", { href: "#/" }, "← Sessions")),
+    title,
+    meta,
+    barBox,
+    h("div", { class: "toolbar" }, h("button", { type: "button", id: "dry-run-button", onclick: dry }, "Dry-run compaction")),
+    actionMsg,
+    h("h2", {}, "Usage"),
+    chartBox,
+    h("h2", {}, "Compactions"),
+    histBox,
+    h("h2", {}, "Active view"),
+    msgsBox,
+  );
+  drawHead();
+  drawChart();
+  drawHistory();
+  drawMessages(view.messages.map(messageRow), view.nextPageToken !== "");
+
+  void watch(id, sess.version, pg.signal, (p) => {
+    if (p.version <= sess.version && p.event !== StatusEvent.SNAPSHOT) return;
+    sess.version = Math.max(sess.version, p.version);
+    if (p.event === StatusEvent.DELETED) {
+      actionMsg.replaceChildren(h("p", { class: "error", role: "alert" }, "This session was deleted."));
+      return;
+    }
+    u = p.usage;
+    live.push({ at: p.at, used: u.used });
+    if (live.length > 2000) live.shift();
+    drawHead();
+    if (p.compacted || p.event === StatusEvent.COMPACTED || p.event === StatusEvent.REVERTED || p.event === StatusEvent.UPDATED) void reload();
+    else drawChart();
+  }, pg.conn);
+}
+
+function historyTable(cs: CompactionRow[], revert: (c: CompactionRow) => void): HTMLElement {
+  if (cs.length === 0) return h("p", { class: "muted" }, "No compactions yet.");
+  const newest = [...cs].reverse().find((c) => !c.revertedAt);
+  const tbody = h("tbody");
+  for (const c of [...cs].reverse()) {
+    tbody.append(
+      h(
+        "tr",
+        { "data-compaction": c.id },
+        h("td", { class: "num" }, String(c.round)),
+        h("td", {}, c.tiers.join(", ")),
+        h("td", { class: "num" }, `${comma(c.before)} → ${comma(c.after)}`),
+        h("td", { class: "hide-narrow" }, c.reasons.join("; ") || "—"),
+        h("td", { class: "hide-narrow" }, ago(c.createdAt)),
+        h("td", {}, c.revertedAt ? `reverted ${ago(c.revertedAt)}` : "applied"),
+        h("td", {}, c.revertedAt ? "" : h("button", {
+          type: "button",
+          disabled: c !== newest,
+          title: c === newest ? "Undo this compaction" : "Revert the newer compactions first",
+          "aria-label": `Revert compaction ${c.round}`,
+          onclick: () => revert(c),
+        }, "Revert…")),
+      ),
+    );
+  }
+  return h(
+    "table",
+    {},
+    h("caption", { class: "sr-only" }, "Compaction history, newest first"),
+    h("thead", {}, h("tr", {},
+      h("th", { scope: "col", class: "num" }, "Round"),
+      h("th", { scope: "col" }, "Tiers"),
+      h("th", { scope: "col", class: "num" }, "Tokens"),
+      h("th", { scope: "col", class: "hide-narrow" }, "Reason"),
+      h("th", { scope: "col", class: "hide-narrow" }, "When"),
+      h("th", { scope: "col" }, "State"),
+      h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Actions")))),
+    tbody,
+  );
+}
+
+function messagesList(sessionId: string, rows: ReturnType<typeof messageRow>[], more: boolean): HTMLElement {
+  const ol = h("ol", { class: "msgs" });
+  for (const m of rows) {
+    const li = h("li", { "data-message": m.id, "data-kind": m.kind });
+    const preview = m.text.length > 600 ? m.text.slice(0, 600) + "…" : m.text;
+    const metaRow = h("div", { class: "meta" },
+      h("span", {}, `#${m.position}`),
+      h("span", {}, m.role),
+      m.kind !== "NORMAL" ? h("span", { class: `kind-${m.kind}` }, m.kind.toLowerCase()) : null,
+      h("span", {}, `${comma(m.tokens)} tokens`),
+      m.pinned ? h("span", {}, "pinned") : null);
+    li.append(metaRow, h("pre", {}, preview));
+    if (m.kind === "SUMMARY" || m.kind === "PLACEHOLDER") {
+      const box = h("div", { class: "originals", hidden: true, id: `orig-${m.id}` });
+      const btn = h("button", { type: "button", class: "expand", "aria-expanded": "false", "aria-controls": `orig-${m.id}` }, "Show originals");
+      btn.addEventListener("click", async () => {
+        if (!box.hidden) {
+          box.hidden = true;
+          btn.setAttribute("aria-expanded", "false");
+          btn.textContent = "Show originals";
+          return;
+        }
+        try {
+          const res = await client.expandMessage({ sessionId, messageId: m.id });
+          const origs = res.originals.map(messageRow);
+          box.replaceChildren(
+            h("p", { class: "muted" }, `${origs.length} original message${origs.length === 1 ? "" : "s"}, ${comma(origs.reduce((a, o) => a + o.tokens, 0))} tokens:`),
+            ...origs.map((o) => h("div", { class: "original", "data-message": o.id }, h("div", { class: "meta" }, h("span", {}, `#${o.position}`), h("span", {}, o.role), o.kind !== "NORMAL" ? h("span", { class: `kind-${o.kind}` }, o.kind.toLowerCase()) : null, h("span", {}, `${comma(o.tokens)} tokens`)), h("pre", {}, o.text))),
+          );
+        } catch (e) {
+          box.replaceChildren(h("p", { class: "error", role: "alert" }, errorText(e)));
+        }
+        box.hidden = false;
+        btn.setAttribute("aria-expanded", "true");
+        btn.textContent = "Hide originals";
+      });
+      metaRow.append(btn);
+      li.append(box);
+    }
+    ol.append(li);
+  }
+  const wrap = h("div", {}, ol);
+  if (more) wrap.append(h("p", { class: "muted" }, "Only the first 200 messages of the view are shown."));
+  return rows.length ? wrap : h("p", { class: "muted" }, "The active view is empty.");
+}

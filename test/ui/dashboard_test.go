@@ -1,0 +1,436 @@
+// Package ui drives the dashboard in a real headless Chromium against a
+// live contextd (the binary, authentication on, embedded SQLite): the key
+// prompt, the sessions table updating live from a gRPC append, the usage
+// chart with one marker per compaction, and the originals behind a summary.
+// Any console error or uncaught exception in the page fails the test.
+//
+// Chromium is Debian's (/usr/bin/chromium, or $CONTEXTD_CHROMIUM). Without
+// it the test skips, unless CONTEXTD_REQUIRE_CHROMIUM=1 (CI sets it and
+// installs the package). Screenshots go to $CONTEXTD_SCREENSHOT_DIR when set
+// (make screenshots writes the README's into docs/), else to a temp dir.
+package ui
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
+)
+
+const apiKey = "dash-key-0123456789"
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{os.Getenv("CONTEXTD_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CONTEXTD_REQUIRE_CHROMIUM") == "1" {
+		t.Fatal("chromium not found and CONTEXTD_REQUIRE_CHROMIUM=1 (apt-get install chromium)")
+	}
+	t.Skip("chromium not found; set CONTEXTD_REQUIRE_CHROMIUM=1 to fail instead")
+	return ""
+}
+
+// server builds and starts contextd with authentication on and a small
+// model, and returns its address.
+func server(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "contextd")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/server")
+	build.Dir = repoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	models := filepath.Join(dir, "models.json")
+	if err := os.WriteFile(models, []byte(`{"models":[{"name":"demo-8k","provider":"demo","context_window":8192,"max_output_tokens":1024,"encoding":"cl100k_base","exact":true}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	var logs bytes.Buffer
+	srv := exec.Command(bin)
+	srv.Env = append(os.Environ(),
+		"CONTEXTD_LISTEN_ADDR="+addr, "CONTEXTD_METRICS_ADDR=", "CONTEXTD_DATA_DIR="+dir,
+		"CONTEXTD_RATE_LIMIT_RPS=0", "CONTEXTD_MODELS_FILE="+models, "CONTEXTD_API_KEYS=acme:"+apiKey)
+	srv.Stdout, srv.Stderr = &logs, &logs
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = srv.Process.Kill()
+		_ = srv.Wait()
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server never listened: %v\n%s", err, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func text(role contextdv1.Role, s string) *contextdv1.Message {
+	return &contextdv1.Message{Role: role, Parts: []*contextdv1.Part{{Kind: &contextdv1.Part_Text{Text: &contextdv1.TextPart{Text: s}}}}}
+}
+
+// turn is one agent step: the assistant calls a tool, the tool answers.
+func turn(i int) []*contextdv1.Message {
+	id := fmt.Sprintf("call_%d", i)
+	out := strings.Repeat(fmt.Sprintf("line %d of the output of step %d: internal/pkg/file_%d.go ok\n", i, i, i), 12)
+	return []*contextdv1.Message{
+		{Role: contextdv1.Role_ROLE_ASSISTANT, Parts: []*contextdv1.Part{
+			{Kind: &contextdv1.Part_Text{Text: &contextdv1.TextPart{Text: fmt.Sprintf("Step %d: I will look at internal/pkg/file_%d.go.", i, i)}}},
+			{Kind: &contextdv1.Part_ToolCall{ToolCall: &contextdv1.ToolCallPart{Id: id, Name: "bash", ArgumentsJson: fmt.Sprintf(`{"command":"cat internal/pkg/file_%d.go"}`, i)}}},
+		}},
+		{Role: contextdv1.Role_ROLE_TOOL, Parts: []*contextdv1.Part{{Kind: &contextdv1.Part_ToolResult{ToolResult: &contextdv1.ToolResultPart{ToolCallId: id, Content: out}}}}},
+	}
+}
+
+// browser collects console errors and exceptions of every page.
+type browser struct {
+	mu     sync.Mutex
+	errors []string
+}
+
+func (b *browser) listen(ctx context.Context) error {
+	return chromedp.Listen(ctx, func(ev any) {
+		var msg string
+		switch ev := ev.(type) {
+		case *cdpruntime.EventConsoleAPICalled:
+			if ev.Type == cdpruntime.ConsoleAPICalledTypeError || ev.Type == cdpruntime.ConsoleAPICalledTypeAssert {
+				var parts []string
+				for _, a := range ev.Args {
+					parts = append(parts, string(a.Value)+a.Description)
+				}
+				msg = "console." + string(ev.Type) + ": " + strings.Join(parts, " ")
+			}
+		case *cdpruntime.EventExceptionThrown:
+			msg = "exception: " + ev.ExceptionDetails.Text
+			if ev.ExceptionDetails.Exception != nil {
+				msg += " " + ev.ExceptionDetails.Exception.Description
+			}
+		case *cdplog.EventEntryAdded:
+			if ev.Entry.Level == cdplog.EntryLevelError {
+				msg = "log: " + ev.Entry.Text + " " + ev.Entry.URL
+			}
+		}
+		if msg != "" {
+			b.mu.Lock()
+			b.errors = append(b.errors, msg)
+			b.mu.Unlock()
+		}
+	})
+}
+
+func (b *browser) check(t *testing.T) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range b.errors {
+		t.Errorf("browser console: %s", e)
+	}
+	b.errors = nil
+}
+
+func shotDir(t *testing.T) string {
+	if d := os.Getenv("CONTEXTD_SCREENSHOT_DIR"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+// page wraps a chromedp tab with the few steps the test needs.
+type page struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func (p page) do(steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	if err := chromedp.Do(p.ctx, steps...); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func eval[T any](p page, js string) T {
+	p.t.Helper()
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		p.t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
+// until polls js until it is truthy, for at most d.
+func (p page) until(js string, d time.Duration) error {
+	_, err := chromedp.Run(p.ctx, chromedp.Poll[any](js, chromedp.WithPollingTimeout(d), chromedp.WithPollingInterval(50*time.Millisecond)))
+	return err
+}
+
+func (p page) text(sel string) string {
+	p.t.Helper()
+	s, err := chromedp.Run(p.ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		p.t.Fatalf("text of %s: %v", sel, err)
+	}
+	return s
+}
+
+func (p page) screenshot(dir, name string) {
+	p.t.Helper()
+	png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		p.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func visible(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.WaitVisible(chromedp.CSS(sel))
+}
+func click(sel string) chromedp.Action[chromedp.Void] { return chromedp.Click(chromedp.CSS(sel)) }
+
+func enableLog(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+	_, err := cdp.Call(ctx, t, cdplog.Enable, cdp.Empty{})
+	return chromedp.Void{}, err
+}
+
+func TestDashboardInChromium(t *testing.T) {
+	exe := chromium(t)
+	addr := server(t)
+	base := "http://" + addr + "/ui/"
+	shots := shotDir(t)
+
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	api := contextdv1.NewContextServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	authed := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+apiKey)
+
+	keep := int32(4)
+	if _, err := api.CreateSession(authed, &contextdv1.CreateSessionRequest{
+		Id: "agent-7", Model: "demo-8k", SystemPrompt: "You are a careful coding agent.",
+		Labels: map[string]string{"team": "search"},
+		Policy: &contextdv1.CompactionPolicy{KeepRecentMessages: &keep},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := []*contextdv1.Message{text(contextdv1.Role_ROLE_USER, "Fix the failing test in internal/pkg; the task is to make `go test ./internal/pkg` pass.")}
+	for i := 1; i <= 6; i++ {
+		msgs = append(msgs, turn(i)...)
+	}
+	if _, err := api.AppendMessages(authed, &contextdv1.AppendMessagesRequest{SessionId: "agent-7", Messages: msgs}); err != nil {
+		t.Fatal(err)
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 800),
+	)
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	if err := chromedp.Do(bctx); err != nil { // start the browser, open the tab
+		t.Fatalf("start chromium: %v", err)
+	}
+	b := &browser{}
+	if err := b.listen(bctx); err != nil {
+		t.Fatal(err)
+	}
+	p := page{t: t, ctx: bctx}
+	p.do(enableLog, chromedp.EmulateViewport(1280, 800))
+
+	t.Run("without a key the page asks for one and shows no data", func(t *testing.T) {
+		p := page{t: t, ctx: bctx}
+		p.do(chromedp.Navigate(base), visible("#key-form"))
+		if eval[bool](p, `document.querySelector("#sessions") !== null || document.body.innerText.includes("agent-7")`) {
+			t.Fatal("session data visible without an API key")
+		}
+		p.screenshot(shots, "dashboard-key.png")
+	})
+
+	t.Run("a wrong key is refused", func(t *testing.T) {
+		p := page{t: t, ctx: bctx}
+		p.do(chromedp.SetValue(chromedp.CSS("#api-key"), "not-the-key"), chromedp.Submit(chromedp.CSS("#key-form")))
+		if err := p.until(`document.querySelector("#key-why") && document.querySelector("#key-why").innerText.includes("refused")`, 10*time.Second); err != nil {
+			t.Fatalf("no refusal shown: %v", err)
+		}
+		if eval[bool](p, `document.body.innerText.includes("agent-7")`) {
+			t.Fatal("session data visible with a wrong key")
+		}
+	})
+
+	var before string
+	t.Run("with the key the sessions page lists the session", func(t *testing.T) {
+		p := page{t: t, ctx: bctx}
+		p.do(chromedp.SetValue(chromedp.CSS("#api-key"), apiKey), chromedp.Submit(chromedp.CSS("#key-form")),
+			visible(`tr[data-session="agent-7"]`), visible(`#conn[data-state="live"]`))
+		before = eval[string](p, `document.querySelector('tr[data-session="agent-7"] .bar').dataset.percent`)
+		if before == "" {
+			t.Fatal("no bar in the row")
+		}
+	})
+
+	t.Run("an append through gRPC updates the bar within 2 s", func(t *testing.T) {
+		p := page{t: t, ctx: bctx}
+		if _, err := api.AppendMessages(authed, &contextdv1.AppendMessagesRequest{SessionId: "agent-7", Messages: turn(7)}); err != nil {
+			t.Fatal(err)
+		}
+		js := fmt.Sprintf(`document.querySelector('tr[data-session="agent-7"] .bar').dataset.percent !== %q`, before)
+		if err := p.until(js, 2*time.Second); err != nil {
+			t.Fatalf("bar still at %s %% 2 s after the append: %v", before, err)
+		}
+		p.screenshot(shots, "dashboard-sessions.png")
+	})
+
+	t.Run("the session page charts one marker per compaction and expands a summary", func(t *testing.T) {
+		p := page{t: t, ctx: bctx}
+		if _, err := api.Compact(authed, &contextdv1.CompactRequest{SessionId: "agent-7", Tier: contextdv1.CompactionTier_COMPACTION_TIER_PRUNE}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := api.AppendMessages(authed, &contextdv1.AppendMessagesRequest{SessionId: "agent-7", Messages: append(turn(8), turn(9)...)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := api.Compact(authed, &contextdv1.CompactRequest{SessionId: "agent-7", Tier: contextdv1.CompactionTier_COMPACTION_TIER_SUMMARIZE}); err != nil {
+			t.Fatal(err)
+		}
+		list, err := api.ListCompactions(authed, &contextdv1.ListCompactionsRequest{SessionId: "agent-7"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Compactions) != 2 {
+			t.Fatalf("scripted %d compactions, want 2", len(list.Compactions))
+		}
+		p.do(click(`tr[data-session="agent-7"] a`), visible(`#usage-chart svg`), visible(`#compactions tr[data-compaction]`))
+		if n := eval[int](p, `document.querySelectorAll("#usage-chart circle.marker").length`); n != len(list.Compactions) {
+			t.Fatalf("chart shows %d compaction markers, want %d", n, len(list.Compactions))
+		}
+		for _, c := range list.Compactions {
+			if n := eval[int](p, fmt.Sprintf(`document.querySelectorAll('#usage-chart circle[data-compaction=%q]').length`, c.Id)); n != 1 {
+				t.Errorf("compaction %s: %d markers", c.Id, n)
+			}
+		}
+		// The originals behind the summary, as ExpandMessage returns them.
+		var summaryID string
+		for _, it := range list.Compactions[1].Items {
+			if it.Tier == "summarize" {
+				summaryID = it.NewMessageId
+			}
+		}
+		if summaryID == "" {
+			t.Fatal("the summarize compaction has no summary item")
+		}
+		exp, err := api.ExpandMessage(authed, &contextdv1.ExpandMessageRequest{SessionId: "agent-7", MessageId: summaryID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sel := fmt.Sprintf(`li[data-message=%q]`, summaryID)
+		p.do(click(sel+` button.expand`), visible(sel+` .originals .original`))
+		if n := eval[int](p, fmt.Sprintf(`document.querySelectorAll('%s .originals .original').length`, sel)); n != len(exp.Originals) {
+			t.Fatalf("page shows %d originals, ExpandMessage returns %d", n, len(exp.Originals))
+		}
+		shown := eval[[]string](p, fmt.Sprintf(`[...document.querySelectorAll('%s .originals .original')].map(e => e.dataset.message)`, sel))
+		for i, o := range exp.Originals {
+			if shown[i] != o.Id {
+				t.Errorf("original %d: page shows %s, ExpandMessage %s", i, shown[i], o.Id)
+			}
+		}
+		p.screenshot(shots, "dashboard-session.png")
+	})
+
+	t.Run("dry run and revert ask first and work", func(t *testing.T) {
+		p := page{t: t, ctx: bctx}
+		p.do(click("#dry-run-button"))
+		if err := p.until(`document.querySelector("#action-result").innerText.startsWith("Dry run")`, 10*time.Second); err != nil {
+			t.Fatalf("no dry-run result: %v", err)
+		}
+		p.do(click(`#compactions tr[data-compaction] button:not([disabled])`), visible(`#confirm[open]`), click(`#confirm-ok`))
+		if err := p.until(`document.querySelector("#action-result").innerText.startsWith("Reverted")`, 10*time.Second); err != nil {
+			t.Fatalf("no revert: %v (%q)", err, p.text("#action-result"))
+		}
+		list, err := api.ListCompactions(authed, &contextdv1.ListCompactionsRequest{SessionId: "agent-7"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if list.Compactions[1].RevertedAt == nil {
+			t.Fatal("the newest compaction was not reverted")
+		}
+	})
+
+	t.Run("readable on a narrow window and keyboard reachable", func(t *testing.T) {
+		p := page{t: t, ctx: bctx}
+		p.do(chromedp.EmulateViewport(400, 800), chromedp.Navigate(base+"#/"), visible(`tr[data-session="agent-7"]`))
+		if eval[bool](p, `document.documentElement.scrollWidth > window.innerWidth + 1`) {
+			t.Error("the sessions page scrolls sideways at 400 px")
+		}
+		if n := eval[int](p, `[...document.querySelectorAll("a[href], button, input")].filter(e => e.tabIndex >= 0 && !e.disabled && e.offsetParent !== null).length`); n < 3 {
+			t.Errorf("only %d keyboard-reachable controls", n)
+		}
+		p.screenshot(shots, "dashboard-narrow.png")
+	})
+
+	b.check(t)
+}
