@@ -46,6 +46,7 @@ import (
 	"github.com/contextd/contextd/internal/summarize"
 	"github.com/contextd/contextd/internal/telemetry"
 	"github.com/contextd/contextd/internal/tokens"
+	"github.com/contextd/contextd/internal/ui"
 	"github.com/contextd/contextd/internal/watch"
 )
 
@@ -171,6 +172,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// gRPC, gRPC-Web and Connect on one port (http.go). Handlers mounted
 	// beside the RPCs (such as a dashboard under "/ui/") go in routes.
 	routes := httpRoutes{}
+	if cfg.UI {
+		// The dashboard: static files only; its data comes through the
+		// RPCs above, under the same authentication and limits.
+		routes["/ui/"] = ui.Handler("/ui/")
+	}
 	front, err := newFrontend(cfg, srv, routes, keys, log)
 	if err != nil {
 		return err

@@ -42,6 +42,7 @@ type Config struct {
 	APIKeysFile          string
 	APIKeys              []string // tenant:key pairs
 	AuthExemptHealth     bool
+	UI                   bool // serve the dashboard at /ui/
 	TLSCertFile          string
 	TLSKeyFile           string
 	TLSClientCAFile      string
@@ -98,6 +99,7 @@ var settings = []envFlag{
 	{"CONTEXTD_ANTHROPIC_COUNT_TOKENS", "false", "count Claude models with Anthropic's count_tokens endpoint (cached 1 h; local count on failure)", false},
 	{"CONTEXTD_API_KEYS_FILE", "", "file of API keys (JSON lines: id, tenant, sha256, revoked); none and no CONTEXTD_API_KEYS: auth off", false},
 	{"CONTEXTD_API_KEYS", "", "comma-separated tenant:key pairs (hashed at start)", true},
+	{"CONTEXTD_UI", "true", "serve the web dashboard at /ui/ on the listen address (it calls the API like any client: same keys, same tenants)", false},
 	{"CONTEXTD_AUTH_EXEMPT_HEALTH", "true", "serve health and reflection without credentials", false},
 	{"CONTEXTD_TLS_CERT_FILE", "", "TLS certificate (PEM); with CONTEXTD_TLS_KEY_FILE turns TLS on", false},
 	{"CONTEXTD_TLS_KEY_FILE", "", "TLS private key (PEM)", false},
@@ -190,6 +192,9 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 	cfg.APIKeysFile = get("CONTEXTD_API_KEYS_FILE")
 	if v := get("CONTEXTD_API_KEYS"); v != "" {
 		cfg.APIKeys = strings.Split(v, ",")
+	}
+	if cfg.UI, err = strconv.ParseBool(get("CONTEXTD_UI")); err != nil {
+		return Config{}, fmt.Errorf("CONTEXTD_UI: want true or false")
 	}
 	if cfg.AuthExemptHealth, err = strconv.ParseBool(get("CONTEXTD_AUTH_EXEMPT_HEALTH")); err != nil {
 		return Config{}, fmt.Errorf("CONTEXTD_AUTH_EXEMPT_HEALTH: want true or false")

@@ -194,6 +194,14 @@ type page struct {
 	ctx context.Context
 }
 
+// newPage bounds every step of a subtest, so a page that never gets where
+// the test expects fails in a minute instead of hanging.
+func newPage(t *testing.T, tab context.Context) page {
+	ctx, cancel := context.WithTimeout(tab, time.Minute)
+	t.Cleanup(cancel)
+	return page{t: t, ctx: ctx}
+}
+
 func (p page) do(steps ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
 	if err := chromedp.Do(p.ctx, steps...); err != nil {
@@ -227,7 +235,7 @@ func (p page) text(sel string) string {
 
 func (p page) screenshot(dir, name string) {
 	p.t.Helper()
-	png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		p.t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -244,6 +252,15 @@ func click(sel string) chromedp.Action[chromedp.Void] { return chromedp.Click(ch
 func enableLog(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
 	_, err := cdp.Call(ctx, t, cdplog.Enable, cdp.Empty{})
 	return chromedp.Void{}, err
+}
+
+// step runs one subtest and stops the test when it fails: every step
+// builds on the page the one before left.
+func step(t *testing.T, name string, f func(t *testing.T)) {
+	t.Helper()
+	if !t.Run(name, f) {
+		t.FailNow()
+	}
 }
 
 func TestDashboardInChromium(t *testing.T) {
@@ -300,11 +317,11 @@ func TestDashboardInChromium(t *testing.T) {
 	if err := b.listen(bctx); err != nil {
 		t.Fatal(err)
 	}
-	p := page{t: t, ctx: bctx}
+	p := newPage(t, bctx)
 	p.do(enableLog, chromedp.EmulateViewport(1280, 800))
 
-	t.Run("without a key the page asks for one and shows no data", func(t *testing.T) {
-		p := page{t: t, ctx: bctx}
+	step(t, "without a key the page asks for one and shows no data", func(t *testing.T) {
+		p := newPage(t, bctx)
 		p.do(chromedp.Navigate(base), visible("#key-form"))
 		if eval[bool](p, `document.querySelector("#sessions") !== null || document.body.innerText.includes("agent-7")`) {
 			t.Fatal("session data visible without an API key")
@@ -312,9 +329,9 @@ func TestDashboardInChromium(t *testing.T) {
 		p.screenshot(shots, "dashboard-key.png")
 	})
 
-	t.Run("a wrong key is refused", func(t *testing.T) {
-		p := page{t: t, ctx: bctx}
-		p.do(chromedp.SetValue(chromedp.CSS("#api-key"), "not-the-key"), chromedp.Submit(chromedp.CSS("#key-form")))
+	step(t, "a wrong key is refused", func(t *testing.T) {
+		p := newPage(t, bctx)
+		p.do(chromedp.SetValue(chromedp.CSS("#api-key"), "not-the-key"), click(`#key-form button[type="submit"]`))
 		if err := p.until(`document.querySelector("#key-why") && document.querySelector("#key-why").innerText.includes("refused")`, 10*time.Second); err != nil {
 			t.Fatalf("no refusal shown: %v", err)
 		}
@@ -324,9 +341,9 @@ func TestDashboardInChromium(t *testing.T) {
 	})
 
 	var before string
-	t.Run("with the key the sessions page lists the session", func(t *testing.T) {
-		p := page{t: t, ctx: bctx}
-		p.do(chromedp.SetValue(chromedp.CSS("#api-key"), apiKey), chromedp.Submit(chromedp.CSS("#key-form")),
+	step(t, "with the key the sessions page lists the session", func(t *testing.T) {
+		p := newPage(t, bctx)
+		p.do(chromedp.SetValue(chromedp.CSS("#api-key"), apiKey), click(`#key-form button[type="submit"]`),
 			visible(`tr[data-session="agent-7"]`), visible(`#conn[data-state="live"]`))
 		before = eval[string](p, `document.querySelector('tr[data-session="agent-7"] .bar').dataset.percent`)
 		if before == "" {
@@ -334,8 +351,8 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	})
 
-	t.Run("an append through gRPC updates the bar within 2 s", func(t *testing.T) {
-		p := page{t: t, ctx: bctx}
+	step(t, "an append through gRPC updates the bar within 2 s", func(t *testing.T) {
+		p := newPage(t, bctx)
 		if _, err := api.AppendMessages(authed, &contextdv1.AppendMessagesRequest{SessionId: "agent-7", Messages: turn(7)}); err != nil {
 			t.Fatal(err)
 		}
@@ -346,15 +363,16 @@ func TestDashboardInChromium(t *testing.T) {
 		p.screenshot(shots, "dashboard-sessions.png")
 	})
 
-	t.Run("the session page charts one marker per compaction and expands a summary", func(t *testing.T) {
-		p := page{t: t, ctx: bctx}
-		if _, err := api.Compact(authed, &contextdv1.CompactRequest{SessionId: "agent-7", Tier: contextdv1.CompactionTier_COMPACTION_TIER_PRUNE}); err != nil {
+	step(t, "the session page charts one marker per compaction and expands a summary", func(t *testing.T) {
+		p := newPage(t, bctx)
+		target := 0.1 // far below today's usage: both tiers have work to do
+		if _, err := api.Compact(authed, &contextdv1.CompactRequest{SessionId: "agent-7", Tier: contextdv1.CompactionTier_COMPACTION_TIER_PRUNE, Target: &target}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := api.AppendMessages(authed, &contextdv1.AppendMessagesRequest{SessionId: "agent-7", Messages: append(turn(8), turn(9)...)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := api.Compact(authed, &contextdv1.CompactRequest{SessionId: "agent-7", Tier: contextdv1.CompactionTier_COMPACTION_TIER_SUMMARIZE}); err != nil {
+		if _, err := api.Compact(authed, &contextdv1.CompactRequest{SessionId: "agent-7", Tier: contextdv1.CompactionTier_COMPACTION_TIER_SUMMARIZE, Target: &target}); err != nil {
 			t.Fatal(err)
 		}
 		list, err := api.ListCompactions(authed, &contextdv1.ListCompactionsRequest{SessionId: "agent-7"})
@@ -365,6 +383,7 @@ func TestDashboardInChromium(t *testing.T) {
 			t.Fatalf("scripted %d compactions, want 2", len(list.Compactions))
 		}
 		p.do(click(`tr[data-session="agent-7"] a`), visible(`#usage-chart svg`), visible(`#compactions tr[data-compaction]`))
+		p.screenshot(shots, "dashboard-session.png")
 		if n := eval[int](p, `document.querySelectorAll("#usage-chart circle.marker").length`); n != len(list.Compactions) {
 			t.Fatalf("chart shows %d compaction markers, want %d", n, len(list.Compactions))
 		}
@@ -398,11 +417,11 @@ func TestDashboardInChromium(t *testing.T) {
 				t.Errorf("original %d: page shows %s, ExpandMessage %s", i, shown[i], o.Id)
 			}
 		}
-		p.screenshot(shots, "dashboard-session.png")
+		p.screenshot(shots, "dashboard-expand.png")
 	})
 
-	t.Run("dry run and revert ask first and work", func(t *testing.T) {
-		p := page{t: t, ctx: bctx}
+	step(t, "dry run and revert ask first and work", func(t *testing.T) {
+		p := newPage(t, bctx)
 		p.do(click("#dry-run-button"))
 		if err := p.until(`document.querySelector("#action-result").innerText.startsWith("Dry run")`, 10*time.Second); err != nil {
 			t.Fatalf("no dry-run result: %v", err)
@@ -420,8 +439,8 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	})
 
-	t.Run("readable on a narrow window and keyboard reachable", func(t *testing.T) {
-		p := page{t: t, ctx: bctx}
+	step(t, "readable on a narrow window and keyboard reachable", func(t *testing.T) {
+		p := newPage(t, bctx)
 		p.do(chromedp.EmulateViewport(400, 800), chromedp.Navigate(base+"#/"), visible(`tr[data-session="agent-7"]`))
 		if eval[bool](p, `document.documentElement.scrollWidth > window.innerWidth + 1`) {
 			t.Error("the sessions page scrolls sideways at 400 px")

@@ -5,17 +5,15 @@
 // installed beside the generated code. The output is deterministic: CI
 // rebuilds it and fails when it differs from the committed file.
 import * as esbuild from "esbuild";
-import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(here, "package.json"));
 
 const pinned = {
   name: "pinned-runtime",
   setup(build) {
-    build.onResolve({ filter: /^@bufbuild\/protobuf|^@connectrpc\// }, (args) => ({ path: require.resolve(args.path) }));
+    build.onResolve({ filter: /^@bufbuild\/protobuf|^@connectrpc\// }, (args) => ({ path: fileURLToPath(import.meta.resolve(args.path)) }));
     build.onResolve({ filter: /^@contextd\/gen\// }, (args) => ({
       path: path.join(here, "..", "..", "..", "clients", "typescript", "src", "gen", args.path.slice("@contextd/gen/".length).replace(/\.js$/, ".ts")),
     }));

@@ -6,7 +6,6 @@ import { createClient, ConnectError, Code, type Interceptor, type Client } from 
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import {
-
   ContextLevel,
   MessageKind,
   Role,
@@ -38,7 +37,7 @@ const auth: Interceptor = (next) => async (req) => {
 };
 
 export const client: Client<typeof ContextService> = createClient(
-
+  ContextService,
   // gRPC-Web: errors travel in trailers of an HTTP 200, so a refused key
   // or a missing session never shows up as a failed load in the console.
   createGrpcWebTransport({ baseUrl: location.origin, useBinaryFormat: true, interceptors: [auth] }),
