@@ -31,7 +31,13 @@ test: ## Run every test (starts a throwaway PostgreSQL when one is needed).
 bench: ## Run the benchmarks.
 	go test -run '^$$' -bench . -benchmem ./...
 
+ui: ## Rebuild the dashboard bundle (internal/ui/static/app.js) from internal/ui/web and the generated TypeScript.
+	cd internal/ui/web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
+
+screenshots: ## Refresh the README's dashboard screenshots (docs/) in headless Chromium.
+	CONTEXTD_SCREENSHOT_DIR=$(CURDIR)/docs CONTEXTD_REQUIRE_CHROMIUM=1 go test -count=1 -run TestDashboardInChromium ./test/ui/
+
 run: ## Run the server with embedded storage.
 	go run ./cmd/server
 
-.PHONY: help generate check-generate lint test bench run
+.PHONY: help generate check-generate lint test bench ui screenshots run
