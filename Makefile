@@ -32,7 +32,7 @@ bench: ## Run the benchmarks.
 	go test -run '^$$' -bench . -benchmem ./...
 
 ui: ## Rebuild the dashboard bundle (internal/ui/static/app.js) from internal/ui/web and the generated TypeScript.
-	cd internal/ui/web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
+	cd internal/ui/web && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 
 screenshots: ## Refresh the README's dashboard screenshots (docs/) in headless Chromium.
 	CONTEXTD_SCREENSHOT_DIR=$(CURDIR)/docs CONTEXTD_REQUIRE_CHROMIUM=1 go test -count=1 -run TestDashboardInChromium ./test/ui/

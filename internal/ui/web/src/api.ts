@@ -17,6 +17,7 @@ import {
   type CompactionInfo,
   type ContextStatus,
   type Message as PbMessage,
+  type Ledger,
 } from "@contextd/gen/contextd/v1/types_pb.js";
 import { ContextService } from "@contextd/gen/contextd/v1/context_service_pb.js";
 
@@ -101,6 +102,26 @@ export function usage(u: ContextUsage | undefined): Usage {
   };
 }
 
+// Spend is what the session's ledger says so far (fed by ReportUsage):
+// undefined when nothing was reported.
+export interface Spend {
+  usd: number;
+  hitRate: number;
+  calls: number;
+}
+
+export function spend(l: Ledger | undefined): Spend | undefined {
+  const calls = n(l?.calls?.calls) + n(l?.compactionOverhead?.calls);
+  if (!l || calls === 0) return undefined;
+  return { usd: l.totalCostUsd, hitRate: l.cacheHitRate, calls };
+}
+
+export function spendText(sp: Spend | undefined): string {
+  if (!sp) return "—";
+  const usd = sp.usd >= 100 ? sp.usd.toFixed(0) : sp.usd >= 1 ? sp.usd.toFixed(2) : sp.usd.toFixed(4);
+  return `$${usd} · ${(100 * sp.hitRate).toFixed(0)} % cached`;
+}
+
 export interface SessionRow {
   id: string;
   model: string;
@@ -110,6 +131,7 @@ export interface SessionRow {
   createdAt?: Date;
   updatedAt?: Date;
   labels: Record<string, string>;
+  spend?: Spend;
 }
 
 export function sessionRow(s: PbSession): SessionRow {
@@ -122,6 +144,7 @@ export function sessionRow(s: PbSession): SessionRow {
     createdAt: date(s.createdAt),
     updatedAt: date(s.updatedAt),
     labels: { ...s.labels },
+    spend: spend(s.ledger),
   };
 }
 
@@ -166,6 +189,7 @@ export interface StatusPoint {
   compacted: boolean;
   at: Date;
   last?: ReturnType<typeof lastCompaction>;
+  spend?: Spend;
 }
 
 export function statusPoint(st: ContextStatus): StatusPoint {
@@ -177,6 +201,7 @@ export function statusPoint(st: ContextStatus): StatusPoint {
     compacted: st.compacted,
     at: date(st.time) ?? new Date(),
     last: lastCompaction(st.lastCompaction),
+    spend: spend(st.ledger),
   };
 }
 

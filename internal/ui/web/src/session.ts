@@ -10,7 +10,8 @@ import {
   sessionRow,
   compactionRow,
   messageRow,
-  usage,
+  spendText,
+  type Spend,
   watch,
   errorText,
   StatusEvent,
@@ -28,6 +29,7 @@ export async function sessionPage(pg: Page, id: string): Promise<void> {
   ]);
   const sess = sessionRow(got.session!);
   let u: Usage = sess.usage;
+  let sp: Spend | undefined = sess.spend;
   let compactions: CompactionRow[] = hist.compactions.map(compactionRow);
   const live: Point[] = [];
   const start: Point | undefined = sess.createdAt ? { at: sess.createdAt, used: u.system + u.tools } : undefined;
@@ -41,7 +43,7 @@ export async function sessionPage(pg: Page, id: string): Promise<void> {
   const msgsBox = h("div", { id: "messages" });
 
   const drawHead = () => {
-    meta.textContent = `${sess.model} · ${comma(u.window)}-token window · version ${sess.version} · ${comma(u.messageCount)} messages in view · level ${u.level}`;
+    meta.textContent = `${sess.model} · ${comma(u.window)}-token window · version ${sess.version} · ${comma(u.messageCount)} messages in view · level ${u.level} · spend ${spendText(sp)}`;
     barBox.replaceChildren(bar(u, true), legend(u));
   };
   const drawChart = () => chartBox.replaceChildren(chart(u, start, compactions, live));
@@ -130,6 +132,7 @@ export async function sessionPage(pg: Page, id: string): Promise<void> {
       return;
     }
     u = p.usage;
+    sp = p.spend ?? sp;
     live.push({ at: p.at, used: u.used });
     if (live.length > 2000) live.shift();
     drawHead();

@@ -3,7 +3,7 @@
 // stream live.
 import { h, comma, ago } from "./dom.js";
 import { bar } from "./bar.js";
-import { client, sessionRow, watch, StatusEvent, type SessionRow, type StatusPoint } from "./api.js";
+import { client, sessionRow, spendText, watch, StatusEvent, type SessionRow, type StatusPoint } from "./api.js";
 import type { Page } from "./main.js";
 
 const PAGE = 25;
@@ -63,6 +63,7 @@ export async function sessionsPage(pg: Page, params: URLSearchParams): Promise<v
         h("th", { scope: "col" }, "Level"),
         h("th", { scope: "col", class: "num hide-narrow" }, "Messages"),
         h("th", { scope: "col", class: "hide-narrow" }, "Last compaction"),
+        h("th", { scope: "col", class: "hide-narrow" }, "Spend"),
         h("th", { scope: "col", class: "hide-narrow" }, "Updated"),
       ),
     ),
@@ -104,6 +105,7 @@ function row(r: SessionRow): HTMLElement {
     h("td", { class: `level level-${u.level}` }, u.level),
     h("td", { class: "num msgs-count hide-narrow" }, comma(r.messageCount)),
     h("td", { class: "last hide-narrow" }, "—"),
+    h("td", { class: "spend hide-narrow" }, spendText(r.spend)),
     h("td", { class: "updated hide-narrow" }, ago(r.updatedAt)),
   );
 }
@@ -124,5 +126,6 @@ function update(tr: HTMLElement, p: StatusPoint): void {
   lv.textContent = u.level;
   (tr.querySelector(".msgs-count") as HTMLElement).textContent = comma(u.messageCount);
   if (p.last) (tr.querySelector(".last") as HTMLElement).textContent = `#${p.last.round} ${p.last.tiers.join("+")} · ${ago(p.last.at)}`;
+  if (p.spend) (tr.querySelector(".spend") as HTMLElement).textContent = spendText(p.spend);
   (tr.querySelector(".updated") as HTMLElement).textContent = ago(p.at);
 }
