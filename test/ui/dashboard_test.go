@@ -81,7 +81,7 @@ func server(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	models := filepath.Join(dir, "models.json")
-	if err := os.WriteFile(models, []byte(`{"models":[{"name":"demo-8k","provider":"demo","context_window":8192,"max_output_tokens":1024,"encoding":"cl100k_base","exact":true}]}`), 0o600); err != nil {
+	if err := os.WriteFile(models, []byte(`{"models":[{"name":"demo-8k","provider":"demo","context_window":8192,"max_output_tokens":1024,"encoding":"cl100k_base","exact":true,"pricing":{"input":3,"cached_input":0.3,"cache_write":3.75,"output":15}}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	addr := freePort(t)
@@ -295,6 +295,20 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Two more sessions of the tenant, so the table has rows to tell apart.
+	for i, id := range []string{"agent-3", "agent-5"} {
+		if _, err := api.CreateSession(authed, &contextdv1.CreateSessionRequest{Id: id, Model: "demo-8k", SystemPrompt: "You review pull requests."}); err != nil {
+			t.Fatal(err)
+		}
+		var ms []*contextdv1.Message
+		for j := 0; j < 2+8*i; j++ {
+			ms = append(ms, turn(100*(i+1)+j)...)
+		}
+		if _, err := api.AppendMessages(authed, &contextdv1.AppendMessagesRequest{SessionId: id, Messages: append([]*contextdv1.Message{text(contextdv1.Role_ROLE_USER, "Review the open pull request.")}, ms...)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
 		chromedp.NoSandbox,
@@ -359,6 +373,25 @@ func TestDashboardInChromium(t *testing.T) {
 		js := fmt.Sprintf(`document.querySelector('tr[data-session="agent-7"] .bar').dataset.percent !== %q`, before)
 		if err := p.until(js, 2*time.Second); err != nil {
 			t.Fatalf("bar still at %s %% 2 s after the append: %v", before, err)
+		}
+	})
+
+	step(t, "the ledger's spend reaches the row live", func(t *testing.T) {
+		p := newPage(t, bctx)
+		// 1,000 uncached + 3,000 cache reads + 200 output at $3 / $0.30 / $15
+		// per million: $0.003 + $0.0009 + $0.003 = $0.0069, 75 % cached.
+		if _, err := api.ReportUsage(authed, &contextdv1.ReportUsageRequest{SessionId: "agent-7", InputTokens: 1000, CacheReadInputTokens: 3000, OutputTokens: 200}); err != nil {
+			t.Fatal(err)
+		}
+		// The next change of the session carries the ledger to watchers.
+		if _, err := api.AppendMessages(authed, &contextdv1.AppendMessagesRequest{SessionId: "agent-7", Messages: []*contextdv1.Message{text(contextdv1.Role_ROLE_USER, "Also run the linter.")}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.until(`document.querySelector('tr[data-session="agent-7"] .spend').innerText.includes("$0.0069")`, 5*time.Second); err != nil {
+			t.Fatalf("spend cell shows %q: %v", p.text(`tr[data-session="agent-7"] .spend`), err)
+		}
+		if got := p.text(`tr[data-session="agent-7"] .spend`); !strings.Contains(got, "75 % cached") {
+			t.Errorf("spend cell %q lacks the cache hit rate", got)
 		}
 		p.screenshot(shots, "dashboard-sessions.png")
 	})
