@@ -1,6 +1,8 @@
 // Package sqlite is the embedded store: one SQLite file (modernc.org/sqlite,
 // pure Go, no cgo) in WAL mode, for one process with zero set-up. Writers
-// take the database lock at BEGIN (IMMEDIATE), which serializes them.
+// take the database lock at BEGIN (IMMEDIATE), which serializes them; within
+// the process they queue on a lock first, so they never meet SQLite's busy
+// handler, whose back-off sleeps (up to 100 ms a try) made tail latency.
 package sqlite
 
 import (
@@ -24,6 +26,12 @@ import (
 // Store is the SQLite store.
 type Store struct {
 	db *sql.DB
+	// writer admits one write transaction of this process at a time (a
+	// channel, so a waiting caller can give up with its context). SQLite
+	// allows one writer anyway; queueing here hands the lock over the
+	// moment it is free instead of polling for it with sleeps. Another
+	// process on the same file still meets busy_timeout.
+	writer chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -55,7 +63,7 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, writer: make(chan struct{}, 1)}, nil
 }
 
 // Ping checks the database.
@@ -64,8 +72,23 @@ func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
+// lockWriter waits for this process's write turn; the returned func ends it.
+func (s *Store) lockWriter(ctx context.Context) (func(), error) {
+	select {
+	case s.writer <- struct{}{}:
+		return func() { <-s.writer }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting to write: %w", ctx.Err())
+	}
+}
+
 // InTx runs fn in one IMMEDIATE transaction.
 func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) error {
+	unlock, err := s.lockWriter(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -307,6 +330,11 @@ func (s *Store) GetCalibration(ctx context.Context, tenant, model string) (store
 // Purge deletes what retention no longer keeps, in one transaction.
 func (s *Store) Purge(ctx context.Context, cutoff, now time.Time) (store.Purged, error) {
 	var p store.Purged
+	unlock, err := s.lockWriter(ctx)
+	if err != nil {
+		return p, err
+	}
+	defer unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return p, err
