@@ -74,7 +74,7 @@ func (s *ContextService) PrepareContext(ctx context.Context, req *contextdv1.Pre
 // Compact implements contextd.v1.ContextService.
 func (s *ContextService) Compact(ctx context.Context, req *contextdv1.CompactRequest) (*contextdv1.CompactResponse, error) {
 	res, err := s.engine.Compact(ctx, tenantOf(ctx), req.GetSessionId(), engine.CompactInput{
-		Tier: tierFromProto[req.GetTier()], DryRun: req.GetDryRun(), Instructions: req.GetInstructions(), Target: req.Target})
+		Tier: tierFromProto[req.GetTier()], DryRun: req.GetDryRun(), DryRunLLM: req.GetDryRunLlm(), Instructions: req.GetInstructions(), Target: req.Target})
 	if err != nil {
 		return nil, toStatus(ctx, s.log, err)
 	}

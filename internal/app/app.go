@@ -98,10 +98,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("CONTEXTD_SUMMARIZER: %w", err)
 	}
+	summarizers.Allow(cfg.SummarizersAllowed)
 	opts := []engine.Option{engine.WithRevertWindow(cfg.RevertWindow), engine.WithNotifier(notifier), engine.WithSummarizers(summarizers),
 		engine.WithLimits(engine.Limits{MaxCountBytes: cfg.MaxCountBytes, MaxSessionsPerTenant: cfg.MaxSessionsPerTenant,
 			CountBudgetBytes: int64(cfg.CountBudgetBytes), LargeCountBytes: cfg.LargeCountBytes}),
-		engine.WithMetrics(domain), engine.WithViewCacheBytes(int64(cfg.ViewCacheBytes))}
+		engine.WithMetrics(domain), engine.WithLogger(log), engine.WithViewCacheBytes(int64(cfg.ViewCacheBytes))}
 	if cfg.AnthropicCountTokens {
 		opts = append(opts, engine.WithProviderCounter(provider.NewAnthropicCounter(provider.Config{
 			BaseURL: cfg.AnthropicBaseURL, APIKey: cfg.AnthropicAPIKey, Timeout: cfg.SummarizerTimeout, MaxRetries: cfg.SummarizerMaxRetries})))

@@ -27,7 +27,11 @@ type Config struct {
 	WatchMaxSubs    int
 
 	// Summarizers: the default spec and the provider endpoints.
-	Summarizer           string
+	Summarizer string
+	// SummarizersAllowed are the specs sessions may name in
+	// policy.summarizer besides the default and "extractive"
+	// ("PROVIDER:*": any model of a provider).
+	SummarizersAllowed   []string
 	SummarizerTimeout    time.Duration
 	SummarizerMaxRetries int
 	OpenAIBaseURL        string
@@ -88,6 +92,7 @@ var settings = []envFlag{
 	{"CONTEXTD_REVERT_WINDOW", "24h", "how long a compaction can be reverted", false},
 	{"CONTEXTD_WATCH_MAX_SUBSCRIBERS", "10000", "most WatchContextStatus streams one server holds", false},
 	{"CONTEXTD_SUMMARIZER", "extractive", "default summarizer: extractive, openai:MODEL or anthropic:MODEL", false},
+	{"CONTEXTD_SUMMARIZERS_ALLOWED", "", "comma-separated summarizer specs sessions may name in policy.summarizer besides the default and extractive (openai:MODEL, anthropic:MODEL, or PROVIDER:* for any model); empty: only those two", false},
 	{"CONTEXTD_SUMMARIZER_TIMEOUT", "20s", "timeout of one LLM summarization attempt", false},
 	{"CONTEXTD_SUMMARIZER_MAX_RETRIES", "1", "retries of a failed LLM summarization before the extractive fallback", false},
 	{"CONTEXTD_OPENAI_BASE_URL", "", "OpenAI-compatible API base URL (OpenRouter, vLLM, Ollama: http://localhost:11434/v1); empty: api.openai.com", false},
@@ -173,6 +178,14 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 		return Config{}, fmt.Errorf("CONTEXTD_REVERT_WINDOW: want a positive duration such as 24h, got %q", get("CONTEXTD_REVERT_WINDOW"))
 	}
 	cfg.Summarizer = get("CONTEXTD_SUMMARIZER")
+	for _, spec := range strings.Split(get("CONTEXTD_SUMMARIZERS_ALLOWED"), ",") {
+		if spec = strings.TrimSpace(spec); spec != "" {
+			if p, m, ok := strings.Cut(spec, ":"); !ok || p == "" || m == "" {
+				return Config{}, fmt.Errorf("CONTEXTD_SUMMARIZERS_ALLOWED: want PROVIDER:MODEL or PROVIDER:* entries, got %q", spec)
+			}
+			cfg.SummarizersAllowed = append(cfg.SummarizersAllowed, spec)
+		}
+	}
 	if cfg.SummarizerTimeout, err = time.ParseDuration(get("CONTEXTD_SUMMARIZER_TIMEOUT")); err != nil || cfg.SummarizerTimeout <= 0 {
 		return Config{}, fmt.Errorf("CONTEXTD_SUMMARIZER_TIMEOUT: want a positive duration such as 20s, got %q", get("CONTEXTD_SUMMARIZER_TIMEOUT"))
 	}

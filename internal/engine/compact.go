@@ -25,8 +25,11 @@ const minSavings = 0.05
 type CompactInput struct {
 	// Tier limits compaction to one tier; empty means automatic (prune and
 	// summarize, drop-middle only if the request would not fit).
-	Tier         compaction.Tier
-	DryRun       bool
+	Tier   compaction.Tier
+	DryRun bool
+	// DryRunLLM lets a dry run call the session's LLM summarizer (a billed
+	// provider call); without it a dry run plans with the extractive one.
+	DryRunLLM    bool
 	Instructions string
 	// Target overrides the policy's target fraction.
 	Target *float64
@@ -163,9 +166,13 @@ func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (plan
 	seq := 0
 	out := planned{model: m, policy: policy}
 	out.result.DryRun = in.DryRun
-	summarizer, isLLM, err := e.summarizers.Get(policy.Summarizer)
+	summarizer, isLLM, err := e.summarizers.Resolve(policy.Summarizer)
 	if err != nil {
 		out.result.Warnings = append(out.result.Warnings, fmt.Sprintf("%v; using the extractive summarizer", err))
+		summarizer, isLLM = summarize.Extractive{}, false
+	}
+	if isLLM && in.DryRun && !in.DryRunLLM {
+		out.result.Warnings = append(out.result.Warnings, "dry run: the summary is planned with the extractive summarizer, not the session's LLM (set dry_run_llm to call it)")
 		summarizer, isLLM = summarize.Extractive{}, false
 	}
 	summarizerName := policy.Summarizer
@@ -183,8 +190,10 @@ func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (plan
 			return text, err
 		}
 		if err != nil {
-			// An LLM that is down never fails the call: fall back and say so.
-			out.result.Warnings = append(out.result.Warnings, "LLM summarizer failed, used the extractive summary instead: "+err.Error())
+			// An LLM that is down never fails the call: fall back and say so,
+			// in a few words (the provider's text stays in the log).
+			e.log.WarnContext(ctx, "llm summarizer failed", "summarizer", summarizerName, "session", s.ID, "error", summarize.LogDetail(err))
+			out.result.Warnings = append(out.result.Warnings, "LLM summarizer failed ("+summarize.PublicError(err)+"), used the extractive summary instead")
 			return summarize.Extractive{}.Summarize(ctx, si)
 		}
 		return summarize.PinFacts(text, si), nil

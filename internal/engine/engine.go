@@ -6,6 +6,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ type Engine struct {
 	counter      ProviderCounter
 	limits       Limits
 	counting     *countBudget // nil: no server-wide budget
+	log          *slog.Logger
 	metrics      *telemetry.Metrics
 	now          func() time.Time
 	views        *viewCache
@@ -63,6 +65,10 @@ type Option func(*Engine)
 // only the built-in extractive one).
 func WithSummarizers(s *summarize.Set) Option { return func(e *Engine) { e.summarizers = s } }
 
+// WithLogger sets where the engine logs what tenants are told only in short
+// (a provider's error text).
+func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
+
 // WithRevertWindow sets how long compactions can be reverted (default 24 h).
 func WithRevertWindow(d time.Duration) Option { return func(e *Engine) { e.revertWindow = d } }
 
@@ -73,7 +79,8 @@ func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = n
 func New(encodings *tokens.Encodings, models *tokens.Registry, st store.Store, opts ...Option) *Engine {
 	extractive, _ := summarize.NewSet("extractive", nil)
 	e := &Engine{encodings: encodings, models: models, store: st, summarizers: extractive,
-		revertWindow: DefaultRevertWindow, now: time.Now, views: newViewCache(DefaultViewCacheBytes)}
+		revertWindow: DefaultRevertWindow, now: time.Now,
+		log: slog.New(slog.DiscardHandler), views: newViewCache(DefaultViewCacheBytes)}
 	for _, o := range opts {
 		o(e)
 	}

@@ -77,7 +77,7 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 		return SessionView{}, err
 	}
 	if in.Policy.Summarizer != nil {
-		if _, _, err := e.summarizers.Get(*in.Policy.Summarizer); err != nil {
+		if _, _, err := e.summarizers.Resolve(*in.Policy.Summarizer); err != nil {
 			return SessionView{}, chat.Invalid("policy.summarizer", "%v", err)
 		}
 	}

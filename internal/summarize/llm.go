@@ -2,11 +2,9 @@ package summarize
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -129,7 +127,7 @@ func (o *OpenAI) SummarizeMetered(ctx context.Context, in compaction.SummaryInpu
 	cached := resp.Usage.PromptTokensDetails.CachedTokens
 	u := Usage{Model: o.model, Input: resp.Usage.PromptTokens - cached, CacheRead: cached, Output: resp.Usage.CompletionTokens}
 	if len(resp.Choices) == 0 || strings.TrimSpace(resp.Choices[0].Message.Content) == "" {
-		return "", u, fmt.Errorf("openai-compatible summarizer (%s): empty answer", o.model)
+		return "", u, fmt.Errorf("openai-compatible summarizer (%s): %w", o.model, ErrEmptyAnswer)
 	}
 	return strings.TrimSpace(resp.Choices[0].Message.Content), u, nil
 }
@@ -185,7 +183,7 @@ func (a *Anthropic) SummarizeMetered(ctx context.Context, in compaction.SummaryI
 	}
 	text := strings.TrimSpace(strings.Join(parts, "\n"))
 	if text == "" {
-		return "", u, fmt.Errorf("anthropic summarizer (%s): empty answer", a.model)
+		return "", u, fmt.Errorf("anthropic summarizer (%s): %w", a.model, ErrEmptyAnswer)
 	}
 	return text, u, nil
 }
@@ -242,60 +240,4 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 		return summary
 	}
 	return summary + "\n\n" + strings.Join(add, "\n\n")
-}
-
-// ErrUnknownSummarizer is a summarizer spec this server cannot serve.
-var ErrUnknownSummarizer = errors.New("unknown summarizer")
-
-// Set resolves summarizer specs: "extractive", "openai:MODEL" or
-// "anthropic:MODEL", for the providers the server has endpoints for.
-type Set struct {
-	Default   string
-	endpoints map[string]Endpoint
-	clients   sync.Map // spec → Summarizer, built once
-}
-
-// NewSet returns a set with endpoints per provider and a default spec.
-func NewSet(def string, endpoints map[string]Endpoint) (*Set, error) {
-	s := &Set{Default: def, endpoints: endpoints}
-	if def == "" {
-		s.Default = "extractive"
-	}
-	if _, _, err := s.Get(s.Default); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// Get returns the summarizer of a spec ("" means the default) and whether it
-// is an LLM (its output then gets PinFacts and an extractive fallback).
-func (s *Set) Get(spec string) (Summarizer, bool, error) {
-	if spec == "" {
-		spec = s.Default
-	}
-	if spec == "extractive" {
-		return Extractive{}, false, nil
-	}
-	provider, model, ok := strings.Cut(spec, ":")
-	if !ok || model == "" {
-		return nil, false, fmt.Errorf("%w %q: want \"extractive\", \"openai:MODEL\" or \"anthropic:MODEL\"", ErrUnknownSummarizer, spec)
-	}
-	if c, ok := s.clients.Load(spec); ok {
-		return c.(Summarizer), true, nil
-	}
-	ep, configured := s.endpoints[provider]
-	if !configured {
-		return nil, false, fmt.Errorf("%w %q: provider %q is not configured on this server", ErrUnknownSummarizer, spec, provider)
-	}
-	var c Summarizer
-	switch provider {
-	case ProviderOpenAI:
-		c = NewOpenAI(ep, model)
-	case ProviderAnthropic:
-		c = NewAnthropic(ep, model)
-	default:
-		return nil, false, fmt.Errorf("%w %q", ErrUnknownSummarizer, spec)
-	}
-	actual, _ := s.clients.LoadOrStore(spec, c)
-	return actual.(Summarizer), true, nil
 }

@@ -1766,7 +1766,11 @@ type CompactRequest struct {
 	// Extra instructions for the summarizer (what to keep, what matters).
 	Instructions string `protobuf:"bytes,4,opt,name=instructions,proto3" json:"instructions,omitempty"`
 	// Target fraction of the usable window, instead of the policy's.
-	Target        *float64 `protobuf:"fixed64,5,opt,name=target,proto3,oneof" json:"target,omitempty"`
+	Target *float64 `protobuf:"fixed64,5,opt,name=target,proto3,oneof" json:"target,omitempty"`
+	// With dry_run: call the session's LLM summarizer for the plan (it costs
+	// a provider call). Without it a dry run plans with the built-in
+	// extractive summarizer and says so in warnings.
+	DryRunLlm     bool `protobuf:"varint,30,opt,name=dry_run_llm,json=dryRunLlm,proto3" json:"dry_run_llm,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1834,6 +1838,13 @@ func (x *CompactRequest) GetTarget() float64 {
 		return *x.Target
 	}
 	return 0
+}
+
+func (x *CompactRequest) GetDryRunLlm() bool {
+	if x != nil {
+		return x.DryRunLlm
+	}
+	return false
 }
 
 // Compact output.
@@ -2794,7 +2805,7 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x05cache\x18( \x01(\v2\x17.contextd.v1.CacheHintsR\x05cache\x12\x1d\n" +
 	"\n" +
 	"view_token\x18\x14 \x01(\tR\tviewToken\x12\x14\n" +
-	"\x05delta\x18\x15 \x01(\bR\x05delta\"\xfe\x01\n" +
+	"\x05delta\x18\x15 \x01(\bR\x05delta\"\x9e\x02\n" +
 	"\x0eCompactRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +
@@ -2802,7 +2813,8 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x04tier\x18\x02 \x01(\x0e2\x1b.contextd.v1.CompactionTierB\b\xbaH\x05\x82\x01\x02\x10\x01R\x04tier\x12\x17\n" +
 	"\adry_run\x18\x03 \x01(\bR\x06dryRun\x12,\n" +
 	"\finstructions\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xa0\x1fR\finstructions\x124\n" +
-	"\x06target\x18\x05 \x01(\x01B\x17\xbaH\x14\x12\x12\x11\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\x00R\x06target\x88\x01\x01B\t\n" +
+	"\x06target\x18\x05 \x01(\x01B\x17\xbaH\x14\x12\x12\x11\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\x00R\x06target\x88\x01\x01\x12\x1e\n" +
+	"\vdry_run_llm\x18\x1e \x01(\bR\tdryRunLlmB\t\n" +
 	"\a_target\"\xe8\x01\n" +
 	"\x0fCompactResponse\x12\x1c\n" +
 	"\tcompacted\x18\x01 \x01(\bR\tcompacted\x12\x17\n" +

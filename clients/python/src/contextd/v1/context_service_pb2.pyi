@@ -30,18 +30,20 @@ class AppendMessagesResponse(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., version: _Optional[int] = ..., usage: _Optional[_Union[_types_pb2.ContextUsage, _Mapping]] = ...) -> None: ...
 
 class CompactRequest(_message.Message):
-    __slots__ = ["dry_run", "instructions", "session_id", "target", "tier"]
+    __slots__ = ["dry_run", "dry_run_llm", "instructions", "session_id", "target", "tier"]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_LLM_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     TIER_FIELD_NUMBER: _ClassVar[int]
     dry_run: bool
+    dry_run_llm: bool
     instructions: str
     session_id: str
     target: float
     tier: _types_pb2.CompactionTier
-    def __init__(self, session_id: _Optional[str] = ..., tier: _Optional[_Union[_types_pb2.CompactionTier, str]] = ..., dry_run: bool = ..., instructions: _Optional[str] = ..., target: _Optional[float] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., tier: _Optional[_Union[_types_pb2.CompactionTier, str]] = ..., dry_run: bool = ..., instructions: _Optional[str] = ..., target: _Optional[float] = ..., dry_run_llm: bool = ...) -> None: ...
 
 class CompactResponse(_message.Message):
     __slots__ = ["compacted", "compaction", "dry_run", "usage", "version", "warnings"]
