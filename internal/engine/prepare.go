@@ -118,7 +118,7 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		return PrepareResult{}, err
 	}
 	cals := map[string]*store.Calibration{m.Name: cal}
-	counted, err := e.countMessages(cur.Model, in.Messages)
+	counted, err := e.countMessages(ctx, cur.Model, in.Messages)
 	if err != nil {
 		return PrepareResult{}, err
 	}
@@ -149,7 +149,7 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 			return fmt.Errorf("session %q is at version %d, not the expected %d: %w", id, s.Version, *in.ExpectedVersion, store.ErrVersionConflict)
 		}
 		if len(msgs) > 0 && s.Model != cur.Model {
-			if msgs, err = e.countMessages(s.Model, in.Messages); err != nil {
+			if msgs, err = e.countMessages(ctx, s.Model, in.Messages); err != nil {
 				return err
 			}
 		}

@@ -343,12 +343,7 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 	if err != nil {
 		return AppendResult{}, SessionView{}, err
 	}
-	release, err := e.admitCount(ctx, "", "", nil, in.Messages)
-	if err != nil {
-		return AppendResult{}, SessionView{}, err
-	}
-	counted, err := e.countMessages(cur.Model, in.Messages)
-	release()
+	counted, err := e.countMessages(ctx, cur.Model, in.Messages)
 	if err != nil {
 		return AppendResult{}, SessionView{}, err
 	}
@@ -381,7 +376,7 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 		before = s
 		msgs := counted
 		if s.Model != cur.Model {
-			if msgs, err = e.countMessages(s.Model, in.Messages); err != nil {
+			if msgs, err = e.countMessages(ctx, s.Model, in.Messages); err != nil {
 				return err
 			}
 		}
@@ -414,12 +409,18 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 	return res, v, err
 }
 
-// countMessages returns copies of msgs with Tokens set for model.
-func (e *Engine) countMessages(model string, msgs []chat.Message) ([]chat.Message, error) {
+// countMessages returns copies of msgs with Tokens set for model. It is
+// where stored messages are tokenized, so it applies the count limits.
+func (e *Engine) countMessages(ctx context.Context, model string, msgs []chat.Message) ([]chat.Message, error) {
 	m, _, enc, err := e.modelFor(model)
 	if err != nil {
 		return nil, err
 	}
+	release, err := e.admitCount(ctx, "", "", nil, msgs)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	fr := tokens.FramingOf(m)
 	out := make([]chat.Message, len(msgs))
 	var total int64
@@ -617,7 +618,7 @@ func (e *Engine) pairToolCalls(ctx context.Context, tx store.Tx, s *store.Sessio
 func (e *Engine) interrupted(model, callID string) (chat.Message, error) {
 	m := chat.Message{Role: chat.RoleTool, Metadata: map[string]string{InterruptedMetadata: "true"},
 		Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: callID, Content: interruptedContent, IsError: true}}}}
-	counted, err := e.countMessages(model, []chat.Message{m})
+	counted, err := e.countMessages(context.Background(), model, []chat.Message{m})
 	if err != nil {
 		return chat.Message{}, err
 	}
