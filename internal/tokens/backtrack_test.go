@@ -3,6 +3,7 @@ package tokens
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -90,5 +91,30 @@ func TestBacktrackMatchesMerge(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPoolKeepsOnlySmallScratch counts a huge piece, then checks that no
+// scratch in the pool holds more than the pooled sizes (64 KB of stack, 8 KB
+// of bitfield), so a burst of huge requests leaves no memory behind.
+func TestPoolKeepsOnlySmallScratch(t *testing.T) {
+	enc, err := LoadEncoding(CL100KBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := enc.Count(strings.Repeat("😀", 1<<20)); n == 0 {
+		t.Fatal("no tokens")
+	}
+	var held []*scratch
+	for range 4 {
+		sc := enc.merger.pool.Get().(*scratch)
+		held = append(held, sc)
+		if len(sc.stack.chunks) > poolStackChunks || cap(sc.live) > poolBitsCap {
+			t.Errorf("pooled scratch holds %d stack chunks and %d bitfield words; caps %d and %d",
+				len(sc.stack.chunks), cap(sc.live), poolStackChunks, poolBitsCap)
+		}
+	}
+	for _, sc := range held {
+		enc.merger.pool.Put(sc)
 	}
 }

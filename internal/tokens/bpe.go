@@ -113,10 +113,19 @@ func (m *merger) backtrack(piece string, use func(*tokenStack)) {
 // mergeSmall is tiktoken's own algorithm: rescan for the lowest-ranked pair
 // each round, merge it (the leftmost of equal ranks), until none is left.
 // It calls emit with the bounds of each token, in order. Pieces up to
-// smallPiece bytes run in a buffer on the stack.
+// smallPiece bytes run in a buffer on the stack, a small one for the short
+// pieces that are most of ordinary text, so as not to clear 1 KB each time.
 func (m *merger) mergeSmall(piece string, emit func(start, end int)) {
+	if len(piece) < 32 {
+		var buf [32]part
+		m.mergeParts(piece, buf[:0], emit)
+		return
+	}
 	var buf [smallPiece + 1]part
-	parts := buf[:0]
+	m.mergeParts(piece, buf[:0], emit)
+}
+
+func (m *merger) mergeParts(piece string, parts []part, emit func(start, end int)) {
 	for i := 0; i <= len(piece); i++ {
 		parts = append(parts, part{start: int32(i), rank: noRank})
 	}

@@ -121,6 +121,12 @@ func FuzzMatchesReference(f *testing.F) {
 		strings.Repeat(" ", 300), strings.Repeat("a", 300), strings.Repeat("ab", 200),
 		strings.Repeat("\n", 200), strings.Repeat("1", 100), strings.Repeat("!", 300),
 		strings.Repeat("中", 150), strings.Repeat("é", 150), strings.Repeat(" a", 200),
+		// Pieces longer than 128 bytes go to the backtracking encoder.
+		strings.Repeat(" ", 2000), strings.Repeat("a", 2000), strings.Repeat("\n", 2000),
+		strings.Repeat("😀", 500), strings.Repeat("中", 700), strings.Repeat("ab", 1000),
+		strings.Repeat("\t ", 700) + "x", strings.Repeat("!?", 600), strings.Repeat("Ǆa", 500),
+		"supercalifragilisticexpialidocious" + strings.Repeat("antidisestablishmentarianism", 40),
+		strings.Repeat("0123456789", 150), strings.Repeat("aaaaaaaaab", 150), strings.Repeat("é́", 400),
 	}
 	for _, s := range seeds {
 		f.Add(s)
