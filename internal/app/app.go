@@ -84,7 +84,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	// Live status: changes are announced (NOTIFY on PostgreSQL, in process on
 	// SQLite), resolved once into statuses, and fanned out by the hub.
-	hub := watch.NewHub(cfg.WatchMaxSubs)
+	hub := watch.NewHub(cfg.WatchMaxSubs).WithTenantLimit(cfg.WatchMaxSubsPerTenant)
 	domain := telemetry.NewMetrics(reg, func() float64 { return float64(hub.Count()) })
 	var eng *engine.Engine
 	resolver := watch.NewResolver(hub, func(ctx context.Context, c watch.Change) (watch.Update, bool, error) {
@@ -115,15 +115,22 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if _, ok := st.(*postgres.Store); ok {
 		resync := func() {
 			resolver.Resync(func(tenant string) []string {
-				views, _, err := eng.ListSessions(watchCtx, tenant, nil, engine.Page{Size: 1000})
-				if err != nil {
-					return nil
+				// Every session of the tenant, page by page (not just the first).
+				var ids []string
+				for token := ""; ; {
+					views, next, err := eng.ListSessions(watchCtx, tenant, nil, engine.Page{Size: 1000, Token: token})
+					if err != nil {
+						log.Warn("watch resync: list sessions failed", "tenant", tenant, "error", err)
+						return ids
+					}
+					for _, v := range views {
+						ids = append(ids, v.ID)
+					}
+					if next == "" {
+						return ids
+					}
+					token = next
 				}
-				ids := make([]string, len(views))
-				for i, v := range views {
-					ids[i] = v.ID
-				}
-				return ids
 			})
 		}
 		go watch.Listen(watchCtx, cfg.DatabaseURL, resolver, resync, log)

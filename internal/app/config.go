@@ -25,6 +25,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	RevertWindow    time.Duration
 	WatchMaxSubs    int
+	// WatchMaxSubsPerTenant bounds one tenant's streams (0: a quarter of
+	// WatchMaxSubs).
+	WatchMaxSubsPerTenant int
 
 	// Summarizers: the default spec and the provider endpoints.
 	Summarizer string
@@ -91,6 +94,7 @@ var settings = []envFlag{
 	{"CONTEXTD_SHUTDOWN_TIMEOUT", "10s", "how long a graceful stop may take before open calls are cut", false},
 	{"CONTEXTD_REVERT_WINDOW", "24h", "how long a compaction can be reverted", false},
 	{"CONTEXTD_WATCH_MAX_SUBSCRIBERS", "10000", "most WatchContextStatus streams one server holds", false},
+	{"CONTEXTD_WATCH_MAX_SUBSCRIBERS_PER_TENANT", "0", "most WatchContextStatus streams one tenant may hold on one server (0: a quarter of CONTEXTD_WATCH_MAX_SUBSCRIBERS)", false},
 	{"CONTEXTD_SUMMARIZER", "extractive", "default summarizer: extractive, openai:MODEL or anthropic:MODEL", false},
 	{"CONTEXTD_SUMMARIZERS_ALLOWED", "", "comma-separated summarizer specs sessions may name in policy.summarizer besides the default and extractive (openai:MODEL, anthropic:MODEL, or PROVIDER:* for any model); empty: only those two", false},
 	{"CONTEXTD_SUMMARIZER_TIMEOUT", "20s", "timeout of one LLM summarization attempt", false},
@@ -173,6 +177,12 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 	}
 	if cfg.WatchMaxSubs, err = strconv.Atoi(get("CONTEXTD_WATCH_MAX_SUBSCRIBERS")); err != nil || cfg.WatchMaxSubs < 1 {
 		return Config{}, fmt.Errorf("CONTEXTD_WATCH_MAX_SUBSCRIBERS: want a positive integer, got %q", get("CONTEXTD_WATCH_MAX_SUBSCRIBERS"))
+	}
+	if cfg.WatchMaxSubsPerTenant, err = strconv.Atoi(get("CONTEXTD_WATCH_MAX_SUBSCRIBERS_PER_TENANT")); err != nil || cfg.WatchMaxSubsPerTenant < 0 {
+		return Config{}, fmt.Errorf("CONTEXTD_WATCH_MAX_SUBSCRIBERS_PER_TENANT: want an integer of at least 0, got %q", get("CONTEXTD_WATCH_MAX_SUBSCRIBERS_PER_TENANT"))
+	}
+	if cfg.WatchMaxSubsPerTenant == 0 {
+		cfg.WatchMaxSubsPerTenant = max(1, cfg.WatchMaxSubs/4)
 	}
 	if cfg.RevertWindow, err = time.ParseDuration(get("CONTEXTD_REVERT_WINDOW")); err != nil || cfg.RevertWindow <= 0 {
 		return Config{}, fmt.Errorf("CONTEXTD_REVERT_WINDOW: want a positive duration such as 24h, got %q", get("CONTEXTD_REVERT_WINDOW"))

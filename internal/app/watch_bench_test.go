@@ -19,7 +19,7 @@ import (
 // heap each subscriber costs (client and server side together).
 func BenchmarkWatchFanout(b *testing.B) {
 	const subscribers, conns = 1000, 10
-	first := startServer(b, map[string]string{"CONTEXTD_WATCH_MAX_SUBSCRIBERS": "2000"})
+	first := startServer(b, map[string]string{"CONTEXTD_WATCH_MAX_SUBSCRIBERS": "2000", "CONTEXTD_WATCH_MAX_SUBSCRIBERS_PER_TENANT": "2000"})
 	client := contextdv1.NewContextServiceClient(first)
 	ctx := b.Context()
 	if _, err := client.CreateSession(ctx, &contextdv1.CreateSessionRequest{Id: "fan", Model: "gpt-4o"}); err != nil {

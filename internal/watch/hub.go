@@ -7,6 +7,7 @@ package watch
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -57,11 +58,22 @@ type Hub struct {
 	count  int
 	limit  int
 	closed bool
+	// perTenant counts each tenant's subscribers, at most tenantLimit, so
+	// one tenant cannot take every slot of the server.
+	perTenant   map[string]int
+	tenantLimit int
 }
 
-// NewHub returns a hub that admits at most limit subscribers.
+// NewHub returns a hub that admits at most limit subscribers, and at most
+// a quarter of them (at least one) per tenant; WithTenantLimit changes that.
 func NewHub(limit int) *Hub {
-	return &Hub{subs: map[key]map[*Subscription]struct{}{}, limit: limit}
+	return &Hub{subs: map[key]map[*Subscription]struct{}{}, limit: limit, perTenant: map[string]int{}, tenantLimit: max(1, limit/4)}
+}
+
+// WithTenantLimit sets how many subscribers one tenant may hold (n > 0).
+func (h *Hub) WithTenantLimit(n int) *Hub {
+	h.tenantLimit = n
+	return h
 }
 
 // Subscription is one subscriber's mailbox.
@@ -85,6 +97,9 @@ func (h *Hub) Subscribe(tenant, session string) (*Subscription, error) {
 	if h.count >= h.limit {
 		return nil, ErrTooManySubscribers
 	}
+	if h.perTenant[tenant] >= h.tenantLimit {
+		return nil, fmt.Errorf("%w: tenant %q holds %d streams, the most one tenant may (CONTEXTD_WATCH_MAX_SUBSCRIBERS_PER_TENANT)", ErrTooManySubscribers, tenant, h.tenantLimit)
+	}
 	s := &Subscription{hub: h, k: key{tenant, session}, signal: make(chan struct{}, 1),
 		done: make(chan struct{}), pending: map[string]Update{}}
 	if h.subs[s.k] == nil {
@@ -92,6 +107,7 @@ func (h *Hub) Subscribe(tenant, session string) (*Subscription, error) {
 	}
 	h.subs[s.k][s] = struct{}{}
 	h.count++
+	h.perTenant[tenant]++
 	return s, nil
 }
 
@@ -203,6 +219,9 @@ func (s *Subscription) Close() {
 		if _, ok := set[s]; ok {
 			delete(set, s)
 			h.count--
+			if h.perTenant[s.k.tenant]--; h.perTenant[s.k.tenant] <= 0 {
+				delete(h.perTenant, s.k.tenant)
+			}
 			if len(set) == 0 {
 				delete(h.subs, s.k)
 			}

@@ -62,7 +62,7 @@ func TestTenantWideAndIsolation(t *testing.T) {
 }
 
 func TestLimitAndClose(t *testing.T) {
-	h := watch.NewHub(2)
+	h := watch.NewHub(2).WithTenantLimit(2) // the server-wide cap, with one tenant
 	a, _ := h.Subscribe("t", "s")
 	if _, err := h.Subscribe("t", "s"); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"log/slog"
+	"sync"
 )
 
 // ResolveFunc reads a session's status for a change. It returns ok=false
@@ -19,21 +20,55 @@ type Resolver struct {
 	log     *slog.Logger
 	last    map[key]int64 // newest version published per session
 	batches int
+
+	// dirty holds, per session, the newest change that found the queue
+	// full: a burst coalesces there instead of being dropped, so the final
+	// state of every session is always published. It holds at most one
+	// change per session.
+	mu    sync.Mutex
+	dirty map[key]Change
+	wake  chan struct{} // one pending signal that dirty is not empty
 }
 
 // NewResolver returns a resolver; Run it, then feed it with Notify.
 func NewResolver(hub *Hub, resolve ResolveFunc, log *slog.Logger) *Resolver {
-	return &Resolver{hub: hub, resolve: resolve, in: make(chan Change, 8192), log: log, last: map[key]int64{}}
+	return newResolver(hub, resolve, log, 8192)
+}
+
+func newResolver(hub *Hub, resolve ResolveFunc, log *slog.Logger, queue int) *Resolver {
+	return &Resolver{hub: hub, resolve: resolve, in: make(chan Change, queue), log: log, last: map[key]int64{},
+		dirty: map[key]Change{}, wake: make(chan struct{}, 1)}
 }
 
 // Notify queues a change. It never blocks the caller (a request that just
-// committed): when the queue is full the change is dropped and logged, and
-// subscribers get that session's state with its next change.
+// committed): when the queue is full the change goes to the dirty set, where
+// it replaces any older change of its session.
 func (r *Resolver) Notify(c Change) {
 	select {
 	case r.in <- c:
+		return
 	default:
-		r.log.Warn("watch queue full; change dropped", "session", c.SessionID, "version", c.Version)
+	}
+	r.mu.Lock()
+	merge(r.dirty, c)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// merge keeps in m the change that wins for c's session: the newest version,
+// and a deletion over anything.
+func merge(m map[key]Change, c Change) {
+	k := key{c.Tenant, c.SessionID}
+	cur, ok := m[k]
+	switch {
+	case !ok, c.Event == EventDeleted:
+		m[k] = c
+	case cur.Event == EventDeleted:
+	case c.Version >= cur.Version:
+		m[k] = c
 	}
 }
 
@@ -54,23 +89,23 @@ func (r *Resolver) Resync(sessions func(tenant string) []string) {
 // Run processes changes until ctx ends.
 func (r *Resolver) Run(ctx context.Context) {
 	for {
-		var first Change
+		batch := map[key]Change{}
+		add := func(c Change) { merge(batch, c) }
 		select {
 		case <-ctx.Done():
 			return
-		case first = <-r.in:
+		case first := <-r.in:
+			add(first)
+		case <-r.wake:
 		}
-		batch := map[key]Change{}
-		add := func(c Change) {
-			k := key{c.Tenant, c.SessionID}
-			if cur, ok := batch[k]; !ok || c.Version >= cur.Version || c.Event == EventDeleted {
-				if ok && cur.Event == EventDeleted {
-					return
-				}
-				batch[k] = c
+		r.mu.Lock()
+		if len(r.dirty) > 0 {
+			for _, c := range r.dirty {
+				add(c)
 			}
+			r.dirty = map[key]Change{}
 		}
-		add(first)
+		r.mu.Unlock()
 		if r.batches++; r.batches%1024 == 0 {
 			for k := range r.last { // sessions whose watchers left without a change since
 				if !r.hub.Watched(k.tenant, k.session) {

@@ -1,0 +1,87 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestResolverKeepsTheFinalState: a flood far beyond the queue never loses
+// the last change of a session: what finds the queue full waits in the
+// dirty set (one change per session), so every watcher ends at the final
+// version of every session.
+func TestResolverKeepsTheFinalState(t *testing.T) {
+	hub := NewHub(10)
+	sub, err := hub.Subscribe("t", "") // every session of the tenant
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	r := newResolver(hub, func(_ context.Context, c Change) (Update, bool, error) {
+		return Update{Tenant: c.Tenant, SessionID: c.SessionID, Version: c.Version, Event: c.Event}, true, nil
+	}, slog.New(slog.DiscardHandler), 16)
+	const sessions, versions = 5, 400 // 2,000 changes into a queue of 16, before the resolver runs
+	for v := int64(1); v <= versions; v++ {
+		for s := range sessions {
+			r.Notify(Change{Tenant: "t", SessionID: fmt.Sprint("s", s), Version: v, Event: EventAppended})
+		}
+	}
+	if n := len(r.dirty); n != sessions {
+		t.Fatalf("dirty set holds %d changes; want one per session (%d)", n, sessions)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go r.Run(ctx)
+	final := map[string]int64{}
+	deadline := time.After(10 * time.Second)
+	for len(final) < sessions || slices.ContainsFunc(slices.Collect(maps.Values(final)), func(v int64) bool { return v != versions }) {
+		select {
+		case <-sub.C():
+			for _, u := range sub.Drain() {
+				if u.Version < final[u.SessionID] {
+					t.Fatalf("%s went back from %d to %d", u.SessionID, final[u.SessionID], u.Version)
+				}
+				final[u.SessionID] = u.Version
+			}
+		case <-deadline:
+			t.Fatalf("final versions %v; want %d for each of %d sessions", final, versions, sessions)
+		}
+	}
+}
+
+// TestTenantQuota: one tenant holds at most its share of the hub's slots
+// (a quarter by default); the others keep subscribing, and a closed stream
+// gives its slot back.
+func TestTenantQuota(t *testing.T) {
+	h := NewHub(8)
+	var held []*Subscription
+	for i := range 2 {
+		s, err := h.Subscribe("greedy", fmt.Sprint("s", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, s)
+	}
+	if _, err := h.Subscribe("greedy", ""); !errors.Is(err, ErrTooManySubscribers) || !strings.Contains(err.Error(), `tenant "greedy"`) {
+		t.Fatalf("a third stream of one tenant: %v", err)
+	}
+	for _, tenant := range []string{"other", "third"} {
+		if _, err := h.Subscribe(tenant, ""); err != nil {
+			t.Errorf("%s cannot subscribe while greedy is at its quota: %v", tenant, err)
+		}
+	}
+	held[0].Close()
+	held[0].Close() // twice is harmless
+	if _, err := h.Subscribe("greedy", ""); err != nil {
+		t.Errorf("after closing one: %v", err)
+	}
+	if n := h.WithTenantLimit(8).Count(); n != 4 {
+		t.Errorf("count %d; want 4", n)
+	}
+}
