@@ -86,7 +86,7 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 		return SessionView{}, err
 	}
 	fr := tokens.FramingOf(m)
-	toolsTokens, _ := tokens.CountTools(enc, fr, in.Tools)
+	toolsTokens, _ := tokens.CountTools(enc, fr, in.System, in.Tools)
 	systemTokens := tokens.CountSystem(enc, fr, in.System)
 	release()
 	now := e.timestamp()

@@ -27,6 +27,9 @@ type Model struct {
 	// Pricing is the list price, for the ledger's estimated spend; nil when
 	// unknown.
 	Pricing *Pricing `json:"pricing,omitempty"`
+	// Template names the model's own chat template (template.go), which
+	// then frames chat requests instead of Framing.
+	Template string `json:"template,omitempty"`
 }
 
 // Framing is the token overhead a chat request adds around its content, after
@@ -49,6 +52,8 @@ type Framing struct {
 	EnumInit int `json:"enum_init"`
 	EnumItem int `json:"enum_item"`
 	FuncEnd  int `json:"func_end"`
+
+	template chatTemplate // set by FramingOf for a model with a Template
 }
 
 // DefaultFraming is the framing of gpt-4o and later OpenAI chat models.
@@ -176,6 +181,8 @@ func checkModel(m Model) error {
 		return fmt.Errorf("max_output_tokens must be between 0 and context_window")
 	case !slices.Contains(EncodingNames, m.Encoding):
 		return fmt.Errorf("encoding %q is not one of %s", m.Encoding, strings.Join(EncodingNames, ", "))
+	case m.Template != "" && chatTemplates[m.Template] == nil:
+		return fmt.Errorf("template %q is unknown", m.Template)
 	case m.ExpectedError < 0 || m.ExpectedError > 1:
 		return fmt.Errorf("expected_error must be between 0 and 1")
 	case m.Pricing != nil && !m.Pricing.valid():
@@ -234,6 +241,9 @@ func (r *Registry) Lookup(name string) (Model, bool) {
 
 // FramingOf returns the framing of a model.
 func FramingOf(m Model) Framing {
+	if t, ok := chatTemplates[m.Template]; ok {
+		return Framing{ReplyPriming: t.replyPriming(), template: t}
+	}
 	if m.Framing != nil {
 		return *m.Framing
 	}

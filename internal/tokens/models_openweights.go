@@ -36,7 +36,9 @@ func openWeightModels() []Model {
 		ms = append(ms, exact("qwen", "qwen2.5-coder-"+size, 32_768, 8_192, Qwen2, "qwen2.5-coder-"+size+"-instruct"))
 	}
 	for _, size := range []string{"0.6b", "1.7b", "4b", "8b", "14b", "32b", "30b-a3b", "235b-a22b"} {
-		ms = append(ms, exact("qwen", "qwen3-"+size, 32_768, 8_192, Qwen2))
+		m := exact("qwen", "qwen3-"+size, 32_768, 8_192, Qwen2)
+		m.Template = TemplateQwen3
+		ms = append(ms, m)
 	}
 	ms = append(ms,
 		exact("deepseek", "deepseek-v3", 131_072, 8_192, DeepSeekV3, "deepseek-chat", "deepseek-v3-0324"),

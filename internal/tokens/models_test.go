@@ -110,7 +110,7 @@ func TestCountTools(t *testing.T) {
 		Name: "get_weather", Description: "Get the weather.",
 		Parameters: `{"type":"object","properties":{"city":{"type":"string","description":"City name."},"unit":{"type":"string","enum":["c","f"]}}}`,
 	}}
-	total, per := tokens.CountTools(enc, tokens.DefaultFraming, tools)
+	total, per := tokens.CountTools(enc, tokens.DefaultFraming, "", tools)
 	f := tokens.DefaultFraming
 	want := f.FuncInit + enc.Count("get_weather:Get the weather") + f.PropInit +
 		f.PropKey + enc.Count("city:string:City name") +
@@ -118,7 +118,7 @@ func TestCountTools(t *testing.T) {
 	if len(per) != 1 || per[0].Tokens != int64(want) || total != int64(want+f.FuncEnd) {
 		t.Errorf("got total %d per %+v, want %d (+%d)", total, per, want, f.FuncEnd)
 	}
-	if total, per := tokens.CountTools(enc, f, nil); total != 0 || per != nil {
+	if total, per := tokens.CountTools(enc, f, "", nil); total != 0 || per != nil {
 		t.Errorf("no tools must cost nothing: %d", total)
 	}
 }

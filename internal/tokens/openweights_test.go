@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/tokens"
 )
 
@@ -103,5 +104,133 @@ func TestOpenWeightGoldenText(t *testing.T) {
 				t.Errorf("%d of %d lines mismatch", mismatches, len(texts))
 			}
 		})
+	}
+}
+
+// goldenChat is one request of chat_requests.jsonl, in a neutral form that
+// the golden script turns into the template's messages.
+type goldenChat struct {
+	Name     string `json:"name"`
+	System   string `json:"system"`
+	Messages []struct {
+		Role      string `json:"role"`
+		Content   string `json:"content"`
+		ToolCalls []struct {
+			ID        string          `json:"id"`
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"tool_calls"`
+		ToolCallID string `json:"tool_call_id"`
+	} `json:"messages"`
+	Tools []struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"tools"`
+}
+
+// toChat converts a golden request to contextd's messages and tools, with
+// arguments and parameters as the JSON text a client sends.
+func (g goldenChat) toChat() ([]chat.Tool, []chat.Message) {
+	var tools []chat.Tool
+	for _, t := range g.Tools {
+		tools = append(tools, chat.Tool{Name: t.Name, Description: t.Description, Parameters: string(t.Parameters)})
+	}
+	var msgs []chat.Message
+	for _, m := range g.Messages {
+		cm := chat.Message{Role: chat.Role(m.Role)}
+		switch {
+		case m.Role == "tool":
+			cm.Parts = append(cm.Parts, chat.Part{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: m.ToolCallID, Content: m.Content}})
+		case m.Content != "" || len(m.ToolCalls) == 0:
+			cm.Parts = append(cm.Parts, chat.Part{Type: chat.PartText, Text: m.Content})
+		}
+		for _, c := range m.ToolCalls {
+			cm.Parts = append(cm.Parts, chat.Part{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)}})
+		}
+		msgs = append(msgs, cm)
+	}
+	return tools, msgs
+}
+
+// TestOpenWeightGoldenChat checks CountRequest, and the sum a stored session
+// keeps (system, tools, each message, reply priming), against
+// len(apply_chat_template(..., tokenize=True, add_generation_prompt=True)).
+func TestOpenWeightGoldenChat(t *testing.T) {
+	dir := filepath.Join(testdataDir(t), "golden", "openweights")
+	reqs := readJSONL[goldenChat](t, filepath.Join(dir, "chat_requests.jsonl"))
+	counts := readJSONL[map[string]any](t, filepath.Join(dir, "chat_counts.jsonl"))
+	if len(counts) != len(reqs) {
+		t.Fatalf("chat_counts.jsonl has %d lines, chat_requests.jsonl %d", len(counts), len(reqs))
+	}
+	reg, err := tokens.NewRegistry(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	encs := tokens.NewEncodings(importedDir(t))
+	for _, family := range []struct{ template, model string }{{"qwen3", "qwen3-32b"}} {
+		t.Run(family.template, func(t *testing.T) {
+			m, ok := reg.Lookup(family.model)
+			if !ok || m.Template != family.template {
+				t.Fatalf("%s is not registered with the %s template: %+v", family.model, family.template, m)
+			}
+			enc, err := encs.Get(m.Encoding)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fr := tokens.FramingOf(m)
+			for i, g := range reqs {
+				want, ok := counts[i][family.template].(float64)
+				if !ok || counts[i]["name"] != g.Name {
+					t.Fatalf("chat_counts.jsonl line %d has no %s count for %q", i+1, family.template, g.Name)
+				}
+				tools, msgs := g.toChat()
+				rc := tokens.CountRequest(enc, fr, g.System, tools, msgs)
+				if got := rc.Total(); got != int64(want) {
+					t.Errorf("%s: CountRequest %d tokens, apply_chat_template %d", g.Name, got, int64(want))
+				}
+				toolsTokens, _ := tokens.CountTools(enc, fr, g.System, tools)
+				session := tokens.CountSystem(enc, fr, g.System) + toolsTokens + int64(fr.ReplyPriming)
+				for j := range msgs {
+					session += tokens.CountMessage(enc, fr, &msgs[j]).Tokens
+				}
+				// A stored message is counted without its neighbours: a tool
+				// result that follows another one is counted with the 4
+				// tokens that close and reopen the user turn.
+				extra := int64(0)
+				for j := 1; j < len(msgs); j++ {
+					if msgs[j].Role == chat.RoleTool && msgs[j-1].Role == chat.RoleTool {
+						extra += 4
+					}
+				}
+				if session != rc.Total()+extra {
+					t.Errorf("%s: stored-session sum %d, want request %d + %d", g.Name, session, rc.Total(), extra)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkOpenWeight measures each open-weight encoding against o200k_base
+// on the same inputs in the same run (the issue's bar: at least half of
+// o200k_base's MB/s). Read MB/s.
+func BenchmarkOpenWeight(b *testing.B) {
+	inputs := benchInputs(b)
+	encs := tokens.NewEncodings(importedDir(b))
+	for _, name := range append([]string{tokens.O200KBase}, openWeightEncodings...) {
+		enc, err := encs.Get(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, kind := range []string{"prose", "code", "json", "multilingual"} {
+			text := inputs[kind]
+			b.Run(name+"/"+kind, func(b *testing.B) {
+				b.SetBytes(int64(len(text)))
+				b.ReportAllocs()
+				for b.Loop() {
+					enc.Count(text)
+				}
+			})
+		}
 	}
 }

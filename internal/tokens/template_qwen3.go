@@ -1,0 +1,162 @@
+package tokens
+
+import (
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+)
+
+// qwen3Template is the chat template of Qwen3 (tokenizer_config.json), with
+// thinking on, the served default (enable_thinking unset): the generation
+// prompt is "<|im_start|>assistant\n" and the model opens its own <think>
+// block. Qwen 2.5's template renders the same ChatML turns and tool blocks
+// without the thinking rules.
+type qwen3Template struct{}
+
+const (
+	qwenToolsHeader = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
+		"You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+	qwenToolsFooter = "\n</tools>\n\nFor each function call, return a json object with function name and " +
+		"arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, " +
+		"\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n"
+)
+
+func (qwen3Template) replyPriming() int { return 3 } // <|im_start|> assistant \n
+
+func (qwen3Template) prefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
+	var sys int64
+	if system != "" {
+		sys = int64(enc.Count("<|im_start|>system\n" + system + "<|im_end|>\n"))
+	}
+	if len(tools) == 0 {
+		return sys, 0, nil
+	}
+	var b strings.Builder
+	b.WriteString("<|im_start|>system\n")
+	if system != "" {
+		b.WriteString(system)
+		b.WriteString("\n\n")
+	}
+	b.WriteString(qwenToolsHeader)
+	per := make([]ToolCount, len(tools))
+	for i, t := range tools {
+		js := toolJSON(t)
+		b.WriteString("\n")
+		b.WriteString(js)
+		per[i] = ToolCount{Name: t.Name, Tokens: int64(enc.Count(js))}
+	}
+	b.WriteString(qwenToolsFooter)
+	return sys, int64(enc.Count(b.String())) - sys, per
+}
+
+// qwenLastQuery is the template's ns.last_query_index: the last user message
+// that is not a wrapped tool response.
+func qwenLastQuery(msgs []chat.Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != chat.RoleUser {
+			continue
+		}
+		t := messageText(&msgs[i])
+		if !(strings.HasPrefix(t, "<tool_response>") && strings.HasSuffix(t, "</tool_response>")) {
+			return i
+		}
+	}
+	return len(msgs) - 1
+}
+
+func (qwen3Template) message(enc *Encoding, msgs []chat.Message, i int, context bool) MessageCount {
+	m := &msgs[i]
+	var b strings.Builder
+	adjust := 0
+	switch m.Role {
+	case chat.RoleUser, chat.RoleSystem:
+		b.WriteString("<|im_start|>" + string(m.Role) + "\n" + messageText(m) + "<|im_end|>\n")
+	case chat.RoleAssistant:
+		content, reasoning := messageText(m), ""
+		if _, after, ok := cutLast(content, "</think>"); ok {
+			before, _, _ := strings.Cut(content, "</think>")
+			content = strings.TrimLeft(after, "\n")
+			before = strings.TrimRight(before, "\n")
+			if _, r, ok := cutLast(before, "<think>"); ok {
+				before = r
+			}
+			reasoning = strings.TrimLeft(before, "\n")
+		}
+		b.WriteString("<|im_start|>assistant\n")
+		// Only a whole request tells whether this turn follows the last
+		// query; a stored message is counted as an earlier turn, whose
+		// reasoning the template drops.
+		if context && i > qwenLastQuery(msgs) && (i == len(msgs)-1 || reasoning != "") {
+			b.WriteString("<think>\n" + strings.Trim(reasoning, "\n") + "\n</think>\n\n" + strings.TrimLeft(content, "\n"))
+		} else {
+			b.WriteString(content)
+		}
+		first := true
+		for _, p := range m.Parts {
+			if p.Type != chat.PartToolCall {
+				continue
+			}
+			if !first || content != "" {
+				b.WriteString("\n")
+			}
+			first = false
+			b.WriteString("<tool_call>\n{\"name\": \"" + p.ToolCall.Name + "\", \"arguments\": " + templateJSON(p.ToolCall.Arguments) + "}\n</tool_call>")
+		}
+		b.WriteString("<|im_end|>\n")
+	case chat.RoleTool:
+		// Consecutive tool results share one user turn. Alone, a result
+		// opens and closes its turn; after another result, the 4 tokens of
+		// "<|im_end|>\n" and "<|im_start|>user" are not there.
+		b.WriteString("<|im_start|>user")
+		for _, p := range m.Parts {
+			var text string
+			switch p.Type {
+			case chat.PartToolResult:
+				text = p.ToolResult.Content
+			case chat.PartText:
+				text = p.Text
+			default:
+				continue
+			}
+			b.WriteString("\n<tool_response>\n" + text + "\n</tool_response>")
+		}
+		b.WriteString("<|im_end|>\n")
+		if context && i > 0 && msgs[i-1].Role == chat.RoleTool {
+			adjust = -4
+		}
+	}
+	total := int64(enc.Count(b.String())+adjust) + imageTokens(m)
+	return templateMessageCount(enc, m, total)
+}
+
+// templateMessageCount splits a message's total into its parts' own counts
+// and the framing around them.
+func templateMessageCount(enc *Encoding, m *chat.Message, total int64) MessageCount {
+	mc := MessageCount{Tokens: total, Parts: make([]PartCount, len(m.Parts))}
+	var content int64
+	for i, p := range m.Parts {
+		var n int64
+		switch p.Type {
+		case chat.PartText:
+			n = int64(enc.Count(p.Text))
+		case chat.PartToolCall:
+			n = int64(enc.Count(p.ToolCall.Name) + enc.Count(p.ToolCall.Arguments))
+		case chat.PartToolResult:
+			n = int64(enc.Count(p.ToolResult.Content))
+		case chat.PartImage:
+			n = ImageTokens(p.Image)
+		}
+		mc.Parts[i] = PartCount{Type: p.Type, Tokens: n}
+		content += n
+	}
+	mc.Framing = total - content
+	return mc
+}
+
+// cutLast is strings.Cut at the last occurrence of sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
+}
