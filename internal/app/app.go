@@ -141,13 +141,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("protovalidate: %w", err)
 	}
 
-	keys, err := auth.LoadKeys(cfg.APIKeysFile, cfg.APIKeys)
+	keys, err := LoadAuth(cfg, log)
 	if err != nil {
 		return err
 	}
-	if !keys.Enabled() {
-		log.Warn("authentication is off: every caller is the default tenant (set CONTEXTD_API_KEYS_FILE)")
-	}
+	watchKeys(watchCtx, cfg, keys, log)
 	var extra []grpc.ServerOption
 	if telemetry.TracingEnabled(os.Getenv) {
 		tracing, err := telemetry.NewTracing(ctx, nil)

@@ -47,7 +47,9 @@ type Config struct {
 
 	// Auth, TLS and limits.
 	APIKeysFile          string
-	APIKeys              []string // tenant:key pairs
+	Auth                 string        // auto, on or off (CONTEXTD_AUTH)
+	KeysReloadInterval   time.Duration // how often the keys file is checked
+	APIKeys              []string      // tenant:key pairs
 	AuthExemptHealth     bool
 	UI                   bool // serve the dashboard at /ui/
 	TLSCertFile          string
@@ -83,7 +85,7 @@ type envFlag struct {
 }
 
 var settings = []envFlag{
-	{"CONTEXTD_LISTEN_ADDR", ":50051", "gRPC listen address", false},
+	{"CONTEXTD_LISTEN_ADDR", "localhost:50051", "listen address (gRPC, Connect, gRPC-Web); \":50051\" serves other hosts, which needs API keys or CONTEXTD_AUTH=off", false},
 	{"CONTEXTD_METRICS_ADDR", ":9090", "Prometheus metrics HTTP address (/metrics); empty disables", false},
 	{"CONTEXTD_LOG_LEVEL", "info", "log level: debug, info, warn, error", false},
 	{"CONTEXTD_MODELS_FILE", "", "JSON file of model registry overrides", false},
@@ -106,7 +108,9 @@ var settings = []envFlag{
 	{"CONTEXTD_ANTHROPIC_API_KEY", "", "Anthropic API key", true},
 	{"CONTEXTD_ANTHROPIC_API_KEY_FILE", "", "file holding the Anthropic API key", false},
 	{"CONTEXTD_ANTHROPIC_COUNT_TOKENS", "false", "count Claude models with Anthropic's count_tokens endpoint (cached 1 h; local count on failure)", false},
-	{"CONTEXTD_API_KEYS_FILE", "", "file of API keys (JSON lines: id, tenant, sha256, revoked); none and no CONTEXTD_API_KEYS: auth off", false},
+	{"CONTEXTD_AUTH", "auto", "auto (on when keys are configured; without keys only a loopback listen address is served), on, or off (no authentication: every caller is tenant default)", false},
+	{"CONTEXTD_API_KEYS_FILE", "", "file of API keys (JSON lines: id, tenant, sha256, revoked), reloaded when it changes and on SIGHUP", false},
+	{"CONTEXTD_API_KEYS_RELOAD", "2s", "how often the keys file is checked for changes", false},
 	{"CONTEXTD_API_KEYS", "", "comma-separated tenant:key pairs (hashed at start)", true},
 	{"CONTEXTD_UI", "true", "serve the web dashboard at /ui/ on the listen address (it calls the API like any client: same keys, same tenants)", false},
 	{"CONTEXTD_AUTH_EXEMPT_HEALTH", "true", "serve health and reflection without credentials", false},
@@ -213,6 +217,14 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 		return Config{}, fmt.Errorf("CONTEXTD_ANTHROPIC_COUNT_TOKENS: want true or false, got %q", get("CONTEXTD_ANTHROPIC_COUNT_TOKENS"))
 	}
 	cfg.APIKeysFile = get("CONTEXTD_API_KEYS_FILE")
+	switch cfg.Auth = get("CONTEXTD_AUTH"); cfg.Auth {
+	case "auto", "on", "off":
+	default:
+		return Config{}, fmt.Errorf("CONTEXTD_AUTH: want auto, on or off, got %q", cfg.Auth)
+	}
+	if cfg.KeysReloadInterval, err = time.ParseDuration(get("CONTEXTD_API_KEYS_RELOAD")); err != nil || cfg.KeysReloadInterval <= 0 {
+		return Config{}, fmt.Errorf("CONTEXTD_API_KEYS_RELOAD: want a positive duration such as 2s, got %q", get("CONTEXTD_API_KEYS_RELOAD"))
+	}
 	if v := get("CONTEXTD_API_KEYS"); v != "" {
 		cfg.APIKeys = strings.Split(v, ",")
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
@@ -54,9 +55,24 @@ func Digest(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Keys authenticates bearer tokens.
+// Keys authenticates bearer tokens. The keys come from a file and/or
+// "tenant:key" pairs and are swapped atomically by Reload (on SIGHUP, or
+// when Watch sees the file change), so a revoked key is refused without a
+// restart. It is safe for concurrent use; Authenticate costs one SHA-256 of
+// the token and one map lookup, and takes no lock.
 type Keys struct {
-	byDigest map[string]Key
+	on       bool
+	file     string
+	pairs    []string
+	byDigest atomic.Pointer[map[string]Key]
+	mu       sync.Mutex // serializes reloads
+	stamp    fileStamp
+}
+
+// fileStamp is what Watch compares to notice a changed keys file.
+type fileStamp struct {
+	mod  time.Time
+	size int64
 }
 
 // Errors of Authenticate; both become Unauthenticated.
@@ -65,11 +81,48 @@ var (
 	ErrRevokedKey = errors.New("API key revoked")
 )
 
+// Off returns keys that switch authentication off: every caller is
+// DefaultTenant.
+func Off() *Keys { return &Keys{} }
+
 // LoadKeys reads a keys file (JSON lines, one Key each; blank lines and
 // lines starting with # are skipped) and adds plaintext keys given as
-// "tenant:key" pairs (CONTEXTD_API_KEYS), hashed at once.
+// "tenant:key" pairs (CONTEXTD_API_KEYS), hashed at once. Authentication
+// is then on; keys configured but holding no usable key (an empty file, a
+// file of comments, only revoked keys) are an error, never a silent
+// switch to no authentication.
 func LoadKeys(file string, pairs []string) (*Keys, error) {
-	k := &Keys{byDigest: map[string]Key{}}
+	k := &Keys{on: true, file: file, pairs: pairs}
+	m, stamp, err := k.read()
+	if err != nil {
+		return nil, err
+	}
+	if usable(m) == 0 {
+		where := "CONTEXTD_API_KEYS"
+		if file != "" {
+			where = "the keys file " + file
+		}
+		return nil, fmt.Errorf("%s holds no usable API key: add one ({\"id\":..,\"tenant\":..,\"sha256\":..} per line), or run without authentication explicitly with CONTEXTD_AUTH=off", where)
+	}
+	k.byDigest.Store(&m)
+	k.stamp = stamp
+	return k, nil
+}
+
+func usable(m map[string]Key) int {
+	n := 0
+	for _, key := range m {
+		if !key.Revoked {
+			n++
+		}
+	}
+	return n
+}
+
+// read parses the configured keys.
+func (k *Keys) read() (map[string]Key, fileStamp, error) {
+	m := map[string]Key{}
+	var stamp fileStamp
 	add := func(key Key, where string) error {
 		if key.Tenant == "" || len(key.SHA256) != 64 {
 			return fmt.Errorf("%s: a key needs a tenant and a 64-hex-digit sha256", where)
@@ -77,15 +130,18 @@ func LoadKeys(file string, pairs []string) (*Keys, error) {
 		if _, err := hex.DecodeString(key.SHA256); err != nil {
 			return fmt.Errorf("%s: sha256 is not hex", where)
 		}
-		k.byDigest[strings.ToLower(key.SHA256)] = key
+		m[strings.ToLower(key.SHA256)] = key
 		return nil
 	}
-	if file != "" {
-		f, err := os.Open(file)
+	if k.file != "" {
+		f, err := os.Open(k.file)
 		if err != nil {
-			return nil, fmt.Errorf("keys file: %w", err)
+			return nil, stamp, fmt.Errorf("keys file: %w", err)
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil {
+			stamp = fileStamp{mod: fi.ModTime(), size: fi.Size()}
+		}
 		sc := bufio.NewScanner(f)
 		for n := 1; sc.Scan(); n++ {
 			line := strings.TrimSpace(sc.Text())
@@ -96,34 +152,104 @@ func LoadKeys(file string, pairs []string) (*Keys, error) {
 			dec := json.NewDecoder(strings.NewReader(line))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&key); err != nil {
-				return nil, fmt.Errorf("keys file line %d: %w", n, err)
+				return nil, stamp, fmt.Errorf("keys file line %d: %w", n, err)
 			}
 			if err := add(key, fmt.Sprintf("keys file line %d", n)); err != nil {
-				return nil, err
+				return nil, stamp, err
 			}
 		}
 		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("keys file: %w", err)
+			return nil, stamp, fmt.Errorf("keys file: %w", err)
 		}
 	}
-	for i, p := range pairs {
+	for i, p := range k.pairs {
 		tenant, key, ok := strings.Cut(strings.TrimSpace(p), ":")
 		if !ok || tenant == "" || key == "" {
-			return nil, fmt.Errorf("CONTEXTD_API_KEYS entry %d: want tenant:key", i+1)
+			return nil, stamp, fmt.Errorf("CONTEXTD_API_KEYS entry %d: want tenant:key", i+1)
 		}
 		if err := add(Key{ID: fmt.Sprintf("env-%d", i+1), Tenant: tenant, SHA256: Digest(key)}, "CONTEXTD_API_KEYS"); err != nil {
-			return nil, err
+			return nil, stamp, err
 		}
 	}
-	return k, nil
+	return m, stamp, nil
 }
 
-// Enabled reports whether any key is configured (otherwise auth is off).
-func (k *Keys) Enabled() bool { return k != nil && len(k.byDigest) > 0 }
+// Reload reads the keys again and swaps them in. A file that no longer
+// parses keeps the previous keys (and Reload says why); a file that parses
+// but holds no usable key is applied: every call is refused (fail closed).
+// Keys that are off stay off.
+func (k *Keys) Reload() error {
+	if !k.Enabled() {
+		return nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	m, stamp, err := k.read()
+	if err != nil {
+		return fmt.Errorf("keys not reloaded, the previous ones stay in force: %w", err)
+	}
+	k.byDigest.Store(&m)
+	k.stamp = stamp
+	return nil
+}
 
-// Authenticate maps a bearer token to its key.
+// changed reports whether the keys file differs from the one last read.
+func (k *Keys) changed() bool {
+	if k.file == "" {
+		return false
+	}
+	fi, err := os.Stat(k.file)
+	if err != nil {
+		return true // gone or unreadable: Reload reports it
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return fi.ModTime() != k.stamp.mod || fi.Size() != k.stamp.size
+}
+
+// Watch reloads the keys whenever the keys file changes (checked every
+// interval, a stat each time) or a signal arrives on hup, until ctx ends.
+// Reload errors are passed to report.
+func (k *Keys) Watch(ctx context.Context, interval time.Duration, hup <-chan os.Signal, report func(error)) {
+	if !k.Enabled() {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var last error
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		case <-t.C:
+			if !k.changed() {
+				continue
+			}
+		}
+		err := k.Reload()
+		if err != nil && (last == nil || err.Error() != last.Error()) {
+			report(err)
+		}
+		last = err
+	}
+}
+
+// Enabled reports whether authentication is on.
+func (k *Keys) Enabled() bool { return k != nil && k.on }
+
+// Count returns how many keys are in force (revoked ones included).
+func (k *Keys) Count() int {
+	if !k.Enabled() {
+		return 0
+	}
+	return len(*k.byDigest.Load())
+}
+
+// Authenticate maps a bearer token to its key. It is cheap (one SHA-256
+// and a map lookup, no lock), so any layer can call it before doing work.
 func (k *Keys) Authenticate(token string) (Key, error) {
-	key, ok := k.byDigest[Digest(token)]
+	key, ok := (*k.byDigest.Load())[Digest(token)]
 	switch {
 	case !ok:
 		return Key{}, ErrUnknownKey

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,6 +24,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/contextd/contextd/internal/app"
 )
 
 func root(t *testing.T) string {
@@ -98,6 +101,34 @@ func TestKubernetesManifests(t *testing.T) {
 	hpa := objects["hpa.yaml"].(*autoscalingv2.HorizontalPodAutoscaler)
 	pdb := objects["pdb.yaml"].(*policyv1.PodDisruptionBudget)
 	job := objects["migrate-job.yaml"].(*batchv1.Job)
+
+	// The base as shipped cannot serve without authentication: its keys
+	// file holds no key, so the server refuses to start.
+	env := map[string]string{}
+	for k, v := range cm.Data {
+		env[k] = v
+	}
+	sec := objects["secret.yaml"].(*corev1.Secret)
+	for k, v := range sec.StringData {
+		if strings.HasPrefix(k, "CONTEXTD_") {
+			env[k] = v
+		}
+	}
+	if env["CONTEXTD_AUTH"] == "off" || env["CONTEXTD_API_KEYS_FILE"] == "" {
+		t.Errorf("the base must authenticate: CONTEXTD_AUTH %q, keys file %q", env["CONTEXTD_AUTH"], env["CONTEXTD_API_KEYS_FILE"])
+	}
+	keys := filepath.Join(t.TempDir(), "keys.jsonl")
+	if err := os.WriteFile(keys, []byte(sec.StringData["keys.jsonl"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env["CONTEXTD_API_KEYS_FILE"] = keys
+	cfg, err := app.ParseConfig(nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("config of the base: %v", err)
+	}
+	if _, err := app.LoadAuth(cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "no usable API key") {
+		t.Errorf("the base with its placeholder Secret must refuse to start, got %v", err)
+	}
 
 	if dep.Kind != "Deployment" || dep.APIVersion != "apps/v1" || hpa.APIVersion != "autoscaling/v2" {
 		t.Errorf("kinds: %s %s, %s", dep.APIVersion, dep.Kind, hpa.APIVersion)
