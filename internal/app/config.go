@@ -66,6 +66,7 @@ type Config struct {
 	// and up) tokenized at once, server-wide; MaxConcurrentStreams bounds the
 	// calls one connection may have open.
 	CountBudgetBytes     int
+	MaxResponseBytes     int
 	LargeCountBytes      int
 	MaxConcurrentStreams int
 
@@ -124,6 +125,7 @@ var settings = []envFlag{
 	{"CONTEXTD_VIEW_CACHE_BYTES", "67108864", "memory for decoded active views kept between calls, in bytes (0: no cache)", false},
 	{"CONTEXTD_COUNT_BUDGET_BYTES", "16777216", "bytes of large requests tokenized at once, server-wide (as much again may wait; more is refused)", false},
 	{"CONTEXTD_COUNT_LARGE_BYTES", "262144", "requests with at least this many bytes of text take their size from the count budget; smaller ones never wait", false},
+	{"CONTEXTD_MAX_RESPONSE_BYTES", "4194304", "a page of GetMessages ends at this many bytes (or its page_size, whichever comes first), so pages fit clients' default 4 MB receive limit", false},
 	{"CONTEXTD_MAX_CONCURRENT_STREAMS", "256", "calls one client connection may have open at once (HTTP/2 MaxConcurrentStreams)", false},
 	{"CONTEXTD_MAX_CONNECTION_AGE", "30m", "close client connections after this long so load rebalances across replicas (0: never)", false},
 	{"CONTEXTD_CORS_ALLOWED_ORIGINS", "", "comma-separated browser origins allowed to call the API cross-origin (Connect, gRPC-Web), or *; empty: same origin only", false},
@@ -248,6 +250,7 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 	}{{"CONTEXTD_RATE_LIMIT_BURST", &cfg.RateLimitBurst, 1}, {"CONTEXTD_MAX_COUNT_BYTES", &cfg.MaxCountBytes, 1},
 		{"CONTEXTD_MAX_SESSIONS_PER_TENANT", &cfg.MaxSessionsPerTenant, 1}, {"CONTEXTD_COUNT_BUDGET_BYTES", &cfg.CountBudgetBytes, 1},
 		{"CONTEXTD_COUNT_LARGE_BYTES", &cfg.LargeCountBytes, 1}, {"CONTEXTD_MAX_CONCURRENT_STREAMS", &cfg.MaxConcurrentStreams, 1},
+		{"CONTEXTD_MAX_RESPONSE_BYTES", &cfg.MaxResponseBytes, 65536},
 		{"CONTEXTD_VIEW_CACHE_BYTES", &cfg.ViewCacheBytes, 0}} {
 		if *f.dst, err = strconv.Atoi(get(f.env)); err != nil || *f.dst < f.min {
 			return Config{}, fmt.Errorf("%s: want an integer of at least %d, got %q", f.env, f.min, get(f.env))

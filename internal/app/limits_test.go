@@ -255,3 +255,46 @@ func TestMaxConcurrentStreams(t *testing.T) {
 	}
 	cancels[1]()
 }
+
+// TestMessagePagesAreByteBounded: a page of GetMessages ends at
+// CONTEXTD_MAX_RESPONSE_BYTES (4 MB by default) whatever its page_size, so a
+// session of large messages reads page by page within a default client's
+// 4 MB receive limit, every message once, in order.
+func TestMessagePagesAreByteBounded(t *testing.T) {
+	conn := startServer(t, map[string]string{})
+	client := contextdv1.NewContextServiceClient(conn)
+	ctx := t.Context()
+	if _, err := client.CreateSession(ctx, &contextdv1.CreateSessionRequest{Id: "big", Model: "gpt-4o"}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 10
+	for i := 0; i < n; i += 2 { // 1 MB messages, two per append
+		var msgs []*contextdv1.Message
+		for j := i; j < i+2; j++ {
+			msgs = append(msgs, user(fmt.Sprintf("%d:", j)+strings.Repeat("word ", 1<<20/5)))
+		}
+		if _, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "big", Messages: msgs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, view := range []contextdv1.MessageView{contextdv1.MessageView_MESSAGE_VIEW_ACTIVE, contextdv1.MessageView_MESSAGE_VIEW_LOG} {
+		var got []string
+		pages := 0
+		for token := ""; ; pages++ {
+			resp, err := client.GetMessages(ctx, &contextdv1.GetMessagesRequest{SessionId: "big", View: view, PageSize: 1000, PageToken: token})
+			if err != nil {
+				t.Fatalf("%s page %d: %v", view, pages, err)
+			}
+			for _, m := range resp.GetMessages() {
+				prefix, _, _ := strings.Cut(m.GetParts()[0].GetText().GetText(), ":")
+				got = append(got, prefix)
+			}
+			if token = resp.GetNextPageToken(); token == "" {
+				break
+			}
+		}
+		if want := "0 1 2 3 4 5 6 7 8 9"; strings.Join(got, " ") != want || pages < 2 {
+			t.Errorf("%s: %d pages of %v; want every message once, in order, over several pages", view, pages+1, got)
+		}
+	}
+}

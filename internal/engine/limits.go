@@ -26,6 +26,9 @@ type Limits struct {
 	// that they are refused). Smaller requests never wait. 0: no budget.
 	CountBudgetBytes int64
 	LargeCountBytes  int
+	// MaxResponseBytes bounds a page of messages (about: their text plus a
+	// fixed overhead per message and part); 0: no bound.
+	MaxResponseBytes int
 }
 
 // The names of the limits, as the configuration spells them, so an error
@@ -111,4 +114,35 @@ func (b *countBudget) acquire(ctx context.Context, n int64) (func(), error) {
 		return nil, err
 	}
 	return sync.OnceFunc(func() { b.sem.Release(w); b.waiting.Release(w) }), nil
+}
+
+// fitResponse returns how many of msgs (at least one, when there are any)
+// fit in MaxResponseBytes.
+func (e *Engine) fitResponse(msgs []chat.Message) int {
+	limit := e.limits.MaxResponseBytes
+	if limit <= 0 {
+		return len(msgs)
+	}
+	total := 0
+	for i := range msgs {
+		total += messageBytes(&msgs[i])
+		if total > limit && i > 0 {
+			return i
+		}
+	}
+	return len(msgs)
+}
+
+// messageBytes estimates a message's encoded size: its text, ids and
+// metadata, plus a fixed allowance per message and part for framing and
+// numbers.
+func messageBytes(m *chat.Message) int {
+	n := 64 + len(m.ID) + textBytes("", "", nil, []chat.Message{*m}) + 32*len(m.Parts) + 16*len(m.Replaces)
+	for k, v := range m.Metadata {
+		n += len(k) + len(v) + 8
+	}
+	for _, r := range m.Replaces {
+		n += len(r)
+	}
+	return n
 }

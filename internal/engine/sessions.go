@@ -297,9 +297,11 @@ func (e *Engine) GetMessages(ctx context.Context, tenant, id string, view View, 
 	if err != nil {
 		return MessagePage{}, err
 	}
-	if len(out.Messages) > size {
-		out.Messages = out.Messages[:size]
-		out.Next = base64.RawURLEncoding.EncodeToString([]byte(prefix + ":" + strconv.FormatInt(cursors[size-1], 10)))
+	// A page ends at page_size messages or CONTEXTD_MAX_RESPONSE_BYTES,
+	// whichever comes first (always at least one message).
+	if n := e.fitResponse(out.Messages[:min(size, len(out.Messages))]); n < len(out.Messages) {
+		out.Messages = out.Messages[:n]
+		out.Next = base64.RawURLEncoding.EncodeToString([]byte(prefix + ":" + strconv.FormatInt(cursors[n-1], 10)))
 	}
 	return out, nil
 }
