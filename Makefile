@@ -31,6 +31,10 @@ test: ## Run every test (starts a throwaway PostgreSQL when one is needed).
 bench: ## Run the benchmarks.
 	go test -run '^$$' -bench . -benchmem ./...
 
+build: ## Build bin/contextd (the server, from cmd/server) and bin/contextctl.
+	CGO_ENABLED=0 go build -trimpath -o bin/contextd ./cmd/server
+	CGO_ENABLED=0 go build -trimpath -o bin/contextctl ./cmd/contextctl
+
 ui: ## Rebuild the dashboard bundle (internal/ui/static/app.js) from internal/ui/web and the generated TypeScript.
 	cd internal/ui/web && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 
@@ -40,4 +44,4 @@ screenshots: ## Refresh the README's dashboard screenshots (docs/) in headless C
 run: ## Run the server with embedded storage.
 	go run ./cmd/server
 
-.PHONY: help generate check-generate lint test bench ui screenshots run
+.PHONY: help generate check-generate lint test bench build ui screenshots run

@@ -222,3 +222,31 @@ func TestDockerfile(t *testing.T) {
 		t.Error("the Dockerfile should have exactly two stages")
 	}
 }
+
+// TestBinaryNamesAgree: the server binary is `contextd`, built from
+// cmd/server, in the Makefile, the Dockerfile and the README alike, and its
+// one subcommand is `migrate` everywhere.
+func TestBinaryNamesAgree(t *testing.T) {
+	read := func(name string) string {
+		raw, err := os.ReadFile(filepath.Join(root(t), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(raw)
+	}
+	for file, wants := range map[string][]string{
+		"Makefile":   {"-o bin/contextd ./cmd/server", "-o bin/contextctl ./cmd/contextctl"},
+		"Dockerfile": {"-o /out/contextd ./cmd/server", "-o /out/contextctl ./cmd/contextctl"},
+		"README.md":  {"make build", "./bin/contextd migrate", "`contextd migrate`"},
+	} {
+		text := read(file)
+		for _, want := range wants {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s lacks %q", file, want)
+			}
+		}
+	}
+	if main := read("cmd/server/main.go"); !strings.Contains(main, `args[0] == "migrate"`) {
+		t.Error("cmd/server no longer has the migrate subcommand the deployment files run")
+	}
+}
