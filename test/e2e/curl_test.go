@@ -64,7 +64,7 @@ func TestREADMECurl(t *testing.T) {
 	bash := func(ctx context.Context, cmd string) *exec.Cmd {
 		c := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", strings.ReplaceAll(cmd, "localhost:50051", srv.addr))
 		c.Env = append(os.Environ(), "KEY=k-readme", "CONTEXTD_API_KEY=k-readme") // auth is off: any key goes
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // curl dies with its shell
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}                       // curl dies with its shell
 		c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 		c.WaitDelay = 5 * time.Second
 		return c
