@@ -413,6 +413,21 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 		case now.After(c.ExpiresAt):
 			return fmt.Errorf("compaction %q can no longer be reverted (its window ended %s): %w", compactionID, c.ExpiresAt.Format(time.RFC3339), ErrFailedPrecondition)
 		}
+		// Only the newest applied compaction can be reverted: the lock held
+		// keeps others from committing meanwhile.
+		all, err := e.store.ListCompactions(ctx, tenant, id)
+		if err != nil {
+			return err
+		}
+		for i := len(all) - 1; i >= 0; i-- {
+			if all[i].RevertedAt != nil {
+				continue
+			}
+			if all[i].ID != compactionID {
+				return fmt.Errorf("compaction %q is newer and still applied; revert it first (only the newest applied compaction can be reverted): %w", all[i].ID, ErrFailedPrecondition)
+			}
+			break
+		}
 		view, err := tx.ViewMessages(ctx, tenant, id)
 		if err != nil {
 			return err

@@ -188,3 +188,65 @@ func mustCompactions(t *testing.T, e *engine.Engine, id string) []store.Compacti
 	}
 	return list
 }
+
+// TestRevertOnlyNewest: with two compactions applied, reverting the older
+// one is refused, naming the newer; reverting newest first then the older
+// works.
+func TestRevertOnlyNewest(t *testing.T) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
+		ctx := t.Context()
+		v := agentSession(t, e, compaction.Overrides{}, 16)
+		first, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Tier: compaction.TierPrune})
+		if err != nil || !first.Compacted {
+			t.Fatalf("first compaction: %+v, %v", first, err)
+		}
+		if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg(strings.Repeat("more context ", 400))}}); err != nil {
+			t.Fatal(err)
+		}
+		second, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Tier: compaction.TierSummarize})
+		if err != nil || !second.Compacted {
+			t.Fatalf("second compaction: %+v, %v", second, err)
+		}
+		_, err = e.RevertCompaction(ctx, tenant, v.ID, first.Compaction.ID)
+		if !errors.Is(err, engine.ErrFailedPrecondition) || !strings.Contains(err.Error(), second.Compaction.ID) {
+			t.Fatalf("reverting the older one first: %v", err)
+		}
+		if _, err := e.RevertCompaction(ctx, tenant, v.ID, second.Compaction.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.RevertCompaction(ctx, tenant, v.ID, first.Compaction.ID); err != nil {
+			t.Fatalf("then the older one: %v", err)
+		}
+	})
+}
+
+// TestAbsurdReportDoesNotCalibrate: a report far from any tokenizer
+// difference anchors the session but leaves the model's calibration (and
+// so every other session's estimate) alone.
+func TestAbsurdReportDoesNotCalibrate(t *testing.T) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
+		ctx := t.Context()
+		a, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "claude-sonnet-4-5", System: "You are a coding agent."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := e.CreateSession(ctx, tenant, engine.NewSession{Model: "claude-sonnet-4-5", System: "You are a coding agent."})
+		for _, id := range []string{a.ID, b.ID} {
+			if _, err := e.AppendMessages(ctx, tenant, id, engine.AppendInput{Messages: []chat.Message{userMsg(strings.Repeat("fix the build ", 50))}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before, _ := e.SessionUsage(ctx, tenant, b.ID)
+		u, err := e.ReportUsage(ctx, tenant, a.ID, engine.ReportInput{InputTokens: 50_000_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Warnings) == 0 || !strings.Contains(strings.Join(u.Warnings, " "), "not used to calibrate") {
+			t.Errorf("no warning: %v", u.Warnings)
+		}
+		after, _ := e.SessionUsage(ctx, tenant, b.ID)
+		if after.Used != before.Used || after.Source != before.Source {
+			t.Errorf("another session's estimate moved: %d %v → %d %v", before.Used, before.Source, after.Used, after.Source)
+		}
+	})
+}

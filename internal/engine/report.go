@@ -24,6 +24,11 @@ type ReportInput struct {
 	Version      *int64
 }
 
+// maxCalibrationFactor bounds a report that calibration learns from: a
+// provider's count further than this factor from the local one is not a
+// tokenizer difference (approximations are off by tens of percent).
+const maxCalibrationFactor = 2.0
+
 // maxCalibrationSamples bounds the moving average: the ratio follows the
 // mean of about the last ten reports.
 const maxCalibrationSamples = 10
@@ -38,6 +43,7 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 		return Usage{}, chat.Invalid("input_tokens", "the provider's input tokens (with cache reads and writes) must be positive")
 	}
 	var final store.Session
+	implausible := "" // why the report did not calibrate
 	var recorded func() // metrics of the ledger entry, after the commit
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		s, err := tx.GetSession(ctx, tenant, id)
@@ -74,11 +80,17 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 				return err
 			}
 			sample := float64(provider) / float64(max(local, 1))
-			c.Samples++
-			c.Ratio += (sample - c.Ratio) / float64(min(c.Samples, maxCalibrationSamples))
-			c.UpdatedAt = e.timestamp()
-			if err := tx.PutCalibration(ctx, tenant, c); err != nil {
-				return err
+			if sample < 1/maxCalibrationFactor || sample > maxCalibrationFactor {
+				// Not a tokenizer difference but a report of another request
+				// (or a typo): anchor this session, teach the model nothing.
+				implausible = fmt.Sprintf("input tokens %d are %.2f× the local count %d of that request: not used to calibrate %s (a tokenizer differs by far less; check message_count or version)", provider, sample, local, m.Name)
+			} else {
+				c.Samples++
+				c.Ratio += (sample - c.Ratio) / float64(min(c.Samples, maxCalibrationSamples))
+				c.UpdatedAt = e.timestamp()
+				if err := tx.PutCalibration(ctx, tenant, c); err != nil {
+					return err
+				}
 			}
 		}
 		if recorded, err = e.recordCall(ctx, tx, s, in); err != nil {
@@ -92,5 +104,8 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 	}
 	recorded()
 	v, err := e.view(ctx, final)
+	if implausible != "" {
+		v.Usage.Warnings = append(v.Usage.Warnings, implausible)
+	}
 	return v.Usage, err
 }
