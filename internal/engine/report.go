@@ -43,7 +43,7 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 		return Usage{}, chat.Invalid("input_tokens", "the provider's input tokens (with cache reads and writes) must be positive")
 	}
 	var final store.Session
-	implausible := "" // why the report did not calibrate
+	implausible := ""   // why the report did not calibrate
 	var recorded func() // metrics of the ledger entry, after the commit
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		s, err := tx.GetSession(ctx, tenant, id)
