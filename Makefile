@@ -41,7 +41,10 @@ ui: ## Rebuild the dashboard bundle (internal/ui/static/app.js) from internal/ui
 screenshots: ## Refresh the README's dashboard screenshots (docs/) in headless Chromium.
 	CONTEXTD_SCREENSHOT_DIR=$(CURDIR)/docs CONTEXTD_REQUIRE_CHROMIUM=1 go test -count=1 -run TestDashboardInChromium ./test/ui/
 
+bench-cost: ## Replay the corpus and compare compaction strategies by prompt-cache cost.
+	go run ./cmd/costbench
+
 run: ## Run the server with embedded storage.
 	go run ./cmd/server
 
-.PHONY: help generate check-generate lint test bench build ui screenshots run
+.PHONY: help generate check-generate lint test bench bench-cost build ui screenshots run

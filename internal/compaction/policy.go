@@ -81,7 +81,7 @@ func Defaults(window int64) Policy {
 // Defaults of cache-aware compaction (see Payback).
 const (
 	DefaultCachePaybackCalls = 10
-	DefaultCacheTarget       = 0.40
+	DefaultCacheTarget       = 0.30
 )
 
 // Resolve fills o's unset fields with the defaults for window and checks

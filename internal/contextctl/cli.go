@@ -196,6 +196,13 @@ func (c *cli) run(ctx context.Context, cmd string, args []string) error {
 			return c.printJSON(resp.GetUsage())
 		}
 		fmt.Fprint(c.out, Render(FromUsage(resp.GetUsage()), term.width, term.color))
+		if term.width >= narrowWidth {
+			sess, err := c.client.GetSession(ctx, &contextdv1.GetSessionRequest{SessionId: pos[0]})
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(c.out, RenderLedger(sess.GetSession().GetLedger()))
+		}
 		return nil
 	case "watch":
 		if err := need(1, "SESSION"); err != nil {

@@ -35,6 +35,9 @@ type CompactInput struct {
 	Target *float64
 	// tiers overrides the tiers (PrepareContext picks them by level).
 	tiers []compaction.Tier
+	// payback, when positive, applies the plan only if it repays its
+	// prompt-cache rewrite within that many calls (cache-aware compaction).
+	payback int
 }
 
 // CompactResult is what a compaction did (or, for a dry run, would do).
@@ -91,6 +94,8 @@ func (e *Engine) Compact(ctx context.Context, tenant, id string, in CompactInput
 			v, err := e.view(ctx, snap.session)
 			res.Usage, res.Version = v.Usage, snap.session.Version
 			return res, err
+		case p.plan.Changed() && e.deferred(p, snap, in):
+			return e.deferCompaction(ctx, snap, res)
 		case !p.plan.Changed():
 			return e.nothingToCompact(ctx, snap, res)
 		}

@@ -247,10 +247,14 @@ func (e *Engine) rememberAppend(ctx context.Context, tx store.Tx, tenant, id, ke
 // compact, the append and a pause of auto-compaction) in one transaction,
 // if the session is still where the plan started.
 func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, in PrepareInput, hash string, pr prepared, since *viewToken) (PrepareResult, error) {
-	p, err := e.plan(ctx, snapshot{session: pr.after, view: pr.view}, CompactInput{tiers: pr.compact})
+	cin := cacheAware(CompactInput{tiers: pr.compact}, pr.usage)
+	p, err := e.plan(ctx, snapshot{session: pr.after, view: pr.view}, cin)
 	if err != nil {
 		return PrepareResult{}, err
 	}
+	// A cache-aware plan that would not repay its cache rewrite is put off:
+	// the append is written, the view stays (and stays cached).
+	deferred := p.plan.Changed() && e.deferred(p, snapshot{session: pr.after, view: pr.view}, cin)
 	var res CompactResult
 	var final store.Session
 	paused := false
@@ -279,7 +283,11 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		if err := e.rememberAppend(ctx, tx, tenant, id, in.IdempotencyKey, hash, staged.msgs, s.Version); err != nil {
 			return err
 		}
-		if !p.plan.Changed() {
+		if deferred {
+			res = p.result
+			res.Warnings = append(res.Warnings, deferredWarning(pr.usage))
+			res.view = pr.view
+		} else if !p.plan.Changed() {
 			s.Version++
 			s.AutoPausedBelow = s.ActiveTokens + pauseSpan(p.model, p.policy)
 			res = p.result
@@ -299,21 +307,27 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		e.notify(ctx, tenant, id, pr.after.Version, watch.EventAppended)
 	}
 	event := watch.EventCompacted
-	if paused {
+	switch {
+	case deferred:
+		event = watch.EventAppended
+		e.views.appended(&pr.before, &final, pr.appended)
+	case paused:
 		event = watch.EventWarning
 		e.views.appended(&pr.before, &final, pr.appended)
-	} else {
+	default:
 		e.views.put(&final, res.view, viewOrds(len(res.view)), messagesBytes(res.view))
 		e.metrics.Compacted(res.Compaction.Tiers, res.Compaction.TokensBefore-res.Compaction.TokensAfter)
 	}
-	e.notify(ctx, tenant, id, final.Version, event)
+	if !deferred { // a deferred compaction changed nothing but the append, announced above
+		e.notify(ctx, tenant, id, final.Version, event)
+	}
 	v, err := e.view(ctx, final)
 	if err != nil {
 		return PrepareResult{}, err
 	}
 	pr.after, pr.view = final, res.view
-	pr.status.Version, pr.status.Usage, pr.status.Compacted = final.Version, v.Usage, !paused
-	if !paused {
+	pr.status.Version, pr.status.Usage, pr.status.Compacted = final.Version, v.Usage, !paused && !deferred
+	if pr.status.Compacted {
 		pr.status.LastCompaction = res.Compaction
 	}
 	pr.status.Warnings = append(pr.status.Warnings, res.Warnings...)

@@ -57,6 +57,19 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 		lists[s] = append(lists[s], prev[s]...)
 	}
 	files := map[string]bool{}
+	// The files of earlier rounds carry over into this round's one line, so
+	// the cap below (oldest bullets first) does not drop them round by round.
+	done := lists[SecDone][:0]
+	for _, item := range lists[SecDone] {
+		if rest, ok := strings.CutPrefix(item, filesPrefix); ok {
+			for _, f := range strings.Split(rest, ", ") {
+				files[f] = true
+			}
+			continue
+		}
+		done = append(done, item)
+	}
+	lists[SecDone] = done
 	var state string
 	for i := range in.Messages {
 		m := &in.Messages[i]
@@ -99,9 +112,7 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 	if p := lastPending(in.Messages); p != "" {
 		lists[SecPending] = append(lists[SecPending], p)
 	}
-	if len(files) > 0 {
-		lists[SecDone] = append(lists[SecDone], "files touched: "+strings.Join(sortedKeys(files), ", "))
-	}
+	fileList := sortedKeys(files)
 	if state == "" {
 		state = strings.Join(prev[SecState], "\n")
 	}
@@ -119,7 +130,11 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 		fmt.Fprintf(&b, "[contextd summary, round %d. It stands in for earlier messages of this conversation; "+
 			"call ExpandMessage with this message's id to read them.]\n", in.Round)
 		writeSection(&b, SecTask, []string{clip(in.OriginalTask, taskChars)}, false)
-		writeSection(&b, SecDone, lists[SecDone], true)
+		doneItems := lists[SecDone]
+		if len(fileList) > 0 {
+			doneItems = append(doneItems[:len(doneItems):len(doneItems)], filesPrefix+strings.Join(fileList, ", "))
+		}
+		writeSection(&b, SecDone, doneItems, true)
 		writeSection(&b, SecDecisions, lists[SecDecisions], true)
 		writeSection(&b, SecErrors, lists[SecErrors], true)
 		writeSection(&b, SecState, []string{clip(state, stateChars)}, false)
@@ -153,6 +168,8 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 			taskChars /= 2
 		case longest != "" && len(lists[longest]) == 1:
 			lists[longest] = nil
+		case len(fileList) > 0:
+			fileList = fileList[1:]
 		default:
 			return out, nil // nothing left to cut
 		}
@@ -215,6 +232,9 @@ func toolResult(m *chat.Message) *chat.ToolResult {
 	return nil
 }
 
+// filesPrefix starts the Completed work bullet that lists the files touched.
+const filesPrefix = "files touched: "
+
 func describeCall(name, args string, files map[string]bool) string {
 	addPaths(args, files)
 	line := firstLine(strings.TrimSpace(args))
@@ -257,9 +277,12 @@ func extractCommand(args string) string {
 	return ""
 }
 
+// maxFiles bounds the files a summary lists (across rounds).
+const maxFiles = 120
+
 func addPaths(text string, files map[string]bool) {
 	for _, p := range pathRe.FindAllString(text, 50) {
-		if len(files) < 40 {
+		if len(files) < maxFiles {
 			files[p] = true
 		}
 	}

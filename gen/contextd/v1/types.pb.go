@@ -1141,7 +1141,7 @@ type CompactionPolicy struct {
 	// critical_threshold are reached, to target).
 	CachePaybackCalls *int32 `protobuf:"varint,40,opt,name=cache_payback_calls,json=cachePaybackCalls,proto3,oneof" json:"cache_payback_calls,omitempty"`
 	// Where a compaction that cache-awareness forces aims, as a fraction of
-	// the usable window. Default 0.40 (at most target).
+	// the usable window. Default 0.30 (at most target).
 	CacheTarget   *float64 `protobuf:"fixed64,41,opt,name=cache_target,json=cacheTarget,proto3,oneof" json:"cache_target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

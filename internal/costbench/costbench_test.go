@@ -1,0 +1,57 @@
+package costbench
+
+import (
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+func corpus(t *testing.T) []string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(file), "..", "..", "testdata", "corpus", "dev", "*.jsonl"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("corpus transcripts missing: %v", err)
+	}
+	return files
+}
+
+// TestCacheAwareSaves replays two corpus transcripts at both windows and
+// asserts the acceptance properties of cache-aware compaction against the
+// default without it: at least 10 % fewer billed units (Anthropic pricing),
+// fact retention no lower, no invalid view. `make bench-cost` runs the
+// whole corpus.
+func TestCacheAwareSaves(t *testing.T) {
+	files := corpus(t)
+	picked := []string{files[0], files[len(files)-1]}
+	if testing.Short() {
+		picked = picked[:1]
+	}
+	strategies := Strategies()[:2]
+	results, err := Run(t.Context(), picked, []int64{16_384, 32_768}, strategies, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b testWriter
+	Print(&b, results)
+	t.Log("\n" + string(b))
+	for i := 0; i < len(results); i += 2 {
+		old, aware := results[i], results[i+1]
+		if old.Compactions == 0 {
+			t.Fatalf("%dk: the default never compacted: the comparison proves nothing", old.Window/1024)
+		}
+		if aware.Anthropic() > 0.9*old.Anthropic() {
+			t.Errorf("%dk: cache-aware bill %.0f is not 10%% below the default's %.0f", aware.Window/1024, aware.Anthropic(), old.Anthropic())
+		}
+		if aware.Retention() < old.Retention() {
+			t.Errorf("%dk: fact retention %.3f below the default's %.3f", aware.Window/1024, aware.Retention(), old.Retention())
+		}
+		if aware.Invalid+old.Invalid > 0 {
+			t.Errorf("%dk: invalid views: %d cache-aware, %d default", aware.Window/1024, aware.Invalid, old.Invalid)
+		}
+	}
+}
+
+type testWriter []byte
+
+func (w *testWriter) Write(p []byte) (int, error) { *w = append(*w, p...); return len(p), nil }

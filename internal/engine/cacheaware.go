@@ -1,0 +1,53 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/contextd/contextd/internal/compaction"
+)
+
+// cacheAware adjusts an automatic compaction to the prompt cache (policy
+// cache_payback_calls > 0). Below the emergency threshold, when the request
+// fits, compacting is optional: the plan runs only if its savings repay the
+// cache rewrite within cache_payback_calls calls. From the emergency
+// threshold, or when the request would not fit, it is forced: every tier,
+// down to cache_target, so that the next forced compaction is far away.
+func cacheAware(in CompactInput, u Usage) CompactInput {
+	p := u.Policy
+	if p.CachePaybackCalls <= 0 {
+		return in
+	}
+	if u.Over > 0 || u.Level >= compaction.LevelHandoff {
+		target := p.CacheTarget
+		in.tiers, in.Target = compaction.AllTiers, &target
+		return in
+	}
+	in.payback = p.CachePaybackCalls
+	return in
+}
+
+// deferred reports whether a cache-aware compaction should not apply its
+// plan: it would not repay its prompt-cache rewrite in time.
+func (e *Engine) deferred(p planned, snap snapshot, in CompactInput) bool {
+	if in.payback <= 0 {
+		return false
+	}
+	read, write := p.model.CacheFactors()
+	return p.plan.PaybackCalls(snap.view, read, write) > float64(in.payback)
+}
+
+// deferCompaction answers a compaction that cache-awareness put off: the
+// view stays (and stays cached); auto-compaction is not paused, so it runs
+// once it pays, or is forced at the emergency threshold.
+func (e *Engine) deferCompaction(ctx context.Context, snap snapshot, res CompactResult) (CompactResult, error) {
+	v, err := e.view(ctx, snap.session)
+	res.Usage, res.Version, res.Compaction = v.Usage, snap.session.Version, nil
+	res.Warnings = append(res.Warnings, deferredWarning(v.Usage))
+	return res, err
+}
+
+func deferredWarning(u Usage) string {
+	return fmt.Sprintf("compaction deferred: it would not repay its prompt-cache rewrite within %d calls (cache_payback_calls); it runs once it does, or at the emergency threshold",
+		u.Policy.CachePaybackCalls)
+}
