@@ -441,7 +441,7 @@ export type CompactionPolicy = Message$1<"contextd.v1.CompactionPolicy"> & {
 
   /**
    * Where a compaction that cache-awareness forces aims, as a fraction of
-   * the usable window. Default 0.40 (at most target).
+   * the usable window. Default 0.30 (at most target).
    *
    * @generated from field: optional double cache_target = 41;
    */
