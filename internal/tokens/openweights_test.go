@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -232,5 +233,40 @@ func BenchmarkOpenWeight(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestOpenWeightMemory states what the open-weight tables hold once loaded
+// (the README's figure) and bounds it.
+func TestOpenWeightMemory(t *testing.T) {
+	encs := tokens.NewEncodings(importedDir(t))
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	if _, err := encs.Get(tokens.O200KBase); err != nil {
+		t.Fatal(err)
+	}
+	var total uint64
+	for _, name := range openWeightEncodings {
+		before := heap()
+		enc, err := encs.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := heap()
+		grown := uint64(0)
+		if after > before {
+			grown = after - before
+		}
+		total += grown
+		t.Logf("%s: %.1f MB of heap once loaded", name, float64(grown)/(1<<20))
+		runtime.KeepAlive(enc)
+	}
+	t.Logf("all open-weight encodings: %.1f MB", float64(total)/(1<<20))
+	if total > 200<<20 {
+		t.Errorf("the open-weight encodings hold %d MB, more than 200 MB", total>>20)
 	}
 }
