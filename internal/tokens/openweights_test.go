@@ -3,6 +3,7 @@ package tokens_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -268,5 +269,38 @@ func TestOpenWeightMemory(t *testing.T) {
 	t.Logf("all open-weight encodings: %.1f MB", float64(total)/(1<<20))
 	if total > 200<<20 {
 		t.Errorf("the open-weight encodings hold %d MB, more than 200 MB", total>>20)
+	}
+}
+
+// TestWithoutImportedVocabulary: a server without Llama 3's vocabulary counts
+// Llama models with cl100k_base, approximately, and says so; the embedded
+// families stay exact, and qwen3-32b resolves to the Qwen vocabulary.
+func TestWithoutImportedVocabulary(t *testing.T) {
+	reg, err := tokens.NewRegistry(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	encs := tokens.NewEncodings()
+	if encs.Available(tokens.Llama3) || !encs.Available(tokens.Qwen2) || !encs.Available(tokens.DeepSeekV3) {
+		t.Fatal("availability: want llama3 missing, qwen2 and deepseek_v3 embedded")
+	}
+	got, changed := reg.WithAvailable(encs.Available)
+	if len(changed) == 0 {
+		t.Fatal("no model was downgraded")
+	}
+	m, ok := got.Lookup("meta-llama/Llama-3.1-8B-Instruct")
+	if !ok || m.Encoding != tokens.CL100KBase || m.Exact || m.ExpectedError != 0.10 {
+		t.Errorf("llama-3.1-8b without its vocabulary: %+v", m)
+	}
+	q, ok := got.Lookup("qwen3-32b")
+	if !ok || q.Encoding != tokens.Qwen2 || !q.Exact || q.Template != tokens.TemplateQwen3 {
+		t.Errorf("qwen3-32b: %+v", q)
+	}
+	if _, err := encs.Get(tokens.Llama3); !errors.Is(err, tokens.ErrVocabMissing) {
+		t.Errorf("Get(llama3) without a directory: %v, want ErrVocabMissing", err)
+	}
+	imported := tokens.NewEncodings(importedDir(t))
+	if _, changed := reg.WithAvailable(imported.Available); len(changed) != 0 {
+		t.Errorf("with Llama 3 imported, still downgraded: %v", changed)
 	}
 }
