@@ -16,6 +16,6 @@ COPY --from=build --chown=65532:65532 /out/data /var/lib/contextd
 USER 65532:65532
 ENV CONTEXTD_DATA_DIR=/var/lib/contextd
 # Serve other hosts: that needs API keys (CONTEXTD_API_KEYS_FILE) or CONTEXTD_AUTH=off.
-ENV CONTEXTD_LISTEN_ADDR=:50051
+ENV CONTEXTD_LISTEN_ADDR=:50051 CONTEXTD_METRICS_ADDR=:9090
 EXPOSE 50051 9090
 ENTRYPOINT ["/usr/local/bin/contextd"]

@@ -400,7 +400,7 @@ func TestParseConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ListenAddr != ":7001" || cfg.LogLevel != slog.LevelDebug || cfg.MaxMessageBytes != 16<<20 || cfg.MetricsAddr != ":9090" {
+	if cfg.ListenAddr != ":7001" || cfg.LogLevel != slog.LevelDebug || cfg.MaxMessageBytes != 16<<20 || cfg.MetricsAddr != "localhost:9090" {
 		t.Errorf("config: %+v", cfg)
 	}
 	for _, bad := range [][]string{{"--max-message-bytes", "x"}, {"--log-level", "loud"}, {"--shutdown-timeout", "-1s"}, {"extra"}} {

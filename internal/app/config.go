@@ -87,7 +87,7 @@ type envFlag struct {
 
 var settings = []envFlag{
 	{"CONTEXTD_LISTEN_ADDR", "localhost:50051", "listen address (gRPC, Connect, gRPC-Web); \":50051\" serves other hosts, which needs API keys or CONTEXTD_AUTH=off", false},
-	{"CONTEXTD_METRICS_ADDR", ":9090", "Prometheus metrics HTTP address (/metrics); empty disables", false},
+	{"CONTEXTD_METRICS_ADDR", "localhost:9090", "Prometheus metrics HTTP address (/metrics); empty disables; \":9090\" serves other hosts (no authentication: keep it off the public network)", false},
 	{"CONTEXTD_LOG_LEVEL", "info", "log level: debug, info, warn, error", false},
 	{"CONTEXTD_MODELS_FILE", "", "JSON file of model registry overrides", false},
 	{"CONTEXTD_TOKENIZERS_DIR", "", "directory of imported tokenizer vocabularies (contextd tokenizer import); Llama 3 counts exactly only with one", false},

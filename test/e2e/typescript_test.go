@@ -52,7 +52,7 @@ func npmBuild(t *testing.T, npm, dir string) string {
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@connectrpc", "connect")); err != nil {
-		step("ci", "--no-audit", "--no-fund")
+		npmCI(ctx, t, npm, dir)
 	} else {
 		step("run", "build") // sources may have changed since the last install
 	}
