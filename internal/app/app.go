@@ -183,7 +183,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// RPCs above, under the same authentication and limits.
 		routes["/ui/"] = ui.Handler("/ui/")
 	}
-	front, err := newFrontend(cfg, srv, routes, keys, log)
+	front, err := newFrontend(cfg, srv, routes, keys, reg, log)
 	if err != nil {
 		return err
 	}

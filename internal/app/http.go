@@ -1,12 +1,14 @@
 package app
 
 import (
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -21,6 +23,7 @@ import (
 	"connectrpc.com/cors"
 	"connectrpc.com/vanguard"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"github.com/prometheus/client_golang/prometheus"
 	rscors "github.com/rs/cors"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -68,10 +71,24 @@ type frontend struct {
 // The credentials of every call of every protocol are checked from its
 // headers before its body is read (authTap in limits.go, run as grpc-go's
 // tap handle would be: grpc.InTapHandle has no effect under ServeHTTP).
-func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth.Keys, log *slog.Logger) (*frontend, error) {
+func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth.Keys, reg prometheus.Registerer, log *slog.Logger) (*frontend, error) {
 	var calls http.Handler = grpcSrv
 	if inTap := authTap(keys, cfg.AuthExemptHealth); inTap != nil {
-		calls = tapped(inTap, grpcSrv)
+		// A call refused here never reaches the interceptors: it is logged
+		// and counted here instead, so key guessing shows.
+		refused := prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "contextd_calls_refused_total",
+			Help: "Calls refused from their headers before their body was read (missing or unknown credentials), by gRPC code and protocol.",
+		}, []string{"grpc_code", "protocol"})
+		if err := reg.Register(refused); err != nil {
+			return nil, err
+		}
+		calls = tapped(inTap, grpcSrv, func(r *http.Request, st *status.Status) {
+			proto, _ := r.Context().Value(protocolKey{}).(string)
+			refused.WithLabelValues(st.Code().String(), proto).Inc()
+			log.Warn("call refused before its body was read", "grpc.method", r.URL.Path, "protocol", proto,
+				"grpc.code", st.Code().String(), "peer.address", r.RemoteAddr, "reason", st.Message())
+		})
 	}
 	// As vanguardgrpc.NewTranscoder, but onto calls: every service of
 	// grpcSrv, reached over gRPC with the binary codec.
@@ -85,9 +102,10 @@ func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth
 		// Bounds what vanguard buffers per message while transcoding, like
 		// grpc.MaxRecvMsgSize bounds what grpc-go accepts.
 		vanguard.WithMaxMessageBufferBytes(uint32(cfg.MaxMessageBytes)),
-	), vanguard.WithCodec(func(res vanguard.TypeResolver) vanguard.Codec {
-		return jsonCodec{vanguard.NewJSONCodec(res)}
-	}))
+	), vanguard.WithCompression("gzip", func() connect.Compressor { return gzip.NewWriter(io.Discard) }, newBoundedGzip(cfg.MaxMessageBytes)),
+		vanguard.WithCodec(func(res vanguard.TypeResolver) vanguard.Codec {
+			return jsonCodec{vanguard.NewJSONCodec(res)}
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("vanguard transcoder: %w", err)
 	}
@@ -222,7 +240,7 @@ func connectUnary(r *http.Request) {
 // translated the others), so a refusal is a gRPC trailers-only response,
 // which vanguard translates back into the caller's protocol. As in grpc-go,
 // an error that is not a status is PermissionDenied.
-func tapped(inTap tap.ServerInHandle, next http.Handler) http.Handler {
+func tapped(inTap tap.ServerInHandle, next http.Handler, onRefuse func(*http.Request, *status.Status)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		md := make(metadata.MD, len(r.Header))
 		for k, vs := range r.Header {
@@ -243,6 +261,7 @@ func tapped(inTap tap.ServerInHandle, next http.Handler) http.Handler {
 			if !ok {
 				st = status.New(codes.PermissionDenied, err.Error())
 			}
+			onRefuse(r, st)
 			h := w.Header()
 			h.Set("Content-Type", "application/grpc")
 			h.Set("Grpc-Status", strconv.Itoa(int(st.Code())))
@@ -357,3 +376,45 @@ func serverTLS(cfg Config) (*tls.Config, error) {
 	}
 	return tc, nil
 }
+
+// boundedGzip is the gzip decompressor of the transcoder: it refuses a body
+// that inflates past limit bytes, as grpc-go's MaxRecvMsgSize does on native
+// gRPC. (vanguard's own bound, WithMaxMessageBufferBytes, applies to the
+// compressed bytes only: 400 KB of gzip can inflate to gigabytes.)
+type boundedGzip struct {
+	gz    gzip.Reader
+	limit int64
+	n     int64
+}
+
+func newBoundedGzip(limit int) func() connect.Decompressor {
+	return func() connect.Decompressor { return &boundedGzip{limit: int64(limit)} }
+}
+
+func (d *boundedGzip) Read(p []byte) (int, error) {
+	if d.n > d.limit {
+		return 0, d.tooLarge()
+	}
+	// Never ask for more than one byte past the limit.
+	if room := d.limit + 1 - d.n; int64(len(p)) > room {
+		p = p[:room]
+	}
+	k, err := d.gz.Read(p)
+	d.n += int64(k)
+	if d.n > d.limit {
+		return k, d.tooLarge()
+	}
+	return k, err
+}
+
+func (d *boundedGzip) tooLarge() error {
+	return connect.NewError(connect.CodeResourceExhausted,
+		fmt.Errorf("the request inflates past %d bytes (CONTEXTD_MAX_MESSAGE_BYTES)", d.limit))
+}
+
+func (d *boundedGzip) Reset(r io.Reader) error {
+	d.n = 0
+	return d.gz.Reset(r)
+}
+
+func (d *boundedGzip) Close() error { return d.gz.Close() }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"net"
 	"net/http"
@@ -693,7 +694,7 @@ func TestTapBeforeBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := newFrontend(Config{MaxMessageBytes: 1 << 20}, srv, nil, keys, discardLog()) // health is not exempt
+	f, err := newFrontend(Config{MaxMessageBytes: 1 << 20}, srv, nil, keys, prometheus.NewRegistry(), discardLog()) // health is not exempt
 	if err != nil {
 		t.Fatal(err)
 	}

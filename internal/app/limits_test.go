@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"github.com/prometheus/client_golang/prometheus"
 	"net/http"
 
 	"fmt"
@@ -172,7 +173,7 @@ func TestUnauthenticatedBodyIsNotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	contextdv1.RegisterContextServiceServer(srv, api.NewContextService(engine.New(tokens.NewEncodings(), models, nil), watch.NewHub(1), log))
-	front, err := newFrontend(cfg, srv, httpRoutes{}, keys, log)
+	front, err := newFrontend(cfg, srv, httpRoutes{}, keys, prometheus.NewRegistry(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
