@@ -160,6 +160,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		extra = append(extra, tracing.ServerOption())
 		log.Info("tracing on", "exporter", os.Getenv("OTEL_TRACES_EXPORTER"))
 	}
+	drain := newStreamDrain()
+	extra = append(extra, grpc.ChainStreamInterceptor(drain.interceptor))
 	srv, err := newGRPCServer(cfg, log, validator, metrics, keys, extra...)
 	if err != nil {
 		return err
@@ -226,7 +228,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// the HTTP server's (GOAWAY, wait for open calls): grpc.Server's
 	// GracefulStop would cancel calls served through ServeHTTP.
 	healthSrv.Shutdown()
-	hub.Close() // watch streams end with UNAVAILABLE, so the drain need not wait for them
+	hub.Close()   // watch streams end with UNAVAILABLE, so the drain need not wait for them
+	drain.start() // so do health's Watch and reflection streams
 	sctx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	if !front.shutdown(sctx) {
 		log.Warn("graceful stop timed out; closed open calls")

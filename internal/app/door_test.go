@@ -2,8 +2,12 @@ package app
 
 import (
 	"bytes"
+	"context"
+	"time"
+
 	"compress/gzip"
 	"encoding/json"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"io"
 	"net/http"
 	"runtime"
@@ -128,5 +132,44 @@ func TestRefusedCallsAreObserved(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), `"msg":"call refused before its body was read"`); n != 2 {
 		t.Errorf("%d refusals logged, want 2:\n%s", n, logs.String())
+	}
+}
+
+// A health Watch stream (served without credentials) does not hold up a
+// graceful stop: it ends with unavailable as soon as shutdown begins.
+func TestHealthWatchEndsOnShutdown(t *testing.T) {
+	addr := freeAddr(t)
+	cfg, err := ParseConfig([]string{"--listen-addr", addr, "--metrics-addr", "", "--data-dir", t.TempDir(),
+		"--shutdown-timeout", "5m"}, mapEnv(map[string]string{"CONTEXTD_API_KEYS": "acme:k-acme"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, discardLog()) }()
+	waitListening(t, addr)
+	watch := connect.NewClient[healthpb.HealthCheckRequest, healthpb.HealthCheckResponse](
+		http.DefaultClient, "http://"+addr+"/grpc.health.v1.Health/Watch", connect.WithProtoJSON())
+	stream, err := watch.CallServerStream(t.Context(), connect.NewRequest(&healthpb.HealthCheckRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	if !stream.Receive() {
+		t.Fatal(stream.Err())
+	}
+	cancel()
+	for stream.Receive() {
+	}
+	if connect.CodeOf(stream.Err()) != connect.CodeUnavailable {
+		t.Fatalf("health watch ended with %v, want unavailable", stream.Err())
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("graceful stop waited for the health watch")
 	}
 }
