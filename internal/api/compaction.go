@@ -93,24 +93,25 @@ func (s *ContextService) RevertCompaction(ctx context.Context, req *contextdv1.R
 
 // ListCompactions implements contextd.v1.ContextService.
 func (s *ContextService) ListCompactions(ctx context.Context, req *contextdv1.ListCompactionsRequest) (*contextdv1.ListCompactionsResponse, error) {
-	list, err := s.engine.ListCompactions(ctx, tenantOf(ctx), req.GetSessionId())
+	page, err := s.engine.ListCompactions(ctx, tenantOf(ctx), req.GetSessionId(),
+		engine.Page{Size: int(req.GetPageSize()), Token: req.GetPageToken()})
 	if err != nil {
 		return nil, toStatus(ctx, s.log, err)
 	}
-	out := &contextdv1.ListCompactionsResponse{}
-	for i := range list {
-		out.Compactions = append(out.Compactions, compactionToProto(&list[i]))
+	out := &contextdv1.ListCompactionsResponse{NextPageToken: page.Next}
+	for i := range page.Compactions {
+		out.Compactions = append(out.Compactions, compactionToProto(&page.Compactions[i]))
 	}
 	return out, nil
 }
 
 // ExpandMessage implements contextd.v1.ContextService.
 func (s *ContextService) ExpandMessage(ctx context.Context, req *contextdv1.ExpandMessageRequest) (*contextdv1.ExpandMessageResponse, error) {
-	x, err := s.engine.ExpandMessage(ctx, tenantOf(ctx), req.GetSessionId(), req.GetMessageId())
+	x, err := s.engine.ExpandMessage(ctx, tenantOf(ctx), req.GetSessionId(), req.GetMessageId(), req.GetPageToken())
 	if err != nil {
 		return nil, toStatus(ctx, s.log, err)
 	}
-	out := &contextdv1.ExpandMessageResponse{Message: messageToProto(&x.Message)}
+	out := &contextdv1.ExpandMessageResponse{Message: messageToProto(&x.Message), NextPageToken: x.Next}
 	for i := range x.Originals {
 		out.Originals = append(out.Originals, messageToProto(&x.Originals[i]))
 	}

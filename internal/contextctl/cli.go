@@ -252,19 +252,30 @@ func (c *cli) run(ctx context.Context, cmd string, args []string) error {
 		if err := need(2, "SESSION MESSAGE_ID"); err != nil {
 			return err
 		}
-		resp, err := c.client.ExpandMessage(ctx, &contextdv1.ExpandMessageRequest{SessionId: pos[0], MessageId: pos[1]})
-		if err != nil {
-			return err
+		// The originals come in pages bounded by the server's response
+		// byte cap: follow next_page_token, printing each page as it comes
+		// (--json prints one response holding them all).
+		all := &contextdv1.ExpandMessageResponse{}
+		for token, first := "", true; first || token != ""; first = false {
+			resp, err := c.client.ExpandMessage(ctx, &contextdv1.ExpandMessageRequest{SessionId: pos[0], MessageId: pos[1], PageToken: token})
+			if err != nil {
+				return err
+			}
+			token = resp.GetNextPageToken()
+			if *asJSON {
+				all.Message, all.Originals = resp.GetMessage(), append(all.Originals, resp.GetOriginals()...)
+				continue
+			}
+			if first && len(resp.GetOriginals()) == 0 {
+				fmt.Fprintf(c.out, "%s is an original message:\n\n", pos[1])
+				printMessage(c.out, resp.GetMessage())
+			}
+			for _, m := range resp.GetOriginals() {
+				printMessage(c.out, m)
+			}
 		}
 		if *asJSON {
-			return c.printJSON(resp)
-		}
-		if len(resp.GetOriginals()) == 0 {
-			fmt.Fprintf(c.out, "%s is an original message:\n\n", pos[1])
-			printMessage(c.out, resp.GetMessage())
-		}
-		for _, m := range resp.GetOriginals() {
-			printMessage(c.out, m)
+			return c.printJSON(all)
 		}
 		return nil
 	case "handoff":

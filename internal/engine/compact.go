@@ -501,42 +501,6 @@ func equalIDs(a, b []string) bool {
 	return true
 }
 
-// ListCompactions returns a session's compactions, oldest first.
-func (e *Engine) ListCompactions(ctx context.Context, tenant, id string) ([]store.Compaction, error) {
-	if _, err := e.readSession(ctx, tenant, id); err != nil {
-		return nil, err
-	}
-	return e.store.ListCompactions(ctx, tenant, id)
-}
-
-// Expanded is a message and the originals it stands in for.
-type Expanded struct {
-	Message   chat.Message
-	Originals []chat.Message
-}
-
-// ExpandMessage returns the originals behind a summary or placeholder (a
-// normal message has none: it is its own original).
-func (e *Engine) ExpandMessage(ctx context.Context, tenant, id, messageID string) (Expanded, error) {
-	if _, err := e.readSession(ctx, tenant, id); err != nil {
-		return Expanded{}, err
-	}
-	msgs, err := e.store.MessagesByID(ctx, tenant, id, []string{messageID})
-	if errors.Is(err, store.ErrNotFound) {
-		return Expanded{}, fmt.Errorf("message %q: %w", messageID, store.ErrNotFound)
-	}
-	if err != nil {
-		return Expanded{}, err
-	}
-	out := Expanded{Message: msgs[0]}
-	if len(out.Message.Replaces) > 0 {
-		if out.Originals, err = e.store.MessagesByID(ctx, tenant, id, out.Message.Replaces); err != nil {
-			return Expanded{}, err
-		}
-	}
-	return out, nil
-}
-
 // HandoffInput is a CreateHandoff request.
 type HandoffInput struct {
 	// NewSession starts a session seeded with the document.

@@ -52,7 +52,7 @@ func TestAutoCompactOffNeverCompacts(t *testing.T) {
 		if !errors.Is(err, engine.ErrFailedPrecondition) || !strings.Contains(err.Error(), "auto_compact is off") {
 			t.Fatalf("got %v", err)
 		}
-		list, _ := e.ListCompactions(t.Context(), tenant, v.ID)
+		list, _ := compactionsOf(e, t.Context(), tenant, v.ID)
 		if len(list) != 0 {
 			t.Errorf("%d compactions with auto_compact off", len(list))
 		}
@@ -84,7 +84,7 @@ func TestPrepareCompactsAndExpands(t *testing.T) {
 			if m.Kind == chat.KindNormal {
 				continue
 			}
-			x, err := e.ExpandMessage(ctx, tenant, v.ID, m.ID)
+			x, err := e.ExpandMessage(ctx, tenant, v.ID, m.ID, "")
 			if err != nil || len(x.Originals) == 0 || len(x.Originals) != len(m.Replaces) {
 				t.Fatalf("expand %s: %+v, %v", m.ID, x, err)
 			}
@@ -92,7 +92,7 @@ func TestPrepareCompactsAndExpands(t *testing.T) {
 				t.Errorf("summary lacks its sections: %q", m.Parts[0].Text)
 			}
 		}
-		if _, err := e.ExpandMessage(ctx, tenant, v.ID, "nope"); !errors.Is(err, store.ErrNotFound) {
+		if _, err := e.ExpandMessage(ctx, tenant, v.ID, "nope", ""); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("expand unknown: %v", err)
 		}
 		// The log is untouched.
@@ -117,7 +117,7 @@ func TestCompactDryRunAndTiers(t *testing.T) {
 			after.Version != before.Version || after.ActiveTokens != before.ActiveTokens {
 			t.Fatalf("dry run: %+v; version %d → %d", dry, before.Version, after.Version)
 		}
-		if list, _ := e.ListCompactions(ctx, tenant, v.ID); len(list) != 0 {
+		if list, _ := compactionsOf(e, ctx, tenant, v.ID); len(list) != 0 {
 			t.Errorf("dry run stored %d compactions", len(list))
 		}
 		low := 0.2
@@ -188,7 +188,7 @@ func TestLowSavingsPausesAutoCompaction(t *testing.T) {
 		if err != nil || !strings.Contains(strings.Join(again.Status.Warnings, " "), "paused") {
 			t.Fatalf("second call: %+v, %v", again.Status, err)
 		}
-		if list, _ := e.ListCompactions(ctx, tenant, v.ID); len(list) != 0 {
+		if list, _ := compactionsOf(e, ctx, tenant, v.ID); len(list) != 0 {
 			t.Errorf("%d compactions recorded", len(list))
 		}
 	})

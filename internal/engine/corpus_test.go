@@ -174,7 +174,7 @@ func TestCorpusReplay(t *testing.T) {
 				}
 				step()
 
-				list, err := e.ListCompactions(ctx, tenant, v.ID)
+				list, err := compactionsOf(e, ctx, tenant, v.ID)
 				if err != nil {
 					t.Fatal(err)
 				}

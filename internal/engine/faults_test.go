@@ -70,7 +70,7 @@ func TestInterruptedToolCall(t *testing.T) {
 				t.Fatalf("prepare %d returned a view providers reject: %v", i, err)
 			}
 		}
-		list, err := e.ListCompactions(ctx, tenant, v.ID)
+		list, err := compactionsOf(e, ctx, tenant, v.ID)
 		if err != nil || len(list) == 0 {
 			t.Fatalf("no compaction happened (%v): the test did not reach the warning level", err)
 		}
@@ -182,7 +182,7 @@ func TestPrepareIsAtomic(t *testing.T) {
 
 func mustCompactions(t *testing.T, e *engine.Engine, id string) []store.Compaction {
 	t.Helper()
-	list, err := e.ListCompactions(t.Context(), tenant, id)
+	list, err := compactionsOf(e, t.Context(), tenant, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func TestViewCacheAcrossReplicas(t *testing.T) {
 					t.Fatal(err)
 				}
 			default:
-				list, err := b.ListCompactions(ctx, tenant, v.ID)
+				list, err := compactionsOf(b, ctx, tenant, v.ID)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -2044,7 +2044,13 @@ func (x *RevertCompactionResponse) GetSession() *Session {
 type ListCompactionsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The session. Required.
-	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Compactions per page, 1 to 1000; 0 means 100. A page also ends at the
+	// server's response byte cap (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by
+	// default), always holding at least one compaction.
+	PageSize int32 `protobuf:"varint,31,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// next_page_token of the previous page; empty for the first.
+	PageToken     string `protobuf:"bytes,32,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2086,11 +2092,27 @@ func (x *ListCompactionsRequest) GetSessionId() string {
 	return ""
 }
 
+func (x *ListCompactionsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListCompactionsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListCompactions output.
 type ListCompactionsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Oldest first.
-	Compactions   []*Compaction `protobuf:"bytes,1,rep,name=compactions,proto3" json:"compactions,omitempty"`
+	Compactions []*Compaction `protobuf:"bytes,1,rep,name=compactions,proto3" json:"compactions,omitempty"`
+	// Pass as page_token for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,31,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2132,13 +2154,23 @@ func (x *ListCompactionsResponse) GetCompactions() []*Compaction {
 	return nil
 }
 
+func (x *ListCompactionsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 // ExpandMessage input.
 type ExpandMessageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The session. Required.
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// A message id, typically of a placeholder or summary.
-	MessageId     string `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	MessageId string `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	// next_page_token of the previous response for the same message; empty
+	// for the first page of originals.
+	PageToken     string `protobuf:"bytes,31,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2187,6 +2219,13 @@ func (x *ExpandMessageRequest) GetMessageId() string {
 	return ""
 }
 
+func (x *ExpandMessageRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ExpandMessage output.
 type ExpandMessageResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2194,7 +2233,13 @@ type ExpandMessageResponse struct {
 	Message *Message `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
 	// The messages it stands in for, in order; empty for an original message.
 	// They may be summaries or placeholders of earlier rounds: expand those too.
-	Originals     []*Message `protobuf:"bytes,2,rep,name=originals,proto3" json:"originals,omitempty"`
+	// A page of them: the response (message and originals) ends at the
+	// server's response byte cap (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by
+	// default), always holding at least one original when any remain.
+	Originals []*Message `protobuf:"bytes,2,rep,name=originals,proto3" json:"originals,omitempty"`
+	// Non-empty when more originals remain: pass it as page_token (with the
+	// same session_id and message_id) for the next ones, in order.
+	NextPageToken string `protobuf:"bytes,31,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2241,6 +2286,13 @@ func (x *ExpandMessageResponse) GetOriginals() []*Message {
 		return x.Originals
 	}
 	return nil
+}
+
+func (x *ExpandMessageResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // CreateHandoff input.
@@ -2832,23 +2884,31 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\rcompaction_id\x18\x02 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\fcompactionId\"J\n" +
 	"\x18RevertCompactionResponse\x12.\n" +
-	"\asession\x18\x01 \x01(\v2\x14.contextd.v1.SessionR\asession\"C\n" +
+	"\asession\x18\x01 \x01(\v2\x14.contextd.v1.SessionR\asession\"\x95\x01\n" +
 	"\x16ListCompactionsRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\"T\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x12'\n" +
+	"\tpage_size\x18\x1f \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18  \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"|\n" +
 	"\x17ListCompactionsResponse\x129\n" +
-	"\vcompactions\x18\x01 \x03(\v2\x17.contextd.v1.CompactionR\vcompactions\"l\n" +
+	"\vcompactions\x18\x01 \x03(\v2\x17.contextd.v1.CompactionR\vcompactions\x12&\n" +
+	"\x0fnext_page_token\x18\x1f \x01(\tR\rnextPageToken\"\x95\x01\n" +
 	"\x14ExpandMessageRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x12)\n" +
 	"\n" +
 	"message_id\x18\x02 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tmessageId\"{\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tmessageId\x12'\n" +
+	"\n" +
+	"page_token\x18\x1f \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"\xa3\x01\n" +
 	"\x15ExpandMessageResponse\x12.\n" +
 	"\amessage\x18\x01 \x01(\v2\x14.contextd.v1.MessageR\amessage\x122\n" +
-	"\toriginals\x18\x02 \x03(\v2\x14.contextd.v1.MessageR\toriginals\"\xb9\x01\n" +
+	"\toriginals\x18\x02 \x03(\v2\x14.contextd.v1.MessageR\toriginals\x12&\n" +
+	"\x0fnext_page_token\x18\x1f \x01(\tR\rnextPageToken\"\xb9\x01\n" +
 	"\x14CreateHandoffRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +

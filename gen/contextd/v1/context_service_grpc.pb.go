@@ -98,10 +98,14 @@ type ContextServiceClient interface {
 	// Undoes a compaction within its retention window (24 h by default):
 	// the exact previous active view comes back; messages appended since stay.
 	RevertCompaction(ctx context.Context, in *RevertCompactionRequest, opts ...grpc.CallOption) (*RevertCompactionResponse, error)
-	// Lists a session's compactions, oldest first.
+	// Lists a session's compactions, oldest first, a page at a time: a page
+	// ends at page_size compactions or the server's response byte cap
+	// (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by default), whichever comes first.
 	ListCompactions(ctx context.Context, in *ListCompactionsRequest, opts ...grpc.CallOption) (*ListCompactionsResponse, error)
 	// Returns the original messages behind a placeholder or summary. Agents
-	// can offer it to their model as an "expand" tool.
+	// can offer it to their model as an "expand" tool. The originals come a
+	// page at a time, up to the server's response byte cap
+	// (CONTEXTD_MAX_RESPONSE_BYTES); follow next_page_token for the rest.
 	ExpandMessage(ctx context.Context, in *ExpandMessageRequest, opts ...grpc.CallOption) (*ExpandMessageResponse, error)
 	// Writes a hand-off document (ORIGINAL TASK, CURRENT, DONE, IN_PROGRESS,
 	// NEXT, FILES, ISSUES), optionally starting a new session seeded with it.
@@ -368,10 +372,14 @@ type ContextServiceServer interface {
 	// Undoes a compaction within its retention window (24 h by default):
 	// the exact previous active view comes back; messages appended since stay.
 	RevertCompaction(context.Context, *RevertCompactionRequest) (*RevertCompactionResponse, error)
-	// Lists a session's compactions, oldest first.
+	// Lists a session's compactions, oldest first, a page at a time: a page
+	// ends at page_size compactions or the server's response byte cap
+	// (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by default), whichever comes first.
 	ListCompactions(context.Context, *ListCompactionsRequest) (*ListCompactionsResponse, error)
 	// Returns the original messages behind a placeholder or summary. Agents
-	// can offer it to their model as an "expand" tool.
+	// can offer it to their model as an "expand" tool. The originals come a
+	// page at a time, up to the server's response byte cap
+	// (CONTEXTD_MAX_RESPONSE_BYTES); follow next_page_token for the rest.
 	ExpandMessage(context.Context, *ExpandMessageRequest) (*ExpandMessageResponse, error)
 	// Writes a hand-off document (ORIGINAL TASK, CURRENT, DONE, IN_PROGRESS,
 	// NEXT, FILES, ISSUES), optionally starting a new session seeded with it.

@@ -159,20 +159,24 @@ class DeleteSessionResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class ExpandMessageRequest(_message.Message):
-    __slots__ = ["message_id", "session_id"]
+    __slots__ = ["message_id", "page_token", "session_id"]
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     message_id: str
+    page_token: str
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., message_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., message_id: _Optional[str] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ExpandMessageResponse(_message.Message):
-    __slots__ = ["message", "originals"]
+    __slots__ = ["message", "next_page_token", "originals"]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     ORIGINALS_FIELD_NUMBER: _ClassVar[int]
     message: _types_pb2.Message
+    next_page_token: str
     originals: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
-    def __init__(self, message: _Optional[_Union[_types_pb2.Message, _Mapping]] = ..., originals: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ...) -> None: ...
+    def __init__(self, message: _Optional[_Union[_types_pb2.Message, _Mapping]] = ..., originals: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetContextUsageRequest(_message.Message):
     __slots__ = ["inline", "session_id"]
@@ -237,16 +241,22 @@ class InlineContext(_message.Message):
     def __init__(self, model: _Optional[str] = ..., system_prompt: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_types_pb2.ToolDefinition, _Mapping]]] = ..., messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., policy: _Optional[_Union[_types_pb2.CompactionPolicy, _Mapping]] = ...) -> None: ...
 
 class ListCompactionsRequest(_message.Message):
-    __slots__ = ["session_id"]
+    __slots__ = ["page_size", "page_token", "session_id"]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListCompactionsResponse(_message.Message):
-    __slots__ = ["compactions"]
+    __slots__ = ["compactions", "next_page_token"]
     COMPACTIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     compactions: _containers.RepeatedCompositeFieldContainer[_types_pb2.Compaction]
-    def __init__(self, compactions: _Optional[_Iterable[_Union[_types_pb2.Compaction, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, compactions: _Optional[_Iterable[_Union[_types_pb2.Compaction, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ListModelsRequest(_message.Message):
     __slots__ = []

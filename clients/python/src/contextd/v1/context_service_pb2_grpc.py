@@ -225,7 +225,9 @@ class ContextServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ListCompactions(self, request, context):
-        """Lists a session's compactions, oldest first.
+        """Lists a session's compactions, oldest first, a page at a time: a page
+        ends at page_size compactions or the server's response byte cap
+        (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by default), whichever comes first.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -233,7 +235,9 @@ class ContextServiceServicer(object):
 
     def ExpandMessage(self, request, context):
         """Returns the original messages behind a placeholder or summary. Agents
-        can offer it to their model as an "expand" tool.
+        can offer it to their model as an "expand" tool. The originals come a
+        page at a time, up to the server's response byte cap
+        (CONTEXTD_MAX_RESPONSE_BYTES); follow next_page_token for the rest.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// Pages of ListCompactions and ExpandMessage end at MaxResponseBytes, like
+// those of GetMessages, so a session with many or large compactions, or a
+// summary standing for megabytes of originals, reads within a default
+// client's 4 MB receive limit.
+
+// CompactionPage is a page of a session's compactions, oldest first.
+type CompactionPage struct {
+	Compactions []store.Compaction
+	Next        string
+}
+
+// ListCompactions returns a page of a session's compactions, oldest first:
+// it ends at page.Size (0: 100) compactions or MaxResponseBytes, whichever
+// comes first, and holds at least one compaction when any remain.
+func (e *Engine) ListCompactions(ctx context.Context, tenant, id string, page Page) (CompactionPage, error) {
+	size := page.Size
+	if size <= 0 {
+		size = 100
+	}
+	skip := 0
+	if page.Token != "" {
+		n, err := decodeOffset(page.Token, "c")
+		if err != nil {
+			return CompactionPage{}, chat.Invalid("page_token", "is not a token this server issued for ListCompactions")
+		}
+		skip = n
+	}
+	if _, err := e.readSession(ctx, tenant, id); err != nil {
+		return CompactionPage{}, err
+	}
+	all, err := e.store.ListCompactions(ctx, tenant, id)
+	if err != nil {
+		return CompactionPage{}, err
+	}
+	// Compactions are only ever added after the others (a purge removes a
+	// whole session), so an offset into the oldest-first list is stable.
+	rest := all[min(skip, len(all)):]
+	n, total := 0, 0
+	for n < len(rest) && n < size {
+		total += compactionBytes(&rest[n])
+		if n > 0 && e.limits.MaxResponseBytes > 0 && total > e.limits.MaxResponseBytes {
+			break
+		}
+		n++
+	}
+	out := CompactionPage{Compactions: rest[:n]}
+	if n < len(rest) {
+		out.Next = encodeOffset("c", skip+n)
+	}
+	return out, nil
+}
+
+// Expanded is a message and a page of the originals it stands in for.
+type Expanded struct {
+	Message   chat.Message
+	Originals []chat.Message
+	// Next continues the originals; empty when none remain.
+	Next string
+}
+
+// expandChunk is how many originals are read from the store at once.
+const expandChunk = 64
+
+// ExpandMessage returns the originals behind a summary or placeholder (a
+// normal message has none: it is its own original), a page at a time: the
+// message and its originals end at MaxResponseBytes (at least one original
+// when any remain). Originals are read expandChunk at a time, so a call holds
+// at most a page plus one chunk.
+func (e *Engine) ExpandMessage(ctx context.Context, tenant, id, messageID, token string) (Expanded, error) {
+	skip := 0
+	if token != "" {
+		n, err := decodeOffset(token, "x")
+		if err != nil || n == 0 {
+			return Expanded{}, chat.Invalid("page_token", "is not a token this server issued for ExpandMessage")
+		}
+		skip = n
+	}
+	if _, err := e.readSession(ctx, tenant, id); err != nil {
+		return Expanded{}, err
+	}
+	msgs, err := e.store.MessagesByID(ctx, tenant, id, []string{messageID})
+	if errors.Is(err, store.ErrNotFound) {
+		return Expanded{}, fmt.Errorf("message %q: %w", messageID, store.ErrNotFound)
+	}
+	if err != nil {
+		return Expanded{}, err
+	}
+	out := Expanded{Message: msgs[0]}
+	ids := out.Message.Replaces
+	if skip > len(ids) || (skip > 0 && skip == len(ids)) {
+		return Expanded{}, chat.Invalid("page_token", "is not a token this server issued for this message")
+	}
+	limit := e.limits.MaxResponseBytes
+	total := messageBytes(&out.Message)
+	for i := skip; i < len(ids); i += expandChunk {
+		chunk, err := e.store.MessagesByID(ctx, tenant, id, ids[i:min(i+expandChunk, len(ids))])
+		if err != nil {
+			return Expanded{}, err
+		}
+		for j := range chunk {
+			total += messageBytes(&chunk[j])
+			if limit > 0 && total > limit && len(out.Originals) > 0 {
+				out.Next = encodeOffset("x", skip+len(out.Originals))
+				return out, nil
+			}
+			out.Originals = append(out.Originals, chunk[j])
+		}
+	}
+	return out, nil
+}
+
+// compactionBytes estimates a compaction's encoded size as the API sends it
+// (the view lists stay on the server): its ids, summary and items, plus a fixed allowance per item and id for framing and numbers.
+func compactionBytes(c *store.Compaction) int {
+	n := 128 + len(c.ID) + len(c.Summary)
+	for _, t := range c.Tiers {
+		n += len(t) + 4
+	}
+	for _, it := range c.Items {
+		n += 48 + len(it.Tier) + len(it.NewID) + len(it.Reason)
+		for _, s := range it.Replaced {
+			n += len(s) + 4
+		}
+	}
+	return n
+}
+
+func encodeOffset(kind string, n int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(kind + ":" + strconv.Itoa(n)))
+}
+
+func decodeOffset(token, kind string) (int, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	k, num, ok := strings.Cut(string(raw), ":")
+	n, perr := strconv.Atoi(num)
+	if err != nil || !ok || k != kind || perr != nil || n < 0 {
+		return 0, errors.New("bad token")
+	}
+	return n, nil
+}
