@@ -90,7 +90,10 @@ func (e *Engine) cacheHints(ctx context.Context, tenant, id string, msgs []chat.
 		h.fill(s.SystemTokens+s.ToolsTokens, int64(tokens.FramingOf(m).ReplyPriming), msgs, prev.IDs, changedFrom)
 		return tx.PutPreparedView(ctx, tenant, id, store.PreparedView{Fixed: fixed, IDs: ids})
 	})
-	return h, err
+	if err != nil {
+		return CacheHints{}, err
+	}
+	return h, nil
 }
 
 // fill computes the hints of msgs against the previous answer's ids, with
@@ -160,21 +163,26 @@ func firstChange(before, after []string) int64 {
 }
 
 // finishPrepare adds what PrepareContext returns besides the view: the
-// cache hints and the session's ledger.
-func (e *Engine) finishPrepare(ctx context.Context, tenant, id string, res *PrepareResult) error {
+// cache hints and the session's ledger. It runs after the append (and any
+// compaction) committed, so it is best effort: a failure is logged and
+// returned as a warning on the committed answer, never as the call's error
+// (the caller would retry an append that is already stored).
+func (e *Engine) finishPrepare(ctx context.Context, tenant, id string, res *PrepareResult) {
 	changedFrom := int64(-1)
 	if c := res.Status.LastCompaction; res.Status.Compacted && c != nil {
 		changedFrom = firstChange(c.ViewBefore, c.ViewAfter)
 	}
 	hints, err := e.cacheHints(ctx, tenant, id, res.view, changedFrom)
 	if err != nil {
-		return err
+		e.log.WarnContext(ctx, "prepare: cache hints", "tenant", tenant, "session", id, "err", err)
+		res.Status.Warnings = append(res.Status.Warnings, "cache hints unavailable: "+err.Error())
 	}
 	res.Cache = hints
 	l, err := e.store.GetLedger(ctx, tenant, id)
 	if err != nil {
-		return err
+		e.log.WarnContext(ctx, "prepare: ledger", "tenant", tenant, "session", id, "err", err)
+		res.Status.Warnings = append(res.Status.Warnings, "ledger unavailable: "+err.Error())
+		return
 	}
 	res.Status.Ledger = &l
-	return nil
 }

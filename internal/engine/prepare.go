@@ -351,8 +351,6 @@ func (e *Engine) answerPrepare(ctx context.Context, tenant, id string, pr prepar
 		}
 	}
 	out.Status = st
-	if err := e.finishPrepare(ctx, tenant, id, &out); err != nil {
-		return PrepareResult{}, err
-	}
+	e.finishPrepare(ctx, tenant, id, &out)
 	return out, nil
 }

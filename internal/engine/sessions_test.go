@@ -43,6 +43,11 @@ func backends(t *testing.T, fn func(t *testing.T, e *engine.Engine)) { backendsW
 // backendsWith runs fn once per store backend, with an engine built with opts.
 func backendsWith(t *testing.T, opts []engine.Option, fn func(t *testing.T, e *engine.Engine)) {
 	models, encodings := testModels(t)
+	backendStores(t, func(t *testing.T, s store.Store) { fn(t, engine.New(encodings, models, s, opts...)) })
+}
+
+// backendStores runs fn once per store backend, with a fresh store.
+func backendStores(t *testing.T, fn func(t *testing.T, s store.Store)) {
 	open := map[string]func(t *testing.T) store.Store{
 		"sqlite": func(t *testing.T) store.Store {
 			s, err := sqlite.Open(t.Context(), t.TempDir())
@@ -63,7 +68,7 @@ func backendsWith(t *testing.T, opts []engine.Option, fn func(t *testing.T, e *e
 		t.Run(name, func(t *testing.T) {
 			s := open[name](t)
 			t.Cleanup(func() { s.Close() })
-			fn(t, engine.New(encodings, models, s, opts...))
+			fn(t, s)
 		})
 	}
 }
