@@ -27,6 +27,13 @@ var eventToProto = map[watch.Event]contextdv1.StatusEvent{
 
 const defaultHeartbeat = 15 * time.Second
 
+// snapshotPage is how many sessions a tenant-wide watch reads at once for its
+// initial snapshot: it sends each page before reading the next, so
+// subscribing holds one page (and its statuses), never the whole tenant.
+// What the stream keeps is the last version sent per session (an id and a
+// number), bounded by CONTEXTD_MAX_SESSIONS_PER_TENANT.
+const snapshotPage = 500
+
 // WatchContextStatus implements contextd.v1.ContextService. It subscribes
 // before it reads the snapshot, so no change between the two is missed, and
 // sends each session's versions in increasing order only.
@@ -65,7 +72,7 @@ func (s *ContextService) WatchContextStatus(req *contextdv1.WatchContextStatusRe
 			}
 		}
 	} else {
-		for page := (engine.Page{Size: 500}); ; {
+		for page := (engine.Page{Size: snapshotPage}); ; {
 			views, next, err := s.engine.ListSessions(ctx, tenant, nil, page)
 			if err != nil {
 				return toStatus(ctx, s.log, err)
