@@ -6,7 +6,7 @@ help: ## Show this help.
 # Generated code: Go (gen/), TypeScript (protoc-gen-es from clients/typescript's
 # lockfile) and Python (Debian's protoc 3.21.12 and grpc_python_plugin 1.51:
 # apt-get install protobuf-compiler protobuf-compiler-grpc).
-GENERATED := gen internal/api/contextd.binpb clients/typescript/src/gen clients/python/src/contextd clients/python/src/buf
+GENERATED := gen internal/api/contextd.binpb clients/typescript/src/gen clients/python/src/contextd clients/python/src/buf internal/ui/static/app.js
 PROTOC_VERSION := libprotoc 3.21.12
 
 generate: ## Regenerate gen/ and the clients' code from proto/ with the pinned local plugins.
@@ -16,6 +16,9 @@ generate: ## Regenerate gen/ and the clients' code from proto/ with the pinned l
 	rm -rf $(GENERATED)
 	go tool buf generate
 	go tool buf build proto -o internal/api/contextd.binpb
+	# The dashboard bundle embeds the generated TypeScript: rebuild it too.
+	test -d internal/ui/web/node_modules/esbuild || npm ci --prefix internal/ui/web --no-audit --no-fund --loglevel=error
+	cd internal/ui/web && npm run --silent build
 
 check-generate: generate ## Fail when generated code is not what proto/ generates.
 	git diff --exit-code -- $(GENERATED)

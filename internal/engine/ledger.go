@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/summarize"
@@ -31,8 +32,37 @@ func (e *Engine) billed(model string, input, cacheRead, cacheWrite, output int64
 		return l, label, 0
 	}
 	usd := m.Pricing.Cost(input, cacheRead, cacheWrite, output)
-	l.CostNanoUSD = int64(math.Round(usd * 1e9))
+	// Saturate: a price set absurdly high in the models file must not wrap
+	// the ledger's integer (the store saturates the totals the same way).
+	nano := math.Round(usd * 1e9)
+	if math.IsNaN(nano) || nano > maxCallCostNanoUSD {
+		nano = maxCallCostNanoUSD
+	}
+	l.CostNanoUSD = int64(nano)
 	return l, label, usd
+}
+
+// maxCallCostNanoUSD bounds what one call can add to a ledger ($1M);
+// with each token count bounded at 10^8 by the API, the stores' saturating
+// sums (store.LedgerCap) can never overflow.
+const maxCallCostNanoUSD = 1e15
+
+// maxReportedTokens bounds each token figure of one reported call (the
+// proto's validation says the same; this holds for in-process callers).
+const maxReportedTokens = 100_000_000
+
+// checkReported refuses token figures no provider reports for one call.
+func checkReported(in ReportInput) error {
+	for _, f := range []struct {
+		name string
+		n    int64
+	}{{"input_tokens", in.InputTokens}, {"cache_read_input_tokens", in.CacheReadTokens},
+		{"cache_creation_input_tokens", in.CacheCreationTokens}, {"output_tokens", in.OutputTokens}} {
+		if f.n < 0 || f.n > maxReportedTokens {
+			return chat.Invalid(f.name, "must be between 0 and %d for one call", maxReportedTokens)
+		}
+	}
+	return nil
 }
 
 // recordCall adds a reported call to the session's ledger inside the

@@ -1,8 +1,10 @@
 package engine_test
 
 import (
+	"errors"
 	"math"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -148,4 +150,34 @@ func TestSummarizerOverhead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAbsurdReportsNeverBreakASession: token figures past what one call can
+// bill are InvalidArgument naming the field; the largest accepted ones,
+// reported again and again at an absurd price, leave the session readable.
+func TestAbsurdReportsNeverBreakASession(t *testing.T) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
+		ctx := t.Context()
+		v := newSession(t, e)
+		if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg("hello")}}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.ReportUsage(ctx, tenant, v.ID, engine.ReportInput{InputTokens: 10, OutputTokens: math.MaxInt64 / 2})
+		var inv *chat.InvalidError
+		if !errors.As(err, &inv) || !strings.Contains(err.Error(), "output_tokens") {
+			t.Fatalf("an absurd output_tokens: %v; want InvalidArgument naming it", err)
+		}
+		for range 3 {
+			if _, err := e.ReportUsage(ctx, tenant, v.ID, engine.ReportInput{InputTokens: 100_000_000, CacheReadTokens: 100_000_000,
+				CacheCreationTokens: 100_000_000, OutputTokens: 100_000_000}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.GetSession(ctx, tenant, v.ID); err != nil {
+			t.Fatalf("GetSession after large reports: %v", err)
+		}
+		if _, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{}); err != nil {
+			t.Fatalf("PrepareContext after large reports: %v", err)
+		}
+	})
 }

@@ -38,6 +38,9 @@ const maxCalibrationSamples = 10
 // what came after), and for approximate encodings the model's ratio of
 // provider to local counts is learned for every later estimate.
 func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportInput) (Usage, error) {
+	if err := checkReported(in); err != nil {
+		return Usage{}, err
+	}
 	provider := in.InputTokens + in.CacheReadTokens + in.CacheCreationTokens
 	if provider <= 0 {
 		return Usage{}, chat.Invalid("input_tokens", "the provider's input tokens (with cache reads and writes) must be positive")

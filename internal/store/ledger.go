@@ -15,6 +15,11 @@ const (
 	LedgerOverhead LedgerKind = "overhead"
 )
 
+// LedgerCap is where every ledger total saturates (both stores add with
+// MIN/LEAST against it), far below int64's limit: one call adds at most
+// 10^8 tokens per kind and $1M, so a sum can never overflow.
+const LedgerCap int64 = 4_000_000_000_000_000_000
+
 // LedgerTotals are token and spend totals of a set of model calls. Spend is
 // kept in nano-USD so that concurrent increments add up exactly.
 type LedgerTotals struct {

@@ -2925,15 +2925,15 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x11heartbeat_seconds\x18\x03 \x01(\x05B\n" +
 	"\xbaH\a\x1a\x05\x18\xac\x02(\x00R\x10heartbeatSeconds\"P\n" +
 	"\x1aWatchContextStatusResponse\x122\n" +
-	"\x06status\x18\x01 \x01(\v2\x1a.contextd.v1.ContextStatusR\x06status\"\xd8\x04\n" +
+	"\x06status\x18\x01 \x01(\v2\x1a.contextd.v1.ContextStatusR\x06status\"\xec\x04\n" +
 	"\x12ReportUsageRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x12*\n" +
-	"\finput_tokens\x18\x02 \x01(\x03B\a\xbaH\x04\"\x02(\x00R\vinputTokens\x12>\n" +
-	"\x17cache_read_input_tokens\x18\x03 \x01(\x03B\a\xbaH\x04\"\x02(\x00R\x14cacheReadInputTokens\x12F\n" +
-	"\x1bcache_creation_input_tokens\x18\x04 \x01(\x03B\a\xbaH\x04\"\x02(\x00R\x18cacheCreationInputTokens\x12,\n" +
-	"\routput_tokens\x18\x05 \x01(\x03B\a\xbaH\x04\"\x02(\x00R\foutputTokens\x12.\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x12/\n" +
+	"\finput_tokens\x18\x02 \x01(\x03B\f\xbaH\t\"\a\x18\x80\xc2\xd7/(\x00R\vinputTokens\x12C\n" +
+	"\x17cache_read_input_tokens\x18\x03 \x01(\x03B\f\xbaH\t\"\a\x18\x80\xc2\xd7/(\x00R\x14cacheReadInputTokens\x12K\n" +
+	"\x1bcache_creation_input_tokens\x18\x04 \x01(\x03B\f\xbaH\t\"\a\x18\x80\xc2\xd7/(\x00R\x18cacheCreationInputTokens\x121\n" +
+	"\routput_tokens\x18\x05 \x01(\x03B\f\xbaH\t\"\a\x18\x80\xc2\xd7/(\x00R\foutputTokens\x12.\n" +
 	"\rmessage_count\x18\x06 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\fmessageCount\x12#\n" +
 	"\aversion\x18\a \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\aversion:\xd4\x01\xbaH\xd0\x01\x1a\xcd\x01\n" +
 	"\x1breport_usage.positive_input\x12Uinput_tokens + cache_read_input_tokens + cache_creation_input_tokens must be positive\x1aWthis.input_tokens + this.cache_read_input_tokens + this.cache_creation_input_tokens > 0B\t\n" +

@@ -10,19 +10,20 @@ import (
 )
 
 // AddLedger adds to a session's ledger with one atomic upsert: concurrent
-// reports increment the same row and never lose one another.
+// reports increment the same row and never lose one another. Totals
+// saturate at store.LedgerCap instead of overflowing.
 func (t *txn) AddLedger(ctx context.Context, tenant, sessionID string, kind store.LedgerKind, l store.LedgerTotals) error {
 	_, err := t.tx.Exec(ctx, `INSERT INTO session_ledger AS l (tenant, session_id, kind, calls, input_tokens,
 			cache_read_tokens, cache_write_tokens, output_tokens, cost_nano_usd, unpriced_calls)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (tenant, session_id, kind) DO UPDATE SET
-			calls = l.calls + excluded.calls,
-			input_tokens = l.input_tokens + excluded.input_tokens,
-			cache_read_tokens = l.cache_read_tokens + excluded.cache_read_tokens,
-			cache_write_tokens = l.cache_write_tokens + excluded.cache_write_tokens,
-			output_tokens = l.output_tokens + excluded.output_tokens,
-			cost_nano_usd = l.cost_nano_usd + excluded.cost_nano_usd,
-			unpriced_calls = l.unpriced_calls + excluded.unpriced_calls`,
+			calls = LEAST(l.calls + excluded.calls, 4000000000000000000),
+			input_tokens = LEAST(l.input_tokens + excluded.input_tokens, 4000000000000000000),
+			cache_read_tokens = LEAST(l.cache_read_tokens + excluded.cache_read_tokens, 4000000000000000000),
+			cache_write_tokens = LEAST(l.cache_write_tokens + excluded.cache_write_tokens, 4000000000000000000),
+			output_tokens = LEAST(l.output_tokens + excluded.output_tokens, 4000000000000000000),
+			cost_nano_usd = LEAST(l.cost_nano_usd + excluded.cost_nano_usd, 4000000000000000000),
+			unpriced_calls = LEAST(l.unpriced_calls + excluded.unpriced_calls, 4000000000000000000)`,
 		tenant, sessionID, string(kind), l.Calls, l.Input, l.CacheRead, l.CacheWrite, l.Output, l.CostNanoUSD, l.Unpriced)
 	return err
 }

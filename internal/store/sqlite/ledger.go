@@ -10,19 +10,20 @@ import (
 )
 
 // AddLedger adds to a session's ledger with one atomic upsert: concurrent
-// reports increment the same row and never lose one another.
+// reports increment the same row and never lose one another. Totals
+// saturate at store.LedgerCap instead of overflowing.
 func (t *txn) AddLedger(ctx context.Context, tenant, sessionID string, kind store.LedgerKind, l store.LedgerTotals) error {
 	_, err := t.tx.ExecContext(ctx, `INSERT INTO session_ledger AS l (tenant, session_id, kind, calls, input_tokens,
 			cache_read_tokens, cache_write_tokens, output_tokens, cost_nano_usd, unpriced_calls)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, session_id, kind) DO UPDATE SET
-			calls = l.calls + excluded.calls,
-			input_tokens = l.input_tokens + excluded.input_tokens,
-			cache_read_tokens = l.cache_read_tokens + excluded.cache_read_tokens,
-			cache_write_tokens = l.cache_write_tokens + excluded.cache_write_tokens,
-			output_tokens = l.output_tokens + excluded.output_tokens,
-			cost_nano_usd = l.cost_nano_usd + excluded.cost_nano_usd,
-			unpriced_calls = l.unpriced_calls + excluded.unpriced_calls`,
+			calls = MIN(l.calls + excluded.calls, 4000000000000000000),
+			input_tokens = MIN(l.input_tokens + excluded.input_tokens, 4000000000000000000),
+			cache_read_tokens = MIN(l.cache_read_tokens + excluded.cache_read_tokens, 4000000000000000000),
+			cache_write_tokens = MIN(l.cache_write_tokens + excluded.cache_write_tokens, 4000000000000000000),
+			output_tokens = MIN(l.output_tokens + excluded.output_tokens, 4000000000000000000),
+			cost_nano_usd = MIN(l.cost_nano_usd + excluded.cost_nano_usd, 4000000000000000000),
+			unpriced_calls = MIN(l.unpriced_calls + excluded.unpriced_calls, 4000000000000000000)`,
 		tenant, sessionID, string(kind), l.Calls, l.Input, l.CacheRead, l.CacheWrite, l.Output, l.CostNanoUSD, l.Unpriced)
 	return err
 }

@@ -123,3 +123,27 @@ func LedgerSurvivesReopen(t *testing.T, open func() store.Store) {
 		t.Fatalf("after reopening: %+v, %v; want %+v", got, err, l.Add(l))
 	}
 }
+
+// testLedgerSaturates adds the largest totals one call can bring until
+// they pass store.LedgerCap: every total stops at the cap, reads back
+// without error, and never wraps.
+func testLedgerSaturates(t *testing.T, s store.Store) {
+	create(t, s, session("t1", "big", epoch))
+	huge := store.LedgerTotals{Calls: store.LedgerCap / 3, Input: store.LedgerCap / 3, CacheRead: store.LedgerCap / 3,
+		CacheWrite: store.LedgerCap / 3, Output: store.LedgerCap / 3, CostNanoUSD: store.LedgerCap / 3, Unpriced: store.LedgerCap / 3}
+	for range 5 {
+		if err := s.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error {
+			return tx.AddLedger(ctx, "t1", "big", store.LedgerCalls, huge)
+		}); err != nil {
+			t.Fatalf("add: %v", err)
+		}
+	}
+	got, err := s.GetLedger(t.Context(), "t1", "big")
+	if err != nil {
+		t.Fatalf("read a saturated ledger: %v", err)
+	}
+	c := store.LedgerCap
+	if want := (store.LedgerTotals{Calls: c, Input: c, CacheRead: c, CacheWrite: c, Output: c, CostNanoUSD: c, Unpriced: c}); got.Calls != want {
+		t.Fatalf("saturated ledger = %+v, want every total at %d", got.Calls, c)
+	}
+}

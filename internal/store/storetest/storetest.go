@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Calibration", testCalibration},
 		{"Purge", testPurge},
 		{"Ledger", testLedger},
+		{"LedgerSaturates", testLedgerSaturates},
 		{"PreparedView", testPreparedView},
 	}
 	for _, tc := range tests {
