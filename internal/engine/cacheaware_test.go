@@ -2,11 +2,16 @@ package engine_test
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/summarize"
 	"github.com/contextd/contextd/internal/tokens"
 )
 
@@ -61,4 +66,78 @@ func TestCacheAwareDefersThenForces(t *testing.T) {
 	if deferred == 0 || forced == 0 {
 		t.Fatalf("%d deferred, %d forced compactions: want both", deferred, forced)
 	}
+}
+
+// TestCacheAwareDeferredBuysNoSummary: deciding whether a cache-aware
+// compaction pays plans it with the extractive summarizer, so a deferred
+// compaction calls no LLM, and a PrepareContext with nothing new while it is
+// deferred writes nothing; once the compaction runs, the session's LLM
+// writes its summary.
+func TestCacheAwareDeferredBuysNoSummary(t *testing.T) {
+	fake := &fakeLLM{mode: "ok"}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	price := tokens.Pricing{Input: 3, CachedInput: 0.3, CacheWrite: 3.75, Output: 15}
+	models, err := tokens.NewRegistry([]tokens.Model{{Name: "cache-8k", Provider: "test", ContextWindow: 8192,
+		MaxOutputTokens: 1024, Encoding: tokens.CL100KBase, Pricing: &price}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := summarize.Endpoint{APIKey: "k", Timeout: 2 * time.Second, BaseURL: srv.URL}
+	set, err := summarize.NewSet("extractive", map[string]summarize.Endpoint{summarize.ProviderAnthropic: ep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backendStores(t, func(t *testing.T, st store.Store) {
+		e := engine.New(tokens.NewEncodings(), models, st, engine.WithSummarizers(set))
+		ctx := t.Context()
+		spec, keep, payback := "anthropic:claude-haiku-4-5", 1000, 1
+		v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "cache-8k", System: "sys",
+			Policy: compaction.Overrides{Summarizer: &spec, ProtectRecentToolResults: &keep, CachePaybackCalls: &payback}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending := []chat.Message{userMsg("task")}
+		deferred, compacted := 0, 0
+		for i := 0; i < 80 && compacted == 0; i++ {
+			id := fmt.Sprintf("c%d", i)
+			pending = append(pending, callMsg(id), resultMsg(id, strings.Repeat("lorem ipsum dolor ", 30)))
+			before := fake.requests.Load()
+			res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: pending})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pending = nil
+			calls := fake.requests.Load() - before
+			if res.Status.Compacted {
+				compacted++
+				if calls == 0 || res.Status.LastCompaction.Summary == "" {
+					t.Fatalf("step %d: compacted with %d LLM calls, summary %q", i, calls, res.Status.LastCompaction.Summary)
+				}
+				continue
+			}
+			if !strings.Contains(strings.Join(res.Status.Warnings, " "), "compaction deferred") {
+				continue
+			}
+			deferred++
+			if calls != 0 {
+				t.Fatalf("step %d: a deferred compaction made %d LLM calls", i, calls)
+			}
+			for j := 0; j < 3; j++ {
+				again, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if again.Status.Version != res.Status.Version || again.Status.Compacted {
+					t.Fatalf("step %d: an empty PrepareContext moved the session %d -> %d", i, res.Status.Version, again.Status.Version)
+				}
+			}
+			if calls := fake.requests.Load() - before; calls != 0 {
+				t.Fatalf("step %d: empty PrepareContext calls while deferred made %d LLM calls", i, calls)
+			}
+		}
+		if deferred == 0 || compacted == 0 {
+			t.Fatalf("%d deferred, %d compacted steps: want both", deferred, compacted)
+		}
+	})
 }

@@ -38,6 +38,9 @@ type CompactInput struct {
 	// payback, when positive, applies the plan only if it repays its
 	// prompt-cache rewrite within that many calls (cache-aware compaction).
 	payback int
+	// estimate plans with the extractive summarizer whatever the policy's:
+	// a cache-aware payback decision must not buy an LLM summary.
+	estimate bool
 }
 
 // CompactResult is what a compaction did (or, for a dry run, would do).
@@ -141,6 +144,9 @@ type planned struct {
 	result CompactResult
 	model  tokens.Model
 	policy compaction.Policy
+	// estimated: planned with the extractive summarizer in place of the
+	// session's LLM one (CompactInput.estimate).
+	estimated bool
 }
 
 // plan runs the planner (and the summarizer) on a snapshot.
@@ -179,6 +185,9 @@ func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (plan
 	if isLLM && in.DryRun && !in.DryRunLLM {
 		out.result.Warnings = append(out.result.Warnings, "dry run: the summary is planned with the extractive summarizer, not the session's LLM (set dry_run_llm to call it)")
 		summarizer, isLLM = summarize.Extractive{}, false
+	}
+	if isLLM && in.estimate {
+		summarizer, isLLM, out.estimated = summarize.Extractive{}, false, true
 	}
 	summarizerName := policy.Summarizer
 	if summarizerName == "" {

@@ -248,13 +248,30 @@ func (e *Engine) rememberAppend(ctx context.Context, tx store.Tx, tenant, id, ke
 // if the session is still where the plan started.
 func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, in PrepareInput, hash string, pr prepared, since *viewToken) (PrepareResult, error) {
 	cin := cacheAware(CompactInput{tiers: pr.compact}, pr.usage)
-	p, err := e.plan(ctx, snapshot{session: pr.after, view: pr.view}, cin)
+	snap := snapshot{session: pr.after, view: pr.view}
+	// A deferrable (cache-aware) compaction is first planned with the
+	// extractive summarizer: deciding whether it pays must not buy an LLM
+	// summary on every call while it is put off.
+	est := cin
+	est.estimate = cin.payback > 0
+	p, err := e.plan(ctx, snap, est)
 	if err != nil {
 		return PrepareResult{}, err
 	}
 	// A cache-aware plan that would not repay its cache rewrite is put off:
 	// the append is written, the view stays (and stays cached).
-	deferred := p.plan.Changed() && e.deferred(p, snapshot{session: pr.after, view: pr.view}, cin)
+	deferred := p.plan.Changed() && e.deferred(p, snap, cin)
+	if deferred && len(pr.input) == 0 {
+		// Nothing to append and nothing to compact: no write at all.
+		pr.status.Warnings = append(pr.status.Warnings, p.result.Warnings...)
+		pr.status.Warnings = append(pr.status.Warnings, deferredWarning(pr.usage))
+		return e.answerPrepare(ctx, tenant, id, pr, since)
+	}
+	if !deferred && p.estimated {
+		if p, err = e.plan(ctx, snap, cin); err != nil { // it runs: plan it for real
+			return PrepareResult{}, err
+		}
+	}
 	var res CompactResult
 	var final store.Session
 	paused := false
