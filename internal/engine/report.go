@@ -8,6 +8,7 @@ import (
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/tokens"
+	"github.com/contextd/contextd/internal/watch"
 )
 
 // ReportInput is the provider's usage for one model call of a session.
@@ -35,7 +36,8 @@ const maxCalibrationSamples = 10
 
 // ReportUsage records the provider's count of a request the runtime sent.
 // The session's usage becomes anchored (that exact count plus an estimate of
-// what came after), and for approximate encodings the model's ratio of
+// what came after), the version is bumped and watchers are told
+// (EventUpdated), and for approximate encodings the model's ratio of
 // provider to local counts is learned for every later estimate.
 func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportInput) (Usage, error) {
 	if err := checkReported(in); err != nil {
@@ -99,6 +101,11 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 		if recorded, err = e.recordCall(ctx, tx, s, in); err != nil {
 			return err
 		}
+		// The usage a watcher sees changed: a new version, announced below
+		// (the view did not change, so ViewEpoch stays and cached views stay
+		// valid).
+		s.Version++
+		s.UpdatedAt = e.timestamp()
 		final = s
 		return tx.UpdateSession(ctx, &s)
 	})
@@ -106,6 +113,7 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 		return Usage{}, err
 	}
 	recorded()
+	e.notify(ctx, tenant, id, final.Version, watch.EventUpdated)
 	v, err := e.view(ctx, final)
 	if implausible != "" {
 		v.Usage.Warnings = append(v.Usage.Warnings, implausible)
