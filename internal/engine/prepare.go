@@ -108,9 +108,14 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 	}
 	// The view as of a version (from the cache when it has it); the
 	// transaction reads it again only if the session moved since.
-	cached, _, cur, err := e.viewOf(ctx, cur)
-	if err != nil {
+	cached, _, read, err := e.viewOf(ctx, cur)
+	switch {
+	case errors.Is(err, store.ErrVersionConflict):
+		cached = nil // the transaction reads the view
+	case err != nil:
 		return PrepareResult{}, err
+	default:
+		cur = read
 	}
 	m, _ := e.models.Lookup(cur.Model)
 	cal, err := e.calibration(ctx, tenant, m)
@@ -158,7 +163,7 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		if err != nil {
 			return err
 		}
-		if s.Version == cur.Version && int64(len(cached)) == s.ActiveCount {
+		if cached != nil && s.Version == cur.Version && int64(len(cached)) == s.ActiveCount {
 			pr.view = cached[:len(cached):len(cached)] // shared: appending copies
 		} else if pr.view, err = tx.ViewMessages(ctx, tenant, id); err != nil {
 			return err
@@ -354,11 +359,17 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 // answerPrepare adds the hand-off warning, the latest compaction, the
 // cache hints and the ledger to the status and returns the view.
 func (e *Engine) answerPrepare(ctx context.Context, tenant, id string, pr prepared, since *viewToken) (PrepareResult, error) {
+	st := pr.status
 	out, err := e.prepareView(ctx, pr.after, since)
+	if errors.Is(err, store.ErrVersionConflict) {
+		// The session kept changing after this call's own write: answer
+		// the view this call knows at its version, without a view token.
+		out, err = PrepareResult{Messages: pr.view, view: pr.view}, nil
+		st.Warnings = append(st.Warnings, "the session kept changing: no view_token this time")
+	}
 	if err != nil {
 		return PrepareResult{}, err
 	}
-	st := pr.status
 	if st.Usage.Level == compaction.LevelHandoff {
 		st.Warnings = append(st.Warnings, st.Usage.Recommendation)
 	}

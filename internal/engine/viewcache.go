@@ -3,6 +3,7 @@ package engine
 import (
 	"container/list"
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -161,8 +162,8 @@ func messagesBytes(msgs []chat.Message) int64 {
 // entry is at that version, by reading only the messages appended since an
 // entry of the same view epoch, or by reading the whole view; a read is
 // confirmed by reading the session again and finding the version unchanged
-// (and only then cached). If the session keeps changing under it, it
-// returns the newest view it read. It also returns the session the view
+// (and only then cached). If the session keeps changing under it (three
+// reads), it fails with store.ErrVersionConflict. It also returns the session the view
 // belongs to (s, or a newer read). The slices returned are shared: callers
 // must not modify them or the messages in them.
 func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, []int64, store.Session, error) {
@@ -200,7 +201,10 @@ func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, [
 			return msgs, ords, s, nil
 		}
 		if attempt == 2 {
-			return msgs, ords, now, nil
+			// The view read belongs to no version it can prove: never
+			// pair it with a session (a caller would take it as that
+			// version's view).
+			return nil, nil, now, fmt.Errorf("session %q kept changing while its view was read; try again: %w", s.ID, store.ErrVersionConflict)
 		}
 		s = now
 	}
