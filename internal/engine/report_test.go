@@ -8,6 +8,7 @@ import (
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/watch"
 )
 
@@ -71,6 +72,53 @@ func TestReportBumpsVersion(t *testing.T) {
 		msgs, err := e.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{})
 		if err != nil || len(msgs.Messages) != 1 {
 			t.Fatalf("view after the report: %d messages, %v", len(msgs.Messages), err)
+		}
+	})
+}
+
+// TestConcurrentReportsCalibrate: reports of different sessions of one
+// model, sent at once, each add their sample to the model's calibration
+// (on PostgreSQL they used to overwrite each other's).
+func TestConcurrentReportsCalibrate(t *testing.T) {
+	backendStores(t, func(t *testing.T, st store.Store) {
+		models, encodings := testModels(t)
+		e := engine.New(encodings, models, st)
+		ctx := t.Context()
+		const sessions, reports = 4, 5
+		ids := make([]string, sessions)
+		for i := range ids {
+			v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "claude-sonnet-4-5", System: "You are a coding agent."})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg(strings.Repeat("fix the build ", 50))}}); err != nil {
+				t.Fatal(err)
+			}
+			ids[i] = v.ID
+		}
+		var wg sync.WaitGroup
+		for _, id := range ids {
+			wg.Go(func() {
+				for range reports {
+					s, err := e.GetSession(ctx, tenant, id)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if _, err := e.ReportUsage(ctx, tenant, id, engine.ReportInput{InputTokens: s.SystemTokens + s.ActiveTokens + 40}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		c, err := st.GetCalibration(ctx, tenant, "claude-sonnet-4-5")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Samples != sessions*reports {
+			t.Errorf("calibration holds %d samples of the %d reports", c.Samples, sessions*reports)
 		}
 	})
 }

@@ -182,7 +182,9 @@ type Tx interface {
 	GetCompaction(ctx context.Context, tenant, sessionID, id string) (Compaction, error)
 	MarkReverted(ctx context.Context, tenant, sessionID, id string, at time.Time) error
 
-	// GetCalibration returns a model's calibration, or ErrNotFound.
+	// GetCalibration returns a model's calibration, or ErrNotFound, and holds
+	// it until the transaction ends, so that concurrent read-modify-writes
+	// (PutCalibration) lose no update.
 	GetCalibration(ctx context.Context, tenant, model string) (Calibration, error)
 	PutCalibration(ctx context.Context, tenant string, c Calibration) error
 

@@ -241,7 +241,14 @@ func (t *txn) MarkReverted(ctx context.Context, tenant, sessionID, id string, at
 	return err
 }
 
+// GetCalibration locks the (tenant, model) calibration until the
+// transaction ends, row or no row yet (a transaction-scoped advisory lock):
+// concurrent reports read-modify-write it one after the other, so no sample
+// is lost.
 func (t *txn) GetCalibration(ctx context.Context, tenant, model string) (store.Calibration, error) {
+	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('calibration/' || $1 || '/' || $2, 0))`, tenant, model); err != nil {
+		return store.Calibration{}, err
+	}
 	return getCalibration(ctx, t.tx, tenant, model)
 }
 
