@@ -157,6 +157,9 @@ type Tx interface {
 
 	// InsertMessages adds messages (ID, Position, Tokens set) to the log.
 	InsertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message) error
+	// SetMessageTokens rewrites the stored token counts of messages (by id),
+	// after a model change; ErrNotFound if an id is not the session's.
+	SetMessageTokens(ctx context.Context, tenant, sessionID string, tokens map[string]int64) error
 	// AppendView adds entries at the end of the active view.
 	AppendView(ctx context.Context, tenant, sessionID string, entries []ViewEntry) error
 

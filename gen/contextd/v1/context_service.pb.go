@@ -10,6 +10,7 @@ import (
 	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -1004,6 +1005,285 @@ func (x *CreateSessionResponse) GetSession() *Session {
 	return nil
 }
 
+// UpdateSession input.
+type UpdateSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The fields to change: any of "model", "system_prompt", "tools",
+	// "policy", "labels". At least one. A named field left empty in the
+	// request is cleared (except model, which must not be empty).
+	UpdateMask *fieldmaskpb.FieldMask `protobuf:"bytes,2,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
+	// New model (with "model" in the mask).
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// New system prompt (with "system_prompt").
+	SystemPrompt string `protobuf:"bytes,4,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
+	// New tool definitions (with "tools").
+	Tools []*ToolDefinition `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
+	// New compaction policy (with "policy"); unset fields take defaults.
+	Policy *CompactionPolicy `protobuf:"bytes,6,opt,name=policy,proto3" json:"policy,omitempty"`
+	// New labels (with "labels"), replacing all of them.
+	Labels map[string]string `protobuf:"bytes,7,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// When set, the update happens only if the session is still at this
+	// version; otherwise ABORTED (re-read and retry).
+	ExpectedVersion *int64 `protobuf:"varint,8,opt,name=expected_version,json=expectedVersion,proto3,oneof" json:"expected_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *UpdateSessionRequest) Reset() {
+	*x = UpdateSessionRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSessionRequest) ProtoMessage() {}
+
+func (x *UpdateSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSessionRequest.ProtoReflect.Descriptor instead.
+func (*UpdateSessionRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *UpdateSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *UpdateSessionRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
+	if x != nil {
+		return x.UpdateMask
+	}
+	return nil
+}
+
+func (x *UpdateSessionRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *UpdateSessionRequest) GetSystemPrompt() string {
+	if x != nil {
+		return x.SystemPrompt
+	}
+	return ""
+}
+
+func (x *UpdateSessionRequest) GetTools() []*ToolDefinition {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *UpdateSessionRequest) GetPolicy() *CompactionPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+func (x *UpdateSessionRequest) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *UpdateSessionRequest) GetExpectedVersion() int64 {
+	if x != nil && x.ExpectedVersion != nil {
+		return *x.ExpectedVersion
+	}
+	return 0
+}
+
+// UpdateSession output.
+type UpdateSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session after the update, with its usage.
+	Session       *Session `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateSessionResponse) Reset() {
+	*x = UpdateSessionResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSessionResponse) ProtoMessage() {}
+
+func (x *UpdateSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSessionResponse.ProtoReflect.Descriptor instead.
+func (*UpdateSessionResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *UpdateSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// ClearMessages input.
+type ClearMessagesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Keep the original task (the first user message of the active view).
+	KeepFirstUserMessage bool `protobuf:"varint,2,opt,name=keep_first_user_message,json=keepFirstUserMessage,proto3" json:"keep_first_user_message,omitempty"`
+	// When set, the clear happens only if the session is still at this
+	// version; otherwise ABORTED (re-read and retry).
+	ExpectedVersion *int64 `protobuf:"varint,3,opt,name=expected_version,json=expectedVersion,proto3,oneof" json:"expected_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ClearMessagesRequest) Reset() {
+	*x = ClearMessagesRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearMessagesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearMessagesRequest) ProtoMessage() {}
+
+func (x *ClearMessagesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearMessagesRequest.ProtoReflect.Descriptor instead.
+func (*ClearMessagesRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ClearMessagesRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ClearMessagesRequest) GetKeepFirstUserMessage() bool {
+	if x != nil {
+		return x.KeepFirstUserMessage
+	}
+	return false
+}
+
+func (x *ClearMessagesRequest) GetExpectedVersion() int64 {
+	if x != nil && x.ExpectedVersion != nil {
+		return *x.ExpectedVersion
+	}
+	return 0
+}
+
+// ClearMessages output.
+type ClearMessagesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session after the clear, with its usage.
+	Session *Session `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// The record (tier "clear"); revert it with RevertCompaction. Unset when
+	// the view was already as asked (nothing changed).
+	Compaction    *Compaction `protobuf:"bytes,2,opt,name=compaction,proto3" json:"compaction,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearMessagesResponse) Reset() {
+	*x = ClearMessagesResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearMessagesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearMessagesResponse) ProtoMessage() {}
+
+func (x *ClearMessagesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearMessagesResponse.ProtoReflect.Descriptor instead.
+func (*ClearMessagesResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ClearMessagesResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *ClearMessagesResponse) GetCompaction() *Compaction {
+	if x != nil {
+		return x.Compaction
+	}
+	return nil
+}
+
 // GetSession input.
 type GetSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1015,7 +1295,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[13]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +1307,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[13]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1320,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{13}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -1061,7 +1341,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[14]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1073,7 +1353,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[14]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1086,7 +1366,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{14}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -1111,7 +1391,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[15]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1403,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[15]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1416,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{15}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListSessionsRequest) GetPageSize() int32 {
@@ -1173,7 +1453,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[16]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1185,7 +1465,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[16]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1198,7 +1478,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{16}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -1226,7 +1506,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[17]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1238,7 +1518,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[17]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1251,7 +1531,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{17}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -1270,7 +1550,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[18]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1562,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[18]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1575,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{18}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{22}
 }
 
 // AppendMessages input.
@@ -1318,7 +1598,7 @@ type AppendMessagesRequest struct {
 
 func (x *AppendMessagesRequest) Reset() {
 	*x = AppendMessagesRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[19]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1610,7 @@ func (x *AppendMessagesRequest) String() string {
 func (*AppendMessagesRequest) ProtoMessage() {}
 
 func (x *AppendMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[19]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1623,7 @@ func (x *AppendMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendMessagesRequest.ProtoReflect.Descriptor instead.
 func (*AppendMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{19}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AppendMessagesRequest) GetSessionId() string {
@@ -1389,7 +1669,7 @@ type AppendMessagesResponse struct {
 
 func (x *AppendMessagesResponse) Reset() {
 	*x = AppendMessagesResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[20]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1401,7 +1681,7 @@ func (x *AppendMessagesResponse) String() string {
 func (*AppendMessagesResponse) ProtoMessage() {}
 
 func (x *AppendMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[20]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1414,7 +1694,7 @@ func (x *AppendMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendMessagesResponse.ProtoReflect.Descriptor instead.
 func (*AppendMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{20}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AppendMessagesResponse) GetMessages() []*Message {
@@ -1455,7 +1735,7 @@ type GetMessagesRequest struct {
 
 func (x *GetMessagesRequest) Reset() {
 	*x = GetMessagesRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[21]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1747,7 @@ func (x *GetMessagesRequest) String() string {
 func (*GetMessagesRequest) ProtoMessage() {}
 
 func (x *GetMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[21]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1760,7 @@ func (x *GetMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMessagesRequest.ProtoReflect.Descriptor instead.
 func (*GetMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{21}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetMessagesRequest) GetSessionId() string {
@@ -1526,7 +1806,7 @@ type GetMessagesResponse struct {
 
 func (x *GetMessagesResponse) Reset() {
 	*x = GetMessagesResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[22]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1538,7 +1818,7 @@ func (x *GetMessagesResponse) String() string {
 func (*GetMessagesResponse) ProtoMessage() {}
 
 func (x *GetMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[22]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1551,7 +1831,7 @@ func (x *GetMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMessagesResponse.ProtoReflect.Descriptor instead.
 func (*GetMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{22}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetMessagesResponse) GetMessages() []*Message {
@@ -1601,7 +1881,7 @@ type PrepareContextRequest struct {
 
 func (x *PrepareContextRequest) Reset() {
 	*x = PrepareContextRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[23]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1893,7 @@ func (x *PrepareContextRequest) String() string {
 func (*PrepareContextRequest) ProtoMessage() {}
 
 func (x *PrepareContextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[23]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1906,7 @@ func (x *PrepareContextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareContextRequest.ProtoReflect.Descriptor instead.
 func (*PrepareContextRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{23}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PrepareContextRequest) GetSessionId() string {
@@ -1691,7 +1971,7 @@ type PrepareContextResponse struct {
 
 func (x *PrepareContextResponse) Reset() {
 	*x = PrepareContextResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[24]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +1983,7 @@ func (x *PrepareContextResponse) String() string {
 func (*PrepareContextResponse) ProtoMessage() {}
 
 func (x *PrepareContextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[24]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +1996,7 @@ func (x *PrepareContextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareContextResponse.ProtoReflect.Descriptor instead.
 func (*PrepareContextResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{24}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PrepareContextResponse) GetMessages() []*Message {
@@ -1777,7 +2057,7 @@ type CompactRequest struct {
 
 func (x *CompactRequest) Reset() {
 	*x = CompactRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[25]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +2069,7 @@ func (x *CompactRequest) String() string {
 func (*CompactRequest) ProtoMessage() {}
 
 func (x *CompactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[25]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +2082,7 @@ func (x *CompactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactRequest.ProtoReflect.Descriptor instead.
 func (*CompactRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{25}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CompactRequest) GetSessionId() string {
@@ -1869,7 +2149,7 @@ type CompactResponse struct {
 
 func (x *CompactResponse) Reset() {
 	*x = CompactResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[26]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1881,7 +2161,7 @@ func (x *CompactResponse) String() string {
 func (*CompactResponse) ProtoMessage() {}
 
 func (x *CompactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[26]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1894,7 +2174,7 @@ func (x *CompactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactResponse.ProtoReflect.Descriptor instead.
 func (*CompactResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{26}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CompactResponse) GetCompacted() bool {
@@ -1952,7 +2232,7 @@ type RevertCompactionRequest struct {
 
 func (x *RevertCompactionRequest) Reset() {
 	*x = RevertCompactionRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[27]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2244,7 @@ func (x *RevertCompactionRequest) String() string {
 func (*RevertCompactionRequest) ProtoMessage() {}
 
 func (x *RevertCompactionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[27]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2257,7 @@ func (x *RevertCompactionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevertCompactionRequest.ProtoReflect.Descriptor instead.
 func (*RevertCompactionRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{27}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RevertCompactionRequest) GetSessionId() string {
@@ -2005,7 +2285,7 @@ type RevertCompactionResponse struct {
 
 func (x *RevertCompactionResponse) Reset() {
 	*x = RevertCompactionResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[28]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2017,7 +2297,7 @@ func (x *RevertCompactionResponse) String() string {
 func (*RevertCompactionResponse) ProtoMessage() {}
 
 func (x *RevertCompactionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[28]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2030,7 +2310,7 @@ func (x *RevertCompactionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevertCompactionResponse.ProtoReflect.Descriptor instead.
 func (*RevertCompactionResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{28}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RevertCompactionResponse) GetSession() *Session {
@@ -2057,7 +2337,7 @@ type ListCompactionsRequest struct {
 
 func (x *ListCompactionsRequest) Reset() {
 	*x = ListCompactionsRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[29]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2349,7 @@ func (x *ListCompactionsRequest) String() string {
 func (*ListCompactionsRequest) ProtoMessage() {}
 
 func (x *ListCompactionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[29]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2362,7 @@ func (x *ListCompactionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCompactionsRequest.ProtoReflect.Descriptor instead.
 func (*ListCompactionsRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{29}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListCompactionsRequest) GetSessionId() string {
@@ -2119,7 +2399,7 @@ type ListCompactionsResponse struct {
 
 func (x *ListCompactionsResponse) Reset() {
 	*x = ListCompactionsResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[30]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2131,7 +2411,7 @@ func (x *ListCompactionsResponse) String() string {
 func (*ListCompactionsResponse) ProtoMessage() {}
 
 func (x *ListCompactionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[30]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2144,7 +2424,7 @@ func (x *ListCompactionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCompactionsResponse.ProtoReflect.Descriptor instead.
 func (*ListCompactionsResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{30}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListCompactionsResponse) GetCompactions() []*Compaction {
@@ -2177,7 +2457,7 @@ type ExpandMessageRequest struct {
 
 func (x *ExpandMessageRequest) Reset() {
 	*x = ExpandMessageRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[31]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2189,7 +2469,7 @@ func (x *ExpandMessageRequest) String() string {
 func (*ExpandMessageRequest) ProtoMessage() {}
 
 func (x *ExpandMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[31]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2202,7 +2482,7 @@ func (x *ExpandMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpandMessageRequest.ProtoReflect.Descriptor instead.
 func (*ExpandMessageRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{31}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ExpandMessageRequest) GetSessionId() string {
@@ -2246,7 +2526,7 @@ type ExpandMessageResponse struct {
 
 func (x *ExpandMessageResponse) Reset() {
 	*x = ExpandMessageResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[32]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2258,7 +2538,7 @@ func (x *ExpandMessageResponse) String() string {
 func (*ExpandMessageResponse) ProtoMessage() {}
 
 func (x *ExpandMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[32]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2271,7 +2551,7 @@ func (x *ExpandMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpandMessageResponse.ProtoReflect.Descriptor instead.
 func (*ExpandMessageResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{32}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ExpandMessageResponse) GetMessage() *Message {
@@ -2311,7 +2591,7 @@ type CreateHandoffRequest struct {
 
 func (x *CreateHandoffRequest) Reset() {
 	*x = CreateHandoffRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[33]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2323,7 +2603,7 @@ func (x *CreateHandoffRequest) String() string {
 func (*CreateHandoffRequest) ProtoMessage() {}
 
 func (x *CreateHandoffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[33]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2336,7 +2616,7 @@ func (x *CreateHandoffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateHandoffRequest.ProtoReflect.Descriptor instead.
 func (*CreateHandoffRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{33}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CreateHandoffRequest) GetSessionId() string {
@@ -2373,7 +2653,7 @@ type CreateHandoffResponse struct {
 
 func (x *CreateHandoffResponse) Reset() {
 	*x = CreateHandoffResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[34]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2385,7 +2665,7 @@ func (x *CreateHandoffResponse) String() string {
 func (*CreateHandoffResponse) ProtoMessage() {}
 
 func (x *CreateHandoffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[34]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2398,7 +2678,7 @@ func (x *CreateHandoffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateHandoffResponse.ProtoReflect.Descriptor instead.
 func (*CreateHandoffResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{34}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CreateHandoffResponse) GetDocument() string {
@@ -2431,7 +2711,7 @@ type WatchContextStatusRequest struct {
 
 func (x *WatchContextStatusRequest) Reset() {
 	*x = WatchContextStatusRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[35]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2443,7 +2723,7 @@ func (x *WatchContextStatusRequest) String() string {
 func (*WatchContextStatusRequest) ProtoMessage() {}
 
 func (x *WatchContextStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[35]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2456,7 +2736,7 @@ func (x *WatchContextStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchContextStatusRequest.ProtoReflect.Descriptor instead.
 func (*WatchContextStatusRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{35}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *WatchContextStatusRequest) GetSessionId() string {
@@ -2491,7 +2771,7 @@ type WatchContextStatusResponse struct {
 
 func (x *WatchContextStatusResponse) Reset() {
 	*x = WatchContextStatusResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[36]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2503,7 +2783,7 @@ func (x *WatchContextStatusResponse) String() string {
 func (*WatchContextStatusResponse) ProtoMessage() {}
 
 func (x *WatchContextStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[36]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2516,7 +2796,7 @@ func (x *WatchContextStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchContextStatusResponse.ProtoReflect.Descriptor instead.
 func (*WatchContextStatusResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{36}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WatchContextStatusResponse) GetStatus() *ContextStatus {
@@ -2557,7 +2837,7 @@ type ReportUsageRequest struct {
 
 func (x *ReportUsageRequest) Reset() {
 	*x = ReportUsageRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[37]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2569,7 +2849,7 @@ func (x *ReportUsageRequest) String() string {
 func (*ReportUsageRequest) ProtoMessage() {}
 
 func (x *ReportUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[37]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2582,7 +2862,7 @@ func (x *ReportUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUsageRequest.ProtoReflect.Descriptor instead.
 func (*ReportUsageRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{37}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReportUsageRequest) GetSessionId() string {
@@ -2676,7 +2956,7 @@ type ReportUsageResponse struct {
 
 func (x *ReportUsageResponse) Reset() {
 	*x = ReportUsageResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[38]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2688,7 +2968,7 @@ func (x *ReportUsageResponse) String() string {
 func (*ReportUsageResponse) ProtoMessage() {}
 
 func (x *ReportUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[38]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2701,7 +2981,7 @@ func (x *ReportUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUsageResponse.ProtoReflect.Descriptor instead.
 func (*ReportUsageResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{38}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReportUsageResponse) GetUsage() *ContextUsage {
@@ -2715,7 +2995,7 @@ var File_contextd_v1_context_service_proto protoreflect.FileDescriptor
 
 const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\n" +
-	"!contextd/v1/context_service.proto\x12\vcontextd.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17contextd/v1/types.proto\"\xd3\x04\n" +
+	"!contextd/v1/context_service.proto\x12\vcontextd.v1\x1a\x1bbuf/validate/validate.proto\x1a\x17contextd/v1/types.proto\x1a google/protobuf/field_mask.proto\"\xd3\x04\n" +
 	"\x12CountTokensRequest\x12\x1e\n" +
 	"\x05model\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\x05model\x12#\n" +
 	"\bencoding\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18@R\bencoding\x12\x12\n" +
@@ -2792,7 +3072,37 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"G\n" +
 	"\x15CreateSessionResponse\x12.\n" +
-	"\asession\x18\x01 \x01(\v2\x14.contextd.v1.SessionR\asession\">\n" +
+	"\asession\x18\x01 \x01(\v2\x14.contextd.v1.SessionR\asession\"\xa1\x04\n" +
+	"\x14UpdateSessionRequest\x12)\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x12;\n" +
+	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
+	"updateMask\x12\x1e\n" +
+	"\x05model\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\x05model\x12#\n" +
+	"\rsystem_prompt\x18\x04 \x01(\tR\fsystemPrompt\x12<\n" +
+	"\x05tools\x18\x05 \x03(\v2\x1b.contextd.v1.ToolDefinitionB\t\xbaH\x06\x92\x01\x03\x10\x80\bR\x05tools\x125\n" +
+	"\x06policy\x18\x06 \x01(\v2\x1d.contextd.v1.CompactionPolicyR\x06policy\x12^\n" +
+	"\x06labels\x18\a \x03(\v2-.contextd.v1.UpdateSessionRequest.LabelsEntryB\x17\xbaH\x14\x9a\x01\x11\x10@\"\x06r\x04\x10\x01\x18?*\x05r\x03\x18\x80\x02R\x06labels\x127\n" +
+	"\x10expected_version\x18\b \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\x0fexpectedVersion\x88\x01\x01\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x13\n" +
+	"\x11_expected_version\"G\n" +
+	"\x15UpdateSessionResponse\x12.\n" +
+	"\asession\x18\x01 \x01(\v2\x14.contextd.v1.SessionR\asession\"\xc6\x01\n" +
+	"\x14ClearMessagesRequest\x12)\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x125\n" +
+	"\x17keep_first_user_message\x18\x02 \x01(\bR\x14keepFirstUserMessage\x127\n" +
+	"\x10expected_version\x18\x03 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\x0fexpectedVersion\x88\x01\x01B\x13\n" +
+	"\x11_expected_version\"\x80\x01\n" +
+	"\x15ClearMessagesResponse\x12.\n" +
+	"\asession\x18\x01 \x01(\v2\x14.contextd.v1.SessionR\asession\x127\n" +
+	"\n" +
+	"compaction\x18\x02 \x01(\v2\x17.contextd.v1.CompactionR\n" +
+	"compaction\">\n" +
 	"\x11GetSessionRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +
@@ -2939,7 +3249,7 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x1breport_usage.positive_input\x12Uinput_tokens + cache_read_input_tokens + cache_creation_input_tokens must be positive\x1aWthis.input_tokens + this.cache_read_input_tokens + this.cache_creation_input_tokens > 0B\t\n" +
 	"\arequest\"F\n" +
 	"\x13ReportUsageResponse\x12/\n" +
-	"\x05usage\x18\x01 \x01(\v2\x19.contextd.v1.ContextUsageR\x05usage2\xdb\v\n" +
+	"\x05usage\x18\x01 \x01(\v2\x19.contextd.v1.ContextUsageR\x05usage2\x8b\r\n" +
 	"\x0eContextService\x12P\n" +
 	"\vCountTokens\x12\x1f.contextd.v1.CountTokensRequest\x1a .contextd.v1.CountTokensResponse\x12M\n" +
 	"\n" +
@@ -2949,7 +3259,9 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\n" +
 	"GetSession\x12\x1e.contextd.v1.GetSessionRequest\x1a\x1f.contextd.v1.GetSessionResponse\x12S\n" +
 	"\fListSessions\x12 .contextd.v1.ListSessionsRequest\x1a!.contextd.v1.ListSessionsResponse\x12V\n" +
-	"\rDeleteSession\x12!.contextd.v1.DeleteSessionRequest\x1a\".contextd.v1.DeleteSessionResponse\x12Y\n" +
+	"\rDeleteSession\x12!.contextd.v1.DeleteSessionRequest\x1a\".contextd.v1.DeleteSessionResponse\x12V\n" +
+	"\rUpdateSession\x12!.contextd.v1.UpdateSessionRequest\x1a\".contextd.v1.UpdateSessionResponse\x12V\n" +
+	"\rClearMessages\x12!.contextd.v1.ClearMessagesRequest\x1a\".contextd.v1.ClearMessagesResponse\x12Y\n" +
 	"\x0eAppendMessages\x12\".contextd.v1.AppendMessagesRequest\x1a#.contextd.v1.AppendMessagesResponse\x12P\n" +
 	"\vGetMessages\x12\x1f.contextd.v1.GetMessagesRequest\x1a .contextd.v1.GetMessagesResponse\x12Y\n" +
 	"\x0ePrepareContext\x12\".contextd.v1.PrepareContextRequest\x1a#.contextd.v1.PrepareContextResponse\x12D\n" +
@@ -2973,7 +3285,7 @@ func file_contextd_v1_context_service_proto_rawDescGZIP() []byte {
 	return file_contextd_v1_context_service_proto_rawDescData
 }
 
-var file_contextd_v1_context_service_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_contextd_v1_context_service_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_contextd_v1_context_service_proto_goTypes = []any{
 	(*CountTokensRequest)(nil),         // 0: contextd.v1.CountTokensRequest
 	(*PartCount)(nil),                  // 1: contextd.v1.PartCount
@@ -2988,125 +3300,142 @@ var file_contextd_v1_context_service_proto_goTypes = []any{
 	(*GetContextUsageResponse)(nil),    // 10: contextd.v1.GetContextUsageResponse
 	(*CreateSessionRequest)(nil),       // 11: contextd.v1.CreateSessionRequest
 	(*CreateSessionResponse)(nil),      // 12: contextd.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),          // 13: contextd.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),         // 14: contextd.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),        // 15: contextd.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),       // 16: contextd.v1.ListSessionsResponse
-	(*DeleteSessionRequest)(nil),       // 17: contextd.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),      // 18: contextd.v1.DeleteSessionResponse
-	(*AppendMessagesRequest)(nil),      // 19: contextd.v1.AppendMessagesRequest
-	(*AppendMessagesResponse)(nil),     // 20: contextd.v1.AppendMessagesResponse
-	(*GetMessagesRequest)(nil),         // 21: contextd.v1.GetMessagesRequest
-	(*GetMessagesResponse)(nil),        // 22: contextd.v1.GetMessagesResponse
-	(*PrepareContextRequest)(nil),      // 23: contextd.v1.PrepareContextRequest
-	(*PrepareContextResponse)(nil),     // 24: contextd.v1.PrepareContextResponse
-	(*CompactRequest)(nil),             // 25: contextd.v1.CompactRequest
-	(*CompactResponse)(nil),            // 26: contextd.v1.CompactResponse
-	(*RevertCompactionRequest)(nil),    // 27: contextd.v1.RevertCompactionRequest
-	(*RevertCompactionResponse)(nil),   // 28: contextd.v1.RevertCompactionResponse
-	(*ListCompactionsRequest)(nil),     // 29: contextd.v1.ListCompactionsRequest
-	(*ListCompactionsResponse)(nil),    // 30: contextd.v1.ListCompactionsResponse
-	(*ExpandMessageRequest)(nil),       // 31: contextd.v1.ExpandMessageRequest
-	(*ExpandMessageResponse)(nil),      // 32: contextd.v1.ExpandMessageResponse
-	(*CreateHandoffRequest)(nil),       // 33: contextd.v1.CreateHandoffRequest
-	(*CreateHandoffResponse)(nil),      // 34: contextd.v1.CreateHandoffResponse
-	(*WatchContextStatusRequest)(nil),  // 35: contextd.v1.WatchContextStatusRequest
-	(*WatchContextStatusResponse)(nil), // 36: contextd.v1.WatchContextStatusResponse
-	(*ReportUsageRequest)(nil),         // 37: contextd.v1.ReportUsageRequest
-	(*ReportUsageResponse)(nil),        // 38: contextd.v1.ReportUsageResponse
-	nil,                                // 39: contextd.v1.CreateSessionRequest.LabelsEntry
-	nil,                                // 40: contextd.v1.ListSessionsRequest.LabelsEntry
-	(*ToolDefinition)(nil),             // 41: contextd.v1.ToolDefinition
-	(*Message)(nil),                    // 42: contextd.v1.Message
-	(*ModelPricing)(nil),               // 43: contextd.v1.ModelPricing
-	(*CompactionPolicy)(nil),           // 44: contextd.v1.CompactionPolicy
-	(*ContextUsage)(nil),               // 45: contextd.v1.ContextUsage
-	(*Session)(nil),                    // 46: contextd.v1.Session
-	(MessageView)(0),                   // 47: contextd.v1.MessageView
-	(*ContextStatus)(nil),              // 48: contextd.v1.ContextStatus
-	(*CacheHints)(nil),                 // 49: contextd.v1.CacheHints
-	(CompactionTier)(0),                // 50: contextd.v1.CompactionTier
-	(*Compaction)(nil),                 // 51: contextd.v1.Compaction
+	(*UpdateSessionRequest)(nil),       // 13: contextd.v1.UpdateSessionRequest
+	(*UpdateSessionResponse)(nil),      // 14: contextd.v1.UpdateSessionResponse
+	(*ClearMessagesRequest)(nil),       // 15: contextd.v1.ClearMessagesRequest
+	(*ClearMessagesResponse)(nil),      // 16: contextd.v1.ClearMessagesResponse
+	(*GetSessionRequest)(nil),          // 17: contextd.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),         // 18: contextd.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),        // 19: contextd.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),       // 20: contextd.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),       // 21: contextd.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),      // 22: contextd.v1.DeleteSessionResponse
+	(*AppendMessagesRequest)(nil),      // 23: contextd.v1.AppendMessagesRequest
+	(*AppendMessagesResponse)(nil),     // 24: contextd.v1.AppendMessagesResponse
+	(*GetMessagesRequest)(nil),         // 25: contextd.v1.GetMessagesRequest
+	(*GetMessagesResponse)(nil),        // 26: contextd.v1.GetMessagesResponse
+	(*PrepareContextRequest)(nil),      // 27: contextd.v1.PrepareContextRequest
+	(*PrepareContextResponse)(nil),     // 28: contextd.v1.PrepareContextResponse
+	(*CompactRequest)(nil),             // 29: contextd.v1.CompactRequest
+	(*CompactResponse)(nil),            // 30: contextd.v1.CompactResponse
+	(*RevertCompactionRequest)(nil),    // 31: contextd.v1.RevertCompactionRequest
+	(*RevertCompactionResponse)(nil),   // 32: contextd.v1.RevertCompactionResponse
+	(*ListCompactionsRequest)(nil),     // 33: contextd.v1.ListCompactionsRequest
+	(*ListCompactionsResponse)(nil),    // 34: contextd.v1.ListCompactionsResponse
+	(*ExpandMessageRequest)(nil),       // 35: contextd.v1.ExpandMessageRequest
+	(*ExpandMessageResponse)(nil),      // 36: contextd.v1.ExpandMessageResponse
+	(*CreateHandoffRequest)(nil),       // 37: contextd.v1.CreateHandoffRequest
+	(*CreateHandoffResponse)(nil),      // 38: contextd.v1.CreateHandoffResponse
+	(*WatchContextStatusRequest)(nil),  // 39: contextd.v1.WatchContextStatusRequest
+	(*WatchContextStatusResponse)(nil), // 40: contextd.v1.WatchContextStatusResponse
+	(*ReportUsageRequest)(nil),         // 41: contextd.v1.ReportUsageRequest
+	(*ReportUsageResponse)(nil),        // 42: contextd.v1.ReportUsageResponse
+	nil,                                // 43: contextd.v1.CreateSessionRequest.LabelsEntry
+	nil,                                // 44: contextd.v1.UpdateSessionRequest.LabelsEntry
+	nil,                                // 45: contextd.v1.ListSessionsRequest.LabelsEntry
+	(*ToolDefinition)(nil),             // 46: contextd.v1.ToolDefinition
+	(*Message)(nil),                    // 47: contextd.v1.Message
+	(*ModelPricing)(nil),               // 48: contextd.v1.ModelPricing
+	(*CompactionPolicy)(nil),           // 49: contextd.v1.CompactionPolicy
+	(*ContextUsage)(nil),               // 50: contextd.v1.ContextUsage
+	(*Session)(nil),                    // 51: contextd.v1.Session
+	(*fieldmaskpb.FieldMask)(nil),      // 52: google.protobuf.FieldMask
+	(*Compaction)(nil),                 // 53: contextd.v1.Compaction
+	(MessageView)(0),                   // 54: contextd.v1.MessageView
+	(*ContextStatus)(nil),              // 55: contextd.v1.ContextStatus
+	(*CacheHints)(nil),                 // 56: contextd.v1.CacheHints
+	(CompactionTier)(0),                // 57: contextd.v1.CompactionTier
 }
 var file_contextd_v1_context_service_proto_depIdxs = []int32{
-	41, // 0: contextd.v1.CountTokensRequest.tools:type_name -> contextd.v1.ToolDefinition
-	42, // 1: contextd.v1.CountTokensRequest.messages:type_name -> contextd.v1.Message
+	46, // 0: contextd.v1.CountTokensRequest.tools:type_name -> contextd.v1.ToolDefinition
+	47, // 1: contextd.v1.CountTokensRequest.messages:type_name -> contextd.v1.Message
 	1,  // 2: contextd.v1.MessageCount.parts:type_name -> contextd.v1.PartCount
 	2,  // 3: contextd.v1.CountTokensResponse.messages:type_name -> contextd.v1.MessageCount
 	3,  // 4: contextd.v1.CountTokensResponse.tools:type_name -> contextd.v1.ToolCount
-	43, // 5: contextd.v1.ModelInfo.pricing:type_name -> contextd.v1.ModelPricing
+	48, // 5: contextd.v1.ModelInfo.pricing:type_name -> contextd.v1.ModelPricing
 	6,  // 6: contextd.v1.ListModelsResponse.models:type_name -> contextd.v1.ModelInfo
 	6,  // 7: contextd.v1.ListModelsResponse.default_model:type_name -> contextd.v1.ModelInfo
-	41, // 8: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
-	42, // 9: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
-	44, // 10: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
+	46, // 8: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
+	47, // 9: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
+	49, // 10: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
 	8,  // 11: contextd.v1.GetContextUsageRequest.inline:type_name -> contextd.v1.InlineContext
-	45, // 12: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
-	41, // 13: contextd.v1.CreateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
-	44, // 14: contextd.v1.CreateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
-	39, // 15: contextd.v1.CreateSessionRequest.labels:type_name -> contextd.v1.CreateSessionRequest.LabelsEntry
-	46, // 16: contextd.v1.CreateSessionResponse.session:type_name -> contextd.v1.Session
-	46, // 17: contextd.v1.GetSessionResponse.session:type_name -> contextd.v1.Session
-	40, // 18: contextd.v1.ListSessionsRequest.labels:type_name -> contextd.v1.ListSessionsRequest.LabelsEntry
-	46, // 19: contextd.v1.ListSessionsResponse.sessions:type_name -> contextd.v1.Session
-	42, // 20: contextd.v1.AppendMessagesRequest.messages:type_name -> contextd.v1.Message
-	42, // 21: contextd.v1.AppendMessagesResponse.messages:type_name -> contextd.v1.Message
-	45, // 22: contextd.v1.AppendMessagesResponse.usage:type_name -> contextd.v1.ContextUsage
-	47, // 23: contextd.v1.GetMessagesRequest.view:type_name -> contextd.v1.MessageView
-	42, // 24: contextd.v1.GetMessagesResponse.messages:type_name -> contextd.v1.Message
-	42, // 25: contextd.v1.PrepareContextRequest.messages:type_name -> contextd.v1.Message
-	42, // 26: contextd.v1.PrepareContextResponse.messages:type_name -> contextd.v1.Message
-	48, // 27: contextd.v1.PrepareContextResponse.status:type_name -> contextd.v1.ContextStatus
-	49, // 28: contextd.v1.PrepareContextResponse.cache:type_name -> contextd.v1.CacheHints
-	50, // 29: contextd.v1.CompactRequest.tier:type_name -> contextd.v1.CompactionTier
-	51, // 30: contextd.v1.CompactResponse.compaction:type_name -> contextd.v1.Compaction
-	45, // 31: contextd.v1.CompactResponse.usage:type_name -> contextd.v1.ContextUsage
-	46, // 32: contextd.v1.RevertCompactionResponse.session:type_name -> contextd.v1.Session
-	51, // 33: contextd.v1.ListCompactionsResponse.compactions:type_name -> contextd.v1.Compaction
-	42, // 34: contextd.v1.ExpandMessageResponse.message:type_name -> contextd.v1.Message
-	42, // 35: contextd.v1.ExpandMessageResponse.originals:type_name -> contextd.v1.Message
-	46, // 36: contextd.v1.CreateHandoffResponse.session:type_name -> contextd.v1.Session
-	48, // 37: contextd.v1.WatchContextStatusResponse.status:type_name -> contextd.v1.ContextStatus
-	45, // 38: contextd.v1.ReportUsageResponse.usage:type_name -> contextd.v1.ContextUsage
-	0,  // 39: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
-	5,  // 40: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
-	9,  // 41: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
-	11, // 42: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
-	13, // 43: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
-	15, // 44: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
-	17, // 45: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
-	19, // 46: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
-	21, // 47: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
-	23, // 48: contextd.v1.ContextService.PrepareContext:input_type -> contextd.v1.PrepareContextRequest
-	25, // 49: contextd.v1.ContextService.Compact:input_type -> contextd.v1.CompactRequest
-	27, // 50: contextd.v1.ContextService.RevertCompaction:input_type -> contextd.v1.RevertCompactionRequest
-	29, // 51: contextd.v1.ContextService.ListCompactions:input_type -> contextd.v1.ListCompactionsRequest
-	31, // 52: contextd.v1.ContextService.ExpandMessage:input_type -> contextd.v1.ExpandMessageRequest
-	33, // 53: contextd.v1.ContextService.CreateHandoff:input_type -> contextd.v1.CreateHandoffRequest
-	37, // 54: contextd.v1.ContextService.ReportUsage:input_type -> contextd.v1.ReportUsageRequest
-	35, // 55: contextd.v1.ContextService.WatchContextStatus:input_type -> contextd.v1.WatchContextStatusRequest
-	4,  // 56: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
-	7,  // 57: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
-	10, // 58: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
-	12, // 59: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
-	14, // 60: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
-	16, // 61: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
-	18, // 62: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
-	20, // 63: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
-	22, // 64: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
-	24, // 65: contextd.v1.ContextService.PrepareContext:output_type -> contextd.v1.PrepareContextResponse
-	26, // 66: contextd.v1.ContextService.Compact:output_type -> contextd.v1.CompactResponse
-	28, // 67: contextd.v1.ContextService.RevertCompaction:output_type -> contextd.v1.RevertCompactionResponse
-	30, // 68: contextd.v1.ContextService.ListCompactions:output_type -> contextd.v1.ListCompactionsResponse
-	32, // 69: contextd.v1.ContextService.ExpandMessage:output_type -> contextd.v1.ExpandMessageResponse
-	34, // 70: contextd.v1.ContextService.CreateHandoff:output_type -> contextd.v1.CreateHandoffResponse
-	38, // 71: contextd.v1.ContextService.ReportUsage:output_type -> contextd.v1.ReportUsageResponse
-	36, // 72: contextd.v1.ContextService.WatchContextStatus:output_type -> contextd.v1.WatchContextStatusResponse
-	56, // [56:73] is the sub-list for method output_type
-	39, // [39:56] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	50, // 12: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
+	46, // 13: contextd.v1.CreateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
+	49, // 14: contextd.v1.CreateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
+	43, // 15: contextd.v1.CreateSessionRequest.labels:type_name -> contextd.v1.CreateSessionRequest.LabelsEntry
+	51, // 16: contextd.v1.CreateSessionResponse.session:type_name -> contextd.v1.Session
+	52, // 17: contextd.v1.UpdateSessionRequest.update_mask:type_name -> google.protobuf.FieldMask
+	46, // 18: contextd.v1.UpdateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
+	49, // 19: contextd.v1.UpdateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
+	44, // 20: contextd.v1.UpdateSessionRequest.labels:type_name -> contextd.v1.UpdateSessionRequest.LabelsEntry
+	51, // 21: contextd.v1.UpdateSessionResponse.session:type_name -> contextd.v1.Session
+	51, // 22: contextd.v1.ClearMessagesResponse.session:type_name -> contextd.v1.Session
+	53, // 23: contextd.v1.ClearMessagesResponse.compaction:type_name -> contextd.v1.Compaction
+	51, // 24: contextd.v1.GetSessionResponse.session:type_name -> contextd.v1.Session
+	45, // 25: contextd.v1.ListSessionsRequest.labels:type_name -> contextd.v1.ListSessionsRequest.LabelsEntry
+	51, // 26: contextd.v1.ListSessionsResponse.sessions:type_name -> contextd.v1.Session
+	47, // 27: contextd.v1.AppendMessagesRequest.messages:type_name -> contextd.v1.Message
+	47, // 28: contextd.v1.AppendMessagesResponse.messages:type_name -> contextd.v1.Message
+	50, // 29: contextd.v1.AppendMessagesResponse.usage:type_name -> contextd.v1.ContextUsage
+	54, // 30: contextd.v1.GetMessagesRequest.view:type_name -> contextd.v1.MessageView
+	47, // 31: contextd.v1.GetMessagesResponse.messages:type_name -> contextd.v1.Message
+	47, // 32: contextd.v1.PrepareContextRequest.messages:type_name -> contextd.v1.Message
+	47, // 33: contextd.v1.PrepareContextResponse.messages:type_name -> contextd.v1.Message
+	55, // 34: contextd.v1.PrepareContextResponse.status:type_name -> contextd.v1.ContextStatus
+	56, // 35: contextd.v1.PrepareContextResponse.cache:type_name -> contextd.v1.CacheHints
+	57, // 36: contextd.v1.CompactRequest.tier:type_name -> contextd.v1.CompactionTier
+	53, // 37: contextd.v1.CompactResponse.compaction:type_name -> contextd.v1.Compaction
+	50, // 38: contextd.v1.CompactResponse.usage:type_name -> contextd.v1.ContextUsage
+	51, // 39: contextd.v1.RevertCompactionResponse.session:type_name -> contextd.v1.Session
+	53, // 40: contextd.v1.ListCompactionsResponse.compactions:type_name -> contextd.v1.Compaction
+	47, // 41: contextd.v1.ExpandMessageResponse.message:type_name -> contextd.v1.Message
+	47, // 42: contextd.v1.ExpandMessageResponse.originals:type_name -> contextd.v1.Message
+	51, // 43: contextd.v1.CreateHandoffResponse.session:type_name -> contextd.v1.Session
+	55, // 44: contextd.v1.WatchContextStatusResponse.status:type_name -> contextd.v1.ContextStatus
+	50, // 45: contextd.v1.ReportUsageResponse.usage:type_name -> contextd.v1.ContextUsage
+	0,  // 46: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
+	5,  // 47: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
+	9,  // 48: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
+	11, // 49: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
+	17, // 50: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
+	19, // 51: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
+	21, // 52: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
+	13, // 53: contextd.v1.ContextService.UpdateSession:input_type -> contextd.v1.UpdateSessionRequest
+	15, // 54: contextd.v1.ContextService.ClearMessages:input_type -> contextd.v1.ClearMessagesRequest
+	23, // 55: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
+	25, // 56: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
+	27, // 57: contextd.v1.ContextService.PrepareContext:input_type -> contextd.v1.PrepareContextRequest
+	29, // 58: contextd.v1.ContextService.Compact:input_type -> contextd.v1.CompactRequest
+	31, // 59: contextd.v1.ContextService.RevertCompaction:input_type -> contextd.v1.RevertCompactionRequest
+	33, // 60: contextd.v1.ContextService.ListCompactions:input_type -> contextd.v1.ListCompactionsRequest
+	35, // 61: contextd.v1.ContextService.ExpandMessage:input_type -> contextd.v1.ExpandMessageRequest
+	37, // 62: contextd.v1.ContextService.CreateHandoff:input_type -> contextd.v1.CreateHandoffRequest
+	41, // 63: contextd.v1.ContextService.ReportUsage:input_type -> contextd.v1.ReportUsageRequest
+	39, // 64: contextd.v1.ContextService.WatchContextStatus:input_type -> contextd.v1.WatchContextStatusRequest
+	4,  // 65: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
+	7,  // 66: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
+	10, // 67: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
+	12, // 68: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
+	18, // 69: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
+	20, // 70: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
+	22, // 71: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
+	14, // 72: contextd.v1.ContextService.UpdateSession:output_type -> contextd.v1.UpdateSessionResponse
+	16, // 73: contextd.v1.ContextService.ClearMessages:output_type -> contextd.v1.ClearMessagesResponse
+	24, // 74: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
+	26, // 75: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
+	28, // 76: contextd.v1.ContextService.PrepareContext:output_type -> contextd.v1.PrepareContextResponse
+	30, // 77: contextd.v1.ContextService.Compact:output_type -> contextd.v1.CompactResponse
+	32, // 78: contextd.v1.ContextService.RevertCompaction:output_type -> contextd.v1.RevertCompactionResponse
+	34, // 79: contextd.v1.ContextService.ListCompactions:output_type -> contextd.v1.ListCompactionsResponse
+	36, // 80: contextd.v1.ContextService.ExpandMessage:output_type -> contextd.v1.ExpandMessageResponse
+	38, // 81: contextd.v1.ContextService.CreateHandoff:output_type -> contextd.v1.CreateHandoffResponse
+	42, // 82: contextd.v1.ContextService.ReportUsage:output_type -> contextd.v1.ReportUsageResponse
+	40, // 83: contextd.v1.ContextService.WatchContextStatus:output_type -> contextd.v1.WatchContextStatusResponse
+	65, // [65:84] is the sub-list for method output_type
+	46, // [46:65] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_context_service_proto_init() }
@@ -3119,10 +3448,12 @@ func file_contextd_v1_context_service_proto_init() {
 		(*GetContextUsageRequest_SessionId)(nil),
 		(*GetContextUsageRequest_Inline)(nil),
 	}
-	file_contextd_v1_context_service_proto_msgTypes[19].OneofWrappers = []any{}
+	file_contextd_v1_context_service_proto_msgTypes[13].OneofWrappers = []any{}
+	file_contextd_v1_context_service_proto_msgTypes[15].OneofWrappers = []any{}
 	file_contextd_v1_context_service_proto_msgTypes[23].OneofWrappers = []any{}
-	file_contextd_v1_context_service_proto_msgTypes[25].OneofWrappers = []any{}
-	file_contextd_v1_context_service_proto_msgTypes[37].OneofWrappers = []any{
+	file_contextd_v1_context_service_proto_msgTypes[27].OneofWrappers = []any{}
+	file_contextd_v1_context_service_proto_msgTypes[29].OneofWrappers = []any{}
+	file_contextd_v1_context_service_proto_msgTypes[41].OneofWrappers = []any{
 		(*ReportUsageRequest_MessageCount)(nil),
 		(*ReportUsageRequest_Version)(nil),
 	}
@@ -3132,7 +3463,7 @@ func file_contextd_v1_context_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_contextd_v1_context_service_proto_rawDesc), len(file_contextd_v1_context_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   41,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

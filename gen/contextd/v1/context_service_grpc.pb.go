@@ -26,6 +26,8 @@ const (
 	ContextService_GetSession_FullMethodName         = "/contextd.v1.ContextService/GetSession"
 	ContextService_ListSessions_FullMethodName       = "/contextd.v1.ContextService/ListSessions"
 	ContextService_DeleteSession_FullMethodName      = "/contextd.v1.ContextService/DeleteSession"
+	ContextService_UpdateSession_FullMethodName      = "/contextd.v1.ContextService/UpdateSession"
+	ContextService_ClearMessages_FullMethodName      = "/contextd.v1.ContextService/ClearMessages"
 	ContextService_AppendMessages_FullMethodName     = "/contextd.v1.ContextService/AppendMessages"
 	ContextService_GetMessages_FullMethodName        = "/contextd.v1.ContextService/GetMessages"
 	ContextService_PrepareContext_FullMethodName     = "/contextd.v1.ContextService/PrepareContext"
@@ -68,6 +70,23 @@ type ContextServiceClient interface {
 	ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error)
 	// Deletes a session; it is NotFound from then on.
 	DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error)
+	// Changes a session mid-conversation: the fields named in update_mask
+	// (model, system_prompt, tools, policy, labels) take the request's values,
+	// validated as CreateSession validates them (INVALID_ARGUMENT naming the
+	// field). The system prompt and tools are recounted for the model; a model
+	// with another encoding also recounts the active view's messages (and
+	// starts a new view epoch). Bumps the version; watchers get
+	// STATUS_EVENT_UPDATED. With expected_version a stale writer gets ABORTED
+	// and nothing changes.
+	UpdateSession(ctx context.Context, in *UpdateSessionRequest, opts ...grpc.CallOption) (*UpdateSessionResponse, error)
+	// Starts the active view afresh: it becomes empty, or only the original
+	// task (the first user message) with keep_first_user_message. The system
+	// prompt and tools stay; the log keeps every message. Recorded as a
+	// compaction with tier "clear", so ListCompactions shows it and
+	// RevertCompaction restores the exact previous view. Bumps the version;
+	// watchers get STATUS_EVENT_COMPACTED. With expected_version a stale writer
+	// gets ABORTED and nothing changes.
+	ClearMessages(ctx context.Context, in *ClearMessagesRequest, opts ...grpc.CallOption) (*ClearMessagesResponse, error)
 	// Appends a batch of messages atomically: all or none. Tool results must
 	// answer a tool call made earlier (in the session or the batch) that has
 	// no result yet. A tool call still unanswered when any other message
@@ -197,6 +216,26 @@ func (c *contextServiceClient) DeleteSession(ctx context.Context, in *DeleteSess
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeleteSessionResponse)
 	err := c.cc.Invoke(ctx, ContextService_DeleteSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *contextServiceClient) UpdateSession(ctx context.Context, in *UpdateSessionRequest, opts ...grpc.CallOption) (*UpdateSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateSessionResponse)
+	err := c.cc.Invoke(ctx, ContextService_UpdateSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *contextServiceClient) ClearMessages(ctx context.Context, in *ClearMessagesRequest, opts ...grpc.CallOption) (*ClearMessagesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClearMessagesResponse)
+	err := c.cc.Invoke(ctx, ContextService_ClearMessages_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -342,6 +381,23 @@ type ContextServiceServer interface {
 	ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error)
 	// Deletes a session; it is NotFound from then on.
 	DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error)
+	// Changes a session mid-conversation: the fields named in update_mask
+	// (model, system_prompt, tools, policy, labels) take the request's values,
+	// validated as CreateSession validates them (INVALID_ARGUMENT naming the
+	// field). The system prompt and tools are recounted for the model; a model
+	// with another encoding also recounts the active view's messages (and
+	// starts a new view epoch). Bumps the version; watchers get
+	// STATUS_EVENT_UPDATED. With expected_version a stale writer gets ABORTED
+	// and nothing changes.
+	UpdateSession(context.Context, *UpdateSessionRequest) (*UpdateSessionResponse, error)
+	// Starts the active view afresh: it becomes empty, or only the original
+	// task (the first user message) with keep_first_user_message. The system
+	// prompt and tools stay; the log keeps every message. Recorded as a
+	// compaction with tier "clear", so ListCompactions shows it and
+	// RevertCompaction restores the exact previous view. Bumps the version;
+	// watchers get STATUS_EVENT_COMPACTED. With expected_version a stale writer
+	// gets ABORTED and nothing changes.
+	ClearMessages(context.Context, *ClearMessagesRequest) (*ClearMessagesResponse, error)
 	// Appends a batch of messages atomically: all or none. Tool results must
 	// answer a tool call made earlier (in the session or the batch) that has
 	// no result yet. A tool call still unanswered when any other message
@@ -427,6 +483,12 @@ func (UnimplementedContextServiceServer) ListSessions(context.Context, *ListSess
 }
 func (UnimplementedContextServiceServer) DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteSession not implemented")
+}
+func (UnimplementedContextServiceServer) UpdateSession(context.Context, *UpdateSessionRequest) (*UpdateSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateSession not implemented")
+}
+func (UnimplementedContextServiceServer) ClearMessages(context.Context, *ClearMessagesRequest) (*ClearMessagesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ClearMessages not implemented")
 }
 func (UnimplementedContextServiceServer) AppendMessages(context.Context, *AppendMessagesRequest) (*AppendMessagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AppendMessages not implemented")
@@ -601,6 +663,42 @@ func _ContextService_DeleteSession_Handler(srv interface{}, ctx context.Context,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ContextServiceServer).DeleteSession(ctx, req.(*DeleteSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ContextService_UpdateSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).UpdateSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_UpdateSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).UpdateSession(ctx, req.(*UpdateSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ContextService_ClearMessages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClearMessagesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).ClearMessages(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_ClearMessages_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).ClearMessages(ctx, req.(*ClearMessagesRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -812,6 +910,14 @@ var ContextService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteSession",
 			Handler:    _ContextService_DeleteSession_Handler,
+		},
+		{
+			MethodName: "UpdateSession",
+			Handler:    _ContextService_UpdateSession_Handler,
+		},
+		{
+			MethodName: "ClearMessages",
+			Handler:    _ContextService_ClearMessages_Handler,
 		},
 		{
 			MethodName: "AppendMessages",

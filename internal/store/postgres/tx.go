@@ -201,6 +201,20 @@ func (t *txn) ViewMessages(ctx context.Context, tenant, sessionID string) ([]cha
 		WHERE v.tenant = $1 AND v.session_id = $2 ORDER BY v.ord`, tenant, sessionID))
 }
 
+// SetMessageTokens implements store.Tx.
+func (t *txn) SetMessageTokens(ctx context.Context, tenant, sessionID string, tokens map[string]int64) error {
+	for id, n := range tokens {
+		tag, err := t.tx.Exec(ctx, `UPDATE messages SET tokens = $1 WHERE tenant = $2 AND session_id = $3 AND id = $4`, n, tenant, sessionID, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("message %q: %w", id, store.ErrNotFound)
+		}
+	}
+	return nil
+}
+
 func (t *txn) ReplaceView(ctx context.Context, tenant, sessionID string, ids []string) error {
 	if _, err := t.tx.Exec(ctx, `DELETE FROM view_entries WHERE tenant = $1 AND session_id = $2`, tenant, sessionID); err != nil {
 		return err

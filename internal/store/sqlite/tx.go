@@ -201,6 +201,22 @@ func (t *txn) ViewMessages(ctx context.Context, tenant, sessionID string) ([]cha
 		WHERE v.tenant = ? AND v.session_id = ? ORDER BY v.ord`, tenant, sessionID))
 }
 
+// SetMessageTokens implements store.Tx.
+func (t *txn) SetMessageTokens(ctx context.Context, tenant, sessionID string, tokens map[string]int64) error {
+	for id, n := range tokens {
+		res, err := t.tx.ExecContext(ctx, `UPDATE messages SET tokens = ? WHERE tenant = ? AND session_id = ? AND id = ?`, n, tenant, sessionID, id)
+		if err != nil {
+			return err
+		}
+		if k, err := res.RowsAffected(); err != nil {
+			return err
+		} else if k == 0 {
+			return fmt.Errorf("message %q: %w", id, store.ErrNotFound)
+		}
+	}
+	return nil
+}
+
 func (t *txn) ReplaceView(ctx context.Context, tenant, sessionID string, ids []string) error {
 	if _, err := t.tx.ExecContext(ctx, `DELETE FROM view_entries WHERE tenant = ? AND session_id = ?`, tenant, sessionID); err != nil {
 		return err

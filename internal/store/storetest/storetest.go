@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Ledger", testLedger},
 		{"LedgerSaturates", testLedgerSaturates},
 		{"PreparedView", testPreparedView},
+		{"SetMessageTokens", testSetMessageTokens},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
@@ -496,5 +497,31 @@ func testPurge(t *testing.T, s store.Store) {
 	p, err = s.Purge(ctx, time.Now().Add(time.Hour), time.Now().Add(48*time.Hour))
 	if err != nil || p.Sessions != 1 || p.IdempotencyKeys != 1 {
 		t.Errorf("second purge: %+v, %v", p, err)
+	}
+}
+
+func testSetMessageTokens(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	create(t, s, session("t", "s", epoch))
+	create(t, s, session("other", "s", epoch))
+	msgs := sampleMessages()
+	insertMessages(t, s, "t", "s", msgs)
+	insertMessages(t, s, "other", "s", msgs)
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.SetMessageTokens(ctx, "t", "s", map[string]int64{msgs[0].ID: 7, msgs[2].ID: 9})
+	})
+	got, err := s.MessagesByID(ctx, "t", "s", []string{msgs[0].ID, msgs[1].ID, msgs[2].ID})
+	if err != nil || got[0].Tokens != 7 || got[1].Tokens != msgs[1].Tokens || got[2].Tokens != 9 {
+		t.Errorf("tokens after set: %+v, %v", got, err)
+	}
+	other, err := s.MessagesByID(ctx, "other", "s", []string{msgs[0].ID})
+	if err != nil || other[0].Tokens != msgs[0].Tokens {
+		t.Errorf("another tenant's message changed: %+v, %v", other, err)
+	}
+	err = inTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.SetMessageTokens(ctx, "t", "s", map[string]int64{"ghost": 1})
+	})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown id: %v", err)
 	}
 }

@@ -1,5 +1,6 @@
 from buf.validate import validate_pb2 as _validate_pb2
 from contextd.v1 import types_pb2 as _types_pb2
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -28,6 +29,24 @@ class AppendMessagesResponse(_message.Message):
     usage: _types_pb2.ContextUsage
     version: int
     def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., version: _Optional[int] = ..., usage: _Optional[_Union[_types_pb2.ContextUsage, _Mapping]] = ...) -> None: ...
+
+class ClearMessagesRequest(_message.Message):
+    __slots__ = ["expected_version", "keep_first_user_message", "session_id"]
+    EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KEEP_FIRST_USER_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    expected_version: int
+    keep_first_user_message: bool
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., keep_first_user_message: bool = ..., expected_version: _Optional[int] = ...) -> None: ...
+
+class ClearMessagesResponse(_message.Message):
+    __slots__ = ["compaction", "session"]
+    COMPACTION_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    compaction: _types_pb2.Compaction
+    session: _types_pb2.Session
+    def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ..., compaction: _Optional[_Union[_types_pb2.Compaction, _Mapping]] = ...) -> None: ...
 
 class CompactRequest(_message.Message):
     __slots__ = ["dry_run", "dry_run_llm", "instructions", "session_id", "target", "tier"]
@@ -412,6 +431,39 @@ class ToolCount(_message.Message):
     name: str
     tokens: int
     def __init__(self, name: _Optional[str] = ..., tokens: _Optional[int] = ...) -> None: ...
+
+class UpdateSessionRequest(_message.Message):
+    __slots__ = ["expected_version", "labels", "model", "policy", "session_id", "system_prompt", "tools", "update_mask"]
+    class LabelsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_PROMPT_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    expected_version: int
+    labels: _containers.ScalarMap[str, str]
+    model: str
+    policy: _types_pb2.CompactionPolicy
+    session_id: str
+    system_prompt: str
+    tools: _containers.RepeatedCompositeFieldContainer[_types_pb2.ToolDefinition]
+    update_mask: _field_mask_pb2.FieldMask
+    def __init__(self, session_id: _Optional[str] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ..., model: _Optional[str] = ..., system_prompt: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[_types_pb2.ToolDefinition, _Mapping]]] = ..., policy: _Optional[_Union[_types_pb2.CompactionPolicy, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., expected_version: _Optional[int] = ...) -> None: ...
+
+class UpdateSessionResponse(_message.Message):
+    __slots__ = ["session"]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    session: _types_pb2.Session
+    def __init__(self, session: _Optional[_Union[_types_pb2.Session, _Mapping]] = ...) -> None: ...
 
 class WatchContextStatusRequest(_message.Message):
     __slots__ = ["from_version", "heartbeat_seconds", "session_id"]

@@ -54,6 +54,16 @@ class ContextServiceStub(object):
                 request_serializer=contextd_dot_v1_dot_context__service__pb2.DeleteSessionRequest.SerializeToString,
                 response_deserializer=contextd_dot_v1_dot_context__service__pb2.DeleteSessionResponse.FromString,
                 )
+        self.UpdateSession = channel.unary_unary(
+                '/contextd.v1.ContextService/UpdateSession',
+                request_serializer=contextd_dot_v1_dot_context__service__pb2.UpdateSessionRequest.SerializeToString,
+                response_deserializer=contextd_dot_v1_dot_context__service__pb2.UpdateSessionResponse.FromString,
+                )
+        self.ClearMessages = channel.unary_unary(
+                '/contextd.v1.ContextService/ClearMessages',
+                request_serializer=contextd_dot_v1_dot_context__service__pb2.ClearMessagesRequest.SerializeToString,
+                response_deserializer=contextd_dot_v1_dot_context__service__pb2.ClearMessagesResponse.FromString,
+                )
         self.AppendMessages = channel.unary_unary(
                 '/contextd.v1.ContextService/AppendMessages',
                 request_serializer=contextd_dot_v1_dot_context__service__pb2.AppendMessagesRequest.SerializeToString,
@@ -164,6 +174,33 @@ class ContextServiceServicer(object):
 
     def DeleteSession(self, request, context):
         """Deletes a session; it is NotFound from then on.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateSession(self, request, context):
+        """Changes a session mid-conversation: the fields named in update_mask
+        (model, system_prompt, tools, policy, labels) take the request's values,
+        validated as CreateSession validates them (INVALID_ARGUMENT naming the
+        field). The system prompt and tools are recounted for the model; a model
+        with another encoding also recounts the active view's messages (and
+        starts a new view epoch). Bumps the version; watchers get
+        STATUS_EVENT_UPDATED. With expected_version a stale writer gets ABORTED
+        and nothing changes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ClearMessages(self, request, context):
+        """Starts the active view afresh: it becomes empty, or only the original
+        task (the first user message) with keep_first_user_message. The system
+        prompt and tools stay; the log keeps every message. Recorded as a
+        compaction with tier "clear", so ListCompactions shows it and
+        RevertCompaction restores the exact previous view. Bumps the version;
+        watchers get STATUS_EVENT_COMPACTED. With expected_version a stale writer
+        gets ABORTED and nothing changes.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -311,6 +348,16 @@ def add_ContextServiceServicer_to_server(servicer, server):
                     servicer.DeleteSession,
                     request_deserializer=contextd_dot_v1_dot_context__service__pb2.DeleteSessionRequest.FromString,
                     response_serializer=contextd_dot_v1_dot_context__service__pb2.DeleteSessionResponse.SerializeToString,
+            ),
+            'UpdateSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateSession,
+                    request_deserializer=contextd_dot_v1_dot_context__service__pb2.UpdateSessionRequest.FromString,
+                    response_serializer=contextd_dot_v1_dot_context__service__pb2.UpdateSessionResponse.SerializeToString,
+            ),
+            'ClearMessages': grpc.unary_unary_rpc_method_handler(
+                    servicer.ClearMessages,
+                    request_deserializer=contextd_dot_v1_dot_context__service__pb2.ClearMessagesRequest.FromString,
+                    response_serializer=contextd_dot_v1_dot_context__service__pb2.ClearMessagesResponse.SerializeToString,
             ),
             'AppendMessages': grpc.unary_unary_rpc_method_handler(
                     servicer.AppendMessages,
@@ -493,6 +540,40 @@ class ContextService(object):
         return grpc.experimental.unary_unary(request, target, '/contextd.v1.ContextService/DeleteSession',
             contextd_dot_v1_dot_context__service__pb2.DeleteSessionRequest.SerializeToString,
             contextd_dot_v1_dot_context__service__pb2.DeleteSessionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UpdateSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/contextd.v1.ContextService/UpdateSession',
+            contextd_dot_v1_dot_context__service__pb2.UpdateSessionRequest.SerializeToString,
+            contextd_dot_v1_dot_context__service__pb2.UpdateSessionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ClearMessages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/contextd.v1.ContextService/ClearMessages',
+            contextd_dot_v1_dot_context__service__pb2.ClearMessagesRequest.SerializeToString,
+            contextd_dot_v1_dot_context__service__pb2.ClearMessagesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -7,13 +7,15 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
 import { file_buf_validate_validate } from "../../buf/validate/validate_pb.js";
 import type { CacheHints, Compaction, CompactionPolicy, CompactionTier, ContextStatus, ContextUsage, Message as Message$1, MessageView, ModelPricing, Session, ToolDefinition } from "./types_pb.js";
 import { file_contextd_v1_types } from "./types_pb.js";
+import type { FieldMask } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_field_mask } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file contextd/v1/context_service.proto.
  */
 export const file_contextd_v1_context_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFjb250ZXh0ZC92MS9jb250ZXh0X3NlcnZpY2UucHJvdG8SC2NvbnRleHRkLnYxIp0EChJDb3VudFRva2Vuc1JlcXVlc3QSFwoFbW9kZWwYASABKAlCCLpIBXIDGIACEhkKCGVuY29kaW5nGAIgASgJQge6SARyAhhAEgwKBHRleHQYAyABKAkSFQoNc3lzdGVtX3Byb21wdBgEIAEoCRI1CgV0b29scxgFIAMoCzIbLmNvbnRleHRkLnYxLlRvb2xEZWZpbml0aW9uQgm6SAaSAQMQgAgSMgoIbWVzc2FnZXMYBiADKAsyFC5jb250ZXh0ZC52MS5NZXNzYWdlQgq6SAeSAQQQoI0GOsICuki+AhrOAQoZY291bnRfdG9rZW5zLnRleHRfb3JfY2hhdBJNZ2l2ZSBlaXRoZXIgdGV4dCBvciBhIGNoYXQgcmVxdWVzdCAoc3lzdGVtX3Byb21wdCwgdG9vbHMsIG1lc3NhZ2VzKSwgbm90IGJvdGgaYnRoaXMudGV4dCA9PSAnJyB8fCAodGhpcy5zeXN0ZW1fcHJvbXB0ID09ICcnICYmIHNpemUodGhpcy50b29scykgPT0gMCAmJiBzaXplKHRoaXMubWVzc2FnZXMpID09IDApGmsKHmNvdW50X3Rva2Vucy5tb2RlbF9vcl9lbmNvZGluZxIgZ2l2ZSBtb2RlbCBvciBlbmNvZGluZywgbm90IGJvdGgaJ3RoaXMubW9kZWwgPT0gJycgfHwgdGhpcy5lbmNvZGluZyA9PSAnJyI4CglQYXJ0Q291bnQSDQoFaW5kZXgYASABKAUSDAoEa2luZBgCIAEoCRIOCgZ0b2tlbnMYAyABKAMibAoMTWVzc2FnZUNvdW50Eg0KBWluZGV4GAEgASgFEg4KBnRva2VucxgCIAEoAxIWCg5mcmFtaW5nX3Rva2VucxgDIAEoAxIlCgVwYXJ0cxgEIAMoCzIWLmNvbnRleHRkLnYxLlBhcnRDb3VudCIpCglUb29sQ291bnQSDAoEbmFtZRgBIAEoCRIOCgZ0b2tlbnMYAiABKAMihwIKE0NvdW50VG9rZW5zUmVzcG9uc2USFAoMdG90YWxfdG9rZW5zGAEgASgDEhAKCGVuY29kaW5nGAIgASgJEg0KBW1vZGVsGAMgASgJEg0KBWV4YWN0GAQgASgIEhUKDXN5c3RlbV90b2tlbnMYBSABKAMSFAoMdG9vbHNfdG9rZW5zGAYgASgDEhcKD21lc3NhZ2VzX3Rva2VucxgHIAEoAxIrCghtZXNzYWdlcxgIIAMoCzIZLmNvbnRleHRkLnYxLk1lc3NhZ2VDb3VudBIlCgV0b29scxgJIAMoCzIWLmNvbnRleHRkLnYxLlRvb2xDb3VudBIQCgh3YXJuaW5ncxgKIAMoCSITChFMaXN0TW9kZWxzUmVxdWVzdCLUAQoJTW9kZWxJbmZvEgwKBG5hbWUYASABKAkSDwoHYWxpYXNlcxgCIAMoCRIQCghwcm92aWRlchgDIAEoCRIWCg5jb250ZXh0X3dpbmRvdxgEIAEoAxIZChFtYXhfb3V0cHV0X3Rva2VucxgFIAEoAxIQCghlbmNvZGluZxgGIAEoCRINCgVleGFjdBgHIAEoCBIWCg5leHBlY3RlZF9lcnJvchgIIAEoARIqCgdwcmljaW5nGCggASgLMhkuY29udGV4dGQudjEuTW9kZWxQcmljaW5nImsKEkxpc3RNb2RlbHNSZXNwb25zZRImCgZtb2RlbHMYASADKAsyFi5jb250ZXh0ZC52MS5Nb2RlbEluZm8SLQoNZGVmYXVsdF9tb2RlbBgCIAEoCzIWLmNvbnRleHRkLnYxLk1vZGVsSW5mbyLbAQoNSW5saW5lQ29udGV4dBIZCgVtb2RlbBgBIAEoCUIKukgHcgUQARiAAhIVCg1zeXN0ZW1fcHJvbXB0GAIgASgJEjUKBXRvb2xzGAMgAygLMhsuY29udGV4dGQudjEuVG9vbERlZmluaXRpb25CCbpIBpIBAxCACBIyCghtZXNzYWdlcxgEIAMoCzIULmNvbnRleHRkLnYxLk1lc3NhZ2VCCrpIB5IBBBCgjQYSLQoGcG9saWN5GAUgASgLMh0uY29udGV4dGQudjEuQ29tcGFjdGlvblBvbGljeSJ5ChZHZXRDb250ZXh0VXNhZ2VSZXF1ZXN0EiAKCnNlc3Npb25faWQYASABKAlCCrpIB3IFEAEYgAFIABIsCgZpbmxpbmUYAiABKAsyGi5jb250ZXh0ZC52MS5JbmxpbmVDb250ZXh0SABCDwoGc291cmNlEgW6SAIIASJDChdHZXRDb250ZXh0VXNhZ2VSZXNwb25zZRIoCgV1c2FnZRgBIAEoCzIZLmNvbnRleHRkLnYxLkNvbnRleHRVc2FnZSLsAgoUQ3JlYXRlU2Vzc2lvblJlcXVlc3QSNQoCaWQYASABKAlCKbpIJnIkGIABMh9eKFtBLVphLXowLTldW0EtWmEtejAtOS5fLV0qKT8kEhkKBW1vZGVsGAIgASgJQgq6SAdyBRABGIACEhUKDXN5c3RlbV9wcm9tcHQYAyABKAkSNQoFdG9vbHMYBCADKAsyGy5jb250ZXh0ZC52MS5Ub29sRGVmaW5pdGlvbkIJukgGkgEDEIAIEi0KBnBvbGljeRgFIAEoCzIdLmNvbnRleHRkLnYxLkNvbXBhY3Rpb25Qb2xpY3kSVgoGbGFiZWxzGAYgAygLMi0uY29udGV4dGQudjEuQ3JlYXRlU2Vzc2lvblJlcXVlc3QuTGFiZWxzRW50cnlCF7pIFJoBERBAIgZyBBABGD8qBXIDGIACGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiPgoVQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEiUKB3Nlc3Npb24YASABKAsyFC5jb250ZXh0ZC52MS5TZXNzaW9uIjMKEUdldFNlc3Npb25SZXF1ZXN0Eh4KCnNlc3Npb25faWQYASABKAlCCrpIB3IFEAEYgAEiOwoSR2V0U2Vzc2lvblJlc3BvbnNlEiUKB3Nlc3Npb24YASABKAsyFC5jb250ZXh0ZC52MS5TZXNzaW9uIskBChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Eh0KCXBhZ2Vfc2l6ZRgBIAEoBUIKukgHGgUY6AcoABIcCgpwYWdlX3Rva2VuGAIgASgJQgi6SAVyAxiABBJGCgZsYWJlbHMYAyADKAsyLC5jb250ZXh0ZC52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0LkxhYmVsc0VudHJ5Qgi6SAWaAQIQEBotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlcKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEiYKCHNlc3Npb25zGAEgAygLMhQuY29udGV4dGQudjEuU2Vzc2lvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiNgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSHgoKc2Vzc2lvbl9pZBgBIAEoCUIKukgHcgUQARiAASIXChVEZWxldGVTZXNzaW9uUmVzcG9uc2UizAEKFUFwcGVuZE1lc3NhZ2VzUmVxdWVzdBIeCgpzZXNzaW9uX2lkGAEgASgJQgq6SAdyBRABGIABEjMKCG1lc3NhZ2VzGAIgAygLMhQuY29udGV4dGQudjEuTWVzc2FnZUILukgIkgEFCAEQ6AcSIQoPaWRlbXBvdGVuY3lfa2V5GAMgASgJQgi6SAVyAxiAARImChBleHBlY3RlZF92ZXJzaW9uGAQgASgDQge6SAQiAigASACIAQFCEwoRX2V4cGVjdGVkX3ZlcnNpb24iewoWQXBwZW5kTWVzc2FnZXNSZXNwb25zZRImCghtZXNzYWdlcxgBIAMoCzIULmNvbnRleHRkLnYxLk1lc3NhZ2USDwoHdmVyc2lvbhgCIAEoAxIoCgV1c2FnZRgDIAEoCzIZLmNvbnRleHRkLnYxLkNvbnRleHRVc2FnZSKjAQoSR2V0TWVzc2FnZXNSZXF1ZXN0Eh4KCnNlc3Npb25faWQYASABKAlCCrpIB3IFEAEYgAESMAoEdmlldxgCIAEoDjIYLmNvbnRleHRkLnYxLk1lc3NhZ2VWaWV3Qgi6SAWCAQIQARIdCglwYWdlX3NpemUYAyABKAVCCrpIBxoFGOgHKAASHAoKcGFnZV90b2tlbhgEIAEoCUIIukgFcgMYgAQiZwoTR2V0TWVzc2FnZXNSZXNwb25zZRImCghtZXNzYWdlcxgBIAMoCzIULmNvbnRleHRkLnYxLk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEg8KB3ZlcnNpb24YAyABKAMi6AEKFVByZXBhcmVDb250ZXh0UmVxdWVzdBIeCgpzZXNzaW9uX2lkGAEgASgJQgq6SAdyBRABGIABEjEKCG1lc3NhZ2VzGAIgAygLMhQuY29udGV4dGQudjEuTWVzc2FnZUIJukgGkgEDEOgHEiEKD2lkZW1wb3RlbmN5X2tleRgDIAEoCUIIukgFcgMYgAESJgoQZXhwZWN0ZWRfdmVyc2lvbhgEIAEoA0IHukgEIgIoAEgAiAEBEhwKCnZpZXdfdG9rZW4YFCABKAlCCLpIBXIDGIAEQhMKEV9leHBlY3RlZF92ZXJzaW9uIrcBChZQcmVwYXJlQ29udGV4dFJlc3BvbnNlEiYKCG1lc3NhZ2VzGAEgAygLMhQuY29udGV4dGQudjEuTWVzc2FnZRIqCgZzdGF0dXMYAiABKAsyGi5jb250ZXh0ZC52MS5Db250ZXh0U3RhdHVzEiYKBWNhY2hlGCggASgLMhcuY29udGV4dGQudjEuQ2FjaGVIaW50cxISCgp2aWV3X3Rva2VuGBQgASgJEg0KBWRlbHRhGBUgASgIIuQBCg5Db21wYWN0UmVxdWVzdBIeCgpzZXNzaW9uX2lkGAEgASgJQgq6SAdyBRABGIABEjMKBHRpZXIYAiABKA4yGy5jb250ZXh0ZC52MS5Db21wYWN0aW9uVGllckIIukgFggECEAESDwoHZHJ5X3J1bhgDIAEoCBIeCgxpbnN0cnVjdGlvbnMYBCABKAlCCLpIBXIDGKAfEiwKBnRhcmdldBgFIAEoAUIXukgUEhIRAAAAAAAA8D8hAAAAAAAAAABIAIgBARITCgtkcnlfcnVuX2xsbRgeIAEoCEIJCgdfdGFyZ2V0Iq8BCg9Db21wYWN0UmVzcG9uc2USEQoJY29tcGFjdGVkGAEgASgIEg8KB2RyeV9ydW4YAiABKAgSKwoKY29tcGFjdGlvbhgDIAEoCzIXLmNvbnRleHRkLnYxLkNvbXBhY3Rpb24SKAoFdXNhZ2UYBCABKAsyGS5jb250ZXh0ZC52MS5Db250ZXh0VXNhZ2USDwoHdmVyc2lvbhgFIAEoAxIQCgh3YXJuaW5ncxgGIAMoCSJcChdSZXZlcnRDb21wYWN0aW9uUmVxdWVzdBIeCgpzZXNzaW9uX2lkGAEgASgJQgq6SAdyBRABGIABEiEKDWNvbXBhY3Rpb25faWQYAiABKAlCCrpIB3IFEAEYgAEiQQoYUmV2ZXJ0Q29tcGFjdGlvblJlc3BvbnNlEiUKB3Nlc3Npb24YASABKAsyFC5jb250ZXh0ZC52MS5TZXNzaW9uInUKFkxpc3RDb21wYWN0aW9uc1JlcXVlc3QSHgoKc2Vzc2lvbl9pZBgBIAEoCUIKukgHcgUQARiAARIdCglwYWdlX3NpemUYHyABKAVCCrpIBxoFGOgHKAASHAoKcGFnZV90b2tlbhggIAEoCUIIukgFcgMYgAQiYAoXTGlzdENvbXBhY3Rpb25zUmVzcG9uc2USLAoLY29tcGFjdGlvbnMYASADKAsyFy5jb250ZXh0ZC52MS5Db21wYWN0aW9uEhcKD25leHRfcGFnZV90b2tlbhgfIAEoCSJ0ChRFeHBhbmRNZXNzYWdlUmVxdWVzdBIeCgpzZXNzaW9uX2lkGAEgASgJQgq6SAdyBRABGIABEh4KCm1lc3NhZ2VfaWQYAiABKAlCCrpIB3IFEAEYgAESHAoKcGFnZV90b2tlbhgfIAEoCUIIukgFcgMYgAQigAEKFUV4cGFuZE1lc3NhZ2VSZXNwb25zZRIlCgdtZXNzYWdlGAEgASgLMhQuY29udGV4dGQudjEuTWVzc2FnZRInCglvcmlnaW5hbHMYAiADKAsyFC5jb250ZXh0ZC52MS5NZXNzYWdlEhcKD25leHRfcGFnZV90b2tlbhgfIAEoCSKRAQoUQ3JlYXRlSGFuZG9mZlJlcXVlc3QSHgoKc2Vzc2lvbl9pZBgBIAEoCUIKukgHcgUQARiAARIWCg5jcmVhdGVfc2Vzc2lvbhgCIAEoCBJBCg5uZXdfc2Vzc2lvbl9pZBgDIAEoCUIpukgmciQYgAEyH14oW0EtWmEtejAtOV1bQS1aYS16MC05Ll8tXSopPyQiUAoVQ3JlYXRlSGFuZG9mZlJlc3BvbnNlEhAKCGRvY3VtZW50GAEgASgJEiUKB3Nlc3Npb24YAiABKAsyFC5jb250ZXh0ZC52MS5TZXNzaW9uIn8KGVdhdGNoQ29udGV4dFN0YXR1c1JlcXVlc3QSHAoKc2Vzc2lvbl9pZBgBIAEoCUIIukgFcgMYgAESHQoMZnJvbV92ZXJzaW9uGAIgASgDQge6SAQiAigAEiUKEWhlYXJ0YmVhdF9zZWNvbmRzGAMgASgFQgq6SAcaBRisAigAIkgKGldhdGNoQ29udGV4dFN0YXR1c1Jlc3BvbnNlEioKBnN0YXR1cxgBIAEoCzIaLmNvbnRleHRkLnYxLkNvbnRleHRTdGF0dXMi/wMKElJlcG9ydFVzYWdlUmVxdWVzdBIeCgpzZXNzaW9uX2lkGAEgASgJQgq6SAdyBRABGIABEiIKDGlucHV0X3Rva2VucxgCIAEoA0IMukgJIgcYgMLXLygAEi0KF2NhY2hlX3JlYWRfaW5wdXRfdG9rZW5zGAMgASgDQgy6SAkiBxiAwtcvKAASMQobY2FjaGVfY3JlYXRpb25faW5wdXRfdG9rZW5zGAQgASgDQgy6SAkiBxiAwtcvKAASIwoNb3V0cHV0X3Rva2VucxgFIAEoA0IMukgJIgcYgMLXLygAEiAKDW1lc3NhZ2VfY291bnQYBiABKANCB7pIBCICKABIABIaCgd2ZXJzaW9uGAcgASgDQge6SAQiAigASAA61AG6SNABGs0BChtyZXBvcnRfdXNhZ2UucG9zaXRpdmVfaW5wdXQSVWlucHV0X3Rva2VucyArIGNhY2hlX3JlYWRfaW5wdXRfdG9rZW5zICsgY2FjaGVfY3JlYXRpb25faW5wdXRfdG9rZW5zIG11c3QgYmUgcG9zaXRpdmUaV3RoaXMuaW5wdXRfdG9rZW5zICsgdGhpcy5jYWNoZV9yZWFkX2lucHV0X3Rva2VucyArIHRoaXMuY2FjaGVfY3JlYXRpb25faW5wdXRfdG9rZW5zID4gMEIJCgdyZXF1ZXN0Ij8KE1JlcG9ydFVzYWdlUmVzcG9uc2USKAoFdXNhZ2UYASABKAsyGS5jb250ZXh0ZC52MS5Db250ZXh0VXNhZ2Uy2wsKDkNvbnRleHRTZXJ2aWNlElAKC0NvdW50VG9rZW5zEh8uY29udGV4dGQudjEuQ291bnRUb2tlbnNSZXF1ZXN0GiAuY29udGV4dGQudjEuQ291bnRUb2tlbnNSZXNwb25zZRJNCgpMaXN0TW9kZWxzEh4uY29udGV4dGQudjEuTGlzdE1vZGVsc1JlcXVlc3QaHy5jb250ZXh0ZC52MS5MaXN0TW9kZWxzUmVzcG9uc2USXAoPR2V0Q29udGV4dFVzYWdlEiMuY29udGV4dGQudjEuR2V0Q29udGV4dFVzYWdlUmVxdWVzdBokLmNvbnRleHRkLnYxLkdldENvbnRleHRVc2FnZVJlc3BvbnNlElYKDUNyZWF0ZVNlc3Npb24SIS5jb250ZXh0ZC52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBoiLmNvbnRleHRkLnYxLkNyZWF0ZVNlc3Npb25SZXNwb25zZRJNCgpHZXRTZXNzaW9uEh4uY29udGV4dGQudjEuR2V0U2Vzc2lvblJlcXVlc3QaHy5jb250ZXh0ZC52MS5HZXRTZXNzaW9uUmVzcG9uc2USUwoMTGlzdFNlc3Npb25zEiAuY29udGV4dGQudjEuTGlzdFNlc3Npb25zUmVxdWVzdBohLmNvbnRleHRkLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlElYKDURlbGV0ZVNlc3Npb24SIS5jb250ZXh0ZC52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBoiLmNvbnRleHRkLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJZCg5BcHBlbmRNZXNzYWdlcxIiLmNvbnRleHRkLnYxLkFwcGVuZE1lc3NhZ2VzUmVxdWVzdBojLmNvbnRleHRkLnYxLkFwcGVuZE1lc3NhZ2VzUmVzcG9uc2USUAoLR2V0TWVzc2FnZXMSHy5jb250ZXh0ZC52MS5HZXRNZXNzYWdlc1JlcXVlc3QaIC5jb250ZXh0ZC52MS5HZXRNZXNzYWdlc1Jlc3BvbnNlElkKDlByZXBhcmVDb250ZXh0EiIuY29udGV4dGQudjEuUHJlcGFyZUNvbnRleHRSZXF1ZXN0GiMuY29udGV4dGQudjEuUHJlcGFyZUNvbnRleHRSZXNwb25zZRJECgdDb21wYWN0EhsuY29udGV4dGQudjEuQ29tcGFjdFJlcXVlc3QaHC5jb250ZXh0ZC52MS5Db21wYWN0UmVzcG9uc2USXwoQUmV2ZXJ0Q29tcGFjdGlvbhIkLmNvbnRleHRkLnYxLlJldmVydENvbXBhY3Rpb25SZXF1ZXN0GiUuY29udGV4dGQudjEuUmV2ZXJ0Q29tcGFjdGlvblJlc3BvbnNlElwKD0xpc3RDb21wYWN0aW9ucxIjLmNvbnRleHRkLnYxLkxpc3RDb21wYWN0aW9uc1JlcXVlc3QaJC5jb250ZXh0ZC52MS5MaXN0Q29tcGFjdGlvbnNSZXNwb25zZRJWCg1FeHBhbmRNZXNzYWdlEiEuY29udGV4dGQudjEuRXhwYW5kTWVzc2FnZVJlcXVlc3QaIi5jb250ZXh0ZC52MS5FeHBhbmRNZXNzYWdlUmVzcG9uc2USVgoNQ3JlYXRlSGFuZG9mZhIhLmNvbnRleHRkLnYxLkNyZWF0ZUhhbmRvZmZSZXF1ZXN0GiIuY29udGV4dGQudjEuQ3JlYXRlSGFuZG9mZlJlc3BvbnNlElAKC1JlcG9ydFVzYWdlEh8uY29udGV4dGQudjEuUmVwb3J0VXNhZ2VSZXF1ZXN0GiAuY29udGV4dGQudjEuUmVwb3J0VXNhZ2VSZXNwb25zZRJnChJXYXRjaENvbnRleHRTdGF0dXMSJi5jb250ZXh0ZC52MS5XYXRjaENvbnRleHRTdGF0dXNSZXF1ZXN0GicuY29udGV4dGQudjEuV2F0Y2hDb250ZXh0U3RhdHVzUmVzcG9uc2UwAUI5WjdnaXRodWIuY29tL2NvbnRleHRkL2NvbnRleHRkL2dlbi9jb250ZXh0ZC92MTtjb250ZXh0ZHYxYgZwcm90bzM", [file_buf_validate_validate, file_contextd_v1_types]);
+  fileDesc("CiFjb250ZXh0ZC92MS9jb250ZXh0X3NlcnZpY2UucHJvdG8SC2NvbnRleHRkLnYxIp0EChJDb3VudFRva2Vuc1JlcXVlc3QSFwoFbW9kZWwYASABKAlCCLpIBXIDGIACEhkKCGVuY29kaW5nGAIgASgJQge6SARyAhhAEgwKBHRleHQYAyABKAkSFQoNc3lzdGVtX3Byb21wdBgEIAEoCRI1CgV0b29scxgFIAMoCzIbLmNvbnRleHRkLnYxLlRvb2xEZWZpbml0aW9uQgm6SAaSAQMQgAgSMgoIbWVzc2FnZXMYBiADKAsyFC5jb250ZXh0ZC52MS5NZXNzYWdlQgq6SAeSAQQQoI0GOsICuki+AhrOAQoZY291bnRfdG9rZW5zLnRleHRfb3JfY2hhdBJNZ2l2ZSBlaXRoZXIgdGV4dCBvciBhIGNoYXQgcmVxdWVzdCAoc3lzdGVtX3Byb21wdCwgdG9vbHMsIG1lc3NhZ2VzKSwgbm90IGJvdGgaYnRoaXMudGV4dCA9PSAnJyB8fCAodGhpcy5zeXN0ZW1fcHJvbXB0ID09ICcnICYmIHNpemUodGhpcy50b29scykgPT0gMCAmJiBzaXplKHRoaXMubWVzc2FnZXMpID09IDApGmsKHmNvdW50X3Rva2Vucy5tb2RlbF9vcl9lbmNvZGluZxIgZ2l2ZSBtb2RlbCBvciBlbmNvZGluZywgbm90IGJvdGgaJ3RoaXMubW9kZWwgPT0gJycgfHwgdGhpcy5lbmNvZGluZyA9PSAnJyI4CglQYXJ0Q291bnQSDQoFaW5kZXgYASABKAUSDAoEa2luZBgCIAEoCRIOCgZ0b2tlbnMYAyABKAMibAoMTWVzc2FnZUNvdW50Eg0KBWluZGV4GAEgASgFEg4KBnRva2VucxgCIAEoAxIWCg5mcmFtaW5nX3Rva2VucxgDIAEoAxIlCgVwYXJ0cxgEIAMoCzIWLmNvbnRleHRkLnYxLlBhcnRDb3VudCIpCglUb29sQ291bnQSDAoEbmFtZRgBIAEoCRIOCgZ0b2tlbnMYAiABKAMihwIKE0NvdW50VG9rZW5zUmVzcG9uc2USFAoMdG90YWxfdG9rZW5zGAEgASgDEhAKCGVuY29kaW5nGAIgASgJEg0KBW1vZGVsGAMgASgJEg0KBWV4YWN0GAQgASgIEhUKDXN5c3RlbV90b2tlbnMYBSABKAMSFAoMdG9vbHNfdG9rZW5zGAYgASgDEhcKD21lc3NhZ2VzX3Rva2VucxgHIAEoAxIrCghtZXNzYWdlcxgIIAMoCzIZLmNvbnRleHRkLnYxLk1lc3NhZ2VDb3VudBIlCgV0b29scxgJIAMoCzIWLmNvbnRleHRkLnYxLlRvb2xDb3VudBIQCgh3YXJuaW5ncxgKIAMoCSITChFMaXN0TW9kZWxzUmVxdWVzdCLUAQoJTW9kZWxJbmZvEgwKBG5hbWUYASABKAkSDwoHYWxpYXNlcxgCIAMoCRIQCghwcm92aWRlchgDIAEoCRIWCg5jb250ZXh0X3dpbmRvdxgEIAEoAxIZChFtYXhfb3V0cHV0X3Rva2VucxgFIAEoAxIQCghlbmNvZGluZxgGIAEoCRINCgVleGFjdBgHIAEoCBIWCg5leHBlY3RlZF9lcnJvchgIIAEoARIqCgdwcmljaW5nGCggASgLMhkuY29udGV4dGQudjEuTW9kZWxQcmljaW5nImsKEkxpc3RNb2RlbHNSZXNwb25zZRImCgZtb2RlbHMYASADKAsyFi5jb250ZXh0ZC52MS5Nb2RlbEluZm8SLQoNZGVmYXVsdF9tb2RlbBgCIAEoCzIWLmNvbnRleHRkLnYxLk1vZGVsSW5mbyLbAQoNSW5saW5lQ29udGV4dBIZCgVtb2RlbBgBIAEoCUIKukgHcgUQARiAAhIVCg1zeXN0ZW1fcHJvbXB0GAIgASgJEjUKBXRvb2xzGAMgAygLMhsuY29udGV4dGQudjEuVG9vbERlZmluaXRpb25CCbpIBpIBAxCACBIyCghtZXNzYWdlcxgEIAMoCzIULmNvbnRleHRkLnYxLk1lc3NhZ2VCCrpIB5IBBBCgjQYSLQoGcG9saWN5GAUgASgLMh0uY29udGV4dGQudjEuQ29tcGFjdGlvblBvbGljeSJ5ChZHZXRDb250ZXh0VXNhZ2VSZXF1ZXN0EiAKCnNlc3Npb25faWQYASABKAlCCrpIB3IFEAEYgAFIABIsCgZpbmxpbmUYAiABKAsyGi5jb250ZXh0ZC52MS5JbmxpbmVDb250ZXh0SABCDwoGc291cmNlEgW6SAIIASJDChdHZXRDb250ZXh0VXNhZ2VSZXNwb25zZRIoCgV1c2FnZRgBIAEoCzIZLmNvbnRleHRkLnYxLkNvbnRleHRVc2FnZSLsAgoUQ3JlYXRlU2Vzc2lvblJlcXVlc3QSNQoCaWQYASABKAlCKbpIJnIkGIABMh9eKFtBLVphLXowLTldW0EtWmEtejAtOS5fLV0qKT8kEhkKBW1vZGVsGAIgASgJQgq6SAdyBRABGIACEhUKDXN5c3RlbV9wcm9tcHQYAyABKAkSNQoFdG9vbHMYBCADKAsyGy5jb250ZXh0ZC52MS5Ub29sRGVmaW5pdGlvbkIJukgGkgEDEIAIEi0KBnBvbGljeRgFIAEoCzIdLmNvbnRleHRkLnYxLkNvbXBhY3Rpb25Qb2xpY3kSVgoGbGFiZWxzGAYgAygLMi0uY29udGV4dGQudjEuQ3JlYXRlU2Vzc2lvblJlcXVlc3QuTGFiZWxzRW50cnlCF7pIFJoBERBAIgZyBBABGD8qBXIDGIACGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiPgoVQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEiUKB3Nlc3Npb24YASABKAsyFC5jb250ZXh0ZC52MS5TZXNzaW9uIsEDChRVcGRhdGVTZXNzaW9uUmVxdWVzdBIeCgpzZXNzaW9uX2lkGAEgASgJQgq6SAdyBRABGIABEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzaxIXCgVtb2RlbBgDIAEoCUIIukgFcgMYgAISFQoNc3lzdGVtX3Byb21wdBgEIAEoCRI1CgV0b29scxgFIAMoCzIbLmNvbnRleHRkLnYxLlRvb2xEZWZpbml0aW9uQgm6SAaSAQMQgAgSLQoGcG9saWN5GAYgASgLMh0uY29udGV4dGQudjEuQ29tcGFjdGlvblBvbGljeRJWCgZsYWJlbHMYByADKAsyLS5jb250ZXh0ZC52MS5VcGRhdGVTZXNzaW9uUmVxdWVzdC5MYWJlbHNFbnRyeUIXukgUmgEREEAiBnIEEAEYPyoFcgMYgAISJgoQZXhwZWN0ZWRfdmVyc2lvbhgIIAEoA0IHukgEIgIoAEgAiAEBGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCEwoRX2V4cGVjdGVkX3ZlcnNpb24iPgoVVXBkYXRlU2Vzc2lvblJlc3BvbnNlEiUKB3Nlc3Npb24YASABKAsyFC5jb250ZXh0ZC52MS5TZXNzaW9uIpQBChRDbGVhck1lc3NhZ2VzUmVxdWVzdBIeCgpzZXNzaW9uX2lkGAEgASgJQgq6SAdyBRABGIABEh8KF2tlZXBfZmlyc3RfdXNlcl9tZXNzYWdlGAIgASgIEiYKEGV4cGVjdGVkX3ZlcnNpb24YAyABKANCB7pIBCICKABIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJrChVDbGVhck1lc3NhZ2VzUmVzcG9uc2USJQoHc2Vzc2lvbhgBIAEoCzIULmNvbnRleHRkLnYxLlNlc3Npb24SKwoKY29tcGFjdGlvbhgCIAEoCzIXLmNvbnRleHRkLnYxLkNvbXBhY3Rpb24iMwoRR2V0U2Vzc2lvblJlcXVlc3QSHgoKc2Vzc2lvbl9pZBgBIAEoCUIKukgHcgUQARiAASI7ChJHZXRTZXNzaW9uUmVzcG9uc2USJQoHc2Vzc2lvbhgBIAEoCzIULmNvbnRleHRkLnYxLlNlc3Npb24iyQEKE0xpc3RTZXNzaW9uc1JlcXVlc3QSHQoJcGFnZV9zaXplGAEgASgFQgq6SAcaBRjoBygAEhwKCnBhZ2VfdG9rZW4YAiABKAlCCLpIBXIDGIAEEkYKBmxhYmVscxgDIAMoCzIsLmNvbnRleHRkLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QuTGFiZWxzRW50cnlCCLpIBZoBAhAQGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiVwoUTGlzdFNlc3Npb25zUmVzcG9uc2USJgoIc2Vzc2lvbnMYASADKAsyFC5jb250ZXh0ZC52MS5TZXNzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI2ChREZWxldGVTZXNzaW9uUmVxdWVzdBIeCgpzZXNzaW9uX2lkGAEgASgJQgq6SAdyBRABGIABIhcKFURlbGV0ZVNlc3Npb25SZXNwb25zZSLMAQoVQXBwZW5kTWVzc2FnZXNSZXF1ZXN0Eh4KCnNlc3Npb25faWQYASABKAlCCrpIB3IFEAEYgAESMwoIbWVzc2FnZXMYAiADKAsyFC5jb250ZXh0ZC52MS5NZXNzYWdlQgu6SAiSAQUIARDoBxIhCg9pZGVtcG90ZW5jeV9rZXkYAyABKAlCCLpIBXIDGIABEiYKEGV4cGVjdGVkX3ZlcnNpb24YBCABKANCB7pIBCICKABIAIgBAUITChFfZXhwZWN0ZWRfdmVyc2lvbiJ7ChZBcHBlbmRNZXNzYWdlc1Jlc3BvbnNlEiYKCG1lc3NhZ2VzGAEgAygLMhQuY29udGV4dGQudjEuTWVzc2FnZRIPCgd2ZXJzaW9uGAIgASgDEigKBXVzYWdlGAMgASgLMhkuY29udGV4dGQudjEuQ29udGV4dFVzYWdlIqMBChJHZXRNZXNzYWdlc1JlcXVlc3QSHgoKc2Vzc2lvbl9pZBgBIAEoCUIKukgHcgUQARiAARIwCgR2aWV3GAIgASgOMhguY29udGV4dGQudjEuTWVzc2FnZVZpZXdCCLpIBYIBAhABEh0KCXBhZ2Vfc2l6ZRgDIAEoBUIKukgHGgUY6AcoABIcCgpwYWdlX3Rva2VuGAQgASgJQgi6SAVyAxiABCJnChNHZXRNZXNzYWdlc1Jlc3BvbnNlEiYKCG1lc3NhZ2VzGAEgAygLMhQuY29udGV4dGQudjEuTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSDwoHdmVyc2lvbhgDIAEoAyLoAQoVUHJlcGFyZUNvbnRleHRSZXF1ZXN0Eh4KCnNlc3Npb25faWQYASABKAlCCrpIB3IFEAEYgAESMQoIbWVzc2FnZXMYAiADKAsyFC5jb250ZXh0ZC52MS5NZXNzYWdlQgm6SAaSAQMQ6AcSIQoPaWRlbXBvdGVuY3lfa2V5GAMgASgJQgi6SAVyAxiAARImChBleHBlY3RlZF92ZXJzaW9uGAQgASgDQge6SAQiAigASACIAQESHAoKdmlld190b2tlbhgUIAEoCUIIukgFcgMYgARCEwoRX2V4cGVjdGVkX3ZlcnNpb24itwEKFlByZXBhcmVDb250ZXh0UmVzcG9uc2USJgoIbWVzc2FnZXMYASADKAsyFC5jb250ZXh0ZC52MS5NZXNzYWdlEioKBnN0YXR1cxgCIAEoCzIaLmNvbnRleHRkLnYxLkNvbnRleHRTdGF0dXMSJgoFY2FjaGUYKCABKAsyFy5jb250ZXh0ZC52MS5DYWNoZUhpbnRzEhIKCnZpZXdfdG9rZW4YFCABKAkSDQoFZGVsdGEYFSABKAgi5AEKDkNvbXBhY3RSZXF1ZXN0Eh4KCnNlc3Npb25faWQYASABKAlCCrpIB3IFEAEYgAESMwoEdGllchgCIAEoDjIbLmNvbnRleHRkLnYxLkNvbXBhY3Rpb25UaWVyQgi6SAWCAQIQARIPCgdkcnlfcnVuGAMgASgIEh4KDGluc3RydWN0aW9ucxgEIAEoCUIIukgFcgMYoB8SLAoGdGFyZ2V0GAUgASgBQhe6SBQSEhEAAAAAAADwPyEAAAAAAAAAAEgAiAEBEhMKC2RyeV9ydW5fbGxtGB4gASgIQgkKB190YXJnZXQirwEKD0NvbXBhY3RSZXNwb25zZRIRCgljb21wYWN0ZWQYASABKAgSDwoHZHJ5X3J1bhgCIAEoCBIrCgpjb21wYWN0aW9uGAMgASgLMhcuY29udGV4dGQudjEuQ29tcGFjdGlvbhIoCgV1c2FnZRgEIAEoCzIZLmNvbnRleHRkLnYxLkNvbnRleHRVc2FnZRIPCgd2ZXJzaW9uGAUgASgDEhAKCHdhcm5pbmdzGAYgAygJIlwKF1JldmVydENvbXBhY3Rpb25SZXF1ZXN0Eh4KCnNlc3Npb25faWQYASABKAlCCrpIB3IFEAEYgAESIQoNY29tcGFjdGlvbl9pZBgCIAEoCUIKukgHcgUQARiAASJBChhSZXZlcnRDb21wYWN0aW9uUmVzcG9uc2USJQoHc2Vzc2lvbhgBIAEoCzIULmNvbnRleHRkLnYxLlNlc3Npb24idQoWTGlzdENvbXBhY3Rpb25zUmVxdWVzdBIeCgpzZXNzaW9uX2lkGAEgASgJQgq6SAdyBRABGIABEh0KCXBhZ2Vfc2l6ZRgfIAEoBUIKukgHGgUY6AcoABIcCgpwYWdlX3Rva2VuGCAgASgJQgi6SAVyAxiABCJgChdMaXN0Q29tcGFjdGlvbnNSZXNwb25zZRIsCgtjb21wYWN0aW9ucxgBIAMoCzIXLmNvbnRleHRkLnYxLkNvbXBhY3Rpb24SFwoPbmV4dF9wYWdlX3Rva2VuGB8gASgJInQKFEV4cGFuZE1lc3NhZ2VSZXF1ZXN0Eh4KCnNlc3Npb25faWQYASABKAlCCrpIB3IFEAEYgAESHgoKbWVzc2FnZV9pZBgCIAEoCUIKukgHcgUQARiAARIcCgpwYWdlX3Rva2VuGB8gASgJQgi6SAVyAxiABCKAAQoVRXhwYW5kTWVzc2FnZVJlc3BvbnNlEiUKB21lc3NhZ2UYASABKAsyFC5jb250ZXh0ZC52MS5NZXNzYWdlEicKCW9yaWdpbmFscxgCIAMoCzIULmNvbnRleHRkLnYxLk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGB8gASgJIpEBChRDcmVhdGVIYW5kb2ZmUmVxdWVzdBIeCgpzZXNzaW9uX2lkGAEgASgJQgq6SAdyBRABGIABEhYKDmNyZWF0ZV9zZXNzaW9uGAIgASgIEkEKDm5ld19zZXNzaW9uX2lkGAMgASgJQim6SCZyJBiAATIfXihbQS1aYS16MC05XVtBLVphLXowLTkuXy1dKik/JCJQChVDcmVhdGVIYW5kb2ZmUmVzcG9uc2USEAoIZG9jdW1lbnQYASABKAkSJQoHc2Vzc2lvbhgCIAEoCzIULmNvbnRleHRkLnYxLlNlc3Npb24ifwoZV2F0Y2hDb250ZXh0U3RhdHVzUmVxdWVzdBIcCgpzZXNzaW9uX2lkGAEgASgJQgi6SAVyAxiAARIdCgxmcm9tX3ZlcnNpb24YAiABKANCB7pIBCICKAASJQoRaGVhcnRiZWF0X3NlY29uZHMYAyABKAVCCrpIBxoFGKwCKAAiSAoaV2F0Y2hDb250ZXh0U3RhdHVzUmVzcG9uc2USKgoGc3RhdHVzGAEgASgLMhouY29udGV4dGQudjEuQ29udGV4dFN0YXR1cyL/AwoSUmVwb3J0VXNhZ2VSZXF1ZXN0Eh4KCnNlc3Npb25faWQYASABKAlCCrpIB3IFEAEYgAESIgoMaW5wdXRfdG9rZW5zGAIgASgDQgy6SAkiBxiAwtcvKAASLQoXY2FjaGVfcmVhZF9pbnB1dF90b2tlbnMYAyABKANCDLpICSIHGIDC1y8oABIxChtjYWNoZV9jcmVhdGlvbl9pbnB1dF90b2tlbnMYBCABKANCDLpICSIHGIDC1y8oABIjCg1vdXRwdXRfdG9rZW5zGAUgASgDQgy6SAkiBxiAwtcvKAASIAoNbWVzc2FnZV9jb3VudBgGIAEoA0IHukgEIgIoAEgAEhoKB3ZlcnNpb24YByABKANCB7pIBCICKABIADrUAbpI0AEazQEKG3JlcG9ydF91c2FnZS5wb3NpdGl2ZV9pbnB1dBJVaW5wdXRfdG9rZW5zICsgY2FjaGVfcmVhZF9pbnB1dF90b2tlbnMgKyBjYWNoZV9jcmVhdGlvbl9pbnB1dF90b2tlbnMgbXVzdCBiZSBwb3NpdGl2ZRpXdGhpcy5pbnB1dF90b2tlbnMgKyB0aGlzLmNhY2hlX3JlYWRfaW5wdXRfdG9rZW5zICsgdGhpcy5jYWNoZV9jcmVhdGlvbl9pbnB1dF90b2tlbnMgPiAwQgkKB3JlcXVlc3QiPwoTUmVwb3J0VXNhZ2VSZXNwb25zZRIoCgV1c2FnZRgBIAEoCzIZLmNvbnRleHRkLnYxLkNvbnRleHRVc2FnZTKLDQoOQ29udGV4dFNlcnZpY2USUAoLQ291bnRUb2tlbnMSHy5jb250ZXh0ZC52MS5Db3VudFRva2Vuc1JlcXVlc3QaIC5jb250ZXh0ZC52MS5Db3VudFRva2Vuc1Jlc3BvbnNlEk0KCkxpc3RNb2RlbHMSHi5jb250ZXh0ZC52MS5MaXN0TW9kZWxzUmVxdWVzdBofLmNvbnRleHRkLnYxLkxpc3RNb2RlbHNSZXNwb25zZRJcCg9HZXRDb250ZXh0VXNhZ2USIy5jb250ZXh0ZC52MS5HZXRDb250ZXh0VXNhZ2VSZXF1ZXN0GiQuY29udGV4dGQudjEuR2V0Q29udGV4dFVzYWdlUmVzcG9uc2USVgoNQ3JlYXRlU2Vzc2lvbhIhLmNvbnRleHRkLnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0GiIuY29udGV4dGQudjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEk0KCkdldFNlc3Npb24SHi5jb250ZXh0ZC52MS5HZXRTZXNzaW9uUmVxdWVzdBofLmNvbnRleHRkLnYxLkdldFNlc3Npb25SZXNwb25zZRJTCgxMaXN0U2Vzc2lvbnMSIC5jb250ZXh0ZC52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GiEuY29udGV4dGQudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USVgoNRGVsZXRlU2Vzc2lvbhIhLmNvbnRleHRkLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiIuY29udGV4dGQudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlElYKDVVwZGF0ZVNlc3Npb24SIS5jb250ZXh0ZC52MS5VcGRhdGVTZXNzaW9uUmVxdWVzdBoiLmNvbnRleHRkLnYxLlVwZGF0ZVNlc3Npb25SZXNwb25zZRJWCg1DbGVhck1lc3NhZ2VzEiEuY29udGV4dGQudjEuQ2xlYXJNZXNzYWdlc1JlcXVlc3QaIi5jb250ZXh0ZC52MS5DbGVhck1lc3NhZ2VzUmVzcG9uc2USWQoOQXBwZW5kTWVzc2FnZXMSIi5jb250ZXh0ZC52MS5BcHBlbmRNZXNzYWdlc1JlcXVlc3QaIy5jb250ZXh0ZC52MS5BcHBlbmRNZXNzYWdlc1Jlc3BvbnNlElAKC0dldE1lc3NhZ2VzEh8uY29udGV4dGQudjEuR2V0TWVzc2FnZXNSZXF1ZXN0GiAuY29udGV4dGQudjEuR2V0TWVzc2FnZXNSZXNwb25zZRJZCg5QcmVwYXJlQ29udGV4dBIiLmNvbnRleHRkLnYxLlByZXBhcmVDb250ZXh0UmVxdWVzdBojLmNvbnRleHRkLnYxLlByZXBhcmVDb250ZXh0UmVzcG9uc2USRAoHQ29tcGFjdBIbLmNvbnRleHRkLnYxLkNvbXBhY3RSZXF1ZXN0GhwuY29udGV4dGQudjEuQ29tcGFjdFJlc3BvbnNlEl8KEFJldmVydENvbXBhY3Rpb24SJC5jb250ZXh0ZC52MS5SZXZlcnRDb21wYWN0aW9uUmVxdWVzdBolLmNvbnRleHRkLnYxLlJldmVydENvbXBhY3Rpb25SZXNwb25zZRJcCg9MaXN0Q29tcGFjdGlvbnMSIy5jb250ZXh0ZC52MS5MaXN0Q29tcGFjdGlvbnNSZXF1ZXN0GiQuY29udGV4dGQudjEuTGlzdENvbXBhY3Rpb25zUmVzcG9uc2USVgoNRXhwYW5kTWVzc2FnZRIhLmNvbnRleHRkLnYxLkV4cGFuZE1lc3NhZ2VSZXF1ZXN0GiIuY29udGV4dGQudjEuRXhwYW5kTWVzc2FnZVJlc3BvbnNlElYKDUNyZWF0ZUhhbmRvZmYSIS5jb250ZXh0ZC52MS5DcmVhdGVIYW5kb2ZmUmVxdWVzdBoiLmNvbnRleHRkLnYxLkNyZWF0ZUhhbmRvZmZSZXNwb25zZRJQCgtSZXBvcnRVc2FnZRIfLmNvbnRleHRkLnYxLlJlcG9ydFVzYWdlUmVxdWVzdBogLmNvbnRleHRkLnYxLlJlcG9ydFVzYWdlUmVzcG9uc2USZwoSV2F0Y2hDb250ZXh0U3RhdHVzEiYuY29udGV4dGQudjEuV2F0Y2hDb250ZXh0U3RhdHVzUmVxdWVzdBonLmNvbnRleHRkLnYxLldhdGNoQ29udGV4dFN0YXR1c1Jlc3BvbnNlMAFCOVo3Z2l0aHViLmNvbS9jb250ZXh0ZC9jb250ZXh0ZC9nZW4vY29udGV4dGQvdjE7Y29udGV4dGR2MWIGcHJvdG8z", [file_buf_validate_validate, file_contextd_v1_types, file_google_protobuf_field_mask]);
 
 /**
  * CountTokens input: `text` alone, or a chat request (any of system_prompt,
@@ -575,6 +577,165 @@ export const CreateSessionResponseSchema: GenMessage<CreateSessionResponse> = /*
   messageDesc(file_contextd_v1_context_service, 12);
 
 /**
+ * UpdateSession input.
+ *
+ * @generated from message contextd.v1.UpdateSessionRequest
+ */
+export type UpdateSessionRequest = Message<"contextd.v1.UpdateSessionRequest"> & {
+  /**
+   * The session. Required.
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * The fields to change: any of "model", "system_prompt", "tools",
+   * "policy", "labels". At least one. A named field left empty in the
+   * request is cleared (except model, which must not be empty).
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 2;
+   */
+  updateMask?: FieldMask | undefined;
+
+  /**
+   * New model (with "model" in the mask).
+   *
+   * @generated from field: string model = 3;
+   */
+  model: string;
+
+  /**
+   * New system prompt (with "system_prompt").
+   *
+   * @generated from field: string system_prompt = 4;
+   */
+  systemPrompt: string;
+
+  /**
+   * New tool definitions (with "tools").
+   *
+   * @generated from field: repeated contextd.v1.ToolDefinition tools = 5;
+   */
+  tools: ToolDefinition[];
+
+  /**
+   * New compaction policy (with "policy"); unset fields take defaults.
+   *
+   * @generated from field: contextd.v1.CompactionPolicy policy = 6;
+   */
+  policy?: CompactionPolicy | undefined;
+
+  /**
+   * New labels (with "labels"), replacing all of them.
+   *
+   * @generated from field: map<string, string> labels = 7;
+   */
+  labels: { [key: string]: string };
+
+  /**
+   * When set, the update happens only if the session is still at this
+   * version; otherwise ABORTED (re-read and retry).
+   *
+   * @generated from field: optional int64 expected_version = 8;
+   */
+  expectedVersion?: bigint | undefined;
+};
+
+/**
+ * Describes the message contextd.v1.UpdateSessionRequest.
+ * Use `create(UpdateSessionRequestSchema)` to create a new message.
+ */
+export const UpdateSessionRequestSchema: GenMessage<UpdateSessionRequest> = /*@__PURE__*/
+  messageDesc(file_contextd_v1_context_service, 13);
+
+/**
+ * UpdateSession output.
+ *
+ * @generated from message contextd.v1.UpdateSessionResponse
+ */
+export type UpdateSessionResponse = Message<"contextd.v1.UpdateSessionResponse"> & {
+  /**
+   * The session after the update, with its usage.
+   *
+   * @generated from field: contextd.v1.Session session = 1;
+   */
+  session?: Session | undefined;
+};
+
+/**
+ * Describes the message contextd.v1.UpdateSessionResponse.
+ * Use `create(UpdateSessionResponseSchema)` to create a new message.
+ */
+export const UpdateSessionResponseSchema: GenMessage<UpdateSessionResponse> = /*@__PURE__*/
+  messageDesc(file_contextd_v1_context_service, 14);
+
+/**
+ * ClearMessages input.
+ *
+ * @generated from message contextd.v1.ClearMessagesRequest
+ */
+export type ClearMessagesRequest = Message<"contextd.v1.ClearMessagesRequest"> & {
+  /**
+   * The session. Required.
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * Keep the original task (the first user message of the active view).
+   *
+   * @generated from field: bool keep_first_user_message = 2;
+   */
+  keepFirstUserMessage: boolean;
+
+  /**
+   * When set, the clear happens only if the session is still at this
+   * version; otherwise ABORTED (re-read and retry).
+   *
+   * @generated from field: optional int64 expected_version = 3;
+   */
+  expectedVersion?: bigint | undefined;
+};
+
+/**
+ * Describes the message contextd.v1.ClearMessagesRequest.
+ * Use `create(ClearMessagesRequestSchema)` to create a new message.
+ */
+export const ClearMessagesRequestSchema: GenMessage<ClearMessagesRequest> = /*@__PURE__*/
+  messageDesc(file_contextd_v1_context_service, 15);
+
+/**
+ * ClearMessages output.
+ *
+ * @generated from message contextd.v1.ClearMessagesResponse
+ */
+export type ClearMessagesResponse = Message<"contextd.v1.ClearMessagesResponse"> & {
+  /**
+   * The session after the clear, with its usage.
+   *
+   * @generated from field: contextd.v1.Session session = 1;
+   */
+  session?: Session | undefined;
+
+  /**
+   * The record (tier "clear"); revert it with RevertCompaction. Unset when
+   * the view was already as asked (nothing changed).
+   *
+   * @generated from field: contextd.v1.Compaction compaction = 2;
+   */
+  compaction?: Compaction | undefined;
+};
+
+/**
+ * Describes the message contextd.v1.ClearMessagesResponse.
+ * Use `create(ClearMessagesResponseSchema)` to create a new message.
+ */
+export const ClearMessagesResponseSchema: GenMessage<ClearMessagesResponse> = /*@__PURE__*/
+  messageDesc(file_contextd_v1_context_service, 16);
+
+/**
  * GetSession input.
  *
  * @generated from message contextd.v1.GetSessionRequest
@@ -593,7 +754,7 @@ export type GetSessionRequest = Message<"contextd.v1.GetSessionRequest"> & {
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 13);
+  messageDesc(file_contextd_v1_context_service, 17);
 
 /**
  * GetSession output.
@@ -614,7 +775,7 @@ export type GetSessionResponse = Message<"contextd.v1.GetSessionResponse"> & {
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 14);
+  messageDesc(file_contextd_v1_context_service, 18);
 
 /**
  * ListSessions input.
@@ -649,7 +810,7 @@ export type ListSessionsRequest = Message<"contextd.v1.ListSessionsRequest"> & {
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 15);
+  messageDesc(file_contextd_v1_context_service, 19);
 
 /**
  * ListSessions output.
@@ -677,7 +838,7 @@ export type ListSessionsResponse = Message<"contextd.v1.ListSessionsResponse"> &
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 16);
+  messageDesc(file_contextd_v1_context_service, 20);
 
 /**
  * DeleteSession input.
@@ -698,7 +859,7 @@ export type DeleteSessionRequest = Message<"contextd.v1.DeleteSessionRequest"> &
  * Use `create(DeleteSessionRequestSchema)` to create a new message.
  */
 export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 17);
+  messageDesc(file_contextd_v1_context_service, 21);
 
 /**
  * DeleteSession output.
@@ -713,7 +874,7 @@ export type DeleteSessionResponse = Message<"contextd.v1.DeleteSessionResponse">
  * Use `create(DeleteSessionResponseSchema)` to create a new message.
  */
 export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 18);
+  messageDesc(file_contextd_v1_context_service, 22);
 
 /**
  * AppendMessages input.
@@ -758,7 +919,7 @@ export type AppendMessagesRequest = Message<"contextd.v1.AppendMessagesRequest">
  * Use `create(AppendMessagesRequestSchema)` to create a new message.
  */
 export const AppendMessagesRequestSchema: GenMessage<AppendMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 19);
+  messageDesc(file_contextd_v1_context_service, 23);
 
 /**
  * AppendMessages output.
@@ -793,7 +954,7 @@ export type AppendMessagesResponse = Message<"contextd.v1.AppendMessagesResponse
  * Use `create(AppendMessagesResponseSchema)` to create a new message.
  */
 export const AppendMessagesResponseSchema: GenMessage<AppendMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 20);
+  messageDesc(file_contextd_v1_context_service, 24);
 
 /**
  * GetMessages input.
@@ -835,7 +996,7 @@ export type GetMessagesRequest = Message<"contextd.v1.GetMessagesRequest"> & {
  * Use `create(GetMessagesRequestSchema)` to create a new message.
  */
 export const GetMessagesRequestSchema: GenMessage<GetMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 21);
+  messageDesc(file_contextd_v1_context_service, 25);
 
 /**
  * GetMessages output.
@@ -870,7 +1031,7 @@ export type GetMessagesResponse = Message<"contextd.v1.GetMessagesResponse"> & {
  * Use `create(GetMessagesResponseSchema)` to create a new message.
  */
 export const GetMessagesResponseSchema: GenMessage<GetMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 22);
+  messageDesc(file_contextd_v1_context_service, 26);
 
 /**
  * PrepareContext input.
@@ -926,7 +1087,7 @@ export type PrepareContextRequest = Message<"contextd.v1.PrepareContextRequest">
  * Use `create(PrepareContextRequestSchema)` to create a new message.
  */
 export const PrepareContextRequestSchema: GenMessage<PrepareContextRequest> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 23);
+  messageDesc(file_contextd_v1_context_service, 27);
 
 /**
  * PrepareContext output.
@@ -983,7 +1144,7 @@ export type PrepareContextResponse = Message<"contextd.v1.PrepareContextResponse
  * Use `create(PrepareContextResponseSchema)` to create a new message.
  */
 export const PrepareContextResponseSchema: GenMessage<PrepareContextResponse> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 24);
+  messageDesc(file_contextd_v1_context_service, 28);
 
 /**
  * Compact input.
@@ -1041,7 +1202,7 @@ export type CompactRequest = Message<"contextd.v1.CompactRequest"> & {
  * Use `create(CompactRequestSchema)` to create a new message.
  */
 export const CompactRequestSchema: GenMessage<CompactRequest> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 25);
+  messageDesc(file_contextd_v1_context_service, 29);
 
 /**
  * Compact output.
@@ -1098,7 +1259,7 @@ export type CompactResponse = Message<"contextd.v1.CompactResponse"> & {
  * Use `create(CompactResponseSchema)` to create a new message.
  */
 export const CompactResponseSchema: GenMessage<CompactResponse> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 26);
+  messageDesc(file_contextd_v1_context_service, 30);
 
 /**
  * RevertCompaction input.
@@ -1126,7 +1287,7 @@ export type RevertCompactionRequest = Message<"contextd.v1.RevertCompactionReque
  * Use `create(RevertCompactionRequestSchema)` to create a new message.
  */
 export const RevertCompactionRequestSchema: GenMessage<RevertCompactionRequest> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 27);
+  messageDesc(file_contextd_v1_context_service, 31);
 
 /**
  * RevertCompaction output.
@@ -1147,7 +1308,7 @@ export type RevertCompactionResponse = Message<"contextd.v1.RevertCompactionResp
  * Use `create(RevertCompactionResponseSchema)` to create a new message.
  */
 export const RevertCompactionResponseSchema: GenMessage<RevertCompactionResponse> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 28);
+  messageDesc(file_contextd_v1_context_service, 32);
 
 /**
  * ListCompactions input.
@@ -1184,7 +1345,7 @@ export type ListCompactionsRequest = Message<"contextd.v1.ListCompactionsRequest
  * Use `create(ListCompactionsRequestSchema)` to create a new message.
  */
 export const ListCompactionsRequestSchema: GenMessage<ListCompactionsRequest> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 29);
+  messageDesc(file_contextd_v1_context_service, 33);
 
 /**
  * ListCompactions output.
@@ -1212,7 +1373,7 @@ export type ListCompactionsResponse = Message<"contextd.v1.ListCompactionsRespon
  * Use `create(ListCompactionsResponseSchema)` to create a new message.
  */
 export const ListCompactionsResponseSchema: GenMessage<ListCompactionsResponse> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 30);
+  messageDesc(file_contextd_v1_context_service, 34);
 
 /**
  * ExpandMessage input.
@@ -1248,7 +1409,7 @@ export type ExpandMessageRequest = Message<"contextd.v1.ExpandMessageRequest"> &
  * Use `create(ExpandMessageRequestSchema)` to create a new message.
  */
 export const ExpandMessageRequestSchema: GenMessage<ExpandMessageRequest> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 31);
+  messageDesc(file_contextd_v1_context_service, 35);
 
 /**
  * ExpandMessage output.
@@ -1288,7 +1449,7 @@ export type ExpandMessageResponse = Message<"contextd.v1.ExpandMessageResponse">
  * Use `create(ExpandMessageResponseSchema)` to create a new message.
  */
 export const ExpandMessageResponseSchema: GenMessage<ExpandMessageResponse> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 32);
+  messageDesc(file_contextd_v1_context_service, 36);
 
 /**
  * CreateHandoff input.
@@ -1324,7 +1485,7 @@ export type CreateHandoffRequest = Message<"contextd.v1.CreateHandoffRequest"> &
  * Use `create(CreateHandoffRequestSchema)` to create a new message.
  */
 export const CreateHandoffRequestSchema: GenMessage<CreateHandoffRequest> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 33);
+  messageDesc(file_contextd_v1_context_service, 37);
 
 /**
  * CreateHandoff output.
@@ -1352,7 +1513,7 @@ export type CreateHandoffResponse = Message<"contextd.v1.CreateHandoffResponse">
  * Use `create(CreateHandoffResponseSchema)` to create a new message.
  */
 export const CreateHandoffResponseSchema: GenMessage<CreateHandoffResponse> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 34);
+  messageDesc(file_contextd_v1_context_service, 38);
 
 /**
  * WatchContextStatus input.
@@ -1388,7 +1549,7 @@ export type WatchContextStatusRequest = Message<"contextd.v1.WatchContextStatusR
  * Use `create(WatchContextStatusRequestSchema)` to create a new message.
  */
 export const WatchContextStatusRequestSchema: GenMessage<WatchContextStatusRequest> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 35);
+  messageDesc(file_contextd_v1_context_service, 39);
 
 /**
  * One message of the WatchContextStatus stream.
@@ -1409,7 +1570,7 @@ export type WatchContextStatusResponse = Message<"contextd.v1.WatchContextStatus
  * Use `create(WatchContextStatusResponseSchema)` to create a new message.
  */
 export const WatchContextStatusResponseSchema: GenMessage<WatchContextStatusResponse> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 36);
+  messageDesc(file_contextd_v1_context_service, 40);
 
 /**
  * ReportUsage input: the usage block of the provider's response.
@@ -1488,7 +1649,7 @@ export type ReportUsageRequest = Message<"contextd.v1.ReportUsageRequest"> & {
  * Use `create(ReportUsageRequestSchema)` to create a new message.
  */
 export const ReportUsageRequestSchema: GenMessage<ReportUsageRequest> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 37);
+  messageDesc(file_contextd_v1_context_service, 41);
 
 /**
  * ReportUsage output.
@@ -1509,7 +1670,7 @@ export type ReportUsageResponse = Message<"contextd.v1.ReportUsageResponse"> & {
  * Use `create(ReportUsageResponseSchema)` to create a new message.
  */
 export const ReportUsageResponseSchema: GenMessage<ReportUsageResponse> = /*@__PURE__*/
-  messageDesc(file_contextd_v1_context_service, 38);
+  messageDesc(file_contextd_v1_context_service, 42);
 
 /**
  * ContextService counts tokens exactly and tells how full a model's context
@@ -1596,6 +1757,39 @@ export const ContextService: GenService<{
     methodKind: "unary";
     input: typeof DeleteSessionRequestSchema;
     output: typeof DeleteSessionResponseSchema;
+  },
+  /**
+   * Changes a session mid-conversation: the fields named in update_mask
+   * (model, system_prompt, tools, policy, labels) take the request's values,
+   * validated as CreateSession validates them (INVALID_ARGUMENT naming the
+   * field). The system prompt and tools are recounted for the model; a model
+   * with another encoding also recounts the active view's messages (and
+   * starts a new view epoch). Bumps the version; watchers get
+   * STATUS_EVENT_UPDATED. With expected_version a stale writer gets ABORTED
+   * and nothing changes.
+   *
+   * @generated from rpc contextd.v1.ContextService.UpdateSession
+   */
+  updateSession: {
+    methodKind: "unary";
+    input: typeof UpdateSessionRequestSchema;
+    output: typeof UpdateSessionResponseSchema;
+  },
+  /**
+   * Starts the active view afresh: it becomes empty, or only the original
+   * task (the first user message) with keep_first_user_message. The system
+   * prompt and tools stay; the log keeps every message. Recorded as a
+   * compaction with tier "clear", so ListCompactions shows it and
+   * RevertCompaction restores the exact previous view. Bumps the version;
+   * watchers get STATUS_EVENT_COMPACTED. With expected_version a stale writer
+   * gets ABORTED and nothing changes.
+   *
+   * @generated from rpc contextd.v1.ContextService.ClearMessages
+   */
+  clearMessages: {
+    methodKind: "unary";
+    input: typeof ClearMessagesRequestSchema;
+    output: typeof ClearMessagesResponseSchema;
   },
   /**
    * Appends a batch of messages atomically: all or none. Tool results must
