@@ -165,7 +165,8 @@ func TestClearMessagesAndRevert(t *testing.T) {
 			if len(logPage.Messages) != len(before.Messages) {
 				t.Errorf("the log lost messages: %d of %d", len(logPage.Messages), len(before.Messages))
 			}
-			list, err := e.ListCompactions(ctx, tenant, v.ID)
+			cp, err := e.ListCompactions(ctx, tenant, v.ID, engine.Page{})
+			list := cp.Compactions
 			if err != nil || len(list) != 1 || list[0].Tiers[0] != engine.ClearTier || res.Compaction == nil || list[0].ID != res.Compaction.ID {
 				t.Fatalf("compactions: %+v, %v", list, err)
 			}
