@@ -65,7 +65,11 @@ func fixedDigest(s store.Session) string {
 // it across replicas, so "previous" is the answer recorded just before.
 // Its cost is one small row: runs of consecutive log messages are stored as
 // ranges (store.EncodeIDRuns).
-func (e *Engine) cacheHints(ctx context.Context, tenant, id string, msgs []chat.Message, changedFrom int64) (CacheHints, error) {
+//
+// The row is written only when it changes, and only by the answer of the
+// session's current version: an answer overtaken by a newer write never
+// overwrites what a newer answer may have recorded.
+func (e *Engine) cacheHints(ctx context.Context, tenant, id string, version int64, msgs []chat.Message, changedFrom int64) (CacheHints, error) {
 	var h CacheHints
 	ids := idsOf(msgs)
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
@@ -88,6 +92,9 @@ func (e *Engine) cacheHints(ctx context.Context, tenant, id string, msgs []chat.
 		}
 		m, _ := e.models.Lookup(s.Model)
 		h.fill(s.SystemTokens+s.ToolsTokens, int64(tokens.FramingOf(m).ReplyPriming), msgs, prev.IDs, changedFrom)
+		if s.Version > version || (h.HasPrevious && prev.Fixed == fixed && equalIDs(prev.IDs, ids)) {
+			return nil
+		}
 		return tx.PutPreparedView(ctx, tenant, id, store.PreparedView{Fixed: fixed, IDs: ids})
 	})
 	if err != nil {
@@ -172,7 +179,7 @@ func (e *Engine) finishPrepare(ctx context.Context, tenant, id string, res *Prep
 	if c := res.Status.LastCompaction; res.Status.Compacted && c != nil {
 		changedFrom = firstChange(c.ViewBefore, c.ViewAfter)
 	}
-	hints, err := e.cacheHints(ctx, tenant, id, res.view, changedFrom)
+	hints, err := e.cacheHints(ctx, tenant, id, res.Status.Version, res.view, changedFrom)
 	if err != nil {
 		e.log.WarnContext(ctx, "prepare: cache hints", "tenant", tenant, "session", id, "err", err)
 		res.Status.Warnings = append(res.Status.Warnings, "cache hints unavailable: "+err.Error())

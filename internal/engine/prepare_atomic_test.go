@@ -61,3 +61,64 @@ func TestPrepareCommittedIsAnswered(t *testing.T) {
 		}
 	})
 }
+
+// countPuts is a real store that counts the writes of the prepared view.
+type countPuts struct {
+	store.Store
+	n *int
+}
+
+func (s countPuts) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	return s.Store.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return fn(ctx, countPutsTx{tx, s.n}) })
+}
+
+type countPutsTx struct {
+	store.Tx
+	n *int
+}
+
+func (t countPutsTx) PutPreparedView(ctx context.Context, tenant, id string, v store.PreparedView) error {
+	*t.n++
+	return t.Tx.PutPreparedView(ctx, tenant, id, v)
+}
+
+// TestPrepareUnchangedWritesNoHints: a PrepareContext whose answer equals
+// the previous one does not rewrite the recorded answer (an fsync on
+// SQLite); one whose view changed does.
+func TestPrepareUnchangedWritesNoHints(t *testing.T) {
+	models, encodings := testModels(t)
+	backendStores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		puts := 0
+		e := engine.New(encodings, models, countPuts{st, &puts})
+		v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4", System: "sys"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("hi")}}); err != nil {
+			t.Fatal(err)
+		}
+		if puts != 1 {
+			t.Fatalf("first answer: %d writes of the prepared view, want 1", puts)
+		}
+		for i := 0; i < 3; i++ {
+			res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Cache.HasPrevious || res.Cache.StableMessages != 1 {
+				t.Fatalf("hints of an unchanged answer: %+v", res.Cache)
+			}
+		}
+		if puts != 1 {
+			t.Fatalf("3 unchanged answers wrote the prepared view %d times", puts-1)
+		}
+		res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("more")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if puts != 2 || res.Cache.StableMessages != 1 {
+			t.Fatalf("a changed answer: %d writes, %d stable messages; want 2 and 1", puts, res.Cache.StableMessages)
+		}
+	})
+}
