@@ -540,10 +540,13 @@ func (e *Engine) CreateHandoff(ctx context.Context, tenant, id string, in Handof
 	if !in.NewSession {
 		return out, nil
 	}
-	labels := map[string]string{"contextd.handoff_from": id}
+	// The parent's labels are copied, then the parent is set: a hand-off of
+	// a hand-off names its own parent, not the grandparent it inherited.
+	labels := make(map[string]string, len(s.Labels)+1)
 	for k, v := range s.Labels {
 		labels[k] = v
 	}
+	labels["contextd.handoff_from"] = id
 	nv, err := e.CreateSession(ctx, tenant, NewSession{ID: in.NewSessionID, Model: s.Model, System: s.SystemPrompt,
 		Tools: s.Tools, Policy: s.Policy, Labels: labels})
 	if err != nil {

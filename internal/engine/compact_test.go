@@ -214,5 +214,17 @@ func TestHandoff(t *testing.T) {
 		if err != nil || !msgs.Messages[0].Pinned || msgs.Messages[0].Parts[0].Text != h.Document {
 			t.Errorf("seed message: %+v, %v", msgs.Messages, err)
 		}
+		// A hand-off of the hand-off names its own parent, not the
+		// grandparent whose label it inherited.
+		h2, err := e.CreateHandoff(ctx, tenant, "continued", engine.HandoffInput{NewSession: true, NewSessionID: "continued-again"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := h2.Session.Labels["contextd.handoff_from"]; got != "continued" {
+			t.Errorf("second hand-off's parent: %q, want %q", got, "continued")
+		}
+		if got := h.Session.Labels["contextd.handoff_from"]; got != v.ID {
+			t.Errorf("first hand-off's parent: %q, want %q", got, v.ID)
+		}
 	})
 }
