@@ -37,6 +37,10 @@ Commands:
   watch SESSION             the bar, redrawn live from WatchContextStatus
   compact SESSION           compact now (--dry-run, --tier prune|summarize|drop_middle, --target, --instructions)
   revert SESSION ID         undo a compaction
+  update SESSION            change the session (--model, --system TEXT or --system-file FILE, --labels k=v,k=v;
+                            only the flags given change; --expected-version N)
+  clear SESSION             empty the active view, keeping system prompt and tools (--keep-task keeps the
+                            original task; --expected-version N); undo it with revert
   expand SESSION MESSAGE    the originals behind a placeholder or summary
   handoff SESSION           a hand-off document (--new-session [--new-id ID])
   sessions                  list sessions (--label key=value)
@@ -161,6 +165,11 @@ func (c *cli) run(ctx context.Context, cmd string, args []string) error {
 	newSession := fs.Bool("new-session", false, "handoff: start a new session seeded with the document")
 	newID := fs.String("new-id", "", "handoff: id of the new session")
 	label := fs.String("label", "", "sessions: only sessions with this key=value label")
+	system := fs.String("system", "", "update: new system prompt")
+	systemFile := fs.String("system-file", "", "update: file holding the new system prompt")
+	labels := fs.String("labels", "", "update: new labels, k=v,k=v (empty: none)")
+	keepTask := fs.Bool("keep-task", false, "clear: keep the original task (first user message)")
+	expected := fs.Int64("expected-version", -1, "update, clear: act only if the session is at this version")
 	// Flags may come before or after the positional arguments
 	// ("compact SESSION --dry-run").
 	var pos []string
@@ -246,6 +255,34 @@ func (c *cli) run(ctx context.Context, cmd string, args []string) error {
 			return c.printJSON(resp)
 		}
 		fmt.Fprintf(c.out, "reverted %s; %s is at version %d\n", pos[1], pos[0], resp.GetSession().GetVersion())
+		fmt.Fprint(c.out, Render(FromUsage(resp.GetSession().GetUsage()), term.width, term.color))
+		return nil
+	case "update":
+		if err := need(1, "SESSION"); err != nil {
+			return err
+		}
+		return c.update(ctx, fs, pos[0], *system, *systemFile, *labels, *expected, term, *asJSON)
+	case "clear":
+		if err := need(1, "SESSION"); err != nil {
+			return err
+		}
+		req := &contextdv1.ClearMessagesRequest{SessionId: pos[0], KeepFirstUserMessage: *keepTask}
+		if *expected >= 0 {
+			req.ExpectedVersion = expected
+		}
+		resp, err := c.client.ClearMessages(ctx, req)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return c.printJSON(resp)
+		}
+		if cmp := resp.GetCompaction(); cmp != nil {
+			fmt.Fprintf(c.out, "cleared %s (%d → %d tokens) as %s; undo with: contextctl revert %s %s\n", pos[0],
+				cmp.GetTokensBefore(), cmp.GetTokensAfter(), cmp.GetId(), pos[0], cmp.GetId())
+		} else {
+			fmt.Fprintf(c.out, "%s: nothing to clear\n", pos[0])
+		}
 		fmt.Fprint(c.out, Render(FromUsage(resp.GetSession().GetUsage()), term.width, term.color))
 		return nil
 	case "expand":

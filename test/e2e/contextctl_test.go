@@ -70,6 +70,29 @@ func TestContextctl(t *testing.T) {
 	if out := run(0, "handoff", "cli"); !strings.Contains(out, "## ORIGINAL TASK") {
 		t.Errorf("handoff:\n%s", out)
 	}
+	if out := run(0, "update", "cli", "--model", "gpt-4o", "--system", "Be brief.", "--labels", "team=a"); !strings.Contains(out, "updated cli (labels, model, system_prompt)") || !strings.Contains(out, "gpt-4o") {
+		t.Errorf("update:\n%s", out)
+	}
+	if out := run(1, "update", "cli", "--model", "gpt-4", "--expected-version", "1"); !strings.Contains(out, "Aborted") {
+		t.Errorf("stale update:\n%s", out)
+	}
+	run(2, "update", "cli")
+	got, err := client.GetSession(ctx, &contextdv1.GetSessionRequest{SessionId: "cli"})
+	if err != nil || got.GetSession().GetModel() != "gpt-4o" || got.GetSession().GetSystemPrompt() != "Be brief." || got.GetSession().GetLabels()["team"] != "a" {
+		t.Errorf("after update: %v, %v", got, err)
+	}
+	out = run(0, "clear", "cli", "--keep-task")
+	if !strings.Contains(out, "cleared cli") || !strings.Contains(out, "contextctl revert cli cmp_2") {
+		t.Fatalf("clear:\n%s", out)
+	}
+	view, err := client.GetMessages(ctx, &contextdv1.GetMessagesRequest{SessionId: "cli"})
+	if err != nil || len(view.GetMessages()) != 1 {
+		t.Errorf("after clear --keep-task: %v, %v", view, err)
+	}
+	if out := run(0, "revert", "cli", "cmp_2"); !strings.Contains(out, "reverted cmp_2") {
+		t.Errorf("revert the clear:\n%s", out)
+	}
+	run(0, "update", "cli", "--model", "gpt-4")
 	var usage struct {
 		ContextWindow string `json:"contextWindow"`
 	}
