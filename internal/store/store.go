@@ -231,7 +231,8 @@ type Store interface {
 	GetLedger(ctx context.Context, tenant, sessionID string) (Ledger, error)
 	// Purge deletes what retention no longer keeps: sessions deleted before
 	// cutoff, messages created before cutoff that are neither in an active
-	// view nor needed by a compaction that can still be reverted at now, and
+	// view, nor needed by a compaction that can still be reverted at now, nor
+	// replaced by a summary or placeholder that is in an active view, and
 	// idempotency records older than a day. It never touches an active view.
 	Purge(ctx context.Context, cutoff, now time.Time) (Purged, error)
 	// Ping checks the connection.

@@ -288,7 +288,10 @@ func (s *Store) Purge(ctx context.Context, cutoff, now time.Time) (store.Purged,
 				WHERE v.tenant = m.tenant AND v.session_id = m.session_id AND v.message_id = m.id)
 			AND NOT EXISTS (SELECT 1 FROM compactions c
 				WHERE c.tenant = m.tenant AND c.session_id = m.session_id AND c.reverted_at IS NULL
-				  AND c.expires_at > $2 AND c.view_before::jsonb ? m.id)`, cutoff, now)
+				  AND c.expires_at > $2 AND c.view_before::jsonb ? m.id)
+			AND NOT EXISTS (SELECT 1 FROM compactions c, jsonb_array_elements(c.items::jsonb) i, view_entries v
+				WHERE c.tenant = m.tenant AND c.session_id = m.session_id AND i->'replaced' ? m.id
+				  AND v.tenant = m.tenant AND v.session_id = m.session_id AND v.message_id = i->>'new_id')`, cutoff, now)
 		if err != nil {
 			return err
 		}

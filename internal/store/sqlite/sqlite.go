@@ -351,7 +351,11 @@ func (s *Store) Purge(ctx context.Context, cutoff, now time.Time) (store.Purged,
 				WHERE v.tenant = messages.tenant AND v.session_id = messages.session_id AND v.message_id = messages.id)
 			AND NOT EXISTS (SELECT 1 FROM compactions c, json_each(c.view_before) j
 				WHERE c.tenant = messages.tenant AND c.session_id = messages.session_id AND c.reverted_at IS NULL
-				  AND c.expires_at > ? AND j.value = messages.id)`, []any{cutoff.UnixNano(), now.UnixNano()}},
+				  AND c.expires_at > ? AND j.value = messages.id)
+			AND NOT EXISTS (SELECT 1 FROM compactions c, json_each(c.items) i, json_each(i.value, '$.replaced') r, view_entries v
+				WHERE c.tenant = messages.tenant AND c.session_id = messages.session_id AND r.value = messages.id
+				  AND v.tenant = messages.tenant AND v.session_id = messages.session_id
+				  AND v.message_id = json_extract(i.value, '$.new_id'))`, []any{cutoff.UnixNano(), now.UnixNano()}},
 		{&p.IdempotencyKeys, `DELETE FROM idempotency_keys WHERE created_at < ?`, []any{now.Add(-24 * time.Hour).UnixNano()}},
 	}
 	for _, st := range steps {

@@ -459,16 +459,20 @@ func testPurge(t *testing.T, s store.Store) {
 	}
 	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
 		// m1: in the view. m2: replaced by an expired compaction. m3: needed by
-		// a compaction that can still be reverted.
-		if err := tx.InsertMessages(ctx, "t", "live", []chat.Message{msg("m1", 1), msg("m2", 2), msg("m3", 3)}); err != nil {
+		// a compaction that can still be reverted. m4: replaced by the summary
+		// s1 of an expired compaction, and s1 is in the view (its text tells
+		// the model to expand it).
+		if err := tx.InsertMessages(ctx, "t", "live", []chat.Message{msg("m1", 1), msg("m2", 2), msg("m3", 3), msg("m4", 4), msg("s1", 5)}); err != nil {
 			return err
 		}
-		if err := tx.AppendView(ctx, "t", "live", []store.ViewEntry{{Ord: 1, MessageID: "m1"}}); err != nil {
+		if err := tx.AppendView(ctx, "t", "live", []store.ViewEntry{{Ord: 1, MessageID: "m1"}, {Ord: 2, MessageID: "s1"}}); err != nil {
 			return err
 		}
 		for _, c := range []*store.Compaction{
 			{ID: "c1", Round: 1, ViewBefore: []string{"m1", "m2"}, ViewAfter: []string{"m1"}, CreatedAt: old, ExpiresAt: old.Add(24 * time.Hour)},
 			{ID: "c2", Round: 2, ViewBefore: []string{"m1", "m3"}, ViewAfter: []string{"m1"}, CreatedAt: old, ExpiresAt: now.Add(time.Hour)},
+			{ID: "c3", Round: 3, ViewBefore: []string{"m1", "m4"}, ViewAfter: []string{"m1", "s1"}, CreatedAt: old, ExpiresAt: old.Add(24 * time.Hour),
+				Items: []store.CompactionItem{{Tier: "summarize", NewID: "s1", Replaced: []string{"m4"}}}},
 		} {
 			if err := tx.InsertCompaction(ctx, "t", "live", c); err != nil {
 				return err
@@ -488,8 +492,8 @@ func testPurge(t *testing.T, s store.Store) {
 	if p.Sessions != 0 || p.Messages != 1 {
 		t.Errorf("purged %+v; want only m2", p)
 	}
-	if got, err := s.MessagesByID(ctx, "t", "live", []string{"m1", "m3"}); err != nil || len(got) != 2 {
-		t.Errorf("the view or a revertible original was purged: %v", err)
+	if got, err := s.MessagesByID(ctx, "t", "live", []string{"m1", "m3", "m4", "s1"}); err != nil || len(got) != 4 {
+		t.Errorf("the view, a revertible original or one behind a summary in the view was purged: %v", err)
 	}
 	if _, err := s.MessagesByID(ctx, "t", "live", []string{"m2"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("m2 survived: %v", err)
