@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -119,6 +120,34 @@ func TestConcurrentReportsCalibrate(t *testing.T) {
 		}
 		if c.Samples != sessions*reports {
 			t.Errorf("calibration holds %d samples of the %d reports", c.Samples, sessions*reports)
+		}
+	})
+}
+
+// TestDeletedIDReused: the id of a deleted session can be created again, as
+// a fresh session (the deleted one's archive goes with it).
+func TestDeletedIDReused(t *testing.T) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
+		ctx := t.Context()
+		if _, err := e.CreateSession(ctx, tenant, engine.NewSession{ID: "again", Model: "gpt-4o", System: "first"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.AppendMessages(ctx, tenant, "again", engine.AppendInput{Messages: []chat.Message{userMsg("old")}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.DeleteSession(ctx, tenant, "again"); err != nil {
+			t.Fatal(err)
+		}
+		v, err := e.CreateSession(ctx, tenant, engine.NewSession{ID: "again", Model: "gpt-4o", System: "second"})
+		if err != nil {
+			t.Fatalf("re-creating a deleted id: %v", err)
+		}
+		got, err := e.GetSession(ctx, tenant, "again")
+		if err != nil || got.SystemPrompt != "second" || got.ActiveCount != 0 || got.LogCount != 0 || got.Version != v.Version {
+			t.Fatalf("the new session: %+v, %v", got.Session, err)
+		}
+		if _, err := e.CreateSession(ctx, tenant, engine.NewSession{ID: "again", Model: "gpt-4o"}); !errors.Is(err, store.ErrAlreadyExists) {
+			t.Errorf("a live id taken again: %v", err)
 		}
 	})
 }

@@ -38,6 +38,10 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 	if err != nil {
 		return err
 	}
+	// A deleted session's id is free: its archive goes now (cascading).
+	if _, err := t.tx.Exec(ctx, `DELETE FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NOT NULL`, s.Tenant, s.ID); err != nil {
+		return err
+	}
 	_, err = t.tx.Exec(ctx, `INSERT INTO sessions (tenant, id, model, system_prompt, tools, policy, labels, version,
 		system_tokens, tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at,
 		compaction_round, auto_paused_below, view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch)

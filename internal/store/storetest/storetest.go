@@ -124,9 +124,17 @@ func testSessionLifecycle(t *testing.T, s store.Store) {
 			t.Errorf("%s after delete: %v", name, err)
 		}
 	}
+	// A deleted session's id is free again (its archive goes with it); a
+	// live one's is not.
+	if err := inTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.InsertSession(ctx, in) }); err != nil {
+		t.Errorf("reusing a deleted id: %v", err)
+	}
+	if err := inTx(t, s, func(ctx context.Context, tx store.Tx) error { _, err := tx.GetSession(ctx, "t1", "s1"); return err }); err != nil {
+		t.Errorf("the re-created session: %v", err)
+	}
 	err = inTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.InsertSession(ctx, in) })
 	if !errors.Is(err, store.ErrAlreadyExists) {
-		t.Errorf("reusing a deleted id: %v", err)
+		t.Errorf("reusing a live id: %v", err)
 	}
 }
 
