@@ -40,8 +40,8 @@ type SessionUpdate struct {
 // stored counts are rewritten) and the view epoch moves, since the view's
 // messages changed. The version is bumped and watchers get
 // STATUS_EVENT_UPDATED. Work: one count of the system prompt and tools, plus
-// one of the active view when the encoding changes (bounded by the count
-// limits, admitCount).
+// one of the active view when the encoding changes, in chunks each within
+// the count limits (admitCount).
 func (e *Engine) UpdateSession(ctx context.Context, tenant, id string, in SessionUpdate) (SessionView, error) {
 	if len(in.Mask) == 0 {
 		return SessionView{}, chat.Invalid("update_mask", "must name at least one of model, system_prompt, tools, policy, labels")
@@ -134,7 +134,7 @@ func (e *Engine) updateOnce(ctx context.Context, tenant, id string, in SessionUp
 		if err != nil {
 			return SessionView{}, err
 		}
-		if recounted, err = e.countMessages(ctx, next.Model, view); err != nil {
+		if recounted, err = e.recount(ctx, next.Model, view); err != nil {
 			return SessionView{}, err
 		}
 	}
@@ -176,6 +176,32 @@ func (e *Engine) updateOnce(ctx context.Context, tenant, id string, in SessionUp
 	}
 	e.notify(ctx, tenant, id, final.Version, watch.EventUpdated)
 	return e.view(ctx, final)
+}
+
+// recount counts a whole active view for model in chunks that each pass
+// the count limits (every message passed them when it was appended), so a
+// view longer than one request may hold can still change model.
+func (e *Engine) recount(ctx context.Context, model string, view []chat.Message) ([]chat.Message, error) {
+	out := make([]chat.Message, 0, len(view))
+	max := e.limits.MaxCountBytes
+	for start := 0; start < len(view); {
+		end, n := start, 0
+		for end < len(view) {
+			b := textBytes("", "", nil, view[end:end+1])
+			if end > start && max > 0 && n+b > max {
+				break
+			}
+			n += b
+			end++
+		}
+		counted, err := e.countMessages(ctx, model, view[start:end])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, counted...)
+		start = end
+	}
+	return out, nil
 }
 
 // ClearTier names the record of a ClearMessages.

@@ -184,3 +184,37 @@ func TestClearMessagesAndRevert(t *testing.T) {
 		}
 	})
 }
+
+// TestUpdateModelOfALongView: a view holding more bytes than one count may
+// (CONTEXTD_MAX_COUNT_BYTES) still changes model: it is recounted in
+// chunks, to the same totals as counting each message alone.
+func TestUpdateModelOfALongView(t *testing.T) {
+	backendsWith(t, []engine.Option{engine.WithLimits(engine.Limits{MaxCountBytes: 3000})}, func(t *testing.T, e *engine.Engine) {
+		ctx := t.Context()
+		v := newSession(t, e)
+		for i := 0; i < 6; i++ {
+			if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg(strings.Repeat("日本語のテキスト ", 100))}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, err := e.UpdateSession(ctx, tenant, v.ID, engine.SessionUpdate{Mask: []string{"model"}, Model: "gpt-4"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want int64
+		for i := 0; i < 6; i++ {
+			r, err := e.AppendMessages(ctx, tenant, other.ID, engine.AppendInput{Messages: []chat.Message{userMsg(strings.Repeat("日本語のテキスト ", 100))}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want += r.Messages[0].Tokens
+		}
+		if m.ActiveTokens != want || m.ActiveCount != 6 {
+			t.Errorf("recounted %d tokens over %d messages, want %d over 6", m.ActiveTokens, m.ActiveCount, want)
+		}
+	})
+}
