@@ -2,7 +2,12 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"testing"
 
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/store"
 )
@@ -19,5 +24,56 @@ func compactionsOf(e *engine.Engine, ctx context.Context, tenant, id string) ([]
 		if token = page.Next; token == "" {
 			return out, nil
 		}
+	}
+}
+
+// TestCompactionPagesAreByteBounded: with a small MaxResponseBytes, a page of
+// ListCompactions holds one compaction (never none) whatever its page_size,
+// and following the tokens reads every compaction once, oldest first; a
+// foreign token is InvalidArgument naming page_token.
+func TestCompactionPagesAreByteBounded(t *testing.T) {
+	models, encodings := testModels(t)
+	e := engine.New(encodings, models, openSQLite(t), engine.WithLimits(engine.Limits{MaxResponseBytes: 600}))
+	ctx := t.Context()
+	off := false
+	v := agentSession(t, e, compaction.Overrides{AutoCompact: &off}, 16)
+	low := 0.01
+	var want []string
+	for round := 0; round < 3; round++ {
+		if round > 0 {
+			msgs := []chat.Message{userMsg(fmt.Sprintf("round %d", round))}
+			for i := 0; i < 6; i++ {
+				id := fmt.Sprintf("call_%d_%d", round, i)
+				msgs = append(msgs, callMsg(id), resultMsg(id, strings.Repeat("lorem ipsum dolor ", 100)))
+			}
+			if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: msgs}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Tier: compaction.TierPrune, Target: &low})
+		if err != nil || res.Compaction == nil {
+			t.Fatalf("round %d: %+v, %v", round, res, err)
+		}
+		want = append(want, res.Compaction.ID)
+	}
+	var got []string
+	for token := ""; ; {
+		page, err := e.ListCompactions(ctx, tenant, v.ID, engine.Page{Size: 100, Token: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Compactions) != 1 {
+			t.Fatalf("a page of %d compactions under a 600-byte cap; want exactly one", len(page.Compactions))
+		}
+		got = append(got, page.Compactions[0].ID)
+		if token = page.Next; token == "" {
+			break
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("paged %v; want %v", got, want)
+	}
+	if _, err := e.ListCompactions(ctx, tenant, v.ID, engine.Page{Token: "eDox"}); err == nil || !strings.Contains(err.Error(), "page_token") {
+		t.Errorf("an ExpandMessage token: %v; want InvalidArgument naming page_token", err)
 	}
 }
