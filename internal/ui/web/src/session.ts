@@ -21,16 +21,46 @@ import {
 } from "./api.js";
 import type { Page } from "./main.js";
 
+// The page reads at most this many pages of a paged list (ListCompactions,
+// ExpandMessage originals), each bounded by the server's response cap.
+const MAX_PAGES = 50;
+
+// allCompactions follows ListCompactions' page tokens (oldest first).
+async function allCompactions(sessionId: string): Promise<CompactionRow[]> {
+  const out: CompactionRow[] = [];
+  let pageToken = "";
+  for (let i = 0; i < MAX_PAGES; i++) {
+    const res = await client.listCompactions({ sessionId, pageSize: 1000, pageToken });
+    out.push(...res.compactions.map(compactionRow));
+    pageToken = res.nextPageToken;
+    if (!pageToken) break;
+  }
+  return out;
+}
+
+// allOriginals follows ExpandMessage's page tokens.
+async function allOriginals(sessionId: string, messageId: string): Promise<{ rows: ReturnType<typeof messageRow>[]; more: boolean }> {
+  const rows: ReturnType<typeof messageRow>[] = [];
+  let pageToken = "";
+  for (let i = 0; i < MAX_PAGES; i++) {
+    const res = await client.expandMessage({ sessionId, messageId, pageToken });
+    rows.push(...res.originals.map(messageRow));
+    pageToken = res.nextPageToken;
+    if (!pageToken) return { rows, more: false };
+  }
+  return { rows, more: true };
+}
+
 export async function sessionPage(pg: Page, id: string): Promise<void> {
   const [got, hist, view] = await Promise.all([
     client.getSession({ sessionId: id }),
-    client.listCompactions({ sessionId: id }),
+    allCompactions(id),
     client.getMessages({ sessionId: id, view: MessageView.ACTIVE, pageSize: 200 }),
   ]);
   const sess = sessionRow(got.session!);
   let u: Usage = sess.usage;
   let sp: Spend | undefined = sess.spend;
-  let compactions: CompactionRow[] = hist.compactions.map(compactionRow);
+  let compactions: CompactionRow[] = hist;
   const live: Point[] = [];
   const start: Point | undefined = sess.createdAt ? { at: sess.createdAt, used: u.system + u.tools } : undefined;
 
@@ -51,8 +81,8 @@ export async function sessionPage(pg: Page, id: string): Promise<void> {
   const drawMessages = (rows: ReturnType<typeof messageRow>[], more: boolean) => msgsBox.replaceChildren(messagesList(id, rows, more));
 
   const reload = async () => {
-    const [h2, v2] = await Promise.all([client.listCompactions({ sessionId: id }), client.getMessages({ sessionId: id, view: MessageView.ACTIVE, pageSize: 200 })]);
-    compactions = h2.compactions.map(compactionRow);
+    const [h2, v2] = await Promise.all([allCompactions(id), client.getMessages({ sessionId: id, view: MessageView.ACTIVE, pageSize: 200 })]);
+    compactions = h2;
     drawHistory();
     drawChart();
     drawMessages(v2.messages.map(messageRow), v2.nextPageToken !== "");
@@ -205,10 +235,10 @@ function messagesList(sessionId: string, rows: ReturnType<typeof messageRow>[], 
           return;
         }
         try {
-          const res = await client.expandMessage({ sessionId, messageId: m.id });
-          const origs = res.originals.map(messageRow);
+          const { rows: origs, more } = await allOriginals(sessionId, m.id);
           box.replaceChildren(
             h("p", { class: "muted" }, `${origs.length} original message${origs.length === 1 ? "" : "s"}, ${comma(origs.reduce((a, o) => a + o.tokens, 0))} tokens:`),
+            ...(more ? [h("p", { class: "muted" }, `Only the first ${MAX_PAGES} pages of originals are shown.`)] : []),
             ...origs.map((o) => h("div", { class: "original", "data-message": o.id }, h("div", { class: "meta" }, h("span", {}, `#${o.position}`), h("span", {}, o.role), o.kind !== "NORMAL" ? h("span", { class: `kind-${o.kind}` }, o.kind.toLowerCase()) : null, h("span", {}, `${comma(o.tokens)} tokens`)), h("pre", {}, o.text))),
           );
         } catch (e) {
