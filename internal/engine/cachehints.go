@@ -73,10 +73,7 @@ func (e *Engine) cacheHints(ctx context.Context, tenant, id string, version int6
 	var h CacheHints
 	ids := idsOf(msgs)
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		s, err := tx.GetSession(ctx, tenant, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
-		}
+		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {
 			return err
 		}

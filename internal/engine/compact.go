@@ -266,10 +266,7 @@ func (e *Engine) apply(ctx context.Context, tenant, id string, snap snapshot, p 
 		if err := tx.LockCompaction(ctx, tenant, id); err != nil {
 			return err
 		}
-		s, err := tx.GetSession(ctx, tenant, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
-		}
+		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {
 			return err
 		}
@@ -406,10 +403,7 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 		if err := tx.LockCompaction(ctx, tenant, id); err != nil {
 			return err
 		}
-		s, err := tx.GetSession(ctx, tenant, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
-		}
+		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {
 			return err
 		}

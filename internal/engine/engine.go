@@ -5,6 +5,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -188,4 +189,14 @@ func unknownModelWarning(name string) string {
 	d := tokens.DefaultModel
 	return fmt.Sprintf("model %q is not in the registry; counted with the default: %d-token window, %s, approximate",
 		name, d.ContextWindow, d.Encoding)
+}
+
+// lockedSession reads (and, inside a write transaction, locks) the session,
+// with a NotFound that names it.
+func lockedSession(ctx context.Context, tx store.Tx, tenant, id string) (store.Session, error) {
+	s, err := tx.GetSession(ctx, tenant, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Session{}, fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+	}
+	return s, err
 }

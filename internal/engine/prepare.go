@@ -130,10 +130,7 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 	var pr prepared
 	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		pr = prepared{}
-		s, err := tx.GetSession(ctx, tenant, id) // locks the session
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
-		}
+		s, err := lockedSession(ctx, tx, tenant, id) // locks the session
 		if err != nil {
 			return err
 		}
@@ -284,10 +281,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		if err := tx.LockCompaction(ctx, tenant, id); err != nil {
 			return err
 		}
-		s, err := tx.GetSession(ctx, tenant, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
-		}
+		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {
 			return err
 		}

@@ -51,10 +51,7 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 	implausible := ""   // why the report did not calibrate
 	var recorded func() // metrics of the ledger entry, after the commit
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		s, err := tx.GetSession(ctx, tenant, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
-		}
+		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {
 			return err
 		}

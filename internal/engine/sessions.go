@@ -353,10 +353,7 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 	var before, final store.Session
 	replayed := false
 	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		s, err := tx.GetSession(ctx, tenant, id) // locks the session: appends serialize here
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
-		}
+		s, err := lockedSession(ctx, tx, tenant, id) // locks the session: appends serialize here
 		if err != nil {
 			return err
 		}
