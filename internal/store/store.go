@@ -232,7 +232,9 @@ type Store interface {
 	// Purge deletes what retention no longer keeps: sessions deleted before
 	// cutoff, messages created before cutoff that are neither in an active
 	// view, nor needed by a compaction that can still be reverted at now, nor
-	// replaced by a summary or placeholder that is in an active view, and
+	// behind a summary or placeholder that is in an active view or in the
+	// view a revertible compaction restores (transitively: the originals of
+	// a summary that a later summary replaced stay expandable), and
 	// idempotency records older than a day. It never touches an active view.
 	Purge(ctx context.Context, cutoff, now time.Time) (Purged, error)
 	// Ping checks the connection.

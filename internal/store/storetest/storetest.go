@@ -469,18 +469,29 @@ func testPurge(t *testing.T, s store.Store) {
 		// m1: in the view. m2: replaced by an expired compaction. m3: needed by
 		// a compaction that can still be reverted. m4: replaced by the summary
 		// s1 of an expired compaction, and s1 is in the view (its text tells
-		// the model to expand it).
-		if err := tx.InsertMessages(ctx, "t", "live", []chat.Message{msg("m1", 1), msg("m2", 2), msg("m3", 3), msg("m4", 4), msg("s1", 5)}); err != nil {
+		// the model to expand it). Nested (repeated compactions): s2 replaced
+		// m5, then s3 replaced s2 and m6, then s4 replaced s3; s4 is in the
+		// view, so s3, s2, m5 and m6 all stay expandable. s5 replaced m7 and
+		// is in the view the revertible c2 restores, so m7 stays too; m8,
+		// behind s6 which nothing can bring back, goes.
+		if err := tx.InsertMessages(ctx, "t", "live", []chat.Message{msg("m1", 1), msg("m2", 2), msg("m3", 3), msg("m4", 4), msg("s1", 5),
+			msg("m5", 6), msg("s2", 7), msg("m6", 8), msg("s3", 9), msg("s4", 10), msg("m7", 11), msg("s5", 12), msg("m8", 13), msg("s6", 14)}); err != nil {
 			return err
 		}
-		if err := tx.AppendView(ctx, "t", "live", []store.ViewEntry{{Ord: 1, MessageID: "m1"}, {Ord: 2, MessageID: "s1"}}); err != nil {
+		if err := tx.AppendView(ctx, "t", "live", []store.ViewEntry{{Ord: 1, MessageID: "m1"}, {Ord: 2, MessageID: "s1"}, {Ord: 3, MessageID: "s4"}}); err != nil {
 			return err
 		}
 		for _, c := range []*store.Compaction{
 			{ID: "c1", Round: 1, ViewBefore: []string{"m1", "m2"}, ViewAfter: []string{"m1"}, CreatedAt: old, ExpiresAt: old.Add(24 * time.Hour)},
-			{ID: "c2", Round: 2, ViewBefore: []string{"m1", "m3"}, ViewAfter: []string{"m1"}, CreatedAt: old, ExpiresAt: now.Add(time.Hour)},
+			{ID: "c2", Round: 2, ViewBefore: []string{"m1", "m3", "s5"}, ViewAfter: []string{"m1"}, CreatedAt: old, ExpiresAt: now.Add(time.Hour)},
 			{ID: "c3", Round: 3, ViewBefore: []string{"m1", "m4"}, ViewAfter: []string{"m1", "s1"}, CreatedAt: old, ExpiresAt: old.Add(24 * time.Hour),
 				Items: []store.CompactionItem{{Tier: "summarize", NewID: "s1", Replaced: []string{"m4"}}}},
+			{ID: "c4", Round: 4, CreatedAt: old, ExpiresAt: old.Add(24 * time.Hour),
+				Items: []store.CompactionItem{{Tier: "summarize", NewID: "s2", Replaced: []string{"m5"}}, {Tier: "summarize", NewID: "s5", Replaced: []string{"m7"}}}},
+			{ID: "c5", Round: 5, CreatedAt: old, ExpiresAt: old.Add(24 * time.Hour),
+				Items: []store.CompactionItem{{Tier: "summarize", NewID: "s3", Replaced: []string{"s2", "m6"}}, {Tier: "summarize", NewID: "s6", Replaced: []string{"m8"}}}},
+			{ID: "c6", Round: 6, CreatedAt: old, ExpiresAt: old.Add(24 * time.Hour),
+				Items: []store.CompactionItem{{Tier: "summarize", NewID: "s4", Replaced: []string{"s3"}}}},
 		} {
 			if err := tx.InsertCompaction(ctx, "t", "live", c); err != nil {
 				return err
@@ -497,14 +508,17 @@ func testPurge(t *testing.T, s store.Store) {
 	}
 	// The deleted session was deleted "now" (wall clock), after the cutoff:
 	// it stays until its own retention ends.
-	if p.Sessions != 0 || p.Messages != 1 {
-		t.Errorf("purged %+v; want only m2", p)
+	if p.Sessions != 0 || p.Messages != 3 {
+		t.Errorf("purged %+v; want only m2, s6 and m8", p)
 	}
-	if got, err := s.MessagesByID(ctx, "t", "live", []string{"m1", "m3", "m4", "s1"}); err != nil || len(got) != 4 {
-		t.Errorf("the view, a revertible original or one behind a summary in the view was purged: %v", err)
+	kept := []string{"m1", "m3", "m4", "s1", "m5", "s2", "m6", "s3", "s4", "m7", "s5"}
+	if got, err := s.MessagesByID(ctx, "t", "live", kept); err != nil || len(got) != len(kept) {
+		t.Errorf("the view, a revertible original or one behind a (nested) summary in the view was purged: %v", err)
 	}
-	if _, err := s.MessagesByID(ctx, "t", "live", []string{"m2"}); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("m2 survived: %v", err)
+	for _, id := range []string{"m2", "s6", "m8"} {
+		if _, err := s.MessagesByID(ctx, "t", "live", []string{id}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s survived: %v", id, err)
+		}
 	}
 	p, err = s.Purge(ctx, time.Now().Add(time.Hour), time.Now().Add(48*time.Hour))
 	if err != nil || p.Sessions != 1 || p.IdempotencyKeys != 1 {
