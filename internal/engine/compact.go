@@ -395,8 +395,12 @@ func (e *Engine) activeView(ctx context.Context, tenant, id string) ([]chat.Mess
 	return msgs, err
 }
 
+// revertPage is how many later compactions Revert reads at once.
+const revertPage = 64
+
 // RevertCompaction restores the active view from before a compaction,
 // keeping messages appended since. Later compactions must be reverted first.
+
 func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID string) (SessionView, error) {
 	var final store.Session
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
@@ -422,19 +426,22 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 			return fmt.Errorf("compaction %q can no longer be reverted (its window ended %s): %w", compactionID, c.ExpiresAt.Format(time.RFC3339), ErrFailedPrecondition)
 		}
 		// Only the newest applied compaction can be reverted: the lock held
-		// keeps others from committing meanwhile.
-		all, err := e.store.ListCompactions(ctx, tenant, id)
-		if err != nil {
-			return err
-		}
-		for i := len(all) - 1; i >= 0; i-- {
-			if all[i].RevertedAt != nil {
-				continue
+		// keeps others from committing meanwhile. The later ones are read a
+		// page at a time.
+		for after := c.CursorOf(); ; {
+			later, err := e.store.ListCompactions(ctx, tenant, id, after, revertPage)
+			if err != nil {
+				return err
 			}
-			if all[i].ID != compactionID {
-				return fmt.Errorf("compaction %q is newer and still applied; revert it first (only the newest applied compaction can be reverted): %w", all[i].ID, ErrFailedPrecondition)
+			for _, l := range later {
+				if l.RevertedAt == nil {
+					return fmt.Errorf("compaction %q is newer and still applied; revert it first (only the newest applied compaction can be reverted): %w", l.ID, ErrFailedPrecondition)
+				}
 			}
-			break
+			if len(later) < revertPage {
+				break
+			}
+			after = later[len(later)-1].CursorOf()
 		}
 		view, err := tx.ViewMessages(ctx, tenant, id)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
@@ -25,30 +26,29 @@ type CompactionPage struct {
 
 // ListCompactions returns a page of a session's compactions, oldest first:
 // it ends at page.Size (0: 100) compactions or MaxResponseBytes, whichever
-// comes first, and holds at least one compaction when any remain.
+// comes first, and holds at least one compaction when any remain. It reads
+// one page (and one compaction more, to know whether others follow) from
+// the store, wherever the page is in the listing.
 func (e *Engine) ListCompactions(ctx context.Context, tenant, id string, page Page) (CompactionPage, error) {
 	size := page.Size
 	if size <= 0 {
 		size = 100
 	}
-	skip := 0
+	var after *store.CompactionCursor
 	if page.Token != "" {
-		n, err := decodeOffset(page.Token, "c")
+		c, err := decodeCompactionCursor(page.Token)
 		if err != nil {
 			return CompactionPage{}, chat.Invalid("page_token", "is not a token this server issued for ListCompactions")
 		}
-		skip = n
+		after = &c
 	}
 	if _, err := e.readSession(ctx, tenant, id); err != nil {
 		return CompactionPage{}, err
 	}
-	all, err := e.store.ListCompactions(ctx, tenant, id)
+	rest, err := e.store.ListCompactions(ctx, tenant, id, after, size+1)
 	if err != nil {
 		return CompactionPage{}, err
 	}
-	// Compactions are only ever added after the others (a purge removes a
-	// whole session), so an offset into the oldest-first list is stable.
-	rest := all[min(skip, len(all)):]
 	n, total := 0, 0
 	for n < len(rest) && n < size {
 		total += compactionBytes(&rest[n])
@@ -59,9 +59,30 @@ func (e *Engine) ListCompactions(ctx context.Context, tenant, id string, page Pa
 	}
 	out := CompactionPage{Compactions: rest[:n]}
 	if n < len(rest) {
-		out.Next = encodeOffset("c", skip+n)
+		out.Next = encodeCompactionCursor(rest[n-1].CursorOf())
 	}
 	return out, nil
+}
+
+// A ListCompactions page token is the position of the page's last
+// compaction: compactions are only ever added after the others (a purge
+// removes a whole session), so the next page starts right after it.
+func encodeCompactionCursor(c *store.CompactionCursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("c:" + strconv.FormatInt(c.CreatedAt.UnixNano(), 10) + ":" + strconv.Itoa(c.Round)))
+}
+
+func decodeCompactionCursor(token string) (store.CompactionCursor, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	f := strings.Split(string(raw), ":")
+	if err != nil || len(f) != 3 || f[0] != "c" {
+		return store.CompactionCursor{}, errors.New("bad token")
+	}
+	at, err1 := strconv.ParseInt(f[1], 10, 64)
+	round, err2 := strconv.Atoi(f[2])
+	if err1 != nil || err2 != nil || round < 0 {
+		return store.CompactionCursor{}, errors.New("bad token")
+	}
+	return store.CompactionCursor{CreatedAt: time.Unix(0, at).UTC(), Round: round}, nil
 }
 
 // Expanded is a message and a page of the originals it stands in for.

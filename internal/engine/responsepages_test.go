@@ -77,3 +77,70 @@ func TestCompactionPagesAreByteBounded(t *testing.T) {
 		t.Errorf("an ExpandMessage token: %v; want InvalidArgument naming page_token", err)
 	}
 }
+
+// pageCountingStore is a real store that records how many compactions each
+// ListCompactions read returned.
+type pageCountingStore struct {
+	store.Store
+	reads []int
+}
+
+func (s *pageCountingStore) ListCompactions(ctx context.Context, tenant, id string, after *store.CompactionCursor, limit int) ([]store.Compaction, error) {
+	out, err := s.Store.ListCompactions(ctx, tenant, id, after, limit)
+	s.reads = append(s.reads, len(out))
+	return out, err
+}
+
+// TestListCompactionsReadsOnePage: on both backends, a ListCompactions call
+// reads one page and one compaction more from the store, never the whole
+// listing, and the pages together are every compaction once, oldest first.
+func TestListCompactionsReadsOnePage(t *testing.T) {
+	models, encodings := testModels(t)
+	backendStores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		counting := &pageCountingStore{Store: st}
+		e := engine.New(encodings, models, counting)
+		off := false
+		v := agentSession(t, e, compaction.Overrides{AutoCompact: &off}, 4)
+		low := 0.01
+		var want []string
+		for round := 0; round < 7; round++ {
+			id := fmt.Sprintf("more_%d", round)
+			if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{
+				userMsg("go on"), callMsg(id), resultMsg(id, strings.Repeat("lorem ipsum dolor ", 100))}}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Tier: compaction.TierPrune, Target: &low})
+			if err != nil || res.Compaction == nil {
+				t.Fatalf("round %d: %+v, %v", round, res, err)
+			}
+			want = append(want, res.Compaction.ID)
+		}
+		counting.reads = nil
+		var got []string
+		calls := 0
+		for token := ""; ; calls++ {
+			page, err := e.ListCompactions(ctx, tenant, v.ID, engine.Page{Size: 2, Token: token})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range page.Compactions {
+				got = append(got, c.ID)
+			}
+			if token = page.Next; token == "" {
+				break
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("paged %v; want %v", got, want)
+		}
+		if len(counting.reads) != calls+1 {
+			t.Errorf("%d store reads for %d calls", len(counting.reads), calls+1)
+		}
+		for i, n := range counting.reads {
+			if n > 3 {
+				t.Errorf("call %d read %d compactions from the store for a page of 2", i, n)
+			}
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -291,10 +292,15 @@ func scanCompaction(row scanner) (store.Compaction, error) {
 	return c, j.DecodeInto(&c)
 }
 
-// ListCompactions returns a session's compactions, oldest first.
-func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string) ([]store.Compaction, error) {
+// ListCompactions returns a page of a session's compactions, oldest first.
+func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, after *store.CompactionCursor, limit int) ([]store.Compaction, error) {
+	afterAt, afterRound := int64(math.MinInt64), 0
+	if after != nil {
+		afterAt, afterRound = after.CreatedAt.UnixNano(), after.Round
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT `+compactionCols+` FROM compactions
-		WHERE tenant = ? AND session_id = ? ORDER BY created_at, round`, tenant, sessionID)
+		WHERE tenant = ? AND session_id = ? AND (created_at, round) > (?, ?)
+		ORDER BY created_at, round LIMIT ?`, tenant, sessionID, afterAt, afterRound, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Idempotency", testIdempotency},
 		{"Rollback", testRollback},
 		{"CompactionsAndViews", testCompactionsAndViews},
+		{"CompactionPaging", testCompactionPaging},
 		{"Calibration", testCalibration},
 		{"Purge", testPurge},
 		{"Ledger", testLedger},
@@ -411,7 +412,7 @@ func testCompactionsAndViews(t *testing.T, s store.Store) {
 		}
 		return tx.MarkReverted(ctx, "t", "s", "c1", epoch.Add(time.Hour))
 	})
-	list, err := s.ListCompactions(ctx, "t", "s")
+	list, err := s.ListCompactions(ctx, "t", "s", nil, 10)
 	if err != nil || len(list) != 1 || list[0].RevertedAt == nil || !list[0].RevertedAt.Equal(epoch.Add(time.Hour)) {
 		t.Errorf("list: %+v, %v", list, err)
 	}
@@ -433,6 +434,53 @@ func testCompactionsAndViews(t *testing.T, s store.Store) {
 	log, err := s.LogMessages(ctx, "t", "s", 0, 100)
 	if err != nil || !reflect.DeepEqual(log, msgs) {
 		t.Errorf("log changed: %v", err)
+	}
+}
+
+// testCompactionPaging: ListCompactions reads a page after a cursor, oldest
+// first by creation then round (two compactions may share a timestamp), and
+// only the session's.
+func testCompactionPaging(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	create(t, s, session("t", "s", epoch))
+	create(t, s, session("t", "other", epoch))
+	var want []string
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		for round := 1; round <= 7; round++ {
+			at := epoch.Add(time.Duration(round/2) * time.Second) // rounds 2 and 3, 4 and 5, 6 and 7 share a time
+			c := &store.Compaction{ID: fmt.Sprintf("c%d", round), Round: round, ViewBefore: []string{}, ViewAfter: []string{},
+				CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
+			want = append(want, c.ID)
+			if err := tx.InsertCompaction(ctx, "t", "s", c); err != nil {
+				return err
+			}
+			c.ID = "x" + c.ID
+			if err := tx.InsertCompaction(ctx, "t", "other", c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var got []string
+	var after *store.CompactionCursor
+	for pages := 0; ; pages++ {
+		page, err := s.ListCompactions(ctx, "t", "s", after, 3)
+		if err != nil || len(page) > 3 || pages > 3 {
+			t.Fatalf("page %d: %d compactions, %v", pages, len(page), err)
+		}
+		for _, c := range page {
+			got = append(got, c.ID)
+		}
+		if len(page) < 3 {
+			break
+		}
+		after = page[len(page)-1].CursorOf()
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("paged listing %v, want %v", got, want)
+	}
+	if none, err := s.ListCompactions(ctx, "t", "nobody", nil, 3); err != nil || len(none) != 0 {
+		t.Errorf("a session without compactions: %d, %v", len(none), err)
 	}
 }
 
