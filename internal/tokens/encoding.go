@@ -22,7 +22,7 @@ var OpenAIEncodings = []string{CL100KBase, O200KBase}
 
 // EncodingNames lists the supported encodings: OpenAI's tiktoken encodings,
 // then the open-weight families (families.go).
-var EncodingNames = []string{CL100KBase, O200KBase, Llama3, Qwen2, DeepSeekV3, O200KHarmony}
+var EncodingNames = []string{CL100KBase, O200KBase, Llama3, Qwen2, Qwen25, DeepSeekV3, O200KHarmony}
 
 // Encoding counts and encodes text with one tiktoken encoding. It is safe for
 // concurrent use; one per encoding is shared by the whole process.
@@ -126,6 +126,13 @@ func LoadEncodingFrom(name, dir string) (*Encoding, error) {
 			return nil, err
 		}
 		enc.name, enc.added = name, harmonyAdded()
+		return enc, nil
+	case Qwen25:
+		enc, err := loadFamily(Qwen2, dir)
+		if err != nil {
+			return nil, err
+		}
+		enc.name, enc.added = name, enc.added.without(qwen3AddedTokens...)
 		return enc, nil
 	case Llama3, Qwen2, DeepSeekV3:
 		return loadFamily(name, dir)

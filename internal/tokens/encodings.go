@@ -52,6 +52,14 @@ func (s *Encodings) Get(name string) (*Encoding, error) {
 			}
 			return
 		}
+		if name == Qwen25 { // Qwen2's tables, fewer added tokens: share them
+			var base *Encoding
+			if base, l.err = s.Get(Qwen2); l.err == nil {
+				l.enc = &Encoding{name: name, piece: base.piece, normalize: base.normalize, merger: base.merger,
+					added: base.added.without(qwen3AddedTokens...)}
+			}
+			return
+		}
 		l.enc, l.err = LoadEncodingFrom(name, s.dir)
 	})
 	return l.enc, l.err

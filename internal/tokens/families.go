@@ -21,6 +21,10 @@ const (
 	// Qwen2 is the 151,643-token byte-level BPE of Qwen 2, 2.5 and 3 (NFC,
 	// one digit per piece). Apache-2.0; embedded.
 	Qwen2 = "qwen2"
+	// Qwen25 is Qwen2's vocabulary with Qwen 2.5's added tokens: Qwen3 added
+	// <think>, </think>, <tool_response> and </tool_response>, which Qwen
+	// 2.5's tokenizer reads as ordinary text.
+	Qwen25 = "qwen2.5"
 	// DeepSeekV3 is the 128,000-token byte-level BPE of DeepSeek V3 and R1
 	// (its own three-stage pre-tokenizer). MIT; embedded.
 	DeepSeekV3 = "deepseek_v3"
@@ -226,6 +230,24 @@ func (e *Encoding) segments(text string, ordinary func(string), added func(strin
 
 // harmonyAdded are the added tokens of gpt-oss's tokenizer.json
 // (o200k_harmony): o200k_base's vocabulary ends at 199997.
+// qwen3AddedTokens are the added tokens Qwen3's tokenizer has and Qwen
+// 2.5's has not.
+var qwen3AddedTokens = []string{"<think>", "</think>", "<tool_response>", "</tool_response>"}
+
+// without returns the added tokens less some; a nil receiver stays nil.
+func (a *addedTokens) without(tokens ...string) *addedTokens {
+	if a == nil {
+		return nil
+	}
+	ids := make(map[string]int32, len(a.ids))
+	for t, id := range a.ids {
+		if !slices.Contains(tokens, t) {
+			ids[t] = id
+		}
+	}
+	return newAddedTokens(ids)
+}
+
 func harmonyAdded() *addedTokens {
 	ids := map[string]int32{
 		"<|startoftext|>": 199998, "<|endoftext|>": 199999, "<|return|>": 200002,

@@ -26,14 +26,24 @@ func openWeightModels() []Model {
 		if m.name == "llama-3.3-70b" {
 			aliases = append(aliases, "llama-3.3-70b-versatile")
 		}
-		ms = append(ms, exact("meta", m.name, m.window, min(m.window, 8_192), Llama3, aliases...))
+		lm := exact("meta", m.name, m.window, min(m.window, 8_192), Llama3, aliases...)
+		lm.Template = TemplateLlama31
+		if m.window == 8_192 { // Llama 3.0
+			lm.Template = TemplateLlama3
+		}
+		ms = append(ms, lm)
 	}
-	// Qwen 2.5 and Qwen3 share one tokenizer.
+	// Qwen 2.5 and Qwen3 share one vocabulary; Qwen3 added four tokens.
+	qwen25 := func(name string) Model {
+		m := exact("qwen", name, 32_768, 8_192, Qwen25, name+"-instruct")
+		m.Template = TemplateQwen25
+		return m
+	}
 	for _, size := range []string{"0.5b", "1.5b", "3b", "7b", "14b", "32b", "72b"} {
-		ms = append(ms, exact("qwen", "qwen2.5-"+size, 32_768, 8_192, Qwen2, "qwen2.5-"+size+"-instruct"))
+		ms = append(ms, qwen25("qwen2.5-"+size))
 	}
 	for _, size := range []string{"7b", "14b", "32b"} {
-		ms = append(ms, exact("qwen", "qwen2.5-coder-"+size, 32_768, 8_192, Qwen2, "qwen2.5-coder-"+size+"-instruct"))
+		ms = append(ms, qwen25("qwen2.5-coder-"+size))
 	}
 	for _, size := range []string{"0.6b", "1.7b", "4b", "8b", "14b", "32b", "30b-a3b", "235b-a22b"} {
 		m := exact("qwen", "qwen3-"+size, 32_768, 8_192, Qwen2)
@@ -51,8 +61,9 @@ func openWeightModels() []Model {
 
 // WithAvailable returns the registry with every model whose encoding's
 // vocabulary is not at hand (Llama 3 before it is imported) counted with
-// cl100k_base instead, approximate, with that family's expected error.
-// Unchanged models are shared. It also returns the names of the changed
+// cl100k_base instead, approximate, with that family's expected error, and
+// OpenAI's framing (cl100k_base would count the template's special tokens as
+// several tokens each). Unchanged models are shared. It also returns the names of the changed
 // models.
 func (r *Registry) WithAvailable(available func(encoding string) bool) (*Registry, []string) {
 	var changed []string
@@ -64,7 +75,7 @@ func (r *Registry) WithAvailable(available func(encoding string) bool) (*Registr
 		if !ok || available(m.Encoding) {
 			continue
 		}
-		m.Encoding, m.Exact, m.ExpectedError = CL100KBase, false, fam.fallbackError
+		m.Encoding, m.Exact, m.ExpectedError, m.Template = CL100KBase, false, fam.fallbackError, ""
 		changed = append(changed, m.Name)
 	}
 	if len(changed) == 0 {

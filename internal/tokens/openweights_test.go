@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -46,7 +47,7 @@ func importedDir(t testing.TB) string {
 
 // openWeightEncodings are the encodings with golden counts, and the name of
 // their column in text_counts.jsonl.
-var openWeightEncodings = []string{tokens.Llama3, tokens.Qwen2, tokens.DeepSeekV3, tokens.O200KHarmony}
+var openWeightEncodings = []string{tokens.Llama3, tokens.Qwen2, tokens.Qwen25, tokens.DeepSeekV3, tokens.O200KHarmony}
 
 func readJSONL[T any](t testing.TB, path string) []T {
 	t.Helper()
@@ -170,7 +171,21 @@ func TestOpenWeightGoldenChat(t *testing.T) {
 		t.Fatal(err)
 	}
 	encs := tokens.NewEncodings(importedDir(t))
-	for _, family := range []struct{ template, model string }{{"qwen3", "qwen3-32b"}} {
+	for _, family := range []struct {
+		template, model string
+		// toolRun is what a stored tool result that follows another one
+		// costs more than in the request (Qwen: the 4 tokens that close and
+		// reopen the user turn the template shares between them).
+		toolRun int64
+		// lastReply is what a final assistant message costs more in the
+		// request (Qwen3: the empty <think> block the template gives it).
+		lastReply int64
+	}{
+		{"qwen3", "qwen3-32b", 4, 4},
+		{"qwen2.5", "qwen2.5-7b", 5, 0},
+		{"llama3", "llama-3-8b", 0, 0},
+		{"llama3.1", "llama-3.1-8b", 0, 0},
+	} {
 		t.Run(family.template, func(t *testing.T) {
 			m, ok := reg.Lookup(family.model)
 			if !ok || m.Template != family.template {
@@ -183,10 +198,13 @@ func TestOpenWeightGoldenChat(t *testing.T) {
 			fr := tokens.FramingOf(m)
 			for i, g := range reqs {
 				want, ok := counts[i][family.template].(float64)
+				tools, msgs := g.toChat()
+				if v, has := counts[i][family.template]; has && v == nil && family.template == tokens.TemplateLlama31 && manyCalls(msgs) {
+					continue // the template raises: one tool call per message
+				}
 				if !ok || counts[i]["name"] != g.Name {
 					t.Fatalf("chat_counts.jsonl line %d has no %s count for %q", i+1, family.template, g.Name)
 				}
-				tools, msgs := g.toChat()
 				rc := tokens.CountRequest(enc, fr, g.System, tools, msgs)
 				if got := rc.Total(); got != int64(want) {
 					t.Errorf("%s: CountRequest %d tokens, apply_chat_template %d", g.Name, got, int64(want))
@@ -196,14 +214,15 @@ func TestOpenWeightGoldenChat(t *testing.T) {
 				for j := range msgs {
 					session += tokens.CountMessage(enc, fr, &msgs[j]).Tokens
 				}
-				// A stored message is counted without its neighbours: a tool
-				// result that follows another one is counted with the 4
-				// tokens that close and reopen the user turn.
+				// A stored message is counted without its neighbours.
 				extra := int64(0)
 				for j := 1; j < len(msgs); j++ {
 					if msgs[j].Role == chat.RoleTool && msgs[j-1].Role == chat.RoleTool {
-						extra += 4
+						extra += family.toolRun
 					}
+				}
+				if len(msgs) > 0 && msgs[len(msgs)-1].Role == chat.RoleAssistant {
+					extra -= family.lastReply
 				}
 				if session != rc.Total()+extra {
 					t.Errorf("%s: stored-session sum %d, want request %d + %d", g.Name, session, rc.Total(), extra)
@@ -211,6 +230,44 @@ func TestOpenWeightGoldenChat(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLlama31DateCounts: Llama 3.1's system turn states today's date, which
+// servers fill in (strftime_now); the golden set renders the template's
+// fallback date. Every date of 2024–2039 counts the same, so the count does
+// not depend on the day it is made.
+func TestLlama31DateCounts(t *testing.T) {
+	enc, err := tokens.NewEncodings(importedDir(t)).Get(tokens.Llama3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := enc.Count("Today Date: 26 Jul 2024\n\n")
+	for year := 2024; year < 2040; year++ {
+		for _, month := range []string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"} {
+			for day := 1; day <= 31; day++ {
+				s := fmt.Sprintf("Today Date: %02d %s %d\n\n", day, month, year)
+				if got := enc.Count(s); got != want {
+					t.Fatalf("%q: %d tokens, want %d", s, got, want)
+				}
+			}
+		}
+	}
+}
+
+// manyCalls reports whether a message makes more than one tool call.
+func manyCalls(msgs []chat.Message) bool {
+	for _, m := range msgs {
+		n := 0
+		for _, p := range m.Parts {
+			if p.Type == chat.PartToolCall {
+				n++
+			}
+		}
+		if n > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // BenchmarkOpenWeight measures each open-weight encoding against o200k_base
@@ -289,7 +346,7 @@ func TestWithoutImportedVocabulary(t *testing.T) {
 		t.Fatal("no model was downgraded")
 	}
 	m, ok := got.Lookup("meta-llama/Llama-3.1-8B-Instruct")
-	if !ok || m.Encoding != tokens.CL100KBase || m.Exact || m.ExpectedError != 0.10 {
+	if !ok || m.Encoding != tokens.CL100KBase || m.Exact || m.ExpectedError != 0.10 || m.Template != "" {
 		t.Errorf("llama-3.1-8b without its vocabulary: %+v", m)
 	}
 	q, ok := got.Lookup("qwen3-32b")

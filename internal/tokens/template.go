@@ -31,11 +31,17 @@ type chatTemplate interface {
 
 // Template names (Model.Template).
 const (
-	TemplateQwen3 = "qwen3"
+	TemplateQwen3   = "qwen3"
+	TemplateQwen25  = "qwen2.5"
+	TemplateLlama3  = "llama3"
+	TemplateLlama31 = "llama3.1"
 )
 
 var chatTemplates = map[string]chatTemplate{
-	TemplateQwen3: qwen3Template{},
+	TemplateQwen3:   qwen3Template{},
+	TemplateQwen25:  qwen25Template{},
+	TemplateLlama3:  llama3Template{},
+	TemplateLlama31: llama31Template{},
 }
 
 // messageText joins a message's text parts as servers do for templates that
@@ -89,7 +95,7 @@ func templateJSON(text string) string {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
 	var b strings.Builder
-	if err := writeTemplateJSON(&b, dec); err != nil {
+	if err := writeTemplateJSON(&b, dec, "", 0); err != nil {
 		return text
 	}
 	if _, err := dec.Token(); err == nil {
@@ -98,7 +104,25 @@ func templateJSON(text string) string {
 	return b.String()
 }
 
-func writeTemplateJSON(b *strings.Builder, dec *json.Decoder) error {
+// templateJSONIndent is templateJSON with tojson(indent=n)'s layout
+// (json.dumps(indent=n)): one item per line, "," between items, empty
+// containers as {} and [].
+func templateJSONIndent(text string, indent int) string {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var b strings.Builder
+	if err := writeTemplateJSON(&b, dec, strings.Repeat(" ", indent), 0); err != nil {
+		return text
+	}
+	if _, err := dec.Token(); err == nil {
+		return text
+	}
+	return b.String()
+}
+
+// writeTemplateJSON writes the next JSON value of dec; a non-empty indent
+// puts each item on its own line, indented depth+1 times.
+func writeTemplateJSON(b *strings.Builder, dec *json.Decoder, indent string, depth int) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return err
@@ -110,9 +134,20 @@ func writeTemplateJSON(b *strings.Builder, dec *json.Decoder) error {
 			closing = ']'
 		}
 		b.WriteByte(byte(v))
-		for first := true; dec.More(); first = false {
-			if !first {
-				b.WriteString(", ")
+		sep := ", "
+		if indent != "" {
+			sep = ","
+		}
+		items := 0
+		for ; dec.More(); items++ {
+			if items > 0 {
+				b.WriteString(sep)
+			}
+			if indent != "" {
+				b.WriteByte('\n')
+				for range depth + 1 {
+					b.WriteString(indent)
+				}
 			}
 			if v == '{' {
 				k, err := dec.Token()
@@ -126,12 +161,18 @@ func writeTemplateJSON(b *strings.Builder, dec *json.Decoder) error {
 				writeJSString(b, key)
 				b.WriteString(": ")
 			}
-			if err := writeTemplateJSON(b, dec); err != nil {
+			if err := writeTemplateJSON(b, dec, indent, depth+1); err != nil {
 				return err
 			}
 		}
 		if _, err := dec.Token(); err != nil {
 			return err
+		}
+		if indent != "" && items > 0 {
+			b.WriteByte('\n')
+			for range depth {
+				b.WriteString(indent)
+			}
 		}
 		b.WriteByte(closing)
 	case string:

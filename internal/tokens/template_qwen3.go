@@ -9,8 +9,8 @@ import (
 // qwen3Template is the chat template of Qwen3 (tokenizer_config.json), with
 // thinking on, the served default (enable_thinking unset): the generation
 // prompt is "<|im_start|>assistant\n" and the model opens its own <think>
-// block. Qwen 2.5's template renders the same ChatML turns and tool blocks
-// without the thinking rules.
+// block. Qwen 2.5's template (template_qwen25.go) renders the same ChatML
+// turns and tool blocks without the thinking rules.
 type qwen3Template struct{}
 
 const (
@@ -24,6 +24,12 @@ const (
 func (qwen3Template) replyPriming() int { return 3 } // <|im_start|> assistant \n
 
 func (qwen3Template) prefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
+	return qwenPrefix(enc, system, tools)
+}
+
+// qwenPrefix counts the system turn of the Qwen templates: the system prompt
+// alone, and with the tool block appended.
+func qwenPrefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
 	var sys int64
 	if system != "" {
 		sys = int64(enc.Count("<|im_start|>system\n" + system + "<|im_end|>\n"))
@@ -65,6 +71,12 @@ func qwenLastQuery(msgs []chat.Message) int {
 }
 
 func (qwen3Template) message(enc *Encoding, msgs []chat.Message, i int, context bool) MessageCount {
+	return qwenMessage(enc, msgs, i, context, true)
+}
+
+// qwenMessage renders one message of the Qwen templates; thinking applies
+// Qwen3's rules for reasoning in assistant turns.
+func qwenMessage(enc *Encoding, msgs []chat.Message, i int, context, thinking bool) MessageCount {
 	m := &msgs[i]
 	var b strings.Builder
 	adjust := 0
@@ -73,7 +85,7 @@ func (qwen3Template) message(enc *Encoding, msgs []chat.Message, i int, context 
 		b.WriteString("<|im_start|>" + string(m.Role) + "\n" + messageText(m) + "<|im_end|>\n")
 	case chat.RoleAssistant:
 		content, reasoning := messageText(m), ""
-		if _, after, ok := cutLast(content, "</think>"); ok {
+		if _, after, ok := cutLast(content, "</think>"); ok && thinking {
 			before, _, _ := strings.Cut(content, "</think>")
 			content = strings.TrimLeft(after, "\n")
 			before = strings.TrimRight(before, "\n")
@@ -86,7 +98,7 @@ func (qwen3Template) message(enc *Encoding, msgs []chat.Message, i int, context 
 		// Only a whole request tells whether this turn follows the last
 		// query; a stored message is counted as an earlier turn, whose
 		// reasoning the template drops.
-		if context && i > qwenLastQuery(msgs) && (i == len(msgs)-1 || reasoning != "") {
+		if thinking && context && i > qwenLastQuery(msgs) && (i == len(msgs)-1 || reasoning != "") {
 			b.WriteString("<think>\n" + strings.Trim(reasoning, "\n") + "\n</think>\n\n" + strings.TrimLeft(content, "\n"))
 		} else {
 			b.WriteString(content)
@@ -105,8 +117,9 @@ func (qwen3Template) message(enc *Encoding, msgs []chat.Message, i int, context 
 		b.WriteString("<|im_end|>\n")
 	case chat.RoleTool:
 		// Consecutive tool results share one user turn. Alone, a result
-		// opens and closes its turn; after another result, the 4 tokens of
-		// "<|im_end|>\n" and "<|im_start|>user" are not there.
+		// opens and closes its turn; after another result, the text between
+		// the two is "\n" instead of "<|im_end|>\n<|im_start|>user\n" (4
+		// tokens fewer with Qwen3's tokenizer, where the tags are tokens).
 		b.WriteString("<|im_start|>user")
 		for _, p := range m.Parts {
 			var text string
@@ -122,7 +135,8 @@ func (qwen3Template) message(enc *Encoding, msgs []chat.Message, i int, context 
 		}
 		b.WriteString("<|im_end|>\n")
 		if context && i > 0 && msgs[i-1].Role == chat.RoleTool {
-			adjust = -4
+			adjust = enc.Count("</tool_response>\n<tool_response>") -
+				enc.Count("</tool_response><|im_end|>\n<|im_start|>user\n<tool_response>")
 		}
 	}
 	total := int64(enc.Count(b.String())+adjust) + imageTokens(m)

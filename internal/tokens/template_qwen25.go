@@ -1,0 +1,26 @@
+package tokens
+
+import (
+	"cmp"
+
+	"github.com/contextd/contextd/internal/chat"
+)
+
+// qwen25Template is the chat template of Qwen 2.5 (and Qwen2.5-Coder): the
+// ChatML turns and tool block of Qwen3's template without its reasoning
+// rules, and a default system prompt when the request has none.
+type qwen25Template struct{}
+
+// qwen25DefaultSystem is the system prompt the template supplies when the
+// conversation does not start with one.
+const qwen25DefaultSystem = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+
+func (qwen25Template) replyPriming() int { return 3 } // <|im_start|> assistant \n
+
+func (qwen25Template) prefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
+	return qwenPrefix(enc, cmp.Or(system, qwen25DefaultSystem), tools)
+}
+
+func (qwen25Template) message(enc *Encoding, msgs []chat.Message, i int, context bool) MessageCount {
+	return qwenMessage(enc, msgs, i, context, false)
+}
