@@ -122,6 +122,10 @@ type planner struct {
 	viewTokens int64
 	plan       *Plan
 	target     int64
+	// pruned maps a placeholder this plan made to the message it stands
+	// in for: a summary of the same plan reads the original, not the
+	// placeholder.
+	pruned map[string]chat.Message
 }
 
 func (p *planner) used() int64 { return p.req.Fixed + p.viewTokens }
@@ -214,6 +218,10 @@ func (p *planner) replace(i int, repl chat.Message, tier Tier, reason string) {
 	repl.Tokens = p.req.Count(&repl)
 	p.view[i] = repl
 	p.viewTokens += repl.Tokens - orig.Tokens
+	if p.pruned == nil {
+		p.pruned = map[string]chat.Message{}
+	}
+	p.pruned[repl.ID] = orig
 	p.plan.New = append(p.plan.New, repl)
 	p.plan.Items = append(p.plan.Items, Replacement{Tier: tier, NewID: repl.ID, Replaced: []string{orig.ID},
 		Reason: reason, TokensBefore: orig.Tokens, TokensAfter: repl.Tokens})
@@ -543,9 +551,12 @@ func (p *planner) summarize() error {
 		if keep[m.ID] {
 			continue
 		}
-		if m.Kind == chat.KindSummary {
+		switch orig, ok := p.pruned[m.ID]; {
+		case m.Kind == chat.KindSummary:
 			previous = joinText(&m)
-		} else {
+		case ok:
+			summarized = append(summarized, orig)
+		default:
 			summarized = append(summarized, m)
 		}
 		replaced = append(replaced, m.ID)

@@ -328,3 +328,40 @@ func TestValidate(t *testing.T) {
 		t.Errorf("a pending call of the last assistant message is fine: %v", err)
 	}
 }
+
+// TestSummaryReadsPrunedOriginals: when one plan prunes and then summarizes,
+// the summarizer reads the originals of what the prune replaced, not the
+// placeholders, so nothing of them is lost to the summary.
+func TestSummaryReadsPrunedOriginals(t *testing.T) {
+	b := (&builder{}).user("Fix the bug.").steps(12, 3000, "s")
+	req := request(b, 8000, compaction.TierPrune, compaction.TierSummarize)
+	req.Target = 0.2 // below what pruning alone reaches
+	var seen []chat.Message
+	inner := req.Summarize
+	req.Summarize = func(in compaction.SummaryInput) (string, error) {
+		seen = in.Messages
+		return inner(in)
+	}
+	plan := mustPlan(t, req)
+	if len(plan.Tiers) != 2 {
+		t.Fatalf("tiers %v: want prune and summarize", plan.Tiers)
+	}
+	if len(seen) == 0 {
+		t.Fatal("the summarizer was not called")
+	}
+	results := 0
+	for _, m := range seen {
+		if m.Kind != chat.KindNormal {
+			t.Fatalf("the summarizer read %s, a %s", m.ID, m.Kind)
+		}
+		if m.Role == chat.RoleTool {
+			results++
+			if !strings.Contains(m.Parts[0].ToolResult.Content, strings.Repeat("x", 3000)) {
+				t.Fatalf("the summarizer read a cut %s", m.ID)
+			}
+		}
+	}
+	if results == 0 {
+		t.Fatal("no tool result reached the summarizer")
+	}
+}

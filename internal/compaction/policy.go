@@ -39,7 +39,9 @@ type Policy struct {
 	// runs only when its savings repay the prompt-cache rewrite within this
 	// many calls (0: cache-awareness off). See Payback.
 	CachePaybackCalls int
-	// CacheTarget is where a compaction that cache-awareness forces aims.
+	// CacheTarget is where every automatic compaction aims, in place of
+	// Target, when cache-awareness is on: deep, since a compaction's
+	// rewrite costs about the same whatever it removes.
 	CacheTarget float64
 }
 
@@ -78,7 +80,10 @@ func Defaults(window int64) Policy {
 	}
 }
 
-// Defaults of cache-aware compaction (see Payback).
+// Defaults of cache-aware compaction (see Plan.PaybackCalls; README,
+// "Why these defaults"): a compaction must repay its prompt-cache rewrite
+// within 10 calls, which at Anthropic's prices asks it to remove at least
+// 1.15 times what it keeps, and compacts down to 0.30 of the usable window.
 const (
 	DefaultCachePaybackCalls = 10
 	DefaultCacheTarget       = 0.30

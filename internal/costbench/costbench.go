@@ -16,8 +16,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
 	"text/tabwriter"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
@@ -105,42 +109,79 @@ func Models(windows []int64) []tokens.Model {
 func modelName(window int64) string { return fmt.Sprintf("bench-%dk", window/1024) }
 
 // Run replays every file at every window with every strategy, each replay
-// in a fresh embedded store under tmp.
+// in a fresh embedded store under tmp, as many at once as GOMAXPROCS. The
+// results are sums, so they do not depend on the order replays finish in.
 func Run(ctx context.Context, files []string, windows []int64, strategies []Strategy, tmp string) ([]Result, error) {
 	models, err := tokens.NewRegistry(Models(windows))
 	if err != nil {
 		return nil, err
 	}
 	encodings := tokens.NewEncodings()
-	var out []Result
-	for _, w := range windows {
-		for _, s := range strategies {
-			r := Result{Strategy: s.Name, Window: w}
-			for _, f := range files {
-				system, msgs, err := Load(f)
-				if err != nil {
-					return nil, err
-				}
-				dir, err := os.MkdirTemp(tmp, "costbench-")
-				if err != nil {
-					return nil, err
-				}
-				st, err := sqlite.Open(ctx, dir)
-				if err != nil {
-					return nil, err
-				}
-				err = replay(ctx, engine.New(encodings, models, st), w, s, system, msgs, &r)
-				st.Close()
-				os.RemoveAll(dir)
-				if err != nil {
-					return nil, fmt.Errorf("%s, %s at %d: %w", filepath.Base(f), s.Name, w, err)
-				}
-				r.Transcripts++
-			}
-			out = append(out, r)
+	type transcript struct {
+		system string
+		msgs   []chat.Message
+	}
+	loaded := make([]transcript, len(files))
+	for i, f := range files {
+		if loaded[i].system, loaded[i].msgs, err = Load(f); err != nil {
+			return nil, err
 		}
 	}
+	out := make([]Result, 0, len(windows)*len(strategies))
+	for _, w := range windows {
+		for _, s := range strategies {
+			out = append(out, Result{Strategy: s.Name, Window: w})
+		}
+	}
+	var mu sync.Mutex
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for k := range out {
+		w, s := windows[k/len(strategies)], strategies[k%len(strategies)]
+		for i, f := range files {
+			g.Go(func() error {
+				var r Result
+				if err := replayIn(ctx, tmp, encodings, models, w, s, loaded[i].system, loaded[i].msgs, &r); err != nil {
+					return fmt.Errorf("%s, %s at %d: %w", filepath.Base(f), s.Name, w, err)
+				}
+				mu.Lock()
+				out[k].add(r)
+				mu.Unlock()
+				return nil
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// add sums another replay of the same strategy and window into r.
+func (r *Result) add(o Result) {
+	r.Transcripts++
+	r.Calls += o.Calls
+	r.Compactions += o.Compactions
+	r.Input += o.Input
+	r.Prefix += o.Prefix
+	r.FactsSeen += o.FactsSeen
+	r.FactsKept += o.FactsKept
+	r.Invalid += o.Invalid
+}
+
+// replayIn replays one transcript in a fresh embedded store under tmp.
+func replayIn(ctx context.Context, tmp string, encodings *tokens.Encodings, models *tokens.Registry, window int64, s Strategy, system string, msgs []chat.Message, r *Result) error {
+	dir, err := os.MkdirTemp(tmp, "costbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return replay(ctx, engine.New(encodings, models, st), window, s, system, msgs, r)
 }
 
 // replay drives one transcript as an agent loop: PrepareContext with what

@@ -8,19 +8,24 @@ import (
 )
 
 // cacheAware adjusts an automatic compaction to the prompt cache (policy
-// cache_payback_calls > 0). Below the emergency threshold, when the request
-// fits, compacting is optional: the plan runs only if its savings repay the
-// cache rewrite within cache_payback_calls calls. From the emergency
-// threshold, or when the request would not fit, it is forced: every tier,
-// down to cache_target, so that the next forced compaction is far away.
+// cache_payback_calls > 0). Every compaction aims at cache_target, below
+// target: its rewrite costs about the same whatever it removes (everything
+// after its first change is written again), while each token it removes is
+// one fewer to read on every later call, and the next compaction moves
+// further away. Below the emergency threshold, when the request fits,
+// compacting is optional (with the tiers the level allows): the plan runs
+// only if its savings repay the cache rewrite within cache_payback_calls
+// calls. From the emergency threshold, or when the request would not fit,
+// it is forced with every tier.
 func cacheAware(in CompactInput, u Usage) CompactInput {
 	p := u.Policy
 	if p.CachePaybackCalls <= 0 {
 		return in
 	}
+	target := p.CacheTarget
+	in.Target = &target
 	if u.Over > 0 || u.Level >= compaction.LevelHandoff {
-		target := p.CacheTarget
-		in.tiers, in.Target = compaction.AllTiers, &target
+		in.tiers = compaction.AllTiers
 		return in
 	}
 	in.payback = p.CachePaybackCalls

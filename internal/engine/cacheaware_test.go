@@ -17,8 +17,9 @@ import (
 
 // TestCacheAwareDefersThenForces: with Anthropic cache prices, a compaction
 // at the warning level that would not repay its cache rewrite is deferred
-// (the view and its cache stay), and at the emergency threshold compaction
-// is forced down to cache_target; the request never exceeds the window.
+// (the view and its cache stay); one runs below the emergency threshold only
+// when it repays its rewrite within cache_payback_calls; a forced one goes
+// down to cache_target; the request never exceeds the window.
 func TestCacheAwareDefersThenForces(t *testing.T) {
 	price := tokens.Pricing{Input: 3, CachedInput: 0.3, CacheWrite: 3.75, Output: 15}
 	models, err := tokens.NewRegistry([]tokens.Model{{Name: "cache-8k", Provider: "test", ContextWindow: 8192,
@@ -27,44 +28,76 @@ func TestCacheAwareDefersThenForces(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := engine.New(tokens.NewEncodings(), models, openSQLite(t))
-	ctx := t.Context()
-	v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "cache-8k", System: "You are a coding agent."})
-	if err != nil {
-		t.Fatal(err)
-	}
-	usable := float64(v.Usage.ContextWindow - v.Usage.ReservedOutput)
-	pending := []chat.Message{userMsg("Fix the failing test in src/app.py.")}
-	deferred, forced := 0, 0
-	for i := 0; i < 60 && forced == 0; i++ {
-		id := fmt.Sprintf("call_%d", i)
-		pending = append(pending, callMsg(id), resultMsg(id, fmt.Sprintf("step %d: %s", i, strings.Repeat("lorem ipsum dolor ", 60))))
-		res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: pending})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pending = nil
-		u := res.Status.Usage
-		if u.Over > 0 {
-			t.Fatalf("step %d: the request exceeds the window by %d", i, u.Over)
-		}
-		if strings.Contains(strings.Join(res.Status.Warnings, " "), "compaction deferred") {
-			if res.Status.Compacted {
-				t.Fatalf("step %d: deferred and compacted", i)
+	for _, tc := range []struct {
+		name    string
+		payback *int
+		// want: a deferred compaction, one forced at the emergency
+		// threshold, one below it that pays.
+		wantDeferred, wantForced, wantEarly bool
+	}{
+		// Pruning these tool results from 0.70 down to 0.30 of the window
+		// repays its rewrite in about 9 calls: within the default 10 it runs
+		// at once; within 2 it waits for the emergency threshold.
+		{name: "default", wantEarly: true},
+		{name: "strict", payback: ptr(2), wantDeferred: true, wantForced: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "cache-8k", System: "You are a coding agent.",
+				Policy: compaction.Overrides{CachePaybackCalls: tc.payback}})
+			if err != nil {
+				t.Fatal(err)
 			}
-			deferred++
-		}
-		if res.Status.Compacted {
-			forced++
-			before := float64(res.Status.LastCompaction.TokensBefore) / usable
-			after := float64(u.Used) / usable
-			if before < u.Policy.EmergencyThreshold || after > u.Policy.CacheTarget+0.05 {
-				t.Fatalf("step %d: compacted from %.2f to %.2f of the window; want from the emergency threshold %.2f to about %.2f",
-					i, before, after, u.Policy.EmergencyThreshold, u.Policy.CacheTarget)
+			usable := float64(v.Usage.ContextWindow - v.Usage.ReservedOutput)
+			pending := []chat.Message{userMsg("Fix the failing test in src/app.py.")}
+			deferred, forced, early := 0, 0, 0
+			for i := 0; i < 60 && forced+early < 3; i++ {
+				id := fmt.Sprintf("call_%d", i)
+				pending = append(pending, callMsg(id), resultMsg(id, fmt.Sprintf("step %d: %s", i, strings.Repeat("lorem ipsum dolor ", 60))))
+				res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: pending})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pending = nil
+				u := res.Status.Usage
+				if u.Over > 0 {
+					t.Fatalf("step %d: the request exceeds the window by %d", i, u.Over)
+				}
+				if strings.Contains(strings.Join(res.Status.Warnings, " "), "compaction deferred") {
+					if res.Status.Compacted {
+						t.Fatalf("step %d: deferred and compacted", i)
+					}
+					deferred++
+				}
+				if !res.Status.Compacted {
+					continue
+				}
+				c := res.Status.LastCompaction
+				before := float64(c.TokensBefore) / usable
+				after := float64(u.Used) / usable
+				if before >= u.Policy.EmergencyThreshold {
+					forced++
+					if after > u.Policy.CacheTarget+0.05 {
+						t.Fatalf("step %d: forced compaction from %.2f to %.2f of the window; want about cache_target %.2f",
+							i, before, after, u.Policy.CacheTarget)
+					}
+					continue
+				}
+				// Below the emergency threshold it must repay its rewrite:
+				// (1.25 - 0.1) per rewritten token against 0.1 per saved
+				// token and call.
+				early++
+				rewritten := float64(res.Cache.RequestTokens - res.Cache.StableTokens)
+				if payback := rewritten * 1.15 / (0.1 * float64(c.TokensBefore-c.TokensAfter)); payback > float64(u.Policy.CachePaybackCalls) {
+					t.Fatalf("step %d: compacted at %.2f of the window, below the emergency threshold, with a payback of %.1f calls (> %d)",
+						i, before, payback, u.Policy.CachePaybackCalls)
+				}
 			}
-		}
-	}
-	if deferred == 0 || forced == 0 {
-		t.Fatalf("%d deferred, %d forced compactions: want both", deferred, forced)
+			if (deferred > 0) != tc.wantDeferred || (forced > 0) != tc.wantForced || (early > 0) != tc.wantEarly {
+				t.Fatalf("%d deferred, %d forced, %d early compactions; want deferred %v, forced %v, early %v",
+					deferred, forced, early, tc.wantDeferred, tc.wantForced, tc.wantEarly)
+			}
+		})
 	}
 }
 

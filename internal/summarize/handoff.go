@@ -45,24 +45,14 @@ func Handoff(view []chat.Message) string {
 			inProgress = textOf(&rest[i])
 			for _, p := range rest[i].Parts {
 				if p.Type == chat.PartToolCall {
-					inProgress = strings.TrimSpace(inProgress + "\n" + describeCall(p.ToolCall.Name, p.ToolCall.Arguments, map[string]bool{}))
+					inProgress = strings.TrimSpace(inProgress + "\n" + describeCall(p.ToolCall.Name, p.ToolCall.Arguments))
 				}
 			}
 			break
 		}
 	}
-	var files []string
-	for _, line := range sec[SecDone] {
-		if list, ok := strings.CutPrefix(line, "files touched: "); ok {
-			files = strings.Split(list, ", ")
-		}
-	}
-	var done []string
-	for _, line := range sec[SecDone] {
-		if !strings.HasPrefix(line, "files touched: ") {
-			done = append(done, line)
-		}
-	}
+	files := sec[SecFiles]
+	done := dropLegacyFiles(sec[SecDone])
 	if len(done) > 30 {
 		done = done[len(done)-30:]
 	}

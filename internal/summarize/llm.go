@@ -201,8 +201,10 @@ type Metered interface {
 }
 
 // PinFacts makes sure an LLM summary kept what must survive: the original
-// task, the latest user request and the file paths of the summarized work.
-// Whatever is missing is appended verbatim.
+// task, the latest user request and the file paths written in the
+// summarized work and carried by the previous summary (most recent first,
+// within the files budget, as the extractive summary keeps them). Whatever
+// is missing is appended verbatim.
 func PinFacts(summary string, in compaction.SummaryInput) string {
 	var add []string
 	if t := strings.TrimSpace(in.OriginalTask); t != "" && !strings.Contains(summary, t) {
@@ -217,24 +219,14 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	if latest != "" && latest != strings.TrimSpace(in.OriginalTask) && !strings.Contains(summary, latest) {
 		add = append(add, "## Latest user request (verbatim)\n"+latest)
 	}
-	files := map[string]bool{}
-	for i := range in.Messages {
-		m := &in.Messages[i]
-		addPaths(textOf(m), files)
-		for _, p := range m.Parts {
-			if p.Type == chat.PartToolCall {
-				addPaths(p.ToolCall.Arguments, files)
-			}
-		}
-	}
 	var missing []string
-	for _, f := range sortedKeys(files) {
+	for _, f := range writtenPaths(in.Messages, previousFiles(parseSections(in.Previous)), filesBudget(in.MaxTokens), countOrEstimate(in)) {
 		if !strings.Contains(summary, f) {
 			missing = append(missing, "- "+f)
 		}
 	}
 	if len(missing) > 0 {
-		add = append(add, "## Files (kept by contextd)\n"+strings.Join(missing, "\n"))
+		add = append(add, "## "+SecFiles+"\n"+strings.Join(missing, "\n"))
 	}
 	if len(add) == 0 {
 		return summary

@@ -56,20 +56,9 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 	for _, s := range listSections {
 		lists[s] = append(lists[s], prev[s]...)
 	}
-	files := map[string]bool{}
-	// The files of earlier rounds carry over into this round's one line, so
-	// the cap below (oldest bullets first) does not drop them round by round.
-	done := lists[SecDone][:0]
-	for _, item := range lists[SecDone] {
-		if rest, ok := strings.CutPrefix(item, filesPrefix); ok {
-			for _, f := range strings.Split(rest, ", ") {
-				files[f] = true
-			}
-			continue
-		}
-		done = append(done, item)
-	}
-	lists[SecDone] = done
+	lists[SecDone] = dropLegacyFiles(lists[SecDone])
+	count := countOrEstimate(in)
+	fileList := writtenPaths(in.Messages, previousFiles(prev), filesBudget(in.MaxTokens), count)
 	var state string
 	for i := range in.Messages {
 		m := &in.Messages[i]
@@ -81,11 +70,11 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 			}
 			for _, part := range m.Parts {
 				if part.Type == chat.PartToolCall {
-					lists[SecDone] = append(lists[SecDone], describeCall(part.ToolCall.Name, part.ToolCall.Arguments, files))
+					lists[SecDone] = append(lists[SecDone], describeCall(part.ToolCall.Name, part.ToolCall.Arguments))
 				}
 			}
 			for _, block := range fenceRe.FindAllStringSubmatch(text, -1) {
-				lists[SecDone] = append(lists[SecDone], describeCall("ran", block[1], files))
+				lists[SecDone] = append(lists[SecDone], describeCall("ran", block[1]))
 			}
 			if text != "" {
 				state = text
@@ -96,7 +85,6 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 			if tr := toolResult(m); tr != nil {
 				isErr = tr.IsError
 			}
-			addPaths(content, files)
 			if line := firstLineMatching(content, errorRe); isErr || line != "" {
 				if line == "" {
 					line = firstLine(content)
@@ -112,7 +100,6 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 	if p := lastPending(in.Messages); p != "" {
 		lists[SecPending] = append(lists[SecPending], p)
 	}
-	fileList := sortedKeys(files)
 	if state == "" {
 		state = strings.Join(prev[SecState], "\n")
 	}
@@ -130,26 +117,22 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 		fmt.Fprintf(&b, "[contextd summary, round %d. It stands in for earlier messages of this conversation; "+
 			"call ExpandMessage with this message's id to read them.]\n", in.Round)
 		writeSection(&b, SecTask, []string{clip(in.OriginalTask, taskChars)}, false)
-		doneItems := lists[SecDone]
-		if len(fileList) > 0 {
-			doneItems = append(doneItems[:len(doneItems):len(doneItems)], filesPrefix+strings.Join(fileList, ", "))
-		}
-		writeSection(&b, SecDone, doneItems, true)
+		writeSection(&b, SecDone, lists[SecDone], true)
 		writeSection(&b, SecDecisions, lists[SecDecisions], true)
 		writeSection(&b, SecErrors, lists[SecErrors], true)
 		writeSection(&b, SecState, []string{clip(state, stateChars)}, false)
 		writeSection(&b, SecPending, lists[SecPending], true)
 		writeSection(&b, SecFocus, focus, true)
+		if len(fileList) > 0 {
+			writeSection(&b, SecFiles, fileList, true)
+		}
 		return b.String()
 	}
 	taskChars, stateChars := 2000, 600
 	out := doc(taskChars, stateChars)
 	// Cap: drop the oldest bullets of the longest list first, then shorten
-	// the text sections.
-	count := in.Count
-	if count == nil {
-		count = func(s string) int { return len(s) / 4 }
-	}
+	// the text sections; the files (already within their own budget) go
+	// last, least recently mentioned first.
 	for count(out) > in.MaxTokens {
 		longest := ""
 		for _, s := range listSections {
@@ -169,7 +152,7 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 		case longest != "" && len(lists[longest]) == 1:
 			lists[longest] = nil
 		case len(fileList) > 0:
-			fileList = fileList[1:]
+			fileList = fileList[:len(fileList)-1]
 		default:
 			return out, nil // nothing left to cut
 		}
@@ -232,11 +215,7 @@ func toolResult(m *chat.Message) *chat.ToolResult {
 	return nil
 }
 
-// filesPrefix starts the Completed work bullet that lists the files touched.
-const filesPrefix = "files touched: "
-
-func describeCall(name, args string, files map[string]bool) string {
-	addPaths(args, files)
+func describeCall(name, args string) string {
 	line := firstLine(strings.TrimSpace(args))
 	if unquoted := extractCommand(args); unquoted != "" {
 		line = unquoted
@@ -275,17 +254,6 @@ func extractCommand(args string) string {
 		return firstLine(b.String())
 	}
 	return ""
-}
-
-// maxFiles bounds the files a summary lists (across rounds).
-const maxFiles = 120
-
-func addPaths(text string, files map[string]bool) {
-	for _, p := range pathRe.FindAllString(text, 50) {
-		if len(files) < maxFiles {
-			files[p] = true
-		}
-	}
 }
 
 func firstLine(s string) string {

@@ -1,6 +1,7 @@
 package summarize_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -68,5 +69,68 @@ func TestHandoff(t *testing.T) {
 		if !strings.Contains(doc, want) {
 			t.Errorf("hand-off lacks %q:\n%s", want, doc)
 		}
+	}
+}
+
+// TestFilesSection: the summary lists the paths the assistant wrote (text
+// and tool-call arguments), most recently mentioned first, after them those
+// an earlier round carried (also from the legacy "files touched" bullet);
+// tool output's paths and bare names of listed paths are left out; the list
+// stays within half the cap, dropping the least recently mentioned.
+func TestFilesSection(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	say := func(text string, calls ...string) chat.Message {
+		m := chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
+		for i, c := range calls {
+			m.Parts = append(m.Parts, chat.Part{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: fmt.Sprint(i), Name: "bash", Arguments: c}})
+		}
+		return m
+	}
+	tool := chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "0", Content: "lib/listed_only.py\nlib/other.py"}}}}
+	harness := chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "<output>docs/printed.md</output>"}}}
+	in := compaction.SummaryInput{Round: 3, OriginalTask: "Fix it.", MaxTokens: 800, Count: count,
+		Previous: "## Completed work\n- files touched: old/legacy.py\n\n## Files\n- old/carried.go\n",
+		Messages: []chat.Message{
+			say("I'll read src/a.py first.", `{"command":"cat src/a.py src/b.py"}`), tool, harness,
+			say("The bug is in src/b.py, also named b.py."),
+		}}
+	out, err := summarize.Extractive{}.Summarize(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, files, ok := strings.Cut(out, "## Files\n")
+	if !ok {
+		t.Fatalf("no files section:\n%s", out)
+	}
+	if want := "- src/b.py\n- src/a.py\n- old/carried.go\n- old/legacy.py\n"; !strings.HasPrefix(files, want) || len(files) != len(want) {
+		t.Errorf("files section %q, want %q", files, want)
+	}
+	if strings.Contains(out, "files touched") {
+		t.Errorf("the legacy bullet stayed:\n%s", out)
+	}
+
+	// Over the budget: the newest paths stay, within half the cap.
+	var many []chat.Message
+	for i := range 200 {
+		many = append(many, say(fmt.Sprintf("Now pkg/module%03d/file.go.", i)))
+	}
+	in.Messages, in.MaxTokens = many, 400
+	out, _ = summarize.Extractive{}.Summarize(t.Context(), in)
+	_, files, _ = strings.Cut(out, "## Files\n")
+	if count(files) > 200 || !strings.HasPrefix(files, "- pkg/module199/file.go\n- pkg/module198/file.go\n") {
+		t.Errorf("files over budget (%d tokens) or not newest first:\n%s", count(files), files)
+	}
+	if strings.Contains(files, "pkg/module000/") || strings.Contains(files, "old/carried.go") {
+		t.Errorf("the oldest paths should be the ones dropped:\n%s", files)
+	}
+}
+
+// TestPinFactsFiles: an LLM summary that left out a written path gets it
+// appended under the files section; one it kept is not repeated.
+func TestPinFactsFiles(t *testing.T) {
+	in := compaction.SummaryInput{OriginalTask: "Fix the parser bug.", Messages: msgs(), MaxTokens: 800}
+	got := summarize.PinFacts("Fix the parser bug. Looked at src/parser.py.", in)
+	if !strings.Contains(got, "## Files\n- tests/test_parser.py") || strings.Count(got, "src/parser.py") != 1 {
+		t.Errorf("pinned:\n%s", got)
 	}
 }

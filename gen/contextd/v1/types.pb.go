@@ -1135,13 +1135,14 @@ type CompactionPolicy struct {
 	// token after its first change is written to the cache again on the next
 	// call, at the cache-write price instead of the cache-read price; compare
 	// Anthropic's clear_at_least). From emergency_threshold, or when the
-	// request would not fit, it always compacts, and then deeply (to
-	// cache_target), so the next compaction is far away. Default 10; 0 turns
+	// request would not fit, it always compacts. Every such compaction aims
+	// deep (at cache_target), so the next one is far away. Default 10; 0 turns
 	// cache-awareness off (compact as soon as warning_threshold and
 	// critical_threshold are reached, to target).
 	CachePaybackCalls *int32 `protobuf:"varint,40,opt,name=cache_payback_calls,json=cachePaybackCalls,proto3,oneof" json:"cache_payback_calls,omitempty"`
-	// Where a compaction that cache-awareness forces aims, as a fraction of
-	// the usable window. Default 0.30 (at most target).
+	// Where an automatic compaction aims when cache_payback_calls > 0, as a
+	// fraction of the usable window (in place of target). Default 0.30 (at
+	// most target).
 	CacheTarget   *float64 `protobuf:"fixed64,41,opt,name=cache_target,json=cacheTarget,proto3,oneof" json:"cache_target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -430,8 +430,8 @@ export type CompactionPolicy = Message$1<"contextd.v1.CompactionPolicy"> & {
    * token after its first change is written to the cache again on the next
    * call, at the cache-write price instead of the cache-read price; compare
    * Anthropic's clear_at_least). From emergency_threshold, or when the
-   * request would not fit, it always compacts, and then deeply (to
-   * cache_target), so the next compaction is far away. Default 10; 0 turns
+   * request would not fit, it always compacts. Every such compaction aims
+   * deep (at cache_target), so the next one is far away. Default 10; 0 turns
    * cache-awareness off (compact as soon as warning_threshold and
    * critical_threshold are reached, to target).
    *
@@ -440,8 +440,9 @@ export type CompactionPolicy = Message$1<"contextd.v1.CompactionPolicy"> & {
   cachePaybackCalls?: number | undefined;
 
   /**
-   * Where a compaction that cache-awareness forces aims, as a fraction of
-   * the usable window. Default 0.30 (at most target).
+   * Where an automatic compaction aims when cache_payback_calls > 0, as a
+   * fraction of the usable window (in place of target). Default 0.30 (at
+   * most target).
    *
    * @generated from field: optional double cache_target = 41;
    */

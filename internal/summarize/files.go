@@ -1,0 +1,129 @@
+package summarize
+
+import (
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+)
+
+// SecFiles lists the file paths the assistant itself wrote, in its text and
+// its tool-call arguments, most recently mentioned first: the files the
+// agent read, changed or talked about. What tools (or an agent harness, as
+// user messages) printed is left out: a listing or a grep names many files
+// nobody acted on; the original task and the latest request stay verbatim.
+// A bare file name is left out when a listed path ends with it.
+const SecFiles = "Files"
+
+// legacyFilesPrefix started the Completed work bullet that listed files in
+// summaries written before SecFiles; such a summary's files carry over.
+const legacyFilesPrefix = "files touched: "
+
+// Bounds of the files section: it takes at most half of the summary's
+// token cap and never more than maxFilesTokens (a hand-off has no cap of
+// its own), and at most maxFiles paths are collected per round.
+const (
+	maxFilesTokens = 2000
+	maxFiles       = 400
+)
+
+// filesBudget is the tokens the files section of a summary capped at
+// maxTokens may take.
+func filesBudget(maxTokens int) int { return min(maxTokens/2, maxFilesTokens) }
+
+// writtenPaths returns the paths written in msgs (see SecFiles), then those
+// of previous (carried over from an earlier round, already most recent
+// first), deduplicated, most recently mentioned first, and cut to the token
+// budget (count measures one "- path" line). Work is linear in the text of
+// msgs; at most maxFiles paths are kept.
+func writtenPaths(msgs []chat.Message, previous []string, budget int, count func(string) int) []string {
+	last := map[string]int{} // path → index of the message that last wrote it
+	var order []string
+	note := func(text string, i int) {
+		for _, p := range pathRe.FindAllString(text, -1) {
+			if _, seen := last[p]; !seen {
+				order = append(order, p)
+			}
+			last[p] = i
+		}
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Role != chat.RoleAssistant {
+			continue
+		}
+		for _, part := range m.Parts {
+			switch part.Type {
+			case chat.PartText:
+				note(part.Text, i)
+			case chat.PartToolCall:
+				note(part.ToolCall.Arguments, i)
+			}
+		}
+	}
+	// Most recent first: by last mention, ties in order of appearance.
+	recent := make([]string, 0, len(order))
+	byIndex := map[int][]string{}
+	for _, p := range order {
+		byIndex[last[p]] = append(byIndex[last[p]], p)
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		recent = append(recent, byIndex[i]...)
+	}
+	for _, p := range previous {
+		if _, seen := last[p]; !seen && p != "" {
+			last[p] = -1
+			recent = append(recent, p)
+		}
+	}
+	dirs := map[string]bool{} // base names of the listed paths with a directory
+	for _, p := range recent {
+		if i := strings.LastIndexByte(p, '/'); i >= 0 {
+			dirs[p[i+1:]] = true
+		}
+	}
+	out := recent[:0]
+	used := 0
+	for _, p := range recent {
+		if !strings.Contains(p, "/") && dirs[p] {
+			continue
+		}
+		c := count("- " + p + "\n")
+		if used+c > budget || len(out) == maxFiles {
+			break
+		}
+		used += c
+		out = append(out, p)
+	}
+	return out
+}
+
+// previousFiles reads the files a previous summary carried: its SecFiles
+// section, and the legacy Completed work bullet.
+func previousFiles(sections map[string][]string) []string {
+	out := append([]string(nil), sections[SecFiles]...)
+	for _, item := range sections[SecDone] {
+		if rest, ok := strings.CutPrefix(item, legacyFilesPrefix); ok {
+			out = append(out, strings.Split(rest, ", ")...)
+		}
+	}
+	return out
+}
+
+// dropLegacyFiles removes the legacy files bullet from a Completed work list.
+func dropLegacyFiles(items []string) []string {
+	out := items[:0:0]
+	for _, it := range items {
+		if !strings.HasPrefix(it, legacyFilesPrefix) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func countOrEstimate(in compaction.SummaryInput) func(string) int {
+	if in.Count != nil {
+		return in.Count
+	}
+	return func(s string) int { return len(s) / 4 }
+}
