@@ -50,9 +50,13 @@ func openWeightModels() []Model {
 		m.Template = TemplateQwen3
 		ms = append(ms, m)
 	}
-	ms = append(ms,
-		exact("deepseek", "deepseek-v3", 131_072, 8_192, DeepSeekV3, "deepseek-chat", "deepseek-v3-0324"),
-		exact("deepseek", "deepseek-r1", 131_072, 32_768, DeepSeekV3, "deepseek-reasoner", "deepseek-r1-0528"),
+	deepseek := exact("deepseek", "deepseek-v3", 131_072, 8_192, DeepSeekV3, "deepseek-chat", "deepseek-v3-0324")
+	deepseek.Template = TemplateDeepSeekV3
+	// R1's own template is not in a package we can check against; V3's is
+	// the closest (see README).
+	r1 := exact("deepseek", "deepseek-r1", 131_072, 32_768, DeepSeekV3, "deepseek-reasoner", "deepseek-r1-0528")
+	r1.Template = TemplateDeepSeekV3
+	ms = append(ms, deepseek, r1,
 		exact("openai", "gpt-oss-20b", 131_072, 32_768, O200KHarmony),
 		exact("openai", "gpt-oss-120b", 131_072, 32_768, O200KHarmony),
 	)

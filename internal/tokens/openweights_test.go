@@ -185,6 +185,7 @@ func TestOpenWeightGoldenChat(t *testing.T) {
 		{"qwen2.5", "qwen2.5-7b", 5, 0},
 		{"llama3", "llama-3-8b", 0, 0},
 		{"llama3.1", "llama-3.1-8b", 0, 0},
+		{"deepseek_v3", "deepseek-v3", 0, 0},
 	} {
 		t.Run(family.template, func(t *testing.T) {
 			m, ok := reg.Lookup(family.model)

@@ -43,6 +43,9 @@ func (r RequestCount) Total() int64 { return r.System + r.Tools + r.Messages }
 // CountRequest counts a chat request as the model sees it.
 func CountRequest(enc *Encoding, fr Framing, system string, tools []chat.Tool, msgs []chat.Message) RequestCount {
 	var rc RequestCount
+	if s, ok := fr.template.(requestScoped); ok {
+		fr.template = s.forRequest(msgs)
+	}
 	if fr.template != nil {
 		rc.System, rc.Tools, rc.PerTool = fr.template.prefix(enc, system, tools)
 	} else {

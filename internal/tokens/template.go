@@ -29,19 +29,28 @@ type chatTemplate interface {
 	replyPriming() int
 }
 
+// requestScoped is a chatTemplate whose rendering of a message depends on
+// facts about the whole request (Qwen3: which user message is the last
+// query); forRequest works them out once, so a request costs linear time.
+type requestScoped interface {
+	forRequest(msgs []chat.Message) chatTemplate
+}
+
 // Template names (Model.Template).
 const (
-	TemplateQwen3   = "qwen3"
-	TemplateQwen25  = "qwen2.5"
-	TemplateLlama3  = "llama3"
-	TemplateLlama31 = "llama3.1"
+	TemplateQwen3      = "qwen3"
+	TemplateQwen25     = "qwen2.5"
+	TemplateLlama3     = "llama3"
+	TemplateLlama31    = "llama3.1"
+	TemplateDeepSeekV3 = "deepseek_v3"
 )
 
 var chatTemplates = map[string]chatTemplate{
-	TemplateQwen3:   qwen3Template{},
-	TemplateQwen25:  qwen25Template{},
-	TemplateLlama3:  llama3Template{},
-	TemplateLlama31: llama31Template{},
+	TemplateQwen3:      qwen3Template{},
+	TemplateQwen25:     qwen25Template{},
+	TemplateLlama3:     llama3Template{},
+	TemplateLlama31:    llama31Template{},
+	TemplateDeepSeekV3: deepseekV3Template{},
 }
 
 // messageText joins a message's text parts as servers do for templates that

@@ -22,5 +22,5 @@ func (qwen25Template) prefix(enc *Encoding, system string, tools []chat.Tool) (i
 }
 
 func (qwen25Template) message(enc *Encoding, msgs []chat.Message, i int, context bool) MessageCount {
-	return qwenMessage(enc, msgs, i, context, false)
+	return qwenMessage(enc, msgs, i, context, false, len(msgs))
 }

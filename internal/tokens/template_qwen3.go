@@ -71,12 +71,32 @@ func qwenLastQuery(msgs []chat.Message) int {
 }
 
 func (qwen3Template) message(enc *Encoding, msgs []chat.Message, i int, context bool) MessageCount {
-	return qwenMessage(enc, msgs, i, context, true)
+	lastQuery := len(msgs)
+	if context {
+		lastQuery = qwenLastQuery(msgs)
+	}
+	return qwenMessage(enc, msgs, i, context, true, lastQuery)
+}
+
+// forRequest finds the last query once per request.
+func (t qwen3Template) forRequest(msgs []chat.Message) chatTemplate {
+	return qwen3Request{qwen3Template: t, lastQuery: qwenLastQuery(msgs)}
+}
+
+// qwen3Request is Qwen3's template for one request's messages.
+type qwen3Request struct {
+	qwen3Template
+	lastQuery int
+}
+
+func (r qwen3Request) message(enc *Encoding, msgs []chat.Message, i int, context bool) MessageCount {
+	return qwenMessage(enc, msgs, i, context, true, r.lastQuery)
 }
 
 // qwenMessage renders one message of the Qwen templates; thinking applies
-// Qwen3's rules for reasoning in assistant turns.
-func qwenMessage(enc *Encoding, msgs []chat.Message, i int, context, thinking bool) MessageCount {
+// Qwen3's rules for reasoning in assistant turns, which need the index of
+// the last query.
+func qwenMessage(enc *Encoding, msgs []chat.Message, i int, context, thinking bool, lastQuery int) MessageCount {
 	m := &msgs[i]
 	var b strings.Builder
 	adjust := 0
@@ -98,7 +118,7 @@ func qwenMessage(enc *Encoding, msgs []chat.Message, i int, context, thinking bo
 		// Only a whole request tells whether this turn follows the last
 		// query; a stored message is counted as an earlier turn, whose
 		// reasoning the template drops.
-		if thinking && context && i > qwenLastQuery(msgs) && (i == len(msgs)-1 || reasoning != "") {
+		if thinking && context && i > lastQuery && (i == len(msgs)-1 || reasoning != "") {
 			b.WriteString("<think>\n" + strings.Trim(reasoning, "\n") + "\n</think>\n\n" + strings.TrimLeft(content, "\n"))
 		} else {
 			b.WriteString(content)

@@ -91,6 +91,7 @@ const chatFamilies = [
   ["qwen2.5", qwen25, "qwen2.5", {}],
   ["llama3", llama3, "llama3", {}],
   ["llama3.1", llama32, "llama3", { date_string: "26 Jul 2024" }],
+  ["deepseek_v3", deepseek, "deepseek_v3", {}],
 ];
 const requests = readFileSync(join(out, "chat_requests.jsonl"), "utf8")
   .split("\n").filter((l) => l !== "").map((l) => JSON.parse(l));
