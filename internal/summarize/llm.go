@@ -220,7 +220,10 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 		add = append(add, "## Latest user request (verbatim)\n"+latest)
 	}
 	var missing []string
-	for _, f := range writtenPaths(in.Messages, previousFiles(parseSections(in.Previous)), filesBudget(in.MaxTokens), countOrEstimate(in)) {
+	// The previous summary may be an LLM's, which names files in its prose:
+	// they carry over too, after its Files section.
+	carried := append(previousFiles(parseSections(in.Previous)), pathRe.FindAllString(in.Previous, maxFiles)...)
+	for _, f := range writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), countOrEstimate(in)) {
 		if !strings.Contains(summary, f) {
 			missing = append(missing, "- "+f)
 		}

@@ -133,4 +133,12 @@ func TestPinFactsFiles(t *testing.T) {
 	if !strings.Contains(got, "## Files\n- tests/test_parser.py") || strings.Count(got, "src/parser.py") != 1 {
 		t.Errorf("pinned:\n%s", got)
 	}
+	// A file the previous (LLM) summary named in its prose, dropped by this
+	// round's LLM, comes back.
+	in.Previous = "## Completed work\nRefactored lib/tokens.go and lib/util.py.\n## Files\n- docs/a.md\n"
+	got = summarize.PinFacts("Fix the parser bug. Looked at src/parser.py and lib/util.py.", in)
+	_, files, _ := strings.Cut(got, "## Files\n")
+	if files != "- tests/test_parser.py\n- docs/a.md\n- lib/tokens.go" {
+		t.Errorf("pinned files %q", files)
+	}
 }
