@@ -122,7 +122,8 @@ func (e *Engine) Compact(ctx context.Context, tenant, id string, in CompactInput
 // errStale means the view changed between planning and applying.
 var errStale = errors.New("view changed since the plan")
 
-// snapshot is a session and its active view, read without locks.
+// snapshot is a session and its active view, read without locks, repaired
+// first if it holds interrupted calls without results (repair.go).
 type snapshot struct {
 	session store.Session
 	view    []chat.Message
@@ -134,6 +135,16 @@ func (e *Engine) snapshot(ctx context.Context, tenant, id string) (snapshot, err
 		return snapshot{}, err
 	}
 	view, _, s, err := e.viewOf(ctx, s)
+	if err != nil || !needsRepair(view) || len(danglingCalls(view)) == 0 {
+		return snapshot{session: s, view: view}, err
+	}
+	if err := e.repairInterrupted(ctx, tenant, id); err != nil {
+		return snapshot{}, err
+	}
+	if s, err = e.readSession(ctx, tenant, id); err != nil {
+		return snapshot{}, err
+	}
+	view, _, s, err = e.viewOf(ctx, s)
 	return snapshot{session: s, view: view}, err
 }
 
@@ -257,20 +268,27 @@ func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (plan
 	return out, nil
 }
 
+// lockedView takes the session's compaction lock and reads (and locks) the
+// session and its active view.
+func lockedView(ctx context.Context, tx store.Tx, tenant, id string) (store.Session, []chat.Message, error) {
+	if err := tx.LockCompaction(ctx, tenant, id); err != nil {
+		return store.Session{}, nil, err
+	}
+	s, err := lockedSession(ctx, tx, tenant, id)
+	if err != nil {
+		return store.Session{}, nil, err
+	}
+	view, err := tx.ViewMessages(ctx, tenant, id)
+	return s, view, err
+}
+
 // apply writes a plan if the view is still the snapshot's (messages
 // appended since stay, after the compacted view).
 func (e *Engine) apply(ctx context.Context, tenant, id string, snap snapshot, p planned) (CompactResult, error) {
 	res := p.result
 	var final store.Session
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		if err := tx.LockCompaction(ctx, tenant, id); err != nil {
-			return err
-		}
-		s, err := lockedSession(ctx, tx, tenant, id)
-		if err != nil {
-			return err
-		}
-		view, err := tx.ViewMessages(ctx, tenant, id)
+		s, view, err := lockedView(ctx, tx, tenant, id)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/pgtest"
+	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/postgres"
 )
 
@@ -21,15 +22,18 @@ var sequenceSeeds = [][]byte{
 	{2, 1, 3, 5, 4, 1, 1, 30, 10, 0, 11, 0, 3, 0, 11, 0}, // a call first, results for unknown calls
 	{0, 255, 2, 3, 4, 255, 4, 255, 0, 1, 2, 1, 11, 0, 2, 1, 11, 0, 8, 200, 6, 1, 6, 2, 7, 1, 11, 0},
 	{9, 10, 5, 255, 5, 255, 5, 255, 11, 0, 2, 2, 1, 10, 11, 0, 6, 3, 7, 0, 7, 0, 11, 0},
+	{0, 200, 11, 0, 12, 0, 0, 90, 11, 1, 12, 1, 8, 3, 11, 0, 6, 0},       // stored before interrupted calls were recorded
+	{0, 250, 12, 0, 6, 1, 2, 0, 4, 10, 12, 3, 11, 0, 7, 0, 11, 0, 12, 0}, // the same around compactions and reverts
 }
 
 // runSequence interprets data as a script of appends (valid and invalid:
 // unanswered calls followed by other turns, results for unknown or
 // answered calls, duplicate ids), PrepareContext calls, compactions,
-// reverts and usage reports against one new session, and fails on any
-// error the API would answer with Internal, or on a PrepareContext view
-// that a provider would reject.
-func runSequence(t *testing.T, ctx context.Context, e *engine.Engine, data []byte) {
+// reverts and usage reports against one new session, plus states written
+// straight into the store as sessions held them before interrupted calls
+// were recorded, and fails on any error the API would answer with Internal,
+// or on a PrepareContext view that a provider would reject.
+func runSequence(t *testing.T, ctx context.Context, e *engine.Engine, st store.Store, data []byte) {
 	v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4", System: "You are a coding agent.",
 		Policy: compaction.Overrides{WarningThreshold: ptr(0.3), CriticalThreshold: ptr(0.4), Target: ptr(0.2)}})
 	if err != nil {
@@ -45,7 +49,7 @@ func runSequence(t *testing.T, ctx context.Context, e *engine.Engine, data []byt
 	var calls []string
 	compactions := 0
 	for i := 0; i+1 < len(data); i += 2 {
-		op, arg := data[i]%12, int(data[i+1])
+		op, arg := data[i]%13, int(data[i+1])
 		text := strings.Repeat("word ", arg*4+1)
 		switch op {
 		case 0:
@@ -85,9 +89,7 @@ func runSequence(t *testing.T, ctx context.Context, e *engine.Engine, data []byt
 				res, err = e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: batch})
 				check("prepare", err)
 				if err == nil {
-					if verr := compaction.ValidatePairs(res.Messages); verr != nil {
-						t.Fatalf("PrepareContext returned a view providers reject: %v", verr)
-					}
+					providerValid(t, res.Messages)
 				}
 			}
 			batch = nil
@@ -101,6 +103,9 @@ func runSequence(t *testing.T, ctx context.Context, e *engine.Engine, data []byt
 		case 7:
 			_, err := e.RevertCompaction(ctx, tenant, v.ID, fmt.Sprintf("cmp_%d", 1+arg%(compactions+1)))
 			check("revert", err)
+		case 12: // a legacy unanswered call, with its result recorded late for odd args
+			calls = append(calls, fmt.Sprintf("c%d", len(calls)))
+			writeLegacyInterrupted(t, ctx, st, v.ID, calls[len(calls)-1], text, arg%2 == 1)
 		case 8:
 			n := int64(arg % 7)
 			_, err := e.ReportUsage(ctx, tenant, v.ID, engine.ReportInput{InputTokens: int64(arg) * 37, MessageCount: &n})
@@ -114,8 +119,35 @@ func runSequence(t *testing.T, ctx context.Context, e *engine.Engine, data []byt
 	res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{})
 	check("final prepare", err)
 	if err == nil {
-		if verr := compaction.ValidatePairs(res.Messages); verr != nil {
-			t.Fatalf("PrepareContext returned a view providers reject: %v", verr)
+		providerValid(t, res.Messages)
+	}
+}
+
+// providerValid fails on a view providers reject: tool calls and results
+// unpaired, or a call's result not among the tool messages right after it
+// (only the last assistant message's calls may still be pending).
+func providerValid(t *testing.T, view []chat.Message) {
+	t.Helper()
+	if err := compaction.ValidatePairs(view); err != nil {
+		t.Fatalf("PrepareContext returned a view providers reject: %v", err)
+	}
+	for i, m := range view {
+		if m.Role != chat.RoleAssistant {
+			continue
+		}
+		answered := map[string]bool{}
+		j := i + 1
+		for ; j < len(view) && view[j].Role == chat.RoleTool; j++ {
+			for _, p := range view[j].Parts {
+				if p.Type == chat.PartToolResult {
+					answered[p.ToolResult.ToolCallID] = true
+				}
+			}
+		}
+		for _, p := range m.Parts {
+			if p.Type == chat.PartToolCall && !answered[p.ToolCall.ID] && j < len(view) {
+				t.Fatalf("PrepareContext returned a view providers reject: the result of call %q does not follow it", p.ToolCall.ID)
+			}
 		}
 	}
 }
@@ -137,7 +169,7 @@ func FuzzSessionSequences(f *testing.F) {
 		if len(data) > 200 {
 			return
 		}
-		runSequence(t, context.Background(), e, data)
+		runSequence(t, context.Background(), e, st, data)
 	})
 }
 
@@ -151,6 +183,6 @@ func TestSequencesPostgres(t *testing.T) {
 	defer st.Close()
 	e := engine.New(encodings, models, st)
 	for i, s := range sequenceSeeds {
-		t.Run(fmt.Sprint(i), func(t *testing.T) { runSequence(t, t.Context(), e, s) })
+		t.Run(fmt.Sprint(i), func(t *testing.T) { runSequence(t, t.Context(), e, st, s) })
 	}
 }

@@ -165,6 +165,9 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		} else if pr.view, err = tx.ViewMessages(ctx, tenant, id); err != nil {
 			return err
 		}
+		if needsRepair(pr.view) && len(danglingCalls(pr.view)) > 0 {
+			return errRepair
+		}
 		pr.appended = staged.msgs
 		pr.view = append(pr.view, staged.msgs...)
 		staged.apply(&s)
@@ -192,6 +195,12 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		}
 		return e.rememberAppend(ctx, tx, tenant, id, in.IdempotencyKey, hash, staged.msgs, s.Version)
 	})
+	if errors.Is(err, errRepair) {
+		if err := e.repairInterrupted(ctx, tenant, id); err != nil {
+			return PrepareResult{}, err
+		}
+		return PrepareResult{}, errStale // start over on the repaired view
+	}
 	if err != nil && !errors.Is(err, errDecided) {
 		return PrepareResult{}, err
 	}

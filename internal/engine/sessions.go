@@ -349,10 +349,43 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 	if err != nil {
 		return AppendResult{}, SessionView{}, err
 	}
-	var res AppendResult
-	var before, final store.Session
-	replayed := false
-	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	var out appended
+	for attempt := 1; ; attempt++ {
+		out, err = e.appendOnce(ctx, tenant, id, in, hash, cur.Model, counted)
+		if !errors.Is(err, errRepair) || attempt == 2 {
+			break
+		}
+		if err = e.repairInterrupted(ctx, tenant, id); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		return AppendResult{}, SessionView{}, err
+	}
+	res, before, final := out.res, out.before, out.final
+	if !out.replayed {
+		e.views.appended(&before, &final, res.Messages)
+		e.notify(ctx, tenant, id, final.Version, watch.EventAppended)
+	}
+	v, err := e.view(ctx, final)
+	res.Usage = v.Usage
+	return res, v, err
+}
+
+// appended is what the transaction of an append did: its answer, the
+// session before and after, and whether it was a replay.
+type appended struct {
+	res           AppendResult
+	before, final store.Session
+	replayed      bool
+}
+
+// appendOnce is the transaction of an append; errRepair when the session's
+// view needs repairInterrupted first.
+func (e *Engine) appendOnce(ctx context.Context, tenant, id string, in AppendInput, hash, model string, counted []chat.Message) (appended, error) {
+	var out appended
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		out = appended{}
 		s, err := lockedSession(ctx, tx, tenant, id) // locks the session: appends serialize here
 		if err != nil {
 			return err
@@ -361,8 +394,8 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 			rec, err := tx.GetIdempotency(ctx, tenant, id, in.IdempotencyKey)
 			switch {
 			case err == nil && rec.RequestHash == hash:
-				final, replayed = s, true
-				return json.Unmarshal(rec.Response, &res)
+				out.final, out.replayed = s, true
+				return json.Unmarshal(rec.Response, &out.res)
 			case err == nil:
 				return fmt.Errorf("idempotency key %q was used for a different request: %w", in.IdempotencyKey, ErrFailedPrecondition)
 			case !errors.Is(err, store.ErrNotFound):
@@ -372,9 +405,9 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 		if in.ExpectedVersion != nil && *in.ExpectedVersion != s.Version {
 			return fmt.Errorf("session %q is at version %d, not the expected %d: %w", id, s.Version, *in.ExpectedVersion, store.ErrVersionConflict)
 		}
-		before = s
+		out.before = s
 		msgs := counted
-		if s.Model != cur.Model {
+		if s.Model != model {
 			if msgs, err = e.countMessages(ctx, s.Model, in.Messages); err != nil {
 				return err
 			}
@@ -385,10 +418,10 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 		if err := tx.UpdateSession(ctx, &s); err != nil {
 			return err
 		}
-		res = AppendResult{Messages: msgs, Version: s.Version}
-		final = s
+		out.res = AppendResult{Messages: msgs, Version: s.Version}
+		out.final = s
 		if in.IdempotencyKey != "" {
-			body, err := json.Marshal(res)
+			body, err := json.Marshal(out.res)
 			if err != nil {
 				return err
 			}
@@ -396,16 +429,7 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 		}
 		return nil
 	})
-	if err != nil {
-		return AppendResult{}, SessionView{}, err
-	}
-	if !replayed {
-		e.views.appended(&before, &final, res.Messages)
-		e.notify(ctx, tenant, id, final.Version, watch.EventAppended)
-	}
-	v, err := e.view(ctx, final)
-	res.Usage = v.Usage
-	return res, v, err
+	return out, err
 }
 
 // countMessages returns copies of msgs with Tokens set for model. It is
@@ -547,6 +571,9 @@ func (e *Engine) pairToolCalls(ctx context.Context, tx store.Tx, s *store.Sessio
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := checkNotLegacy(ctx, tx, s, msgs, openCalls); err != nil {
+		return nil, nil, err
+	}
 	var open []string // unanswered calls, in the order they were made
 	for _, c := range openCalls {
 		known[c.CallID] = c
@@ -610,6 +637,28 @@ func (e *Engine) pairToolCalls(ctx context.Context, tx store.Tx, s *store.Sessio
 		calls = append(calls, known[callID])
 	}
 	return out, calls, nil
+}
+
+// checkNotLegacy returns errRepair when an append would record an
+// interrupted result for a call that a stored message already followed (a
+// session written before interrupted calls were recorded): the result
+// belongs right after the call, where repairInterrupted puts it. Only an
+// append that interrupts a call made before the newest stored message reads
+// the view.
+func checkNotLegacy(ctx context.Context, tx store.Tx, s *store.Session, msgs []chat.Message, open []store.ToolCall) error {
+	interrupts := slices.ContainsFunc(msgs, func(m chat.Message) bool { return m.Role != chat.RoleTool })
+	followed := slices.ContainsFunc(open, func(c store.ToolCall) bool { return c.Position < s.LogCount })
+	if !interrupts || !followed {
+		return nil
+	}
+	view, err := tx.ViewMessages(ctx, s.Tenant, s.ID)
+	if err != nil {
+		return err
+	}
+	if needsRepair(view) && len(danglingCalls(view)) > 0 {
+		return errRepair
+	}
+	return nil
 }
 
 // interrupted is the tool result recorded for an interrupted call, counted
