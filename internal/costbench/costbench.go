@@ -18,7 +18,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"text/tabwriter"
 
 	"golang.org/x/sync/errgroup"
@@ -108,10 +107,32 @@ func Models(windows []int64) []tokens.Model {
 
 func modelName(window int64) string { return fmt.Sprintf("bench-%dk", window/1024) }
 
-// Run replays every file at every window with every strategy, each replay
-// in a fresh embedded store under tmp, as many at once as GOMAXPROCS. The
-// results are sums, so they do not depend on the order replays finish in.
+// Run replays every file at every window with every strategy (see RunEach)
+// and sums the replays of each strategy at each window.
 func Run(ctx context.Context, files []string, windows []int64, strategies []Strategy, tmp string) ([]Result, error) {
+	each, err := RunEach(ctx, files, windows, strategies, tmp)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Result, 0, len(windows)*len(strategies))
+	for _, w := range windows {
+		for _, s := range strategies {
+			out = append(out, Result{Strategy: s.Name, Window: w})
+		}
+	}
+	for _, results := range each {
+		for k, r := range results {
+			out[k].add(r)
+		}
+	}
+	return out, nil
+}
+
+// RunEach replays every file at every window with every strategy, each
+// replay in a fresh embedded store under tmp, as many at once as
+// GOMAXPROCS. It returns one row per file, in the order of files, of one
+// Result per window and strategy (windows outer, strategies inner).
+func RunEach(ctx context.Context, files []string, windows []int64, strategies []Strategy, tmp string) ([][]Result, error) {
 	models, err := tokens.NewRegistry(Models(windows))
 	if err != nil {
 		return nil, err
@@ -127,26 +148,21 @@ func Run(ctx context.Context, files []string, windows []int64, strategies []Stra
 			return nil, err
 		}
 	}
-	out := make([]Result, 0, len(windows)*len(strategies))
-	for _, w := range windows {
-		for _, s := range strategies {
-			out = append(out, Result{Strategy: s.Name, Window: w})
-		}
+	out := make([][]Result, len(files))
+	for i := range out {
+		out[i] = make([]Result, len(windows)*len(strategies))
 	}
-	var mu sync.Mutex
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
-	for k := range out {
+	for k := range len(windows) * len(strategies) {
 		w, s := windows[k/len(strategies)], strategies[k%len(strategies)]
 		for i, f := range files {
-			g.Go(func() error {
-				var r Result
+			g.Go(func() error { // each goroutine writes only its own out[i][k]
+				r := Result{Strategy: s.Name, Window: w, Transcripts: 1}
 				if err := replayIn(ctx, tmp, encodings, models, w, s, loaded[i].system, loaded[i].msgs, &r); err != nil {
 					return fmt.Errorf("%s, %s at %d: %w", filepath.Base(f), s.Name, w, err)
 				}
-				mu.Lock()
-				out[k].add(r)
-				mu.Unlock()
+				out[i][k] = r
 				return nil
 			})
 		}
@@ -157,9 +173,9 @@ func Run(ctx context.Context, files []string, windows []int64, strategies []Stra
 	return out, nil
 }
 
-// add sums another replay of the same strategy and window into r.
+// add sums another result of the same strategy and window into r.
 func (r *Result) add(o Result) {
-	r.Transcripts++
+	r.Transcripts += o.Transcripts
 	r.Calls += o.Calls
 	r.Compactions += o.Compactions
 	r.Input += o.Input
