@@ -474,6 +474,9 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 		if err != nil {
 			return err
 		}
+		if err := e.recountRestored(ctx, tx, &s, msgs, view); err != nil {
+			return err
+		}
 		if err := tx.ReplaceView(ctx, tenant, id, ids); err != nil {
 			return err
 		}
@@ -493,6 +496,44 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 	}
 	e.notify(ctx, tenant, id, final.Version, watch.EventReverted)
 	return e.view(ctx, final)
+}
+
+// recountRestored counts the messages a revert brings back into the view
+// (those not in the current view) for the session's model, and rewrites the
+// stored counts that differ: the log keeps the counts of the model a
+// message was appended under, and UpdateSession recounts only the active
+// view. Work: one count of the restored messages, in chunks within the
+// count limits (recount).
+func (e *Engine) recountRestored(ctx context.Context, tx store.Tx, s *store.Session, msgs, current []chat.Message) error {
+	inView := make(map[string]bool, len(current))
+	for i := range current {
+		inView[current[i].ID] = true
+	}
+	var restored []chat.Message
+	var at []int
+	for i := range msgs {
+		if !inView[msgs[i].ID] {
+			restored, at = append(restored, msgs[i]), append(at, i)
+		}
+	}
+	if len(restored) == 0 {
+		return nil
+	}
+	counted, err := e.recount(ctx, s.Model, restored)
+	if err != nil {
+		return err
+	}
+	changed := map[string]int64{}
+	for k, i := range at {
+		if counted[k].Tokens != msgs[i].Tokens {
+			changed[msgs[i].ID] = counted[k].Tokens
+			msgs[i].Tokens = counted[k].Tokens
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	return tx.SetMessageTokens(ctx, s.Tenant, s.ID, changed)
 }
 
 // SessionStatus is the current status of a session, as watchers get it.

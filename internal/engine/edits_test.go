@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -215,6 +216,103 @@ func TestUpdateModelOfALongView(t *testing.T) {
 		}
 		if m.ActiveTokens != want || m.ActiveCount != 6 {
 			t.Errorf("recounted %d tokens over %d messages, want %d over 6", m.ActiveTokens, m.ActiveCount, want)
+		}
+	})
+}
+
+// TestModelChangeRecountsRestoredMessages: after UpdateSession moves a
+// session to a model with another encoding, the originals a compaction
+// replaced (kept in the log only) are counted for the new model when
+// ExpandMessage returns them and when a revert brings them back: the
+// reverted view's counts equal those of a full recount. Both backends.
+func TestModelChangeRecountsRestoredMessages(t *testing.T) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
+		ctx := t.Context()
+		off := false
+		v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4", Policy: compaction.Overrides{AutoCompact: &off}}) // cl100k_base
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := []chat.Message{userMsg("Translate the files.")}
+		for i := 0; i < 8; i++ {
+			id := fmt.Sprintf("call_%d", i)
+			msgs = append(msgs, callMsg(id), resultMsg(id, fmt.Sprintf("file %d: %s", i, strings.Repeat("日本語のテキストを要約してください。", 40))))
+		}
+		msgs = append(msgs, userMsg("Now summarize them."))
+		if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: msgs}); err != nil {
+			t.Fatal(err)
+		}
+		low := 0.05
+		res, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Target: &low})
+		if err != nil || !res.Compacted {
+			t.Fatalf("compact: %+v, %v", res, err)
+		}
+		oldCounts := map[string]int64{}
+		log, err := e.GetMessages(ctx, tenant, v.ID, engine.ViewLog, engine.Page{Size: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range log.Messages {
+			oldCounts[m.ID] = m.Tokens
+		}
+		if _, err := e.UpdateSession(ctx, tenant, v.ID, engine.SessionUpdate{Mask: []string{"model"}, Model: "gpt-4o"}); err != nil {
+			t.Fatal(err)
+		}
+		expanded := map[string]int64{}
+		view, err := e.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{Size: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range view.Messages {
+			for token := ""; ; {
+				x, err := e.ExpandMessage(ctx, tenant, v.ID, m.ID, token)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range x.Originals {
+					expanded[o.ID] = o.Tokens
+				}
+				if token = x.Next; token == "" {
+					break
+				}
+			}
+		}
+		if len(expanded) == 0 {
+			t.Fatal("the compaction replaced nothing")
+		}
+		if _, err := e.RevertCompaction(ctx, tenant, v.ID, res.Compaction.ID); err != nil {
+			t.Fatal(err)
+		}
+		reverted, err := e.GetSession(ctx, tenant, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The reference: a full recount of the reverted view for gpt-4o.
+		if _, err := e.UpdateSession(ctx, tenant, v.ID, engine.SessionUpdate{Mask: []string{"model"}, Model: "gpt-4"}); err != nil {
+			t.Fatal(err)
+		}
+		ref, err := e.UpdateSession(ctx, tenant, v.ID, engine.SessionUpdate{Mask: []string{"model"}, Model: "gpt-4o"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reverted.ActiveTokens != ref.ActiveTokens {
+			t.Errorf("reverted view counts %d tokens; a full recount for gpt-4o says %d", reverted.ActiveTokens, ref.ActiveTokens)
+		}
+		full, err := e.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{Size: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := 0
+		for _, m := range full.Messages {
+			if n, ok := expanded[m.ID]; ok && n != m.Tokens {
+				t.Errorf("ExpandMessage counted %s as %d tokens; gpt-4o: %d", m.ID, n, m.Tokens)
+			}
+			if _, ok := expanded[m.ID]; ok && oldCounts[m.ID] != m.Tokens {
+				changed++
+			}
+		}
+		if changed == 0 {
+			t.Error("no restored message counts differently under gpt-4o: the test proves nothing")
 		}
 	})
 }

@@ -100,7 +100,8 @@ const expandChunk = 64
 // normal message has none: it is its own original), a page at a time: the
 // message and its originals end at MaxResponseBytes (at least one original
 // when any remain). Originals are read expandChunk at a time, so a call holds
-// at most a page plus one chunk.
+// at most a page plus one chunk. Their token counts are for the session's
+// model now (countForSession).
 func (e *Engine) ExpandMessage(ctx context.Context, tenant, id, messageID, token string) (Expanded, error) {
 	skip := 0
 	if token != "" {
@@ -110,7 +111,8 @@ func (e *Engine) ExpandMessage(ctx context.Context, tenant, id, messageID, token
 		}
 		skip = n
 	}
-	if _, err := e.readSession(ctx, tenant, id); err != nil {
+	s, err := e.readSession(ctx, tenant, id)
+	if err != nil {
 		return Expanded{}, err
 	}
 	msgs, err := e.store.MessagesByID(ctx, tenant, id, []string{messageID})
@@ -136,12 +138,29 @@ func (e *Engine) ExpandMessage(ctx context.Context, tenant, id, messageID, token
 			total += messageBytes(&chunk[j])
 			if limit > 0 && total > limit && len(out.Originals) > 0 {
 				out.Next = encodeOffset("x", skip+len(out.Originals))
-				return out, nil
+				return out, e.countForSession(ctx, &s, &out)
 			}
 			out.Originals = append(out.Originals, chunk[j])
 		}
 	}
-	return out, nil
+	return out, e.countForSession(ctx, &s, &out)
+}
+
+// countForSession sets the token counts of an expanded message and its
+// originals for the session's model now: the log keeps the counts of the
+// model a message was appended under, which UpdateSession may have changed
+// since. Work: one count of the page, in chunks within the count limits.
+func (e *Engine) countForSession(ctx context.Context, s *store.Session, x *Expanded) error {
+	all := append([]chat.Message{x.Message}, x.Originals...)
+	counted, err := e.recount(ctx, s.Model, all)
+	if err != nil {
+		return err
+	}
+	for i := range all {
+		all[i].Tokens = counted[i].Tokens
+	}
+	x.Message, x.Originals = all[0], all[1:]
+	return nil
 }
 
 // compactionBytes estimates a compaction's encoded size as the API sends it
