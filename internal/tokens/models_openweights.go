@@ -56,10 +56,12 @@ func openWeightModels() []Model {
 	// the closest (see README).
 	r1 := exact("deepseek", "deepseek-r1", 131_072, 32_768, DeepSeekV3, "deepseek-reasoner", "deepseek-r1-0528")
 	r1.Template = TemplateDeepSeekV3
-	ms = append(ms, deepseek, r1,
-		exact("openai", "gpt-oss-20b", 131_072, 32_768, O200KHarmony),
-		exact("openai", "gpt-oss-120b", 131_072, 32_768, O200KHarmony),
-	)
+	ms = append(ms, deepseek, r1)
+	for _, name := range []string{"gpt-oss-20b", "gpt-oss-120b"} {
+		m := exact("openai", name, 131_072, 32_768, O200KHarmony)
+		m.Template = TemplateHarmony
+		ms = append(ms, m)
+	}
 	return ms
 }
 

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/tokens"
@@ -180,12 +182,16 @@ func TestOpenWeightGoldenChat(t *testing.T) {
 		// lastReply is what a final assistant message costs more in the
 		// request (Qwen3: the empty <think> block the template gives it).
 		lastReply int64
+		// harmony: a stored tool result is counted without the name of
+		// its call, and a stored message's analysis is always counted.
+		harmony bool
 	}{
-		{"qwen3", "qwen3-32b", 4, 4},
-		{"qwen2.5", "qwen2.5-7b", 5, 0},
-		{"llama3", "llama-3-8b", 0, 0},
-		{"llama3.1", "llama-3.1-8b", 0, 0},
-		{"deepseek_v3", "deepseek-v3", 0, 0},
+		{"qwen3", "qwen3-32b", 4, 4, false},
+		{"qwen2.5", "qwen2.5-7b", 5, 0, false},
+		{"llama3", "llama-3-8b", 0, 0, false},
+		{"llama3.1", "llama-3.1-8b", 0, 0, false},
+		{"deepseek_v3", "deepseek-v3", 0, 0, false},
+		{"harmony", "gpt-oss-20b", 0, 0, true},
 	} {
 		t.Run(family.template, func(t *testing.T) {
 			m, ok := reg.Lookup(family.model)
@@ -225,6 +231,12 @@ func TestOpenWeightGoldenChat(t *testing.T) {
 				if len(msgs) > 0 && msgs[len(msgs)-1].Role == chat.RoleAssistant {
 					extra -= family.lastReply
 				}
+				if family.harmony {
+					extra += harmonyStoredExtra(enc, msgs)
+				}
+				if family.template == tokens.TemplateDeepSeekV3 {
+					extra += deepseekStoredExtra(enc, g.System, msgs)
+				}
 				if session != rc.Total()+extra {
 					t.Errorf("%s: stored-session sum %d, want request %d + %d", g.Name, session, rc.Total(), extra)
 				}
@@ -251,6 +263,86 @@ func TestLlama31DateCounts(t *testing.T) {
 					t.Fatalf("%q: %d tokens, want %d", s, got, want)
 				}
 			}
+		}
+	}
+}
+
+// deepseekStoredExtra is what stored DeepSeek messages count more than in
+// the request: a later system message, which the template joins to the
+// system prompt, is counted on its own after "\n\n".
+func deepseekStoredExtra(enc *tokens.Encoding, system string, msgs []chat.Message) int64 {
+	joined, stored := "<｜begin▁of▁sentence｜>"+system, enc.Count("<｜begin▁of▁sentence｜>"+system)
+	for _, m := range msgs {
+		if m.Role == chat.RoleSystem {
+			if joined != "<｜begin▁of▁sentence｜>" {
+				joined += "\n\n"
+			}
+			joined += m.Parts[0].Text
+			stored += enc.Count("\n\n" + m.Parts[0].Text)
+		}
+	}
+	return int64(stored - enc.Count(joined))
+}
+
+// harmonyStoredExtra is what stored gpt-oss messages count more than in
+// the request: the analysis the renderer drops (of messages with tool calls
+// before the first final answer, when the last assistant message is one),
+// less the names of the calls in the tool results' headers.
+func harmonyStoredExtra(enc *tokens.Encoding, msgs []chat.Message) int64 {
+	var extra int64
+	names := map[string]string{}
+	firstFinal, lastFinal := -1, false
+	for i, m := range msgs {
+		calls := 0
+		for _, p := range m.Parts {
+			switch p.Type {
+			case chat.PartToolCall:
+				calls++
+				names[p.ToolCall.ID] = p.ToolCall.Name
+			case chat.PartToolResult:
+				extra -= int64(enc.Count("functions."+names[p.ToolResult.ToolCallID]) - enc.Count("functions."))
+			}
+		}
+		if m.Role == chat.RoleAssistant {
+			if calls == 0 && firstFinal < 0 {
+				firstFinal = i
+			}
+			lastFinal = calls == 0
+		}
+	}
+	for i, m := range msgs {
+		if !lastFinal || i >= firstFinal || m.Role != chat.RoleAssistant {
+			continue
+		}
+		var texts []string
+		calls := false
+		for _, p := range m.Parts {
+			calls = calls || p.Type == chat.PartToolCall
+			if p.Type == chat.PartText {
+				texts = append(texts, p.Text)
+			}
+		}
+		if text := strings.Join(texts, "\n"); calls && text != "" {
+			// <|start|> assistant <|channel|> analysis <|message|> text <|end|>
+			extra += int64(4 + enc.Count("assistant") + enc.Count("analysis") + enc.Count(text))
+		}
+	}
+	return extra
+}
+
+// TestHarmonyDateCounts: harmony's system message states the current date,
+// which servers fill in; every date of 2024–2039 counts the same as the
+// golden set's.
+func TestHarmonyDateCounts(t *testing.T) {
+	enc, err := tokens.NewEncodings().Get(tokens.O200KHarmony)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := enc.Count("Current date: 2025-06-28\n\n")
+	for day := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC); day.Year() < 2040; day = day.AddDate(0, 0, 1) {
+		s := "Current date: " + day.Format("2006-01-02") + "\n\n"
+		if got := enc.Count(s); got != want {
+			t.Fatalf("%q: %d tokens, want %d", s, got, want)
 		}
 	}
 }

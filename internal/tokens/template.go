@@ -43,6 +43,7 @@ const (
 	TemplateLlama3     = "llama3"
 	TemplateLlama31    = "llama3.1"
 	TemplateDeepSeekV3 = "deepseek_v3"
+	TemplateHarmony    = "harmony"
 )
 
 var chatTemplates = map[string]chatTemplate{
@@ -51,6 +52,7 @@ var chatTemplates = map[string]chatTemplate{
 	TemplateLlama3:     llama3Template{},
 	TemplateLlama31:    llama31Template{},
 	TemplateDeepSeekV3: deepseekV3Template{},
+	TemplateHarmony:    harmonyTemplate{},
 }
 
 // messageText joins a message's text parts as servers do for templates that

@@ -1,6 +1,8 @@
 package tokens
 
 import (
+	"strings"
+
 	"github.com/contextd/contextd/internal/chat"
 )
 
@@ -18,7 +20,9 @@ import (
 // has "\n"; the turn after results opens with <｜tool▁outputs▁end｜> instead of
 // <｜Assistant｜> — so a message counts the same alone as in a request. The
 // begin-of-sentence token is counted with the system prompt, which every
-// request has, empty or not.
+// request has, empty or not. A system message later in the conversation
+// joins the system prompt at the top ("\n\n" between them); a request
+// counts the joined prompt, a stored message "\n\n" and its text.
 type deepseekV3Template struct{}
 
 const (
@@ -30,6 +34,50 @@ func (deepseekV3Template) replyPriming() int { return 1 } // <｜Assistant｜> (
 
 func (deepseekV3Template) prefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
 	return int64(enc.Count(deepseekBOS + system)), 0, make([]ToolCount, len(tools))
+}
+
+// forRequest gathers the request's later system messages, which the
+// template moves into the system prompt.
+func (t deepseekV3Template) forRequest(msgs []chat.Message) chatTemplate {
+	var r deepseekRequest
+	for i := range msgs {
+		if isSystemLike(msgs[i].Role) {
+			r.later = append(r.later, messageText(&msgs[i]))
+		}
+	}
+	return r
+}
+
+func isSystemLike(r chat.Role) bool {
+	return r != chat.RoleUser && r != chat.RoleAssistant && r != chat.RoleTool
+}
+
+// deepseekRequest is DeepSeek V3's template for one request.
+type deepseekRequest struct {
+	deepseekV3Template
+	later []string // the texts of later system messages
+}
+
+func (r deepseekRequest) prefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
+	if len(r.later) == 0 {
+		return r.deepseekV3Template.prefix(enc, system, tools)
+	}
+	var b strings.Builder
+	b.WriteString(deepseekBOS + system)
+	for i, s := range r.later {
+		if i > 0 || system != "" {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(s)
+	}
+	return int64(enc.Count(b.String())), 0, make([]ToolCount, len(tools))
+}
+
+func (r deepseekRequest) message(enc *Encoding, msgs []chat.Message, i int, context bool) MessageCount {
+	if isSystemLike(msgs[i].Role) { // counted in the system prompt
+		return templateMessageCount(enc, &msgs[i], 0)
+	}
+	return r.deepseekV3Template.message(enc, msgs, i, context)
 }
 
 func (deepseekV3Template) message(enc *Encoding, msgs []chat.Message, i int, _ bool) MessageCount {

