@@ -21,7 +21,7 @@ const legacyFilesPrefix = "files touched: "
 
 // Bounds of the files section: it takes at most half of the summary's
 // token cap and never more than maxFilesTokens (a hand-off has no cap of
-// its own), and at most maxFiles paths are collected per round.
+// its own), and lists at most maxFiles paths.
 const (
 	maxFilesTokens = 2000
 	maxFiles       = 400
