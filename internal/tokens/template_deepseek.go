@@ -75,7 +75,7 @@ func (r deepseekRequest) prefix(enc *Encoding, system string, tools []chat.Tool)
 
 func (r deepseekRequest) message(enc *Encoding, msgs []chat.Message, i int, context bool) MessageCount {
 	if isSystemLike(msgs[i].Role) { // counted in the system prompt
-		return templateMessageCount(enc, &msgs[i], 0)
+		return templateMessageCount(enc, &msgs[i], 0, chat.PartText, chat.PartImage)
 	}
 	return r.deepseekV3Template.message(enc, msgs, i, context)
 }
@@ -95,5 +95,5 @@ func (deepseekV3Template) message(enc *Encoding, msgs []chat.Message, i int, _ b
 		// after "\n\n".
 		text = "\n\n" + messageText(m)
 	}
-	return templateMessageCount(enc, m, int64(enc.Count(text))+imageTokens(m))
+	return templateMessageCount(enc, m, int64(enc.Count(text))+imageTokens(m), chat.PartToolCall)
 }

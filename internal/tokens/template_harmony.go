@@ -143,6 +143,7 @@ type harmonyRequest struct {
 func (r harmonyRequest) message(enc *Encoding, msgs []chat.Message, i int, _ bool) MessageCount {
 	m := &msgs[i]
 	n := 0
+	var dropped []chat.PartType
 	switch m.Role {
 	case chat.RoleAssistant:
 		text := messageText(m)
@@ -165,6 +166,8 @@ func (r harmonyRequest) message(enc *Encoding, msgs []chat.Message, i int, _ boo
 		if calls == 0 || (text != "" && i >= r.dropBefore) {
 			// <|start|> assistant <|channel|> channel <|message|> text <|end|>
 			n += 4 + harmonyText(enc, "assistant") + harmonyText(enc, channel) + harmonyText(enc, text)
+		} else {
+			dropped = append(dropped, chat.PartText)
 		}
 	case chat.RoleTool:
 		// <|start|> functions.x <|channel|> commentary <|message|> result <|end|>
@@ -179,5 +182,5 @@ func (r harmonyRequest) message(enc *Encoding, msgs []chat.Message, i int, _ boo
 		// <|start|> role <|message|> text <|end|>
 		n = 3 + harmonyText(enc, string(m.Role)) + harmonyText(enc, messageText(m))
 	}
-	return templateMessageCount(enc, m, int64(n)+imageTokens(m))
+	return templateMessageCount(enc, m, int64(n)+imageTokens(m), dropped...)
 }

@@ -74,3 +74,95 @@ func TestTemplatesAreLinear(t *testing.T) {
 		})
 	}
 }
+
+// TestTemplatesOddMessages: every template counts messages a client may
+// send that the golden set does not hold — images, a tool message with text
+// instead of a result, a result for an unknown call, a call with arguments
+// that are not JSON, a system message mid-conversation, tools whose schema
+// is not an object — without panicking, and with every message's framing
+// (its tokens less those of the parts the template rendered) at least 0.
+func TestTemplatesOddMessages(t *testing.T) {
+	img := chat.Part{Type: chat.PartImage, Image: &chat.Image{Width: 512, Height: 512}}
+	msgs := []chat.Message{
+		{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "look"}, img, {Type: chat.PartText, Text: "and <|end|> <think> <｜User｜>"}}},
+		{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "x", Name: "f", Arguments: "not json"}}}},
+		{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "A long explanation of why f is the right call here, which some templates leave out."},
+			{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "y", Name: "f", Arguments: `{"a": ["x", 1]}`}}}},
+		{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartText, Text: "plain text result"}}},
+		{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "unknown", Content: ""}}}},
+		{Role: chat.RoleSystem, Parts: []chat.Part{{Type: chat.PartText, Text: "  "}}},
+		{Role: chat.RoleAssistant},
+		{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "\x1c\u00a0trim me\u2003"}}},
+	}
+	tools := []chat.Tool{
+		{Name: "f", Parameters: `{"type": "object", "properties": {"a": {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}, "b": {"enum": []}, "c": {"type": ["string"]}}}`},
+		{Name: "g", Description: "\n\r\n", Parameters: `[1, 2]`},
+		{Name: "h", Parameters: `{"type": "string"}`},
+	}
+	for name, tmpl := range chatTemplates {
+		t.Run(name, func(t *testing.T) {
+			var encName string
+			for _, m := range openWeightModels() {
+				if m.Template == name {
+					encName = m.Encoding
+				}
+			}
+			enc, err := loadTestEncoding(t, encName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fr := Framing{ReplyPriming: tmpl.replyPriming(), template: tmpl}
+			for _, system := range []string{"", "Be brief."} {
+				rc := CountRequest(enc, fr, system, tools, msgs)
+				if rc.Total() <= 0 || len(rc.PerMsg) != len(msgs) || len(rc.PerTool) != len(tools) {
+					t.Fatalf("system %q: %+v", system, rc)
+				}
+				for i := range msgs {
+					for _, mc := range []MessageCount{CountMessage(enc, fr, &msgs[i]), rc.PerMsg[i]} {
+						if mc.Tokens < 0 || mc.Framing < 0 || len(mc.Parts) != len(msgs[i].Parts) {
+							t.Errorf("message %d: %+v", i, mc)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkChatTemplates counts a 1,000-message agent loop with each
+// template; read MB/s (of the messages' text).
+func BenchmarkChatTemplates(b *testing.B) {
+	for name, tmpl := range chatTemplates {
+		var encName string
+		for _, m := range openWeightModels() {
+			if m.Template == name {
+				encName = m.Encoding
+			}
+		}
+		enc, err := loadTestEncoding(b, encName)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fr := Framing{ReplyPriming: tmpl.replyPriming(), template: tmpl}
+		tools, msgs := linearRequest(200)
+		size := 0
+		for _, m := range msgs {
+			for _, p := range m.Parts {
+				size += len(p.Text)
+				if p.ToolCall != nil {
+					size += len(p.ToolCall.Arguments)
+				}
+				if p.ToolResult != nil {
+					size += len(p.ToolResult.Content)
+				}
+			}
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				CountRequest(enc, fr, "Be brief.", tools, msgs)
+			}
+		})
+	}
+}

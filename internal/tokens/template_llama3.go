@@ -44,7 +44,7 @@ func (llama3Template) prefix(enc *Encoding, system string, tools []chat.Tool) (i
 func (llama3Template) message(enc *Encoding, msgs []chat.Message, i int, _ bool) MessageCount {
 	m := &msgs[i]
 	text := llamaHeader(string(m.Role)) + llamaTrim(llamaContent(m)) + llamaEOT
-	return templateMessageCount(enc, m, int64(enc.Count(text))+imageTokens(m))
+	return templateMessageCount(enc, m, int64(enc.Count(text))+imageTokens(m), chat.PartToolCall)
 }
 
 // llamaContent is a message's content as the template reads it: its text,
@@ -123,8 +123,10 @@ func (llama31Template) message(enc *Encoding, msgs []chat.Message, i int, _ bool
 		b.WriteString(templateJSON(p.ToolCall.Arguments))
 		b.WriteString("}" + llamaEOT)
 	}
+	var dropped []chat.PartType
 	switch {
 	case calls > 0:
+		dropped = append(dropped, chat.PartText)
 	case m.Role == chat.RoleTool:
 		b.WriteString(llamaHeader("ipython"))
 		writeJSString(&b, llamaContent(m))
@@ -132,5 +134,5 @@ func (llama31Template) message(enc *Encoding, msgs []chat.Message, i int, _ bool
 	default:
 		b.WriteString(llamaHeader(string(m.Role)) + llamaTrim(messageText(m)) + llamaEOT)
 	}
-	return templateMessageCount(enc, m, int64(enc.Count(b.String()))+imageTokens(m))
+	return templateMessageCount(enc, m, int64(enc.Count(b.String()))+imageTokens(m), dropped...)
 }

@@ -1,6 +1,7 @@
 package tokens
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -164,20 +165,22 @@ func qwenMessage(enc *Encoding, msgs []chat.Message, i int, context, thinking bo
 }
 
 // templateMessageCount splits a message's total into its parts' own counts
-// and the framing around them.
-func templateMessageCount(enc *Encoding, m *chat.Message, total int64) MessageCount {
+// and the framing around them; parts of the dropped types, which the
+// template did not render, count 0.
+func templateMessageCount(enc *Encoding, m *chat.Message, total int64, dropped ...chat.PartType) MessageCount {
 	mc := MessageCount{Tokens: total, Parts: make([]PartCount, len(m.Parts))}
 	var content int64
 	for i, p := range m.Parts {
 		var n int64
-		switch p.Type {
-		case chat.PartText:
+		switch {
+		case slices.Contains(dropped, p.Type):
+		case p.Type == chat.PartText:
 			n = int64(enc.Count(p.Text))
-		case chat.PartToolCall:
+		case p.Type == chat.PartToolCall:
 			n = int64(enc.Count(p.ToolCall.Name) + enc.Count(p.ToolCall.Arguments))
-		case chat.PartToolResult:
+		case p.Type == chat.PartToolResult:
 			n = int64(enc.Count(p.ToolResult.Content))
-		case chat.PartImage:
+		case p.Type == chat.PartImage:
 			n = ImageTokens(p.Image)
 		}
 		mc.Parts[i] = PartCount{Type: p.Type, Tokens: n}
