@@ -62,7 +62,7 @@ func main() {
 		if _, err := client.ReportUsage(ctx, &contextdv1.ReportUsageRequest{SessionId: id,
 			InputTokens: 12, CacheReadInputTokens: h.GetStablePrefixTokens(),
 			CacheCreationInputTokens: max(h.GetRequestTokens()-h.GetStablePrefixTokens()-12, 1), OutputTokens: 20,
-			Request: &contextdv1.ReportUsageRequest_MessageCount{MessageCount: int64(len(prep.GetMessages()))}}); err != nil {
+			Request: &contextdv1.ReportUsageRequest_ViewToken{ViewToken: prep.GetViewToken()}}); err != nil {
 			log.Fatal(err)
 		}
 		pending = []*contextdv1.Message{answer, text(contextdv1.Role_ROLE_USER, "Go on.")}

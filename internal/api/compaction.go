@@ -141,6 +141,8 @@ func (s *ContextService) ReportUsage(ctx context.Context, req *contextdv1.Report
 		in.MessageCount = &r.MessageCount
 	case *contextdv1.ReportUsageRequest_Version:
 		in.Version = &r.Version
+	case *contextdv1.ReportUsageRequest_ViewToken:
+		in.ViewToken = r.ViewToken
 	}
 	u, err := s.engine.ReportUsage(ctx, tenantOf(ctx), req.GetSessionId(), in)
 	if err != nil {

@@ -69,7 +69,7 @@ func fixedDigest(s store.Session) string {
 // The row is written only when it changes, and only by the answer of the
 // session's current version: an answer overtaken by a newer write never
 // overwrites what a newer answer may have recorded.
-func (e *Engine) cacheHints(ctx context.Context, tenant, id string, version int64, msgs []chat.Message, changedFrom int64) (CacheHints, error) {
+func (e *Engine) cacheHints(ctx context.Context, tenant, id string, version int64, msgs []chat.Message, token string, changedFrom int64) (CacheHints, error) {
 	var h CacheHints
 	ids := idsOf(msgs)
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
@@ -89,10 +89,10 @@ func (e *Engine) cacheHints(ctx context.Context, tenant, id string, version int6
 		}
 		m, _ := e.models.Lookup(s.Model)
 		h.fill(s.SystemTokens+s.ToolsTokens, int64(tokens.FramingOf(m).ReplyPriming), msgs, prev.IDs, changedFrom)
-		if s.Version > version || (h.HasPrevious && prev.Fixed == fixed && equalIDs(prev.IDs, ids)) {
+		if s.Version > version || (h.HasPrevious && prev.Fixed == fixed && prev.ViewToken == token && equalIDs(prev.IDs, ids)) {
 			return nil
 		}
-		return tx.PutPreparedView(ctx, tenant, id, store.PreparedView{Fixed: fixed, IDs: ids})
+		return tx.PutPreparedView(ctx, tenant, id, store.PreparedView{Fixed: fixed, IDs: ids, ViewToken: token})
 	})
 	if err != nil {
 		return CacheHints{}, err
@@ -176,7 +176,7 @@ func (e *Engine) finishPrepare(ctx context.Context, tenant, id string, res *Prep
 	if c := res.Status.LastCompaction; res.Status.Compacted && c != nil {
 		changedFrom = firstChange(c.ViewBefore, c.ViewAfter)
 	}
-	hints, err := e.cacheHints(ctx, tenant, id, res.Status.Version, res.view, changedFrom)
+	hints, err := e.cacheHints(ctx, tenant, id, res.Status.Version, res.view, res.ViewToken, changedFrom)
 	if err != nil {
 		e.log.WarnContext(ctx, "prepare: cache hints", "tenant", tenant, "session", id, "err", err)
 		res.Status.Warnings = append(res.Status.Warnings, "cache hints unavailable: "+err.Error())

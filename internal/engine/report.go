@@ -19,8 +19,11 @@ type ReportInput struct {
 	CacheReadTokens     int64
 	CacheCreationTokens int64
 	OutputTokens        int64
-	// Which request it was: the number of active messages sent, or the
+	// Which request it was, one of: the view token PrepareContext returned
+	// (it names the view even after the session was compacted since), the
+	// number of active messages sent (of the active view now), or the
 	// session version PrepareContext returned (it must still be current).
+	ViewToken    string
 	MessageCount *int64
 	Version      *int64
 }
@@ -30,15 +33,45 @@ type ReportInput struct {
 // tokenizer difference (approximations are off by tens of percent).
 const maxCalibrationFactor = 2.0
 
+// preparedLocal is the local count of the view the session's latest
+// PrepareContext returned, when token is that view's and the session's
+// model, system prompt and tools are still the ones it was counted with;
+// -1 otherwise (also when retention purged one of its messages).
+func preparedLocal(ctx context.Context, tx store.Tx, s *store.Session, token string, priming int64) (int64, error) {
+	prev, err := tx.GetPreparedView(ctx, s.Tenant, s.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if prev.ViewToken != token || prev.Fixed != fixedDigest(*s) {
+		return -1, nil
+	}
+	msgs, err := tx.MessagesByID(ctx, s.Tenant, s.ID, prev.IDs)
+	if errors.Is(err, store.ErrNotFound) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return s.SystemTokens + s.ToolsTokens + sumTokens(msgs) + priming, nil
+}
+
 // maxCalibrationSamples bounds the moving average: the ratio follows the
 // mean of about the last ten reports.
 const maxCalibrationSamples = 10
 
 // ReportUsage records the provider's count of a request the runtime sent.
-// The session's usage becomes anchored (that exact count plus an estimate of
-// what came after), the version is bumped and watchers are told
-// (EventUpdated), and for approximate encodings the model's ratio of
-// provider to local counts is learned for every later estimate.
+// The call goes into the ledger; the version is bumped and watchers are
+// told (EventUpdated). When the request is a prefix of the active view, the
+// session's usage becomes anchored (that exact count plus an estimate of
+// what came after) and, for approximate encodings, the model's ratio of
+// provider to local counts is learned for every later estimate. A view_token
+// of a view rewritten since (compaction, revert, clear, model change)
+// still calibrates when it is the view the latest PrepareContext returned
+// (its message ids are kept: prepared_views), and otherwise only goes into
+// the ledger, with a warning saying so.
 func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportInput) (Usage, error) {
 	if err := checkReported(in); err != nil {
 		return Usage{}, err
@@ -48,7 +81,7 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 		return Usage{}, chat.Invalid("input_tokens", "the provider's input tokens (with cache reads and writes) must be positive")
 	}
 	var final store.Session
-	implausible := ""   // why the report did not calibrate
+	skipped := ""       // why the report did not calibrate
 	var recorded func() // metrics of the ledger entry, after the commit
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		s, err := lockedSession(ctx, tx, tenant, id)
@@ -56,24 +89,45 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 			return err
 		}
 		n := s.ActiveCount
+		m, _ := e.models.Lookup(s.Model)
+		priming := int64(tokens.FramingOf(m).ReplyPriming)
+		local := int64(-1) // the local count of the request reported on; -1: of the active view's first n
 		switch {
+		case in.ViewToken != "":
+			t, err := parseViewToken("view_token", in.ViewToken, id)
+			if err != nil {
+				return err
+			}
+			if t.continues(&s) {
+				n = t.last // ordinals of one epoch run 1, 2, ...: the first t.last messages
+				break
+			}
+			// The view was rewritten since: calibrate with the view the
+			// latest PrepareContext returned, if that is the one; no anchor.
+			if local, err = preparedLocal(ctx, tx, &s, in.ViewToken, priming); err != nil {
+				return err
+			}
+			if local < 0 {
+				skipped = "the view of view_token is neither the active view nor the one the latest PrepareContext returned (the session was compacted, reverted, cleared or changed since): the call is in the ledger; nothing was calibrated or anchored"
+			}
 		case in.MessageCount != nil:
 			if *in.MessageCount < 0 || *in.MessageCount > s.ActiveCount {
 				return chat.Invalid("message_count", "%d is not between 0 and the %d messages of the active view", *in.MessageCount, s.ActiveCount)
 			}
 			n = *in.MessageCount
 		case in.Version != nil && *in.Version != s.Version:
-			return fmt.Errorf("session %q moved on from version %d to %d; report with message_count instead: %w",
+			return fmt.Errorf("session %q moved on from version %d to %d; report with view_token instead: %w",
 				id, *in.Version, s.Version, ErrFailedPrecondition)
 		}
-		view, err := tx.ViewMessages(ctx, tenant, id)
-		if err != nil {
-			return err
+		if skipped == "" && local < 0 {
+			view, err := tx.ViewMessages(ctx, tenant, id)
+			if err != nil {
+				return err
+			}
+			local = s.SystemTokens + s.ToolsTokens + sumTokens(view[:n]) + priming
+			s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch = provider, local, n, s.ViewEpoch
 		}
-		m, _ := e.models.Lookup(s.Model)
-		local := s.SystemTokens + s.ToolsTokens + sumTokens(view[:n]) + int64(tokens.FramingOf(m).ReplyPriming)
-		s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch = provider, local, n, s.ViewEpoch
-		if !m.Exact {
+		if !m.Exact && skipped == "" {
 			c, err := tx.GetCalibration(ctx, tenant, m.Name)
 			if errors.Is(err, store.ErrNotFound) {
 				c, err = store.Calibration{Model: m.Name, Ratio: 1}, nil
@@ -85,7 +139,7 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 			if sample < 1/maxCalibrationFactor || sample > maxCalibrationFactor {
 				// Not a tokenizer difference but a report of another request
 				// (or a typo): anchor this session, teach the model nothing.
-				implausible = fmt.Sprintf("input tokens %d are %.2f× the local count %d of that request: not used to calibrate %s (a tokenizer differs by far less; check message_count or version)", provider, sample, local, m.Name)
+				skipped = fmt.Sprintf("input tokens %d are %.2f× the local count %d of that request: not used to calibrate %s (a tokenizer differs by far less; check view_token or message_count)", provider, sample, local, m.Name)
 			} else {
 				c.Samples++
 				c.Ratio += (sample - c.Ratio) / float64(min(c.Samples, maxCalibrationSamples))
@@ -112,8 +166,8 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 	recorded()
 	e.notify(ctx, tenant, id, final.Version, watch.EventUpdated)
 	v, err := e.view(ctx, final)
-	if implausible != "" {
-		v.Usage.Warnings = append(v.Usage.Warnings, implausible)
+	if skipped != "" {
+		v.Usage.Warnings = append(v.Usage.Warnings, skipped)
 	}
 	return v.Usage, err
 }

@@ -47,11 +47,12 @@ type Ledger struct {
 }
 
 // PreparedView is what a session's latest PrepareContext returned: a digest
-// of what precedes the messages (model, system prompt, tools) and the ids
-// of the messages, in order.
+// of what precedes the messages (model, system prompt, tools), the ids of
+// the messages, in order, and the view token it returned ("" if none).
 type PreparedView struct {
-	Fixed string
-	IDs   []string
+	Fixed     string
+	IDs       []string
+	ViewToken string
 }
 
 // EncodeIDRuns writes ids compactly: a run of consecutive log messages

@@ -88,7 +88,11 @@ export class AgentLoop {
           cacheReadInputTokens: BigInt(u.cacheReadInputTokens ?? 0),
           cacheCreationInputTokens: BigInt(u.cacheCreationInputTokens ?? 0),
           outputTokens: BigInt(u.outputTokens ?? 0),
-          request: { case: "messageCount", value: BigInt(prepared.messages.length) },
+          // The view token names the view that was sent, even if the session
+          // is compacted before this report arrives.
+          request: prepared.viewToken
+            ? { case: "viewToken", value: prepared.viewToken }
+            : { case: "messageCount", value: BigInt(prepared.messages.length) },
         },
         { signal },
       );

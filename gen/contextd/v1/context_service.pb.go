@@ -2824,12 +2824,16 @@ type ReportUsageRequest struct {
 	CacheCreationInputTokens int64 `protobuf:"varint,4,opt,name=cache_creation_input_tokens,json=cacheCreationInputTokens,proto3" json:"cache_creation_input_tokens,omitempty"`
 	// Output tokens of the call (recorded in the session's ledger).
 	OutputTokens int64 `protobuf:"varint,5,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
-	// Which request it was. Unset: the current active view.
+	// Which request it was. Unset: the current active view. Prefer
+	// view_token: it names the view that was sent even when the session was
+	// compacted, reverted, cleared or changed between PrepareContext and
+	// this report.
 	//
 	// Types that are valid to be assigned to Request:
 	//
 	//	*ReportUsageRequest_MessageCount
 	//	*ReportUsageRequest_Version
+	//	*ReportUsageRequest_ViewToken
 	Request       isReportUsageRequest_Request `protobuf_oneof:"request"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2925,25 +2929,51 @@ func (x *ReportUsageRequest) GetVersion() int64 {
 	return 0
 }
 
+func (x *ReportUsageRequest) GetViewToken() string {
+	if x != nil {
+		if x, ok := x.Request.(*ReportUsageRequest_ViewToken); ok {
+			return x.ViewToken
+		}
+	}
+	return ""
+}
+
 type isReportUsageRequest_Request interface {
 	isReportUsageRequest_Request()
 }
 
 type ReportUsageRequest_MessageCount struct {
-	// The number of active messages that were sent (the length of
-	// PrepareContextResponse.messages).
+	// The number of active messages that were sent (the length of the whole
+	// view PrepareContext returned), counted against the active view NOW: if
+	// the view was rewritten since, the report anchors and calibrates with
+	// the wrong messages. Use view_token instead.
 	MessageCount int64 `protobuf:"varint,6,opt,name=message_count,json=messageCount,proto3,oneof"`
 }
 
 type ReportUsageRequest_Version struct {
 	// The session version PrepareContext returned; FAILED_PRECONDITION if the
-	// session has changed since (use message_count then).
+	// session has changed since (use view_token).
 	Version int64 `protobuf:"varint,7,opt,name=version,proto3,oneof"`
+}
+
+type ReportUsageRequest_ViewToken struct {
+	// The view_token PrepareContext returned with the view that was sent.
+	// While the active view only grew since, the usage is anchored to that
+	// view (a prefix of the active view) and calibrates the model's ratio.
+	// When the view was rewritten since (compaction, revert, clear, model or
+	// system prompt change), the report calibrates only if it is the view
+	// the session's latest PrepareContext returned (the server keeps that
+	// one's message ids) and anchors nothing; otherwise the call is recorded
+	// in the ledger only, with a warning saying why. A token this server did
+	// not issue for this session is INVALID_ARGUMENT.
+	ViewToken string `protobuf:"bytes,41,opt,name=view_token,json=viewToken,proto3,oneof"`
 }
 
 func (*ReportUsageRequest_MessageCount) isReportUsageRequest_Request() {}
 
 func (*ReportUsageRequest_Version) isReportUsageRequest_Request() {}
+
+func (*ReportUsageRequest_ViewToken) isReportUsageRequest_Request() {}
 
 // ReportUsage output.
 type ReportUsageResponse struct {
@@ -3235,7 +3265,7 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x11heartbeat_seconds\x18\x03 \x01(\x05B\n" +
 	"\xbaH\a\x1a\x05\x18\xac\x02(\x00R\x10heartbeatSeconds\"P\n" +
 	"\x1aWatchContextStatusResponse\x122\n" +
-	"\x06status\x18\x01 \x01(\v2\x1a.contextd.v1.ContextStatusR\x06status\"\xec\x04\n" +
+	"\x06status\x18\x01 \x01(\v2\x1a.contextd.v1.ContextStatusR\x06status\"\x97\x05\n" +
 	"\x12ReportUsageRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +
@@ -3245,7 +3275,9 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x1bcache_creation_input_tokens\x18\x04 \x01(\x03B\f\xbaH\t\"\a\x18\x80\xc2\xd7/(\x00R\x18cacheCreationInputTokens\x121\n" +
 	"\routput_tokens\x18\x05 \x01(\x03B\f\xbaH\t\"\a\x18\x80\xc2\xd7/(\x00R\foutputTokens\x12.\n" +
 	"\rmessage_count\x18\x06 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\fmessageCount\x12#\n" +
-	"\aversion\x18\a \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\aversion:\xd4\x01\xbaH\xd0\x01\x1a\xcd\x01\n" +
+	"\aversion\x18\a \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\aversion\x12)\n" +
+	"\n" +
+	"view_token\x18) \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04H\x00R\tviewToken:\xd4\x01\xbaH\xd0\x01\x1a\xcd\x01\n" +
 	"\x1breport_usage.positive_input\x12Uinput_tokens + cache_read_input_tokens + cache_creation_input_tokens must be positive\x1aWthis.input_tokens + this.cache_read_input_tokens + this.cache_creation_input_tokens > 0B\t\n" +
 	"\arequest\"F\n" +
 	"\x13ReportUsageResponse\x12/\n" +
@@ -3456,6 +3488,7 @@ func file_contextd_v1_context_service_proto_init() {
 	file_contextd_v1_context_service_proto_msgTypes[41].OneofWrappers = []any{
 		(*ReportUsageRequest_MessageCount)(nil),
 		(*ReportUsageRequest_Version)(nil),
+		(*ReportUsageRequest_ViewToken)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

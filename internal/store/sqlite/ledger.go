@@ -56,8 +56,8 @@ func (s *Store) GetLedger(ctx context.Context, tenant, sessionID string) (store.
 func (t *txn) GetPreparedView(ctx context.Context, tenant, sessionID string) (store.PreparedView, error) {
 	var v store.PreparedView
 	var ids string
-	err := t.tx.QueryRowContext(ctx, `SELECT fixed, message_ids FROM prepared_views WHERE tenant = ? AND session_id = ?`,
-		tenant, sessionID).Scan(&v.Fixed, &ids)
+	err := t.tx.QueryRowContext(ctx, `SELECT fixed, message_ids, view_token FROM prepared_views WHERE tenant = ? AND session_id = ?`,
+		tenant, sessionID).Scan(&v.Fixed, &ids, &v.ViewToken)
 	if errors.Is(err, sql.ErrNoRows) {
 		return v, store.ErrNotFound
 	}
@@ -66,8 +66,9 @@ func (t *txn) GetPreparedView(ctx context.Context, tenant, sessionID string) (st
 }
 
 func (t *txn) PutPreparedView(ctx context.Context, tenant, sessionID string, v store.PreparedView) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO prepared_views (tenant, session_id, fixed, message_ids) VALUES (?, ?, ?, ?)
-		ON CONFLICT (tenant, session_id) DO UPDATE SET fixed = excluded.fixed, message_ids = excluded.message_ids`,
-		tenant, sessionID, v.Fixed, store.EncodeIDRuns(v.IDs))
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO prepared_views (tenant, session_id, fixed, message_ids, view_token) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, session_id) DO UPDATE SET fixed = excluded.fixed, message_ids = excluded.message_ids,
+			view_token = excluded.view_token`,
+		tenant, sessionID, v.Fixed, store.EncodeIDRuns(v.IDs), v.ViewToken)
 	return err
 }

@@ -85,9 +85,9 @@ func testPreparedView(t *testing.T, s store.Store) {
 		t.Fatalf("no prepared view yet: got %v, want ErrNotFound", err)
 	}
 	for _, v := range []store.PreparedView{
-		{Fixed: "f1", IDs: []string{"msg_1", "sum_2_1", "msg_30", "msg_31", "msg_32", "ph_2_2", "msg_34"}},
+		{Fixed: "f1", IDs: []string{"msg_1", "sum_2_1", "msg_30", "msg_31", "msg_32", "ph_2_2", "msg_34"}, ViewToken: "djE6MTox"},
 		{Fixed: "f2", IDs: nil},
-		{Fixed: "f3", IDs: []string{"msg_1"}},
+		{Fixed: "f3", IDs: []string{"msg_1"}, ViewToken: "djE6Mjoy"},
 	} {
 		mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.PutPreparedView(ctx, "t1", "a", v) })
 		var got store.PreparedView

@@ -81,11 +81,14 @@ class AgentLoop:
         usage = None
         if turn.usage is not None:
             u = turn.usage
+            # The view_token names the view that was sent, even if the session
+            # is compacted before this report arrives.
+            which = ({"view_token": prepared.view_token} if prepared.view_token
+                     else {"message_count": len(prepared.messages)})
             usage = self._client.ReportUsage(service.ReportUsageRequest(
                 session_id=self.session_id, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
                 cache_read_input_tokens=u.cache_read_input_tokens,
-                cache_creation_input_tokens=u.cache_creation_input_tokens,
-                message_count=len(prepared.messages))).usage
+                cache_creation_input_tokens=u.cache_creation_input_tokens, **which)).usage
         if turn.append:
             self.add(*turn.append)
         return StepResult(prepared=prepared, usage=usage, output=turn.output)

@@ -387,7 +387,7 @@ class PrepareContextResponse(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., status: _Optional[_Union[_types_pb2.ContextStatus, _Mapping]] = ..., cache: _Optional[_Union[_types_pb2.CacheHints, _Mapping]] = ..., view_token: _Optional[str] = ..., delta: bool = ...) -> None: ...
 
 class ReportUsageRequest(_message.Message):
-    __slots__ = ["cache_creation_input_tokens", "cache_read_input_tokens", "input_tokens", "message_count", "output_tokens", "session_id", "version"]
+    __slots__ = ["cache_creation_input_tokens", "cache_read_input_tokens", "input_tokens", "message_count", "output_tokens", "session_id", "version", "view_token"]
     CACHE_CREATION_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     CACHE_READ_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -395,6 +395,7 @@ class ReportUsageRequest(_message.Message):
     OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    VIEW_TOKEN_FIELD_NUMBER: _ClassVar[int]
     cache_creation_input_tokens: int
     cache_read_input_tokens: int
     input_tokens: int
@@ -402,7 +403,8 @@ class ReportUsageRequest(_message.Message):
     output_tokens: int
     session_id: str
     version: int
-    def __init__(self, session_id: _Optional[str] = ..., input_tokens: _Optional[int] = ..., cache_read_input_tokens: _Optional[int] = ..., cache_creation_input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., message_count: _Optional[int] = ..., version: _Optional[int] = ...) -> None: ...
+    view_token: str
+    def __init__(self, session_id: _Optional[str] = ..., input_tokens: _Optional[int] = ..., cache_read_input_tokens: _Optional[int] = ..., cache_creation_input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., message_count: _Optional[int] = ..., version: _Optional[int] = ..., view_token: _Optional[str] = ...) -> None: ...
 
 class ReportUsageResponse(_message.Message):
     __slots__ = ["usage"]
