@@ -186,12 +186,12 @@ func TestOpenWeightGoldenChat(t *testing.T) {
 		// its call, and a stored message's analysis is always counted.
 		harmony bool
 	}{
-		{"qwen3", "qwen3-32b", 4, 4, false},
-		{"qwen2.5", "qwen2.5-7b", 5, 0, false},
-		{"llama3", "llama-3-8b", 0, 0, false},
-		{"llama3.1", "llama-3.1-8b", 0, 0, false},
-		{"deepseek_v3", "deepseek-v3", 0, 0, false},
-		{"harmony", "gpt-oss-20b", 0, 0, true},
+		{template: "qwen3", model: "qwen3-32b", toolRun: 4, lastReply: 4},
+		{template: "qwen2.5", model: "qwen2.5-7b", toolRun: 5},
+		{template: "llama3", model: "llama-3-8b"},
+		{template: "llama3.1", model: "llama-3.1-8b"},
+		{template: "deepseek_v3", model: "deepseek-v3"},
+		{template: "harmony", model: "gpt-oss-20b", harmony: true},
 	} {
 		t.Run(family.template, func(t *testing.T) {
 			m, ok := reg.Lookup(family.model)

@@ -125,7 +125,7 @@ function tokenText(t) {
 }
 const chatLines = requests.map((req) => {
   const row = { name: req.name };
-  for (const [family, pkg, encoding, vars] of chatFamilies) {
+  for (const [family, pkg, encoding, vars = {}] of chatFamilies) {
     const tok = chatTokenizers.get(encoding);
     if (!tok) continue;
     if (vars.render) { // gpt-oss: no template in the package; see harmony.mjs
