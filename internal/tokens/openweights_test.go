@@ -216,6 +216,9 @@ func TestOpenWeightGoldenChat(t *testing.T) {
 				if got := rc.Total(); got != int64(want) {
 					t.Errorf("%s: CountRequest %d tokens, apply_chat_template %d", g.Name, got, int64(want))
 				}
+				if g.System == "" && len(msgs) > 0 && msgs[0].Role == chat.RoleSystem {
+					continue // a session keeps its system prompt apart: a leading system message is a message there
+				}
 				toolsTokens, _ := tokens.CountTools(enc, fr, g.System, tools)
 				session := tokens.CountSystem(enc, fr, g.System) + toolsTokens + int64(fr.ReplyPriming)
 				for j := range msgs {

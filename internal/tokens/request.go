@@ -41,7 +41,17 @@ type RequestCount struct {
 func (r RequestCount) Total() int64 { return r.System + r.Tools + r.Messages }
 
 // CountRequest counts a chat request as the model sees it.
+//
+// With a model's chat template, a leading system message of a request
+// without a system prompt is the system prompt, as the templates read it
+// (messages[0]); its own count is then 0.
 func CountRequest(enc *Encoding, fr Framing, system string, tools []chat.Tool, msgs []chat.Message) RequestCount {
+	if fr.template != nil && system == "" && len(msgs) > 0 && msgs[0].Role == chat.RoleSystem {
+		rc := CountRequest(enc, fr, messageText(&msgs[0]), tools, msgs[1:])
+		lead := templateMessageCount(enc, &msgs[0], 0, chat.PartText, chat.PartImage, chat.PartToolCall, chat.PartToolResult)
+		rc.PerMsg = append([]MessageCount{lead}, rc.PerMsg...)
+		return rc
+	}
 	var rc RequestCount
 	if s, ok := fr.template.(requestScoped); ok {
 		fr.template = s.forRequest(msgs)

@@ -75,17 +75,23 @@ export function harmonyCount(req) {
       channel_config: { valid_channels: ["analysis", "commentary", "final"], channel_required: true },
     }],
   }];
-  if (req.system || req.tools) {
+  // The template reads a leading system message as the system prompt.
+  let system = req.system, rest = req.messages;
+  if (!system && rest[0]?.role === "system") {
+    system = rest[0].content;
+    rest = rest.slice(1);
+  }
+  if (system || req.tools) {
     const tools = req.tools ? {
       functions: {
         name: "functions", description: null,
         tools: req.tools.map((t) => ({ name: t.name, description: t.description ?? "", parameters: t.parameters ?? null })),
       },
     } : null;
-    msgs.push({ role: "developer", content: [{ type: "developer_content", instructions: req.system || null, tools }] });
+    msgs.push({ role: "developer", content: [{ type: "developer_content", instructions: system || null, tools }] });
   }
   const callNames = new Map();
-  for (const m of req.messages) {
+  for (const m of rest) {
     if (m.role === "user") {
       msgs.push({ role: "user", content: text(m.content ?? "") });
     } else if (m.role === "assistant" && m.tool_calls) {
