@@ -183,6 +183,9 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		if pr.compact != nil {
 			return errDecided
 		}
+		if err := e.checkAnswerSize(&pr.after, pr.view, since); err != nil {
+			return err
+		}
 		if len(staged.msgs) == 0 {
 			return nil
 		}
@@ -320,6 +323,9 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 			res.view = pr.view
 			paused = true
 		} else if res, err = writeCompaction(ctx, tx, &s, pr.view, len(pr.view), p); err != nil {
+			return err
+		}
+		if err := e.checkAnswerSize(&s, res.view, since); err != nil {
 			return err
 		}
 		final = s

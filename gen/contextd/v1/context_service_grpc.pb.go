@@ -109,7 +109,13 @@ type ContextServiceClient interface {
 	// compacts, and fails with FAILED_PRECONDITION if the request cannot fit.
 	// Atomic: it either appends and returns a view that fits, or changes
 	// nothing (no message appended, version unchanged), so a failed call can
-	// be retried as is.
+	// be retried as is. The response is bounded: the view fits the model's
+	// window in tokens, and the messages sent (the whole view, or with
+	// view_token only those after it) must fit the server's
+	// CONTEXTD_MAX_RESPONSE_BYTES (default 4 MiB, the default receive limit of
+	// Go and Node clients); a larger answer is RESOURCE_EXHAUSTED naming the
+	// setting, with nothing changed: send view_token, compact, or raise the
+	// setting together with the client's receive limit.
 	PrepareContext(ctx context.Context, in *PrepareContextRequest, opts ...grpc.CallOption) (*PrepareContextResponse, error)
 	// Compacts now: automatically or with one tier; a dry run returns the plan
 	// and the savings and changes nothing.
@@ -420,7 +426,13 @@ type ContextServiceServer interface {
 	// compacts, and fails with FAILED_PRECONDITION if the request cannot fit.
 	// Atomic: it either appends and returns a view that fits, or changes
 	// nothing (no message appended, version unchanged), so a failed call can
-	// be retried as is.
+	// be retried as is. The response is bounded: the view fits the model's
+	// window in tokens, and the messages sent (the whole view, or with
+	// view_token only those after it) must fit the server's
+	// CONTEXTD_MAX_RESPONSE_BYTES (default 4 MiB, the default receive limit of
+	// Go and Node clients); a larger answer is RESOURCE_EXHAUSTED naming the
+	// setting, with nothing changed: send view_token, compact, or raise the
+	// setting together with the client's receive limit.
 	PrepareContext(context.Context, *PrepareContextRequest) (*PrepareContextResponse, error)
 	// Compacts now: automatically or with one tier; a dry run returns the plan
 	// and the savings and changes nothing.
