@@ -65,7 +65,7 @@ func run() error {
 func importTokenizer(args []string) error {
 	fs := flag.NewFlagSet("contextd tokenizer import", flag.ContinueOnError)
 	encoding := fs.String("encoding", tokens.Llama3, "encoding the tokenizer.json is for: "+strings.Join(tokens.ImportableEncodings(), ", "))
-	dir := fs.String("dir", os.Getenv(tokens.VocabDirEnv), "directory to write <encoding>.bpe.gz into (default $"+tokens.VocabDirEnv+")")
+	dir := fs.String("dir", os.Getenv(tokens.VocabDirEnv), "directory to write the converted vocabulary into (default $"+tokens.VocabDirEnv+")")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: contextd tokenizer import [-encoding llama3] [-dir DIR] path/to/tokenizer.json")
 		fs.PrintDefaults()

@@ -22,7 +22,7 @@ var OpenAIEncodings = []string{CL100KBase, O200KBase}
 
 // EncodingNames lists the supported encodings: OpenAI's tiktoken encodings,
 // then the open-weight families (families.go).
-var EncodingNames = []string{CL100KBase, O200KBase, Llama3, Qwen2, Qwen25, DeepSeekV3, O200KHarmony}
+var EncodingNames = []string{CL100KBase, O200KBase, Llama3, Qwen2, Qwen25, DeepSeekV3, O200KHarmony, Gemma3}
 
 // Encoding counts and encodes text with one tiktoken encoding. It is safe for
 // concurrent use; one per encoding is shared by the whole process.
@@ -32,6 +32,7 @@ type Encoding struct {
 	normalize func(string) string // nil: none (Qwen: NFC)
 	merger    *merger
 	added     *addedTokens // nil: none (tiktoken's encode_ordinary)
+	sp        *spModel     // a SentencePiece BPE (Gemma 3) instead of the above
 }
 
 // Name returns the encoding's name, e.g. "o200k_base".
@@ -43,6 +44,11 @@ func (e *Encoding) Name() string { return e.name }
 // <think>, ...) first, as the model's own tokenizer and the servers that use
 // it (vLLM, SGLang) do.
 func (e *Encoding) Count(text string) int {
+	if e.sp != nil {
+		var s spSink
+		e.sp.run(text, &s)
+		return s.n
+	}
 	if e.added != nil {
 		n := 0
 		e.segments(text, func(seg string) { n += e.countOrdinary(seg) }, func(string, int32) { n++ })
@@ -67,6 +73,11 @@ func (e *Encoding) countOrdinary(text string) int {
 // Encode returns the token ids of text (see Count for special tokens).
 func (e *Encoding) Encode(text string) []int {
 	var out []int
+	if e.sp != nil {
+		s := spSink{encode: true}
+		e.sp.run(text, &s)
+		return s.ids
+	}
 	if e.added != nil {
 		e.segments(text, func(seg string) { out = e.encodeOrdinary(out, seg) }, func(_ string, id int32) { out = append(out, int(id)) })
 		return out
@@ -89,6 +100,9 @@ func (e *Encoding) encodeOrdinary(out []int, text string) []int {
 // Split returns the pre-tokenizer's pieces of text; for tests and tools.
 func (e *Encoding) Split(text string) []string {
 	var out []string
+	if e.sp != nil {
+		return e.sp.split(text)
+	}
 	if e.added != nil {
 		e.segments(text, func(seg string) { out = append(out, e.splitOrdinary(seg)...) }, func(t string, _ int32) { out = append(out, t) })
 		return out
@@ -136,6 +150,8 @@ func LoadEncodingFrom(name, dir string) (*Encoding, error) {
 		return enc, nil
 	case Llama3, Qwen2, DeepSeekV3:
 		return loadFamily(name, dir)
+	case Gemma3:
+		return loadSentencePiece(name, dir)
 	}
 	var piece func(string, int) int
 	var file string

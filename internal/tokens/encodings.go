@@ -71,8 +71,7 @@ func (s *Encodings) Available(name string) bool {
 	if _, ok := s.loaded[name]; !ok {
 		return false
 	}
-	fam, ok := bpeFamilies[name]
-	if !ok || fam.embedded {
+	if fam, ok := bpeFamilies[name]; (!ok && name != Gemma3) || fam.embedded {
 		return true
 	}
 	if s.dir == "" {

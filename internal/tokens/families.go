@@ -82,7 +82,7 @@ var bpeFamilies = map[string]bpeFamily{
 
 // ImportableEncodings lists the encodings ImportTokenizerJSON converts.
 func ImportableEncodings() []string {
-	var out []string
+	out := []string{Gemma3}
 	for name, f := range bpeFamilies {
 		if len(f.splits) > 0 {
 			out = append(out, name)
@@ -93,7 +93,12 @@ func ImportableEncodings() []string {
 }
 
 // VocabFile is the file name of an encoding's compact vocabulary.
-func VocabFile(encoding string) string { return encoding + ".bpe.gz" }
+func VocabFile(encoding string) string {
+	if encoding == Gemma3 {
+		return encoding + ".spm.gz"
+	}
+	return encoding + ".bpe.gz"
+}
 
 // loadFamily builds an open-weight encoding from the embedded vocabulary or,
 // failing that, from dir.

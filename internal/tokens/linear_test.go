@@ -52,6 +52,14 @@ func randomText(size int, alphabet string) string {
 // token, a pair check of at most the depth of its merge tree), plus the
 // bytes of the short pieces, whose merge is bounded per byte.
 func work(e *Encoding, text string) (tokens, steps int) {
+	if e.sp != nil {
+		// SentencePiece: a bounded cost per character (a word of up to
+		// spSmall characters is merged on the stack) plus the heap
+		// operations of longer words, each O(log n).
+		var s spSink
+		e.sp.run(text, &s)
+		return s.n, len(text) + s.steps
+	}
 	for i := 0; i < len(text); {
 		j := e.piece(text, i)
 		piece := text[i:j]

@@ -41,15 +41,17 @@ func referenceTokenizer(t testing.TB, pkg string) string {
 func importedDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
-	if _, err := tokens.ImportFile(tokens.Llama3, referenceTokenizer(t, "llama3_1"), dir); err != nil {
-		t.Fatal(err)
+	for enc, pkg := range map[string]string{tokens.Llama3: "llama3_1", tokens.Gemma3: "gemma3"} {
+		if _, err := tokens.ImportFile(enc, referenceTokenizer(t, pkg), dir); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
 }
 
 // openWeightEncodings are the encodings with golden counts, and the name of
 // their column in text_counts.jsonl.
-var openWeightEncodings = []string{tokens.Llama3, tokens.Qwen2, tokens.Qwen25, tokens.DeepSeekV3, tokens.O200KHarmony}
+var openWeightEncodings = []string{tokens.Llama3, tokens.Qwen2, tokens.Qwen25, tokens.DeepSeekV3, tokens.O200KHarmony, tokens.Gemma3}
 
 func readJSONL[T any](t testing.TB, path string) []T {
 	t.Helper()
@@ -455,5 +457,21 @@ func TestWithoutImportedVocabulary(t *testing.T) {
 	imported := tokens.NewEncodings(importedDir(t))
 	if _, changed := reg.WithAvailable(imported.Available); len(changed) != 0 {
 		t.Errorf("with Llama 3 imported, still downgraded: %v", changed)
+	}
+}
+
+// TestImportGemma3Refuses: the SentencePiece importer takes only the
+// tokenizer it implements; a byte-level BPE tokenizer.json (Qwen's) is
+// refused, and the byte-level importer refuses Gemma's.
+func TestImportGemma3Refuses(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := tokens.ImportFile(tokens.Gemma3, referenceTokenizer(t, "qwen3"), dir); err == nil {
+		t.Error("gemma3 import of Qwen's tokenizer.json succeeded")
+	}
+	if _, err := tokens.ImportFile(tokens.Llama3, referenceTokenizer(t, "gemma3"), dir); err == nil {
+		t.Error("llama3 import of Gemma's tokenizer.json succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, tokens.VocabFile(tokens.Gemma3))); !os.IsNotExist(err) {
+		t.Errorf("a refused import left %s behind: %v", tokens.VocabFile(tokens.Gemma3), err)
 	}
 }

@@ -68,7 +68,11 @@ func (t *rankTable) get(b string) int32 {
 		}
 		return noRank
 	}
-	key := pack(b)
+	return t.getPacked(pack(b))
+}
+
+// getPacked returns the rank of a packed key, or noRank.
+func (t *rankTable) getPacked(key uint64) int32 {
 	for i := t.slot(key); ; i = (i + 1) & (len(t.keys) - 1) {
 		switch t.keys[i] {
 		case key:

@@ -37,19 +37,9 @@ type vocabulary struct {
 // readVocab decodes a compact vocabulary.
 func readVocab(r io.Reader) (vocabulary, error) {
 	var v vocabulary
-	zr, err := gzip.NewReader(r)
+	br, n, err := openVocab(r, vocabMagic)
 	if err != nil {
-		return v, fmt.Errorf("vocabulary: %w", err)
-	}
-	defer zr.Close()
-	br := bufio.NewReader(zr)
-	magic := make([]byte, len(vocabMagic))
-	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != vocabMagic {
-		return v, errors.New("vocabulary: not a contextd BPE vocabulary (bad magic)")
-	}
-	n, err := binary.ReadUvarint(br)
-	if err != nil || n > maxVocab {
-		return v, fmt.Errorf("vocabulary: bad token count")
+		return v, err
 	}
 	ranks := make(map[string]int32, n)
 	buf := make([]byte, 0, 256)
@@ -68,27 +58,54 @@ func readVocab(r io.Reader) (vocabulary, error) {
 		ranks[string(buf)] = int32(id)
 	}
 	v.ranks = ranks
-	n, err = binary.ReadUvarint(br)
-	if err != nil || n > maxVocab {
-		return v, fmt.Errorf("vocabulary: bad added-token count")
+	v.added, err = readAdded(br)
+	return v, err
+}
+
+// openVocab starts reading a gzipped vocabulary file: it checks the magic
+// and returns the token count that follows it.
+func openVocab(r io.Reader, magic string) (*bufio.Reader, uint64, error) {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, 0, fmt.Errorf("vocabulary: %w", err)
 	}
-	v.added = make(map[string]int32, n)
+	br := bufio.NewReader(zr)
+	got := make([]byte, len(magic))
+	if _, err := io.ReadFull(br, got); err != nil || string(got) != magic {
+		return nil, 0, fmt.Errorf("vocabulary: not a contextd vocabulary (want magic %q)", magic)
+	}
+	n, err := binary.ReadUvarint(br)
+	if err != nil || n > maxVocab {
+		return nil, 0, errors.New("vocabulary: bad token count")
+	}
+	return br, n, nil
+}
+
+// readAdded reads a vocabulary file's added tokens: a uvarint count, then
+// each a uvarint id, length and text.
+func readAdded(br *bufio.Reader) (map[string]int32, error) {
+	n, err := binary.ReadUvarint(br)
+	if err != nil || n > maxVocab {
+		return nil, errors.New("vocabulary: bad added-token count")
+	}
+	added := make(map[string]int32, n)
+	buf := make([]byte, 0, 1024)
 	for range n {
 		id, err := binary.ReadUvarint(br)
 		if err != nil || id >= maxVocab {
-			return v, fmt.Errorf("vocabulary: bad added-token id")
+			return nil, errors.New("vocabulary: bad added-token id")
 		}
 		l, err := binary.ReadUvarint(br)
 		if err != nil || l == 0 || l > 1024 {
-			return v, fmt.Errorf("vocabulary: added token %d: bad length", id)
+			return nil, fmt.Errorf("vocabulary: added token %d: bad length", id)
 		}
 		buf = buf[:l]
 		if _, err := io.ReadFull(br, buf); err != nil {
-			return v, fmt.Errorf("vocabulary: added token %d: %w", id, err)
+			return nil, fmt.Errorf("vocabulary: added token %d: %w", id, err)
 		}
-		v.added[string(buf)] = int32(id)
+		added[string(buf)] = int32(id)
 	}
-	return v, nil
+	return added, nil
 }
 
 // addedToken is one entry of a tokenizer.json's added_tokens.
@@ -139,13 +156,17 @@ type hfTokenizer struct {
 	} `json:"model"`
 }
 
-// ImportTokenizerJSON converts a byte-level BPE tokenizer.json of the given
-// encoding (llama3, qwen2, deepseek_v3) into the compact vocabulary format.
-// It refuses a file whose normalizer or pre-tokenizer is not the one that
+// ImportTokenizerJSON converts a tokenizer.json of the given encoding: a
+// byte-level BPE (llama3, qwen2, deepseek_v3) into the compact vocabulary
+// format, or Gemma 3's SentencePiece BPE (gemma3, sentencepiece_vocab.go).
+// For byte-level BPE it refuses a file whose normalizer or pre-tokenizer is not the one that
 // encoding's hand-written pre-tokenizer implements, and a vocabulary whose
 // merge order disagrees with its token ids, so a converted file always counts
 // exactly.
 func ImportTokenizerJSON(encoding string, r io.Reader, w io.Writer) error {
+	if encoding == Gemma3 {
+		return importSentencePiece(r, w)
+	}
 	fam, ok := bpeFamilies[encoding]
 	if !ok || len(fam.splits) == 0 {
 		return fmt.Errorf("encoding %q cannot be imported (importable: %s)", encoding, strings.Join(ImportableEncodings(), ", "))
