@@ -12,6 +12,7 @@ import (
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/watch"
 )
 
 // agentSession creates a gpt-4 session (8,192-token window) with a policy
@@ -225,6 +226,42 @@ func TestHandoff(t *testing.T) {
 		}
 		if got := h.Session.Labels["contextd.handoff_from"]; got != v.ID {
 			t.Errorf("first hand-off's parent: %q, want %q", got, v.ID)
+		}
+	})
+}
+
+// TestPauseIsAnnounced: pausing auto-compaction is a change of the session:
+// the version is bumped past the append's, and watchers get the append and
+// then STATUS_EVENT_WARNING at the new version (not at the append's, where
+// it would replace or be dropped as a duplicate). Both backends.
+func TestPauseIsAnnounced(t *testing.T) {
+	log := &changeLog{}
+	backendsWith(t, []engine.Option{engine.WithNotifier(log)}, func(t *testing.T, e *engine.Engine) {
+		ctx := t.Context()
+		v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		big := chat.Message{Role: chat.RoleUser, Pinned: true, Parts: []chat.Part{{Type: chat.PartText, Text: strings.Repeat("spec ", 5000)}}}
+		log.mu.Lock()
+		log.changes = nil
+		log.mu.Unlock()
+		if _, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{big}}); err != nil {
+			t.Fatal(err)
+		}
+		s, err := e.GetSession(ctx, tenant, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.AutoPausedBelow == 0 {
+			t.Fatal("auto-compaction was not paused")
+		}
+		log.mu.Lock()
+		got := append([]watch.Change{}, log.changes...)
+		log.mu.Unlock()
+		if len(got) != 2 || got[0].Event != watch.EventAppended || got[1].Event != watch.EventWarning ||
+			got[1].Version != s.Version || got[0].Version != s.Version-1 {
+			t.Errorf("announced %+v; want appended at %d, then warning at %d", got, s.Version-1, s.Version)
 		}
 	})
 }
