@@ -149,7 +149,7 @@ func (e *Engine) CountTokens(ctx context.Context, in CountInput) (CountResult, e
 	}
 	enc, err := e.encodings.Get(encName)
 	if err != nil {
-		return res, fmt.Errorf("encoding %s: %w", encName, err)
+		return res, encodingError(encName, err)
 	}
 	res.Encoding = encName
 	if in.Encoding != "" {

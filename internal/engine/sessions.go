@@ -54,12 +54,22 @@ func newSessionID() string {
 	return "ses_" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:]))
 }
 
+// encodingError wraps a failure to load an encoding: a vocabulary that is
+// not imported is a precondition the operator can fix (the message names the
+// import command).
+func encodingError(name string, err error) error {
+	if errors.Is(err, tokens.ErrVocabMissing) {
+		return fmt.Errorf("encoding %s: %w: %w", name, err, ErrFailedPrecondition)
+	}
+	return fmt.Errorf("encoding %s: %w", name, err)
+}
+
 // modelFor resolves a session's model and its encoding.
 func (e *Engine) modelFor(name string) (tokens.Model, bool, *tokens.Encoding, error) {
 	m, known := e.models.Lookup(name)
 	enc, err := e.encodings.Get(m.Encoding)
 	if err != nil {
-		return m, known, nil, fmt.Errorf("encoding %s: %w", m.Encoding, err)
+		return m, known, nil, encodingError(m.Encoding, err)
 	}
 	return m, known, enc, nil
 }

@@ -75,7 +75,7 @@ func (e *Engine) InlineUsage(ctx context.Context, tenant string, in InlineContex
 	}
 	enc, err := e.encodings.Get(m.Encoding)
 	if err != nil {
-		return Usage{}, fmt.Errorf("encoding %s: %w", m.Encoding, err)
+		return Usage{}, encodingError(m.Encoding, err)
 	}
 	rc := tokens.CountRequest(enc, tokens.FramingOf(m), in.System, in.Tools, in.Messages)
 	release()

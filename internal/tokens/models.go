@@ -117,9 +117,11 @@ func builtinModels() []Model {
 		approx("anthropic", "claude-opus-4-1", 200_000, 32_000, 0.20, "claude-opus-4.1"),
 		approx("anthropic", "claude-opus-4-5", 200_000, 64_000, 0.20, "claude-opus-4.5"),
 		approx("anthropic", "claude-haiku-4-5", 200_000, 64_000, 0.20, "claude-haiku-4.5"),
-		approx("google", "gemini-2.5-pro", 1_048_576, 65_536, 0.15),
-		approx("google", "gemini-2.5-flash", 1_048_576, 65_536, 0.15),
-		approx("google", "gemini-2.5-flash-lite", 1_048_576, 65_536, 0.15),
+		gemini("gemini-2.5-pro", 1_048_576, 65_536),
+		gemini("gemini-2.5-flash", 1_048_576, 65_536),
+		gemini("gemini-2.5-flash-lite", 1_048_576, 65_536),
+		gemini("gemini-2.0-flash", 1_048_576, 8_192),
+		gemini("gemini-2.0-flash-lite", 1_048_576, 8_192),
 		approx("mistral", "mistral-large", 131_072, 8_192, 0.15, "mistral-large-latest", "mistral-large-2411"),
 	}, openWeightModels()...)
 	for i := range models {

@@ -62,7 +62,31 @@ func openWeightModels() []Model {
 		m.Template = TemplateHarmony
 		ms = append(ms, m)
 	}
+	// Gemma 3 (text): 32K for 1B, 128K for the others.
+	for _, m := range []struct {
+		size   string
+		window int64
+	}{{"1b", 32_768}, {"4b", 131_072}, {"12b", 131_072}, {"27b", 131_072}} {
+		g := exact("google", "gemma-3-"+m.size, m.window, 8_192, Gemma3, "gemma-3-"+m.size+"-it", "gemma3:"+m.size)
+		g.Template = TemplateGemma3
+		ms = append(ms, g)
+	}
 	return ms
+}
+
+// Gemini 2.x shares Gemma 3's vocabulary (Google, Gemma 3 technical
+// report): counted with it, a Gemini text's count differs from the API's by
+// what Gemini adds around it, which we cannot check offline (no provider
+// count here yet); ReportUsage calibration corrects it per session. Without
+// the vocabulary imported Gemini is counted with cl100k_base, as before.
+const (
+	geminiExpectedError = 0.05
+	geminiFallbackError = 0.15
+)
+
+func gemini(name string, window, out int64) Model {
+	return Model{Name: name, Provider: "google", ContextWindow: window, MaxOutputTokens: out,
+		Encoding: Gemma3, ExpectedError: geminiExpectedError}
 }
 
 // WithAvailable returns the registry with every model whose encoding's
@@ -77,11 +101,18 @@ func (r *Registry) WithAvailable(available func(encoding string) bool) (*Registr
 	copy(models, r.models)
 	for i := range models {
 		m := &models[i]
-		fam, ok := bpeFamilies[m.Encoding]
-		if !ok || available(m.Encoding) {
+		if available(m.Encoding) {
 			continue
 		}
-		m.Encoding, m.Exact, m.ExpectedError, m.Template = CL100KBase, false, fam.fallbackError, ""
+		var fallback float64
+		if fam, ok := bpeFamilies[m.Encoding]; ok {
+			fallback = fam.fallbackError
+		} else if m.Encoding == Gemma3 && !m.Exact {
+			fallback = geminiFallbackError // Gemini: as before the import
+		} else {
+			continue // Gemma 3 itself: counting it fails, naming the import
+		}
+		m.Encoding, m.Exact, m.ExpectedError, m.Template = CL100KBase, false, fallback, ""
 		changed = append(changed, m.Name)
 	}
 	if len(changed) == 0 {

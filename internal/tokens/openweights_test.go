@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,6 +195,7 @@ func TestOpenWeightGoldenChat(t *testing.T) {
 		{template: "llama3.1", model: "llama-3.1-8b"},
 		{template: "deepseek_v3", model: "deepseek-v3"},
 		{template: "harmony", model: "gpt-oss-20b", harmony: true},
+		{template: "gemma3", model: "gemma-3-27b"},
 	} {
 		t.Run(family.template, func(t *testing.T) {
 			m, ok := reg.Lookup(family.model)
@@ -210,6 +212,16 @@ func TestOpenWeightGoldenChat(t *testing.T) {
 				tools, msgs := g.toChat()
 				if v, has := counts[i][family.template]; has && v == nil && family.template == tokens.TemplateLlama31 && manyCalls(msgs) {
 					continue // the template raises: one tool call per message
+				}
+				if family.template == tokens.TemplateGemma3 {
+					// Gemma 3's template raises exactly when the roles do
+					// not alternate; we count those requests all the same.
+					if v, has := counts[i][family.template]; !has || (v == nil) != gemmaRaises(msgs) {
+						t.Fatalf("%s: gemma3 golden %v, but the roles alternate: %v", g.Name, v, !gemmaRaises(msgs))
+					}
+					if !ok {
+						continue
+					}
 				}
 				if !ok || counts[i]["name"] != g.Name {
 					t.Fatalf("chat_counts.jsonl line %d has no %s count for %q", i+1, family.template, g.Name)
@@ -473,5 +485,52 @@ func TestImportGemma3Refuses(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, tokens.VocabFile(tokens.Gemma3))); !os.IsNotExist(err) {
 		t.Errorf("a refused import left %s behind: %v", tokens.VocabFile(tokens.Gemma3), err)
+	}
+}
+
+// gemmaRaises reports whether Gemma 3's template refuses these messages: a
+// leading system message is folded into the first turn, and the rest must
+// alternate user, assistant, user, ...
+func gemmaRaises(msgs []chat.Message) bool {
+	if len(msgs) > 0 && msgs[0].Role == chat.RoleSystem {
+		msgs = msgs[1:]
+	}
+	for i, m := range msgs {
+		if (m.Role == chat.RoleUser) != (i%2 == 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestGemmaRegistry: Gemma 3 models are exact on gemma3 and stay so without
+// the vocabulary (counting them then fails, naming the import command);
+// Gemini 2.x is approximate on gemma3 once it is imported, on cl100k_base
+// before.
+func TestGemmaRegistry(t *testing.T) {
+	reg, err := tokens.NewRegistry(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := tokens.NewEncodings()
+	without, changed := reg.WithAvailable(bare.Available)
+	g, ok := without.Lookup("gemma-3-27b-it")
+	if !ok || g.Encoding != tokens.Gemma3 || !g.Exact || g.Template != tokens.TemplateGemma3 || g.ContextWindow != 131_072 {
+		t.Errorf("gemma-3-27b without its vocabulary: %+v", g)
+	}
+	if g1, _ := without.Lookup("gemma-3-1b"); g1.ContextWindow != 32_768 {
+		t.Errorf("gemma-3-1b window %d, want 32768", g1.ContextWindow)
+	}
+	if _, err := bare.Get(tokens.Gemma3); !errors.Is(err, tokens.ErrVocabMissing) || !strings.Contains(err.Error(), "contextd tokenizer import -encoding gemma3") {
+		t.Errorf("Get(gemma3) without a directory: %v, want ErrVocabMissing naming the import command", err)
+	}
+	gem, _ := without.Lookup("gemini-2.5-pro")
+	if gem.Encoding != tokens.CL100KBase || gem.Exact || gem.ExpectedError != 0.15 || !slices.Contains(changed, "gemini-2.5-pro") {
+		t.Errorf("gemini-2.5-pro without gemma3: %+v", gem)
+	}
+	with, _ := reg.WithAvailable(tokens.NewEncodings(importedDir(t)).Available)
+	gem, _ = with.Lookup("gemini-2.0-flash")
+	if gem.Encoding != tokens.Gemma3 || gem.Exact || gem.ExpectedError != 0.05 {
+		t.Errorf("gemini-2.0-flash with gemma3: %+v", gem)
 	}
 }

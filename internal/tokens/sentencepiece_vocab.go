@@ -226,12 +226,13 @@ func newSPModel(f spFile) (*spModel, error) {
 
 // loadSentencePiece reads dir/gemma3.spm.gz.
 func loadSentencePiece(name, dir string) (*Encoding, error) {
+	how := fmt.Sprintf("import it with `contextd tokenizer import -encoding %s -dir DIR path/to/tokenizer.json` and serve with %s=DIR", name, VocabDirEnv)
 	if dir == "" {
-		return nil, fmt.Errorf("%s: %w: set %s to a directory holding %s (see README: importing a tokenizer)", name, ErrVocabMissing, VocabDirEnv, VocabFile(name))
+		return nil, fmt.Errorf("%s: %w: %s", name, ErrVocabMissing, how)
 	}
 	fh, err := os.Open(filepath.Join(dir, VocabFile(name)))
 	if os.IsNotExist(err) {
-		return nil, fmt.Errorf("%s: %w: %s has no %s (see README: importing a tokenizer)", name, ErrVocabMissing, dir, VocabFile(name))
+		return nil, fmt.Errorf("%s: %w: %s has no %s; %s", name, ErrVocabMissing, dir, VocabFile(name), how)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

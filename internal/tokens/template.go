@@ -53,6 +53,7 @@ var chatTemplates = map[string]chatTemplate{
 	TemplateLlama31:    llama31Template{},
 	TemplateDeepSeekV3: deepseekV3Template{},
 	TemplateHarmony:    harmonyTemplate{},
+	TemplateGemma3:     gemma3Template{},
 }
 
 // messageText joins a message's text parts as servers do for templates that

@@ -94,6 +94,7 @@ const chatFamilies = [
   ["llama3.1", llama32, "llama3", { date_string: "26 Jul 2024" }],
   ["deepseek_v3", deepseek, "deepseek_v3", {}],
   ["harmony", gptoss, "o200k_harmony", { render: harmonyCount }],
+  ["gemma3", gemma3, "gemma3"],
 ];
 const requests = readFileSync(join(out, "chat_requests.jsonl"), "utf8")
   .split("\n").filter((l) => l !== "").map((l) => JSON.parse(l));

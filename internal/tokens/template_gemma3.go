@@ -1,0 +1,61 @@
+package tokens
+
+import "github.com/contextd/contextd/internal/chat"
+
+// TemplateGemma3 is Gemma 3's chat template (Model.Template).
+const TemplateGemma3 = "gemma3"
+
+// gemma3Template is Gemma 3's chat template (tokenizer_config.json of
+// google/gemma-3-*-it): <bos>, then each message a turn
+// <start_of_turn>role\n content (trimmed) <end_of_turn>\n with the assistant
+// as "model", the system prompt folded into the first turn as its text plus
+// "\n\n", and the generation prompt <start_of_turn>model\n. The <bos> is
+// counted with the reply priming, which every request has.
+//
+// The template has no tools: it renders neither tool declarations nor tool
+// calls (an assistant turn is its text alone). It raises unless the roles
+// alternate user/assistant from the first, so a request with a tool result
+// after a tool call, or a system message mid-conversation, is refused by a
+// server that serves Gemma 3 with its own template (vLLM answers 400). We
+// count such a request as the template renders it without that check — a
+// tool result a turn of role "tool" with the result as content, a later
+// system message a "system" turn — so that sessions of agents that use
+// tools with a Gemma deployment whose template does (a custom one) are still
+// counted; the golden set checks every request the template renders, and
+// that it raises for exactly the others.
+type gemma3Template struct{}
+
+func gemmaTurn(role, content string) string {
+	return "<start_of_turn>" + role + "\n" + content + "<end_of_turn>\n"
+}
+
+func (gemma3Template) replyPriming() int { return 1 + 3 } // <bos>; <start_of_turn> model \n
+
+func (gemma3Template) prefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
+	var sys int64
+	if system != "" {
+		// The system prompt follows the first turn's "\n", which it joins
+		// when it starts with a newline (a run of newlines is one token).
+		sys = int64(enc.Count("\n"+system+"\n\n") - enc.Count("\n"))
+	}
+	return sys, 0, make([]ToolCount, len(tools)) // the template ignores tools
+}
+
+func (gemma3Template) message(enc *Encoding, msgs []chat.Message, i int, _ bool) MessageCount {
+	m := &msgs[i]
+	role := string(m.Role)
+	if m.Role == chat.RoleAssistant {
+		role = "model"
+	}
+	text := gemmaTurn(role, llamaTrim(llamaContent(m)))
+	mc := templateMessageCount(enc, m, int64(enc.Count(text))+imageTokens(m), chat.PartToolCall)
+	// The turn is short (5 tokens), so a part whose trimmed white space
+	// counts more than that (byte-fallback characters) would leave the
+	// framing negative: the breakdown then counts the parts as rendered.
+	for i := 0; mc.Framing < 0 && i < len(mc.Parts); i++ {
+		take := min(mc.Parts[i].Tokens, -mc.Framing)
+		mc.Parts[i].Tokens -= take
+		mc.Framing += take
+	}
+	return mc
+}
