@@ -32,9 +32,6 @@ type Endpoint struct {
 	HTTPClient *http.Client
 }
 
-// maxTranscriptChars bounds what one summarization request sends.
-const maxTranscriptChars = 400_000
-
 const systemPrompt = `You compact the history of an AI agent's conversation so the agent can continue its work
 with less context. Write a faithful, dense summary in Markdown with exactly these sections, in this order:
 
@@ -49,44 +46,6 @@ with less context. Write a faithful, dense summary in Markdown with exactly thes
 
 Integrate the previous summary if one is given: keep what still matters from it. Keep file paths, commands,
 identifiers and error messages exact. Do not invent anything. Answer with the summary only.`
-
-// userPrompt renders the summarization request.
-func userPrompt(in compaction.SummaryInput) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "This is compaction round %d. Stay under %d tokens.\n\n", in.Round, in.MaxTokens)
-	fmt.Fprintf(&b, "<original_task>\n%s\n</original_task>\n\n", in.OriginalTask)
-	if in.Previous != "" {
-		fmt.Fprintf(&b, "<previous_summary>\n%s\n</previous_summary>\n\n", in.Previous)
-	}
-	if in.Instructions != "" {
-		fmt.Fprintf(&b, "<instructions>\n%s\n</instructions>\n\n", in.Instructions)
-	}
-	b.WriteString("<messages>\n")
-	start := b.Len()
-	for i := range in.Messages {
-		m := &in.Messages[i]
-		fmt.Fprintf(&b, "[%s]", m.Role)
-		for _, p := range m.Parts {
-			switch p.Type {
-			case chat.PartText:
-				b.WriteString(" " + p.Text)
-			case chat.PartToolCall:
-				fmt.Fprintf(&b, " (calls %s %s)", p.ToolCall.Name, p.ToolCall.Arguments)
-			case chat.PartToolResult:
-				b.WriteString(" " + p.ToolResult.Content)
-			case chat.PartImage:
-				b.WriteString(" (an image)")
-			}
-		}
-		b.WriteString("\n")
-		if b.Len()-start > maxTranscriptChars {
-			b.WriteString("(older messages omitted)\n")
-			break
-		}
-	}
-	b.WriteString("</messages>")
-	return b.String()
-}
 
 // OpenAI summarizes with an OpenAI-compatible chat-completions API.
 type OpenAI struct {
