@@ -446,7 +446,7 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 		// Only the newest applied compaction can be reverted: the lock held
 		// keeps others from committing meanwhile. The later ones are read a
 		// page at a time.
-		for after := c.CursorOf(); ; {
+		for after := c.Round; ; {
 			later, err := e.store.ListCompactions(ctx, tenant, id, after, revertPage)
 			if err != nil {
 				return err
@@ -459,7 +459,7 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 			if len(later) < revertPage {
 				break
 			}
-			after = later[len(later)-1].CursorOf()
+			after = later[len(later)-1].Round
 		}
 		view, err := tx.ViewMessages(ctx, tenant, id)
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
@@ -18,32 +17,29 @@ import (
 // summary standing for megabytes of originals, reads within a default
 // client's 4 MB receive limit.
 
-// CompactionPage is a page of a session's compactions, oldest first.
+// CompactionPage is a page of a session's compactions, in round order.
 type CompactionPage struct {
 	Compactions []store.Compaction
 	Next        string
 }
 
-// ListCompactions returns a page of a session's compactions, oldest first:
-// it ends at page.Size (0: 100) compactions or MaxResponseBytes, whichever
-// comes first, and holds at least one compaction when any remain. It reads
-// one page (and one compaction more, to know whether others follow) from
-// the store, wherever the page is in the listing.
+// ListCompactions returns a page of a session's compactions in round order
+// (oldest first; the round, not a replica's clock, is the order): it ends at
+// page.Size (0: 100, at most MaxPageSize) compactions or MaxResponseBytes,
+// whichever comes first, and holds at least one compaction when any remain.
+// It reads one page (and one compaction more, to know whether others
+// follow) from the store, wherever the page is in the listing.
 func (e *Engine) ListCompactions(ctx context.Context, tenant, id string, page Page) (CompactionPage, error) {
-	size := page.Size
-	if size <= 0 {
-		size = 100
-	}
-	var after *store.CompactionCursor
-	if page.Token != "" {
-		c, err := decodeCompactionCursor(page.Token)
-		if err != nil {
-			return CompactionPage{}, chat.Invalid("page_token", "is not a token this server issued for ListCompactions")
-		}
-		after = &c
-	}
-	if _, err := e.readSession(ctx, tenant, id); err != nil {
+	size := page.size(100)
+	s, err := e.readSession(ctx, tenant, id)
+	if err != nil {
 		return CompactionPage{}, err
+	}
+	after := 0
+	if page.Token != "" {
+		if after, err = decodeCompactionToken(page.Token, &s); err != nil {
+			return CompactionPage{}, chat.Invalid("page_token", "is not a token this server issued for ListCompactions of this session")
+		}
 	}
 	rest, err := e.store.ListCompactions(ctx, tenant, id, after, size+1)
 	if err != nil {
@@ -59,30 +55,35 @@ func (e *Engine) ListCompactions(ctx context.Context, tenant, id string, page Pa
 	}
 	out := CompactionPage{Compactions: rest[:n]}
 	if n < len(rest) {
-		out.Next = encodeCompactionCursor(rest[n-1].CursorOf())
+		out.Next = encodeCompactionToken(&s, rest[n-1].Round)
 	}
 	return out, nil
 }
 
-// A ListCompactions page token is the position of the page's last
-// compaction: compactions are only ever added after the others (a purge
-// removes a whole session), so the next page starts right after it.
-func encodeCompactionCursor(c *store.CompactionCursor) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("c:" + strconv.FormatInt(c.CreatedAt.UnixNano(), 10) + ":" + strconv.Itoa(c.Round)))
+// A ListCompactions page token is the round of the page's last compaction,
+// bound to the session it was issued for (id and incarnation, as view
+// tokens are): rounds only grow (a purge removes a whole session), so the
+// next page starts right after it. A token of another session, tenant or
+// incarnation of the id is refused, not silently applied.
+const compactionTokenPrefix = "c1"
+
+func encodeCompactionToken(s *store.Session, round int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strings.Join([]string{compactionTokenPrefix,
+		strconv.FormatInt(s.CreatedAt.UnixNano(), 10), strconv.Itoa(round), s.ID}, ":")))
 }
 
-func decodeCompactionCursor(token string) (store.CompactionCursor, error) {
+func decodeCompactionToken(token string, s *store.Session) (int, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(token)
-	f := strings.Split(string(raw), ":")
-	if err != nil || len(f) != 3 || f[0] != "c" {
-		return store.CompactionCursor{}, errors.New("bad token")
+	f := strings.SplitN(string(raw), ":", 4)
+	if err != nil || len(f) != 4 || f[0] != compactionTokenPrefix || f[3] != s.ID ||
+		f[1] != strconv.FormatInt(s.CreatedAt.UnixNano(), 10) {
+		return 0, errors.New("bad token")
 	}
-	at, err1 := strconv.ParseInt(f[1], 10, 64)
-	round, err2 := strconv.Atoi(f[2])
-	if err1 != nil || err2 != nil || round < 0 {
-		return store.CompactionCursor{}, errors.New("bad token")
+	round, err := strconv.Atoi(f[2])
+	if err != nil || round < 1 || round > s.CompactionRound {
+		return 0, errors.New("bad token")
 	}
-	return store.CompactionCursor{CreatedAt: time.Unix(0, at).UTC(), Round: round}, nil
+	return round, nil
 }
 
 // Expanded is a message and a page of the originals it stands in for.

@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -85,7 +87,7 @@ type pageCountingStore struct {
 	reads []int
 }
 
-func (s *pageCountingStore) ListCompactions(ctx context.Context, tenant, id string, after *store.CompactionCursor, limit int) ([]store.Compaction, error) {
+func (s *pageCountingStore) ListCompactions(ctx context.Context, tenant, id string, after, limit int) ([]store.Compaction, error) {
 	out, err := s.Store.ListCompactions(ctx, tenant, id, after, limit)
 	s.reads = append(s.reads, len(out))
 	return out, err
@@ -140,6 +142,67 @@ func TestListCompactionsReadsOnePage(t *testing.T) {
 		for i, n := range counting.reads {
 			if n > 3 {
 				t.Errorf("call %d read %d compactions from the store for a page of 2", i, n)
+			}
+		}
+	})
+}
+
+// TestCompactionTokensAreBoundToTheSession: on both backends, a
+// ListCompactions page token continues only the listing of the session it
+// was issued for; one of another session, a forged one (a round the session
+// never reached, another incarnation of the id) or one of the old
+// unbound format is InvalidArgument naming page_token, not a silently
+// shifted page.
+func TestCompactionTokensAreBoundToTheSession(t *testing.T) {
+	models, encodings := testModels(t)
+	backendStores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		e := engine.New(encodings, models, st)
+		off := false
+		low := 0.01
+		compacted := func() engine.SessionView {
+			v := agentSession(t, e, compaction.Overrides{AutoCompact: &off}, 4)
+			for round := 0; round < 3; round++ {
+				id := fmt.Sprintf("more_%d", round)
+				if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{
+					userMsg("go on"), callMsg(id), resultMsg(id, strings.Repeat("lorem ipsum dolor ", 100))}}); err != nil {
+					t.Fatal(err)
+				}
+				if res, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Tier: compaction.TierPrune, Target: &low}); err != nil || res.Compaction == nil {
+					t.Fatalf("round %d: %+v, %v", round, res, err)
+				}
+			}
+			return v
+		}
+		a, b := compacted(), compacted()
+		first, err := e.ListCompactions(ctx, tenant, a.ID, engine.Page{Size: 1})
+		if err != nil || first.Next == "" {
+			t.Fatalf("first page: %+v, %v", first, err)
+		}
+		if next, err := e.ListCompactions(ctx, tenant, a.ID, engine.Page{Size: 1, Token: first.Next}); err != nil || len(next.Compactions) != 1 || next.Compactions[0].Round != 2 {
+			t.Errorf("the token on its own session: %+v, %v; want round 2", next, err)
+		}
+		own, err := e.ListCompactions(ctx, tenant, b.ID, engine.Page{Size: 1})
+		if err != nil || own.Next == "" {
+			t.Fatalf("first page of %s: %+v, %v", b.ID, own, err)
+		}
+		raw, _ := base64.RawURLEncoding.DecodeString(own.Next)
+		f := strings.SplitN(string(raw), ":", 4)
+		forge := func(parts ...string) string {
+			return base64.RawURLEncoding.EncodeToString([]byte(strings.Join(parts, ":")))
+		}
+		for name, token := range map[string]string{
+			"another session's":     first.Next,
+			"a forged round":        forge(f[0], f[1], "99", b.ID),
+			"round 0":               forge(f[0], f[1], "0", b.ID),
+			"another incarnation's": forge(f[0], "12345", f[2], b.ID),
+			"the old unbound form":  forge("c", f[1], f[2]),
+			"not base64":            "*",
+		} {
+			_, err := e.ListCompactions(ctx, tenant, b.ID, engine.Page{Size: 1, Token: token})
+			var invalid *chat.InvalidError
+			if !errors.As(err, &invalid) || invalid.Violations[0].Field != "page_token" {
+				t.Errorf("%s token: %v; want InvalidArgument naming page_token", name, err)
 			}
 		}
 	})

@@ -214,6 +214,24 @@ type Page struct {
 	Token string
 }
 
+// MaxPageSize is the most items a page of a listing (ListSessions,
+// GetMessages, ListCompactions) holds, whatever page size is asked: a page
+// reads at most MaxPageSize+1 rows from the store. The API refuses larger
+// page_size values; callers of the engine get them clamped.
+const MaxPageSize = 1000
+
+// size is the page size asked, def when none (0 or less), at most
+// MaxPageSize.
+func (p Page) size(def int) int {
+	switch {
+	case p.Size <= 0:
+		return def
+	case p.Size > MaxPageSize:
+		return MaxPageSize
+	}
+	return p.Size
+}
+
 type sessionToken struct {
 	At int64  `json:"t"`
 	ID string `json:"i"`
@@ -221,10 +239,7 @@ type sessionToken struct {
 
 // ListSessions returns a page of sessions, newest first, and the next token.
 func (e *Engine) ListSessions(ctx context.Context, tenant string, labels map[string]string, page Page) ([]SessionView, string, error) {
-	size := page.Size
-	if size <= 0 {
-		size = 50
-	}
+	size := page.size(50)
 	f := store.ListFilter{Labels: labels, Limit: size + 1}
 	if page.Token != "" {
 		var tok sessionToken
@@ -273,10 +288,7 @@ type MessagePage struct {
 
 // GetMessages returns a page of the active view or of the log.
 func (e *Engine) GetMessages(ctx context.Context, tenant, id string, view View, page Page) (MessagePage, error) {
-	size := page.Size
-	if size <= 0 {
-		size = 100
-	}
+	size := page.size(100)
 	prefix := map[View]string{ViewActive: "a", ViewLog: "l"}[view]
 	var after int64
 	if page.Token != "" {

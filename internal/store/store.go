@@ -135,18 +135,6 @@ type ListFilter struct {
 	Limit  int
 }
 
-// CompactionCursor is the position of a compaction in the oldest-first
-// listing of its session's compactions.
-type CompactionCursor struct {
-	CreatedAt time.Time
-	Round     int
-}
-
-// CursorOf returns the position of c in its session's listing.
-func (c *Compaction) CursorOf() *CompactionCursor {
-	return &CompactionCursor{CreatedAt: c.CreatedAt, Round: c.Round}
-}
-
 // SessionCursor is the position of a session in the newest-first listing.
 type SessionCursor struct {
 	CreatedAt time.Time
@@ -232,10 +220,11 @@ type Store interface {
 	LogMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, error)
 	// MessagesByID returns the messages with these ids, in the order given.
 	MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) ([]chat.Message, error)
-	// ListCompactions returns a page of a session's compactions, oldest
-	// first (by creation, then round): at most limit, those after the cursor
-	// when one is given.
-	ListCompactions(ctx context.Context, tenant, sessionID string, after *CompactionCursor, limit int) ([]Compaction, error)
+	// ListCompactions returns a page of a session's compactions in round
+	// order (oldest first): at most limit, those of rounds after afterRound
+	// (0: from the first). The round, taken under the session's lock, is the
+	// order; created_at is a replica's clock and never decides it.
+	ListCompactions(ctx context.Context, tenant, sessionID string, afterRound, limit int) ([]Compaction, error)
 	// LatestCompaction returns a session's newest compaction, or ErrNotFound.
 	LatestCompaction(ctx context.Context, tenant, sessionID string) (Compaction, error)
 	// GetCalibration returns a model's calibration, or ErrNotFound.

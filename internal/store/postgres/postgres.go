@@ -239,16 +239,12 @@ func scanCompaction(row pgx.Row) (store.Compaction, error) {
 	return c, j.DecodeInto(&c)
 }
 
-// ListCompactions returns a page of a session's compactions, oldest first.
-func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, after *store.CompactionCursor, limit int) ([]store.Compaction, error) {
-	var afterAt *time.Time
-	afterRound := 0
-	if after != nil {
-		afterAt, afterRound = &after.CreatedAt, after.Round
-	}
+// ListCompactions returns a page of a session's compactions in round order,
+// read through the index compactions_by_round.
+func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, afterRound, limit int) ([]store.Compaction, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+compactionCols+` FROM compactions
-		WHERE tenant = $1 AND session_id = $2 AND ($3::timestamptz IS NULL OR (created_at, round) > ($3, $4))
-		ORDER BY created_at, round LIMIT $5`, tenant, sessionID, afterAt, afterRound, limit)
+		WHERE tenant = $1 AND session_id = $2 AND round > $3
+		ORDER BY round LIMIT $4`, tenant, sessionID, afterRound, limit)
 	if err != nil {
 		return nil, err
 	}

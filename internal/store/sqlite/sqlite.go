@@ -10,7 +10,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -292,15 +291,12 @@ func scanCompaction(row scanner) (store.Compaction, error) {
 	return c, j.DecodeInto(&c)
 }
 
-// ListCompactions returns a page of a session's compactions, oldest first.
-func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, after *store.CompactionCursor, limit int) ([]store.Compaction, error) {
-	afterAt, afterRound := int64(math.MinInt64), 0
-	if after != nil {
-		afterAt, afterRound = after.CreatedAt.UnixNano(), after.Round
-	}
+// ListCompactions returns a page of a session's compactions in round order,
+// read through the index compactions_by_round.
+func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, afterRound, limit int) ([]store.Compaction, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+compactionCols+` FROM compactions
-		WHERE tenant = ? AND session_id = ? AND (created_at, round) > (?, ?)
-		ORDER BY created_at, round LIMIT ?`, tenant, sessionID, afterAt, afterRound, limit)
+		WHERE tenant = ? AND session_id = ? AND round > ?
+		ORDER BY round LIMIT ?`, tenant, sessionID, afterRound, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -412,7 +412,7 @@ func testCompactionsAndViews(t *testing.T, s store.Store) {
 		}
 		return tx.MarkReverted(ctx, "t", "s", "c1", epoch.Add(time.Hour))
 	})
-	list, err := s.ListCompactions(ctx, "t", "s", nil, 10)
+	list, err := s.ListCompactions(ctx, "t", "s", 0, 10)
 	if err != nil || len(list) != 1 || list[0].RevertedAt == nil || !list[0].RevertedAt.Equal(epoch.Add(time.Hour)) {
 		t.Errorf("list: %+v, %v", list, err)
 	}
@@ -437,9 +437,9 @@ func testCompactionsAndViews(t *testing.T, s store.Store) {
 	}
 }
 
-// testCompactionPaging: ListCompactions reads a page after a cursor, oldest
-// first by creation then round (two compactions may share a timestamp), and
-// only the session's.
+// testCompactionPaging: ListCompactions reads a page after a round, in round
+// order, and only the session's. Replicas' clocks differ, so created_at may
+// run backwards or repeat across rounds: it never decides the order.
 func testCompactionPaging(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	create(t, s, session("t", "s", epoch))
@@ -447,7 +447,7 @@ func testCompactionPaging(t *testing.T, s store.Store) {
 	var want []string
 	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
 		for round := 1; round <= 7; round++ {
-			at := epoch.Add(time.Duration(round/2) * time.Second) // rounds 2 and 3, 4 and 5, 6 and 7 share a time
+			at := epoch.Add(time.Duration((8-round)/2) * time.Second) // later rounds earlier; rounds 2 and 3, 4 and 5, 6 and 7 share a time
 			c := &store.Compaction{ID: fmt.Sprintf("c%d", round), Round: round, ViewBefore: []string{}, ViewAfter: []string{},
 				CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
 			want = append(want, c.ID)
@@ -462,7 +462,7 @@ func testCompactionPaging(t *testing.T, s store.Store) {
 		return nil
 	})
 	var got []string
-	var after *store.CompactionCursor
+	after := 0
 	for pages := 0; ; pages++ {
 		page, err := s.ListCompactions(ctx, "t", "s", after, 3)
 		if err != nil || len(page) > 3 || pages > 3 {
@@ -474,12 +474,12 @@ func testCompactionPaging(t *testing.T, s store.Store) {
 		if len(page) < 3 {
 			break
 		}
-		after = page[len(page)-1].CursorOf()
+		after = page[len(page)-1].Round
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("paged listing %v, want %v", got, want)
 	}
-	if none, err := s.ListCompactions(ctx, "t", "nobody", nil, 3); err != nil || len(none) != 0 {
+	if none, err := s.ListCompactions(ctx, "t", "nobody", 0, 3); err != nil || len(none) != 0 {
 		t.Errorf("a session without compactions: %d, %v", len(none), err)
 	}
 }
