@@ -62,21 +62,7 @@ func TestTenantWatchSnapshotIsPaged(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	hub := watch.NewHub(8)
-	t.Cleanup(hub.Close)
-	srv := grpc.NewServer()
-	contextdv1.RegisterContextServiceServer(srv, NewContextService(eng, hub, slog.New(slog.NewTextHandler(io.Discard, nil))))
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := serve(t, eng)
 
 	rec.mu.Lock()
 	rec.limits = nil
@@ -116,4 +102,26 @@ func TestTenantWatchSnapshotIsPaged(t *testing.T) {
 			t.Errorf("a ListSessions with limit %d; want at most a page (%d) plus one", l, snapshotPage)
 		}
 	}
+}
+
+// serve serves the ContextService of eng over a real gRPC listener, without
+// interceptors, and returns a client connection to it.
+func serve(t *testing.T, eng *engine.Engine) *grpc.ClientConn {
+	t.Helper()
+	hub := watch.NewHub(8)
+	t.Cleanup(hub.Close)
+	srv := grpc.NewServer()
+	contextdv1.RegisterContextServiceServer(srv, NewContextService(eng, hub, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }

@@ -1379,7 +1379,8 @@ func (x *GetSessionResponse) GetSession() *Session {
 // ListSessions input.
 type ListSessionsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Sessions per page, 1 to 1000; 0 means 50.
+	// Sessions per page, 1 to 1000 (the maximum; more is InvalidArgument
+	// naming page_size); 0 means 50.
 	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// next_page_token of the previous page; empty for the first.
 	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -1725,7 +1726,8 @@ type GetMessagesRequest struct {
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Active view (default) or full log.
 	View MessageView `protobuf:"varint,2,opt,name=view,proto3,enum=contextd.v1.MessageView" json:"view,omitempty"`
-	// Messages per page, 1 to 1000; 0 means 100.
+	// Messages per page, 1 to 1000 (the maximum; more is InvalidArgument
+	// naming page_size); 0 means 100.
 	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// next_page_token of the previous page; empty for the first.
 	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -2325,11 +2327,15 @@ type ListCompactionsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The session. Required.
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// Compactions per page, 1 to 1000; 0 means 100. A page also ends at the
-	// server's response byte cap (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by
-	// default), always holding at least one compaction.
+	// Compactions per page, 1 to 1000 (the maximum; more is InvalidArgument
+	// naming page_size); 0 means 100. A page also ends at the server's
+	// response byte cap (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by default), always
+	// holding at least one compaction.
 	PageSize int32 `protobuf:"varint,31,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	// next_page_token of the previous page; empty for the first.
+	// next_page_token of the previous page of the same session; empty for the
+	// first. A token is bound to the session it was issued for: another
+	// session's, or one this server did not issue, is InvalidArgument naming
+	// page_token.
 	PageToken     string `protobuf:"bytes,32,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2389,7 +2395,7 @@ func (x *ListCompactionsRequest) GetPageToken() string {
 // ListCompactions output.
 type ListCompactionsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Oldest first.
+	// In round order, oldest first.
 	Compactions []*Compaction `protobuf:"bytes,1,rep,name=compactions,proto3" json:"compactions,omitempty"`
 	// Pass as page_token for the next page; empty on the last page.
 	NextPageToken string `protobuf:"bytes,31,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`

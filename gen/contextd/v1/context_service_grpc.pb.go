@@ -123,9 +123,11 @@ type ContextServiceClient interface {
 	// Undoes a compaction within its retention window (24 h by default):
 	// the exact previous active view comes back; messages appended since stay.
 	RevertCompaction(ctx context.Context, in *RevertCompactionRequest, opts ...grpc.CallOption) (*RevertCompactionResponse, error)
-	// Lists a session's compactions, oldest first, a page at a time: a page
-	// ends at page_size compactions or the server's response byte cap
-	// (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by default), whichever comes first.
+	// Lists a session's compactions in round order (oldest first; the round
+	// is the order, whatever the clocks of the replicas that made them), a
+	// page at a time: a page ends at page_size compactions (at most 1000) or
+	// the server's response byte cap (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by
+	// default), whichever comes first.
 	ListCompactions(ctx context.Context, in *ListCompactionsRequest, opts ...grpc.CallOption) (*ListCompactionsResponse, error)
 	// Returns the original messages behind a placeholder or summary. Agents
 	// can offer it to their model as an "expand" tool. The originals come a
@@ -440,9 +442,11 @@ type ContextServiceServer interface {
 	// Undoes a compaction within its retention window (24 h by default):
 	// the exact previous active view comes back; messages appended since stay.
 	RevertCompaction(context.Context, *RevertCompactionRequest) (*RevertCompactionResponse, error)
-	// Lists a session's compactions, oldest first, a page at a time: a page
-	// ends at page_size compactions or the server's response byte cap
-	// (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by default), whichever comes first.
+	// Lists a session's compactions in round order (oldest first; the round
+	// is the order, whatever the clocks of the replicas that made them), a
+	// page at a time: a page ends at page_size compactions (at most 1000) or
+	// the server's response byte cap (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by
+	// default), whichever comes first.
 	ListCompactions(context.Context, *ListCompactionsRequest) (*ListCompactionsResponse, error)
 	// Returns the original messages behind a placeholder or summary. Agents
 	// can offer it to their model as an "expand" tool. The originals come a

@@ -268,9 +268,11 @@ class ContextServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ListCompactions(self, request, context):
-        """Lists a session's compactions, oldest first, a page at a time: a page
-        ends at page_size compactions or the server's response byte cap
-        (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by default), whichever comes first.
+        """Lists a session's compactions in round order (oldest first; the round
+        is the order, whatever the clocks of the replicas that made them), a
+        page at a time: a page ends at page_size compactions (at most 1000) or
+        the server's response byte cap (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by
+        default), whichever comes first.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

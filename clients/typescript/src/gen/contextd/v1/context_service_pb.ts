@@ -784,7 +784,8 @@ export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PUR
  */
 export type ListSessionsRequest = Message<"contextd.v1.ListSessionsRequest"> & {
   /**
-   * Sessions per page, 1 to 1000; 0 means 50.
+   * Sessions per page, 1 to 1000 (the maximum; more is InvalidArgument
+   * naming page_size); 0 means 50.
    *
    * @generated from field: int32 page_size = 1;
    */
@@ -977,7 +978,8 @@ export type GetMessagesRequest = Message<"contextd.v1.GetMessagesRequest"> & {
   view: MessageView;
 
   /**
-   * Messages per page, 1 to 1000; 0 means 100.
+   * Messages per page, 1 to 1000 (the maximum; more is InvalidArgument
+   * naming page_size); 0 means 100.
    *
    * @generated from field: int32 page_size = 3;
    */
@@ -1324,16 +1326,20 @@ export type ListCompactionsRequest = Message<"contextd.v1.ListCompactionsRequest
   sessionId: string;
 
   /**
-   * Compactions per page, 1 to 1000; 0 means 100. A page also ends at the
-   * server's response byte cap (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by
-   * default), always holding at least one compaction.
+   * Compactions per page, 1 to 1000 (the maximum; more is InvalidArgument
+   * naming page_size); 0 means 100. A page also ends at the server's
+   * response byte cap (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by default), always
+   * holding at least one compaction.
    *
    * @generated from field: int32 page_size = 31;
    */
   pageSize: number;
 
   /**
-   * next_page_token of the previous page; empty for the first.
+   * next_page_token of the previous page of the same session; empty for the
+   * first. A token is bound to the session it was issued for: another
+   * session's, or one this server did not issue, is InvalidArgument naming
+   * page_token.
    *
    * @generated from field: string page_token = 32;
    */
@@ -1354,7 +1360,7 @@ export const ListCompactionsRequestSchema: GenMessage<ListCompactionsRequest> = 
  */
 export type ListCompactionsResponse = Message<"contextd.v1.ListCompactionsResponse"> & {
   /**
-   * Oldest first.
+   * In round order, oldest first.
    *
    * @generated from field: repeated contextd.v1.Compaction compactions = 1;
    */
@@ -1889,9 +1895,11 @@ export const ContextService: GenService<{
     output: typeof RevertCompactionResponseSchema;
   },
   /**
-   * Lists a session's compactions, oldest first, a page at a time: a page
-   * ends at page_size compactions or the server's response byte cap
-   * (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by default), whichever comes first.
+   * Lists a session's compactions in round order (oldest first; the round
+   * is the order, whatever the clocks of the replicas that made them), a
+   * page at a time: a page ends at page_size compactions (at most 1000) or
+   * the server's response byte cap (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by
+   * default), whichever comes first.
    *
    * @generated from rpc contextd.v1.ContextService.ListCompactions
    */
