@@ -276,53 +276,6 @@ func (s *Store) GetCalibration(ctx context.Context, tenant, model string) (store
 	return getCalibration(ctx, s.pool, tenant, model)
 }
 
-// Purge deletes what retention no longer keeps, in one transaction.
-func (s *Store) Purge(ctx context.Context, cutoff, now time.Time) (store.Purged, error) {
-	var p store.Purged
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at < $1`, cutoff)
-		if err != nil {
-			return err
-		}
-		p.Sessions = tag.RowsAffected()
-		// behind: every original a summary or placeholder stands for, to any
-		// depth (a summary of summaries), when that summary is in an active
-		// view or in the view a revertible compaction restores.
-		tag, err = tx.Exec(ctx, `WITH RECURSIVE behind(tenant, session_id, id) AS (
-				SELECT c.tenant, c.session_id, r.id
-				FROM compactions c, jsonb_array_elements(c.items::jsonb) i, jsonb_array_elements_text(i->'replaced') r(id)
-				WHERE EXISTS (SELECT 1 FROM view_entries v
-						WHERE v.tenant = c.tenant AND v.session_id = c.session_id AND v.message_id = i->>'new_id')
-				   OR EXISTS (SELECT 1 FROM compactions b
-						WHERE b.tenant = c.tenant AND b.session_id = c.session_id AND b.reverted_at IS NULL
-						  AND b.expires_at > $2 AND b.view_before::jsonb ? (i->>'new_id'))
-				UNION
-				SELECT c.tenant, c.session_id, r.id
-				FROM behind k JOIN compactions c ON c.tenant = k.tenant AND c.session_id = k.session_id,
-					jsonb_array_elements(c.items::jsonb) i, jsonb_array_elements_text(i->'replaced') r(id)
-				WHERE i->>'new_id' = k.id)
-			DELETE FROM messages m WHERE m.created_at < $1
-			AND NOT EXISTS (SELECT 1 FROM view_entries v
-				WHERE v.tenant = m.tenant AND v.session_id = m.session_id AND v.message_id = m.id)
-			AND NOT EXISTS (SELECT 1 FROM compactions c
-				WHERE c.tenant = m.tenant AND c.session_id = m.session_id AND c.reverted_at IS NULL
-				  AND c.expires_at > $2 AND c.view_before::jsonb ? m.id)
-			AND NOT EXISTS (SELECT 1 FROM behind k
-				WHERE k.tenant = m.tenant AND k.session_id = m.session_id AND k.id = m.id)`, cutoff, now)
-		if err != nil {
-			return err
-		}
-		p.Messages = tag.RowsAffected()
-		tag, err = tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE created_at < $1`, now.Add(-24*time.Hour))
-		if err != nil {
-			return err
-		}
-		p.IdempotencyKeys = tag.RowsAffected()
-		return nil
-	})
-	return p, err
-}
-
 // LatestCompaction returns a session's newest compaction.
 func (s *Store) LatestCompaction(ctx context.Context, tenant, sessionID string) (store.Compaction, error) {
 	return scanCompaction(s.pool.QueryRow(ctx, `SELECT `+compactionCols+` FROM compactions

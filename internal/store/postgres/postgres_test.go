@@ -32,3 +32,14 @@ func TestLedgerSurvivesReopen(t *testing.T) {
 		return s
 	})
 }
+
+func BenchmarkPurge(b *testing.B) {
+	storetest.BenchPurge(b, func(b *testing.B) store.Store {
+		s, err := postgres.Open(b.Context(), pgtest.URL(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	})
+}

@@ -329,65 +329,6 @@ func (s *Store) GetCalibration(ctx context.Context, tenant, model string) (store
 	return getCalibration(ctx, s.db, tenant, model)
 }
 
-// Purge deletes what retention no longer keeps, in one transaction.
-func (s *Store) Purge(ctx context.Context, cutoff, now time.Time) (store.Purged, error) {
-	var p store.Purged
-	unlock, err := s.lockWriter(ctx)
-	if err != nil {
-		return p, err
-	}
-	defer unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return p, err
-	}
-	defer tx.Rollback()
-	steps := []struct {
-		dst   *int64
-		query string
-		args  []any
-	}{
-		{&p.Sessions, `DELETE FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at < ?`, []any{cutoff.UnixNano()}},
-		// behind: every original a summary or placeholder stands for, to any
-		// depth (a summary of summaries), when that summary is in an active
-		// view or in the view a revertible compaction restores.
-		{&p.Messages, `WITH RECURSIVE behind(tenant, session_id, id) AS (
-				SELECT c.tenant, c.session_id, r.value
-				FROM compactions c, json_each(c.items) i, json_each(i.value, '$.replaced') r
-				WHERE EXISTS (SELECT 1 FROM view_entries v
-						WHERE v.tenant = c.tenant AND v.session_id = c.session_id
-						  AND v.message_id = json_extract(i.value, '$.new_id'))
-				   OR EXISTS (SELECT 1 FROM compactions b, json_each(b.view_before) j
-						WHERE b.tenant = c.tenant AND b.session_id = c.session_id AND b.reverted_at IS NULL
-						  AND b.expires_at > ?2 AND j.value = json_extract(i.value, '$.new_id'))
-				UNION
-				SELECT c.tenant, c.session_id, r.value
-				FROM behind k JOIN compactions c ON c.tenant = k.tenant AND c.session_id = k.session_id,
-					json_each(c.items) i, json_each(i.value, '$.replaced') r
-				WHERE json_extract(i.value, '$.new_id') = k.id)
-			DELETE FROM messages WHERE created_at < ?1
-			AND NOT EXISTS (SELECT 1 FROM view_entries v
-				WHERE v.tenant = messages.tenant AND v.session_id = messages.session_id AND v.message_id = messages.id)
-			AND NOT EXISTS (SELECT 1 FROM compactions c, json_each(c.view_before) j
-				WHERE c.tenant = messages.tenant AND c.session_id = messages.session_id AND c.reverted_at IS NULL
-				  AND c.expires_at > ?2 AND j.value = messages.id)
-			AND NOT EXISTS (SELECT 1 FROM behind k
-				WHERE k.tenant = messages.tenant AND k.session_id = messages.session_id AND k.id = messages.id)`,
-			[]any{cutoff.UnixNano(), now.UnixNano()}},
-		{&p.IdempotencyKeys, `DELETE FROM idempotency_keys WHERE created_at < ?`, []any{now.Add(-24 * time.Hour).UnixNano()}},
-	}
-	for _, st := range steps {
-		res, err := tx.ExecContext(ctx, st.query, st.args...)
-		if err != nil {
-			return p, err
-		}
-		if *st.dst, err = res.RowsAffected(); err != nil {
-			return p, err
-		}
-	}
-	return p, tx.Commit()
-}
-
 // LatestCompaction returns a session's newest compaction.
 func (s *Store) LatestCompaction(ctx context.Context, tenant, sessionID string) (store.Compaction, error) {
 	return scanCompaction(s.db.QueryRowContext(ctx, `SELECT `+compactionCols+` FROM compactions

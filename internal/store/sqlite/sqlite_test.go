@@ -29,3 +29,14 @@ func TestLedgerSurvivesReopen(t *testing.T) {
 		return s
 	})
 }
+
+func BenchmarkPurge(b *testing.B) {
+	storetest.BenchPurge(b, func(b *testing.B) store.Store {
+		s, err := sqlite.Open(b.Context(), b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	})
+}

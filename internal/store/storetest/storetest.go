@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"CompactionPaging", testCompactionPaging},
 		{"Calibration", testCalibration},
 		{"Purge", testPurge},
+		{"PurgeLinear", testPurgeLinear},
 		{"Ledger", testLedger},
 		{"LedgerSaturates", testLedgerSaturates},
 		{"PreparedView", testPreparedView},

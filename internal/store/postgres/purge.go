@@ -1,0 +1,121 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contextd/contextd/internal/store"
+)
+
+// purgeListBatch is how many sessions one listing read returns;
+// purgeDeleteBatch how many message ids one DELETE names.
+const (
+	purgeListBatch   = 100
+	purgeDeleteBatch = 500
+)
+
+// Purge deletes what retention no longer keeps. Deleted sessions and old
+// idempotency records go in one statement each; messages go one session
+// per transaction (store.Retained decides what stays), holding that
+// session's row lock, so no transaction spans more than one session.
+func (s *Store) Purge(ctx context.Context, cutoff, now time.Time) (store.Purged, error) {
+	var p store.Purged
+	tag, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at < $1`, cutoff)
+	if err != nil {
+		return p, err
+	}
+	p.Sessions = tag.RowsAffected()
+	var afterTenant, afterID string
+	for {
+		// Only sessions with a message old enough to go (the primary key
+		// finds each session's messages).
+		rows, err := s.pool.Query(ctx, `SELECT tenant, id FROM sessions s WHERE (tenant, id) > ($1, $2)
+			AND EXISTS (SELECT 1 FROM messages m WHERE m.tenant = s.tenant AND m.session_id = s.id AND m.created_at < $3)
+			ORDER BY tenant, id LIMIT $4`, afterTenant, afterID, cutoff, purgeListBatch)
+		if err != nil {
+			return p, err
+		}
+		batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
+			var k [2]string
+			return k, r.Scan(&k[0], &k[1])
+		})
+		if err != nil {
+			return p, err
+		}
+		p.Examined += int64(len(batch))
+		for _, k := range batch {
+			n, work, err := s.purgeSession(ctx, k[0], k[1], cutoff, now)
+			if err != nil {
+				return p, err
+			}
+			p.Messages += n
+			p.Examined += work
+		}
+		if len(batch) < purgeListBatch {
+			break
+		}
+		afterTenant, afterID = batch[len(batch)-1][0], batch[len(batch)-1][1]
+	}
+	tag, err = s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE created_at < $1`, now.Add(-24*time.Hour))
+	if err != nil {
+		return p, err
+	}
+	p.IdempotencyKeys = tag.RowsAffected()
+	return p, nil
+}
+
+// purgeSession deletes one session's old messages that store.Retained does
+// not keep, in one transaction holding the session's row lock (as every
+// write to the session does). Its reads and work are linear in the
+// session's view, its revertible compactions' views, its compaction items
+// and its old messages.
+func (s *Store) purgeSession(ctx context.Context, tenant, sessionID string, cutoff, now time.Time) (deleted, work int64, err error) {
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM sessions WHERE tenant = $1 AND id = $2 FOR UPDATE`, tenant, sessionID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // purged meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, `SELECT message_id FROM view_entries WHERE tenant = $1 AND session_id = $2`, tenant, sessionID)
+		roots, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		rows, _ = tx.Query(ctx, `SELECT items, CASE WHEN reverted_at IS NULL AND expires_at > $1 THEN view_before ELSE '[]' END
+			FROM compactions WHERE tenant = $2 AND session_id = $3`, now, tenant, sessionID)
+		var items []store.CompactionItem
+		var itemsText, viewText string
+		if _, err := pgx.ForEachRow(rows, []any{&itemsText, &viewText}, func() error {
+			roots, items, err = store.AppendRetentionInputs(roots, items, itemsText, viewText)
+			return err
+		}); err != nil {
+			return err
+		}
+		rows, _ = tx.Query(ctx, `SELECT id FROM messages WHERE tenant = $1 AND session_id = $2 AND created_at < $3`,
+			tenant, sessionID, cutoff)
+		old, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		var doomed []string
+		doomed, work = store.Doomed(roots, items, old)
+		for len(doomed) > 0 {
+			n := min(len(doomed), purgeDeleteBatch)
+			tag, err := tx.Exec(ctx, `DELETE FROM messages WHERE tenant = $1 AND session_id = $2 AND id = ANY($3)`,
+				tenant, sessionID, doomed[:n])
+			if err != nil {
+				return err
+			}
+			deleted += tag.RowsAffected()
+			doomed = doomed[n:]
+		}
+		return nil
+	})
+	return deleted, work, err
+}
