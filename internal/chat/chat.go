@@ -40,16 +40,19 @@ const (
 
 // Message is one message of a conversation.
 type Message struct {
-	ID        string            `json:"id,omitempty"`
-	Position  int64             `json:"position,omitempty"`
-	Role      Role              `json:"role"`
-	Parts     []Part            `json:"parts"`
-	Name      string            `json:"name,omitempty"`
-	Pinned    bool              `json:"pinned,omitempty"`
-	Kind      Kind              `json:"kind,omitempty"`
-	Tokens    int64             `json:"tokens,omitempty"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
-	CreatedAt time.Time         `json:"created_at,omitzero"`
+	ID       string `json:"id,omitempty"`
+	Position int64  `json:"position,omitempty"`
+	Role     Role   `json:"role"`
+	Parts    []Part `json:"parts"`
+	Name     string `json:"name,omitempty"`
+	Pinned   bool   `json:"pinned,omitempty"`
+	Kind     Kind   `json:"kind,omitempty"`
+	Tokens   int64  `json:"tokens,omitempty"`
+	// CountedFor is what Tokens was counted for (a key of the encoding and
+	// the chat framing); empty when unknown. Stored, never sent to clients.
+	CountedFor string            `json:"-"`
+	Metadata   map[string]string `json:"metadata,omitempty"`
+	CreatedAt  time.Time         `json:"created_at,omitzero"`
 	// Replaces lists the ids of the messages a summary or placeholder stands
 	// in for (ExpandMessage returns them).
 	Replaces []string `json:"replaces,omitempty"`

@@ -420,6 +420,7 @@ const revertPage = 64
 // keeping messages appended since. Later compactions must be reverted first.
 
 func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID string) (SessionView, error) {
+	preModel, pre := e.precountRevert(ctx, tenant, id, compactionID)
 	var final store.Session
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if err := tx.LockCompaction(ctx, tenant, id); err != nil {
@@ -474,7 +475,7 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 		if err != nil {
 			return err
 		}
-		if err := e.recountRestored(ctx, tx, &s, msgs, view); err != nil {
+		if err := e.recountRestored(ctx, tx, &s, msgs, view, preModel, pre); err != nil {
 			return err
 		}
 		if err := tx.ReplaceView(ctx, tenant, id, ids); err != nil {
@@ -498,42 +499,100 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 	return e.view(ctx, final)
 }
 
-// recountRestored counts the messages a revert brings back into the view
-// (those not in the current view) for the session's model, and rewrites the
-// stored counts that differ: the log keeps the counts of the model a
-// message was appended under, and UpdateSession recounts only the active
-// view. Work: one count of the restored messages, in chunks within the
-// count limits (recount).
-func (e *Engine) recountRestored(ctx context.Context, tx store.Tx, s *store.Session, msgs, current []chat.Message) error {
+// recountRestored brings the counts of the messages a revert restores
+// (those not in the current view) up to the session's model: only those
+// whose stored count was made for another encoding or framing (or is of
+// unknown origin) are counted, and pre (counted before the transaction, for
+// preModel) is used when the model is still the same; what is left is
+// counted here. Rewritten counts are stored with their key. A message the
+// counter rejects keeps its old count (recountStale), so a revert never
+// fails for counting.
+func (e *Engine) recountRestored(ctx context.Context, tx store.Tx, s *store.Session, msgs, current []chat.Message, preModel string, pre map[string]int64) error {
+	key, err := e.countKey(s.Model)
+	if err != nil {
+		return err
+	}
 	inView := make(map[string]bool, len(current))
 	for i := range current {
 		inView[current[i].ID] = true
 	}
-	var restored []chat.Message
-	var at []int
+	if preModel != s.Model {
+		pre = nil
+	}
+	counts := map[string]int64{}
+	var left []chat.Message
 	for i := range msgs {
-		if !inView[msgs[i].ID] {
-			restored, at = append(restored, msgs[i]), append(at, i)
+		if m := &msgs[i]; !inView[m.ID] && m.CountedFor != key {
+			if n, ok := pre[m.ID]; ok {
+				counts[m.ID] = n
+			} else {
+				left = append(left, *m)
+			}
 		}
 	}
-	if len(restored) == 0 {
+	for id, n := range e.recountStale(ctx, s.Model, key, left) {
+		counts[id] = n
+	}
+	if len(counts) == 0 {
 		return nil
 	}
-	counted, err := e.recount(ctx, s.Model, restored)
+	for i := range msgs {
+		if n, ok := counts[msgs[i].ID]; ok {
+			msgs[i].Tokens, msgs[i].CountedFor = n, key
+		}
+	}
+	return tx.SetMessageTokens(ctx, s.Tenant, s.ID, counts, key)
+}
+
+// precountRevert counts, before RevertCompaction's transaction, the
+// messages the revert would restore whose counts are stale for the
+// session's model, so the tokenizing happens outside the session lock (and
+// outside SQLite's one writer). It reads without locking; the transaction
+// re-reads everything and uses these counts only when the session's model
+// is still the one returned. Any error here only means nothing is
+// precounted: the transaction reports it, or counts what is left.
+func (e *Engine) precountRevert(ctx context.Context, tenant, id, compactionID string) (string, map[string]int64) {
+	s, err := e.readSession(ctx, tenant, id)
 	if err != nil {
-		return err
+		return "", nil
 	}
-	changed := map[string]int64{}
-	for k, i := range at {
-		if counted[k].Tokens != msgs[i].Tokens {
-			changed[msgs[i].ID] = counted[k].Tokens
-			msgs[i].Tokens = counted[k].Tokens
+	key, err := e.countKey(s.Model)
+	if err != nil {
+		return "", nil
+	}
+	// Usually the one reverted is the newest (only the newest applied one
+	// can be); when later ones were reverted before, the transaction counts.
+	c, err := e.store.LatestCompaction(ctx, tenant, id)
+	if err != nil || c.ID != compactionID || c.RevertedAt != nil {
+		return "", nil
+	}
+	view, err := e.activeView(ctx, tenant, id)
+	if err != nil {
+		return "", nil
+	}
+	inView := make(map[string]bool, len(view))
+	for i := range view {
+		inView[view[i].ID] = true
+	}
+	var ids []string
+	for _, mid := range c.ViewBefore {
+		if !inView[mid] {
+			ids = append(ids, mid)
 		}
 	}
-	if len(changed) == 0 {
-		return nil
+	var stale []chat.Message
+	for i := 0; i < len(ids); i += expandChunk {
+		chunk, err := e.store.MessagesByID(ctx, tenant, id, ids[i:min(i+expandChunk, len(ids))])
+		if err != nil {
+			return "", nil
+		}
+		for j := range chunk {
+			if chunk[j].CountedFor != key {
+				stale = append(stale, chunk[j])
+			}
+		}
 	}
-	return tx.SetMessageTokens(ctx, s.Tenant, s.ID, changed)
+	return s.Model, e.recountStale(ctx, s.Model, key, stale)
 }
 
 // SessionStatus is the current status of a session, as watchers get it.

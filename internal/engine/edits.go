@@ -154,8 +154,10 @@ func (e *Engine) updateOnce(ctx context.Context, tenant, id string, in SessionUp
 			for _, m := range recounted {
 				counts[m.ID] = m.Tokens
 			}
-			if err := tx.SetMessageTokens(ctx, tenant, id, counts); err != nil {
-				return err
+			if len(recounted) > 0 {
+				if err := tx.SetMessageTokens(ctx, tenant, id, counts, recounted[0].CountedFor); err != nil {
+					return err
+				}
 			}
 			s.ActiveTokens = sumTokens(recounted)
 			s.ViewEpoch++ // the view's messages changed (their counts)

@@ -149,16 +149,21 @@ func (e *Engine) ExpandMessage(ctx context.Context, tenant, id, messageID, token
 
 // countForSession sets the token counts of an expanded message and its
 // originals for the session's model now: the log keeps the counts of the
-// model a message was appended under, which UpdateSession may have changed
-// since. Work: one count of the page, in chunks within the count limits.
+// model a message was last counted for, which UpdateSession may have
+// changed since. Only those whose key differs are counted (recountStale: a
+// message the counter rejects keeps its stored count). Work: one count of
+// the stale part of the page, in chunks within the count limits.
 func (e *Engine) countForSession(ctx context.Context, s *store.Session, x *Expanded) error {
-	all := append([]chat.Message{x.Message}, x.Originals...)
-	counted, err := e.recount(ctx, s.Model, all)
+	key, err := e.countKey(s.Model)
 	if err != nil {
 		return err
 	}
+	all := append([]chat.Message{x.Message}, x.Originals...)
+	counts := e.recountStale(ctx, s.Model, key, all)
 	for i := range all {
-		all[i].Tokens = counted[i].Tokens
+		if n, ok := counts[all[i].ID]; ok {
+			all[i].Tokens, all[i].CountedFor = n, key
+		}
 	}
 	x.Message, x.Originals = all[0], all[1:]
 	return nil

@@ -466,12 +466,17 @@ func (e *Engine) countMessages(ctx context.Context, model string, msgs []chat.Me
 		return nil, err
 	}
 	defer release()
+	key, err := e.countKey(model)
+	if err != nil {
+		return nil, err
+	}
 	fr := tokens.FramingOf(m)
 	out := make([]chat.Message, len(msgs))
 	var total int64
 	for i := range msgs {
 		out[i] = msgs[i]
 		out[i].Tokens = tokens.CountMessage(enc, fr, &msgs[i]).Tokens
+		out[i].CountedFor = key
 		total += out[i].Tokens
 	}
 	e.metrics.TokensCounted(enc.Name(), total)

@@ -159,11 +159,13 @@ type Tx interface {
 	// DeleteSession marks a session deleted; it is ErrNotFound from then on.
 	DeleteSession(ctx context.Context, tenant, id string) error
 
-	// InsertMessages adds messages (ID, Position, Tokens set) to the log.
+	// InsertMessages adds messages (ID, Position, Tokens set) to the log,
+	// with CountedFor (empty stores NULL: unknown).
 	InsertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message) error
 	// SetMessageTokens rewrites the stored token counts of messages (by id),
-	// after a model change; ErrNotFound if an id is not the session's.
-	SetMessageTokens(ctx context.Context, tenant, sessionID string, tokens map[string]int64) error
+	// after a model change, and what they were counted for (countedFor;
+	// empty stores NULL: unknown); ErrNotFound if an id is not the session's.
+	SetMessageTokens(ctx context.Context, tenant, sessionID string, tokens map[string]int64, countedFor string) error
 	// AppendView adds entries at the end of the active view.
 	AppendView(ctx context.Context, tenant, sessionID string, entries []ViewEntry) error
 

@@ -12,6 +12,7 @@ import (
 // A nil *Metrics records nothing.
 type Metrics struct {
 	tokensCounted      *prometheus.CounterVec
+	messagesRecounted  *prometheus.CounterVec
 	compactions        *prometheus.CounterVec
 	tokensSaved        prometheus.Counter
 	summarizerSeconds  *prometheus.HistogramVec
@@ -25,6 +26,8 @@ func NewMetrics(reg prometheus.Registerer, subscribers func() float64) *Metrics 
 	m := &Metrics{
 		tokensCounted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "contextd_tokens_counted_total",
 			Help: "Tokens counted (CountTokens and appended messages), by encoding."}, []string{"encoding"}),
+		messagesRecounted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "contextd_messages_recounted_total",
+			Help: "Stored messages counted again because their count was made for another encoding or framing (revert, expand), by encoding."}, []string{"encoding"}),
 		compactions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "contextd_compactions_total",
 			Help: "Compactions applied, by tier (one compaction can apply several tiers)."}, []string{"tier"}),
 		tokensSaved: prometheus.NewCounter(prometheus.CounterOpts{Name: "contextd_compaction_tokens_saved_total",
@@ -34,7 +37,7 @@ func NewMetrics(reg prometheus.Registerer, subscribers func() float64) *Metrics 
 		summarizerFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "contextd_summarizer_failures_total",
 			Help: "Summaries an LLM failed to write (the extractive fallback was used), by summarizer."}, []string{"summarizer"}),
 	}
-	reg.MustRegister(m.tokensCounted, m.compactions, m.tokensSaved, m.summarizerSeconds, m.summarizerFailures,
+	reg.MustRegister(m.tokensCounted, m.messagesRecounted, m.compactions, m.tokensSaved, m.summarizerSeconds, m.summarizerFailures,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "contextd_watch_subscribers",
 			Help: "Open WatchContextStatus streams on this server."}, subscribers))
 	m.ledger = newLedgerMetrics(reg)
@@ -45,6 +48,14 @@ func NewMetrics(reg prometheus.Registerer, subscribers func() float64) *Metrics 
 func (m *Metrics) TokensCounted(encoding string, n int64) {
 	if m != nil && n > 0 {
 		m.tokensCounted.WithLabelValues(encoding).Add(float64(n))
+	}
+}
+
+// MessagesRecounted records n stored messages counted again with an
+// encoding because their stored count was stale.
+func (m *Metrics) MessagesRecounted(encoding string, n int) {
+	if m != nil && n > 0 {
+		m.messagesRecounted.WithLabelValues(encoding).Add(float64(n))
 	}
 }
 

@@ -75,7 +75,7 @@ const sessionCols = `tenant, id, model, system_prompt, tools, policy, labels::te
 	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at, compaction_round, auto_paused_below,
 	view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch`
 
-const messageCols = `id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces`
+const messageCols = `id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces, counted_for`
 
 const compactionCols = `id, round, tiers, tokens_before, tokens_after, items, summary, view_before, view_after, created_at, expires_at, reverted_at`
 
@@ -99,9 +99,13 @@ func scanSession(row pgx.Row) (store.Session, error) {
 func scanMessage(rows pgx.Rows, extra ...any) (chat.Message, error) {
 	var m chat.Message
 	var role, kind, parts, metadata, replaces string
-	dest := append(extra, &m.ID, &m.Position, &role, &kind, &m.Name, &m.Pinned, &parts, &metadata, &m.Tokens, &m.CreatedAt, &replaces)
+	var countedFor *string
+	dest := append(extra, &m.ID, &m.Position, &role, &kind, &m.Name, &m.Pinned, &parts, &metadata, &m.Tokens, &m.CreatedAt, &replaces, &countedFor)
 	if err := rows.Scan(dest...); err != nil {
 		return m, err
+	}
+	if countedFor != nil {
+		m.CountedFor = *countedFor
 	}
 	var err error
 	if m.Replaces, err = store.DecodeIDs(replaces); err != nil {
@@ -153,7 +157,7 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFil
 
 // ActiveMessages returns the active view after ordinal `after`.
 func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, []int64, error) {
-	rows, err := s.pool.Query(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces
+	rows, err := s.pool.Query(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
 		WHERE v.tenant = $1 AND v.session_id = $2 AND v.ord > $3 ORDER BY v.ord LIMIT $4`, tenant, sessionID, after, limit)
 	if err != nil {

@@ -87,6 +87,7 @@ func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs
 	n := len(msgs)
 	ids, roles, kinds, names, parts, metas := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	replaces := make([]string, n)
+	countedFor := make([]*string, n) // NULL when unknown
 	positions, tokens := make([]int64, n), make([]int64, n)
 	pinned := make([]bool, n)
 	created := make([]any, n)
@@ -104,10 +105,13 @@ func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs
 		}
 		ids[i], positions[i], roles[i], kinds[i], names[i] = m.ID, m.Position, string(m.Role), string(m.Kind), m.Name
 		pinned[i], parts[i], metas[i], tokens[i], created[i] = m.Pinned, p, md, m.Tokens, m.CreatedAt
+		if m.CountedFor != "" {
+			countedFor[i] = &msgs[i].CountedFor
+		}
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO messages (tenant, session_id, id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces)
-		SELECT $1, $2, * FROM unnest($3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12::timestamptz[], $13::text[])`,
-		tenant, sessionID, ids, positions, roles, kinds, names, pinned, parts, metas, tokens, created, replaces)
+	_, err := t.tx.Exec(ctx, `INSERT INTO messages (tenant, session_id, id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces, counted_for)
+		SELECT $1, $2, * FROM unnest($3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12::timestamptz[], $13::text[], $14::text[])`,
+		tenant, sessionID, ids, positions, roles, kinds, names, pinned, parts, metas, tokens, created, replaces, countedFor)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("message: %w", store.ErrAlreadyExists)
 	}
@@ -200,15 +204,16 @@ func (t *txn) LockCompaction(ctx context.Context, tenant, sessionID string) erro
 }
 
 func (t *txn) ViewMessages(ctx context.Context, tenant, sessionID string) ([]chat.Message, error) {
-	return collectMessages(t.tx.Query(ctx, `SELECT m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces
+	return collectMessages(t.tx.Query(ctx, `SELECT m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
 		WHERE v.tenant = $1 AND v.session_id = $2 ORDER BY v.ord`, tenant, sessionID))
 }
 
 // SetMessageTokens implements store.Tx.
-func (t *txn) SetMessageTokens(ctx context.Context, tenant, sessionID string, tokens map[string]int64) error {
+func (t *txn) SetMessageTokens(ctx context.Context, tenant, sessionID string, tokens map[string]int64, countedFor string) error {
 	for id, n := range tokens {
-		tag, err := t.tx.Exec(ctx, `UPDATE messages SET tokens = $1 WHERE tenant = $2 AND session_id = $3 AND id = $4`, n, tenant, sessionID, id)
+		tag, err := t.tx.Exec(ctx, `UPDATE messages SET tokens = $1, counted_for = NULLIF($2, '') WHERE tenant = $3 AND session_id = $4 AND id = $5`,
+			n, countedFor, tenant, sessionID, id)
 		if err != nil {
 			return err
 		}

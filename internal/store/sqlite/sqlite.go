@@ -114,7 +114,7 @@ const sessionCols = `tenant, id, model, system_prompt, tools, policy, labels, ve
 	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at, compaction_round, auto_paused_below,
 	view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch`
 
-const messageCols = `id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces`
+const messageCols = `id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces, counted_for`
 
 const compactionCols = `id, round, tiers, tokens_before, tokens_after, items, summary, view_before, view_after, created_at, expires_at, reverted_at`
 
@@ -143,7 +143,8 @@ func scanMessage(rows scanner, extra ...any) (chat.Message, error) {
 	var m chat.Message
 	var role, kind, parts, metadata, replaces string
 	var created int64
-	dest := append(extra, &m.ID, &m.Position, &role, &kind, &m.Name, &m.Pinned, &parts, &metadata, &m.Tokens, &created, &replaces)
+	var countedFor sql.NullString
+	dest := append(extra, &m.ID, &m.Position, &role, &kind, &m.Name, &m.Pinned, &parts, &metadata, &m.Tokens, &created, &replaces, &countedFor)
 	if err := rows.Scan(dest...); err != nil {
 		return m, err
 	}
@@ -151,7 +152,7 @@ func scanMessage(rows scanner, extra ...any) (chat.Message, error) {
 	if m.Replaces, err = store.DecodeIDs(replaces); err != nil {
 		return m, err
 	}
-	m.Role, m.Kind, m.CreatedAt = chat.Role(role), chat.Kind(kind), fromNanos(created)
+	m.Role, m.Kind, m.CreatedAt, m.CountedFor = chat.Role(role), chat.Kind(kind), fromNanos(created), countedFor.String
 	if err := store.DecodeJSON(parts, &m.Parts); err != nil {
 		return m, err
 	}
@@ -203,7 +204,7 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFil
 
 // ActiveMessages returns the active view after ordinal `after`.
 func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, []int64, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces
+	rows, err := s.db.QueryContext(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
 		WHERE v.tenant = ? AND v.session_id = ? AND v.ord > ? ORDER BY v.ord LIMIT ?`, tenant, sessionID, after, limit)
 	if err != nil {

@@ -85,7 +85,7 @@ func (t *txn) DeleteSession(ctx context.Context, tenant, id string) error {
 
 func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message) error {
 	stmt, err := t.tx.PrepareContext(ctx, `INSERT INTO messages (tenant, session_id, id, position, role, kind, name,
-		pinned, parts, metadata, tokens, created_at, replaces) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		pinned, parts, metadata, tokens, created_at, replaces, counted_for) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''))`)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs
 			return err
 		}
 		_, err = stmt.ExecContext(ctx, tenant, sessionID, m.ID, m.Position, string(m.Role), string(m.Kind), m.Name,
-			m.Pinned, parts, meta, m.Tokens, m.CreatedAt.UnixNano(), replaces)
+			m.Pinned, parts, meta, m.Tokens, m.CreatedAt.UnixNano(), replaces, m.CountedFor)
 		if isUniqueViolation(err) {
 			return fmt.Errorf("message %q: %w", m.ID, store.ErrAlreadyExists)
 		}
@@ -200,15 +200,16 @@ func (t *txn) PutIdempotency(ctx context.Context, tenant, sessionID string, rec 
 func (t *txn) LockCompaction(context.Context, string, string) error { return nil }
 
 func (t *txn) ViewMessages(ctx context.Context, tenant, sessionID string) ([]chat.Message, error) {
-	return collectMessages(t.tx.QueryContext(ctx, `SELECT m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces
+	return collectMessages(t.tx.QueryContext(ctx, `SELECT m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
 		WHERE v.tenant = ? AND v.session_id = ? ORDER BY v.ord`, tenant, sessionID))
 }
 
 // SetMessageTokens implements store.Tx.
-func (t *txn) SetMessageTokens(ctx context.Context, tenant, sessionID string, tokens map[string]int64) error {
+func (t *txn) SetMessageTokens(ctx context.Context, tenant, sessionID string, tokens map[string]int64, countedFor string) error {
 	for id, n := range tokens {
-		res, err := t.tx.ExecContext(ctx, `UPDATE messages SET tokens = ? WHERE tenant = ? AND session_id = ? AND id = ?`, n, tenant, sessionID, id)
+		res, err := t.tx.ExecContext(ctx, `UPDATE messages SET tokens = ?, counted_for = NULLIF(?, '') WHERE tenant = ? AND session_id = ? AND id = ?`,
+			n, countedFor, tenant, sessionID, id)
 		if err != nil {
 			return err
 		}

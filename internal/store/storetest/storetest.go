@@ -580,21 +580,47 @@ func testSetMessageTokens(t *testing.T, s store.Store) {
 	create(t, s, session("t", "s", epoch))
 	create(t, s, session("other", "s", epoch))
 	msgs := sampleMessages()
+	msgs[1].CountedFor = "enc-a/frame-1"
 	insertMessages(t, s, "t", "s", msgs)
 	insertMessages(t, s, "other", "s", msgs)
+	ids := []string{msgs[0].ID, msgs[1].ID, msgs[2].ID}
+	got, err := s.MessagesByID(ctx, "t", "s", ids)
+	if err != nil || got[0].CountedFor != "" || got[1].CountedFor != "enc-a/frame-1" {
+		t.Errorf("counted_for as inserted: %+v, %v", got, err)
+	}
 	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
-		return tx.SetMessageTokens(ctx, "t", "s", map[string]int64{msgs[0].ID: 7, msgs[2].ID: 9})
+		return tx.SetMessageTokens(ctx, "t", "s", map[string]int64{msgs[0].ID: 7, msgs[2].ID: 9}, "enc-b/frame-2")
 	})
-	got, err := s.MessagesByID(ctx, "t", "s", []string{msgs[0].ID, msgs[1].ID, msgs[2].ID})
+	got, err = s.MessagesByID(ctx, "t", "s", ids)
 	if err != nil || got[0].Tokens != 7 || got[1].Tokens != msgs[1].Tokens || got[2].Tokens != 9 {
 		t.Errorf("tokens after set: %+v, %v", got, err)
 	}
+	if got[0].CountedFor != "enc-b/frame-2" || got[1].CountedFor != "enc-a/frame-1" || got[2].CountedFor != "enc-b/frame-2" {
+		t.Errorf("counted_for after set: %q %q %q", got[0].CountedFor, got[1].CountedFor, got[2].CountedFor)
+	}
+	var view []chat.Message
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) (err error) {
+		view, err = tx.ViewMessages(ctx, "t", "s")
+		return err
+	})
+	for _, m := range view {
+		if m.ID == msgs[0].ID && m.CountedFor != "enc-b/frame-2" {
+			t.Errorf("view read of counted_for: %q", m.CountedFor)
+		}
+	}
+	// An empty key stores "unknown" again.
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.SetMessageTokens(ctx, "t", "s", map[string]int64{msgs[1].ID: 5}, "")
+	})
+	if got, err = s.MessagesByID(ctx, "t", "s", ids[1:2]); err != nil || got[0].Tokens != 5 || got[0].CountedFor != "" {
+		t.Errorf("unknown counted_for: %+v, %v", got, err)
+	}
 	other, err := s.MessagesByID(ctx, "other", "s", []string{msgs[0].ID})
-	if err != nil || other[0].Tokens != msgs[0].Tokens {
+	if err != nil || other[0].Tokens != msgs[0].Tokens || other[0].CountedFor != "" {
 		t.Errorf("another tenant's message changed: %+v, %v", other, err)
 	}
 	err = inTx(t, s, func(ctx context.Context, tx store.Tx) error {
-		return tx.SetMessageTokens(ctx, "t", "s", map[string]int64{"ghost": 1})
+		return tx.SetMessageTokens(ctx, "t", "s", map[string]int64{"ghost": 1}, "enc-b/frame-2")
 	})
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown id: %v", err)
