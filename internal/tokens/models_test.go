@@ -122,3 +122,22 @@ func TestCountTools(t *testing.T) {
 		t.Errorf("no tools must cost nothing: %d", total)
 	}
 }
+
+// DeepSeek R1 is counted with its own tokenizer but V3's chat template (R1's
+// is in no pinned package), so it is registered approximate with a stated
+// error, while V3 itself stays exact.
+func TestDeepSeekR1Approximate(t *testing.T) {
+	reg, err := tokens.NewRegistry(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"deepseek-r1", "deepseek-reasoner", "deepseek-r1-0528"} {
+		m, ok := reg.Lookup(name)
+		if !ok || m.Name != "deepseek-r1" || m.Exact || m.ExpectedError <= 0 || m.Encoding != tokens.DeepSeekV3 {
+			t.Errorf("%s: %+v", name, m)
+		}
+	}
+	if v3, ok := reg.Lookup("deepseek-v3"); !ok || !v3.Exact || v3.ExpectedError != 0 {
+		t.Errorf("deepseek-v3: %+v", v3)
+	}
+}
