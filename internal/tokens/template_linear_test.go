@@ -92,6 +92,7 @@ func TestTemplatesOddMessages(t *testing.T) {
 		{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "unknown", Content: ""}}}},
 		{Role: chat.RoleSystem, Parts: []chat.Part{{Type: chat.PartText, Text: "  "}}},
 		{Role: chat.RoleAssistant},
+		{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "<think>\nA long chain of reasoning that an earlier turn's template drops.\n</think>\n\nOK."}}},
 		{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "\x1c\u00a0trim me\u2003"}}},
 	}
 	tools := []chat.Tool{

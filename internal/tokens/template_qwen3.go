@@ -101,6 +101,7 @@ func qwenMessage(enc *Encoding, msgs []chat.Message, i int, context, thinking bo
 	m := &msgs[i]
 	var b strings.Builder
 	adjust := 0
+	rendered := messageText(m) // an assistant's text as the template renders it
 	switch m.Role {
 	case chat.RoleUser, chat.RoleSystem:
 		b.WriteString("<|im_start|>" + string(m.Role) + "\n" + messageText(m) + "<|im_end|>\n")
@@ -116,6 +117,7 @@ func qwenMessage(enc *Encoding, msgs []chat.Message, i int, context, thinking bo
 			reasoning = strings.TrimLeft(before, "\n")
 		}
 		b.WriteString("<|im_start|>assistant\n")
+		start := b.Len()
 		// Only a whole request tells whether this turn follows the last
 		// query; a stored message is counted as an earlier turn, whose
 		// reasoning the template drops.
@@ -124,6 +126,7 @@ func qwenMessage(enc *Encoding, msgs []chat.Message, i int, context, thinking bo
 		} else {
 			b.WriteString(content)
 		}
+		rendered = b.String()[start:]
 		first := true
 		for _, p := range m.Parts {
 			if p.Type != chat.PartToolCall {
@@ -161,7 +164,30 @@ func qwenMessage(enc *Encoding, msgs []chat.Message, i int, context, thinking bo
 		}
 	}
 	total := int64(enc.Count(b.String())+adjust) + imageTokens(m)
-	return templateMessageCount(enc, m, total)
+	mc := templateMessageCount(enc, m, total)
+	if rendered != messageText(m) {
+		// The template dropped (or re-wrapped) the reasoning: the text
+		// parts count what is rendered, on the first text part.
+		renderedTokens := int64(enc.Count(rendered))
+		for j := range mc.Parts {
+			if mc.Parts[j].Type == chat.PartText {
+				mc.Framing += mc.Parts[j].Tokens - renderedTokens
+				mc.Parts[j].Tokens, renderedTokens = renderedTokens, 0
+			}
+		}
+		if mc.Framing < 0 {
+			// The rendered text tokenizes differently in context: the
+			// text part takes the remainder, never more than the total.
+			for j := range mc.Parts {
+				if mc.Parts[j].Type == chat.PartText && mc.Parts[j].Tokens > 0 {
+					mc.Parts[j].Tokens += mc.Framing
+					mc.Framing = 0
+					break
+				}
+			}
+		}
+	}
+	return mc
 }
 
 // templateMessageCount splits a message's total into its parts' own counts
