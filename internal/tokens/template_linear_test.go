@@ -167,3 +167,18 @@ func BenchmarkChatTemplates(b *testing.B) {
 		})
 	}
 }
+
+// Qwen3's template writes string-valued arguments (after the server's
+// json.loads) raw, and anything else as JSON.
+func TestQwenStringArguments(t *testing.T) {
+	for args, want := range map[string]string{
+		`"Paris"`:          "Paris",
+		`"a \"q\" \u00e9"`: `a "q" é`,
+		`{"city":"Paris"}`: templateJSON(`{"city":"Paris"}`),
+		`not json`:         "not json",
+	} {
+		if got := qwenArguments(args); got != want {
+			t.Errorf("qwenArguments(%s) = %q, want %q", args, got, want)
+		}
+	}
+}

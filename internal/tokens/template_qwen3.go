@@ -1,6 +1,7 @@
 package tokens
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -136,7 +137,7 @@ func qwenMessage(enc *Encoding, msgs []chat.Message, i int, context, thinking bo
 				b.WriteString("\n")
 			}
 			first = false
-			b.WriteString("<tool_call>\n{\"name\": \"" + p.ToolCall.Name + "\", \"arguments\": " + templateJSON(p.ToolCall.Arguments) + "}\n</tool_call>")
+			b.WriteString("<tool_call>\n{\"name\": \"" + p.ToolCall.Name + "\", \"arguments\": " + qwenArguments(p.ToolCall.Arguments) + "}\n</tool_call>")
 		}
 		b.WriteString("<|im_end|>\n")
 	case chat.RoleTool:
@@ -222,4 +223,15 @@ func cutLast(s, sep string) (before, after string, found bool) {
 		return s[:i], s[i+len(sep):], true
 	}
 	return s, "", false
+}
+
+// qwenArguments renders tool-call arguments as Qwen3's template does after
+// the server parses them: a JSON string is written raw (its "is string"
+// branch), anything else as JSON.
+func qwenArguments(args string) string {
+	var str string
+	if err := json.Unmarshal([]byte(args), &str); err == nil {
+		return str
+	}
+	return templateJSON(args)
 }
