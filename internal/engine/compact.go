@@ -418,7 +418,6 @@ const revertPage = 64
 
 // RevertCompaction restores the active view from before a compaction,
 // keeping messages appended since. Later compactions must be reverted first.
-
 func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID string) (SessionView, error) {
 	preModel, pre := e.precountRevert(ctx, tenant, id, compactionID)
 	var final store.Session
