@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,17 +38,48 @@ func referenceTokenizer(t testing.TB, pkg string) string {
 	return p
 }
 
+// imported is the directory importedDir fills once per test binary: the
+// import (tokenizer.json → our compressed format) takes seconds per family,
+// and the tests only read what it writes. TestMain removes it.
+var imported struct {
+	sync.Mutex
+	dir string
+}
+
 // importedDir imports the vocabularies that are not embedded into a
-// temporary directory, as `contextd tokenizer import` does.
+// temporary directory, as `contextd tokenizer import` does, once per test
+// binary.
 func importedDir(t testing.TB) string {
 	t.Helper()
-	dir := t.TempDir()
+	sources := map[string]string{}
 	for enc, pkg := range map[string]string{tokens.Llama3: "llama3_1", tokens.Gemma3: "gemma3"} {
-		if _, err := tokens.ImportFile(enc, referenceTokenizer(t, pkg), dir); err != nil {
+		sources[enc] = referenceTokenizer(t, pkg) // skips or fails this test when missing
+	}
+	imported.Lock()
+	defer imported.Unlock()
+	if imported.dir != "" {
+		return imported.dir
+	}
+	dir, err := os.MkdirTemp("", "contextd-vocab-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for enc, src := range sources {
+		if _, err := tokens.ImportFile(enc, src, dir); err != nil {
+			os.RemoveAll(dir)
 			t.Fatal(err)
 		}
 	}
+	imported.dir = dir
 	return dir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if imported.dir != "" {
+		os.RemoveAll(imported.dir)
+	}
+	os.Exit(code)
 }
 
 // openWeightEncodings are the encodings with golden counts, and the name of
