@@ -80,14 +80,18 @@ func openWeightModels() []Model {
 // Gemini 2.x shares Gemma 3's vocabulary (Google, Gemma 3 technical
 // report): counted with it, a Gemini text's count differs from the API's by
 // what Gemini adds around it, which we cannot check offline (no provider
-// count here yet); ReportUsage calibration corrects it per session. Without
-// the vocabulary imported Gemini is counted with cl100k_base, as before.
+// count here yet); ReportUsage calibration corrects it per session.
+//
+// Without Gemma 3's vocabulary imported, Gemma and Gemini models are counted
+// with cl100k_base. gemma3FallbackError is what that costs, measured on the
+// golden texts against Gemma 3's own counts (median 12.6 %, 90th percentile
+// 23 %; TestFallbackErrorsAreMeasured keeps it above the 90th percentile).
 const (
 	geminiExpectedError = 0.05
 	// r1ExpectedError: V3's framing for R1 (±2 tokens a request) plus any
 	// earlier-turn reasoning the caller keeps, which R1's template drops.
 	r1ExpectedError     = 0.10
-	geminiFallbackError = 0.15
+	gemma3FallbackError = 0.25
 )
 
 func gemini(name string, window, out int64) Model {
@@ -96,7 +100,7 @@ func gemini(name string, window, out int64) Model {
 }
 
 // WithAvailable returns the registry with every model whose encoding's
-// vocabulary is not at hand (Llama 3 before it is imported) counted with
+// vocabulary is not at hand (Llama 3 or Gemma 3 before it is imported) counted with
 // cl100k_base instead, approximate, with that family's expected error, and
 // OpenAI's framing (cl100k_base would count the template's special tokens as
 // several tokens each). Unchanged models are shared. It also returns the names of the changed
@@ -113,10 +117,10 @@ func (r *Registry) WithAvailable(available func(encoding string) bool) (*Registr
 		var fallback float64
 		if fam, ok := bpeFamilies[m.Encoding]; ok {
 			fallback = fam.fallbackError
-		} else if m.Encoding == Gemma3 && !m.Exact {
-			fallback = geminiFallbackError // Gemini: as before the import
+		} else if m.Encoding == Gemma3 {
+			fallback = gemma3FallbackError // Gemma 3 and Gemini alike
 		} else {
-			continue // Gemma 3 itself: counting it fails, naming the import
+			continue
 		}
 		m.Encoding, m.Exact, m.ExpectedError, m.Template = CL100KBase, false, fallback, ""
 		changed = append(changed, m.Name)
