@@ -399,7 +399,14 @@ func (c *cli) count(ctx context.Context, pos []string, model, encoding string, a
 	if asJSON {
 		return c.printJSON(resp)
 	}
-	fmt.Fprintf(c.out, "%s tokens (%s)\n", comma(resp.GetTotalTokens()), resp.GetEncoding())
+	how := resp.GetEncoding()
+	if !resp.GetExact() {
+		how += ", approximate"
+	}
+	fmt.Fprintf(c.out, "%s tokens (%s)\n", comma(resp.GetTotalTokens()), how)
+	for _, w := range resp.GetWarnings() {
+		fmt.Fprintf(c.out, "  note: %s\n", w)
+	}
 	return nil
 }
 

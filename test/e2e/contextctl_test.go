@@ -3,8 +3,10 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -47,6 +49,20 @@ func TestContextctl(t *testing.T) {
 			t.Fatalf("contextctl %v: exit %d, want %d\n%s", args, code, want, out)
 		}
 		return string(out)
+	}
+	prose := filepath.Join(dir, "prose.txt")
+	if err := os.WriteFile(prose, []byte("Fix the failing test in src/app.py, then run the suite again."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(0, "count", "--model", "qwen3-32b", prose); !regexp.MustCompile(`^\d+ tokens \(qwen2\)\n$`).MatchString(out) {
+		t.Errorf("count --model qwen3-32b (exact, embedded vocabulary):\n%s", out)
+	}
+	// No vocabulary imported: Gemma 3 is counted with cl100k_base and says so.
+	if out := run(0, "count", "--model", "gemma-3-27b", prose); !strings.Contains(out, " tokens (cl100k_base, approximate)\n") {
+		t.Errorf("count --model gemma-3-27b without an import:\n%s", out)
+	}
+	if out := run(1, "count", "--encoding", "gemma3", prose); !strings.Contains(out, "InvalidArgument") || !strings.Contains(out, "encoding: the gemma3 vocabulary is not imported") || !strings.Contains(out, "contextd tokenizer import") {
+		t.Errorf("count --encoding gemma3 without an import:\n%s", out)
 	}
 	if out := run(0, "usage", "cli", "--width", "80"); !strings.Contains(out, "gpt-4 · 8,192-token window") || !strings.Contains(out, "█ Messages") || strings.Contains(out, "\x1b[") {
 		t.Errorf("usage:\n%s", out)
