@@ -51,10 +51,22 @@ func TestLLMSummaryPromptIsBounded(t *testing.T) {
 		}{{"huge tool result", bigCase, false}, {"many messages", many, true}} {
 			t.Run(s.name+"/"+c.name, func(t *testing.T) {
 				in := compaction.SummaryInput{Round: 1, OriginalTask: "fix the build", Messages: c.msgs, MaxTokens: 500}
+				if c.omitted { // and a task and a previous summary of megabytes: cut too
+					in.OriginalTask = "TASK-HEAD " + strings.Repeat("log line\n", 1<<20/9) + " TASK-TAIL"
+					in.Previous = "SUMMARY-HEAD " + strings.Repeat("ü", 1<<20) + " SUMMARY-TAIL"
+				}
 				if _, err := s.sum.Summarize(t.Context(), in); err != nil {
 					t.Fatal(err)
 				}
 				prompt := userContent(t, fake.lastBody.Load().(map[string]any))
+				if limit := summarize.MaxTranscriptChars + 2*summarize.MaxSectionChars + 5000; len(prompt) > limit {
+					t.Fatalf("prompt is %d bytes, over the stated %d", len(prompt), limit)
+				}
+				for _, want := range []string{"TASK-HEAD", "TASK-TAIL", "SUMMARY-HEAD", "SUMMARY-TAIL"} {
+					if c.omitted && !strings.Contains(prompt, want) {
+						t.Errorf("prompt lacks %q (head and tail of a cut section are kept)", want)
+					}
+				}
 				start, end := strings.Index(prompt, "<messages>\n"), strings.LastIndex(prompt, "</messages>")
 				if start < 0 || end < start {
 					t.Fatalf("no <messages> block in the prompt (%d bytes)", len(prompt))

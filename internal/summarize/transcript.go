@@ -18,6 +18,13 @@ import (
 // agent continues from).
 const MaxTranscriptChars = 400_000
 
+// MaxSectionChars bounds each of the prompt's other sections (the original
+// task, the previous summary): a task pasted with a megabyte of logs is cut
+// to its head and tail like a long message. With instructions (at most
+// 4,000 characters by the API) and the fixed text, a summarization prompt is
+// at most MaxTranscriptChars + 2×MaxSectionChars + 5 KB.
+const MaxSectionChars = 50_000
+
 // minShare is the least a kept message is cut to: below it a message is
 // noise, so older messages are left out instead.
 const minShare = 2_000
@@ -26,9 +33,9 @@ const minShare = 2_000
 func userPrompt(in compaction.SummaryInput) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "This is compaction round %d. Stay under %d tokens.\n\n", in.Round, in.MaxTokens)
-	fmt.Fprintf(&b, "<original_task>\n%s\n</original_task>\n\n", in.OriginalTask)
+	fmt.Fprintf(&b, "<original_task>\n%s\n</original_task>\n\n", strings.TrimSuffix(cut(in.OriginalTask, MaxSectionChars), "\n"))
 	if in.Previous != "" {
-		fmt.Fprintf(&b, "<previous_summary>\n%s\n</previous_summary>\n\n", in.Previous)
+		fmt.Fprintf(&b, "<previous_summary>\n%s\n</previous_summary>\n\n", strings.TrimSuffix(cut(in.Previous, MaxSectionChars), "\n"))
 	}
 	if in.Instructions != "" {
 		fmt.Fprintf(&b, "<instructions>\n%s\n</instructions>\n\n", in.Instructions)
