@@ -38,10 +38,11 @@ type spModel struct {
 	pairs      pairTable
 	asciiPairs [129 * 129]uint64
 	bytes      [256]int32
-	// glue holds the characters that precede "▁" inside some token: the
-	// text is not cut between them and "▁".
-	glueASCII [128]bool
-	glue      map[rune]bool
+	// joinASCII (a bit per pair of asciiSlot characters) and join (other
+	// pairs, key a<<32|b) hold the two characters that are adjacent inside
+	// some token: the text is cut between any other two.
+	joinASCII [(129*129 + 63) / 64]uint64
+	join      table
 	maxChars  int // the longest token, in characters
 	maxBytes  int // the longest token, in bytes
 	added     *spAdded
@@ -274,21 +275,35 @@ func nextRune(text string, i int) (rune, int) {
 	return r, size
 }
 
-func (m *spModel) glued(r rune) bool {
-	if r < 128 {
-		return r >= 0 && m.glueASCII[r]
+// joined reports whether some token holds character a followed by b.
+func (m *spModel) joined(a, b rune) bool {
+	if i, j := asciiSlot(a), asciiSlot(b); i >= 0 && j >= 0 {
+		k := i*129 + j
+		return m.joinASCII[k/64]&(1<<(k%64)) != 0
 	}
-	return m.glue[r]
+	return m.join.get(uint64(a)<<32|uint64(b)) >= 0
 }
 
-// words cuts text into words before each "▁" that no token joins to the
-// character before it.
+// setJoined records that a token holds character a followed by b.
+func (m *spModel) setJoined(a, b rune) {
+	if i, j := asciiSlot(a), asciiSlot(b); i >= 0 && j >= 0 {
+		k := i*129 + j
+		m.joinASCII[k/64] |= 1 << (k % 64)
+		return
+	}
+	m.join.put(uint64(a)<<32|uint64(b), 1)
+}
+
+// words cuts text into words between every two characters that no token
+// holds side by side. A merged symbol is always a token, so no merge can
+// cross such a cut, and merging each word alone gives the same tokens as
+// merging the whole text.
 func (m *spModel) words(text string, word func(string)) {
 	start := 0
 	prev := rune(-1)
 	for i := 0; i < len(text); {
 		r, size := nextRune(text, i)
-		if r == spSpace && i > start && !m.glued(prev) {
+		if i > start && !m.joined(prev, r) {
 			word(text[start:i])
 			start = i
 		}

@@ -126,8 +126,8 @@ func readSPFile(r io.Reader) (spFile, error) {
 func newSPModel(f spFile) (*spModel, error) {
 	m := &spModel{
 		chars: newTable(1 << 14),
+		join:  newTable(1 << 14),
 		pairs: newPairTable(len(f.merges)),
-		glue:  make(map[rune]bool),
 	}
 	whole := make(map[string]int32, len(f.pieces))
 	ids := make(map[string]int32, len(f.pieces))
@@ -151,12 +151,8 @@ func newSPModel(f spFile) (*spModel, error) {
 		n := 0
 		prev := rune(-1)
 		for _, r := range p {
-			if r == spSpace && prev >= 0 {
-				if prev < 128 {
-					m.glueASCII[prev] = true
-				} else {
-					m.glue[prev] = true
-				}
+			if prev >= 0 {
+				m.setJoined(prev, r)
 			}
 			prev = r
 			n++
