@@ -2,11 +2,8 @@ package engine
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
@@ -37,9 +34,11 @@ func (e *Engine) ListCompactions(ctx context.Context, tenant, id string, page Pa
 	}
 	after := 0
 	if page.Token != "" {
-		if after, err = decodeCompactionToken(page.Token, &s); err != nil {
+		round, err := decodePageToken(page.Token, "c", &s, "")
+		if err != nil || round < 1 || round > int64(s.CompactionRound) {
 			return CompactionPage{}, chat.Invalid("page_token", "is not a token this server issued for ListCompactions of this session")
 		}
+		after = int(round)
 	}
 	rest, err := e.store.ListCompactions(ctx, tenant, id, after, size+1)
 	if err != nil {
@@ -55,36 +54,14 @@ func (e *Engine) ListCompactions(ctx context.Context, tenant, id string, page Pa
 	}
 	out := CompactionPage{Compactions: rest[:n]}
 	if n < len(rest) {
-		out.Next = encodeCompactionToken(&s, rest[n-1].Round)
+		out.Next = encodePageToken("c", &s, "", int64(rest[n-1].Round))
 	}
 	return out, nil
 }
 
-// A ListCompactions page token is the round of the page's last compaction,
-// bound to the session it was issued for (id and incarnation, as view
-// tokens are): rounds only grow (a purge removes a whole session), so the
-// next page starts right after it. A token of another session, tenant or
-// incarnation of the id is refused, not silently applied.
-const compactionTokenPrefix = "c1"
-
-func encodeCompactionToken(s *store.Session, round int) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strings.Join([]string{compactionTokenPrefix,
-		strconv.FormatInt(s.CreatedAt.UnixNano(), 10), strconv.Itoa(round), s.ID}, ":")))
-}
-
-func decodeCompactionToken(token string, s *store.Session) (int, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(token)
-	f := strings.SplitN(string(raw), ":", 4)
-	if err != nil || len(f) != 4 || f[0] != compactionTokenPrefix || f[3] != s.ID ||
-		f[1] != strconv.FormatInt(s.CreatedAt.UnixNano(), 10) {
-		return 0, errors.New("bad token")
-	}
-	round, err := strconv.Atoi(f[2])
-	if err != nil || round < 1 || round > s.CompactionRound {
-		return 0, errors.New("bad token")
-	}
-	return round, nil
-}
+// A ListCompactions page token (pagetoken.go) holds the round of the
+// page's last compaction: rounds only grow (a purge removes a whole session),
+// so the next page starts right after it.
 
 // Expanded is a message and a page of the originals it stands in for.
 type Expanded struct {
@@ -104,17 +81,17 @@ const expandChunk = 64
 // at most a page plus one chunk. Their token counts are for the session's
 // model now (countForSession).
 func (e *Engine) ExpandMessage(ctx context.Context, tenant, id, messageID, token string) (Expanded, error) {
-	skip := 0
-	if token != "" {
-		n, err := decodeOffset(token, "x")
-		if err != nil || n == 0 {
-			return Expanded{}, chat.Invalid("page_token", "is not a token this server issued for ExpandMessage")
-		}
-		skip = n
-	}
 	s, err := e.readSession(ctx, tenant, id)
 	if err != nil {
 		return Expanded{}, err
+	}
+	skip := 0
+	if token != "" {
+		n, err := decodePageToken(token, "x", &s, messageID)
+		if err != nil || n == 0 || n > 1<<31 {
+			return Expanded{}, chat.Invalid("page_token", "is not a token this server issued for ExpandMessage of this message")
+		}
+		skip = int(n)
 	}
 	msgs, err := e.store.MessagesByID(ctx, tenant, id, []string{messageID})
 	if errors.Is(err, store.ErrNotFound) {
@@ -138,7 +115,7 @@ func (e *Engine) ExpandMessage(ctx context.Context, tenant, id, messageID, token
 		for j := range chunk {
 			total += messageBytes(&chunk[j])
 			if limit > 0 && total > limit && len(out.Originals) > 0 {
-				out.Next = encodeOffset("x", skip+len(out.Originals))
+				out.Next = encodePageToken("x", &s, messageID, int64(skip+len(out.Originals)))
 				return out, e.countForSession(ctx, &s, &out)
 			}
 			out.Originals = append(out.Originals, chunk[j])
@@ -183,18 +160,4 @@ func compactionBytes(c *store.Compaction) int {
 		}
 	}
 	return n
-}
-
-func encodeOffset(kind string, n int) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(kind + ":" + strconv.Itoa(n)))
-}
-
-func decodeOffset(token, kind string) (int, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(token)
-	k, num, ok := strings.Cut(string(raw), ":")
-	n, perr := strconv.Atoi(num)
-	if err != nil || !ok || k != kind || perr != nil || n < 0 {
-		return 0, errors.New("bad token")
-	}
-	return n, nil
 }

@@ -147,19 +147,19 @@ func TestListCompactionsReadsOnePage(t *testing.T) {
 	})
 }
 
-// TestCompactionTokensAreBoundToTheSession: on both backends, a
-// ListCompactions page token continues only the listing of the session it
-// was issued for; one of another session, a forged one (a round the session
-// never reached, another incarnation of the id) or one of the old
-// unbound format is InvalidArgument naming page_token, not a silently
-// shifted page.
-func TestCompactionTokensAreBoundToTheSession(t *testing.T) {
+// TestPageTokensAreBound: on both backends, a page token of
+// ListCompactions, GetMessages (either view) or ExpandMessage continues only
+// the listing it was issued for; one of another session, another listing,
+// another message, a forged position or an older token format is
+// InvalidArgument naming page_token, not a silently shifted page.
+func TestPageTokensAreBound(t *testing.T) {
 	models, encodings := testModels(t)
 	backendStores(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
-		e := engine.New(encodings, models, st)
+		e := engine.New(encodings, models, st, engine.WithLimits(engine.Limits{MaxResponseBytes: 600}))
 		off := false
 		low := 0.01
+		var summaries []string
 		compacted := func() engine.SessionView {
 			v := agentSession(t, e, compaction.Overrides{AutoCompact: &off}, 4)
 			for round := 0; round < 3; round++ {
@@ -168,42 +168,114 @@ func TestCompactionTokensAreBoundToTheSession(t *testing.T) {
 					userMsg("go on"), callMsg(id), resultMsg(id, strings.Repeat("lorem ipsum dolor ", 100))}}); err != nil {
 					t.Fatal(err)
 				}
-				if res, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Tier: compaction.TierPrune, Target: &low}); err != nil || res.Compaction == nil {
+				tier := compaction.TierPrune
+				if round == 2 {
+					tier = compaction.TierSummarize
+				}
+				res, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Tier: tier, Target: &low})
+				if err != nil || res.Compaction == nil {
 					t.Fatalf("round %d: %+v, %v", round, res, err)
+				}
+				if round == 2 {
+					for _, it := range res.Compaction.Items {
+						if it.Tier == string(compaction.TierSummarize) && len(it.Replaced) > 1 {
+							summaries = append(summaries, it.NewID)
+						}
+					}
 				}
 			}
 			return v
 		}
 		a, b := compacted(), compacted()
-		first, err := e.ListCompactions(ctx, tenant, a.ID, engine.Page{Size: 1})
-		if err != nil || first.Next == "" {
-			t.Fatalf("first page: %+v, %v", first, err)
+		if len(summaries) != 2 {
+			t.Fatalf("summaries replacing several messages: %v", summaries)
 		}
-		if next, err := e.ListCompactions(ctx, tenant, a.ID, engine.Page{Size: 1, Token: first.Next}); err != nil || len(next.Compactions) != 1 || next.Compactions[0].Round != 2 {
-			t.Errorf("the token on its own session: %+v, %v; want round 2", next, err)
+		type listing struct {
+			name string
+			call func(session, token string) (next string, err error)
 		}
-		own, err := e.ListCompactions(ctx, tenant, b.ID, engine.Page{Size: 1})
-		if err != nil || own.Next == "" {
-			t.Fatalf("first page of %s: %+v, %v", b.ID, own, err)
+		listings := []listing{
+			{"ListCompactions", func(id, tok string) (string, error) {
+				p, err := e.ListCompactions(ctx, tenant, id, engine.Page{Size: 1, Token: tok})
+				return p.Next, err
+			}},
+			{"GetMessages active", func(id, tok string) (string, error) {
+				p, err := e.GetMessages(ctx, tenant, id, engine.ViewActive, engine.Page{Size: 1, Token: tok})
+				return p.Next, err
+			}},
+			{"GetMessages log", func(id, tok string) (string, error) {
+				p, err := e.GetMessages(ctx, tenant, id, engine.ViewLog, engine.Page{Size: 1, Token: tok})
+				return p.Next, err
+			}},
+			{"ExpandMessage", func(id, tok string) (string, error) {
+				msg := summaries[0]
+				if id == b.ID {
+					msg = summaries[1]
+				}
+				x, err := e.ExpandMessage(ctx, tenant, id, msg, tok)
+				return x.Next, err
+			}},
 		}
-		raw, _ := base64.RawURLEncoding.DecodeString(own.Next)
-		f := strings.SplitN(string(raw), ":", 4)
+		// Each listing's first-page token of session a and of session b.
+		tokens := map[string][2]string{}
+		for _, l := range listings {
+			ta, err := l.call(a.ID, "")
+			if err != nil || ta == "" {
+				t.Fatalf("%s of %s: first page next %q, %v", l.name, a.ID, ta, err)
+			}
+			tb, err := l.call(b.ID, "")
+			if err != nil || tb == "" {
+				t.Fatalf("%s of %s: first page next %q, %v", l.name, b.ID, tb, err)
+			}
+			if _, err := l.call(a.ID, ta); err != nil {
+				t.Errorf("%s: its own token: %v", l.name, err)
+			}
+			if len(ta) > 100 {
+				t.Errorf("%s: a %d-byte token", l.name, len(ta))
+			}
+			tokens[l.name] = [2]string{ta, tb}
+		}
 		forge := func(parts ...string) string {
 			return base64.RawURLEncoding.EncodeToString([]byte(strings.Join(parts, ":")))
 		}
-		for name, token := range map[string]string{
-			"another session's":     first.Next,
-			"a forged round":        forge(f[0], f[1], "99", b.ID),
-			"round 0":               forge(f[0], f[1], "0", b.ID),
-			"another incarnation's": forge(f[0], "12345", f[2], b.ID),
-			"the old unbound form":  forge("c", f[1], f[2]),
-			"not base64":            "*",
-		} {
-			_, err := e.ListCompactions(ctx, tenant, b.ID, engine.Page{Size: 1, Token: token})
-			var invalid *chat.InvalidError
-			if !errors.As(err, &invalid) || invalid.Violations[0].Field != "page_token" {
-				t.Errorf("%s token: %v; want InvalidArgument naming page_token", name, err)
+		for _, l := range listings {
+			raw, _ := base64.RawURLEncoding.DecodeString(tokens[l.name][1])
+			f := strings.Split(string(raw), ":")
+			if len(f) != 4 {
+				t.Fatalf("%s token %q", l.name, raw)
 			}
+			bad := map[string]string{
+				"another session's":    tokens[l.name][0],
+				"a forged position":    forge(f[0], f[1], "99", f[3]),
+				"a negative position":  forge(f[0], f[1], "-1", f[3]),
+				"the old unbound form": forge(f[1], f[2]),
+				"not base64":           "*",
+			}
+			for _, other := range listings {
+				if other.name != l.name {
+					bad[other.name+"'s"] = tokens[other.name][1]
+				}
+			}
+			if l.name == "ListCompactions" {
+				bad["round 0"] = forge(f[0], f[1], "0", f[3])
+			}
+			if l.name == "ExpandMessage" {
+				bad["offset 0"] = forge(f[0], f[1], "0", f[3])
+			}
+			if l.name == "GetMessages active" || l.name == "GetMessages log" {
+				delete(bad, "a forged position") // a position past the end is an empty page, as before
+			}
+			for name, token := range bad {
+				_, err := l.call(b.ID, token)
+				var invalid *chat.InvalidError
+				if !errors.As(err, &invalid) || invalid.Violations[0].Field != "page_token" {
+					t.Errorf("%s, %s token: %v; want InvalidArgument naming page_token", l.name, name, err)
+				}
+			}
+		}
+		// ExpandMessage: a token of one message does not continue another's.
+		if _, err := e.ExpandMessage(ctx, tenant, b.ID, "call_0", tokens["ExpandMessage"][1]); err == nil {
+			t.Error("ExpandMessage accepted another message's token")
 		}
 	})
 }

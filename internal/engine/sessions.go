@@ -290,19 +290,15 @@ type MessagePage struct {
 func (e *Engine) GetMessages(ctx context.Context, tenant, id string, view View, page Page) (MessagePage, error) {
 	size := page.size(100)
 	prefix := map[View]string{ViewActive: "a", ViewLog: "l"}[view]
-	var after int64
-	if page.Token != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(page.Token)
-		kind, num, ok := strings.Cut(string(raw), ":")
-		n, perr := strconv.ParseInt(num, 10, 64)
-		if err != nil || !ok || kind != prefix || perr != nil || n < 0 {
-			return MessagePage{}, chat.Invalid("page_token", "is not a token this server issued for this view")
-		}
-		after = n
-	}
 	s, err := e.readSession(ctx, tenant, id)
 	if err != nil {
 		return MessagePage{}, err
+	}
+	var after int64
+	if page.Token != "" {
+		if after, err = decodePageToken(page.Token, prefix, &s, ""); err != nil {
+			return MessagePage{}, chat.Invalid("page_token", "is not a token this server issued for this view of this session")
+		}
 	}
 	out := MessagePage{Version: s.Version}
 	var cursors []int64
@@ -323,7 +319,7 @@ func (e *Engine) GetMessages(ctx context.Context, tenant, id string, view View, 
 	// whichever comes first (always at least one message).
 	if n := e.fitResponse(out.Messages[:min(size, len(out.Messages))]); n < len(out.Messages) {
 		out.Messages = out.Messages[:n]
-		out.Next = base64.RawURLEncoding.EncodeToString([]byte(prefix + ":" + strconv.FormatInt(cursors[n-1], 10)))
+		out.Next = encodePageToken(prefix, &s, "", cursors[n-1])
 	}
 	return out, nil
 }
