@@ -44,32 +44,39 @@ func (r RequestCount) Total() int64 { return r.System + r.Tools + r.Messages }
 //
 // With a model's chat template, a leading system message of a request
 // without a system prompt is the system prompt, as the templates read it
-// (messages[0]); its own count is then 0.
+// (messages[0]), even when it has no text (only an image, or ""): its text
+// parts are counted in the system prompt, and its own count is its images'
+// (the families here are counted as text models). Only that one message is:
+// a second system message is a message of the conversation, as there.
 func CountRequest(enc *Encoding, fr Framing, system string, tools []chat.Tool, msgs []chat.Message) RequestCount {
-	if fr.template != nil && system == "" && len(msgs) > 0 && msgs[0].Role == chat.RoleSystem {
-		rc := CountRequest(enc, fr, messageText(&msgs[0]), tools, msgs[1:])
-		lead := templateMessageCount(enc, &msgs[0], 0, chat.PartText, chat.PartImage, chat.PartToolCall, chat.PartToolResult)
-		rc.PerMsg = append([]MessageCount{lead}, rc.PerMsg...)
-		return rc
-	}
 	var rc RequestCount
+	present := system != ""
+	var lead []MessageCount
+	if fr.template != nil && !present && len(msgs) > 0 && msgs[0].Role == chat.RoleSystem {
+		system, present = messageText(&msgs[0]), true
+		lead = []MessageCount{templateMessageCount(enc, &msgs[0], imageTokens(&msgs[0]), chat.PartText, chat.PartToolCall, chat.PartToolResult)}
+		rc.Messages = lead[0].Tokens
+		msgs = msgs[1:]
+	}
 	if s, ok := fr.template.(requestScoped); ok {
 		fr.template = s.forRequest(msgs)
 	}
 	if fr.template != nil {
-		rc.System, rc.Tools, rc.PerTool = fr.template.prefix(enc, system, tools)
+		rc.System, rc.Tools, rc.PerTool = fr.template.prefix(enc, system, present, tools)
 	} else {
 		rc.System = CountSystem(enc, fr, system)
 		rc.Tools, rc.PerTool = CountTools(enc, fr, system, tools)
 	}
-	rc.PerMsg = make([]MessageCount, len(msgs))
+	rc.PerMsg = make([]MessageCount, len(lead)+len(msgs))
+	copy(rc.PerMsg, lead)
 	for i := range msgs {
+		mc := &rc.PerMsg[len(lead)+i]
 		if fr.template != nil {
-			rc.PerMsg[i] = fr.template.message(enc, msgs, i, true)
+			*mc = fr.template.message(enc, msgs, i, true)
 		} else {
-			rc.PerMsg[i] = CountMessage(enc, fr, &msgs[i])
+			*mc = CountMessage(enc, fr, &msgs[i])
 		}
-		rc.Messages += rc.PerMsg[i].Tokens
+		rc.Messages += mc.Tokens
 	}
 	rc.Messages += int64(fr.ReplyPriming)
 	return rc
@@ -78,7 +85,7 @@ func CountRequest(enc *Encoding, fr Framing, system string, tools []chat.Tool, m
 // CountSystem counts a system prompt sent as the first message; empty costs 0.
 func CountSystem(enc *Encoding, fr Framing, system string) int64 {
 	if fr.template != nil {
-		sys, _, _ := fr.template.prefix(enc, system, nil)
+		sys, _, _ := fr.template.prefix(enc, system, system != "", nil)
 		return sys
 	}
 	if system == "" {
@@ -156,7 +163,7 @@ func ImageTokens(img *chat.Image) int64 {
 // system turn, which depends on the system prompt.
 func CountTools(enc *Encoding, fr Framing, system string, tools []chat.Tool) (int64, []ToolCount) {
 	if fr.template != nil {
-		_, n, per := fr.template.prefix(enc, system, tools)
+		_, n, per := fr.template.prefix(enc, system, system != "", tools)
 		return n, per
 	}
 	if len(tools) == 0 {

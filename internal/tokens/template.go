@@ -20,7 +20,11 @@ import (
 type chatTemplate interface {
 	// prefix counts what comes before the first message: the system prompt
 	// and the tool declarations (toolTokens is what declaring them adds).
-	prefix(enc *Encoding, system string, tools []chat.Tool) (sysTokens, toolTokens int64, perTool []ToolCount)
+	// present says whether there is a system prompt at all: a leading
+	// system message is one even when it has no text, since the templates
+	// test messages[0]['role'] == 'system' (an empty system prompt field is
+	// none). system is never non-empty without present.
+	prefix(enc *Encoding, system string, present bool, tools []chat.Tool) (sysTokens, toolTokens int64, perTool []ToolCount)
 	// message counts msgs[i]. With context, its neighbours are known (a
 	// whole request); without, it is counted as it renders in the middle of
 	// a conversation (a stored session's message).

@@ -32,7 +32,9 @@ const (
 
 func (deepseekV3Template) replyPriming() int { return 1 } // <｜Assistant｜> (or <｜tool▁outputs▁end｜>)
 
-func (deepseekV3Template) prefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
+// prefix: the template concatenates the system prompts, so an empty one
+// adds nothing by itself (but a later one then follows "\n\n").
+func (deepseekV3Template) prefix(enc *Encoding, system string, _ bool, tools []chat.Tool) (int64, int64, []ToolCount) {
 	return int64(enc.Count(deepseekBOS + system)), 0, make([]ToolCount, len(tools))
 }
 
@@ -58,14 +60,14 @@ type deepseekRequest struct {
 	later []string // the texts of later system messages
 }
 
-func (r deepseekRequest) prefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
+func (r deepseekRequest) prefix(enc *Encoding, system string, present bool, tools []chat.Tool) (int64, int64, []ToolCount) {
 	if len(r.later) == 0 {
-		return r.deepseekV3Template.prefix(enc, system, tools)
+		return r.deepseekV3Template.prefix(enc, system, present, tools)
 	}
 	var b strings.Builder
 	b.WriteString(deepseekBOS + system)
 	for i, s := range r.later {
-		if i > 0 || system != "" {
+		if i > 0 || present {
 			b.WriteString("\n\n")
 		}
 		b.WriteString(s)

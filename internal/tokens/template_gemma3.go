@@ -31,11 +31,13 @@ func gemmaTurn(role, content string) string {
 
 func (gemma3Template) replyPriming() int { return 1 + 3 } // <bos>; <start_of_turn> model \n
 
-func (gemma3Template) prefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
+func (gemma3Template) prefix(enc *Encoding, system string, present bool, tools []chat.Tool) (int64, int64, []ToolCount) {
 	var sys int64
-	if system != "" {
+	if present {
 		// The system prompt follows the first turn's "\n", which it joins
 		// when it starts with a newline (a run of newlines is one token).
+		// An empty one still adds its "\n\n" (the template tests the
+		// role, and concatenates the content as it is).
 		sys = int64(enc.Count("\n"+system+"\n\n") - enc.Count("\n"))
 	}
 	return sys, 0, make([]ToolCount, len(tools)) // the template ignores tools

@@ -39,7 +39,7 @@ func harmonyText(enc *Encoding, s string) int {
 
 func (harmonyTemplate) replyPriming() int { return 2 } // <|start|> assistant
 
-func (harmonyTemplate) prefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
+func (harmonyTemplate) prefix(enc *Encoding, system string, _ bool, tools []chat.Tool) (int64, int64, []ToolCount) {
 	// <|start|> system <|message|> ... <|end|>, and the developer message's
 	// <|start|> developer <|message|> ... <|end|>.
 	head := func(withTools bool) int {
@@ -51,6 +51,8 @@ func (harmonyTemplate) prefix(enc *Encoding, system string, tools []chat.Tool) (
 	}
 	developer := func(body string) int { return 3 + harmonyText(enc, "developer") + harmonyText(enc, body) }
 	sys := int64(head(false))
+	// The template tests `if developer_message`: an empty system prompt,
+	// present or not, renders no instructions (a blank one does).
 	if system != "" {
 		sys += int64(developer("# Instructions\n\n" + system))
 	}

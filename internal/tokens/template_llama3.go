@@ -33,9 +33,9 @@ type llama3Template struct{}
 
 func (llama3Template) replyPriming() int { return 1 + 4 } // BOS; <|start_header_id|> assistant <|end_header_id|> \n\n
 
-func (llama3Template) prefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
+func (llama3Template) prefix(enc *Encoding, system string, present bool, tools []chat.Tool) (int64, int64, []ToolCount) {
 	var sys int64
-	if system != "" {
+	if present { // an empty or blank system message is an empty turn
 		sys = int64(enc.Count(llamaHeader("system") + llamaTrim(system) + llamaEOT))
 	}
 	return sys, 0, make([]ToolCount, len(tools)) // the template ignores tools
@@ -84,7 +84,9 @@ const (
 
 func (llama31Template) replyPriming() int { return 4 } // <|start_header_id|> assistant <|end_header_id|> \n\n
 
-func (llama31Template) prefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
+// prefix: the system turn is always there; an empty system message only
+// leaves its text empty.
+func (llama31Template) prefix(enc *Encoding, system string, _ bool, tools []chat.Tool) (int64, int64, []ToolCount) {
 	system = llamaTrim(system)
 	sys := int64(enc.Count(llamaBOS + llamaHeader("system") + llama31Dates + system + llamaEOT))
 	if len(tools) == 0 {

@@ -1,10 +1,6 @@
 package tokens
 
-import (
-	"cmp"
-
-	"github.com/contextd/contextd/internal/chat"
-)
+import "github.com/contextd/contextd/internal/chat"
 
 // qwen25Template is the chat template of Qwen 2.5 (and Qwen2.5-Coder): the
 // ChatML turns and tool block of Qwen3's template without its reasoning
@@ -17,8 +13,11 @@ const qwen25DefaultSystem = "You are Qwen, created by Alibaba Cloud. You are a h
 
 func (qwen25Template) replyPriming() int { return 3 } // <|im_start|> assistant \n
 
-func (qwen25Template) prefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
-	return qwenPrefix(enc, cmp.Or(system, qwen25DefaultSystem), tools)
+func (qwen25Template) prefix(enc *Encoding, system string, present bool, tools []chat.Tool) (int64, int64, []ToolCount) {
+	if !present {
+		system, present = qwen25DefaultSystem, true
+	}
+	return qwenPrefix(enc, system, present, tools)
 }
 
 func (qwen25Template) message(enc *Encoding, msgs []chat.Message, i int, context bool) MessageCount {

@@ -25,15 +25,17 @@ const (
 
 func (qwen3Template) replyPriming() int { return 3 } // <|im_start|> assistant \n
 
-func (qwen3Template) prefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
-	return qwenPrefix(enc, system, tools)
+func (qwen3Template) prefix(enc *Encoding, system string, present bool, tools []chat.Tool) (int64, int64, []ToolCount) {
+	return qwenPrefix(enc, system, present, tools)
 }
 
 // qwenPrefix counts the system turn of the Qwen templates: the system prompt
-// alone, and with the tool block appended.
-func qwenPrefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, []ToolCount) {
+// alone, and with the tool block appended. A present but empty prompt is a
+// turn of its own ("<|im_start|>system\n<|im_end|>\n"), and with tools its
+// "\n\n" still comes before the block.
+func qwenPrefix(enc *Encoding, system string, present bool, tools []chat.Tool) (int64, int64, []ToolCount) {
 	var sys int64
-	if system != "" {
+	if present {
 		sys = int64(enc.Count("<|im_start|>system\n" + system + "<|im_end|>\n"))
 	}
 	if len(tools) == 0 {
@@ -41,7 +43,7 @@ func qwenPrefix(enc *Encoding, system string, tools []chat.Tool) (int64, int64, 
 	}
 	var b strings.Builder
 	b.WriteString("<|im_start|>system\n")
-	if system != "" {
+	if present {
 		b.WriteString(system)
 		b.WriteString("\n\n")
 	}
