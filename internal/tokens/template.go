@@ -103,10 +103,11 @@ func toolJSON(t chat.Tool) string {
 }
 
 // templateJSON re-serializes JSON text as the templates' tojson filter does
-// (Python's json.dumps with ensure_ascii=False; transformers.js the same):
-// ", " and ": " separators, keys in their given order, non-ASCII as is.
-// Text that is not JSON is returned unchanged (a template prints a string
-// argument as it is).
+// on what the server parsed (vLLM and SGLang json.loads tool-call arguments;
+// transformers' tojson is json.dumps with ensure_ascii=False): ", " and ": "
+// separators, keys in their given order, non-ASCII as is, numbers as Python
+// prints them (pyNumber). Text that is not JSON is returned unchanged (a
+// template prints a string argument as it is).
 func templateJSON(text string) string {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
@@ -194,13 +195,79 @@ func writeTemplateJSON(b *strings.Builder, dec *json.Decoder, indent string, dep
 	case string:
 		writeJSString(b, v)
 	case json.Number:
-		b.WriteString(jsNumber(v))
+		b.WriteString(pyNumber(v))
 	case bool:
 		b.WriteString(strconv.FormatBool(v))
 	case nil:
 		b.WriteString("null")
 	}
 	return nil
+}
+
+// pyNumber prints a JSON number as Python's json.dumps prints what
+// json.loads made of it: without a fraction or an exponent it is an int,
+// printed exactly (-0 → 0, any number of digits); otherwise a float, printed
+// as its repr: the shortest digits that read back the same, with ".0" when
+// integral (1.0, 1e3 → 1000.0), in exponent form below 1e-4 and from 1e16
+// (1e-05, 1e+16), "-0.0", and Infinity beyond the float range.
+func pyNumber(n json.Number) string {
+	s := string(n)
+	if !strings.ContainsAny(s, ".eE") {
+		if s == "-0" {
+			return "0"
+		}
+		return s
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	switch {
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	case err != nil:
+		return s
+	case f == 0 && math.Signbit(f):
+		return "-0.0"
+	case f == 0:
+		return "0.0"
+	}
+	// d.ddde±x: the digits, and the decimal point after decpt of them
+	// (Python's format_float_short, mode 'r').
+	mant, exp, _ := strings.Cut(strconv.FormatFloat(math.Abs(f), 'e', -1, 64), "e")
+	x, _ := strconv.Atoi(exp)
+	digits, decpt := strings.Replace(mant, ".", "", 1), x+1
+	var b strings.Builder
+	if f < 0 {
+		b.WriteByte('-')
+	}
+	switch {
+	case decpt <= -4 || decpt > 16:
+		b.WriteString(mant)
+		b.WriteByte('e')
+		if x < 0 {
+			b.WriteByte('-')
+			x = -x
+		} else {
+			b.WriteByte('+')
+		}
+		if x < 10 {
+			b.WriteByte('0')
+		}
+		b.WriteString(strconv.Itoa(x))
+	case decpt <= 0:
+		b.WriteString("0.")
+		b.WriteString(strings.Repeat("0", -decpt))
+		b.WriteString(digits)
+	case decpt >= len(digits):
+		b.WriteString(digits)
+		b.WriteString(strings.Repeat("0", decpt-len(digits)))
+		b.WriteString(".0")
+	default:
+		b.WriteString(digits[:decpt])
+		b.WriteByte('.')
+		b.WriteString(digits[decpt:])
+	}
+	return b.String()
 }
 
 // jsNumber prints a number as JavaScript does (1.50 → 1.5, 1e3 → 1000).
