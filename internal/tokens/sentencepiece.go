@@ -20,14 +20,13 @@ import (
 // list); the two disagree when a token has several splits. It also holds
 // about 90 bytes per character of a text. So this engine is our own.
 //
-// Work is bounded without a pre-tokenizer: the text is cut before every "▁"
-// whose preceding character never precedes "▁" inside a token (computed
-// from the vocabulary at load: for Gemma 3 only "▁" and ">" do), which no
-// merge can cross, so each word is merged alone with the same result. A
-// word that is a token which merging its own characters yields (most words)
-// costs one lookup; a short word is merged in place on the stack; a long one
-// (a run without spaces) with an indexed heap, O(n log n) time and 16 bytes
-// per character of scratch.
+// Work is bounded without a pre-tokenizer: the text is cut between every
+// two characters that no token holds side by side (computed from the
+// vocabulary at load), which no merge can cross, so each word is merged
+// alone with the same result. A word that is a token which merging its own
+// characters yields (most words) costs one lookup; a short word is merged
+// in place on the stack; a long one (a run without cuts) with a tree of
+// block minima (spMinTree), 8 bytes per character of scratch.
 type spModel struct {
 	// whole are the tokens that merging their own characters yields.
 	whole *rankTable
@@ -53,8 +52,10 @@ const (
 	spSpace = '▁'
 	// spNone is the pair value of two symbols that do not merge.
 	spNone = ^uint64(0)
-	// spSmall is the longest word merged on the stack.
+	// spSmall is the longest word merged on the stack, spTiny the longest
+	// merged in smaller arrays (most words).
 	spSmall = 256
+	spTiny  = 24
 	// spDead marks a position merged into the symbol on its left; an id
 	// below it, from spUnknown down, is a character the vocabulary lacks.
 	spDead    = int32(-1)
@@ -184,7 +185,8 @@ type spSink struct {
 // table is 16 MB, and most of a text's pairs recur). The words are slices
 // of the text, so they are cleared before the cache returns to the pool.
 type spCache struct {
-	words [spCacheSize]spCached
+	words [spCacheMax]spCached
+	mask  uint32                    // of the words this text uses: a power of two less one
 	pairs [spPairCacheSize]pairSlot // key with bit 63 set; 0: empty
 }
 
@@ -195,7 +197,11 @@ type spCached struct {
 }
 
 const (
-	spCacheSize     = 1 << 12
+	// spCacheMax is the most words a cache holds (512 KB); a text uses
+	// one entry per 8 bytes of it (rounded up to a power of two), at least
+	// 512, so clearing the entries costs at most 4 bytes per byte of text.
+	spCacheMax      = 1 << 14
+	spCacheMinWords = 1 << 9
 	spPairCacheSize = 1 << 11
 	// spCacheMin is the shortest text that uses a word cache.
 	spCacheMin = 4 << 10
@@ -234,14 +240,21 @@ func (m *spModel) run(text string, s *spSink) {
 	if len(text) >= spCacheMin && len(text) <= 1<<31-1 {
 		s.cache = spCaches.Get().(*spCache)
 		clear(s.cache.pairs[:]) // from another model, maybe
+		size := min(max(1<<bits.Len(uint(len(text)/8-1)), spCacheMinWords), spCacheMax)
+		s.cache.mask = uint32(size - 1)
 		defer func() {
-			clear(s.cache.words[:])
+			clear(s.cache.words[:size])
 			spCaches.Put(s.cache)
 			s.cache = nil
 		}()
 	}
 	start := 0
+	first := &m.added.first
 	for i := 0; i < len(text); {
+		if !first[text[i]] {
+			i++
+			continue
+		}
 		l, id := m.added.match(text, i)
 		if l == 0 {
 			i++
@@ -300,14 +313,30 @@ func (m *spModel) setJoined(a, b rune) {
 // merging the whole text.
 func (m *spModel) words(text string, word func(string)) {
 	start := 0
-	prev := rune(-1)
+	prev, prevSlot := rune(-1), -1
 	for i := 0; i < len(text); {
-		r, size := nextRune(text, i)
-		if i > start && !m.joined(prev, r) {
-			word(text[start:i])
-			start = i
+		r, size, slot := rune(text[i]), 1, int(text[i])
+		switch {
+		case r == ' ':
+			r, slot = spSpace, 128
+		case r >= utf8.RuneSelf:
+			r, size = nextRune(text, i)
+			slot = asciiSlot(r)
 		}
-		prev = r
+		if i > start {
+			var joined bool
+			if slot >= 0 && prevSlot >= 0 {
+				k := prevSlot*129 + slot
+				joined = m.joinASCII[k/64]&(1<<(k%64)) != 0
+			} else {
+				joined = m.join.get(uint64(prev)<<32|uint64(r)) >= 0
+			}
+			if !joined {
+				word(text[start:i])
+				start = i
+			}
+		}
+		prev, prevSlot = r, slot
 		i += size
 	}
 	if start < len(text) {
@@ -326,7 +355,7 @@ func (m *spModel) word(w string, s *spSink) {
 		m.tokenizeWord(w, s)
 		return
 	}
-	e := &s.cache.words[wordHash(w)&(spCacheSize-1)]
+	e := &s.cache.words[wordHash(w)&s.cache.mask]
 	if e.n > 0 && e.word == w {
 		s.n += int(e.n)
 		if s.encode {
@@ -357,19 +386,30 @@ func (m *spModel) tokenizeWord(w string, s *spSink) {
 			}
 		}
 	}
-	n := utf8.RuneCountInString(w)
-	if n <= spSmall {
-		m.mergeSmall(w, s)
-		return
+	if n := utf8.RuneCountInString(w); n <= spSmall {
+		m.mergeShort(w, n, s)
+	} else {
+		m.mergeLong(w, n, s)
 	}
-	m.mergeLong(w, n, s)
 }
 
-// mergeSmall merges a word of at most spSmall characters on the stack:
-// each round takes the leftmost lowest-ranked pair.
-func (m *spModel) mergeSmall(w string, s *spSink) {
+// mergeShort merges a word of n <= spSmall characters on the stack.
+func (m *spModel) mergeShort(w string, n int, s *spSink) {
+	if n <= spTiny {
+		var ids [spTiny]int32
+		var pv [spTiny]uint64
+		m.mergeSmall(w, ids[:], pv[:], s)
+		return
+	}
 	var ids [spSmall]int32
-	var pv [spSmall]uint64 // pv[k]: pair of ids[k], ids[k+1]
+	var pv [spSmall]uint64
+	m.mergeSmall(w, ids[:], pv[:], s)
+}
+
+// mergeSmall merges a word of at most len(ids) characters in ids and pv
+// (pv[k]: the pair of ids[k], ids[k+1]), arrays on the caller's stack:
+// each round takes the leftmost lowest-ranked pair.
+func (m *spModel) mergeSmall(w string, ids []int32, pv []uint64, s *spSink) {
 	n := 0
 	prev := rune(-1)
 	for i := 0; i < len(w); {

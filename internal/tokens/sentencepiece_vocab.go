@@ -202,11 +202,12 @@ func newSPModel(f spFile) (*spModel, error) {
 	var s spSink
 	s.encode = true
 	for id, p := range f.pieces {
-		if p == "" || len(p) > m.maxBytes || utf8.RuneCountInString(p) > spSmall || !utf8.ValidString(p) {
+		n := utf8.RuneCountInString(p)
+		if p == "" || len(p) > m.maxBytes || n > spSmall || !utf8.ValidString(p) {
 			continue
 		}
 		s.ids, s.n = s.ids[:0], 0
-		m.mergeSmall(p, &s)
+		m.mergeShort(p, n, &s)
 		if len(s.ids) == 1 && s.ids[0] == id {
 			whole[p] = int32(id)
 		}
