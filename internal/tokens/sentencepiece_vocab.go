@@ -171,7 +171,17 @@ func newSPModel(f spFile) (*spModel, error) {
 			return nil, fmt.Errorf("vocabulary: no byte-fallback token <0x%02X>", b)
 		}
 	}
+	isByte := make(map[int32]bool, len(m.bytes))
+	for _, id := range m.bytes {
+		isByte[id] = true
+	}
 	for rank, mg := range f.merges {
+		// The engine never merges a character's byte-fallback tokens (an
+		// unknown character stays one symbol), so it refuses a merge list
+		// that would.
+		if isByte[mg[0]] || isByte[mg[1]] {
+			return nil, fmt.Errorf("vocabulary: merge %d joins a byte-fallback token (%q, %q), which is not supported", rank, f.pieces[mg[0]], f.pieces[mg[1]])
+		}
 		merged, ok := ids[f.pieces[mg[0]]+f.pieces[mg[1]]]
 		if !ok {
 			return nil, fmt.Errorf("vocabulary: merge %d makes %q, which is not a token", rank, f.pieces[mg[0]]+f.pieces[mg[1]])
@@ -283,7 +293,8 @@ type spStep struct {
 // importSentencePiece converts a Gemma 3 tokenizer.json. It refuses a file
 // whose normalizer is not "space to ▁", whose pre-tokenizer does more than
 // split on spaces (which that normalizer has removed), whose model is not a
-// byte-fallback BPE, or whose added tokens strip or are normalized — the
+// byte-fallback BPE, whose merges join byte-fallback tokens, or whose added
+// tokens strip or are normalized — the
 // engine implements exactly that tokenizer.
 func importSentencePiece(r io.Reader, w io.Writer) error {
 	var tj hfSentencePiece
