@@ -120,8 +120,10 @@ func TestChatTemplatesOverGRPC(t *testing.T) {
 			if _, err := client.CreateSession(ctx, &contextdv1.CreateSessionRequest{Id: id, Model: family.model, SystemPrompt: g.System, Tools: tools}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: id, Messages: msgs}); err != nil {
-				t.Fatalf("%s: %v", g.Name, err)
+			if len(msgs) > 0 { // AppendMessages takes at least one
+				if _, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: id, Messages: msgs}); err != nil {
+					t.Fatalf("%s: %v", g.Name, err)
+				}
 			}
 			usage, err := client.GetContextUsage(ctx, &contextdv1.GetContextUsageRequest{Source: &contextdv1.GetContextUsageRequest_SessionId{SessionId: id}})
 			if err != nil {

@@ -31,6 +31,9 @@ func gemmaTurn(role, content string) string {
 
 func (gemma3Template) replyPriming() int { return 1 + 3 } // <bos>; <start_of_turn> model \n
 
+// prefix counts the system prompt as folded into the first turn. A stored
+// session's prompt is counted so even before its first message; a request
+// without messages has no turn for it (gemma3Request).
 func (gemma3Template) prefix(enc *Encoding, system string, present bool, tools []chat.Tool) (int64, int64, []ToolCount) {
 	var sys int64
 	if present {
@@ -41,6 +44,25 @@ func (gemma3Template) prefix(enc *Encoding, system string, present bool, tools [
 		sys = int64(enc.Count("\n"+system+"\n\n") - enc.Count("\n"))
 	}
 	return sys, 0, make([]ToolCount, len(tools)) // the template ignores tools
+}
+
+// forRequest notes whether the request has a message: the system prompt
+// is folded into the first turn, so without one it is not rendered.
+func (t gemma3Template) forRequest(msgs []chat.Message) chatTemplate {
+	return gemma3Request{gemma3Template: t, noTurn: len(msgs) == 0}
+}
+
+// gemma3Request is Gemma 3's template for one request.
+type gemma3Request struct {
+	gemma3Template
+	noTurn bool // no message: the system prompt has no turn to go in
+}
+
+func (r gemma3Request) prefix(enc *Encoding, system string, present bool, tools []chat.Tool) (int64, int64, []ToolCount) {
+	if r.noTurn {
+		present = false
+	}
+	return r.gemma3Template.prefix(enc, system, present, tools)
 }
 
 func (gemma3Template) message(enc *Encoding, msgs []chat.Message, i int, _ bool) MessageCount {
