@@ -459,14 +459,22 @@ func (g *textGen) value(depth int) any {
 
 // key returns an object key: an identifier, a piece, or odd text.
 func (g *textGen) key() string {
+	var k string
 	switch g.rng.IntN(4) {
 	case 0:
-		return g.pick(diffWords)
+		k = g.pick(diffWords)
 	case 1:
-		return g.short()
+		k = g.short()
 	default:
-		return g.pick([]string{"id", "name", "path", "query", "city", "count", "items", "type", "value", "x_y", "€", "ключ", "キー", ""})
+		k = g.pick([]string{"id", "name", "path", "query", "city", "count", "items", "type", "value", "x_y", "€", "ключ", "キー", ""})
 	}
+	// A JavaScript object lists keys that are array indices ("947") first,
+	// so the reference would print them out of place; Python and contextd
+	// keep the order they came in.
+	if n, err := strconv.ParseUint(k, 10, 32); err == nil && n < 1<<32-1 && strconv.FormatUint(n, 10) == k {
+		k = "k" + k
+	}
+	return k
 }
 
 // short returns a few atoms (no long runs).

@@ -58,6 +58,9 @@ func CountRequest(enc *Encoding, fr Framing, system string, tools []chat.Tool, m
 		rc.Messages = lead[0].Tokens
 		msgs = msgs[1:]
 	}
+	if s, ok := fr.template.(toolScoped); ok {
+		fr.template = s.withTools(tools)
+	}
 	if s, ok := fr.template.(requestScoped); ok {
 		fr.template = s.forRequest(msgs)
 	}

@@ -40,6 +40,13 @@ type requestScoped interface {
 	forRequest(msgs []chat.Message) chatTemplate
 }
 
+// toolScoped is a chatTemplate whose rendering of a message depends on
+// whether the request declares tools (Llama 3.1 declares them in the first
+// message, whatever its role).
+type toolScoped interface {
+	withTools(tools []chat.Tool) chatTemplate
+}
+
 // Template names (Model.Template).
 const (
 	TemplateQwen3      = "qwen3"

@@ -138,3 +138,26 @@ func (llama31Template) message(enc *Encoding, msgs []chat.Message, i int, _ bool
 	}
 	return templateMessageCount(enc, m, int64(enc.Count(b.String()))+imageTokens(m), dropped...)
 }
+
+func (llama31Template) withTools(tools []chat.Tool) chatTemplate {
+	if len(tools) == 0 {
+		return llama31Template{}
+	}
+	return llama31WithTools{}
+}
+
+// llama31WithTools is Llama 3.1's template for a request that declares
+// tools: the template takes the first message (after the system prompt),
+// whatever its role, as the user turn it declares them in — its content
+// trimmed, a tool result's unquoted, its tool calls not rendered (and
+// several do not raise there). prefix counts the declaration.
+type llama31WithTools struct{ llama31Template }
+
+func (t llama31WithTools) message(enc *Encoding, msgs []chat.Message, i int, context bool) MessageCount {
+	if !context || i != 0 {
+		return t.llama31Template.message(enc, msgs, i, context)
+	}
+	m := &msgs[0]
+	text := llamaHeader("user") + llamaTrim(llamaContent(m)) + llamaEOT
+	return templateMessageCount(enc, m, int64(enc.Count(text))+imageTokens(m), chat.PartToolCall)
+}
