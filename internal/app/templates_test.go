@@ -16,8 +16,9 @@ type goldenChatRequest struct {
 	Name     string `json:"name"`
 	System   string `json:"system"`
 	Messages []struct {
-		Role      string `json:"role"`
-		Content   string `json:"content"`
+		Role      string   `json:"role"`
+		Content   string   `json:"content"`
+		Parts     []string `json:"parts"` // text parts, in place of content
 		ToolCalls []struct {
 			ID        string          `json:"id"`
 			Name      string          `json:"name"`
@@ -45,6 +46,10 @@ func (g goldenChatRequest) proto() ([]*contextdv1.ToolDefinition, []*contextdv1.
 		switch {
 		case m.Role == "tool":
 			pm.Parts = append(pm.Parts, &contextdv1.Part{Kind: &contextdv1.Part_ToolResult{ToolResult: &contextdv1.ToolResultPart{ToolCallId: m.ToolCallID, Content: m.Content}}})
+		case len(m.Parts) > 0:
+			for _, p := range m.Parts {
+				pm.Parts = append(pm.Parts, text(p))
+			}
 		case m.Content != "" || len(m.ToolCalls) == 0:
 			pm.Parts = append(pm.Parts, text(m.Content))
 		}

@@ -154,8 +154,13 @@ type goldenChat struct {
 	Name     string `json:"name"`
 	System   string `json:"system"`
 	Messages []struct {
-		Role      string `json:"role"`
-		Content   string `json:"content"`
+		Role    string `json:"role"`
+		Content string `json:"content"`
+		// Parts, when given, are the message's text parts (content is
+		// then unused): servers pass them as a list to templates that
+		// iterate over content (Gemma 3) and join them with "\n" for the
+		// others (vLLM's string content format).
+		Parts     []string `json:"parts"`
 		ToolCalls []struct {
 			ID        string          `json:"id"`
 			Name      string          `json:"name"`
@@ -183,6 +188,10 @@ func (g goldenChat) toChat() ([]chat.Tool, []chat.Message) {
 		switch {
 		case m.Role == "tool":
 			cm.Parts = append(cm.Parts, chat.Part{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: m.ToolCallID, Content: m.Content}})
+		case len(m.Parts) > 0:
+			for _, p := range m.Parts {
+				cm.Parts = append(cm.Parts, chat.Part{Type: chat.PartText, Text: p})
+			}
 		case m.Content != "" || len(m.ToolCalls) == 0:
 			cm.Parts = append(cm.Parts, chat.Part{Type: chat.PartText, Text: m.Content})
 		}
@@ -258,6 +267,9 @@ func TestOpenWeightGoldenChat(t *testing.T) {
 				}
 				if !ok || counts[i]["name"] != g.Name {
 					t.Fatalf("chat_counts.jsonl line %d has no %s count for %q", i+1, family.template, g.Name)
+				}
+				if family.harmony && hasParts(g) {
+					continue // how vLLM's gpt-oss path joins text parts is not checked: the reference joins them as we do
 				}
 				rc := tokens.CountRequest(enc, fr, g.System, tools, msgs)
 				if got := rc.Total(); got != int64(want) {
@@ -615,4 +627,14 @@ func TestFallbackErrorsAreMeasured(t *testing.T) {
 			t.Errorf("%s: expected error %.2f, measured 90th percentile %.3f", model, m.ExpectedError, p90)
 		}
 	}
+}
+
+// hasParts reports whether a golden request gives a message as text parts.
+func hasParts(g goldenChat) bool {
+	for _, m := range g.Messages {
+		if len(m.Parts) > 0 {
+			return true
+		}
+	}
+	return false
 }

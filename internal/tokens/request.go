@@ -54,7 +54,15 @@ func CountRequest(enc *Encoding, fr Framing, system string, tools []chat.Tool, m
 	var lead []MessageCount
 	if fr.template != nil && !present && len(msgs) > 0 && msgs[0].Role == chat.RoleSystem {
 		system, present = messageText(&msgs[0]), true
-		lead = []MessageCount{templateMessageCount(enc, &msgs[0], imageTokens(&msgs[0]), chat.PartText, chat.PartToolCall, chat.PartToolResult)}
+		images := imageTokens(&msgs[0])
+		if r, ok := fr.template.(systemReader); ok {
+			system, images = r.leadingSystem(&msgs[0])
+		}
+		dropped := []chat.PartType{chat.PartText, chat.PartToolCall, chat.PartToolResult}
+		if images == 0 { // not rendered (Gemma 3), or none
+			dropped = append(dropped, chat.PartImage)
+		}
+		lead = []MessageCount{templateMessageCount(enc, &msgs[0], images, dropped...)}
 		rc.Messages = lead[0].Tokens
 		msgs = msgs[1:]
 	}

@@ -47,6 +47,13 @@ type toolScoped interface {
 	withTools(tools []chat.Tool) chatTemplate
 }
 
+// systemReader is a chatTemplate that reads a leading system message its
+// own way (Gemma 3: only the first part's text): the system prompt's text,
+// and what the message's other parts (images) add.
+type systemReader interface {
+	leadingSystem(m *chat.Message) (text string, images int64)
+}
+
 // Template names (Model.Template).
 const (
 	TemplateQwen3      = "qwen3"

@@ -1,6 +1,10 @@
 package tokens
 
-import "github.com/contextd/contextd/internal/chat"
+import (
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+)
 
 // TemplateGemma3 is Gemma 3's chat template (Model.Template).
 const TemplateGemma3 = "gemma3"
@@ -71,7 +75,7 @@ func (gemma3Template) message(enc *Encoding, msgs []chat.Message, i int, _ bool)
 	if m.Role == chat.RoleAssistant {
 		role = "model"
 	}
-	text := gemmaTurn(role, llamaTrim(llamaContent(m)))
+	text := gemmaTurn(role, gemmaContent(m))
 	mc := templateMessageCount(enc, m, int64(enc.Count(text))+imageTokens(m), chat.PartToolCall)
 	// The turn is short (5 tokens), so a part whose trimmed white space
 	// counts more than that (byte-fallback characters) would leave the
@@ -82,4 +86,34 @@ func (gemma3Template) message(enc *Encoding, msgs []chat.Message, i int, _ bool)
 		mc.Framing += take
 	}
 	return mc
+}
+
+// gemmaContent is a message's content as Gemma 3's template renders it
+// when the server passes content as a list of parts, as vLLM does for this
+// template (it iterates over message['content']): each text part trimmed,
+// run together with nothing between. A tool result is a string content,
+// trimmed whole.
+func gemmaContent(m *chat.Message) string {
+	if m.Role == chat.RoleTool {
+		return llamaTrim(llamaContent(m))
+	}
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if p.Type == chat.PartText {
+			b.WriteString(llamaTrim(p.Text))
+		}
+	}
+	return b.String()
+}
+
+// leadingSystem is a leading system message as Gemma 3's template reads
+// it: messages[0]['content'][0]['text'], the first part's text untrimmed;
+// later parts, images included, are not rendered. A first part that is not
+// text makes the template raise under vLLM; it is counted as an empty
+// system prompt.
+func (gemma3Template) leadingSystem(m *chat.Message) (string, int64) {
+	if len(m.Parts) > 0 && m.Parts[0].Type == chat.PartText {
+		return m.Parts[0].Text, 0
+	}
+	return "", 0
 }

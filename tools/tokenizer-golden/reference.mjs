@@ -122,12 +122,18 @@ const chatFamilies = [
   ["llama3.1", llama32, "llama3", { date_string: "26 Jul 2024" }],
   ["deepseek_v3", deepseek, "deepseek_v3", {}],
   ["harmony", gptoss, "o200k_harmony", { render: harmonyCount }],
-  ["gemma3", gemma3, "gemma3"],
+  ["gemma3", gemma3, "gemma3", { listContent: true }],
 ];
-function hfMessages(req) {
+// A message's "parts" (its text parts) reach a template as vLLM passes
+// them: a list of {type: "text"} items to a template that iterates over
+// message['content'] (Gemma 3: listContent), else joined with "\n" (vLLM's
+// "string" content format).
+function hfMessages(req, listContent = false) {
   const msgs = req.system ? [{ role: "system", content: req.system }] : [];
   for (const m of req.messages) {
-    const hm = { role: m.role, content: m.content ?? "" };
+    let content = m.content ?? "";
+    if (m.parts) content = listContent ? m.parts.map((text) => ({ type: "text", text })) : m.parts.join("\n");
+    const hm = { role: m.role, content };
     if (m.tool_calls) {
       hm.tool_calls = m.tool_calls.map((c) => ({ type: "function", id: c.id, function: { name: c.name, arguments: c.arguments } }));
     }
@@ -135,6 +141,12 @@ function hfMessages(req) {
     msgs.push(hm);
   }
   return msgs;
+}
+// joinedParts is req with each message's parts joined with "\n" into its
+// content (harmony.mjs reads content).
+function joinedParts(req) {
+  if (!req.messages.some((m) => m.parts)) return req;
+  return { ...req, messages: req.messages.map((m) => (m.parts ? { ...m, content: m.parts.join("\n"), parts: undefined } : m)) };
 }
 function hfTools(req) {
   if (!req.tools) return undefined;
@@ -163,13 +175,13 @@ export function chatCounts(row, chatTokenizers, req) {
     const tok = chatTokenizers.get(encoding);
     if (!tok) continue;
     if (vars.render) { // gpt-oss: no template in the package; see harmony.mjs
-      row[family] = vars.render(req);
+      row[family] = vars.render(joinedParts(req));
       continue;
     }
     let text;
     try {
       text = template(pkg).render({
-        ...vars, messages: hfMessages(req), tools: hfTools(req), add_generation_prompt: true,
+        ...vars, messages: hfMessages(req, vars.listContent), tools: hfTools(req), add_generation_prompt: true,
         bos_token: tokenText(pkg.tokenizerConfig.bos_token), eos_token: tokenText(pkg.tokenizerConfig.eos_token),
       });
     } catch (err) {
