@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -126,7 +127,7 @@ func templateJSON(text string) string {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
 	var b strings.Builder
-	if err := writeTemplateJSON(&b, dec, "", 0); err != nil {
+	if err := writeTemplateJSON(&b, dec, "", 0, 5*len(text)+templateJSONSlack); err != nil {
 		return text
 	}
 	if _, err := dec.Token(); err == nil {
@@ -142,7 +143,7 @@ func templateJSONIndent(text string, indent int) string {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
 	var b strings.Builder
-	if err := writeTemplateJSON(&b, dec, strings.Repeat(" ", indent), 0); err != nil {
+	if err := writeTemplateJSON(&b, dec, strings.Repeat(" ", indent), 0, 16*len(text)+templateJSONSlack); err != nil {
 		return text
 	}
 	if _, err := dec.Token(); err == nil {
@@ -151,9 +152,28 @@ func templateJSONIndent(text string, indent int) string {
 	return b.String()
 }
 
+// Bounds of the re-serialization (work, memory and stack are per request):
+// a value nested deeper than maxTemplateJSONDepth is not re-serialized
+// (Python's json.loads, which the servers run first, refuses nesting of
+// about 1,000 levels: such a request never reaches the template), and a
+// rendering that outgrows its input by more than its limit stops: 5 times
+// the input plus templateJSONSlack (Python prints 9e15 as
+// 9000000000000000.0), 16 times with indentation (each line of a deep value
+// repeats the indent). In both cases the text is counted as given.
+const (
+	maxTemplateJSONDepth = 512
+	templateJSONSlack    = 64 << 10
+)
+
+var errTemplateJSONBound = errors.New("JSON too deep or too large to re-serialize")
+
 // writeTemplateJSON writes the next JSON value of dec; a non-empty indent
-// puts each item on its own line, indented depth+1 times.
-func writeTemplateJSON(b *strings.Builder, dec *json.Decoder, indent string, depth int) error {
+// puts each item on its own line, indented depth+1 times. It stops with
+// errTemplateJSONBound past maxTemplateJSONDepth or limit bytes written.
+func writeTemplateJSON(b *strings.Builder, dec *json.Decoder, indent string, depth, limit int) error {
+	if depth > maxTemplateJSONDepth || b.Len() > limit {
+		return errTemplateJSONBound
+	}
 	tok, err := dec.Token()
 	if err != nil {
 		return err
@@ -192,7 +212,10 @@ func writeTemplateJSON(b *strings.Builder, dec *json.Decoder, indent string, dep
 				writeJSString(b, key)
 				b.WriteString(": ")
 			}
-			if err := writeTemplateJSON(b, dec, indent, depth+1); err != nil {
+			if b.Len() > limit {
+				return errTemplateJSONBound
+			}
+			if err := writeTemplateJSON(b, dec, indent, depth+1, limit); err != nil {
 				return err
 			}
 		}

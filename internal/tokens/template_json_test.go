@@ -120,3 +120,32 @@ func TestTemplateJSONIsPythons(t *testing.T) {
 		t.Errorf("%d of %d differ", bad, 2*len(texts))
 	}
 }
+
+// TestTemplateJSONIsBounded: tool-call arguments or tool parameters nested
+// millions deep (a request within the count limit) neither overflow the
+// stack nor render more than the stated multiple of their input: the text
+// is counted as given. (Before, 8 MB of nested arrays killed the process,
+// and a 6 KB schema rendered with Llama 3.1's indentation into 290,000
+// tokens.)
+func TestTemplateJSONIsBounded(t *testing.T) {
+	for _, depth := range []int{maxTemplateJSONDepth + 1, 100_000, 2_000_000} {
+		text := `{"a":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`
+		if got := templateJSON(text); got != text {
+			t.Errorf("depth %d: re-serialized (%d bytes), want the text as given", depth, len(got))
+		}
+		if got := templateJSONIndent(text, 4); got != text {
+			t.Errorf("depth %d, indented: re-serialized (%d bytes), want the text as given", depth, len(got))
+		}
+	}
+	// Within the depth bound, indentation may not outgrow the input past
+	// its limit.
+	deep := `{"a":` + strings.Repeat("[1,", maxTemplateJSONDepth-2) + "1" + strings.Repeat("]", maxTemplateJSONDepth-2) + `}`
+	if got := templateJSONIndent(deep, 4); len(got) > 16*len(deep)+templateJSONSlack {
+		t.Errorf("indented rendering of %d bytes is %d bytes", len(deep), len(got))
+	}
+	// What stays inside the bounds is still rendered as Python does.
+	nested := `{"a":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`
+	if got, want := templateJSON(nested), `{"a": `+strings.Repeat("[", 100)+strings.Repeat("]", 100)+`}`; got != want {
+		t.Errorf("100 levels: %q", got)
+	}
+}
