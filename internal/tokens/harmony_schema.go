@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 )
 
@@ -22,7 +23,7 @@ type schemaValue struct {
 func parseSchema(text string) (schemaValue, bool) {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
-	v, err := readSchemaValue(dec)
+	v, err := readSchemaValue(dec, 0)
 	if err != nil {
 		return schemaValue{}, false
 	}
@@ -32,7 +33,19 @@ func parseSchema(text string) (schemaValue, bool) {
 	return v, true
 }
 
-func readSchemaValue(dec *json.Decoder) (schemaValue, error) {
+// maxSchemaDepth bounds the nesting of a parameters schema the harmony
+// renderer writes out: each level of the TypeScript it writes copies and
+// indents what is below it, so the work grows with depth times size. A
+// deeper schema (no real tool has one) is declared as taking no
+// parameters, like one that is not JSON.
+const maxSchemaDepth = 128
+
+var errSchemaDepth = errors.New("schema nested too deeply")
+
+func readSchemaValue(dec *json.Decoder, depth int) (schemaValue, error) {
+	if depth > maxSchemaDepth {
+		return schemaValue{}, errSchemaDepth
+	}
 	tok, err := dec.Token()
 	if err != nil {
 		return schemaValue{}, err
@@ -52,7 +65,7 @@ func readSchemaValue(dec *json.Decoder) (schemaValue, error) {
 				key, _ := k.(string)
 				v.keys = append(v.keys, key)
 			}
-			e, err := readSchemaValue(dec)
+			e, err := readSchemaValue(dec, depth+1)
 			if err != nil {
 				return v, err
 			}
