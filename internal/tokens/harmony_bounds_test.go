@@ -13,12 +13,7 @@ import (
 // parameters, as a schema that is not JSON is; one within the bound is
 // written out.
 func TestHarmonySchemaDepthIsBounded(t *testing.T) {
-	enc, err := loadTestEncoding(t, O200KHarmony)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := chatTemplates[TemplateHarmony]
-	fr := Framing{ReplyPriming: tmpl.replyPriming(), template: tmpl}
+	enc, fr := templateUnderTest(t, TemplateHarmony)
 	count := func(params string) int64 {
 		return CountRequest(enc, fr, "", []chat.Tool{{Name: "f", Parameters: params}}, nil).Tools
 	}

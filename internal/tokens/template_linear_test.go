@@ -34,27 +34,35 @@ func linearRequest(rounds int) ([]chat.Tool, []chat.Message) {
 	return tools, msgs
 }
 
+// templateUnderTest loads the encoding of a model that uses template name
+// and the framing that counts with it.
+func templateUnderTest(t testing.TB, name string) (*Encoding, Framing) {
+	t.Helper()
+	var encName string
+	for _, m := range openWeightModels() {
+		if m.Template == name {
+			encName = m.Encoding
+		}
+	}
+	if encName == "" {
+		t.Fatalf("no model uses template %s", name)
+	}
+	enc, err := loadTestEncoding(t, encName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := chatTemplates[name]
+	return enc, Framing{ReplyPriming: tmpl.replyPriming(), template: tmpl}
+}
+
 // TestTemplatesAreLinear asserts that counting a request with a chat
 // template allocates in proportion to the request: ten times the messages
 // allocate at most 11 times the bytes (string building that copied the
 // conversation for each message would allocate 100 times).
 func TestTemplatesAreLinear(t *testing.T) {
-	for name, tmpl := range chatTemplates {
+	for name := range chatTemplates {
 		t.Run(name, func(t *testing.T) {
-			var encName string
-			for _, m := range openWeightModels() {
-				if m.Template == name {
-					encName = m.Encoding
-				}
-			}
-			if encName == "" {
-				t.Fatalf("no model uses template %s", name)
-			}
-			enc, err := loadTestEncoding(t, encName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fr := Framing{ReplyPriming: tmpl.replyPriming(), template: tmpl}
+			enc, fr := templateUnderTest(t, name)
 			allocated := func(rounds int) uint64 {
 				tools, msgs := linearRequest(rounds)
 				CountRequest(enc, fr, "Be brief.", tools, msgs) // warm
@@ -100,19 +108,9 @@ func TestTemplatesOddMessages(t *testing.T) {
 		{Name: "g", Description: "\n\r\n", Parameters: `[1, 2]`},
 		{Name: "h", Parameters: `{"type": "string"}`},
 	}
-	for name, tmpl := range chatTemplates {
+	for name := range chatTemplates {
 		t.Run(name, func(t *testing.T) {
-			var encName string
-			for _, m := range openWeightModels() {
-				if m.Template == name {
-					encName = m.Encoding
-				}
-			}
-			enc, err := loadTestEncoding(t, encName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fr := Framing{ReplyPriming: tmpl.replyPriming(), template: tmpl}
+			enc, fr := templateUnderTest(t, name)
 			for _, system := range []string{"", "Be brief."} {
 				rc := CountRequest(enc, fr, system, tools, msgs)
 				if rc.Total() <= 0 || len(rc.PerMsg) != len(msgs) || len(rc.PerTool) != len(tools) {
@@ -133,18 +131,8 @@ func TestTemplatesOddMessages(t *testing.T) {
 // BenchmarkChatTemplates counts a 1,000-message agent loop with each
 // template; read MB/s (of the messages' text).
 func BenchmarkChatTemplates(b *testing.B) {
-	for name, tmpl := range chatTemplates {
-		var encName string
-		for _, m := range openWeightModels() {
-			if m.Template == name {
-				encName = m.Encoding
-			}
-		}
-		enc, err := loadTestEncoding(b, encName)
-		if err != nil {
-			b.Fatal(err)
-		}
-		fr := Framing{ReplyPriming: tmpl.replyPriming(), template: tmpl}
+	for name := range chatTemplates {
+		enc, fr := templateUnderTest(b, name)
 		tools, msgs := linearRequest(200)
 		size := 0
 		for _, m := range msgs {

@@ -20,17 +20,7 @@ func TestLeadingSystemWithoutText(t *testing.T) {
 	tools := []chat.Tool{{Name: "roll", Description: "Roll a die.", Parameters: `{"type": "object", "properties": {"sides": {"type": "integer"}}}`}}
 	for name, tmpl := range chatTemplates {
 		t.Run(name, func(t *testing.T) {
-			var encName string
-			for _, m := range openWeightModels() {
-				if m.Template == name {
-					encName = m.Encoding
-				}
-			}
-			enc, err := loadTestEncoding(t, encName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fr := Framing{ReplyPriming: tmpl.replyPriming(), template: tmpl}
+			enc, fr := templateUnderTest(t, name)
 			for _, tc := range []struct {
 				name        string
 				with, like  []chat.Part // the leading system message, and the one it counts like
