@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -188,4 +189,31 @@ func (s *server) checkUpstream() {
 func repoRoot() string {
 	wd, _ := os.Getwd()
 	return filepath.Join(wd, "..", "..")
+}
+
+// checkLedger fails the test unless the session's ledger holds exactly
+// the usage the fake reported: every call, input (uncached plus cache
+// reads and writes) and output tokens.
+func (s *server) checkLedger(id string) {
+	s.t.Helper()
+	var got struct {
+		Session struct {
+			Ledger struct {
+				Calls struct {
+					Calls            string `json:"calls"`
+					InputTokens      string `json:"inputTokens"`
+					CacheReadTokens  string `json:"cacheReadTokens"`
+					CacheWriteTokens string `json:"cacheWriteTokens"`
+					OutputTokens     string `json:"outputTokens"`
+				} `json:"calls"`
+			} `json:"ledger"`
+		} `json:"session"`
+	}
+	s.rpc("GetSession", map[string]any{"sessionId": id}, &got)
+	c := got.Session.Ledger.Calls
+	in, out := s.fake.Totals()
+	n := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
+	if total := n(c.InputTokens) + n(c.CacheReadTokens) + n(c.CacheWriteTokens); total != in || n(c.OutputTokens) != out || n(c.Calls) != int64(len(s.fake.Requests())) {
+		s.t.Errorf("ledger %+v; the fake reported %d calls, %d input and %d output tokens", c, len(s.fake.Requests()), in, out)
+	}
 }
