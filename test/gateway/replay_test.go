@@ -72,7 +72,9 @@ func TestReplayTranscripts(t *testing.T) {
 	}
 	transcripts := []string{"mini-swe-agent-django-12125.jsonl", "mini-swe-agent-sqlfluff-1763.jsonl", "mini-swe-agent-sympy-20916.jsonl"}
 	doors := map[string]func(system string) client{
-		"chat":      func(sys string) client { return &chatClient{msgs: []any{map[string]any{"role": "system", "content": sys}}} },
+		"chat": func(sys string) client {
+			return &chatClient{msgs: []any{map[string]any{"role": "system", "content": sys}}}
+		},
 		"responses": func(sys string) client { return &responsesClient{instructions: sys} },
 		"messages":  func(sys string) client { return &messagesClient{system: sys} },
 	}
