@@ -92,9 +92,12 @@ func start(t testing.TB, env map[string]string) *server {
 // body.
 func (s *server) post(path string, body any, header map[string]string) (*http.Response, []byte) {
 	s.t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		s.t.Fatal(err)
+	b, ok := body.([]byte)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			s.t.Fatal(err)
+		}
 	}
 	req, _ := http.NewRequest(http.MethodPost, s.url(path), bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")

@@ -233,3 +233,11 @@ func writeJSON(w http.ResponseWriter, v any) {
 	b, _ := json.Marshal(v)
 	_, _ = w.Write(b)
 }
+
+// Set changes the fake's behaviour (Pause, Hang, Status, DropAfter) under
+// its lock.
+func (f *Fake) Set(fn func(f *Fake)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
