@@ -18,7 +18,7 @@ import (
 // tool_calls), tool (one tool result). Fields the domain does not hold
 // (names are held; audio, refusal, file and audio parts, unknown fields)
 // are kept verbatim (raw.go).
-type openAIChat struct{}
+type openAIChat struct{ memo *memo }
 
 const doorOpenAIChat = "openai.chat"
 
@@ -68,7 +68,7 @@ func commonFields(fields map[string]json.RawMessage, c *conversation) error {
 	return nil
 }
 
-func (openAIChat) parse(fields map[string]json.RawMessage) (*conversation, error) {
+func (d openAIChat) parse(fields map[string]json.RawMessage) (*conversation, error) {
 	c := &conversation{}
 	if err := commonFields(fields, c); err != nil {
 		return nil, err
@@ -111,6 +111,11 @@ func (openAIChat) parse(fields map[string]json.RawMessage) (*conversation, error
 			continue
 		}
 		lead = false
+		if done, ok := d.memo.get(doorOpenAIChat, raw); ok {
+			c.digests = append(c.digests, storedDigest(&done[0]))
+			c.msgs = append(c.msgs, done[0])
+			continue
+		}
 		msg, extra, err := oaToDomain(m, f)
 		if err != nil {
 			return nil, err
@@ -119,6 +124,7 @@ func (openAIChat) parse(fields map[string]json.RawMessage) (*conversation, error
 		setRaw(&msg, doorOpenAIChat, raw, gen)
 		c.digests = append(c.digests, stamp(&msg, extra))
 		c.msgs = append(c.msgs, msg)
+		d.memo.put(doorOpenAIChat, raw, c.msgs[len(c.msgs)-1:])
 	}
 	if len(c.msgs) == 0 {
 		return nil, chat.Invalid("messages", "must have a message after the system messages")

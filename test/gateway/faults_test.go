@@ -149,7 +149,7 @@ func TestUpstreamFailuresKeepOneTurn(t *testing.T) {
 		t.Errorf("retry in session %q, want %q", got, id)
 	}
 	want := []string{"user: first question", "assistant: the answer"}
-	if got := s.logOf(id); !slices.Equal(got, want) {
+	if got := s.waitLog(id, want); !slices.Equal(got, want) {
 		t.Errorf("log after failures and a retry:\n got %q\nwant %q", got, want)
 	}
 	// 5. The provider cannot be reached: a provider-shaped 502.
@@ -183,7 +183,10 @@ func TestEditedHistoryForks(t *testing.T) {
 	if id, h := ask(withA1); id != first || h != "extended" {
 		t.Fatalf("second call: %s %s", id, h)
 	}
-	before := s.logOf(first)
+	before := []string{"user: task", "assistant: a1", "user: q2", "assistant: a2"}
+	if got := s.waitLog(first, before); !slices.Equal(got, before) {
+		t.Fatalf("log %q", got)
+	}
 	edited := append(slices.Clone(base), map[string]any{"role": "assistant", "content": "a1"}, map[string]any{"role": "user", "content": "q2, edited"})
 	forked, h := ask(edited)
 	if forked == first || !strings.HasPrefix(h, "edited; from="+first) {
