@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -34,6 +36,9 @@ type conversation struct {
 	marked      map[[32]byte]bool
 	// wantsUsage: the client asked for the stream's usage chunk (OpenAI).
 	wantsUsage bool
+	// raws are the client's own JSON of msgs, by digest, for doors that
+	// send a message the client sent back as it came.
+	raws map[[32]byte]json.RawMessage
 	// passthrough, when set, says why the request is forwarded unchanged
 	// (the provider holds the conversation, not the client).
 	passthrough string
@@ -90,8 +95,7 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	}
 	if c.passthrough != "" {
 		w.Header().Add(HeaderWarning, c.passthrough)
-		body, _ := json.Marshal(fields)
-		g.forward(w, r, d, c, body, nil)
+		g.forward(w, r, d, c, objectJSON(fields), nil)
 		return
 	}
 	header := r.Header.Get(HeaderSession)
@@ -129,11 +133,7 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 		g.writeDomainError(ctx, w, shape, err)
 		return
 	}
-	body, err := json.Marshal(fields)
-	if err != nil {
-		g.writeDomainError(ctx, w, shape, err)
-		return
-	}
+	body := objectJSON(fields)
 	h := w.Header()
 	h.Set(HeaderSession, res.id)
 	h.Set(HeaderHistory, res.history)
@@ -187,6 +187,47 @@ func (g *Gateway) awaitRecorded(ctx context.Context, tenant, id string) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// objectJSON writes an object of fields, keys sorted. The values are
+// JSON the request's parse already checked (or the gateway wrote), so they
+// are copied, not checked again.
+func objectJSON(fields map[string]json.RawMessage) []byte {
+	keys := slices.Sorted(maps.Keys(fields))
+	n := 2
+	for _, k := range keys {
+		n += len(k) + len(fields[k]) + 4
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		q, _ := json.Marshal(k)
+		b = append(b, q...)
+		b = append(b, ':')
+		b = append(b, fields[k]...)
+	}
+	return append(b, '}')
+}
+
+// joinJSON writes an array of JSON values (checked, or written by the
+// gateway) without checking them again.
+func joinJSON(items []json.RawMessage) json.RawMessage {
+	n := 2
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	return append(b, ']')
 }
 
 // requestKey is the digest of a request's whole history in its session:
