@@ -325,7 +325,11 @@ const maxEventBytes = 16 << 20
 // successful answer before its last byte goes out.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, d door, c *conversation, body []byte, done func(usage, []chat.Message)) {
 	ctx := r.Context()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.upstream(&g.cfg), bytes.NewReader(body))
+	target := d.upstream(&g.cfg)
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery // e.g. Claude Code's ?beta=true
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		writeError(w, d.shape(), http.StatusInternalServerError, errInternal, "building the upstream request")
 		return

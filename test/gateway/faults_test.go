@@ -313,3 +313,28 @@ func TestCountTokensAndModels(t *testing.T) {
 		}
 	}
 }
+
+// TestProviderHeadersForwarded: the client's provider headers and query
+// (Claude Code sends /v1/messages?beta=true with anthropic-beta) reach the
+// provider unchanged; without credentials the server's key is used.
+func TestProviderHeadersForwarded(t *testing.T) {
+	s := start(t, map[string]string{"CONTEXTD_OPENAI_API_KEY": "sk-server"})
+	resp, body := s.post("/v1/messages?beta=true", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 5,
+		"messages": []any{map[string]any{"role": "user", "content": "hi"}}}, map[string]string{"anthropic-beta": "interleaved-thinking-2025-05-14"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	got := s.fake.Requests()[0]
+	if got.Query != "beta=true" || got.Header.Get("anthropic-beta") != "interleaved-thinking-2025-05-14" || got.Header.Get("x-api-key") != "sk-ant-test" || got.Header.Get("anthropic-version") != "2023-06-01" {
+		t.Errorf("forwarded: query %q, headers %v", got.Query, got.Header)
+	}
+	b, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	r, err := http.Post(s.url("/v1/chat/completions"), "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if got := s.fake.Requests()[1].Header.Get("Authorization"); got != "Bearer sk-server" {
+		t.Errorf("without client credentials the server's key is sent: got %q", got)
+	}
+}

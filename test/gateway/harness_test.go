@@ -102,7 +102,7 @@ func (s *server) post(path string, body any, header map[string]string) (*http.Re
 	}
 	req, _ := http.NewRequest(http.MethodPost, s.url(path), bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
-	if path == "/v1/messages" || path == "/v1/messages/count_tokens" {
+	if strings.HasPrefix(path, "/v1/messages") {
 		req.Header.Set("anthropic-version", "2023-06-01")
 		req.Header.Set("x-api-key", "sk-ant-test")
 	} else {
