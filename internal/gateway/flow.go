@@ -125,6 +125,7 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	}
 	prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
 	if err != nil {
+		g.unmake(ctx, tenant, res)
 		g.writeDomainError(ctx, w, shape, err)
 		return
 	}

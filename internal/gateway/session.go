@@ -34,6 +34,7 @@ const maxForkHops = 16
 type resolved struct {
 	id      string
 	created time.Time // the session's creation time (its incarnation)
+	made    bool      // this request created the session
 	history string
 	from    string // the session this one forked from, if any
 	fresh   []chat.Message
@@ -86,7 +87,7 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 			if err != nil {
 				return resolved{}, err
 			}
-			out.id, out.created, out.fresh = id, created, c.msgs
+			out.id, out.created, out.fresh, out.made = id, created, c.msgs, true
 			if out.history == "" {
 				out.history = historyNew
 			}
@@ -134,6 +135,19 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 			out.from = id
 		}
 		id = forkID(id, c.digests, k)
+	}
+}
+
+// unmake deletes a session this request created when the request failed
+// before anything was stored in it, so a refused call leaves nothing.
+func (g *Gateway) unmake(ctx context.Context, tenant string, res resolved) {
+	if !res.made {
+		return
+	}
+	ctx, cancel := detach(ctx)
+	defer cancel()
+	if s, err := g.cfg.Engine.GetSession(ctx, tenant, res.id); err == nil && s.Version == 1 && s.ActiveCount == 0 {
+		_ = g.cfg.Engine.DeleteSession(ctx, tenant, res.id)
 	}
 }
 
