@@ -171,8 +171,9 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 // of the previous call, say) is never appended twice: the request is
 // matched again, at most three times.
 func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, header string) (resolved, engine.PrepareResult, string, error) {
+	noRepeat := false
 	for attempt := 1; ; attempt++ {
-		res, err := g.resolve(ctx, tenant, d, c, header)
+		res, err := g.resolve(ctx, tenant, d, c, header, noRepeat)
 		if errors.Is(err, store.ErrVersionConflict) && attempt < 3 {
 			continue
 		}
@@ -192,8 +193,33 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			g.unmake(ctx, tenant, res)
 			return resolved{}, engine.PrepareResult{}, "", err
 		}
+		if res.repeat > 0 {
+			// Send the view without the replies this request does not
+			// carry; if they are not its tail (a compaction moved them),
+			// the request goes on in a session of its own.
+			if !stripReplies(&prep, res.repeatD) {
+				noRepeat = true
+				continue
+			}
+		}
 		return res, prep, key, nil
 	}
+}
+
+// stripReplies removes the replies of digests from the end of the view.
+func stripReplies(prep *engine.PrepareResult, digests [][32]byte) bool {
+	view := prep.Messages
+	if prep.Delta || len(view) < len(digests) {
+		return false
+	}
+	tail := view[len(view)-len(digests):]
+	for i := range tail {
+		if tail[i].Kind != "" && tail[i].Kind != chat.KindNormal || storedDigest(&tail[i]) != digests[i] {
+			return false
+		}
+	}
+	prep.Messages = view[:len(view)-len(digests)]
+	return true
 }
 
 // awaitRecorded waits until the last answer relayed for the session is
@@ -292,8 +318,15 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 	// (and as the report moves it): when another request came first, that
 	// request carried the reply itself, if the client kept it.
 	expect := prep.Status.Version
+	report := u.report(prep.ViewToken)
+	if res.repeat > 0 {
+		// A repeated request sent a prefix of the view and its reply is
+		// not the session's: the call goes into the ledger, nothing else.
+		n := int64(len(prep.Messages))
+		report.ViewToken, report.MessageCount, reply = "", &n, nil
+	}
 	if u.ok {
-		if _, err := g.cfg.Engine.ReportUsage(ctx, tenant, id, u.report(prep.ViewToken)); err != nil {
+		if _, err := g.cfg.Engine.ReportUsage(ctx, tenant, id, report); err != nil {
 			g.log.WarnContext(ctx, "gateway usage not recorded", "session", id, "error", err.Error())
 		} else {
 			expect++

@@ -6,6 +6,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ const (
 	historyNew       = "new"       // the session was created by this request
 	historyExtended  = "extended"  // the request added messages to the log
 	historyUnchanged = "unchanged" // nothing new (a retry, or a repeated call)
+	historyRepeated  = "repeated"  // the request again, without the reply it got: answered from the session, nothing stored
 	historyRewound   = "rewound"   // the request is a strict prefix of the log: a new session
 	historyEdited    = "edited"    // the request's last message differs from the log's: a new session
 	historyForked    = "forked"    // the request differs from the log earlier and goes on: a new session
@@ -36,6 +38,11 @@ type resolved struct {
 	created time.Time // the session's creation time (its incarnation)
 	made    bool      // this request created the session
 	version int64     // the session's version the log was matched at
+	// repeat: the request is the session's history but for its last
+	// replies (a retry of a call that was answered, or a second sample):
+	// it is sent without those replies and nothing is stored.
+	repeat  int
+	repeatD [][32]byte // the digests of those replies
 	history string
 	from    string // the session this one forked from, if any
 	fresh   []chat.Message
@@ -75,7 +82,7 @@ func encodeID(b []byte) string {
 // resolve finds the request's session, creating it (or the session of an
 // edit or rewind) when needed, and says which of the request's messages
 // are new. Nothing is appended here: PrepareContext appends them.
-func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *conversation, header string) (resolved, error) {
+func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *conversation, header string, noRepeat bool) (resolved, error) {
 	id := header
 	if id == "" {
 		id = derivedID(tenant, d.name(), c)
@@ -102,13 +109,18 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 		} else if moved != nil {
 			s.Session = *moved
 		}
-		log, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
+		log, replies, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
 		if err != nil {
 			return resolved{}, err
 		}
 		k := 0
 		for k < len(log) && k < len(c.digests) && log[k] == c.digests[k] {
 			k++
+		}
+		if !noRepeat && k == len(c.digests) && k < len(log) && !slices.Contains(replies[k:], false) {
+			out.id, out.created, out.version, out.history, out.from = id, s.CreatedAt, s.Version, historyRepeated, ""
+			out.repeat, out.repeatD = len(log)-k, log[k:]
+			return out, nil
 		}
 		if k == len(log) {
 			out.id, out.created, out.fresh, out.version = id, s.CreatedAt, c.msgs[k:], s.Version
@@ -222,6 +234,7 @@ type logEntry struct {
 	created time.Time
 	last    int64 // position of the last log message read
 	digests [][32]byte
+	replies []bool // digests[i] is a reply the gateway recorded
 }
 
 // maxCachedSessions bounds the sessions logCache holds.
@@ -233,7 +246,7 @@ func newLogCache(maxDigestsHeld int) *logCache {
 
 // get returns the digests of the client-visible messages of s's log, in
 // order (interrupted tool results contextd inserted are not the client's).
-func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s store.Session) ([][32]byte, error) {
+func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s store.Session) ([][32]byte, []bool, error) {
 	key := tenant + "\x00" + s.ID
 	lc.mu.Lock()
 	ent, ok := lc.entries[key]
@@ -255,7 +268,7 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 	for ent.last < s.LogCount {
 		msgs, err := e.LogTail(ctx, tenant, s.ID, ent.last, 1000)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(msgs) == 0 {
 			break
@@ -267,14 +280,16 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 				continue
 			}
 			ent.digests = append(ent.digests, storedDigest(m))
+			ent.replies = append(ent.replies, m.Metadata[metaReply] != "")
 			added++
 		}
 	}
 	out := ent.digests[:len(ent.digests):len(ent.digests)]
+	replies := ent.replies[:len(ent.replies):len(ent.replies)]
 	lc.mu.Lock()
 	lc.held += added
 	lc.mu.Unlock()
-	return out, nil
+	return out, replies, nil
 }
 
 // extend records msgs, just stored with their log positions, after what
@@ -314,6 +329,7 @@ func (lc *logCache) extend(tenant, id string, created time.Time, msgs []chat.Mes
 	}
 	for i := range msgs {
 		ent.digests = append(ent.digests, storedDigest(&msgs[i]))
+		ent.replies = append(ent.replies, msgs[i].Metadata[metaReply] != "")
 	}
 	ent.last = pos
 }

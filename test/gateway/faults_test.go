@@ -194,12 +194,10 @@ func TestEditedHistoryForks(t *testing.T) {
 	if forked == first || !strings.HasPrefix(h, "edited; from="+first) {
 		t.Fatalf("edit: session %s history %q", forked, h)
 	}
-	if again, h := ask(edited); again != forked || h != "rewound; from="+first {
-		// The edit resent without the reply the fork recorded is a rewind
-		// of the fork: a session of its own again, never the first one.
-		if again == first {
-			t.Fatalf("the edit resent landed in the first session (%s)", h)
-		}
+	// The edit resent without the reply the fork recorded is the same
+	// request again: answered from the fork, nothing stored.
+	if again, h := ask(edited); again != forked || h != "repeated" {
+		t.Fatalf("the edit resent landed in %s (%s), want %s (repeated)", again, h, forked)
 	}
 	if got := s.logOf(first); !slices.Equal(got, before) {
 		t.Errorf("the first session changed:\n got %q\nwant %q", got, before)
@@ -368,4 +366,35 @@ func TestTooLargeIsContextLengthError(t *testing.T) {
 	if len(list.Sessions) != 0 {
 		t.Errorf("a refused request left %d sessions", len(list.Sessions))
 	}
+}
+
+// TestRepeatedRequest: the same request again after it was answered (a
+// retry whose answer was lost, a second sample) is answered from the
+// session without the reply it does not carry; nothing is stored, the
+// call is in the ledger.
+func TestRepeatedRequest(t *testing.T) {
+	s := start(t, nil)
+	s.fake.Script(gatewaytest.Reply{Text: "first answer"}, gatewaytest.Reply{Text: "second answer"})
+	req := map[string]any{"model": "gpt-4o", "messages": []any{map[string]any{"role": "system", "content": "sys"}, map[string]any{"role": "user", "content": "quota"}}}
+	resp, _ := s.post("/v1/chat/completions", req, nil)
+	id := resp.Header.Get("X-Contextd-Session")
+	want := []string{"user: quota", "assistant: first answer"}
+	if got := s.waitLog(id, want); !slices.Equal(got, want) {
+		t.Fatalf("log %q", got)
+	}
+	for range 20 { // never a fork, however often
+		resp, body := s.post("/v1/chat/completions", req, nil)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Contextd-Session") != id || resp.Header.Get("X-Contextd-History") != "repeated" {
+			t.Fatalf("repeat: %d %s %s %s", resp.StatusCode, resp.Header.Get("X-Contextd-Session"), resp.Header.Get("X-Contextd-History"), body)
+		}
+	}
+	reqs := s.fake.Requests()
+	if strings.Contains(string(reqs[1].Raw), "first answer") {
+		t.Errorf("the repeat carried the reply it did not send: %s", reqs[1].Raw)
+	}
+	if got := s.logOf(id); !slices.Equal(got, want) {
+		t.Errorf("repeats changed the log: %q", got)
+	}
+	s.checkLedger(id)
+	s.checkUpstream()
 }
