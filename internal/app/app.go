@@ -243,10 +243,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if !front.shutdown(sctx) {
 		log.Warn("graceful stop timed out; closed open calls")
 	}
-	if gw != nil {
-		gw.Wait(sctx) // answers relayed are recorded before the store closes
-	}
 	cancelDrain()
+	if gw != nil {
+		// Answers relayed are recorded before the store closes (each
+		// recording's writes have their own 30 s deadline).
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 35*time.Second)
+		gw.Wait(wctx)
+		cancel()
+	}
 	srv.Stop()
 	if metricsSrv != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -289,7 +293,7 @@ func newGateway(cfg Config, eng *engine.Engine, models *tokens.Registry, keys *a
 	}
 	return gateway.New(gateway.Config{Engine: eng, Models: models, Keys: keys, Limiter: limiter,
 		OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
-		OpenAIAPIKey: cfg.OpenAIAPIKey, AnthropicAPIKey: cfg.AnthropicAPIKey,
+		OpenAIAPIKey: cfg.OpenAIAPIKey, AnthropicAPIKey: cfg.AnthropicAPIKey, LendKeys: cfg.GatewayServerKeys,
 		MaxBodyBytes: int64(cfg.MaxMessageBytes), Log: log})
 }
 

@@ -53,6 +53,7 @@ type Config struct {
 	AuthExemptHealth     bool
 	UI                   bool // serve the dashboard at /ui/
 	Gateway              bool // serve the provider-compatible gateway at /v1/
+	GatewayServerKeys    bool // the gateway sends the server's provider keys for clients without their own
 	TLSCertFile          string
 	TLSKeyFile           string
 	TLSClientCAFile      string
@@ -116,6 +117,7 @@ var settings = []envFlag{
 	{"CONTEXTD_API_KEYS", "", "comma-separated tenant:key pairs (hashed at start)", true},
 	{"CONTEXTD_UI", "true", "serve the web dashboard at /ui/ on the listen address (it calls the API like any client: same keys, same tenants)", false},
 	{"CONTEXTD_GATEWAY", "true", "serve the OpenAI- and Anthropic-compatible gateway at /v1/ on the listen address (forwards to CONTEXTD_OPENAI_BASE_URL and CONTEXTD_ANTHROPIC_BASE_URL; contextd's key in X-Contextd-Key)", false},
+	{"CONTEXTD_GATEWAY_SERVER_KEYS", "false", "the gateway sends CONTEXTD_OPENAI_API_KEY / CONTEXTD_ANTHROPIC_API_KEY upstream for a client that sent no provider credentials (every caller the gateway admits then spends them)", false},
 	{"CONTEXTD_AUTH_EXEMPT_HEALTH", "true", "serve health and reflection without credentials", false},
 	{"CONTEXTD_TLS_CERT_FILE", "", "TLS certificate (PEM); with CONTEXTD_TLS_KEY_FILE turns TLS on", false},
 	{"CONTEXTD_TLS_KEY_FILE", "", "TLS private key (PEM)", false},
@@ -237,6 +239,9 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 	}
 	if cfg.Gateway, err = strconv.ParseBool(get("CONTEXTD_GATEWAY")); err != nil {
 		return Config{}, fmt.Errorf("CONTEXTD_GATEWAY: want true or false")
+	}
+	if cfg.GatewayServerKeys, err = strconv.ParseBool(get("CONTEXTD_GATEWAY_SERVER_KEYS")); err != nil {
+		return Config{}, fmt.Errorf("CONTEXTD_GATEWAY_SERVER_KEYS: want true or false")
 	}
 	if cfg.AuthExemptHealth, err = strconv.ParseBool(get("CONTEXTD_AUTH_EXEMPT_HEALTH")); err != nil {
 		return Config{}, fmt.Errorf("CONTEXTD_AUTH_EXEMPT_HEALTH: want true or false")

@@ -15,6 +15,8 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
@@ -34,7 +36,7 @@ type conversation struct {
 	// clientMarks: the client placed prompt-cache marks of its own; marked
 	// are the digests of the messages it marked.
 	clientMarks bool
-	marked      map[[32]byte]bool
+	marked      map[[32]byte]json.RawMessage
 	// wantsUsage: the client asked for the stream's usage chunk (OpenAI).
 	wantsUsage bool
 	// raws are the client's own JSON of msgs, by digest, for doors that
@@ -143,27 +145,40 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	for _, n := range names {
 		g.inflight.Store(n, pending)
 	}
-	release := func() {
+	release := sync.OnceFunc(func() {
 		for _, n := range names {
 			g.inflight.CompareAndDelete(n, pending)
 		}
 		close(pending)
-	}
+	})
 	recording := false
+	defer func() {
+		if !recording {
+			release() // also when relaying panicked
+		}
+	}()
 	g.forward(w, r, d, c, body, func(u usage, reply []chat.Message) {
 		// The answer is out: record it without holding the client.
+		if !g.startRecord() {
+			return
+		}
 		recording = true
-		g.records.Add(1)
 		go func() {
 			defer g.records.Done()
 			defer release()
+			defer func() {
+				if p := recover(); p != nil {
+					g.log.ErrorContext(ctx, "gateway recording panicked", "session", res.id, "panic", fmt.Sprint(p))
+				}
+			}()
 			g.record(ctx, tenant, res, prep, key, u, reply)
 		}()
 	})
-	if !recording {
-		release()
-	}
 }
+
+// maxRecordWait bounds how long a request waits for the previous answer
+// of its session to be recorded (each write has its own 30 s deadline).
+const maxRecordWait = time.Minute
 
 // prepare resolves the request's session and runs PrepareContext with
 // what is new. The append expects the session at the version its log was
@@ -229,9 +244,13 @@ func (g *Gateway) awaitRecorded(ctx context.Context, tenant, id string) bool {
 	if !ok {
 		return true
 	}
+	t := time.NewTimer(maxRecordWait)
+	defer t.Stop()
 	select {
 	case <-v.(chan struct{}):
 		return true
+	case <-t.C:
+		return true // matched as it is: at worst the reply comes from the client
 	case <-ctx.Done():
 		return false
 	}
@@ -483,6 +502,9 @@ func (g *Gateway) relay(ctx context.Context, w http.ResponseWriter, resp *http.R
 			return
 		}
 		ev = append(ev, line...)
+		if len(ev) > maxEventBytes {
+			return // an event that never ends: cut, as the network would
+		}
 		text := bytes.TrimRight(line, "\r\n")
 		if err == nil && len(text) == 0 {
 			// The end of an event.
@@ -580,9 +602,12 @@ func copyResponseHeaders(dst, src http.Header) {
 	}
 }
 
-// credentials adds the server's provider key when the client sent none.
+// credentials adds the server's provider key when the client sent none
+// and the operator allowed it (CONTEXTD_GATEWAY_SERVER_KEYS): the keys are
+// configured for the summarizers, and lending them to every caller is a
+// decision of its own.
 func (g *Gateway) credentials(h http.Header, d door) {
-	if h.Get("Authorization") != "" || h.Get("X-Api-Key") != "" {
+	if !g.cfg.LendKeys || h.Get("Authorization") != "" || h.Get("X-Api-Key") != "" {
 		return
 	}
 	switch d.shape() {

@@ -30,7 +30,7 @@ const (
 
 // maxForkHops bounds the walk from a conversation's first session through
 // the sessions of its edits and rewinds.
-const maxForkHops = 16
+const maxForkHops = 32
 
 // resolved is the session a request landed in, and what to append to it.
 type resolved struct {
@@ -62,13 +62,15 @@ func derivedID(tenant, door string, c *conversation) string {
 	return "gw-" + encodeID(h.Sum(nil))
 }
 
-// forkID names the session a request lands in when its history left
-// session id at message k (digests[:k+1] are what it sent up to there): the
-// same edit or rewind resent lands in the same session again.
+// forkID names the session a request goes on in when its history leaves
+// session id after the k messages they share (digests[:k]): every branch
+// from that point (an edit of message k, a rewind to it) goes there, and
+// the walk goes on inside it, so a branch and its next turns land in one
+// session.
 func forkID(id string, digests [][32]byte, k int) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "contextd-fork-v1:%d:%s:%d:", len(id), id, k)
-	for _, d := range digests[:min(k+1, len(digests))] {
+	fmt.Fprintf(h, "contextd-fork-v2:%d:%s:%d:", len(id), id, k)
+	for _, d := range digests[:min(k, len(digests))] {
 		h.Write(d[:])
 	}
 	base, _, _ := strings.Cut(id, "~")
@@ -104,11 +106,6 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 		if err != nil {
 			return resolved{}, err
 		}
-		if moved, err := g.follow(ctx, tenant, s.Session, c); err != nil {
-			return resolved{}, err
-		} else if moved != nil {
-			s.Session = *moved
-		}
 		log, replies, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
 		if err != nil {
 			return resolved{}, err
@@ -117,18 +114,29 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 		for k < len(log) && k < len(c.digests) && log[k] == c.digests[k] {
 			k++
 		}
-		if !noRepeat && k == len(c.digests) && k < len(log) && !slices.Contains(replies[k:], false) {
-			out.id, out.created, out.version, out.history, out.from = id, s.CreatedAt, s.Version, historyRepeated, ""
+		repeat := !noRepeat && k == len(c.digests) && k < len(log) && !slices.Contains(replies[k:], false)
+		if repeat || k == len(log) {
+			// The request's session: only now may it follow the
+			// request's model, system prompt and tools.
+			if moved, err := g.follow(ctx, tenant, s.Session, c); err != nil {
+				return resolved{}, err
+			} else if moved != nil {
+				s.Session = *moved
+			}
+			out.id, out.created, out.version = id, s.CreatedAt, s.Version
+		}
+		if repeat {
+			out.history, out.from = historyRepeated, ""
 			out.repeat, out.repeatD = len(log)-k, log[k:]
 			return out, nil
 		}
 		if k == len(log) {
-			out.id, out.created, out.fresh, out.version = id, s.CreatedAt, c.msgs[k:], s.Version
-			if out.history == "" {
-				out.history = historyUnchanged
-				if len(out.fresh) > 0 {
-					out.history = historyExtended
-				}
+			// An existing session (a branch's, too) that the request
+			// extends: the header says what happened in it.
+			out.fresh, out.from = c.msgs[k:], ""
+			out.history = historyUnchanged
+			if len(out.fresh) > 0 {
+				out.history = historyExtended
 			}
 			return out, nil
 		}
