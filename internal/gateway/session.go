@@ -33,6 +33,7 @@ const maxForkHops = 16
 // resolved is the session a request landed in, and what to append to it.
 type resolved struct {
 	id      string
+	created time.Time // the session's creation time (its incarnation)
 	history string
 	from    string // the session this one forked from, if any
 	fresh   []chat.Message
@@ -81,10 +82,11 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 	for hop := 0; ; hop++ {
 		s, err := g.cfg.Engine.GetSession(ctx, tenant, id)
 		if errors.Is(err, store.ErrNotFound) {
-			if err := g.create(ctx, tenant, id, d, c); err != nil {
+			created, err := g.create(ctx, tenant, id, d, c)
+			if err != nil {
 				return resolved{}, err
 			}
-			out.id, out.fresh = id, c.msgs
+			out.id, out.created, out.fresh = id, created, c.msgs
 			if out.history == "" {
 				out.history = historyNew
 			}
@@ -105,7 +107,7 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 			k++
 		}
 		if k == len(log) {
-			out.id, out.fresh = id, c.msgs[k:]
+			out.id, out.created, out.fresh = id, s.CreatedAt, c.msgs[k:]
 			if out.history == "" {
 				out.history = historyUnchanged
 				if len(out.fresh) > 0 {
@@ -135,16 +137,18 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 	}
 }
 
-// create makes the session of a conversation, labelled with the door.
-func (g *Gateway) create(ctx context.Context, tenant, id string, d door, c *conversation) error {
-	_, err := g.cfg.Engine.CreateSession(ctx, tenant, engine.NewSession{
+// create makes the session of a conversation, labelled with the door, and
+// returns its creation time.
+func (g *Gateway) create(ctx context.Context, tenant, id string, d door, c *conversation) (time.Time, error) {
+	v, err := g.cfg.Engine.CreateSession(ctx, tenant, engine.NewSession{
 		ID: id, Model: c.model, System: c.system, Tools: c.tools,
 		Labels: map[string]string{"gateway": d.name()},
 	})
 	if errors.Is(err, store.ErrAlreadyExists) {
-		return nil // a concurrent first request created it: the same session
+		// A concurrent first request created it: the same session.
+		v, err = g.cfg.Engine.GetSession(ctx, tenant, id)
 	}
-	return err
+	return v.CreatedAt, err
 }
 
 // follow brings the session's model, system prompt and tools to the
@@ -249,4 +253,45 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 	lc.held += added
 	lc.mu.Unlock()
 	return out, nil
+}
+
+// extend records msgs, just stored with their log positions, after what
+// the cache holds of the session created at created, so the next request
+// reads nothing. Unless they follow the cached log without a gap (another
+// writer came between, contextd inserted a message), nothing is recorded
+// and the next request reads the log's tail as usual.
+func (lc *logCache) extend(tenant, id string, created time.Time, msgs []chat.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	key := tenant + "\x00" + id
+	lc.mu.Lock()
+	ent, ok := lc.entries[key]
+	if !ok || !ent.created.Equal(created) {
+		if msgs[0].Position != 1 || len(lc.entries) >= maxCachedSessions || lc.held > lc.maxDigests {
+			lc.mu.Unlock()
+			return
+		}
+		if ok {
+			lc.held -= len(ent.digests)
+		}
+		ent = &logEntry{created: created}
+		lc.entries[key] = ent
+	}
+	lc.held += len(msgs)
+	lc.mu.Unlock()
+
+	ent.mu.Lock()
+	defer ent.mu.Unlock()
+	pos := ent.last
+	for i := range msgs {
+		if msgs[i].Position != pos+1 || msgs[i].Kind != "" && msgs[i].Kind != chat.KindNormal || msgs[i].Metadata[engine.InterruptedMetadata] != "" {
+			return
+		}
+		pos++
+	}
+	for i := range msgs {
+		ent.digests = append(ent.digests, storedDigest(&msgs[i]))
+	}
+	ent.last = pos
 }

@@ -35,6 +35,7 @@ type ToolCall struct {
 // Request is one request the fake received.
 type Request struct {
 	Path   string
+	Query  string
 	Header http.Header
 	Body   map[string]any
 	Raw    []byte
@@ -124,7 +125,7 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 		problems = check(body)
 	}
 	f.mu.Lock()
-	f.requests = append(f.requests, Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw, Problems: problems})
+	f.requests = append(f.requests, Request{Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body, Raw: raw, Problems: problems})
 	reply := Reply{Text: "ok"}
 	if len(f.script) > 0 {
 		reply, f.script = f.script[0], f.script[1:]
@@ -232,4 +233,12 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	b, _ := json.Marshal(v)
 	_, _ = w.Write(b)
+}
+
+// Set changes the fake's behaviour (Pause, Hang, Status, DropAfter) under
+// its lock.
+func (f *Fake) Set(fn func(f *Fake)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
 }
