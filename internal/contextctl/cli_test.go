@@ -132,7 +132,35 @@ func TestBashCompletion(t *testing.T) {
 			t.Errorf("%q: got %q (%v), want %q", words, out, err, want)
 		}
 	}
-	if code, zsh, _ := runMain("completion", "zsh"); code != exitOK || !strings.HasPrefix(zsh, "autoload -U +X bashcompinit && bashcompinit\n") {
-		t.Errorf("completion zsh:\n%s", zsh)
+}
+
+// TestZshCompletion loads the zsh script in zsh and calls the completion
+// function as zsh's bashcompinit does (sh emulation); zsh itself filters
+// the candidates by what was typed.
+func TestZshCompletion(t *testing.T) {
+	zsh, err := exec.LookPath("zsh")
+	if err != nil {
+		t.Skip("no zsh")
+	}
+	code, script, _ := runMain("completion", "zsh")
+	if code != exitOK {
+		t.Fatal("completion zsh failed")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "contextctl.zsh")
+	if err := os.WriteFile(file, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	harness := "source " + file + `
+t() { emulate -L sh; setopt kshglob noshglob braceexpand; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _contextctl; echo "${COMPREPLY[*]}"; }
+t contextctl comp
+t contextctl --addr x compact s --tier su
+`
+	cmd := exec.Command(zsh, "-f", "-c", harness)
+	cmd.Env = append(os.Environ(), "ZDOTDIR="+dir, "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err != nil || len(lines) != 2 || !strings.Contains(lines[0], "compactions") || lines[1] != "prune summarize drop_middle" {
+		t.Errorf("zsh completion: %v\n%s", err, out)
 	}
 }

@@ -20,12 +20,18 @@ func completion(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
 	}
 	script := bashCompletion(fs)
 	if args[0] == "zsh" {
-		// zsh runs the bash function through its bashcompinit layer.
-		script = "autoload -U +X bashcompinit && bashcompinit\n" + script
+		// zsh runs the bash function through its bashcompinit layer,
+		// which needs the completion system (compinit) loaded first.
+		script = zshPreamble + script
 	}
 	fmt.Fprint(stdout, script)
 	return exitOK
 }
+
+// zshPreamble loads zsh's completion system when ~/.zshrc has not, then
+// its emulation of bash's complete and compgen.
+const zshPreamble = "(( ${+functions[compdef]} )) || { autoload -U +X compinit && compinit }\n" +
+	"autoload -U +X bashcompinit && bashcompinit\n"
 
 // fileFlags are the flags that take a file name.
 var fileFlags = []string{"ca-file", "cert-file", "key-file", "system-file", "tools-file", "file"}
