@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -78,6 +80,42 @@ func TestRootRedirectsToDashboard(t *testing.T) {
 		base := "http://127.0.0.1:" + port
 		if serving["api"] != base || (ui == "true") != (serving["dashboard"] == base+"/ui/") || serving["version"] == nil {
 			t.Errorf("CONTEXTD_UI=%s: startup log %v", ui, serving)
+		}
+	}
+}
+
+// TestEverySettingIsDocumented: each setting has a row in the configuration
+// table of docs/operations.md ("`CONTEXTD_X` / `_Y`" names CONTEXTD_X and
+// a sibling ending in _Y).
+func TestEverySettingIsDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for line := range strings.Lines(string(b)) {
+		if !strings.HasPrefix(line, "| `CONTEXTD_") {
+			continue
+		}
+		names, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " |")
+		var first string
+		for _, n := range strings.Split(names, " / ") {
+			n = strings.Trim(n, "`")
+			switch {
+			case first == "":
+				first = n
+				documented[n] = true
+			case strings.HasPrefix(n, "_"):
+				documented[first+n] = true                                 // CONTEXTD_OPENAI_API_KEY / `_FILE`
+				documented[first[:strings.LastIndex(first, "_")]+n] = true // CONTEXTD_RATE_LIMIT_RPS / `_BURST`
+			default:
+				documented[n] = true
+			}
+		}
+	}
+	for _, s := range settings {
+		if !documented[s.env] {
+			t.Errorf("%s has no row in docs/operations.md's configuration table", s.env)
 		}
 	}
 }
