@@ -164,3 +164,16 @@ t contextctl --addr x compact s --tier su
 		t.Errorf("zsh completion: %v\n%s", err, out)
 	}
 }
+
+// TestEveryCommandIsDocumented: docs/contextctl.md shows each command.
+func TestEveryCommandIsDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "contextctl.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range commands {
+		if !strings.Contains(string(b), "contextctl "+c.name+" ") {
+			t.Errorf("docs/contextctl.md does not show contextctl %s", c.name)
+		}
+	}
+}
