@@ -18,6 +18,7 @@ import (
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // conversation is a request's conversation in the domain's terms, as a
@@ -113,17 +114,7 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	if _, known := g.cfg.Models.Lookup(c.model); !known {
 		w.Header().Add(HeaderWarning, fmt.Sprintf("model %q is not in contextd's registry: counted with the default window and encoding (approximate); add it with CONTEXTD_MODELS_FILE", c.model))
 	}
-	res, err := g.resolve(ctx, tenant, d, c, header)
-	if err != nil {
-		g.writeDomainError(ctx, w, shape, err)
-		return
-	}
-	key := requestKey(res.id, c.digests)
-	in := engine.PrepareInput{Messages: res.fresh}
-	if len(res.fresh) > 0 {
-		in.IdempotencyKey = "gw-" + key
-	}
-	prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
+	res, prep, key, err := g.prepare(ctx, tenant, d, c, header)
 	if err != nil {
 		g.writeDomainError(ctx, w, shape, err)
 		return
@@ -171,6 +162,37 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	})
 	if !recording {
 		release()
+	}
+}
+
+// prepare resolves the request's session and runs PrepareContext with
+// what is new. The append expects the session at the version its log was
+// matched at, so a message another replica appended meanwhile (the reply
+// of the previous call, say) is never appended twice: the request is
+// matched again, at most three times.
+func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, header string) (resolved, engine.PrepareResult, string, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := g.resolve(ctx, tenant, d, c, header)
+		if errors.Is(err, store.ErrVersionConflict) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return resolved{}, engine.PrepareResult{}, "", err
+		}
+		key := requestKey(res.id, c.digests)
+		in := engine.PrepareInput{Messages: res.fresh}
+		if len(res.fresh) > 0 {
+			in.IdempotencyKey, in.ExpectedVersion = "gw-"+key, &res.version
+		}
+		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
+		if errors.Is(err, store.ErrVersionConflict) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			g.unmake(ctx, tenant, res)
+			return resolved{}, engine.PrepareResult{}, "", err
+		}
+		return res, prep, key, nil
 	}
 }
 

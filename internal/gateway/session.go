@@ -34,6 +34,8 @@ const maxForkHops = 16
 type resolved struct {
 	id      string
 	created time.Time // the session's creation time (its incarnation)
+	made    bool      // this request created the session
+	version int64     // the session's version the log was matched at
 	history string
 	from    string // the session this one forked from, if any
 	fresh   []chat.Message
@@ -86,7 +88,7 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 			if err != nil {
 				return resolved{}, err
 			}
-			out.id, out.created, out.fresh = id, created, c.msgs
+			out.id, out.created, out.fresh, out.made, out.version = id, created, c.msgs, true, 1
 			if out.history == "" {
 				out.history = historyNew
 			}
@@ -95,8 +97,10 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 		if err != nil {
 			return resolved{}, err
 		}
-		if err := g.follow(ctx, tenant, s.Session, c); err != nil {
+		if moved, err := g.follow(ctx, tenant, s.Session, c); err != nil {
 			return resolved{}, err
+		} else if moved != nil {
+			s.Session = *moved
 		}
 		log, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
 		if err != nil {
@@ -107,7 +111,7 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 			k++
 		}
 		if k == len(log) {
-			out.id, out.created, out.fresh = id, s.CreatedAt, c.msgs[k:]
+			out.id, out.created, out.fresh, out.version = id, s.CreatedAt, c.msgs[k:], s.Version
 			if out.history == "" {
 				out.history = historyUnchanged
 				if len(out.fresh) > 0 {
@@ -137,6 +141,19 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 	}
 }
 
+// unmake deletes a session this request created when the request failed
+// before anything was stored in it, so a refused call leaves nothing.
+func (g *Gateway) unmake(ctx context.Context, tenant string, res resolved) {
+	if !res.made {
+		return
+	}
+	ctx, cancel := detach(ctx)
+	defer cancel()
+	if s, err := g.cfg.Engine.GetSession(ctx, tenant, res.id); err == nil && s.Version == 1 && s.ActiveCount == 0 {
+		_ = g.cfg.Engine.DeleteSession(ctx, tenant, res.id)
+	}
+}
+
 // create makes the session of a conversation, labelled with the door, and
 // returns its creation time.
 func (g *Gateway) create(ctx context.Context, tenant, id string, d door, c *conversation) (time.Time, error) {
@@ -152,8 +169,9 @@ func (g *Gateway) create(ctx context.Context, tenant, id string, d door, c *conv
 }
 
 // follow brings the session's model, system prompt and tools to the
-// request's, when the client changed them (an ordinary, versioned update).
-func (g *Gateway) follow(ctx context.Context, tenant string, s store.Session, c *conversation) error {
+// request's, when the client changed them (an ordinary, versioned update),
+// and returns the session as updated (nil: unchanged).
+func (g *Gateway) follow(ctx context.Context, tenant string, s store.Session, c *conversation) (*store.Session, error) {
 	var mask []string
 	if s.Model != c.model {
 		mask = append(mask, engine.FieldModel)
@@ -165,10 +183,14 @@ func (g *Gateway) follow(ctx context.Context, tenant string, s store.Session, c 
 		mask = append(mask, engine.FieldTools)
 	}
 	if len(mask) == 0 {
-		return nil
+		return nil, nil
 	}
-	_, err := g.cfg.Engine.UpdateSession(ctx, tenant, s.ID, engine.SessionUpdate{Mask: mask, Model: c.model, System: c.system, Tools: c.tools})
-	return err
+	v, err := g.cfg.Engine.UpdateSession(ctx, tenant, s.ID, engine.SessionUpdate{Mask: mask, Model: c.model, System: c.system, Tools: c.tools,
+		ExpectedVersion: &s.Version})
+	if err != nil {
+		return nil, err
+	}
+	return &v.Session, nil
 }
 
 func sameTools(a, b []chat.Tool) bool {

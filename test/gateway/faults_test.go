@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -336,5 +338,34 @@ func TestProviderHeadersForwarded(t *testing.T) {
 	r.Body.Close()
 	if got := s.fake.Requests()[1].Header.Get("Authorization"); got != "Bearer sk-server" {
 		t.Errorf("without client credentials the server's key is sent: got %q", got)
+	}
+}
+
+// TestTooLargeIsContextLengthError: a request that cannot fit even after
+// every tier is the provider's context-length error, and leaves no session.
+func TestTooLargeIsContextLengthError(t *testing.T) {
+	models := filepath.Join(t.TempDir(), "models.json")
+	if err := os.WriteFile(models, []byte(`{"models": [{"name": "tiny", "provider": "openai", "context_window": 2000, "max_output_tokens": 200, "encoding": "o200k_base", "exact": true}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, map[string]string{"CONTEXTD_MODELS_FILE": models})
+	resp, body := s.post("/v1/chat/completions", map[string]any{"model": "tiny", "messages": []any{map[string]any{"role": "user", "content": strings.Repeat("word ", 5000)}}}, nil)
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(body, &e) != nil || e.Error.Code != "context_length_exceeded" {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if n := len(s.fake.Requests()); n != 0 {
+		t.Errorf("the request reached the provider")
+	}
+	var list struct {
+		Sessions []any `json:"sessions"`
+	}
+	s.rpc("ListSessions", map[string]any{}, &list)
+	if len(list.Sessions) != 0 {
+		t.Errorf("a refused request left %d sessions", len(list.Sessions))
 	}
 }
