@@ -153,3 +153,32 @@ func TestTryItBlocks(t *testing.T) {
 		t.Errorf("%+v", got)
 	}
 }
+
+// TestREADMEIsALandingPage: README.md stays a landing page — at most 250
+// lines, a picture of the dashboard, the two commands (.ci/run runs the
+// second), and a link to every page of docs/.
+func TestREADMEIsALandingPage(t *testing.T) {
+	root := repoRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	if n := strings.Count(readme, "\n"); n > 250 {
+		t.Errorf("README.md has %d lines; reference belongs in docs/", n)
+	}
+	for _, want := range []string{"](docs/dashboard-", "\ngo run ./cmd/server ", "\ngo test ./... "} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md lacks %q", want)
+		}
+	}
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range pages {
+		if link := "](docs/" + filepath.Base(page) + ")"; !strings.Contains(readme, link) {
+			t.Errorf("README.md does not link docs/%s", filepath.Base(page))
+		}
+	}
+}
