@@ -185,6 +185,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// The dashboard: static files only; its data comes through the
 		// RPCs above, under the same authentication and limits.
 		routes["/ui/"] = ui.Handler("/ui/")
+		// A browser pointed at the server lands on the dashboard.
+		routes["GET /{$}"] = http.RedirectHandler("/ui/", http.StatusFound)
 	}
 	var gw *gateway.Gateway
 	if cfg.Gateway {
@@ -204,7 +206,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- front.serve(lis) }()
-	log.Info("serving", "addr", lis.Addr().String(), "protocols", "grpc,grpc-web,connect", "tls", cfg.TLSCertFile != "")
+	log.Info("serving", servingAttrs(lis.Addr(), cfg)...)
 
 	var metricsSrv *http.Server
 	if cfg.MetricsAddr != "" {
@@ -221,7 +223,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 				errc <- fmt.Errorf("metrics server: %w", err)
 			}
 		}()
-		log.Info("serving metrics", "addr", mlis.Addr().String())
+		log.Info("serving metrics", "addr", mlis.Addr().String(), "metrics", baseURL(mlis.Addr(), false)+"/metrics")
 	}
 
 	select {

@@ -3,6 +3,7 @@ package app
 import (
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -146,6 +147,10 @@ func flagName(env string) string {
 // disables metrics).
 func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, error) {
 	fs := flag.NewFlagSet("contextd", flag.ContinueOnError)
+	// --help is WriteHelp's (the caller prints it on flag.ErrHelp); a bad
+	// flag is the returned error.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	values := make(map[string]*string, len(settings))
 	for _, s := range settings {
 		def := s.def
