@@ -239,7 +239,7 @@ func (pr *prepared) decide(e *Engine) error {
 			pr.compact = compaction.AllTiers
 		}
 	case paused && u.Level >= compaction.LevelCompact:
-		pr.status.Warnings = append(pr.status.Warnings, "auto-compaction is paused for this session: the last compaction saved too little")
+		pr.status.Warnings = append(pr.status.Warnings, pausedWarning)
 	}
 	return nil
 }
