@@ -95,13 +95,17 @@ func (e *Engine) sessionSummary(ctx context.Context, tenant, id string) (Session
 func (v SessionView) Status(at time.Time) Status {
 	st := Status{SessionID: v.ID, Version: v.Version, Usage: v.Usage, Time: at, Ledger: v.Ledger, LastCompaction: v.LastCompaction}
 	if pausedNow(&v.Session) {
-		st.Warnings = append(st.Warnings, pausedWarning)
+		st.Warnings = append(st.Warnings, pausedWarning(&v.Session))
 	}
 	return st
 }
 
-// pausedWarning says that auto-compaction waits for the conversation to grow.
-const pausedWarning = "auto-compaction is paused for this session: the last compaction saved too little"
+// pausedWarning says that auto-compaction waits for the conversation to
+// grow, and by how much.
+func pausedWarning(s *store.Session) string {
+	return fmt.Sprintf("auto-compaction is paused for this session until it grows by %s tokens: the last compaction saved too little, or was reverted",
+		thousands(s.AutoPausedBelow-s.ActiveTokens))
+}
 
 // pausedNow reports whether auto-compaction is paused for s.
 func pausedNow(s *store.Session) bool {
@@ -113,7 +117,7 @@ func pausedNow(s *store.Session) bool {
 func sessionWarnings(v SessionView) []string {
 	out := append([]string(nil), v.Usage.Warnings...)
 	if pausedNow(&v.Session) {
-		out = append(out, pausedWarning)
+		out = append(out, pausedWarning(&v.Session))
 	}
 	return out
 }
