@@ -551,6 +551,7 @@ func TestDashboardInChromium(t *testing.T) {
 	step(t, "a session filled in one burst: markers spread in event order, labels apart, bar colours by strength", func(t *testing.T) {
 		p := newPage(t, bctx)
 		p.do(chromedp.Navigate(base+"#/s/burst-1"), visible(`#usage-chart svg`), visible(`#compactions tr[data-compaction]`))
+		eval[bool](p, `(window.scrollTo(0, 0), true)`)
 		p.screenshot(shots, "dashboard-burst.png")
 		// x of each marker, in event order: the two compactions, then the
 		// revert of the second.
