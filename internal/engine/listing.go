@@ -113,9 +113,14 @@ func pausedNow(s *store.Session) bool {
 }
 
 // sessionWarnings are the usage's warnings and the session's standing
-// conditions.
+// conditions: over the usable window (the next request would not fit; what
+// auto-compaction failed to prevent, or what a session with auto_compact
+// off was left at), auto-compaction paused.
 func sessionWarnings(v SessionView) []string {
 	out := append([]string(nil), v.Usage.Warnings...)
+	if v.Usage.Over > 0 {
+		out = append(out, v.Usage.Recommendation)
+	}
 	if pausedNow(&v.Session) {
 		out = append(out, pausedWarning(&v.Session))
 	}
