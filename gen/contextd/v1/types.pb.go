@@ -1767,7 +1767,9 @@ type Session struct {
 	LastCompaction *CompactionInfo `protobuf:"bytes,41,opt,name=last_compaction,json=lastCompaction,proto3" json:"last_compaction,omitempty"`
 	// What a person should know about the session now: usage.warnings (an
 	// unknown model counted with the defaults, ...) and standing conditions
-	// (auto-compaction paused after a compaction that saved too little).
+	// (a view over the usable window: the next request does not fit;
+	// auto-compaction paused after a compaction that saved too little or a
+	// revert).
 	Warnings      []string `protobuf:"bytes,42,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -885,7 +885,9 @@ export type Session = Message$1<"contextd.v1.Session"> & {
   /**
    * What a person should know about the session now: usage.warnings (an
    * unknown model counted with the defaults, ...) and standing conditions
-   * (auto-compaction paused after a compaction that saved too little).
+   * (a view over the usable window: the next request does not fit;
+   * auto-compaction paused after a compaction that saved too little or a
+   * revert).
    *
    * @generated from field: repeated string warnings = 42;
    */
