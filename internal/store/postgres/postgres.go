@@ -142,11 +142,16 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFil
 	if f.Before != nil {
 		beforeAt, beforeID = &f.Before.CreatedAt, f.Before.ID
 	}
+	args := []any{tenant, labels, beforeAt, beforeID, f.Limit}
+	byID := ""
+	if f.ID != "" { // one session's row: a primary-key lookup, never a scan of the tenant
+		byID = ` AND s.id = $6`
+		args = append(args, f.ID)
+	}
 	rows, err := s.pool.Query(ctx, `SELECT `+summaryCols+store.SummaryJoins+`
 		WHERE s.tenant = $1 AND s.deleted_at IS NULL AND s.labels @> $2::jsonb
-		  AND ($3::timestamptz IS NULL OR (s.created_at, s.id) < ($3, $4))
-		  AND ($6 = '' OR s.id = $6)
-		ORDER BY s.created_at DESC, s.id DESC LIMIT $5`, tenant, labels, beforeAt, beforeID, f.Limit, f.ID)
+		  AND ($3::timestamptz IS NULL OR (s.created_at, s.id) < ($3, $4))`+byID+`
+		ORDER BY s.created_at DESC, s.id DESC LIMIT $5`, args...)
 	if err != nil {
 		return nil, err
 	}
