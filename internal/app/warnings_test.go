@@ -11,7 +11,7 @@ import (
 // TestSessionWarnings: a session's standing conditions reach GetSession and
 // ListSessions rows as warnings, on both stores: an unknown model counted
 // with the defaults, a view over the usable window, auto-compaction paused
-// after a revert (by how much it must grow). Before, only the usage of a
+// after a revert (until the next append). Before, only the usage of a
 // GetSession carried the unknown model, and listings nothing.
 func TestSessionWarnings(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
@@ -50,7 +50,7 @@ func TestSessionWarnings(t *testing.T) {
 			if _, err := client.RevertCompaction(ctx, &contextdv1.RevertCompactionRequest{SessionId: "reverted", CompactionId: c.GetCompaction().GetId()}); err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]string{"mystery": "not in the registry", "full": "does not fit", "reverted": "paused for this session until it grows by"}
+			want := map[string]string{"mystery": "not in the registry", "full": "does not fit", "reverted": "paused for this session until its next append: a compaction was just reverted"}
 			list, err := client.ListSessions(ctx, &contextdv1.ListSessionsRequest{})
 			if err != nil {
 				t.Fatal(err)

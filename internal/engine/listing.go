@@ -103,8 +103,13 @@ func (v SessionView) Status(at time.Time) Status {
 // pausedWarning says that auto-compaction waits for the conversation to
 // grow, and by how much.
 func pausedWarning(s *store.Session) string {
-	return fmt.Sprintf("auto-compaction is paused for this session until it grows by %s tokens: the last compaction saved too little, or was reverted",
-		thousands(s.AutoPausedBelow-s.ActiveTokens))
+	// A revert pauses until the next append (the user undid a compaction:
+	// do not redo it at once); a compaction that saved too little pauses
+	// for 5 % of the usable window.
+	if n := s.AutoPausedBelow - s.ActiveTokens; n > 1 {
+		return fmt.Sprintf("auto-compaction is paused for this session until it grows by %s tokens: the last compaction saved too little", thousands(n))
+	}
+	return "auto-compaction is paused for this session until its next append: a compaction was just reverted"
 }
 
 // pausedNow reports whether auto-compaction is paused for s.
