@@ -186,11 +186,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// RPCs above, under the same authentication and limits.
 		routes["/ui/"] = ui.Handler("/ui/")
 	}
+	var gw *gateway.Gateway
 	if cfg.Gateway {
 		// The OpenAI- and Anthropic-compatible gateway: the same engine,
 		// contextd's key in X-Contextd-Key (the provider's stays in
 		// Authorization or x-api-key and is forwarded).
-		routes[gateway.Prefix] = newGateway(cfg, eng, models, keys, log)
+		gw = newGateway(cfg, eng, models, keys, log)
+		routes[gateway.Prefix] = gw
 	}
 	front, err := newFrontend(cfg, srv, routes, keys, reg, log)
 	if err != nil {
@@ -240,6 +242,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	sctx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	if !front.shutdown(sctx) {
 		log.Warn("graceful stop timed out; closed open calls")
+	}
+	if gw != nil {
+		gw.Wait(sctx) // answers relayed are recorded before the store closes
 	}
 	cancelDrain()
 	srv.Stop()

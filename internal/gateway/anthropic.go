@@ -19,7 +19,7 @@ import (
 // message per tool_result block and user messages for the blocks between
 // them; the view is written back merging consecutive messages of one role,
 // tool results first, so roles alternate as the API requires.
-type anthropicMessages struct{}
+type anthropicMessages struct{ memo *memo }
 
 const doorAnthropic = "anthropic.messages"
 
@@ -72,7 +72,7 @@ func anBlocks(content json.RawMessage, field string) ([]json.RawMessage, []anBlo
 	return raws, blocks, nil
 }
 
-func (anthropicMessages) parse(fields map[string]json.RawMessage) (*conversation, error) {
+func (d anthropicMessages) parse(fields map[string]json.RawMessage) (*conversation, error) {
 	c := &conversation{marked: map[[32]byte]bool{}}
 	if err := commonFields(fields, c); err != nil {
 		return nil, err
@@ -87,31 +87,43 @@ func (anthropicMessages) parse(fields map[string]json.RawMessage) (*conversation
 		return nil, err
 	}
 	c.tools, c.clientMarks = tools, c.clientMarks || marks
-	var msgs []anMessage
-	if err := json.Unmarshal(fields["messages"], &msgs); err != nil {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(fields["messages"], &raws); err != nil {
 		return nil, chat.Invalid("messages", "must be an array of messages")
 	}
-	if len(msgs) == 0 {
+	if len(raws) == 0 {
 		return nil, chat.Invalid("messages", "must have at least one message")
 	}
-	for i, m := range msgs {
+	for i, raw := range raws {
 		f := fmt.Sprintf("messages[%d]", i)
+		if done, ok := d.memo.get(doorAnthropic, raw); ok && !bytes.Contains(raw, []byte(`"cache_control"`)) {
+			for j := range done {
+				c.digests = append(c.digests, storedDigest(&done[j]))
+			}
+			c.msgs = append(c.msgs, done...)
+			continue
+		}
+		var m anMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, chat.Invalid(f, "must be a message object")
+		}
 		if m.Role != "user" && m.Role != "assistant" {
 			return nil, chat.Invalid(f+".role", "must be user or assistant (not %q)", m.Role)
 		}
-		raws, blocks, err := anBlocks(m.Content, f+".content")
+		blockRaws, blocks, err := anBlocks(m.Content, f+".content")
 		if err != nil {
 			return nil, err
 		}
-		for _, dm := range anToDomain(m.Role, raws, blocks) {
-			d := dm.digest
-			c.digests = append(c.digests, d)
+		first := len(c.msgs)
+		for _, dm := range anToDomain(m.Role, blockRaws, blocks) {
+			c.digests = append(c.digests, dm.digest)
 			c.msgs = append(c.msgs, dm.msg)
 			if dm.marked {
 				c.clientMarks = true
-				c.marked[d] = true
+				c.marked[dm.digest] = true
 			}
 		}
+		d.memo.put(doorAnthropic, raw, c.msgs[first:])
 	}
 	return c, nil
 }

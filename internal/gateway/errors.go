@@ -6,8 +6,10 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/store"
 )
@@ -99,11 +101,13 @@ func (g *Gateway) writeDomainError(ctx context.Context, w http.ResponseWriter, s
 		writeError(w, shape, http.StatusConflict, errConflict, err.Error())
 	case errors.Is(err, engine.ErrResourceExhausted):
 		writeError(w, shape, http.StatusTooManyRequests, errRateLimit, err.Error())
-	case errors.Is(err, engine.ErrFailedPrecondition):
-		// The one precondition a model call meets here is a request that
-		// does not fit even after every tier: the provider's own
-		// context-length error, with contextd's reason.
+	case errors.Is(err, compaction.ErrTooLarge), errors.Is(err, engine.ErrFailedPrecondition) && strings.Contains(err.Error(), "over the usable window"):
+		// A request that does not fit even after every tier (or with
+		// auto-compaction off): the provider's own context-length error,
+		// with contextd's reason.
 		writeError(w, shape, http.StatusBadRequest, errContextLength, err.Error())
+	case errors.Is(err, engine.ErrFailedPrecondition):
+		writeError(w, shape, http.StatusBadRequest, errInvalid, err.Error())
 	case errors.Is(err, context.Canceled):
 		writeError(w, shape, 499, errInvalid, "request canceled")
 	case errors.Is(err, context.DeadlineExceeded):

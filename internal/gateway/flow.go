@@ -10,12 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // conversation is a request's conversation in the domain's terms, as a
@@ -34,6 +37,9 @@ type conversation struct {
 	marked      map[[32]byte]bool
 	// wantsUsage: the client asked for the stream's usage chunk (OpenAI).
 	wantsUsage bool
+	// raws are the client's own JSON of msgs, by digest, for doors that
+	// send a message the client sent back as it came.
+	raws map[[32]byte]json.RawMessage
 	// passthrough, when set, says why the request is forwarded unchanged
 	// (the provider holds the conversation, not the client).
 	passthrough string
@@ -61,9 +67,8 @@ type door interface {
 // streamer follows an SSE answer event by event.
 type streamer interface {
 	// event sees one event (its name and data) and says whether to pass it
-	// on to the client and whether it is the stream's last: the answer is
-	// recorded before that event is written, so a client that sends its
-	// next request as soon as it has it finds its reply in the session.
+	// on to the client and whether it is the stream's last: once it is
+	// written, the answer is recorded.
 	event(name string, data []byte) (forward, last bool)
 	// result is the usage and reply seen; ok only after the last event.
 	result() (usage, []chat.Message, bool)
@@ -91,8 +96,7 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	}
 	if c.passthrough != "" {
 		w.Header().Add(HeaderWarning, c.passthrough)
-		body, _ := json.Marshal(fields)
-		g.forward(w, r, d, c, body, nil)
+		g.forward(w, r, d, c, objectJSON(fields), nil)
 		return
 	}
 	header := r.Header.Get(HeaderSession)
@@ -100,33 +104,27 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 		writeError(w, shape, http.StatusBadRequest, errInvalid, HeaderSession+": must be 1 to 128 letters, digits, '.', '_', '~' or '-', starting with a letter or digit")
 		return
 	}
+	initial := header
+	if initial == "" {
+		initial = derivedID(tenant, d.name(), c)
+	}
+	if !g.awaitRecorded(ctx, tenant, initial) {
+		return
+	}
 	if _, known := g.cfg.Models.Lookup(c.model); !known {
 		w.Header().Add(HeaderWarning, fmt.Sprintf("model %q is not in contextd's registry: counted with the default window and encoding (approximate); add it with CONTEXTD_MODELS_FILE", c.model))
 	}
-	res, err := g.resolve(ctx, tenant, d, c, header)
+	res, prep, key, err := g.prepare(ctx, tenant, d, c, header)
 	if err != nil {
 		g.writeDomainError(ctx, w, shape, err)
 		return
 	}
-	key := requestKey(res.id, c.digests)
-	in := engine.PrepareInput{Messages: res.fresh}
-	if len(res.fresh) > 0 {
-		in.IdempotencyKey = "gw-" + key
-	}
-	prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
-	if err != nil {
-		g.writeDomainError(ctx, w, shape, err)
-		return
-	}
+	g.digests.extend(tenant, res.id, res.created, storedTail(prep.Messages, res.fresh))
 	if err := d.build(fields, c, prep.Messages, prep.Cache); err != nil {
 		g.writeDomainError(ctx, w, shape, err)
 		return
 	}
-	body, err := json.Marshal(fields)
-	if err != nil {
-		g.writeDomainError(ctx, w, shape, err)
-		return
-	}
+	body := objectJSON(fields)
 	h := w.Header()
 	h.Set(HeaderSession, res.id)
 	h.Set(HeaderHistory, res.history)
@@ -138,9 +136,120 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	for _, warn := range prep.Status.Warnings {
 		h.Add(HeaderWarning, headerSafe(warn))
 	}
+	// Until this answer is recorded, the session's next request waits
+	// (awaitRecorded), here under both its names.
+	pending := make(chan struct{})
+	names := []string{tenant + "\x00" + res.id, tenant + "\x00" + initial}
+	for _, n := range names {
+		g.inflight.Store(n, pending)
+	}
+	release := func() {
+		for _, n := range names {
+			g.inflight.CompareAndDelete(n, pending)
+		}
+		close(pending)
+	}
+	recording := false
 	g.forward(w, r, d, c, body, func(u usage, reply []chat.Message) {
-		g.record(ctx, tenant, res.id, prep.ViewToken, key, u, reply)
+		// The answer is out: record it without holding the client.
+		recording = true
+		g.records.Add(1)
+		go func() {
+			defer g.records.Done()
+			defer release()
+			g.record(ctx, tenant, res, prep, key, u, reply)
+		}()
 	})
+	if !recording {
+		release()
+	}
+}
+
+// prepare resolves the request's session and runs PrepareContext with
+// what is new. The append expects the session at the version its log was
+// matched at, so a message another replica appended meanwhile (the reply
+// of the previous call, say) is never appended twice: the request is
+// matched again, at most three times.
+func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, header string) (resolved, engine.PrepareResult, string, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := g.resolve(ctx, tenant, d, c, header)
+		if errors.Is(err, store.ErrVersionConflict) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return resolved{}, engine.PrepareResult{}, "", err
+		}
+		key := requestKey(res.id, c.digests)
+		in := engine.PrepareInput{Messages: res.fresh}
+		if len(res.fresh) > 0 {
+			in.IdempotencyKey, in.ExpectedVersion = "gw-"+key, &res.version
+		}
+		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
+		if errors.Is(err, store.ErrVersionConflict) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			g.unmake(ctx, tenant, res)
+			return resolved{}, engine.PrepareResult{}, "", err
+		}
+		return res, prep, key, nil
+	}
+}
+
+// awaitRecorded waits until the last answer relayed for the session is
+// recorded; false when the client went away meanwhile.
+func (g *Gateway) awaitRecorded(ctx context.Context, tenant, id string) bool {
+	v, ok := g.inflight.Load(tenant + "\x00" + id)
+	if !ok {
+		return true
+	}
+	select {
+	case <-v.(chan struct{}):
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// objectJSON writes an object of fields, keys sorted. The values are
+// JSON the request's parse already checked (or the gateway wrote), so they
+// are copied, not checked again.
+func objectJSON(fields map[string]json.RawMessage) []byte {
+	keys := slices.Sorted(maps.Keys(fields))
+	n := 2
+	for _, k := range keys {
+		n += len(k) + len(fields[k]) + 4
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		q, _ := json.Marshal(k)
+		b = append(b, q...)
+		b = append(b, ':')
+		b = append(b, fields[k]...)
+	}
+	return append(b, '}')
+}
+
+// joinJSON writes an array of JSON values (checked, or written by the
+// gateway) without checking them again.
+func joinJSON(items []json.RawMessage) json.RawMessage {
+	n := 2
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	return append(b, ']')
 }
 
 // requestKey is the digest of a request's whole history in its session:
@@ -175,12 +284,19 @@ func headerSafe(s string) string {
 // after the client hung up too; failures are logged, never answered (the
 // answer is the provider's), and a reply that could not be appended is
 // appended by the next request that carries it.
-func (g *Gateway) record(ctx context.Context, tenant, id, viewToken, key string, u usage, reply []chat.Message) {
+func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep engine.PrepareResult, key string, u usage, reply []chat.Message) {
+	id := res.id
 	ctx, cancel := detach(ctx)
 	defer cancel()
+	// The reply is appended only to the session as this call left it
+	// (and as the report moves it): when another request came first, that
+	// request carried the reply itself, if the client kept it.
+	expect := prep.Status.Version
 	if u.ok {
-		if _, err := g.cfg.Engine.ReportUsage(ctx, tenant, id, u.report(viewToken)); err != nil {
+		if _, err := g.cfg.Engine.ReportUsage(ctx, tenant, id, u.report(prep.ViewToken)); err != nil {
 			g.log.WarnContext(ctx, "gateway usage not recorded", "session", id, "error", err.Error())
+		} else {
+			expect++
 		}
 	}
 	if len(reply) == 0 {
@@ -189,9 +305,34 @@ func (g *Gateway) record(ctx context.Context, tenant, id, viewToken, key string,
 	for i := range reply {
 		setMeta(&reply[i], metaReply, "true")
 	}
-	if _, err := g.cfg.Engine.AppendMessages(ctx, tenant, id, engine.AppendInput{Messages: reply, IdempotencyKey: "gwr-" + key}); err != nil {
+	out, err := g.cfg.Engine.AppendMessages(ctx, tenant, id, engine.AppendInput{Messages: reply, IdempotencyKey: "gwr-" + key, ExpectedVersion: &expect})
+	if err != nil {
 		g.log.WarnContext(ctx, "gateway reply not recorded", "session", id, "error", err.Error())
+		return
 	}
+	if len(out.Messages) != len(reply) {
+		return
+	}
+	// The digests are the reply's own (the answer carries positions).
+	for i := range reply {
+		reply[i].Position = out.Messages[i].Position
+	}
+	g.digests.extend(tenant, id, res.created, reply)
+}
+
+// storedTail is the stored copies of fresh at the end of view (they carry
+// their log positions), or nil when the view does not end with them.
+func storedTail(view, fresh []chat.Message) []chat.Message {
+	if len(fresh) == 0 || len(view) < len(fresh) {
+		return nil
+	}
+	tail := view[len(view)-len(fresh):]
+	for i := range tail {
+		if storedDigest(&tail[i]) != storedDigest(&fresh[i]) {
+			return nil
+		}
+	}
+	return tail
 }
 
 // maxAnswerBytes bounds a non-streamed answer the gateway reads to record.
@@ -206,7 +347,11 @@ const maxEventBytes = 16 << 20
 // successful answer before its last byte goes out.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, d door, c *conversation, body []byte, done func(usage, []chat.Message)) {
 	ctx := r.Context()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.upstream(&g.cfg), bytes.NewReader(body))
+	target := d.upstream(&g.cfg)
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery // e.g. Claude Code's ?beta=true
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		writeError(w, d.shape(), http.StatusInternalServerError, errInternal, "building the upstream request")
 		return
@@ -241,10 +386,13 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, d door, c *con
 		writeError(w, d.shape(), http.StatusBadGateway, errUpstream, "the provider's answer could not be read: "+upstreamReason(err))
 		return
 	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+	w.WriteHeader(resp.StatusCode)
+	if _, err := w.Write(answer); err != nil {
+		return // the client did not get the answer: nothing to record
+	}
 	u, reply := d.answer(answer)
 	done(u, reply)
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(answer)
 }
 
 // copyBody relays a body as it comes, flushing each read.
@@ -309,16 +457,16 @@ func (g *Gateway) relay(ctx context.Context, w http.ResponseWriter, resp *http.R
 			if hasData || name != "" {
 				forward, last = st.event(name, data)
 			}
-			if last {
-				if u, reply, ok := st.result(); ok {
-					done(u, reply)
-				}
-			}
 			if forward {
 				if _, werr := w.Write(ev); werr != nil {
 					return
 				}
 				_ = rc.Flush()
+			}
+			if last {
+				if u, reply, ok := st.result(); ok {
+					done(u, reply)
+				}
 			}
 			ev, data, name, hasData = ev[:0], data[:0], "", false
 			if ctx.Err() != nil {

@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/contextd/contextd/internal/auth"
@@ -83,6 +84,24 @@ type Gateway struct {
 	chat    door
 	resp    door
 	msgs    door
+	// inflight holds, per session, a channel closed when the answer last
+	// relayed for it is recorded: the session's next request waits for
+	// it, so it finds the reply in the log. records counts the recordings
+	// running after their answers went out (Wait).
+	inflight sync.Map
+	records  sync.WaitGroup
+}
+
+// Wait waits until the answers already relayed are recorded, or ctx ends;
+// the composition root calls it after the listener has drained and before
+// the store closes.
+func (g *Gateway) Wait(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { g.records.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // New returns a gateway.
@@ -112,8 +131,9 @@ func New(cfg Config) *Gateway {
 		tr.MaxIdleConnsPerHost = 64
 		client = &http.Client{Transport: tr}
 	}
+	m := newMemo(memoBytes)
 	return &Gateway{cfg: cfg, client: client, log: log, digests: newLogCache(4096),
-		chat: openAIChat{}, resp: openAIResponses{}, msgs: anthropicMessages{}}
+		chat: openAIChat{m}, resp: openAIResponses{m}, msgs: anthropicMessages{m}}
 }
 
 // Prefix is where the gateway is mounted.

@@ -18,7 +18,7 @@ import (
 // tool_calls), tool (one tool result). Fields the domain does not hold
 // (names are held; audio, refusal, file and audio parts, unknown fields)
 // are kept verbatim (raw.go).
-type openAIChat struct{}
+type openAIChat struct{ memo *memo }
 
 const doorOpenAIChat = "openai.chat"
 
@@ -68,7 +68,7 @@ func commonFields(fields map[string]json.RawMessage, c *conversation) error {
 	return nil
 }
 
-func (openAIChat) parse(fields map[string]json.RawMessage) (*conversation, error) {
+func (d openAIChat) parse(fields map[string]json.RawMessage) (*conversation, error) {
 	c := &conversation{}
 	if err := commonFields(fields, c); err != nil {
 		return nil, err
@@ -96,7 +96,16 @@ func (openAIChat) parse(fields map[string]json.RawMessage) (*conversation, error
 	}
 	var system []string
 	lead := true
+	c.raws = make(map[[32]byte]json.RawMessage, len(raws))
 	for i, raw := range raws {
+		if done, ok := d.memo.get(doorOpenAIChat, raw); ok && (!lead || done[0].Role != chat.RoleSystem) {
+			lead = false
+			dg := storedDigest(&done[0])
+			c.digests = append(c.digests, dg)
+			c.msgs = append(c.msgs, done[0])
+			c.raws[dg] = raw
+			continue
+		}
 		f := fmt.Sprintf("messages[%d]", i)
 		var m oaMessage
 		if err := json.Unmarshal(raw, &m); err != nil {
@@ -117,8 +126,11 @@ func (openAIChat) parse(fields map[string]json.RawMessage) (*conversation, error
 		}
 		gen, _ := json.Marshal(oaFromDomain(&msg))
 		setRaw(&msg, doorOpenAIChat, raw, gen)
-		c.digests = append(c.digests, stamp(&msg, extra))
+		dg := stamp(&msg, extra)
+		c.digests = append(c.digests, dg)
 		c.msgs = append(c.msgs, msg)
+		c.raws[dg] = raw
+		d.memo.put(doorOpenAIChat, raw, c.msgs[len(c.msgs)-1:])
 	}
 	if len(c.msgs) == 0 {
 		return nil, chat.Invalid("messages", "must have a message after the system messages")
@@ -366,7 +378,16 @@ func (openAIChat) build(fields map[string]json.RawMessage, c *conversation, view
 		out = append(out, raw)
 	}
 	for i := range view {
-		if raw := rawOf(&view[i], doorOpenAIChat); raw != nil {
+		m := &view[i]
+		if m.Kind == "" || m.Kind == chat.KindNormal {
+			// A message the client sent in this request goes back as it
+			// sent it (its cache marks and field order too).
+			if raw, ok := c.raws[storedDigest(m)]; ok {
+				out = append(out, raw)
+				continue
+			}
+		}
+		if raw := rawOf(m, doorOpenAIChat); raw != nil {
 			out = append(out, raw)
 			continue
 		}
@@ -376,11 +397,7 @@ func (openAIChat) build(fields map[string]json.RawMessage, c *conversation, view
 		}
 		out = append(out, b)
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return err
-	}
-	fields["messages"] = b
+	fields["messages"] = joinJSON(out)
 	if c.stream && !c.wantsUsage {
 		// Ask for the usage chunk; the streamer drops it again.
 		so := map[string]json.RawMessage{}

@@ -22,7 +22,7 @@ import (
 // verbatim in order (raw.go). A request that continues a conversation the
 // provider stores (previous_response_id, conversation) is forwarded
 // unchanged: the client no longer holds the history.
-type openAIResponses struct{}
+type openAIResponses struct{ memo *memo }
 
 const doorOpenAIResponses = "openai.responses"
 
@@ -45,7 +45,7 @@ type rItem struct {
 
 func (it *rItem) isMessage() bool { return it.Type == "message" || it.Type == "" && it.Role != "" }
 
-func (openAIResponses) parse(fields map[string]json.RawMessage) (*conversation, error) {
+func (d openAIResponses) parse(fields map[string]json.RawMessage) (*conversation, error) {
 	c := &conversation{}
 	if err := commonFields(fields, c); err != nil {
 		return nil, err
@@ -82,7 +82,7 @@ func (openAIResponses) parse(fields map[string]json.RawMessage) (*conversation, 
 		system = append(system, text)
 		start++
 	}
-	msgs, err := rToDomain(raws[start:], items[start:], start)
+	msgs, err := rToDomain(d.memo, raws[start:], items[start:], start)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +169,7 @@ func (it *rItem) isOutput() bool {
 }
 
 // rToDomain groups items into domain messages (see openAIResponses).
-func rToDomain(raws []json.RawMessage, items []rItem, offset int) ([]chat.Message, error) {
+func rToDomain(memo *memo, raws []json.RawMessage, items []rItem, offset int) ([]chat.Message, error) {
 	var out []chat.Message
 	var group chat.Message
 	var groupRaw []json.RawMessage
@@ -180,7 +180,7 @@ func rToDomain(raws []json.RawMessage, items []rItem, offset int) ([]chat.Messag
 		if len(group.Parts) == 0 {
 			group.Parts = []chat.Part{{Type: chat.PartText}}
 		}
-		out = append(out, rFinish(group, groupRaw, nil))
+		out = append(out, rFinish(memo, group, groupRaw, nil))
 		group, groupRaw = chat.Message{}, nil
 	}
 	for i := range items {
@@ -203,7 +203,7 @@ func rToDomain(raws []json.RawMessage, items []rItem, offset int) ([]chat.Messag
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, rFinish(m, []json.RawMessage{raws[i]}, extra))
+			out = append(out, rFinish(memo, m, []json.RawMessage{raws[i]}, extra))
 		case it.isOutput():
 			flush()
 			text, err := rOutput(it.Output, f+".output")
@@ -211,7 +211,7 @@ func rToDomain(raws []json.RawMessage, items []rItem, offset int) ([]chat.Messag
 				return nil, err
 			}
 			m := chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: it.CallID, Content: text}}}}
-			out = append(out, rFinish(m, []json.RawMessage{raws[i]}, nil))
+			out = append(out, rFinish(memo, m, []json.RawMessage{raws[i]}, nil))
 		case it.isCall():
 			args := it.Arguments
 			if it.Type != "function_call" && args == "" {
@@ -237,11 +237,15 @@ func rToDomain(raws []json.RawMessage, items []rItem, offset int) ([]chat.Messag
 
 // rFinish keeps the raw items of m when m does not write them again, and
 // stamps its digest.
-func rFinish(m chat.Message, raws []json.RawMessage, extra []string) chat.Message {
+func rFinish(memo *memo, m chat.Message, raws []json.RawMessage, extra []string) chat.Message {
 	raw, _ := json.Marshal(raws)
+	if done, ok := memo.get(doorOpenAIResponses, raw); ok {
+		return done[0]
+	}
 	gen, _ := json.Marshal(rFromDomain(&m, nil))
 	setRaw(&m, doorOpenAIResponses, raw, gen)
 	stamp(&m, extra)
+	memo.put(doorOpenAIResponses, raw, []chat.Message{m})
 	return m
 }
 
@@ -427,7 +431,7 @@ func rResponse(body []byte) (usage, []chat.Message) {
 			return u, nil
 		}
 	}
-	msgs, err := rToDomain(raws, items, 0)
+	msgs, err := rToDomain(nil, raws, items, 0)
 	if err != nil {
 		return u, nil
 	}

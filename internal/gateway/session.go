@@ -33,6 +33,9 @@ const maxForkHops = 16
 // resolved is the session a request landed in, and what to append to it.
 type resolved struct {
 	id      string
+	created time.Time // the session's creation time (its incarnation)
+	made    bool      // this request created the session
+	version int64     // the session's version the log was matched at
 	history string
 	from    string // the session this one forked from, if any
 	fresh   []chat.Message
@@ -81,10 +84,11 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 	for hop := 0; ; hop++ {
 		s, err := g.cfg.Engine.GetSession(ctx, tenant, id)
 		if errors.Is(err, store.ErrNotFound) {
-			if err := g.create(ctx, tenant, id, d, c); err != nil {
+			created, err := g.create(ctx, tenant, id, d, c)
+			if err != nil {
 				return resolved{}, err
 			}
-			out.id, out.fresh = id, c.msgs
+			out.id, out.created, out.fresh, out.made, out.version = id, created, c.msgs, true, 1
 			if out.history == "" {
 				out.history = historyNew
 			}
@@ -93,8 +97,10 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 		if err != nil {
 			return resolved{}, err
 		}
-		if err := g.follow(ctx, tenant, s.Session, c); err != nil {
+		if moved, err := g.follow(ctx, tenant, s.Session, c); err != nil {
 			return resolved{}, err
+		} else if moved != nil {
+			s.Session = *moved
 		}
 		log, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
 		if err != nil {
@@ -105,7 +111,7 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 			k++
 		}
 		if k == len(log) {
-			out.id, out.fresh = id, c.msgs[k:]
+			out.id, out.created, out.fresh, out.version = id, s.CreatedAt, c.msgs[k:], s.Version
 			if out.history == "" {
 				out.history = historyUnchanged
 				if len(out.fresh) > 0 {
@@ -135,21 +141,37 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 	}
 }
 
-// create makes the session of a conversation, labelled with the door.
-func (g *Gateway) create(ctx context.Context, tenant, id string, d door, c *conversation) error {
-	_, err := g.cfg.Engine.CreateSession(ctx, tenant, engine.NewSession{
+// unmake deletes a session this request created when the request failed
+// before anything was stored in it, so a refused call leaves nothing.
+func (g *Gateway) unmake(ctx context.Context, tenant string, res resolved) {
+	if !res.made {
+		return
+	}
+	ctx, cancel := detach(ctx)
+	defer cancel()
+	if s, err := g.cfg.Engine.GetSession(ctx, tenant, res.id); err == nil && s.Version == 1 && s.ActiveCount == 0 {
+		_ = g.cfg.Engine.DeleteSession(ctx, tenant, res.id)
+	}
+}
+
+// create makes the session of a conversation, labelled with the door, and
+// returns its creation time.
+func (g *Gateway) create(ctx context.Context, tenant, id string, d door, c *conversation) (time.Time, error) {
+	v, err := g.cfg.Engine.CreateSession(ctx, tenant, engine.NewSession{
 		ID: id, Model: c.model, System: c.system, Tools: c.tools,
 		Labels: map[string]string{"gateway": d.name()},
 	})
 	if errors.Is(err, store.ErrAlreadyExists) {
-		return nil // a concurrent first request created it: the same session
+		// A concurrent first request created it: the same session.
+		v, err = g.cfg.Engine.GetSession(ctx, tenant, id)
 	}
-	return err
+	return v.CreatedAt, err
 }
 
 // follow brings the session's model, system prompt and tools to the
-// request's, when the client changed them (an ordinary, versioned update).
-func (g *Gateway) follow(ctx context.Context, tenant string, s store.Session, c *conversation) error {
+// request's, when the client changed them (an ordinary, versioned update),
+// and returns the session as updated (nil: unchanged).
+func (g *Gateway) follow(ctx context.Context, tenant string, s store.Session, c *conversation) (*store.Session, error) {
 	var mask []string
 	if s.Model != c.model {
 		mask = append(mask, engine.FieldModel)
@@ -161,10 +183,14 @@ func (g *Gateway) follow(ctx context.Context, tenant string, s store.Session, c 
 		mask = append(mask, engine.FieldTools)
 	}
 	if len(mask) == 0 {
-		return nil
+		return nil, nil
 	}
-	_, err := g.cfg.Engine.UpdateSession(ctx, tenant, s.ID, engine.SessionUpdate{Mask: mask, Model: c.model, System: c.system, Tools: c.tools})
-	return err
+	v, err := g.cfg.Engine.UpdateSession(ctx, tenant, s.ID, engine.SessionUpdate{Mask: mask, Model: c.model, System: c.system, Tools: c.tools,
+		ExpectedVersion: &s.Version})
+	if err != nil {
+		return nil, err
+	}
+	return &v.Session, nil
 }
 
 func sameTools(a, b []chat.Tool) bool {
@@ -249,4 +275,45 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 	lc.held += added
 	lc.mu.Unlock()
 	return out, nil
+}
+
+// extend records msgs, just stored with their log positions, after what
+// the cache holds of the session created at created, so the next request
+// reads nothing. Unless they follow the cached log without a gap (another
+// writer came between, contextd inserted a message), nothing is recorded
+// and the next request reads the log's tail as usual.
+func (lc *logCache) extend(tenant, id string, created time.Time, msgs []chat.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	key := tenant + "\x00" + id
+	lc.mu.Lock()
+	ent, ok := lc.entries[key]
+	if !ok || !ent.created.Equal(created) {
+		if msgs[0].Position != 1 || len(lc.entries) >= maxCachedSessions || lc.held > lc.maxDigests {
+			lc.mu.Unlock()
+			return
+		}
+		if ok {
+			lc.held -= len(ent.digests)
+		}
+		ent = &logEntry{created: created}
+		lc.entries[key] = ent
+	}
+	lc.held += len(msgs)
+	lc.mu.Unlock()
+
+	ent.mu.Lock()
+	defer ent.mu.Unlock()
+	pos := ent.last
+	for i := range msgs {
+		if msgs[i].Position != pos+1 || msgs[i].Kind != "" && msgs[i].Kind != chat.KindNormal || msgs[i].Metadata[engine.InterruptedMetadata] != "" {
+			return
+		}
+		pos++
+	}
+	for i := range msgs {
+		ent.digests = append(ent.digests, storedDigest(&msgs[i]))
+	}
+	ent.last = pos
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -149,7 +151,7 @@ func TestUpstreamFailuresKeepOneTurn(t *testing.T) {
 		t.Errorf("retry in session %q, want %q", got, id)
 	}
 	want := []string{"user: first question", "assistant: the answer"}
-	if got := s.logOf(id); !slices.Equal(got, want) {
+	if got := s.waitLog(id, want); !slices.Equal(got, want) {
 		t.Errorf("log after failures and a retry:\n got %q\nwant %q", got, want)
 	}
 	// 5. The provider cannot be reached: a provider-shaped 502.
@@ -183,7 +185,10 @@ func TestEditedHistoryForks(t *testing.T) {
 	if id, h := ask(withA1); id != first || h != "extended" {
 		t.Fatalf("second call: %s %s", id, h)
 	}
-	before := s.logOf(first)
+	before := []string{"user: task", "assistant: a1", "user: q2", "assistant: a2"}
+	if got := s.waitLog(first, before); !slices.Equal(got, before) {
+		t.Fatalf("log %q", got)
+	}
 	edited := append(slices.Clone(base), map[string]any{"role": "assistant", "content": "a1"}, map[string]any{"role": "user", "content": "q2, edited"})
 	forked, h := ask(edited)
 	if forked == first || !strings.HasPrefix(h, "edited; from="+first) {
@@ -308,5 +313,59 @@ func TestCountTokensAndModels(t *testing.T) {
 		if len(list.Data) < 10 || anthropicClient && list.Data[0].Type != "model" || !anthropicClient && list.Object != "list" {
 			t.Errorf("models (anthropic %v): %+v", anthropicClient, list)
 		}
+	}
+}
+
+// TestProviderHeadersForwarded: the client's provider headers and query
+// (Claude Code sends /v1/messages?beta=true with anthropic-beta) reach the
+// provider unchanged; without credentials the server's key is used.
+func TestProviderHeadersForwarded(t *testing.T) {
+	s := start(t, map[string]string{"CONTEXTD_OPENAI_API_KEY": "sk-server"})
+	resp, body := s.post("/v1/messages?beta=true", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 5,
+		"messages": []any{map[string]any{"role": "user", "content": "hi"}}}, map[string]string{"anthropic-beta": "interleaved-thinking-2025-05-14"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	got := s.fake.Requests()[0]
+	if got.Query != "beta=true" || got.Header.Get("anthropic-beta") != "interleaved-thinking-2025-05-14" || got.Header.Get("x-api-key") != "sk-ant-test" || got.Header.Get("anthropic-version") != "2023-06-01" {
+		t.Errorf("forwarded: query %q, headers %v", got.Query, got.Header)
+	}
+	b, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	r, err := http.Post(s.url("/v1/chat/completions"), "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if got := s.fake.Requests()[1].Header.Get("Authorization"); got != "Bearer sk-server" {
+		t.Errorf("without client credentials the server's key is sent: got %q", got)
+	}
+}
+
+// TestTooLargeIsContextLengthError: a request that cannot fit even after
+// every tier is the provider's context-length error, and leaves no session.
+func TestTooLargeIsContextLengthError(t *testing.T) {
+	models := filepath.Join(t.TempDir(), "models.json")
+	if err := os.WriteFile(models, []byte(`{"models": [{"name": "tiny", "provider": "openai", "context_window": 2000, "max_output_tokens": 200, "encoding": "o200k_base", "exact": true}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, map[string]string{"CONTEXTD_MODELS_FILE": models})
+	resp, body := s.post("/v1/chat/completions", map[string]any{"model": "tiny", "messages": []any{map[string]any{"role": "user", "content": strings.Repeat("word ", 5000)}}}, nil)
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(body, &e) != nil || e.Error.Code != "context_length_exceeded" {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if n := len(s.fake.Requests()); n != 0 {
+		t.Errorf("the request reached the provider")
+	}
+	var list struct {
+		Sessions []any `json:"sessions"`
+	}
+	s.rpc("ListSessions", map[string]any{}, &list)
+	if len(list.Sessions) != 0 {
+		t.Errorf("a refused request left %d sessions", len(list.Sessions))
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,7 +102,7 @@ func (s *server) post(path string, body any, header map[string]string) (*http.Re
 	}
 	req, _ := http.NewRequest(http.MethodPost, s.url(path), bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
-	if path == "/v1/messages" || path == "/v1/messages/count_tokens" {
+	if strings.HasPrefix(path, "/v1/messages") {
 		req.Header.Set("anthropic-version", "2023-06-01")
 		req.Header.Set("x-api-key", "sk-ant-test")
 	} else {
@@ -212,11 +213,32 @@ func (s *server) checkLedger(id string) {
 			} `json:"ledger"`
 		} `json:"session"`
 	}
-	s.rpc("GetSession", map[string]any{"sessionId": id}, &got)
-	c := got.Session.Ledger.Calls
 	in, out := s.fake.Totals()
 	n := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.rpc("GetSession", map[string]any{"sessionId": id}, &got)
+		if n(got.Session.Ledger.Calls.Calls) >= int64(len(s.fake.Requests())) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c := got.Session.Ledger.Calls
 	if total := n(c.InputTokens) + n(c.CacheReadTokens) + n(c.CacheWriteTokens); total != in || n(c.OutputTokens) != out || n(c.Calls) != int64(len(s.fake.Requests())) {
 		s.t.Errorf("ledger %+v; the fake reported %d calls, %d input and %d output tokens", c, len(s.fake.Requests()), in, out)
+	}
+}
+
+// waitLog returns the session's log once it is want, or what it is after
+// ten seconds: the gateway records a reply just after relaying it.
+func (s *server) waitLog(id string, want []string) []string {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := s.logOf(id)
+		if slices.Equal(got, want) || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -79,7 +79,7 @@ func TestNodeSDKs(t *testing.T) {
 		if run.Stream {
 			want[0] += " (streamed)"
 		}
-		if got := s.logOf(run.Sessions[0]); !slices.Equal(got, want) {
+		if got := s.waitLog(run.Sessions[0], want); !slices.Equal(got, want) {
 			t.Errorf("%s (stream %v) log:\n got %q\nwant %q", run.API, run.Stream, got, want)
 		}
 	}

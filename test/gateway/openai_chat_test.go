@@ -52,7 +52,7 @@ func TestChatHistoryLandsInOneSession(t *testing.T) {
 	history = append(history, reply, map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "a.go b.go"})
 	call("extended")
 	want := []string{"user: hi", "assistant: Hello! How can I help?", "user: list files", "assistant: call(call_1)", "tool: result(call_1)", "assistant: There are two files."}
-	if got := s.logOf(id); !slices.Equal(got, want) {
+	if got := s.waitLog(id, want); !slices.Equal(got, want) {
 		t.Errorf("log:\n got %q\nwant %q", got, want)
 	}
 	s.checkUpstream()

@@ -75,7 +75,7 @@ func TestOpenAIGoSDK(t *testing.T) {
 				t.Fatalf("sessions %q", sessions)
 			}
 			want := []string{"user: What is in src?", "assistant: call(call_ls)", "tool: result(call_ls)", "assistant: src holds main.go"}
-			if got := s.logOf(sessions[0]); !slices.Equal(got, want) {
+			if got := s.waitLog(sessions[0], want); !slices.Equal(got, want) {
 				t.Errorf("log:\n got %q\nwant %q", got, want)
 			}
 			s.checkUpstream()
@@ -155,7 +155,7 @@ func TestOpenAIGoSDKResponses(t *testing.T) {
 				t.Fatalf("sessions %q", sessions)
 			}
 			want := []string{"user: What is in src?", "assistant: call(call_ls)", "tool: result(call_ls)", "assistant: src holds main.go"}
-			if got := s.logOf(sessions[0]); !slices.Equal(got, want) {
+			if got := s.waitLog(sessions[0], want); !slices.Equal(got, want) {
 				t.Errorf("log:\n got %q\nwant %q", got, want)
 			}
 			s.checkUpstream()
@@ -229,7 +229,7 @@ func TestAnthropicGoSDK(t *testing.T) {
 				t.Fatalf("sessions %q", sessions)
 			}
 			want := []string{"user: What is in src?", "assistant: call(call_ls)", "tool: result(call_ls)", "assistant: src holds main.go"}
-			if got := s.logOf(sessions[0]); !slices.Equal(got, want) {
+			if got := s.waitLog(sessions[0], want); !slices.Equal(got, want) {
 				t.Errorf("log:\n got %q\nwant %q", got, want)
 			}
 			s.checkUpstream()

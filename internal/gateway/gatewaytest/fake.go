@@ -35,6 +35,7 @@ type ToolCall struct {
 // Request is one request the fake received.
 type Request struct {
 	Path   string
+	Query  string
 	Header http.Header
 	Body   map[string]any
 	Raw    []byte
@@ -124,7 +125,7 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 		problems = check(body)
 	}
 	f.mu.Lock()
-	f.requests = append(f.requests, Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw, Problems: problems})
+	f.requests = append(f.requests, Request{Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body, Raw: raw, Problems: problems})
 	reply := Reply{Text: "ok"}
 	if len(f.script) > 0 {
 		reply, f.script = f.script[0], f.script[1:]
