@@ -509,7 +509,7 @@ func (c *cli) sessions(ctx context.Context, label string, asJSON bool) error {
 	}
 	tw := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
 	if !asJSON {
-		fmt.Fprintln(tw, "SESSION\tMODEL\tMESSAGES\tUSED\tLEVEL\tUPDATED")
+		fmt.Fprintln(tw, "SESSION\tMODEL\tMESSAGES\tUSED (% OF USABLE WINDOW)\tLEVEL\tUPDATED")
 	}
 	for {
 		resp, err := c.client.ListSessions(ctx, req)
@@ -538,6 +538,8 @@ func (c *cli) sessions(ctx context.Context, label string, asJSON bool) error {
 func (c *cli) printCompaction(session string, resp *contextdv1.CompactResponse) {
 	cmp := resp.GetCompaction()
 	switch {
+	case cmp == nil && resp.GetNothingDetail() != "":
+		fmt.Fprintln(c.out, "nothing to compact:", resp.GetNothingDetail())
 	case cmp == nil:
 		fmt.Fprintln(c.out, "nothing to compact")
 	case resp.GetDryRun():
