@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/tokens"
 )
 
 // Limits bound what one request or tenant may ask for, and how much text the
@@ -73,15 +74,43 @@ func textBytes(text, system string, tools []chat.Tool, msgs []chat.Message) int 
 	return n
 }
 
-// admitCount checks a request's text against the per-request limit and,
-// for a large one, waits for its share of the server-wide counting budget.
-// The caller must call release when it has finished tokenizing (calling it
-// again is harmless).
-func (e *Engine) admitCount(ctx context.Context, text, system string, tools []chat.Tool, msgs []chat.Message) (release func(), err error) {
-	n := textBytes(text, system, tools, msgs)
+// Fixed costs, in bytes, that each message, part and tool call of a request
+// is charged against the count limits on top of its text: decoding,
+// validating, framing, storing and answering one costs work and memory
+// whatever its text (a million empty parts once cost 400 MB and counted as
+// nothing).
+const (
+	messageCost  = 64
+	partCost     = 16
+	toolCallCost = 64
+)
+
+// countCost is what a request is charged against the count limits: its
+// text, its tools as the model's framing renders them (tokens.ToolBytes: a
+// nested schema renders larger than it is sent), and the fixed cost of its
+// structure.
+func countCost(fr tokens.Framing, text, system string, tools []chat.Tool, msgs []chat.Message) int {
+	n := textBytes(text, system, nil, msgs) + tokens.ToolBytes(fr, tools) + messageCost*len(msgs)
+	for i := range msgs {
+		n += partCost * len(msgs[i].Parts)
+		for _, p := range msgs[i].Parts {
+			if p.ToolCall != nil {
+				n += toolCallCost
+			}
+		}
+	}
+	return n
+}
+
+// admitCount checks a request's cost (countCost) against the per-request
+// limit and, for a large one, waits for its share of the server-wide
+// counting budget. The caller must call release when it has finished
+// tokenizing (calling it again is harmless).
+func (e *Engine) admitCount(ctx context.Context, fr tokens.Framing, text, system string, tools []chat.Tool, msgs []chat.Message) (release func(), err error) {
+	n := countCost(fr, text, system, tools, msgs)
 	if max := e.limits.MaxCountBytes; max > 0 && n > max {
-		return nil, fmt.Errorf("the request holds %d bytes of text to count (text, system prompt, tools and messages together); %s allows %d per request: %w",
-			n, limitCountBytes, max, ErrResourceExhausted)
+		return nil, fmt.Errorf("the request costs %d bytes to count (its text, system prompt, tools as rendered for the model, and %d bytes a message, %d a part, %d a tool call); %s allows %d per request: %w",
+			n, messageCost, partCost, toolCallCost, limitCountBytes, max, ErrResourceExhausted)
 	}
 	if e.counting == nil || n < e.limits.LargeCountBytes {
 		return func() {}, nil

@@ -91,11 +91,11 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 			return SessionView{}, chat.Invalid("policy.summarizer", "%v", err)
 		}
 	}
-	release, err := e.admitCount(ctx, "", in.System, in.Tools, nil)
+	fr := tokens.FramingOf(m)
+	release, err := e.admitCount(ctx, fr, "", in.System, in.Tools, nil)
 	if err != nil {
 		return SessionView{}, err
 	}
-	fr := tokens.FramingOf(m)
 	toolsTokens, _ := tokens.CountTools(enc, fr, in.System, in.Tools)
 	systemTokens := tokens.CountSystem(enc, fr, in.System)
 	release()
@@ -457,7 +457,8 @@ func (e *Engine) countMessages(ctx context.Context, model string, msgs []chat.Me
 	if err != nil {
 		return nil, err
 	}
-	release, err := e.admitCount(ctx, "", "", nil, msgs)
+	fr := tokens.FramingOf(m)
+	release, err := e.admitCount(ctx, fr, "", "", nil, msgs)
 	if err != nil {
 		return nil, err
 	}
@@ -466,7 +467,6 @@ func (e *Engine) countMessages(ctx context.Context, model string, msgs []chat.Me
 	if err != nil {
 		return nil, err
 	}
-	fr := tokens.FramingOf(m)
 	out := make([]chat.Message, len(msgs))
 	var total int64
 	for i := range msgs {
