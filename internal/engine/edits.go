@@ -272,6 +272,7 @@ func (e *Engine) ClearMessages(ctx context.Context, tenant, id string, keepTask 
 		s.ViewEpoch++ // messages left the view
 		s.CompactionRound = round
 		s.ActiveTokens, s.ActiveCount, s.ViewSeq = after, int64(len(kept)), int64(len(kept))
+		s.ActiveBytes = viewBytes(kept)
 		s.AutoPausedBelow = 0
 		s.UpdatedAt = now
 		final = s

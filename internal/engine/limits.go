@@ -30,6 +30,11 @@ type Limits struct {
 	// MaxResponseBytes bounds a page of messages (about: their text plus a
 	// fixed overhead per message and part); 0: no bound.
 	MaxResponseBytes int
+	// MaxViewBytes and MaxViewWindows bound a session's active view at
+	// append: in bytes, and in tokens as a multiple of its model's context
+	// window (checkViewBound); 0: no bound.
+	MaxViewBytes   int
+	MaxViewWindows int
 }
 
 // The names of the limits, as the configuration spells them, so an error
@@ -37,6 +42,8 @@ type Limits struct {
 const (
 	limitCountBytes  = "CONTEXTD_MAX_COUNT_BYTES"
 	limitCountBudget = "CONTEXTD_COUNT_BUDGET_BYTES"
+	limitViewBytes   = "CONTEXTD_MAX_VIEW_BYTES"
+	limitViewWindows = "CONTEXTD_MAX_VIEW_WINDOWS"
 )
 
 // ErrResourceExhausted is a request over a limit.

@@ -29,7 +29,7 @@ func sessionArgs(s *store.Session) ([]any, error) {
 	tools, policy, labels := j.Tools, j.Policy, j.Labels
 	return []any{s.Model, s.SystemPrompt, tools, policy, labels, s.Version, s.SystemTokens, s.ToolsTokens,
 		s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CompactionRound, s.AutoPausedBelow,
-		s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch,
+		s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch, s.ActiveBytes,
 		s.UpdatedAt.UnixNano(), s.Tenant, s.ID}, nil
 }
 
@@ -44,8 +44,8 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 	}
 	_, err = t.tx.ExecContext(ctx, `INSERT INTO sessions (model, system_prompt, tools, policy, labels, version,
 		system_tokens, tools_tokens, active_tokens, active_count, log_count, view_seq, compaction_round,
-		auto_paused_below, view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, updated_at, tenant, id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append(args, s.CreatedAt.UnixNano())...)
+		auto_paused_below, view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes, updated_at, tenant, id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append(args, s.CreatedAt.UnixNano())...)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
 	}
@@ -60,7 +60,7 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET model = ?, system_prompt = ?, tools = ?, policy = ?,
 		labels = ?, version = ?, system_tokens = ?, tools_tokens = ?, active_tokens = ?, active_count = ?,
 		log_count = ?, view_seq = ?, compaction_round = ?, auto_paused_below = ?, view_epoch = ?, anchor_input = ?,
-		anchor_local = ?, anchor_count = ?, anchor_epoch = ?, updated_at = ?
+		anchor_local = ?, anchor_count = ?, anchor_epoch = ?, active_bytes = ?, updated_at = ?
 		WHERE tenant = ? AND id = ? AND deleted_at IS NULL`, args...)
 	return affected(res, err, s.ID)
 }
