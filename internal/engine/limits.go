@@ -85,11 +85,15 @@ func textBytes(text, system string, tools []chat.Tool, msgs []chat.Message) int 
 // is charged against the count limits on top of its text: decoding,
 // validating, framing, storing and answering one costs work and memory
 // whatever its text (a million empty parts once cost 400 MB and counted as
-// nothing).
+// nothing). Measured over the listener (internal/app, TestHostileStructure):
+// a message costs about the allocation of 1 KB of text whatever its
+// content, and an unanswered tool call becomes a stored message (its
+// interrupted result) as well as a row of its own; with these charges an
+// append at the caps costs, per byte charged, within 3× an append of text.
 const (
-	messageCost  = 64
-	partCost     = 16
-	toolCallCost = 64
+	messageCost  = 256
+	partCost     = 32
+	toolCallCost = 512
 )
 
 // countCost is what a request is charged against the count limits: its
