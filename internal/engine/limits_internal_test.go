@@ -16,7 +16,7 @@ import (
 // than all of it runs alone), a bounded number wait, the rest are refused
 // naming the setting, and small requests never wait.
 func TestCountBudget(t *testing.T) {
-	e := New(nil, nil, nil, WithLimits(Limits{MaxCountBytes: 1000, CountBudgetBytes: 1000, LargeCountBytes: 100}))
+	e := New(nil, nil, nil, WithLimits(Limits{MaxCountBytes: 1000, CountBudgetBytes: 1000, LargeCountBytes: 400}))
 	ctx := t.Context()
 	big := strings.Repeat("x", 1000)
 	hold, err := e.admitCount(ctx, tokens.DefaultFraming, big, "", nil, nil)
