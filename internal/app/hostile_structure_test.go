@@ -35,9 +35,9 @@ func callsMsg(first, n int) *contextdv1.Message {
 // messages × 4,000 tool calls became 40,011 rows and held the SQLite writer
 // for 5 s). Over the caps: InvalidArgument naming the field. Under them but
 // over CONTEXTD_MAX_COUNT_BYTES by its fixed costs: ResourceExhausted. An
-// append at the caps (10 × 256 tool calls, every one then interrupted) is
-// stored in batches and costs, per byte it is charged, at most 3× what an
-// ordinary append of text does. The session is intact afterwards.
+// append at the caps (4 × 256 tool calls, every one then interrupted)
+// costs, per byte it is charged, at most 3× what an ordinary append of text
+// does. The session is intact afterwards.
 func TestHostileStructure(t *testing.T) {
 	const limit = 2 << 20
 	onBothStores(t, map[string]string{"CONTEXTD_MAX_COUNT_BYTES": fmt.Sprint(limit)}, func(t *testing.T, client contextdv1.ContextServiceClient) {
@@ -55,9 +55,9 @@ func TestHostileStructure(t *testing.T) {
 			}
 			return msgs
 		}
-		tenCallers := func(calls int) []*contextdv1.Message {
+		callers := func(n, calls int) []*contextdv1.Message {
 			var msgs []*contextdv1.Message
-			for i := range 10 {
+			for i := range n {
 				msgs = append(msgs, callsMsg(i*calls, calls))
 			}
 			return msgs
@@ -83,15 +83,15 @@ func TestHostileStructure(t *testing.T) {
 				return err
 			}, codes.ResourceExhausted, "CONTEXTD_MAX_COUNT_BYTES allows 2097152 per request"},
 			{"10 × 4,000 tool calls appended", func() error {
-				_, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "s", Messages: tenCallers(4_000)})
+				_, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "s", Messages: callers(10, 4_000)})
 				return err
 			}, codes.InvalidArgument, "messages[0].parts"},
-			{"40 × 256 tool calls prepared", func() error {
-				var msgs []*contextdv1.Message
-				for i := range 40 {
-					msgs = append(msgs, callsMsg(i*256, 256))
-				}
-				_, err := client.PrepareContext(ctx, &contextdv1.PrepareContextRequest{SessionId: "s", Messages: msgs})
+			{"5 × 256 tool calls prepared", func() error {
+				_, err := client.PrepareContext(ctx, &contextdv1.PrepareContextRequest{SessionId: "s", Messages: callers(5, 256)})
+				return err
+			}, codes.InvalidArgument, "messages"},
+			{"45 × 250 tool calls counted", func() error {
+				_, err := client.CountTokens(ctx, &contextdv1.CountTokensRequest{Model: "gpt-4o", Messages: callers(45, 250)})
 				return err
 			}, codes.InvalidArgument, "messages"},
 		} {
@@ -105,14 +105,15 @@ func TestHostileStructure(t *testing.T) {
 			t.Fatalf("the session after refused calls: %v, %v", got, err)
 		}
 
-		// At the caps: stored, in batches, at a cost per charged byte
+		// At the caps (an append stores at most 1,024 tool calls): stored, at a cost per charged byte
 		// within 3× of an ordinary append of text.
 		for i := range 3 { // one a run: 1.4 MB of words is over half the view bound in tokens
 			if _, err := client.CreateSession(ctx, &contextdv1.CreateSessionRequest{Id: fmt.Sprint("plain", i), Model: "gpt-4o"}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		atCaps := tenCallers(chat.MaxToolCallsPerMessage)
+		const atCapsMessages = chat.MaxToolCallsPerAppend / chat.MaxToolCallsPerMessage
+		atCaps := callers(atCapsMessages, chat.MaxToolCallsPerMessage)
 		atCaps = append([]*contextdv1.Message{user("go")}, atCaps...)
 		charge := 0
 		for _, m := range atCaps {
@@ -124,14 +125,15 @@ func TestHostileStructure(t *testing.T) {
 			}
 		}
 		var plain []*contextdv1.Message
-		for range 11 {
-			plain = append(plain, user(strings.Repeat("word ", (charge-11*288)/11/5)))
+		n := len(atCaps)
+		for range n {
+			plain = append(plain, user(strings.Repeat("word ", (charge-n*288)/n/5)))
 		}
 		run := 0
 		hostileCost, err := allocated(t, func() error {
 			_, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "s", Messages: atCaps})
 			run++
-			atCaps = tenCallers(chat.MaxToolCallsPerMessage) // fresh ids for the next run
+			atCaps = callers(atCapsMessages, chat.MaxToolCallsPerMessage) // fresh ids for the next run
 			for _, m := range atCaps {
 				for _, p := range m.GetParts() {
 					p.GetToolCall().Id += fmt.Sprint("_", run)
@@ -152,8 +154,8 @@ func TestHostileStructure(t *testing.T) {
 			t.Fatal(err)
 		}
 		ratio := float64(hostileCost) / float64(plainCost)
-		t.Logf("an append of 10 × %d tool calls (charged %d bytes) allocates %d bytes, %.2f× an append of %d bytes of text (%d)",
-			chat.MaxToolCallsPerMessage, charge, hostileCost, ratio, charge, plainCost)
+		t.Logf("an append of %d × %d tool calls (charged %d bytes) allocates %d bytes, %.2f× an append of %d bytes of text (%d)",
+			atCapsMessages, chat.MaxToolCallsPerMessage, charge, hostileCost, ratio, charge, plainCost)
 		if ratio > 3 {
 			t.Errorf("an append at the caps costs %.1f× an ordinary append charged the same; want at most 3×", ratio)
 		}

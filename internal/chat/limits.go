@@ -44,3 +44,31 @@ func CheckStructure(field string, msgs []Message) error {
 	}
 	return nil
 }
+
+// MaxToolCallsPerAppend bounds the tool calls one append stores
+// (AppendMessages, PrepareContext): each is a row, and each left unanswered
+// a stored interrupted result as well, all written while the store's writer
+// is held (SQLite has one: 10 × 256 calls, about 7,700 rows, hold it about
+// 0.2 s; see BenchmarkAppendToolCalls). Counting requests store nothing and
+// keep MaxToolCallsPerRequest.
+const MaxToolCallsPerAppend = 1_024
+
+// CheckAppend is CheckStructure for a request that stores its messages.
+func CheckAppend(field string, msgs []Message) error {
+	if err := CheckStructure(field, msgs); err != nil {
+		return err
+	}
+	calls := 0
+	for i := range msgs {
+		for j := range msgs[i].Parts {
+			if msgs[i].Parts[j].Type == PartToolCall {
+				calls++
+			}
+		}
+		if calls > MaxToolCallsPerAppend {
+			return Invalid(field, "make more than %d tool calls together (at %s[%d]); an append may store at most %d",
+				MaxToolCallsPerAppend, field, i, MaxToolCallsPerAppend)
+		}
+	}
+	return nil
+}

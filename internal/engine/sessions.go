@@ -346,6 +346,9 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 	if len(in.Messages) == 0 {
 		return AppendResult{}, SessionView{}, chat.Invalid("messages", "must have at least one message")
 	}
+	if err := chat.CheckAppend("messages", in.Messages); err != nil {
+		return AppendResult{}, SessionView{}, err
+	}
 	if err := chat.ValidateMessages("messages", in.Messages); err != nil {
 		return AppendResult{}, SessionView{}, err
 	}
