@@ -263,7 +263,9 @@ func TestMaxConcurrentStreams(t *testing.T) {
 // session of large messages reads page by page within a default client's
 // 4 MB receive limit, every message once, in order.
 func TestMessagePagesAreByteBounded(t *testing.T) {
-	conn := startServer(t, map[string]string{})
+	// 10 MB of words is 2 million tokens: over the view's bound in
+	// windows, which is not what this test is about.
+	conn := startServer(t, map[string]string{"CONTEXTD_MAX_VIEW_WINDOWS": "0"})
 	client := contextdv1.NewContextServiceClient(conn)
 	ctx := t.Context()
 	if _, err := client.CreateSession(ctx, &contextdv1.CreateSessionRequest{Id: "big", Model: "gpt-4o"}); err != nil {
