@@ -34,6 +34,16 @@ func (r *pageRecorder) LogMessages(ctx context.Context, tenant, id string, after
 	return r.Store.LogMessages(ctx, tenant, id, after, limit)
 }
 
+func (r *pageRecorder) ActiveSizes(ctx context.Context, tenant, id string, after int64, limit int) ([]store.RowSize, error) {
+	r.record(limit)
+	return r.Store.ActiveSizes(ctx, tenant, id, after, limit)
+}
+
+func (r *pageRecorder) LogSizes(ctx context.Context, tenant, id string, after int64, limit int) ([]store.RowSize, error) {
+	r.record(limit)
+	return r.Store.LogSizes(ctx, tenant, id, after, limit)
+}
+
 func (r *pageRecorder) ListCompactions(ctx context.Context, tenant, id string, after, limit int) ([]store.Compaction, error) {
 	r.record(limit)
 	return r.Store.ListCompactions(ctx, tenant, id, after, limit)

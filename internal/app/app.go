@@ -102,7 +102,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	summarizers.Allow(cfg.SummarizersAllowed)
 	opts := []engine.Option{engine.WithRevertWindow(cfg.RevertWindow), engine.WithNotifier(notifier), engine.WithSummarizers(summarizers),
 		engine.WithLimits(engine.Limits{MaxCountBytes: cfg.MaxCountBytes, MaxSessionsPerTenant: cfg.MaxSessionsPerTenant,
-			CountBudgetBytes: int64(cfg.CountBudgetBytes), LargeCountBytes: cfg.LargeCountBytes, MaxResponseBytes: cfg.MaxResponseBytes}),
+			CountBudgetBytes: int64(cfg.CountBudgetBytes), LargeCountBytes: cfg.LargeCountBytes, MaxResponseBytes: cfg.MaxResponseBytes,
+			MaxViewBytes: cfg.MaxViewBytes, MaxViewWindows: cfg.MaxViewWindows}),
 		engine.WithMetrics(domain), engine.WithLogger(log), engine.WithViewCacheBytes(int64(cfg.ViewCacheBytes))}
 	if cfg.AnthropicCountTokens {
 		opts = append(opts, engine.WithProviderCounter(provider.NewAnthropicCounter(provider.Config{

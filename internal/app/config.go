@@ -68,9 +68,13 @@ type Config struct {
 	// CountBudgetBytes bounds the text of large requests (LargeCountBytes
 	// and up) tokenized at once, server-wide; MaxConcurrentStreams bounds the
 	// calls one connection may have open.
-	CountBudgetBytes     int
-	MaxResponseBytes     int
-	LargeCountBytes      int
+	CountBudgetBytes int
+	MaxResponseBytes int
+	LargeCountBytes  int
+	// MaxViewBytes and MaxViewWindows bound a session's active view at
+	// append (bytes; tokens as a multiple of its model's window).
+	MaxViewBytes         int
+	MaxViewWindows       int
 	MaxConcurrentStreams int
 
 	// CORSAllowedOrigins are the browser origins allowed to call the API
@@ -125,12 +129,14 @@ var settings = []envFlag{
 	{"CONTEXTD_TLS_CLIENT_CA_FILE", "", "CA (PEM) that client certificates must chain to; set: client certificates required", false},
 	{"CONTEXTD_RATE_LIMIT_RPS", "100", "requests a second per tenant (0: no limit)", false},
 	{"CONTEXTD_RATE_LIMIT_BURST", "200", "burst above the rate", false},
-	{"CONTEXTD_MAX_COUNT_BYTES", "8388608", "bytes of text one request hands to the tokenizer (text, system prompt, tools, messages), on every RPC", false},
+	{"CONTEXTD_MAX_COUNT_BYTES", "8388608", "what one request may cost to count, in bytes, on every RPC: its text, its tools as rendered for the model, and 256 bytes a message, 32 a part, 512 a tool call", false},
 	{"CONTEXTD_MAX_SESSIONS_PER_TENANT", "100000", "live sessions one tenant may hold", false},
 	{"CONTEXTD_VIEW_CACHE_BYTES", "67108864", "memory for decoded active views kept between calls, in bytes (0: no cache)", false},
 	{"CONTEXTD_COUNT_BUDGET_BYTES", "16777216", "bytes of large requests tokenized at once, server-wide (as much again may wait; more is refused)", false},
 	{"CONTEXTD_COUNT_LARGE_BYTES", "262144", "requests with at least this many bytes of text take their size from the count budget; smaller ones never wait", false},
 	{"CONTEXTD_MAX_RESPONSE_BYTES", "4194304", "a page of ListSessions, GetMessages or ListCompactions ends at this many bytes (or its page_size, whichever comes first), an ExpandMessage response too (next_page_token continues), so responses fit clients' default 4 MB receive limit", false},
+	{"CONTEXTD_MAX_VIEW_BYTES", "33554432", "an append that would make a session's active view larger than this many bytes is refused (FailedPrecondition: compact or clear it first; 0: no bound)", false},
+	{"CONTEXTD_MAX_VIEW_WINDOWS", "4", "an append that would make a session's active view more than this many times its model's context window in tokens is refused likewise (0: no bound)", false},
 	{"CONTEXTD_MAX_CONCURRENT_STREAMS", "256", "calls one client connection may have open at once (HTTP/2 MaxConcurrentStreams)", false},
 	{"CONTEXTD_MAX_CONNECTION_AGE", "30m", "close client connections after this long so load rebalances across replicas (0: never)", false},
 	{"CONTEXTD_CORS_ALLOWED_ORIGINS", "", "comma-separated browser origins allowed to call the API cross-origin (Connect, gRPC-Web), or *; empty: same origin only", false},
@@ -266,7 +272,8 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 		{"CONTEXTD_MAX_SESSIONS_PER_TENANT", &cfg.MaxSessionsPerTenant, 1}, {"CONTEXTD_COUNT_BUDGET_BYTES", &cfg.CountBudgetBytes, 1},
 		{"CONTEXTD_COUNT_LARGE_BYTES", &cfg.LargeCountBytes, 1}, {"CONTEXTD_MAX_CONCURRENT_STREAMS", &cfg.MaxConcurrentStreams, 1},
 		{"CONTEXTD_MAX_RESPONSE_BYTES", &cfg.MaxResponseBytes, 65536},
-		{"CONTEXTD_VIEW_CACHE_BYTES", &cfg.ViewCacheBytes, 0}} {
+		{"CONTEXTD_VIEW_CACHE_BYTES", &cfg.ViewCacheBytes, 0},
+		{"CONTEXTD_MAX_VIEW_BYTES", &cfg.MaxViewBytes, 0}, {"CONTEXTD_MAX_VIEW_WINDOWS", &cfg.MaxViewWindows, 0}} {
 		if *f.dst, err = strconv.Atoi(get(f.env)); err != nil || *f.dst < f.min {
 			return Config{}, fmt.Errorf("%s: want an integer of at least %d, got %q", f.env, f.min, get(f.env))
 		}

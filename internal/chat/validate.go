@@ -32,11 +32,14 @@ func ValidateTools(field string, tools []Tool) error {
 	return nil
 }
 
-// ValidateMessages checks the structure of messages: each part matches its
-// role (tool results only in tool messages, tool calls only in assistant
+// ValidateMessages checks the structure of messages: the caps on parts and
+// tool calls (CheckStructure), each part matches its role (tool results only in tool messages, tool calls only in assistant
 // messages), and a tool message carries exactly one tool result. Pairing of
 // calls and results across messages is checked by ValidatePairing.
 func ValidateMessages(field string, msgs []Message) error {
+	if err := CheckStructure(field, msgs); err != nil {
+		return err
+	}
 	var violations []Violation
 	add := func(f, format string, args ...any) {
 		violations = append(violations, Violation{f, fmt.Sprintf(format, args...)})

@@ -347,6 +347,7 @@ func writeCompaction(ctx context.Context, tx store.Tx, s *store.Session, view []
 	s.ViewEpoch++ // the anchor, if any, described the old view
 	s.CompactionRound = rec.Round
 	s.ActiveTokens = sumTokens(p.plan.View) + sumTokens(appended)
+	s.ActiveBytes = viewBytes(p.plan.View) + viewBytes(appended)
 	s.ActiveCount = int64(len(rec.ViewAfter))
 	s.ViewSeq = s.ActiveCount
 	s.UpdatedAt = rec.CreatedAt
@@ -491,6 +492,7 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 		s.Version++
 		s.ViewEpoch++
 		s.ActiveTokens, s.ActiveCount, s.ViewSeq = sumTokens(msgs), int64(len(msgs)), int64(len(msgs))
+		s.ActiveBytes = viewBytes(msgs)
 		s.AutoPausedBelow = s.ActiveTokens + 1 // a revert is deliberate: do not re-compact at once
 		s.UpdatedAt = now
 		final = s

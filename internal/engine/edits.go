@@ -119,11 +119,11 @@ func (e *Engine) updateOnce(ctx context.Context, tenant, id string, in SessionUp
 			return SessionView{}, err
 		}
 	}
-	release, err := e.admitCount(ctx, "", next.SystemPrompt, next.Tools, nil)
+	fr := tokens.FramingOf(m)
+	release, err := e.admitCount(ctx, fr, "", next.SystemPrompt, next.Tools, nil)
 	if err != nil {
 		return SessionView{}, err
 	}
-	fr := tokens.FramingOf(m)
 	next.ToolsTokens, _ = tokens.CountTools(enc, fr, next.SystemPrompt, next.Tools)
 	next.SystemTokens = tokens.CountSystem(enc, fr, next.SystemPrompt)
 	release()
@@ -272,6 +272,7 @@ func (e *Engine) ClearMessages(ctx context.Context, tenant, id string, keepTask 
 		s.ViewEpoch++ // messages left the view
 		s.CompactionRound = round
 		s.ActiveTokens, s.ActiveCount, s.ViewSeq = after, int64(len(kept)), int64(len(kept))
+		s.ActiveBytes = viewBytes(kept)
 		s.AutoPausedBelow = 0
 		s.UpdatedAt = now
 		final = s

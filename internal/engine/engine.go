@@ -122,11 +122,9 @@ type CountResult struct {
 // CountTokens counts plain text, or a chat request with framing.
 func (e *Engine) CountTokens(ctx context.Context, in CountInput) (CountResult, error) {
 	var res CountResult
-	release, err := e.admitCount(ctx, in.Text, in.System, in.Tools, in.Messages)
-	if err != nil {
+	if err := chat.CheckStructure("messages", in.Messages); err != nil {
 		return res, err
 	}
-	defer release()
 	framing := tokens.DefaultFraming
 	encName := tokens.CL100KBase
 	var model *tokens.Model // set when counting for a model
@@ -147,6 +145,11 @@ func (e *Engine) CountTokens(ctx context.Context, in CountInput) (CountResult, e
 		encName, framing, res.Model, res.Exact = m.Encoding, tokens.FramingOf(m), in.Model, m.Exact
 		model = &m
 	}
+	release, err := e.admitCount(ctx, framing, in.Text, in.System, in.Tools, in.Messages)
+	if err != nil {
+		return res, err
+	}
+	defer release()
 	enc, err := e.encodings.Get(encName)
 	if err != nil {
 		return res, encodingError(encName, err)

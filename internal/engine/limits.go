@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/tokens"
 )
 
 // Limits bound what one request or tenant may ask for, and how much text the
@@ -29,6 +30,11 @@ type Limits struct {
 	// MaxResponseBytes bounds a page of messages (about: their text plus a
 	// fixed overhead per message and part); 0: no bound.
 	MaxResponseBytes int
+	// MaxViewBytes and MaxViewWindows bound a session's active view at
+	// append: in bytes, and in tokens as a multiple of its model's context
+	// window (checkViewBound); 0: no bound.
+	MaxViewBytes   int
+	MaxViewWindows int
 }
 
 // The names of the limits, as the configuration spells them, so an error
@@ -36,6 +42,8 @@ type Limits struct {
 const (
 	limitCountBytes  = "CONTEXTD_MAX_COUNT_BYTES"
 	limitCountBudget = "CONTEXTD_COUNT_BUDGET_BYTES"
+	limitViewBytes   = "CONTEXTD_MAX_VIEW_BYTES"
+	limitViewWindows = "CONTEXTD_MAX_VIEW_WINDOWS"
 )
 
 // ErrResourceExhausted is a request over a limit.
@@ -73,15 +81,47 @@ func textBytes(text, system string, tools []chat.Tool, msgs []chat.Message) int 
 	return n
 }
 
-// admitCount checks a request's text against the per-request limit and,
-// for a large one, waits for its share of the server-wide counting budget.
-// The caller must call release when it has finished tokenizing (calling it
-// again is harmless).
-func (e *Engine) admitCount(ctx context.Context, text, system string, tools []chat.Tool, msgs []chat.Message) (release func(), err error) {
-	n := textBytes(text, system, tools, msgs)
+// Fixed costs, in bytes, that each message, part and tool call of a request
+// is charged against the count limits on top of its text: decoding,
+// validating, framing, storing and answering one costs work and memory
+// whatever its text (a million empty parts once cost 400 MB and counted as
+// nothing). Measured over the listener (internal/app, TestHostileStructure):
+// a message costs about the allocation of 1 KB of text whatever its
+// content, and an unanswered tool call becomes a stored message (its
+// interrupted result) as well as a row of its own; with these charges an
+// append at the caps costs, per byte charged, within 3× an append of text.
+const (
+	messageCost  = 256
+	partCost     = 32
+	toolCallCost = 512
+)
+
+// countCost is what a request is charged against the count limits: its
+// text, its tools as the model's framing renders them (tokens.ToolBytes: a
+// nested schema renders larger than it is sent), and the fixed cost of its
+// structure.
+func countCost(fr tokens.Framing, text, system string, tools []chat.Tool, msgs []chat.Message) int {
+	n := textBytes(text, system, nil, msgs) + tokens.ToolBytes(fr, tools) + messageCost*len(msgs)
+	for i := range msgs {
+		n += partCost * len(msgs[i].Parts)
+		for _, p := range msgs[i].Parts {
+			if p.ToolCall != nil {
+				n += toolCallCost
+			}
+		}
+	}
+	return n
+}
+
+// admitCount checks a request's cost (countCost) against the per-request
+// limit and, for a large one, waits for its share of the server-wide
+// counting budget. The caller must call release when it has finished
+// tokenizing (calling it again is harmless).
+func (e *Engine) admitCount(ctx context.Context, fr tokens.Framing, text, system string, tools []chat.Tool, msgs []chat.Message) (release func(), err error) {
+	n := countCost(fr, text, system, tools, msgs)
 	if max := e.limits.MaxCountBytes; max > 0 && n > max {
-		return nil, fmt.Errorf("the request holds %d bytes of text to count (text, system prompt, tools and messages together); %s allows %d per request: %w",
-			n, limitCountBytes, max, ErrResourceExhausted)
+		return nil, fmt.Errorf("the request costs %d bytes to count (its text, system prompt, tools as rendered for the model, and %d bytes a message, %d a part, %d a tool call); %s allows %d per request: %w",
+			n, messageCost, partCost, toolCallCost, limitCountBytes, max, ErrResourceExhausted)
 	}
 	if e.counting == nil || n < e.limits.LargeCountBytes {
 		return func() {}, nil

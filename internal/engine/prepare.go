@@ -69,6 +69,9 @@ type prepared struct {
 func (e *Engine) PrepareContext(ctx context.Context, tenant, id string, in PrepareInput) (PrepareResult, error) {
 	var hash string
 	if len(in.Messages) > 0 {
+		if err := chat.CheckAppend("messages", in.Messages); err != nil {
+			return PrepareResult{}, err
+		}
 		if err := chat.ValidateMessages("messages", in.Messages); err != nil {
 			return PrepareResult{}, err
 		}

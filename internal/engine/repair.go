@@ -212,6 +212,7 @@ func (e *Engine) repairInterrupted(ctx context.Context, tenant, id string) error
 		s.LogCount += int64(len(added))
 		s.ActiveCount, s.ViewSeq = int64(len(ids)), int64(len(ids))
 		s.ActiveTokens += sumTokens(added)
+		s.ActiveBytes += viewBytes(added)
 		s.ViewEpoch++
 		s.Version++
 		s.UpdatedAt = now

@@ -161,3 +161,37 @@ func compactionBytes(c *store.Compaction) int {
 	}
 	return n
 }
+
+// readPage reads up to size messages of a view after cursor `after` from
+// the store, ending at CONTEXTD_MAX_RESPONSE_BYTES by the rows' stored
+// sizes before any message is loaded (a page of 100 messages of 7 MB each
+// once loaded 700 MB to answer 4); more says rows remain after them.
+func (e *Engine) readPage(ctx context.Context, tenant, id string, view View, after int64, size int) (msgs []chat.Message, cursors []int64, more bool, err error) {
+	read := e.store.ActiveSizes
+	if view == ViewLog {
+		read = e.store.LogSizes
+	}
+	rows, err := read(ctx, tenant, id, after, size+1)
+	if err != nil || len(rows) == 0 {
+		return nil, nil, false, err
+	}
+	n := min(size, len(rows))
+	if limit := int64(e.limits.MaxResponseBytes); limit > 0 {
+		total := int64(0)
+		for i := range n {
+			if total += rows[i].Bytes + 64; total > limit && i > 0 {
+				n = i
+				break
+			}
+		}
+	}
+	ids := make([]string, n)
+	cursors = make([]int64, n)
+	for i, r := range rows[:n] {
+		ids[i], cursors[i] = r.ID, r.Cursor
+	}
+	if msgs, err = e.store.MessagesByID(ctx, tenant, id, ids); err != nil {
+		return nil, nil, false, err
+	}
+	return msgs, cursors, n < len(rows), nil
+}

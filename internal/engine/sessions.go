@@ -97,11 +97,11 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 			return SessionView{}, chat.Invalid("policy.summarizer", "%v", err)
 		}
 	}
-	release, err := e.admitCount(ctx, "", in.System, in.Tools, nil)
+	fr := tokens.FramingOf(m)
+	release, err := e.admitCount(ctx, fr, "", in.System, in.Tools, nil)
 	if err != nil {
 		return SessionView{}, err
 	}
-	fr := tokens.FramingOf(m)
 	toolsTokens, _ := tokens.CountTools(enc, fr, in.System, in.Tools)
 	systemTokens := tokens.CountSystem(enc, fr, in.System)
 	release()
@@ -279,22 +279,18 @@ func (e *Engine) GetMessages(ctx context.Context, tenant, id string, view View, 
 	}
 	out := MessagePage{Version: s.Version}
 	var cursors []int64
-	if view == ViewLog {
-		out.Messages, err = e.store.LogMessages(ctx, tenant, id, after, size+1)
-		for _, m := range out.Messages {
-			cursors = append(cursors, m.Position)
-		}
-	} else if msgs, ords, ok := e.views.page(&s, after, size+1); ok {
-		out.Messages, cursors = msgs, ords
-	} else {
-		out.Messages, cursors, err = e.store.ActiveMessages(ctx, tenant, id, after, size+1)
+	cached, more := false, false
+	if view == ViewActive {
+		out.Messages, cursors, cached = e.views.page(&s, after, size+1)
 	}
-	if err != nil {
-		return MessagePage{}, err
+	if !cached {
+		if out.Messages, cursors, more, err = e.readPage(ctx, tenant, id, view, after, size); err != nil {
+			return MessagePage{}, err
+		}
 	}
 	// A page ends at page_size messages or CONTEXTD_MAX_RESPONSE_BYTES,
 	// whichever comes first (always at least one message).
-	if n := e.fitResponse(out.Messages[:min(size, len(out.Messages))]); n < len(out.Messages) {
+	if n := e.fitResponse(out.Messages[:min(size, len(out.Messages))]); n < len(out.Messages) || more {
 		out.Messages = out.Messages[:n]
 		out.Next = encodePageToken(prefix, &s, "", cursors[n-1])
 	}
@@ -326,6 +322,9 @@ func (e *Engine) AppendMessages(ctx context.Context, tenant, id string, in Appen
 func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in AppendInput) (AppendResult, SessionView, error) {
 	if len(in.Messages) == 0 {
 		return AppendResult{}, SessionView{}, chat.Invalid("messages", "must have at least one message")
+	}
+	if err := chat.CheckAppend("messages", in.Messages); err != nil {
+		return AppendResult{}, SessionView{}, err
 	}
 	if err := chat.ValidateMessages("messages", in.Messages); err != nil {
 		return AppendResult{}, SessionView{}, err
@@ -434,7 +433,8 @@ func (e *Engine) countMessages(ctx context.Context, model string, msgs []chat.Me
 	if err != nil {
 		return nil, err
 	}
-	release, err := e.admitCount(ctx, "", "", nil, msgs)
+	fr := tokens.FramingOf(m)
+	release, err := e.admitCount(ctx, fr, "", "", nil, msgs)
 	if err != nil {
 		return nil, err
 	}
@@ -443,7 +443,6 @@ func (e *Engine) countMessages(ctx context.Context, model string, msgs []chat.Me
 	if err != nil {
 		return nil, err
 	}
-	fr := tokens.FramingOf(m)
 	out := make([]chat.Message, len(msgs))
 	var total int64
 	for i := range msgs {
@@ -485,6 +484,7 @@ type stagedAppend struct {
 	msgs    []chat.Message // with ids, positions, kinds and timestamps
 	entries []store.ViewEntry
 	calls   []store.ToolCall
+	bytes   int64 // viewBytes(msgs)
 }
 
 // stageAppend checks an append against s and lays it out (stored at now),
@@ -500,7 +500,11 @@ func (e *Engine) stageAppend(ctx context.Context, tx store.Tx, s *store.Session,
 		msgs[i].Position, msgs[i].ID, msgs[i].Kind, msgs[i].CreatedAt = pos, "msg_"+strconv.FormatInt(pos, 10), chat.KindNormal, now
 		entries[i] = store.ViewEntry{Ord: s.ViewSeq + int64(i) + 1, MessageID: msgs[i].ID}
 	}
-	return stagedAppend{msgs: msgs, entries: entries, calls: calls}, nil
+	bytes := viewBytes(msgs)
+	if err := e.checkViewBound(s, msgs, bytes); err != nil {
+		return stagedAppend{}, err
+	}
+	return stagedAppend{msgs: msgs, entries: entries, calls: calls, bytes: bytes}, nil
 }
 
 // apply updates s in memory as the append leaves it.
@@ -513,6 +517,7 @@ func (a stagedAppend) apply(s *store.Session) {
 	s.ViewSeq += int64(len(a.msgs))
 	s.ActiveCount += int64(len(a.msgs))
 	s.ActiveTokens += sumTokens(a.msgs)
+	s.ActiveBytes += a.bytes
 	s.UpdatedAt = a.msgs[0].CreatedAt
 }
 

@@ -61,7 +61,10 @@ type InlineContext struct {
 // tenant's learned ratio for approximate models.
 func (e *Engine) InlineUsage(ctx context.Context, tenant string, in InlineContext) (Usage, error) {
 	m, known := e.models.Lookup(in.Model)
-	release, err := e.admitCount(ctx, "", in.System, in.Tools, in.Messages)
+	if err := chat.CheckStructure("inline.messages", in.Messages); err != nil {
+		return Usage{}, err
+	}
+	release, err := e.admitCount(ctx, tokens.FramingOf(m), "", in.System, in.Tools, in.Messages)
 	if err != nil {
 		return Usage{}, err
 	}

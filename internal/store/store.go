@@ -42,6 +42,10 @@ type Session struct {
 	// ActiveTokens and ActiveCount sum the messages of the active view.
 	ActiveTokens int64
 	ActiveCount  int64
+	// ActiveBytes is the active view's size in bytes (the engine's
+	// estimate of its messages' encoded size); 0 for sessions stored before
+	// it was kept, until their view is next rewritten.
+	ActiveBytes int64
 	// LogCount is the position of the newest message in the log.
 	LogCount int64
 	// ViewSeq is the highest ordinal handed out in the active view.
@@ -119,6 +123,15 @@ type Calibration struct {
 	Ratio     float64
 	Samples   int
 	UpdatedAt time.Time
+}
+
+// RowSize is a message's place in the active view (Cursor: its ordinal) or
+// the log (its position), its id, and the bytes it is stored in (parts,
+// metadata, replaced ids and id; the content itself is not read).
+type RowSize struct {
+	Cursor int64
+	ID     string
+	Bytes  int64
 }
 
 // Purged counts what a Purge deleted.
@@ -229,6 +242,12 @@ type Store interface {
 	// LogMessages returns the log after position `after`, in order, at most
 	// limit.
 	LogMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, error)
+	// ActiveSizes and LogSizes are ActiveMessages and LogMessages without
+	// the messages: each row's cursor (ordinal, position), id and stored
+	// size, read without loading the content, so a page can end at a byte
+	// budget before any message is read (then MessagesByID).
+	ActiveSizes(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]RowSize, error)
+	LogSizes(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]RowSize, error)
 	// MessagesByID returns the messages with these ids, in the order given.
 	MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) ([]chat.Message, error)
 	// ListCompactions returns a page of a session's compactions in round
@@ -256,4 +275,24 @@ type Store interface {
 	// Ping checks the connection.
 	Ping(ctx context.Context) error
 	Close() error
+}
+
+// Rows is what the drivers' result rows share.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// ScanRowSizes reads rows of (cursor, id, bytes).
+func ScanRowSizes(rows Rows) ([]RowSize, error) {
+	var out []RowSize
+	for rows.Next() {
+		var r RowSize
+		if err := rows.Scan(&r.Cursor, &r.ID, &r.Bytes); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }

@@ -51,6 +51,7 @@ var (
 
 // Summarize implements Summarizer.
 func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (string, error) {
+	in = boundInput(in)
 	prev := parseSections(in.Previous)
 	lists := map[string][]string{}
 	for _, s := range listSections {

@@ -168,7 +168,8 @@ func (v *schemaValue) writeCompact(b *strings.Builder) {
 // defaultComment is harmony's rendering of a default value: a string in
 // quotes, or bare for an enum (quoted: true keeps quotes, as a union
 // variant's does), anything else as compact JSON.
-func defaultComment(b *strings.Builder, d *schemaValue, enum, quoteEnum bool) {
+func defaultComment(d *schemaValue, enum, quoteEnum bool) string {
+	var b strings.Builder
 	b.WriteString("default: ")
 	switch {
 	case d.kind == 's' && !enum:
@@ -176,8 +177,9 @@ func defaultComment(b *strings.Builder, d *schemaValue, enum, quoteEnum bool) {
 	case d.kind == 's' && !quoteEnum:
 		b.WriteString(d.str)
 	default:
-		d.writeCompact(b)
+		d.writeCompact(&b)
 	}
+	return b.String()
 }
 
 // writeTypeScript renders a JSON schema as the TypeScript type harmony
@@ -186,7 +188,10 @@ func defaultComment(b *strings.Builder, d *schemaValue, enum, quoteEnum bool) {
 // descriptions, titles, examples and defaults as // comments, string enums
 // as unions of literals, arrays as T[], oneOf as | lines, nullable as
 // | null, anything else as any.
-func writeTypeScript(b *strings.Builder, s *schemaValue, indent string) {
+func writeTypeScript(b *tsWriter, s *schemaValue, indent string) {
+	if b.over {
+		return
+	}
 	if variants, ok := s.getArray("oneOf"); ok {
 		for i := range variants {
 			v := &variants[i]
@@ -197,9 +202,7 @@ func writeTypeScript(b *strings.Builder, s *schemaValue, indent string) {
 				comments = append(comments, d)
 			}
 			if d, ok := v.get("default"); ok {
-				var c strings.Builder
-				defaultComment(&c, d, v.isEnum(), true)
-				comments = append(comments, c.String())
+				comments = append(comments, defaultComment(d, v.isEnum(), true))
 			}
 			if len(comments) > 0 {
 				b.WriteString(" // " + strings.Join(comments, " "))
@@ -261,17 +264,17 @@ func writeTypeScript(b *strings.Builder, s *schemaValue, indent string) {
 	}
 }
 
-// writeVariant writes a union variant, with | null when it is nullable.
-func writeVariant(b *strings.Builder, v *schemaValue, indent string) {
-	var t strings.Builder
-	writeTypeScript(&t, v, indent)
-	b.WriteString(t.String())
-	if v.nullable() && !strings.Contains(t.String(), "null") {
+// writeVariant writes a union variant, with | null when it is nullable
+// (and "null" is not in what it wrote already).
+func writeVariant(b *tsWriter, v *schemaValue, indent string) {
+	start := b.Len()
+	writeTypeScript(b, v, indent)
+	if v.nullable() && !b.nullSince(start) {
 		b.WriteString(" | null")
 	}
 }
 
-func writeObjectType(b *strings.Builder, s *schemaValue, indent string) {
+func writeObjectType(b *tsWriter, s *schemaValue, indent string) {
 	if d, ok := s.getString("description"); ok {
 		b.WriteString(indent + "// " + d + "\n")
 	}
@@ -318,8 +321,7 @@ func writeObjectType(b *strings.Builder, s *schemaValue, indent string) {
 			writeVariant(b, val, indent+"    ")
 			b.WriteByte(',')
 			if d, ok := val.get("default"); ok && !hasOneOf {
-				b.WriteString(" // ")
-				defaultComment(b, d, val.isEnum(), false)
+				b.WriteString(" // " + defaultComment(d, val.isEnum(), false))
 			}
 			b.WriteByte('\n')
 		}
@@ -329,7 +331,7 @@ func writeObjectType(b *strings.Builder, s *schemaValue, indent string) {
 
 // writeUnionProperty writes a property whose schema is a oneOf, one variant
 // per line.
-func writeUnionProperty(b *strings.Builder, val *schemaValue, variants []schemaValue, name, indent string) {
+func writeUnionProperty(b *tsWriter, val *schemaValue, variants []schemaValue, name, indent string) {
 	propDesc, hasDesc := val.getString("description")
 	above := false
 	if hasDesc {
@@ -343,9 +345,7 @@ func writeUnionProperty(b *strings.Builder, val *schemaValue, variants []schemaV
 		}
 	}
 	if d, ok := val.get("default"); ok {
-		b.WriteString(indent + "// ")
-		defaultComment(b, d, val.isEnum(), false)
-		b.WriteByte('\n')
+		b.WriteString(indent + "// " + defaultComment(d, val.isEnum(), false) + "\n")
 	}
 	b.WriteString(indent + name + ":\n")
 	for i := range variants {
@@ -357,9 +357,7 @@ func writeUnionProperty(b *strings.Builder, val *schemaValue, variants []schemaV
 			comments = append(comments, d)
 		}
 		if d, ok := v.get("default"); ok {
-			var c strings.Builder
-			defaultComment(&c, d, v.isEnum(), false)
-			comments = append(comments, c.String())
+			comments = append(comments, defaultComment(d, v.isEnum(), false))
 		}
 		if len(comments) > 0 {
 			b.WriteString(" // " + strings.Join(comments, " "))
@@ -372,4 +370,56 @@ func writeUnionProperty(b *strings.Builder, val *schemaValue, variants []schemaV
 func hasFirstDescription(variants []schemaValue) bool {
 	_, ok := variants[0].getString("description")
 	return ok
+}
+
+// tsWriter is the one buffer a tool's TypeScript is written into. It stops
+// taking text past limit (over is set; the caller then counts the schema as
+// given), and finds "null" in what was written by scanning each byte once,
+// so that asking whether a variant's rendering mentions null costs no
+// re-scan of it (a nested variant used to be rendered into its own buffer,
+// copied and searched at every level: depth × size).
+type tsWriter struct {
+	b        strings.Builder
+	limit    int
+	over     bool
+	scanned  int // bytes of b searched for "null"
+	lastNull int // start of the last "null" found; -1: none
+}
+
+func newTSWriter(limit int) *tsWriter { return &tsWriter{limit: limit, lastNull: -1} }
+
+func (w *tsWriter) WriteString(s string) {
+	if w.over {
+		return
+	}
+	if w.b.Len()+len(s) > w.limit {
+		w.over = true
+		return
+	}
+	w.b.WriteString(s)
+}
+
+func (w *tsWriter) WriteByte(c byte) error {
+	w.WriteString(string(c))
+	return nil
+}
+
+func (w *tsWriter) Len() int { return w.b.Len() }
+
+func (w *tsWriter) String() string { return w.b.String() }
+
+// nullSince reports whether "null" was written at or after start.
+func (w *tsWriter) nullSince(start int) bool {
+	s := w.b.String()
+	from := max(w.scanned-len("null")+1, 0)
+	for {
+		i := strings.Index(s[from:], "null")
+		if i < 0 {
+			break
+		}
+		w.lastNull = from + i
+		from += i + 1
+	}
+	w.scanned = len(s)
+	return w.lastNull >= start
 }

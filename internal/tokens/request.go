@@ -183,40 +183,82 @@ func CountTools(enc *Encoding, fr Framing, system string, tools []chat.Tool) (in
 	per := make([]ToolCount, len(tools))
 	total := int64(fr.FuncEnd)
 	for i, t := range tools {
-		n := fr.FuncInit + enc.Count(t.Name+":"+strings.TrimSuffix(t.Description, "."))
-		var schema map[string]any
-		if t.Parameters != "" {
-			if err := json.Unmarshal([]byte(t.Parameters), &schema); err != nil {
-				n += enc.Count(t.Parameters)
-			}
-		}
-		if props, _ := schema["properties"].(map[string]any); len(props) > 0 {
-			n += fr.PropInit
-			for key, v := range props {
-				n += fr.PropKey + countProperty(enc, fr, key, v)
-			}
-		}
+		n := openAITool(fr, t, func(s string) int { return enc.Count(s) })
 		per[i] = ToolCount{Name: t.Name, Tokens: int64(max(n, 0))}
 		total += per[i].Tokens
 	}
 	return total, per
 }
 
-func countProperty(enc *Encoding, fr Framing, key string, v any) int {
+// ToolBytes is the bytes of text that declaring tools hands to the
+// tokenizer for this framing, as rendered (a chat template's tool block,
+// OpenAI's rule's pieces), and never less than the definitions' own bytes
+// (they are parsed whatever is rendered). It is what a request's tools are
+// charged against the count limits: a deeply nested schema renders larger
+// than it is sent. A rendering is bounded by a fixed multiple of its input
+// (templateJSON, harmonyParameters), so this is too.
+func ToolBytes(fr Framing, tools []chat.Tool) int {
+	given := 0
+	for _, t := range tools {
+		given += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	if len(tools) == 0 {
+		return 0
+	}
+	rendered := 0
+	switch r := fr.template.(type) {
+	case nil:
+		for _, t := range tools {
+			openAITool(fr, t, func(s string) int { rendered += len(s); return 0 })
+		}
+	case toolRenderer:
+		rendered = r.toolBytes(tools)
+	}
+	return max(given, rendered)
+}
+
+// toolRenderer is a chatTemplate that renders tool declarations; toolBytes
+// is the size of what it renders for tools.
+type toolRenderer interface {
+	toolBytes(tools []chat.Tool) int
+}
+
+// openAITool is OpenAI's published rule for one function definition: the
+// fixed overheads it returns plus count of each text (name and
+// description, each top-level property's name, type, description and enum
+// values, the rest of a property as compact JSON).
+func openAITool(fr Framing, t chat.Tool, count func(string) int) int {
+	n := fr.FuncInit + count(t.Name+":"+strings.TrimSuffix(t.Description, "."))
+	var schema map[string]any
+	if t.Parameters != "" {
+		if err := json.Unmarshal([]byte(t.Parameters), &schema); err != nil {
+			n += count(t.Parameters)
+		}
+	}
+	if props, _ := schema["properties"].(map[string]any); len(props) > 0 {
+		n += fr.PropInit
+		for key, v := range props {
+			n += fr.PropKey + countProperty(fr, key, v, count)
+		}
+	}
+	return n
+}
+
+func countProperty(fr Framing, key string, v any, count func(string) int) int {
 	p, ok := v.(map[string]any)
 	if !ok {
 		b, _ := json.Marshal(v)
-		return enc.Count(key + ":" + string(b))
+		return count(key + ":" + string(b))
 	}
 	n := 0
 	if values, ok := p["enum"].([]any); ok {
 		n += fr.EnumInit
 		for _, item := range values {
-			n += fr.EnumItem + enc.Count(scalarText(item))
+			n += fr.EnumItem + count(scalarText(item))
 		}
 	}
 	desc, _ := p["description"].(string)
-	n += enc.Count(key + ":" + scalarText(p["type"]) + ":" + strings.TrimSuffix(desc, "."))
+	n += count(key + ":" + scalarText(p["type"]) + ":" + strings.TrimSuffix(desc, "."))
 	rest := make(map[string]any, len(p))
 	for k, val := range p {
 		if k != "type" && k != "description" && k != "enum" {
@@ -225,28 +267,40 @@ func countProperty(enc *Encoding, fr Framing, key string, v any) int {
 	}
 	if len(rest) > 0 {
 		b, _ := json.Marshal(rest)
-		n += enc.Count(string(b))
+		n += count(string(b))
 	}
 	return n
 }
 
+// scalarText writes a type or enum value as OpenAI's rule reads it: a
+// string as is, an array as its items joined with "|" (nested arrays
+// flattened), anything else as JSON. It writes into one builder in one
+// pass: joining at every level of nested arrays copied the whole text
+// once per level.
 func scalarText(v any) string {
+	var b strings.Builder
+	writeScalarText(&b, v)
+	return b.String()
+}
+
+func writeScalarText(b *strings.Builder, v any) {
 	switch x := v.(type) {
 	case nil:
-		return ""
 	case string:
-		return x
+		b.WriteString(x)
 	case []any:
-		parts := make([]string, len(x))
 		for i, e := range x {
-			parts[i] = scalarText(e)
+			if i > 0 {
+				b.WriteByte('|')
+			}
+			writeScalarText(b, e)
 		}
-		return strings.Join(parts, "|")
 	default:
-		b, err := json.Marshal(x)
+		j, err := json.Marshal(x)
 		if err != nil {
-			return fmt.Sprint(x)
+			fmt.Fprint(b, x)
+			return
 		}
-		return string(b)
+		b.Write(j)
 	}
 }

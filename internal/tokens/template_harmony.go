@@ -59,30 +59,76 @@ func (harmonyTemplate) prefix(enc *Encoding, system string, _ bool, tools []chat
 	if len(tools) == 0 {
 		return sys, 0, nil
 	}
+	body, spans := harmonyTools(system, tools)
+	per := make([]ToolCount, len(tools))
+	for i, t := range tools {
+		per[i] = ToolCount{Name: t.Name, Tokens: int64(harmonyText(enc, body[spans[i][0]:spans[i][1]]))}
+	}
+	total := int64(head(true) + developer(body))
+	return sys, total - sys, per
+}
+
+// harmonyTools renders the developer message that declares tools: the
+// instructions, then each tool as a TypeScript type in the functions
+// namespace; spans[i] is where tool i's declaration is in body.
+func harmonyTools(system string, tools []chat.Tool) (body string, spans [][2]int) {
 	var b strings.Builder
 	if system != "" {
 		b.WriteString("# Instructions\n\n" + system + "\n\n")
 	}
 	b.WriteString("# Tools\n\n## functions\n\nnamespace functions {\n\n")
-	per := make([]ToolCount, len(tools))
+	spans = make([][2]int, len(tools))
 	for i, t := range tools {
 		start := b.Len()
 		for _, line := range rustLines(t.Description) {
 			b.WriteString("// " + line + "\n")
 		}
 		b.WriteString("type " + t.Name + " = ")
-		if params, ok := parseSchema(t.Parameters); ok && t.Parameters != "" {
-			b.WriteString("(_: ")
-			writeTypeScript(&b, &params, "")
-			b.WriteString(") => any;\n\n")
-		} else {
-			b.WriteString("() => any;\n\n")
-		}
-		per[i] = ToolCount{Name: t.Name, Tokens: int64(harmonyText(enc, b.String()[start:]))}
+		b.WriteString(harmonyParameters(t.Parameters))
+		spans[i] = [2]int{start, b.Len()}
 	}
 	b.WriteString("} // namespace functions")
-	total := int64(head(true) + developer(b.String()))
-	return sys, total - sys, per
+	return b.String(), spans
+}
+
+// harmonyParameters renders a tool's parameters: (_: TypeScript) => any, or
+// () => any for none or a schema that is not JSON or nested deeper than
+// maxSchemaDepth. A schema whose TypeScript would outgrow
+// harmonySchemaGrowth times its JSON plus templateJSONSlack (indentation
+// grows with depth: 60 levels of one-line properties are 240 spaces a line)
+// is written as its JSON text as given, so what is counted stays within a
+// fixed multiple of what was sent.
+func harmonyParameters(params string) string {
+	schema, ok := parseSchema(params)
+	if !ok || params == "" {
+		return "() => any;\n\n"
+	}
+	w := newTSWriter(harmonySchemaGrowth*len(params) + templateJSONSlack)
+	w.WriteString("(_: ")
+	writeTypeScript(w, &schema, "")
+	w.WriteString(") => any;\n\n")
+	if w.over {
+		return "(_: " + params + ") => any;\n\n"
+	}
+	return w.String()
+}
+
+// harmonySchemaGrowth bounds how much larger than its JSON a schema's
+// TypeScript may be (see harmonyParameters).
+const harmonySchemaGrowth = 4
+
+// toolBytes is the text declaring tools hands to the tokenizer, in bytes:
+// the developer message, and each declaration again on its own.
+func (harmonyTemplate) toolBytes(tools []chat.Tool) int {
+	if len(tools) == 0 {
+		return 0
+	}
+	body, spans := harmonyTools("", tools)
+	n := len(body)
+	for _, s := range spans {
+		n += s[1] - s[0]
+	}
+	return n
 }
 
 // rustLines splits text as Rust's str::lines does: on "\n", without a "\r"

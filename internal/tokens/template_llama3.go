@@ -161,3 +161,14 @@ func (t llama31WithTools) message(enc *Encoding, msgs []chat.Message, i int, con
 	text := llamaHeader("user") + llamaTrim(llamaContent(m)) + llamaEOT
 	return templateMessageCount(enc, m, int64(enc.Count(text))+imageTokens(m), chat.PartToolCall)
 }
+
+// toolBytes is the tool block Llama 3.1 renders, in bytes: each
+// declaration is tokenized twice (on its own for the breakdown, and in the
+// block).
+func (llama31Template) toolBytes(tools []chat.Tool) int {
+	n := len(llama31Tools)
+	for _, t := range tools {
+		n += 2 + 2*len(templateJSONIndent(toolJSON(t), 4))
+	}
+	return n
+}

@@ -23,3 +23,5 @@ func (qwen25Template) prefix(enc *Encoding, system string, present bool, tools [
 func (qwen25Template) message(enc *Encoding, msgs []chat.Message, i int, context bool) MessageCount {
 	return qwenMessage(enc, msgs, i, context, false, len(msgs))
 }
+
+func (qwen25Template) toolBytes(tools []chat.Tool) int { return qwenToolBytes(tools) }

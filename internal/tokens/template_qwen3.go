@@ -237,3 +237,16 @@ func qwenArguments(args string) string {
 	}
 	return templateJSON(args)
 }
+
+// qwenToolBytes is the tool block the Qwen templates render, in bytes: each
+// declaration is tokenized twice (on its own for the breakdown, and in the
+// block).
+func qwenToolBytes(tools []chat.Tool) int {
+	n := len(qwenToolsHeader) + len(qwenToolsFooter)
+	for _, t := range tools {
+		n += 1 + 2*len(toolJSON(t))
+	}
+	return n
+}
+
+func (qwen3Template) toolBytes(tools []chat.Tool) int { return qwenToolBytes(tools) }

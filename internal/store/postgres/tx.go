@@ -30,7 +30,7 @@ func sessionArgs(s *store.Session) ([]any, error) {
 	tools, policy, labels := j.Tools, j.Policy, j.Labels
 	return []any{s.Tenant, s.ID, s.Model, s.SystemPrompt, tools, policy, labels, s.Version, s.SystemTokens,
 		s.ToolsTokens, s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CreatedAt, s.UpdatedAt,
-		s.CompactionRound, s.AutoPausedBelow, s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch}, nil
+		s.CompactionRound, s.AutoPausedBelow, s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch, s.ActiveBytes}, nil
 }
 
 func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
@@ -44,8 +44,8 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 	}
 	_, err = t.tx.Exec(ctx, `INSERT INTO sessions (tenant, id, model, system_prompt, tools, policy, labels, version,
 		system_tokens, tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at,
-		compaction_round, auto_paused_below, view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch)
-		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`, args...)
+		compaction_round, auto_paused_below, view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`, args...)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
 	}
@@ -61,7 +61,7 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 		labels = $7::jsonb, version = $8, system_tokens = $9, tools_tokens = $10, active_tokens = $11,
 		active_count = $12, log_count = $13, view_seq = $14, updated_at = $16, compaction_round = $17,
 		auto_paused_below = $18, view_epoch = $19, anchor_input = $20, anchor_local = $21, anchor_count = $22,
-		anchor_epoch = $23 WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND $15::timestamptz IS NOT NULL`, args...)
+		anchor_epoch = $23, active_bytes = $24 WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND $15::timestamptz IS NOT NULL`, args...)
 	if err != nil {
 		return err
 	}

@@ -112,7 +112,7 @@ type querier interface {
 
 const sessionCols = `tenant, id, model, system_prompt, tools, policy, labels, version, system_tokens,
 	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at, compaction_round, auto_paused_below,
-	view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch`
+	view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes`
 
 const messageCols = `id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces, counted_for`
 
@@ -128,7 +128,7 @@ func scanSession(row scanner) (store.Session, error) {
 	var created, updated int64
 	err := row.Scan(&s.Tenant, &s.ID, &s.Model, &s.SystemPrompt, &tools, &policy, &labels, &s.Version,
 		&s.SystemTokens, &s.ToolsTokens, &s.ActiveTokens, &s.ActiveCount, &s.LogCount, &s.ViewSeq, &created, &updated,
-		&s.CompactionRound, &s.AutoPausedBelow, &s.ViewEpoch, &s.AnchorInput, &s.AnchorLocal, &s.AnchorCount, &s.AnchorEpoch)
+		&s.CompactionRound, &s.AutoPausedBelow, &s.ViewEpoch, &s.AnchorInput, &s.AnchorLocal, &s.AnchorCount, &s.AnchorEpoch, &s.ActiveBytes)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, store.ErrNotFound
 	}
@@ -174,7 +174,7 @@ func (s *Store) GetSession(ctx context.Context, tenant, id string) (store.Sessio
 // prompt and tools left out (a listing never reads them).
 const summaryCols = `s.tenant, s.id, s.model, '', '[]', s.policy, s.labels, s.version, s.system_tokens,
 	s.tools_tokens, s.active_tokens, s.active_count, s.log_count, s.view_seq, s.created_at, s.updated_at, s.compaction_round,
-	s.auto_paused_below, s.view_epoch, s.anchor_input, s.anchor_local, s.anchor_count, s.anchor_epoch` + store.SummaryExtraCols
+	s.auto_paused_below, s.view_epoch, s.anchor_input, s.anchor_local, s.anchor_count, s.anchor_epoch, s.active_bytes` + store.SummaryExtraCols
 
 // ListSessions returns session summaries newest first.
 func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFilter) ([]store.SessionSummary, error) {
@@ -378,4 +378,30 @@ func (s *Store) GetCalibration(ctx context.Context, tenant, model string) (store
 func (s *Store) LatestCompaction(ctx context.Context, tenant, sessionID string) (store.Compaction, error) {
 	return scanCompaction(s.db.QueryRowContext(ctx, `SELECT `+compactionCols+` FROM compactions
 		WHERE tenant = ? AND session_id = ? ORDER BY round DESC LIMIT 1`, tenant, sessionID))
+}
+
+// rowBytes is a message row's stored size; octet_length reads a value's
+// size from the record header, not the value.
+const rowBytes = `octet_length(m.parts) + octet_length(m.metadata) + octet_length(m.replaces) + octet_length(m.id)`
+
+// ActiveSizes returns the sizes of the active view's rows after ordinal
+// `after`.
+func (s *Store) ActiveSizes(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]store.RowSize, error) {
+	return collectSizes(s.db.QueryContext(ctx, `SELECT v.ord, m.id, `+rowBytes+`
+		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
+		WHERE v.tenant = ? AND v.session_id = ? AND v.ord > ? ORDER BY v.ord LIMIT ?`, tenant, sessionID, after, limit))
+}
+
+// LogSizes returns the sizes of the log's rows after position `after`.
+func (s *Store) LogSizes(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]store.RowSize, error) {
+	return collectSizes(s.db.QueryContext(ctx, `SELECT m.position, m.id, `+rowBytes+` FROM messages m
+		WHERE m.tenant = ? AND m.session_id = ? AND m.position > ? ORDER BY m.position LIMIT ?`, tenant, sessionID, after, limit))
+}
+
+func collectSizes(rows *sql.Rows, err error) ([]store.RowSize, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return store.ScanRowSizes(rows)
 }

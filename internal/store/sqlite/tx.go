@@ -29,7 +29,7 @@ func sessionArgs(s *store.Session) ([]any, error) {
 	tools, policy, labels := j.Tools, j.Policy, j.Labels
 	return []any{s.Model, s.SystemPrompt, tools, policy, labels, s.Version, s.SystemTokens, s.ToolsTokens,
 		s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CompactionRound, s.AutoPausedBelow,
-		s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch,
+		s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch, s.ActiveBytes,
 		s.UpdatedAt.UnixNano(), s.Tenant, s.ID}, nil
 }
 
@@ -44,8 +44,8 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 	}
 	_, err = t.tx.ExecContext(ctx, `INSERT INTO sessions (model, system_prompt, tools, policy, labels, version,
 		system_tokens, tools_tokens, active_tokens, active_count, log_count, view_seq, compaction_round,
-		auto_paused_below, view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, updated_at, tenant, id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append(args, s.CreatedAt.UnixNano())...)
+		auto_paused_below, view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes, updated_at, tenant, id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append(args, s.CreatedAt.UnixNano())...)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
 	}
@@ -60,7 +60,7 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET model = ?, system_prompt = ?, tools = ?, policy = ?,
 		labels = ?, version = ?, system_tokens = ?, tools_tokens = ?, active_tokens = ?, active_count = ?,
 		log_count = ?, view_seq = ?, compaction_round = ?, auto_paused_below = ?, view_epoch = ?, anchor_input = ?,
-		anchor_local = ?, anchor_count = ?, anchor_epoch = ?, updated_at = ?
+		anchor_local = ?, anchor_count = ?, anchor_epoch = ?, active_bytes = ?, updated_at = ?
 		WHERE tenant = ? AND id = ? AND deleted_at IS NULL`, args...)
 	return affected(res, err, s.ID)
 }
@@ -84,66 +84,61 @@ func (t *txn) DeleteSession(ctx context.Context, tenant, id string) error {
 }
 
 func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message) error {
-	stmt, err := t.tx.PrepareContext(ctx, `INSERT INTO messages (tenant, session_id, id, position, role, kind, name,
-		pinned, parts, metadata, tokens, created_at, replaces, counted_for) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''))`)
-	if err != nil {
-		return err
+	err := execBatched(ctx, t.tx, `INSERT INTO messages (tenant, session_id, id, position, role, kind, name,
+		pinned, parts, metadata, tokens, created_at, replaces, counted_for) VALUES `, "", 14, len(msgs),
+		func(i int, args []any) ([]any, error) {
+			m := &msgs[i]
+			parts, err := store.EncodeJSON(m.Parts)
+			if err != nil {
+				return nil, err
+			}
+			meta, err := store.EncodeJSON(m.Metadata)
+			if err != nil {
+				return nil, err
+			}
+			replaces, err := store.EncodeIDs(m.Replaces)
+			if err != nil {
+				return nil, err
+			}
+			var countedFor any // NULL: unknown
+			if m.CountedFor != "" {
+				countedFor = m.CountedFor
+			}
+			return append(args, tenant, sessionID, m.ID, m.Position, string(m.Role), string(m.Kind), m.Name,
+				m.Pinned, parts, meta, m.Tokens, m.CreatedAt.UnixNano(), replaces, countedFor), nil
+		})
+	if isUniqueViolation(err) {
+		return fmt.Errorf("message: %w", store.ErrAlreadyExists)
 	}
-	defer stmt.Close()
-	for _, m := range msgs {
-		parts, err := store.EncodeJSON(m.Parts)
-		if err != nil {
-			return err
-		}
-		meta, err := store.EncodeJSON(m.Metadata)
-		if err != nil {
-			return err
-		}
-		replaces, err := store.EncodeIDs(m.Replaces)
-		if err != nil {
-			return err
-		}
-		_, err = stmt.ExecContext(ctx, tenant, sessionID, m.ID, m.Position, string(m.Role), string(m.Kind), m.Name,
-			m.Pinned, parts, meta, m.Tokens, m.CreatedAt.UnixNano(), replaces, m.CountedFor)
-		if isUniqueViolation(err) {
-			return fmt.Errorf("message %q: %w", m.ID, store.ErrAlreadyExists)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 func (t *txn) AppendView(ctx context.Context, tenant, sessionID string, entries []store.ViewEntry) error {
-	stmt, err := t.tx.PrepareContext(ctx, `INSERT INTO view_entries (tenant, session_id, ord, message_id) VALUES (?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	for _, e := range entries {
-		if _, err := stmt.ExecContext(ctx, tenant, sessionID, e.Ord, e.MessageID); err != nil {
-			return err
-		}
-	}
-	return nil
+	return execBatched(ctx, t.tx, `INSERT INTO view_entries (tenant, session_id, ord, message_id) VALUES `, "", 4, len(entries),
+		func(i int, args []any) ([]any, error) {
+			return append(args, tenant, sessionID, entries[i].Ord, entries[i].MessageID), nil
+		})
 }
 
 func (t *txn) ToolCalls(ctx context.Context, tenant, sessionID string, ids []string) (map[string]store.ToolCall, error) {
 	out := make(map[string]store.ToolCall, len(ids))
-	for _, id := range ids {
-		c := store.ToolCall{CallID: id}
-		err := t.tx.QueryRowContext(ctx, `SELECT position, result_position FROM tool_calls
-			WHERE tenant = ? AND session_id = ? AND call_id = ?`, tenant, sessionID, id).Scan(&c.Position, &c.ResultPosition)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
+	err := inBatches(ids, func(batch []any, placeholders string) error {
+		rows, err := t.tx.QueryContext(ctx, `SELECT call_id, position, result_position FROM tool_calls
+			WHERE tenant = ? AND session_id = ? AND call_id IN (`+placeholders+`)`, append([]any{tenant, sessionID}, batch...)...)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out[id] = c
-	}
-	return out, nil
+		defer rows.Close()
+		for rows.Next() {
+			var c store.ToolCall
+			if err := rows.Scan(&c.CallID, &c.Position, &c.ResultPosition); err != nil {
+				return err
+			}
+			out[c.CallID] = c
+		}
+		return rows.Err()
+	})
+	return out, err
 }
 
 func (t *txn) OpenToolCalls(ctx context.Context, tenant, sessionID string) ([]store.ToolCall, error) {
@@ -165,15 +160,12 @@ func (t *txn) OpenToolCalls(ctx context.Context, tenant, sessionID string) ([]st
 }
 
 func (t *txn) PutToolCalls(ctx context.Context, tenant, sessionID string, calls []store.ToolCall) error {
-	for _, c := range calls {
-		_, err := t.tx.ExecContext(ctx, `INSERT INTO tool_calls (tenant, session_id, call_id, position, result_position)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, session_id, call_id) DO UPDATE SET result_position = excluded.result_position`,
-			tenant, sessionID, c.CallID, c.Position, c.ResultPosition)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return execBatched(ctx, t.tx, `INSERT INTO tool_calls (tenant, session_id, call_id, position, result_position) VALUES `,
+		` ON CONFLICT (tenant, session_id, call_id) DO UPDATE SET result_position = excluded.result_position`, 5, len(calls),
+		func(i int, args []any) ([]any, error) {
+			c := calls[i]
+			return append(args, tenant, sessionID, c.CallID, c.Position, c.ResultPosition), nil
+		})
 }
 
 func (t *txn) GetIdempotency(ctx context.Context, tenant, sessionID, key string) (store.Idempotency, error) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ListSummaries", testListSummaries},
 		{"MessagesRoundTrip", testMessagesRoundTrip},
 		{"MessagePaging", testMessagePaging},
+		{"RowSizes", testRowSizes},
 		{"DuplicatePosition", testDuplicatePosition},
 		{"ToolCalls", testToolCalls},
 		{"Idempotency", testIdempotency},
@@ -57,7 +59,7 @@ func session(tenant, id string, created time.Time) *store.Session {
 		Tenant: tenant, ID: id, Model: "gpt-4o", SystemPrompt: "Be brief. ✓",
 		Tools:  []chat.Tool{{Name: "read", Description: "Read a file.", Parameters: `{"type":"object"}`}},
 		Policy: compaction.Overrides{WarningThreshold: &th}, Labels: map[string]string{"team": "a"},
-		Version: 1, SystemTokens: 10, ToolsTokens: 20, CreatedAt: created, UpdatedAt: created,
+		Version: 1, SystemTokens: 10, ToolsTokens: 20, ActiveBytes: 30, CreatedAt: created, UpdatedAt: created,
 	}
 }
 
@@ -625,5 +627,33 @@ func testSetMessageTokens(t *testing.T, s store.Store) {
 	})
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown id: %v", err)
+	}
+}
+
+// testRowSizes: ActiveSizes and LogSizes list the rows ActiveMessages and
+// LogMessages would, with each row's stored size (larger for a larger
+// message), paged the same way.
+func testRowSizes(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	create(t, s, session("t", "s", epoch))
+	var msgs []chat.Message
+	for i := int64(1); i <= 5; i++ {
+		msgs = append(msgs, chat.Message{ID: fmt.Sprintf("m%d", i), Position: i, Role: chat.RoleUser, Kind: chat.KindNormal,
+			Parts: []chat.Part{{Type: chat.PartText, Text: strings.Repeat("x", int(i)*1000)}}, Tokens: i, CreatedAt: epoch})
+	}
+	insertMessages(t, s, "t", "s", msgs)
+	active, err := s.ActiveSizes(ctx, "t", "s", 1, 3)
+	if err != nil || len(active) != 3 || active[0].Cursor != 2 || active[0].ID != "m2" || active[2].ID != "m4" {
+		t.Fatalf("active sizes after 1: %+v, %v", active, err)
+	}
+	if active[0].Bytes < 2000 || active[1].Bytes-active[0].Bytes < 1000 {
+		t.Errorf("sizes do not follow the messages: %+v", active)
+	}
+	log, err := s.LogSizes(ctx, "t", "s", 3, 10)
+	if err != nil || len(log) != 2 || log[0].Cursor != 4 || log[1].ID != "m5" || log[1].Bytes < 5000 {
+		t.Errorf("log sizes after 3: %+v, %v", log, err)
+	}
+	if other, err := s.ActiveSizes(ctx, "other", "s", 0, 10); err != nil || len(other) != 0 {
+		t.Errorf("other tenant sees %d rows (%v)", len(other), err)
 	}
 }
