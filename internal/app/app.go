@@ -201,7 +201,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.MetricsAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		metricsSrv = &http.Server{Addr: cfg.MetricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		var handler http.Handler = mux
+		if !keys.Enabled() && loopback(cfg.MetricsAddr) {
+			// Loopback metrics answer only loopback names, as the API does
+			// without keys (hostguard.go): no page rebound to 127.0.0.1
+			// reads them.
+			handler = hostGuard{allowed: allowedHosts(cfg.MetricsAddr, cfg.AllowedHosts), next: mux}
+		}
+		metricsSrv = &http.Server{Addr: cfg.MetricsAddr, Handler: handler, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout}
 		mlis, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
 			_ = lis.Close()

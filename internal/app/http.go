@@ -138,6 +138,9 @@ func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth
 			MaxAge:         7200,
 		}).Handler(handler)
 	}
+	if !keys.Enabled() {
+		handler = hostGuard{allowed: allowedHosts(cfg.ListenAddr, cfg.AllowedHosts), next: handler}
+	}
 	f := &frontend{}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
@@ -145,6 +148,7 @@ func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth
 	f.srv = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       cfg.HTTPIdleTimeout,
 		Protocols:         &protocols,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		HTTP2:             http2Limits(cfg),
