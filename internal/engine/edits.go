@@ -123,6 +123,7 @@ func (e *Engine) updateOnce(ctx context.Context, tenant, id string, in SessionUp
 	if err != nil {
 		return SessionView{}, err
 	}
+	defer release() // also on a panic; released early below (once)
 	fr := tokens.FramingOf(m)
 	next.ToolsTokens, _ = tokens.CountTools(enc, fr, next.SystemPrompt, next.Tools)
 	next.SystemTokens = tokens.CountSystem(enc, fr, next.SystemPrompt)
