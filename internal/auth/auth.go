@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -348,9 +349,14 @@ func NewRateLimiter(rps float64, burst int) *RateLimiter {
 	return &RateLimiter{rps: rate.Limit(rps), burst: burst, per: map[string]*tenantLimiter{}}
 }
 
-// Limit implements ratelimit.Limiter.
+// Limit implements ratelimit.Limiter: one limiter per tenant.
 func (r *RateLimiter) Limit(ctx context.Context) error {
-	tenant := TenantFrom(ctx)
+	return r.Allow(TenantFrom(ctx))
+}
+
+// Allow takes one request from key's limiter (a tenant, or for calls made
+// without credentials the caller's address).
+func (r *RateLimiter) Allow(tenant string) error {
 	now := time.Now()
 	r.mu.Lock()
 	tl, ok := r.per[tenant]
@@ -369,7 +375,23 @@ func (r *RateLimiter) Limit(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	if !tl.l.AllowN(now, 1) {
-		return fmt.Errorf("tenant %q is over its rate limit of %g requests a second (burst %d)", tenant, float64(r.rps), r.burst)
+		return fmt.Errorf("%s is over its rate limit of %g requests a second (burst %d)", describeKey(tenant), float64(r.rps), r.burst)
 	}
 	return nil
+}
+
+// PeerKey is the rate-limit key of a call made without credentials (health
+// and reflection): its address, without the port.
+func PeerKey(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		addr = host
+	}
+	return "peer:" + addr
+}
+
+func describeKey(key string) string {
+	if addr, ok := strings.CutPrefix(key, "peer:"); ok {
+		return fmt.Sprintf("address %s", addr)
+	}
+	return fmt.Sprintf("tenant %q", key)
 }
