@@ -34,14 +34,14 @@ test: ## Run every test (starts a throwaway PostgreSQL when one is needed).
 bench: ## Run the benchmarks.
 	go test -run '^$$' -bench . -benchmem ./...
 
-build: ## Build bin/contextd (the server, from cmd/server) and bin/contextctl.
-	CGO_ENABLED=0 go build -trimpath -o bin/contextd ./cmd/server
-	CGO_ENABLED=0 go build -trimpath -o bin/contextctl ./cmd/contextctl
+build: ## Build bin/contextd (the server, from cmd/server) and bin/contextctl: static and stripped (-s -w).
+	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/contextd ./cmd/server
+	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/contextctl ./cmd/contextctl
 
 ui: ## Rebuild the dashboard bundle (internal/ui/static/app.js) from internal/ui/web and the generated TypeScript.
 	cd internal/ui/web && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 
-screenshots: ## Refresh the README's dashboard screenshots (docs/) in headless Chromium.
+screenshots: ## Refresh the dashboard screenshots in docs/ in headless Chromium.
 	CONTEXTD_SCREENSHOT_DIR=$(CURDIR)/docs CONTEXTD_REQUIRE_CHROMIUM=1 go test -count=1 -run TestDashboardInChromium ./test/ui/
 
 bench-cost: ## Replay the corpus and compare compaction strategies by prompt-cache cost.

@@ -39,6 +39,7 @@ import (
 	"github.com/contextd/contextd/internal/api"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/gateway"
 	"github.com/contextd/contextd/internal/provider"
 	"github.com/contextd/contextd/internal/retention"
 	"github.com/contextd/contextd/internal/store"
@@ -186,6 +187,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// RPCs above, under the same authentication and limits.
 		routes["/ui/"] = ui.Handler("/ui/")
 	}
+	var gw *gateway.Gateway
+	if cfg.Gateway {
+		// The OpenAI- and Anthropic-compatible gateway: the same engine,
+		// contextd's key in X-Contextd-Key (the provider's stays in
+		// Authorization or x-api-key and is forwarded).
+		gw = newGateway(cfg, eng, models, keys, log)
+		routes[gateway.Prefix] = gw
+	}
 	front, err := newFrontend(cfg, srv, routes, keys, reg, log)
 	if err != nil {
 		return err
@@ -242,6 +251,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if !front.shutdown(sctx) {
 		log.Warn("graceful stop timed out; closed open calls")
 	}
+	if gw != nil {
+		gw.Wait(sctx) // answers relayed are recorded before the store closes
+	}
 	cancelDrain()
 	srv.Stop()
 	if metricsSrv != nil {
@@ -276,6 +288,19 @@ func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, 
 // summarizerEndpoints returns the LLM providers the configuration reaches:
 // a provider is configured by its API key or its base URL (Ollama needs no
 // key).
+// newGateway builds the gateway; its rate limit is per tenant with the
+// RPCs' settings, counted apart from them.
+func newGateway(cfg Config, eng *engine.Engine, models *tokens.Registry, keys *auth.Keys, log *slog.Logger) *gateway.Gateway {
+	var limiter *auth.RateLimiter
+	if cfg.RateLimitRPS > 0 {
+		limiter = auth.NewRateLimiter(cfg.RateLimitRPS, cfg.RateLimitBurst)
+	}
+	return gateway.New(gateway.Config{Engine: eng, Models: models, Keys: keys, Limiter: limiter,
+		OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
+		OpenAIAPIKey: cfg.OpenAIAPIKey, AnthropicAPIKey: cfg.AnthropicAPIKey,
+		MaxBodyBytes: int64(cfg.MaxMessageBytes), Log: log})
+}
+
 func summarizerEndpoints(cfg Config) map[string]summarize.Endpoint {
 	eps := map[string]summarize.Endpoint{}
 	base := summarize.Endpoint{Timeout: cfg.SummarizerTimeout, MaxRetries: cfg.SummarizerMaxRetries}

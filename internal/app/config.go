@@ -52,6 +52,7 @@ type Config struct {
 	APIKeys              []string      // tenant:key pairs
 	AuthExemptHealth     bool
 	UI                   bool // serve the dashboard at /ui/
+	Gateway              bool // serve the provider-compatible gateway at /v1/
 	TLSCertFile          string
 	TLSKeyFile           string
 	TLSClientCAFile      string
@@ -120,6 +121,7 @@ var settings = []envFlag{
 	{"CONTEXTD_API_KEYS_RELOAD", "2s", "how often the keys file is checked for changes", false},
 	{"CONTEXTD_API_KEYS", "", "comma-separated tenant:key pairs (hashed at start)", true},
 	{"CONTEXTD_UI", "true", "serve the web dashboard at /ui/ on the listen address (it calls the API like any client: same keys, same tenants)", false},
+	{"CONTEXTD_GATEWAY", "true", "serve the OpenAI- and Anthropic-compatible gateway at /v1/ on the listen address (forwards to CONTEXTD_OPENAI_BASE_URL and CONTEXTD_ANTHROPIC_BASE_URL; contextd's key in X-Contextd-Key)", false},
 	{"CONTEXTD_AUTH_EXEMPT_HEALTH", "true", "serve health and reflection without credentials", false},
 	{"CONTEXTD_TLS_CERT_FILE", "", "TLS certificate (PEM); with CONTEXTD_TLS_KEY_FILE turns TLS on", false},
 	{"CONTEXTD_TLS_KEY_FILE", "", "TLS private key (PEM)", false},
@@ -240,6 +242,9 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 	}
 	if cfg.UI, err = strconv.ParseBool(get("CONTEXTD_UI")); err != nil {
 		return Config{}, fmt.Errorf("CONTEXTD_UI: want true or false")
+	}
+	if cfg.Gateway, err = strconv.ParseBool(get("CONTEXTD_GATEWAY")); err != nil {
+		return Config{}, fmt.Errorf("CONTEXTD_GATEWAY: want true or false")
 	}
 	if cfg.AuthExemptHealth, err = strconv.ParseBool(get("CONTEXTD_AUTH_EXEMPT_HEALTH")); err != nil {
 		return Config{}, fmt.Errorf("CONTEXTD_AUTH_EXEMPT_HEALTH: want true or false")

@@ -151,7 +151,7 @@ func TestConnectJSON(t *testing.T) {
 	acme, globex := api, api
 	acme.key, globex.key = "k-acme", "k-globex"
 
-	t.Run("the README's curl line", func(t *testing.T) {
+	t.Run("the docs' curl line", func(t *testing.T) {
 		code, proto, out := acme.post("CountTokens", `{"text":"hello"}`)
 		var got contextdv1.CountTokensResponse
 		if err := protojson.Unmarshal(out, &got); code != http.StatusOK || proto != "HTTP/1.1" || err != nil || got.GetTotalTokens() != 1 {

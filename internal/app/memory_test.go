@@ -64,7 +64,7 @@ func procStatusKB(t *testing.T, pid int, field string) int64 {
 	return 0
 }
 
-// countMemoryBudget is the stated bound (README, "Limits") on how much the
+// countMemoryBudget is the stated bound (docs/operations.md, "Limits") on how much the
 // server's resident memory may grow while it counts at its limits: four
 // concurrent requests of CONTEXTD_MAX_COUNT_BYTES (8 MB), with the default
 // CONTEXTD_COUNT_BUDGET_BYTES (16 MB) letting two of them tokenize at once.

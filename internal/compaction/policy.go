@@ -80,7 +80,7 @@ func Defaults(window int64) Policy {
 	}
 }
 
-// Defaults of cache-aware compaction (see Plan.PaybackCalls; README,
+// Defaults of cache-aware compaction (see Plan.PaybackCalls; docs/cost.md,
 // "Why these defaults"): a compaction must repay its prompt-cache rewrite
 // within 10 calls, which at Anthropic's prices asks it to remove at least
 // 1.15 times what it keeps, and compacts down to 0.30 of the usable window.

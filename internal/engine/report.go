@@ -156,11 +156,17 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 				id, *in.Version, s.Version, ErrFailedPrecondition)
 		}
 		if skipped == "" && local < 0 {
-			view, err := tx.ViewMessages(ctx, tenant, id)
-			if err != nil {
-				return err
+			// The whole active view sums to ActiveTokens: only a prefix
+			// needs its messages read.
+			prefix := s.ActiveTokens
+			if n != s.ActiveCount {
+				view, err := tx.ViewMessages(ctx, tenant, id)
+				if err != nil {
+					return err
+				}
+				prefix = sumTokens(view[:n])
 			}
-			local = s.SystemTokens + s.ToolsTokens + sumTokens(view[:n]) + priming
+			local = s.SystemTokens + s.ToolsTokens + prefix + priming
 			s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch = provider, local, n, s.ViewEpoch
 		}
 		if !m.Exact && skipped == "" {

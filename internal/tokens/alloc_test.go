@@ -7,7 +7,7 @@ import (
 	"github.com/contextd/contextd/internal/tokens"
 )
 
-// TestCountAllocatesNothing backs the README's claim: counting ordinary text
+// TestCountAllocatesNothing backs docs/tokens.md's claim: counting ordinary text
 // (the golden file's prose, code, JSON and multilingual texts) allocates
 // nothing, and a long piece (a 60 KB run) reuses pooled scratch.
 func TestCountAllocatesNothing(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 const (
 	// Llama3 is Llama 3.0–3.3's 128,256-token byte-level BPE (cl100k_base's
 	// split pattern). Its licence binds redistributors, so it is not embedded:
-	// import it into CONTEXTD_TOKENIZERS_DIR (see README).
+	// import it into CONTEXTD_TOKENIZERS_DIR (see docs/tokens.md).
 	Llama3 = "llama3"
 	// Qwen2 is the 151,643-token byte-level BPE of Qwen 2, 2.5 and 3 (NFC,
 	// one digit per piece). Apache-2.0; embedded.
@@ -110,11 +110,11 @@ func loadFamily(name, dir string) (*Encoding, error) {
 		data, err = embeddedVocab.ReadFile("vocab/" + VocabFile(name))
 	} else {
 		if dir == "" {
-			return nil, fmt.Errorf("%s: %w: set %s to a directory holding %s (see README: importing a tokenizer)", name, ErrVocabMissing, VocabDirEnv, VocabFile(name))
+			return nil, fmt.Errorf("%s: %w: set %s to a directory holding %s (see docs/tokens.md: importing a tokenizer)", name, ErrVocabMissing, VocabDirEnv, VocabFile(name))
 		}
 		data, err = os.ReadFile(filepath.Join(dir, VocabFile(name)))
 		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("%s: %w: %s has no %s (see README: importing a tokenizer)", name, ErrVocabMissing, dir, VocabFile(name))
+			return nil, fmt.Errorf("%s: %w: %s has no %s (see docs/tokens.md: importing a tokenizer)", name, ErrVocabMissing, dir, VocabFile(name))
 		}
 	}
 	if err != nil {

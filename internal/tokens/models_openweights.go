@@ -53,7 +53,7 @@ func openWeightModels() []Model {
 	deepseek := exact("deepseek", "deepseek-v3", 131_072, 8_192, DeepSeekV3, "deepseek-chat", "deepseek-v3-0324")
 	deepseek.Template = TemplateDeepSeekV3
 	// R1's own template is not in a package we can check against; V3's is
-	// the closest (see README), so R1's counts are approximate: the
+	// the closest (see docs/tokens.md), so R1's counts are approximate: the
 	// tokenizer is R1's own, the framing V3's, and reasoning left in earlier
 	// assistant turns (which R1's template drops) is counted.
 	r1 := exact("deepseek", "deepseek-r1", 131_072, 32_768, DeepSeekV3, "deepseek-reasoner", "deepseek-r1-0528")

@@ -455,7 +455,7 @@ func BenchmarkOpenWeight(b *testing.B) {
 }
 
 // TestOpenWeightMemory states what the open-weight tables hold once loaded
-// (the README's figure) and bounds it.
+// (docs/performance.md's figure) and bounds it.
 func TestOpenWeightMemory(t *testing.T) {
 	encs := tokens.NewEncodings(importedDir(t))
 	heap := func() uint64 {

@@ -109,7 +109,7 @@ func CountSystem(enc *Encoding, fr Framing, system string) int64 {
 // and every part.
 //
 // With a model's chat template, the message is counted as it renders in the
-// middle of a conversation; see the README for the few cases where a whole
+// middle of a conversation; see docs/tokens.md for the few cases where a whole
 // request renders it differently.
 func CountMessage(enc *Encoding, fr Framing, m *chat.Message) MessageCount {
 	if fr.template != nil {

@@ -276,7 +276,7 @@ func TestSentencePieceMatchesReference(t *testing.T) {
 	}
 }
 
-// TestSentencePieceCutsJSON backs the README: Gemma 3's words in the golden
+// TestSentencePieceCutsJSON backs docs/performance.md: Gemma 3's words in the golden
 // JSON texts (compact ones are a single 100-character word if cut only
 // before "▁") are at most 6 characters, and in the golden code at most 66.
 func TestSentencePieceCutsJSON(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 // Gemma3 is Gemma 3's 262,144-token SentencePiece BPE with byte fallback
 // (tokenizer.json: spaces become "▁", no pre-tokenizer). Its licence (the
 // Gemma Terms of Use) binds redistributors, so it is not embedded: import it
-// into CONTEXTD_TOKENIZERS_DIR (see README).
+// into CONTEXTD_TOKENIZERS_DIR (see docs/tokens.md).
 const Gemma3 = "gemma3"
 
 // The compact vocabulary of a SentencePiece BPE (gemma3.spm.gz): gzip of the

@@ -224,7 +224,7 @@ func TestDockerfile(t *testing.T) {
 }
 
 // TestBinaryNamesAgree: the server binary is `contextd`, built from
-// cmd/server, in the Makefile, the Dockerfile and the README alike, and its
+// cmd/server, in the Makefile, the Dockerfile and the docs alike, and its
 // one subcommand is `migrate` everywhere.
 func TestBinaryNamesAgree(t *testing.T) {
 	read := func(name string) string {
@@ -235,9 +235,11 @@ func TestBinaryNamesAgree(t *testing.T) {
 		return string(raw)
 	}
 	for file, wants := range map[string][]string{
-		"Makefile":   {"-o bin/contextd ./cmd/server", "-o bin/contextctl ./cmd/contextctl"},
-		"Dockerfile": {"-o /out/contextd ./cmd/server", "-o /out/contextctl ./cmd/contextctl"},
-		"README.md":  {"make build", "./bin/contextd migrate", "`contextd migrate`"},
+		// Release builds are stripped (-s -w): docs/operations.md states their size.
+		"Makefile":           {`-ldflags="-s -w" -o bin/contextd ./cmd/server`, `-ldflags="-s -w" -o bin/contextctl ./cmd/contextctl`},
+		"Dockerfile":         {`-ldflags="-s -w" -o /out/contextd ./cmd/server`, `-ldflags="-s -w" -o /out/contextctl ./cmd/contextctl`},
+		"README.md":          {"make build", "./bin/contextd migrate", "`contextd migrate`"},
+		"docs/operations.md": {"make build", "./bin/contextd migrate", "`contextd migrate`"},
 	} {
 		text := read(file)
 		for _, want := range wants {

@@ -15,17 +15,18 @@ import (
 	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
 )
 
-// readmeCurl returns the commands of the first sh block after the README
-// heading: continuation lines joined, comments dropped.
-func readmeCurl(t *testing.T, heading string) []string {
+// docCurl returns the commands of the first sh block after the heading in
+// the document (a path from the repository root): continuation lines
+// joined, comments dropped.
+func docCurl(t *testing.T, doc, heading string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), doc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(b), heading)
 	if !ok {
-		t.Fatalf("README has no %q", heading)
+		t.Fatalf("%s has no %q", doc, heading)
 	}
 	_, block, ok := strings.Cut(section, "```sh\n")
 	block, _, ok2 := strings.Cut(block, "```")
@@ -49,17 +50,17 @@ func readmeCurl(t *testing.T, heading string) []string {
 	return cmds
 }
 
-// TestREADMECurl runs the README's curl lines (Clients, then the HTTP/JSON
-// section), as written, against the binary: every unary line answers JSON that is not an error, and the
+// TestDocsCurl runs the documentation's curl lines (docs/clients.md, then
+// docs/api.md's HTTP/JSON section), as written, against the binary: every unary line answers JSON that is not an error, and the
 // Connect stream delivers the snapshot, then an append made through gRPC.
-func TestREADMECurl(t *testing.T) {
+func TestDocsCurl(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("curl is needed (.ci/run installs it): ", err)
 	}
 	srv := startProc(t, build(t, t.TempDir(), "contextd", "./cmd/server"), "CONTEXTD_DATA_DIR="+t.TempDir())
-	cmds := append(readmeCurl(t, "### curl (any HTTP client)"), readmeCurl(t, "### HTTP/JSON (Connect)")...)
+	cmds := append(docCurl(t, "docs/clients.md", "## curl (any HTTP client)"), docCurl(t, "docs/api.md", "## HTTP/JSON (Connect)")...)
 	if len(cmds) < 8 {
-		t.Fatalf("the README blocks have %d commands", len(cmds))
+		t.Fatalf("the docs blocks have %d commands", len(cmds))
 	}
 	bash := func(ctx context.Context, cmd string) *exec.Cmd {
 		c := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", strings.ReplaceAll(cmd, "localhost:50051", srv.addr))

@@ -7,7 +7,7 @@
 // Chromium is Debian's (/usr/bin/chromium, or $CONTEXTD_CHROMIUM). Without
 // it the test skips, unless CONTEXTD_REQUIRE_CHROMIUM=1 (CI sets it and
 // installs the package). Screenshots go to $CONTEXTD_SCREENSHOT_DIR when set
-// (make screenshots writes the README's into docs/), else to a temp dir.
+// (make screenshots writes docs/'s), else to a temp dir.
 package ui
 
 import (

@@ -1,0 +1,544 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/engine"
+)
+
+// conversation is a request's conversation in the domain's terms, as a
+// door parsed it.
+type conversation struct {
+	model  string
+	stream bool
+	system string
+	tools  []chat.Tool
+	msgs   []chat.Message
+	// digests are msgs' digests (digestOf), in order.
+	digests [][32]byte
+	// clientMarks: the client placed prompt-cache marks of its own; marked
+	// are the digests of the messages it marked.
+	clientMarks bool
+	marked      map[[32]byte]bool
+	// wantsUsage: the client asked for the stream's usage chunk (OpenAI).
+	wantsUsage bool
+	// raws are the client's own JSON of msgs, by digest, for doors that
+	// send a message the client sent back as it came.
+	raws map[[32]byte]json.RawMessage
+	// passthrough, when set, says why the request is forwarded unchanged
+	// (the provider holds the conversation, not the client).
+	passthrough string
+}
+
+// door is one provider shape: how to read its requests and answers, and
+// how to write the prepared view in it.
+type door interface {
+	// name tags the sessions and raw metadata of the door.
+	name() string
+	shape() wireShape
+	// upstream is the URL requests are forwarded to.
+	upstream(cfg *Config) string
+	// parse reads the conversation of a request body (InvalidError on bad
+	// input).
+	parse(fields map[string]json.RawMessage) (*conversation, error)
+	// build writes the prepared view into the request body to forward.
+	build(fields map[string]json.RawMessage, c *conversation, view []chat.Message, hints engine.CacheHints) error
+	// answer reads a non-streamed answer: the usage and the reply.
+	answer(body []byte) (usage, []chat.Message)
+	// stream follows a streamed answer.
+	stream(c *conversation) streamer
+}
+
+// streamer follows an SSE answer event by event.
+type streamer interface {
+	// event sees one event (its name and data) and says whether to pass it
+	// on to the client and whether it is the stream's last: once it is
+	// written, the answer is recorded.
+	event(name string, data []byte) (forward, last bool)
+	// result is the usage and reply seen; ok only after the last event.
+	result() (usage, []chat.Message, bool)
+}
+
+var sessionHeaderPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}$`)
+
+// serveDoor is the whole request: admit, parse, resolve the session,
+// prepare, forward, relay, record.
+func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
+	shape := d.shape()
+	tenant, ok := g.admit(w, r, shape)
+	if !ok {
+		return
+	}
+	fields, ok := g.readBody(w, r, shape)
+	if !ok {
+		return
+	}
+	ctx := r.Context()
+	c, err := d.parse(fields)
+	if err != nil {
+		g.writeDomainError(ctx, w, shape, err)
+		return
+	}
+	if c.passthrough != "" {
+		w.Header().Add(HeaderWarning, c.passthrough)
+		g.forward(w, r, d, c, objectJSON(fields), nil)
+		return
+	}
+	header := r.Header.Get(HeaderSession)
+	if header != "" && !sessionHeaderPattern.MatchString(header) {
+		writeError(w, shape, http.StatusBadRequest, errInvalid, HeaderSession+": must be 1 to 128 letters, digits, '.', '_', '~' or '-', starting with a letter or digit")
+		return
+	}
+	initial := header
+	if initial == "" {
+		initial = derivedID(tenant, d.name(), c)
+	}
+	if !g.awaitRecorded(ctx, tenant, initial) {
+		return
+	}
+	if _, known := g.cfg.Models.Lookup(c.model); !known {
+		w.Header().Add(HeaderWarning, fmt.Sprintf("model %q is not in contextd's registry: counted with the default window and encoding (approximate); add it with CONTEXTD_MODELS_FILE", c.model))
+	}
+	res, err := g.resolve(ctx, tenant, d, c, header)
+	if err != nil {
+		g.writeDomainError(ctx, w, shape, err)
+		return
+	}
+	key := requestKey(res.id, c.digests)
+	in := engine.PrepareInput{Messages: res.fresh}
+	if len(res.fresh) > 0 {
+		in.IdempotencyKey = "gw-" + key
+	}
+	prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
+	if err != nil {
+		g.unmake(ctx, tenant, res)
+		g.writeDomainError(ctx, w, shape, err)
+		return
+	}
+	g.digests.extend(tenant, res.id, res.created, storedTail(prep.Messages, res.fresh))
+	if err := d.build(fields, c, prep.Messages, prep.Cache); err != nil {
+		g.writeDomainError(ctx, w, shape, err)
+		return
+	}
+	body := objectJSON(fields)
+	h := w.Header()
+	h.Set(HeaderSession, res.id)
+	h.Set(HeaderHistory, res.history)
+	if res.from != "" {
+		h.Set(HeaderHistory, res.history+"; from="+res.from)
+	}
+	h.Set(HeaderUsed, strconv.FormatFloat(prep.Status.Usage.PercentUsed, 'f', 1, 64))
+	h.Set(HeaderCompacted, strconv.FormatBool(prep.Status.Compacted))
+	for _, warn := range prep.Status.Warnings {
+		h.Add(HeaderWarning, headerSafe(warn))
+	}
+	// Until this answer is recorded, the session's next request waits
+	// (awaitRecorded), here under both its names.
+	pending := make(chan struct{})
+	names := []string{tenant + "\x00" + res.id, tenant + "\x00" + initial}
+	for _, n := range names {
+		g.inflight.Store(n, pending)
+	}
+	release := func() {
+		for _, n := range names {
+			g.inflight.CompareAndDelete(n, pending)
+		}
+		close(pending)
+	}
+	recording := false
+	g.forward(w, r, d, c, body, func(u usage, reply []chat.Message) {
+		// The answer is out: record it without holding the client.
+		recording = true
+		g.records.Add(1)
+		go func() {
+			defer g.records.Done()
+			defer release()
+			g.record(ctx, tenant, res, prep, key, u, reply)
+		}()
+	})
+	if !recording {
+		release()
+	}
+}
+
+// awaitRecorded waits until the last answer relayed for the session is
+// recorded; false when the client went away meanwhile.
+func (g *Gateway) awaitRecorded(ctx context.Context, tenant, id string) bool {
+	v, ok := g.inflight.Load(tenant + "\x00" + id)
+	if !ok {
+		return true
+	}
+	select {
+	case <-v.(chan struct{}):
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// objectJSON writes an object of fields, keys sorted. The values are
+// JSON the request's parse already checked (or the gateway wrote), so they
+// are copied, not checked again.
+func objectJSON(fields map[string]json.RawMessage) []byte {
+	keys := slices.Sorted(maps.Keys(fields))
+	n := 2
+	for _, k := range keys {
+		n += len(k) + len(fields[k]) + 4
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		q, _ := json.Marshal(k)
+		b = append(b, q...)
+		b = append(b, ':')
+		b = append(b, fields[k]...)
+	}
+	return append(b, '}')
+}
+
+// joinJSON writes an array of JSON values (checked, or written by the
+// gateway) without checking them again.
+func joinJSON(items []json.RawMessage) json.RawMessage {
+	n := 2
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	return append(b, ']')
+}
+
+// requestKey is the digest of a request's whole history in its session:
+// the idempotency key of its append, so a client's retry (or two replicas
+// serving the same request) appends its new messages once.
+func requestKey(id string, digests [][32]byte) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:%s:%d:", len(id), id, len(digests))
+	for _, d := range digests {
+		h.Write(d[:])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:20])
+}
+
+// headerSafe keeps a header value to printable ASCII.
+func headerSafe(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c < ' ' || c > '~' {
+			b[i] = '?'
+		}
+	}
+	if len(b) > 512 {
+		b = append(b[:509], "..."...)
+	}
+	return string(b)
+}
+
+// record writes what the provider answered: its usage (as ReportUsage,
+// for the view the call sent) and the assistant's reply (appended, so the
+// client's next request, which carries it, matches the log). It runs
+// after the client hung up too; failures are logged, never answered (the
+// answer is the provider's), and a reply that could not be appended is
+// appended by the next request that carries it.
+func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep engine.PrepareResult, key string, u usage, reply []chat.Message) {
+	id := res.id
+	ctx, cancel := detach(ctx)
+	defer cancel()
+	// The reply is appended only to the session as this call left it
+	// (and as the report moves it): when another request came first, that
+	// request carried the reply itself, if the client kept it.
+	expect := prep.Status.Version
+	if u.ok {
+		if _, err := g.cfg.Engine.ReportUsage(ctx, tenant, id, u.report(prep.ViewToken)); err != nil {
+			g.log.WarnContext(ctx, "gateway usage not recorded", "session", id, "error", err.Error())
+		} else {
+			expect++
+		}
+	}
+	if len(reply) == 0 {
+		return
+	}
+	for i := range reply {
+		setMeta(&reply[i], metaReply, "true")
+	}
+	out, err := g.cfg.Engine.AppendMessages(ctx, tenant, id, engine.AppendInput{Messages: reply, IdempotencyKey: "gwr-" + key, ExpectedVersion: &expect})
+	if err != nil {
+		g.log.WarnContext(ctx, "gateway reply not recorded", "session", id, "error", err.Error())
+		return
+	}
+	if len(out.Messages) != len(reply) {
+		return
+	}
+	// The digests are the reply's own (the answer carries positions).
+	for i := range reply {
+		reply[i].Position = out.Messages[i].Position
+	}
+	g.digests.extend(tenant, id, res.created, reply)
+}
+
+// storedTail is the stored copies of fresh at the end of view (they carry
+// their log positions), or nil when the view does not end with them.
+func storedTail(view, fresh []chat.Message) []chat.Message {
+	if len(fresh) == 0 || len(view) < len(fresh) {
+		return nil
+	}
+	tail := view[len(view)-len(fresh):]
+	for i := range tail {
+		if storedDigest(&tail[i]) != storedDigest(&fresh[i]) {
+			return nil
+		}
+	}
+	return tail
+}
+
+// maxAnswerBytes bounds a non-streamed answer the gateway reads to record.
+const maxAnswerBytes = 64 << 20
+
+// maxEventBytes bounds one SSE event.
+const maxEventBytes = 16 << 20
+
+// forward sends body upstream with the client's headers and relays the
+// answer: its status, headers and body unchanged (SSE event by event, as
+// it arrives), plus contextd's headers. done, when set, records a
+// successful answer before its last byte goes out.
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, d door, c *conversation, body []byte, done func(usage, []chat.Message)) {
+	ctx := r.Context()
+	target := d.upstream(&g.cfg)
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery // e.g. Claude Code's ?beta=true
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		writeError(w, d.shape(), http.StatusInternalServerError, errInternal, "building the upstream request")
+		return
+	}
+	copyRequestHeaders(req.Header, r.Header)
+	g.credentials(req.Header, d)
+	resp, err := g.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return // the client went away
+		}
+		writeError(w, d.shape(), http.StatusBadGateway, errUpstream, "the provider could not be reached: "+upstreamReason(err))
+		return
+	}
+	defer resp.Body.Close()
+	copyResponseHeaders(w.Header(), resp.Header)
+	if resp.StatusCode != http.StatusOK || done == nil {
+		w.WriteHeader(resp.StatusCode)
+		g.copyBody(ctx, w, resp.Body)
+		return
+	}
+	if isEventStream(resp.Header.Get("Content-Type")) {
+		g.relay(ctx, w, resp, d.stream(c), done)
+		return
+	}
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	if err != nil || len(answer) > maxAnswerBytes {
+		if ctx.Err() != nil {
+			return
+		}
+		w.Header().Del("Content-Type")
+		writeError(w, d.shape(), http.StatusBadGateway, errUpstream, "the provider's answer could not be read: "+upstreamReason(err))
+		return
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+	w.WriteHeader(resp.StatusCode)
+	if _, err := w.Write(answer); err != nil {
+		return // the client did not get the answer: nothing to record
+	}
+	u, reply := d.answer(answer)
+	done(u, reply)
+}
+
+// copyBody relays a body as it comes, flushing each read.
+func (g *Gateway) copyBody(ctx context.Context, w http.ResponseWriter, body io.Reader) {
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
+		if err != nil || ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// relay passes an SSE answer on event by event as it arrives, following
+// it with st; the answer is recorded (done) just before its last event.
+// A stream that ends without its last event (the provider or the network
+// dropped it) is passed on as it came and records nothing, as no reply
+// reached the client.
+func (g *Gateway) relay(ctx context.Context, w http.ResponseWriter, resp *http.Response, st streamer, done func(usage, []chat.Message)) {
+	rc := http.NewResponseController(w)
+	w.WriteHeader(resp.StatusCode)
+	_ = rc.Flush()
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	var ev, long, data []byte // the event's bytes, a line longer than br's buffer, its data
+	var name string
+	hasData := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, chunk...)
+			if len(long)+len(ev) > maxEventBytes {
+				return // a malformed stream: cut, as the network would
+			}
+			continue
+		}
+		line := chunk
+		if len(long) > 0 {
+			long = append(long, chunk...)
+			line, long = long, long[:0]
+		}
+		if len(line) == 0 {
+			// The end of the body (or the connection dropped): pass on
+			// what is left, as it came.
+			if len(ev) > 0 {
+				_, _ = w.Write(ev)
+				_ = rc.Flush()
+			}
+			return
+		}
+		ev = append(ev, line...)
+		text := bytes.TrimRight(line, "\r\n")
+		if err == nil && len(text) == 0 {
+			// The end of an event.
+			forward, last := true, false
+			if hasData || name != "" {
+				forward, last = st.event(name, data)
+			}
+			if forward {
+				if _, werr := w.Write(ev); werr != nil {
+					return
+				}
+				_ = rc.Flush()
+			}
+			if last {
+				if u, reply, ok := st.result(); ok {
+					done(u, reply)
+				}
+			}
+			ev, data, name, hasData = ev[:0], data[:0], "", false
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		switch {
+		case bytes.HasPrefix(text, []byte("event:")):
+			name = string(bytes.TrimSpace(text[len("event:"):]))
+		case bytes.HasPrefix(text, []byte("data:")):
+			v := text[len("data:"):]
+			if len(v) > 0 && v[0] == ' ' {
+				v = v[1:]
+			}
+			if hasData {
+				data = append(data, '\n')
+			}
+			data = append(data, v...)
+			hasData = true
+		}
+		if err != nil {
+			_, _ = w.Write(ev)
+			_ = rc.Flush()
+			return
+		}
+	}
+}
+
+func isEventStream(ct string) bool {
+	return len(ct) >= len("text/event-stream") && ct[:len("text/event-stream")] == "text/event-stream"
+}
+
+// upstreamReason says why the provider could not be reached, without
+// echoing anything the client sent.
+func upstreamReason(err error) string {
+	if err == nil {
+		return "answer over 64 MiB"
+	}
+	var ue interface{ Timeout() bool }
+	if errors.As(err, &ue) && ue.Timeout() {
+		return "timed out"
+	}
+	return "connection failed"
+}
+
+// Hop-by-hop headers (RFC 9110 7.6.1) and what the gateway sets itself.
+var dropRequest = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Authorization": true, "Proxy-Connection": true,
+	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Host": true, "Content-Length": true,
+	// The transport asks for gzip itself and decompresses, so the answer
+	// can be read for its usage.
+	"Accept-Encoding": true,
+}
+
+var dropResponse = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Connection": true,
+	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Content-Length": true, "Content-Encoding": true,
+}
+
+// copyRequestHeaders forwards the client's headers (its provider
+// credentials among them) except hop-by-hop ones and contextd's own.
+func copyRequestHeaders(dst, src http.Header) {
+	for k, vs := range src {
+		if dropRequest[k] || len(k) > len("X-Contextd-") && http.CanonicalHeaderKey(k[:len("X-Contextd-")]) == "X-Contextd-" {
+			continue
+		}
+		dst[k] = append([]string(nil), vs...)
+	}
+}
+
+func copyResponseHeaders(dst, src http.Header) {
+	for k, vs := range src {
+		if dropResponse[k] {
+			continue
+		}
+		dst[k] = append(dst[k], vs...)
+	}
+}
+
+// credentials adds the server's provider key when the client sent none.
+func (g *Gateway) credentials(h http.Header, d door) {
+	if h.Get("Authorization") != "" || h.Get("X-Api-Key") != "" {
+		return
+	}
+	switch d.shape() {
+	case shapeAnthropic:
+		if g.cfg.AnthropicAPIKey != "" {
+			h.Set("X-Api-Key", g.cfg.AnthropicAPIKey)
+		}
+	default:
+		if g.cfg.OpenAIAPIKey != "" {
+			h.Set("Authorization", "Bearer "+g.cfg.OpenAIAPIKey)
+		}
+	}
+}

@@ -1,0 +1,227 @@
+// Package gateway serves the providers' own HTTP APIs — OpenAI Chat
+// Completions (/v1/chat/completions), OpenAI Responses (/v1/responses) and
+// Anthropic Messages (/v1/messages, /v1/messages/count_tokens) — in front of
+// the one engine, so an agent whose code nobody changed gets contextd's
+// context management by pointing its base URL here.
+//
+// Per request: find the session (X-Contextd-Session, or one derived from
+// the conversation's start), match the whole history the client resends
+// against the session's log and append only what is new, run PrepareContext,
+// send the prepared view upstream in the provider's shape, relay the answer
+// (SSE event by event), and record the provider's usage and the assistant's
+// reply as ReportUsage and AppendMessages would.
+//
+// Translation lives at the edge, one file per provider shape
+// (openai_chat.go, openai_responses.go, anthropic.go), to and from the
+// domain's chat.Message; what a shape carries that the domain does not
+// (images' data, thinking blocks, reasoning items, unknown fields) rides
+// along verbatim in the message's metadata (raw.go).
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/tokens"
+)
+
+// Config is what the gateway needs from the composition root.
+type Config struct {
+	Engine *engine.Engine
+	Models *tokens.Registry
+	// Keys authenticate X-Contextd-Key (auth.Off(): every caller is the
+	// default tenant). Limiter, when set, limits each tenant's requests.
+	Keys    *auth.Keys
+	Limiter *auth.RateLimiter
+	// Upstreams, with the SDKs' conventions: OpenAI's base includes /v1,
+	// Anthropic's does not. Empty: the providers' public APIs.
+	OpenAIBaseURL    string
+	AnthropicBaseURL string
+	// Keys used when a client sends no credentials of its own.
+	OpenAIAPIKey    string
+	AnthropicAPIKey string
+	// MaxBodyBytes bounds a request body (the server's message limit).
+	MaxBodyBytes int64
+	// HTTPClient reaches the upstreams (nil: a client with no overall
+	// timeout, since streams may last minutes; the caller's context ends
+	// them).
+	HTTPClient *http.Client
+	Log        *slog.Logger
+}
+
+// Default upstreams.
+const (
+	defaultOpenAIBase    = "https://api.openai.com/v1"
+	defaultAnthropicBase = "https://api.anthropic.com"
+)
+
+// Headers the gateway reads or answers with.
+const (
+	HeaderKey       = "X-Contextd-Key"
+	HeaderSession   = "X-Contextd-Session"
+	HeaderUsed      = "X-Contextd-Used-Percent"
+	HeaderCompacted = "X-Contextd-Compacted"
+	HeaderHistory   = "X-Contextd-History"
+	HeaderWarning   = "X-Contextd-Warning"
+)
+
+// Gateway is the HTTP handler of the provider-compatible endpoints.
+type Gateway struct {
+	cfg     Config
+	client  *http.Client
+	log     *slog.Logger
+	digests *logCache
+	chat    door
+	resp    door
+	msgs    door
+	// inflight holds, per session, a channel closed when the answer last
+	// relayed for it is recorded: the session's next request waits for
+	// it, so it finds the reply in the log. records counts the recordings
+	// running after their answers went out (Wait).
+	inflight sync.Map
+	records  sync.WaitGroup
+}
+
+// Wait waits until the answers already relayed are recorded, or ctx ends;
+// the composition root calls it after the listener has drained and before
+// the store closes.
+func (g *Gateway) Wait(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { g.records.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// New returns a gateway.
+func New(cfg Config) *Gateway {
+	if cfg.OpenAIBaseURL == "" {
+		cfg.OpenAIBaseURL = defaultOpenAIBase
+	}
+	if cfg.AnthropicBaseURL == "" {
+		cfg.AnthropicBaseURL = defaultAnthropicBase
+	}
+	cfg.OpenAIBaseURL = strings.TrimRight(cfg.OpenAIBaseURL, "/")
+	cfg.AnthropicBaseURL = strings.TrimRight(cfg.AnthropicBaseURL, "/")
+	if cfg.Keys == nil {
+		cfg.Keys = auth.Off()
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 16 << 20
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.ResponseHeaderTimeout = 10 * time.Minute
+		tr.MaxIdleConnsPerHost = 64
+		client = &http.Client{Transport: tr}
+	}
+	m := newMemo(memoBytes)
+	return &Gateway{cfg: cfg, client: client, log: log, digests: newLogCache(4096),
+		chat: openAIChat{m}, resp: openAIResponses{m}, msgs: anthropicMessages{m}}
+}
+
+// Prefix is where the gateway is mounted.
+const Prefix = "/v1/"
+
+// ServeHTTP routes the provider paths.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/v1/chat/completions":
+		g.serveDoor(w, r, g.chat)
+	case "/v1/responses":
+		g.serveDoor(w, r, g.resp)
+	case "/v1/messages":
+		g.serveDoor(w, r, g.msgs)
+	case "/v1/messages/count_tokens":
+		g.serveCount(w, r)
+	case "/v1/models":
+		g.serveModels(w, r)
+	default:
+		shape := shapeOf(r)
+		writeError(w, shape, http.StatusNotFound, errNotFound, fmt.Sprintf("contextd's gateway has no route %s %s; it serves POST /v1/chat/completions, /v1/responses, /v1/messages, /v1/messages/count_tokens and GET /v1/models", r.Method, r.URL.Path))
+	}
+}
+
+// shapeOf guesses the error shape of a request that reached no door: an
+// Anthropic client always sends anthropic-version.
+func shapeOf(r *http.Request) wireShape {
+	if r.Header.Get("anthropic-version") != "" || strings.HasPrefix(r.URL.Path, "/v1/messages") {
+		return shapeAnthropic
+	}
+	return shapeOpenAI
+}
+
+// admit authenticates the caller by X-Contextd-Key and applies the tenant's
+// rate limit. The provider's own credentials (Authorization, x-api-key)
+// are not contextd's and are never read here.
+func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, shape wireShape) (string, bool) {
+	tenant := auth.DefaultTenant
+	if g.cfg.Keys.Enabled() {
+		token := r.Header.Get(HeaderKey)
+		if token == "" {
+			writeError(w, shape, http.StatusUnauthorized, errAuth, "missing contextd credentials: send the header "+HeaderKey+": <contextd API key> (the provider's key stays in Authorization or x-api-key)")
+			return "", false
+		}
+		key, err := g.cfg.Keys.Authenticate(token)
+		if err != nil {
+			writeError(w, shape, http.StatusUnauthorized, errAuth, "contextd credentials refused: "+err.Error())
+			return "", false
+		}
+		tenant = key.Tenant
+	}
+	if g.cfg.Limiter != nil {
+		if err := g.cfg.Limiter.Limit(auth.WithTenant(r.Context(), tenant)); err != nil {
+			writeError(w, shape, http.StatusTooManyRequests, errRateLimit, err.Error())
+			return "", false
+		}
+	}
+	return tenant, true
+}
+
+// readBody reads a JSON object body of at most MaxBodyBytes.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, shape wireShape) (map[string]json.RawMessage, bool) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, shape, http.StatusMethodNotAllowed, errInvalid, r.URL.Path+" takes POST")
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		writeError(w, shape, http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is over %d bytes, the most this server accepts (CONTEXTD_MAX_MESSAGE_BYTES)", g.cfg.MaxBodyBytes))
+		return nil, false
+	}
+	if err != nil {
+		writeError(w, shape, http.StatusBadRequest, errInvalid, "reading the request body: "+err.Error())
+		return nil, false
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		writeError(w, shape, http.StatusBadRequest, errInvalid, "the request body is not a JSON object")
+		return nil, false
+	}
+	return fields, true
+}
+
+// detach keeps the values of ctx but not its cancellation, for the writes
+// that record a call the provider answered: a client that hangs up after
+// the answer must not leave the session without it.
+func detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+}

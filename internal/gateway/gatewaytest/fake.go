@@ -1,0 +1,244 @@
+// Package gatewaytest is a fake model provider for the gateway's tests and
+// benchmarks: one HTTP server that speaks OpenAI Chat Completions, OpenAI
+// Responses and Anthropic Messages as the providers' API references
+// describe them (JSON bodies, and SSE event by event), answers from a
+// script, reports usage, and records and checks every request it receives
+// the way the providers would refuse it (unpaired tool calls, roles that
+// do not alternate, more than four cache marks, empty text blocks).
+package gatewaytest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Reply is one scripted answer.
+type Reply struct {
+	Text      string
+	ToolCalls []ToolCall
+	// Thinking, for Anthropic and Responses, adds a thinking block (a
+	// reasoning item) before the text.
+	Thinking string
+}
+
+// ToolCall is a scripted call.
+type ToolCall struct {
+	ID, Name, Arguments string
+}
+
+// Request is one request the fake received.
+type Request struct {
+	Path   string
+	Query  string
+	Header http.Header
+	Body   map[string]any
+	Raw    []byte
+	// Problems are the reasons the provider would refuse it (empty: valid).
+	Problems []string
+}
+
+// Fake is the fake provider.
+type Fake struct {
+	Server *httptest.Server
+
+	mu       sync.Mutex
+	script   []Reply
+	requests []Request
+	// Totals of the usage it reported.
+	InputTokens, OutputTokens int64
+	// Pause between SSE events; Hang makes it never answer until the
+	// client goes away; Status, when set, is returned with an error body;
+	// DropAfter cuts a stream after that many events.
+	Pause     time.Duration
+	Hang      bool
+	Status    int
+	DropAfter int
+	// FirstEventAt is when the first SSE event of the last stream was
+	// written; LastEventAt when the stream ended.
+	FirstEventAt, LastEventAt time.Time
+}
+
+// New starts a fake on a loopback port.
+func New() *Fake {
+	f := &Fake{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", f.chat)
+	mux.HandleFunc("POST /v1/responses", f.responses)
+	mux.HandleFunc("POST /v1/messages", f.messages)
+	f.Server = httptest.NewServer(mux)
+	return f
+}
+
+// Close stops the fake.
+func (f *Fake) Close() { f.Server.Close() }
+
+// OpenAIBase is the base URL in OpenAI's convention (with /v1).
+func (f *Fake) OpenAIBase() string { return f.Server.URL + "/v1" }
+
+// AnthropicBase is the base URL in Anthropic's convention (without /v1).
+func (f *Fake) AnthropicBase() string { return f.Server.URL }
+
+// Script queues answers; when the queue is empty the fake answers "ok".
+func (f *Fake) Script(r ...Reply) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script = append(f.script, r...)
+}
+
+// Requests returns what the fake received so far.
+func (f *Fake) Requests() []Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Request(nil), f.requests...)
+}
+
+// Reset forgets requests and totals.
+func (f *Fake) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests, f.InputTokens, f.OutputTokens, f.script = nil, 0, 0, nil
+}
+
+// Totals returns the usage reported so far.
+func (f *Fake) Totals() (int64, int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.InputTokens, f.OutputTokens
+}
+
+// receive reads and records a request, and returns the next reply and the
+// usage to report: input tokens are the body's bytes / 4, a stand-in that
+// is the same for every door.
+func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[string]any) []string) (map[string]any, Reply, int64, int64, bool) {
+	raw, _ := io.ReadAll(r.Body)
+	var body map[string]any
+	problems := []string(nil)
+	if err := json.Unmarshal(raw, &body); err != nil {
+		problems = append(problems, "body is not JSON: "+err.Error())
+	} else {
+		problems = check(body)
+	}
+	f.mu.Lock()
+	f.requests = append(f.requests, Request{Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body, Raw: raw, Problems: problems})
+	reply := Reply{Text: "ok"}
+	if len(f.script) > 0 {
+		reply, f.script = f.script[0], f.script[1:]
+	}
+	in, out := int64(len(raw)/4), int64(len(reply.Text)/4+1+4*len(reply.ToolCalls))
+	status, hang := f.Status, f.Hang
+	if status == 0 && !hang {
+		f.InputTokens += in
+		f.OutputTokens += out
+	}
+	f.mu.Unlock()
+	if hang {
+		<-r.Context().Done()
+		return nil, reply, 0, 0, false
+	}
+	if status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		if strings.HasPrefix(r.URL.Path, "/v1/messages") {
+			fmt.Fprintf(w, `{"type":"error","error":{"type":"api_error","message":"fake upstream failure %d"}}`, status)
+		} else {
+			fmt.Fprintf(w, `{"error":{"message":"fake upstream failure %d","type":"server_error","param":null,"code":null}}`, status)
+		}
+		return nil, reply, 0, 0, false
+	}
+	if len(problems) > 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": strings.Join(problems, "; "), "type": "invalid_request_error"}})
+		_, _ = w.Write(b)
+		return nil, reply, 0, 0, false
+	}
+	return body, reply, in, out, true
+}
+
+// sse writes events one by one, pausing between them, and stops early
+// when DropAfter says so.
+type sse struct {
+	f     *Fake
+	w     http.ResponseWriter
+	n     int
+	first bool
+}
+
+func (f *Fake) startSSE(w http.ResponseWriter) *sse {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	return &sse{f: f, w: w, first: true}
+}
+
+// event writes one event; false when the stream is to be cut.
+func (s *sse) event(name string, data any) bool {
+	s.f.mu.Lock()
+	drop, pause := s.f.DropAfter, s.f.Pause
+	s.f.mu.Unlock()
+	if drop > 0 && s.n >= drop {
+		// Half an event, then the connection drops.
+		_, _ = io.WriteString(s.w, "data: {\"trunc")
+		s.w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	}
+	if s.n > 0 && pause > 0 {
+		time.Sleep(pause)
+	}
+	var b []byte
+	if str, ok := data.(string); ok {
+		b = []byte(str)
+	} else {
+		b, _ = json.Marshal(data)
+	}
+	if name != "" {
+		fmt.Fprintf(s.w, "event: %s\n", name)
+	}
+	fmt.Fprintf(s.w, "data: %s\n\n", b)
+	s.w.(http.Flusher).Flush()
+	s.f.mu.Lock()
+	if s.first {
+		s.f.FirstEventAt, s.first = time.Now(), false
+	}
+	s.f.LastEventAt = time.Now()
+	s.f.mu.Unlock()
+	s.n++
+	return true
+}
+
+// split cuts s into up to three pieces, as deltas arrive.
+func split(s string) []string {
+	if len(s) < 3 {
+		return []string{s}
+	}
+	a, b := len(s)/3, 2*len(s)/3
+	for a > 0 && !utf8Start(s[a]) {
+		a--
+	}
+	for b > a && !utf8Start(s[b]) {
+		b--
+	}
+	return []string{s[:a], s[a:b], s[b:]}
+}
+
+func utf8Start(c byte) bool { return c&0xC0 != 0x80 }
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	b, _ := json.Marshal(v)
+	_, _ = w.Write(b)
+}
+
+// Set changes the fake's behaviour (Pause, Hang, Status, DropAfter) under
+// its lock.
+func (f *Fake) Set(fn func(f *Fake)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}

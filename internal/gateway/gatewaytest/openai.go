@@ -1,0 +1,206 @@
+package gatewaytest
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// chat serves POST /v1/chat/completions.
+func (f *Fake) chat(w http.ResponseWriter, r *http.Request) {
+	body, reply, in, out, ok := f.receive(w, r, checkChat)
+	if !ok {
+		return
+	}
+	model, _ := body["model"].(string)
+	usage := map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out,
+		"prompt_tokens_details": map[string]any{"cached_tokens": 0}}
+	var calls []map[string]any
+	for _, c := range reply.ToolCalls {
+		calls = append(calls, map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+	}
+	finish := "stop"
+	if len(calls) > 0 {
+		finish = "tool_calls"
+	}
+	if stream, _ := body["stream"].(bool); !stream {
+		msg := map[string]any{"role": "assistant", "content": reply.Text, "refusal": nil, "annotations": []any{}}
+		if len(calls) > 0 {
+			msg["tool_calls"] = calls
+			if reply.Text == "" {
+				msg["content"] = nil
+			}
+		}
+		writeJSON(w, map[string]any{"id": "chatcmpl-fake", "object": "chat.completion", "created": 1, "model": model,
+			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}}, "usage": usage})
+		return
+	}
+	so, _ := body["stream_options"].(map[string]any)
+	includeUsage, _ := so["include_usage"].(bool)
+	s := f.startSSE(w)
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		c := map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
+		if includeUsage {
+			c["usage"] = nil
+		}
+		return c
+	}
+	s.event("", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	for _, piece := range split(reply.Text) {
+		if piece != "" {
+			s.event("", chunk(map[string]any{"content": piece}, nil))
+		}
+	}
+	for i, c := range reply.ToolCalls {
+		s.event("", chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": ""}}}}, nil))
+		for _, piece := range split(c.Arguments) {
+			s.event("", chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": piece}}}}, nil))
+		}
+	}
+	s.event("", chunk(map[string]any{}, finish))
+	if includeUsage {
+		s.event("", map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model, "choices": []any{}, "usage": usage})
+	}
+	s.event("", "[DONE]")
+}
+
+// checkChat is what OpenAI refuses in a Chat Completions request: tool
+// calls without their results, results without their call, a conversation
+// with no user message first.
+func checkChat(body map[string]any) []string {
+	var problems []string
+	msgs, _ := body["messages"].([]any)
+	if len(msgs) == 0 {
+		return []string{"messages: empty"}
+	}
+	open := map[string]bool{}
+	seen := map[string]bool{}
+	firstNonSystem := ""
+	for i, x := range msgs {
+		m, _ := x.(map[string]any)
+		role, _ := m["role"].(string)
+		if firstNonSystem == "" && role != "system" && role != "developer" {
+			firstNonSystem = role
+		}
+		if role != "tool" && len(open) > 0 {
+			problems = append(problems, fmt.Sprintf("messages[%d]: tool calls %v have no results", i, keys(open)))
+			open = map[string]bool{}
+		}
+		switch role {
+		case "assistant":
+			calls, _ := m["tool_calls"].([]any)
+			for _, c := range calls {
+				id, _ := c.(map[string]any)["id"].(string)
+				open[id], seen[id] = true, true
+			}
+		case "tool":
+			id, _ := m["tool_call_id"].(string)
+			if !open[id] {
+				problems = append(problems, fmt.Sprintf("messages[%d]: tool result %q follows no call of it", i, id))
+			}
+			delete(open, id)
+		}
+	}
+	if firstNonSystem != "user" {
+		problems = append(problems, "the first message after the system messages is "+firstNonSystem+", not user")
+	}
+	return problems
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// responses serves POST /v1/responses.
+func (f *Fake) responses(w http.ResponseWriter, r *http.Request) {
+	body, reply, in, out, ok := f.receive(w, r, checkResponses)
+	if !ok {
+		return
+	}
+	model, _ := body["model"].(string)
+	var output []any
+	if reply.Thinking != "" {
+		output = append(output, map[string]any{"type": "reasoning", "id": "rs_fake", "summary": []any{map[string]any{"type": "summary_text", "text": reply.Thinking}},
+			"encrypted_content": "enc:" + reply.Thinking})
+	}
+	if reply.Text != "" {
+		output = append(output, map[string]any{"type": "message", "id": "msg_fake", "role": "assistant", "status": "completed",
+			"content": []any{map[string]any{"type": "output_text", "text": reply.Text, "annotations": []any{}}}})
+	}
+	for _, c := range reply.ToolCalls {
+		output = append(output, map[string]any{"type": "function_call", "id": "fc_" + c.ID, "call_id": c.ID, "name": c.Name, "arguments": c.Arguments, "status": "completed"})
+	}
+	resp := map[string]any{"id": "resp_fake", "object": "response", "created_at": 1, "status": "completed", "model": model,
+		"output": output, "parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{},
+		"usage": map[string]any{"input_tokens": in, "input_tokens_details": map[string]any{"cached_tokens": 0},
+			"output_tokens": out, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": in + out}}
+	if stream, _ := body["stream"].(bool); !stream {
+		writeJSON(w, resp)
+		return
+	}
+	s := f.startSSE(w)
+	seq := 0
+	ev := func(typ string, fields map[string]any) {
+		fields["type"], fields["sequence_number"] = typ, seq
+		seq++
+		s.event(typ, fields)
+	}
+	created := map[string]any{}
+	for k, v := range resp {
+		created[k] = v
+	}
+	created["status"], created["output"], created["usage"] = "in_progress", []any{}, nil
+	ev("response.created", map[string]any{"response": created})
+	for i, item := range output {
+		it := item.(map[string]any)
+		ev("response.output_item.added", map[string]any{"output_index": i, "item": it})
+		if it["type"] == "message" {
+			for _, piece := range split(reply.Text) {
+				ev("response.output_text.delta", map[string]any{"output_index": i, "item_id": it["id"], "content_index": 0, "delta": piece, "logprobs": []any{}})
+			}
+			ev("response.output_text.done", map[string]any{"output_index": i, "item_id": it["id"], "content_index": 0, "text": reply.Text, "logprobs": []any{}})
+		}
+		ev("response.output_item.done", map[string]any{"output_index": i, "item": it})
+	}
+	ev("response.completed", map[string]any{"response": resp})
+}
+
+// checkResponses is what OpenAI refuses in a Responses request: outputs
+// without their call, calls without outputs before the next input.
+func checkResponses(body map[string]any) []string {
+	var problems []string
+	input, ok := body["input"].([]any)
+	if !ok {
+		if _, isString := body["input"].(string); isString {
+			return nil
+		}
+		return []string{"input: missing"}
+	}
+	open := map[string]bool{}
+	for i, x := range input {
+		it, _ := x.(map[string]any)
+		typ, _ := it["type"].(string)
+		id, _ := it["call_id"].(string)
+		switch typ {
+		case "function_call", "custom_tool_call":
+			open[id] = true
+		case "function_call_output", "custom_tool_call_output":
+			if !open[id] {
+				problems = append(problems, fmt.Sprintf("input[%d]: output for call %q with no call before it", i, id))
+			}
+			delete(open, id)
+		case "reasoning":
+		default:
+			if role, _ := it["role"].(string); role == "user" && len(open) > 0 {
+				problems = append(problems, fmt.Sprintf("input[%d]: calls %v have no output", i, keys(open)))
+				open = map[string]bool{}
+			}
+		}
+	}
+	return problems
+}

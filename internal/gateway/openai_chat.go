@@ -1,0 +1,575 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/engine"
+)
+
+// openAIChat is OpenAI's Chat Completions: POST {base}/chat/completions.
+//
+// Leading system and developer messages are the session's system prompt
+// (sent back verbatim); every other message is one domain message: user
+// (text parts, images as opaque image parts), assistant (text and
+// tool_calls), tool (one tool result). Fields the domain does not hold
+// (names are held; audio, refusal, file and audio parts, unknown fields)
+// are kept verbatim (raw.go).
+type openAIChat struct{ memo *memo }
+
+const doorOpenAIChat = "openai.chat"
+
+func (openAIChat) name() string     { return doorOpenAIChat }
+func (openAIChat) shape() wireShape { return shapeOpenAI }
+func (openAIChat) upstream(cfg *Config) string {
+	return cfg.OpenAIBaseURL + "/chat/completions"
+}
+
+type oaMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name"`
+	ToolCalls  []oaToolCall    `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+type oaToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type oaPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Refusal  string `json:"refusal"`
+	ImageURL *struct {
+		URL    string `json:"url"`
+		Detail string `json:"detail"`
+	} `json:"image_url"`
+}
+
+// common reads the fields every OpenAI request shares.
+func commonFields(fields map[string]json.RawMessage, c *conversation) error {
+	if err := json.Unmarshal(fields["model"], &c.model); err != nil || c.model == "" {
+		return chat.Invalid("model", "is required (a model name string)")
+	}
+	if s, ok := fields["stream"]; ok && string(s) != "null" {
+		if err := json.Unmarshal(s, &c.stream); err != nil {
+			return chat.Invalid("stream", "must be a boolean")
+		}
+	}
+	return nil
+}
+
+func (d openAIChat) parse(fields map[string]json.RawMessage) (*conversation, error) {
+	c := &conversation{}
+	if err := commonFields(fields, c); err != nil {
+		return nil, err
+	}
+	var so struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	if s, ok := fields["stream_options"]; ok && string(s) != "null" {
+		if err := json.Unmarshal(s, &so); err != nil {
+			return nil, chat.Invalid("stream_options", "must be an object")
+		}
+	}
+	c.wantsUsage = so.IncludeUsage
+	tools, err := openAITools(fields["tools"], true)
+	if err != nil {
+		return nil, err
+	}
+	c.tools = tools
+	var raws []json.RawMessage
+	if err := json.Unmarshal(fields["messages"], &raws); err != nil {
+		return nil, chat.Invalid("messages", "must be an array of messages")
+	}
+	if len(raws) == 0 {
+		return nil, chat.Invalid("messages", "must have at least one message")
+	}
+	var system []string
+	lead := true
+	c.raws = make(map[[32]byte]json.RawMessage, len(raws))
+	for i, raw := range raws {
+		if done, ok := d.memo.get(doorOpenAIChat, raw); ok && (!lead || done[0].Role != chat.RoleSystem) {
+			lead = false
+			dg := storedDigest(&done[0])
+			c.digests = append(c.digests, dg)
+			c.msgs = append(c.msgs, done[0])
+			c.raws[dg] = raw
+			continue
+		}
+		f := fmt.Sprintf("messages[%d]", i)
+		var m oaMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, chat.Invalid(f, "must be a message object: %v", err)
+		}
+		if lead && (m.Role == "system" || m.Role == "developer") {
+			text, err := oaText(m.Content, f+".content")
+			if err != nil {
+				return nil, err
+			}
+			system = append(system, text)
+			continue
+		}
+		lead = false
+		msg, extra, err := oaToDomain(m, f)
+		if err != nil {
+			return nil, err
+		}
+		gen, _ := json.Marshal(oaFromDomain(&msg))
+		setRaw(&msg, doorOpenAIChat, raw, gen)
+		dg := stamp(&msg, extra)
+		c.digests = append(c.digests, dg)
+		c.msgs = append(c.msgs, msg)
+		c.raws[dg] = raw
+		d.memo.put(doorOpenAIChat, raw, c.msgs[len(c.msgs)-1:])
+	}
+	if len(c.msgs) == 0 {
+		return nil, chat.Invalid("messages", "must have a message after the system messages")
+	}
+	c.system = strings.Join(system, "\n\n")
+	return c, nil
+}
+
+// openAITools reads Chat Completions tools (nested: {"type":"function",
+// "function":{...}}) or Responses tools (flat: {"type":"function","name"}).
+// Built-in tools (web search, custom grammars, ...) are named by their type
+// and counted by their JSON.
+func openAITools(raw json.RawMessage, nested bool) ([]chat.Tool, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, chat.Invalid("tools", "must be an array of tools")
+	}
+	out := make([]chat.Tool, 0, len(list))
+	for i, t := range list {
+		var fn struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+			Function    *struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				Parameters  json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(t, &fn); err != nil {
+			return nil, chat.Invalid(fmt.Sprintf("tools[%d]", i), "must be a tool object")
+		}
+		if nested && fn.Function != nil {
+			fn.Name, fn.Description, fn.Parameters = fn.Function.Name, fn.Function.Description, fn.Function.Parameters
+		}
+		tool := chat.Tool{Name: fn.Name, Description: fn.Description}
+		if isObject(fn.Parameters) {
+			tool.Parameters = string(fn.Parameters)
+		}
+		if tool.Name == "" {
+			// A built-in tool: its whole definition is what the model sees.
+			tool.Name = fmt.Sprintf("%s_%d", fn.Type, i)
+			tool.Description = string(t)
+		}
+		out = append(out, tool)
+	}
+	return out, nil
+}
+
+func isObject(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{'
+}
+
+// oaText is the text of a content that must be text (a string, or text
+// parts).
+func oaText(content json.RawMessage, field string) (string, error) {
+	parts, err := oaParts(content, field)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+		b.WriteString(p.Refusal)
+	}
+	return b.String(), nil
+}
+
+// oaParts reads a content: a string, null, or an array of parts.
+func oaParts(content json.RawMessage, field string) ([]oaPart, error) {
+	content = bytes.TrimSpace(content)
+	if len(content) == 0 || string(content) == "null" {
+		return nil, nil
+	}
+	if content[0] == '"' {
+		var s string
+		if err := json.Unmarshal(content, &s); err != nil {
+			return nil, chat.Invalid(field, "must be a string or an array of parts")
+		}
+		return []oaPart{{Type: "text", Text: s}}, nil
+	}
+	var parts []oaPart
+	if err := json.Unmarshal(content, &parts); err != nil {
+		return nil, chat.Invalid(field, "must be a string or an array of parts")
+	}
+	return parts, nil
+}
+
+// oaToDomain converts one message after the system prompt; extra are the
+// digests of its images' data.
+func oaToDomain(m oaMessage, f string) (chat.Message, []string, error) {
+	out := chat.Message{Name: m.Name}
+	var extra []string
+	switch m.Role {
+	case "user", "system", "developer":
+		out.Role = chat.RoleUser
+		if m.Role != "user" {
+			out.Role = chat.RoleSystem
+		}
+		parts, err := oaParts(m.Content, f+".content")
+		if err != nil {
+			return out, nil, err
+		}
+		for _, p := range parts {
+			switch {
+			case p.Type == "text":
+				out.Parts = append(out.Parts, chat.Part{Type: chat.PartText, Text: p.Text})
+			case p.Type == "image_url" && p.ImageURL != nil:
+				out.Parts = append(out.Parts, chat.Part{Type: chat.PartImage, Image: &chat.Image{MediaType: dataURLType(p.ImageURL.URL), Detail: p.ImageURL.Detail}})
+				extra = append(extra, sourceDigest([]byte(p.ImageURL.URL)))
+			default:
+				// Audio, files and parts yet unknown ride along verbatim.
+				b, _ := json.Marshal(p)
+				extra = append(extra, sourceDigest(b))
+			}
+		}
+	case "assistant":
+		out.Role = chat.RoleAssistant
+		parts, err := oaParts(m.Content, f+".content")
+		if err != nil {
+			return out, nil, err
+		}
+		for _, p := range parts {
+			if t := p.Text + p.Refusal; t != "" {
+				out.Parts = append(out.Parts, chat.Part{Type: chat.PartText, Text: t})
+			}
+		}
+		for j, tc := range m.ToolCalls {
+			if tc.ID == "" {
+				return out, nil, chat.Invalid(fmt.Sprintf("%s.tool_calls[%d].id", f, j), "is required")
+			}
+			out.Parts = append(out.Parts, chat.Part{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+		}
+	case "tool":
+		out.Role = chat.RoleTool
+		if m.ToolCallID == "" {
+			return out, nil, chat.Invalid(f+".tool_call_id", "is required")
+		}
+		text, err := oaText(m.Content, f+".content")
+		if err != nil {
+			return out, nil, err
+		}
+		out.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: m.ToolCallID, Content: text}}}
+	case "":
+		return out, nil, chat.Invalid(f+".role", "is required")
+	default:
+		return out, nil, chat.Invalid(f+".role", "must be one of system, developer, user, assistant, tool (not %q)", m.Role)
+	}
+	if len(out.Parts) == 0 {
+		out.Parts = []chat.Part{{Type: chat.PartText}}
+	}
+	return out, extra, nil
+}
+
+// dataURLType is the media type of a data: URL ("" for a link).
+func dataURLType(u string) string {
+	if rest, ok := strings.CutPrefix(u, "data:"); ok {
+		if t, _, ok := strings.Cut(rest, ";"); ok {
+			return t
+		}
+	}
+	return ""
+}
+
+// oaFromDomain writes a domain message as Chat Completions does. An image
+// whose data the domain does not hold (a message that came through another
+// door) is written as a text note.
+func oaFromDomain(m *chat.Message) map[string]any {
+	out := map[string]any{"role": string(m.Role)}
+	if m.Name != "" {
+		out["name"] = m.Name
+	}
+	switch m.Role {
+	case chat.RoleTool:
+		for _, p := range m.Parts {
+			if p.Type == chat.PartToolResult {
+				out["tool_call_id"] = p.ToolResult.ToolCallID
+				out["content"] = p.ToolResult.Content
+			}
+		}
+		return out
+	case chat.RoleAssistant:
+		var text strings.Builder
+		var calls []map[string]any
+		for _, p := range m.Parts {
+			switch p.Type {
+			case chat.PartText:
+				text.WriteString(p.Text)
+			case chat.PartToolCall:
+				calls = append(calls, map[string]any{"id": p.ToolCall.ID, "type": "function",
+					"function": map[string]any{"name": p.ToolCall.Name, "arguments": p.ToolCall.Arguments}})
+			}
+		}
+		out["content"] = text.String()
+		if len(calls) > 0 {
+			out["tool_calls"] = calls
+			if text.Len() == 0 {
+				out["content"] = nil
+			}
+		}
+		return out
+	}
+	texts := 0
+	for _, p := range m.Parts {
+		if p.Type == chat.PartText {
+			texts++
+		}
+	}
+	if texts == len(m.Parts) && texts == 1 {
+		out["content"] = m.Parts[0].Text
+		return out
+	}
+	var parts []map[string]any
+	for _, p := range m.Parts {
+		switch p.Type {
+		case chat.PartText:
+			parts = append(parts, map[string]any{"type": "text", "text": p.Text})
+		case chat.PartImage:
+			parts = append(parts, map[string]any{"type": "text", "text": "[image not kept by contextd]"})
+		}
+	}
+	out["content"] = parts
+	return out
+}
+
+func (openAIChat) build(fields map[string]json.RawMessage, c *conversation, view []chat.Message, _ engine.CacheHints) error {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(fields["messages"], &raws); err != nil {
+		return chat.Invalid("messages", "must be an array of messages")
+	}
+	out := make([]json.RawMessage, 0, len(view)+2)
+	for _, raw := range raws {
+		var m struct {
+			Role string `json:"role"`
+		}
+		_ = json.Unmarshal(raw, &m)
+		if m.Role != "system" && m.Role != "developer" {
+			break
+		}
+		out = append(out, raw)
+	}
+	for i := range view {
+		m := &view[i]
+		if m.Kind == "" || m.Kind == chat.KindNormal {
+			// A message the client sent in this request goes back as it
+			// sent it (its cache marks and field order too).
+			if raw, ok := c.raws[storedDigest(m)]; ok {
+				out = append(out, raw)
+				continue
+			}
+		}
+		if raw := rawOf(m, doorOpenAIChat); raw != nil {
+			out = append(out, raw)
+			continue
+		}
+		b, err := json.Marshal(oaFromDomain(&view[i]))
+		if err != nil {
+			return err
+		}
+		out = append(out, b)
+	}
+	fields["messages"] = joinJSON(out)
+	if c.stream && !c.wantsUsage {
+		// Ask for the usage chunk; the streamer drops it again.
+		so := map[string]json.RawMessage{}
+		if s, ok := fields["stream_options"]; ok && string(s) != "null" {
+			_ = json.Unmarshal(s, &so)
+		}
+		so["include_usage"] = json.RawMessage("true")
+		fields["stream_options"], _ = json.Marshal(so)
+	}
+	return nil
+}
+
+type oaUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+func (u *oaUsage) usage() usage {
+	if u == nil {
+		return usage{}
+	}
+	out := usage{ok: true, input: u.PromptTokens, output: u.CompletionTokens}
+	if u.PromptTokensDetails != nil {
+		out.cacheRead = u.PromptTokensDetails.CachedTokens
+	}
+	return out
+}
+
+func (openAIChat) answer(body []byte) (usage, []chat.Message) {
+	var resp struct {
+		Choices []struct {
+			Message json.RawMessage `json:"message"`
+		} `json:"choices"`
+		Usage *oaUsage `json:"usage"`
+	}
+	if json.Unmarshal(body, &resp) != nil {
+		return usage{}, nil
+	}
+	u := resp.Usage.usage()
+	if len(resp.Choices) == 0 {
+		return u, nil
+	}
+	return u, oaReply(resp.Choices[0].Message)
+}
+
+// oaReply is the domain message of an answer's message (nil when it is not
+// one), stamped as the client's echo of it will be.
+func oaReply(raw json.RawMessage) []chat.Message {
+	var m oaMessage
+	if json.Unmarshal(raw, &m) != nil || m.Role != "assistant" {
+		return nil
+	}
+	msg, extra, err := oaToDomain(m, "choices[0].message")
+	if err != nil {
+		return nil
+	}
+	gen, _ := json.Marshal(oaFromDomain(&msg))
+	setRaw(&msg, doorOpenAIChat, withoutEmpty(raw), gen)
+	stamp(&msg, extra)
+	return []chat.Message{msg}
+}
+
+// oaStream follows a streamed Chat Completion: it assembles the first
+// choice's message from the deltas and reads the usage chunk (dropped when
+// the client did not ask for it).
+type oaStream struct {
+	wantsUsage bool
+	role       string
+	content    strings.Builder
+	calls      []oaToolCall
+	u          usage
+	done       bool
+}
+
+func (openAIChat) stream(c *conversation) streamer { return &oaStream{wantsUsage: c.wantsUsage} }
+
+func (s *oaStream) event(_ string, data []byte) (bool, bool) {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
+		s.done = true
+		return true, true
+	}
+	var chunk struct {
+		Choices []struct {
+			Index int `json:"index"`
+			Delta struct {
+				Role      string `json:"role"`
+				Content   string `json:"content"`
+				Refusal   string `json:"refusal"`
+				ToolCalls []struct {
+					Index    int    `json:"index"`
+					ID       string `json:"id"`
+					Type     string `json:"type"`
+					Function struct {
+						Name      string `json:"name"`
+						Arguments string `json:"arguments"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"delta"`
+		} `json:"choices"`
+		Usage *oaUsage `json:"usage"`
+	}
+	if json.Unmarshal(data, &chunk) != nil {
+		return true, false
+	}
+	if chunk.Usage != nil {
+		s.u = chunk.Usage.usage()
+	}
+	for _, ch := range chunk.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		if ch.Delta.Role != "" {
+			s.role = ch.Delta.Role
+		}
+		s.content.WriteString(ch.Delta.Content)
+		s.content.WriteString(ch.Delta.Refusal)
+		for _, tc := range ch.Delta.ToolCalls {
+			if tc.Index < 0 || tc.Index > 1024 {
+				continue
+			}
+			for len(s.calls) <= tc.Index {
+				s.calls = append(s.calls, oaToolCall{Type: "function"})
+			}
+			c := &s.calls[tc.Index]
+			if tc.ID != "" {
+				c.ID = tc.ID
+			}
+			c.Function.Name += tc.Function.Name
+			c.Function.Arguments += tc.Function.Arguments
+		}
+	}
+	// The usage chunk has no choices; the client did not ask for it.
+	if len(chunk.Choices) == 0 && chunk.Usage != nil && !s.wantsUsage {
+		return false, false
+	}
+	return true, false
+}
+
+func (s *oaStream) result() (usage, []chat.Message, bool) {
+	if !s.done {
+		return usage{}, nil, false
+	}
+	msg := map[string]any{"role": "assistant", "content": s.content.String()}
+	if len(s.calls) > 0 {
+		msg["tool_calls"] = s.calls
+		if s.content.Len() == 0 {
+			msg["content"] = nil
+		}
+	}
+	raw, _ := json.Marshal(msg)
+	return s.u, oaReply(raw), true
+}
+
+// withoutEmpty drops null values and empty arrays from an object's fields
+// (an answer's "refusal": null, "annotations": []), which a request need
+// not carry back.
+func withoutEmpty(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	for k, v := range m {
+		if t := bytes.TrimSpace(v); string(t) == "null" || string(t) == "[]" {
+			delete(m, k)
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return b
+}

@@ -1,0 +1,311 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// How a request's history related to its session's log, as the
+// X-Contextd-History header says it.
+const (
+	historyNew       = "new"       // the session was created by this request
+	historyExtended  = "extended"  // the request added messages to the log
+	historyUnchanged = "unchanged" // nothing new (a retry, or a repeated call)
+	historyRewound   = "rewound"   // the request is a strict prefix of the log: a new session
+	historyEdited    = "edited"    // the request's last message differs from the log's: a new session
+	historyForked    = "forked"    // the request differs from the log earlier and goes on: a new session
+)
+
+// maxForkHops bounds the walk from a conversation's first session through
+// the sessions of its edits and rewinds.
+const maxForkHops = 16
+
+// resolved is the session a request landed in, and what to append to it.
+type resolved struct {
+	id      string
+	created time.Time // the session's creation time (its incarnation)
+	made    bool      // this request created the session
+	history string
+	from    string // the session this one forked from, if any
+	fresh   []chat.Message
+}
+
+// derivedID names the session of a conversation whose client sent no
+// session header: the tenant, the door, and a digest of the conversation's
+// start (system prompt and first message).
+func derivedID(tenant, door string, c *conversation) string {
+	h := sha256.New()
+	for _, s := range []string{"contextd-gateway-v1", tenant, door, c.system} {
+		fmt.Fprintf(h, "%d:%s", len(s), s)
+	}
+	if len(c.digests) > 0 {
+		h.Write(c.digests[0][:])
+	}
+	return "gw-" + encodeID(h.Sum(nil))
+}
+
+// forkID names the session a request lands in when its history left
+// session id at message k (digests[:k+1] are what it sent up to there): the
+// same edit or rewind resent lands in the same session again.
+func forkID(id string, digests [][32]byte, k int) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "contextd-fork-v1:%d:%s:%d:", len(id), id, k)
+	for _, d := range digests[:min(k+1, len(digests))] {
+		h.Write(d[:])
+	}
+	base, _, _ := strings.Cut(id, "~")
+	return base + "~" + encodeID(h.Sum(nil))[:12]
+}
+
+func encodeID(b []byte) string {
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)[:26])
+}
+
+// resolve finds the request's session, creating it (or the session of an
+// edit or rewind) when needed, and says which of the request's messages
+// are new. Nothing is appended here: PrepareContext appends them.
+func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *conversation, header string) (resolved, error) {
+	id := header
+	if id == "" {
+		id = derivedID(tenant, d.name(), c)
+	}
+	var out resolved
+	for hop := 0; ; hop++ {
+		s, err := g.cfg.Engine.GetSession(ctx, tenant, id)
+		if errors.Is(err, store.ErrNotFound) {
+			created, err := g.create(ctx, tenant, id, d, c)
+			if err != nil {
+				return resolved{}, err
+			}
+			out.id, out.created, out.fresh, out.made = id, created, c.msgs, true
+			if out.history == "" {
+				out.history = historyNew
+			}
+			return out, nil
+		}
+		if err != nil {
+			return resolved{}, err
+		}
+		if err := g.follow(ctx, tenant, s.Session, c); err != nil {
+			return resolved{}, err
+		}
+		log, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
+		if err != nil {
+			return resolved{}, err
+		}
+		k := 0
+		for k < len(log) && k < len(c.digests) && log[k] == c.digests[k] {
+			k++
+		}
+		if k == len(log) {
+			out.id, out.created, out.fresh = id, s.CreatedAt, c.msgs[k:]
+			if out.history == "" {
+				out.history = historyUnchanged
+				if len(out.fresh) > 0 {
+					out.history = historyExtended
+				}
+			}
+			return out, nil
+		}
+		if hop == maxForkHops {
+			return resolved{}, fmt.Errorf("the conversation was edited or rewound more than %d times from session %q; send %s to name a session: %w",
+				maxForkHops, id, HeaderSession, engine.ErrFailedPrecondition)
+		}
+		// The request no longer extends this session's log: it goes on in
+		// a session of its own, never into this one.
+		if out.history == "" {
+			switch {
+			case k == len(c.digests):
+				out.history = historyRewound
+			case k == len(c.digests)-1:
+				out.history = historyEdited
+			default:
+				out.history = historyForked
+			}
+			out.from = id
+		}
+		id = forkID(id, c.digests, k)
+	}
+}
+
+// unmake deletes a session this request created when the request failed
+// before anything was stored in it, so a refused call leaves nothing.
+func (g *Gateway) unmake(ctx context.Context, tenant string, res resolved) {
+	if !res.made {
+		return
+	}
+	ctx, cancel := detach(ctx)
+	defer cancel()
+	if s, err := g.cfg.Engine.GetSession(ctx, tenant, res.id); err == nil && s.Version == 1 && s.ActiveCount == 0 {
+		_ = g.cfg.Engine.DeleteSession(ctx, tenant, res.id)
+	}
+}
+
+// create makes the session of a conversation, labelled with the door, and
+// returns its creation time.
+func (g *Gateway) create(ctx context.Context, tenant, id string, d door, c *conversation) (time.Time, error) {
+	v, err := g.cfg.Engine.CreateSession(ctx, tenant, engine.NewSession{
+		ID: id, Model: c.model, System: c.system, Tools: c.tools,
+		Labels: map[string]string{"gateway": d.name()},
+	})
+	if errors.Is(err, store.ErrAlreadyExists) {
+		// A concurrent first request created it: the same session.
+		v, err = g.cfg.Engine.GetSession(ctx, tenant, id)
+	}
+	return v.CreatedAt, err
+}
+
+// follow brings the session's model, system prompt and tools to the
+// request's, when the client changed them (an ordinary, versioned update).
+func (g *Gateway) follow(ctx context.Context, tenant string, s store.Session, c *conversation) error {
+	var mask []string
+	if s.Model != c.model {
+		mask = append(mask, engine.FieldModel)
+	}
+	if s.SystemPrompt != c.system {
+		mask = append(mask, engine.FieldSystemPrompt)
+	}
+	if !sameTools(s.Tools, c.tools) {
+		mask = append(mask, engine.FieldTools)
+	}
+	if len(mask) == 0 {
+		return nil
+	}
+	_, err := g.cfg.Engine.UpdateSession(ctx, tenant, s.ID, engine.SessionUpdate{Mask: mask, Model: c.model, System: c.system, Tools: c.tools})
+	return err
+}
+
+func sameTools(a, b []chat.Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Description != b[i].Description || string(canonicalJSON([]byte(a[i].Parameters))) != string(canonicalJSON([]byte(b[i].Parameters))) {
+			return false
+		}
+	}
+	return true
+}
+
+// logCache keeps the digests of sessions' logs. The log is append-only, so
+// what was read stays true: a request reads only the log's tail after what
+// the cache holds (one indexed read when nothing is new), and a session
+// deleted and created again under its id is told apart by its creation
+// time. Bounded by sessions and by digests; when full it starts over.
+type logCache struct {
+	mu         sync.Mutex
+	maxDigests int
+	held       int
+	entries    map[string]*logEntry
+}
+
+type logEntry struct {
+	mu      sync.Mutex
+	created time.Time
+	last    int64 // position of the last log message read
+	digests [][32]byte
+}
+
+// maxCachedSessions bounds the sessions logCache holds.
+const maxCachedSessions = 4096
+
+func newLogCache(maxDigestsHeld int) *logCache {
+	return &logCache{maxDigests: maxDigestsHeld * 256, entries: map[string]*logEntry{}}
+}
+
+// get returns the digests of the client-visible messages of s's log, in
+// order (interrupted tool results contextd inserted are not the client's).
+func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s store.Session) ([][32]byte, error) {
+	key := tenant + "\x00" + s.ID
+	lc.mu.Lock()
+	ent, ok := lc.entries[key]
+	if !ok || !ent.created.Equal(s.CreatedAt) {
+		if len(lc.entries) >= maxCachedSessions || lc.held > lc.maxDigests {
+			lc.entries, lc.held = map[string]*logEntry{}, 0
+		}
+		if ok {
+			lc.held -= len(ent.digests)
+		}
+		ent = &logEntry{created: s.CreatedAt}
+		lc.entries[key] = ent
+	}
+	lc.mu.Unlock()
+
+	ent.mu.Lock()
+	defer ent.mu.Unlock()
+	added := 0
+	for ent.last < s.LogCount {
+		msgs, err := e.LogTail(ctx, tenant, s.ID, ent.last, 1000)
+		if err != nil {
+			return nil, err
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		for i := range msgs {
+			m := &msgs[i]
+			ent.last = m.Position
+			if m.Metadata[engine.InterruptedMetadata] != "" || (m.Kind != "" && m.Kind != chat.KindNormal) {
+				continue
+			}
+			ent.digests = append(ent.digests, storedDigest(m))
+			added++
+		}
+	}
+	out := ent.digests[:len(ent.digests):len(ent.digests)]
+	lc.mu.Lock()
+	lc.held += added
+	lc.mu.Unlock()
+	return out, nil
+}
+
+// extend records msgs, just stored with their log positions, after what
+// the cache holds of the session created at created, so the next request
+// reads nothing. Unless they follow the cached log without a gap (another
+// writer came between, contextd inserted a message), nothing is recorded
+// and the next request reads the log's tail as usual.
+func (lc *logCache) extend(tenant, id string, created time.Time, msgs []chat.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	key := tenant + "\x00" + id
+	lc.mu.Lock()
+	ent, ok := lc.entries[key]
+	if !ok || !ent.created.Equal(created) {
+		if msgs[0].Position != 1 || len(lc.entries) >= maxCachedSessions || lc.held > lc.maxDigests {
+			lc.mu.Unlock()
+			return
+		}
+		if ok {
+			lc.held -= len(ent.digests)
+		}
+		ent = &logEntry{created: created}
+		lc.entries[key] = ent
+	}
+	lc.held += len(msgs)
+	lc.mu.Unlock()
+
+	ent.mu.Lock()
+	defer ent.mu.Unlock()
+	pos := ent.last
+	for i := range msgs {
+		if msgs[i].Position != pos+1 || msgs[i].Kind != "" && msgs[i].Kind != chat.KindNormal || msgs[i].Metadata[engine.InterruptedMetadata] != "" {
+			return
+		}
+		pos++
+	}
+	for i := range msgs {
+		ent.digests = append(ent.digests, storedDigest(&msgs[i]))
+	}
+	ent.last = pos
+}

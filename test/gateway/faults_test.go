@@ -1,0 +1,371 @@
+package gateway_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+)
+
+// errorShape checks a refusal is in the provider's error shape.
+func errorShape(t *testing.T, path string, body []byte, want string) {
+	t.Helper()
+	var e struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil || e.Error.Message == "" {
+		t.Fatalf("not a provider error body: %s", body)
+	}
+	if strings.HasPrefix(path, "/v1/messages") && e.Type != "error" {
+		t.Errorf("Anthropic errors have type error: %s", body)
+	}
+	if !strings.Contains(e.Error.Message, want) {
+		t.Errorf("error %q does not say %q", e.Error.Message, want)
+	}
+}
+
+// TestBadInput: each bad request is a clear error in the provider's shape,
+// and nothing is stored.
+func TestBadInput(t *testing.T) {
+	s := start(t, map[string]string{"CONTEXTD_MAX_MESSAGE_BYTES": "4194304"})
+	big := strings.Repeat("x", 5<<20)
+	cases := []struct {
+		name, path string
+		body       any
+		status     int
+		want       string
+	}{
+		{"malformed JSON chat", "/v1/chat/completions", []byte(`{"model": "gpt-4o", "messages": [`), 400, "not a JSON object"},
+		{"malformed JSON messages", "/v1/messages", []byte(`[1,2`), 400, "not a JSON object"},
+		{"no model", "/v1/chat/completions", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}, 400, "model"},
+		{"no messages", "/v1/chat/completions", map[string]any{"model": "gpt-4o"}, 400, "messages"},
+		{"empty messages", "/v1/messages", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": []any{}}, 400, "messages"},
+		{"no input", "/v1/responses", map[string]any{"model": "gpt-4o"}, 400, "input"},
+		{"bad role", "/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": []any{map[string]any{"role": "wizard", "content": "hi"}}}, 400, "messages[0].role"},
+		{"tool result without its call", "/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": []any{
+			map[string]any{"role": "user", "content": "hi"},
+			map[string]any{"role": "tool", "tool_call_id": "call_nobody", "content": "out"}}}, 400, "call_nobody"},
+		{"tool_result without its tool_use", "/v1/messages", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": []any{
+			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_nobody", "content": "out"}}}}}, 400, "toolu_nobody"},
+		{"body over the limit", "/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": []any{map[string]any{"role": "user", "content": big}}}, 413, "CONTEXTD_MAX_MESSAGE_BYTES"},
+		{"no such route", "/v1/embeddings", map[string]any{}, 404, "no route"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := s.post(c.path, c.body, nil)
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, body)
+			}
+			errorShape(t, c.path, body, c.want)
+		})
+	}
+	if n := len(s.fake.Requests()); n != 0 {
+		t.Errorf("%d requests reached the provider", n)
+	}
+	var list struct {
+		Sessions []struct {
+			ID           string `json:"id"`
+			MessageCount string `json:"messageCount"`
+		} `json:"sessions"`
+	}
+	s.rpc("ListSessions", map[string]any{}, &list)
+	for _, ses := range list.Sessions {
+		if log := s.logOf(ses.ID); len(log) > 0 {
+			t.Errorf("a refused request stored messages in %s: %q", ses.ID, log)
+		}
+	}
+}
+
+// TestUnknownModel is served with the registry's default and says so.
+func TestUnknownModel(t *testing.T) {
+	s := start(t, nil)
+	resp, body := s.post("/v1/chat/completions", map[string]any{"model": "my-finetune-7b", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if w := strings.Join(resp.Header.Values("X-Contextd-Warning"), " "); !strings.Contains(w, "my-finetune-7b") {
+		t.Errorf("no warning about the unknown model: %q", w)
+	}
+}
+
+// TestUpstreamFailuresKeepOneTurn: an upstream that fails (500), hangs or
+// drops the stream passes the failure on; the client's retry stores its
+// user turn once and the reply once.
+func TestUpstreamFailuresKeepOneTurn(t *testing.T) {
+	s := start(t, nil)
+	history := []any{map[string]any{"role": "user", "content": "first question"}}
+	send := func(stream bool, timeout time.Duration) (*http.Response, []byte, error) {
+		b, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": history, "stream": stream})
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url("/v1/chat/completions"), bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer sk-test")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		var buf bytes.Buffer
+		_, err = buf.ReadFrom(resp.Body)
+		return resp, buf.Bytes(), err
+	}
+	// 1. The provider fails: its status and body come back unchanged.
+	s.fake.Set(func(f *gatewaytest.Fake) { f.Status = http.StatusInternalServerError })
+	resp, body, err := send(false, 10*time.Second)
+	if err != nil || resp.StatusCode != 500 || !strings.Contains(string(body), "fake upstream failure 500") {
+		t.Fatalf("500 not passed on: %v %v %s", err, resp, body)
+	}
+	id := resp.Header.Get("X-Contextd-Session")
+	// 2. The provider hangs: the client gives up.
+	s.fake.Set(func(f *gatewaytest.Fake) { f.Status, f.Hang = 0, true })
+	if _, _, err := send(false, 500*time.Millisecond); err == nil {
+		t.Fatal("a hanging provider answered")
+	}
+	// 3. The stream drops after two events.
+	s.fake.Set(func(f *gatewaytest.Fake) { f.Hang, f.DropAfter = false, 2 })
+	resp, body, _ = send(true, 10*time.Second)
+	if resp == nil || bytes.Contains(body, []byte("[DONE]")) {
+		t.Fatalf("a dropped stream was completed: %s", body)
+	}
+	// 4. The retry goes through.
+	s.fake.Set(func(f *gatewaytest.Fake) { f.DropAfter = 0 })
+	s.fake.Script(gatewaytest.Reply{Text: "the answer"})
+	resp, body, err = send(false, 10*time.Second)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("retry: %v %s", err, body)
+	}
+	if got := resp.Header.Get("X-Contextd-Session"); got != id {
+		t.Errorf("retry in session %q, want %q", got, id)
+	}
+	want := []string{"user: first question", "assistant: the answer"}
+	if got := s.waitLog(id, want); !slices.Equal(got, want) {
+		t.Errorf("log after failures and a retry:\n got %q\nwant %q", got, want)
+	}
+	// 5. The provider cannot be reached: a provider-shaped 502.
+	s.fake.Close()
+	history = append(history, map[string]any{"role": "assistant", "content": "the answer"}, map[string]any{"role": "user", "content": "next"})
+	resp, body, _ = send(false, 10*time.Second)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("unreachable provider: %d %s", resp.StatusCode, body)
+	}
+	errorShape(t, "/v1/chat/completions", body, "could not be reached")
+}
+
+// TestEditedHistoryForks: a client whose history no longer extends its
+// session (an edit, a rewind) goes on in a session of its own, and the
+// first session is left as it was; the same edit resent lands in the same
+// new session.
+func TestEditedHistoryForks(t *testing.T) {
+	s := start(t, nil)
+	base := []any{map[string]any{"role": "system", "content": "sys"}, map[string]any{"role": "user", "content": "task"}}
+	ask := func(msgs []any) (string, string) {
+		t.Helper()
+		resp, body := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": msgs}, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		return resp.Header.Get("X-Contextd-Session"), resp.Header.Get("X-Contextd-History")
+	}
+	s.fake.Script(gatewaytest.Reply{Text: "a1"}, gatewaytest.Reply{Text: "a2"})
+	first, _ := ask(base)
+	withA1 := append(slices.Clone(base), map[string]any{"role": "assistant", "content": "a1"}, map[string]any{"role": "user", "content": "q2"})
+	if id, h := ask(withA1); id != first || h != "extended" {
+		t.Fatalf("second call: %s %s", id, h)
+	}
+	before := []string{"user: task", "assistant: a1", "user: q2", "assistant: a2"}
+	if got := s.waitLog(first, before); !slices.Equal(got, before) {
+		t.Fatalf("log %q", got)
+	}
+	edited := append(slices.Clone(base), map[string]any{"role": "assistant", "content": "a1"}, map[string]any{"role": "user", "content": "q2, edited"})
+	forked, h := ask(edited)
+	if forked == first || !strings.HasPrefix(h, "edited; from="+first) {
+		t.Fatalf("edit: session %s history %q", forked, h)
+	}
+	if again, h := ask(edited); again != forked || h != "rewound; from="+first {
+		// The edit resent without the reply the fork recorded is a rewind
+		// of the fork: a session of its own again, never the first one.
+		if again == first {
+			t.Fatalf("the edit resent landed in the first session (%s)", h)
+		}
+	}
+	if got := s.logOf(first); !slices.Equal(got, before) {
+		t.Errorf("the first session changed:\n got %q\nwant %q", got, before)
+	}
+	rewound, h := ask(base)
+	if rewound == first || !strings.HasPrefix(h, "rewound") {
+		t.Fatalf("rewind: session %s history %q", rewound, h)
+	}
+	s.checkUpstream()
+}
+
+// TestStreamIsRelayed: the client has the first event while the provider
+// is still streaming (the gateway does not buffer the body), and the
+// provider's events reach it unchanged.
+func TestStreamIsRelayed(t *testing.T) {
+	s := start(t, nil)
+	s.fake.Set(func(f *gatewaytest.Fake) { f.Pause = 150 * time.Millisecond })
+	s.fake.Script(gatewaytest.Reply{Text: "one two three four five six"})
+	b, _ := json.Marshal(map[string]any{"model": "gpt-4o", "stream": true, "messages": []any{map[string]any{"role": "user", "content": "count"}}})
+	resp, err := http.Post(s.url("/v1/chat/completions"), "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("content type %q", ct)
+	}
+	r := bufio.NewReader(resp.Body)
+	line, err := r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "data: ") {
+		t.Fatalf("first line %q: %v", line, err)
+	}
+	firstAt := time.Now()
+	rest, _ := r.ReadString(0)
+	s.fake.Close() // waits for the handler: LastEventAt is final
+	if !firstAt.Before(s.fake.LastEventAt) {
+		t.Errorf("the first event reached the client at %v, after the provider's last at %v: the stream was buffered", firstAt, s.fake.LastEventAt)
+	}
+	if strings.Contains(rest, `"choices":[]`) {
+		t.Errorf("the usage chunk the client did not ask for was passed on")
+	}
+	if !strings.HasSuffix(strings.TrimSpace(rest), "data: [DONE]") {
+		t.Errorf("stream did not end with [DONE]: %q", rest)
+	}
+}
+
+// TestAuthFailsClosed: with keys configured, the gateway needs contextd's
+// key in X-Contextd-Key; the provider's key is forwarded and contextd's is
+// not.
+func TestAuthFailsClosed(t *testing.T) {
+	s := start(t, map[string]string{"CONTEXTD_API_KEYS": "acme:ctx-secret-1"})
+	msgs := map[string]any{"model": "gpt-4o", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+	for _, key := range []string{"", "wrong"} {
+		resp, body := s.post("/v1/chat/completions", msgs, map[string]string{"X-Contextd-Key": key})
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("key %q: %d %s", key, resp.StatusCode, body)
+		}
+		errorShape(t, "/v1/chat/completions", body, "contextd")
+	}
+	resp, body := s.post("/v1/messages", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 5, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, nil)
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("anthropic without key: %d %s", resp.StatusCode, body)
+	}
+	errorShape(t, "/v1/messages", body, "contextd")
+	if n := len(s.fake.Requests()); n != 0 {
+		t.Fatalf("%d refused requests reached the provider", n)
+	}
+	resp, body = s.post("/v1/chat/completions", msgs, map[string]string{"X-Contextd-Key": "ctx-secret-1"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("with key: %d %s", resp.StatusCode, body)
+	}
+	got := s.fake.Requests()[0].Header
+	if got.Get("Authorization") != "Bearer sk-test" || got.Get("X-Contextd-Key") != "" {
+		t.Errorf("forwarded headers: Authorization %q, X-Contextd-Key %q", got.Get("Authorization"), got.Get("X-Contextd-Key"))
+	}
+}
+
+// TestCountTokensAndModels: Anthropic's count endpoint answers contextd's
+// count; /v1/models lists the registry in either shape.
+func TestCountTokensAndModels(t *testing.T) {
+	s := start(t, nil)
+	req := map[string]any{"model": "claude-sonnet-4-5", "system": "You are terse.", "messages": []any{map[string]any{"role": "user", "content": "How many tokens is this?"}}}
+	resp, body := s.post("/v1/messages/count_tokens", req, nil)
+	var count struct {
+		InputTokens int64 `json:"input_tokens"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &count) != nil || count.InputTokens < 10 || count.InputTokens > 40 {
+		t.Fatalf("count_tokens: %d %s", resp.StatusCode, body)
+	}
+	if n := len(s.fake.Requests()); n != 0 {
+		t.Errorf("count_tokens reached the provider")
+	}
+	for _, anthropicClient := range []bool{false, true} {
+		r, _ := http.NewRequest(http.MethodGet, s.url("/v1/models"), nil)
+		if anthropicClient {
+			r.Header.Set("anthropic-version", "2023-06-01")
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct {
+			Object string `json:"object"`
+			Data   []struct {
+				ID   string `json:"id"`
+				Type string `json:"type"`
+			} `json:"data"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&list)
+		resp.Body.Close()
+		if len(list.Data) < 10 || anthropicClient && list.Data[0].Type != "model" || !anthropicClient && list.Object != "list" {
+			t.Errorf("models (anthropic %v): %+v", anthropicClient, list)
+		}
+	}
+}
+
+// TestProviderHeadersForwarded: the client's provider headers and query
+// (Claude Code sends /v1/messages?beta=true with anthropic-beta) reach the
+// provider unchanged; without credentials the server's key is used.
+func TestProviderHeadersForwarded(t *testing.T) {
+	s := start(t, map[string]string{"CONTEXTD_OPENAI_API_KEY": "sk-server"})
+	resp, body := s.post("/v1/messages?beta=true", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 5,
+		"messages": []any{map[string]any{"role": "user", "content": "hi"}}}, map[string]string{"anthropic-beta": "interleaved-thinking-2025-05-14"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	got := s.fake.Requests()[0]
+	if got.Query != "beta=true" || got.Header.Get("anthropic-beta") != "interleaved-thinking-2025-05-14" || got.Header.Get("x-api-key") != "sk-ant-test" || got.Header.Get("anthropic-version") != "2023-06-01" {
+		t.Errorf("forwarded: query %q, headers %v", got.Query, got.Header)
+	}
+	b, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	r, err := http.Post(s.url("/v1/chat/completions"), "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if got := s.fake.Requests()[1].Header.Get("Authorization"); got != "Bearer sk-server" {
+		t.Errorf("without client credentials the server's key is sent: got %q", got)
+	}
+}
+
+// TestTooLargeIsContextLengthError: a request that cannot fit even after
+// every tier is the provider's context-length error, and leaves no session.
+func TestTooLargeIsContextLengthError(t *testing.T) {
+	models := filepath.Join(t.TempDir(), "models.json")
+	if err := os.WriteFile(models, []byte(`{"models": [{"name": "tiny", "provider": "openai", "context_window": 2000, "max_output_tokens": 200, "encoding": "o200k_base", "exact": true}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, map[string]string{"CONTEXTD_MODELS_FILE": models})
+	resp, body := s.post("/v1/chat/completions", map[string]any{"model": "tiny", "messages": []any{map[string]any{"role": "user", "content": strings.Repeat("word ", 5000)}}}, nil)
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(body, &e) != nil || e.Error.Code != "context_length_exceeded" {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if n := len(s.fake.Requests()); n != 0 {
+		t.Errorf("the request reached the provider")
+	}
+	var list struct {
+		Sessions []any `json:"sessions"`
+	}
+	s.rpc("ListSessions", map[string]any{}, &list)
+	if len(list.Sessions) != 0 {
+		t.Errorf("a refused request left %d sessions", len(list.Sessions))
+	}
+}

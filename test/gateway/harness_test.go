@@ -1,0 +1,244 @@
+// Package gateway_test drives contextd's OpenAI- and Anthropic-compatible
+// gateway as agents do — with the official SDKs (openai-go,
+// anthropic-sdk-go, and the npm openai and @anthropic-ai/sdk packages) and
+// with plain HTTP — through the real server (app.Run on a loopback port)
+// to a fake provider that speaks the providers' wire formats
+// (internal/gateway/gatewaytest).
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+	"github.com/contextd/contextd/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// server is a running contextd with a fake provider behind it.
+type server struct {
+	t    testing.TB
+	addr string
+	fake *gatewaytest.Fake
+}
+
+func (s *server) url(path string) string { return "http://" + s.addr + path }
+
+// start runs contextd (embedded SQLite unless env names a database) with
+// its gateway pointed at a new fake provider.
+func start(t testing.TB, env map[string]string) *server {
+	t.Helper()
+	fake := gatewaytest.New()
+	t.Cleanup(fake.Close)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	all := map[string]string{
+		"CONTEXTD_LISTEN_ADDR": addr, "CONTEXTD_DATA_DIR": t.TempDir(), "CONTEXTD_METRICS_ADDR": "",
+		"CONTEXTD_RATE_LIMIT_RPS":     "0",
+		"CONTEXTD_OPENAI_BASE_URL":    fake.OpenAIBase(),
+		"CONTEXTD_ANTHROPIC_BASE_URL": fake.AnthropicBase(),
+	}
+	for k, v := range env {
+		all[k] = v
+	}
+	cfg, err := app.ParseConfig(nil, func(k string) (string, bool) { v, ok := all[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil))) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	s := &server{t: t, addr: addr, fake: fake}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(s.url("/v1/models"))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not start: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// post sends a JSON body to the gateway and returns the response and its
+// body.
+func (s *server) post(path string, body any, header map[string]string) (*http.Response, []byte) {
+	s.t.Helper()
+	b, ok := body.([]byte)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, s.url(path), bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	if strings.HasPrefix(path, "/v1/messages") {
+		req.Header.Set("anthropic-version", "2023-06-01")
+		req.Header.Set("x-api-key", "sk-ant-test")
+	} else {
+		req.Header.Set("Authorization", "Bearer sk-test")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp, out
+}
+
+// rpc calls one of contextd's own RPCs over Connect (HTTP/JSON).
+func (s *server) rpc(method string, req any, out any) {
+	s.t.Helper()
+	b, _ := json.Marshal(req)
+	resp, err := http.Post(s.url("/contextd.v1.ContextService/"+method), "application/json", bytes.NewReader(b))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		s.t.Fatalf("%s: %d %s", method, resp.StatusCode, body)
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			s.t.Fatalf("%s: %v: %s", method, err, body)
+		}
+	}
+}
+
+// logOf returns the texts of a session's log (role: text, or the tool
+// call/result ids), to compare what was stored.
+func (s *server) logOf(id string) []string {
+	s.t.Helper()
+	var page struct {
+		Messages []struct {
+			Role  string `json:"role"`
+			Parts []struct {
+				Text *struct {
+					Text string `json:"text"`
+				} `json:"text"`
+				ToolCall *struct {
+					ID string `json:"id"`
+				} `json:"toolCall"`
+				ToolResult *struct {
+					ToolCallID string `json:"toolCallId"`
+				} `json:"toolResult"`
+			} `json:"parts"`
+		} `json:"messages"`
+	}
+	s.rpc("GetMessages", map[string]any{"sessionId": id, "view": "MESSAGE_VIEW_LOG", "pageSize": 1000}, &page)
+	var out []string
+	for _, m := range page.Messages {
+		line := strings.ToLower(strings.TrimPrefix(m.Role, "ROLE_")) + ":"
+		for _, p := range m.Parts {
+			switch {
+			case p.ToolCall != nil:
+				line += " call(" + p.ToolCall.ID + ")"
+			case p.ToolResult != nil:
+				line += " result(" + p.ToolResult.ToolCallID + ")"
+			case p.Text != nil:
+				line += " " + p.Text.Text
+			}
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// checkUpstream fails the test when the fake received a request the
+// provider would refuse.
+func (s *server) checkUpstream() {
+	s.t.Helper()
+	for i, r := range s.fake.Requests() {
+		if len(r.Problems) > 0 {
+			s.t.Errorf("upstream request %d (%s) would be refused: %v\n%s", i, r.Path, r.Problems, r.Raw)
+		}
+	}
+}
+
+func repoRoot() string {
+	wd, _ := os.Getwd()
+	return filepath.Join(wd, "..", "..")
+}
+
+// checkLedger fails the test unless the session's ledger holds exactly
+// the usage the fake reported: every call, input (uncached plus cache
+// reads and writes) and output tokens.
+func (s *server) checkLedger(id string) {
+	s.t.Helper()
+	var got struct {
+		Session struct {
+			Ledger struct {
+				Calls struct {
+					Calls            string `json:"calls"`
+					InputTokens      string `json:"inputTokens"`
+					CacheReadTokens  string `json:"cacheReadTokens"`
+					CacheWriteTokens string `json:"cacheWriteTokens"`
+					OutputTokens     string `json:"outputTokens"`
+				} `json:"calls"`
+			} `json:"ledger"`
+		} `json:"session"`
+	}
+	in, out := s.fake.Totals()
+	n := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.rpc("GetSession", map[string]any{"sessionId": id}, &got)
+		if n(got.Session.Ledger.Calls.Calls) >= int64(len(s.fake.Requests())) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c := got.Session.Ledger.Calls
+	if total := n(c.InputTokens) + n(c.CacheReadTokens) + n(c.CacheWriteTokens); total != in || n(c.OutputTokens) != out || n(c.Calls) != int64(len(s.fake.Requests())) {
+		s.t.Errorf("ledger %+v; the fake reported %d calls, %d input and %d output tokens", c, len(s.fake.Requests()), in, out)
+	}
+}
+
+// waitLog returns the session's log once it is want, or what it is after
+// ten seconds: the gateway records a reply just after relaying it.
+func (s *server) waitLog(id string, want []string) []string {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := s.logOf(id)
+		if slices.Equal(got, want) || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
