@@ -287,7 +287,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		if err != nil {
 			return err
 		}
-		if s.Version != pr.before.Version {
+		if s.Version != pr.before.Version && !unchangedButVersion(pr.before, s) {
 			return errStale
 		}
 		// The same session version, so the same append as staged before.
