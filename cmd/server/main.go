@@ -1,6 +1,6 @@
 // Command contextd is the contextd gRPC server. Configuration comes from
 // CONTEXTD_* environment variables and the flags of the same names; run
-// `contextd --help` for the list. `contextd migrate` applies the database
+// `contextd --help` for the list, `contextd --version` for the build. `contextd migrate` applies the database
 // migrations and exits. `contextd tokenizer import -encoding NAME
 // tokenizer.json` converts a model's tokenizer.json into
 // CONTEXTD_TOKENIZERS_DIR (or -dir) for the exact counting of a family whose
@@ -31,7 +31,14 @@ func main() {
 
 func run() error {
 	args := os.Args[1:]
-	if len(args) > 1 && args[0] == "tokenizer" && args[1] == "import" {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
+		fmt.Println(app.Version())
+		return nil
+	}
+	if len(args) > 0 && args[0] == "tokenizer" {
+		if len(args) < 2 || args[1] != "import" {
+			return errors.New("tokenizer: the subcommand is import (contextd tokenizer import --help)")
+		}
 		return importTokenizer(args[2:])
 	}
 	migrateOnly := len(args) > 0 && args[0] == "migrate"
@@ -40,10 +47,11 @@ func run() error {
 	}
 	cfg, err := app.ParseConfig(args, app.LookupEnv)
 	if errors.Is(err, flag.ErrHelp) {
+		app.WriteHelp(os.Stdout, app.LookupEnv)
 		return nil
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (contextd --help lists the flags and subcommands)", err)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

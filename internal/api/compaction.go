@@ -38,8 +38,12 @@ func compactionInfo(c *store.Compaction) *contextdv1.CompactionInfo {
 	if c == nil {
 		return nil
 	}
-	return &contextdv1.CompactionInfo{Id: c.ID, Round: int32(c.Round), Tiers: c.Tiers, TokensBefore: c.TokensBefore,
+	out := &contextdv1.CompactionInfo{Id: c.ID, Round: int32(c.Round), Tiers: c.Tiers, TokensBefore: c.TokensBefore,
 		TokensAfter: c.TokensAfter, CreatedAt: timestamppb.New(c.CreatedAt)}
+	if c.RevertedAt != nil {
+		out.RevertedAt = timestamppb.New(*c.RevertedAt)
+	}
+	return out
 }
 
 func statusToProto(st engine.Status, event contextdv1.StatusEvent) *contextdv1.ContextStatus {
@@ -79,7 +83,16 @@ func (s *ContextService) Compact(ctx context.Context, req *contextdv1.CompactReq
 		return nil, toStatus(ctx, s.log, err)
 	}
 	return &contextdv1.CompactResponse{Compacted: res.Compacted, DryRun: res.DryRun, Compaction: compactionToProto(res.Compaction),
-		Usage: usageToProto(res.Usage), Version: res.Version, Warnings: res.Warnings}, nil
+		Usage: usageToProto(res.Usage), Version: res.Version, Warnings: res.Warnings,
+		NothingReason: nothingToProto[res.Nothing], NothingDetail: res.NothingDetail}, nil
+}
+
+var nothingToProto = map[engine.NothingReason]contextdv1.NothingToCompact{
+	engine.NothingNone:             contextdv1.NothingToCompact_NOTHING_TO_COMPACT_UNSPECIFIED,
+	engine.NothingBelowTarget:      contextdv1.NothingToCompact_NOTHING_TO_COMPACT_BELOW_TARGET,
+	engine.NothingAllKept:          contextdv1.NothingToCompact_NOTHING_TO_COMPACT_ALL_KEPT,
+	engine.NothingEmpty:            contextdv1.NothingToCompact_NOTHING_TO_COMPACT_EMPTY,
+	engine.NothingSummarizerFailed: contextdv1.NothingToCompact_NOTHING_TO_COMPACT_SUMMARIZER_FAILED,
 }
 
 // RevertCompaction implements contextd.v1.ContextService.

@@ -30,6 +30,9 @@ const defaultHeartbeat = 15 * time.Second
 // snapshotPage is how many sessions a tenant-wide watch reads at once for its
 // initial snapshot: it sends each page before reading the next, so
 // subscribing holds one page (and its statuses), never the whole tenant.
+// The rows are ListSessions' summaries (no system prompt, tools or
+// compaction items), so a page's memory does not grow with what the
+// sessions hold.
 // What the stream keeps is the last version sent per session (an id and a
 // number), bounded by CONTEXTD_MAX_SESSIONS_PER_TENANT.
 const snapshotPage = 500
@@ -78,8 +81,7 @@ func (s *ContextService) WatchContextStatus(req *contextdv1.WatchContextStatusRe
 				return toStatus(ctx, s.log, err)
 			}
 			for _, v := range views {
-				st := engine.Status{SessionID: v.ID, Version: v.Version, Usage: v.Usage, Time: time.Now().UTC()}
-				if err := send(st, contextdv1.StatusEvent_STATUS_EVENT_SNAPSHOT); err != nil {
+				if err := send(v.Status(time.Now().UTC()), contextdv1.StatusEvent_STATUS_EVENT_SNAPSHOT); err != nil {
 					return err
 				}
 			}

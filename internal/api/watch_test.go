@@ -21,17 +21,20 @@ import (
 	"github.com/contextd/contextd/internal/watch"
 )
 
-// listRecorder is a real store that records the limit of each ListSessions.
+// listRecorder is a real store that records the limit of each listing
+// (ListSessions without an ID).
 type listRecorder struct {
 	store.Store
 	mu     sync.Mutex
 	limits []int
 }
 
-func (r *listRecorder) ListSessions(ctx context.Context, tenant string, f store.ListFilter) ([]store.Session, error) {
-	r.mu.Lock()
-	r.limits = append(r.limits, f.Limit)
-	r.mu.Unlock()
+func (r *listRecorder) ListSessions(ctx context.Context, tenant string, f store.ListFilter) ([]store.SessionSummary, error) {
+	if f.ID == "" { // a listing, not one session's summary row
+		r.mu.Lock()
+		r.limits = append(r.limits, f.Limit)
+		r.mu.Unlock()
+	}
 	return r.Store.ListSessions(ctx, tenant, f)
 }
 

@@ -186,6 +186,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// The dashboard: static files only; its data comes through the
 		// RPCs above, under the same authentication and limits.
 		routes["/ui/"] = ui.Handler("/ui/")
+		// A browser pointed at the server lands on the dashboard.
+		routes["GET /{$}"] = http.RedirectHandler("/ui/", http.StatusFound)
 	}
 	var gw *gateway.Gateway
 	if cfg.Gateway {
@@ -205,7 +207,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- front.serve(lis) }()
-	log.Info("serving", "addr", lis.Addr().String(), "protocols", "grpc,grpc-web,connect", "tls", cfg.TLSCertFile != "")
+	log.Info("serving", servingAttrs(lis.Addr(), cfg)...)
 
 	var metricsSrv *http.Server
 	if cfg.MetricsAddr != "" {
@@ -229,7 +231,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 				errc <- fmt.Errorf("metrics server: %w", err)
 			}
 		}()
-		log.Info("serving metrics", "addr", mlis.Addr().String())
+		log.Info("serving metrics", "addr", mlis.Addr().String(), "metrics", baseURL(mlis.Addr(), false)+"/metrics")
 	}
 
 	select {
@@ -251,10 +253,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if !front.shutdown(sctx) {
 		log.Warn("graceful stop timed out; closed open calls")
 	}
-	if gw != nil {
-		gw.Wait(sctx) // answers relayed are recorded before the store closes
-	}
 	cancelDrain()
+	if gw != nil {
+		// Answers relayed are recorded before the store closes (each
+		// recording's writes have their own 30 s deadline).
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 35*time.Second)
+		gw.Wait(wctx)
+		cancel()
+	}
 	srv.Stop()
 	if metricsSrv != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -297,7 +303,7 @@ func newGateway(cfg Config, eng *engine.Engine, models *tokens.Registry, keys *a
 	}
 	return gateway.New(gateway.Config{Engine: eng, Models: models, Keys: keys, Limiter: limiter,
 		OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
-		OpenAIAPIKey: cfg.OpenAIAPIKey, AnthropicAPIKey: cfg.AnthropicAPIKey,
+		OpenAIAPIKey: cfg.OpenAIAPIKey, AnthropicAPIKey: cfg.AnthropicAPIKey, LendKeys: cfg.GatewayServerKeys,
 		MaxBodyBytes: int64(cfg.MaxMessageBytes), Log: log})
 }
 

@@ -3,6 +3,7 @@ package app
 import (
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -53,6 +54,7 @@ type Config struct {
 	AuthExemptHealth     bool
 	UI                   bool // serve the dashboard at /ui/
 	Gateway              bool // serve the provider-compatible gateway at /v1/
+	GatewayServerKeys    bool // the gateway sends the server's provider keys for clients without their own
 	TLSCertFile          string
 	TLSKeyFile           string
 	TLSClientCAFile      string
@@ -122,6 +124,7 @@ var settings = []envFlag{
 	{"CONTEXTD_API_KEYS", "", "comma-separated tenant:key pairs (hashed at start)", true},
 	{"CONTEXTD_UI", "true", "serve the web dashboard at /ui/ on the listen address (it calls the API like any client: same keys, same tenants)", false},
 	{"CONTEXTD_GATEWAY", "true", "serve the OpenAI- and Anthropic-compatible gateway at /v1/ on the listen address (forwards to CONTEXTD_OPENAI_BASE_URL and CONTEXTD_ANTHROPIC_BASE_URL; contextd's key in X-Contextd-Key)", false},
+	{"CONTEXTD_GATEWAY_SERVER_KEYS", "false", "the gateway sends CONTEXTD_OPENAI_API_KEY / CONTEXTD_ANTHROPIC_API_KEY upstream for a client that sent no provider credentials (every caller the gateway admits then spends them)", false},
 	{"CONTEXTD_AUTH_EXEMPT_HEALTH", "true", "serve health and reflection without credentials", false},
 	{"CONTEXTD_TLS_CERT_FILE", "", "TLS certificate (PEM); with CONTEXTD_TLS_KEY_FILE turns TLS on", false},
 	{"CONTEXTD_TLS_KEY_FILE", "", "TLS private key (PEM)", false},
@@ -133,7 +136,7 @@ var settings = []envFlag{
 	{"CONTEXTD_VIEW_CACHE_BYTES", "67108864", "memory for decoded active views kept between calls, in bytes (0: no cache)", false},
 	{"CONTEXTD_COUNT_BUDGET_BYTES", "16777216", "bytes of large requests tokenized at once, server-wide (as much again may wait; more is refused)", false},
 	{"CONTEXTD_COUNT_LARGE_BYTES", "262144", "requests with at least this many bytes of text take their size from the count budget; smaller ones never wait", false},
-	{"CONTEXTD_MAX_RESPONSE_BYTES", "4194304", "a page of GetMessages or ListCompactions ends at this many bytes (or its page_size, whichever comes first), an ExpandMessage response too (next_page_token continues), so responses fit clients' default 4 MB receive limit", false},
+	{"CONTEXTD_MAX_RESPONSE_BYTES", "4194304", "a page of ListSessions, GetMessages or ListCompactions ends at this many bytes (or its page_size, whichever comes first), an ExpandMessage response too (next_page_token continues), so responses fit clients' default 4 MB receive limit", false},
 	{"CONTEXTD_MAX_CONCURRENT_STREAMS", "256", "calls one client connection may have open at once (HTTP/2 MaxConcurrentStreams)", false},
 	{"CONTEXTD_MAX_CONNECTION_AGE", "30m", "close client connections after this long so load rebalances across replicas (0: never)", false},
 	{"CONTEXTD_CORS_ALLOWED_ORIGINS", "", "comma-separated browser origins allowed to call the API cross-origin (Connect, gRPC-Web), or *; empty: same origin only", false},
@@ -152,6 +155,10 @@ func flagName(env string) string {
 // disables metrics).
 func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, error) {
 	fs := flag.NewFlagSet("contextd", flag.ContinueOnError)
+	// --help is WriteHelp's (the caller prints it on flag.ErrHelp); a bad
+	// flag is the returned error.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	values := make(map[string]*string, len(settings))
 	for _, s := range settings {
 		def := s.def
@@ -245,6 +252,9 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 	}
 	if cfg.Gateway, err = strconv.ParseBool(get("CONTEXTD_GATEWAY")); err != nil {
 		return Config{}, fmt.Errorf("CONTEXTD_GATEWAY: want true or false")
+	}
+	if cfg.GatewayServerKeys, err = strconv.ParseBool(get("CONTEXTD_GATEWAY_SERVER_KEYS")); err != nil {
+		return Config{}, fmt.Errorf("CONTEXTD_GATEWAY_SERVER_KEYS: want true or false")
 	}
 	if cfg.AuthExemptHealth, err = strconv.ParseBool(get("CONTEXTD_AUTH_EXEMPT_HEALTH")); err != nil {
 		return Config{}, fmt.Errorf("CONTEXTD_AUTH_EXEMPT_HEALTH: want true or false")

@@ -66,7 +66,10 @@ func Render(b Breakdown, width int, color bool) string {
 	}
 	var out strings.Builder
 	title := fmt.Sprintf("%s · %s-token window", b.Model, comma(b.Window))
-	right := fmt.Sprintf("%s used", fmtPercent(b.PercentUsed))
+	// "% used" is of the usable window (the window minus the reserved
+	// output), as the API's percent_used and the dashboard; the share of the
+	// whole window, which the rows below add up to, is beside it.
+	right := fmt.Sprintf("%s used of %s usable (%.1f%% of the window)", fmtPercent(b.PercentUsed), short(b.Window-b.Reserved), pct(b.Used))
 	pad := max(1, width-len([]rune(title))-len(right))
 	out.WriteString(title + strings.Repeat(" ", pad) + right + "\n")
 	out.WriteString(barLine(b, width-2, paint) + "\n")
@@ -77,6 +80,7 @@ func Render(b Breakdown, width int, color bool) string {
 		{"Reserved output", b.Reserved, "·", colReserved},
 		{"Free", b.Free, "░", colFree},
 	}
+	fmt.Fprintf(&out, "  %-19s %11s  %s\n", "", "tokens", "of the window")
 	for _, s := range segs {
 		fmt.Fprintf(&out, "  %s %-17s %11s  %5.1f%%\n", paint(s.color, s.glyph), s.name, comma(s.tokens), pct(s.tokens))
 	}

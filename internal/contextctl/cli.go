@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/term"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -26,86 +27,153 @@ import (
 	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
 )
 
-const usageText = `contextctl talks to a contextd server.
+// options are contextctl's flags: one set, so that any flag may come before
+// or after the command and its arguments; command.checkFlags refuses one
+// given with a command it does not apply to.
+type options struct {
+	addr, token, caFile, certFile, keyFile, serverName *string
+	useTLS, asJSON, noColor                            *bool
+	width                                              *int
+	model, encoding, tier, instructions, newID, label  *string
+	system, systemFile, labels, toolsFile              *string
+	role, file, idempotencyKey, viewToken              *string
+	dryRun, newSession, keepTask, log                  *bool
+	target                                             *float64
+	expected, input, output, cacheRead, cacheWrite     *int64
+}
 
-Usage:
-  contextctl [connection flags] COMMAND [flags] [args]
+func defineFlags(fs *flag.FlagSet) *options {
+	return &options{
+		addr:           fs.String("addr", envOr("CONTEXTD_ADDR", "localhost:50051"), "server `HOST:PORT` (default $CONTEXTD_ADDR, else localhost:50051)"),
+		token:          fs.String("token", "", "API `KEY`, sent as a bearer token (default $CONTEXTD_TOKEN)"),
+		useTLS:         fs.Bool("tls", false, "use TLS"),
+		caFile:         fs.String("ca-file", "", "CA certificates (PEM `FILE`) to trust"),
+		certFile:       fs.String("cert-file", "", "client certificate (PEM `FILE`)"),
+		keyFile:        fs.String("key-file", "", "client key (PEM `FILE`)"),
+		serverName:     fs.String("server-name", "", "TLS server `NAME` override"),
+		asJSON:         fs.Bool("json", false, "print the server's answer as JSON (proto3 JSON), for scripts"),
+		noColor:        fs.Bool("no-color", os.Getenv("NO_COLOR") != "", "no ANSI colours (default: on when $NO_COLOR is set)"),
+		width:          fs.Int("width", 0, "terminal width in `COLUMNS` (default: detected, else 80)"),
+		model:          fs.String("model", "", "`MODEL`: the session's model; count: whose encoding to use"),
+		encoding:       fs.String("encoding", "", "`ENCODING` to count with (o200k_base, cl100k_base, ...)"),
+		dryRun:         fs.Bool("dry-run", false, "plan only: what a compaction would do, nothing changes"),
+		tier:           fs.String("tier", "", "`TIER`: prune, summarize or drop_middle (default: automatic)"),
+		instructions:   fs.String("instructions", "", "`TEXT`: instructions for the summarizer"),
+		target:         fs.Float64("target", 0, "target `FRACTION` of the usable window (default: the policy's)"),
+		newSession:     fs.Bool("new-session", false, "start a new session seeded with the hand-off document"),
+		newID:          fs.String("new-id", "", "`ID` of the new session"),
+		label:          fs.String("label", "", "only sessions with this `KEY=VALUE` label"),
+		system:         fs.String("system", "", "system prompt `TEXT`"),
+		systemFile:     fs.String("system-file", "", "`FILE` holding the system prompt"),
+		labels:         fs.String("labels", "", "labels `K=V,K=V` (update: empty means none)"),
+		toolsFile:      fs.String("tools-file", "", "`FILE` of tool definitions: a JSON array of {name, description, parametersJson}"),
+		keepTask:       fs.Bool("keep-task", false, "keep the original task (the first user message)"),
+		expected:       fs.Int64("expected-version", -1, "act only if the session is at this `VERSION` (else Aborted, exit 1)"),
+		role:           fs.String("role", "user", "`ROLE` of a TEXT or --file message: user, assistant or system"),
+		file:           fs.String("file", "", "`FILE` whose content is the message's text (- for stdin)"),
+		idempotencyKey: fs.String("idempotency-key", "", "`KEY` that makes a retry of the same append safe"),
+		log:            fs.Bool("log", false, "the whole log instead of the active view"),
+		input:          fs.Int64("input", 0, "uncached input `TOKENS` the provider billed"),
+		output:         fs.Int64("output", 0, "output `TOKENS` the provider billed"),
+		cacheRead:      fs.Int64("cache-read", 0, "input `TOKENS` read from the prompt cache"),
+		cacheWrite:     fs.Int64("cache-write", 0, "input `TOKENS` written to the prompt cache"),
+		viewToken:      fs.String("view-token", "", "the view_token of the PrepareContext answer the call sent (`TOKEN`; default: the session's latest view)"),
+	}
+}
 
-Commands:
-  count [FILE|-]            count the tokens of a file or stdin (--model or --encoding)
-  usage SESSION             the context bar of a session (--json for scripts)
-  watch SESSION             the bar, redrawn live from WatchContextStatus
-  compact SESSION           compact now (--dry-run, --tier prune|summarize|drop_middle, --target, --instructions)
-  revert SESSION ID         undo a compaction
-  update SESSION            change the session (--model, --system TEXT or --system-file FILE, --labels k=v,k=v;
-                            only the flags given change; --expected-version N)
-  clear SESSION             empty the active view, keeping system prompt and tools (--keep-task keeps the
-                            original task; --expected-version N); undo it with revert
-  expand SESSION MESSAGE    the originals behind a placeholder or summary
-  handoff SESSION           a hand-off document (--new-session [--new-id ID])
-  sessions                  list sessions (--label key=value)
-  models                    the model registry
-
-Connection flags (also from the environment):
-  --addr HOST:PORT     server address (CONTEXTD_ADDR, default localhost:50051)
-  --token TOKEN        API key sent as a bearer token (CONTEXTD_TOKEN)
-  --tls                use TLS; --ca-file, --cert-file/--key-file (client certificate), --server-name
-`
+// parseAnywhere parses flags wherever they are among the arguments and
+// returns the positional ones in order; everything after "--" is
+// positional.
+func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for i, a := range args {
+		if a == "--" {
+			args, rest = args[:i], args[i+1:]
+			break
+		}
+	}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
 
 // Main runs contextctl with args (without the program name) and returns the
-// exit code: 0 ok, 1 the call failed, 2 bad usage.
+// exit code (see the exit* constants).
 func Main(args []string, stdout, stderr io.Writer) int {
-	g := flag.NewFlagSet("contextctl", flag.ContinueOnError)
-	g.SetOutput(stderr)
-	g.Usage = func() { fmt.Fprint(stderr, usageText) }
-	addr := g.String("addr", envOr("CONTEXTD_ADDR", "localhost:50051"), "server address")
-	token := g.String("token", "", "API key (bearer token); default $CONTEXTD_TOKEN")
-	useTLS := g.Bool("tls", false, "use TLS")
-	caFile := g.String("ca-file", "", "CA certificates (PEM) to trust")
-	certFile := g.String("cert-file", "", "client certificate (PEM)")
-	keyFile := g.String("key-file", "", "client key (PEM)")
-	serverName := g.String("server-name", "", "TLS server name override")
-	if err := g.Parse(args); err != nil {
-		return 2
+	fs := flag.NewFlagSet("contextctl", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	o := defineFlags(fs)
+	pos, err := parseAnywhere(fs, args)
+	if errors.Is(err, flag.ErrHelp) || (err == nil && len(pos) > 0 && pos[0] == "help") {
+		fmt.Fprint(stdout, usage(fs))
+		return exitOK
 	}
-	if g.NArg() == 0 {
-		g.Usage()
-		return 2
+	if err != nil {
+		fmt.Fprintf(stderr, "contextctl: %v (contextctl --help lists the commands and flags)\n", err)
+		return exitUsage
 	}
-	if *token == "" {
-		*token = os.Getenv("CONTEXTD_TOKEN")
+	if len(pos) == 0 {
+		fmt.Fprint(stderr, usage(fs))
+		return exitUsage
 	}
-	creds, err := transportCredentials(*useTLS, *caFile, *certFile, *keyFile, *serverName)
+	cmd, ok := lookupCommand(pos[0])
+	if !ok && pos[0] != sessionIDsCommand {
+		fmt.Fprintf(stderr, "contextctl: unknown command %q (see contextctl --help)\n", pos[0])
+		return exitUsage
+	}
+	if err := cmd.checkFlags(fs); err != nil {
+		fmt.Fprintln(stderr, "contextctl:", err)
+		return exitUsage
+	}
+	if cmd.name == "completion" {
+		return completion(fs, pos[1:], stdout, stderr)
+	}
+	if *o.token == "" {
+		*o.token = os.Getenv("CONTEXTD_TOKEN")
+	}
+	creds, err := transportCredentials(*o.useTLS, *o.caFile, *o.certFile, *o.keyFile, *o.serverName)
 	if err != nil {
 		fmt.Fprintln(stderr, "contextctl:", err)
-		return 2
+		return exitUsage
 	}
-	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(creds))
+	conn, err := grpc.NewClient(*o.addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		fmt.Fprintln(stderr, "contextctl:", err)
-		return 2
+		return exitUsage
 	}
 	defer conn.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if *token != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+*token)
+	if *o.token != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+*o.token)
 	}
-	c := &cli{client: contextdv1.NewContextServiceClient(conn), out: stdout, err: stderr}
-	if err := c.run(ctx, g.Arg(0), g.Args()[1:]); err != nil {
+	c := &cli{client: contextdv1.NewContextServiceClient(conn), out: stdout, err: stderr, in: os.Stdin, fs: fs, o: o}
+	if err := c.run(ctx, pos[0], pos[1:]); err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
 			fmt.Fprintln(stderr, "contextctl:", err)
-			return 2
+			return exitUsage
 		}
 		if st, ok := status.FromError(err); ok {
 			fmt.Fprintf(stderr, "contextctl: %s: %s\n", st.Code(), st.Message())
+			if st.Code() == codes.Unavailable {
+				return exitUnreachable
+			}
 		} else {
 			fmt.Fprintln(stderr, "contextctl:", err)
 		}
-		return 1
+		return exitFailed
 	}
-	return 0
+	return exitOK
 }
 
 type usageError struct{ msg string }
@@ -148,41 +216,18 @@ type cli struct {
 	client contextdv1.ContextServiceClient
 	out    io.Writer
 	err    io.Writer
+	in     io.Reader
+	fs     *flag.FlagSet
+	o      *options
 }
 
-func (c *cli) run(ctx context.Context, cmd string, args []string) error {
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(c.err)
-	asJSON := fs.Bool("json", false, "print JSON")
-	noColor := fs.Bool("no-color", os.Getenv("NO_COLOR") != "", "no ANSI colours")
-	width := fs.Int("width", 0, "terminal width (default: detected, else 80)")
-	model := fs.String("model", "", "count: model whose encoding to use")
-	encoding := fs.String("encoding", "", "count: encoding (o200k_base, cl100k_base)")
-	dryRun := fs.Bool("dry-run", false, "compact: plan only")
-	tier := fs.String("tier", "", "compact: prune, summarize or drop_middle (default automatic)")
-	instructions := fs.String("instructions", "", "compact: instructions for the summarizer")
-	target := fs.Float64("target", 0, "compact: target fraction of the usable window (default: the policy's)")
-	newSession := fs.Bool("new-session", false, "handoff: start a new session seeded with the document")
-	newID := fs.String("new-id", "", "handoff: id of the new session")
-	label := fs.String("label", "", "sessions: only sessions with this key=value label")
-	system := fs.String("system", "", "update: new system prompt")
-	systemFile := fs.String("system-file", "", "update: file holding the new system prompt")
-	labels := fs.String("labels", "", "update: new labels, k=v,k=v (empty: none)")
-	keepTask := fs.Bool("keep-task", false, "clear: keep the original task (first user message)")
-	expected := fs.Int64("expected-version", -1, "update, clear: act only if the session is at this version")
-	// Flags may come before or after the positional arguments
-	// ("compact SESSION --dry-run").
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return usageError{err.Error()}
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
+func (c *cli) run(ctx context.Context, cmd string, pos []string) error {
+	o := c.o
+	asJSON, noColor, width, model, encoding := o.asJSON, o.noColor, o.width, o.model, o.encoding
+	dryRun, tier, instructions, target := o.dryRun, o.tier, o.instructions, o.target
+	newSession, newID, label, system, systemFile, labels := o.newSession, o.newID, o.label, o.system, o.systemFile, o.labels
+	keepTask, expected := o.keepTask, o.expected
+	fs := c.fs
 	need := func(n int, names string) error {
 		if len(pos) != n {
 			return usageError{fmt.Sprintf("%s takes %s", cmd, names)}
@@ -190,6 +235,9 @@ func (c *cli) run(ctx context.Context, cmd string, args []string) error {
 		return nil
 	}
 	term := c.terminal(*width, *noColor)
+	if handled, err := c.runSessionCommand(ctx, cmd, pos, need, term); handled {
+		return err
+	}
 	switch cmd {
 	case "count":
 		return c.count(ctx, pos, *model, *encoding, *asJSON)
@@ -240,7 +288,7 @@ func (c *cli) run(ctx context.Context, cmd string, args []string) error {
 		if *asJSON {
 			return c.printJSON(resp)
 		}
-		c.printCompaction(resp)
+		c.printCompaction(pos[0], resp)
 		fmt.Fprint(c.out, Render(FromUsage(resp.GetUsage()), term.width, term.color))
 		return nil
 	case "revert":
@@ -383,7 +431,7 @@ func (c *cli) count(ctx context.Context, pos []string, model, encoding string, a
 	var err error
 	switch {
 	case len(pos) == 0 || pos[0] == "-":
-		data, err = io.ReadAll(os.Stdin)
+		data, err = io.ReadAll(c.in)
 	case len(pos) == 1:
 		data, err = os.ReadFile(pos[0])
 	default:
@@ -461,7 +509,7 @@ func (c *cli) sessions(ctx context.Context, label string, asJSON bool) error {
 	}
 	tw := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
 	if !asJSON {
-		fmt.Fprintln(tw, "SESSION\tMODEL\tMESSAGES\tUSED\tLEVEL\tUPDATED")
+		fmt.Fprintln(tw, "SESSION\tMODEL\tMESSAGES\tUSED (% OF USABLE WINDOW)\tLEVEL\tUPDATED")
 	}
 	for {
 		resp, err := c.client.ListSessions(ctx, req)
@@ -487,17 +535,19 @@ func (c *cli) sessions(ctx context.Context, label string, asJSON bool) error {
 	return tw.Flush()
 }
 
-func (c *cli) printCompaction(resp *contextdv1.CompactResponse) {
+func (c *cli) printCompaction(session string, resp *contextdv1.CompactResponse) {
 	cmp := resp.GetCompaction()
 	switch {
+	case cmp == nil && resp.GetNothingDetail() != "":
+		fmt.Fprintln(c.out, "nothing to compact:", resp.GetNothingDetail())
 	case cmp == nil:
 		fmt.Fprintln(c.out, "nothing to compact")
 	case resp.GetDryRun():
 		fmt.Fprintf(c.out, "dry run: %s would save %s tokens (%s → %s)\n", strings.Join(cmp.GetTiers(), " + "),
 			comma(cmp.GetTokensBefore()-cmp.GetTokensAfter()), comma(cmp.GetTokensBefore()), comma(cmp.GetTokensAfter()))
 	default:
-		fmt.Fprintf(c.out, "compaction %s (%s): %s → %s tokens; revert with: contextctl revert SESSION %s\n", cmp.GetId(),
-			strings.Join(cmp.GetTiers(), " + "), comma(cmp.GetTokensBefore()), comma(cmp.GetTokensAfter()), cmp.GetId())
+		fmt.Fprintf(c.out, "compaction %s (%s): %s → %s tokens; revert with: contextctl revert %s %s\n", cmp.GetId(),
+			strings.Join(cmp.GetTiers(), " + "), comma(cmp.GetTokensBefore()), comma(cmp.GetTokensAfter()), session, cmp.GetId())
 	}
 	if cmp != nil {
 		for _, it := range cmp.GetItems() {

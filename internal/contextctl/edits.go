@@ -2,6 +2,7 @@ package contextctl
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -26,23 +27,14 @@ func (c *cli) update(ctx context.Context, fs *flag.FlagSet, id, system, systemFi
 			req.SystemPrompt = system
 			req.UpdateMask.Paths = append(req.UpdateMask.Paths, "system_prompt")
 		case "system-file":
-			var b []byte
-			if b, err = os.ReadFile(systemFile); err == nil {
-				req.SystemPrompt = string(b)
-				req.UpdateMask.Paths = append(req.UpdateMask.Paths, "system_prompt")
-			}
+			b, e := os.ReadFile(systemFile)
+			err = errors.Join(err, e)
+			req.SystemPrompt = string(b)
+			req.UpdateMask.Paths = append(req.UpdateMask.Paths, "system_prompt")
 		case "labels":
-			req.Labels = map[string]string{}
-			for _, kv := range strings.Split(labels, ",") {
-				if kv == "" {
-					continue
-				}
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok {
-					err = usageError{fmt.Sprintf("--labels: %q is not key=value", kv)}
-				}
-				req.Labels[k] = v
-			}
+			var e error
+			req.Labels, e = parseLabels(labels)
+			err = errors.Join(err, e)
 			req.UpdateMask.Paths = append(req.UpdateMask.Paths, "labels")
 		}
 	})

@@ -51,6 +51,10 @@ type CompactResult struct {
 	Usage      Usage
 	Version    int64
 	Warnings   []string
+	// Nothing says why nothing was compacted (NothingNone when something
+	// was), NothingDetail the same with the figures.
+	Nothing       NothingReason
+	NothingDetail string
 	// view is the active view after a compaction, for PrepareContext, and
 	// session the session as the compaction left it.
 	view    []chat.Message
@@ -249,6 +253,7 @@ func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (plan
 	}
 	out.plan = plan
 	if !plan.Changed() {
+		out.result.Nothing, out.result.NothingDetail = nothingToDo(view, plan, policy, m.ContextWindow, target, tiers)
 		return out, nil
 	}
 	now := e.timestamp()
@@ -612,24 +617,13 @@ func (e *Engine) precountRevert(ctx context.Context, tenant, id, compactionID st
 
 // SessionStatus is the current status of a session, as watchers get it.
 func (e *Engine) SessionStatus(ctx context.Context, tenant, id string) (Status, error) {
-	v, err := e.GetSession(ctx, tenant, id)
+	// The summary row: no system prompt, tools, compaction items or views
+	// are read for a status, whatever the session holds.
+	v, err := e.sessionSummary(ctx, tenant, id)
 	if err != nil {
 		return Status{}, err
 	}
-	st := Status{SessionID: id, Version: v.Version, Usage: v.Usage, Time: e.now().UTC(), Ledger: v.Ledger}
-	if v.AutoPausedBelow > 0 && v.ActiveTokens < v.AutoPausedBelow {
-		st.Warnings = append(st.Warnings, "auto-compaction is paused for this session: the last compaction saved too little")
-	}
-	if v.CompactionRound > 0 {
-		c, err := e.store.LatestCompaction(ctx, tenant, id)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return Status{}, err
-		}
-		if err == nil {
-			st.LastCompaction = &c
-		}
-	}
-	return st, nil
+	return v.Status(e.now().UTC()), nil
 }
 
 func equalIDs(a, b []string) bool {

@@ -225,7 +225,7 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 func (pr *prepared) decide(e *Engine) error {
 	s, u := pr.after, pr.usage
 	pr.status = Status{SessionID: s.ID, Version: s.Version, Usage: u, Time: e.now().UTC()}
-	paused := s.AutoPausedBelow > 0 && s.ActiveTokens < s.AutoPausedBelow
+	paused := pausedNow(&s)
 	switch {
 	case !u.Policy.AutoCompact:
 		if u.Over > 0 {
@@ -241,7 +241,7 @@ func (pr *prepared) decide(e *Engine) error {
 			pr.compact = compaction.AllTiers
 		}
 	case paused && u.Level >= compaction.LevelCompact:
-		pr.status.Warnings = append(pr.status.Warnings, "auto-compaction is paused for this session: the last compaction saved too little")
+		pr.status.Warnings = append(pr.status.Warnings, pausedWarning(&s))
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -30,9 +29,16 @@ var ErrFailedPrecondition = errors.New("failed precondition")
 type SessionView struct {
 	store.Session
 	Usage Usage
-	// Ledger is what the session has cost (GetSession reads it; nil
-	// elsewhere).
+	// Ledger is what the session has cost (GetSession and listings read
+	// it; nil elsewhere).
 	Ledger *store.Ledger
+	// LastCompaction is the newest compaction's short record (GetSession
+	// and listings; nil when there is none or it was not read).
+	LastCompaction *store.Compaction
+	// Warnings are what a person should know about the session now: the
+	// usage's warnings (an unknown model) and standing conditions
+	// (auto-compaction paused).
+	Warnings []string
 }
 
 // NewSession is a CreateSession request.
@@ -209,9 +215,18 @@ func (e *Engine) GetSession(ctx context.Context, tenant, id string) (SessionView
 	if err != nil {
 		return v, err
 	}
-	l, err := e.store.GetLedger(ctx, tenant, id)
-	v.Ledger = &l
-	return v, err
+	// The ledger and the newest compaction come from the session's summary
+	// row (one query; the compaction without its items and views).
+	rows, err := e.store.ListSessions(ctx, tenant, store.ListFilter{ID: id, Limit: 1})
+	if err != nil {
+		return v, err
+	}
+	v.Ledger = &store.Ledger{}
+	if len(rows) == 1 {
+		*v.Ledger, v.LastCompaction = rows[0].Ledger, rows[0].LastCompaction
+	}
+	v.Warnings = sessionWarnings(v)
+	return v, nil
 }
 
 // readSession reads a session without locking it; a missing one is an error
@@ -262,44 +277,6 @@ func (p Page) size(def int) int {
 		return MaxPageSize
 	}
 	return p.Size
-}
-
-type sessionToken struct {
-	At int64  `json:"t"`
-	ID string `json:"i"`
-}
-
-// ListSessions returns a page of sessions, newest first, and the next token.
-func (e *Engine) ListSessions(ctx context.Context, tenant string, labels map[string]string, page Page) ([]SessionView, string, error) {
-	size := page.size(50)
-	f := store.ListFilter{Labels: labels, Limit: size + 1}
-	if page.Token != "" {
-		var tok sessionToken
-		raw, err := base64.RawURLEncoding.DecodeString(page.Token)
-		if err != nil || json.Unmarshal(raw, &tok) != nil || tok.ID == "" {
-			return nil, "", chat.Invalid("page_token", "is not a token this server issued")
-		}
-		f.Before = &store.SessionCursor{CreatedAt: time.Unix(0, tok.At).UTC(), ID: tok.ID}
-	}
-	rows, err := e.store.ListSessions(ctx, tenant, f)
-	if err != nil {
-		return nil, "", err
-	}
-	next := ""
-	if len(rows) > size {
-		rows = rows[:size]
-		last := rows[size-1]
-		raw, _ := json.Marshal(sessionToken{At: last.CreatedAt.UnixNano(), ID: last.ID})
-		next = base64.RawURLEncoding.EncodeToString(raw)
-	}
-	out := make([]SessionView, len(rows))
-	cals := map[string]*store.Calibration{}
-	for i, s := range rows {
-		if out[i], err = e.viewCached(ctx, s, cals); err != nil {
-			return nil, "", err
-		}
-	}
-	return out, next, nil
 }
 
 // View names a list of a session's messages.

@@ -73,7 +73,7 @@ func anBlocks(content json.RawMessage, field string) ([]json.RawMessage, []anBlo
 }
 
 func (d anthropicMessages) parse(fields map[string]json.RawMessage) (*conversation, error) {
-	c := &conversation{marked: map[[32]byte]bool{}}
+	c := &conversation{marked: map[[32]byte]json.RawMessage{}}
 	if err := commonFields(fields, c); err != nil {
 		return nil, err
 	}
@@ -118,9 +118,9 @@ func (d anthropicMessages) parse(fields map[string]json.RawMessage) (*conversati
 		for _, dm := range anToDomain(m.Role, blockRaws, blocks) {
 			c.digests = append(c.digests, dm.digest)
 			c.msgs = append(c.msgs, dm.msg)
-			if dm.marked {
+			if dm.mark != nil {
 				c.clientMarks = true
-				c.marked[dm.digest] = true
+				c.marked[dm.digest] = dm.mark
 			}
 		}
 		d.memo.put(doorAnthropic, raw, c.msgs[first:])
@@ -193,7 +193,7 @@ func anTools(raw json.RawMessage) ([]chat.Tool, bool, error) {
 type anDomain struct {
 	msg    chat.Message
 	digest [32]byte
-	marked bool
+	mark   json.RawMessage // the client's cache_control on the message, if any
 }
 
 // anToDomain converts one message's blocks, in order.
@@ -202,7 +202,7 @@ func anToDomain(role string, raws []json.RawMessage, blocks []anBlock) []anDomai
 	var cur chat.Message
 	var curRaw []json.RawMessage
 	var extra []string
-	marked := false
+	var marked json.RawMessage
 	flush := func() {
 		if len(curRaw) == 0 {
 			return
@@ -214,11 +214,14 @@ func anToDomain(role string, raws []json.RawMessage, blocks []anBlock) []anDomai
 		gen, _ := json.Marshal(anFromDomain(&cur))
 		setRaw(&cur, doorAnthropic, raw, gen)
 		d := stamp(&cur, extra)
-		out = append(out, anDomain{msg: cur, digest: d, marked: marked})
-		cur, curRaw, extra, marked = chat.Message{}, nil, nil, false
+		out = append(out, anDomain{msg: cur, digest: d, mark: marked})
+		cur, curRaw, extra, marked = chat.Message{}, nil, nil, nil
 	}
 	for i, b := range blocks {
-		mark := len(b.CacheControl) > 0 && string(b.CacheControl) != "null"
+		var mark json.RawMessage
+		if len(b.CacheControl) > 0 && string(b.CacheControl) != "null" {
+			mark = b.CacheControl
+		}
 		if role == "user" && b.Type == "tool_result" {
 			flush()
 			text, data := anResultContent(b.Content)
@@ -235,7 +238,9 @@ func anToDomain(role string, raws []json.RawMessage, blocks []anBlock) []anDomai
 			}
 		}
 		curRaw = append(curRaw, raws[i])
-		marked = marked || mark
+		if mark != nil {
+			marked = mark
+		}
 		switch b.Type {
 		case "text":
 			if b.Text != "" {
@@ -417,7 +422,7 @@ var ephemeral = json.RawMessage(`{"type":"ephemeral"}`)
 
 // markLast puts a cache mark on the last block of out that came from view
 // message i and can carry one; false when there is none.
-func markLast(out []anOut, i int) bool {
+func markLast(out []anOut, i int, mark json.RawMessage) bool {
 	for mi := len(out) - 1; mi >= 0; mi-- {
 		for bi := len(out[mi].Content) - 1; bi >= 0; bi-- {
 			if out[mi].from[bi] != i || !cacheable[blockType(out[mi].Content[bi])] {
@@ -427,7 +432,7 @@ func markLast(out []anOut, i int) bool {
 			if json.Unmarshal(out[mi].Content[bi], &b) != nil {
 				return false
 			}
-			b["cache_control"] = ephemeral
+			b["cache_control"] = mark
 			out[mi].Content[bi], _ = json.Marshal(b)
 			return true
 		}
@@ -449,7 +454,7 @@ func anPlaceMarks(fields map[string]json.RawMessage, out []anOut, hints engine.C
 			}
 			continue
 		}
-		if markLast(out, int(bp.Index)) {
+		if markLast(out, int(bp.Index), ephemeral) {
 			placed++
 		}
 	}
@@ -485,10 +490,11 @@ func markSystem(fields map[string]json.RawMessage) bool {
 func anClientMarks(out []anOut, view []chat.Message, c *conversation, used int) {
 	for i := len(view) - 1; i >= 0 && used < engine.MaxBreakpoints; i-- {
 		m := &view[i]
-		if m.Kind != "" && m.Kind != chat.KindNormal || !c.marked[storedDigest(m)] {
+		mark := c.marked[storedDigest(m)]
+		if m.Kind != "" && m.Kind != chat.KindNormal || mark == nil {
 			continue
 		}
-		if markLast(out, i) {
+		if markLast(out, i, mark) {
 			used++
 		}
 	}
@@ -529,9 +535,6 @@ func anReply(content json.RawMessage) []chat.Message {
 	if err != nil || len(raws) == 0 {
 		return nil
 	}
-	for i := range raws {
-		raws[i] = withoutEmpty(raws[i])
-	}
 	var out []chat.Message
 	for _, d := range anToDomain("assistant", raws, blocks) {
 		out = append(out, d.msg)
@@ -544,8 +547,8 @@ func anReply(content json.RawMessage) []chat.Message {
 type anStream struct {
 	u      anUsage
 	blocks []map[string]any
-	texts  []strings.Builder
-	inputs []strings.Builder
+	texts  []*strings.Builder
+	inputs []*strings.Builder
 	done   bool
 }
 
@@ -585,8 +588,8 @@ func (s *anStream) event(name string, data []byte) (bool, bool) {
 		}
 		for len(s.blocks) <= ev.Index {
 			s.blocks = append(s.blocks, nil)
-			s.texts = append(s.texts, strings.Builder{})
-			s.inputs = append(s.inputs, strings.Builder{})
+			s.texts = append(s.texts, &strings.Builder{})
+			s.inputs = append(s.inputs, &strings.Builder{})
 		}
 		s.blocks[ev.Index] = ev.ContentBlock
 	case "content_block_delta":

@@ -15,9 +15,12 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // conversation is a request's conversation in the domain's terms, as a
@@ -33,7 +36,7 @@ type conversation struct {
 	// clientMarks: the client placed prompt-cache marks of its own; marked
 	// are the digests of the messages it marked.
 	clientMarks bool
-	marked      map[[32]byte]bool
+	marked      map[[32]byte]json.RawMessage
 	// wantsUsage: the client asked for the stream's usage chunk (OpenAI).
 	wantsUsage bool
 	// raws are the client's own JSON of msgs, by digest, for doors that
@@ -113,19 +116,8 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	if _, known := g.cfg.Models.Lookup(c.model); !known {
 		w.Header().Add(HeaderWarning, fmt.Sprintf("model %q is not in contextd's registry: counted with the default window and encoding (approximate); add it with CONTEXTD_MODELS_FILE", c.model))
 	}
-	res, err := g.resolve(ctx, tenant, d, c, header)
+	res, prep, key, err := g.prepare(ctx, tenant, d, c, header)
 	if err != nil {
-		g.writeDomainError(ctx, w, shape, err)
-		return
-	}
-	key := requestKey(res.id, c.digests)
-	in := engine.PrepareInput{Messages: res.fresh}
-	if len(res.fresh) > 0 {
-		in.IdempotencyKey = "gw-" + key
-	}
-	prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
-	if err != nil {
-		g.unmake(ctx, tenant, res)
 		g.writeDomainError(ctx, w, shape, err)
 		return
 	}
@@ -153,26 +145,96 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	for _, n := range names {
 		g.inflight.Store(n, pending)
 	}
-	release := func() {
+	release := sync.OnceFunc(func() {
 		for _, n := range names {
 			g.inflight.CompareAndDelete(n, pending)
 		}
 		close(pending)
-	}
+	})
 	recording := false
+	defer func() {
+		if !recording {
+			release() // also when relaying panicked
+		}
+	}()
 	g.forward(w, r, d, c, body, func(u usage, reply []chat.Message) {
 		// The answer is out: record it without holding the client.
+		if !g.startRecord() {
+			return
+		}
 		recording = true
-		g.records.Add(1)
 		go func() {
 			defer g.records.Done()
 			defer release()
+			defer func() {
+				if p := recover(); p != nil {
+					g.log.ErrorContext(ctx, "gateway recording panicked", "session", res.id, "panic", fmt.Sprint(p))
+				}
+			}()
 			g.record(ctx, tenant, res, prep, key, u, reply)
 		}()
 	})
-	if !recording {
-		release()
+}
+
+// maxRecordWait bounds how long a request waits for the previous answer
+// of its session to be recorded (each write has its own 30 s deadline).
+const maxRecordWait = time.Minute
+
+// prepare resolves the request's session and runs PrepareContext with
+// what is new. The append expects the session at the version its log was
+// matched at, so a message another replica appended meanwhile (the reply
+// of the previous call, say) is never appended twice: the request is
+// matched again, at most three times.
+func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, header string) (resolved, engine.PrepareResult, string, error) {
+	noRepeat := false
+	for attempt := 1; ; attempt++ {
+		res, err := g.resolve(ctx, tenant, d, c, header, noRepeat)
+		if errors.Is(err, store.ErrVersionConflict) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return resolved{}, engine.PrepareResult{}, "", err
+		}
+		key := requestKey(res.id, c.digests)
+		in := engine.PrepareInput{Messages: res.fresh}
+		if len(res.fresh) > 0 {
+			in.IdempotencyKey, in.ExpectedVersion = "gw-"+key, &res.version
+		}
+		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
+		if errors.Is(err, store.ErrVersionConflict) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			g.unmake(ctx, tenant, res)
+			return resolved{}, engine.PrepareResult{}, "", err
+		}
+		if res.repeat > 0 {
+			// Send the view without the replies this request does not
+			// carry; if they are not its tail (a compaction moved them),
+			// the request goes on in a session of its own.
+			if !stripReplies(&prep, res.repeatD) {
+				noRepeat = true
+				continue
+			}
+		}
+		return res, prep, key, nil
 	}
+}
+
+// stripReplies removes the replies of digests from the end of the view.
+func stripReplies(prep *engine.PrepareResult, digests [][32]byte) bool {
+	view := prep.Messages
+	if prep.Delta || len(view) < len(digests) {
+		return false
+	}
+	tail := view[len(view)-len(digests):]
+	for i := range tail {
+		if tail[i].Kind != "" && tail[i].Kind != chat.KindNormal || storedDigest(&tail[i]) != digests[i] {
+			return false
+		}
+	}
+	prep.Messages = view[:len(view)-len(digests)]
+	return true
 }
 
 // awaitRecorded waits until the last answer relayed for the session is
@@ -182,9 +244,13 @@ func (g *Gateway) awaitRecorded(ctx context.Context, tenant, id string) bool {
 	if !ok {
 		return true
 	}
+	t := time.NewTimer(maxRecordWait)
+	defer t.Stop()
 	select {
 	case <-v.(chan struct{}):
 		return true
+	case <-t.C:
+		return true // matched as it is: at worst the reply comes from the client
 	case <-ctx.Done():
 		return false
 	}
@@ -271,8 +337,15 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 	// (and as the report moves it): when another request came first, that
 	// request carried the reply itself, if the client kept it.
 	expect := prep.Status.Version
+	report := u.report(prep.ViewToken)
+	if res.repeat > 0 {
+		// A repeated request sent a prefix of the view and its reply is
+		// not the session's: the call goes into the ledger, nothing else.
+		n := int64(len(prep.Messages))
+		report.ViewToken, report.MessageCount, reply = "", &n, nil
+	}
 	if u.ok {
-		if _, err := g.cfg.Engine.ReportUsage(ctx, tenant, id, u.report(prep.ViewToken)); err != nil {
+		if _, err := g.cfg.Engine.ReportUsage(ctx, tenant, id, report); err != nil {
 			g.log.WarnContext(ctx, "gateway usage not recorded", "session", id, "error", err.Error())
 		} else {
 			expect++
@@ -429,6 +502,9 @@ func (g *Gateway) relay(ctx context.Context, w http.ResponseWriter, resp *http.R
 			return
 		}
 		ev = append(ev, line...)
+		if len(ev) > maxEventBytes {
+			return // an event that never ends: cut, as the network would
+		}
 		text := bytes.TrimRight(line, "\r\n")
 		if err == nil && len(text) == 0 {
 			// The end of an event.
@@ -526,9 +602,12 @@ func copyResponseHeaders(dst, src http.Header) {
 	}
 }
 
-// credentials adds the server's provider key when the client sent none.
+// credentials adds the server's provider key when the client sent none
+// and the operator allowed it (CONTEXTD_GATEWAY_SERVER_KEYS): the keys are
+// configured for the summarizers, and lending them to every caller is a
+// decision of its own.
 func (g *Gateway) credentials(h http.Header, d door) {
-	if h.Get("Authorization") != "" || h.Get("X-Api-Key") != "" {
+	if !g.cfg.LendKeys || h.Get("Authorization") != "" || h.Get("X-Api-Key") != "" {
 		return
 	}
 	switch d.shape() {

@@ -47,9 +47,11 @@ type Config struct {
 	// Anthropic's does not. Empty: the providers' public APIs.
 	OpenAIBaseURL    string
 	AnthropicBaseURL string
-	// Keys used when a client sends no credentials of its own.
+	// Keys used when a client sends no credentials of its own, if
+	// LendKeys (off by default: they are the summarizers' keys).
 	OpenAIAPIKey    string
 	AnthropicAPIKey string
+	LendKeys        bool
 	// MaxBodyBytes bounds a request body (the server's message limit).
 	MaxBodyBytes int64
 	// HTTPClient reaches the upstreams (nil: a client with no overall
@@ -90,12 +92,29 @@ type Gateway struct {
 	// running after their answers went out (Wait).
 	inflight sync.Map
 	records  sync.WaitGroup
+	mu       sync.Mutex
+	closing  bool
 }
 
-// Wait waits until the answers already relayed are recorded, or ctx ends;
-// the composition root calls it after the listener has drained and before
-// the store closes.
+// startRecord counts a recording about to start; false once Wait began
+// (the store is about to close: the answer is not recorded).
+func (g *Gateway) startRecord() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closing {
+		return false
+	}
+	g.records.Add(1)
+	return true
+}
+
+// Wait stops new recordings and waits until the answers already relayed
+// are recorded, or ctx ends; the composition root calls it after the
+// listener has drained and before the store closes.
 func (g *Gateway) Wait(ctx context.Context) {
+	g.mu.Lock()
+	g.closing = true
+	g.mu.Unlock()
 	done := make(chan struct{})
 	go func() { g.records.Wait(); close(done) }()
 	select {

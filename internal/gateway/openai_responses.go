@@ -426,7 +426,7 @@ func rResponse(body []byte) (usage, []chat.Message) {
 	items := make([]rItem, len(resp.Output))
 	raws := make([]json.RawMessage, len(resp.Output))
 	for i, r := range resp.Output {
-		raws[i] = withoutEmpty(r)
+		raws[i] = r // as the provider wrote it: an empty summary is required
 		if json.Unmarshal(r, &items[i]) != nil {
 			return u, nil
 		}

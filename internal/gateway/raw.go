@@ -89,8 +89,8 @@ func digestOf(m *chat.Message, extra []string) [32]byte {
 		h.Write([]byte{':'})
 		h.Write([]byte(s))
 	}
-	role := m.Role
-	w(string(role))
+	w(string(m.Role))
+	w(m.Name)
 	for _, p := range m.Parts {
 		switch p.Type {
 		case chat.PartText:
@@ -113,6 +113,7 @@ func digestOf(m *chat.Message, extra []string) [32]byte {
 		case chat.PartImage:
 			w("i")
 			w(p.Image.MediaType)
+			w(p.Image.Detail)
 		}
 	}
 	for _, x := range extra {

@@ -6,6 +6,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ const (
 	historyNew       = "new"       // the session was created by this request
 	historyExtended  = "extended"  // the request added messages to the log
 	historyUnchanged = "unchanged" // nothing new (a retry, or a repeated call)
+	historyRepeated  = "repeated"  // the request again, without the reply it got: answered from the session, nothing stored
 	historyRewound   = "rewound"   // the request is a strict prefix of the log: a new session
 	historyEdited    = "edited"    // the request's last message differs from the log's: a new session
 	historyForked    = "forked"    // the request differs from the log earlier and goes on: a new session
@@ -28,13 +30,19 @@ const (
 
 // maxForkHops bounds the walk from a conversation's first session through
 // the sessions of its edits and rewinds.
-const maxForkHops = 16
+const maxForkHops = 32
 
 // resolved is the session a request landed in, and what to append to it.
 type resolved struct {
 	id      string
 	created time.Time // the session's creation time (its incarnation)
 	made    bool      // this request created the session
+	version int64     // the session's version the log was matched at
+	// repeat: the request is the session's history but for its last
+	// replies (a retry of a call that was answered, or a second sample):
+	// it is sent without those replies and nothing is stored.
+	repeat  int
+	repeatD [][32]byte // the digests of those replies
 	history string
 	from    string // the session this one forked from, if any
 	fresh   []chat.Message
@@ -54,13 +62,15 @@ func derivedID(tenant, door string, c *conversation) string {
 	return "gw-" + encodeID(h.Sum(nil))
 }
 
-// forkID names the session a request lands in when its history left
-// session id at message k (digests[:k+1] are what it sent up to there): the
-// same edit or rewind resent lands in the same session again.
+// forkID names the session a request goes on in when its history leaves
+// session id after the k messages they share (digests[:k]): every branch
+// from that point (an edit of message k, a rewind to it) goes there, and
+// the walk goes on inside it, so a branch and its next turns land in one
+// session.
 func forkID(id string, digests [][32]byte, k int) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "contextd-fork-v1:%d:%s:%d:", len(id), id, k)
-	for _, d := range digests[:min(k+1, len(digests))] {
+	fmt.Fprintf(h, "contextd-fork-v2:%d:%s:%d:", len(id), id, k)
+	for _, d := range digests[:min(k, len(digests))] {
 		h.Write(d[:])
 	}
 	base, _, _ := strings.Cut(id, "~")
@@ -74,7 +84,7 @@ func encodeID(b []byte) string {
 // resolve finds the request's session, creating it (or the session of an
 // edit or rewind) when needed, and says which of the request's messages
 // are new. Nothing is appended here: PrepareContext appends them.
-func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *conversation, header string) (resolved, error) {
+func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *conversation, header string, noRepeat bool) (resolved, error) {
 	id := header
 	if id == "" {
 		id = derivedID(tenant, d.name(), c)
@@ -87,7 +97,7 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 			if err != nil {
 				return resolved{}, err
 			}
-			out.id, out.created, out.fresh, out.made = id, created, c.msgs, true
+			out.id, out.created, out.fresh, out.made, out.version = id, created, c.msgs, true, 1
 			if out.history == "" {
 				out.history = historyNew
 			}
@@ -96,10 +106,7 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 		if err != nil {
 			return resolved{}, err
 		}
-		if err := g.follow(ctx, tenant, s.Session, c); err != nil {
-			return resolved{}, err
-		}
-		log, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
+		log, replies, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
 		if err != nil {
 			return resolved{}, err
 		}
@@ -107,13 +114,29 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 		for k < len(log) && k < len(c.digests) && log[k] == c.digests[k] {
 			k++
 		}
+		repeat := !noRepeat && k == len(c.digests) && k < len(log) && !slices.Contains(replies[k:], false)
+		if repeat || k == len(log) {
+			// The request's session: only now may it follow the
+			// request's model, system prompt and tools.
+			if moved, err := g.follow(ctx, tenant, s.Session, c); err != nil {
+				return resolved{}, err
+			} else if moved != nil {
+				s.Session = *moved
+			}
+			out.id, out.created, out.version = id, s.CreatedAt, s.Version
+		}
+		if repeat {
+			out.history, out.from = historyRepeated, ""
+			out.repeat, out.repeatD = len(log)-k, log[k:]
+			return out, nil
+		}
 		if k == len(log) {
-			out.id, out.created, out.fresh = id, s.CreatedAt, c.msgs[k:]
-			if out.history == "" {
-				out.history = historyUnchanged
-				if len(out.fresh) > 0 {
-					out.history = historyExtended
-				}
+			// An existing session (a branch's, too) that the request
+			// extends: the header says what happened in it.
+			out.fresh, out.from = c.msgs[k:], ""
+			out.history = historyUnchanged
+			if len(out.fresh) > 0 {
+				out.history = historyExtended
 			}
 			return out, nil
 		}
@@ -166,8 +189,9 @@ func (g *Gateway) create(ctx context.Context, tenant, id string, d door, c *conv
 }
 
 // follow brings the session's model, system prompt and tools to the
-// request's, when the client changed them (an ordinary, versioned update).
-func (g *Gateway) follow(ctx context.Context, tenant string, s store.Session, c *conversation) error {
+// request's, when the client changed them (an ordinary, versioned update),
+// and returns the session as updated (nil: unchanged).
+func (g *Gateway) follow(ctx context.Context, tenant string, s store.Session, c *conversation) (*store.Session, error) {
 	var mask []string
 	if s.Model != c.model {
 		mask = append(mask, engine.FieldModel)
@@ -179,10 +203,14 @@ func (g *Gateway) follow(ctx context.Context, tenant string, s store.Session, c 
 		mask = append(mask, engine.FieldTools)
 	}
 	if len(mask) == 0 {
-		return nil
+		return nil, nil
 	}
-	_, err := g.cfg.Engine.UpdateSession(ctx, tenant, s.ID, engine.SessionUpdate{Mask: mask, Model: c.model, System: c.system, Tools: c.tools})
-	return err
+	v, err := g.cfg.Engine.UpdateSession(ctx, tenant, s.ID, engine.SessionUpdate{Mask: mask, Model: c.model, System: c.system, Tools: c.tools,
+		ExpectedVersion: &s.Version})
+	if err != nil {
+		return nil, err
+	}
+	return &v.Session, nil
 }
 
 func sameTools(a, b []chat.Tool) bool {
@@ -214,6 +242,7 @@ type logEntry struct {
 	created time.Time
 	last    int64 // position of the last log message read
 	digests [][32]byte
+	replies []bool // digests[i] is a reply the gateway recorded
 }
 
 // maxCachedSessions bounds the sessions logCache holds.
@@ -225,7 +254,7 @@ func newLogCache(maxDigestsHeld int) *logCache {
 
 // get returns the digests of the client-visible messages of s's log, in
 // order (interrupted tool results contextd inserted are not the client's).
-func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s store.Session) ([][32]byte, error) {
+func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s store.Session) ([][32]byte, []bool, error) {
 	key := tenant + "\x00" + s.ID
 	lc.mu.Lock()
 	ent, ok := lc.entries[key]
@@ -247,7 +276,7 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 	for ent.last < s.LogCount {
 		msgs, err := e.LogTail(ctx, tenant, s.ID, ent.last, 1000)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(msgs) == 0 {
 			break
@@ -259,14 +288,16 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 				continue
 			}
 			ent.digests = append(ent.digests, storedDigest(m))
+			ent.replies = append(ent.replies, m.Metadata[metaReply] != "")
 			added++
 		}
 	}
 	out := ent.digests[:len(ent.digests):len(ent.digests)]
+	replies := ent.replies[:len(ent.replies):len(ent.replies)]
 	lc.mu.Lock()
 	lc.held += added
 	lc.mu.Unlock()
-	return out, nil
+	return out, replies, nil
 }
 
 // extend records msgs, just stored with their log positions, after what
@@ -306,6 +337,7 @@ func (lc *logCache) extend(tenant, id string, created time.Time, msgs []chat.Mes
 	}
 	for i := range msgs {
 		ent.digests = append(ent.digests, storedDigest(&msgs[i]))
+		ent.replies = append(ent.replies, msgs[i].Metadata[metaReply] != "")
 	}
 	ent.last = pos
 }

@@ -132,6 +132,9 @@ type Purged struct {
 
 // ListFilter selects sessions for ListSessions.
 type ListFilter struct {
+	// ID, when set, selects that one session (a status reads its summary
+	// this way).
+	ID     string
 	Labels map[string]string
 	// Before continues a listing: only sessions ordered after this cursor
 	// (created earlier, or at the same time with a smaller id).
@@ -219,8 +222,10 @@ type Store interface {
 	InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 	// GetSession reads a session without locking it.
 	GetSession(ctx context.Context, tenant, id string) (Session, error)
-	// ListSessions returns sessions newest first.
-	ListSessions(ctx context.Context, tenant string, f ListFilter) ([]Session, error)
+	// ListSessions returns summaries of sessions, newest first: each row
+	// without its system prompt and tools (a listing never reads them), with
+	// its newest compaction and its ledger, in one query.
+	ListSessions(ctx context.Context, tenant string, f ListFilter) ([]SessionSummary, error)
 	// ActiveMessages returns the active view after ordinal `after`, in order,
 	// at most limit, with each message's ordinal.
 	ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, []int64, error)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protojson"
+
 	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
 )
 
@@ -35,20 +37,10 @@ func TestContextctl(t *testing.T) {
 	if _, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "cli", Messages: msgs}); err != nil {
 		t.Fatal(err)
 	}
+	ctlRun := ctlRunner(t, ctl, srv.addr)
 	run := func(want int, args ...string) string {
 		t.Helper()
-		cmd := exec.Command(ctl, append([]string{"--addr", srv.addr}, args...)...)
-		out, err := cmd.CombinedOutput()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if code != want {
-			t.Fatalf("contextctl %v: exit %d, want %d\n%s", args, code, want, out)
-		}
-		return string(out)
+		return ctlRun("", want, args...)
 	}
 	prose := filepath.Join(dir, "prose.txt")
 	if err := os.WriteFile(prose, []byte("Fix the failing test in src/app.py, then run the suite again."), 0o600); err != nil {
@@ -120,4 +112,134 @@ func TestContextctl(t *testing.T) {
 	}
 	run(2, "compact")
 	run(2, "frobnicate")
+}
+
+// ctlRunner runs the contextctl binary against addr with stdin, and fails
+// the test unless it exits with want; the server address goes last, after
+// the command (flags in any position).
+func ctlRunner(t *testing.T, ctl, addr string) func(stdin string, want int, args ...string) string {
+	return func(stdin string, want int, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(ctl, append(args, "--addr", addr)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != want {
+			t.Fatalf("contextctl %v: exit %d, want %d\n%s", args, code, want, out)
+		}
+		return string(out)
+	}
+}
+
+// TestContextctlDrivesASession creates a session, appends text, a file and
+// JSON on stdin, prepares, reports usage, lists messages and compactions and
+// deletes, all through contextctl against the binary, and checks each
+// against the server's own answer.
+func TestContextctlDrivesASession(t *testing.T) {
+	dir := t.TempDir()
+	srv := startProc(t, build(t, dir, "contextd", "./cmd/server"), "CONTEXTD_DATA_DIR="+filepath.Join(dir, "data"))
+	run := ctlRunner(t, build(t, dir, "contextctl", "./cmd/contextctl"), srv.addr)
+	client := contextdv1.NewContextServiceClient(srv.conn)
+	ctx := t.Context()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	tools := write("tools.json", `[{"name":"bash","description":"Run a command.","parametersJson":"{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\"}}}"}]`)
+	system := write("system.txt", "You are a coding agent.")
+
+	if out := run("", 0, "create", "agent", "--model", "gpt-4", "--system-file", system, "--tools-file", tools, "--labels", "team=infra"); !strings.Contains(out, "created agent (gpt-4, 8,192-token window); version 1") || !strings.Contains(out, "Tool definitions") {
+		t.Errorf("create:\n%s", out)
+	}
+	run("", 1, "create", "agent", "--model", "gpt-4") // AlreadyExists
+	run("", 2, "create", "other")                     // no --model
+	got, err := client.GetSession(ctx, &contextdv1.GetSessionRequest{SessionId: "agent"})
+	if err != nil || got.GetSession().GetSystemPrompt() != "You are a coding agent." || len(got.GetSession().GetTools()) != 1 || got.GetSession().GetLabels()["team"] != "infra" {
+		t.Fatalf("created: %v %v", got, err)
+	}
+
+	if out := run("", 0, "append", "agent", "Fix", "the", "failing", "test", "--idempotency-key", "k1"); !strings.Contains(out, "appended 1 message(s) to agent") || !strings.Contains(out, "version 2") {
+		t.Errorf("append TEXT:\n%s", out)
+	}
+	run("", 0, "append", "agent", "Fix", "the", "failing", "test", "--idempotency-key", "k1") // a retry: nothing new
+	// Six tool steps as JSON on stdin, the first with a short result, the
+	// others long enough for a prune to replace the older ones.
+	var steps []string
+	for i := 1; i <= 6; i++ {
+		result := "1 failed"
+		if i > 1 {
+			result = strings.Repeat(fmt.Sprintf("FAILED tests/test_%d.py::test_a - AssertionError\n", i), 20)
+		}
+		call, _ := json.Marshal(map[string]any{"role": "ROLE_ASSISTANT", "parts": []any{map[string]any{"toolCall": map[string]any{
+			"id": fmt.Sprintf("c%d", i), "name": "bash", "argumentsJson": `{"command":"pytest"}`}}}})
+		res, _ := json.Marshal(map[string]any{"role": "ROLE_TOOL", "parts": []any{map[string]any{"toolResult": map[string]any{
+			"toolCallId": fmt.Sprintf("c%d", i), "content": result}}}})
+		steps = append(steps, string(call), string(res))
+	}
+	stdin := "[" + strings.Join(steps, ",\n") + "]"
+	if out := run(stdin, 0, "append", "agent", "-", "--expected-version", "2"); !strings.Contains(out, "appended 12 message(s)") {
+		t.Errorf("append - (JSON):\n%s", out)
+	}
+	run(stdin, 1, "append", "agent", "-", "--expected-version", "2") // stale: Aborted
+	run("not json", 2, "append", "agent", "-")
+	run("", 2, "append", "agent")
+	note := write("note.txt", "The test expects UTC timestamps.")
+	run("", 0, "append", "agent", "--file", note, "--role", "assistant")
+	var view contextdv1.GetMessagesResponse
+	if err := protojson.Unmarshal([]byte(run("", 0, "messages", "agent", "--json")), &view); err != nil || len(view.GetMessages()) != 14 ||
+		view.GetMessages()[13].GetParts()[0].GetText().GetText() != "The test expects UTC timestamps." || view.GetVersion() != 4 {
+		t.Fatalf("messages --json: %v %v", &view, err)
+	}
+	if out := run("", 0, "messages", "agent"); !strings.Contains(out, "→ bash({\"command\":\"pytest\"}) [c1]") || !strings.Contains(out, "← [c1] 1 failed") {
+		t.Errorf("messages:\n%s", out)
+	}
+
+	var prepared contextdv1.PrepareContextResponse
+	if err := protojson.Unmarshal([]byte(run("", 0, "prepare", "agent", "Now", "run", "it", "again", "--json")), &prepared); err != nil || len(prepared.GetMessages()) != 15 || prepared.GetViewToken() == "" {
+		t.Fatalf("prepare --json: %v %v", &prepared, err)
+	}
+	if out := run("", 0, "prepare", "agent"); !strings.Contains(out, "agent: send 15 message(s)") || !strings.Contains(out, "prompt cache: the first 15 message(s)") {
+		t.Errorf("prepare (nothing new):\n%s", out)
+	}
+	if out := run("", 0, "report", "agent", "--input", "900", "--cache-read", "100", "--output", "40", "--view-token", prepared.GetViewToken()); !strings.Contains(out, "reported to agent: 900 input (100 cache reads, 0 cache writes), 40 output") {
+		t.Errorf("report:\n%s", out)
+	}
+	run("", 1, "report", "agent") // no tokens: InvalidArgument
+	s, err := client.GetSession(ctx, &contextdv1.GetSessionRequest{SessionId: "agent"})
+	if err != nil || s.GetSession().GetLedger().GetCalls().GetCalls() != 1 || s.GetSession().GetLedger().GetCalls().GetInputTokens() != 900 {
+		t.Errorf("ledger after report: %v %v", s.GetSession().GetLedger(), err)
+	}
+
+	if out := run("", 0, "compactions", "agent"); !strings.Contains(out, "agent has no compactions") {
+		t.Errorf("compactions (none):\n%s", out)
+	}
+	// The hint names the session (it printed a literal SESSION).
+	if out := run("", 0, "compact", "agent", "--tier", "prune", "--target", "0.01"); !strings.Contains(out, "revert with: contextctl revert agent cmp_1\n") {
+		t.Fatalf("compact:\n%s", out)
+	}
+	if list := run("", 0, "compactions", "agent"); !strings.Contains(list, "COMPACTION") || !strings.Contains(list, "cmp_1") || !strings.Contains(list, "revertible until") {
+		t.Errorf("compactions:\n%s", list)
+	}
+	var listed contextdv1.ListCompactionsResponse
+	if err := protojson.Unmarshal([]byte(run("", 0, "compactions", "agent", "--json")), &listed); err != nil || len(listed.GetCompactions()) != 1 {
+		t.Errorf("compactions --json: %v %v", &listed, err)
+	}
+
+	if ids := run("", 0, "__sessions"); ids != "agent\n" {
+		t.Errorf("__sessions: %q", ids)
+	}
+	if out := run("", 0, "delete", "agent"); out != "deleted agent\n" {
+		t.Errorf("delete: %q", out)
+	}
+	if out := run("", 1, "usage", "agent"); !strings.Contains(out, "NotFound") {
+		t.Errorf("after delete:\n%s", out)
+	}
 }

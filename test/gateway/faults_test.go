@@ -194,19 +194,24 @@ func TestEditedHistoryForks(t *testing.T) {
 	if forked == first || !strings.HasPrefix(h, "edited; from="+first) {
 		t.Fatalf("edit: session %s history %q", forked, h)
 	}
-	if again, h := ask(edited); again != forked || h != "rewound; from="+first {
-		// The edit resent without the reply the fork recorded is a rewind
-		// of the fork: a session of its own again, never the first one.
-		if again == first {
-			t.Fatalf("the edit resent landed in the first session (%s)", h)
-		}
+	// The edit resent without the reply the fork recorded is the same
+	// request again: answered from the fork, nothing stored.
+	if again, h := ask(edited); again != forked || h != "repeated" {
+		t.Fatalf("the edit resent landed in %s (%s), want %s (repeated)", again, h, forked)
 	}
 	if got := s.logOf(first); !slices.Equal(got, before) {
 		t.Errorf("the first session changed:\n got %q\nwant %q", got, before)
 	}
+	// A rewind to the first question goes on in a session of its own; the
+	// turn after it (carrying that call's answer) lands there too.
+	s.fake.Script(gatewaytest.Reply{Text: "a1, again"})
 	rewound, h := ask(base)
-	if rewound == first || !strings.HasPrefix(h, "rewound") {
+	if rewound == first || rewound == forked || !strings.HasPrefix(h, "rewound") {
 		t.Fatalf("rewind: session %s history %q", rewound, h)
+	}
+	after := append(slices.Clone(base), map[string]any{"role": "assistant", "content": "a1, again"}, map[string]any{"role": "user", "content": "q2'"})
+	if id, h := ask(after); id != rewound || h != "extended" {
+		t.Fatalf("the turn after the rewind landed in %s (%s), want %s", id, h, rewound)
 	}
 	s.checkUpstream()
 }
@@ -320,7 +325,7 @@ func TestCountTokensAndModels(t *testing.T) {
 // (Claude Code sends /v1/messages?beta=true with anthropic-beta) reach the
 // provider unchanged; without credentials the server's key is used.
 func TestProviderHeadersForwarded(t *testing.T) {
-	s := start(t, map[string]string{"CONTEXTD_OPENAI_API_KEY": "sk-server"})
+	s := start(t, map[string]string{"CONTEXTD_OPENAI_API_KEY": "sk-server", "CONTEXTD_GATEWAY_SERVER_KEYS": "true"})
 	resp, body := s.post("/v1/messages?beta=true", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 5,
 		"messages": []any{map[string]any{"role": "user", "content": "hi"}}}, map[string]string{"anthropic-beta": "interleaved-thinking-2025-05-14"})
 	if resp.StatusCode != 200 {
@@ -338,6 +343,53 @@ func TestProviderHeadersForwarded(t *testing.T) {
 	r.Body.Close()
 	if got := s.fake.Requests()[1].Header.Get("Authorization"); got != "Bearer sk-server" {
 		t.Errorf("without client credentials the server's key is sent: got %q", got)
+	}
+	// Without CONTEXTD_GATEWAY_SERVER_KEYS the summarizers' key is not lent.
+	s = start(t, map[string]string{"CONTEXTD_OPENAI_API_KEY": "sk-server"})
+	r, err = http.Post(s.url("/v1/chat/completions"), "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if got := s.fake.Requests()[0].Header.Get("Authorization"); got != "" {
+		t.Errorf("the server's key was lent by default: %q", got)
+	}
+}
+
+// TestForkLeavesTheOldSessionAlone: a request that goes on in a session of
+// its own does not change the session it left (model, tools), and a rewind
+// and the turns after it land in one session.
+func TestForkLeavesTheOldSessionAlone(t *testing.T) {
+	s := start(t, nil)
+	tools := func(name string) []any {
+		return []any{map[string]any{"type": "function", "function": map[string]any{"name": name, "parameters": map[string]any{"type": "object"}}}}
+	}
+	h := map[string]string{"X-Contextd-Session": "mysess"}
+	base := []any{map[string]any{"role": "user", "content": "task"}}
+	s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": base, "tools": tools("good")}, h)
+	edited := []any{map[string]any{"role": "user", "content": "task, edited"}}
+	resp, _ := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o-mini", "messages": edited, "tools": tools("evil")}, h)
+	fork := resp.Header.Get("X-Contextd-Session")
+	if fork == "mysess" || !strings.HasPrefix(resp.Header.Get("X-Contextd-History"), "edited") {
+		t.Fatalf("edit landed in %s (%s)", fork, resp.Header.Get("X-Contextd-History"))
+	}
+	var got struct {
+		Session struct {
+			Model string `json:"model"`
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		} `json:"session"`
+	}
+	s.rpc("GetSession", map[string]any{"sessionId": "mysess"}, &got)
+	if got.Session.Model != "gpt-4o" || len(got.Session.Tools) != 1 || got.Session.Tools[0].Name != "good" {
+		t.Errorf("the session left behind changed: %+v", got.Session)
+	}
+	// The fork's next turn lands in the fork.
+	next := append(slices.Clone(edited), map[string]any{"role": "assistant", "content": "ok"}, map[string]any{"role": "user", "content": "more"})
+	resp, _ = s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o-mini", "messages": next, "tools": tools("evil")}, h)
+	if id := resp.Header.Get("X-Contextd-Session"); id != fork || resp.Header.Get("X-Contextd-History") != "extended" {
+		t.Errorf("the fork's next turn landed in %s (%s), want %s", id, resp.Header.Get("X-Contextd-History"), fork)
 	}
 }
 
@@ -368,4 +420,92 @@ func TestTooLargeIsContextLengthError(t *testing.T) {
 	if len(list.Sessions) != 0 {
 		t.Errorf("a refused request left %d sessions", len(list.Sessions))
 	}
+}
+
+// TestRepeatedRequest: the same request again after it was answered (a
+// retry whose answer was lost, a second sample) is answered from the
+// session without the reply it does not carry; nothing is stored, the
+// call is in the ledger.
+func TestRepeatedRequest(t *testing.T) {
+	s := start(t, nil)
+	s.fake.Script(gatewaytest.Reply{Text: "first answer"}, gatewaytest.Reply{Text: "second answer"})
+	req := map[string]any{"model": "gpt-4o", "messages": []any{map[string]any{"role": "system", "content": "sys"}, map[string]any{"role": "user", "content": "quota"}}}
+	resp, _ := s.post("/v1/chat/completions", req, nil)
+	id := resp.Header.Get("X-Contextd-Session")
+	want := []string{"user: quota", "assistant: first answer"}
+	if got := s.waitLog(id, want); !slices.Equal(got, want) {
+		t.Fatalf("log %q", got)
+	}
+	for range 20 { // never a fork, however often
+		resp, body := s.post("/v1/chat/completions", req, nil)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Contextd-Session") != id || resp.Header.Get("X-Contextd-History") != "repeated" {
+			t.Fatalf("repeat: %d %s %s %s", resp.StatusCode, resp.Header.Get("X-Contextd-Session"), resp.Header.Get("X-Contextd-History"), body)
+		}
+	}
+	reqs := s.fake.Requests()
+	if strings.Contains(string(reqs[1].Raw), "first answer") {
+		t.Errorf("the repeat carried the reply it did not send: %s", reqs[1].Raw)
+	}
+	if got := s.logOf(id); !slices.Equal(got, want) {
+		t.Errorf("repeats changed the log: %q", got)
+	}
+	s.checkLedger(id)
+	s.checkUpstream()
+}
+
+// TestProviderShapesKeptExactly: what the providers send and require back
+// survives the round trip — an empty reasoning summary (Responses refuses
+// a reasoning item without one), and an Anthropic stream whose blocks
+// interleave (the assembly must not lose or mix them).
+func TestProviderShapesKeptExactly(t *testing.T) {
+	s := start(t, nil)
+	s.fake.Script(gatewaytest.Reply{EmptyReasoning: true, ToolCalls: []gatewaytest.ToolCall{lsCall}}, gatewaytest.Reply{Text: "done"})
+	input := []any{map[string]any{"role": "user", "content": "list"}}
+	resp, body := s.post("/v1/responses", map[string]any{"model": "gpt-4o", "input": input}, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	var r struct {
+		Output []any `json:"output"`
+	}
+	_ = json.Unmarshal(body, &r)
+	input = append(input, r.Output...)
+	input = append(input, map[string]any{"type": "function_call_output", "call_id": lsCall.ID, "output": "a.go"})
+	if resp, body := s.post("/v1/responses", map[string]any{"model": "gpt-4o", "input": input}, nil); resp.StatusCode != 200 {
+		t.Fatalf("second call: %d %s", resp.StatusCode, body)
+	}
+	s.checkUpstream()
+
+	s.fake.Reset()
+	s.fake.Script(gatewaytest.Reply{Interleave: true, Thinking: "hmm", Text: "calling", ToolCalls: []gatewaytest.ToolCall{lsCall}}, gatewaytest.Reply{Text: "done"})
+	msgs := []any{map[string]any{"role": "user", "content": "list please"}}
+	resp, body = s.post("/v1/messages", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": true, "messages": msgs}, nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "message_stop") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	id := resp.Header.Get("X-Contextd-Session")
+	want := []string{"user: list please", "assistant: calling call(call_ls)"}
+	if got := s.waitLog(id, want); !slices.Equal(got, want) {
+		t.Fatalf("interleaved stream recorded as %q", got)
+	}
+	msgs = append(msgs,
+		map[string]any{"role": "assistant", "content": []any{
+			map[string]any{"type": "thinking", "thinking": "hmm", "signature": "sig-hmm"},
+			map[string]any{"type": "text", "text": "calling"},
+			map[string]any{"type": "tool_use", "id": lsCall.ID, "name": lsCall.Name, "input": map[string]any{"path": "src"}}}},
+		map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": lsCall.ID, "content": "a.go"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, _ := json.Marshal(map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": msgs})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url("/v1/messages"), bytes.NewReader(b))
+	req.Header.Set("anthropic-version", "2023-06-01")
+	r2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("the session's next call: %v", err)
+	}
+	r2.Body.Close()
+	if got := r2.Header.Get("X-Contextd-History"); r2.StatusCode != 200 || got != "extended" {
+		t.Errorf("next call: %d %s", r2.StatusCode, got)
+	}
+	s.checkUpstream()
 }

@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -130,6 +131,50 @@ func turn(i int) []*contextdv1.Message {
 		}},
 		{Role: contextdv1.Role_ROLE_TOOL, Parts: []*contextdv1.Part{{Kind: &contextdv1.Part_ToolResult{ToolResult: &contextdv1.ToolResultPart{ToolCallId: id, Content: out}}}}},
 	}
+}
+
+// burst is what the test made of its burst session.
+type burst struct {
+	last    *contextdv1.CompactionInfo
+	updated time.Time
+}
+
+// burstSession fills a session in one burst, as a script would: a task and
+// six tool steps, a reported model call (the ledger), a prune, two more
+// steps, a summary, and the summary reverted. Its thresholds are equal
+// (one threshold setup: prune and summarize at 65 %).
+func burstSession(t *testing.T, ctx context.Context, api contextdv1.ContextServiceClient) burst {
+	t.Helper()
+	th, keep, target := 0.65, int32(4), 0.1
+	if _, err := api.CreateSession(ctx, &contextdv1.CreateSessionRequest{Id: "burst-1", Model: "demo-8k", SystemPrompt: "You are a careful coding agent.",
+		Policy: &contextdv1.CompactionPolicy{WarningThreshold: &th, CriticalThreshold: &th, KeepRecentMessages: &keep}}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := []*contextdv1.Message{text(contextdv1.Role_ROLE_USER, "Make the build reproducible.")}
+	for i := 1; i <= 6; i++ {
+		msgs = append(msgs, turn(200+i)...)
+	}
+	if _, err := api.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "burst-1", Messages: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.ReportUsage(ctx, &contextdv1.ReportUsageRequest{SessionId: "burst-1", InputTokens: 1000, CacheReadInputTokens: 3000, OutputTokens: 200}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := api.Compact(ctx, &contextdv1.CompactRequest{SessionId: "burst-1", Tier: contextdv1.CompactionTier_COMPACTION_TIER_PRUNE, Target: &target}); err != nil || !r.GetCompacted() {
+		t.Fatalf("prune: %v, %v", r, err)
+	}
+	if _, err := api.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "burst-1", Messages: append(turn(207), turn(208)...)}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := api.Compact(ctx, &contextdv1.CompactRequest{SessionId: "burst-1", Tier: contextdv1.CompactionTier_COMPACTION_TIER_SUMMARIZE, Target: &target})
+	if err != nil || !r.GetCompacted() {
+		t.Fatalf("summarize: %v, %v", r, err)
+	}
+	rev, err := api.RevertCompaction(ctx, &contextdv1.RevertCompactionRequest{SessionId: "burst-1", CompactionId: r.GetCompaction().GetId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return burst{last: &contextdv1.CompactionInfo{Round: r.GetCompaction().GetRound()}, updated: rev.GetSession().GetUpdatedAt().AsTime()}
 }
 
 // browser collects console errors and exceptions of every page.
@@ -309,6 +354,13 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	}
 
+	burst := burstSession(t, authed, api)
+	// A session for a model the registry does not know: its row and page
+	// carry the warning.
+	if _, err := api.CreateSession(authed, &contextdv1.CreateSessionRequest{Id: "mystery-1", Model: "mystery-model-9000"}); err != nil {
+		t.Fatal(err)
+	}
+
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
 		chromedp.NoSandbox,
@@ -362,6 +414,30 @@ func TestDashboardInChromium(t *testing.T) {
 		before = eval[string](p, `document.querySelector('tr[data-session="agent-7"] .bar').dataset.percent`)
 		if before == "" {
 			t.Fatal("no bar in the row")
+		}
+	})
+
+	step(t, "first load shows last compaction, spend, updated and warnings", func(t *testing.T) {
+		p := newPage(t, bctx)
+		// The tenant's status snapshot has arrived (live) and must not have
+		// overwritten what the listing said.
+		row := `tr[data-session="burst-1"]`
+		last := p.text(row + ` .last`)
+		if want := fmt.Sprintf("round %d · summarize", burst.last.GetRound()); !strings.Contains(last, want) || !strings.Contains(last, "reverted") {
+			t.Errorf("Last compaction on first load %q; want %q, reverted", last, want)
+		}
+		if got := p.text(row + ` .spend`); !strings.Contains(got, "$0.0069") || !strings.Contains(got, "75 % cached") {
+			t.Errorf("Spend on first load %q; want $0.0069 · 75 %% cached", got)
+		}
+		updated := eval[string](p, `document.querySelector('tr[data-session="burst-1"] .updated').title`)
+		if at, err := time.Parse(time.RFC3339Nano, updated); err != nil || at.Sub(burst.updated).Abs() > 2*time.Millisecond {
+			t.Errorf("Updated on first load is %q (%v); want the session's updated_at %s", updated, err, burst.updated)
+		}
+		if got := p.text(`tr[data-session="mystery-1"] .level`); !strings.Contains(got, "unknown model") {
+			t.Errorf("the unknown model's row shows %q; want an unknown model warning", got)
+		}
+		if got := eval[string](p, `document.querySelector('tr[data-session="burst-1"] .pct').title`); !strings.Contains(got, "of the usable window") || !strings.Contains(got, "of the whole window") {
+			t.Errorf("the %% used tooltip %q names neither definition", got)
 		}
 	})
 
@@ -469,6 +545,84 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 		if list.Compactions[1].RevertedAt == nil {
 			t.Fatal("the newest compaction was not reverted")
+		}
+	})
+
+	step(t, "a session filled in one burst: markers spread in event order, labels apart, bar colours by strength", func(t *testing.T) {
+		p := newPage(t, bctx)
+		p.do(chromedp.Navigate(base+"#/s/burst-1"), visible(`#usage-chart svg`), visible(`#compactions tr[data-compaction]`))
+		eval[bool](p, `(window.scrollTo(0, 0), true)`)
+		p.screenshot(shots, "dashboard-burst.png")
+		// x of each marker, in event order: the two compactions, then the
+		// revert of the second.
+		xs := eval[[]float64](p, `[...document.querySelectorAll("#usage-chart circle.marker")].map(c => +c.getAttribute("cx")).concat([...document.querySelectorAll("#usage-chart path.revert")].map(r => +r.dataset.x))`)
+		if len(xs) != 3 {
+			t.Fatalf("markers at %v; want two compactions and one revert", xs)
+		}
+		const left, width = 64.0, 900.0 - 64 - 16
+		for i, x := range xs {
+			if x < left+0.05*width {
+				t.Errorf("marker %d at x=%.0f is piled at the left edge (plot starts at %.0f)", i, x, left)
+			}
+			if i > 0 && x-xs[i-1] < 0.08*width {
+				t.Errorf("markers %d and %d are %.0f apart; want at least 8 %% of the plot (%.0f) for events a burst made in order", i-1, i, x-xs[i-1], 0.08*width)
+			}
+		}
+		labels := eval[[]string](p, `[...document.querySelectorAll("#usage-chart .th text")].map(t => t.textContent)`)
+		ys := eval[[]float64](p, `[...document.querySelectorAll("#usage-chart .th text")].map(t => +t.getAttribute("y"))`)
+		if !slices.Contains(labels, "prune · summarize 65 %") || len(labels) != 2 {
+			t.Errorf("threshold labels %q; want the equal thresholds in one label, \"prune · summarize 65 %%\", and hand-off", labels)
+		}
+		for i := range ys {
+			for j := range i {
+				if d := ys[i] - ys[j]; d < 12 && d > -12 {
+					t.Errorf("threshold labels %q and %q are %.0f px apart: they overlap", labels[j], labels[i], d)
+				}
+			}
+		}
+		if n := eval[int](p, `document.querySelectorAll("#usage-chart circle.marker title").length`); n != 2 {
+			t.Errorf("%d compaction markers say their event on hover; want 2", n)
+		}
+		// A placeholder says where it is and what it stands in for.
+		where := eval[[]string](p, `[...document.querySelectorAll('#messages li[data-kind="PLACEHOLDER"] .where')].map(e => e.textContent)`)
+		if len(where) == 0 {
+			t.Fatal("no placeholder in the restored view")
+		}
+		for _, w := range where {
+			if !strings.HasPrefix(w, "view ") || !strings.Contains(w, "placeholder of ") || strings.Contains(w, "#0") {
+				t.Errorf("placeholder labelled %q; want its place in the view and what it replaces", w)
+			}
+		}
+		// Free lightest, the reserve next, used space darkest.
+		lum := eval[map[string]float64](p, `(() => {
+			const l = (cls) => {
+				const [r, g, b] = getComputedStyle(document.querySelector("#session-bar .legend i.seg-" + cls)).backgroundColor.match(/\d+/g).map(Number).map(v => v / 255).map(v => v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+				return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+			};
+			return Object.fromEntries(["free", "reserved", "system", "tools", "messages"].map(c => [c, l(c)]));
+		})()`)
+		if !(lum["free"] > lum["reserved"]) {
+			t.Errorf("free space (luminance %.2f) is not lighter than the reserve (%.2f)", lum["free"], lum["reserved"])
+		}
+		for _, used := range []string{"system", "tools", "messages"} {
+			if !(lum["reserved"] > 2*lum[used]) {
+				t.Errorf("%s (luminance %.2f) is not clearly darker than the reserve (%.2f)", used, lum[used], lum["reserved"])
+			}
+		}
+		p.do(click("#dry-run-button"))
+		if err := p.until(`document.querySelector("#action-result").innerText.startsWith("Dry run")`, 10*time.Second); err != nil {
+			t.Fatalf("no dry-run result: %v", err)
+		}
+	})
+
+	step(t, "nothing to compact says why", func(t *testing.T) {
+		p := newPage(t, bctx)
+		p.do(chromedp.Navigate(base+"#/s/mystery-1"), visible(`#session-warnings li`), click("#dry-run-button"), visible("#nothing-to-compact"))
+		if got := p.text("#nothing-to-compact"); !strings.Contains(got, "the active view is empty") {
+			t.Errorf("dry run on an empty session says %q; want the reason", got)
+		}
+		if got := p.text("#session-warnings"); !strings.Contains(got, "not in the registry") {
+			t.Errorf("session page warnings %q; want the unknown model", got)
 		}
 	})
 

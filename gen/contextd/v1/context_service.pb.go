@@ -23,6 +23,69 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Why a compaction found nothing to do.
+type NothingToCompact int32
+
+const (
+	// There was something to compact.
+	NothingToCompact_NOTHING_TO_COMPACT_UNSPECIFIED NothingToCompact = 0
+	// Usage is already at or below the target.
+	NothingToCompact_NOTHING_TO_COMPACT_BELOW_TARGET NothingToCompact = 1
+	// Every message the allowed tiers could touch is kept: pinned, the
+	// original task, the latest user message, the protected recent tool
+	// results, or the recent tail the policy keeps verbatim.
+	NothingToCompact_NOTHING_TO_COMPACT_ALL_KEPT NothingToCompact = 2
+	// The active view is empty.
+	NothingToCompact_NOTHING_TO_COMPACT_EMPTY NothingToCompact = 3
+	// The summarizer failed, and no other allowed tier had work.
+	NothingToCompact_NOTHING_TO_COMPACT_SUMMARIZER_FAILED NothingToCompact = 4
+)
+
+// Enum value maps for NothingToCompact.
+var (
+	NothingToCompact_name = map[int32]string{
+		0: "NOTHING_TO_COMPACT_UNSPECIFIED",
+		1: "NOTHING_TO_COMPACT_BELOW_TARGET",
+		2: "NOTHING_TO_COMPACT_ALL_KEPT",
+		3: "NOTHING_TO_COMPACT_EMPTY",
+		4: "NOTHING_TO_COMPACT_SUMMARIZER_FAILED",
+	}
+	NothingToCompact_value = map[string]int32{
+		"NOTHING_TO_COMPACT_UNSPECIFIED":       0,
+		"NOTHING_TO_COMPACT_BELOW_TARGET":      1,
+		"NOTHING_TO_COMPACT_ALL_KEPT":          2,
+		"NOTHING_TO_COMPACT_EMPTY":             3,
+		"NOTHING_TO_COMPACT_SUMMARIZER_FAILED": 4,
+	}
+)
+
+func (x NothingToCompact) Enum() *NothingToCompact {
+	p := new(NothingToCompact)
+	*p = x
+	return p
+}
+
+func (x NothingToCompact) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NothingToCompact) Descriptor() protoreflect.EnumDescriptor {
+	return file_contextd_v1_context_service_proto_enumTypes[0].Descriptor()
+}
+
+func (NothingToCompact) Type() protoreflect.EnumType {
+	return &file_contextd_v1_context_service_proto_enumTypes[0]
+}
+
+func (x NothingToCompact) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NothingToCompact.Descriptor instead.
+func (NothingToCompact) EnumDescriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{0}
+}
+
 // CountTokens input: `text` alone, or a chat request (any of system_prompt,
 // tools, messages), not both.
 type CountTokensRequest struct {
@@ -1444,7 +1507,8 @@ func (x *ListSessionsRequest) GetLabels() map[string]string {
 // ListSessions output.
 type ListSessionsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// A page of sessions, newest first.
+	// A page of sessions, newest first, as summaries: system_prompt and
+	// tools are empty.
 	Sessions []*Session `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
 	// Token of the next page; empty on the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
@@ -2172,7 +2236,13 @@ type CompactResponse struct {
 	// Session version after.
 	Version int64 `protobuf:"varint,5,opt,name=version,proto3" json:"version,omitempty"`
 	// Notes, e.g. that auto-compaction is paused.
-	Warnings      []string `protobuf:"bytes,6,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	Warnings []string `protobuf:"bytes,6,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// Why nothing was compacted, when compaction is unset; unspecified when
+	// there was something to compact.
+	NothingReason NothingToCompact `protobuf:"varint,7,opt,name=nothing_reason,json=nothingReason,proto3,enum=contextd.v1.NothingToCompact" json:"nothing_reason,omitempty"`
+	// The same for a person, with the figures (e.g. "2,310 used tokens are
+	// at or below the target, 50 % of the usable window (3,481 tokens)").
+	NothingDetail string `protobuf:"bytes,8,opt,name=nothing_detail,json=nothingDetail,proto3" json:"nothing_detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2247,6 +2317,20 @@ func (x *CompactResponse) GetWarnings() []string {
 		return x.Warnings
 	}
 	return nil
+}
+
+func (x *CompactResponse) GetNothingReason() NothingToCompact {
+	if x != nil {
+		return x.NothingReason
+	}
+	return NothingToCompact_NOTHING_TO_COMPACT_UNSPECIFIED
+}
+
+func (x *CompactResponse) GetNothingDetail() string {
+	if x != nil {
+		return x.NothingDetail
+	}
+	return ""
 }
 
 // RevertCompaction input.
@@ -3254,7 +3338,7 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\finstructions\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xa0\x1fR\finstructions\x124\n" +
 	"\x06target\x18\x05 \x01(\x01B\x17\xbaH\x14\x12\x12\x11\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\x00R\x06target\x88\x01\x01\x12\x1e\n" +
 	"\vdry_run_llm\x18\x1e \x01(\bR\tdryRunLlmB\t\n" +
-	"\a_target\"\xe8\x01\n" +
+	"\a_target\"\xd5\x02\n" +
 	"\x0fCompactResponse\x12\x1c\n" +
 	"\tcompacted\x18\x01 \x01(\bR\tcompacted\x12\x17\n" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\x127\n" +
@@ -3263,7 +3347,9 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"compaction\x12/\n" +
 	"\x05usage\x18\x04 \x01(\v2\x19.contextd.v1.ContextUsageR\x05usage\x12\x18\n" +
 	"\aversion\x18\x05 \x01(\x03R\aversion\x12\x1a\n" +
-	"\bwarnings\x18\x06 \x03(\tR\bwarnings\"u\n" +
+	"\bwarnings\x18\x06 \x03(\tR\bwarnings\x12D\n" +
+	"\x0enothing_reason\x18\a \x01(\x0e2\x1d.contextd.v1.NothingToCompactR\rnothingReason\x12%\n" +
+	"\x0enothing_detail\x18\b \x01(\tR\rnothingDetail\"u\n" +
 	"\x17RevertCompactionRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +
@@ -3329,7 +3415,13 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x1breport_usage.positive_input\x12Uinput_tokens + cache_read_input_tokens + cache_creation_input_tokens must be positive\x1aWthis.input_tokens + this.cache_read_input_tokens + this.cache_creation_input_tokens > 0B\t\n" +
 	"\arequest\"F\n" +
 	"\x13ReportUsageResponse\x12/\n" +
-	"\x05usage\x18\x01 \x01(\v2\x19.contextd.v1.ContextUsageR\x05usage2\x8b\r\n" +
+	"\x05usage\x18\x01 \x01(\v2\x19.contextd.v1.ContextUsageR\x05usage*\xc4\x01\n" +
+	"\x10NothingToCompact\x12\"\n" +
+	"\x1eNOTHING_TO_COMPACT_UNSPECIFIED\x10\x00\x12#\n" +
+	"\x1fNOTHING_TO_COMPACT_BELOW_TARGET\x10\x01\x12\x1f\n" +
+	"\x1bNOTHING_TO_COMPACT_ALL_KEPT\x10\x02\x12\x1c\n" +
+	"\x18NOTHING_TO_COMPACT_EMPTY\x10\x03\x12(\n" +
+	"$NOTHING_TO_COMPACT_SUMMARIZER_FAILED\x10\x042\x8b\r\n" +
 	"\x0eContextService\x12P\n" +
 	"\vCountTokens\x12\x1f.contextd.v1.CountTokensRequest\x1a .contextd.v1.CountTokensResponse\x12M\n" +
 	"\n" +
@@ -3365,157 +3457,160 @@ func file_contextd_v1_context_service_proto_rawDescGZIP() []byte {
 	return file_contextd_v1_context_service_proto_rawDescData
 }
 
+var file_contextd_v1_context_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_contextd_v1_context_service_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_contextd_v1_context_service_proto_goTypes = []any{
-	(*CountTokensRequest)(nil),         // 0: contextd.v1.CountTokensRequest
-	(*PartCount)(nil),                  // 1: contextd.v1.PartCount
-	(*MessageCount)(nil),               // 2: contextd.v1.MessageCount
-	(*ToolCount)(nil),                  // 3: contextd.v1.ToolCount
-	(*CountTokensResponse)(nil),        // 4: contextd.v1.CountTokensResponse
-	(*ListModelsRequest)(nil),          // 5: contextd.v1.ListModelsRequest
-	(*ModelInfo)(nil),                  // 6: contextd.v1.ModelInfo
-	(*ListModelsResponse)(nil),         // 7: contextd.v1.ListModelsResponse
-	(*InlineContext)(nil),              // 8: contextd.v1.InlineContext
-	(*GetContextUsageRequest)(nil),     // 9: contextd.v1.GetContextUsageRequest
-	(*GetContextUsageResponse)(nil),    // 10: contextd.v1.GetContextUsageResponse
-	(*CreateSessionRequest)(nil),       // 11: contextd.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),      // 12: contextd.v1.CreateSessionResponse
-	(*UpdateSessionRequest)(nil),       // 13: contextd.v1.UpdateSessionRequest
-	(*UpdateSessionResponse)(nil),      // 14: contextd.v1.UpdateSessionResponse
-	(*ClearMessagesRequest)(nil),       // 15: contextd.v1.ClearMessagesRequest
-	(*ClearMessagesResponse)(nil),      // 16: contextd.v1.ClearMessagesResponse
-	(*GetSessionRequest)(nil),          // 17: contextd.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),         // 18: contextd.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),        // 19: contextd.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),       // 20: contextd.v1.ListSessionsResponse
-	(*DeleteSessionRequest)(nil),       // 21: contextd.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),      // 22: contextd.v1.DeleteSessionResponse
-	(*AppendMessagesRequest)(nil),      // 23: contextd.v1.AppendMessagesRequest
-	(*AppendMessagesResponse)(nil),     // 24: contextd.v1.AppendMessagesResponse
-	(*GetMessagesRequest)(nil),         // 25: contextd.v1.GetMessagesRequest
-	(*GetMessagesResponse)(nil),        // 26: contextd.v1.GetMessagesResponse
-	(*PrepareContextRequest)(nil),      // 27: contextd.v1.PrepareContextRequest
-	(*PrepareContextResponse)(nil),     // 28: contextd.v1.PrepareContextResponse
-	(*CompactRequest)(nil),             // 29: contextd.v1.CompactRequest
-	(*CompactResponse)(nil),            // 30: contextd.v1.CompactResponse
-	(*RevertCompactionRequest)(nil),    // 31: contextd.v1.RevertCompactionRequest
-	(*RevertCompactionResponse)(nil),   // 32: contextd.v1.RevertCompactionResponse
-	(*ListCompactionsRequest)(nil),     // 33: contextd.v1.ListCompactionsRequest
-	(*ListCompactionsResponse)(nil),    // 34: contextd.v1.ListCompactionsResponse
-	(*ExpandMessageRequest)(nil),       // 35: contextd.v1.ExpandMessageRequest
-	(*ExpandMessageResponse)(nil),      // 36: contextd.v1.ExpandMessageResponse
-	(*CreateHandoffRequest)(nil),       // 37: contextd.v1.CreateHandoffRequest
-	(*CreateHandoffResponse)(nil),      // 38: contextd.v1.CreateHandoffResponse
-	(*WatchContextStatusRequest)(nil),  // 39: contextd.v1.WatchContextStatusRequest
-	(*WatchContextStatusResponse)(nil), // 40: contextd.v1.WatchContextStatusResponse
-	(*ReportUsageRequest)(nil),         // 41: contextd.v1.ReportUsageRequest
-	(*ReportUsageResponse)(nil),        // 42: contextd.v1.ReportUsageResponse
-	nil,                                // 43: contextd.v1.CreateSessionRequest.LabelsEntry
-	nil,                                // 44: contextd.v1.UpdateSessionRequest.LabelsEntry
-	nil,                                // 45: contextd.v1.ListSessionsRequest.LabelsEntry
-	(*ToolDefinition)(nil),             // 46: contextd.v1.ToolDefinition
-	(*Message)(nil),                    // 47: contextd.v1.Message
-	(*ModelPricing)(nil),               // 48: contextd.v1.ModelPricing
-	(*CompactionPolicy)(nil),           // 49: contextd.v1.CompactionPolicy
-	(*ContextUsage)(nil),               // 50: contextd.v1.ContextUsage
-	(*Session)(nil),                    // 51: contextd.v1.Session
-	(*fieldmaskpb.FieldMask)(nil),      // 52: google.protobuf.FieldMask
-	(*Compaction)(nil),                 // 53: contextd.v1.Compaction
-	(MessageView)(0),                   // 54: contextd.v1.MessageView
-	(*ContextStatus)(nil),              // 55: contextd.v1.ContextStatus
-	(*CacheHints)(nil),                 // 56: contextd.v1.CacheHints
-	(CompactionTier)(0),                // 57: contextd.v1.CompactionTier
+	(NothingToCompact)(0),              // 0: contextd.v1.NothingToCompact
+	(*CountTokensRequest)(nil),         // 1: contextd.v1.CountTokensRequest
+	(*PartCount)(nil),                  // 2: contextd.v1.PartCount
+	(*MessageCount)(nil),               // 3: contextd.v1.MessageCount
+	(*ToolCount)(nil),                  // 4: contextd.v1.ToolCount
+	(*CountTokensResponse)(nil),        // 5: contextd.v1.CountTokensResponse
+	(*ListModelsRequest)(nil),          // 6: contextd.v1.ListModelsRequest
+	(*ModelInfo)(nil),                  // 7: contextd.v1.ModelInfo
+	(*ListModelsResponse)(nil),         // 8: contextd.v1.ListModelsResponse
+	(*InlineContext)(nil),              // 9: contextd.v1.InlineContext
+	(*GetContextUsageRequest)(nil),     // 10: contextd.v1.GetContextUsageRequest
+	(*GetContextUsageResponse)(nil),    // 11: contextd.v1.GetContextUsageResponse
+	(*CreateSessionRequest)(nil),       // 12: contextd.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),      // 13: contextd.v1.CreateSessionResponse
+	(*UpdateSessionRequest)(nil),       // 14: contextd.v1.UpdateSessionRequest
+	(*UpdateSessionResponse)(nil),      // 15: contextd.v1.UpdateSessionResponse
+	(*ClearMessagesRequest)(nil),       // 16: contextd.v1.ClearMessagesRequest
+	(*ClearMessagesResponse)(nil),      // 17: contextd.v1.ClearMessagesResponse
+	(*GetSessionRequest)(nil),          // 18: contextd.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),         // 19: contextd.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),        // 20: contextd.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),       // 21: contextd.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),       // 22: contextd.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),      // 23: contextd.v1.DeleteSessionResponse
+	(*AppendMessagesRequest)(nil),      // 24: contextd.v1.AppendMessagesRequest
+	(*AppendMessagesResponse)(nil),     // 25: contextd.v1.AppendMessagesResponse
+	(*GetMessagesRequest)(nil),         // 26: contextd.v1.GetMessagesRequest
+	(*GetMessagesResponse)(nil),        // 27: contextd.v1.GetMessagesResponse
+	(*PrepareContextRequest)(nil),      // 28: contextd.v1.PrepareContextRequest
+	(*PrepareContextResponse)(nil),     // 29: contextd.v1.PrepareContextResponse
+	(*CompactRequest)(nil),             // 30: contextd.v1.CompactRequest
+	(*CompactResponse)(nil),            // 31: contextd.v1.CompactResponse
+	(*RevertCompactionRequest)(nil),    // 32: contextd.v1.RevertCompactionRequest
+	(*RevertCompactionResponse)(nil),   // 33: contextd.v1.RevertCompactionResponse
+	(*ListCompactionsRequest)(nil),     // 34: contextd.v1.ListCompactionsRequest
+	(*ListCompactionsResponse)(nil),    // 35: contextd.v1.ListCompactionsResponse
+	(*ExpandMessageRequest)(nil),       // 36: contextd.v1.ExpandMessageRequest
+	(*ExpandMessageResponse)(nil),      // 37: contextd.v1.ExpandMessageResponse
+	(*CreateHandoffRequest)(nil),       // 38: contextd.v1.CreateHandoffRequest
+	(*CreateHandoffResponse)(nil),      // 39: contextd.v1.CreateHandoffResponse
+	(*WatchContextStatusRequest)(nil),  // 40: contextd.v1.WatchContextStatusRequest
+	(*WatchContextStatusResponse)(nil), // 41: contextd.v1.WatchContextStatusResponse
+	(*ReportUsageRequest)(nil),         // 42: contextd.v1.ReportUsageRequest
+	(*ReportUsageResponse)(nil),        // 43: contextd.v1.ReportUsageResponse
+	nil,                                // 44: contextd.v1.CreateSessionRequest.LabelsEntry
+	nil,                                // 45: contextd.v1.UpdateSessionRequest.LabelsEntry
+	nil,                                // 46: contextd.v1.ListSessionsRequest.LabelsEntry
+	(*ToolDefinition)(nil),             // 47: contextd.v1.ToolDefinition
+	(*Message)(nil),                    // 48: contextd.v1.Message
+	(*ModelPricing)(nil),               // 49: contextd.v1.ModelPricing
+	(*CompactionPolicy)(nil),           // 50: contextd.v1.CompactionPolicy
+	(*ContextUsage)(nil),               // 51: contextd.v1.ContextUsage
+	(*Session)(nil),                    // 52: contextd.v1.Session
+	(*fieldmaskpb.FieldMask)(nil),      // 53: google.protobuf.FieldMask
+	(*Compaction)(nil),                 // 54: contextd.v1.Compaction
+	(MessageView)(0),                   // 55: contextd.v1.MessageView
+	(*ContextStatus)(nil),              // 56: contextd.v1.ContextStatus
+	(*CacheHints)(nil),                 // 57: contextd.v1.CacheHints
+	(CompactionTier)(0),                // 58: contextd.v1.CompactionTier
 }
 var file_contextd_v1_context_service_proto_depIdxs = []int32{
-	46, // 0: contextd.v1.CountTokensRequest.tools:type_name -> contextd.v1.ToolDefinition
-	47, // 1: contextd.v1.CountTokensRequest.messages:type_name -> contextd.v1.Message
-	1,  // 2: contextd.v1.MessageCount.parts:type_name -> contextd.v1.PartCount
-	2,  // 3: contextd.v1.CountTokensResponse.messages:type_name -> contextd.v1.MessageCount
-	3,  // 4: contextd.v1.CountTokensResponse.tools:type_name -> contextd.v1.ToolCount
-	48, // 5: contextd.v1.ModelInfo.pricing:type_name -> contextd.v1.ModelPricing
-	6,  // 6: contextd.v1.ListModelsResponse.models:type_name -> contextd.v1.ModelInfo
-	6,  // 7: contextd.v1.ListModelsResponse.default_model:type_name -> contextd.v1.ModelInfo
-	46, // 8: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
-	47, // 9: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
-	49, // 10: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
-	8,  // 11: contextd.v1.GetContextUsageRequest.inline:type_name -> contextd.v1.InlineContext
-	50, // 12: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
-	46, // 13: contextd.v1.CreateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
-	49, // 14: contextd.v1.CreateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
-	43, // 15: contextd.v1.CreateSessionRequest.labels:type_name -> contextd.v1.CreateSessionRequest.LabelsEntry
-	51, // 16: contextd.v1.CreateSessionResponse.session:type_name -> contextd.v1.Session
-	52, // 17: contextd.v1.UpdateSessionRequest.update_mask:type_name -> google.protobuf.FieldMask
-	46, // 18: contextd.v1.UpdateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
-	49, // 19: contextd.v1.UpdateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
-	44, // 20: contextd.v1.UpdateSessionRequest.labels:type_name -> contextd.v1.UpdateSessionRequest.LabelsEntry
-	51, // 21: contextd.v1.UpdateSessionResponse.session:type_name -> contextd.v1.Session
-	51, // 22: contextd.v1.ClearMessagesResponse.session:type_name -> contextd.v1.Session
-	53, // 23: contextd.v1.ClearMessagesResponse.compaction:type_name -> contextd.v1.Compaction
-	51, // 24: contextd.v1.GetSessionResponse.session:type_name -> contextd.v1.Session
-	45, // 25: contextd.v1.ListSessionsRequest.labels:type_name -> contextd.v1.ListSessionsRequest.LabelsEntry
-	51, // 26: contextd.v1.ListSessionsResponse.sessions:type_name -> contextd.v1.Session
-	47, // 27: contextd.v1.AppendMessagesRequest.messages:type_name -> contextd.v1.Message
-	47, // 28: contextd.v1.AppendMessagesResponse.messages:type_name -> contextd.v1.Message
-	50, // 29: contextd.v1.AppendMessagesResponse.usage:type_name -> contextd.v1.ContextUsage
-	54, // 30: contextd.v1.GetMessagesRequest.view:type_name -> contextd.v1.MessageView
-	47, // 31: contextd.v1.GetMessagesResponse.messages:type_name -> contextd.v1.Message
-	47, // 32: contextd.v1.PrepareContextRequest.messages:type_name -> contextd.v1.Message
-	47, // 33: contextd.v1.PrepareContextResponse.messages:type_name -> contextd.v1.Message
-	55, // 34: contextd.v1.PrepareContextResponse.status:type_name -> contextd.v1.ContextStatus
-	56, // 35: contextd.v1.PrepareContextResponse.cache:type_name -> contextd.v1.CacheHints
-	57, // 36: contextd.v1.CompactRequest.tier:type_name -> contextd.v1.CompactionTier
-	53, // 37: contextd.v1.CompactResponse.compaction:type_name -> contextd.v1.Compaction
-	50, // 38: contextd.v1.CompactResponse.usage:type_name -> contextd.v1.ContextUsage
-	51, // 39: contextd.v1.RevertCompactionResponse.session:type_name -> contextd.v1.Session
-	53, // 40: contextd.v1.ListCompactionsResponse.compactions:type_name -> contextd.v1.Compaction
-	47, // 41: contextd.v1.ExpandMessageResponse.message:type_name -> contextd.v1.Message
-	47, // 42: contextd.v1.ExpandMessageResponse.originals:type_name -> contextd.v1.Message
-	51, // 43: contextd.v1.CreateHandoffResponse.session:type_name -> contextd.v1.Session
-	55, // 44: contextd.v1.WatchContextStatusResponse.status:type_name -> contextd.v1.ContextStatus
-	50, // 45: contextd.v1.ReportUsageResponse.usage:type_name -> contextd.v1.ContextUsage
-	0,  // 46: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
-	5,  // 47: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
-	9,  // 48: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
-	11, // 49: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
-	17, // 50: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
-	19, // 51: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
-	21, // 52: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
-	13, // 53: contextd.v1.ContextService.UpdateSession:input_type -> contextd.v1.UpdateSessionRequest
-	15, // 54: contextd.v1.ContextService.ClearMessages:input_type -> contextd.v1.ClearMessagesRequest
-	23, // 55: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
-	25, // 56: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
-	27, // 57: contextd.v1.ContextService.PrepareContext:input_type -> contextd.v1.PrepareContextRequest
-	29, // 58: contextd.v1.ContextService.Compact:input_type -> contextd.v1.CompactRequest
-	31, // 59: contextd.v1.ContextService.RevertCompaction:input_type -> contextd.v1.RevertCompactionRequest
-	33, // 60: contextd.v1.ContextService.ListCompactions:input_type -> contextd.v1.ListCompactionsRequest
-	35, // 61: contextd.v1.ContextService.ExpandMessage:input_type -> contextd.v1.ExpandMessageRequest
-	37, // 62: contextd.v1.ContextService.CreateHandoff:input_type -> contextd.v1.CreateHandoffRequest
-	41, // 63: contextd.v1.ContextService.ReportUsage:input_type -> contextd.v1.ReportUsageRequest
-	39, // 64: contextd.v1.ContextService.WatchContextStatus:input_type -> contextd.v1.WatchContextStatusRequest
-	4,  // 65: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
-	7,  // 66: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
-	10, // 67: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
-	12, // 68: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
-	18, // 69: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
-	20, // 70: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
-	22, // 71: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
-	14, // 72: contextd.v1.ContextService.UpdateSession:output_type -> contextd.v1.UpdateSessionResponse
-	16, // 73: contextd.v1.ContextService.ClearMessages:output_type -> contextd.v1.ClearMessagesResponse
-	24, // 74: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
-	26, // 75: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
-	28, // 76: contextd.v1.ContextService.PrepareContext:output_type -> contextd.v1.PrepareContextResponse
-	30, // 77: contextd.v1.ContextService.Compact:output_type -> contextd.v1.CompactResponse
-	32, // 78: contextd.v1.ContextService.RevertCompaction:output_type -> contextd.v1.RevertCompactionResponse
-	34, // 79: contextd.v1.ContextService.ListCompactions:output_type -> contextd.v1.ListCompactionsResponse
-	36, // 80: contextd.v1.ContextService.ExpandMessage:output_type -> contextd.v1.ExpandMessageResponse
-	38, // 81: contextd.v1.ContextService.CreateHandoff:output_type -> contextd.v1.CreateHandoffResponse
-	42, // 82: contextd.v1.ContextService.ReportUsage:output_type -> contextd.v1.ReportUsageResponse
-	40, // 83: contextd.v1.ContextService.WatchContextStatus:output_type -> contextd.v1.WatchContextStatusResponse
-	65, // [65:84] is the sub-list for method output_type
-	46, // [46:65] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	47, // 0: contextd.v1.CountTokensRequest.tools:type_name -> contextd.v1.ToolDefinition
+	48, // 1: contextd.v1.CountTokensRequest.messages:type_name -> contextd.v1.Message
+	2,  // 2: contextd.v1.MessageCount.parts:type_name -> contextd.v1.PartCount
+	3,  // 3: contextd.v1.CountTokensResponse.messages:type_name -> contextd.v1.MessageCount
+	4,  // 4: contextd.v1.CountTokensResponse.tools:type_name -> contextd.v1.ToolCount
+	49, // 5: contextd.v1.ModelInfo.pricing:type_name -> contextd.v1.ModelPricing
+	7,  // 6: contextd.v1.ListModelsResponse.models:type_name -> contextd.v1.ModelInfo
+	7,  // 7: contextd.v1.ListModelsResponse.default_model:type_name -> contextd.v1.ModelInfo
+	47, // 8: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
+	48, // 9: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
+	50, // 10: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
+	9,  // 11: contextd.v1.GetContextUsageRequest.inline:type_name -> contextd.v1.InlineContext
+	51, // 12: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
+	47, // 13: contextd.v1.CreateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
+	50, // 14: contextd.v1.CreateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
+	44, // 15: contextd.v1.CreateSessionRequest.labels:type_name -> contextd.v1.CreateSessionRequest.LabelsEntry
+	52, // 16: contextd.v1.CreateSessionResponse.session:type_name -> contextd.v1.Session
+	53, // 17: contextd.v1.UpdateSessionRequest.update_mask:type_name -> google.protobuf.FieldMask
+	47, // 18: contextd.v1.UpdateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
+	50, // 19: contextd.v1.UpdateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
+	45, // 20: contextd.v1.UpdateSessionRequest.labels:type_name -> contextd.v1.UpdateSessionRequest.LabelsEntry
+	52, // 21: contextd.v1.UpdateSessionResponse.session:type_name -> contextd.v1.Session
+	52, // 22: contextd.v1.ClearMessagesResponse.session:type_name -> contextd.v1.Session
+	54, // 23: contextd.v1.ClearMessagesResponse.compaction:type_name -> contextd.v1.Compaction
+	52, // 24: contextd.v1.GetSessionResponse.session:type_name -> contextd.v1.Session
+	46, // 25: contextd.v1.ListSessionsRequest.labels:type_name -> contextd.v1.ListSessionsRequest.LabelsEntry
+	52, // 26: contextd.v1.ListSessionsResponse.sessions:type_name -> contextd.v1.Session
+	48, // 27: contextd.v1.AppendMessagesRequest.messages:type_name -> contextd.v1.Message
+	48, // 28: contextd.v1.AppendMessagesResponse.messages:type_name -> contextd.v1.Message
+	51, // 29: contextd.v1.AppendMessagesResponse.usage:type_name -> contextd.v1.ContextUsage
+	55, // 30: contextd.v1.GetMessagesRequest.view:type_name -> contextd.v1.MessageView
+	48, // 31: contextd.v1.GetMessagesResponse.messages:type_name -> contextd.v1.Message
+	48, // 32: contextd.v1.PrepareContextRequest.messages:type_name -> contextd.v1.Message
+	48, // 33: contextd.v1.PrepareContextResponse.messages:type_name -> contextd.v1.Message
+	56, // 34: contextd.v1.PrepareContextResponse.status:type_name -> contextd.v1.ContextStatus
+	57, // 35: contextd.v1.PrepareContextResponse.cache:type_name -> contextd.v1.CacheHints
+	58, // 36: contextd.v1.CompactRequest.tier:type_name -> contextd.v1.CompactionTier
+	54, // 37: contextd.v1.CompactResponse.compaction:type_name -> contextd.v1.Compaction
+	51, // 38: contextd.v1.CompactResponse.usage:type_name -> contextd.v1.ContextUsage
+	0,  // 39: contextd.v1.CompactResponse.nothing_reason:type_name -> contextd.v1.NothingToCompact
+	52, // 40: contextd.v1.RevertCompactionResponse.session:type_name -> contextd.v1.Session
+	54, // 41: contextd.v1.ListCompactionsResponse.compactions:type_name -> contextd.v1.Compaction
+	48, // 42: contextd.v1.ExpandMessageResponse.message:type_name -> contextd.v1.Message
+	48, // 43: contextd.v1.ExpandMessageResponse.originals:type_name -> contextd.v1.Message
+	52, // 44: contextd.v1.CreateHandoffResponse.session:type_name -> contextd.v1.Session
+	56, // 45: contextd.v1.WatchContextStatusResponse.status:type_name -> contextd.v1.ContextStatus
+	51, // 46: contextd.v1.ReportUsageResponse.usage:type_name -> contextd.v1.ContextUsage
+	1,  // 47: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
+	6,  // 48: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
+	10, // 49: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
+	12, // 50: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
+	18, // 51: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
+	20, // 52: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
+	22, // 53: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
+	14, // 54: contextd.v1.ContextService.UpdateSession:input_type -> contextd.v1.UpdateSessionRequest
+	16, // 55: contextd.v1.ContextService.ClearMessages:input_type -> contextd.v1.ClearMessagesRequest
+	24, // 56: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
+	26, // 57: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
+	28, // 58: contextd.v1.ContextService.PrepareContext:input_type -> contextd.v1.PrepareContextRequest
+	30, // 59: contextd.v1.ContextService.Compact:input_type -> contextd.v1.CompactRequest
+	32, // 60: contextd.v1.ContextService.RevertCompaction:input_type -> contextd.v1.RevertCompactionRequest
+	34, // 61: contextd.v1.ContextService.ListCompactions:input_type -> contextd.v1.ListCompactionsRequest
+	36, // 62: contextd.v1.ContextService.ExpandMessage:input_type -> contextd.v1.ExpandMessageRequest
+	38, // 63: contextd.v1.ContextService.CreateHandoff:input_type -> contextd.v1.CreateHandoffRequest
+	42, // 64: contextd.v1.ContextService.ReportUsage:input_type -> contextd.v1.ReportUsageRequest
+	40, // 65: contextd.v1.ContextService.WatchContextStatus:input_type -> contextd.v1.WatchContextStatusRequest
+	5,  // 66: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
+	8,  // 67: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
+	11, // 68: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
+	13, // 69: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
+	19, // 70: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
+	21, // 71: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
+	23, // 72: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
+	15, // 73: contextd.v1.ContextService.UpdateSession:output_type -> contextd.v1.UpdateSessionResponse
+	17, // 74: contextd.v1.ContextService.ClearMessages:output_type -> contextd.v1.ClearMessagesResponse
+	25, // 75: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
+	27, // 76: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
+	29, // 77: contextd.v1.ContextService.PrepareContext:output_type -> contextd.v1.PrepareContextResponse
+	31, // 78: contextd.v1.ContextService.Compact:output_type -> contextd.v1.CompactResponse
+	33, // 79: contextd.v1.ContextService.RevertCompaction:output_type -> contextd.v1.RevertCompactionResponse
+	35, // 80: contextd.v1.ContextService.ListCompactions:output_type -> contextd.v1.ListCompactionsResponse
+	37, // 81: contextd.v1.ContextService.ExpandMessage:output_type -> contextd.v1.ExpandMessageResponse
+	39, // 82: contextd.v1.ContextService.CreateHandoff:output_type -> contextd.v1.CreateHandoffResponse
+	43, // 83: contextd.v1.ContextService.ReportUsage:output_type -> contextd.v1.ReportUsageResponse
+	41, // 84: contextd.v1.ContextService.WatchContextStatus:output_type -> contextd.v1.WatchContextStatusResponse
+	66, // [66:85] is the sub-list for method output_type
+	47, // [47:66] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_context_service_proto_init() }
@@ -3543,13 +3638,14 @@ func file_contextd_v1_context_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_contextd_v1_context_service_proto_rawDesc), len(file_contextd_v1_context_service_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_contextd_v1_context_service_proto_goTypes,
 		DependencyIndexes: file_contextd_v1_context_service_proto_depIdxs,
+		EnumInfos:         file_contextd_v1_context_service_proto_enumTypes,
 		MessageInfos:      file_contextd_v1_context_service_proto_msgTypes,
 	}.Build()
 	File_contextd_v1_context_service_proto = out.File

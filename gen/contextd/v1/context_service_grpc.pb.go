@@ -70,6 +70,13 @@ type ContextServiceClient interface {
 	// Returns a session with its current usage.
 	GetSession(ctx context.Context, in *GetSessionRequest, opts ...grpc.CallOption) (*GetSessionResponse, error)
 	// Lists sessions, newest first, filtered by labels, a page at a time.
+	// Rows are summaries: id, model, policy, labels, version, counts, usage,
+	// ledger, last compaction, warnings and times, without the system prompt
+	// and tools (empty; GetSession returns them), so a row's size does not
+	// grow with the session. A page ends at page_size rows or the server's
+	// response byte cap (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by default),
+	// whichever comes first, always holding at least one row; follow
+	// next_page_token for the rest.
 	ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error)
 	// Deletes a session; it is NotFound from then on.
 	DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error)
@@ -395,6 +402,13 @@ type ContextServiceServer interface {
 	// Returns a session with its current usage.
 	GetSession(context.Context, *GetSessionRequest) (*GetSessionResponse, error)
 	// Lists sessions, newest first, filtered by labels, a page at a time.
+	// Rows are summaries: id, model, policy, labels, version, counts, usage,
+	// ledger, last compaction, warnings and times, without the system prompt
+	// and tools (empty; GetSession returns them), so a row's size does not
+	// grow with the session. A page ends at page_size rows or the server's
+	// response byte cap (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by default),
+	// whichever comes first, always holding at least one row; follow
+	// next_page_token for the rest.
 	ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error)
 	// Deletes a session; it is NotFound from then on.
 	DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error)

@@ -1302,7 +1302,12 @@ type ContextUsage struct {
 	FreeTokens int64 `protobuf:"varint,12,opt,name=free_tokens,json=freeTokens,proto3" json:"free_tokens,omitempty"`
 	// Tokens by which the request exceeds the usable window; 0 when it fits.
 	OverTokens int64 `protobuf:"varint,13,opt,name=over_tokens,json=overTokens,proto3" json:"over_tokens,omitempty"`
-	// used_tokens as a percentage of the usable window (may exceed 100).
+	// "% used" everywhere (contextctl, the dashboard, the API): used_tokens
+	// as a percentage of the usable window (context_window minus
+	// reserved_output_tokens), so 100 means the next request no longer fits
+	// with room for the reply; it may exceed 100. Of the whole window it is
+	// used_tokens / context_window, which contextctl and the dashboard show
+	// beside it.
 	PercentUsed float64 `protobuf:"fixed64,14,opt,name=percent_used,json=percentUsed,proto3" json:"percent_used,omitempty"`
 	// The thresholds in force (the policy with defaults filled in).
 	Thresholds *CompactionPolicy `protobuf:"bytes,15,opt,name=thresholds,proto3" json:"thresholds,omitempty"`
@@ -1514,7 +1519,9 @@ type CompactionInfo struct {
 	// Used tokens after the compaction.
 	TokensAfter int64 `protobuf:"varint,5,opt,name=tokens_after,json=tokensAfter,proto3" json:"tokens_after,omitempty"`
 	// When it happened.
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// When it was reverted; unset while it stands.
+	RevertedAt    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=reverted_at,json=revertedAt,proto3" json:"reverted_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1587,6 +1594,13 @@ func (x *CompactionInfo) GetTokensAfter() int64 {
 func (x *CompactionInfo) GetCreatedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *CompactionInfo) GetRevertedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevertedAt
 	}
 	return nil
 }
@@ -1721,9 +1735,12 @@ type Session struct {
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// Model the session's messages are counted for.
 	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
-	// System prompt sent with every request.
+	// System prompt sent with every request. Empty in ListSessions rows, which
+	// never carry it (usage.system_tokens says what it costs); GetSession
+	// returns it.
 	SystemPrompt string `protobuf:"bytes,3,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
-	// Tool definitions sent with every request.
+	// Tool definitions sent with every request. Empty in ListSessions rows
+	// (usage.tools_tokens says what they cost); GetSession returns them.
 	Tools []*ToolDefinition `protobuf:"bytes,4,rep,name=tools,proto3" json:"tools,omitempty"`
 	// The compaction policy as given at creation (unset fields take defaults;
 	// usage.thresholds shows the values in force).
@@ -1744,7 +1761,16 @@ type Session struct {
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// What the session has cost so far (ReportUsage totals, summarizer
 	// overhead, estimated spend).
-	Ledger        *Ledger `protobuf:"bytes,40,opt,name=ledger,proto3" json:"ledger,omitempty"`
+	Ledger *Ledger `protobuf:"bytes,40,opt,name=ledger,proto3" json:"ledger,omitempty"`
+	// The newest compaction (reverted or not: see reverted_at); unset when
+	// the session was never compacted.
+	LastCompaction *CompactionInfo `protobuf:"bytes,41,opt,name=last_compaction,json=lastCompaction,proto3" json:"last_compaction,omitempty"`
+	// What a person should know about the session now: usage.warnings (an
+	// unknown model counted with the defaults, ...) and standing conditions
+	// (a view over the usable window: the next request does not fit;
+	// auto-compaction paused after a compaction that saved too little or a
+	// revert).
+	Warnings      []string `protobuf:"bytes,42,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1866,6 +1892,20 @@ func (x *Session) GetUpdatedAt() *timestamppb.Timestamp {
 func (x *Session) GetLedger() *Ledger {
 	if x != nil {
 		return x.Ledger
+	}
+	return nil
+}
+
+func (x *Session) GetLastCompaction() *CompactionInfo {
+	if x != nil {
+		return x.LastCompaction
+	}
+	return nil
+}
+
+func (x *Session) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -2638,7 +2678,7 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\x0erecommendation\x18\x12 \x01(\tR\x0erecommendation\x12D\n" +
 	"\x0festimate_source\x18\x13 \x01(\x0e2\x1b.contextd.v1.EstimateSourceR\x0eestimateSource\x12%\n" +
 	"\x0eexpected_error\x18\x14 \x01(\x01R\rexpectedError\x12\x1a\n" +
-	"\bwarnings\x18\x15 \x03(\tR\bwarnings\"\xcf\x01\n" +
+	"\bwarnings\x18\x15 \x03(\tR\bwarnings\"\x8c\x02\n" +
 	"\x0eCompactionInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x14\n" +
@@ -2646,7 +2686,9 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\rtokens_before\x18\x04 \x01(\x03R\ftokensBefore\x12!\n" +
 	"\ftokens_after\x18\x05 \x01(\x03R\vtokensAfter\x129\n" +
 	"\n" +
-	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x86\x03\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12;\n" +
+	"\vreverted_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"revertedAt\"\x86\x03\n" +
 	"\rContextStatus\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n" +
@@ -2657,7 +2699,7 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\x0flast_compaction\x18\x06 \x01(\v2\x1b.contextd.v1.CompactionInfoR\x0elastCompaction\x12\x1a\n" +
 	"\bwarnings\x18\a \x03(\tR\bwarnings\x12.\n" +
 	"\x04time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12+\n" +
-	"\x06ledger\x18( \x01(\v2\x13.contextd.v1.LedgerR\x06ledger\"\xe3\x04\n" +
+	"\x06ledger\x18( \x01(\v2\x13.contextd.v1.LedgerR\x06ledger\"\xc5\x05\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12#\n" +
@@ -2674,7 +2716,9 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
 	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12+\n" +
-	"\x06ledger\x18( \x01(\v2\x13.contextd.v1.LedgerR\x06ledger\x1a9\n" +
+	"\x06ledger\x18( \x01(\v2\x13.contextd.v1.LedgerR\x06ledger\x12D\n" +
+	"\x0flast_compaction\x18) \x01(\v2\x1b.contextd.v1.CompactionInfoR\x0elastCompaction\x12\x1a\n" +
+	"\bwarnings\x18* \x03(\tR\bwarnings\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdc\x01\n" +
@@ -2843,31 +2887,33 @@ var file_contextd_v1_types_proto_depIdxs = []int32{
 	2,  // 10: contextd.v1.ContextUsage.level:type_name -> contextd.v1.ContextLevel
 	3,  // 11: contextd.v1.ContextUsage.estimate_source:type_name -> contextd.v1.EstimateSource
 	29, // 12: contextd.v1.CompactionInfo.created_at:type_name -> google.protobuf.Timestamp
-	4,  // 13: contextd.v1.ContextStatus.event:type_name -> contextd.v1.StatusEvent
-	16, // 14: contextd.v1.ContextStatus.usage:type_name -> contextd.v1.ContextUsage
-	17, // 15: contextd.v1.ContextStatus.last_compaction:type_name -> contextd.v1.CompactionInfo
-	29, // 16: contextd.v1.ContextStatus.time:type_name -> google.protobuf.Timestamp
-	24, // 17: contextd.v1.ContextStatus.ledger:type_name -> contextd.v1.Ledger
-	14, // 18: contextd.v1.Session.tools:type_name -> contextd.v1.ToolDefinition
-	15, // 19: contextd.v1.Session.policy:type_name -> contextd.v1.CompactionPolicy
-	28, // 20: contextd.v1.Session.labels:type_name -> contextd.v1.Session.LabelsEntry
-	16, // 21: contextd.v1.Session.usage:type_name -> contextd.v1.ContextUsage
-	29, // 22: contextd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	29, // 23: contextd.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	24, // 24: contextd.v1.Session.ledger:type_name -> contextd.v1.Ledger
-	20, // 25: contextd.v1.Compaction.items:type_name -> contextd.v1.CompactionItem
-	29, // 26: contextd.v1.Compaction.created_at:type_name -> google.protobuf.Timestamp
-	29, // 27: contextd.v1.Compaction.expires_at:type_name -> google.protobuf.Timestamp
-	29, // 28: contextd.v1.Compaction.reverted_at:type_name -> google.protobuf.Timestamp
-	23, // 29: contextd.v1.Ledger.calls:type_name -> contextd.v1.LedgerTotals
-	23, // 30: contextd.v1.Ledger.compaction_overhead:type_name -> contextd.v1.LedgerTotals
-	7,  // 31: contextd.v1.CacheBreakpoint.kind:type_name -> contextd.v1.CacheBreakpointKind
-	25, // 32: contextd.v1.CacheHints.breakpoints:type_name -> contextd.v1.CacheBreakpoint
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	29, // 13: contextd.v1.CompactionInfo.reverted_at:type_name -> google.protobuf.Timestamp
+	4,  // 14: contextd.v1.ContextStatus.event:type_name -> contextd.v1.StatusEvent
+	16, // 15: contextd.v1.ContextStatus.usage:type_name -> contextd.v1.ContextUsage
+	17, // 16: contextd.v1.ContextStatus.last_compaction:type_name -> contextd.v1.CompactionInfo
+	29, // 17: contextd.v1.ContextStatus.time:type_name -> google.protobuf.Timestamp
+	24, // 18: contextd.v1.ContextStatus.ledger:type_name -> contextd.v1.Ledger
+	14, // 19: contextd.v1.Session.tools:type_name -> contextd.v1.ToolDefinition
+	15, // 20: contextd.v1.Session.policy:type_name -> contextd.v1.CompactionPolicy
+	28, // 21: contextd.v1.Session.labels:type_name -> contextd.v1.Session.LabelsEntry
+	16, // 22: contextd.v1.Session.usage:type_name -> contextd.v1.ContextUsage
+	29, // 23: contextd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	29, // 24: contextd.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	24, // 25: contextd.v1.Session.ledger:type_name -> contextd.v1.Ledger
+	17, // 26: contextd.v1.Session.last_compaction:type_name -> contextd.v1.CompactionInfo
+	20, // 27: contextd.v1.Compaction.items:type_name -> contextd.v1.CompactionItem
+	29, // 28: contextd.v1.Compaction.created_at:type_name -> google.protobuf.Timestamp
+	29, // 29: contextd.v1.Compaction.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 30: contextd.v1.Compaction.reverted_at:type_name -> google.protobuf.Timestamp
+	23, // 31: contextd.v1.Ledger.calls:type_name -> contextd.v1.LedgerTotals
+	23, // 32: contextd.v1.Ledger.compaction_overhead:type_name -> contextd.v1.LedgerTotals
+	7,  // 33: contextd.v1.CacheBreakpoint.kind:type_name -> contextd.v1.CacheBreakpointKind
+	25, // 34: contextd.v1.CacheHints.breakpoints:type_name -> contextd.v1.CacheBreakpoint
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_types_proto_init() }

@@ -50,6 +50,39 @@ func (f *Fake) messages(w http.ResponseWriter, r *http.Request) {
 	start["content"], start["stop_reason"] = []any{}, nil
 	start["usage"] = map[string]any{"input_tokens": in, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 	s.event("message_start", map[string]any{"type": "message_start", "message": start})
+	if reply.Interleave {
+		// Every block starts, then each gets its deltas, then all stop.
+		for i, b := range content {
+			block := b.(map[string]any)
+			empty := map[string]any{"type": block["type"]}
+			switch block["type"] {
+			case "text":
+				empty["text"] = ""
+			case "tool_use":
+				empty["id"], empty["name"], empty["input"] = block["id"], block["name"], map[string]any{}
+			case "thinking":
+				empty["thinking"], empty["signature"] = "", ""
+			}
+			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": empty})
+		}
+		for i, b := range content {
+			block := b.(map[string]any)
+			switch block["type"] {
+			case "text":
+				s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": block["text"]}})
+			case "tool_use":
+				args, _ := json.Marshal(block["input"])
+				s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(args)}})
+			case "thinking":
+				s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "thinking_delta", "thinking": block["thinking"]}})
+				s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "signature_delta", "signature": block["signature"]}})
+			}
+		}
+		for i := range content {
+			s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+		}
+		content = nil
+	}
 	for i, b := range content {
 		block := b.(map[string]any)
 		switch block["type"] {

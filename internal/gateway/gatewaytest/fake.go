@@ -25,6 +25,12 @@ type Reply struct {
 	// Thinking, for Anthropic and Responses, adds a thinking block (a
 	// reasoning item) before the text.
 	Thinking string
+	// EmptyReasoning, for Responses, adds a reasoning item with an empty
+	// summary (as models not asked for summaries send it).
+	EmptyReasoning bool
+	// Interleave, for an Anthropic stream, starts every content block
+	// before the first delta (as the API may interleave them).
+	Interleave bool
 }
 
 // ToolCall is a scripted call.

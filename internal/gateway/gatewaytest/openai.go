@@ -124,6 +124,9 @@ func (f *Fake) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	model, _ := body["model"].(string)
 	var output []any
+	if reply.EmptyReasoning {
+		output = append(output, map[string]any{"type": "reasoning", "id": "rs_empty", "summary": []any{}, "encrypted_content": "enc:empty"})
+	}
 	if reply.Thinking != "" {
 		output = append(output, map[string]any{"type": "reasoning", "id": "rs_fake", "summary": []any{map[string]any{"type": "summary_text", "text": reply.Thinking}},
 			"encrypted_content": "enc:" + reply.Thinking})
@@ -195,6 +198,9 @@ func checkResponses(body map[string]any) []string {
 			}
 			delete(open, id)
 		case "reasoning":
+			if _, ok := it["summary"].([]any); !ok {
+				problems = append(problems, fmt.Sprintf("input[%d].summary: Missing required parameter", i))
+			}
 		default:
 			if role, _ := it["role"].(string); role == "user" && len(open) > 0 {
 				problems = append(problems, fmt.Sprintf("input[%d]: calls %v have no output", i, keys(open)))

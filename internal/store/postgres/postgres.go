@@ -125,8 +125,14 @@ func (s *Store) GetSession(ctx context.Context, tenant, id string) (store.Sessio
 		`SELECT `+sessionCols+` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL`, tenant, id))
 }
 
-// ListSessions returns sessions newest first.
-func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFilter) ([]store.Session, error) {
+// summaryCols are sessionCols of the table aliased s, with the system
+// prompt and tools left out (a listing never reads them).
+const summaryCols = `s.tenant, s.id, s.model, ''::text, '[]'::text, s.policy, s.labels::text, s.version, s.system_tokens,
+	s.tools_tokens, s.active_tokens, s.active_count, s.log_count, s.view_seq, s.created_at, s.updated_at, s.compaction_round,
+	s.auto_paused_below, s.view_epoch, s.anchor_input, s.anchor_local, s.anchor_count, s.anchor_epoch` + store.SummaryExtraCols
+
+// ListSessions returns session summaries newest first.
+func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFilter) ([]store.SessionSummary, error) {
 	labels, err := store.EncodeJSON(f.Labels)
 	if err != nil {
 		return nil, err
@@ -136,24 +142,66 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFil
 	if f.Before != nil {
 		beforeAt, beforeID = &f.Before.CreatedAt, f.Before.ID
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+sessionCols+` FROM sessions
-		WHERE tenant = $1 AND deleted_at IS NULL AND labels @> $2::jsonb
-		  AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4))
-		ORDER BY created_at DESC, id DESC LIMIT $5`, tenant, labels, beforeAt, beforeID, f.Limit)
+	args := []any{tenant, labels, beforeAt, beforeID, f.Limit}
+	byID := ""
+	if f.ID != "" { // one session's row: a primary-key lookup, never a scan of the tenant
+		byID = ` AND s.id = $6`
+		args = append(args, f.ID)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+summaryCols+store.SummaryJoins+`
+		WHERE s.tenant = $1 AND s.deleted_at IS NULL AND s.labels @> $2::jsonb
+		  AND ($3::timestamptz IS NULL OR (s.created_at, s.id) < ($3, $4))`+byID+`
+		ORDER BY s.created_at DESC, s.id DESC LIMIT $5`, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []store.Session
+	var out []store.SessionSummary
 	for rows.Next() {
-		sess, err := scanSession(rows)
+		r, err := scanSummary(rows)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, sess)
+		out = append(out, r)
 	}
 	return out, rows.Err()
 }
+
+// scanSummary reads a row of summaryCols.
+func scanSummary(rows pgx.Rows) (store.SessionSummary, error) {
+	var r store.SessionSummary
+	var cid, tiers *string
+	var round *int
+	var before, after *int64
+	var created, expires, reverted *time.Time
+	extra := append([]any{&cid, &round, &tiers, &before, &after, &created, &expires, &reverted}, r.LedgerDest()...)
+	sess, err := scanSession(multiScanner{rows, extra})
+	if err != nil {
+		return r, err
+	}
+	r.Session = sess
+	if cid != nil {
+		c := &store.Compaction{ID: *cid, Round: *round, TokensBefore: *before, TokensAfter: *after,
+			CreatedAt: created.UTC(), ExpiresAt: expires.UTC()}
+		if reverted != nil {
+			t := reverted.UTC()
+			c.RevertedAt = &t
+		}
+		if err := store.DecodeJSON(*tiers, &c.Tiers); err != nil {
+			return r, err
+		}
+		r.LastCompaction = c
+	}
+	return r, nil
+}
+
+// multiScanner scans a row into a session's columns and then extra.
+type multiScanner struct {
+	row   pgx.Row
+	extra []any
+}
+
+func (m multiScanner) Scan(dest ...any) error { return m.row.Scan(append(dest, m.extra...)...) }
 
 // ActiveMessages returns the active view after ordinal `after`.
 func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, []int64, error) {

@@ -170,37 +170,81 @@ func (s *Store) GetSession(ctx context.Context, tenant, id string) (store.Sessio
 	return getSession(ctx, s.db, tenant, id)
 }
 
-// ListSessions returns sessions newest first.
-func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFilter) ([]store.Session, error) {
+// summaryCols are sessionCols of the table aliased s, with the system
+// prompt and tools left out (a listing never reads them).
+const summaryCols = `s.tenant, s.id, s.model, '', '[]', s.policy, s.labels, s.version, s.system_tokens,
+	s.tools_tokens, s.active_tokens, s.active_count, s.log_count, s.view_seq, s.created_at, s.updated_at, s.compaction_round,
+	s.auto_paused_below, s.view_epoch, s.anchor_input, s.anchor_local, s.anchor_count, s.anchor_epoch` + store.SummaryExtraCols
+
+// ListSessions returns session summaries newest first.
+func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFilter) ([]store.SessionSummary, error) {
 	var where strings.Builder
 	args := []any{tenant}
-	where.WriteString(`tenant = ? AND deleted_at IS NULL`)
+	where.WriteString(`s.tenant = ? AND s.deleted_at IS NULL`)
+	if f.ID != "" {
+		where.WriteString(` AND s.id = ?`)
+		args = append(args, f.ID)
+	}
 	for k, v := range f.Labels {
-		where.WriteString(` AND EXISTS (SELECT 1 FROM json_each(sessions.labels) WHERE json_each.key = ? AND json_each.value = ?)`)
+		where.WriteString(` AND EXISTS (SELECT 1 FROM json_each(s.labels) WHERE json_each.key = ? AND json_each.value = ?)`)
 		args = append(args, k, v)
 	}
 	if f.Before != nil {
-		where.WriteString(` AND (created_at < ? OR (created_at = ? AND id < ?))`)
+		where.WriteString(` AND (s.created_at < ? OR (s.created_at = ? AND s.id < ?))`)
 		n := f.Before.CreatedAt.UnixNano()
 		args = append(args, n, n, f.Before.ID)
 	}
 	args = append(args, f.Limit)
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE `+where.String()+
-		` ORDER BY created_at DESC, id DESC LIMIT ?`, args...)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+summaryCols+store.SummaryJoins+` WHERE `+where.String()+
+		` ORDER BY s.created_at DESC, s.id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []store.Session
+	var out []store.SessionSummary
 	for rows.Next() {
-		sess, err := scanSession(rows)
+		r, err := scanSummary(rows)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, sess)
+		out = append(out, r)
 	}
 	return out, rows.Err()
 }
+
+// scanSummary reads a row of summaryCols.
+func scanSummary(rows *sql.Rows) (store.SessionSummary, error) {
+	var r store.SessionSummary
+	var cid, tiers sql.NullString
+	var round, before, after, created, expires, reverted sql.NullInt64
+	var extra = append([]any{&cid, &round, &tiers, &before, &after, &created, &expires, &reverted}, r.LedgerDest()...)
+	sess, err := scanSession(multiScanner{rows, extra})
+	if err != nil {
+		return r, err
+	}
+	r.Session = sess
+	if cid.Valid {
+		c := &store.Compaction{ID: cid.String, Round: int(round.Int64), TokensBefore: before.Int64, TokensAfter: after.Int64,
+			CreatedAt: fromNanos(created.Int64), ExpiresAt: fromNanos(expires.Int64)}
+		if reverted.Valid {
+			t := fromNanos(reverted.Int64)
+			c.RevertedAt = &t
+		}
+		if err := store.DecodeJSON(tiers.String, &c.Tiers); err != nil {
+			return r, err
+		}
+		r.LastCompaction = c
+	}
+	return r, nil
+}
+
+// multiScanner scans a row into a session's columns and then extra.
+type multiScanner struct {
+	row   scanner
+	extra []any
+}
+
+func (m multiScanner) Scan(dest ...any) error { return m.row.Scan(append(dest, m.extra...)...) }
 
 // ActiveMessages returns the active view after ordinal `after`.
 func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, []int64, error) {

@@ -27,6 +27,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"SessionLifecycle", testSessionLifecycle},
 		{"TenantIsolation", testTenantIsolation},
 		{"ListSessions", testListSessions},
+		{"ListSummaries", testListSummaries},
 		{"MessagesRoundTrip", testMessagesRoundTrip},
 		{"MessagePaging", testMessagePaging},
 		{"DuplicatePosition", testDuplicatePosition},

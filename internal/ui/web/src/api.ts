@@ -5,6 +5,7 @@
 import { createClient, ConnectError, Code, type Interceptor, type Client } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { ago, comma, short } from "./dom.js";
 import {
   ContextLevel,
   MessageKind,
@@ -132,6 +133,8 @@ export interface SessionRow {
   updatedAt?: Date;
   labels: Record<string, string>;
   spend?: Spend;
+  last?: LastCompaction;
+  warnings: string[];
 }
 
 export function sessionRow(s: PbSession): SessionRow {
@@ -145,6 +148,8 @@ export function sessionRow(s: PbSession): SessionRow {
     updatedAt: date(s.updatedAt),
     labels: { ...s.labels },
     spend: spend(s.ledger),
+    last: lastCompaction(s.lastCompaction),
+    warnings: [...s.warnings],
   };
 }
 
@@ -159,6 +164,9 @@ export interface CompactionRow {
   reasons: string[];
   summary: string;
   items: number;
+  // replaced maps each placeholder or summary this compaction made to the
+  // ids it stands in for and why.
+  replaced: Map<string, { ids: string[]; tier: string; reason: string }>;
 }
 
 export function compactionRow(c: PbCompaction): CompactionRow {
@@ -173,12 +181,50 @@ export function compactionRow(c: PbCompaction): CompactionRow {
     reasons: [...new Set(c.items.map((i) => i.reason).filter(Boolean))],
     summary: c.summary,
     items: c.items.length,
+    replaced: new Map(c.items.filter((i) => i.newMessageId).map((i) => [i.newMessageId, { ids: [...i.replacedMessageIds], tier: i.tier, reason: i.reason }])),
   };
 }
 
-export function lastCompaction(c: CompactionInfo | undefined): { round: number; tiers: string[]; before: number; after: number; at?: Date } | undefined {
+export interface LastCompaction {
+  round: number;
+  tiers: string[];
+  before: number;
+  after: number;
+  at?: Date;
+  revertedAt?: Date;
+}
+
+export function lastCompaction(c: CompactionInfo | undefined): LastCompaction | undefined {
   if (!c || !c.id) return undefined;
-  return { round: c.round, tiers: [...c.tiers], before: n(c.tokensBefore), after: n(c.tokensAfter), at: date(c.createdAt) };
+  return { round: c.round, tiers: [...c.tiers], before: n(c.tokensBefore), after: n(c.tokensAfter), at: date(c.createdAt), revertedAt: date(c.revertedAt) };
+}
+
+// lastText is the Last compaction cell: round, tiers, savings and when.
+export function lastText(c: LastCompaction | undefined): string {
+  if (!c) return "—";
+  const state = c.revertedAt ? ", reverted" : "";
+  return `round ${c.round} · ${c.tiers.join("+")} · −${short(c.before - c.after)} tokens${state} · ${ago(c.at)}`;
+}
+
+// The one "% used": used tokens over the usable window (the window minus
+// the reserved output), as the API's percent_used; of the whole window it
+// is shown beside it, in a tooltip.
+export function percentText(u: Usage): string {
+  return `${u.percent.toFixed(1)} %`;
+}
+export function percentTitle(u: Usage): string {
+  const whole = (100 * u.used) / Math.max(u.window, 1);
+  return `${u.percent.toFixed(1)} % of the usable window (${comma(u.window - u.reserved)} tokens: the ${comma(u.window)}-token window minus ${comma(u.reserved)} reserved for the reply); ${whole.toFixed(1)} % of the whole window`;
+}
+
+// warningLabel turns a warning into a few words for a badge (the full text
+// is its tooltip).
+export function warningLabel(w: string): string {
+  if (/unknown model|not in the registry/i.test(w)) return "unknown model";
+  if (/paused/i.test(w)) return "auto-compaction paused";
+  if (/fail/i.test(w)) return "compaction failed";
+  if (/over|does not fit/i.test(w)) return "over the window";
+  return "warning";
 }
 
 export interface StatusPoint {
@@ -188,8 +234,9 @@ export interface StatusPoint {
   usage: Usage;
   compacted: boolean;
   at: Date;
-  last?: ReturnType<typeof lastCompaction>;
+  last?: LastCompaction;
   spend?: Spend;
+  warnings: string[];
 }
 
 export function statusPoint(st: ContextStatus): StatusPoint {
@@ -202,6 +249,7 @@ export function statusPoint(st: ContextStatus): StatusPoint {
     at: date(st.time) ?? new Date(),
     last: lastCompaction(st.lastCompaction),
     spend: spend(st.ledger),
+    warnings: [...st.warnings, ...(st.usage?.warnings ?? [])],
   };
 }
 

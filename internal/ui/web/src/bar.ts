@@ -1,8 +1,10 @@
-// The context bar: where the window goes, in contextctl's categories and
-// colours (system prompt, tool definitions, messages, reserved output,
-// free; messages past the usable window eat into the reserve and turn red).
+// The context bar: where the window goes, in contextctl's categories
+// (system prompt, tool definitions, messages, reserved output, free;
+// messages past the usable window eat into the reserve and turn red). Used
+// space is drawn in strong colours, the reserve in a pale one and free space
+// palest, so an empty session looks empty at a glance.
 import { h, comma } from "./dom.js";
-import type { Usage } from "./api.js";
+import { percentText, percentTitle, type Usage } from "./api.js";
 
 export function bar(u: Usage, big = false): HTMLElement {
   const window = Math.max(u.window, 1);
@@ -21,6 +23,7 @@ export function bar(u: Usage, big = false): HTMLElement {
   const el = h("div", {
     class: big ? "bar big" : "bar",
     role: "img",
+    title: percentTitle(u),
     "aria-label": `${u.percent.toFixed(1)} % of the usable window used: system ${comma(u.system)}, tools ${comma(u.tools)}, messages ${comma(u.messages)}, reserved ${comma(u.reserved)}, free ${comma(u.free)} tokens`,
     "data-percent": u.percent.toFixed(2),
   });
@@ -35,7 +38,9 @@ export function bar(u: Usage, big = false): HTMLElement {
 }
 
 export function legend(u: Usage): HTMLElement {
-  const pct = (n: number) => ((100 * n) / Math.max(u.window, 1)).toFixed(1) + " %";
+  // Shares of the whole window are tooltips; the figure in the text is
+  // the one "% used" (of the usable window), as everywhere else.
+  const whole = (n: number) => `${((100 * n) / Math.max(u.window, 1)).toFixed(1)} % of the whole ${comma(u.window)}-token window`;
   const rows: [string, string, number][] = [
     ["system", "System prompt", u.system],
     ["tools", "Tool definitions", u.tools],
@@ -44,8 +49,9 @@ export function legend(u: Usage): HTMLElement {
     ["free", "Free", u.free],
   ];
   const ul = h("ul", { class: "legend" });
+  ul.append(h("li", { class: "used-total", title: percentTitle(u) }, h("strong", {}, `${percentText(u)} used`), ` (${comma(u.used)} of ${comma(u.window - u.reserved)} usable tokens)`));
   for (const [cls, name, n] of rows) {
-    ul.append(h("li", {}, h("i", { class: `seg-${cls}`, "aria-hidden": "true" }), `${name} ${comma(n)} (${pct(n)})`));
+    ul.append(h("li", { title: whole(n) }, h("i", { class: `seg-${cls}`, "aria-hidden": "true" }), `${name} ${comma(n)}`));
   }
   if (u.over > 0) ul.append(h("li", {}, h("i", { class: "seg-over", "aria-hidden": "true" }), `Over by ${comma(u.over)}: compact or hand off`));
   return ul;

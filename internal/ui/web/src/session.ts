@@ -11,6 +11,8 @@ import {
   compactionRow,
   messageRow,
   spendText,
+  lastText,
+  percentText,
   type Spend,
   watch,
   errorText,
@@ -60,12 +62,15 @@ export async function sessionPage(pg: Page, id: string): Promise<void> {
   const sess = sessionRow(got.session!);
   let u: Usage = sess.usage;
   let sp: Spend | undefined = sess.spend;
+  let last = sess.last;
   let compactions: CompactionRow[] = hist;
   const live: Point[] = [];
   const start: Point | undefined = sess.createdAt ? { at: sess.createdAt, used: u.system + u.tools } : undefined;
 
   const title = h("h1", {}, `Session ${sess.id}`);
   const meta = h("p", { class: "muted", id: "session-meta" });
+  const warnBox = h("ul", { id: "session-warnings", "aria-live": "polite" });
+  let warnings: string[] = sess.warnings;
   const barBox = h("div", { id: "session-bar" });
   const chartBox = h("div", { class: "chart", id: "usage-chart" });
   const actionMsg = h("div", { id: "action-result", role: "status", "aria-live": "polite" });
@@ -73,12 +78,13 @@ export async function sessionPage(pg: Page, id: string): Promise<void> {
   const msgsBox = h("div", { id: "messages" });
 
   const drawHead = () => {
-    meta.textContent = `${sess.model} · ${comma(u.window)}-token window · version ${sess.version} · ${comma(u.messageCount)} messages in view · level ${u.level} · spend ${spendText(sp)}`;
+    meta.textContent = `${sess.model} · ${comma(u.window)}-token window · version ${sess.version} · ${comma(u.messageCount)} messages in view · ${percentText(u)} used · level ${u.level} · last compaction ${lastText(last)} · spend ${spendText(sp)}`;
+    warnBox.replaceChildren(...[...new Set(warnings)].map((w) => h("li", { class: "warning" }, `⚠ ${w}`)));
     barBox.replaceChildren(bar(u, true), legend(u));
   };
   const drawChart = () => chartBox.replaceChildren(chart(u, start, compactions, live));
   const drawHistory = () => histBox.replaceChildren(historyTable(compactions, revert));
-  const drawMessages = (rows: ReturnType<typeof messageRow>[], more: boolean) => msgsBox.replaceChildren(messagesList(id, rows, more));
+  const drawMessages = (rows: ReturnType<typeof messageRow>[], more: boolean) => msgsBox.replaceChildren(messagesList(id, rows, more, compactions));
 
   const reload = async () => {
     const [h2, v2] = await Promise.all([allCompactions(id), client.getMessages({ sessionId: id, view: MessageView.ACTIVE, pageSize: 200 })]);
@@ -108,7 +114,7 @@ export async function sessionPage(pg: Page, id: string): Promise<void> {
     try {
       const res = await client.compact({ sessionId: id, dryRun: true });
       if (!res.compaction) {
-        actionMsg.replaceChildren(h("p", {}, "Dry run: nothing to compact.", ...res.warnings.map((w) => ` ${w}`)));
+        actionMsg.replaceChildren(h("p", { id: "nothing-to-compact" }, "Dry run: nothing to compact", res.nothingDetail ? `: ${res.nothingDetail}.` : ".", ...res.warnings.map((w) => ` ${w}`)));
         return;
       }
       const c = compactionRow(res.compaction);
@@ -117,8 +123,8 @@ export async function sessionPage(pg: Page, id: string): Promise<void> {
         const ok = await confirmDialog("Compact this session?", `Tiers ${c.tiers.join(", ")}: ${comma(c.before)} → ${comma(c.after)} tokens. Reversible with Revert.`, "Compact");
         if (!ok) return;
         try {
-          await client.compact({ sessionId: id });
-          actionMsg.replaceChildren(h("p", {}, "Compacted."));
+          const done = await client.compact({ sessionId: id });
+          actionMsg.replaceChildren(h("p", {}, done.compaction ? "Compacted." : `Nothing compacted: ${done.nothingDetail || "the view changed since the dry run"}.`));
           await reload();
         } catch (e) {
           actionMsg.replaceChildren(h("p", { class: "error", role: "alert" }, errorText(e)));
@@ -139,6 +145,7 @@ export async function sessionPage(pg: Page, id: string): Promise<void> {
     h("p", {}, h("a", { href: "#/" }, "← Sessions")),
     title,
     meta,
+    warnBox,
     barBox,
     h("div", { class: "toolbar" }, h("button", { type: "button", id: "dry-run-button", onclick: dry }, "Dry-run compaction")),
     actionMsg,
@@ -163,6 +170,8 @@ export async function sessionPage(pg: Page, id: string): Promise<void> {
     }
     u = p.usage;
     sp = p.spend ?? sp;
+    last = p.last ?? last;
+    warnings = p.warnings;
     live.push({ at: p.at, used: u.used });
     if (live.length > 2000) live.shift();
     drawHead();
@@ -212,13 +221,37 @@ function historyTable(cs: CompactionRow[], revert: (c: CompactionRow) => void): 
   );
 }
 
-function messagesList(sessionId: string, rows: ReturnType<typeof messageRow>[], more: boolean): HTMLElement {
+// logRange names the log messages a placeholder or summary stands in for:
+// "#12–#15" when their ids are the server's msg_<position>, else the ids.
+function logRange(ids: string[]): string {
+  const pos = ids.map((i) => /^msg_(\d+)$/.exec(i)?.[1]).map(Number);
+  if (ids.length > 0 && pos.every((p) => p > 0)) {
+    const lo = Math.min(...pos), hi = Math.max(...pos);
+    return lo === hi ? `log #${lo}` : `log #${lo}–#${hi}`;
+  }
+  return ids.length <= 3 ? ids.join(", ") : `${ids.slice(0, 2).join(", ")} … ${ids[ids.length - 1]}`;
+}
+
+// label names a message by where it is: its log position for an original,
+// and for a placeholder or summary (which has no log position) its place
+// in the view and what it stands in for.
+function label(m: ReturnType<typeof messageRow>, index: number, compactions: CompactionRow[]): string {
+  if (m.kind === "NORMAL" || m.position > 0) return `#${m.position}`;
+  const what = m.kind === "SUMMARY" ? "summary" : "placeholder";
+  for (const c of compactions) {
+    const r = c.replaced.get(m.id);
+    if (r) return `view ${index + 1} · ${what} of ${r.ids.length} message${r.ids.length === 1 ? "" : "s"} (${logRange(r.ids)}, ${r.tier} in round ${c.round})`;
+  }
+  return `view ${index + 1} · ${what}`;
+}
+
+function messagesList(sessionId: string, rows: ReturnType<typeof messageRow>[], more: boolean, compactions: CompactionRow[]): HTMLElement {
   const ol = h("ol", { class: "msgs" });
-  for (const m of rows) {
+  rows.forEach((m, index) => {
     const li = h("li", { "data-message": m.id, "data-kind": m.kind });
     const preview = m.text.length > 600 ? m.text.slice(0, 600) + "…" : m.text;
     const metaRow = h("div", { class: "meta" },
-      h("span", {}, `#${m.position}`),
+      h("span", { class: "where" }, label(m, index, compactions)),
       h("span", {}, m.role),
       m.kind !== "NORMAL" ? h("span", { class: `kind-${m.kind}` }, m.kind.toLowerCase()) : null,
       h("span", {}, `${comma(m.tokens)} tokens`),
@@ -252,7 +285,7 @@ function messagesList(sessionId: string, rows: ReturnType<typeof messageRow>[], 
       li.append(box);
     }
     ol.append(li);
-  }
+  });
   const wrap = h("div", {}, ol);
   if (more) wrap.append(h("p", { class: "muted" }, "Only the first 200 messages of the view are shown."));
   return rows.length ? wrap : h("p", { class: "muted" }, "The active view is empty.");

@@ -3,7 +3,7 @@
 // stream live.
 import { h, comma, ago } from "./dom.js";
 import { bar } from "./bar.js";
-import { client, sessionRow, spendText, watch, StatusEvent, type SessionRow, type StatusPoint } from "./api.js";
+import { client, sessionRow, spendText, lastText, percentText, percentTitle, warningLabel, watch, StatusEvent, type SessionRow, type StatusPoint, type Usage } from "./api.js";
 import type { Page } from "./main.js";
 
 const PAGE = 25;
@@ -59,7 +59,7 @@ export async function sessionsPage(pg: Page, params: URLSearchParams): Promise<v
         {},
         h("th", { scope: "col" }, "Session"),
         h("th", { scope: "col", class: "hide-narrow" }, "Model"),
-        h("th", { scope: "col" }, "Context"),
+        h("th", { scope: "col", title: "Used tokens as a % of the usable window: the context window minus the output reserved for the reply (hover a figure for its share of the whole window)" }, "Context (% used)"),
         h("th", { scope: "col" }, "Level"),
         h("th", { scope: "col", class: "num hide-narrow" }, "Messages"),
         h("th", { scope: "col", class: "hide-narrow" }, "Last compaction"),
@@ -94,24 +94,47 @@ export async function sessionsPage(pg: Page, params: URLSearchParams): Promise<v
   }, pg.conn);
 }
 
+function barCell(u: Usage): HTMLElement {
+  return h("div", { class: "barcell" }, bar(u), h("span", { class: "pct", title: percentTitle(u) }, percentText(u)));
+}
+
+// warningBadges shows each warning in a few words, the full text as its
+// tooltip (and to screen readers).
+export function warningBadges(ws: string[]): HTMLElement {
+  const box = h("span", { class: "warnings" });
+  for (const w of [...new Set(ws)]) box.append(h("span", { class: "warn", title: w, "aria-label": `Warning: ${w}` }, `⚠ ${warningLabel(w)}`));
+  return box;
+}
+
+function levelCell(td: HTMLElement, u: Usage, warnings: string[]): void {
+  td.className = `level level-${u.level}`;
+  td.replaceChildren(u.level, warningBadges(warnings));
+}
+
 function row(r: SessionRow): HTMLElement {
   const u = r.usage;
+  const lv = h("td");
+  levelCell(lv, u, r.warnings);
   return h(
     "tr",
     { "data-session": r.id, "data-version": r.version },
     h("td", {}, h("a", { href: `#/s/${encodeURIComponent(r.id)}` }, r.id)),
     h("td", { class: "hide-narrow" }, r.model),
-    h("td", { class: "ctx" }, h("div", { class: "barcell" }, bar(u), h("span", { class: "pct" }, `${u.percent.toFixed(1)} %`))),
-    h("td", { class: `level level-${u.level}` }, u.level),
+    h("td", { class: "ctx" }, barCell(u)),
+    lv,
     h("td", { class: "num msgs-count hide-narrow" }, comma(r.messageCount)),
-    h("td", { class: "last hide-narrow" }, "—"),
+    h("td", { class: "last hide-narrow" }, lastText(r.last)),
     h("td", { class: "spend hide-narrow" }, spendText(r.spend)),
-    h("td", { class: "updated hide-narrow" }, ago(r.updatedAt)),
+    h("td", { class: "updated hide-narrow", title: r.updatedAt?.toISOString() ?? "" }, ago(r.updatedAt)),
   );
 }
 
 function update(tr: HTMLElement, p: StatusPoint): void {
-  if (Number(tr.dataset.version) > p.version) return;
+  const have = Number(tr.dataset.version);
+  // The stream's snapshot of a version the page already shows adds
+  // nothing (and its time is when it was sent, not when the session
+  // changed).
+  if (have > p.version || (have === p.version && p.event === StatusEvent.SNAPSHOT)) return;
   tr.dataset.version = String(p.version);
   if (p.event === StatusEvent.DELETED) {
     tr.classList.add("deleted");
@@ -119,13 +142,12 @@ function update(tr: HTMLElement, p: StatusPoint): void {
     return;
   }
   const u = p.usage;
-  const cell = tr.querySelector(".ctx") as HTMLElement;
-  cell.replaceChildren(h("div", { class: "barcell" }, bar(u), h("span", { class: "pct" }, `${u.percent.toFixed(1)} %`)));
-  const lv = tr.querySelector(".level") as HTMLElement;
-  lv.className = `level level-${u.level}`;
-  lv.textContent = u.level;
+  (tr.querySelector(".ctx") as HTMLElement).replaceChildren(barCell(u));
+  levelCell(tr.querySelector(".level") as HTMLElement, u, p.warnings);
   (tr.querySelector(".msgs-count") as HTMLElement).textContent = comma(u.messageCount);
-  if (p.last) (tr.querySelector(".last") as HTMLElement).textContent = `#${p.last.round} ${p.last.tiers.join("+")} · ${ago(p.last.at)}`;
+  if (p.last) (tr.querySelector(".last") as HTMLElement).textContent = lastText(p.last);
   if (p.spend) (tr.querySelector(".spend") as HTMLElement).textContent = spendText(p.spend);
-  (tr.querySelector(".updated") as HTMLElement).textContent = ago(p.at);
+  const up = tr.querySelector(".updated") as HTMLElement;
+  up.textContent = ago(p.at);
+  up.title = p.at.toISOString();
 }

@@ -2,11 +2,17 @@ from buf.validate import validate_pb2 as _validate_pb2
 from contextd.v1 import types_pb2 as _types_pb2
 from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+NOTHING_TO_COMPACT_ALL_KEPT: NothingToCompact
+NOTHING_TO_COMPACT_BELOW_TARGET: NothingToCompact
+NOTHING_TO_COMPACT_EMPTY: NothingToCompact
+NOTHING_TO_COMPACT_SUMMARIZER_FAILED: NothingToCompact
+NOTHING_TO_COMPACT_UNSPECIFIED: NothingToCompact
 
 class AppendMessagesRequest(_message.Message):
     __slots__ = ["expected_version", "idempotency_key", "include_content", "messages", "session_id"]
@@ -69,20 +75,24 @@ class CompactRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., tier: _Optional[_Union[_types_pb2.CompactionTier, str]] = ..., dry_run: bool = ..., instructions: _Optional[str] = ..., target: _Optional[float] = ..., dry_run_llm: bool = ...) -> None: ...
 
 class CompactResponse(_message.Message):
-    __slots__ = ["compacted", "compaction", "dry_run", "usage", "version", "warnings"]
+    __slots__ = ["compacted", "compaction", "dry_run", "nothing_detail", "nothing_reason", "usage", "version", "warnings"]
     COMPACTED_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    NOTHING_DETAIL_FIELD_NUMBER: _ClassVar[int]
+    NOTHING_REASON_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     compacted: bool
     compaction: _types_pb2.Compaction
     dry_run: bool
+    nothing_detail: str
+    nothing_reason: NothingToCompact
     usage: _types_pb2.ContextUsage
     version: int
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, compacted: bool = ..., dry_run: bool = ..., compaction: _Optional[_Union[_types_pb2.Compaction, _Mapping]] = ..., usage: _Optional[_Union[_types_pb2.ContextUsage, _Mapping]] = ..., version: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, compacted: bool = ..., dry_run: bool = ..., compaction: _Optional[_Union[_types_pb2.Compaction, _Mapping]] = ..., usage: _Optional[_Union[_types_pb2.ContextUsage, _Mapping]] = ..., version: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., nothing_reason: _Optional[_Union[NothingToCompact, str]] = ..., nothing_detail: _Optional[str] = ...) -> None: ...
 
 class CountTokensRequest(_message.Message):
     __slots__ = ["encoding", "messages", "model", "system_prompt", "text", "tools"]
@@ -488,3 +498,6 @@ class WatchContextStatusResponse(_message.Message):
     STATUS_FIELD_NUMBER: _ClassVar[int]
     status: _types_pb2.ContextStatus
     def __init__(self, status: _Optional[_Union[_types_pb2.ContextStatus, _Mapping]] = ...) -> None: ...
+
+class NothingToCompact(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

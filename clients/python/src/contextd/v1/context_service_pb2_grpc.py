@@ -170,6 +170,13 @@ class ContextServiceServicer(object):
 
     def ListSessions(self, request, context):
         """Lists sessions, newest first, filtered by labels, a page at a time.
+        Rows are summaries: id, model, policy, labels, version, counts, usage,
+        ledger, last compaction, warnings and times, without the system prompt
+        and tools (empty; GetSession returns them), so a row's size does not
+        grow with the session. A page ends at page_size rows or the server's
+        response byte cap (CONTEXTD_MAX_RESPONSE_BYTES, 4 MB by default),
+        whichever comes first, always holding at least one row; follow
+        next_page_token for the rest.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -101,20 +101,22 @@ class Compaction(_message.Message):
     def __init__(self, id: _Optional[str] = ..., round: _Optional[int] = ..., tiers: _Optional[_Iterable[str]] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., items: _Optional[_Iterable[_Union[CompactionItem, _Mapping]]] = ..., summary: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., reverted_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class CompactionInfo(_message.Message):
-    __slots__ = ["created_at", "id", "round", "tiers", "tokens_after", "tokens_before"]
+    __slots__ = ["created_at", "id", "reverted_at", "round", "tiers", "tokens_after", "tokens_before"]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    REVERTED_AT_FIELD_NUMBER: _ClassVar[int]
     ROUND_FIELD_NUMBER: _ClassVar[int]
     TIERS_FIELD_NUMBER: _ClassVar[int]
     TOKENS_AFTER_FIELD_NUMBER: _ClassVar[int]
     TOKENS_BEFORE_FIELD_NUMBER: _ClassVar[int]
     created_at: _timestamp_pb2.Timestamp
     id: str
+    reverted_at: _timestamp_pb2.Timestamp
     round: int
     tiers: _containers.RepeatedScalarFieldContainer[str]
     tokens_after: int
     tokens_before: int
-    def __init__(self, id: _Optional[str] = ..., round: _Optional[int] = ..., tiers: _Optional[_Iterable[str]] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., round: _Optional[int] = ..., tiers: _Optional[_Iterable[str]] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., reverted_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class CompactionItem(_message.Message):
     __slots__ = ["new_message_id", "reason", "replaced_message_ids", "tier", "tokens_after", "tokens_before"]
@@ -328,7 +330,7 @@ class Part(_message.Message):
     def __init__(self, text: _Optional[_Union[TextPart, _Mapping]] = ..., tool_call: _Optional[_Union[ToolCallPart, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResultPart, _Mapping]] = ..., image: _Optional[_Union[ImagePart, _Mapping]] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ["created_at", "id", "labels", "ledger", "log_count", "message_count", "model", "policy", "system_prompt", "tools", "updated_at", "usage", "version"]
+    __slots__ = ["created_at", "id", "labels", "last_compaction", "ledger", "log_count", "message_count", "model", "policy", "system_prompt", "tools", "updated_at", "usage", "version", "warnings"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -339,6 +341,7 @@ class Session(_message.Message):
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
+    LAST_COMPACTION_FIELD_NUMBER: _ClassVar[int]
     LEDGER_FIELD_NUMBER: _ClassVar[int]
     LOG_COUNT_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -349,9 +352,11 @@ class Session(_message.Message):
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     created_at: _timestamp_pb2.Timestamp
     id: str
     labels: _containers.ScalarMap[str, str]
+    last_compaction: CompactionInfo
     ledger: Ledger
     log_count: int
     message_count: int
@@ -362,7 +367,8 @@ class Session(_message.Message):
     updated_at: _timestamp_pb2.Timestamp
     usage: ContextUsage
     version: int
-    def __init__(self, id: _Optional[str] = ..., model: _Optional[str] = ..., system_prompt: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ..., policy: _Optional[_Union[CompactionPolicy, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., version: _Optional[int] = ..., message_count: _Optional[int] = ..., log_count: _Optional[int] = ..., usage: _Optional[_Union[ContextUsage, _Mapping]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ledger: _Optional[_Union[Ledger, _Mapping]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[str] = ..., model: _Optional[str] = ..., system_prompt: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ..., policy: _Optional[_Union[CompactionPolicy, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., version: _Optional[int] = ..., message_count: _Optional[int] = ..., log_count: _Optional[int] = ..., usage: _Optional[_Union[ContextUsage, _Mapping]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ledger: _Optional[_Union[Ledger, _Mapping]] = ..., last_compaction: _Optional[_Union[CompactionInfo, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TextPart(_message.Message):
     __slots__ = ["text"]
