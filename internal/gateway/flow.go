@@ -42,6 +42,8 @@ type conversation struct {
 	// raws are the client's own JSON of msgs, by digest, for doors that
 	// send a message the client sent back as it came.
 	raws map[[32]byte]json.RawMessage
+	// pins are the texts that pin a message appended with them (pin.go).
+	pins []string
 	// passthrough, when set, says why the request is forwarded unchanged
 	// (the provider holds the conversation, not the client).
 	passthrough string
@@ -116,6 +118,12 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	if _, known := g.cfg.Models.Lookup(c.model); !known {
 		w.Header().Add(HeaderWarning, fmt.Sprintf("model %q is not in contextd's registry: counted with the default window and encoding (approximate); add it with CONTEXTD_MODELS_FILE", c.model))
 	}
+	pins, err := pinMarkers(r.Header.Values(HeaderPin))
+	if err != nil {
+		g.writeDomainError(ctx, w, shape, err)
+		return
+	}
+	c.pins = pins
 	res, prep, key, err := g.prepare(ctx, tenant, d, c, header)
 	if err != nil {
 		g.writeDomainError(ctx, w, shape, err)
@@ -196,6 +204,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			return resolved{}, engine.PrepareResult{}, "", err
 		}
 		key := requestKey(res.id, c.digests)
+		pin(res.fresh, c.pins)
 		in := engine.PrepareInput{Messages: res.fresh}
 		if len(res.fresh) > 0 {
 			in.IdempotencyKey, in.ExpectedVersion = "gw-"+key, &res.version

@@ -75,6 +75,7 @@ const (
 	HeaderCompacted = "X-Contextd-Compacted"
 	HeaderHistory   = "X-Contextd-History"
 	HeaderWarning   = "X-Contextd-Warning"
+	HeaderPin       = "X-Contextd-Pin"
 )
 
 // Gateway is the HTTP handler of the provider-compatible endpoints.

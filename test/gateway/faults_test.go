@@ -509,3 +509,38 @@ func TestProviderShapesKeptExactly(t *testing.T) {
 	}
 	s.checkUpstream()
 }
+
+// TestPromptCacheMarks: an Anthropic client's own cache marks stay on the
+// messages it marked (with their ttl) and contextd adds none; without
+// marks contextd places at most four; OpenAI's prompt_cache_key passes.
+func TestPromptCacheMarks(t *testing.T) {
+	s := start(t, nil)
+	mark := map[string]any{"type": "ephemeral", "ttl": "1h"}
+	msgs := []any{
+		map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "task", "cache_control": mark}}},
+		map[string]any{"role": "assistant", "content": "ok"},
+		map[string]any{"role": "user", "content": "next"},
+	}
+	resp, body := s.post("/v1/messages", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 10, "system": "sys", "messages": msgs}, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	got := s.fake.Requests()[0].Raw
+	if n := bytes.Count(got, []byte(`"cache_control"`)); n != 1 || !bytes.Contains(got, []byte(`"ttl":"1h"`)) {
+		t.Errorf("the client's mark (with its ttl) should be the only one: %d marks in %s", n, got)
+	}
+	resp, body = s.post("/v1/messages", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 10, "system": "sys2", "messages": []any{
+		map[string]any{"role": "user", "content": "task"}, map[string]any{"role": "assistant", "content": "ok"}, map[string]any{"role": "user", "content": "next"}}}, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	got = s.fake.Requests()[1].Raw
+	if n := bytes.Count(got, []byte(`"cache_control"`)); n < 1 || n > 4 {
+		t.Errorf("contextd placed %d marks: %s", n, got)
+	}
+	resp, body = s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "prompt_cache_key": "agent-7", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, nil)
+	if resp.StatusCode != 200 || !bytes.Contains(s.fake.Requests()[2].Raw, []byte(`"prompt_cache_key":"agent-7"`)) {
+		t.Errorf("prompt_cache_key not passed: %s", s.fake.Requests()[2].Raw)
+	}
+	s.checkUpstream()
+}
