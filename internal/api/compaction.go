@@ -148,7 +148,8 @@ func (s *ContextService) CreateHandoff(ctx context.Context, req *contextdv1.Crea
 // ReportUsage implements contextd.v1.ContextService.
 func (s *ContextService) ReportUsage(ctx context.Context, req *contextdv1.ReportUsageRequest) (*contextdv1.ReportUsageResponse, error) {
 	in := engine.ReportInput{InputTokens: req.GetInputTokens(), CacheReadTokens: req.GetCacheReadInputTokens(),
-		CacheCreationTokens: req.GetCacheCreationInputTokens(), OutputTokens: req.GetOutputTokens()}
+		CacheCreationTokens: req.GetCacheCreationInputTokens(), OutputTokens: req.GetOutputTokens(),
+		IdempotencyKey: req.GetIdempotencyKey()}
 	switch r := req.GetRequest().(type) {
 	case *contextdv1.ReportUsageRequest_MessageCount:
 		in.MessageCount = &r.MessageCount

@@ -78,13 +78,19 @@ func (s *ContextService) AppendMessages(ctx context.Context, req *contextdv1.App
 	}
 	res, err := s.engine.AppendMessages(ctx, tenantOf(ctx), req.GetSessionId(), engine.AppendInput{
 		Messages: msgs, ExpectedVersion: req.ExpectedVersion, IdempotencyKey: req.GetIdempotencyKey(),
+		IncludeContent: req.GetIncludeContent(),
 	})
 	if err != nil {
 		return nil, toStatus(ctx, s.log, err)
 	}
-	out := &contextdv1.AppendMessagesResponse{Version: res.Version, Usage: usageToProto(res.Usage)}
+	out := &contextdv1.AppendMessagesResponse{Version: res.Version, Usage: usageToProto(res.Usage), Warnings: res.Warnings}
 	for i := range res.Messages {
-		out.Messages = append(out.Messages, messageToProto(&res.Messages[i]))
+		m := &res.Messages[i]
+		if !req.GetIncludeContent() {
+			ref := engine.StoredRef(*m)
+			m = &ref
+		}
+		out.Messages = append(out.Messages, messageToProto(m))
 	}
 	return out, nil
 }

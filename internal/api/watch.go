@@ -119,8 +119,14 @@ func (s *ContextService) WatchContextStatus(req *contextdv1.WatchContextStatusRe
 				if err := send(st, eventToProto[u.Event]); err != nil {
 					return err
 				}
-				if u.Event == watch.EventDeleted && id != "" {
-					return nil // the watched session is gone
+				if u.Event == watch.EventDeleted {
+					if id != "" {
+						return nil // the watched session is gone
+					}
+					// A session re-created with this id starts again at
+					// version 1: its versions must not be compared with
+					// the deleted one's.
+					delete(sent, u.SessionID)
 				}
 			}
 		}

@@ -30,6 +30,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	pvalidate "buf.build/go/protovalidate"
@@ -213,7 +214,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.MetricsAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		metricsSrv = &http.Server{Addr: cfg.MetricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		var handler http.Handler = mux
+		if !keys.Enabled() && loopback(cfg.MetricsAddr) {
+			// Loopback metrics answer only loopback names, as the API does
+			// without keys (hostguard.go): no page rebound to 127.0.0.1
+			// reads them.
+			handler = hostGuard{allowed: allowedHosts(cfg.MetricsAddr, cfg.AllowedHosts), next: mux}
+		}
+		metricsSrv = &http.Server{Addr: cfg.MetricsAddr, Handler: handler, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: cfg.HTTPIdleTimeout}
 		mlis, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
 			_ = lis.Close()
@@ -344,6 +352,13 @@ func newGRPCServer(cfg Config, log *slog.Logger, validator pvalidate.Validator, 
 		limited := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool { return !strings.HasPrefix(c.Service, "grpc.") })
 		unary = append(unary, selector.UnaryServerInterceptor(ratelimit.UnaryServerInterceptor(limiter), limited))
 		stream = append(stream, selector.StreamServerInterceptor(ratelimit.StreamServerInterceptor(limiter), limited))
+		// Health Watch and reflection streams need no credentials, and a
+		// stream holds the server longer than a call: they are limited per
+		// caller address, as tenants are (health Check, which probes use,
+		// is not).
+		peers := auth.NewRateLimiter(cfg.RateLimitRPS, cfg.RateLimitBurst)
+		open := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool { return strings.HasPrefix(c.Service, "grpc.") })
+		stream = append(stream, selector.StreamServerInterceptor(ratelimit.StreamServerInterceptor(peerLimiter{peers}), open))
 	}
 	unary = append(unary, protovalidate.UnaryServerInterceptor(validator))
 	stream = append(stream, protovalidate.StreamServerInterceptor(validator))
@@ -374,4 +389,15 @@ func panicHandler(l *slog.Logger) recovery.RecoveryHandlerFuncContext {
 		l.ErrorContext(ctx, "panic in handler", "panic", fmt.Sprint(p))
 		return status.Error(codes.Internal, "internal error")
 	}
+}
+
+// peerLimiter limits calls by the caller's address.
+type peerLimiter struct{ l *auth.RateLimiter }
+
+func (p peerLimiter) Limit(ctx context.Context) error {
+	addr := "unknown"
+	if pr, ok := peer.FromContext(ctx); ok && pr.Addr != nil {
+		addr = pr.Addr.String()
+	}
+	return p.l.Allow(auth.PeerKey(addr))
 }

@@ -80,6 +80,12 @@ type Config struct {
 	// CORSAllowedOrigins are the browser origins allowed to call the API
 	// cross-origin over Connect and gRPC-Web; empty: same origin only.
 	CORSAllowedOrigins []string
+	// AllowedHosts are the Host names served without authentication besides
+	// the loopback names and the listen host (DNS rebinding guard); "*":
+	// any.
+	AllowedHosts []string
+	// HTTPIdleTimeout closes a keep-alive connection idle this long.
+	HTTPIdleTimeout time.Duration
 
 	// Retention.
 	RetentionInterval time.Duration
@@ -140,6 +146,8 @@ var settings = []envFlag{
 	{"CONTEXTD_MAX_CONCURRENT_STREAMS", "256", "calls one client connection may have open at once (HTTP/2 MaxConcurrentStreams)", false},
 	{"CONTEXTD_MAX_CONNECTION_AGE", "30m", "close client connections after this long so load rebalances across replicas (0: never)", false},
 	{"CONTEXTD_CORS_ALLOWED_ORIGINS", "", "comma-separated browser origins allowed to call the API cross-origin (Connect, gRPC-Web), or *; empty: same origin only", false},
+	{"CONTEXTD_ALLOWED_HOSTS", "", "without authentication, the Host names served besides localhost, 127.0.0.1, [::1] and the listen host (comma-separated, or *), so a web page that rebinds its name to this server is refused; ignored with API keys", false},
+	{"CONTEXTD_HTTP_IDLE_TIMEOUT", "2m", "close a client connection with no call open for this long", false},
 	{"CONTEXTD_RETENTION_INTERVAL", "1h", "how often the retention purge runs (0: never)", false},
 	{"CONTEXTD_ARCHIVE_RETENTION", "720h", "how long replaced originals and deleted sessions are kept (at least the revert window)", false},
 }
@@ -294,6 +302,14 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.CORSAllowedOrigins = append(cfg.CORSAllowedOrigins, o)
 		}
+	}
+	for _, h := range strings.Split(get("CONTEXTD_ALLOWED_HOSTS"), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			cfg.AllowedHosts = append(cfg.AllowedHosts, h)
+		}
+	}
+	if cfg.HTTPIdleTimeout, err = time.ParseDuration(get("CONTEXTD_HTTP_IDLE_TIMEOUT")); err != nil || cfg.HTTPIdleTimeout <= 0 {
+		return Config{}, fmt.Errorf("CONTEXTD_HTTP_IDLE_TIMEOUT: want a positive duration such as 2m, got %q", get("CONTEXTD_HTTP_IDLE_TIMEOUT"))
 	}
 	return cfg, nil
 }

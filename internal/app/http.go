@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -25,6 +26,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/prometheus/client_golang/prometheus"
 	rscors "github.com/rs/cors"
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -58,6 +60,13 @@ import (
 // "/package.Service/Method", so a prefix such as "/ui/" never shadows one.
 type httpRoutes map[string]http.Handler
 
+// The log lines of refused calls: refusalLogRate a second, in bursts of
+// refusalLogBurst.
+const (
+	refusalLogRate  = 5
+	refusalLogBurst = 20
+)
+
 // frontend is the HTTP server of the RPC port.
 type frontend struct {
 	srv  *http.Server
@@ -83,11 +92,21 @@ func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth
 		if err := reg.Register(refused); err != nil {
 			return nil, err
 		}
+		// Refusals cost the caller nothing, so their log lines are rate
+		// limited (the counter counts every one): a key-guessing flood
+		// writes a few lines a second, each saying how many it stands for.
+		logged := rate.NewLimiter(refusalLogRate, refusalLogBurst)
+		var unlogged atomic.Int64
 		calls = tapped(inTap, grpcSrv, func(r *http.Request, st *status.Status) {
 			proto, _ := r.Context().Value(protocolKey{}).(string)
 			refused.WithLabelValues(st.Code().String(), proto).Inc()
+			if !logged.Allow() {
+				unlogged.Add(1)
+				return
+			}
 			log.Warn("call refused before its body was read", "grpc.method", r.URL.Path, "protocol", proto,
-				"grpc.code", st.Code().String(), "peer.address", r.RemoteAddr, "reason", st.Message())
+				"grpc.code", st.Code().String(), "peer.address", r.RemoteAddr, "reason", st.Message(),
+				"refusals_not_logged", unlogged.Swap(0))
 		})
 	}
 	// As vanguardgrpc.NewTranscoder, but onto calls: every service of
@@ -138,6 +157,9 @@ func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth
 			MaxAge:         7200,
 		}).Handler(handler)
 	}
+	if !keys.Enabled() {
+		handler = hostGuard{allowed: allowedHosts(cfg.ListenAddr, cfg.AllowedHosts), next: handler}
+	}
 	f := &frontend{}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
@@ -145,6 +167,7 @@ func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth
 	f.srv = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       cfg.HTTPIdleTimeout,
 		Protocols:         &protocols,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		HTTP2:             http2Limits(cfg),

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -47,6 +48,8 @@ type Key struct {
 	Tenant  string `json:"tenant"`  // the tenant the key acts for
 	SHA256  string `json:"sha256"`  // hex digest of the key
 	Revoked bool   `json:"revoked"` // a revoked key is refused
+
+	refused string // why a key is refused besides revocation (not in the file)
 }
 
 // Digest returns the hex SHA-256 of a key, as the keys file stores it.
@@ -90,7 +93,7 @@ func Off() *Keys { return &Keys{} }
 // "tenant:key" pairs (CONTEXTD_API_KEYS), hashed at once. Authentication
 // is then on; keys configured but holding no usable key (an empty file, a
 // file of comments, only revoked keys) are an error, never a silent
-// switch to no authentication.
+// switch to no authentication. At start any bad line is an error.
 func LoadKeys(file string, pairs []string) (*Keys, error) {
 	k := &Keys{on: true, file: file, pairs: pairs}
 	m, stamp, err := k.read()
@@ -119,65 +122,115 @@ func usable(m map[string]Key) int {
 	return n
 }
 
-// read parses the configured keys.
+// read parses the configured keys, line by line. It always returns the keys
+// that are in force, failing closed: a line that does not parse grants
+// nothing (and when a sha256 can still be read from it, that digest is
+// refused, as a revocation with a typo must still revoke); a digest listed
+// twice is refused whatever either line says (it would otherwise move a key
+// to another tenant); a missing or unreadable file grants no key (only the
+// CONTEXTD_API_KEYS pairs, fixed for the life of the process, stay). The
+// error joins everything that went wrong.
 func (k *Keys) read() (map[string]Key, fileStamp, error) {
 	m := map[string]Key{}
+	where := map[string]string{} // digest -> the line that listed it first
 	var stamp fileStamp
-	add := func(key Key, where string) error {
+	var errs []error
+	refuse := func(digest, reason string) {
+		m[digest] = Key{ID: m[digest].ID, Tenant: m[digest].Tenant, SHA256: digest, Revoked: true, refused: reason}
+	}
+	add := func(key Key, line string) {
 		if key.Tenant == "" || len(key.SHA256) != 64 {
-			return fmt.Errorf("%s: a key needs a tenant and a 64-hex-digit sha256", where)
+			errs = append(errs, fmt.Errorf("%s: a key needs a tenant and a 64-hex-digit sha256", line))
+			if len(key.SHA256) == 64 {
+				refuse(strings.ToLower(key.SHA256), "its line in the keys file is invalid")
+			}
+			return
 		}
 		if _, err := hex.DecodeString(key.SHA256); err != nil {
-			return fmt.Errorf("%s: sha256 is not hex", where)
+			errs = append(errs, fmt.Errorf("%s: sha256 is not hex", line))
+			return
 		}
-		m[strings.ToLower(key.SHA256)] = key
-		return nil
+		digest := strings.ToLower(key.SHA256)
+		if first, dup := where[digest]; dup {
+			errs = append(errs, fmt.Errorf("%s: sha256 is already listed by %s; a key is listed once, the key is refused until one line is removed", line, first))
+			refuse(digest, "its digest is listed more than once")
+			return
+		}
+		where[digest] = line
+		key.SHA256 = digest
+		m[digest] = key
 	}
 	if k.file != "" {
-		f, err := os.Open(k.file)
-		if err != nil {
-			return nil, stamp, fmt.Errorf("keys file: %w", err)
-		}
-		defer f.Close()
-		if fi, err := f.Stat(); err == nil {
-			stamp = fileStamp{mod: fi.ModTime(), size: fi.Size()}
-		}
-		sc := bufio.NewScanner(f)
-		for n := 1; sc.Scan(); n++ {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			var key Key
-			dec := json.NewDecoder(strings.NewReader(line))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&key); err != nil {
-				return nil, stamp, fmt.Errorf("keys file line %d: %w", n, err)
-			}
-			if err := add(key, fmt.Sprintf("keys file line %d", n)); err != nil {
-				return nil, stamp, err
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, stamp, fmt.Errorf("keys file: %w", err)
+		if err := k.readFile(&stamp, add, refuse); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for i, p := range k.pairs {
 		tenant, key, ok := strings.Cut(strings.TrimSpace(p), ":")
 		if !ok || tenant == "" || key == "" {
-			return nil, stamp, fmt.Errorf("CONTEXTD_API_KEYS entry %d: want tenant:key", i+1)
+			errs = append(errs, fmt.Errorf("CONTEXTD_API_KEYS entry %d: want tenant:key", i+1))
+			continue
 		}
-		if err := add(Key{ID: fmt.Sprintf("env-%d", i+1), Tenant: tenant, SHA256: Digest(key)}, "CONTEXTD_API_KEYS"); err != nil {
-			return nil, stamp, err
-		}
+		add(Key{ID: fmt.Sprintf("env-%d", i+1), Tenant: tenant, SHA256: Digest(key)}, fmt.Sprintf("CONTEXTD_API_KEYS entry %d", i+1))
 	}
-	return m, stamp, nil
+	return m, stamp, errors.Join(errs...)
 }
 
-// Reload reads the keys again and swaps them in. A file that no longer
-// parses keeps the previous keys (and Reload says why); a file that parses
-// but holds no usable key is applied: every call is refused (fail closed).
-// Keys that are off stay off.
+// readFile reads the keys file line by line into add; a line that does not
+// parse is reported, and the digest it names, if any can be read, refused.
+func (k *Keys) readFile(stamp *fileStamp, add func(Key, string), refuse func(string, string)) error {
+	f, err := os.Open(k.file)
+	if err != nil {
+		return fmt.Errorf("keys file: %w (no key of the file is accepted until it is back)", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil {
+		*stamp = fileStamp{mod: fi.ModTime(), size: fi.Size()}
+	}
+	type parsed struct {
+		key  Key
+		line string
+	}
+	var keys []parsed
+	var errs []error
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var key Key
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&key); err != nil {
+			errs = append(errs, fmt.Errorf("keys file line %d: %w", n, err))
+			var loose struct {
+				SHA256 string `json:"sha256"`
+			}
+			if json.Unmarshal([]byte(line), &loose) == nil && len(loose.SHA256) == 64 {
+				refuse(strings.ToLower(loose.SHA256), "its line in the keys file is invalid")
+			}
+			continue
+		}
+		keys = append(keys, parsed{key, fmt.Sprintf("keys file line %d", n)})
+	}
+	if err := sc.Err(); err != nil {
+		// A line past the scanner's limit: what follows it is unread, so
+		// no key of the file is trusted (refusals read so far still apply).
+		return fmt.Errorf("keys file: %w (no key of the file is accepted until it is fixed)", err)
+	}
+	for _, p := range keys {
+		add(p.key, p.line)
+	}
+	return errors.Join(errs...)
+}
+
+// Reload reads the keys again and swaps them in, failing closed: what the
+// file says is applied line by line, so a revocation takes effect even when
+// other lines are broken (a broken line grants nothing), a missing file
+// leaves no key of the file usable, and a file that parses but holds no
+// usable key refuses every call. Reload returns what went wrong. Keys that
+// are off stay off.
 func (k *Keys) Reload() error {
 	if !k.Enabled() {
 		return nil
@@ -185,11 +238,11 @@ func (k *Keys) Reload() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	m, stamp, err := k.read()
-	if err != nil {
-		return fmt.Errorf("keys not reloaded, the previous ones stay in force: %w", err)
-	}
 	k.byDigest.Store(&m)
 	k.stamp = stamp
+	if err != nil {
+		return fmt.Errorf("keys reloaded with errors, failing closed (a broken line grants nothing, a revocation still applies): %w", err)
+	}
 	return nil
 }
 
@@ -253,6 +306,8 @@ func (k *Keys) Authenticate(token string) (Key, error) {
 	switch {
 	case !ok:
 		return Key{}, ErrUnknownKey
+	case key.refused != "":
+		return Key{}, fmt.Errorf("%w: %s", ErrRevokedKey, key.refused)
 	case key.Revoked:
 		return Key{}, ErrRevokedKey
 	}
@@ -294,9 +349,14 @@ func NewRateLimiter(rps float64, burst int) *RateLimiter {
 	return &RateLimiter{rps: rate.Limit(rps), burst: burst, per: map[string]*tenantLimiter{}}
 }
 
-// Limit implements ratelimit.Limiter.
+// Limit implements ratelimit.Limiter: one limiter per tenant.
 func (r *RateLimiter) Limit(ctx context.Context) error {
-	tenant := TenantFrom(ctx)
+	return r.Allow(TenantFrom(ctx))
+}
+
+// Allow takes one request from key's limiter (a tenant, or for calls made
+// without credentials the caller's address).
+func (r *RateLimiter) Allow(tenant string) error {
 	now := time.Now()
 	r.mu.Lock()
 	tl, ok := r.per[tenant]
@@ -315,7 +375,23 @@ func (r *RateLimiter) Limit(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	if !tl.l.AllowN(now, 1) {
-		return fmt.Errorf("tenant %q is over its rate limit of %g requests a second (burst %d)", tenant, float64(r.rps), r.burst)
+		return fmt.Errorf("%s is over its rate limit of %g requests a second (burst %d)", describeKey(tenant), float64(r.rps), r.burst)
 	}
 	return nil
+}
+
+// PeerKey is the rate-limit key of a call made without credentials (health
+// and reflection): its address, without the port.
+func PeerKey(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		addr = host
+	}
+	return "peer:" + addr
+}
+
+func describeKey(key string) string {
+	if addr, ok := strings.CutPrefix(key, "peer:"); ok {
+		return fmt.Sprintf("address %s", addr)
+	}
+	return fmt.Sprintf("tenant %q", key)
 }

@@ -427,6 +427,7 @@ const revertPage = 64
 func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID string) (SessionView, error) {
 	preModel, pre := e.precountRevert(ctx, tenant, id, compactionID)
 	var final store.Session
+	repair := false
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if err := tx.LockCompaction(ctx, tenant, id); err != nil {
 			return err
@@ -480,6 +481,14 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 		if err != nil {
 			return err
 		}
+		// The restored view passes the checks of any edited view; a gap
+		// left by a session stored before interrupted calls were recorded
+		// is repaired right after, as PrepareContext would.
+		if repair = needsRepair(msgs) && len(danglingCalls(msgs)) > 0; !repair {
+			if err := validEditedView(msgs); err != nil {
+				return err
+			}
+		}
 		if err := e.recountRestored(ctx, tx, &s, msgs, view, preModel, pre); err != nil {
 			return err
 		}
@@ -502,6 +511,13 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 		return SessionView{}, err
 	}
 	e.notify(ctx, tenant, id, final.Version, watch.EventReverted)
+	if repair {
+		if err := e.repairInterrupted(ctx, tenant, id); err != nil {
+			e.log.WarnContext(ctx, "revert: repair", "tenant", tenant, "session", id, "err", err)
+		} else if s, err := e.readSession(ctx, tenant, id); err == nil {
+			final = s
+		}
+	}
 	return e.view(ctx, final)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
@@ -124,6 +125,7 @@ func (e *Engine) updateOnce(ctx context.Context, tenant, id string, in SessionUp
 	if err != nil {
 		return SessionView{}, err
 	}
+	defer release() // also on a panic; released early below (once)
 	next.ToolsTokens, _ = tokens.CountTools(enc, fr, next.SystemPrompt, next.Tools)
 	next.SystemTokens = tokens.CountSystem(enc, fr, next.SystemPrompt)
 	release()
@@ -234,6 +236,20 @@ func (e *Engine) ClearMessages(ctx context.Context, tenant, id string, keepTask 
 		if err != nil {
 			return err
 		}
+		// Calls still open would stay open across the clear, and their
+		// results, appended next, would follow the task instead of their
+		// call: [user(task), tool(c1)], which providers reject. They are
+		// closed first, as the next turn would close them (interrupted
+		// results at the end of the view), so the view before the clear,
+		// which a revert restores, is a valid one too.
+		closed, err := e.closeOpenCalls(ctx, tx, &s)
+		if err != nil {
+			return err
+		}
+		view = append(view, closed...)
+		if len(closed) > 0 {
+			final = s
+		}
 		var kept []chat.Message
 		if task := originalTask(view); keepTask && task != "" {
 			for _, m := range view {
@@ -243,7 +259,13 @@ func (e *Engine) ClearMessages(ctx context.Context, tenant, id string, keepTask 
 			}
 		}
 		if len(kept) == len(view) {
+			if len(closed) > 0 {
+				return tx.UpdateSession(ctx, &s)
+			}
 			return nil // nothing to clear
+		}
+		if err := validEditedView(kept); err != nil {
+			return err
 		}
 		keptIDs := idsOf(kept)
 		var cleared []string
@@ -286,6 +308,48 @@ func (e *Engine) ClearMessages(ctx context.Context, tenant, id string, keepTask 
 	}
 	v, err := e.view(ctx, final)
 	return ClearResult{Session: v, Compaction: rec}, err
+}
+
+// closeOpenCalls records an interrupted result, at the end of the log and
+// the active view, for every tool call of session s (locked) still without
+// a result, and updates s in memory; it returns the results recorded.
+func (e *Engine) closeOpenCalls(ctx context.Context, tx store.Tx, s *store.Session) ([]chat.Message, error) {
+	open, err := tx.OpenToolCalls(ctx, s.Tenant, s.ID)
+	if err != nil || len(open) == 0 {
+		return nil, err
+	}
+	now := e.timestamp()
+	st := stagedAppend{}
+	for i, c := range open {
+		r, err := e.interrupted(s.Model, c.CallID)
+		if err != nil {
+			return nil, err
+		}
+		pos := s.LogCount + int64(i) + 1
+		r.Position, r.ID, r.Kind, r.CreatedAt = pos, "msg_"+strconv.FormatInt(pos, 10), chat.KindNormal, now
+		st.msgs = append(st.msgs, r)
+		st.entries = append(st.entries, store.ViewEntry{Ord: s.ViewSeq + int64(i) + 1, MessageID: r.ID})
+		c.ResultPosition = pos
+		st.calls = append(st.calls, c)
+	}
+	if err := st.write(ctx, tx, s); err != nil {
+		return nil, err
+	}
+	return st.msgs, nil
+}
+
+// validEditedView checks a view an edit (clear, revert) leaves with the
+// checks a compaction's view passes that an edit can be held to: every
+// tool call answered by the tool messages right after it (the last
+// assistant message's may be pending) and every result after its call.
+func validEditedView(view []chat.Message) error {
+	if err := compaction.ValidatePairs(view); err != nil {
+		return fmt.Errorf("the edit would leave a view providers reject (%v); nothing was changed: %w", err, ErrFailedPrecondition)
+	}
+	if needsRepair(view) && len(danglingCalls(view)) > 0 {
+		return fmt.Errorf("the edit would leave a tool call whose result does not follow it; nothing was changed: %w", ErrFailedPrecondition)
+	}
+	return nil
 }
 
 // lockForEdit locks a session against compactions and other writers and

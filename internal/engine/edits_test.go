@@ -302,3 +302,46 @@ func TestModelChangeRecountsRestoredMessages(t *testing.T) {
 		}
 	})
 }
+
+// TestClearClosesOpenCalls: a tool call open when the view is cleared is
+// closed (an interrupted result) before the clear, so its result sent after
+// the clear is refused instead of landing after the task, [user(task),
+// tool(c1)], a view OpenAI and Anthropic reject; the revert of the clear
+// restores a valid view.
+func TestClearClosesOpenCalls(t *testing.T) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
+		ctx := t.Context()
+		v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4o"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg("task"), callMsg("c1")}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.ClearMessages(ctx, tenant, v.ID, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var invalid *chat.InvalidError
+		if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{resultMsg("c1", "late")}}); !errors.As(err, &invalid) {
+			t.Fatalf("the result of a call closed by the clear: %v", err)
+		}
+		p, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("go on")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := compaction.ValidatePairs(p.Messages); err != nil || len(p.Messages) != 2 {
+			t.Fatalf("view after the clear: %d messages, %v", len(p.Messages), err)
+		}
+		if _, err := e.RevertCompaction(ctx, tenant, v.ID, res.Compaction.ID); err != nil {
+			t.Fatal(err)
+		}
+		view, err := e.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := compaction.ValidatePairs(view.Messages); err != nil || len(view.Messages) != 4 {
+			t.Fatalf("view after the revert: %d messages, %v", len(view.Messages), err)
+		}
+	})
+}

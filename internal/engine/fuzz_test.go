@@ -22,17 +22,21 @@ var sequenceSeeds = [][]byte{
 	{2, 1, 3, 5, 4, 1, 1, 30, 10, 0, 11, 0, 3, 0, 11, 0}, // a call first, results for unknown calls
 	{0, 255, 2, 3, 4, 255, 4, 255, 0, 1, 2, 1, 11, 0, 2, 1, 11, 0, 8, 200, 6, 1, 6, 2, 7, 1, 11, 0},
 	{9, 10, 5, 255, 5, 255, 5, 255, 11, 0, 2, 2, 1, 10, 11, 0, 6, 3, 7, 0, 7, 0, 11, 0},
-	{0, 200, 11, 0, 12, 0, 0, 90, 11, 1, 12, 1, 8, 3, 11, 0, 6, 0},       // stored before interrupted calls were recorded
-	{0, 250, 12, 0, 6, 1, 2, 0, 4, 10, 12, 3, 11, 0, 7, 0, 11, 0, 12, 0}, // the same around compactions and reverts
+	{0, 200, 11, 0, 12, 0, 0, 90, 11, 1, 12, 1, 8, 3, 11, 0, 6, 0},                        // stored before interrupted calls were recorded
+	{0, 250, 12, 0, 6, 1, 2, 0, 4, 10, 12, 3, 11, 0, 7, 0, 11, 0, 12, 0},                  // the same around compactions and reverts
+	{0, 40, 2, 0, 11, 1, 13, 1, 4, 5, 11, 1, 11, 0, 7, 0, 11, 0},                          // a call open across a clear, its result after it, revert
+	{0, 90, 2, 2, 4, 9, 11, 0, 14, 1, 13, 0, 0, 5, 11, 0, 14, 0, 7, 0, 6, 1, 7, 1, 11, 0}, // model changes, clears, compactions, reverts
 }
 
 // runSequence interprets data as a script of appends (valid and invalid:
 // unanswered calls followed by other turns, results for unknown or
 // answered calls, duplicate ids), PrepareContext calls, compactions,
-// reverts and usage reports against one new session, plus states written
-// straight into the store as sessions held them before interrupted calls
-// were recorded, and fails on any error the API would answer with Internal,
-// or on a PrepareContext view that a provider would reject.
+// reverts, clears, session updates (model and system prompt) and usage
+// reports against one new session, plus states written straight into the
+// store as sessions held them before interrupted calls were recorded, and
+// fails on any error the API would answer with Internal, on a
+// PrepareContext view that a provider would reject, or (without such
+// legacy states) on an active view a provider would reject after an edit.
 func runSequence(t *testing.T, ctx context.Context, e *engine.Engine, st store.Store, data []byte) {
 	v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4", System: "You are a coding agent.",
 		Policy: compaction.Overrides{WarningThreshold: ptr(0.3), CriticalThreshold: ptr(0.4), Target: ptr(0.2)}})
@@ -48,8 +52,23 @@ func runSequence(t *testing.T, ctx context.Context, e *engine.Engine, st store.S
 	var batch []chat.Message
 	var calls []string
 	compactions := 0
+	legacy := false // a legacy state was written: views may hold gaps until repaired
+	edited := func(what string, err error) {
+		t.Helper()
+		check(what, err)
+		if err != nil || legacy {
+			return
+		}
+		view, err := e.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{Size: engine.MaxPageSize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if view.Next == "" {
+			viewValid(t, what, view.Messages)
+		}
+	}
 	for i := 0; i+1 < len(data); i += 2 {
-		op, arg := data[i]%13, int(data[i+1])
+		op, arg := data[i]%15, int(data[i+1])
 		text := strings.Repeat("word ", arg*4+1)
 		switch op {
 		case 0:
@@ -102,8 +121,20 @@ func runSequence(t *testing.T, ctx context.Context, e *engine.Engine, st store.S
 			}
 		case 7:
 			_, err := e.RevertCompaction(ctx, tenant, v.ID, fmt.Sprintf("cmp_%d", 1+arg%(compactions+1)))
-			check("revert", err)
+			edited("revert", err)
+		case 13: // clear, keeping the task for odd args
+			res, err := e.ClearMessages(ctx, tenant, v.ID, arg%2 == 1, nil)
+			if err == nil && res.Compaction != nil {
+				compactions++
+			}
+			edited("clear", err)
+		case 14: // another model (other encoding and window) or system prompt
+			models := []string{"gpt-4", "gpt-4o", "gpt-3.5-turbo"}
+			_, err := e.UpdateSession(ctx, tenant, v.ID, engine.SessionUpdate{Mask: []string{engine.FieldModel, engine.FieldSystemPrompt},
+				Model: models[arg%len(models)], System: text})
+			edited("update", err)
 		case 12: // a legacy unanswered call, with its result recorded late for odd args
+			legacy = true
 			calls = append(calls, fmt.Sprintf("c%d", len(calls)))
 			writeLegacyInterrupted(t, ctx, st, v.ID, calls[len(calls)-1], text, arg%2 == 1)
 		case 8:
@@ -128,8 +159,14 @@ func runSequence(t *testing.T, ctx context.Context, e *engine.Engine, st store.S
 // (only the last assistant message's calls may still be pending).
 func providerValid(t *testing.T, view []chat.Message) {
 	t.Helper()
+	viewValid(t, "PrepareContext", view)
+}
+
+// viewValid is providerValid for the view after what.
+func viewValid(t *testing.T, what string, view []chat.Message) {
+	t.Helper()
 	if err := compaction.ValidatePairs(view); err != nil {
-		t.Fatalf("PrepareContext returned a view providers reject: %v", err)
+		t.Fatalf("%s left a view providers reject: %v", what, err)
 	}
 	for i, m := range view {
 		if m.Role != chat.RoleAssistant {
@@ -146,7 +183,7 @@ func providerValid(t *testing.T, view []chat.Message) {
 		}
 		for _, p := range m.Parts {
 			if p.Type == chat.PartToolCall && !answered[p.ToolCall.ID] && j < len(view) {
-				t.Fatalf("PrepareContext returned a view providers reject: the result of call %q does not follow it", p.ToolCall.ID)
+				t.Fatalf("%s left a view providers reject: the result of call %q does not follow it", what, p.ToolCall.ID)
 			}
 		}
 	}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
+	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/summarize"
+	"github.com/contextd/contextd/internal/watch"
 )
 
 // Ledger sources, as metrics label them.
@@ -86,14 +89,40 @@ func (e *Engine) recordOverhead(ctx context.Context, tenant, id string, u summar
 		return nil // no usage block: nothing billed that we know of
 	}
 	l, label, usd := e.billed(u.Model, u.Input, u.CacheRead, u.CacheWrite, u.Output)
+	// The ledger is part of what a session's version names (GetSession and
+	// the status carry it), so the version is bumped and watchers told,
+	// as ReportUsage does. A PrepareContext planning meanwhile is not
+	// stale for it: it compares the session without version and time
+	// (unchangedButVersion).
+	var final store.Session
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		return tx.AddLedger(ctx, tenant, id, store.LedgerOverhead, l)
+		s, err := lockedSession(ctx, tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		if err := tx.AddLedger(ctx, tenant, id, store.LedgerOverhead, l); err != nil {
+			return err
+		}
+		s.Version++
+		s.UpdatedAt = e.timestamp()
+		final = s
+		return tx.UpdateSession(ctx, &s)
 	})
 	if err != nil {
 		return fmt.Errorf("record summarizer usage: %w", err)
 	}
 	e.metrics.Billed(label, sourceOverhead, 1, l.Input, l.CacheRead, l.CacheWrite, l.Output, usd)
+	e.notify(ctx, tenant, id, final.Version, watch.EventUpdated)
 	return nil
+}
+
+// unchangedButVersion reports whether b is a (as read before) but for its
+// version and time: what changed since is only what bumps a version without
+// touching the view, the counts or the policy (a ledger entry).
+func unchangedButVersion(a, b store.Session) bool {
+	a.Version, b.Version = 0, 0
+	a.UpdatedAt, b.UpdatedAt = time.Time{}, time.Time{}
+	return reflect.DeepEqual(a, b)
 }
 
 // summarizeMetered runs a summarizer and, when it reports usage, records

@@ -181,3 +181,36 @@ func TestAbsurdReportsNeverBreakASession(t *testing.T) {
 		}
 	})
 }
+
+// TestSummarizerOverheadBumpsTheVersion: the ledger entry of an LLM summary
+// is a change of the session like a report: a new version (it stayed the
+// same, so a client caching GetSession by version kept the old ledger),
+// also for a dry run that changes nothing else; and a PrepareContext whose
+// own summary bumps it meanwhile still commits.
+func TestSummarizerOverheadBumpsTheVersion(t *testing.T) {
+	srv := httptest.NewServer(&fakeLLM{mode: "ok"})
+	defer srv.Close()
+	e := llmEngine(t, srv)
+	keepResults := 1000
+	spec := "openai:gpt-4o-mini"
+	v := agentSession(t, e, compaction.Overrides{Summarizer: &spec, ProtectRecentToolResults: &keepResults}, 20)
+	ctx := t.Context()
+	before, err := e.GetSession(ctx, tenant, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Tier: compaction.TierSummarize, DryRun: true, DryRunLLM: true}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := e.GetSession(ctx, tenant, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Ledger.Overhead.Calls != 1 || after.Version <= before.Version {
+		t.Fatalf("after a dry run with the LLM: overhead %+v at version %d (was %d)", after.Ledger.Overhead, after.Version, before.Version)
+	}
+	res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{})
+	if err != nil || !res.Status.Compacted || res.Status.Ledger.Overhead.Calls != 2 {
+		t.Fatalf("prepare: %v %+v", err, res.Status)
+	}
+}

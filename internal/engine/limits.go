@@ -176,13 +176,45 @@ func (e *Engine) fitResponse(msgs []chat.Message) int {
 // messageBytes estimates a message's encoded size: its text, ids and
 // metadata, plus a fixed allowance per message and part for framing and
 // numbers.
+//
+// The size is the larger of the encodings a client may ask for: protobuf
+// carries text as is, the JSON of Connect and gRPC-Web JSON escapes some
+// bytes (a control character takes six), and a page sized by its raw bytes
+// could encode past what the transcoder buffers (CONTEXTD_MAX_MESSAGE_BYTES)
+// or the client receives.
 func messageBytes(m *chat.Message) int {
 	n := 64 + len(m.ID) + textBytes("", "", nil, []chat.Message{*m}) + 32*len(m.Parts) + 16*len(m.Replaces)
+	n += jsonEscapes(m.Name)
+	for _, p := range m.Parts {
+		n += jsonEscapes(p.Text)
+		if c := p.ToolCall; c != nil {
+			n += jsonEscapes(c.ID) + jsonEscapes(c.Name) + jsonEscapes(c.Arguments)
+		}
+		if r := p.ToolResult; r != nil {
+			n += jsonEscapes(r.ToolCallID) + jsonEscapes(r.Content)
+		}
+	}
 	for k, v := range m.Metadata {
-		n += len(k) + len(v) + 8
+		n += len(k) + len(v) + 8 + jsonEscapes(k) + jsonEscapes(v)
 	}
 	for _, r := range m.Replaces {
 		n += len(r)
+	}
+	return n
+}
+
+// jsonEscapes is how many bytes longer s is in a JSON string than raw, as
+// protojson writes it: '"', '\', \b, \f, \n, \r and \t take two bytes,
+// other control characters six (\u00XX).
+func jsonEscapes(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			n++
+		case c < 0x20:
+			n += 5
+		}
 	}
 	return n
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -52,6 +51,9 @@ type prepared struct {
 	replayed bool
 	at       time.Time // when the append is stored
 	status   Status
+	// cals is the calibration read before the transactions, so the answer
+	// after a commit reads nothing that could fail it.
+	cals map[string]*store.Calibration
 }
 
 // PrepareContext is the one call an agent makes before each model call:
@@ -132,7 +134,7 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 	}
 	var pr prepared
 	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		pr = prepared{}
+		pr = prepared{cals: cals}
 		s, err := lockedSession(ctx, tx, tenant, id) // locks the session
 		if err != nil {
 			return err
@@ -247,18 +249,6 @@ func (pr *prepared) decide(e *Engine) error {
 	return nil
 }
 
-// rememberAppend stores the answer to an append with an idempotency key.
-func (e *Engine) rememberAppend(ctx context.Context, tx store.Tx, tenant, id, key, hash string, msgs []chat.Message, version int64) error {
-	if key == "" {
-		return nil
-	}
-	body, err := json.Marshal(AppendResult{Messages: msgs, Version: version})
-	if err != nil {
-		return err
-	}
-	return tx.PutIdempotency(ctx, tenant, id, store.Idempotency{Key: key, RequestHash: hash, Response: body})
-}
-
 // prepareWithCompaction plans the compaction of the would-be view, then
 // writes the append and the compaction (or, when there is nothing to
 // compact, the append and a pause of auto-compaction) in one transaction,
@@ -300,7 +290,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		if err != nil {
 			return err
 		}
-		if s.Version != pr.before.Version {
+		if s.Version != pr.before.Version && !unchangedButVersion(pr.before, s) {
 			return errStale
 		}
 		// The same session version, so the same append as staged before.
@@ -355,12 +345,16 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 	if !deferred { // a deferred compaction changed nothing but the append, announced above
 		e.notify(ctx, tenant, id, final.Version, event)
 	}
-	v, err := e.view(ctx, final)
-	if err != nil {
-		return PrepareResult{}, err
+	// Committed: what fails from here on is a warning on the answer (the
+	// caller would retry an append that is already stored).
+	pr.status.Version, pr.status.Compacted = final.Version, !paused && !deferred
+	if v, err := e.viewCached(ctx, final, pr.cals); err != nil {
+		e.log.WarnContext(ctx, "prepare: usage", "tenant", tenant, "session", id, "err", err)
+		pr.status.Warnings = append(pr.status.Warnings, "usage after the compaction unavailable (this is the usage before it): "+err.Error())
+	} else {
+		pr.status.Usage = v.Usage
 	}
 	pr.after, pr.view = final, res.view
-	pr.status.Version, pr.status.Usage, pr.status.Compacted = final.Version, v.Usage, !paused && !deferred
 	if pr.status.Compacted {
 		pr.status.LastCompaction = res.Compaction
 	}
@@ -372,15 +366,30 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 // cache hints and the ledger to the status and returns the view.
 func (e *Engine) answerPrepare(ctx context.Context, tenant, id string, pr prepared, since *viewToken) (PrepareResult, error) {
 	st := pr.status
-	out, err := e.prepareView(ctx, pr.after, since)
-	if errors.Is(err, store.ErrVersionConflict) {
+	out, of, err := e.prepareView(ctx, pr.after, since)
+	switch {
+	case err == nil && of.Version != pr.after.Version:
+		// Another call changed the session after this one's write and the
+		// view read is of that version: the status says so, so the view
+		// and the status it is sent with agree.
+		if v, verr := e.viewCached(ctx, of, pr.cals); verr == nil {
+			st.Version, st.Usage = of.Version, v.Usage
+			pr.after = of
+		} else {
+			out = PrepareResult{Messages: pr.view, view: pr.view}
+			st.Warnings = append(st.Warnings, "the session kept changing: no view_token this time")
+		}
+	case errors.Is(err, store.ErrVersionConflict):
 		// The session kept changing after this call's own write: answer
 		// the view this call knows at its version, without a view token.
-		out, err = PrepareResult{Messages: pr.view, view: pr.view}, nil
+		out = PrepareResult{Messages: pr.view, view: pr.view}
 		st.Warnings = append(st.Warnings, "the session kept changing: no view_token this time")
-	}
-	if err != nil {
-		return PrepareResult{}, err
+	case err != nil:
+		// The append (and compaction) may be committed: never an error
+		// now. The view this call wrote is the answer, without a token.
+		e.log.WarnContext(ctx, "prepare: view", "tenant", tenant, "session", id, "err", err)
+		out = PrepareResult{Messages: pr.view, view: pr.view}
+		st.Warnings = append(st.Warnings, "view_token unavailable: "+err.Error())
 	}
 	if st.Usage.Level == compaction.LevelHandoff {
 		st.Warnings = append(st.Warnings, st.Usage.Recommendation)

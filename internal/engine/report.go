@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -26,6 +29,21 @@ type ReportInput struct {
 	ViewToken    string
 	MessageCount *int64
 	Version      *int64
+	// IdempotencyKey makes a retried report safe: a key the session has
+	// seen with the same report records nothing again.
+	IdempotencyKey string
+}
+
+// reportKey is where a report's idempotency key is kept: beside the
+// append keys of the session, in a namespace of its own.
+func reportKey(key string) string { return "report:" + key }
+
+// reportHash is the digest a report's idempotency key is checked against.
+func reportHash(in ReportInput) string {
+	in.IdempotencyKey = ""
+	body, _ := json.Marshal(in) // plain fields: never fails
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
 }
 
 // maxCalibrationFactor bounds a report that calibration learns from: a
@@ -83,10 +101,28 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 	var final store.Session
 	skipped := ""       // why the report did not calibrate
 	var recorded func() // metrics of the ledger entry, after the commit
+	replayed := false
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		replayed, recorded = false, nil
 		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {
 			return err
+		}
+		if in.IdempotencyKey != "" {
+			hash := reportHash(in)
+			rec, err := tx.GetIdempotency(ctx, tenant, id, reportKey(in.IdempotencyKey))
+			switch {
+			case err == nil && rec.RequestHash == hash:
+				replayed, final = true, s
+				return nil // recorded before: answer the usage now
+			case err == nil:
+				return fmt.Errorf("idempotency key %q was used for a different report: %w", in.IdempotencyKey, ErrFailedPrecondition)
+			case !errors.Is(err, store.ErrNotFound):
+				return err
+			}
+			if err := tx.PutIdempotency(ctx, tenant, id, store.Idempotency{Key: reportKey(in.IdempotencyKey), RequestHash: hash, Response: []byte("{}")}); err != nil {
+				return err
+			}
 		}
 		n := s.ActiveCount
 		m, _ := e.models.Lookup(s.Model)
@@ -169,11 +205,22 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 	if err != nil {
 		return Usage{}, err
 	}
-	recorded()
-	e.notify(ctx, tenant, id, final.Version, watch.EventUpdated)
+	if !replayed {
+		recorded()
+		e.notify(ctx, tenant, id, final.Version, watch.EventUpdated)
+	}
+	// Committed: a usage that cannot be read is a warning, not an error
+	// (the caller would report the call again).
 	v, err := e.view(ctx, final)
+	if err != nil {
+		e.log.WarnContext(ctx, "report: usage", "tenant", tenant, "session", id, "err", err)
+		v.Usage.Warnings = append(v.Usage.Warnings, "usage unavailable: "+err.Error())
+	}
 	if skipped != "" {
 		v.Usage.Warnings = append(v.Usage.Warnings, skipped)
 	}
-	return v.Usage, err
+	if replayed {
+		v.Usage.Warnings = append(v.Usage.Warnings, fmt.Sprintf("idempotency key %q: this report was recorded before; nothing was recorded again", in.IdempotencyKey))
+	}
+	return v.Usage, nil
 }

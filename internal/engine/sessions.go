@@ -102,6 +102,7 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 	if err != nil {
 		return SessionView{}, err
 	}
+	defer release() // also on a panic; released early below (once)
 	toolsTokens, _ := tokens.CountTools(enc, fr, in.System, in.Tools)
 	systemTokens := tokens.CountSystem(enc, fr, in.System)
 	release()
@@ -127,11 +128,42 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 		}
 		return tx.InsertSession(ctx, &s)
 	})
+	if errors.Is(err, store.ErrAlreadyExists) {
+		// A retried create (its first answer lost) finds the session it
+		// made: the same settings answer it, others are AlreadyExists.
+		if prev, rerr := e.readSession(ctx, tenant, s.ID); rerr == nil && sameCreate(prev, s) {
+			return e.view(ctx, prev)
+		}
+	}
 	if err != nil {
 		return SessionView{}, err
 	}
 	e.notify(ctx, tenant, s.ID, s.Version, watch.EventUpdated)
-	return e.view(ctx, s)
+	// Committed: the usage reads only the model's calibration; failing
+	// that, the answer has none rather than an error (a retry now finds
+	// the session above).
+	v, err := e.view(ctx, s)
+	if err != nil {
+		e.log.WarnContext(ctx, "create: usage", "tenant", tenant, "session", s.ID, "err", err)
+		return SessionView{Session: s, Usage: Usage{Model: s.Model, Warnings: []string{"usage unavailable: " + err.Error()}}}, nil
+	}
+	return v, nil
+}
+
+// sameCreate reports whether a stored session has the settings a create
+// asks for (model, system prompt, tools, policy, labels).
+func sameCreate(stored, asked store.Session) bool {
+	settings := func(s store.Session) string {
+		if len(s.Tools) == 0 {
+			s.Tools = nil
+		}
+		if len(s.Labels) == 0 {
+			s.Labels = nil
+		}
+		b, _ := json.Marshal([]any{s.Model, s.SystemPrompt, s.Tools, s.Policy, s.Labels})
+		return string(b)
+	}
+	return settings(stored) == settings(asked)
 }
 
 // view attaches usage, computed from the stored aggregates (no scan, no
@@ -302,6 +334,9 @@ type AppendInput struct {
 	Messages        []chat.Message
 	ExpectedVersion *int64
 	IdempotencyKey  string
+	// IncludeContent asks for the stored messages whole in the answer;
+	// without it the answer names them (StoredRef): see appendanswer.go.
+	IncludeContent bool
 }
 
 // AppendResult is what an append stored.
@@ -309,6 +344,9 @@ type AppendResult struct {
 	Messages []chat.Message `json:"messages"`
 	Version  int64          `json:"version"`
 	Usage    Usage          `json:"-"`
+	// Warnings say what the answer lacks that failed after the append was
+	// committed (the call succeeds all the same: it is stored).
+	Warnings []string `json:"-"`
 }
 
 // AppendMessages appends a batch atomically: all or none.
@@ -343,6 +381,11 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 	if err != nil {
 		return AppendResult{}, SessionView{}, err
 	}
+	m, _ := e.models.Lookup(cur.Model)
+	cal, err := e.calibration(ctx, tenant, m)
+	if err != nil {
+		return AppendResult{}, SessionView{}, err
+	}
 	var out appended
 	for attempt := 1; ; attempt++ {
 		out, err = e.appendOnce(ctx, tenant, id, in, hash, cur.Model, counted)
@@ -356,14 +399,23 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 	if err != nil {
 		return AppendResult{}, SessionView{}, err
 	}
+	// Committed: from here on nothing fails the call (a retry would store
+	// the batch twice); what cannot be answered is a warning.
 	res, before, final := out.res, out.before, out.final
 	if !out.replayed {
 		e.views.appended(&before, &final, res.Messages)
 		e.notify(ctx, tenant, id, final.Version, watch.EventAppended)
 	}
-	v, err := e.view(ctx, final)
+	// The calibration read before the transaction: the usage needs no
+	// further read.
+	v, err := e.viewCached(ctx, final, map[string]*store.Calibration{m.Name: cal})
+	if err != nil {
+		e.log.WarnContext(ctx, "append: usage", "tenant", tenant, "session", id, "err", err)
+		res.Warnings = append(res.Warnings, "usage unavailable: "+err.Error())
+		v = SessionView{Session: final}
+	}
 	res.Usage = v.Usage
-	return res, v, err
+	return res, v, nil
 }
 
 // appended is what the transaction of an append did: its answer, the
@@ -389,7 +441,13 @@ func (e *Engine) appendOnce(ctx context.Context, tenant, id string, in AppendInp
 			switch {
 			case err == nil && rec.RequestHash == hash:
 				out.final, out.replayed = s, true
-				return json.Unmarshal(rec.Response, &out.res)
+				if err := json.Unmarshal(rec.Response, &out.res); err != nil {
+					return err
+				}
+				if in.IncludeContent {
+					return e.replayContent(ctx, tx, tenant, id, &out.res)
+				}
+				return nil
 			case err == nil:
 				return fmt.Errorf("idempotency key %q was used for a different request: %w", in.IdempotencyKey, ErrFailedPrecondition)
 			case !errors.Is(err, store.ErrNotFound):
@@ -414,14 +472,14 @@ func (e *Engine) appendOnce(ctx context.Context, tenant, id string, in AppendInp
 		}
 		out.res = AppendResult{Messages: msgs, Version: s.Version}
 		out.final = s
-		if in.IdempotencyKey != "" {
-			body, err := json.Marshal(out.res)
-			if err != nil {
+		if in.IncludeContent {
+			// Before the commit: an answer that cannot be sent must not
+			// follow a stored append.
+			if err := e.checkAppendAnswer(msgs); err != nil {
 				return err
 			}
-			return tx.PutIdempotency(ctx, tenant, id, store.Idempotency{Key: in.IdempotencyKey, RequestHash: hash, Response: body})
 		}
-		return nil
+		return e.rememberAppend(ctx, tx, tenant, id, in.IdempotencyKey, hash, msgs, s.Version)
 	})
 	return out, err
 }

@@ -39,13 +39,7 @@ func TestPrepareViewUnderChurn(t *testing.T) {
 	backendStores(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		w := engine.New(encodings, models, st)
-		v, err := w.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4", System: "sys"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg("a"), userMsg("b")}}); err != nil {
-			t.Fatal(err)
-		}
+		v := churnSession(t, w, userMsg("a"), userMsg("b"))
 		n := 0
 		skip, arm := 1, 3 // PrepareContext's first read passes, the answer's three reads each see a change
 		e := engine.New(encodings, models, churnStore{Store: st, skip: &skip, arm: &arm, write: func() {
@@ -68,4 +62,48 @@ func TestPrepareViewUnderChurn(t *testing.T) {
 				len(res.Messages), res.Status.Version, v.Version, v.Version+1)
 		}
 	})
+}
+
+// TestPrepareStatusIsOfItsView: when another writer appends between
+// PrepareContext's write and its read of the view, the answer's status is
+// of the version whose view it returns (it said the older version, with the
+// newer view).
+func TestPrepareStatusIsOfItsView(t *testing.T) {
+	models, encodings := testModels(t)
+	backendStores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		w := engine.New(encodings, models, st)
+		v := churnSession(t, w, userMsg("a"))
+		skip, arm := 1, 1 // the answer's first read of the view sees one change
+		e := engine.New(encodings, models, churnStore{Store: st, skip: &skip, arm: &arm, write: func() {
+			if _, err := w.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg("other")}}); err != nil {
+				t.Error(err)
+			}
+		}}, engine.WithViewCacheBytes(0))
+		res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now, err := e.GetSession(ctx, tenant, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Messages) != 2 || res.Status.Version != now.Version || res.Status.Usage.MessagesTokens != now.Usage.MessagesTokens {
+			t.Fatalf("%d messages with the status of version %d (%d message tokens); the session is at %d with %d",
+				len(res.Messages), res.Status.Version, res.Status.Usage.MessagesTokens, now.Version, now.Usage.MessagesTokens)
+		}
+	})
+}
+
+// churnSession creates a gpt-4 session holding msgs with writer w.
+func churnSession(t *testing.T, w *engine.Engine, msgs ...chat.Message) engine.SessionView {
+	t.Helper()
+	v, err := w.CreateSession(t.Context(), tenant, engine.NewSession{Model: "gpt-4", System: "sys"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.AppendMessages(t.Context(), tenant, v.ID, engine.AppendInput{Messages: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -65,15 +65,18 @@ func (t viewToken) continues(s *store.Session) bool {
 // prepareView is the view part of a PrepareContext answer for session s:
 // the whole active view with its token or, given the token of a view that
 // the current one continues, only the messages after it.
-func (e *Engine) prepareView(ctx context.Context, s store.Session, since *viewToken) (PrepareResult, error) {
+//
+// It also returns the session the view is of: s, or a newer read when s
+// changed meanwhile (the caller's status must then be of that one).
+func (e *Engine) prepareView(ctx context.Context, s store.Session, since *viewToken) (PrepareResult, store.Session, error) {
 	msgs, ords, s, err := e.viewOf(ctx, s)
 	if err != nil {
-		return PrepareResult{}, err
+		return PrepareResult{}, s, err
 	}
 	out := PrepareResult{Messages: msgs, ViewToken: tokenOf(&s, ords).String(), view: msgs}
 	if since != nil && since.continues(&s) {
 		out.Messages, _ = after(msgs, ords, since.last)
 		out.Delta = true
 	}
-	return out, nil
+	return out, s, nil
 }

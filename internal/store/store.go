@@ -168,7 +168,10 @@ type Tx interface {
 	// transaction ends, which serializes writers of one session.
 	GetSession(ctx context.Context, tenant, id string) (Session, error)
 	InsertSession(ctx context.Context, s *Session) error
-	// CountSessions returns how many live sessions a tenant has.
+	// CountSessions returns how many live sessions a tenant has, and holds
+	// the tenant's creates back until the transaction ends (so a count
+	// followed by an insert cannot race another; SQLite's single writer
+	// does so already).
 	CountSessions(ctx context.Context, tenant string) (int, error)
 	// UpdateSession writes every mutable field of s.
 	UpdateSession(ctx context.Context, s *Session) error

@@ -84,6 +84,10 @@ type Subscription struct {
 	done    chan struct{} // closed when the hub closes
 	mu      sync.Mutex
 	pending map[string]Update // newest update per session
+	// reborn holds, per session whose deletion is pending, the newest
+	// update of the session re-created with its id since: drained after
+	// the deletion, so neither hides the other.
+	reborn map[string]Update
 }
 
 // Subscribe registers a subscriber for one session, or for every session of
@@ -101,7 +105,7 @@ func (h *Hub) Subscribe(tenant, session string) (*Subscription, error) {
 		return nil, fmt.Errorf("%w: tenant %q holds %d streams, the most one tenant may (CONTEXTD_WATCH_MAX_SUBSCRIBERS_PER_TENANT)", ErrTooManySubscribers, tenant, h.tenantLimit)
 	}
 	s := &Subscription{hub: h, k: key{tenant, session}, signal: make(chan struct{}, 1),
-		done: make(chan struct{}), pending: map[string]Update{}}
+		done: make(chan struct{}), pending: map[string]Update{}, reborn: map[string]Update{}}
 	if h.subs[s.k] == nil {
 		h.subs[s.k] = map[*Subscription]struct{}{}
 	}
@@ -174,7 +178,20 @@ func (h *Hub) Close() {
 
 func (s *Subscription) offer(u Update) {
 	s.mu.Lock()
-	if cur, ok := s.pending[u.SessionID]; !ok || u.Version >= cur.Version {
+	cur, ok := s.pending[u.SessionID]
+	switch {
+	case !ok:
+		s.pending[u.SessionID] = u
+	case u.Event == EventDeleted:
+		// A deletion wins over whatever was pending (its version is 0)
+		// and over a re-creation pending after an earlier deletion.
+		s.pending[u.SessionID] = u
+		delete(s.reborn, u.SessionID)
+	case cur.Event == EventDeleted:
+		if r, ok := s.reborn[u.SessionID]; !ok || u.Version >= r.Version {
+			s.reborn[u.SessionID] = u
+		}
+	case u.Version >= cur.Version:
 		s.pending[u.SessionID] = u
 	}
 	s.mu.Unlock()
@@ -195,10 +212,14 @@ func (s *Subscription) Done() <-chan struct{} { return s.done }
 func (s *Subscription) Drain() []Update {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Update, 0, len(s.pending))
+	out := make([]Update, 0, len(s.pending)+len(s.reborn))
 	for id, u := range s.pending {
 		out = append(out, u)
 		delete(s.pending, id)
+	}
+	for id, u := range s.reborn { // after their sessions' deletions
+		out = append(out, u)
+		delete(s.reborn, id)
 	}
 	return out
 }

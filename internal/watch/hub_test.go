@@ -80,3 +80,19 @@ func TestLimitAndClose(t *testing.T) {
 		t.Errorf("subscribe after close: %v", err)
 	}
 }
+
+// TestDeletionIsNeverHidden: a pending update of a session does not hide
+// its deletion (version 0), and the session re-created with its id after
+// the deletion is drained after it (versions start again at 1).
+func TestDeletionIsNeverHidden(t *testing.T) {
+	h := watch.NewHub(10)
+	sub, _ := h.Subscribe("t", "")
+	h.Publish(watch.Update{Tenant: "t", SessionID: "s1", Version: 5, Event: watch.EventAppended})
+	h.Publish(watch.Update{Tenant: "t", SessionID: "s1", Event: watch.EventDeleted})
+	h.Publish(watch.Update{Tenant: "t", SessionID: "s1", Version: 1, Event: watch.EventUpdated})
+	h.Publish(watch.Update{Tenant: "t", SessionID: "s1", Version: 2, Event: watch.EventAppended})
+	got := sub.Drain()
+	if len(got) != 2 || got[0].Event != watch.EventDeleted || got[1].Version != 2 {
+		t.Fatalf("drained %+v; want the deletion, then version 2 of the new session", got)
+	}
+}

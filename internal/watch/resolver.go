@@ -90,7 +90,17 @@ func (r *Resolver) Resync(sessions func(tenant string) []string) {
 func (r *Resolver) Run(ctx context.Context) {
 	for {
 		batch := map[key]Change{}
-		add := func(c Change) { merge(batch, c) }
+		// A change after a deletion of its session in the same batch is
+		// of a session re-created with that id: it is resolved in the
+		// next batch, after the deletion is published.
+		later := map[key]Change{}
+		add := func(c Change) {
+			if cur, ok := batch[key{c.Tenant, c.SessionID}]; ok && cur.Event == EventDeleted && c.Event != EventDeleted {
+				merge(later, c)
+				return
+			}
+			merge(batch, c)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -141,8 +151,25 @@ func (r *Resolver) Run(ctx context.Context) {
 			if u.Event != EventDeleted && u.Version <= r.last[k] && c.Event == EventResync {
 				continue
 			}
-			r.last[k] = max(r.last[k], u.Version)
+			if u.Event == EventDeleted {
+				// A session re-created with this id starts again at
+				// version 1: forget the deleted one's versions.
+				delete(r.last, k)
+			} else {
+				r.last[k] = max(r.last[k], u.Version)
+			}
 			r.hub.Publish(u)
+		}
+		if len(later) > 0 {
+			r.mu.Lock()
+			for _, c := range later {
+				merge(r.dirty, c)
+			}
+			r.mu.Unlock()
+			select {
+			case r.wake <- struct{}{}:
+			default:
+			}
 		}
 	}
 }

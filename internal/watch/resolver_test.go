@@ -85,3 +85,49 @@ func TestTenantQuota(t *testing.T) {
 		t.Errorf("count %d; want 4", n)
 	}
 }
+
+// TestResolverForgetsDeletedVersions: a session deleted and re-created with
+// its id (versions from 1 again) is published, whether the changes come in
+// one batch or in several; the resolver remembered the deleted session's
+// version and dropped them.
+func TestResolverForgetsDeletedVersions(t *testing.T) {
+	hub := NewHub(10)
+	sub, err := hub.Subscribe("t", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	r := newResolver(hub, func(_ context.Context, c Change) (Update, bool, error) {
+		return Update{Tenant: c.Tenant, SessionID: c.SessionID, Version: c.Version, Event: c.Event}, true, nil
+	}, slog.New(slog.DiscardHandler), 16)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	next := func(want func(Update) bool) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case <-sub.C():
+				for _, u := range sub.Drain() {
+					if want(u) {
+						return
+					}
+				}
+			case <-deadline:
+				t.Fatal("not published within 10 s")
+			}
+		}
+	}
+	// In one batch: queued before the resolver runs.
+	r.Notify(Change{Tenant: "t", SessionID: "s", Version: 5, Event: EventAppended})
+	r.Notify(Change{Tenant: "t", SessionID: "s", Event: EventDeleted})
+	r.Notify(Change{Tenant: "t", SessionID: "s", Version: 1, Event: EventUpdated})
+	go r.Run(ctx)
+	next(func(u Update) bool { return u.Version == 1 && u.Event == EventUpdated })
+	// In separate batches.
+	for _, c := range []Change{{Version: 9, Event: EventAppended}, {Event: EventDeleted}, {Version: 2, Event: EventAppended}} {
+		c.Tenant, c.SessionID = "t", "s"
+		r.Notify(c)
+		next(func(u Update) bool { return u.Version == c.Version && u.Event == c.Event })
+	}
+}

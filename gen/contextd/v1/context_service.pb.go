@@ -1657,8 +1657,16 @@ type AppendMessagesRequest struct {
 	// When set, the append happens only if the session is still at this
 	// version; otherwise ABORTED (re-read and retry).
 	ExpectedVersion *int64 `protobuf:"varint,4,opt,name=expected_version,json=expectedVersion,proto3,oneof" json:"expected_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Return the stored messages whole (parts and metadata). Without it each
+	// returned message carries its id, position, role, kind, name, pinned,
+	// token count and created_at only (plus the metadata of the tool results
+	// the server records for interrupted calls), so the answer stays small
+	// whatever was appended. With it the answer must fit
+	// CONTEXTD_MAX_RESPONSE_BYTES, which is checked before anything is
+	// stored: RESOURCE_EXHAUSTED naming the setting, nothing appended.
+	IncludeContent bool `protobuf:"varint,5,opt,name=include_content,json=includeContent,proto3" json:"include_content,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *AppendMessagesRequest) Reset() {
@@ -1719,15 +1727,28 @@ func (x *AppendMessagesRequest) GetExpectedVersion() int64 {
 	return 0
 }
 
+func (x *AppendMessagesRequest) GetIncludeContent() bool {
+	if x != nil {
+		return x.IncludeContent
+	}
+	return false
+}
+
 // AppendMessages output.
 type AppendMessagesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The stored messages, with their ids, positions and token counts.
+	// The stored messages, with their ids, positions and token counts (their
+	// content only with include_content), including the tool results recorded
+	// for calls the batch interrupted.
 	Messages []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
 	// The session version after the append.
 	Version int64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	// Usage after the append.
-	Usage         *ContextUsage `protobuf:"bytes,3,opt,name=usage,proto3" json:"usage,omitempty"`
+	Usage *ContextUsage `protobuf:"bytes,3,opt,name=usage,proto3" json:"usage,omitempty"`
+	// What could not be added to this answer after the append was stored
+	// (for example the usage, when the calibration could not be read): the
+	// append is stored all the same; do not retry it.
+	Warnings      []string `protobuf:"bytes,4,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1779,6 +1800,13 @@ func (x *AppendMessagesResponse) GetVersion() int64 {
 func (x *AppendMessagesResponse) GetUsage() *ContextUsage {
 	if x != nil {
 		return x.Usage
+	}
+	return nil
+}
+
+func (x *AppendMessagesResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -2914,6 +2942,10 @@ type ReportUsageRequest struct {
 	CacheCreationInputTokens int64 `protobuf:"varint,4,opt,name=cache_creation_input_tokens,json=cacheCreationInputTokens,proto3" json:"cache_creation_input_tokens,omitempty"`
 	// Output tokens of the call (recorded in the session's ledger).
 	OutputTokens int64 `protobuf:"varint,5,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	// Makes a retried report safe: a report with a key this session has seen
+	// is answered with the usage now and recorded no second time (the ledger
+	// would count the call twice). Up to 128 characters.
+	IdempotencyKey string `protobuf:"bytes,8,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	// Which request it was. Unset: the current active view. Prefer
 	// view_token: it names the view that was sent even when the session was
 	// compacted, reverted, cleared or changed between PrepareContext and
@@ -2992,6 +3024,13 @@ func (x *ReportUsageRequest) GetOutputTokens() int64 {
 		return x.OutputTokens
 	}
 	return 0
+}
+
+func (x *ReportUsageRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
 }
 
 func (x *ReportUsageRequest) GetRequest() isReportUsageRequest_Request {
@@ -3245,19 +3284,21 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\"\x17\n" +
-	"\x15DeleteSessionResponse\"\x82\x02\n" +
+	"\x15DeleteSessionResponse\"\xab\x02\n" +
 	"\x15AppendMessagesRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x12=\n" +
 	"\bmessages\x18\x02 \x03(\v2\x14.contextd.v1.MessageB\v\xbaH\b\x92\x01\x05\b\x01\x10\xe8\aR\bmessages\x121\n" +
 	"\x0fidempotency_key\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x0eidempotencyKey\x127\n" +
-	"\x10expected_version\x18\x04 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\x0fexpectedVersion\x88\x01\x01B\x13\n" +
-	"\x11_expected_version\"\x95\x01\n" +
+	"\x10expected_version\x18\x04 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\x0fexpectedVersion\x88\x01\x01\x12'\n" +
+	"\x0finclude_content\x18\x05 \x01(\bR\x0eincludeContentB\x13\n" +
+	"\x11_expected_version\"\xb1\x01\n" +
 	"\x16AppendMessagesResponse\x120\n" +
 	"\bmessages\x18\x01 \x03(\v2\x14.contextd.v1.MessageR\bmessages\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x03R\aversion\x12/\n" +
-	"\x05usage\x18\x03 \x01(\v2\x19.contextd.v1.ContextUsageR\x05usage\"\xc9\x01\n" +
+	"\x05usage\x18\x03 \x01(\v2\x19.contextd.v1.ContextUsageR\x05usage\x12\x1a\n" +
+	"\bwarnings\x18\x04 \x03(\tR\bwarnings\"\xc9\x01\n" +
 	"\x12GetMessagesRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +
@@ -3357,7 +3398,7 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x11heartbeat_seconds\x18\x03 \x01(\x05B\n" +
 	"\xbaH\a\x1a\x05\x18\xac\x02(\x00R\x10heartbeatSeconds\"P\n" +
 	"\x1aWatchContextStatusResponse\x122\n" +
-	"\x06status\x18\x01 \x01(\v2\x1a.contextd.v1.ContextStatusR\x06status\"\x97\x05\n" +
+	"\x06status\x18\x01 \x01(\v2\x1a.contextd.v1.ContextStatusR\x06status\"\xca\x05\n" +
 	"\x12ReportUsageRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +
@@ -3365,7 +3406,8 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\finput_tokens\x18\x02 \x01(\x03B\f\xbaH\t\"\a\x18\x80\xc2\xd7/(\x00R\vinputTokens\x12C\n" +
 	"\x17cache_read_input_tokens\x18\x03 \x01(\x03B\f\xbaH\t\"\a\x18\x80\xc2\xd7/(\x00R\x14cacheReadInputTokens\x12K\n" +
 	"\x1bcache_creation_input_tokens\x18\x04 \x01(\x03B\f\xbaH\t\"\a\x18\x80\xc2\xd7/(\x00R\x18cacheCreationInputTokens\x121\n" +
-	"\routput_tokens\x18\x05 \x01(\x03B\f\xbaH\t\"\a\x18\x80\xc2\xd7/(\x00R\foutputTokens\x12.\n" +
+	"\routput_tokens\x18\x05 \x01(\x03B\f\xbaH\t\"\a\x18\x80\xc2\xd7/(\x00R\foutputTokens\x121\n" +
+	"\x0fidempotency_key\x18\b \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x0eidempotencyKey\x12.\n" +
 	"\rmessage_count\x18\x06 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\fmessageCount\x12#\n" +
 	"\aversion\x18\a \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\aversion\x12)\n" +
 	"\n" +

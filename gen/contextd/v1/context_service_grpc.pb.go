@@ -62,7 +62,10 @@ type ContextServiceClient interface {
 	// for a stored session or for a request given inline.
 	GetContextUsage(ctx context.Context, in *GetContextUsageRequest, opts ...grpc.CallOption) (*GetContextUsageResponse, error)
 	// Creates a session: model, system prompt, tools, compaction policy,
-	// labels, and optionally the id (AlreadyExists if it is taken).
+	// labels, and optionally the id (AlreadyExists if it is taken by a session
+	// created with other settings). Retrying a create with the same id and
+	// settings answers the session that exists, so choose an id to make a
+	// create safe to retry.
 	CreateSession(ctx context.Context, in *CreateSessionRequest, opts ...grpc.CallOption) (*CreateSessionResponse, error)
 	// Returns a session with its current usage.
 	GetSession(ctx context.Context, in *GetSessionRequest, opts ...grpc.CallOption) (*GetSessionResponse, error)
@@ -106,7 +109,10 @@ type ContextServiceClient interface {
 	// INVALID_ARGUMENT. To record an interruption yourself, append a tool
 	// result with is_error and your own text before the next turn. With an
 	// idempotency key a retry returns the first answer and stores nothing
-	// twice; with expected_version a stale writer gets ABORTED.
+	// twice; with expected_version a stale writer gets ABORTED. The answer
+	// names what was stored (ids, positions, token counts), not its content
+	// unless include_content asks for it; once the append is stored the call
+	// succeeds, with warnings for what the answer lacks.
 	AppendMessages(ctx context.Context, in *AppendMessagesRequest, opts ...grpc.CallOption) (*AppendMessagesResponse, error)
 	// Reads the active view or the full log, a page at a time.
 	GetMessages(ctx context.Context, in *GetMessagesRequest, opts ...grpc.CallOption) (*GetMessagesResponse, error)
@@ -388,7 +394,10 @@ type ContextServiceServer interface {
 	// for a stored session or for a request given inline.
 	GetContextUsage(context.Context, *GetContextUsageRequest) (*GetContextUsageResponse, error)
 	// Creates a session: model, system prompt, tools, compaction policy,
-	// labels, and optionally the id (AlreadyExists if it is taken).
+	// labels, and optionally the id (AlreadyExists if it is taken by a session
+	// created with other settings). Retrying a create with the same id and
+	// settings answers the session that exists, so choose an id to make a
+	// create safe to retry.
 	CreateSession(context.Context, *CreateSessionRequest) (*CreateSessionResponse, error)
 	// Returns a session with its current usage.
 	GetSession(context.Context, *GetSessionRequest) (*GetSessionResponse, error)
@@ -432,7 +441,10 @@ type ContextServiceServer interface {
 	// INVALID_ARGUMENT. To record an interruption yourself, append a tool
 	// result with is_error and your own text before the next turn. With an
 	// idempotency key a retry returns the first answer and stores nothing
-	// twice; with expected_version a stale writer gets ABORTED.
+	// twice; with expected_version a stale writer gets ABORTED. The answer
+	// names what was stored (ids, positions, token counts), not its content
+	// unless include_content asks for it; once the append is stored the call
+	// succeeds, with warnings for what the answer lacks.
 	AppendMessages(context.Context, *AppendMessagesRequest) (*AppendMessagesResponse, error)
 	// Reads the active view or the full log, a page at a time.
 	GetMessages(context.Context, *GetMessagesRequest) (*GetMessagesResponse, error)

@@ -282,7 +282,14 @@ func (t *txn) PutCalibration(ctx context.Context, tenant string, c store.Calibra
 	return err
 }
 
+// CountSessions takes a transaction-scoped lock on the tenant's session
+// count first: under READ COMMITTED two creates would otherwise both count
+// below the quota and both insert. Creates of one tenant with a quota
+// serialize here, until their transactions end.
 func (t *txn) CountSessions(ctx context.Context, tenant string) (int, error) {
+	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('session-count/' || $1, 0))`, tenant); err != nil {
+		return 0, err
+	}
 	var n int
 	err := t.tx.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE tenant = $1 AND deleted_at IS NULL`, tenant).Scan(&n)
 	return n, err

@@ -15,26 +15,30 @@ NOTHING_TO_COMPACT_SUMMARIZER_FAILED: NothingToCompact
 NOTHING_TO_COMPACT_UNSPECIFIED: NothingToCompact
 
 class AppendMessagesRequest(_message.Message):
-    __slots__ = ["expected_version", "idempotency_key", "messages", "session_id"]
+    __slots__ = ["expected_version", "idempotency_key", "include_content", "messages", "session_id"]
     EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_CONTENT_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     expected_version: int
     idempotency_key: str
+    include_content: bool
     messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., idempotency_key: _Optional[str] = ..., expected_version: _Optional[int] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., idempotency_key: _Optional[str] = ..., expected_version: _Optional[int] = ..., include_content: bool = ...) -> None: ...
 
 class AppendMessagesResponse(_message.Message):
-    __slots__ = ["messages", "usage", "version"]
+    __slots__ = ["messages", "usage", "version", "warnings"]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
     usage: _types_pb2.ContextUsage
     version: int
-    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., version: _Optional[int] = ..., usage: _Optional[_Union[_types_pb2.ContextUsage, _Mapping]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., version: _Optional[int] = ..., usage: _Optional[_Union[_types_pb2.ContextUsage, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ClearMessagesRequest(_message.Message):
     __slots__ = ["expected_version", "keep_first_user_message", "session_id"]
@@ -397,9 +401,10 @@ class PrepareContextResponse(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., status: _Optional[_Union[_types_pb2.ContextStatus, _Mapping]] = ..., cache: _Optional[_Union[_types_pb2.CacheHints, _Mapping]] = ..., view_token: _Optional[str] = ..., delta: bool = ...) -> None: ...
 
 class ReportUsageRequest(_message.Message):
-    __slots__ = ["cache_creation_input_tokens", "cache_read_input_tokens", "input_tokens", "message_count", "output_tokens", "session_id", "version", "view_token"]
+    __slots__ = ["cache_creation_input_tokens", "cache_read_input_tokens", "idempotency_key", "input_tokens", "message_count", "output_tokens", "session_id", "version", "view_token"]
     CACHE_CREATION_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     CACHE_READ_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -408,13 +413,14 @@ class ReportUsageRequest(_message.Message):
     VIEW_TOKEN_FIELD_NUMBER: _ClassVar[int]
     cache_creation_input_tokens: int
     cache_read_input_tokens: int
+    idempotency_key: str
     input_tokens: int
     message_count: int
     output_tokens: int
     session_id: str
     version: int
     view_token: str
-    def __init__(self, session_id: _Optional[str] = ..., input_tokens: _Optional[int] = ..., cache_read_input_tokens: _Optional[int] = ..., cache_creation_input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., message_count: _Optional[int] = ..., version: _Optional[int] = ..., view_token: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., input_tokens: _Optional[int] = ..., cache_read_input_tokens: _Optional[int] = ..., cache_creation_input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., message_count: _Optional[int] = ..., version: _Optional[int] = ..., view_token: _Optional[str] = ...) -> None: ...
 
 class ReportUsageResponse(_message.Message):
     __slots__ = ["usage"]

@@ -152,7 +152,10 @@ class ContextServiceServicer(object):
 
     def CreateSession(self, request, context):
         """Creates a session: model, system prompt, tools, compaction policy,
-        labels, and optionally the id (AlreadyExists if it is taken).
+        labels, and optionally the id (AlreadyExists if it is taken by a session
+        created with other settings). Retrying a create with the same id and
+        settings answers the session that exists, so choose an id to make a
+        create safe to retry.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -226,7 +229,10 @@ class ContextServiceServicer(object):
         INVALID_ARGUMENT. To record an interruption yourself, append a tool
         result with is_error and your own text before the next turn. With an
         idempotency key a retry returns the first answer and stores nothing
-        twice; with expected_version a stale writer gets ABORTED.
+        twice; with expected_version a stale writer gets ABORTED. The answer
+        names what was stored (ids, positions, token counts), not its content
+        unless include_content asks for it; once the append is stored the call
+        succeeds, with warnings for what the answer lacks.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
