@@ -135,8 +135,13 @@ func (k *Keys) read() (map[string]Key, fileStamp, error) {
 	where := map[string]string{} // digest -> the line that listed it first
 	var stamp fileStamp
 	var errs []error
+	// Refusals apply after every line is read, so no other line (a valid
+	// one listing the same digest after a broken one) can undo them.
+	refusals := map[string]string{}
 	refuse := func(digest, reason string) {
-		m[digest] = Key{ID: m[digest].ID, Tenant: m[digest].Tenant, SHA256: digest, Revoked: true, refused: reason}
+		if _, done := refusals[digest]; !done {
+			refusals[digest] = reason
+		}
 	}
 	add := func(key Key, line string) {
 		if key.Tenant == "" || len(key.SHA256) != 64 {
@@ -172,6 +177,9 @@ func (k *Keys) read() (map[string]Key, fileStamp, error) {
 			continue
 		}
 		add(Key{ID: fmt.Sprintf("env-%d", i+1), Tenant: tenant, SHA256: Digest(key)}, fmt.Sprintf("CONTEXTD_API_KEYS entry %d", i+1))
+	}
+	for digest, reason := range refusals {
+		m[digest] = Key{ID: m[digest].ID, Tenant: m[digest].Tenant, SHA256: digest, Revoked: true, refused: reason}
 	}
 	return m, stamp, errors.Join(errs...)
 }
