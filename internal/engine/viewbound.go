@@ -20,7 +20,8 @@ func viewBytes(msgs []chat.Message) int64 {
 
 // checkViewBound refuses an append that would grow s's active view past
 // MaxViewBytes or past MaxViewWindows times its model's context window in
-// tokens. Everything that reads the whole view (PrepareContext, compaction,
+// tokens (a view already past the latter, after a change of model, is
+// bounded by the former until it is compacted). Everything that reads the whole view (PrepareContext, compaction,
 // CreateHandoff) is then bounded too: a view of 210 MB once made every
 // PrepareContext take a minute and fail.
 //
@@ -38,7 +39,11 @@ func (e *Engine) checkViewBound(s *store.Session, msgs []chat.Message, bytes int
 	}
 	if k := int64(e.limits.MaxViewWindows); what == "" && k > 0 {
 		m, _ := e.models.Lookup(s.Model)
-		if max := k * int64(m.ContextWindow); max > 0 && s.ActiveTokens+tokens > max {
+		// Only an append that crosses the bound is refused: a view already
+		// over it (its session moved to a model with a smaller window)
+		// must still take the append PrepareContext compacts it with;
+		// MaxViewBytes bounds it meanwhile.
+		if max := k * int64(m.ContextWindow); max > 0 && s.ActiveTokens+tokens > max && s.ActiveTokens <= max {
 			what = fmt.Sprintf("%d tokens; %s allows %d× the %d-token window of %s, %d", s.ActiveTokens+tokens,
 				limitViewWindows, k, m.ContextWindow, s.Model, max)
 			alone = tokens > max

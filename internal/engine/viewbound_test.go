@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -137,6 +138,68 @@ func TestMessagePagesReadByBytes(t *testing.T) {
 			if err != nil || len(rest.Messages) != 2 || rest.Messages[0].Position != 3 {
 				t.Errorf("view %v: next page %d messages from position %d (%v)", view, len(rest.Messages), rest.Messages[0].Position, err)
 			}
+		}
+	})
+}
+
+// TestLogTailReadsByBytes: LogTail (the gateway's log matching) loads only
+// the rows that fit CONTEXTD_MAX_RESPONSE_BYTES, in order, however many it
+// is asked for: a cold review made one request load 720 MB of log.
+func TestLogTailReadsByBytes(t *testing.T) {
+	models, encodings := testModels(t)
+	backendStores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		var loaded atomic.Int64
+		e := engine.New(encodings, models, sizedReads{st, &loaded},
+			engine.WithLimits(engine.Limits{MaxResponseBytes: 250_000}), engine.WithViewCacheBytes(0))
+		s := newSession(t, e)
+		for range 10 {
+			if _, err := e.AppendMessages(ctx, tenant, s.ID, engine.AppendInput{Messages: []chat.Message{userMsg(strings.Repeat("0123456789", 10_000))}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var after int64
+		for reads := 0; after < 10; reads++ {
+			loaded.Store(0)
+			msgs, err := e.LogTail(ctx, tenant, s.ID, after, 1000)
+			if err != nil || len(msgs) != 2 || msgs[0].Position != after+1 || msgs[1].Position != after+2 {
+				t.Fatalf("LogTail after %d: %d messages (%v)", after, len(msgs), err)
+			}
+			if n := loaded.Load(); n > 3 {
+				t.Errorf("LogTail loaded %d messages to answer 2", n)
+			}
+			after = msgs[1].Position
+		}
+	})
+}
+
+// TestViewOverWindowsAfterModelChange: a session moved to a model with a
+// smaller window, whose view is now past MaxViewWindows of it, still takes
+// PrepareContext's append and is compacted by it (a cold review found
+// every PrepareContext refused, for good, after such a change).
+func TestViewOverWindowsAfterModelChange(t *testing.T) {
+	opts := []engine.Option{engine.WithLimits(engine.Limits{MaxViewWindows: 1})}
+	backendsWith(t, opts, func(t *testing.T, e *engine.Engine) {
+		ctx := t.Context()
+		s := newSession(t, e) // gpt-4o: 128,000 tokens
+		for i := range 12 {
+			msgs := []chat.Message{userMsg(fmt.Sprintf("step %d:%s", i, strings.Repeat(" word", 2_000)))}
+			if _, err := e.AppendMessages(ctx, tenant, s.ID, engine.AppendInput{Messages: msgs}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.AppendMessages(ctx, tenant, s.ID, engine.AppendInput{Messages: []chat.Message{{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "ok"}}}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.UpdateSession(ctx, tenant, s.ID, engine.SessionUpdate{Mask: []string{engine.FieldModel}, Model: "gpt-4"}); err != nil {
+			t.Fatal(err) // 8,192 tokens: the view is about three windows now
+		}
+		res, err := e.PrepareContext(ctx, tenant, s.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("go on")}})
+		if err != nil {
+			t.Fatalf("PrepareContext after the change: %v", err)
+		}
+		if !res.Status.Compacted || res.Status.Usage.PercentUsed > 100 {
+			t.Errorf("not compacted to fit: compacted %v, %.0f %% used", res.Status.Compacted, res.Status.Usage.PercentUsed)
 		}
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -604,7 +605,9 @@ func copyRequestHeaders(dst, src http.Header) {
 
 func copyResponseHeaders(dst, src http.Header) {
 	for k, vs := range src {
-		if dropResponse[k] {
+		// The provider's CORS grants and cookies are for its own origin,
+		// not for contextd's.
+		if dropResponse[k] || strings.HasPrefix(k, "Access-Control-") || k == "Set-Cookie" {
 			continue
 		}
 		dst[k] = append(dst[k], vs...)

@@ -544,3 +544,47 @@ func TestPromptCacheMarks(t *testing.T) {
 	}
 	s.checkUpstream()
 }
+
+// TestWebPagesRefused: without API keys (the quickstart) a web page of
+// another site cannot use the gateway through the user's browser: a
+// request with a foreign Origin or Sec-Fetch-Site: cross-site is refused,
+// a body that is not JSON (what a page may send without a preflight) is
+// refused, and the provider's CORS grant is not passed on.
+func TestWebPagesRefused(t *testing.T) {
+	s := start(t, nil)
+	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
+	send := func(ct string, h map[string]string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, s.url("/v1/chat/completions"), bytes.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for name, c := range map[string]struct {
+		ct     string
+		h      map[string]string
+		status int
+	}{
+		"foreign origin":   {"application/json", map[string]string{"Origin": "https://evil.example"}, 403},
+		"cross-site fetch": {"application/json", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		"text/plain body":  {"text/plain", nil, 415},
+		"form body":        {"application/x-www-form-urlencoded", nil, 415},
+	} {
+		if resp := send(c.ct, c.h); resp.StatusCode != c.status {
+			t.Errorf("%s: %d, want %d", name, resp.StatusCode, c.status)
+		}
+	}
+	if n := len(s.fake.Requests()); n != 0 {
+		t.Fatalf("%d refused requests reached the provider", n)
+	}
+	resp := send("application/json", map[string]string{"Origin": "http://localhost:3000"})
+	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("a local page: %d, Access-Control-Allow-Origin %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+}
