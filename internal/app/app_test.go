@@ -81,7 +81,7 @@ func startServerLog(t testing.TB, env map[string]string, logw io.Writer) *grpc.C
 	})
 	conn := dial(t, addr)
 	health := healthpb.NewHealthClient(conn)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := health.Check(t.Context(), &healthpb.HealthCheckRequest{Service: "contextd.v1.ContextService"})
 		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {

@@ -73,7 +73,7 @@ func start(t testing.TB, env map[string]string) *server {
 		}
 	})
 	s := &server{t: t, addr: addr, fake: fake}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(s.url("/v1/models"))
 		if err == nil {
