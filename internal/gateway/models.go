@@ -104,7 +104,7 @@ func (g *Gateway) wouldSend(r *http.Request, tenant string, c *conversation) ([]
 	if err != nil {
 		return nil, err
 	}
-	log, _, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
+	log, _, _, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
 	if err != nil {
 		return nil, err
 	}

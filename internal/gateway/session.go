@@ -6,6 +6,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -106,7 +107,7 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 		if err != nil {
 			return resolved{}, err
 		}
-		log, replies, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
+		log, replies, closed, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
 		if err != nil {
 			return resolved{}, err
 		}
@@ -114,8 +115,22 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 		for k < len(log) && k < len(c.digests) && log[k] == c.digests[k] {
 			k++
 		}
+		cut := false
+		if k == len(log) {
+			// A result for a call contextd closed as interrupted (the
+			// session was cleared or went on without it) cannot join
+			// this session: the request goes on in one of its own from
+			// there.
+			for j := k; j < len(c.msgs); j++ {
+				if id := resultOf(&c.msgs[j]); id != "" && closed[id] {
+					k, cut = j, true
+					break
+				}
+			}
+		}
 		repeat := !noRepeat && k == len(c.digests) && k < len(log) && !slices.Contains(replies[k:], false)
-		if repeat || k == len(log) {
+		extends := k == len(log) && !cut
+		if repeat || extends {
 			// The request's session: only now may it follow the
 			// request's model, system prompt and tools.
 			if moved, err := g.follow(ctx, tenant, s.Session, c); err != nil {
@@ -130,7 +145,7 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 			out.repeat, out.repeatD = len(log)-k, log[k:]
 			return out, nil
 		}
-		if k == len(log) {
+		if extends {
 			// An existing session (a branch's, too) that the request
 			// extends: the header says what happened in it.
 			out.fresh, out.from = c.msgs[k:], ""
@@ -243,6 +258,9 @@ type logEntry struct {
 	last    int64 // position of the last log message read
 	digests [][32]byte
 	replies []bool // digests[i] is a reply the gateway recorded
+	// closed holds the tool calls contextd closed with an interrupted
+	// result (a clear, or a turn that went on without the result).
+	closed map[string]bool
 }
 
 // maxCachedSessions bounds the sessions logCache holds.
@@ -254,7 +272,7 @@ func newLogCache(maxDigestsHeld int) *logCache {
 
 // get returns the digests of the client-visible messages of s's log, in
 // order (interrupted tool results contextd inserted are not the client's).
-func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s store.Session) ([][32]byte, []bool, error) {
+func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s store.Session) ([][32]byte, []bool, map[string]bool, error) {
 	key := tenant + "\x00" + s.ID
 	lc.mu.Lock()
 	ent, ok := lc.entries[key]
@@ -276,7 +294,7 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 	for ent.last < s.LogCount {
 		msgs, err := e.LogTail(ctx, tenant, s.ID, ent.last, 1000)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if len(msgs) == 0 {
 			break
@@ -284,7 +302,14 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 		for i := range msgs {
 			m := &msgs[i]
 			ent.last = m.Position
-			if m.Metadata[engine.InterruptedMetadata] != "" || (m.Kind != "" && m.Kind != chat.KindNormal) {
+			if m.Metadata[engine.InterruptedMetadata] != "" {
+				if ent.closed == nil {
+					ent.closed = map[string]bool{}
+				}
+				ent.closed[resultOf(m)] = true
+				continue
+			}
+			if m.Kind != "" && m.Kind != chat.KindNormal {
 				continue
 			}
 			ent.digests = append(ent.digests, storedDigest(m))
@@ -294,10 +319,11 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 	}
 	out := ent.digests[:len(ent.digests):len(ent.digests)]
 	replies := ent.replies[:len(ent.replies):len(ent.replies)]
+	closed := maps.Clone(ent.closed)
 	lc.mu.Lock()
 	lc.held += added
 	lc.mu.Unlock()
-	return out, replies, nil
+	return out, replies, closed, nil
 }
 
 // extend records msgs, just stored with their log positions, after what
@@ -340,4 +366,17 @@ func (lc *logCache) extend(tenant, id string, created time.Time, msgs []chat.Mes
 		ent.replies = append(ent.replies, msgs[i].Metadata[metaReply] != "")
 	}
 	ent.last = pos
+}
+
+// resultOf is the call a tool message answers ("" for other messages).
+func resultOf(m *chat.Message) string {
+	if m.Role != chat.RoleTool {
+		return ""
+	}
+	for _, p := range m.Parts {
+		if p.Type == chat.PartToolResult {
+			return p.ToolResult.ToolCallID
+		}
+	}
+	return ""
 }

@@ -113,6 +113,7 @@ func TestUpstreamFailuresKeepOneTurn(t *testing.T) {
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url("/v1/chat/completions"), bytes.NewReader(b))
 		req.Header.Set("Authorization", "Bearer sk-test")
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return nil, nil, err
@@ -499,6 +500,7 @@ func TestProviderShapesKeptExactly(t *testing.T) {
 	b, _ := json.Marshal(map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": msgs})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url("/v1/messages"), bytes.NewReader(b))
 	req.Header.Set("anthropic-version", "2023-06-01")
+	req.Header.Set("Content-Type", "application/json")
 	r2, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("the session's next call: %v", err)
@@ -587,4 +589,38 @@ func TestWebPagesRefused(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Errorf("a local page: %d, Access-Control-Allow-Origin %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
 	}
+}
+
+// TestResultAfterClearGoesOn: a session cleared (through the API) while a
+// tool call of the model was open has that call closed as interrupted; the
+// client's real result for it then goes on in a session of its own (where
+// the call and its result are whole) instead of being refused for good.
+func TestResultAfterClearGoesOn(t *testing.T) {
+	s := start(t, nil)
+	s.fake.Script(gatewaytest.Reply{ToolCalls: []gatewaytest.ToolCall{lsCall}}, gatewaytest.Reply{Text: "done"}, gatewaytest.Reply{Text: "more"})
+	msgs := []any{map[string]any{"role": "user", "content": "list src"}}
+	resp, body := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": msgs}, nil)
+	id := resp.Header.Get("X-Contextd-Session")
+	var out struct {
+		Choices []struct {
+			Message map[string]any `json:"message"`
+		} `json:"choices"`
+	}
+	_ = json.Unmarshal(body, &out)
+	if got := s.waitLog(id, []string{"user: list src", "assistant: call(call_ls)"}); len(got) != 2 {
+		t.Fatalf("log %q", got)
+	}
+	s.rpc("ClearMessages", map[string]any{"sessionId": id}, nil)
+	msgs = append(msgs, out.Choices[0].Message, map[string]any{"role": "tool", "tool_call_id": lsCall.ID, "content": "a.go"})
+	resp, body = s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": msgs}, nil)
+	fork := resp.Header.Get("X-Contextd-Session")
+	if resp.StatusCode != 200 || fork == id {
+		t.Fatalf("the result after the clear: %d in %s (%s): %s", resp.StatusCode, fork, resp.Header.Get("X-Contextd-History"), body)
+	}
+	msgs = append(msgs, map[string]any{"role": "assistant", "content": "done"}, map[string]any{"role": "user", "content": "and more?"})
+	resp, body = s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": msgs}, nil)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Contextd-Session") != fork || resp.Header.Get("X-Contextd-History") != "extended" {
+		t.Fatalf("the next turn: %d in %s (%s): %s", resp.StatusCode, resp.Header.Get("X-Contextd-Session"), resp.Header.Get("X-Contextd-History"), body)
+	}
+	s.checkUpstream()
 }
