@@ -75,6 +75,9 @@ func forkID(id string, digests [][32]byte, k int) string {
 		h.Write(d[:])
 	}
 	base, _, _ := strings.Cut(id, "~")
+	if len(base) > 115 {
+		base = base[:115] // ids are at most 128 bytes
+	}
 	return base + "~" + encodeID(h.Sum(nil))[:12]
 }
 
