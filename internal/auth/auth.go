@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -184,6 +185,9 @@ func (k *Keys) read() (map[string]Key, fileStamp, error) {
 	return m, stamp, errors.Join(errs...)
 }
 
+// hexDigest finds the SHA-256 digests a line names.
+var hexDigest = regexp.MustCompile(`\b[0-9a-fA-F]{64}\b`)
+
 // readFile reads the keys file line by line into add; a line that does not
 // parse is reported, and the digest it names, if any can be read, refused.
 func (k *Keys) readFile(stamp *fileStamp, add func(Key, string), refuse func(string, string)) error {
@@ -212,11 +216,11 @@ func (k *Keys) readFile(stamp *fileStamp, add func(Key, string), refuse func(str
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&key); err != nil {
 			errs = append(errs, fmt.Errorf("keys file line %d: %w", n, err))
-			var loose struct {
-				SHA256 string `json:"sha256"`
-			}
-			if json.Unmarshal([]byte(line), &loose) == nil && len(loose.SHA256) == 64 {
-				refuse(strings.ToLower(loose.SHA256), "its line in the keys file is invalid")
+			// Every digest the broken line names is refused, however it
+			// is broken (a revocation with a missing quote must still
+			// revoke).
+			for _, d := range hexDigest.FindAllString(line, -1) {
+				refuse(strings.ToLower(d), "its line in the keys file is invalid")
 			}
 			continue
 		}

@@ -161,7 +161,7 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 			}
 		}
 		pr.input, pr.at = msgs, e.timestamp()
-		staged, err := e.stageAppend(ctx, tx, &s, msgs, pr.at)
+		staged, err := e.stageAppend(ctx, tx, &s, msgs, pr.at, true)
 		if err != nil {
 			return err
 		}
@@ -294,7 +294,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 			return errStale
 		}
 		// The same session version, so the same append as staged before.
-		staged, err := e.stageAppend(ctx, tx, &s, pr.input, pr.at)
+		staged, err := e.stageAppend(ctx, tx, &s, pr.input, pr.at, true)
 		if err != nil {
 			return err
 		}

@@ -530,7 +530,7 @@ func requestHash(in AppendInput) (string, error) {
 // call the batch interrupts, and updates s in memory (the caller writes it).
 // It returns the messages as stored.
 func (e *Engine) appendInTx(ctx context.Context, tx store.Tx, s *store.Session, msgs []chat.Message) ([]chat.Message, error) {
-	st, err := e.stageAppend(ctx, tx, s, msgs, e.timestamp())
+	st, err := e.stageAppend(ctx, tx, s, msgs, e.timestamp(), false)
 	if err != nil {
 		return nil, err
 	}
@@ -547,7 +547,10 @@ type stagedAppend struct {
 
 // stageAppend checks an append against s and lays it out (stored at now),
 // reading only.
-func (e *Engine) stageAppend(ctx context.Context, tx store.Tx, s *store.Session, msgs []chat.Message, now time.Time) (stagedAppend, error) {
+//
+// compacting says the append is PrepareContext's, which compacts the view
+// it leaves (see checkViewBound).
+func (e *Engine) stageAppend(ctx context.Context, tx store.Tx, s *store.Session, msgs []chat.Message, now time.Time, compacting bool) (stagedAppend, error) {
 	msgs, calls, err := e.pairToolCalls(ctx, tx, s, msgs)
 	if err != nil {
 		return stagedAppend{}, err
@@ -559,7 +562,7 @@ func (e *Engine) stageAppend(ctx context.Context, tx store.Tx, s *store.Session,
 		entries[i] = store.ViewEntry{Ord: s.ViewSeq + int64(i) + 1, MessageID: msgs[i].ID}
 	}
 	bytes := viewBytes(msgs)
-	if err := e.checkViewBound(s, msgs, bytes); err != nil {
+	if err := e.checkViewBound(s, msgs, bytes, compacting); err != nil {
 		return stagedAppend{}, err
 	}
 	return stagedAppend{msgs: msgs, entries: entries, calls: calls, bytes: bytes}, nil

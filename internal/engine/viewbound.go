@@ -20,8 +20,9 @@ func viewBytes(msgs []chat.Message) int64 {
 
 // checkViewBound refuses an append that would grow s's active view past
 // MaxViewBytes or past MaxViewWindows times its model's context window in
-// tokens (a view already past the latter, after a change of model, is
-// bounded by the former until it is compacted). Everything that reads the whole view (PrepareContext, compaction,
+// tokens (a view already past the latter, after a change of model, takes
+// only PrepareContext's appends, each within the bound alone, which compact
+// it). Everything that reads the whole view (PrepareContext, compaction,
 // CreateHandoff) is then bounded too: a view of 210 MB once made every
 // PrepareContext take a minute and fail.
 //
@@ -29,7 +30,7 @@ func viewBytes(msgs []chat.Message) int64 {
 // InvalidArgument on messages. One that fits alone but not on top of the
 // view is FailedPrecondition: the session must be compacted (or cleared)
 // first, and the same request then succeeds. Either way nothing is stored.
-func (e *Engine) checkViewBound(s *store.Session, msgs []chat.Message, bytes int64) error {
+func (e *Engine) checkViewBound(s *store.Session, msgs []chat.Message, bytes int64, compacting bool) error {
 	tokens := sumTokens(msgs)
 	var what string
 	var alone bool
@@ -39,14 +40,16 @@ func (e *Engine) checkViewBound(s *store.Session, msgs []chat.Message, bytes int
 	}
 	if k := int64(e.limits.MaxViewWindows); what == "" && k > 0 {
 		m, _ := e.models.Lookup(s.Model)
-		// Only an append that crosses the bound is refused: a view already
-		// over it (its session moved to a model with a smaller window)
-		// must still take the append PrepareContext compacts it with;
-		// MaxViewBytes bounds it meanwhile.
-		if max := k * int64(m.ContextWindow); max > 0 && s.ActiveTokens+tokens > max && s.ActiveTokens <= max {
+		// A view already over the bound (its session moved to a model
+		// with a smaller window) still takes the append PrepareContext
+		// compacts it with, when the append fits the bound alone; any
+		// other append past the bound is refused.
+		bound := k * int64(m.ContextWindow)
+		overAlready := compacting && s.ActiveTokens > bound && tokens <= bound
+		if bound > 0 && s.ActiveTokens+tokens > bound && !overAlready {
 			what = fmt.Sprintf("%d tokens; %s allows %d× the %d-token window of %s, %d", s.ActiveTokens+tokens,
-				limitViewWindows, k, m.ContextWindow, s.Model, max)
-			alone = tokens > max
+				limitViewWindows, k, m.ContextWindow, s.Model, bound)
+			alone = tokens > bound
 		}
 	}
 	if what == "" {

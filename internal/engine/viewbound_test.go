@@ -194,6 +194,10 @@ func TestViewOverWindowsAfterModelChange(t *testing.T) {
 		if _, err := e.UpdateSession(ctx, tenant, s.ID, engine.SessionUpdate{Mask: []string{engine.FieldModel}, Model: "gpt-4"}); err != nil {
 			t.Fatal(err) // 8,192 tokens: the view is about three windows now
 		}
+		// A plain append, which compacts nothing, is still refused.
+		if _, err := e.AppendMessages(ctx, tenant, s.ID, engine.AppendInput{Messages: []chat.Message{userMsg("more")}}); !errors.Is(err, engine.ErrFailedPrecondition) {
+			t.Errorf("AppendMessages on a view past the bound: %v; want FailedPrecondition", err)
+		}
 		res, err := e.PrepareContext(ctx, tenant, s.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("go on")}})
 		if err != nil {
 			t.Fatalf("PrepareContext after the change: %v", err)

@@ -582,6 +582,8 @@ func upstreamReason(err error) string {
 var dropRequest = map[string]bool{
 	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Authorization": true, "Proxy-Connection": true,
 	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Host": true, "Content-Length": true,
+	// Cookies are contextd's origin's (a dashboard's), not the provider's.
+	"Cookie": true,
 	// The transport asks for gzip itself and decompresses, so the answer
 	// can be read for its usage.
 	"Accept-Encoding": true,
