@@ -135,7 +135,7 @@ var settings = []envFlag{
 	{"CONTEXTD_TLS_CLIENT_CA_FILE", "", "CA (PEM) that client certificates must chain to; set: client certificates required", false},
 	{"CONTEXTD_RATE_LIMIT_RPS", "100", "requests a second per tenant (0: no limit)", false},
 	{"CONTEXTD_RATE_LIMIT_BURST", "200", "burst above the rate", false},
-	{"CONTEXTD_MAX_COUNT_BYTES", "8388608", "what one request may cost to count, in bytes, on every RPC: its text, its tools as rendered for the model, and 256 bytes a message, 32 a part, 512 a tool call", false},
+	{"CONTEXTD_MAX_COUNT_BYTES", "8388608", "what one request may cost to count, in bytes, on every RPC: its text, its tools as rendered for the model, and 256 bytes a message, 32 a part, 1024 a tool call", false},
 	{"CONTEXTD_MAX_SESSIONS_PER_TENANT", "100000", "live sessions one tenant may hold", false},
 	{"CONTEXTD_VIEW_CACHE_BYTES", "67108864", "memory for decoded active views kept between calls, in bytes (0: no cache)", false},
 	{"CONTEXTD_COUNT_BUDGET_BYTES", "16777216", "bytes of large requests tokenized at once, server-wide (as much again may wait; more is refused)", false},

@@ -120,7 +120,7 @@ func TestHostileStructure(t *testing.T) {
 			charge += 256 + 32*len(m.GetParts()) // engine.messageCost, partCost
 			for _, p := range m.GetParts() {
 				if c := p.GetToolCall(); c != nil {
-					charge += 512 + len(c.GetId()) + len(c.GetName()) + len(c.GetArgumentsJson()) // toolCallCost
+					charge += 1024 + len(c.GetId()) + len(c.GetName()) + len(c.GetArgumentsJson()) // toolCallCost
 				}
 			}
 		}

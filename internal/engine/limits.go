@@ -93,7 +93,7 @@ func textBytes(text, system string, tools []chat.Tool, msgs []chat.Message) int 
 const (
 	messageCost  = 256
 	partCost     = 32
-	toolCallCost = 512
+	toolCallCost = 1024
 )
 
 // countCost is what a request is charged against the count limits: its
