@@ -236,7 +236,11 @@ func sameTools(a, b []chat.Tool) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].Name != b[i].Name || a[i].Description != b[i].Description || string(canonicalJSON([]byte(a[i].Parameters))) != string(canonicalJSON([]byte(b[i].Parameters))) {
+		// The same text needs no parsing (the common case: a client
+		// resends its tools as they were); only a difference is compared
+		// as canonical JSON.
+		if a[i].Name != b[i].Name || a[i].Description != b[i].Description ||
+			a[i].Parameters != b[i].Parameters && string(canonicalJSON([]byte(a[i].Parameters))) != string(canonicalJSON([]byte(b[i].Parameters))) {
 			return false
 		}
 	}
