@@ -226,6 +226,8 @@ type Tx interface {
 	// returned, or ErrNotFound.
 	GetPreparedView(ctx context.Context, tenant, sessionID string) (PreparedView, error)
 	PutPreparedView(ctx context.Context, tenant, sessionID string, v PreparedView) error
+
+	JobTx
 }
 
 // Store keeps sessions and messages.

@@ -45,6 +45,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"LedgerSaturates", testLedgerSaturates},
 		{"PreparedView", testPreparedView},
 		{"SetMessageTokens", testSetMessageTokens},
+		{"Jobs", testJobs},
+		{"JobLeasesAreExclusive", testJobLeasesAreExclusive},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

@@ -1,0 +1,71 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contextd/contextd/internal/store"
+)
+
+const jobCols = `tenant, session_id, id, state, epoch, fingerprint, owner, lease_until, attempts, not_before, result, created_at, updated_at`
+
+func scanJob(row pgx.Row) (store.Job, error) {
+	var j store.Job
+	var state string
+	err := row.Scan(&j.Tenant, &j.SessionID, &j.ID, &state, &j.Epoch, &j.Fingerprint, &j.Owner, &j.LeaseUntil, &j.Attempts,
+		&j.NotBefore, &j.Result, &j.CreatedAt, &j.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return j, store.ErrNotFound
+	}
+	j.State = store.JobState(state)
+	j.LeaseUntil, j.NotBefore = j.LeaseUntil.UTC(), j.NotBefore.UTC()
+	j.CreatedAt, j.UpdatedAt = j.CreatedAt.UTC(), j.UpdatedAt.UTC()
+	return j, err
+}
+
+// GetJob reads and locks a session's job.
+func (t *txn) GetJob(ctx context.Context, tenant, sessionID string) (store.Job, error) {
+	return scanJob(t.tx.QueryRow(ctx, `SELECT `+jobCols+` FROM compaction_jobs WHERE tenant = $1 AND session_id = $2 FOR UPDATE`,
+		tenant, sessionID))
+}
+
+func (t *txn) PutJob(ctx context.Context, j *store.Job) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO compaction_jobs (`+jobCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		ON CONFLICT (tenant, session_id) DO UPDATE SET id = excluded.id, state = excluded.state, epoch = excluded.epoch,
+			fingerprint = excluded.fingerprint, owner = excluded.owner, lease_until = excluded.lease_until,
+			attempts = excluded.attempts, not_before = excluded.not_before, result = excluded.result,
+			created_at = excluded.created_at, updated_at = excluded.updated_at`,
+		j.Tenant, j.SessionID, j.ID, string(j.State), j.Epoch, j.Fingerprint, j.Owner, j.LeaseUntil, j.Attempts,
+		j.NotBefore, j.Result, j.CreatedAt, j.UpdatedAt)
+	return err
+}
+
+func (t *txn) DeleteJob(ctx context.Context, tenant, sessionID, id string) (bool, error) {
+	tag, err := t.tx.Exec(ctx, `DELETE FROM compaction_jobs WHERE tenant = $1 AND session_id = $2 AND ($3 = '' OR id = $3)`,
+		tenant, sessionID, id)
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// NextJob picks and locks the next job to lease (see store.JobTx); rows
+// other replicas hold are skipped. The running count of a tenant comes from
+// the (tenant, state) index: O(q log q) for q jobs waiting.
+func (t *txn) NextJob(ctx context.Context, now time.Time, perTenant int) (store.Job, error) {
+	return scanJob(t.tx.QueryRow(ctx, `SELECT `+jobCols+` FROM compaction_jobs j
+		WHERE (j.state = 'queued' OR (j.state = 'running' AND j.lease_until < $1)) AND j.not_before <= $1
+			AND (SELECT count(*) FROM compaction_jobs r WHERE r.tenant = j.tenant AND r.state = 'running' AND r.lease_until >= $1) < $2
+		ORDER BY (SELECT count(*) FROM compaction_jobs r WHERE r.tenant = j.tenant AND r.state = 'running' AND r.lease_until >= $1), j.updated_at
+		LIMIT 1 FOR UPDATE OF j SKIP LOCKED`, now, perTenant))
+}
+
+func (t *txn) CountJobs(ctx context.Context, tenant string) (int, int, error) {
+	var mine, all int
+	err := t.tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE tenant = $1), count(*)
+		FROM compaction_jobs WHERE state IN ('queued', 'running')`, tenant).Scan(&mine, &all)
+	return mine, all, err
+}
