@@ -105,7 +105,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		engine.WithLimits(engine.Limits{MaxCountBytes: cfg.MaxCountBytes, MaxSessionsPerTenant: cfg.MaxSessionsPerTenant,
 			CountBudgetBytes: int64(cfg.CountBudgetBytes), LargeCountBytes: cfg.LargeCountBytes, MaxResponseBytes: cfg.MaxResponseBytes,
 			MaxViewBytes: cfg.MaxViewBytes, MaxViewWindows: cfg.MaxViewWindows}),
-		engine.WithMetrics(domain), engine.WithLogger(log), engine.WithViewCacheBytes(int64(cfg.ViewCacheBytes))}
+		engine.WithMetrics(domain), engine.WithLogger(log), engine.WithViewCacheBytes(int64(cfg.ViewCacheBytes)),
+		engine.WithBackground(cfg.Background)}
 	if cfg.AnthropicCountTokens {
 		opts = append(opts, engine.WithProviderCounter(provider.NewAnthropicCounter(provider.Config{
 			BaseURL: cfg.AnthropicBaseURL, APIKey: cfg.AnthropicAPIKey, Timeout: cfg.SummarizerTimeout, MaxRetries: cfg.SummarizerMaxRetries})))
@@ -115,6 +116,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer stopWatch()
 	go resolver.Run(watchCtx)
 	go retention.Run(watchCtx, st, cfg.RetentionInterval, cfg.ArchiveRetention, log)
+	// Background compaction workers stop (handing their leases back) before
+	// the store closes.
+	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
+	jobsDone := make(chan struct{})
+	go func() { defer close(jobsDone); eng.RunJobs(jobsCtx) }()
+	defer func() { stopJobs(); <-jobsDone }()
 	if _, ok := st.(*postgres.Store); ok {
 		resync := func() {
 			resolver.Resync(func(tenant string) []string {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/contextd/contextd/internal/engine"
 )
 
 // Config is the server configuration. Every field comes from an environment
@@ -65,6 +67,8 @@ type Config struct {
 	MaxConnectionAge     time.Duration
 	// ViewCacheBytes bounds the engine's cache of decoded active views.
 	ViewCacheBytes int
+	// Background compaction (engine.Background).
+	Background engine.Background
 	// CountBudgetBytes bounds the text of large requests (LargeCountBytes
 	// and up) tokenized at once, server-wide; MaxConcurrentStreams bounds the
 	// calls one connection may have open.
@@ -148,6 +152,12 @@ var settings = []envFlag{
 	{"CONTEXTD_CORS_ALLOWED_ORIGINS", "", "comma-separated browser origins allowed to call the API cross-origin (Connect, gRPC-Web), or *; empty: same origin only", false},
 	{"CONTEXTD_ALLOWED_HOSTS", "", "without authentication, the Host names served besides localhost, 127.0.0.1, [::1] and the listen host (comma-separated, or *), so a web page that rebinds its name to this server is refused; ignored with API keys", false},
 	{"CONTEXTD_HTTP_IDLE_TIMEOUT", "2m", "close a client connection with no call open for this long", false},
+	{"CONTEXTD_BACKGROUND_COMPACTION", "true", "prepare the compactions of sessions that summarize with an LLM in background jobs once they reach their warning level, so PrepareContext does not wait for the LLM (docs/compaction.md)", false},
+	{"CONTEXTD_COMPACTION_WORKERS", "2", "background compaction jobs this server runs at once (0: none here; other replicas run them)", false},
+	{"CONTEXTD_COMPACTION_LEASE", "30s", "how long a worker holds a job without renewing it; a crashed server's jobs are taken again once it lapses", false},
+	{"CONTEXTD_COMPACTION_QUEUE", "1000", "background jobs queued or running in the store at most; a session past it compacts in the call", false},
+	{"CONTEXTD_COMPACTION_QUEUE_PER_TENANT", "50", "background jobs one tenant may have queued or running", false},
+	{"CONTEXTD_COMPACTION_RUNNING_PER_TENANT", "1", "background jobs of one tenant running at once over all replicas (fairness)", false},
 	{"CONTEXTD_RETENTION_INTERVAL", "1h", "how often the retention purge runs (0: never)", false},
 	{"CONTEXTD_ARCHIVE_RETENTION", "720h", "how long replaced originals and deleted sessions are kept (at least the revert window)", false},
 }
@@ -281,13 +291,22 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 		{"CONTEXTD_COUNT_LARGE_BYTES", &cfg.LargeCountBytes, 1}, {"CONTEXTD_MAX_CONCURRENT_STREAMS", &cfg.MaxConcurrentStreams, 1},
 		{"CONTEXTD_MAX_RESPONSE_BYTES", &cfg.MaxResponseBytes, 65536},
 		{"CONTEXTD_VIEW_CACHE_BYTES", &cfg.ViewCacheBytes, 0},
-		{"CONTEXTD_MAX_VIEW_BYTES", &cfg.MaxViewBytes, 0}, {"CONTEXTD_MAX_VIEW_WINDOWS", &cfg.MaxViewWindows, 0}} {
+		{"CONTEXTD_MAX_VIEW_BYTES", &cfg.MaxViewBytes, 0}, {"CONTEXTD_MAX_VIEW_WINDOWS", &cfg.MaxViewWindows, 0},
+		{"CONTEXTD_COMPACTION_WORKERS", &cfg.Background.Workers, 0}, {"CONTEXTD_COMPACTION_QUEUE", &cfg.Background.Queue, 1},
+		{"CONTEXTD_COMPACTION_QUEUE_PER_TENANT", &cfg.Background.PerTenant, 1},
+		{"CONTEXTD_COMPACTION_RUNNING_PER_TENANT", &cfg.Background.Running, 1}} {
 		if *f.dst, err = strconv.Atoi(get(f.env)); err != nil || *f.dst < f.min {
 			return Config{}, fmt.Errorf("%s: want an integer of at least %d, got %q", f.env, f.min, get(f.env))
 		}
 	}
 	if cfg.CountBudgetBytes < cfg.MaxCountBytes {
 		return Config{}, fmt.Errorf("CONTEXTD_COUNT_BUDGET_BYTES (%d) must be at least CONTEXTD_MAX_COUNT_BYTES (%d), or the largest request could never run", cfg.CountBudgetBytes, cfg.MaxCountBytes)
+	}
+	if cfg.Background.Enabled, err = strconv.ParseBool(get("CONTEXTD_BACKGROUND_COMPACTION")); err != nil {
+		return Config{}, fmt.Errorf("CONTEXTD_BACKGROUND_COMPACTION: want true or false")
+	}
+	if cfg.Background.Lease, err = time.ParseDuration(get("CONTEXTD_COMPACTION_LEASE")); err != nil || cfg.Background.Lease < time.Second {
+		return Config{}, fmt.Errorf("CONTEXTD_COMPACTION_LEASE: want a duration of at least 1s, got %q", get("CONTEXTD_COMPACTION_LEASE"))
 	}
 	if cfg.RetentionInterval, err = time.ParseDuration(get("CONTEXTD_RETENTION_INTERVAL")); err != nil || cfg.RetentionInterval < 0 {
 		return Config{}, fmt.Errorf("CONTEXTD_RETENTION_INTERVAL: want a duration such as 1h, got %q", get("CONTEXTD_RETENTION_INTERVAL"))

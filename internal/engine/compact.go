@@ -41,6 +41,9 @@ type CompactInput struct {
 	// estimate plans with the extractive summarizer whatever the policy's:
 	// a cache-aware payback decision must not buy an LLM summary.
 	estimate bool
+	// background: a job plans it; an LLM that fails fails the plan (the
+	// job is tried again later) instead of falling back.
+	background bool
 }
 
 // CompactResult is what a compaction did (or, for a dry run, would do).
@@ -218,6 +221,12 @@ func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (plan
 		if !isLLM {
 			return text, err
 		}
+		if err == nil {
+			e.observeLLM(summarizerName, time.Since(start))
+		}
+		if err != nil && in.background {
+			return "", err
+		}
 		if err != nil {
 			// An LLM that is down never fails the call: fall back and say so,
 			// in a few words (the provider's text stays in the log).
@@ -256,6 +265,13 @@ func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (plan
 		out.result.Nothing, out.result.NothingDetail = nothingToDo(view, plan, policy, m.ContextWindow, target, tiers)
 		return out, nil
 	}
+	rec := e.compactionRecord(plan, round, view)
+	out.record, out.result.Compaction = rec, rec
+	return out, nil
+}
+
+// compactionRecord is the record of a plan of round made on view.
+func (e *Engine) compactionRecord(plan *compaction.Plan, round int, view []chat.Message) *store.Compaction {
 	now := e.timestamp()
 	rec := &store.Compaction{
 		ID: fmt.Sprintf("cmp_%d", round), Round: round, TokensBefore: plan.TokensBefore, TokensAfter: plan.TokensAfter,
@@ -269,8 +285,7 @@ func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (plan
 		rec.Items = append(rec.Items, store.CompactionItem{Tier: string(it.Tier), NewID: it.NewID, Replaced: it.Replaced,
 			Reason: it.Reason, TokensBefore: it.TokensBefore, TokensAfter: it.TokensAfter})
 	}
-	out.record, out.result.Compaction = rec, rec
-	return out, nil
+	return rec
 }
 
 // lockedView takes the session's compaction lock and reads (and locks) the

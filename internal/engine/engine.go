@@ -35,6 +35,7 @@ type Engine struct {
 	metrics      *telemetry.Metrics
 	now          func() time.Time
 	views        *viewCache
+	bg           *backgroundState // nil: no background compaction
 }
 
 // WithMetrics records domain metrics (tokens counted, compactions, summaries).

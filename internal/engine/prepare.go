@@ -256,32 +256,27 @@ func (pr *prepared) decide(e *Engine) error {
 func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, in PrepareInput, hash string, pr prepared, since *viewToken) (PrepareResult, error) {
 	cin := cacheAware(CompactInput{tiers: pr.compact}, pr.usage)
 	snap := snapshot{session: pr.after, view: pr.view}
-	// A deferrable (cache-aware) compaction is first planned with the
-	// extractive summarizer: deciding whether it pays must not buy an LLM
-	// summary on every call while it is put off.
-	est := cin
-	est.estimate = cin.payback > 0
-	p, err := e.plan(ctx, snap, est)
+	c, err := e.chooseCompaction(ctx, snap, cin, pr.usage)
 	if err != nil {
 		return PrepareResult{}, err
 	}
-	// A cache-aware plan that would not repay its cache rewrite is put off:
-	// the append is written, the view stays (and stays cached).
-	deferred := p.plan.Changed() && e.deferred(p, snap, cin)
-	if deferred && len(pr.input) == 0 {
+	p, deferred := c.p, c.deferred
+	pr.status.Warnings = append(pr.status.Warnings, c.warnings...)
+	waitNote := func(ws []string) []string {
+		if c.waiting {
+			return ws // said in c.warnings
+		}
+		return append(ws, deferredWarning(pr.usage))
+	}
+	if deferred && len(pr.input) == 0 && c.stale == "" {
 		// Nothing to append and nothing to compact: no write at all.
 		pr.status.Warnings = append(pr.status.Warnings, p.result.Warnings...)
-		pr.status.Warnings = append(pr.status.Warnings, deferredWarning(pr.usage))
+		pr.status.Warnings = waitNote(pr.status.Warnings)
 		return e.answerPrepare(ctx, tenant, id, pr, since)
-	}
-	if !deferred && p.estimated {
-		if p, err = e.plan(ctx, snap, cin); err != nil { // it runs: plan it for real
-			return PrepareResult{}, err
-		}
 	}
 	var res CompactResult
 	var final store.Session
-	paused := false
+	paused, jobsDiscarded := false, 0
 	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if err := tx.LockCompaction(ctx, tenant, id); err != nil {
 			return err
@@ -293,6 +288,11 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		if s.Version != pr.before.Version && !unchangedButVersion(pr.before, s) {
 			return errStale
 		}
+		discarded, err := e.settleJob(ctx, tx, &s, c, deferred)
+		if err != nil {
+			return err
+		}
+		jobsDiscarded = discarded
 		// The same session version, so the same append as staged before.
 		staged, err := e.stageAppend(ctx, tx, &s, pr.input, pr.at, true)
 		if err != nil {
@@ -306,7 +306,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		}
 		if deferred {
 			res = p.result
-			res.Warnings = append(res.Warnings, deferredWarning(pr.usage))
+			res.Warnings = waitNote(res.Warnings)
 			res.view = pr.view
 		} else if !p.plan.Changed() {
 			s.Version++
@@ -315,7 +315,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 			res.Warnings = append(res.Warnings, fmt.Sprintf("nothing left to compact; auto-compaction paused until the conversation grows by %d tokens", pauseSpan(p.model, p.policy)))
 			res.view = pr.view
 			paused = true
-		} else if res, err = writeCompaction(ctx, tx, &s, pr.view, len(pr.view), p); err != nil {
+		} else if res, err = writeCompaction(ctx, tx, &s, pr.view, c.prefix, p); err != nil {
 			return err
 		}
 		if err := e.checkAnswerSize(&s, res.view, since); err != nil {
@@ -326,6 +326,12 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 	})
 	if err != nil {
 		return PrepareResult{}, err
+	}
+	for range jobsDiscarded {
+		e.metrics.Job("discarded")
+	}
+	if c.ready != nil && !deferred {
+		e.metrics.JobApplied(c.ready.took)
 	}
 	if len(pr.appended) > 0 {
 		e.notify(ctx, tenant, id, pr.after.Version, watch.EventAppended)
@@ -393,6 +399,9 @@ func (e *Engine) answerPrepare(ctx context.Context, tenant, id string, pr prepar
 	}
 	if st.Usage.Level == compaction.LevelHandoff {
 		st.Warnings = append(st.Warnings, st.Usage.Recommendation)
+	}
+	if st.Usage.Level >= compaction.LevelCompact && st.Usage.Policy.AutoCompact {
+		e.schedule(ctx, &pr.after)
 	}
 	if st.LastCompaction == nil && pr.after.CompactionRound > 0 {
 		if c, err := e.store.LatestCompaction(ctx, tenant, id); err == nil {

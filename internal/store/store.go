@@ -277,6 +277,9 @@ type Store interface {
 	// Messages are purged one session per transaction, so the writer is held
 	// for one session's work at a time, never for the whole store.
 	Purge(ctx context.Context, cutoff, now time.Time) (Purged, error)
+	// GetJob reads a session's background compaction job without locking
+	// it, or ErrNotFound.
+	GetJob(ctx context.Context, tenant, sessionID string) (Job, error)
 	// Ping checks the connection.
 	Ping(ctx context.Context) error
 	Close() error

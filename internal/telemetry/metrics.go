@@ -18,6 +18,7 @@ type Metrics struct {
 	summarizerSeconds  *prometheus.HistogramVec
 	summarizerFailures *prometheus.CounterVec
 	ledger             *ledgerMetrics
+	jobs               *jobMetrics
 }
 
 // NewMetrics registers the domain metrics on reg; subscribers reports the
@@ -41,6 +42,7 @@ func NewMetrics(reg prometheus.Registerer, subscribers func() float64) *Metrics 
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "contextd_watch_subscribers",
 			Help: "Open WatchContextStatus streams on this server."}, subscribers))
 	m.ledger = newLedgerMetrics(reg)
+	m.jobs = newJobMetrics(reg)
 	return m
 }
 

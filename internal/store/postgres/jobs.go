@@ -32,6 +32,12 @@ func (t *txn) GetJob(ctx context.Context, tenant, sessionID string) (store.Job, 
 		tenant, sessionID))
 }
 
+// GetJob reads a session's job without locking it.
+func (s *Store) GetJob(ctx context.Context, tenant, sessionID string) (store.Job, error) {
+	return scanJob(s.pool.QueryRow(ctx, `SELECT `+jobCols+` FROM compaction_jobs WHERE tenant = $1 AND session_id = $2`,
+		tenant, sessionID))
+}
+
 func (t *txn) PutJob(ctx context.Context, j *store.Job) error {
 	_, err := t.tx.Exec(ctx, `INSERT INTO compaction_jobs (`+jobCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 		ON CONFLICT (tenant, session_id) DO UPDATE SET id = excluded.id, state = excluded.state, epoch = excluded.epoch,

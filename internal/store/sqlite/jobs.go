@@ -32,6 +32,12 @@ func (t *txn) GetJob(ctx context.Context, tenant, sessionID string) (store.Job, 
 		tenant, sessionID))
 }
 
+// GetJob reads a session's job without the writer.
+func (s *Store) GetJob(ctx context.Context, tenant, sessionID string) (store.Job, error) {
+	return scanJob(s.db.QueryRowContext(ctx, `SELECT `+jobCols+` FROM compaction_jobs WHERE tenant = ? AND session_id = ?`,
+		tenant, sessionID))
+}
+
 func (t *txn) PutJob(ctx context.Context, j *store.Job) error {
 	_, err := t.tx.ExecContext(ctx, `INSERT INTO compaction_jobs (`+jobCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, session_id) DO UPDATE SET id = excluded.id, state = excluded.state, epoch = excluded.epoch,

@@ -1,0 +1,362 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/tokens"
+)
+
+// Background compaction (docs/compaction.md, "Background compaction").
+//
+// When PrepareContext leaves a session at or above its warning level and
+// the session summarizes with an LLM, the session's next compaction is
+// scheduled as a job row in the store (one per session). A worker of any
+// replica leases it (jobworker.go), plans it on the session as it then is,
+// with the LLM, outside any transaction, and stores the prepared result.
+// When a later PrepareContext has to compact, it applies that result
+// instead of planning, if the view has only grown since (the prepared
+// summary replaces the same originals; what was appended after stays),
+// in the same transaction as its append, deleting the job: a result is
+// applied at most once, and only to the incarnation, view epoch, model,
+// policy, system prompt and tools it was planned for. A revert, clear,
+// compaction or edit moves the epoch; a model, policy, prompt or tools
+// change moves the fingerprint; a deleted session is not found.
+//
+// While a job is preparing and the request fits below the emergency
+// threshold, PrepareContext does not wait for an LLM: it appends and says
+// so. When it must compact at once and no result is ready, it plans itself,
+// with the extractive summarizer when the call's deadline leaves no time
+// for the LLM.
+
+// Background configures background compaction.
+type Background struct {
+	// Enabled schedules jobs and applies their results.
+	Enabled bool
+	// Workers is how many jobs this server runs at once (0: none here;
+	// other replicas may run them).
+	Workers int
+	// Lease is how long a worker holds a job without renewing it (renewed
+	// every third of it while it runs); a crashed worker's job is leased
+	// again once it lapses.
+	Lease time.Duration
+	// Queue bounds the jobs queued or running in the store, and PerTenant
+	// those of one tenant; a session that would go past either is not
+	// scheduled (it compacts in the call, as without background jobs).
+	Queue     int
+	PerTenant int
+	// Running is how many jobs of one tenant run at once, over all
+	// replicas (fairness: one tenant's burst does not hold every worker).
+	Running int
+	// Poll is how often an idle worker looks for jobs scheduled by other
+	// replicas (its own wake it at once).
+	Poll time.Duration
+}
+
+// DefaultBackground is background compaction as the server runs it unless
+// configured otherwise.
+var DefaultBackground = Background{Enabled: true, Workers: 2, Lease: 30 * time.Second, Queue: 1000, PerTenant: 50,
+	Running: 1, Poll: time.Second}
+
+// WithBackground sets background compaction.
+func WithBackground(b Background) Option { return func(e *Engine) { e.bg = newBackgroundState(b) } }
+
+// jobAttempts is how many leases a job gets before it is given up (the
+// session then compacts in the call).
+const jobAttempts = 3
+
+// backgroundState is the engine's side of background jobs.
+type backgroundState struct {
+	cfg   Background
+	owner string        // this server's lease name
+	wake  chan struct{} // pokes an idle worker
+	// scheduled remembers the jobs this server scheduled, so a session
+	// above its warning level is not looked up again on every call
+	// (bounded: cleared when full).
+	mu        sync.Mutex
+	scheduled map[string]string
+	// latency is the recent durations of each LLM summarizer, for the
+	// deadline decision.
+	latency map[string][]time.Duration
+	running int
+}
+
+const scheduledMemo = 100_000
+
+func newBackgroundState(b Background) *backgroundState {
+	d := DefaultBackground
+	if b.Lease <= 0 {
+		b.Lease = d.Lease
+	}
+	if b.Poll <= 0 {
+		b.Poll = d.Poll
+	}
+	if b.Queue <= 0 {
+		b.Queue = d.Queue
+	}
+	if b.PerTenant <= 0 {
+		b.PerTenant = d.PerTenant
+	}
+	if b.Running <= 0 {
+		b.Running = d.Running
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	return &backgroundState{cfg: b, owner: hex.EncodeToString(id[:]), wake: make(chan struct{}, 1),
+		scheduled: map[string]string{}, latency: map[string][]time.Duration{}}
+}
+
+// backgroundOn reports whether s's compactions are prepared in the
+// background: the server does it and the session summarizes with an LLM.
+func (e *Engine) backgroundOn(s *store.Session) bool {
+	if e.bg == nil || !e.bg.cfg.Enabled {
+		return false
+	}
+	spec := ""
+	if s.Policy.Summarizer != nil {
+		spec = *s.Policy.Summarizer
+	}
+	_, isLLM, err := e.summarizers.Resolve(spec)
+	return err == nil && isLLM
+}
+
+// fingerprint digests what a plan of s depends on besides its view.
+func fingerprint(s *store.Session) string {
+	pol, _ := store.EncodePolicy(s.Policy)
+	h := sha256.New()
+	for _, part := range []string{s.Model, pol, strconv.FormatInt(s.SystemTokens, 10), strconv.FormatInt(s.ToolsTokens, 10),
+		strconv.FormatInt(s.CreatedAt.UnixNano(), 10), strconv.Itoa(s.CompactionRound)} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func idsDigest(ids []string) string {
+	h := sha256.New()
+	for _, id := range ids {
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// jobResult is a prepared compaction as a job stores it: the plan without
+// the messages it keeps (those are in the view it was planned on, which
+// must still open the session's view when it is applied).
+type jobResult struct {
+	Round        int                      `json:"round"`
+	Prefix       int                      `json:"prefix"`        // messages of the view planned on
+	PrefixDigest string                   `json:"prefix_digest"` // of their ids
+	ViewAfter    []string                 `json:"view_after"`
+	New          []chat.Message           `json:"new"`
+	Items        []compaction.Replacement `json:"items"`
+	Tiers        []compaction.Tier        `json:"tiers"`
+	TokensBefore int64                    `json:"tokens_before"`
+	TokensAfter  int64                    `json:"tokens_after"`
+	Summary      string                   `json:"summary,omitempty"`
+	Warnings     []string                 `json:"warnings,omitempty"`
+	// Took is how long planning took: what a call applying it did not wait.
+	Took time.Duration `json:"took"`
+}
+
+func encodeJobResult(p planned, view []chat.Message, took time.Duration) ([]byte, error) {
+	r := jobResult{Round: p.record.Round, Prefix: len(view), PrefixDigest: idsDigest(idsOf(view)),
+		ViewAfter: idsOf(p.plan.View), New: p.plan.New, Items: p.plan.Items, Tiers: p.plan.Tiers,
+		TokensBefore: p.plan.TokensBefore, TokensAfter: p.plan.TokensAfter, Summary: p.plan.Summary,
+		Warnings: p.result.Warnings, Took: took}
+	return json.Marshal(r)
+}
+
+// readyJob is a job's result made a plan again for a view.
+type readyJob struct {
+	job     store.Job
+	p       planned
+	prefix  int
+	took    time.Duration
+	summary bool // its plan summarizes
+}
+
+// errUnusable: a ready job's result does not fit the view it would apply to.
+var errUnusable = errors.New("prepared compaction does not fit the view")
+
+// usable rebuilds a ready job's plan on view (the session's view as the
+// call would leave it), or says why it cannot be applied there.
+func (e *Engine) usable(j store.Job, s *store.Session, view []chat.Message, m tokens.Model, policy compaction.Policy) (readyJob, error) {
+	if j.State != store.JobReady || j.Epoch != s.ViewEpoch || j.Fingerprint != fingerprint(s) {
+		return readyJob{}, errUnusable
+	}
+	var r jobResult
+	if err := json.Unmarshal(j.Result, &r); err != nil {
+		return readyJob{}, fmt.Errorf("%w: %v", errUnusable, err)
+	}
+	if r.Round != s.CompactionRound+1 || r.Prefix > len(view) || idsDigest(idsOf(view[:r.Prefix])) != r.PrefixDigest {
+		return readyJob{}, errUnusable
+	}
+	fresh := make(map[string]*chat.Message, len(r.New))
+	for i := range r.New {
+		fresh[r.New[i].ID] = &r.New[i]
+	}
+	kept := make(map[string]*chat.Message, r.Prefix)
+	for i := range view[:r.Prefix] {
+		kept[view[i].ID] = &view[i]
+	}
+	plan := &compaction.Plan{New: r.New, Items: r.Items, Tiers: r.Tiers, TokensBefore: r.TokensBefore,
+		TokensAfter: r.TokensAfter, Summary: r.Summary, View: make([]chat.Message, 0, len(r.ViewAfter))}
+	for _, id := range r.ViewAfter {
+		switch {
+		case fresh[id] != nil:
+			plan.View = append(plan.View, *fresh[id])
+		case kept[id] != nil:
+			plan.View = append(plan.View, *kept[id])
+		default:
+			return readyJob{}, errUnusable
+		}
+	}
+	p := planned{plan: plan, model: m, policy: policy}
+	p.record = e.compactionRecord(plan, r.Round, view[:r.Prefix])
+	p.result.Compaction = p.record
+	p.result.Warnings = r.Warnings
+	return readyJob{job: j, p: p, prefix: r.Prefix, took: r.Took, summary: slices.Contains(r.Tiers, compaction.TierSummarize)}, nil
+}
+
+// fitsAfter reports whether applying rj leaves the view (with what was
+// appended after its plan) below the warning level, or, when the call
+// must compact at once (forced), below the emergency level.
+func (rj *readyJob) fitsAfter(view []chat.Message, u Usage, forced bool) bool {
+	after := rj.p.plan.TokensAfter + sumTokens(view[rj.prefix:])
+	usable := float64(u.ContextWindow - u.ReservedOutput)
+	if usable <= 0 {
+		return false
+	}
+	limit := u.Policy.WarningThreshold
+	if forced {
+		limit = u.Policy.EmergencyThreshold
+	}
+	return float64(after)/usable < limit
+}
+
+// schedule makes sure s has a job for its current view when it is at or
+// above its warning level: a job of another epoch or fingerprint is
+// replaced (its worker's result is then refused). Errors are logged: the
+// call that schedules has committed.
+func (e *Engine) schedule(ctx context.Context, s *store.Session) {
+	if !e.backgroundOn(s) {
+		return
+	}
+	fp := fingerprint(s)
+	key := s.Tenant + "\x00" + s.ID
+	want := fp + "\x00" + strconv.Itoa(s.ViewEpoch)
+	e.bg.mu.Lock()
+	done := e.bg.scheduled[key] == want
+	e.bg.mu.Unlock()
+	if done {
+		return
+	}
+	now := e.timestamp()
+	var outcome string
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		j, err := tx.GetJob(ctx, s.Tenant, s.ID)
+		switch {
+		case err == nil && j.Epoch == s.ViewEpoch && j.Fingerprint == fp:
+			outcome = "" // already scheduled (by another replica, or before a restart)
+			return nil
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+		stale := err == nil
+		mine, all, err := tx.CountJobs(ctx, s.Tenant)
+		if err != nil {
+			return err
+		}
+		if all >= e.bg.cfg.Queue || mine >= e.bg.cfg.PerTenant {
+			outcome = "refused"
+			return nil
+		}
+		if stale {
+			e.metrics.Job("discarded")
+		}
+		outcome = "queued"
+		return tx.PutJob(ctx, &store.Job{Tenant: s.Tenant, SessionID: s.ID, ID: newJobID(), State: store.JobQueued,
+			Epoch: s.ViewEpoch, Fingerprint: fp, CreatedAt: now, UpdatedAt: now, LeaseUntil: time.Unix(0, 0).UTC(),
+			NotBefore: time.Unix(0, 0).UTC()})
+	})
+	if err != nil {
+		e.log.WarnContext(ctx, "background compaction: schedule", "tenant", s.Tenant, "session", s.ID, "err", err)
+		return
+	}
+	if outcome == "refused" {
+		e.metrics.Job("refused") // not remembered: tried again on the next call
+		return
+	}
+	e.bg.mu.Lock()
+	if len(e.bg.scheduled) >= scheduledMemo {
+		clear(e.bg.scheduled)
+	}
+	e.bg.scheduled[key] = want
+	e.bg.mu.Unlock()
+	if outcome == "queued" {
+		e.metrics.Job("queued")
+		select {
+		case e.bg.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func newJobID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "job_" + hex.EncodeToString(b[:])
+}
+
+// pendingJob reports whether s has a job queued or running for its current
+// view (one that may yet be ready for a later call).
+func pendingJob(j store.Job, s *store.Session) bool {
+	return (j.State == store.JobQueued || j.State == store.JobRunning) && j.Epoch == s.ViewEpoch &&
+		j.Fingerprint == fingerprint(s)
+}
+
+// observeLLM records how long an LLM summary took, for llmFits.
+func (e *Engine) observeLLM(name string, took time.Duration) {
+	if e.bg == nil {
+		return
+	}
+	e.bg.mu.Lock()
+	defer e.bg.mu.Unlock()
+	l := append(e.bg.latency[name], took)
+	if len(l) > 16 {
+		l = l[len(l)-16:]
+	}
+	e.bg.latency[name] = l
+}
+
+// llmFits reports whether the call's deadline leaves time for an LLM
+// summary, judged by the slowest of the summarizer's last 16 on this
+// server (none yet: it is tried). No deadline: it fits.
+func (e *Engine) llmFits(ctx context.Context, name string) (bool, time.Duration) {
+	deadline, ok := ctx.Deadline()
+	if !ok || e.bg == nil {
+		return true, 0
+	}
+	e.bg.mu.Lock()
+	var slowest time.Duration
+	for _, d := range e.bg.latency[name] {
+		slowest = max(slowest, d)
+	}
+	e.bg.mu.Unlock()
+	need := slowest + slowest/4 + 100*time.Millisecond
+	return slowest == 0 || time.Until(deadline) > need, slowest
+}

@@ -1,0 +1,141 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// compactionChoice is how PrepareContext compacts the would-be view: with
+// a plan of its own, with a background job's prepared result, or not now.
+type compactionChoice struct {
+	p planned
+	// deferred: the plan is not applied (cache-aware deferral, or waiting
+	// for a background job).
+	deferred bool
+	waiting  bool
+	// ready, when set, is the job whose result p is; prefix is how much of
+	// the view it was planned on.
+	ready  *readyJob
+	prefix int
+	// stale is the id of a job the write discards (planned for a view or
+	// session the call does not have).
+	stale    string
+	warnings []string
+}
+
+// chooseCompaction decides how PrepareContext compacts snap, which the
+// policy says to compact with cin (see background.go):
+//
+//  1. A background job's result that fits the view is applied (no plan).
+//  2. Else a plan is made with the extractive summarizer first when it only
+//     estimates (cache-aware payback), when an LLM summary may be prepared
+//     in the background, or when the call's deadline leaves no time for
+//     the LLM; a plan that does not summarize is the same with any
+//     summarizer and is the plan.
+//  3. A plan that needs an LLM summary waits for the background while the
+//     request fits below the emergency threshold; from there on it is made
+//     in the call, with the LLM if the deadline allows.
+func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin CompactInput, u Usage) (compactionChoice, error) {
+	var c compactionChoice
+	s := &snap.session
+	forced := u.Over > 0 || u.Level >= compaction.LevelHandoff
+	bg := e.backgroundOn(s)
+	var job *store.Job
+	if bg {
+		j, err := e.store.GetJob(ctx, s.Tenant, s.ID)
+		switch {
+		case err == nil:
+			job = &j
+		case !errors.Is(err, store.ErrNotFound):
+			return c, err
+		}
+	}
+	if job != nil && job.State == store.JobReady {
+		m, _ := e.models.Lookup(s.Model)
+		rj, err := e.usable(*job, s, snap.view, m, u.Policy)
+		switch {
+		case errors.Is(err, errUnusable) || (err == nil && !rj.fitsAfter(snap.view, u, forced)):
+			c.stale = job.ID // of another view, or too old to bring this one down: planned again
+		case err != nil:
+			return c, err
+		case !rj.summary || slices.Contains(cin.tiers, compaction.TierSummarize):
+			c.p, c.ready, c.prefix = rj.p, &rj, rj.prefix
+			c.deferred = e.deferred(rj.p, snapshot{session: *s, view: snap.view[:rj.prefix]}, cin)
+			return c, nil
+		}
+		// else: it summarizes and this level only prunes; it waits for its level.
+	} else if job != nil && !pendingJob(*job, s) {
+		c.stale = job.ID
+	}
+	name := u.Policy.Summarizer
+	if name == "" {
+		name = e.summarizers.Default
+	}
+	llmOK, slowest := e.llmFits(ctx, name)
+	est := cin
+	est.estimate = cin.payback > 0 || bg || !llmOK
+	p, err := e.plan(ctx, snap, est)
+	if err != nil {
+		return c, err
+	}
+	c.p, c.prefix = p, len(snap.view)
+	if c.deferred = p.plan.Changed() && e.deferred(p, snap, cin); c.deferred || !p.estimated {
+		return c, nil
+	}
+	if !slices.Contains(p.plan.Tiers, compaction.TierSummarize) {
+		c.p.estimated = false // the summarizer was not asked: any would give this plan
+		return c, nil
+	}
+	switch {
+	case bg && !forced:
+		c.deferred, c.waiting = true, true
+		c.warnings = append(c.warnings, "compaction is being prepared in the background (an LLM summary is not awaited in the call); it is applied by a later call, and in the call from the emergency threshold on")
+		return c, nil
+	case !llmOK:
+		c.p.estimated = false
+		c.warnings = append(c.warnings, fmt.Sprintf("the call's deadline leaves no time for the LLM summarizer %s (its recent summaries took up to %s here): the extractive summary was used",
+			name, slowest.Round(1e6)))
+		return c, nil
+	}
+	if c.p, err = e.plan(ctx, snap, cin); err != nil { // it runs: plan it for real
+		return c, err
+	}
+	return c, nil
+}
+
+// settleJob does, in PrepareContext's write, what its choice means for the
+// session's background job, and reports how many jobs it discarded: the
+// job applied must still be the session's (else errStale: the call starts
+// over); a compaction applied moves the view, so whatever job the session
+// has is for the old one; a stale job is deleted.
+func (e *Engine) settleJob(ctx context.Context, tx store.Tx, s *store.Session, c compactionChoice, deferred bool) (int, error) {
+	applying := !deferred && c.p.plan.Changed()
+	if c.ready != nil && applying {
+		j, err := tx.GetJob(ctx, s.Tenant, s.ID)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && (j.ID != c.ready.job.ID || j.State != store.JobReady)) {
+			return 0, errStale
+		}
+		if err != nil {
+			return 0, err
+		}
+		_, err = tx.DeleteJob(ctx, s.Tenant, s.ID, j.ID)
+		return 0, err
+	}
+	if !applying && c.stale == "" || !e.backgroundOn(s) && c.stale == "" {
+		return 0, nil
+	}
+	id := c.stale
+	if applying {
+		id = "" // any: the view it was for is gone
+	}
+	gone, err := tx.DeleteJob(ctx, s.Tenant, s.ID, id)
+	if gone {
+		return 1, err
+	}
+	return 0, err
+}
