@@ -20,8 +20,14 @@ import (
 // about 300 tokens each.
 func agentSession(t *testing.T, e *engine.Engine, policy compaction.Overrides, steps int) engine.SessionView {
 	t.Helper()
+	return agentSessionID(t, e, "", policy, steps)
+}
+
+// agentSessionID is agentSession under a given id ("": generated).
+func agentSessionID(t *testing.T, e *engine.Engine, id string, policy compaction.Overrides, steps int) engine.SessionView {
+	t.Helper()
 	ctx := t.Context()
-	v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4", System: "You are a coding agent.", Policy: policy})
+	v, err := e.CreateSession(ctx, tenant, engine.NewSession{ID: id, Model: "gpt-4", System: "You are a coding agent.", Policy: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
