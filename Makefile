@@ -47,7 +47,10 @@ screenshots: ## Refresh the dashboard screenshots in docs/ in headless Chromium.
 bench-cost: ## Replay the corpus and compare compaction strategies by prompt-cache cost.
 	go run ./cmd/costbench
 
+bench-background: ## Replay the corpus with a 2 s fake LLM summarizer: background compaction on and off.
+	go run ./cmd/costbench -summaries -windows 16384
+
 run: ## Run the server with embedded storage.
 	go run ./cmd/server
 
-.PHONY: help generate check-generate lint test bench bench-cost build ui screenshots run
+.PHONY: help generate check-generate lint test bench bench-cost bench-background build ui screenshots run

@@ -2,6 +2,10 @@
 // PrepareContext at 16k and 32k windows (-windows for others) and prints, per compaction strategy,
 // input tokens, prefix-cache hit rate, billed units under Anthropic and
 // OpenAI cache pricing, fact retention and invalid views (`make bench-cost`).
+// With -summaries it compares instead how summaries are written (extractive,
+// an LLM awaited in the call, an LLM in background jobs): PrepareContext
+// latency, the share of summaries the LLM wrote and what it cost
+// (`make bench-background`).
 package main
 
 import (
@@ -12,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/contextd/contextd/internal/costbench"
 )
@@ -19,6 +24,9 @@ import (
 func main() {
 	corpus := flag.String("corpus", "testdata/corpus/dev", "directory of .jsonl transcripts")
 	windowList := flag.String("windows", "16384,32768", "comma-separated context windows, in tokens")
+	summaries := flag.Bool("summaries", false, "compare summary modes (background compaction) instead of strategies")
+	llmDelay := flag.Duration("llm-delay", 2*time.Second, "with -summaries: how long the fake LLM summarizer takes")
+	turn := flag.Duration("turn", time.Second, "with -summaries: how long the agent's own model takes between calls")
 	flag.Parse()
 	var windows []int64
 	for _, w := range strings.Split(*windowList, ",") {
@@ -36,6 +44,17 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "costbench:", err)
 		os.Exit(1)
+	}
+	if *summaries {
+		fmt.Printf("%d transcripts of %s at %d tokens, all at once (a tenant each); LLM summaries take %s, the agent's model %s a turn\n\n",
+			len(files), *corpus, windows[0], *llmDelay, *turn)
+		rs, err := costbench.RunSummaryModes(context.Background(), files, windows[0], *llmDelay, *turn, costbench.SummaryModes(), os.TempDir())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "costbench:", err)
+			os.Exit(1)
+		}
+		costbench.PrintSummaryModes(os.Stdout, rs)
+		return
 	}
 	results, err := costbench.Run(context.Background(), files, windows, costbench.Strategies(), os.TempDir())
 	if err != nil {

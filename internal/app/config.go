@@ -153,11 +153,11 @@ var settings = []envFlag{
 	{"CONTEXTD_ALLOWED_HOSTS", "", "without authentication, the Host names served besides localhost, 127.0.0.1, [::1] and the listen host (comma-separated, or *), so a web page that rebinds its name to this server is refused; ignored with API keys", false},
 	{"CONTEXTD_HTTP_IDLE_TIMEOUT", "2m", "close a client connection with no call open for this long", false},
 	{"CONTEXTD_BACKGROUND_COMPACTION", "true", "prepare the compactions of sessions that summarize with an LLM in background jobs once they reach their warning level, so PrepareContext does not wait for the LLM (docs/compaction.md)", false},
-	{"CONTEXTD_COMPACTION_WORKERS", "2", "background compaction jobs this server runs at once (0: none here; other replicas run them)", false},
+	{"CONTEXTD_COMPACTION_WORKERS", "8", "background compaction jobs this server runs at once (they mostly wait on the LLM; 0: none here, other replicas run them)", false},
 	{"CONTEXTD_COMPACTION_LEASE", "30s", "how long a worker holds a job without renewing it; a crashed server's jobs are taken again once it lapses", false},
 	{"CONTEXTD_COMPACTION_QUEUE", "1000", "background jobs queued or running in the store at most; a session past it compacts in the call", false},
 	{"CONTEXTD_COMPACTION_QUEUE_PER_TENANT", "50", "background jobs one tenant may have queued or running", false},
-	{"CONTEXTD_COMPACTION_RUNNING_PER_TENANT", "1", "background jobs of one tenant running at once over all replicas (fairness)", false},
+	{"CONTEXTD_COMPACTION_RUNNING_PER_TENANT", "4", "background jobs of one tenant running at once over all replicas (fairness: the tenants with the fewest running go first)", false},
 	{"CONTEXTD_RETENTION_INTERVAL", "1h", "how often the retention purge runs (0: never)", false},
 	{"CONTEXTD_ARCHIVE_RETENTION", "720h", "how long replaced originals and deleted sessions are kept (at least the revert window)", false},
 }

@@ -67,8 +67,8 @@ type Background struct {
 
 // DefaultBackground is background compaction as the server runs it unless
 // configured otherwise.
-var DefaultBackground = Background{Enabled: true, Workers: 2, Lease: 30 * time.Second, Queue: 1000, PerTenant: 50,
-	Running: 1, Poll: time.Second}
+var DefaultBackground = Background{Enabled: true, Workers: 8, Lease: 30 * time.Second, Queue: 1000, PerTenant: 50,
+	Running: 4, Poll: time.Second}
 
 // WithBackground sets background compaction.
 func WithBackground(b Background) Option { return func(e *Engine) { e.bg = newBackgroundState(b) } }

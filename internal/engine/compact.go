@@ -221,9 +221,9 @@ func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (plan
 		if !isLLM {
 			return text, err
 		}
-		if err == nil {
-			e.observeLLM(summarizerName, time.Since(start))
-		}
+		// Every attempt counts, a failed one too: one cut short by the
+		// call's deadline says the LLM takes at least that long.
+		e.observeLLM(summarizerName, time.Since(start))
 		if err != nil && in.background {
 			return "", err
 		}

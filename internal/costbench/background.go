@@ -1,0 +1,271 @@
+package costbench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store/sqlite"
+	"github.com/contextd/contextd/internal/summarize"
+	"github.com/contextd/contextd/internal/tokens"
+)
+
+// SummaryMode is one way a replay's summaries are written.
+type SummaryMode struct {
+	Name string
+	// LLM: summaries by a local fake OpenAI-compatible model that answers
+	// after the replay's LLM delay; else the extractive summarizer.
+	LLM bool
+	// Background: background compaction jobs on.
+	Background bool
+	// Deadline of each PrepareContext call (0: none).
+	Deadline time.Duration
+}
+
+// SummaryModes are the compared modes: the extractive baseline, an LLM
+// summarizer awaited in the call (with and without a deadline), and the
+// LLM in background jobs.
+func SummaryModes() []SummaryMode {
+	return []SummaryMode{
+		{Name: "extractive", Deadline: time.Second},
+		{Name: "LLM in the call", LLM: true},
+		{Name: "LLM in the call, 1 s deadline", LLM: true, Deadline: time.Second},
+		{Name: "LLM in background jobs, 1 s deadline", LLM: true, Background: true, Deadline: time.Second},
+	}
+}
+
+// SummaryResult is one mode's replay of the corpus.
+type SummaryResult struct {
+	Mode           string
+	Calls          int
+	P50, P99, Max  time.Duration // of PrepareContext
+	Summaries      int           // compactions applied that summarized
+	LLMSummaries   int           // of which the LLM wrote the summary
+	LLMCalls       int64         // summaries the LLM was asked for
+	OverheadTokens int64         // what those calls cost (the ledger's overhead input + output)
+	Invalid        int
+}
+
+// LLMShare is the share of summaries the LLM wrote.
+func (r SummaryResult) LLMShare() float64 { return ratio(float64(r.LLMSummaries), float64(r.Summaries)) }
+
+// llmMarker is in every summary the fake LLM writes.
+const llmMarker = "(fake LLM summary)"
+
+// fakeLLM answers OpenAI chat completions after a delay.
+type fakeLLM struct {
+	delay time.Duration
+	calls atomic.Int64
+}
+
+func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.calls.Add(1)
+	_, _ = io.Copy(io.Discard, r.Body)
+	select {
+	case <-time.After(f.delay):
+	case <-r.Context().Done():
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": "chatcmpl-bench", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant",
+			"content": "## Original task\n" + llmMarker + "\n## Completed work\n- steps so far\n## Current state\nworking\n## Pending work\n- go on"}}},
+		"usage": map[string]any{"prompt_tokens": 2000, "completion_tokens": 300, "total_tokens": 2300},
+	})
+}
+
+// RunSummaryModes replays every file at window under every mode: all
+// transcripts at once against one embedded store (one server), each as its
+// own tenant, as an agent loop whose model takes `turn` to answer; the fake
+// LLM summarizer answers after llmDelay.
+func RunSummaryModes(ctx context.Context, files []string, window int64, llmDelay, turn time.Duration, modes []SummaryMode, tmp string) ([]SummaryResult, error) {
+	models, err := tokens.NewRegistry(Models([]int64{window}))
+	if err != nil {
+		return nil, err
+	}
+	encodings := tokens.NewEncodings()
+	type transcript struct {
+		system string
+		msgs   []chat.Message
+	}
+	loaded := make([]transcript, len(files))
+	for i, f := range files {
+		if loaded[i].system, loaded[i].msgs, err = Load(f); err != nil {
+			return nil, err
+		}
+	}
+	var out []SummaryResult
+	for _, mode := range modes {
+		llm := &fakeLLM{delay: llmDelay}
+		srv := httptest.NewServer(llm)
+		spec := "extractive"
+		if mode.LLM {
+			spec = "openai:gpt-4o-mini"
+		}
+		set, err := summarize.NewSet(spec, map[string]summarize.Endpoint{summarize.ProviderOpenAI: {
+			BaseURL: srv.URL + "/v1/", APIKey: "bench", Timeout: 30 * time.Second}})
+		if err != nil {
+			srv.Close()
+			return nil, err
+		}
+		dir, err := os.MkdirTemp(tmp, "summarybench-")
+		if err != nil {
+			srv.Close()
+			return nil, err
+		}
+		st, err := sqlite.Open(ctx, dir)
+		if err != nil {
+			srv.Close()
+			return nil, err
+		}
+		bg := engine.DefaultBackground
+		bg.Enabled = mode.Background
+		e := engine.New(encodings, models, st, engine.WithSummarizers(set), engine.WithBackground(bg))
+		jctx, stop := context.WithCancel(ctx)
+		jobs := make(chan struct{})
+		go func() { defer close(jobs); e.RunJobs(jctx) }()
+		res := SummaryResult{Mode: mode.Name}
+		var mu sync.Mutex
+		var lat []time.Duration
+		g, gctx := errgroup.WithContext(ctx)
+		for i := range loaded {
+			g.Go(func() error {
+				r, l, err := replaySummaries(gctx, e, fmt.Sprintf("bench-%d", i), window, mode, turn, loaded[i].system, loaded[i].msgs)
+				mu.Lock()
+				defer mu.Unlock()
+				lat = append(lat, l...)
+				res.Calls += r.Calls
+				res.Summaries += r.Summaries
+				res.LLMSummaries += r.LLMSummaries
+				res.OverheadTokens += r.OverheadTokens
+				res.Invalid += r.Invalid
+				return err
+			})
+		}
+		err = g.Wait()
+		stop()
+		<-jobs
+		st.Close()
+		srv.Close()
+		os.RemoveAll(dir)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", mode.Name, err)
+		}
+		res.LLMCalls = llm.calls.Load()
+		slices.Sort(lat)
+		res.P50, res.P99, res.Max = quantile(lat, 0.50), quantile(lat, 0.99), lat[len(lat)-1]
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+// replaySummaries drives one transcript as an agent loop of one tenant and
+// returns its counts and every PrepareContext's latency.
+func replaySummaries(ctx context.Context, e *engine.Engine, tenant string, window int64, mode SummaryMode, turn time.Duration, system string, msgs []chat.Message) (SummaryResult, []time.Duration, error) {
+	var r SummaryResult
+	v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: modelName(window), System: system})
+	if err != nil {
+		return r, nil, err
+	}
+	usable := window - compaction.Defaults(window).ReservedOutputTokens
+	var lat []time.Duration
+	var pending []chat.Message
+	step := func() error {
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if mode.Deadline > 0 {
+			cctx, cancel = context.WithTimeout(ctx, mode.Deadline)
+		}
+		start := time.Now()
+		res, err := e.PrepareContext(cctx, tenant, v.ID, engine.PrepareInput{Messages: pending})
+		lat = append(lat, time.Since(start))
+		cancel()
+		if err != nil {
+			return err
+		}
+		pending = nil
+		r.Calls++
+		if res.Status.Usage.Used > usable || compaction.ValidatePairs(res.Messages) != nil {
+			r.Invalid++
+		}
+		select { // the agent's model answers
+		case <-time.After(turn):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	}
+	for _, m := range msgs {
+		if m.Role == chat.RoleAssistant && len(pending) > 0 {
+			if err := step(); err != nil {
+				return r, lat, err
+			}
+		}
+		pending = append(pending, m)
+	}
+	if err := step(); err != nil {
+		return r, lat, err
+	}
+	for token := ""; ; {
+		page, err := e.ListCompactions(ctx, tenant, v.ID, engine.Page{Token: token})
+		if err != nil {
+			return r, lat, err
+		}
+		for _, c := range page.Compactions {
+			if slices.Contains(c.Tiers, string(compaction.TierSummarize)) {
+				r.Summaries++
+				if strings.Contains(c.Summary, llmMarker) {
+					r.LLMSummaries++
+				}
+			}
+		}
+		if token = page.Next; token == "" {
+			break
+		}
+	}
+	led, err := e.GetSession(ctx, tenant, v.ID)
+	if err == nil && led.Ledger != nil {
+		r.OverheadTokens = led.Ledger.Overhead.Input + led.Ledger.Overhead.Output
+	}
+	return r, lat, nil
+}
+
+// PrintSummaryModes writes the comparison as a table.
+func PrintSummaryModes(w io.Writer, results []SummaryResult) {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
+	fmt.Fprintln(tw, "summaries\tcalls\tPrepareContext p50\tp99\tmax\tp99 / extractive p99\tsummaries applied\tby the LLM\tLLM calls\tsummarizer tokens\tinvalid views")
+	var base time.Duration
+	for _, r := range results {
+		if base == 0 {
+			base = r.P99
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f×\t%d\t%.0f%%\t%d\t%d\t%d\n", r.Mode, r.Calls, ms(r.P50), ms(r.P99), ms(r.Max),
+			float64(r.P99)/float64(max(base, 1)), r.Summaries, 100*r.LLMShare(), r.LLMCalls, r.OverheadTokens, r.Invalid)
+	}
+	_ = tw.Flush()
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
