@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -22,6 +23,7 @@ import (
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/store/sqlite"
 	"github.com/contextd/contextd/internal/summarize"
+	"github.com/contextd/contextd/internal/telemetry"
 	"github.com/contextd/contextd/internal/tokens"
 )
 
@@ -59,6 +61,17 @@ type SummaryResult struct {
 	LLMCalls       int64         // summaries the LLM was asked for
 	OverheadTokens int64         // what those calls cost (the ledger's overhead input + output)
 	Invalid        int
+	// Input and Prefix are the agent's request tokens and those a prefix
+	// cache served (as in Result).
+	Input, Prefix int64
+	// Jobs counts background jobs by outcome.
+	Jobs map[string]float64
+}
+
+// Anthropic is the agent's bill in units of uncached input tokens (as
+// Result.Anthropic).
+func (r SummaryResult) Anthropic() float64 {
+	return AnthropicRead*float64(r.Prefix) + AnthropicWrite*float64(r.Input-r.Prefix)
 }
 
 // LLMShare is the share of summaries the LLM wrote.
@@ -136,7 +149,9 @@ func RunSummaryModes(ctx context.Context, files []string, window int64, llmDelay
 		}
 		bg := engine.DefaultBackground
 		bg.Enabled = mode.Background
-		e := engine.New(encodings, models, st, engine.WithSummarizers(set), engine.WithBackground(bg))
+		reg := prometheus.NewRegistry()
+		e := engine.New(encodings, models, st, engine.WithSummarizers(set), engine.WithBackground(bg),
+			engine.WithMetrics(telemetry.NewMetrics(reg, func() float64 { return 0 })))
 		jctx, stop := context.WithCancel(ctx)
 		jobs := make(chan struct{})
 		go func() { defer close(jobs); e.RunJobs(jctx) }()
@@ -155,6 +170,8 @@ func RunSummaryModes(ctx context.Context, files []string, window int64, llmDelay
 				res.LLMSummaries += r.LLMSummaries
 				res.OverheadTokens += r.OverheadTokens
 				res.Invalid += r.Invalid
+				res.Input += r.Input
+				res.Prefix += r.Prefix
 				return err
 			})
 		}
@@ -168,11 +185,31 @@ func RunSummaryModes(ctx context.Context, files []string, window int64, llmDelay
 			return nil, fmt.Errorf("%s: %w", mode.Name, err)
 		}
 		res.LLMCalls = llm.calls.Load()
+		res.Jobs = jobOutcomes(reg)
 		slices.Sort(lat)
 		res.P50, res.P99, res.Max = quantile(lat, 0.50), quantile(lat, 0.99), lat[len(lat)-1]
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// jobOutcomes reads contextd_compaction_jobs_total by outcome.
+func jobOutcomes(reg *prometheus.Registry) map[string]float64 {
+	out := map[string]float64{}
+	families, _ := reg.Gather()
+	for _, f := range families {
+		if f.GetName() != "contextd_compaction_jobs_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" {
+					out[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }
 
 func quantile(sorted []time.Duration, q float64) time.Duration {
@@ -191,6 +228,8 @@ func replaySummaries(ctx context.Context, e *engine.Engine, tenant string, windo
 		return r, nil, err
 	}
 	usable := window - compaction.Defaults(window).ReservedOutputTokens
+	fixed := v.SystemTokens + v.ToolsTokens + int64(tokens.DefaultFraming.ReplyPriming)
+	var prev []string // message ids of the previous request
 	var lat []time.Duration
 	var pending []chat.Message
 	step := func() error {
@@ -209,6 +248,24 @@ func replaySummaries(ctx context.Context, e *engine.Engine, tenant string, windo
 		r.Calls++
 		if res.Status.Usage.Used > usable || compaction.ValidatePairs(res.Messages) != nil {
 			r.Invalid++
+		}
+		used, same := fixed, 0
+		for i, m := range res.Messages {
+			used += m.Tokens
+			if i < len(prev) && i == same && prev[i] == m.ID {
+				same++
+			}
+		}
+		if len(prev) > 0 {
+			r.Prefix += fixed - int64(tokens.DefaultFraming.ReplyPriming)
+			for _, m := range res.Messages[:same] {
+				r.Prefix += m.Tokens
+			}
+		}
+		r.Input += used
+		prev = prev[:0]
+		for _, m := range res.Messages {
+			prev = append(prev, m.ID)
 		}
 		select { // the agent's model answers
 		case <-time.After(turn):
@@ -255,14 +312,18 @@ func replaySummaries(ctx context.Context, e *engine.Engine, tenant string, windo
 // PrintSummaryModes writes the comparison as a table.
 func PrintSummaryModes(w io.Writer, results []SummaryResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, "summaries\tcalls\tPrepareContext p50\tp99\tmax\tp99 / extractive p99\tsummaries applied\tby the LLM\tLLM calls\tsummarizer tokens\tinvalid views")
+	fmt.Fprintln(tw, "summaries\tcalls\tPrepareContext p50\tp99\tmax\tp99 / extractive p99\tsummaries applied\tby the LLM\tLLM calls\tsummarizer tokens\tjobs applied / discarded\tagent's bill (Anthropic units)\tinvalid views")
 	var base time.Duration
 	for _, r := range results {
 		if base == 0 {
 			base = r.P99
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f×\t%d\t%.0f%%\t%d\t%d\t%d\n", r.Mode, r.Calls, ms(r.P50), ms(r.P99), ms(r.Max),
-			float64(r.P99)/float64(max(base, 1)), r.Summaries, 100*r.LLMShare(), r.LLMCalls, r.OverheadTokens, r.Invalid)
+		jobs := "-"
+		if r.Jobs["queued"] > 0 {
+			jobs = fmt.Sprintf("%.0f / %.0f", r.Jobs["applied"], r.Jobs["discarded"])
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f×\t%d\t%.0f%%\t%d\t%d\t%s\t%.0f\t%d\n", r.Mode, r.Calls, ms(r.P50), ms(r.P99), ms(r.Max),
+			float64(r.P99)/float64(max(base, 1)), r.Summaries, 100*r.LLMShare(), r.LLMCalls, r.OverheadTokens, jobs, r.Anthropic(), r.Invalid)
 	}
 	_ = tw.Flush()
 }

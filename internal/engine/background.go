@@ -87,10 +87,6 @@ type backgroundState struct {
 	// (bounded: cleared when full).
 	mu        sync.Mutex
 	scheduled map[string]string
-	// latency is the recent durations of each LLM summarizer, for the
-	// deadline decision.
-	latency map[string][]time.Duration
-	running int
 }
 
 const scheduledMemo = 100_000
@@ -115,7 +111,7 @@ func newBackgroundState(b Background) *backgroundState {
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	return &backgroundState{cfg: b, owner: hex.EncodeToString(id[:]), wake: make(chan struct{}, 1),
-		scheduled: map[string]string{}, latency: map[string][]time.Duration{}}
+		scheduled: map[string]string{}}
 }
 
 // backgroundOn reports whether s's compactions are prepared in the
@@ -329,34 +325,43 @@ func pendingJob(j store.Job, s *store.Session) bool {
 		j.Fingerprint == fingerprint(s)
 }
 
-// observeLLM records how long an LLM summary took, for llmFits.
+// llmLatency keeps the recent durations of each LLM summarizer on this
+// server, for the deadline decision (llmFits).
+type llmLatency struct {
+	mu   sync.Mutex
+	last map[string][]time.Duration // at most 16 each, of at most 64 summarizers (set.go)
+}
+
+// observeLLM records how long an LLM summary attempt took.
 func (e *Engine) observeLLM(name string, took time.Duration) {
-	if e.bg == nil {
-		return
+	l := &e.latency
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil || len(l.last) >= 256 {
+		l.last = map[string][]time.Duration{}
 	}
-	e.bg.mu.Lock()
-	defer e.bg.mu.Unlock()
-	l := append(e.bg.latency[name], took)
-	if len(l) > 16 {
-		l = l[len(l)-16:]
+	d := append(l.last[name], took)
+	if len(d) > 16 {
+		d = d[len(d)-16:]
 	}
-	e.bg.latency[name] = l
+	l.last[name] = d
 }
 
 // llmFits reports whether the call's deadline leaves time for an LLM
-// summary, judged by the slowest of the summarizer's last 16 on this
-// server (none yet: it is tried). No deadline: it fits.
+// summary, judged by the slowest of the summarizer's last 16 attempts on
+// this server (none yet: it is tried). No deadline: it fits.
 func (e *Engine) llmFits(ctx context.Context, name string) (bool, time.Duration) {
 	deadline, ok := ctx.Deadline()
-	if !ok || e.bg == nil {
+	if !ok {
 		return true, 0
 	}
-	e.bg.mu.Lock()
+	l := &e.latency
+	l.mu.Lock()
 	var slowest time.Duration
-	for _, d := range e.bg.latency[name] {
+	for _, d := range l.last[name] {
 		slowest = max(slowest, d)
 	}
-	e.bg.mu.Unlock()
+	l.mu.Unlock()
 	need := slowest + slowest/4 + 100*time.Millisecond
 	return slowest == 0 || time.Until(deadline) > need, slowest
 }

@@ -405,3 +405,39 @@ func TestBackgroundResultAppliedOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestDeadlineTakesExtractive: a call whose deadline leaves no time for
+// the LLM summarizer (judged by its recent summaries here) compacts with
+// the extractive summary and says so; one with time uses the LLM.
+func TestDeadlineTakesExtractive(t *testing.T) {
+	llm, set := newGateLLM(t)
+	llm.delay = 300 * time.Millisecond
+	models, encodings := testModels(t)
+	e := engine.New(encodings, models, openSQLite(t), engine.WithSummarizers(set))
+	prepare := func(deadline time.Duration) engine.PrepareResult {
+		t.Helper()
+		ctx := t.Context()
+		if deadline > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, deadline)
+			defer cancel()
+		}
+		res, err := e.PrepareContext(ctx, tenant, llmSession(t, e).ID, engine.PrepareInput{})
+		if err != nil || !res.Status.Compacted {
+			t.Fatalf("PrepareContext: %+v, %v", res.Status, err)
+		}
+		return res
+	}
+	if res := prepare(0); !strings.Contains(res.Status.LastCompaction.Summary, "LLM summary") {
+		t.Fatalf("no deadline: the LLM was not used: %+v", res.Status)
+	}
+	calls := llm.n.Load()
+	res := prepare(200 * time.Millisecond)
+	if strings.Contains(res.Status.LastCompaction.Summary, "LLM summary") || llm.n.Load() != calls ||
+		!strings.Contains(strings.Join(res.Status.Warnings, " "), "deadline leaves no time for the LLM summarizer") {
+		t.Fatalf("a 200 ms deadline after 300 ms summaries: LLM asked %d times, warnings %v", llm.n.Load()-calls, res.Status.Warnings)
+	}
+	if res := prepare(time.Minute); !strings.Contains(res.Status.LastCompaction.Summary, "LLM summary") {
+		t.Fatalf("a minute's deadline: the LLM was not used: %+v", res.Status)
+	}
+}

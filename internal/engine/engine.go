@@ -36,6 +36,7 @@ type Engine struct {
 	now          func() time.Time
 	views        *viewCache
 	bg           *backgroundState // nil: no background compaction
+	latency      llmLatency
 }
 
 // WithMetrics records domain metrics (tokens counted, compactions, summaries).

@@ -54,6 +54,8 @@ type prepared struct {
 	// cals is the calibration read before the transactions, so the answer
 	// after a commit reads nothing that could fail it.
 	cals map[string]*store.Calibration
+	// summaryAhead: the next compaction will summarize (background.go).
+	summaryAhead bool
 }
 
 // PrepareContext is the one call an agent makes before each model call:
@@ -262,6 +264,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 	}
 	p, deferred := c.p, c.deferred
 	pr.status.Warnings = append(pr.status.Warnings, c.warnings...)
+	pr.summaryAhead = c.summaryAhead
 	waitNote := func(ws []string) []string {
 		if c.waiting {
 			return ws // said in c.warnings
@@ -400,7 +403,10 @@ func (e *Engine) answerPrepare(ctx context.Context, tenant, id string, pr prepar
 	if st.Usage.Level == compaction.LevelHandoff {
 		st.Warnings = append(st.Warnings, st.Usage.Recommendation)
 	}
-	if st.Usage.Level >= compaction.LevelCompact && st.Usage.Policy.AutoCompact {
+	// A session at its warning level whose next compaction will summarize
+	// has it prepared in the background (background.go).
+	if u := st.Usage; u.Level >= compaction.LevelCompact && u.Policy.AutoCompact &&
+		(u.Level >= compaction.LevelSummarize || pr.summaryAhead || pausedNow(&pr.after)) {
 		e.schedule(ctx, &pr.after)
 	}
 	if st.LastCompaction == nil && pr.after.CompactionRound > 0 {

@@ -26,6 +26,9 @@ type compactionChoice struct {
 	// session the call does not have).
 	stale    string
 	warnings []string
+	// summaryAhead: pruning alone does not bring the view to its target,
+	// so the next compaction will summarize (worth preparing now).
+	summaryAhead bool
 }
 
 // chooseCompaction decides how PrepareContext compacts snap, which the
@@ -84,6 +87,16 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 		return c, err
 	}
 	c.p, c.prefix = p, len(snap.view)
+	summarizes := slices.Contains(p.plan.Tiers, compaction.TierSummarize)
+	c.summaryAhead = summarizes || !reachesTarget(p, cin, u)
+	forThisView := job != nil && c.stale == "" && (pendingJob(*job, s) || job.State == store.JobReady)
+	if bg && !forced && c.summaryAhead && !summarizes && forThisView && !slices.Contains(cin.tiers, compaction.TierSummarize) {
+		// A prune that would not reach the target would only discard the
+		// compaction being prepared (which prunes too): it waits for it.
+		c.deferred, c.waiting = true, true
+		c.warnings = append(c.warnings, "pruning alone would not reach the target: the compaction prepared in the background (which prunes and summarizes) is applied from the critical level on")
+		return c, nil
+	}
 	if c.deferred = p.plan.Changed() && e.deferred(p, snap, cin); c.deferred || !p.estimated {
 		return c, nil
 	}
@@ -106,6 +119,17 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 		return c, err
 	}
 	return c, nil
+}
+
+// reachesTarget reports whether a plan brings the view down to where the
+// compaction aims (within 5 % of the usable window).
+func reachesTarget(p planned, cin CompactInput, u Usage) bool {
+	target := u.Policy.Target
+	if cin.Target != nil {
+		target = *cin.Target
+	}
+	usable := float64(u.ContextWindow - u.ReservedOutput)
+	return p.plan.Changed() && float64(p.plan.TokensAfter) <= (target+0.05)*usable
 }
 
 // settleJob does, in PrepareContext's write, what its choice means for the
