@@ -75,7 +75,9 @@ func (r SummaryResult) Anthropic() float64 {
 }
 
 // LLMShare is the share of summaries the LLM wrote.
-func (r SummaryResult) LLMShare() float64 { return ratio(float64(r.LLMSummaries), float64(r.Summaries)) }
+func (r SummaryResult) LLMShare() float64 {
+	return ratio(float64(r.LLMSummaries), float64(r.Summaries))
+}
 
 // llmMarker is in every summary the fake LLM writes.
 const llmMarker = "(fake LLM summary)"
@@ -329,4 +331,3 @@ func PrintSummaryModes(w io.Writer, results []SummaryResult) {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
-
