@@ -61,6 +61,7 @@ type SummaryResult struct {
 	LLMCalls       int64         // summaries the LLM was asked for
 	OverheadTokens int64         // what those calls cost (the ledger's overhead input + output)
 	Invalid        int
+	Failed         int // calls that answered an error (the agent sends the same again)
 	// Input and Prefix are the agent's request tokens and those a prefix
 	// cache served (as in Result).
 	Input, Prefix int64
@@ -172,6 +173,7 @@ func RunSummaryModes(ctx context.Context, files []string, window int64, llmDelay
 				res.LLMSummaries += r.LLMSummaries
 				res.OverheadTokens += r.OverheadTokens
 				res.Invalid += r.Invalid
+				res.Failed += r.Failed
 				res.Input += r.Input
 				res.Prefix += r.Prefix
 				return err
@@ -243,6 +245,10 @@ func replaySummaries(ctx context.Context, e *engine.Engine, tenant string, windo
 		res, err := e.PrepareContext(cctx, tenant, v.ID, engine.PrepareInput{Messages: pending})
 		lat = append(lat, time.Since(start))
 		cancel()
+		if err != nil && ctx.Err() == nil {
+			r.Failed++ // nothing was changed: the next step sends these again
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -314,7 +320,7 @@ func replaySummaries(ctx context.Context, e *engine.Engine, tenant string, windo
 // PrintSummaryModes writes the comparison as a table.
 func PrintSummaryModes(w io.Writer, results []SummaryResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, "summaries\tcalls\tPrepareContext p50\tp99\tmax\tp99 / extractive p99\tsummaries applied\tby the LLM\tLLM calls\tsummarizer tokens\tjobs applied / discarded\tagent's bill (Anthropic units)\tinvalid views")
+	fmt.Fprintln(tw, "summaries\tcalls\tPrepareContext p50\tp99\tmax\tp99 / extractive p99\tsummaries applied\tby the LLM\tLLM calls\tsummarizer tokens\tjobs applied / discarded\tagent's input\tcache hit\tagent's bill (Anthropic units)\tfailed calls\tinvalid views")
 	var base time.Duration
 	for _, r := range results {
 		if base == 0 {
@@ -324,8 +330,8 @@ func PrintSummaryModes(w io.Writer, results []SummaryResult) {
 		if r.Jobs["queued"] > 0 {
 			jobs = fmt.Sprintf("%.0f / %.0f", r.Jobs["applied"], r.Jobs["discarded"])
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f×\t%d\t%.0f%%\t%d\t%d\t%s\t%.0f\t%d\n", r.Mode, r.Calls, ms(r.P50), ms(r.P99), ms(r.Max),
-			float64(r.P99)/float64(max(base, 1)), r.Summaries, 100*r.LLMShare(), r.LLMCalls, r.OverheadTokens, jobs, r.Anthropic(), r.Invalid)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f×\t%d\t%.0f%%\t%d\t%d\t%s\t%d\t%.1f%%\t%.0f\t%d\t%d\n", r.Mode, r.Calls, ms(r.P50), ms(r.P99), ms(r.Max),
+			float64(r.P99)/float64(max(base, 1)), r.Summaries, 100*r.LLMShare(), r.LLMCalls, r.OverheadTokens, jobs, r.Input, 100*ratio(float64(r.Prefix), float64(r.Input)), r.Anthropic(), r.Failed, r.Invalid)
 	}
 	_ = tw.Flush()
 }

@@ -191,7 +191,7 @@ var errUnusable = errors.New("prepared compaction does not fit the view")
 // usable rebuilds a ready job's plan on view (the session's view as the
 // call would leave it), or says why it cannot be applied there.
 func (e *Engine) usable(j store.Job, s *store.Session, view []chat.Message, m tokens.Model, policy compaction.Policy) (readyJob, error) {
-	if j.State != store.JobReady || j.Epoch != s.ViewEpoch || j.Fingerprint != fingerprint(s) {
+	if len(j.Result) == 0 || j.Epoch != s.ViewEpoch || j.Fingerprint != fingerprint(s) {
 		return readyJob{}, errUnusable
 	}
 	var r jobResult
@@ -229,15 +229,19 @@ func (e *Engine) usable(j store.Job, s *store.Session, view []chat.Message, m to
 }
 
 // fitsAfter reports whether applying rj leaves the view (with what was
-// appended after its plan) below the warning level, or, when the call
-// must compact at once (forced), below the emergency level.
-func (rj *readyJob) fitsAfter(view []chat.Message, u Usage, forced bool) bool {
+// appended after its plan) halfway at most from where compactions aim
+// (target) to the warning level; when the call must compact at once
+// (forced), below the emergency level. A result that has aged more is
+// planned again: a shallow compaction brings the next one (and its
+// prompt-cache rewrite, on every call's bill) closer, which costs more
+// than the summarizer's call.
+func (rj *readyJob) fitsAfter(view []chat.Message, u Usage, target float64, forced bool) bool {
 	after := rj.p.plan.TokensAfter + sumTokens(view[rj.prefix:])
 	usable := float64(u.ContextWindow - u.ReservedOutput)
 	if usable <= 0 {
 		return false
 	}
-	limit := u.Policy.WarningThreshold
+	limit := (target + u.Policy.WarningThreshold) / 2
 	if forced {
 		limit = u.Policy.EmergencyThreshold
 	}

@@ -201,9 +201,20 @@ func (e *Engine) planJob(ctx context.Context, j store.Job) (string, []byte, erro
 		return "discarded", nil, nil
 	}
 	// The compaction PrepareContext would run at the summarize level, with
-	// every tier, aiming where it would aim.
+	// every tier. It aims below where that would aim by what the session
+	// will have grown by then (to its critical level, where a summary is
+	// first applied), at most halfway down: applied later, the result plus
+	// the messages appended meanwhile then stands where a compaction made
+	// at that moment would, with as much verbatim after the summary.
 	in := cacheAware(CompactInput{tiers: compaction.AllTiers}, v.Usage)
 	in.tiers, in.payback, in.background = compaction.AllTiers, 0, true
+	u := v.Usage
+	if usable := float64(u.ContextWindow - u.ReservedOutput); usable > 0 {
+		to := aim(in, u)
+		ahead := max(u.Policy.CriticalThreshold-float64(u.Used)/usable, 0)
+		deeper := max(to-ahead, to/2)
+		in.Target = &deeper
+	}
 	start := time.Now()
 	p, err := e.plan(ctx, snap, in)
 	if err != nil {

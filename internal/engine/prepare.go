@@ -271,7 +271,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		}
 		return append(ws, deferredWarning(pr.usage))
 	}
-	if deferred && len(pr.input) == 0 && c.stale == "" {
+	if deferred && len(pr.input) == 0 && c.stale == "" && c.refresh == "" {
 		// Nothing to append and nothing to compact: no write at all.
 		pr.status.Warnings = append(pr.status.Warnings, p.result.Warnings...)
 		pr.status.Warnings = waitNote(pr.status.Warnings)
@@ -332,6 +332,12 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 	}
 	for range jobsDiscarded {
 		e.metrics.Job("discarded")
+	}
+	if c.refresh != "" && e.bg != nil {
+		select { // a job queued again: a worker here takes it at once
+		case e.bg.wake <- struct{}{}:
+		default:
+		}
 	}
 	if c.ready != nil && !deferred {
 		e.metrics.JobApplied(c.ready.took)

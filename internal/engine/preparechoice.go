@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/store"
@@ -24,7 +26,10 @@ type compactionChoice struct {
 	prefix int
 	// stale is the id of a job the write discards (planned for a view or
 	// session the call does not have).
-	stale    string
+	stale string
+	// refresh is the id of a ready job whose result aged: the write queues
+	// it again, keeping the result until a fresher one replaces it.
+	refresh  string
 	warnings []string
 	// summaryAhead: pruning alone does not bring the view to its target,
 	// so the next compaction will summarize (worth preparing now).
@@ -58,20 +63,25 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 			return c, err
 		}
 	}
-	if job != nil && job.State == store.JobReady {
+	if job != nil && len(job.Result) > 0 {
 		m, _ := e.models.Lookup(s.Model)
 		rj, err := e.usable(*job, s, snap.view, m, u.Policy)
 		switch {
-		case errors.Is(err, errUnusable) || (err == nil && !rj.fitsAfter(snap.view, u, forced)):
-			c.stale = job.ID // of another view, or too old to bring this one down: planned again
+		case errors.Is(err, errUnusable):
+			c.stale = job.ID // of another view: planned again
 		case err != nil:
 			return c, err
-		case !rj.summary || slices.Contains(cin.tiers, compaction.TierSummarize):
+		case rj.summary && !slices.Contains(cin.tiers, compaction.TierSummarize):
+			// It summarizes and this level only prunes: it waits for its level.
+		case rj.fitsAfter(snap.view, u, aim(cin, u), false) || forced && rj.fitsAfter(snap.view, u, aim(cin, u), true):
 			c.p, c.ready, c.prefix = rj.p, &rj, rj.prefix
 			c.deferred = e.deferred(rj.p, snapshot{session: *s, view: snap.view[:rj.prefix]}, cin)
 			return c, nil
+		case job.State == store.JobReady:
+			// Aged: a fresher plan is prepared, and this one stays for a call
+			// that must compact meanwhile.
+			c.refresh = job.ID
 		}
-		// else: it summarizes and this level only prunes; it waits for its level.
 	} else if job != nil && !pendingJob(*job, s) {
 		c.stale = job.ID
 	}
@@ -89,7 +99,7 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 	c.p, c.prefix = p, len(snap.view)
 	summarizes := slices.Contains(p.plan.Tiers, compaction.TierSummarize)
 	c.summaryAhead = summarizes || !reachesTarget(p, cin, u)
-	forThisView := job != nil && c.stale == "" && (pendingJob(*job, s) || job.State == store.JobReady)
+	forThisView := job != nil && c.stale == "" && job.Epoch == s.ViewEpoch && job.Fingerprint == fingerprint(s)
 	if bg && !forced && c.summaryAhead && !summarizes && forThisView && !slices.Contains(cin.tiers, compaction.TierSummarize) {
 		// A prune that would not reach the target would only discard the
 		// compaction being prepared (which prunes too): it waits for it.
@@ -115,21 +125,35 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 			name, slowest.Round(1e6)))
 		return c, nil
 	}
-	if c.p, err = e.plan(ctx, snap, cin); err != nil { // it runs: plan it for real
+	// It runs: plan it for real. Under a deadline the LLM gets all but a
+	// reserve of it, so that its extractive fallback and the write still fit
+	// when it is cut short.
+	pctx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithDeadline(ctx, deadline.Add(-max(100*time.Millisecond, time.Until(deadline)/4)))
+		defer cancel()
+	}
+	if c.p, err = e.plan(pctx, snap, cin); err != nil {
 		return c, err
 	}
 	return c, nil
 }
 
+// aim is where a compaction with cin aims, as a fraction of the usable
+// window.
+func aim(cin CompactInput, u Usage) float64 {
+	if cin.Target != nil {
+		return *cin.Target
+	}
+	return u.Policy.Target
+}
+
 // reachesTarget reports whether a plan brings the view down to where the
 // compaction aims (within 5 % of the usable window).
 func reachesTarget(p planned, cin CompactInput, u Usage) bool {
-	target := u.Policy.Target
-	if cin.Target != nil {
-		target = *cin.Target
-	}
 	usable := float64(u.ContextWindow - u.ReservedOutput)
-	return p.plan.Changed() && float64(p.plan.TokensAfter) <= (target+0.05)*usable
+	return p.plan.Changed() && float64(p.plan.TokensAfter) <= (aim(cin, u)+0.05)*usable
 }
 
 // settleJob does, in PrepareContext's write, what its choice means for the
@@ -141,14 +165,24 @@ func (e *Engine) settleJob(ctx context.Context, tx store.Tx, s *store.Session, c
 	applying := !deferred && c.p.plan.Changed()
 	if c.ready != nil && applying {
 		j, err := tx.GetJob(ctx, s.Tenant, s.ID)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && (j.ID != c.ready.job.ID || j.State != store.JobReady)) {
-			return 0, errStale
+		if errors.Is(err, store.ErrNotFound) || (err == nil && (j.ID != c.ready.job.ID || !bytes.Equal(j.Result, c.ready.job.Result))) {
+			return 0, errStale // applied by another call, or replaced by a fresher result: decide again
 		}
 		if err != nil {
 			return 0, err
 		}
 		_, err = tx.DeleteJob(ctx, s.Tenant, s.ID, j.ID)
 		return 0, err
+	}
+	if c.refresh != "" && !applying {
+		j, err := tx.GetJob(ctx, s.Tenant, s.ID)
+		if err != nil || j.ID != c.refresh || j.State != store.JobReady {
+			return 0, ignoreNotFound(err) // another call refreshed or applied it
+		}
+		j.State, j.Owner, j.LeaseUntil, j.Attempts = store.JobQueued, "", time.Unix(0, 0).UTC(), 0
+		j.UpdatedAt = e.timestamp()
+		e.metrics.Job("refreshed")
+		return 0, tx.PutJob(ctx, &j)
 	}
 	if !applying && c.stale == "" || !e.backgroundOn(s) && c.stale == "" {
 		return 0, nil
@@ -162,4 +196,11 @@ func (e *Engine) settleJob(ctx context.Context, tx store.Tx, s *store.Session, c
 		return 1, err
 	}
 	return 0, err
+}
+
+func ignoreNotFound(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
 }
