@@ -68,7 +68,7 @@ func (s *ContextService) PrepareContext(ctx context.Context, req *contextdv1.Pre
 		event = contextdv1.StatusEvent_STATUS_EVENT_COMPACTED
 	}
 	out := &contextdv1.PrepareContextResponse{Status: statusToProto(res.Status, event), ViewToken: res.ViewToken, Delta: res.Delta,
-		Messages: make([]*contextdv1.Message, 0, len(res.Messages)), Cache: cacheHintsToProto(res.Cache)}
+		Messages: make([]*contextdv1.Message, 0, len(res.Messages)), Cache: cacheHintsToProto(res.Cache), Tools: toolsToProto(res.Tools)}
 	for i := range res.Messages {
 		out.Messages = append(out.Messages, messageToProto(&res.Messages[i]))
 	}

@@ -2058,7 +2058,11 @@ type PrepareContextResponse struct {
 	// True when messages holds only the messages appended after the view of
 	// the request's view_token (possibly none); false when it holds the whole
 	// active view.
-	Delta         bool `protobuf:"varint,21,opt,name=delta,proto3" json:"delta,omitempty"`
+	Delta bool `protobuf:"varint,21,opt,name=delta,proto3" json:"delta,omitempty"`
+	// Tool definitions contextd adds to the session's own: send them to the
+	// model after the session's tools. The contextd_expand tool when the
+	// policy's expose_expand_tool is on; empty otherwise.
+	Tools         []*ToolDefinition `protobuf:"bytes,41,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2126,6 +2130,13 @@ func (x *PrepareContextResponse) GetDelta() bool {
 		return x.Delta
 	}
 	return false
+}
+
+func (x *PrepareContextResponse) GetTools() []*ToolDefinition {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
 }
 
 // Compact input.
@@ -3321,14 +3332,15 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x10expected_version\x18\x04 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\x0fexpectedVersion\x88\x01\x01\x12'\n" +
 	"\n" +
 	"view_token\x18\x14 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tviewTokenB\x13\n" +
-	"\x11_expected_version\"\xe2\x01\n" +
+	"\x11_expected_version\"\x95\x02\n" +
 	"\x16PrepareContextResponse\x120\n" +
 	"\bmessages\x18\x01 \x03(\v2\x14.contextd.v1.MessageR\bmessages\x122\n" +
 	"\x06status\x18\x02 \x01(\v2\x1a.contextd.v1.ContextStatusR\x06status\x12-\n" +
 	"\x05cache\x18( \x01(\v2\x17.contextd.v1.CacheHintsR\x05cache\x12\x1d\n" +
 	"\n" +
 	"view_token\x18\x14 \x01(\tR\tviewToken\x12\x14\n" +
-	"\x05delta\x18\x15 \x01(\bR\x05delta\"\x9e\x02\n" +
+	"\x05delta\x18\x15 \x01(\bR\x05delta\x121\n" +
+	"\x05tools\x18) \x03(\v2\x1b.contextd.v1.ToolDefinitionR\x05tools\"\x9e\x02\n" +
 	"\x0eCompactRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +
@@ -3557,60 +3569,61 @@ var file_contextd_v1_context_service_proto_depIdxs = []int32{
 	48, // 33: contextd.v1.PrepareContextResponse.messages:type_name -> contextd.v1.Message
 	56, // 34: contextd.v1.PrepareContextResponse.status:type_name -> contextd.v1.ContextStatus
 	57, // 35: contextd.v1.PrepareContextResponse.cache:type_name -> contextd.v1.CacheHints
-	58, // 36: contextd.v1.CompactRequest.tier:type_name -> contextd.v1.CompactionTier
-	54, // 37: contextd.v1.CompactResponse.compaction:type_name -> contextd.v1.Compaction
-	51, // 38: contextd.v1.CompactResponse.usage:type_name -> contextd.v1.ContextUsage
-	0,  // 39: contextd.v1.CompactResponse.nothing_reason:type_name -> contextd.v1.NothingToCompact
-	52, // 40: contextd.v1.RevertCompactionResponse.session:type_name -> contextd.v1.Session
-	54, // 41: contextd.v1.ListCompactionsResponse.compactions:type_name -> contextd.v1.Compaction
-	48, // 42: contextd.v1.ExpandMessageResponse.message:type_name -> contextd.v1.Message
-	48, // 43: contextd.v1.ExpandMessageResponse.originals:type_name -> contextd.v1.Message
-	52, // 44: contextd.v1.CreateHandoffResponse.session:type_name -> contextd.v1.Session
-	56, // 45: contextd.v1.WatchContextStatusResponse.status:type_name -> contextd.v1.ContextStatus
-	51, // 46: contextd.v1.ReportUsageResponse.usage:type_name -> contextd.v1.ContextUsage
-	1,  // 47: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
-	6,  // 48: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
-	10, // 49: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
-	12, // 50: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
-	18, // 51: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
-	20, // 52: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
-	22, // 53: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
-	14, // 54: contextd.v1.ContextService.UpdateSession:input_type -> contextd.v1.UpdateSessionRequest
-	16, // 55: contextd.v1.ContextService.ClearMessages:input_type -> contextd.v1.ClearMessagesRequest
-	24, // 56: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
-	26, // 57: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
-	28, // 58: contextd.v1.ContextService.PrepareContext:input_type -> contextd.v1.PrepareContextRequest
-	30, // 59: contextd.v1.ContextService.Compact:input_type -> contextd.v1.CompactRequest
-	32, // 60: contextd.v1.ContextService.RevertCompaction:input_type -> contextd.v1.RevertCompactionRequest
-	34, // 61: contextd.v1.ContextService.ListCompactions:input_type -> contextd.v1.ListCompactionsRequest
-	36, // 62: contextd.v1.ContextService.ExpandMessage:input_type -> contextd.v1.ExpandMessageRequest
-	38, // 63: contextd.v1.ContextService.CreateHandoff:input_type -> contextd.v1.CreateHandoffRequest
-	42, // 64: contextd.v1.ContextService.ReportUsage:input_type -> contextd.v1.ReportUsageRequest
-	40, // 65: contextd.v1.ContextService.WatchContextStatus:input_type -> contextd.v1.WatchContextStatusRequest
-	5,  // 66: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
-	8,  // 67: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
-	11, // 68: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
-	13, // 69: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
-	19, // 70: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
-	21, // 71: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
-	23, // 72: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
-	15, // 73: contextd.v1.ContextService.UpdateSession:output_type -> contextd.v1.UpdateSessionResponse
-	17, // 74: contextd.v1.ContextService.ClearMessages:output_type -> contextd.v1.ClearMessagesResponse
-	25, // 75: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
-	27, // 76: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
-	29, // 77: contextd.v1.ContextService.PrepareContext:output_type -> contextd.v1.PrepareContextResponse
-	31, // 78: contextd.v1.ContextService.Compact:output_type -> contextd.v1.CompactResponse
-	33, // 79: contextd.v1.ContextService.RevertCompaction:output_type -> contextd.v1.RevertCompactionResponse
-	35, // 80: contextd.v1.ContextService.ListCompactions:output_type -> contextd.v1.ListCompactionsResponse
-	37, // 81: contextd.v1.ContextService.ExpandMessage:output_type -> contextd.v1.ExpandMessageResponse
-	39, // 82: contextd.v1.ContextService.CreateHandoff:output_type -> contextd.v1.CreateHandoffResponse
-	43, // 83: contextd.v1.ContextService.ReportUsage:output_type -> contextd.v1.ReportUsageResponse
-	41, // 84: contextd.v1.ContextService.WatchContextStatus:output_type -> contextd.v1.WatchContextStatusResponse
-	66, // [66:85] is the sub-list for method output_type
-	47, // [47:66] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	47, // 36: contextd.v1.PrepareContextResponse.tools:type_name -> contextd.v1.ToolDefinition
+	58, // 37: contextd.v1.CompactRequest.tier:type_name -> contextd.v1.CompactionTier
+	54, // 38: contextd.v1.CompactResponse.compaction:type_name -> contextd.v1.Compaction
+	51, // 39: contextd.v1.CompactResponse.usage:type_name -> contextd.v1.ContextUsage
+	0,  // 40: contextd.v1.CompactResponse.nothing_reason:type_name -> contextd.v1.NothingToCompact
+	52, // 41: contextd.v1.RevertCompactionResponse.session:type_name -> contextd.v1.Session
+	54, // 42: contextd.v1.ListCompactionsResponse.compactions:type_name -> contextd.v1.Compaction
+	48, // 43: contextd.v1.ExpandMessageResponse.message:type_name -> contextd.v1.Message
+	48, // 44: contextd.v1.ExpandMessageResponse.originals:type_name -> contextd.v1.Message
+	52, // 45: contextd.v1.CreateHandoffResponse.session:type_name -> contextd.v1.Session
+	56, // 46: contextd.v1.WatchContextStatusResponse.status:type_name -> contextd.v1.ContextStatus
+	51, // 47: contextd.v1.ReportUsageResponse.usage:type_name -> contextd.v1.ContextUsage
+	1,  // 48: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
+	6,  // 49: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
+	10, // 50: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
+	12, // 51: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
+	18, // 52: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
+	20, // 53: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
+	22, // 54: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
+	14, // 55: contextd.v1.ContextService.UpdateSession:input_type -> contextd.v1.UpdateSessionRequest
+	16, // 56: contextd.v1.ContextService.ClearMessages:input_type -> contextd.v1.ClearMessagesRequest
+	24, // 57: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
+	26, // 58: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
+	28, // 59: contextd.v1.ContextService.PrepareContext:input_type -> contextd.v1.PrepareContextRequest
+	30, // 60: contextd.v1.ContextService.Compact:input_type -> contextd.v1.CompactRequest
+	32, // 61: contextd.v1.ContextService.RevertCompaction:input_type -> contextd.v1.RevertCompactionRequest
+	34, // 62: contextd.v1.ContextService.ListCompactions:input_type -> contextd.v1.ListCompactionsRequest
+	36, // 63: contextd.v1.ContextService.ExpandMessage:input_type -> contextd.v1.ExpandMessageRequest
+	38, // 64: contextd.v1.ContextService.CreateHandoff:input_type -> contextd.v1.CreateHandoffRequest
+	42, // 65: contextd.v1.ContextService.ReportUsage:input_type -> contextd.v1.ReportUsageRequest
+	40, // 66: contextd.v1.ContextService.WatchContextStatus:input_type -> contextd.v1.WatchContextStatusRequest
+	5,  // 67: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
+	8,  // 68: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
+	11, // 69: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
+	13, // 70: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
+	19, // 71: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
+	21, // 72: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
+	23, // 73: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
+	15, // 74: contextd.v1.ContextService.UpdateSession:output_type -> contextd.v1.UpdateSessionResponse
+	17, // 75: contextd.v1.ContextService.ClearMessages:output_type -> contextd.v1.ClearMessagesResponse
+	25, // 76: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
+	27, // 77: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
+	29, // 78: contextd.v1.ContextService.PrepareContext:output_type -> contextd.v1.PrepareContextResponse
+	31, // 79: contextd.v1.ContextService.Compact:output_type -> contextd.v1.CompactResponse
+	33, // 80: contextd.v1.ContextService.RevertCompaction:output_type -> contextd.v1.RevertCompactionResponse
+	35, // 81: contextd.v1.ContextService.ListCompactions:output_type -> contextd.v1.ListCompactionsResponse
+	37, // 82: contextd.v1.ContextService.ExpandMessage:output_type -> contextd.v1.ExpandMessageResponse
+	39, // 83: contextd.v1.ContextService.CreateHandoff:output_type -> contextd.v1.CreateHandoffResponse
+	43, // 84: contextd.v1.ContextService.ReportUsage:output_type -> contextd.v1.ReportUsageResponse
+	41, // 85: contextd.v1.ContextService.WatchContextStatus:output_type -> contextd.v1.WatchContextStatusResponse
+	67, // [67:86] is the sub-list for method output_type
+	48, // [48:67] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_context_service_proto_init() }
