@@ -164,3 +164,12 @@ func (s *ContextService) ReportUsage(ctx context.Context, req *contextdv1.Report
 	}
 	return &contextdv1.ReportUsageResponse{Usage: usageToProto(u)}, nil
 }
+
+// ExpandToolCall implements contextd.v1.ContextService.
+func (s *ContextService) ExpandToolCall(ctx context.Context, req *contextdv1.ExpandToolCallRequest) (*contextdv1.ExpandToolCallResponse, error) {
+	a, err := s.engine.ExpandToolCall(ctx, tenantOf(ctx), req.GetSessionId(), req.GetArguments(), int(req.GetRound()))
+	if err != nil {
+		return nil, toStatus(ctx, s.log, err)
+	}
+	return &contextdv1.ExpandToolCallResponse{Content: a.Content, IsError: a.IsError, Stop: a.Stop}, nil
+}

@@ -211,6 +211,26 @@ class ExpandMessageResponse(_message.Message):
     originals: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
     def __init__(self, message: _Optional[_Union[_types_pb2.Message, _Mapping]] = ..., originals: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class ExpandToolCallRequest(_message.Message):
+    __slots__ = ["arguments", "round", "session_id"]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    arguments: str
+    round: int
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., arguments: _Optional[str] = ..., round: _Optional[int] = ...) -> None: ...
+
+class ExpandToolCallResponse(_message.Message):
+    __slots__ = ["content", "is_error", "stop"]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    IS_ERROR_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    content: str
+    is_error: bool
+    stop: bool
+    def __init__(self, content: _Optional[str] = ..., is_error: bool = ..., stop: bool = ...) -> None: ...
+
 class GetContextUsageRequest(_message.Message):
     __slots__ = ["inline", "session_id"]
     INLINE_FIELD_NUMBER: _ClassVar[int]
