@@ -68,7 +68,7 @@ func (s *ContextService) PrepareContext(ctx context.Context, req *contextdv1.Pre
 		event = contextdv1.StatusEvent_STATUS_EVENT_COMPACTED
 	}
 	out := &contextdv1.PrepareContextResponse{Status: statusToProto(res.Status, event), ViewToken: res.ViewToken, Delta: res.Delta,
-		Messages: make([]*contextdv1.Message, 0, len(res.Messages)), Cache: cacheHintsToProto(res.Cache)}
+		Messages: make([]*contextdv1.Message, 0, len(res.Messages)), Cache: cacheHintsToProto(res.Cache), Tools: toolsToProto(res.Tools)}
 	for i := range res.Messages {
 		out.Messages = append(out.Messages, messageToProto(&res.Messages[i]))
 	}
@@ -163,4 +163,13 @@ func (s *ContextService) ReportUsage(ctx context.Context, req *contextdv1.Report
 		return nil, toStatus(ctx, s.log, err)
 	}
 	return &contextdv1.ReportUsageResponse{Usage: usageToProto(u)}, nil
+}
+
+// ExpandToolCall implements contextd.v1.ContextService.
+func (s *ContextService) ExpandToolCall(ctx context.Context, req *contextdv1.ExpandToolCallRequest) (*contextdv1.ExpandToolCallResponse, error) {
+	a, err := s.engine.ExpandToolCall(ctx, tenantOf(ctx), req.GetSessionId(), req.GetArguments(), int(req.GetRound()))
+	if err != nil {
+		return nil, toStatus(ctx, s.log, err)
+	}
+	return &contextdv1.ExpandToolCallResponse{Content: a.Content, IsError: a.IsError, Stop: a.Stop}, nil
 }

@@ -122,6 +122,14 @@ func toolsFromProto(in []*contextdv1.ToolDefinition) []chat.Tool {
 	return out
 }
 
+func toolsToProto(in []chat.Tool) []*contextdv1.ToolDefinition {
+	var out []*contextdv1.ToolDefinition
+	for _, t := range in {
+		out = append(out, &contextdv1.ToolDefinition{Name: t.Name, Description: t.Description, ParametersJson: t.Parameters})
+	}
+	return out
+}
+
 func policyFromProto(p *contextdv1.CompactionPolicy) compaction.Overrides {
 	var o compaction.Overrides
 	if p == nil {
@@ -140,6 +148,7 @@ func policyFromProto(p *contextdv1.CompactionPolicy) compaction.Overrides {
 	o.Summarizer = p.Summarizer
 	o.CachePaybackCalls = intPtr(p.CachePaybackCalls)
 	o.CacheTarget = p.CacheTarget
+	o.ExposeExpandTool = p.ExposeExpandTool
 	return o
 }
 
@@ -166,6 +175,7 @@ func overridesToProto(o compaction.Overrides) *contextdv1.CompactionPolicy {
 		KeepRecentMessages: i32(o.KeepRecentMessages), ProtectRecentToolResults: i32(o.ProtectRecentToolResults),
 		AutoCompact: o.AutoCompact, ReservedOutputTokens: o.ReservedOutputTokens, SummaryMaxTokens: i32(o.SummaryMaxTokens),
 		Summarizer: o.Summarizer, CachePaybackCalls: i32(o.CachePaybackCalls), CacheTarget: o.CacheTarget,
+		ExposeExpandTool: o.ExposeExpandTool,
 	}
 }
 
@@ -185,6 +195,7 @@ func policyToProto(p compaction.Policy) *contextdv1.CompactionPolicy {
 		Summarizer:               &p.Summarizer,
 		CachePaybackCalls:        i32(p.CachePaybackCalls),
 		CacheTarget:              &p.CacheTarget,
+		ExposeExpandTool:         &p.ExposeExpandTool,
 	}
 }
 

@@ -20,9 +20,7 @@ func sessionToProto(v engine.SessionView) *contextdv1.Session {
 		Labels: v.Labels, Version: v.Version, MessageCount: v.ActiveCount, LogCount: v.LogCount,
 		Usage: usageToProto(v.Usage), CreatedAt: timestamppb.New(v.CreatedAt), UpdatedAt: timestamppb.New(v.UpdatedAt),
 		Ledger: ledgerToProto(v.Ledger), LastCompaction: compactionInfo(v.LastCompaction), Warnings: v.Warnings,
-	}
-	for _, t := range v.Tools {
-		out.Tools = append(out.Tools, &contextdv1.ToolDefinition{Name: t.Name, Description: t.Description, ParametersJson: t.Parameters})
+		Tools: toolsToProto(v.Tools),
 	}
 	return out
 }

@@ -104,7 +104,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	opts := []engine.Option{engine.WithRevertWindow(cfg.RevertWindow), engine.WithNotifier(notifier), engine.WithSummarizers(summarizers),
 		engine.WithLimits(engine.Limits{MaxCountBytes: cfg.MaxCountBytes, MaxSessionsPerTenant: cfg.MaxSessionsPerTenant,
 			CountBudgetBytes: int64(cfg.CountBudgetBytes), LargeCountBytes: cfg.LargeCountBytes, MaxResponseBytes: cfg.MaxResponseBytes,
-			MaxViewBytes: cfg.MaxViewBytes, MaxViewWindows: cfg.MaxViewWindows}),
+			MaxViewBytes: cfg.MaxViewBytes, MaxViewWindows: cfg.MaxViewWindows,
+			ExpandMaxRounds: cfg.ExpandMaxRounds, ExpandToolBytes: cfg.ExpandToolBytes}),
 		engine.WithMetrics(domain), engine.WithLogger(log), engine.WithViewCacheBytes(int64(cfg.ViewCacheBytes)),
 		engine.WithBackground(cfg.Background)}
 	if cfg.AnthropicCountTokens {

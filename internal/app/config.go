@@ -80,6 +80,10 @@ type Config struct {
 	MaxViewBytes         int
 	MaxViewWindows       int
 	MaxConcurrentStreams int
+	// ExpandMaxRounds and ExpandToolBytes bound the contextd_expand tool:
+	// rounds of one model turn, bytes of text of one answer.
+	ExpandMaxRounds int
+	ExpandToolBytes int
 
 	// CORSAllowedOrigins are the browser origins allowed to call the API
 	// cross-origin over Connect and gRPC-Web; empty: same origin only.
@@ -147,6 +151,8 @@ var settings = []envFlag{
 	{"CONTEXTD_MAX_RESPONSE_BYTES", "4194304", "a page of ListSessions, GetMessages or ListCompactions ends at this many bytes (or its page_size, whichever comes first), an ExpandMessage response too (next_page_token continues), so responses fit clients' default 4 MB receive limit", false},
 	{"CONTEXTD_MAX_VIEW_BYTES", "33554432", "an append that would make a session's active view larger than this many bytes is refused (FailedPrecondition: compact or clear it first; 0: no bound)", false},
 	{"CONTEXTD_MAX_VIEW_WINDOWS", "4", "an append that would make a session's active view more than this many times its model's context window in tokens is refused likewise (0: no bound)", false},
+	{"CONTEXTD_EXPAND_MAX_ROUNDS", "3", "contextd_expand calls one model turn may make (rounds of calls, through the gateway or ExpandToolCall); past them the tool answers that the model should answer with what it has", false},
+	{"CONTEXTD_EXPAND_TOOL_BYTES", "16384", "bytes of original text one contextd_expand answer carries at the most (plus a note line of at most 512 bytes saying how to read on)", false},
 	{"CONTEXTD_MAX_CONCURRENT_STREAMS", "256", "calls one client connection may have open at once (HTTP/2 MaxConcurrentStreams)", false},
 	{"CONTEXTD_MAX_CONNECTION_AGE", "30m", "close client connections after this long so load rebalances across replicas (0: never)", false},
 	{"CONTEXTD_CORS_ALLOWED_ORIGINS", "", "comma-separated browser origins allowed to call the API cross-origin (Connect, gRPC-Web), or *; empty: same origin only", false},
@@ -294,7 +300,8 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 		{"CONTEXTD_MAX_VIEW_BYTES", &cfg.MaxViewBytes, 0}, {"CONTEXTD_MAX_VIEW_WINDOWS", &cfg.MaxViewWindows, 0},
 		{"CONTEXTD_COMPACTION_WORKERS", &cfg.Background.Workers, 0}, {"CONTEXTD_COMPACTION_QUEUE", &cfg.Background.Queue, 1},
 		{"CONTEXTD_COMPACTION_QUEUE_PER_TENANT", &cfg.Background.PerTenant, 1},
-		{"CONTEXTD_COMPACTION_RUNNING_PER_TENANT", &cfg.Background.Running, 1}} {
+		{"CONTEXTD_COMPACTION_RUNNING_PER_TENANT", &cfg.Background.Running, 1},
+		{"CONTEXTD_EXPAND_MAX_ROUNDS", &cfg.ExpandMaxRounds, 1}, {"CONTEXTD_EXPAND_TOOL_BYTES", &cfg.ExpandToolBytes, 256}} {
 		if *f.dst, err = strconv.Atoi(get(f.env)); err != nil || *f.dst < f.min {
 			return Config{}, fmt.Errorf("%s: want an integer of at least %d, got %q", f.env, f.min, get(f.env))
 		}

@@ -31,6 +31,9 @@ type SummaryInput struct {
 	Messages     []chat.Message
 	Instructions string
 	MaxTokens    int
+	// ExpandID is the summary's own id when the policy exposes the expand
+	// tool (the summary names it: SummaryHeader); "" otherwise.
+	ExpandID string
 	// Count returns the tokens of a text in the session's encoding.
 	Count func(string) int
 }
@@ -250,6 +253,7 @@ func (p *planner) prune() {
 	keep := p.protected()
 	names := callNames(p.view)
 	n := len(p.view)
+	tool := p.req.Policy.ExposeExpandTool
 
 	// Newest tool results are protected.
 	protectedResults := map[int]bool{}
@@ -291,7 +295,7 @@ func (p *planner) prune() {
 			continue
 		}
 		newer := p.view[j].ID
-		p.replace(i, placeholderFor(m, fmt.Sprintf("identical to the newer message %s", newer), names),
+		p.replace(i, placeholderFor(m, fmt.Sprintf("identical to the newer message %s", newer), names, tool),
 			TierPrune, "duplicate of "+newer)
 	}
 
@@ -301,7 +305,7 @@ func (p *planner) prune() {
 		if toolResultOf(m) == nil || m.Tokens < minPruneTokens || !prunable(i) {
 			continue
 		}
-		p.replace(i, placeholderFor(m, "", names), TierPrune, "old tool output")
+		p.replace(i, placeholderFor(m, "", names, tool), TierPrune, "old tool output")
 	}
 
 	// 3. Long old messages keep their head and tail.
@@ -312,7 +316,7 @@ func (p *planner) prune() {
 		if m.Tokens < long || !prunable(i) || toolResultOf(m) != nil {
 			continue
 		}
-		if repl, ok := headTail(m); ok {
+		if repl, ok := headTail(m, tool); ok {
 			p.replace(i, repl, TierPrune, "long message: kept head and tail")
 		}
 	}
@@ -372,13 +376,13 @@ func sameContent(a, b *chat.Message) bool {
 
 // placeholderFor returns the stand-in of a message whose content is pruned.
 // A tool result keeps its tool_call_id, so pairing holds.
-func placeholderFor(m *chat.Message, why string, names map[string]string) chat.Message {
+func placeholderFor(m *chat.Message, why string, names map[string]string, tool bool) chat.Message {
 	// Plain concatenation, not fmt: the pruner may write tens of thousands.
 	desc := strconv.FormatInt(m.Tokens, 10) + " tokens"
 	if why != "" {
 		desc += "; it was " + why
 	}
-	expand := ". Call ExpandMessage with message id " + m.ID + " to read it.]"
+	expand := ". " + expandCall(tool, m.ID) + " to read it.]"
 	out := chat.Message{Role: m.Role, Name: m.Name, Kind: chat.KindPlaceholder, Metadata: m.Metadata}
 	if tr := toolResultOf(m); tr != nil {
 		tool := names[tr.ToolCallID]
@@ -409,7 +413,7 @@ const (
 
 // headTail keeps the head and tail of a long message's text around a
 // placeholder; tool calls and other parts stay as they are.
-func headTail(m *chat.Message) (chat.Message, bool) {
+func headTail(m *chat.Message, tool bool) (chat.Message, bool) {
 	out := chat.Message{Role: m.Role, Name: m.Name, Kind: chat.KindPlaceholder, Metadata: m.Metadata}
 	cut := false
 	for _, part := range m.Parts {
@@ -418,8 +422,8 @@ func headTail(m *chat.Message) (chat.Message, bool) {
 			continue
 		}
 		head, tail := safePrefix(part.Text, headChars), safeSuffix(part.Text, tailChars)
-		text := fmt.Sprintf("%s\n[contextd pruned %d characters here. Call ExpandMessage with message id %s to read them.]\n%s",
-			head, len(part.Text)-len(head)-len(tail), m.ID, tail)
+		text := fmt.Sprintf("%s\n[contextd pruned %d characters here. %s to read them.]\n%s",
+			head, len(part.Text)-len(head)-len(tail), expandCall(tool, m.ID), tail)
 		out.Parts = append(out.Parts, chat.Part{Type: chat.PartText, Text: text})
 		cut = true
 	}
@@ -571,15 +575,25 @@ func (p *planner) summarize() error {
 			task = joinText(&p.view[i])
 		}
 	}
+	sumID := ""
+	if p.req.Policy.ExposeExpandTool {
+		sumID = p.req.NewID(chat.KindSummary) // the summary names its own id
+	}
 	text, err := p.req.Summarize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous,
 		Messages: summarized, Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens,
-		Count: p.req.CountText})
+		ExpandID: sumID, Count: p.req.CountText})
 	if err != nil {
 		p.plan.SummaryFailed = err
 		return nil
 	}
+	if sumID != "" && !strings.Contains(text, `"`+sumID+`"`) {
+		// An LLM's summary has no header of its own.
+		text = SummaryHeader(p.req.Round, sumID) + text
+	}
 	sum := chat.Message{Role: chat.RoleUser, Kind: chat.KindSummary, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
-	sum.ID = p.req.NewID(chat.KindSummary)
+	if sum.ID = sumID; sumID == "" {
+		sum.ID = p.req.NewID(chat.KindSummary)
+	}
 	sum.Tokens = p.req.Count(&sum)
 	if sum.Tokens >= before {
 		return nil // nothing to gain
@@ -708,9 +722,13 @@ func (p *planner) dropMiddle() {
 	if len(dropped) == 0 {
 		return
 	}
-	ph := chat.Message{Role: chat.RoleUser, Kind: chat.KindPlaceholder, Parts: []chat.Part{{Type: chat.PartText,
-		Text: fmt.Sprintf("[contextd dropped %d messages (%d tokens) here so the request fits the window. Call ExpandMessage with this message's id to read them.]", len(dropped), before)}}}
-	ph.ID = p.req.NewID(chat.KindPlaceholder)
+	phID := p.req.NewID(chat.KindPlaceholder)
+	how := "Call ExpandMessage with this message's id"
+	if p.req.Policy.ExposeExpandTool {
+		how = expandCall(true, phID)
+	}
+	ph := chat.Message{ID: phID, Role: chat.RoleUser, Kind: chat.KindPlaceholder, Parts: []chat.Part{{Type: chat.PartText,
+		Text: fmt.Sprintf("[contextd dropped %d messages (%d tokens) here so the request fits the window. %s to read them.]", len(dropped), before, how)}}}
 	ph.Tokens = p.req.Count(&ph)
 	out := make([]chat.Message, 0, len(p.view))
 	placed := false

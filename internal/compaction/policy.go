@@ -43,6 +43,10 @@ type Policy struct {
 	// Target, when cache-awareness is on: deep, since a compaction's
 	// rewrite costs about the same whatever it removes.
 	CacheTarget float64
+	// ExposeExpandTool adds the contextd_expand tool to the prepared view
+	// and makes every placeholder and summary name the id to pass it
+	// (expandtool.go).
+	ExposeExpandTool bool
 }
 
 // Overrides is a policy as a client gives it: nil fields take defaults.
@@ -60,6 +64,7 @@ type Overrides struct {
 	Summarizer               *string
 	CachePaybackCalls        *int
 	CacheTarget              *float64
+	ExposeExpandTool         *bool
 }
 
 // Defaults for a model with the given context window (DESIGN.md §5).
@@ -106,6 +111,7 @@ func Resolve(field string, o Overrides, window int64) (Policy, error) {
 	override(&p.SummaryMaxTokens, o.SummaryMaxTokens)
 	override(&p.Summarizer, o.Summarizer)
 	override(&p.CachePaybackCalls, o.CachePaybackCalls)
+	override(&p.ExposeExpandTool, o.ExposeExpandTool)
 	if o.CacheTarget != nil {
 		p.CacheTarget = *o.CacheTarget
 	} else {

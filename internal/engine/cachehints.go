@@ -52,7 +52,7 @@ type CacheHints struct {
 // fixedDigest identifies what precedes the messages of every request: the
 // model, the system prompt and the tool definitions.
 func fixedDigest(s store.Session) string {
-	tools, _ := json.Marshal(s.Tools)
+	tools, _ := json.Marshal(effectiveTools(s.Tools, s.Policy))
 	h := sha256.New()
 	fmt.Fprintf(h, "%d:%s\x00%d:%s\x00", len(s.Model), s.Model, len(s.SystemPrompt), s.SystemPrompt)
 	h.Write(tools)

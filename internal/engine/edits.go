@@ -120,13 +120,17 @@ func (e *Engine) updateOnce(ctx context.Context, tenant, id string, in SessionUp
 			return SessionView{}, err
 		}
 	}
+	if err := checkExpandToolName(next.Tools, next.Policy); err != nil {
+		return SessionView{}, err
+	}
 	fr := tokens.FramingOf(m)
-	release, err := e.admitCount(ctx, fr, "", next.SystemPrompt, next.Tools, nil)
+	tools := effectiveTools(next.Tools, next.Policy)
+	release, err := e.admitCount(ctx, fr, "", next.SystemPrompt, tools, nil)
 	if err != nil {
 		return SessionView{}, err
 	}
 	defer release() // also on a panic; released early below (once)
-	next.ToolsTokens, _ = tokens.CountTools(enc, fr, next.SystemPrompt, next.Tools)
+	next.ToolsTokens, _ = tokens.CountTools(enc, fr, next.SystemPrompt, tools)
 	next.SystemTokens = tokens.CountSystem(enc, fr, next.SystemPrompt)
 	release()
 	// The messages' counts depend on the encoding and the framing only.
@@ -164,7 +168,7 @@ func (e *Engine) updateOnce(ctx context.Context, tenant, id string, in SessionUp
 			s.ActiveTokens = sumTokens(recounted)
 			s.ViewEpoch++ // the view's messages changed (their counts)
 		}
-		if set[FieldModel] || set[FieldSystemPrompt] || set[FieldTools] {
+		if set[FieldModel] || set[FieldSystemPrompt] || set[FieldTools] || exposesExpandTool(cur.Policy) != exposesExpandTool(next.Policy) {
 			s.AnchorInput = 0 // the provider's count was for another request
 		}
 		if s.AutoPausedBelow > 0 && recounted != nil {

@@ -35,6 +35,11 @@ type Limits struct {
 	// window (checkViewBound); 0: no bound.
 	MaxViewBytes   int
 	MaxViewWindows int
+	// ExpandMaxRounds is how many contextd_expand rounds one model turn may
+	// take (0: DefaultExpandMaxRounds); ExpandToolBytes caps the text of one
+	// contextd_expand answer (0: DefaultExpandToolBytes). See expandtool.go.
+	ExpandMaxRounds int
+	ExpandToolBytes int
 }
 
 // The names of the limits, as the configuration spells them, so an error

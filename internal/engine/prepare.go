@@ -34,6 +34,10 @@ type PrepareResult struct {
 	// Cache are the prompt-cache hints (see cachehints.go); their indices
 	// are into the whole view, also with Delta.
 	Cache CacheHints
+	// Tools are the tool definitions contextd adds to the session's own,
+	// to send to the model after them (the contextd_expand tool when the
+	// policy exposes it: expandtool.go).
+	Tools []chat.Tool
 	// view is the whole active view (Messages may be only its tail).
 	view []chat.Message
 }
@@ -421,6 +425,7 @@ func (e *Engine) answerPrepare(ctx context.Context, tenant, id string, pr prepar
 		}
 	}
 	out.Status = st
+	out.Tools = extraTools(pr.after.Policy)
 	e.finishPrepare(ctx, tenant, id, &out)
 	return out, nil
 }

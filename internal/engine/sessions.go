@@ -85,6 +85,9 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 	if err := chat.ValidateTools("tools", in.Tools); err != nil {
 		return SessionView{}, err
 	}
+	if err := checkExpandToolName(in.Tools, in.Policy); err != nil {
+		return SessionView{}, err
+	}
 	m, _, enc, err := e.modelFor(in.Model)
 	if err != nil {
 		return SessionView{}, err
@@ -98,12 +101,13 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 		}
 	}
 	fr := tokens.FramingOf(m)
-	release, err := e.admitCount(ctx, fr, "", in.System, in.Tools, nil)
+	tools := effectiveTools(in.Tools, in.Policy)
+	release, err := e.admitCount(ctx, fr, "", in.System, tools, nil)
 	if err != nil {
 		return SessionView{}, err
 	}
 	defer release() // also on a panic; released early below (once)
-	toolsTokens, _ := tokens.CountTools(enc, fr, in.System, in.Tools)
+	toolsTokens, _ := tokens.CountTools(enc, fr, in.System, tools)
 	systemTokens := tokens.CountSystem(enc, fr, in.System)
 	release()
 	now := e.timestamp()

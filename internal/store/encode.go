@@ -53,6 +53,7 @@ type policyJSON struct {
 	Summarizer               *string  `json:"summarizer,omitempty"`
 	CachePaybackCalls        *int     `json:"cache_payback_calls,omitempty"`
 	CacheTarget              *float64 `json:"cache_target,omitempty"`
+	ExposeExpandTool         *bool    `json:"expose_expand_tool,omitempty"`
 }
 
 // EncodePolicy returns the stored form of a policy.

@@ -115,8 +115,7 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 	}
 	doc := func(taskChars, stateChars int) string {
 		var b strings.Builder
-		fmt.Fprintf(&b, "[contextd summary, round %d. It stands in for earlier messages of this conversation; "+
-			"call ExpandMessage with this message's id to read them.]\n", in.Round)
+		b.WriteString(compaction.SummaryHeader(in.Round, in.ExpandID))
 		writeSection(&b, SecTask, []string{clip(in.OriginalTask, taskChars)}, false)
 		writeSection(&b, SecDone, lists[SecDone], true)
 		writeSection(&b, SecDecisions, lists[SecDecisions], true)

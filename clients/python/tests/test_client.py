@@ -12,7 +12,11 @@ import unittest
 
 import grpc
 
-from contextd_client import AgentLoop, ModelTurn, StatusWatch, Usage, connect, service, types
+import json
+import re
+
+from contextd_client import (EXPAND_TOOL_NAME, AgentLoop, ModelTurn, StatusWatch, Usage, answer_expand_call, connect,
+                             model_tools, service, types)
 
 ADDR = os.environ.get("CONTEXTD_ADDR", "")
 TOKEN = os.environ.get("CONTEXTD_TOKEN", "")
@@ -27,6 +31,16 @@ def new_id(name):
 
 def user(t):
     return types.Message(role=types.ROLE_USER, parts=[types.Part(text=types.TextPart(text=t))])
+
+
+def tool_call(call_id, name, args):
+    return types.Message(role=types.ROLE_ASSISTANT, parts=[types.Part(
+        tool_call=types.ToolCallPart(id=call_id, name=name, arguments_json=args))])
+
+
+def tool_result(call_id, content):
+    return types.Message(role=types.ROLE_TOOL, parts=[types.Part(
+        tool_result=types.ToolResultPart(tool_call_id=call_id, content=content))])
 
 
 class Proxy:
@@ -142,6 +156,70 @@ class ClientTest(unittest.TestCase):
         msgs = self.client.GetMessages(service.GetMessagesRequest(session_id=sid)).messages
         self.assertEqual([m.role for m in msgs], [types.ROLE_USER, types.ROLE_ASSISTANT, types.ROLE_USER,
                                                   types.ROLE_ASSISTANT, types.ROLE_USER])
+
+    def _expand_run(self, greedy):
+        """A fake model expands the first placeholder it sees, 1000 bytes a
+        round, and answers with the text when it ends (greedy: never)."""
+        sid = new_id("greedy" if greedy else "expand")
+        self.client.CreateSession(service.CreateSessionRequest(
+            id=sid, model="gpt-4", policy=types.CompactionPolicy(expose_expand_tool=True)))
+        contents, msgs = {}, [user("Fix the failing test.")]
+        for i in range(16):
+            call = "call_%d" % i
+            contents[call] = "step %d: " % i + "lorem ipsum é dolor € sit 😀 amet " * 45
+            msgs += [tool_call(call, "read", '{"path":"x"}'), tool_result(call, contents[call])]
+        self.client.AppendMessages(service.AppendMessagesRequest(session_id=sid, messages=msgs))
+        state = {"target": None, "offset": 0, "text": "", "calls": 0}
+
+        def model(view, tools):
+            if not any(t.name == EXPAND_TOOL_NAME for t in tools):
+                return None, "no expand tool"
+            if state["target"] is None:
+                for m in view:
+                    r = m.parts[0].tool_result if m.parts[0].HasField("tool_result") else None
+                    named = r and m.kind == types.MESSAGE_KIND_PLACEHOLDER and re.search(r'contextd_expand with id "([^"]+)"', r.content)
+                    if named:
+                        state["target"] = (named.group(1), r.tool_call_id)
+                        break
+                if state["target"] is None:
+                    return None, "no placeholder"
+            elif not greedy:
+                note, _, body = view[-1].parts[0].tool_result.content.partition("\n")
+                state["text"] += body
+                nxt = re.search(r'More follows: call contextd_expand with \{"id":"[^"]+","offset":(\d+)\}', note)
+                if not nxt:
+                    return None, state["text"]
+                state["offset"] = int(nxt.group(1))
+            state["calls"] += 1
+            args = json.dumps({"id": state["target"][0], "offset": state["offset"], "length": 1000})
+            return types.ToolCallPart(id="x%d" % state["calls"], name=EXPAND_TOOL_NAME, arguments_json=args), None
+
+        pending, rnd = [user("Go on.")], 0
+        while True:
+            prepared = self.client.PrepareContext(service.PrepareContextRequest(session_id=sid, messages=pending))
+            call, answer = model(prepared.messages, model_tools([], prepared))
+            if call is None:
+                original = contents[state["target"][1]] if state["target"] else None
+                return answer, rnd, None, original
+            rnd += 1
+            res = answer_expand_call(self.client, sid, call, rnd)
+            pending = [types.Message(role=types.ROLE_ASSISTANT, parts=[types.Part(tool_call=call)]), res.message]
+            if res.stop:
+                return None, rnd, res, None
+
+    def test_expand_tool_gives_the_original_back_and_stops_a_greedy_model(self):
+        answer, rounds, stopped, original = self._expand_run(greedy=False)
+        self.assertIsNone(stopped)
+        self.assertGreaterEqual(rounds, 2)
+        self.assertIsNotNone(original)
+        self.assertEqual(answer, original)
+        self.assertEqual(answer.encode(), original.encode())
+        _, rounds, stopped, _ = self._expand_run(greedy=True)
+        self.assertEqual(rounds, 4)  # CONTEXTD_EXPAND_MAX_ROUNDS (3) + 1
+        result = stopped.message.parts[0].tool_result
+        self.assertTrue(result.is_error)
+        self.assertIn("answer with what you have", result.content)
+        self.assertIsNone(answer_expand_call(self.client, "any", types.ToolCallPart(id="y", name="read"), 1))
 
     def test_failed_model_call_appends_nothing_twice(self):
         sid = new_id("retry")

@@ -9,8 +9,12 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
   AgentLoop,
   ContextService,
+  EXPAND_TOOL_NAME,
   EstimateSource,
+  MessageKind,
   Role,
+  answerExpandCall,
+  modelTools,
   StatusEvent,
   bearerAuth,
   watchStatus,
@@ -35,6 +39,8 @@ const transports = {
 };
 
 const user = (text) => ({ role: Role.USER, parts: [{ kind: { case: "text", value: { text } } }] });
+const toolCallMsg = (id, name, argumentsJson) => ({ role: Role.ASSISTANT, parts: [{ kind: { case: "toolCall", value: { id, name, argumentsJson } } }] });
+const toolResultMsg = (toolCallId, content) => ({ role: Role.TOOL, parts: [{ kind: { case: "toolResult", value: { toolCallId, content } } }] });
 let seq = 0;
 const newId = (name) => `ts-${name}-${process.pid}-${++seq}`;
 
@@ -115,6 +121,62 @@ for (const [name, make] of Object.entries(transports)) {
       await assert.rejects(loop.step(() => { throw new Error("provider down"); }), /provider down/);
       const again = await loop.step((messages) => ({ output: messages.length }));
       assert.equal(again.output, 1, "the user message is in the view once");
+    });
+
+    test("a model expands a placeholder through the helper and gets the original byte for byte; a greedy one is stopped", async () => {
+      const run = async (greedy) => {
+        const id = newId(greedy ? "greedy" : "expand");
+        await client.createSession({ id, model: "gpt-4", policy: { exposeExpandTool: true } });
+        const contents = {};
+        const msgs = [user("Fix the failing test.")];
+        for (let i = 0; i < 16; i++) {
+          const call = `call_${i}`;
+          contents[call] = `step ${i}: ` + "lorem ipsum é dolor € sit 😀 amet ".repeat(45);
+          msgs.push(toolCallMsg(call, "read", '{"path":"x"}'), toolResultMsg(call, contents[call]));
+        }
+        await client.appendMessages({ sessionId: id, messages: msgs });
+        // The fake model: expands the first placeholder it sees, 1000 bytes a
+        // round, and answers with the text when it ends (greedy: never).
+        let target, offset = 0, text = "", calls = 0;
+        const model = (view, tools) => {
+          if (!tools.some((t) => t.name === EXPAND_TOOL_NAME)) return { answer: "no expand tool" };
+          if (!target) {
+            for (const m of view) {
+              const r = m.parts[0].kind.case === "toolResult" ? m.parts[0].kind.value : undefined;
+              const named = r && m.kind === MessageKind.PLACEHOLDER && r.content.match(/contextd_expand with id "([^"]+)"/);
+              if (named) { target = { id: named[1], call: r.toolCallId }; break; }
+            }
+            if (!target) return { answer: "no placeholder" };
+          } else if (!greedy) {
+            const content = view.at(-1).parts[0].kind.value.content;
+            const cut = content.indexOf("\n");
+            text += content.slice(cut + 1);
+            const next = content.slice(0, cut).match(/More follows: call contextd_expand with \{"id":"[^"]+","offset":(\d+)\}/);
+            if (!next) return { answer: text };
+            offset = Number(next[1]);
+          }
+          calls++;
+          return { call: { id: `x${calls}`, name: EXPAND_TOOL_NAME, argumentsJson: JSON.stringify({ id: target.id, offset, length: 1000 }) } };
+        };
+        let pending = [user("Go on.")];
+        for (let round = 1; ; round++) {
+          const prepared = await client.prepareContext({ sessionId: id, messages: pending });
+          const turn = model(prepared.messages, modelTools([], prepared));
+          if (!turn.call) return { answer: turn.answer, rounds: round - 1, original: contents[target?.call] };
+          const res = await answerExpandCall(client, id, turn.call, round);
+          pending = [toolCallMsg(turn.call.id, turn.call.name, turn.call.argumentsJson), res.message];
+          if (res.stop) return { stopped: res, rounds: round };
+        }
+      };
+      const ok = await run(false);
+      assert.equal(ok.stopped, undefined);
+      assert.ok(ok.rounds >= 2, `${ok.rounds} rounds`);
+      assert.ok(ok.original && ok.answer === ok.original, `expanded ${ok.answer.length} of ${ok.original?.length} characters`);
+      const greedy = await run(true);
+      assert.equal(greedy.rounds, 4); // CONTEXTD_EXPAND_MAX_ROUNDS (3) + 1
+      const result = greedy.stopped.message.parts[0].kind.value;
+      assert.ok(result.isError && result.content.includes("answer with what you have"), result.content);
+      assert.equal(await answerExpandCall(client, "any", { id: "y", name: "read", argumentsJson: "{}" }, 1), undefined);
     });
 
     test("watchStatus yields appends and stops on abort", async () => {

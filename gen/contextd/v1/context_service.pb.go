@@ -2058,7 +2058,11 @@ type PrepareContextResponse struct {
 	// True when messages holds only the messages appended after the view of
 	// the request's view_token (possibly none); false when it holds the whole
 	// active view.
-	Delta         bool `protobuf:"varint,21,opt,name=delta,proto3" json:"delta,omitempty"`
+	Delta bool `protobuf:"varint,21,opt,name=delta,proto3" json:"delta,omitempty"`
+	// Tool definitions contextd adds to the session's own: send them to the
+	// model after the session's tools. The contextd_expand tool when the
+	// policy's expose_expand_tool is on; empty otherwise.
+	Tools         []*ToolDefinition `protobuf:"bytes,41,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2126,6 +2130,13 @@ func (x *PrepareContextResponse) GetDelta() bool {
 		return x.Delta
 	}
 	return false
+}
+
+func (x *PrepareContextResponse) GetTools() []*ToolDefinition {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
 }
 
 // Compact input.
@@ -2624,6 +2635,142 @@ func (x *ExpandMessageRequest) GetPageToken() string {
 	return ""
 }
 
+// ExpandToolCall input.
+type ExpandToolCallRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session whose view the model saw. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The tool call's arguments as the model wrote them (JSON text:
+	// {"id": "...", "offset": N, "length": N}); checked by the server, which
+	// answers what is wrong with them to the model.
+	Arguments string `protobuf:"bytes,2,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	// 1 for the first contextd_expand round of one model turn (all the
+	// expand calls of one model response are one round), 2 for the next...
+	Round         int32 `protobuf:"varint,3,opt,name=round,proto3" json:"round,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpandToolCallRequest) Reset() {
+	*x = ExpandToolCallRequest{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpandToolCallRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpandToolCallRequest) ProtoMessage() {}
+
+func (x *ExpandToolCallRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpandToolCallRequest.ProtoReflect.Descriptor instead.
+func (*ExpandToolCallRequest) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ExpandToolCallRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ExpandToolCallRequest) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+func (x *ExpandToolCallRequest) GetRound() int32 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+// ExpandToolCall output: the tool result to send back to the model.
+type ExpandToolCallResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tool result's content: a first line saying which bytes of what it
+	// holds and how to read on, then the text (at most
+	// CONTEXTD_EXPAND_TOOL_BYTES, 16 KiB by default); or a note for the
+	// model when is_error.
+	Content string `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	// The call could not be answered with text (bad arguments, unknown id, the
+	// round limit): send the result as an error result.
+	IsError bool `protobuf:"varint,2,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	// The round limit was hit: content tells the model to stop expanding and
+	// answer with what it has; do not offer it another round.
+	Stop          bool `protobuf:"varint,3,opt,name=stop,proto3" json:"stop,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpandToolCallResponse) Reset() {
+	*x = ExpandToolCallResponse{}
+	mi := &file_contextd_v1_context_service_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpandToolCallResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpandToolCallResponse) ProtoMessage() {}
+
+func (x *ExpandToolCallResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_context_service_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpandToolCallResponse.ProtoReflect.Descriptor instead.
+func (*ExpandToolCallResponse) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ExpandToolCallResponse) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *ExpandToolCallResponse) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
+}
+
+func (x *ExpandToolCallResponse) GetStop() bool {
+	if x != nil {
+		return x.Stop
+	}
+	return false
+}
+
 // ExpandMessage output.
 type ExpandMessageResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2644,7 +2791,7 @@ type ExpandMessageResponse struct {
 
 func (x *ExpandMessageResponse) Reset() {
 	*x = ExpandMessageResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[36]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2656,7 +2803,7 @@ func (x *ExpandMessageResponse) String() string {
 func (*ExpandMessageResponse) ProtoMessage() {}
 
 func (x *ExpandMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[36]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2669,7 +2816,7 @@ func (x *ExpandMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpandMessageResponse.ProtoReflect.Descriptor instead.
 func (*ExpandMessageResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{36}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ExpandMessageResponse) GetMessage() *Message {
@@ -2709,7 +2856,7 @@ type CreateHandoffRequest struct {
 
 func (x *CreateHandoffRequest) Reset() {
 	*x = CreateHandoffRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[37]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2721,7 +2868,7 @@ func (x *CreateHandoffRequest) String() string {
 func (*CreateHandoffRequest) ProtoMessage() {}
 
 func (x *CreateHandoffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[37]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2734,7 +2881,7 @@ func (x *CreateHandoffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateHandoffRequest.ProtoReflect.Descriptor instead.
 func (*CreateHandoffRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{37}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CreateHandoffRequest) GetSessionId() string {
@@ -2771,7 +2918,7 @@ type CreateHandoffResponse struct {
 
 func (x *CreateHandoffResponse) Reset() {
 	*x = CreateHandoffResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[38]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2783,7 +2930,7 @@ func (x *CreateHandoffResponse) String() string {
 func (*CreateHandoffResponse) ProtoMessage() {}
 
 func (x *CreateHandoffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[38]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2796,7 +2943,7 @@ func (x *CreateHandoffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateHandoffResponse.ProtoReflect.Descriptor instead.
 func (*CreateHandoffResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{38}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CreateHandoffResponse) GetDocument() string {
@@ -2829,7 +2976,7 @@ type WatchContextStatusRequest struct {
 
 func (x *WatchContextStatusRequest) Reset() {
 	*x = WatchContextStatusRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[39]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2841,7 +2988,7 @@ func (x *WatchContextStatusRequest) String() string {
 func (*WatchContextStatusRequest) ProtoMessage() {}
 
 func (x *WatchContextStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[39]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2854,7 +3001,7 @@ func (x *WatchContextStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchContextStatusRequest.ProtoReflect.Descriptor instead.
 func (*WatchContextStatusRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{39}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *WatchContextStatusRequest) GetSessionId() string {
@@ -2889,7 +3036,7 @@ type WatchContextStatusResponse struct {
 
 func (x *WatchContextStatusResponse) Reset() {
 	*x = WatchContextStatusResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[40]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2901,7 +3048,7 @@ func (x *WatchContextStatusResponse) String() string {
 func (*WatchContextStatusResponse) ProtoMessage() {}
 
 func (x *WatchContextStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[40]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2914,7 +3061,7 @@ func (x *WatchContextStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchContextStatusResponse.ProtoReflect.Descriptor instead.
 func (*WatchContextStatusResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{40}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *WatchContextStatusResponse) GetStatus() *ContextStatus {
@@ -2963,7 +3110,7 @@ type ReportUsageRequest struct {
 
 func (x *ReportUsageRequest) Reset() {
 	*x = ReportUsageRequest{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[41]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2975,7 +3122,7 @@ func (x *ReportUsageRequest) String() string {
 func (*ReportUsageRequest) ProtoMessage() {}
 
 func (x *ReportUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[41]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2988,7 +3135,7 @@ func (x *ReportUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUsageRequest.ProtoReflect.Descriptor instead.
 func (*ReportUsageRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{41}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReportUsageRequest) GetSessionId() string {
@@ -3115,7 +3262,7 @@ type ReportUsageResponse struct {
 
 func (x *ReportUsageResponse) Reset() {
 	*x = ReportUsageResponse{}
-	mi := &file_contextd_v1_context_service_proto_msgTypes[42]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3127,7 +3274,7 @@ func (x *ReportUsageResponse) String() string {
 func (*ReportUsageResponse) ProtoMessage() {}
 
 func (x *ReportUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_context_service_proto_msgTypes[42]
+	mi := &file_contextd_v1_context_service_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3140,7 +3287,7 @@ func (x *ReportUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUsageResponse.ProtoReflect.Descriptor instead.
 func (*ReportUsageResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{42}
+	return file_contextd_v1_context_service_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReportUsageResponse) GetUsage() *ContextUsage {
@@ -3321,14 +3468,15 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x10expected_version\x18\x04 \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x00R\x0fexpectedVersion\x88\x01\x01\x12'\n" +
 	"\n" +
 	"view_token\x18\x14 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tviewTokenB\x13\n" +
-	"\x11_expected_version\"\xe2\x01\n" +
+	"\x11_expected_version\"\x95\x02\n" +
 	"\x16PrepareContextResponse\x120\n" +
 	"\bmessages\x18\x01 \x03(\v2\x14.contextd.v1.MessageR\bmessages\x122\n" +
 	"\x06status\x18\x02 \x01(\v2\x1a.contextd.v1.ContextStatusR\x06status\x12-\n" +
 	"\x05cache\x18( \x01(\v2\x17.contextd.v1.CacheHintsR\x05cache\x12\x1d\n" +
 	"\n" +
 	"view_token\x18\x14 \x01(\tR\tviewToken\x12\x14\n" +
-	"\x05delta\x18\x15 \x01(\bR\x05delta\"\x9e\x02\n" +
+	"\x05delta\x18\x15 \x01(\bR\x05delta\x121\n" +
+	"\x05tools\x18) \x03(\v2\x1b.contextd.v1.ToolDefinitionR\x05tools\"\x9e\x02\n" +
 	"\x0eCompactRequest\x12)\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tB\n" +
@@ -3377,7 +3525,18 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"message_id\x18\x02 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tmessageId\x12'\n" +
 	"\n" +
-	"page_token\x18\x1f \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"\xa3\x01\n" +
+	"page_token\x18\x1f \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"\x8c\x01\n" +
+	"\x15ExpandToolCallRequest\x12)\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\tsessionId\x12&\n" +
+	"\targuments\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\targuments\x12 \n" +
+	"\x05round\x18\x03 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x01R\x05round\"a\n" +
+	"\x16ExpandToolCallResponse\x12\x18\n" +
+	"\acontent\x18\x01 \x01(\tR\acontent\x12\x19\n" +
+	"\bis_error\x18\x02 \x01(\bR\aisError\x12\x12\n" +
+	"\x04stop\x18\x03 \x01(\bR\x04stop\"\xa3\x01\n" +
 	"\x15ExpandMessageResponse\x12.\n" +
 	"\amessage\x18\x01 \x01(\v2\x14.contextd.v1.MessageR\amessage\x122\n" +
 	"\toriginals\x18\x02 \x03(\v2\x14.contextd.v1.MessageR\toriginals\x12&\n" +
@@ -3421,7 +3580,7 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\x1fNOTHING_TO_COMPACT_BELOW_TARGET\x10\x01\x12\x1f\n" +
 	"\x1bNOTHING_TO_COMPACT_ALL_KEPT\x10\x02\x12\x1c\n" +
 	"\x18NOTHING_TO_COMPACT_EMPTY\x10\x03\x12(\n" +
-	"$NOTHING_TO_COMPACT_SUMMARIZER_FAILED\x10\x042\x8b\r\n" +
+	"$NOTHING_TO_COMPACT_SUMMARIZER_FAILED\x10\x042\xe6\r\n" +
 	"\x0eContextService\x12P\n" +
 	"\vCountTokens\x12\x1f.contextd.v1.CountTokensRequest\x1a .contextd.v1.CountTokensResponse\x12M\n" +
 	"\n" +
@@ -3440,7 +3599,8 @@ const file_contextd_v1_context_service_proto_rawDesc = "" +
 	"\aCompact\x12\x1b.contextd.v1.CompactRequest\x1a\x1c.contextd.v1.CompactResponse\x12_\n" +
 	"\x10RevertCompaction\x12$.contextd.v1.RevertCompactionRequest\x1a%.contextd.v1.RevertCompactionResponse\x12\\\n" +
 	"\x0fListCompactions\x12#.contextd.v1.ListCompactionsRequest\x1a$.contextd.v1.ListCompactionsResponse\x12V\n" +
-	"\rExpandMessage\x12!.contextd.v1.ExpandMessageRequest\x1a\".contextd.v1.ExpandMessageResponse\x12V\n" +
+	"\rExpandMessage\x12!.contextd.v1.ExpandMessageRequest\x1a\".contextd.v1.ExpandMessageResponse\x12Y\n" +
+	"\x0eExpandToolCall\x12\".contextd.v1.ExpandToolCallRequest\x1a#.contextd.v1.ExpandToolCallResponse\x12V\n" +
 	"\rCreateHandoff\x12!.contextd.v1.CreateHandoffRequest\x1a\".contextd.v1.CreateHandoffResponse\x12P\n" +
 	"\vReportUsage\x12\x1f.contextd.v1.ReportUsageRequest\x1a .contextd.v1.ReportUsageResponse\x12g\n" +
 	"\x12WatchContextStatus\x12&.contextd.v1.WatchContextStatusRequest\x1a'.contextd.v1.WatchContextStatusResponse0\x01B9Z7github.com/contextd/contextd/gen/contextd/v1;contextdv1b\x06proto3"
@@ -3458,7 +3618,7 @@ func file_contextd_v1_context_service_proto_rawDescGZIP() []byte {
 }
 
 var file_contextd_v1_context_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_contextd_v1_context_service_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_contextd_v1_context_service_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_contextd_v1_context_service_proto_goTypes = []any{
 	(NothingToCompact)(0),              // 0: contextd.v1.NothingToCompact
 	(*CountTokensRequest)(nil),         // 1: contextd.v1.CountTokensRequest
@@ -3497,120 +3657,125 @@ var file_contextd_v1_context_service_proto_goTypes = []any{
 	(*ListCompactionsRequest)(nil),     // 34: contextd.v1.ListCompactionsRequest
 	(*ListCompactionsResponse)(nil),    // 35: contextd.v1.ListCompactionsResponse
 	(*ExpandMessageRequest)(nil),       // 36: contextd.v1.ExpandMessageRequest
-	(*ExpandMessageResponse)(nil),      // 37: contextd.v1.ExpandMessageResponse
-	(*CreateHandoffRequest)(nil),       // 38: contextd.v1.CreateHandoffRequest
-	(*CreateHandoffResponse)(nil),      // 39: contextd.v1.CreateHandoffResponse
-	(*WatchContextStatusRequest)(nil),  // 40: contextd.v1.WatchContextStatusRequest
-	(*WatchContextStatusResponse)(nil), // 41: contextd.v1.WatchContextStatusResponse
-	(*ReportUsageRequest)(nil),         // 42: contextd.v1.ReportUsageRequest
-	(*ReportUsageResponse)(nil),        // 43: contextd.v1.ReportUsageResponse
-	nil,                                // 44: contextd.v1.CreateSessionRequest.LabelsEntry
-	nil,                                // 45: contextd.v1.UpdateSessionRequest.LabelsEntry
-	nil,                                // 46: contextd.v1.ListSessionsRequest.LabelsEntry
-	(*ToolDefinition)(nil),             // 47: contextd.v1.ToolDefinition
-	(*Message)(nil),                    // 48: contextd.v1.Message
-	(*ModelPricing)(nil),               // 49: contextd.v1.ModelPricing
-	(*CompactionPolicy)(nil),           // 50: contextd.v1.CompactionPolicy
-	(*ContextUsage)(nil),               // 51: contextd.v1.ContextUsage
-	(*Session)(nil),                    // 52: contextd.v1.Session
-	(*fieldmaskpb.FieldMask)(nil),      // 53: google.protobuf.FieldMask
-	(*Compaction)(nil),                 // 54: contextd.v1.Compaction
-	(MessageView)(0),                   // 55: contextd.v1.MessageView
-	(*ContextStatus)(nil),              // 56: contextd.v1.ContextStatus
-	(*CacheHints)(nil),                 // 57: contextd.v1.CacheHints
-	(CompactionTier)(0),                // 58: contextd.v1.CompactionTier
+	(*ExpandToolCallRequest)(nil),      // 37: contextd.v1.ExpandToolCallRequest
+	(*ExpandToolCallResponse)(nil),     // 38: contextd.v1.ExpandToolCallResponse
+	(*ExpandMessageResponse)(nil),      // 39: contextd.v1.ExpandMessageResponse
+	(*CreateHandoffRequest)(nil),       // 40: contextd.v1.CreateHandoffRequest
+	(*CreateHandoffResponse)(nil),      // 41: contextd.v1.CreateHandoffResponse
+	(*WatchContextStatusRequest)(nil),  // 42: contextd.v1.WatchContextStatusRequest
+	(*WatchContextStatusResponse)(nil), // 43: contextd.v1.WatchContextStatusResponse
+	(*ReportUsageRequest)(nil),         // 44: contextd.v1.ReportUsageRequest
+	(*ReportUsageResponse)(nil),        // 45: contextd.v1.ReportUsageResponse
+	nil,                                // 46: contextd.v1.CreateSessionRequest.LabelsEntry
+	nil,                                // 47: contextd.v1.UpdateSessionRequest.LabelsEntry
+	nil,                                // 48: contextd.v1.ListSessionsRequest.LabelsEntry
+	(*ToolDefinition)(nil),             // 49: contextd.v1.ToolDefinition
+	(*Message)(nil),                    // 50: contextd.v1.Message
+	(*ModelPricing)(nil),               // 51: contextd.v1.ModelPricing
+	(*CompactionPolicy)(nil),           // 52: contextd.v1.CompactionPolicy
+	(*ContextUsage)(nil),               // 53: contextd.v1.ContextUsage
+	(*Session)(nil),                    // 54: contextd.v1.Session
+	(*fieldmaskpb.FieldMask)(nil),      // 55: google.protobuf.FieldMask
+	(*Compaction)(nil),                 // 56: contextd.v1.Compaction
+	(MessageView)(0),                   // 57: contextd.v1.MessageView
+	(*ContextStatus)(nil),              // 58: contextd.v1.ContextStatus
+	(*CacheHints)(nil),                 // 59: contextd.v1.CacheHints
+	(CompactionTier)(0),                // 60: contextd.v1.CompactionTier
 }
 var file_contextd_v1_context_service_proto_depIdxs = []int32{
-	47, // 0: contextd.v1.CountTokensRequest.tools:type_name -> contextd.v1.ToolDefinition
-	48, // 1: contextd.v1.CountTokensRequest.messages:type_name -> contextd.v1.Message
+	49, // 0: contextd.v1.CountTokensRequest.tools:type_name -> contextd.v1.ToolDefinition
+	50, // 1: contextd.v1.CountTokensRequest.messages:type_name -> contextd.v1.Message
 	2,  // 2: contextd.v1.MessageCount.parts:type_name -> contextd.v1.PartCount
 	3,  // 3: contextd.v1.CountTokensResponse.messages:type_name -> contextd.v1.MessageCount
 	4,  // 4: contextd.v1.CountTokensResponse.tools:type_name -> contextd.v1.ToolCount
-	49, // 5: contextd.v1.ModelInfo.pricing:type_name -> contextd.v1.ModelPricing
+	51, // 5: contextd.v1.ModelInfo.pricing:type_name -> contextd.v1.ModelPricing
 	7,  // 6: contextd.v1.ListModelsResponse.models:type_name -> contextd.v1.ModelInfo
 	7,  // 7: contextd.v1.ListModelsResponse.default_model:type_name -> contextd.v1.ModelInfo
-	47, // 8: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
-	48, // 9: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
-	50, // 10: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
+	49, // 8: contextd.v1.InlineContext.tools:type_name -> contextd.v1.ToolDefinition
+	50, // 9: contextd.v1.InlineContext.messages:type_name -> contextd.v1.Message
+	52, // 10: contextd.v1.InlineContext.policy:type_name -> contextd.v1.CompactionPolicy
 	9,  // 11: contextd.v1.GetContextUsageRequest.inline:type_name -> contextd.v1.InlineContext
-	51, // 12: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
-	47, // 13: contextd.v1.CreateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
-	50, // 14: contextd.v1.CreateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
-	44, // 15: contextd.v1.CreateSessionRequest.labels:type_name -> contextd.v1.CreateSessionRequest.LabelsEntry
-	52, // 16: contextd.v1.CreateSessionResponse.session:type_name -> contextd.v1.Session
-	53, // 17: contextd.v1.UpdateSessionRequest.update_mask:type_name -> google.protobuf.FieldMask
-	47, // 18: contextd.v1.UpdateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
-	50, // 19: contextd.v1.UpdateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
-	45, // 20: contextd.v1.UpdateSessionRequest.labels:type_name -> contextd.v1.UpdateSessionRequest.LabelsEntry
-	52, // 21: contextd.v1.UpdateSessionResponse.session:type_name -> contextd.v1.Session
-	52, // 22: contextd.v1.ClearMessagesResponse.session:type_name -> contextd.v1.Session
-	54, // 23: contextd.v1.ClearMessagesResponse.compaction:type_name -> contextd.v1.Compaction
-	52, // 24: contextd.v1.GetSessionResponse.session:type_name -> contextd.v1.Session
-	46, // 25: contextd.v1.ListSessionsRequest.labels:type_name -> contextd.v1.ListSessionsRequest.LabelsEntry
-	52, // 26: contextd.v1.ListSessionsResponse.sessions:type_name -> contextd.v1.Session
-	48, // 27: contextd.v1.AppendMessagesRequest.messages:type_name -> contextd.v1.Message
-	48, // 28: contextd.v1.AppendMessagesResponse.messages:type_name -> contextd.v1.Message
-	51, // 29: contextd.v1.AppendMessagesResponse.usage:type_name -> contextd.v1.ContextUsage
-	55, // 30: contextd.v1.GetMessagesRequest.view:type_name -> contextd.v1.MessageView
-	48, // 31: contextd.v1.GetMessagesResponse.messages:type_name -> contextd.v1.Message
-	48, // 32: contextd.v1.PrepareContextRequest.messages:type_name -> contextd.v1.Message
-	48, // 33: contextd.v1.PrepareContextResponse.messages:type_name -> contextd.v1.Message
-	56, // 34: contextd.v1.PrepareContextResponse.status:type_name -> contextd.v1.ContextStatus
-	57, // 35: contextd.v1.PrepareContextResponse.cache:type_name -> contextd.v1.CacheHints
-	58, // 36: contextd.v1.CompactRequest.tier:type_name -> contextd.v1.CompactionTier
-	54, // 37: contextd.v1.CompactResponse.compaction:type_name -> contextd.v1.Compaction
-	51, // 38: contextd.v1.CompactResponse.usage:type_name -> contextd.v1.ContextUsage
-	0,  // 39: contextd.v1.CompactResponse.nothing_reason:type_name -> contextd.v1.NothingToCompact
-	52, // 40: contextd.v1.RevertCompactionResponse.session:type_name -> contextd.v1.Session
-	54, // 41: contextd.v1.ListCompactionsResponse.compactions:type_name -> contextd.v1.Compaction
-	48, // 42: contextd.v1.ExpandMessageResponse.message:type_name -> contextd.v1.Message
-	48, // 43: contextd.v1.ExpandMessageResponse.originals:type_name -> contextd.v1.Message
-	52, // 44: contextd.v1.CreateHandoffResponse.session:type_name -> contextd.v1.Session
-	56, // 45: contextd.v1.WatchContextStatusResponse.status:type_name -> contextd.v1.ContextStatus
-	51, // 46: contextd.v1.ReportUsageResponse.usage:type_name -> contextd.v1.ContextUsage
-	1,  // 47: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
-	6,  // 48: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
-	10, // 49: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
-	12, // 50: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
-	18, // 51: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
-	20, // 52: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
-	22, // 53: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
-	14, // 54: contextd.v1.ContextService.UpdateSession:input_type -> contextd.v1.UpdateSessionRequest
-	16, // 55: contextd.v1.ContextService.ClearMessages:input_type -> contextd.v1.ClearMessagesRequest
-	24, // 56: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
-	26, // 57: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
-	28, // 58: contextd.v1.ContextService.PrepareContext:input_type -> contextd.v1.PrepareContextRequest
-	30, // 59: contextd.v1.ContextService.Compact:input_type -> contextd.v1.CompactRequest
-	32, // 60: contextd.v1.ContextService.RevertCompaction:input_type -> contextd.v1.RevertCompactionRequest
-	34, // 61: contextd.v1.ContextService.ListCompactions:input_type -> contextd.v1.ListCompactionsRequest
-	36, // 62: contextd.v1.ContextService.ExpandMessage:input_type -> contextd.v1.ExpandMessageRequest
-	38, // 63: contextd.v1.ContextService.CreateHandoff:input_type -> contextd.v1.CreateHandoffRequest
-	42, // 64: contextd.v1.ContextService.ReportUsage:input_type -> contextd.v1.ReportUsageRequest
-	40, // 65: contextd.v1.ContextService.WatchContextStatus:input_type -> contextd.v1.WatchContextStatusRequest
-	5,  // 66: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
-	8,  // 67: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
-	11, // 68: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
-	13, // 69: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
-	19, // 70: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
-	21, // 71: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
-	23, // 72: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
-	15, // 73: contextd.v1.ContextService.UpdateSession:output_type -> contextd.v1.UpdateSessionResponse
-	17, // 74: contextd.v1.ContextService.ClearMessages:output_type -> contextd.v1.ClearMessagesResponse
-	25, // 75: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
-	27, // 76: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
-	29, // 77: contextd.v1.ContextService.PrepareContext:output_type -> contextd.v1.PrepareContextResponse
-	31, // 78: contextd.v1.ContextService.Compact:output_type -> contextd.v1.CompactResponse
-	33, // 79: contextd.v1.ContextService.RevertCompaction:output_type -> contextd.v1.RevertCompactionResponse
-	35, // 80: contextd.v1.ContextService.ListCompactions:output_type -> contextd.v1.ListCompactionsResponse
-	37, // 81: contextd.v1.ContextService.ExpandMessage:output_type -> contextd.v1.ExpandMessageResponse
-	39, // 82: contextd.v1.ContextService.CreateHandoff:output_type -> contextd.v1.CreateHandoffResponse
-	43, // 83: contextd.v1.ContextService.ReportUsage:output_type -> contextd.v1.ReportUsageResponse
-	41, // 84: contextd.v1.ContextService.WatchContextStatus:output_type -> contextd.v1.WatchContextStatusResponse
-	66, // [66:85] is the sub-list for method output_type
-	47, // [47:66] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	53, // 12: contextd.v1.GetContextUsageResponse.usage:type_name -> contextd.v1.ContextUsage
+	49, // 13: contextd.v1.CreateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
+	52, // 14: contextd.v1.CreateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
+	46, // 15: contextd.v1.CreateSessionRequest.labels:type_name -> contextd.v1.CreateSessionRequest.LabelsEntry
+	54, // 16: contextd.v1.CreateSessionResponse.session:type_name -> contextd.v1.Session
+	55, // 17: contextd.v1.UpdateSessionRequest.update_mask:type_name -> google.protobuf.FieldMask
+	49, // 18: contextd.v1.UpdateSessionRequest.tools:type_name -> contextd.v1.ToolDefinition
+	52, // 19: contextd.v1.UpdateSessionRequest.policy:type_name -> contextd.v1.CompactionPolicy
+	47, // 20: contextd.v1.UpdateSessionRequest.labels:type_name -> contextd.v1.UpdateSessionRequest.LabelsEntry
+	54, // 21: contextd.v1.UpdateSessionResponse.session:type_name -> contextd.v1.Session
+	54, // 22: contextd.v1.ClearMessagesResponse.session:type_name -> contextd.v1.Session
+	56, // 23: contextd.v1.ClearMessagesResponse.compaction:type_name -> contextd.v1.Compaction
+	54, // 24: contextd.v1.GetSessionResponse.session:type_name -> contextd.v1.Session
+	48, // 25: contextd.v1.ListSessionsRequest.labels:type_name -> contextd.v1.ListSessionsRequest.LabelsEntry
+	54, // 26: contextd.v1.ListSessionsResponse.sessions:type_name -> contextd.v1.Session
+	50, // 27: contextd.v1.AppendMessagesRequest.messages:type_name -> contextd.v1.Message
+	50, // 28: contextd.v1.AppendMessagesResponse.messages:type_name -> contextd.v1.Message
+	53, // 29: contextd.v1.AppendMessagesResponse.usage:type_name -> contextd.v1.ContextUsage
+	57, // 30: contextd.v1.GetMessagesRequest.view:type_name -> contextd.v1.MessageView
+	50, // 31: contextd.v1.GetMessagesResponse.messages:type_name -> contextd.v1.Message
+	50, // 32: contextd.v1.PrepareContextRequest.messages:type_name -> contextd.v1.Message
+	50, // 33: contextd.v1.PrepareContextResponse.messages:type_name -> contextd.v1.Message
+	58, // 34: contextd.v1.PrepareContextResponse.status:type_name -> contextd.v1.ContextStatus
+	59, // 35: contextd.v1.PrepareContextResponse.cache:type_name -> contextd.v1.CacheHints
+	49, // 36: contextd.v1.PrepareContextResponse.tools:type_name -> contextd.v1.ToolDefinition
+	60, // 37: contextd.v1.CompactRequest.tier:type_name -> contextd.v1.CompactionTier
+	56, // 38: contextd.v1.CompactResponse.compaction:type_name -> contextd.v1.Compaction
+	53, // 39: contextd.v1.CompactResponse.usage:type_name -> contextd.v1.ContextUsage
+	0,  // 40: contextd.v1.CompactResponse.nothing_reason:type_name -> contextd.v1.NothingToCompact
+	54, // 41: contextd.v1.RevertCompactionResponse.session:type_name -> contextd.v1.Session
+	56, // 42: contextd.v1.ListCompactionsResponse.compactions:type_name -> contextd.v1.Compaction
+	50, // 43: contextd.v1.ExpandMessageResponse.message:type_name -> contextd.v1.Message
+	50, // 44: contextd.v1.ExpandMessageResponse.originals:type_name -> contextd.v1.Message
+	54, // 45: contextd.v1.CreateHandoffResponse.session:type_name -> contextd.v1.Session
+	58, // 46: contextd.v1.WatchContextStatusResponse.status:type_name -> contextd.v1.ContextStatus
+	53, // 47: contextd.v1.ReportUsageResponse.usage:type_name -> contextd.v1.ContextUsage
+	1,  // 48: contextd.v1.ContextService.CountTokens:input_type -> contextd.v1.CountTokensRequest
+	6,  // 49: contextd.v1.ContextService.ListModels:input_type -> contextd.v1.ListModelsRequest
+	10, // 50: contextd.v1.ContextService.GetContextUsage:input_type -> contextd.v1.GetContextUsageRequest
+	12, // 51: contextd.v1.ContextService.CreateSession:input_type -> contextd.v1.CreateSessionRequest
+	18, // 52: contextd.v1.ContextService.GetSession:input_type -> contextd.v1.GetSessionRequest
+	20, // 53: contextd.v1.ContextService.ListSessions:input_type -> contextd.v1.ListSessionsRequest
+	22, // 54: contextd.v1.ContextService.DeleteSession:input_type -> contextd.v1.DeleteSessionRequest
+	14, // 55: contextd.v1.ContextService.UpdateSession:input_type -> contextd.v1.UpdateSessionRequest
+	16, // 56: contextd.v1.ContextService.ClearMessages:input_type -> contextd.v1.ClearMessagesRequest
+	24, // 57: contextd.v1.ContextService.AppendMessages:input_type -> contextd.v1.AppendMessagesRequest
+	26, // 58: contextd.v1.ContextService.GetMessages:input_type -> contextd.v1.GetMessagesRequest
+	28, // 59: contextd.v1.ContextService.PrepareContext:input_type -> contextd.v1.PrepareContextRequest
+	30, // 60: contextd.v1.ContextService.Compact:input_type -> contextd.v1.CompactRequest
+	32, // 61: contextd.v1.ContextService.RevertCompaction:input_type -> contextd.v1.RevertCompactionRequest
+	34, // 62: contextd.v1.ContextService.ListCompactions:input_type -> contextd.v1.ListCompactionsRequest
+	36, // 63: contextd.v1.ContextService.ExpandMessage:input_type -> contextd.v1.ExpandMessageRequest
+	37, // 64: contextd.v1.ContextService.ExpandToolCall:input_type -> contextd.v1.ExpandToolCallRequest
+	40, // 65: contextd.v1.ContextService.CreateHandoff:input_type -> contextd.v1.CreateHandoffRequest
+	44, // 66: contextd.v1.ContextService.ReportUsage:input_type -> contextd.v1.ReportUsageRequest
+	42, // 67: contextd.v1.ContextService.WatchContextStatus:input_type -> contextd.v1.WatchContextStatusRequest
+	5,  // 68: contextd.v1.ContextService.CountTokens:output_type -> contextd.v1.CountTokensResponse
+	8,  // 69: contextd.v1.ContextService.ListModels:output_type -> contextd.v1.ListModelsResponse
+	11, // 70: contextd.v1.ContextService.GetContextUsage:output_type -> contextd.v1.GetContextUsageResponse
+	13, // 71: contextd.v1.ContextService.CreateSession:output_type -> contextd.v1.CreateSessionResponse
+	19, // 72: contextd.v1.ContextService.GetSession:output_type -> contextd.v1.GetSessionResponse
+	21, // 73: contextd.v1.ContextService.ListSessions:output_type -> contextd.v1.ListSessionsResponse
+	23, // 74: contextd.v1.ContextService.DeleteSession:output_type -> contextd.v1.DeleteSessionResponse
+	15, // 75: contextd.v1.ContextService.UpdateSession:output_type -> contextd.v1.UpdateSessionResponse
+	17, // 76: contextd.v1.ContextService.ClearMessages:output_type -> contextd.v1.ClearMessagesResponse
+	25, // 77: contextd.v1.ContextService.AppendMessages:output_type -> contextd.v1.AppendMessagesResponse
+	27, // 78: contextd.v1.ContextService.GetMessages:output_type -> contextd.v1.GetMessagesResponse
+	29, // 79: contextd.v1.ContextService.PrepareContext:output_type -> contextd.v1.PrepareContextResponse
+	31, // 80: contextd.v1.ContextService.Compact:output_type -> contextd.v1.CompactResponse
+	33, // 81: contextd.v1.ContextService.RevertCompaction:output_type -> contextd.v1.RevertCompactionResponse
+	35, // 82: contextd.v1.ContextService.ListCompactions:output_type -> contextd.v1.ListCompactionsResponse
+	39, // 83: contextd.v1.ContextService.ExpandMessage:output_type -> contextd.v1.ExpandMessageResponse
+	38, // 84: contextd.v1.ContextService.ExpandToolCall:output_type -> contextd.v1.ExpandToolCallResponse
+	41, // 85: contextd.v1.ContextService.CreateHandoff:output_type -> contextd.v1.CreateHandoffResponse
+	45, // 86: contextd.v1.ContextService.ReportUsage:output_type -> contextd.v1.ReportUsageResponse
+	43, // 87: contextd.v1.ContextService.WatchContextStatus:output_type -> contextd.v1.WatchContextStatusResponse
+	68, // [68:88] is the sub-list for method output_type
+	48, // [48:68] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_context_service_proto_init() }
@@ -3628,7 +3793,7 @@ func file_contextd_v1_context_service_proto_init() {
 	file_contextd_v1_context_service_proto_msgTypes[23].OneofWrappers = []any{}
 	file_contextd_v1_context_service_proto_msgTypes[27].OneofWrappers = []any{}
 	file_contextd_v1_context_service_proto_msgTypes[29].OneofWrappers = []any{}
-	file_contextd_v1_context_service_proto_msgTypes[41].OneofWrappers = []any{
+	file_contextd_v1_context_service_proto_msgTypes[43].OneofWrappers = []any{
 		(*ReportUsageRequest_MessageCount)(nil),
 		(*ReportUsageRequest_Version)(nil),
 		(*ReportUsageRequest_ViewToken)(nil),
@@ -3639,7 +3804,7 @@ func file_contextd_v1_context_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_contextd_v1_context_service_proto_rawDesc), len(file_contextd_v1_context_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   46,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,6 +35,7 @@ const (
 	ContextService_RevertCompaction_FullMethodName   = "/contextd.v1.ContextService/RevertCompaction"
 	ContextService_ListCompactions_FullMethodName    = "/contextd.v1.ContextService/ListCompactions"
 	ContextService_ExpandMessage_FullMethodName      = "/contextd.v1.ContextService/ExpandMessage"
+	ContextService_ExpandToolCall_FullMethodName     = "/contextd.v1.ContextService/ExpandToolCall"
 	ContextService_CreateHandoff_FullMethodName      = "/contextd.v1.ContextService/CreateHandoff"
 	ContextService_ReportUsage_FullMethodName        = "/contextd.v1.ContextService/ReportUsage"
 	ContextService_WatchContextStatus_FullMethodName = "/contextd.v1.ContextService/WatchContextStatus"
@@ -147,6 +148,13 @@ type ContextServiceClient interface {
 	// page at a time, up to the server's response byte cap
 	// (CONTEXTD_MAX_RESPONSE_BYTES); follow next_page_token for the rest.
 	ExpandMessage(ctx context.Context, in *ExpandMessageRequest, opts ...grpc.CallOption) (*ExpandMessageResponse, error)
+	// Answers one contextd_expand call a model made (the tool PrepareContext
+	// returns when the policy's expose_expand_tool is on): the tool result to
+	// send back, a range of the original text behind a placeholder or summary.
+	// Bad arguments and unknown ids are answered for the model (is_error), not
+	// as call errors; past the server's round limit (CONTEXTD_EXPAND_MAX_ROUNDS)
+	// the answer tells the model to stop (stop).
+	ExpandToolCall(ctx context.Context, in *ExpandToolCallRequest, opts ...grpc.CallOption) (*ExpandToolCallResponse, error)
 	// Writes a hand-off document (ORIGINAL TASK, CURRENT, DONE, IN_PROGRESS,
 	// NEXT, FILES, ISSUES), optionally starting a new session seeded with it.
 	CreateHandoff(ctx context.Context, in *CreateHandoffRequest, opts ...grpc.CallOption) (*CreateHandoffResponse, error)
@@ -333,6 +341,16 @@ func (c *contextServiceClient) ExpandMessage(ctx context.Context, in *ExpandMess
 	return out, nil
 }
 
+func (c *contextServiceClient) ExpandToolCall(ctx context.Context, in *ExpandToolCallRequest, opts ...grpc.CallOption) (*ExpandToolCallResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExpandToolCallResponse)
+	err := c.cc.Invoke(ctx, ContextService_ExpandToolCall_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *contextServiceClient) CreateHandoff(ctx context.Context, in *CreateHandoffRequest, opts ...grpc.CallOption) (*CreateHandoffResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CreateHandoffResponse)
@@ -479,6 +497,13 @@ type ContextServiceServer interface {
 	// page at a time, up to the server's response byte cap
 	// (CONTEXTD_MAX_RESPONSE_BYTES); follow next_page_token for the rest.
 	ExpandMessage(context.Context, *ExpandMessageRequest) (*ExpandMessageResponse, error)
+	// Answers one contextd_expand call a model made (the tool PrepareContext
+	// returns when the policy's expose_expand_tool is on): the tool result to
+	// send back, a range of the original text behind a placeholder or summary.
+	// Bad arguments and unknown ids are answered for the model (is_error), not
+	// as call errors; past the server's round limit (CONTEXTD_EXPAND_MAX_ROUNDS)
+	// the answer tells the model to stop (stop).
+	ExpandToolCall(context.Context, *ExpandToolCallRequest) (*ExpandToolCallResponse, error)
 	// Writes a hand-off document (ORIGINAL TASK, CURRENT, DONE, IN_PROGRESS,
 	// NEXT, FILES, ISSUES), optionally starting a new session seeded with it.
 	CreateHandoff(context.Context, *CreateHandoffRequest) (*CreateHandoffResponse, error)
@@ -552,6 +577,9 @@ func (UnimplementedContextServiceServer) ListCompactions(context.Context, *ListC
 }
 func (UnimplementedContextServiceServer) ExpandMessage(context.Context, *ExpandMessageRequest) (*ExpandMessageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExpandMessage not implemented")
+}
+func (UnimplementedContextServiceServer) ExpandToolCall(context.Context, *ExpandToolCallRequest) (*ExpandToolCallResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExpandToolCall not implemented")
 }
 func (UnimplementedContextServiceServer) CreateHandoff(context.Context, *CreateHandoffRequest) (*CreateHandoffResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateHandoff not implemented")
@@ -871,6 +899,24 @@ func _ContextService_ExpandMessage_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ContextService_ExpandToolCall_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExpandToolCallRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextServiceServer).ExpandToolCall(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextService_ExpandToolCall_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextServiceServer).ExpandToolCall(ctx, req.(*ExpandToolCallRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ContextService_CreateHandoff_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreateHandoffRequest)
 	if err := dec(in); err != nil {
@@ -988,6 +1034,10 @@ var ContextService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ExpandMessage",
 			Handler:    _ContextService_ExpandMessage_Handler,
+		},
+		{
+			MethodName: "ExpandToolCall",
+			Handler:    _ContextService_ExpandToolCall_Handler,
 		},
 		{
 			MethodName: "CreateHandoff",

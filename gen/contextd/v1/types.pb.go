@@ -1143,9 +1143,17 @@ type CompactionPolicy struct {
 	// Where an automatic compaction aims when cache_payback_calls > 0, as a
 	// fraction of the usable window (in place of target). Default 0.30 (at
 	// most target).
-	CacheTarget   *float64 `protobuf:"fixed64,41,opt,name=cache_target,json=cacheTarget,proto3,oneof" json:"cache_target,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CacheTarget *float64 `protobuf:"fixed64,41,opt,name=cache_target,json=cacheTarget,proto3,oneof" json:"cache_target,omitempty"`
+	// Model-side retrieval: PrepareContext returns one more tool definition,
+	// contextd_expand (in PrepareContextResponse.tools, for the caller to send
+	// after the session's tools; it counts in the session's tool tokens like
+	// a client tool), and every placeholder and summary names the id to pass
+	// it. The model's calls are answered by ExpandToolCall (the gateway calls
+	// it itself). A session tool of that name is refused while this is on.
+	// Default false.
+	ExposeExpandTool *bool `protobuf:"varint,42,opt,name=expose_expand_tool,json=exposeExpandTool,proto3,oneof" json:"expose_expand_tool,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CompactionPolicy) Reset() {
@@ -1267,6 +1275,13 @@ func (x *CompactionPolicy) GetCacheTarget() float64 {
 		return *x.CacheTarget
 	}
 	return 0
+}
+
+func (x *CompactionPolicy) GetExposeExpandTool() bool {
+	if x != nil && x.ExposeExpandTool != nil {
+		return *x.ExposeExpandTool
+	}
+	return false
 }
 
 // Where a model's context window goes, and how full it is. All token
@@ -2616,7 +2631,7 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
-	"\x0fparameters_json\x18\x03 \x01(\tR\x0eparametersJson\"\x81\r\n" +
+	"\x0fparameters_json\x18\x03 \x01(\tR\x0eparametersJson\"\xcb\r\n" +
 	"\x10CompactionPolicy\x12I\n" +
 	"\x11warning_threshold\x18\x01 \x01(\x01B\x17\xbaH\x14\x12\x12\x19\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\x00R\x10warningThreshold\x88\x01\x01\x12K\n" +
 	"\x12critical_threshold\x18\x02 \x01(\x01B\x17\xbaH\x14\x12\x12\x19\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\x01R\x11criticalThreshold\x88\x01\x01\x12M\n" +
@@ -2634,7 +2649,8 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"R\n" +
 	"summarizer\x88\x01\x01\x12@\n" +
 	"\x13cache_payback_calls\x18( \x01(\x05B\v\xbaH\b\x1a\x06\x18\xa0\x8d\x06(\x00H\vR\x11cachePaybackCalls\x88\x01\x01\x12?\n" +
-	"\fcache_target\x18) \x01(\x01B\x17\xbaH\x14\x12\x12\x11\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\fR\vcacheTarget\x88\x01\x01:\x8d\x04\xbaH\x89\x04\x1a\xe3\x02\n" +
+	"\fcache_target\x18) \x01(\x01B\x17\xbaH\x14\x12\x12\x11\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\fR\vcacheTarget\x88\x01\x01\x121\n" +
+	"\x12expose_expand_tool\x18* \x01(\bH\rR\x10exposeExpandTool\x88\x01\x01:\x8d\x04\xbaH\x89\x04\x1a\xe3\x02\n" +
 	"\x16policy.threshold_order\x12Vthresholds must satisfy warning_threshold <= critical_threshold <= emergency_threshold\x1a\xf0\x01(!has(this.warning_threshold) || !has(this.critical_threshold) || this.warning_threshold <= this.critical_threshold) && (!has(this.critical_threshold) || !has(this.emergency_threshold) || this.critical_threshold <= this.emergency_threshold)\x1a\xa0\x01\n" +
 	"\x1bpolicy.target_below_warning\x12&target must be below warning_threshold\x1aY!has(this.target) || !has(this.warning_threshold) || this.target < this.warning_thresholdB\x14\n" +
 	"\x12_warning_thresholdB\x15\n" +
@@ -2649,7 +2665,8 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\x13_summary_max_tokensB\r\n" +
 	"\v_summarizerB\x16\n" +
 	"\x14_cache_payback_callsB\x0f\n" +
-	"\r_cache_target\"\xb4\x06\n" +
+	"\r_cache_targetB\x15\n" +
+	"\x13_expose_expand_tool\"\xb4\x06\n" +
 	"\fContextUsage\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1f\n" +
 	"\vmodel_known\x18\x02 \x01(\bR\n" +

@@ -10,7 +10,9 @@ The messages and the gRPC stub are generated from proto/ by `make generate`
   ``authorization: Bearer <key>`` with every call;
 * :class:`StatusWatch` iterates over a session's ContextStatus and watches
   again from the last version after UNAVAILABLE (a replica shutting down);
-* :class:`AgentLoop` runs PrepareContext → your model call → ReportUsage.
+* :class:`AgentLoop` runs PrepareContext → your model call → ReportUsage;
+* :func:`model_tools` and :func:`answer_expand_call` offer and answer the
+  contextd_expand tool (the policy's expose_expand_tool).
 """
 
 from contextd.v1 import context_service_pb2 as service
@@ -18,18 +20,23 @@ from contextd.v1 import context_service_pb2_grpc as service_grpc
 from contextd.v1 import types_pb2 as types
 
 from contextd_client._agent import AgentLoop, ModelTurn, StepResult, Usage
+from contextd_client._expand import EXPAND_TOOL_NAME, ExpandAnswer, answer_expand_call, model_tools
 from contextd_client._channel import Client, bearer_token_interceptor, connect
 from contextd_client._watch import StatusWatch
 
 __all__ = [
+    "EXPAND_TOOL_NAME",
     "AgentLoop",
     "Client",
+    "ExpandAnswer",
     "ModelTurn",
     "StatusWatch",
     "StepResult",
     "Usage",
+    "answer_expand_call",
     "bearer_token_interceptor",
     "connect",
+    "model_tools",
     "service",
     "service_grpc",
     "types",

@@ -211,6 +211,26 @@ class ExpandMessageResponse(_message.Message):
     originals: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
     def __init__(self, message: _Optional[_Union[_types_pb2.Message, _Mapping]] = ..., originals: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class ExpandToolCallRequest(_message.Message):
+    __slots__ = ["arguments", "round", "session_id"]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    arguments: str
+    round: int
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., arguments: _Optional[str] = ..., round: _Optional[int] = ...) -> None: ...
+
+class ExpandToolCallResponse(_message.Message):
+    __slots__ = ["content", "is_error", "stop"]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    IS_ERROR_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    content: str
+    is_error: bool
+    stop: bool
+    def __init__(self, content: _Optional[str] = ..., is_error: bool = ..., stop: bool = ...) -> None: ...
+
 class GetContextUsageRequest(_message.Message):
     __slots__ = ["inline", "session_id"]
     INLINE_FIELD_NUMBER: _ClassVar[int]
@@ -387,18 +407,20 @@ class PrepareContextRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., idempotency_key: _Optional[str] = ..., expected_version: _Optional[int] = ..., view_token: _Optional[str] = ...) -> None: ...
 
 class PrepareContextResponse(_message.Message):
-    __slots__ = ["cache", "delta", "messages", "status", "view_token"]
+    __slots__ = ["cache", "delta", "messages", "status", "tools", "view_token"]
     CACHE_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
     VIEW_TOKEN_FIELD_NUMBER: _ClassVar[int]
     cache: _types_pb2.CacheHints
     delta: bool
     messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
     status: _types_pb2.ContextStatus
+    tools: _containers.RepeatedCompositeFieldContainer[_types_pb2.ToolDefinition]
     view_token: str
-    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., status: _Optional[_Union[_types_pb2.ContextStatus, _Mapping]] = ..., cache: _Optional[_Union[_types_pb2.CacheHints, _Mapping]] = ..., view_token: _Optional[str] = ..., delta: bool = ...) -> None: ...
+    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., status: _Optional[_Union[_types_pb2.ContextStatus, _Mapping]] = ..., cache: _Optional[_Union[_types_pb2.CacheHints, _Mapping]] = ..., view_token: _Optional[str] = ..., delta: bool = ..., tools: _Optional[_Iterable[_Union[_types_pb2.ToolDefinition, _Mapping]]] = ...) -> None: ...
 
 class ReportUsageRequest(_message.Message):
     __slots__ = ["cache_creation_input_tokens", "cache_read_input_tokens", "idempotency_key", "input_tokens", "message_count", "output_tokens", "session_id", "version", "view_token"]

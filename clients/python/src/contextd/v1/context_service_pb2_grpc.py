@@ -99,6 +99,11 @@ class ContextServiceStub(object):
                 request_serializer=contextd_dot_v1_dot_context__service__pb2.ExpandMessageRequest.SerializeToString,
                 response_deserializer=contextd_dot_v1_dot_context__service__pb2.ExpandMessageResponse.FromString,
                 )
+        self.ExpandToolCall = channel.unary_unary(
+                '/contextd.v1.ContextService/ExpandToolCall',
+                request_serializer=contextd_dot_v1_dot_context__service__pb2.ExpandToolCallRequest.SerializeToString,
+                response_deserializer=contextd_dot_v1_dot_context__service__pb2.ExpandToolCallResponse.FromString,
+                )
         self.CreateHandoff = channel.unary_unary(
                 '/contextd.v1.ContextService/CreateHandoff',
                 request_serializer=contextd_dot_v1_dot_context__service__pb2.CreateHandoffRequest.SerializeToString,
@@ -301,6 +306,18 @@ class ContextServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExpandToolCall(self, request, context):
+        """Answers one contextd_expand call a model made (the tool PrepareContext
+        returns when the policy's expose_expand_tool is on): the tool result to
+        send back, a range of the original text behind a placeholder or summary.
+        Bad arguments and unknown ids are answered for the model (is_error), not
+        as call errors; past the server's round limit (CONTEXTD_EXPAND_MAX_ROUNDS)
+        the answer tells the model to stop (stop).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CreateHandoff(self, request, context):
         """Writes a hand-off document (ORIGINAL TASK, CURRENT, DONE, IN_PROGRESS,
         NEXT, FILES, ISSUES), optionally starting a new session seeded with it.
@@ -414,6 +431,11 @@ def add_ContextServiceServicer_to_server(servicer, server):
                     servicer.ExpandMessage,
                     request_deserializer=contextd_dot_v1_dot_context__service__pb2.ExpandMessageRequest.FromString,
                     response_serializer=contextd_dot_v1_dot_context__service__pb2.ExpandMessageResponse.SerializeToString,
+            ),
+            'ExpandToolCall': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExpandToolCall,
+                    request_deserializer=contextd_dot_v1_dot_context__service__pb2.ExpandToolCallRequest.FromString,
+                    response_serializer=contextd_dot_v1_dot_context__service__pb2.ExpandToolCallResponse.SerializeToString,
             ),
             'CreateHandoff': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateHandoff,
@@ -714,6 +736,23 @@ class ContextService(object):
         return grpc.experimental.unary_unary(request, target, '/contextd.v1.ContextService/ExpandMessage',
             contextd_dot_v1_dot_context__service__pb2.ExpandMessageRequest.SerializeToString,
             contextd_dot_v1_dot_context__service__pb2.ExpandMessageResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ExpandToolCall(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/contextd.v1.ContextService/ExpandToolCall',
+            contextd_dot_v1_dot_context__service__pb2.ExpandToolCallRequest.SerializeToString,
+            contextd_dot_v1_dot_context__service__pb2.ExpandToolCallResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

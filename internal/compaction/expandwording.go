@@ -1,0 +1,30 @@
+package compaction
+
+import "strconv"
+
+// ExpandToolName is the tool a model calls to read what a placeholder or
+// summary stands for, when the policy exposes it (Policy.ExposeExpandTool).
+const ExpandToolName = "contextd_expand"
+
+// expandCall is the sentence of a placeholder or summary that says how to
+// read what stands behind id: with the tool when the policy exposes it (the
+// id quoted as the model writes it in the tool's arguments), otherwise with
+// the ExpandMessage RPC, as before the tool existed.
+func expandCall(tool bool, id string) string {
+	if tool {
+		return "Call " + ExpandToolName + ` with id "` + id + `"`
+	}
+	return "Call ExpandMessage with message id " + id
+}
+
+// SummaryHeader is the first line of a summary: what it is and how to read
+// the messages it stands for. id is the summary's own id, named when the
+// expand tool is exposed ("" keeps the wording without the tool).
+func SummaryHeader(round int, id string) string {
+	how := "call ExpandMessage with this message's id"
+	if id != "" {
+		how = "call " + ExpandToolName + ` with id "` + id + `"`
+	}
+	return "[contextd summary, round " + strconv.Itoa(round) + ". It stands in for earlier messages of this conversation; " +
+		how + " to read them.]\n"
+}
