@@ -64,9 +64,13 @@ func metric(t *testing.T, addr, name, labels string) float64 {
 func TestBackgroundCompactionOverGRPC(t *testing.T) {
 	for _, background := range []string{"true", "false"} {
 		llm, calls := fakeSummarizer(t, 300*time.Millisecond)
-		metricsAddr := freeAddr(t)
 		env := map[string]string{"CONTEXTD_SUMMARIZER": "openai:gpt-4o-mini", "CONTEXTD_OPENAI_BASE_URL": llm.URL + "/v1",
-			"CONTEXTD_OPENAI_API_KEY": "k", "CONTEXTD_BACKGROUND_COMPACTION": background, "CONTEXTD_METRICS_ADDR": metricsAddr}
+			"CONTEXTD_OPENAI_API_KEY": "k", "CONTEXTD_BACKGROUND_COMPACTION": background}
+		metricsAddr := ""
+		if background == "true" {
+			metricsAddr = freeAddr(t)
+			env["CONTEXTD_METRICS_ADDR"] = metricsAddr
+		}
 		onBothStores(t, env, func(t *testing.T, client contextdv1.ContextServiceClient) {
 			ctx := t.Context()
 			calls.Store(0)

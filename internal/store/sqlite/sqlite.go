@@ -50,7 +50,14 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
-	dsn := "file:" + filepath.Join(dir, FileName) + "?" + q.Encode()
+	// The path is escaped as a URI path: a '#' or '?' in the directory's
+	// name would otherwise end the file name there, and the database would
+	// be opened elsewhere (TestOpenEscapesPath).
+	abs, err := filepath.Abs(filepath.Join(dir, FileName))
+	if err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	dsn := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath() + "?" + q.Encode()
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)

@@ -1,6 +1,8 @@
 package sqlite_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/contextd/contextd/internal/store"
@@ -39,4 +41,26 @@ func BenchmarkPurge(b *testing.B) {
 		b.Cleanup(func() { s.Close() })
 		return s
 	})
+}
+
+// TestOpenEscapesPath: a data directory whose name holds URI characters
+// ('#', '?', '%', spaces) keeps its database inside it, not in a file named
+// after the part of the path before them.
+func TestOpenEscapesPath(t *testing.T) {
+	for _, name := range []string{"a#b", "a?b=c", "a%20b", "a b", "ä&ö;"} {
+		base := t.TempDir()
+		dir := filepath.Join(base, name)
+		s, err := sqlite.Open(t.Context(), dir)
+		if err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		s.Close()
+		if _, err := os.Stat(filepath.Join(dir, sqlite.FileName)); err != nil {
+			t.Errorf("%q: the database is not in the data directory: %v", name, err)
+		}
+		entries, _ := os.ReadDir(base)
+		if len(entries) != 1 {
+			t.Errorf("%q: files outside the data directory: %v", name, entries)
+		}
+	}
 }
