@@ -394,3 +394,45 @@ func (a *anthropicAgent) result(id, content string) {
 func (a *anthropicAgent) user(text string) {
 	a.params.Messages = append(a.params.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(text)))
 }
+
+// TestExpandLoopMixedCalls: an answer that calls contextd_expand and a
+// client tool together is not shown: the expand call is answered, the
+// client's call gets a result saying it was not run, and the model is
+// asked again; the client sees only the answer after that.
+func TestExpandLoopMixedCalls(t *testing.T) {
+	s := start(t, nil)
+	a := newChatAgent(s, false)
+	id := expandSetup(t, s, a, bigOutput())
+	s.fake.Reset()
+	// msg_3 is the pruned output's id (the log's third message).
+	s.fake.Script(
+		gatewaytest.Reply{ToolCalls: []gatewaytest.ToolCall{{ID: "call_expand_1", Name: "contextd_expand", Arguments: `{"id":"msg_3","length":100}`}, {ID: "call_ls2", Name: "ls", Arguments: `{"path":"."}`}}},
+		gatewaytest.Reply{ToolCalls: []gatewaytest.ToolCall{{ID: "call_ls3", Name: "ls", Arguments: `{"path":"."}`}}})
+	a.user("List it again.")
+	got := a.ask(t)
+	if got.callID != "call_ls3" || strings.Contains(got.raw, "contextd_expand") || got.header.Get("X-Contextd-Expand-Rounds") != "1" {
+		t.Fatalf("client got %+v", got)
+	}
+	reqs := s.fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d upstream calls, want 2", len(reqs))
+	}
+	var ls2, expand string
+	for _, m := range reqs[1].Body["messages"].([]any) {
+		msg := m.(map[string]any)
+		switch msg["tool_call_id"] {
+		case "call_ls2":
+			ls2, _ = msg["content"].(string)
+		case "call_expand_1":
+			expand, _ = msg["content"].(string)
+		}
+	}
+	if !strings.Contains(ls2, "was not run") || !strings.HasSuffix(expand, bigOutput()[:100]) {
+		t.Errorf("results: ls %q, expand %q", ls2, expand)
+	}
+	s.checkUpstream()
+	want := []string{"user: What is in src?", "assistant: call(call_ls)", "tool: result(call_ls)", "assistant: listed", "user: List it again.", "assistant: call(call_ls3)"}
+	if log := s.waitLog(id, want); !slices.Equal(log, want) {
+		t.Errorf("log:\n got %q\nwant %q", log, want)
+	}
+}
