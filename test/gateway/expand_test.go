@@ -3,7 +3,10 @@ package gateway_test
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -435,4 +438,58 @@ func TestExpandLoopMixedCalls(t *testing.T) {
 	if log := s.waitLog(id, want); !slices.Equal(log, want) {
 		t.Errorf("log:\n got %q\nwant %q", log, want)
 	}
+}
+
+// TestExpandLoopWindow: when what a round appends would not fit what the
+// view left free of the window, the model gets a note instead of the text
+// and the tool is taken away; no upstream request goes over the window.
+func TestExpandLoopWindow(t *testing.T) {
+	models := filepath.Join(t.TempDir(), "models.json")
+	if err := os.WriteFile(models, []byte(`{"models": [{"name": "small", "provider": "openai", "context_window": 20000, "max_output_tokens": 500, "encoding": "o200k_base", "exact": true}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, map[string]string{"CONTEXTD_MODELS_FILE": models, "CONTEXTD_EXPAND_TOOL_BYTES": "262144"})
+	// The output is about half the usable window (17,000 tokens), so it
+	// fits when it is sent, and its expansion does not once a filler of
+	// about 60 % sits beside its placeholder.
+	count := func(text string) int64 {
+		var c struct {
+			TotalTokens string `json:"totalTokens"`
+		}
+		s.rpc("CountTokens", map[string]any{"model": "small", "text": text}, &c)
+		n, _ := strconv.ParseInt(c.TotalTokens, 10, 64)
+		return n
+	}
+	full := bigOutput()
+	big := full[:int64(len(full))*8500/count(full)]
+	filler := strings.Repeat("filler ", 10200)
+	a := newChatAgent(s, false).(*chatAgent)
+	a.params.Model = "small"
+	id := expandSetup(t, s, a, big)
+	before := len(s.fake.Requests())
+	s.fake.Set(func(f *gatewaytest.Fake) { f.Expand = gatewaytest.ExpandOnce })
+	s.fake.Script(gatewaytest.Reply{Text: "answered without it"})
+	a.user(filler + "Show me that listing again.")
+	got := a.ask(t)
+	if got.text != "answered without it" || strings.Contains(got.raw, "contextd_expand") {
+		t.Fatalf("client got %+v (%d tokens of filler, %d of output)", got, count(filler), count(big))
+	}
+	reqs := s.fake.Requests()[before:]
+	last := reqs[len(reqs)-1]
+	results := last.ExpandResults()
+	if len(reqs) != 2 || len(results) != 1 || !strings.Contains(results[0], "does not fit") || offered(last) {
+		t.Errorf("%d upstream calls; results %q; tool still offered: %v", len(reqs), results, offered(last))
+	}
+	for i, r := range reqs {
+		if n := count(string(r.Raw)); n > 20000 {
+			t.Errorf("upstream request %d is %d tokens, over the window", i, n)
+		}
+	}
+	s.checkUpstream()
+	s.checkLedger(id)
+}
+
+// offered reports whether a request lets the model call contextd_expand.
+func offered(r gatewaytest.Request) bool {
+	return strings.Contains(fmt.Sprint(r.Body["tools"]), "contextd_expand") && r.Body["tool_choice"] != "none"
 }
