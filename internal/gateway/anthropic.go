@@ -654,3 +654,10 @@ func (s *anStream) result() (usage, []chat.Message, bool) {
 	raw, _ := json.Marshal(content)
 	return s.u.usage(), anReply(raw), true
 }
+
+// toolJSON writes a client tool definition as Messages has it.
+func (anthropicMessages) toolJSON(t chat.Tool) json.RawMessage {
+	return mustJSON(map[string]any{"name": t.Name, "description": t.Description, "input_schema": json.RawMessage(t.Parameters)})
+}
+
+func (anthropicMessages) toolChoiceNone() json.RawMessage { return json.RawMessage(`{"type":"none"}`) }

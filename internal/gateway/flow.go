@@ -67,6 +67,10 @@ type door interface {
 	answer(body []byte) (usage, []chat.Message)
 	// stream follows a streamed answer.
 	stream(c *conversation) streamer
+	// toolJSON writes a tool definition contextd adds (expandloop.go);
+	// toolChoiceNone is the tool_choice that allows no tool call.
+	toolJSON(t chat.Tool) json.RawMessage
+	toolChoiceNone() json.RawMessage
 }
 
 // streamer follows an SSE answer event by event.
@@ -131,6 +135,12 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 		return
 	}
 	g.digests.extend(tenant, res.id, res.created, storedTail(prep.Messages, res.fresh))
+	if len(prep.Tools) > 0 {
+		if err := withExtraTools(d, fields, prep.Tools); err != nil {
+			g.writeDomainError(ctx, w, shape, err)
+			return
+		}
+	}
 	if err := d.build(fields, c, prep.Messages, prep.Cache); err != nil {
 		g.writeDomainError(ctx, w, shape, err)
 		return
@@ -166,7 +176,7 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 			release() // also when relaying panicked
 		}
 	}()
-	g.forward(w, r, d, c, body, func(u usage, reply []chat.Message) {
+	done := func(us []usage, reply []chat.Message) {
 		// The answer is out: record it without holding the client.
 		if !g.startRecord() {
 			return
@@ -180,9 +190,14 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 					g.log.ErrorContext(ctx, "gateway recording panicked", "session", res.id, "panic", fmt.Sprint(p))
 				}
 			}()
-			g.record(ctx, tenant, res, prep, key, u, reply)
+			g.record(ctx, tenant, res, prep, key, us, reply)
 		}()
-	})
+	}
+	if len(prep.Tools) > 0 {
+		g.forwardExpanding(w, r, d, c, fields, tenant, res.id, prep, done)
+		return
+	}
+	g.forward(w, r, d, c, body, func(u usage, reply []chat.Message) { done([]usage{u}, reply) })
 }
 
 // maxRecordWait bounds how long a request waits for the previous answer
@@ -339,7 +354,7 @@ func headerSafe(s string) string {
 // after the client hung up too; failures are logged, never answered (the
 // answer is the provider's), and a reply that could not be appended is
 // appended by the next request that carries it.
-func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep engine.PrepareResult, key string, u usage, reply []chat.Message) {
+func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep engine.PrepareResult, key string, us []usage, reply []chat.Message) {
 	id := res.id
 	ctx, cancel := detach(ctx)
 	defer cancel()
@@ -347,14 +362,24 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 	// (and as the report moves it): when another request came first, that
 	// request carried the reply itself, if the client kept it.
 	expect := prep.Status.Version
-	report := u.report(prep.ViewToken)
 	if res.repeat > 0 {
-		// A repeated request sent a prefix of the view and its reply is
-		// not the session's: the call goes into the ledger, nothing else.
-		n := int64(len(prep.Messages))
-		report.ViewToken, report.MessageCount, reply = "", &n, nil
+		reply = nil // a repeated request's reply is not the session's
 	}
-	if u.ok {
+	// One report per upstream call. The calls of an expand loop after the
+	// first (us[1:]) sent the view and more, and are reported first, so
+	// the session's anchor is the first call's, which sent the view alone.
+	for i := range us {
+		u := us[(i+1)%len(us)]
+		report := u.report(prep.ViewToken)
+		if res.repeat > 0 {
+			// A repeated request sent a prefix of the view: the call goes
+			// into the ledger, nothing else.
+			n := int64(len(prep.Messages))
+			report.ViewToken, report.MessageCount = "", &n
+		}
+		if !u.ok {
+			continue
+		}
 		if _, err := g.cfg.Engine.ReportUsage(ctx, tenant, id, report); err != nil {
 			g.log.WarnContext(ctx, "gateway usage not recorded", "session", id, "error", err.Error())
 		} else {
@@ -409,18 +434,7 @@ const maxEventBytes = 16 << 20
 // successful answer before its last byte goes out.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, d door, c *conversation, body []byte, done func(usage, []chat.Message)) {
 	ctx := r.Context()
-	target := d.upstream(&g.cfg)
-	if r.URL.RawQuery != "" {
-		target += "?" + r.URL.RawQuery // e.g. Claude Code's ?beta=true
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
-	if err != nil {
-		writeError(w, d.shape(), http.StatusInternalServerError, errInternal, "building the upstream request")
-		return
-	}
-	copyRequestHeaders(req.Header, r.Header)
-	g.credentials(req.Header, d)
-	resp, err := g.client.Do(req)
+	resp, err := g.send(ctx, r, d, body)
 	if err != nil {
 		if ctx.Err() != nil {
 			return // the client went away

@@ -9,7 +9,9 @@
 // against the session's log and append only what is new, run PrepareContext,
 // send the prepared view upstream in the provider's shape, relay the answer
 // (SSE event by event), and record the provider's usage and the assistant's
-// reply as ReportUsage and AppendMessages would.
+// reply as ReportUsage and AppendMessages would. With the session policy's
+// expose_expand_tool on, the model's contextd_expand calls are answered here
+// and never reach the client (expandloop.go).
 //
 // Translation lives at the edge, one file per provider shape
 // (openai_chat.go, openai_responses.go, anthropic.go), to and from the

@@ -573,3 +573,11 @@ func withoutEmpty(raw json.RawMessage) json.RawMessage {
 	}
 	return b
 }
+
+// toolJSON writes a function tool as Chat Completions nests it.
+func (openAIChat) toolJSON(t chat.Tool) json.RawMessage {
+	return mustJSON(map[string]any{"type": "function", "function": map[string]any{
+		"name": t.Name, "description": t.Description, "parameters": json.RawMessage(t.Parameters)}})
+}
+
+func (openAIChat) toolChoiceNone() json.RawMessage { return json.RawMessage(`"none"`) }

@@ -471,3 +471,12 @@ func (s *rStream) event(name string, data []byte) (bool, bool) {
 }
 
 func (s *rStream) result() (usage, []chat.Message, bool) { return s.u, s.reply, s.done }
+
+// toolJSON writes a function tool as Responses has it (flat). strict is
+// off: Responses defaults it on, which would refuse optional parameters.
+func (openAIResponses) toolJSON(t chat.Tool) json.RawMessage {
+	return mustJSON(map[string]any{"type": "function", "name": t.Name, "description": t.Description,
+		"parameters": json.RawMessage(t.Parameters), "strict": false})
+}
+
+func (openAIResponses) toolChoiceNone() json.RawMessage { return json.RawMessage(`"none"`) }

@@ -65,6 +65,11 @@ type Fake struct {
 	Hang      bool
 	Status    int
 	DropAfter int
+	// Expand makes the fake call contextd_expand (expand.go); FailFrom,
+	// when set, fails the requests from that one on (1: the first) with
+	// a 500 in the provider's error shape.
+	Expand   ExpandMode
+	FailFrom int
 	// FirstEventAt is when the first SSE event of the last stream was
 	// written; LastEventAt when the stream ended.
 	FirstEventAt, LastEventAt time.Time
@@ -134,12 +139,18 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 	}
 	f.mu.Lock()
 	f.requests = append(f.requests, Request{Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body, Raw: raw, Problems: problems})
-	reply := Reply{Text: "ok"}
-	if len(f.script) > 0 {
-		reply, f.script = f.script[0], f.script[1:]
+	reply, expanding := expandReply(f.Expand, r.URL.Path, body)
+	if !expanding {
+		reply = Reply{Text: "ok"}
+		if len(f.script) > 0 {
+			reply, f.script = f.script[0], f.script[1:]
+		}
 	}
 	in, out := int64(len(raw)/4), int64(len(reply.Text)/4+1+4*len(reply.ToolCalls))
 	status, hang := f.Status, f.Hang
+	if f.FailFrom > 0 && len(f.requests) >= f.FailFrom {
+		status = http.StatusInternalServerError
+	}
 	if status == 0 && !hang {
 		f.InputTokens += in
 		f.OutputTokens += out
