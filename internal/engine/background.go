@@ -80,16 +80,17 @@ const jobAttempts = 3
 // backgroundState is the engine's side of background jobs.
 type backgroundState struct {
 	cfg   Background
-	owner string        // this server's lease name
+	owner string        // this server's name in leases
 	wake  chan struct{} // pokes an idle worker
-	// scheduled remembers the jobs this server scheduled, so a session
-	// above its warning level is not looked up again on every call
-	// (bounded: cleared when full).
-	mu        sync.Mutex
-	scheduled map[string]string
+	// refused remembers, for a few seconds, the sessions the queue refused,
+	// so a full queue does not cost every call a write (bounded: cleared
+	// when full).
+	mu      sync.Mutex
+	refused map[string]time.Time
 }
 
-const scheduledMemo = 100_000
+// refusedFor is how long a session the queue refused is not tried again.
+const refusedFor = 5 * time.Second
 
 func newBackgroundState(b Background) *backgroundState {
 	d := DefaultBackground
@@ -111,7 +112,7 @@ func newBackgroundState(b Background) *backgroundState {
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	return &backgroundState{cfg: b, owner: hex.EncodeToString(id[:]), wake: make(chan struct{}, 1),
-		scheduled: map[string]string{}}
+		refused: map[string]time.Time{}}
 }
 
 // backgroundOn reports whether s's compactions are prepared in the
@@ -248,30 +249,48 @@ func (rj *readyJob) fitsAfter(view []chat.Message, u Usage, target float64, forc
 	return float64(after)/usable < limit
 }
 
-// schedule makes sure s has a job for its current view when it is at or
-// above its warning level: a job of another epoch or fingerprint is
-// replaced (its worker's result is then refused). Errors are logged: the
-// call that schedules has committed.
-func (e *Engine) schedule(ctx context.Context, s *store.Session) {
+// schedule makes sure s has a job for its current view, and reports
+// whether one is queued, running or ready for it (false: the queue refused
+// it, a tombstone says the session's calls compact themselves, or the
+// session moved on). A job of an older view or another fingerprint is
+// replaced; a newer one never is: the session is read, locked, in the
+// transaction, before its job (the order PrepareContext locks them in).
+// Errors are logged: a call that schedules may have committed.
+func (e *Engine) schedule(ctx context.Context, s *store.Session) bool {
 	if !e.backgroundOn(s) {
-		return
+		return false
 	}
 	fp := fingerprint(s)
-	key := s.Tenant + "\x00" + s.ID
-	want := fp + "\x00" + strconv.Itoa(s.ViewEpoch)
-	e.bg.mu.Lock()
-	done := e.bg.scheduled[key] == want
-	e.bg.mu.Unlock()
-	if done {
-		return
+	j, err := e.store.GetJob(ctx, s.Tenant, s.ID) // a read first: usually the job is there
+	switch {
+	case err == nil && j.Epoch == s.ViewEpoch && j.Fingerprint == fp:
+		return j.State != store.JobFailed
+	case err == nil && j.Epoch > s.ViewEpoch:
+		return false // a newer view's
 	}
+	key := s.Tenant + "\x00" + s.ID
 	now := e.timestamp()
+	e.bg.mu.Lock()
+	until, refused := e.bg.refused[key]
+	e.bg.mu.Unlock()
+	if refused && now.Before(until) {
+		return false
+	}
 	var outcome string
-	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		outcome = ""
+		cur, err := lockedSession(ctx, tx, s.Tenant, s.ID)
+		if err != nil {
+			return err
+		}
+		if cur.ViewEpoch != s.ViewEpoch || fingerprint(&cur) != fp {
+			outcome = "moved" // its next call schedules for the view it has
+			return nil
+		}
 		j, err := tx.GetJob(ctx, s.Tenant, s.ID)
 		switch {
 		case err == nil && j.Epoch == s.ViewEpoch && j.Fingerprint == fp:
-			outcome = "" // already scheduled (by another replica, or before a restart)
+			outcome = string(j.State) // scheduled meanwhile
 			return nil
 		case err != nil && !errors.Is(err, store.ErrNotFound):
 			return err
@@ -285,30 +304,42 @@ func (e *Engine) schedule(ctx context.Context, s *store.Session) {
 			outcome = "refused"
 			return nil
 		}
-		if stale {
-			e.metrics.Job("discarded")
-		}
 		outcome = "queued"
+		if stale {
+			outcome = "replaced"
+		}
 		return tx.PutJob(ctx, &store.Job{Tenant: s.Tenant, SessionID: s.ID, ID: newJobID(), State: store.JobQueued,
 			Epoch: s.ViewEpoch, Fingerprint: fp, CreatedAt: now, UpdatedAt: now, LeaseUntil: time.Unix(0, 0).UTC(),
 			NotBefore: time.Unix(0, 0).UTC()})
 	})
 	if err != nil {
 		e.log.WarnContext(ctx, "background compaction: schedule", "tenant", s.Tenant, "session", s.ID, "err", err)
-		return
+		return false
 	}
-	if outcome == "refused" {
-		e.metrics.Job("refused") // not remembered: tried again on the next call
-		return
-	}
-	e.bg.mu.Lock()
-	if len(e.bg.scheduled) >= scheduledMemo {
-		clear(e.bg.scheduled)
-	}
-	e.bg.scheduled[key] = want
-	e.bg.mu.Unlock()
-	if outcome == "queued" {
+	switch outcome {
+	case "refused":
+		e.metrics.Job("refused")
+		e.bg.mu.Lock()
+		if len(e.bg.refused) >= 10_000 {
+			clear(e.bg.refused)
+		}
+		e.bg.refused[key] = now.Add(refusedFor)
+		e.bg.mu.Unlock()
+		return false
+	case "replaced", "queued":
+		if outcome == "replaced" {
+			e.metrics.Job("discarded")
+		}
 		e.metrics.Job("queued")
+		e.wakeWorker()
+		return true
+	}
+	return outcome == string(store.JobQueued) || outcome == string(store.JobRunning) || outcome == string(store.JobReady)
+}
+
+// wakeWorker pokes an idle worker of this server.
+func (e *Engine) wakeWorker() {
+	if e.bg != nil {
 		select {
 		case e.bg.wake <- struct{}{}:
 		default:
@@ -329,32 +360,43 @@ func pendingJob(j store.Job, s *store.Session) bool {
 		j.Fingerprint == fingerprint(s)
 }
 
-// llmLatency keeps the recent durations of each LLM summarizer on this
-// server, for the deadline decision (llmFits).
+// llmLatency keeps the recent durations of each tenant's LLM summarizers
+// on this server, for the deadline decision (llmFits).
 type llmLatency struct {
 	mu   sync.Mutex
-	last map[string][]time.Duration // at most 16 each, of at most 64 summarizers (set.go)
+	last map[string][]llmSample // at most 16 each; cleared at 1,024 keys
 }
 
-// observeLLM records how long an LLM summary attempt took.
-func (e *Engine) observeLLM(name string, took time.Duration) {
+type llmSample struct {
+	took time.Duration
+	at   time.Time
+}
+
+// llmSampleAge is how long an attempt's duration counts: after it, a call
+// whose deadline allowed no LLM summary tries one again.
+const llmSampleAge = 5 * time.Minute
+
+// observeLLM records how long an LLM summary attempt of a tenant took.
+func (e *Engine) observeLLM(tenant, name string, took time.Duration) {
 	l := &e.latency
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.last == nil || len(l.last) >= 256 {
-		l.last = map[string][]time.Duration{}
+	if l.last == nil || len(l.last) >= 1024 {
+		l.last = map[string][]llmSample{}
 	}
-	d := append(l.last[name], took)
+	key := tenant + "\x00" + name
+	d := append(l.last[key], llmSample{took: took, at: time.Now()})
 	if len(d) > 16 {
 		d = d[len(d)-16:]
 	}
-	l.last[name] = d
+	l.last[key] = d
 }
 
 // llmFits reports whether the call's deadline leaves time for an LLM
-// summary, judged by the slowest of the summarizer's last 16 attempts on
-// this server (none yet: it is tried). No deadline: it fits.
-func (e *Engine) llmFits(ctx context.Context, name string) (bool, time.Duration) {
+// summary, judged by the slowest of the tenant's last 16 attempts with the
+// summarizer on this server in the last 5 minutes (none: it is tried). No
+// deadline: it fits.
+func (e *Engine) llmFits(ctx context.Context, tenant, name string) (bool, time.Duration) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		return true, 0
@@ -362,8 +404,10 @@ func (e *Engine) llmFits(ctx context.Context, name string) (bool, time.Duration)
 	l := &e.latency
 	l.mu.Lock()
 	var slowest time.Duration
-	for _, d := range l.last[name] {
-		slowest = max(slowest, d)
+	for _, d := range l.last[tenant+"\x00"+name] {
+		if time.Since(d.at) < llmSampleAge {
+			slowest = max(slowest, d.took)
+		}
 	}
 	l.mu.Unlock()
 	need := slowest + slowest/4 + 100*time.Millisecond

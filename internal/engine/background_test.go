@@ -441,3 +441,138 @@ func TestDeadlineTakesExtractive(t *testing.T) {
 		t.Fatalf("a minute's deadline: the LLM was not used: %+v", res.Status)
 	}
 }
+
+// bgEngine is one replica with background jobs as configured by bg (its
+// workers run until the test ends).
+func bgEngine(t *testing.T, st store.Store, set *summarize.Set, bg engine.Background) *engine.Engine {
+	models, encodings := testModels(t)
+	e := engine.New(encodings, models, st, engine.WithSummarizers(set), engine.WithBackground(bg))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.RunJobs(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return e
+}
+
+// TestBackgroundQueueFull: a session the queue refuses is not left waiting
+// for a job that does not exist: its call compacts in place, with the LLM.
+func TestBackgroundQueueFull(t *testing.T) {
+	backendStores(t, func(t *testing.T, st store.Store) {
+		llm, set := newGateLLM(t)
+		e := bgEngine(t, st, set, engine.Background{Enabled: true, Workers: 1, Queue: 1, Lease: time.Second, Poll: 20 * time.Millisecond})
+		ctx := t.Context()
+		a, b := llmSession(t, e), llmSession(t, e)
+		llm.shut() // a's job holds the only place in the queue
+		if res, err := e.PrepareContext(ctx, tenant, a.ID, engine.PrepareInput{}); err != nil || res.Status.Compacted {
+			t.Fatalf("a: %+v, %v", res.Status, err)
+		}
+		<-llm.arrivals
+		done := make(chan engine.PrepareResult, 1)
+		go func() {
+			res, err := e.PrepareContext(ctx, tenant, b.ID, engine.PrepareInput{})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		<-llm.arrivals // b's call asks the LLM itself
+		llm.open()
+		res := <-done
+		if !res.Status.Compacted || !strings.Contains(res.Status.LastCompaction.Summary, "LLM summary") {
+			t.Fatalf("b, refused a job, did not compact in the call: %+v", res.Status)
+		}
+		if _, err := st.GetJob(ctx, tenant, b.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("b has a job: %v", err)
+		}
+	})
+}
+
+// TestBackgroundGivenUp: a job whose LLM keeps failing is given up after
+// its attempts and left as a tombstone; the session's calls then compact
+// themselves instead of waiting, and it is not scheduled again for the
+// same view.
+func TestBackgroundGivenUp(t *testing.T) {
+	backendStores(t, func(t *testing.T, st store.Store) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusBadRequest) // not retried by the SDK
+			_, _ = w.Write([]byte(`{"error":{"message":"no","type":"invalid_request_error"}}`))
+		}))
+		defer srv.Close()
+		set, err := summarize.NewSet("extractive", map[string]summarize.Endpoint{summarize.ProviderOpenAI: {
+			BaseURL: srv.URL + "/v1/", APIKey: "k", Timeout: 5 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock := &fakeClock{t: time.Now()}
+		models, encodings := testModels(t)
+		e := engine.New(encodings, models, st, engine.WithSummarizers(set), engine.WithClock(clock.now),
+			engine.WithBackground(engine.Background{Enabled: true, Workers: 1, Lease: time.Second, Poll: 10 * time.Millisecond}))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); e.RunJobs(ctx) }()
+		defer func() { cancel(); <-done }()
+		v := llmSession(t, e)
+		if res, err := e.PrepareContext(t.Context(), tenant, v.ID, engine.PrepareInput{}); err != nil || res.Status.Compacted {
+			t.Fatalf("first call: %+v, %v", res.Status, err)
+		}
+		var j store.Job
+		for range 3000 { // each failure waits 5 s × attempts of the (fake) clock
+			clock.add(time.Minute)
+			if j, err = st.GetJob(t.Context(), tenant, v.ID); err == nil && j.State == store.JobFailed {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if j.State != store.JobFailed || j.Attempts != 3 {
+			t.Fatalf("job %+v, %v; want given up after 3 attempts", j, err)
+		}
+		res, err := e.PrepareContext(t.Context(), tenant, v.ID, engine.PrepareInput{})
+		if err != nil || !res.Status.Compacted || !strings.Contains(strings.Join(res.Status.Warnings, " "), "LLM summarizer failed") {
+			t.Fatalf("after the job was given up the call did not compact itself: %+v, %v", res.Status, err)
+		}
+	})
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// TestBackgroundLeaseTakenOver: a worker whose lease another worker took
+// (of another server or of its own) cannot store its result, renew or hand
+// back the job: each lease has its own token.
+func TestBackgroundLeaseTakenOver(t *testing.T) {
+	backendStores(t, func(t *testing.T, st store.Store) {
+		llm, set := newGateLLM(t)
+		e := bgEngine(t, st, set, engine.Background{Enabled: true, Workers: 1, Lease: time.Hour, Poll: 20 * time.Millisecond})
+		ctx := t.Context()
+		v := llmSession(t, e)
+		llm.shut()
+		if _, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{}); err != nil {
+			t.Fatal(err)
+		}
+		<-llm.arrivals
+		leased := waitJob(t, st, v.ID, store.JobRunning)
+		server, _, _ := strings.Cut(leased.Owner, ":")
+		other := leased
+		other.Owner = server + ":another-lease" // the same server's other worker
+		if err := st.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return tx.PutJob(ctx, &other) }); err != nil {
+			t.Fatal(err)
+		}
+		llm.open()
+		for range 50 { // the first worker finishes and must find it lost
+			time.Sleep(10 * time.Millisecond)
+		}
+		j, err := st.GetJob(ctx, tenant, v.ID)
+		if err != nil || j.State != store.JobRunning || j.Owner != other.Owner || j.Result != nil {
+			t.Fatalf("the first worker wrote a job it no longer holds: state %s, owner %q, %d result bytes, %v", j.State, j.Owner, len(j.Result), err)
+		}
+	})
+}

@@ -223,7 +223,7 @@ func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (plan
 		}
 		// Every attempt counts, a failed one too: one cut short by the
 		// call's deadline says the LLM takes at least that long.
-		e.observeLLM(summarizerName, time.Since(start))
+		e.observeLLM(s.Tenant, summarizerName, time.Since(start))
 		if err != nil && in.background {
 			return "", err
 		}

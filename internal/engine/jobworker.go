@@ -21,16 +21,28 @@ func (e *Engine) RunJobs(ctx context.Context) {
 		return
 	}
 	var wg sync.WaitGroup
-	for range e.bg.cfg.Workers {
-		wg.Go(func() { e.work(ctx) })
+	for i := range e.bg.cfg.Workers {
+		wg.Go(func() { e.work(ctx, i == 0) })
 	}
 	wg.Wait()
 }
 
-func (e *Engine) work(ctx context.Context) {
+// idleJobAge is how long a ready result no call applied, or a tombstone,
+// stays; idleSweep is how often the first worker deletes older ones.
+const (
+	idleJobAge = 24 * time.Hour
+	idleSweep  = 10 * time.Minute
+)
+
+func (e *Engine) work(ctx context.Context, sweeper bool) {
 	poll := time.NewTimer(0)
 	defer poll.Stop()
+	lastSweep := time.Now()
 	for {
+		if sweeper && time.Since(lastSweep) > idleSweep {
+			lastSweep = time.Now()
+			e.sweepIdleJobs(ctx)
+		}
 		j, err := e.lease(ctx)
 		switch {
 		case err == nil:
@@ -49,10 +61,38 @@ func (e *Engine) work(ctx context.Context) {
 	}
 }
 
+// sweepIdleJobs deletes results no call applied and tombstones older than
+// idleJobAge, a thousand at a time.
+func (e *Engine) sweepIdleJobs(ctx context.Context) {
+	for {
+		var n int
+		err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			n, err = tx.DeleteIdleJobs(ctx, e.timestamp().Add(-idleJobAge), 1000)
+			return err
+		})
+		if err != nil {
+			e.log.WarnContext(ctx, "background compaction: sweep", "err", err)
+			return
+		}
+		if n < 1000 {
+			return
+		}
+	}
+}
+
 // lease takes the next job: queued, or running under a lease that lapsed.
-// A job past its attempts is given up instead.
+// A read probes first, so an idle worker takes no writer. A job past its
+// attempts is given up instead: it stays as a tombstone, so the session is
+// not scheduled again for this view and its calls compact themselves.
 func (e *Engine) lease(ctx context.Context) (store.Job, error) {
 	for {
+		if due, err := e.store.HasDueJob(ctx, e.timestamp()); err != nil || !due {
+			if err == nil {
+				err = store.ErrNotFound
+			}
+			return store.Job{}, err
+		}
 		var j store.Job
 		gaveUp := false
 		err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
@@ -62,10 +102,10 @@ func (e *Engine) lease(ctx context.Context) (store.Job, error) {
 				return err
 			}
 			if gaveUp = j.Attempts >= jobAttempts; gaveUp {
-				_, err := tx.DeleteJob(ctx, j.Tenant, j.SessionID, j.ID)
-				return err
+				j.State, j.Owner, j.UpdatedAt = store.JobFailed, "", now
+				return tx.PutJob(ctx, &j)
 			}
-			j.State, j.Owner, j.LeaseUntil, j.UpdatedAt = store.JobRunning, e.bg.owner, now.Add(e.bg.cfg.Lease), now
+			j.State, j.Owner, j.LeaseUntil, j.UpdatedAt = store.JobRunning, e.bg.owner+":"+newJobID(), now.Add(e.bg.cfg.Lease), now
 			j.Attempts++
 			return tx.PutJob(ctx, &j)
 		})
@@ -91,7 +131,7 @@ func (e *Engine) update(ctx context.Context, j store.Job, change func(*store.Job
 		if err != nil {
 			return err
 		}
-		if cur.ID != j.ID || cur.Owner != e.bg.owner || cur.State != store.JobRunning {
+		if cur.ID != j.ID || cur.Owner != j.Owner || cur.State != store.JobRunning {
 			return errLost
 		}
 		if change(&cur) {
@@ -134,43 +174,54 @@ func (e *Engine) runJob(ctx context.Context, j store.Job) {
 	outcome, result, err := e.planJob(jctx, j)
 	cancel()
 	<-renewed
-	if ctx.Err() != nil {
-		// Shutting down: hand the job back so another replica takes it now.
-		hctx, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer done()
-		_ = e.update(hctx, j, func(cur *store.Job) bool {
+	// What is left is written even when the server is stopping (a result
+	// planned is not thrown away), within a few seconds.
+	wctx, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer done()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Stopping: hand the job back, so another replica takes it now.
+		err = e.update(wctx, j, func(cur *store.Job) bool {
 			cur.State, cur.Owner, cur.LeaseUntil = store.JobQueued, "", time.Unix(0, 0).UTC()
 			cur.Attempts = max(cur.Attempts-1, 0) // not the job's fault
 			return false
 		})
-		return
-	}
-	switch {
+		outcome = ""
 	case err != nil:
 		// Tried again after a pause that grows with the attempts; given up
 		// by lease once they are used.
 		e.log.WarnContext(ctx, "background compaction: plan", "tenant", j.Tenant, "session", j.SessionID, "attempt", j.Attempts, "err", err)
-		err = e.update(ctx, j, func(cur *store.Job) bool {
+		err = e.update(wctx, j, func(cur *store.Job) bool {
 			cur.State, cur.Owner, cur.LeaseUntil = store.JobQueued, "", time.Unix(0, 0).UTC()
 			cur.NotBefore = e.timestamp().Add(time.Duration(cur.Attempts) * 5 * time.Second)
 			return false
 		})
 		outcome = "retried"
 	case outcome == "discarded":
-		err = e.update(ctx, j, func(*store.Job) bool { return true })
+		err = e.update(wctx, j, func(*store.Job) bool { return true })
+	case outcome == "idle":
+		// Nothing to compact for this view: a tombstone, so it is not
+		// scheduled again until the view moves on.
+		err = e.update(wctx, j, func(cur *store.Job) bool {
+			cur.State, cur.Owner = store.JobFailed, ""
+			return false
+		})
+		outcome = ""
 	default:
-		err = e.update(ctx, j, func(cur *store.Job) bool {
-			cur.State, cur.Result, cur.Owner = store.JobReady, result, ""
+		err = e.update(wctx, j, func(cur *store.Job) bool {
+			cur.State, cur.Result, cur.Owner, cur.Attempts = store.JobReady, result, "", 0
 			return false
 		})
 	}
-	if errors.Is(err, errLost) {
-		outcome = "discarded"
-	} else if err != nil {
+	switch {
+	case errors.Is(err, errLost):
+		return // whoever took, replaced or deleted the job counted it
+	case err != nil:
 		e.log.WarnContext(ctx, "background compaction: store", "tenant", j.Tenant, "session", j.SessionID, "err", err)
 		return
+	case outcome != "":
+		e.metrics.Job(outcome)
 	}
-	e.metrics.Job(outcome)
 }
 
 // planJob plans the compaction of a job's session as it is now: "ready"
@@ -186,7 +237,12 @@ func (e *Engine) planJob(ctx context.Context, j store.Job) (string, []byte, erro
 	}
 	s := snap.session
 	if s.ViewEpoch != j.Epoch || fingerprint(&s) != j.Fingerprint {
-		return "discarded", nil, nil
+		return "discarded", nil, nil // moved on
+	}
+	if !e.backgroundOn(&s) {
+		// This server cannot use the session's LLM (its result would not be
+		// the LLM's): tried again, maybe by another.
+		return "", nil, fmt.Errorf("the session's summarizer is not an LLM this server can use")
 	}
 	m, _ := e.models.Lookup(s.Model)
 	cal, err := e.calibration(ctx, s.Tenant, m)
@@ -198,7 +254,7 @@ func (e *Engine) planJob(ctx context.Context, j store.Job) (string, []byte, erro
 		return "", nil, err
 	}
 	if v.Usage.Level < compaction.LevelCompact {
-		return "discarded", nil, nil
+		return "idle", nil, nil
 	}
 	// The compaction PrepareContext would run at the summarize level, with
 	// every tier. It aims below where that would aim by what the session
@@ -224,7 +280,7 @@ func (e *Engine) planJob(ctx context.Context, j store.Job) (string, []byte, erro
 		return "", nil, fmt.Errorf("summarizer: %w", p.plan.SummaryFailed)
 	}
 	if !p.plan.Changed() {
-		return "discarded", nil, nil
+		return "idle", nil, nil
 	}
 	enc, err := encodeJobResult(p, snap.view, time.Since(start))
 	return "ready", enc, err

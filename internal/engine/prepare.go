@@ -283,7 +283,8 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 	}
 	var res CompactResult
 	var final store.Session
-	paused, jobsDiscarded := false, 0
+	paused := false
+	var job settled
 	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if err := tx.LockCompaction(ctx, tenant, id); err != nil {
 			return err
@@ -295,11 +296,9 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		if s.Version != pr.before.Version && !unchangedButVersion(pr.before, s) {
 			return errStale
 		}
-		discarded, err := e.settleJob(ctx, tx, &s, c, deferred)
-		if err != nil {
+		if job, err = e.settleJob(ctx, tx, &s, c, deferred); err != nil {
 			return err
 		}
-		jobsDiscarded = discarded
 		// The same session version, so the same append as staged before.
 		staged, err := e.stageAppend(ctx, tx, &s, pr.input, pr.at, true)
 		if err != nil {
@@ -334,14 +333,12 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 	if err != nil {
 		return PrepareResult{}, err
 	}
-	for range jobsDiscarded {
+	if job.discarded {
 		e.metrics.Job("discarded")
 	}
-	if c.refresh != "" && e.bg != nil {
-		select { // a job queued again: a worker here takes it at once
-		case e.bg.wake <- struct{}{}:
-		default:
-		}
+	if job.refreshed {
+		e.metrics.Job("refreshed")
+		e.wakeWorker() // queued again: a worker here takes it at once
 	}
 	if c.ready != nil && !deferred {
 		e.metrics.JobApplied(c.ready.took)

@@ -60,7 +60,9 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 		case err == nil:
 			job = &j
 		case !errors.Is(err, store.ErrNotFound):
-			return c, err
+			// The job is an optimization: without it the call plans itself.
+			e.log.WarnContext(ctx, "background compaction: read job", "tenant", s.Tenant, "session", s.ID, "err", err)
+			bg = false
 		}
 	}
 	if job != nil && len(job.Result) > 0 {
@@ -89,7 +91,7 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 	if name == "" {
 		name = e.summarizers.Default
 	}
-	llmOK, slowest := e.llmFits(ctx, name)
+	llmOK, slowest := e.llmFits(ctx, s.Tenant, name)
 	est := cin
 	est.estimate = cin.payback > 0 || bg || !llmOK
 	p, err := e.plan(ctx, snap, est)
@@ -99,7 +101,9 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 	c.p, c.prefix = p, len(snap.view)
 	summarizes := slices.Contains(p.plan.Tiers, compaction.TierSummarize)
 	c.summaryAhead = summarizes || !reachesTarget(p, cin, u)
-	forThisView := job != nil && c.stale == "" && job.Epoch == s.ViewEpoch && job.Fingerprint == fingerprint(s)
+	// A job for this view that may yet give a result (not a tombstone).
+	forThisView := job != nil && c.stale == "" && job.State != store.JobFailed && job.Epoch == s.ViewEpoch &&
+		job.Fingerprint == fingerprint(s)
 	if bg && !forced && c.summaryAhead && !summarizes && forThisView && !slices.Contains(cin.tiers, compaction.TierSummarize) {
 		// A prune that would not reach the target would only discard the
 		// compaction being prepared (which prunes too): it waits for it.
@@ -114,8 +118,10 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 		c.p.estimated = false // the summarizer was not asked: any would give this plan
 		return c, nil
 	}
+	// Wait only for a job that exists: one for this view, or one scheduled
+	// now (a tombstone, a full queue or a failed write: the call plans).
 	switch {
-	case bg && !forced:
+	case bg && !forced && (forThisView || job == nil && e.schedule(ctx, s) || c.stale != "" && e.schedule(ctx, s)):
 		c.deferred, c.waiting = true, true
 		c.warnings = append(c.warnings, "compaction is being prepared in the background (an LLM summary is not awaited in the call); it is applied by a later call, and in the call from the emergency threshold on")
 		return c, nil
@@ -156,46 +162,53 @@ func reachesTarget(p planned, cin CompactInput, u Usage) bool {
 	return p.plan.Changed() && float64(p.plan.TokensAfter) <= (aim(cin, u)+0.05)*usable
 }
 
+// settled is what a PrepareContext's write did to the session's job, for
+// the metrics counted after it commits.
+type settled struct {
+	discarded, refreshed bool
+}
+
 // settleJob does, in PrepareContext's write, what its choice means for the
-// session's background job, and reports how many jobs it discarded: the
-// job applied must still be the session's (else errStale: the call starts
-// over); a compaction applied moves the view, so whatever job the session
-// has is for the old one; a stale job is deleted.
-func (e *Engine) settleJob(ctx context.Context, tx store.Tx, s *store.Session, c compactionChoice, deferred bool) (int, error) {
+// session's background job: the job applied must still be the session's
+// with the same result (else errStale: the call starts over); a compaction
+// applied moves the view, so whatever job the session has is for the old
+// one; a stale job is deleted; an aged result's job is queued again if the
+// queue has room (keeping the result meanwhile).
+func (e *Engine) settleJob(ctx context.Context, tx store.Tx, s *store.Session, c compactionChoice, deferred bool) (settled, error) {
 	applying := !deferred && c.p.plan.Changed()
 	if c.ready != nil && applying {
 		j, err := tx.GetJob(ctx, s.Tenant, s.ID)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && (j.ID != c.ready.job.ID || !bytes.Equal(j.Result, c.ready.job.Result))) {
-			return 0, errStale // applied by another call, or replaced by a fresher result: decide again
+			return settled{}, errStale // applied by another call, or replaced by a fresher result: decide again
 		}
 		if err != nil {
-			return 0, err
+			return settled{}, err
 		}
 		_, err = tx.DeleteJob(ctx, s.Tenant, s.ID, j.ID)
-		return 0, err
+		return settled{}, err
 	}
 	if c.refresh != "" && !applying {
 		j, err := tx.GetJob(ctx, s.Tenant, s.ID)
 		if err != nil || j.ID != c.refresh || j.State != store.JobReady {
-			return 0, ignoreNotFound(err) // another call refreshed or applied it
+			return settled{}, ignoreNotFound(err) // another call refreshed or applied it
 		}
-		j.State, j.Owner, j.LeaseUntil, j.Attempts = store.JobQueued, "", time.Unix(0, 0).UTC(), 0
+		mine, all, err := tx.CountJobs(ctx, s.Tenant)
+		if err != nil || all >= e.bg.cfg.Queue || mine >= e.bg.cfg.PerTenant {
+			return settled{}, err // full: the aged result stays as it is
+		}
+		j.State, j.Owner, j.LeaseUntil = store.JobQueued, "", time.Unix(0, 0).UTC()
 		j.UpdatedAt = e.timestamp()
-		e.metrics.Job("refreshed")
-		return 0, tx.PutJob(ctx, &j)
+		return settled{refreshed: true}, tx.PutJob(ctx, &j)
 	}
 	if !applying && c.stale == "" || !e.backgroundOn(s) && c.stale == "" {
-		return 0, nil
+		return settled{}, nil
 	}
 	id := c.stale
 	if applying {
 		id = "" // any: the view it was for is gone
 	}
 	gone, err := tx.DeleteJob(ctx, s.Tenant, s.ID, id)
-	if gone {
-		return 1, err
-	}
-	return 0, err
+	return settled{discarded: gone}, err
 }
 
 func ignoreNotFound(err error) error {

@@ -10,12 +10,15 @@ type JobState string
 
 // Job states. A job is one row per session: queued until a worker leases
 // it, running while the lease holds (a lease that runs out puts it back in
-// reach of any worker), ready once its result is stored. Applying or
-// discarding a job deletes its row.
+// reach of any worker), ready once its result is stored, failed when it
+// was given up or found nothing to do (a tombstone: the session's calls
+// compact themselves until its view moves on). Applying or discarding a
+// job deletes its row.
 const (
 	JobQueued  JobState = "queued"
 	JobRunning JobState = "running"
 	JobReady   JobState = "ready"
+	JobFailed  JobState = "failed"
 )
 
 // Job is a background compaction of one session (engine/background.go).
@@ -32,7 +35,9 @@ type Job struct {
 	// the result is only ever applied to a session that still has both.
 	Epoch       int
 	Fingerprint string
-	// Owner holds the lease until LeaseUntil.
+	// Owner is the lease: the server's name and a token fresh for every
+	// lease, so that a worker whose lease was taken over (by another
+	// server, or another worker of its own) can no longer write the job.
 	Owner      string
 	LeaseUntil time.Time
 	// Attempts counts leases taken; NotBefore delays the next after a
@@ -66,4 +71,7 @@ type JobTx interface {
 	// CountJobs returns how many jobs are queued or running, for the
 	// tenant and in all.
 	CountJobs(ctx context.Context, tenant string) (tenantJobs, allJobs int, err error)
+	// DeleteIdleJobs deletes ready and failed jobs not updated since before
+	// (results no call applied), at most limit, and reports how many.
+	DeleteIdleJobs(ctx context.Context, before time.Time, limit int) (int, error)
 }

@@ -16,7 +16,7 @@ type jobMetrics struct {
 func newJobMetrics(reg prometheus.Registerer) *jobMetrics {
 	j := &jobMetrics{
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "contextd_compaction_jobs_total",
-			Help: "Background compaction jobs by outcome: queued (scheduled), refused (queue full), ready (planned), applied (by a PrepareContext), discarded (the session moved on, or was reverted, cleared, changed or deleted), failed (given up after its attempts), retried."},
+			Help: "Background compaction jobs by outcome: queued (scheduled), refused (queue full), ready (planned), refreshed (queued again to replace an aged result), applied (by a PrepareContext), discarded (the session moved on: compacted, reverted, cleared, changed or deleted), retried (planning failed, tried again later), failed (given up after its attempts)."},
 			[]string{"outcome"}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{Name: "contextd_compaction_jobs_running",
 			Help: "Background compaction jobs this server is planning now."}),

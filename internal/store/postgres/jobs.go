@@ -75,3 +75,20 @@ func (t *txn) CountJobs(ctx context.Context, tenant string) (int, int, error) {
 		FROM compaction_jobs WHERE state IN ('queued', 'running')`, tenant).Scan(&mine, &all)
 	return mine, all, err
 }
+
+// HasDueJob probes for a due job without locking anything.
+func (s *Store) HasDueJob(ctx context.Context, now time.Time) (bool, error) {
+	var due bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM compaction_jobs
+		WHERE (state = 'queued' OR (state = 'running' AND lease_until < $1)) AND not_before <= $1)`, now).Scan(&due)
+	return due, err
+}
+
+func (t *txn) DeleteIdleJobs(ctx context.Context, before time.Time, limit int) (int, error) {
+	tag, err := t.tx.Exec(ctx, `DELETE FROM compaction_jobs WHERE (tenant, session_id) IN (SELECT tenant, session_id
+		FROM compaction_jobs WHERE state IN ('ready', 'failed') AND updated_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`, before, limit)
+	if err != nil {
+		return 0, err
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -77,3 +77,22 @@ func (t *txn) CountJobs(ctx context.Context, tenant string) (int, int, error) {
 		FROM compaction_jobs WHERE state IN ('queued', 'running')`, tenant).Scan(&mine, &all)
 	return mine, all, err
 }
+
+// HasDueJob probes for a due job without the writer.
+func (s *Store) HasDueJob(ctx context.Context, now time.Time) (bool, error) {
+	n := now.UnixNano()
+	var due bool
+	err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM compaction_jobs
+		WHERE (state = 'queued' OR (state = 'running' AND lease_until < ?)) AND not_before <= ?)`, n, n).Scan(&due)
+	return due, err
+}
+
+func (t *txn) DeleteIdleJobs(ctx context.Context, before time.Time, limit int) (int, error) {
+	res, err := t.tx.ExecContext(ctx, `DELETE FROM compaction_jobs WHERE rowid IN (SELECT rowid FROM compaction_jobs
+		WHERE state IN ('ready', 'failed') AND updated_at < ? LIMIT ?)`, before.UnixNano(), limit)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

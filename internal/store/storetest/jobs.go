@@ -114,6 +114,32 @@ func testJobs(t *testing.T, s store.Store) {
 	if j, err := nextJob(t, s, now, 5); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("NextJob = %+v, %v; want nothing (a not due, b leased, c ready)", j, err)
 	}
+	for at, want := range map[time.Time]bool{now: false, now.Add(2 * time.Minute): true} {
+		if due, err := s.HasDueJob(t.Context(), at); err != nil || due != want {
+			t.Fatalf("HasDueJob(%v) = %v, %v; want %v", at, due, err, want)
+		}
+	}
+	// Idle results and tombstones go; queued and running jobs stay.
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		failed := job("t2", "a", "jf", store.JobFailed, epoch)
+		if err := tx.PutJob(ctx, failed); err != nil {
+			return err
+		}
+		n, err := tx.DeleteIdleJobs(ctx, epoch.Add(time.Second), 1)
+		if err != nil || n != 1 {
+			return fmt.Errorf("DeleteIdleJobs (limit 1) = %d, %v", n, err)
+		}
+		if n, err = tx.DeleteIdleJobs(ctx, epoch.Add(time.Second), 10); err != nil || n != 1 {
+			return fmt.Errorf("DeleteIdleJobs = %d, %v; want the other idle one", n, err)
+		}
+		for _, id := range []string{"a", "b"} {
+			if _, err := tx.GetJob(ctx, "t1", id); err != nil {
+				return fmt.Errorf("job %s: %v", id, err)
+			}
+		}
+		return nil
+	})
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.PutJob(ctx, ready) })
 	// A failed transaction writes nothing.
 	boom := errors.New("boom")
 	if err := inTx(t, s, func(ctx context.Context, tx store.Tx) error {
