@@ -67,6 +67,10 @@ type SummaryResult struct {
 	Input, Prefix int64
 	// Jobs counts background jobs by outcome.
 	Jobs map[string]float64
+	// After sums the used share of the usable window right after each
+	// compaction, Before right before it (AfterN of each).
+	After, Before float64
+	AfterN        int
 }
 
 // Anthropic is the agent's bill in units of uncached input tokens (as
@@ -175,6 +179,9 @@ func RunSummaryModes(ctx context.Context, files []string, window int64, llmDelay
 				res.Invalid += r.Invalid
 				res.Failed += r.Failed
 				res.Input += r.Input
+				res.After += r.After
+				res.Before += r.Before
+				res.AfterN += r.AfterN
 				res.Prefix += r.Prefix
 				return err
 			})
@@ -254,6 +261,11 @@ func replaySummaries(ctx context.Context, e *engine.Engine, tenant string, windo
 		}
 		pending = nil
 		r.Calls++
+		if res.Status.Compacted && res.Status.LastCompaction != nil {
+			r.After += float64(res.Status.Usage.Used) / float64(usable)
+			r.Before += float64(res.Status.LastCompaction.TokensBefore) / float64(usable)
+			r.AfterN++
+		}
 		if res.Status.Usage.Used > usable || compaction.ValidatePairs(res.Messages) != nil {
 			r.Invalid++
 		}
@@ -320,7 +332,7 @@ func replaySummaries(ctx context.Context, e *engine.Engine, tenant string, windo
 // PrintSummaryModes writes the comparison as a table.
 func PrintSummaryModes(w io.Writer, results []SummaryResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, "summaries\tcalls\tPrepareContext p50\tp99\tmax\tp99 / extractive p99\tsummaries applied\tby the LLM\tLLM calls\tsummarizer tokens\tjobs applied / discarded\tagent's input\tcache hit\tagent's bill (Anthropic units)\tfailed calls\tinvalid views")
+	fmt.Fprintln(tw, "summaries\tcalls\tPrepareContext p50\tp99\tmax\tp99 / extractive p99\tsummaries applied\tby the LLM\tLLM calls\tsummarizer tokens\tjobs applied / discarded\tcompactions: mean use before → after\tagent's input\tcache hit\tagent's bill (Anthropic units)\tfailed calls\tinvalid views")
 	var base time.Duration
 	for _, r := range results {
 		if base == 0 {
@@ -330,8 +342,8 @@ func PrintSummaryModes(w io.Writer, results []SummaryResult) {
 		if r.Jobs["queued"] > 0 {
 			jobs = fmt.Sprintf("%.0f / %.0f", r.Jobs["applied"], r.Jobs["discarded"])
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f×\t%d\t%.0f%%\t%d\t%d\t%s\t%d\t%.1f%%\t%.0f\t%d\t%d\n", r.Mode, r.Calls, ms(r.P50), ms(r.P99), ms(r.Max),
-			float64(r.P99)/float64(max(base, 1)), r.Summaries, 100*r.LLMShare(), r.LLMCalls, r.OverheadTokens, jobs, r.Input, 100*ratio(float64(r.Prefix), float64(r.Input)), r.Anthropic(), r.Failed, r.Invalid)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.1f×\t%d\t%.0f%%\t%d\t%d\t%s\t%.0f%% → %.0f%%\t%d\t%.1f%%\t%.0f\t%d\t%d\n", r.Mode, r.Calls, ms(r.P50), ms(r.P99), ms(r.Max),
+			float64(r.P99)/float64(max(base, 1)), r.Summaries, 100*r.LLMShare(), r.LLMCalls, r.OverheadTokens, jobs, 100*ratio(r.Before, float64(r.AfterN)), 100*ratio(r.After, float64(r.AfterN)), r.Input, 100*ratio(float64(r.Prefix), float64(r.Input)), r.Anthropic(), r.Failed, r.Invalid)
 	}
 	_ = tw.Flush()
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/store"
 )
@@ -77,7 +78,7 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 			// It summarizes and this level only prunes: it waits for its level.
 		case rj.fitsAfter(snap.view, u, aim(cin, u), false) || forced && rj.fitsAfter(snap.view, u, aim(cin, u), true):
 			c.p, c.ready, c.prefix = rj.p, &rj, rj.prefix
-			c.deferred = e.deferred(rj.p, snapshot{session: *s, view: snap.view[:rj.prefix]}, cin)
+			c.deferred = e.deferred(grownBy(rj.p, snap.view[rj.prefix:]), snap, cin)
 			return c, nil
 		case job.State == store.JobReady:
 			// Aged: a fresher plan is prepared, and this one stays for a call
@@ -144,6 +145,19 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 		return c, err
 	}
 	return c, nil
+}
+
+// grownBy is a prepared plan as it applies to the view it was planned on
+// grown by appended: the appended messages follow its view, so that a
+// cache-aware payback counts them among what the compaction rewrites.
+func grownBy(p planned, appended []chat.Message) planned {
+	plan := *p.plan
+	plan.View = append(slices.Clip(p.plan.View), appended...)
+	grown := sumTokens(appended)
+	plan.TokensBefore += grown
+	plan.TokensAfter += grown
+	p.plan = &plan
+	return p
 }
 
 // aim is where a compaction with cin aims, as a fraction of the usable
