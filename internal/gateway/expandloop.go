@@ -25,11 +25,11 @@ import (
 //   - What the client sees: the final round's answer as the provider sent
 //     it (JSON body, or its SSE events in order), with its usage; the
 //     rounds before it, and any text the model wrote before a
-//     contextd_expand call, are not shown. A streamed round is held until
-//     its end while the request carries the tool (whether it ends in a
-//     contextd_expand call is known only then), so with the tool exposed
-//     a stream reaches the client when the model has finished; a round
-//     sent without the tool (after the stop note) streams live.
+//     contextd_expand call, are not shown. Every round is held whole and
+//     inspected (every choice, output item and event) before a byte goes
+//     out, the round after the stop note too, so nothing the client gets
+//     names the tool (expandguard.go): a stream reaches the client when the
+//     model has finished, at most 64 MiB held per request.
 //   - An answer that mixes contextd_expand with the client's tool calls is
 //     not shown either: the expand calls are answered, the client's calls
 //     get a result saying they were not run, and the model is asked again
@@ -38,16 +38,18 @@ import (
 //     a note telling the model to stop (Stop); the next request goes
 //     without the tool (with tool_choice none when the client has no tools
 //     of its own, as Anthropic needs tools defined once tool_use blocks are
-//     in the conversation), so a turn takes at most limit+1 expand rounds
-//     and limit+2 upstream calls (maxExpandRounds caps it whatever the
-//     engine says). Each answer is at most the engine's byte cap; the
-//     follow-up must fit what the prepared view left free of the window,
-//     else the round's answers are replaced by a note and the loop stops.
-//   - Recording: once the final answer reached the client, every upstream
-//     call's usage goes into the ledger and the final reply into the log
-//     (what the client saw, so its next request extends the log). A loop
-//     that fails on the way (upstream error, an answer that cannot be
-//     read, the client gone) records nothing.
+//     in the conversation). At most maxExpandCalls calls of an answer run;
+//     each answer must fit what the prepared view left free of the window
+//     (each turn counted at least as its billed output tokens), else it
+//     and the calls after it get a note and the loop stops.
+//   - Last resort: a call the loop cannot answer (after the stop note, in
+//     another choice, unreadable, no room even for the notes) re-asks once
+//     with the view alone and the client's tools; only a second such
+//     answer is a 502, in words that do not name the tool.
+//   - Recording: every upstream call the provider answered goes into the
+//     ledger on every way out; the final reply goes into the log once it
+//     reached the client (what the client saw, so its next request
+//     extends the log).
 
 // maxExpandRounds caps the expand rounds of one turn whatever the engine's
 // limit (CONTEXTD_EXPAND_MAX_ROUNDS is meant to be far below it).
