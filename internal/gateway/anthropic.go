@@ -661,3 +661,36 @@ func (anthropicMessages) toolJSON(t chat.Tool) json.RawMessage {
 }
 
 func (anthropicMessages) toolChoiceNone() json.RawMessage { return json.RawMessage(`{"type":"none"}`) }
+
+// expandSeen looks for contextd_expand tool_use blocks in a message or one
+// of its events; ok is false when the data is neither.
+func (anthropicMessages) expandSeen(data []byte) (first, other, ok bool) {
+	type block struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	var v struct {
+		Content      []block `json:"content"`
+		ContentBlock *block  `json:"content_block"`
+		Message      *struct {
+			Content []block `json:"content"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(data, &v) != nil {
+		return false, false, false
+	}
+	blocks := v.Content
+	if v.ContentBlock != nil {
+		blocks = append(blocks, *v.ContentBlock)
+	}
+	if v.Message != nil {
+		blocks = append(blocks, v.Message.Content...)
+	}
+	for _, b := range blocks {
+		first = first || b.Name == engine.ExpandToolName
+	}
+	return first, false, true
+}
+
+// echo: Messages does not echo the request's tools.
+func (anthropicMessages) echo(data []byte, _, _ json.RawMessage) ([]byte, bool) { return data, true }

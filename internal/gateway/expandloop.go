@@ -11,7 +11,6 @@ import (
 	"strconv"
 
 	"github.com/contextd/contextd/internal/chat"
-	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
 )
 
@@ -26,11 +25,11 @@ import (
 //   - What the client sees: the final round's answer as the provider sent
 //     it (JSON body, or its SSE events in order), with its usage; the
 //     rounds before it, and any text the model wrote before a
-//     contextd_expand call, are not shown. A streamed round is held until
-//     its end while the request carries the tool (whether it ends in a
-//     contextd_expand call is known only then), so with the tool exposed
-//     a stream reaches the client when the model has finished; a round
-//     sent without the tool (after the stop note) streams live.
+//     contextd_expand call, are not shown. Every round is held whole and
+//     inspected (every choice, output item and event) before a byte goes
+//     out, the round after the stop note too, so nothing the client gets
+//     names the tool (expandguard.go): a stream reaches the client when the
+//     model has finished, at most 64 MiB held per request.
 //   - An answer that mixes contextd_expand with the client's tool calls is
 //     not shown either: the expand calls are answered, the client's calls
 //     get a result saying they were not run, and the model is asked again
@@ -39,32 +38,47 @@ import (
 //     a note telling the model to stop (Stop); the next request goes
 //     without the tool (with tool_choice none when the client has no tools
 //     of its own, as Anthropic needs tools defined once tool_use blocks are
-//     in the conversation), so a turn takes at most limit+1 expand rounds
-//     and limit+2 upstream calls (maxExpandRounds caps it whatever the
-//     engine says). Each answer is at most the engine's byte cap; the
-//     follow-up must fit what the prepared view left free of the window,
-//     else the round's answers are replaced by a note and the loop stops.
-//   - Recording: once the final answer reached the client, every upstream
-//     call's usage goes into the ledger and the final reply into the log
-//     (what the client saw, so its next request extends the log). A loop
-//     that fails on the way (upstream error, an answer that cannot be
-//     read, the client gone) records nothing.
+//     in the conversation). At most maxExpandCalls calls of an answer run;
+//     each answer must fit what the prepared view left free of the window
+//     (each turn counted at least as its billed output tokens), else it
+//     and the calls after it get a note and the loop stops.
+//   - Last resort: a call the loop cannot answer (after the stop note, in
+//     another choice, unreadable, no room even for the notes) re-asks once
+//     with the view alone and the client's tools; only a second such
+//     answer is a 502, in words that do not name the tool.
+//   - Recording: every upstream call the provider answered goes into the
+//     ledger on every way out; the final reply goes into the log once it
+//     reached the client (what the client saw, so its next request
+//     extends the log).
 
 // maxExpandRounds caps the expand rounds of one turn whatever the engine's
 // limit (CONTEXTD_EXPAND_MAX_ROUNDS is meant to be far below it).
 const maxExpandRounds = 32
+
+// maxExpandCalls caps the contextd_expand calls run for one answer: the
+// rest get a note that they were not run.
+const maxExpandCalls = 8
+
+// maxErrorBytes bounds a provider's error body the loop reads to check it.
+const maxErrorBytes = 1 << 20
 
 // HeaderExpandRounds says how many contextd_expand rounds the gateway
 // answered before the answer the client got.
 const HeaderExpandRounds = "X-Contextd-Expand-Rounds"
 
 // Notes for the model when the loop stops on contextd's side.
-const (
+var (
 	noteNotRun = "[contextd: this call was not run: it was made together with " + engine.ExpandToolName +
 		", whose results are beside it. Make the call again if it is still needed.]"
+	noteTooMany = fmt.Sprintf("[contextd: this call was not run: at most %d %s calls are answered at a time. "+
+		"Make it again if it is still needed.]", maxExpandCalls, engine.ExpandToolName)
 	noteNoRoom = "[" + engine.ExpandToolName + ": the text does not fit in what is left of the context window. " +
 		"Do not call " + engine.ExpandToolName + " again now: answer with what you have.]"
+	noteUnreadable = "[" + engine.ExpandToolName + ": the text could not be read. Answer with what you have.]"
 )
+
+// errNoRoom: a round's answers do not fit even as notes.
+var errNoRoom = errors.New("no room left in the context window")
 
 // expandLoop is one client request whose upstream requests carry the
 // expand tool.
@@ -74,16 +88,21 @@ type expandLoop struct {
 	d      door
 	c      *conversation
 	fields map[string]json.RawMessage
+	client clientTools
 	tenant string
 	id     string
 	prep   engine.PrepareResult
 	// extra are the messages appended after the view: each round's
-	// assistant turn and the answers to its calls.
+	// assistant turn and the answers to its calls; used is their size in
+	// tokens (at least each turn's output tokens as the provider billed
+	// them, reasoning and thinking included).
 	extra  []chat.Message
+	used   int64
 	usages []usage
 	rounds int
-	// toolOn: the next request carries the expand tool.
-	toolOn bool
+	// toolOn: the next request carries the expand tool; viewOnly: the
+	// request is the view alone, without the tool (the last resort).
+	toolOn, viewOnly bool
 }
 
 // round is one upstream answer, read whole.
@@ -96,11 +115,21 @@ type round struct {
 }
 
 // forwardExpanding runs the loop and relays the final answer; done records
-// the usages of every upstream call and the final reply.
+// the usages of the upstream calls and the final reply. toolOn is false
+// when the request cannot carry the tool (n > 1): the answer is still
+// checked.
 func (g *Gateway) forwardExpanding(w http.ResponseWriter, r *http.Request, d door, c *conversation, fields map[string]json.RawMessage,
-	tenant, id string, prep engine.PrepareResult, done func([]usage, []chat.Message)) {
+	client clientTools, tenant, id string, prep engine.PrepareResult, toolOn bool, done func([]usage, []chat.Message)) {
 	ctx := r.Context()
-	l := &expandLoop{g: g, r: r, d: d, c: c, fields: fields, tenant: tenant, id: id, prep: prep, toolOn: true}
+	l := &expandLoop{g: g, r: r, d: d, c: c, fields: fields, client: client, tenant: tenant, id: id, prep: prep, toolOn: toolOn}
+	recorded := false
+	defer func() {
+		// Every call the provider billed goes into the ledger, whatever
+		// happened after it (no reply).
+		if !recorded && len(l.usages) > 0 {
+			done(l.usages, nil)
+		}
+	}()
 	body := objectJSON(fields)
 	for {
 		resp, err := g.send(ctx, r, d, body)
@@ -110,10 +139,8 @@ func (g *Gateway) forwardExpanding(w http.ResponseWriter, r *http.Request, d doo
 			}
 			return
 		}
-		if resp.StatusCode != http.StatusOK || !l.toolOn && isEventStream(resp.Header.Get("Content-Type")) {
-			// The provider's error, or the last round, sent without the
-			// tool: relayed as it comes, as without the loop.
-			l.relay(w, resp, done)
+		if resp.StatusCode != http.StatusOK {
+			l.relayError(w, resp)
 			return
 		}
 		rd, err := l.read(resp)
@@ -125,24 +152,52 @@ func (g *Gateway) forwardExpanding(w http.ResponseWriter, r *http.Request, d doo
 			return
 		}
 		l.usages = append(l.usages, rd.u)
+		s := inspect(d, &rd)
 		calls := expandCalls(rd.reply)
-		if calls == 0 {
-			l.write(w, rd, done)
-			return
-		}
-		if !l.toolOn || l.rounds == maxExpandRounds {
-			// Sent without the tool, the model called it anyway: the
-			// client must not see it.
-			writeError(w, d.shape(), http.StatusBadGateway, errUpstream, "the model kept calling "+engine.ExpandToolName+" after it was told to stop")
-			return
-		}
-		if body, err = l.next(ctx, rd.reply); err != nil {
-			if ctx.Err() == nil {
-				g.writeDomainError(ctx, w, d.shape(), err)
+		if calls == 0 && !s.first && !s.other && !s.unread {
+			if echoed(d, l.client, &rd) {
+				recorded = l.write(w, rd, done)
+				return
 			}
+			s.unread = true
+		}
+		answerable := calls > 0 && !s.other && !s.unread && l.toolOn && l.rounds < maxExpandRounds
+		if answerable {
+			body, err = l.next(ctx, rd)
+			if err == nil {
+				continue
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if !errors.Is(err, errNoRoom) {
+				g.log.WarnContext(ctx, "gateway expand round failed", "session", id, "error", err.Error())
+			}
+		}
+		// The model called the tool where it cannot be answered (after it
+		// was taken away, in another choice, in a form not read, or with
+		// no room left): ask once more with the view alone, without the
+		// tool, as the request would have gone without the loop.
+		if l.viewOnly {
+			writeError(w, d.shape(), http.StatusBadGateway, errUpstream, "the provider's answer could not be used")
+			return
+		}
+		if body, err = l.alone(); err != nil {
+			g.writeDomainError(ctx, w, d.shape(), err)
 			return
 		}
 	}
+}
+
+// alone is the request with the view alone and the client's own tools:
+// the loop's last resort.
+func (l *expandLoop) alone() ([]byte, error) {
+	l.viewOnly, l.toolOn, l.extra = true, false, nil
+	l.client.restore(l.fields)
+	if err := l.d.build(l.fields, l.c, l.prep.Messages, l.prep.Cache); err != nil {
+		return nil, err
+	}
+	return objectJSON(l.fields), nil
 }
 
 // send posts body upstream with the client's headers.
@@ -160,20 +215,25 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, d door, body []byte
 	return g.client.Do(req)
 }
 
-// relay passes an answer on as it comes (forward's path); a successful
-// one is recorded with the rounds before it.
-func (l *expandLoop) relay(w http.ResponseWriter, resp *http.Response, done func([]usage, []chat.Message)) {
+// relayError passes the provider's error on, read whole (at most
+// maxErrorBytes): one that names the tool, or is longer, is answered in
+// neutral words with its status instead.
+func (l *expandLoop) relayError(w http.ResponseWriter, resp *http.Response) {
 	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes+1))
 	l.setRounds(w)
-	copyResponseHeaders(w.Header(), resp.Header)
-	if resp.StatusCode != http.StatusOK {
-		w.WriteHeader(resp.StatusCode)
-		l.g.copyBody(l.r.Context(), w, resp.Body)
+	if err != nil || len(b) > maxErrorBytes || bytes.Contains(b, expandName) {
+		if l.r.Context().Err() == nil {
+			withoutToolHeaders(w.Header())
+			writeError(w, l.d.shape(), resp.StatusCode, errUpstream, fmt.Sprintf("the provider answered %d", resp.StatusCode))
+		}
 		return
 	}
-	l.g.relay(l.r.Context(), w, resp, l.d.stream(l.c), func(u usage, reply []chat.Message) {
-		done(append(l.usages, u), reply)
-	})
+	copyResponseHeaders(w.Header(), resp.Header)
+	withoutToolHeaders(w.Header())
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(b)
 }
 
 // read reads a whole answer: a JSON body (at most maxAnswerBytes), or an
@@ -204,19 +264,22 @@ func (l *expandLoop) read(resp *http.Response) (round, error) {
 	return rd, nil
 }
 
-// write passes the final round on to the client, then records.
-func (l *expandLoop) write(w http.ResponseWriter, rd round, done func([]usage, []chat.Message)) {
+// write passes the final round on to the client, then records; false when
+// the client did not get it.
+func (l *expandLoop) write(w http.ResponseWriter, rd round, done func([]usage, []chat.Message)) bool {
 	l.setRounds(w)
 	copyResponseHeaders(w.Header(), rd.resp.Header)
+	withoutToolHeaders(w.Header())
 	if !rd.sse {
 		w.Header().Set("Content-Length", strconv.Itoa(len(rd.body)))
 	}
 	w.WriteHeader(http.StatusOK)
 	if _, err := w.Write(rd.body); err != nil {
-		return // the client did not get the answer: nothing to record
+		return false // the client did not get the answer: the calls alone are recorded
 	}
 	_ = http.NewResponseController(w).Flush()
 	done(l.usages, rd.reply)
+	return true
 }
 
 func (l *expandLoop) setRounds(w http.ResponseWriter) {
@@ -225,47 +288,76 @@ func (l *expandLoop) setRounds(w http.ResponseWriter) {
 	}
 }
 
-// next answers the calls of reply, appends the turn and the answers after
-// the view, and returns the next request's body.
-func (l *expandLoop) next(ctx context.Context, reply []chat.Message) ([]byte, error) {
+// next answers the calls of a round (at most maxExpandCalls run, each only
+// while what the round appends fits what the view left free of the
+// window), appends the turn and the answers after the view, and returns
+// the next request's body.
+func (l *expandLoop) next(ctx context.Context, rd round) ([]byte, error) {
 	l.rounds++
-	var results []chat.Message
 	stop := l.rounds == maxExpandRounds
-	for i := range reply {
-		for _, p := range reply[i].Parts {
+	free := l.prep.Status.Usage.Free
+	turn, err := l.size(ctx, rd.reply)
+	if err != nil {
+		return nil, err
+	}
+	used := l.used + max(turn, rd.u.output) // reasoning and thinking are billed as output
+	var results []chat.Message
+	ran, full := 0, false
+	notes := map[string]int64{} // a note's size, counted once
+	for i := range rd.reply {
+		for _, p := range rd.reply[i].Parts {
 			if p.Type != chat.PartToolCall {
 				continue
 			}
 			res := chat.ToolResult{ToolCallID: p.ToolCall.ID, Content: noteNotRun, IsError: true}
-			if p.ToolCall.Name == engine.ExpandToolName {
+			switch {
+			case p.ToolCall.Name != engine.ExpandToolName:
+			case full:
+				res.Content = noteNoRoom
+			case ran == maxExpandCalls:
+				res.Content = noteTooMany
+			default:
+				ran++
 				a, err := l.g.cfg.Engine.ExpandToolCall(ctx, l.tenant, l.id, p.ToolCall.Arguments, l.rounds)
-				if err != nil {
+				switch {
+				case ctx.Err() != nil:
+					return nil, ctx.Err()
+				case err != nil:
+					l.g.log.WarnContext(ctx, "gateway expand call failed", "session", l.id, "error", err.Error())
+					res.Content = noteUnreadable
+				default:
+					res.Content, res.IsError = a.Content, a.IsError
+					stop = stop || a.Stop
+				}
+			}
+			msg := chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &res}}}
+			n, counted := notes[res.Content]
+			if !counted {
+				if n, err = l.size(ctx, []chat.Message{msg}); err != nil {
 					return nil, err
 				}
-				res.Content, res.IsError = a.Content, a.IsError
-				stop = stop || a.Stop
+				if res.IsError && res.Content != noteUnreadable {
+					notes[res.Content] = n
+				}
 			}
-			results = append(results, chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &res}}})
+			if used+n > free && res.Content != noteNoRoom {
+				// Not room for this answer: a note instead, for it and
+				// every call after it; the tool is taken away.
+				full, stop = true, true
+				res.Content, res.IsError = noteNoRoom, true
+				if n, err = l.size(ctx, []chat.Message{msg}); err != nil {
+					return nil, err
+				}
+			}
+			used += n
+			results = append(results, msg)
 		}
 	}
-	extra := append(append(l.extra[:len(l.extra):len(l.extra)], reply...), results...)
-	fits, err := l.fits(ctx, extra)
-	if err != nil {
-		return nil, err
+	if used > free {
+		return nil, errNoRoom
 	}
-	if !fits {
-		for i := range results {
-			results[i].Parts[0].ToolResult.Content, results[i].Parts[0].ToolResult.IsError = noteNoRoom, true
-		}
-		stop = true
-		extra = append(append(l.extra[:len(l.extra):len(l.extra)], reply...), results...)
-		if fits, err = l.fits(ctx, extra); err != nil {
-			return nil, err
-		} else if !fits {
-			return nil, fmt.Errorf("the model's %s calls leave no room in the context window to answer them: %w", engine.ExpandToolName, compaction.ErrTooLarge)
-		}
-	}
-	l.extra = extra
+	l.used = used
+	l.extra = append(append(l.extra[:len(l.extra):len(l.extra)], rd.reply...), results...)
 	if stop && l.toolOn {
 		l.toolOn = false
 		if err := withoutExpandTool(l.d, l.fields); err != nil {
@@ -279,31 +371,29 @@ func (l *expandLoop) next(ctx context.Context, reply []chat.Message) ([]byte, er
 	return objectJSON(l.fields), nil
 }
 
-// fits reports whether extra fits in what the prepared view left free of
-// the usable window. Counted with the session's encoding; when that
-// cannot count (a vocabulary not imported), by bytes, 3 to a token.
-func (l *expandLoop) fits(ctx context.Context, extra []chat.Message) (bool, error) {
-	free := l.prep.Status.Usage.Free
-	n, err := l.g.cfg.Engine.CountTokens(ctx, engine.CountInput{Encoding: l.prep.Status.Usage.Encoding, Messages: extra})
-	if err != nil {
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		var b int64
-		for i := range extra {
-			for _, p := range extra[i].Parts {
-				b += int64(len(p.Text) + 64)
-				if p.ToolCall != nil {
-					b += int64(len(p.ToolCall.Arguments))
-				}
-				if p.ToolResult != nil {
-					b += int64(len(p.ToolResult.Content))
-				}
+// size counts msgs with the session's encoding; when that cannot count
+// (a vocabulary not imported), by bytes, 3 to a token.
+func (l *expandLoop) size(ctx context.Context, msgs []chat.Message) (int64, error) {
+	n, err := l.g.cfg.Engine.CountTokens(ctx, engine.CountInput{Encoding: l.prep.Status.Usage.Encoding, Messages: msgs})
+	if err == nil {
+		return n.Total, nil
+	}
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	var b int64
+	for i := range msgs {
+		for _, p := range msgs[i].Parts {
+			b += int64(len(p.Text) + 64)
+			if p.ToolCall != nil {
+				b += int64(len(p.ToolCall.Arguments))
+			}
+			if p.ToolResult != nil {
+				b += int64(len(p.ToolResult.Content))
 			}
 		}
-		return b/3 <= free, nil
 	}
-	return n.Total <= free, nil
+	return b / 3, nil
 }
 
 // expandCalls counts the contextd_expand calls of a reply.

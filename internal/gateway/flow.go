@@ -71,6 +71,14 @@ type door interface {
 	// toolChoiceNone is the tool_choice that allows no tool call.
 	toolJSON(t chat.Tool) json.RawMessage
 	toolChoiceNone() json.RawMessage
+	// expandSeen looks for contextd_expand calls in an answer or one of
+	// its events, in every choice (first: the first choice calls it;
+	// other: another does); ok is false when it cannot read the data.
+	expandSeen(data []byte) (first, other, ok bool)
+	// echo puts the client's tools and tool_choice back where the
+	// provider echoes the request's in an answer or event (ok false when
+	// it cannot read the data).
+	echo(data []byte, tools, choice json.RawMessage) ([]byte, bool)
 }
 
 // streamer follows an SSE answer event by event.
@@ -135,7 +143,12 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 		return
 	}
 	g.digests.extend(tenant, res.id, res.created, storedTail(prep.Messages, res.fresh))
-	if len(prep.Tools) > 0 {
+	client := toolsOf(fields)
+	expandOn := len(prep.Tools) > 0 && !manyChoices(fields)
+	if len(prep.Tools) > 0 && !expandOn {
+		w.Header().Add(HeaderWarning, "n > 1: the expand tool is not offered (one answer is expanded at a time)")
+	}
+	if expandOn {
 		if err := withExtraTools(d, fields, prep.Tools); err != nil {
 			g.writeDomainError(ctx, w, shape, err)
 			return
@@ -194,10 +207,17 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 		}()
 	}
 	if len(prep.Tools) > 0 {
-		g.forwardExpanding(w, r, d, c, fields, tenant, res.id, prep, done)
+		g.forwardExpanding(w, r, d, c, fields, client, tenant, res.id, prep, expandOn, done)
 		return
 	}
 	g.forward(w, r, d, c, body, func(u usage, reply []chat.Message) { done([]usage{u}, reply) })
+}
+
+// manyChoices reports whether the request asks for more than one choice
+// (Chat Completions' n).
+func manyChoices(fields map[string]json.RawMessage) bool {
+	var n float64
+	return json.Unmarshal(fields["n"], &n) == nil && n > 1
 }
 
 // maxRecordWait bounds how long a request waits for the previous answer

@@ -449,6 +449,7 @@ func (openAIChat) answer(body []byte) (usage, []chat.Message) {
 // oaReply is the domain message of an answer's message (nil when it is not
 // one), stamped as the client's echo of it will be.
 func oaReply(raw json.RawMessage) []chat.Message {
+	raw = withCallIDs(raw)
 	var m oaMessage
 	if json.Unmarshal(raw, &m) != nil || m.Role != "assistant" {
 		return nil
@@ -581,3 +582,70 @@ func (openAIChat) toolJSON(t chat.Tool) json.RawMessage {
 }
 
 func (openAIChat) toolChoiceNone() json.RawMessage { return json.RawMessage(`"none"`) }
+
+// expandSeen looks for contextd_expand calls in an answer or one of its
+// chunks, in every choice: first says the first choice calls it, other
+// that another does; ok is false when the data is not a chunk or answer.
+func (openAIChat) expandSeen(data []byte) (first, other, ok bool) {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
+		return false, false, true
+	}
+	type calls []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	var v struct {
+		Choices []struct {
+			Index   int `json:"index"`
+			Message struct {
+				ToolCalls calls `json:"tool_calls"`
+			} `json:"message"`
+			Delta struct {
+				ToolCalls calls `json:"tool_calls"`
+			} `json:"delta"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(data, &v) != nil {
+		return false, false, false
+	}
+	for _, ch := range v.Choices {
+		for _, c := range append(ch.Message.ToolCalls, ch.Delta.ToolCalls...) {
+			if c.Function.Name == engine.ExpandToolName {
+				first, other = first || ch.Index == 0, other || ch.Index != 0
+			}
+		}
+	}
+	return first, other, true
+}
+
+// echo: Chat Completions does not echo the request's tools.
+func (openAIChat) echo(data []byte, _, _ json.RawMessage) ([]byte, bool) { return data, true }
+
+// withCallIDs gives the tool calls of an answer's message that came
+// without an id (as some OpenAI-compatible servers send them) one of the
+// gateway's, so their results can name them.
+func withCallIDs(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	var calls []map[string]json.RawMessage
+	if json.Unmarshal(m["tool_calls"], &calls) != nil {
+		return raw
+	}
+	changed := false
+	tag := sourceDigest(raw) // the same message gets the same ids
+	for i, c := range calls {
+		var id string
+		if json.Unmarshal(c["id"], &id); id == "" {
+			c["id"] = mustJSON(fmt.Sprintf("call_gw_%.12s_%d", tag, i))
+			changed = true
+		}
+	}
+	if !changed {
+		return raw
+	}
+	m["tool_calls"] = mustJSON(calls)
+	return mustJSON(m)
+}

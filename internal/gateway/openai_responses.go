@@ -480,3 +480,65 @@ func (openAIResponses) toolJSON(t chat.Tool) json.RawMessage {
 }
 
 func (openAIResponses) toolChoiceNone() json.RawMessage { return json.RawMessage(`"none"`) }
+
+// expandSeen looks for contextd_expand calls in a response or one of its
+// events (the items of output_item events, a response's output); ok is
+// false when the data is neither.
+func (openAIResponses) expandSeen(data []byte) (first, other, ok bool) {
+	type named struct {
+		Name string `json:"name"`
+	}
+	var v struct {
+		Output   []named `json:"output"`
+		Item     *named  `json:"item"`
+		Response *struct {
+			Output []named `json:"output"`
+		} `json:"response"`
+	}
+	if json.Unmarshal(data, &v) != nil {
+		return false, false, false
+	}
+	items := v.Output
+	if v.Item != nil {
+		items = append(items, *v.Item)
+	}
+	if v.Response != nil {
+		items = append(items, v.Response.Output...)
+	}
+	for _, it := range items {
+		first = first || it.Name == engine.ExpandToolName
+	}
+	return first, false, true
+}
+
+// echo puts the client's tools and tool_choice back where a response
+// object echoes the request's (a JSON body, or an event's response), as
+// the request carried contextd's tool: the client sees what it sent. ok is
+// false when data is not JSON.
+func (openAIResponses) echo(data []byte, tools, choice json.RawMessage) ([]byte, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return data, false
+	}
+	changed := false
+	fix := func(obj map[string]json.RawMessage) {
+		if _, ok := obj["tools"]; ok {
+			obj["tools"], changed = tools, true
+		}
+		if _, ok := obj["tool_choice"]; ok {
+			obj["tool_choice"], changed = choice, true
+		}
+	}
+	fix(m)
+	if raw, ok := m["response"]; ok {
+		var r map[string]json.RawMessage
+		if json.Unmarshal(raw, &r) == nil {
+			fix(r)
+			m["response"] = mustJSON(r)
+		}
+	}
+	if !changed {
+		return data, true
+	}
+	return mustJSON(m), true
+}

@@ -169,26 +169,18 @@ func TestExpandLoopStops(t *testing.T) {
 }
 
 // TestExpandLoopUpstreamFails: an upstream failure in the middle of the
-// loop reaches the client as the provider's error, and nothing of the turn
-// is recorded: not the calls made before it, not the reply.
+// loop reaches the client as the provider's error (its text never naming
+// contextd_expand), every call the provider billed is in the ledger, and
+// no reply is recorded.
 func TestExpandLoopUpstreamFails(t *testing.T) {
 	s := start(t, nil)
 	a := newChatAgent(s, false)
 	id := expandSetup(t, s, a, bigOutput())
 	logBefore := s.logOf(id)
-	var ledger struct {
-		Session struct {
-			Ledger struct {
-				Calls struct {
-					Calls string `json:"calls"`
-				} `json:"calls"`
-			} `json:"ledger"`
-		} `json:"session"`
-	}
-	s.rpc("GetSession", map[string]any{"sessionId": id}, &ledger)
-	calls := ledger.Session.Ledger.Calls.Calls
 	n := len(s.fake.Requests())
-	s.fake.Set(func(f *gatewaytest.Fake) { f.Expand, f.FailFrom = gatewaytest.ExpandOnce, n+2 })
+	s.fake.Set(func(f *gatewaytest.Fake) {
+		f.Expand, f.FailFrom, f.FailMessage = gatewaytest.ExpandOnce, n+2, "tool contextd_expand: output too long"
+	})
 	resp, body := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": []any{
 		map[string]any{"role": "system", "content": "You are terse."},
 		map[string]any{"role": "user", "content": "What is in src?"},
@@ -197,20 +189,113 @@ func TestExpandLoopUpstreamFails(t *testing.T) {
 		map[string]any{"role": "assistant", "content": "listed"},
 		map[string]any{"role": "user", "content": "Show me that listing again."},
 	}, "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "ls", "parameters": map[string]any{"type": "object"}}}}}, nil)
-	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), "fake upstream failure") || strings.Contains(string(body), "contextd_expand") {
+	if resp.StatusCode != http.StatusInternalServerError || strings.Contains(string(body), "contextd_expand") || strings.Contains(fmt.Sprint(resp.Header), "contextd_expand") {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 	if got := len(s.fake.Requests()) - n; got != 2 {
 		t.Errorf("%d upstream calls, want 2 (the first, the failed follow-up)", got)
 	}
-	s.rpc("GetSession", map[string]any{"sessionId": id}, &ledger)
-	if ledger.Session.Ledger.Calls.Calls != calls {
-		t.Errorf("ledger calls %s, want %s as before the failed turn", ledger.Session.Ledger.Calls.Calls, calls)
-	}
+	s.checkLedger(id)                                              // the first call was billed: it is in the ledger
 	want := append(logBefore, "user: Show me that listing again.") // the request's own turn is kept, as after any upstream failure
 	if got := s.logOf(id); !slices.Equal(got, want) {
 		t.Errorf("log:\n got %q\nwant %q", got, want)
 	}
+}
+
+// TestExpandLoopNeverLeaks: whatever the model does with contextd_expand,
+// the client never sees the name (in a choice, an output item, an event,
+// an error or a header): a second choice that calls it (n = 2), a call
+// without an id, a streamed answer that calls it after the stop note.
+func TestExpandLoopNeverLeaks(t *testing.T) {
+	expand := func(id string) gatewaytest.ToolCall {
+		return gatewaytest.ToolCall{ID: id, Name: "contextd_expand", Arguments: `{"id":"msg_3","length":100}`}
+	}
+	cases := []struct {
+		name   string
+		stream bool
+		n      int
+		script []gatewaytest.Reply
+		want   string // the text the client gets
+		calls  int    // upstream calls of the turn
+	}{
+		// Two choices: the second calls the tool (not offered with n > 1).
+		{name: "second choice", n: 2, script: []gatewaytest.Reply{
+			{Text: "one", More: []gatewaytest.Reply{{ToolCalls: []gatewaytest.ToolCall{expand("call_expand_1")}}}},
+			{Text: "two", More: []gatewaytest.Reply{{Text: "three"}}}}, want: "two", calls: 2},
+		{name: "second choice/stream", stream: true, n: 2, script: []gatewaytest.Reply{
+			{Text: "one", More: []gatewaytest.Reply{{ToolCalls: []gatewaytest.ToolCall{expand("call_expand_1")}}}},
+			{Text: "two", More: []gatewaytest.Reply{{Text: "three"}}}}, want: "two", calls: 2},
+		// A call without an id (OpenAI-compatible servers): answered, with
+		// an id of the gateway's.
+		{name: "no id", script: []gatewaytest.Reply{{ToolCalls: []gatewaytest.ToolCall{expand("")}}, {Text: "read it"}}, want: "read it", calls: 2},
+		{name: "no id/stream", stream: true, script: []gatewaytest.Reply{{ToolCalls: []gatewaytest.ToolCall{expand("")}}, {Text: "read it"}}, want: "read it", calls: 2},
+		// Called past the stop note (the tool no longer offered): the
+		// model is asked once more with the view alone.
+		{name: "after stop/stream", stream: true, script: []gatewaytest.Reply{
+			{ToolCalls: []gatewaytest.ToolCall{expand("call_expand_1")}}, {ToolCalls: []gatewaytest.ToolCall{expand("call_expand_2")}},
+			{ToolCalls: []gatewaytest.ToolCall{expand("call_expand_3")}}, {ToolCalls: []gatewaytest.ToolCall{expand("call_expand_4")}},
+			{ToolCalls: []gatewaytest.ToolCall{expand("call_expand_5")}}, {Text: "without it"}}, want: "without it", calls: 6},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := start(t, nil)
+			a := newChatAgent(s, tc.stream).(*chatAgent)
+			expandSetup(t, s, a, bigOutput())
+			s.fake.Reset()
+			s.fake.Script(tc.script...)
+			if tc.n > 0 {
+				a.params.N = openai.Int(int64(tc.n))
+			}
+			a.user("Show me that listing again.")
+			got := a.ask(t)
+			if strings.Contains(got.raw, "contextd_expand") || strings.Contains(fmt.Sprint(got.header), "contextd_expand") {
+				t.Errorf("the client saw contextd_expand: %.600s", got.raw)
+			}
+			if got.text != tc.want || got.callID != "" {
+				t.Errorf("client got %q (call %q), want %q", got.text, got.callID, tc.want)
+			}
+			if reqs := s.fake.Requests(); len(reqs) != tc.calls {
+				t.Errorf("%d upstream calls, want %d", len(reqs), tc.calls)
+			}
+			s.checkUpstream()
+		})
+	}
+}
+
+// TestExpandLoopManyCalls: an answer with far more contextd_expand calls
+// than a round answers gets the first ones run and a "not run" note for
+// the rest.
+func TestExpandLoopManyCalls(t *testing.T) {
+	s := start(t, nil)
+	a := newChatAgent(s, false)
+	expandSetup(t, s, a, bigOutput())
+	s.fake.Reset()
+	var calls []gatewaytest.ToolCall
+	for i := range 200 {
+		calls = append(calls, gatewaytest.ToolCall{ID: fmt.Sprintf("call_expand_%d", i+1), Name: "contextd_expand", Arguments: `{"id":"msg_3","length":10}`})
+	}
+	s.fake.Script(gatewaytest.Reply{ToolCalls: calls}, gatewaytest.Reply{Text: "done"})
+	a.user("Read it all at once.")
+	if got := a.ask(t); got.text != "done" || strings.Contains(got.raw, "contextd_expand") {
+		t.Fatalf("client got %+v", got)
+	}
+	reqs := s.fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d upstream calls, want 2", len(reqs))
+	}
+	results := reqs[1].ExpandResults()
+	run, notRun := 0, 0
+	for _, r := range results {
+		if strings.Contains(r, "was not run") {
+			notRun++
+		} else {
+			run++
+		}
+	}
+	if len(results) != 200 || run != 8 || notRun != 192 {
+		t.Errorf("%d results: %d run, %d not run; want 8 run, 192 not run", len(results), run, notRun)
+	}
+	s.checkUpstream()
 }
 
 var lsTool = shared.FunctionDefinitionParam{Name: "ls", Description: openai.String("list a directory"),

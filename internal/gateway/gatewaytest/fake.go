@@ -31,9 +31,13 @@ type Reply struct {
 	// Interleave, for an Anthropic stream, starts every content block
 	// before the first delta (as the API may interleave them).
 	Interleave bool
+	// More, for Chat Completions, are the choices after the first (as a
+	// request with n > 1 gets them).
+	More []Reply
 }
 
-// ToolCall is a scripted call.
+// ToolCall is a scripted call. An empty ID is sent as "id": "" (as some
+// OpenAI-compatible servers do).
 type ToolCall struct {
 	ID, Name, Arguments string
 }
@@ -56,8 +60,9 @@ type Fake struct {
 	mu       sync.Mutex
 	script   []Reply
 	requests []Request
-	// Totals of the usage it reported.
+	// Totals of the usage it reported, and the calls it answered (billed).
 	InputTokens, OutputTokens int64
+	billed                    int
 	// Pause between SSE events; Hang makes it never answer until the
 	// client goes away; Status, when set, is returned with an error body;
 	// DropAfter cuts a stream after that many events.
@@ -70,6 +75,8 @@ type Fake struct {
 	// a 500 in the provider's error shape.
 	Expand   ExpandMode
 	FailFrom int
+	// FailMessage, when set, is the error message of those failures.
+	FailMessage string
 	// FirstEventAt is when the first SSE event of the last stream was
 	// written; LastEventAt when the stream ended.
 	FirstEventAt, LastEventAt time.Time
@@ -113,7 +120,14 @@ func (f *Fake) Requests() []Request {
 func (f *Fake) Reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.requests, f.InputTokens, f.OutputTokens, f.script = nil, 0, 0, nil
+	f.requests, f.InputTokens, f.OutputTokens, f.billed, f.script = nil, 0, 0, 0, nil
+}
+
+// Billed is how many requests the fake answered with usage (not an error).
+func (f *Fake) Billed() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.billed
 }
 
 // Totals returns the usage reported so far.
@@ -148,12 +162,18 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 	}
 	in, out := int64(len(raw)/4), int64(len(reply.Text)/4+1+4*len(reply.ToolCalls))
 	status, hang := f.Status, f.Hang
+	msg := fmt.Sprintf("fake upstream failure %d", status)
 	if f.FailFrom > 0 && len(f.requests) >= f.FailFrom {
 		status = http.StatusInternalServerError
+		msg = fmt.Sprintf("fake upstream failure %d", status)
+		if f.FailMessage != "" {
+			msg = f.FailMessage
+		}
 	}
 	if status == 0 && !hang {
 		f.InputTokens += in
 		f.OutputTokens += out
+		f.billed++
 	}
 	f.mu.Unlock()
 	if hang {
@@ -164,9 +184,11 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		if strings.HasPrefix(r.URL.Path, "/v1/messages") {
-			fmt.Fprintf(w, `{"type":"error","error":{"type":"api_error","message":"fake upstream failure %d"}}`, status)
+			b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": "api_error", "message": msg}})
+			_, _ = w.Write(b)
 		} else {
-			fmt.Fprintf(w, `{"error":{"message":"fake upstream failure %d","type":"server_error","param":null,"code":null}}`, status)
+			b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "server_error", "param": nil, "code": nil}})
+			_, _ = w.Write(b)
 		}
 		return nil, reply, 0, 0, false
 	}

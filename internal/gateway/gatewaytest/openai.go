@@ -14,55 +14,70 @@ func (f *Fake) chat(w http.ResponseWriter, r *http.Request) {
 	model, _ := body["model"].(string)
 	usage := map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out,
 		"prompt_tokens_details": map[string]any{"cached_tokens": 0}}
-	var calls []map[string]any
-	for _, c := range reply.ToolCalls {
-		calls = append(calls, map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
-	}
-	finish := "stop"
-	if len(calls) > 0 {
-		finish = "tool_calls"
-	}
+	replies := append([]Reply{reply}, reply.More...)
 	if stream, _ := body["stream"].(bool); !stream {
-		msg := map[string]any{"role": "assistant", "content": reply.Text, "refusal": nil, "annotations": []any{}}
-		if len(calls) > 0 {
-			msg["tool_calls"] = calls
-			if reply.Text == "" {
-				msg["content"] = nil
+		var choices []any
+		for i, rp := range replies {
+			msg := map[string]any{"role": "assistant", "content": rp.Text, "refusal": nil, "annotations": []any{}}
+			calls := chatCalls(rp.ToolCalls)
+			if len(calls) > 0 {
+				msg["tool_calls"] = calls
+				if rp.Text == "" {
+					msg["content"] = nil
+				}
 			}
+			choices = append(choices, map[string]any{"index": i, "message": msg, "finish_reason": finishOf(rp), "logprobs": nil})
 		}
 		writeJSON(w, map[string]any{"id": "chatcmpl-fake", "object": "chat.completion", "created": 1, "model": model,
-			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}}, "usage": usage})
+			"choices": choices, "usage": usage})
 		return
 	}
 	so, _ := body["stream_options"].(map[string]any)
 	includeUsage, _ := so["include_usage"].(bool)
 	s := f.startSSE(w)
-	chunk := func(delta map[string]any, finish any) map[string]any {
+	chunk := func(index int, delta map[string]any, finish any) map[string]any {
 		c := map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
+			"choices": []any{map[string]any{"index": index, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
 		if includeUsage {
 			c["usage"] = nil
 		}
 		return c
 	}
-	s.event("", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
-	for _, piece := range split(reply.Text) {
-		if piece != "" {
-			s.event("", chunk(map[string]any{"content": piece}, nil))
+	for ci, rp := range replies {
+		s.event("", chunk(ci, map[string]any{"role": "assistant", "content": ""}, nil))
+		for _, piece := range split(rp.Text) {
+			if piece != "" {
+				s.event("", chunk(ci, map[string]any{"content": piece}, nil))
+			}
 		}
-	}
-	for i, c := range reply.ToolCalls {
-		s.event("", chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
-			"function": map[string]any{"name": c.Name, "arguments": ""}}}}, nil))
-		for _, piece := range split(c.Arguments) {
-			s.event("", chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": piece}}}}, nil))
+		for i, c := range rp.ToolCalls {
+			s.event("", chunk(ci, map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
+				"function": map[string]any{"name": c.Name, "arguments": ""}}}}, nil))
+			for _, piece := range split(c.Arguments) {
+				s.event("", chunk(ci, map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": piece}}}}, nil))
+			}
 		}
+		s.event("", chunk(ci, map[string]any{}, finishOf(rp)))
 	}
-	s.event("", chunk(map[string]any{}, finish))
 	if includeUsage {
 		s.event("", map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model, "choices": []any{}, "usage": usage})
 	}
 	s.event("", "[DONE]")
+}
+
+func chatCalls(tcs []ToolCall) []map[string]any {
+	var calls []map[string]any
+	for _, c := range tcs {
+		calls = append(calls, map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+	}
+	return calls
+}
+
+func finishOf(r Reply) string {
+	if len(r.ToolCalls) > 0 {
+		return "tool_calls"
+	}
+	return "stop"
 }
 
 // checkChat is what OpenAI refuses in a Chat Completions request: tool
@@ -138,8 +153,17 @@ func (f *Fake) responses(w http.ResponseWriter, r *http.Request) {
 	for _, c := range reply.ToolCalls {
 		output = append(output, map[string]any{"type": "function_call", "id": "fc_" + c.ID, "call_id": c.ID, "name": c.Name, "arguments": c.Arguments, "status": "completed"})
 	}
+	// As OpenAI does, the response echoes the request's tools and
+	// tool_choice (every event that carries the response, too).
+	tools, choice := body["tools"], body["tool_choice"]
+	if tools == nil {
+		tools = []any{}
+	}
+	if choice == nil {
+		choice = "auto"
+	}
 	resp := map[string]any{"id": "resp_fake", "object": "response", "created_at": 1, "status": "completed", "model": model,
-		"output": output, "parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{},
+		"output": output, "parallel_tool_calls": true, "tool_choice": choice, "tools": tools,
 		"usage": map[string]any{"input_tokens": in, "input_tokens_details": map[string]any{"cached_tokens": 0},
 			"output_tokens": out, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": in + out}}
 	if stream, _ := body["stream"].(bool); !stream {
