@@ -119,3 +119,45 @@ func TestReportUsageValidation(t *testing.T) {
 		}
 	})
 }
+
+// TestReportAddedLocalTokens: a call that sent the view and more (the
+// gateway's expand loop) calibrates with the extra counted in, and does
+// not anchor the session: a fresh session of the model is estimated at the
+// provider's true factor, not inflated by the extra.
+func TestReportAddedLocalTokens(t *testing.T) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
+		ctx := t.Context()
+		const factor, added = 1.3, 4000
+		v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "claude-sonnet-4-5", System: "You are a coding agent."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{
+			userMsg(strings.Repeat("func main() { fmt.Println(x) } ", 60))}}); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := e.GetSession(ctx, tenant, v.ID)
+		local := s.SystemTokens + s.ToolsTokens + s.ActiveTokens + 3
+		ver := s.Version
+		for range 3 {
+			u, err := e.ReportUsage(ctx, tenant, v.ID, engine.ReportInput{Version: &ver,
+				InputTokens: int64(math.Round(factor * float64(local+added))), AddedLocalTokens: added})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ver++
+			if u.Source == engine.SourceAnchored {
+				t.Fatalf("a report of more than the view anchored the session at %d", u.Used)
+			}
+		}
+		w, _ := e.CreateSession(ctx, tenant, engine.NewSession{Model: "claude-sonnet-4-5", System: "You are a coding agent."})
+		if _, err := e.AppendMessages(ctx, tenant, w.ID, engine.AppendInput{Messages: []chat.Message{
+			userMsg(strings.Repeat("func main() { fmt.Println(x) } ", 60))}}); err != nil {
+			t.Fatal(err)
+		}
+		fresh, _ := e.SessionUsage(ctx, tenant, w.ID)
+		if got := float64(fresh.Used) / float64(local); math.Abs(got-factor) > 0.03 {
+			t.Errorf("calibrated factor %.2f; want %.2f: the added tokens were not counted locally", got, factor)
+		}
+	})
+}

@@ -32,6 +32,12 @@ type ReportInput struct {
 	// IdempotencyKey makes a retried report safe: a key the session has
 	// seen with the same report records nothing again.
 	IdempotencyKey string
+	// AddedLocalTokens: the request sent the view named above and, after
+	// it, messages that are not in the session, counted locally at this
+	// many tokens (the gateway's expand loop). They are added to the local
+	// count that calibrates, and the session is not anchored (its view is
+	// not what was sent). Not in the API.
+	AddedLocalTokens int64
 }
 
 // reportKey is where a report's idempotency key is kept: beside the
@@ -167,7 +173,12 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 				prefix = sumTokens(view[:n])
 			}
 			local = s.SystemTokens + s.ToolsTokens + prefix + priming
-			s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch = provider, local, n, s.ViewEpoch
+			if in.AddedLocalTokens == 0 {
+				s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch = provider, local, n, s.ViewEpoch
+			}
+		}
+		if local >= 0 {
+			local += max(in.AddedLocalTokens, 0)
 		}
 		if !m.Exact && skipped == "" {
 			c, err := tx.GetCalibration(ctx, tenant, m.Name)

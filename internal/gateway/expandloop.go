@@ -151,6 +151,7 @@ func (g *Gateway) forwardExpanding(w http.ResponseWriter, r *http.Request, d doo
 			}
 			return
 		}
+		rd.u.added = l.used // what this request sent after the view
 		l.usages = append(l.usages, rd.u)
 		s := inspect(d, &rd)
 		calls := expandCalls(rd.reply)
@@ -192,7 +193,7 @@ func (g *Gateway) forwardExpanding(w http.ResponseWriter, r *http.Request, d doo
 // alone is the request with the view alone and the client's own tools:
 // the loop's last resort.
 func (l *expandLoop) alone() ([]byte, error) {
-	l.viewOnly, l.toolOn, l.extra = true, false, nil
+	l.viewOnly, l.toolOn, l.extra, l.used = true, false, nil, 0
 	l.client.restore(l.fields)
 	if err := l.d.build(l.fields, l.c, l.prep.Messages, l.prep.Cache); err != nil {
 		return nil, err

@@ -215,10 +215,13 @@ type usage struct {
 	ok                          bool
 	input, cacheRead, cacheMake int64
 	output                      int64
+	// added is the local count of what the request sent after the view
+	// (an expand loop's follow-up): it calibrates with it, never anchors.
+	added int64
 }
 
 // report is usage as ReportUsage takes it, for the view token of the call.
 func (u usage) report(viewToken string) engine.ReportInput {
 	return engine.ReportInput{InputTokens: u.input, CacheReadTokens: u.cacheRead, CacheCreationTokens: u.cacheMake,
-		OutputTokens: u.output, ViewToken: viewToken}
+		OutputTokens: u.output, ViewToken: viewToken, AddedLocalTokens: u.added}
 }
