@@ -120,15 +120,9 @@ func RunSummaryModes(ctx context.Context, files []string, window int64, llmDelay
 		return nil, err
 	}
 	encodings := tokens.NewEncodings()
-	type transcript struct {
-		system string
-		msgs   []chat.Message
-	}
-	loaded := make([]transcript, len(files))
-	for i, f := range files {
-		if loaded[i].system, loaded[i].msgs, err = Load(f); err != nil {
-			return nil, err
-		}
+	loaded, err := loadAll(files)
+	if err != nil {
+		return nil, err
 	}
 	var out []SummaryResult
 	for _, mode := range modes {

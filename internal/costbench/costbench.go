@@ -138,15 +138,9 @@ func RunEach(ctx context.Context, files []string, windows []int64, strategies []
 		return nil, err
 	}
 	encodings := tokens.NewEncodings()
-	type transcript struct {
-		system string
-		msgs   []chat.Message
-	}
-	loaded := make([]transcript, len(files))
-	for i, f := range files {
-		if loaded[i].system, loaded[i].msgs, err = Load(f); err != nil {
-			return nil, err
-		}
+	loaded, err := loadAll(files)
+	if err != nil {
+		return nil, err
 	}
 	out := make([][]Result, len(files))
 	for i := range out {
@@ -428,4 +422,22 @@ func Load(path string) (string, []chat.Message, error) {
 		msgs = append(msgs, m)
 	}
 	return system, msgs, sc.Err()
+}
+
+// transcript is a loaded corpus file.
+type transcript struct {
+	system string
+	msgs   []chat.Message
+}
+
+// loadAll loads every file.
+func loadAll(files []string) ([]transcript, error) {
+	loaded := make([]transcript, len(files))
+	for i, f := range files {
+		var err error
+		if loaded[i].system, loaded[i].msgs, err = Load(f); err != nil {
+			return nil, err
+		}
+	}
+	return loaded, nil
 }

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 )
 
 func corpus(t *testing.T) []string {
@@ -68,3 +69,34 @@ func TestCacheAwareSaves(t *testing.T) {
 type testWriter []byte
 
 func (w *testWriter) Write(p []byte) (int, error) { *w = append(*w, p...); return len(p), nil }
+
+// TestSummaryModes runs `make bench-background` small (three transcripts,
+// a 20 ms fake LLM, 5 ms turns) for its mechanics, not its figures: every
+// mode replays without an invalid view or a failed call, the LLM in the
+// call writes every summary, and with background jobs some are scheduled
+// and applied.
+func TestSummaryModes(t *testing.T) {
+	files := corpus(t)[:3]
+	modes := SummaryModes()
+	for i := range modes {
+		modes[i].Deadline = 0 // a loaded CI machine must not fail calls
+	}
+	rs, err := RunSummaryModes(t.Context(), files, 16_384, 20*time.Millisecond, 5*time.Millisecond, modes, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b testWriter
+	PrintSummaryModes(&b, rs)
+	t.Log("\n" + string(b))
+	for _, r := range rs {
+		if r.Invalid > 0 || r.Failed > 0 || r.Summaries == 0 {
+			t.Errorf("%s: %d invalid views, %d failed calls, %d summaries", r.Mode, r.Invalid, r.Failed, r.Summaries)
+		}
+	}
+	if rs[1].LLMShare() != 1 {
+		t.Errorf("LLM in the call wrote %.0f%% of the summaries", 100*rs[1].LLMShare())
+	}
+	if bg := rs[3]; bg.Jobs["queued"] == 0 || bg.Jobs["applied"] == 0 || bg.LLMSummaries == 0 {
+		t.Errorf("background jobs: %v, %d LLM summaries", bg.Jobs, bg.LLMSummaries)
+	}
+}
