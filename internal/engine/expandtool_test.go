@@ -18,7 +18,7 @@ import (
 
 var (
 	expandIDRe   = regexp.MustCompile(`contextd_expand with id "([^"]+)"`)
-	expandNextRe = regexp.MustCompile(`More follows: call contextd_expand with \{"id":"[^"]+","offset":(\d+)\}`)
+	expandNextRe = regexp.MustCompile(`More follows: call contextd_expand with (\{"id":"[^"]+","offset":(\d+)(?:,"cursor":"\d+:\d+")?\})`)
 )
 
 func exposeExpand() compaction.Overrides {
@@ -50,14 +50,15 @@ func expandSession(t *testing.T, e *engine.Engine, tenantID, sessionID string, p
 	return v, contents
 }
 
-// readAll follows the answers' "More follows" offsets from offset 0 and
-// returns the concatenated text and the number of calls.
+// readAll follows the answers' "More follows" arguments from offset 0, as
+// a model copies them (with the length added), and returns the
+// concatenated text and the number of calls.
 func readAll(t *testing.T, e *engine.Engine, tenantID, session, id string, length int) (string, int) {
 	t.Helper()
 	var text strings.Builder
 	offset := 0
+	args := fmt.Sprintf(`{"id":%q,"length":%d}`, id, length)
 	for calls := 1; ; calls++ {
-		args := fmt.Sprintf(`{"id":%q,"offset":%d,"length":%d}`, id, offset, length)
 		a, err := e.ExpandToolCall(t.Context(), tenantID, session, args, 1)
 		if err != nil || a.IsError || a.Stop {
 			t.Fatalf("expand %s: %+v, %v", args, a, err)
@@ -77,11 +78,12 @@ func readAll(t *testing.T, e *engine.Engine, tenantID, session, id string, lengt
 			}
 			return text.String(), calls
 		}
-		next, _ := strconv.Atoi(m[1])
+		next, _ := strconv.Atoi(m[2])
 		if next <= offset {
 			t.Fatalf("next offset %d does not move past %d", next, offset)
 		}
 		offset = next
+		args = strings.TrimSuffix(m[1], "}") + `,"length":` + strconv.Itoa(length) + `}`
 	}
 }
 
@@ -280,6 +282,17 @@ func TestExpandToolRoundLimit(t *testing.T) {
 				t.Errorf("round %d: %+v", round, a)
 			case round == 3 && (!a.Stop || !a.IsError || !strings.Contains(a.Content, "already expanded 2 times") || !strings.Contains(a.Content, "answer with what you have")):
 				t.Errorf("round 3: %+v", a)
+			}
+		}
+		// The session is checked first: past the limit too, a session that
+		// does not exist, or is another tenant's, is NotFound.
+		for _, tn := range []string{tenant, "other-tenant"} {
+			id := v.ID
+			if tn == tenant {
+				id = "no-such-session"
+			}
+			if a, err := e.ExpandToolCall(ctx, tn, id, `{"id":"msg_3"}`, 3); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("round 3 in %s/%s: %+v, %v; want NotFound", tn, id, a, err)
 			}
 		}
 	})
