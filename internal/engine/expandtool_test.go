@@ -370,22 +370,58 @@ func TestExpandToolCountedLikeAClientTool(t *testing.T) {
 }
 
 // Without the option, the wording is the ExpandMessage one and the
-// prepared view adds no tool.
+// prepared view adds no tool; every placeholder and summary still names an
+// id, so once the option is turned on the model expands each with the tool
+// (whose description says to pass the id either wording names).
 func TestExpandToolOffKeepsWording(t *testing.T) {
 	backends(t, func(t *testing.T, e *engine.Engine) {
-		v, _ := expandSession(t, e, tenant, "", compaction.Overrides{}, 16)
-		res, err := e.PrepareContext(t.Context(), tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("Go on.")}})
+		ctx := t.Context()
+		v, _ := expandSession(t, e, tenant, "", compaction.Overrides{}, 8)
+		low := 0.05
+		if c, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Tier: compaction.TierSummarize, Target: &low}); err != nil || !c.Compacted {
+			t.Fatalf("summary: %+v, %v", c, err)
+		}
+		var more []chat.Message
+		for i := 100; i < 116; i++ {
+			id := fmt.Sprintf("call_%d", i)
+			more = append(more, callMsg(id), resultMsg(id, fmt.Sprintf("step %d: %s", i, strings.Repeat("lorem ipsum dolor ", 90))))
+		}
+		res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: append(more, userMsg("Go on."))})
 		if err != nil || !res.Status.Compacted || res.Tools != nil {
 			t.Fatalf("%v, compacted %v, tools %v", err, res.Status.Compacted, res.Tools)
 		}
-		for _, m := range res.Messages {
+		if _, err := e.UpdateSession(ctx, tenant, v.ID, engine.SessionUpdate{Mask: []string{engine.FieldPolicy}, Policy: exposeExpand()}); err != nil {
+			t.Fatal(err)
+		}
+		if d := engine.ExpandTool().Description; !strings.Contains(d, "contextd_expand or ExpandMessage") {
+			t.Errorf("the tool's description does not say either wording's id works: %q", d)
+		}
+		page, err := e.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{Size: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		named := regexp.MustCompile(`ExpandMessage with message id ([A-Za-z0-9_]+)`)
+		kinds := map[chat.Kind]int{}
+		for _, m := range page.Messages {
 			if m.Kind == chat.KindNormal {
 				continue
 			}
 			b, _ := json.Marshal(m.Parts)
-			if strings.Contains(string(b), "contextd_expand") || !strings.Contains(string(b), "ExpandMessage") {
-				t.Errorf("%s: %s", m.ID, b)
+			id := named.FindStringSubmatch(string(b))
+			if strings.Contains(string(b), "contextd_expand") || id == nil {
+				t.Fatalf("%s %s names no id in the ExpandMessage wording: %s", m.Kind, m.ID, b)
 			}
+			if m.Kind == chat.KindSummary && id[1] != m.ID {
+				t.Errorf("summary %s names %q", m.ID, id[1])
+			}
+			a, err := e.ExpandToolCall(ctx, tenant, v.ID, `{"id":"`+id[1]+`","length":300}`, 1)
+			if err != nil || a.IsError {
+				t.Errorf("%s %s: expanding %q with the option on: %+v, %v", m.Kind, m.ID, id[1], a, err)
+			}
+			kinds[m.Kind]++
+		}
+		if kinds[chat.KindSummary] == 0 || kinds[chat.KindPlaceholder] == 0 {
+			t.Errorf("the view holds %v: want summaries and placeholders", kinds)
 		}
 	})
 }
