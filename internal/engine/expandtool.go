@@ -55,16 +55,16 @@ const expandToolParameters = `{"type":"object","properties":{` +
 	`"id":{"type":"string","description":"The id a contextd placeholder or summary names."},` +
 	`"offset":{"type":"integer","minimum":0,"description":"Byte offset into the original text to start at (default 0)."},` +
 	`"length":{"type":"integer","minimum":1,"description":"How many bytes to read (default and most: the server's cap, 16384 unless configured)."},` +
-	`"cursor":{"type":"string","description":"Where to start looking for the offset, as the previous answer gave it; copy it as is (optional)."}},` +
+	`"cursor":{"type":"string","description":"As the previous answer gave it, if it did."}},` +
 	`"required":["id"]}`
 
 // ExpandTool is the tool definition added to the prepared view.
 func ExpandTool() chat.Tool {
 	return chat.Tool{
 		Name: ExpandToolName,
-		Description: "Reads the original text that a contextd placeholder or summary in this conversation stands for. " +
-			"Pass the id a placeholder or summary names, whether it says to call " + ExpandToolName + " or ExpandMessage with it. " +
-			"The text comes a range of bytes at a time; each answer's first line says which range it is and the arguments that read on.",
+		Description: "Reads the original text a contextd placeholder or summary stands for. " +
+			"Pass the id it names, whether it says to call " + ExpandToolName + " or ExpandMessage with it. " +
+			"Each answer's first line says which bytes it holds and the arguments that read on.",
 		Parameters: expandToolParameters,
 	}
 }
