@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -23,6 +24,7 @@ import (
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 
 	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
+	"github.com/contextd/contextd/internal/engine"
 )
 
 func freeAddr(t testing.TB) string {
@@ -408,6 +410,19 @@ func TestParseConfig(t *testing.T) {
 	for _, bad := range [][]string{{"--max-message-bytes", "x"}, {"--log-level", "loud"}, {"--shutdown-timeout", "-1s"}, {"extra"}} {
 		if _, err := ParseConfig(bad, mapEnv(nil)); err == nil {
 			t.Errorf("%v: want an error", bad)
+		}
+	}
+	// A contextd_expand answer fits a response: the tool's bytes are held
+	// to CONTEXTD_MAX_RESPONSE_BYTES minus the note's margin.
+	most := 65536 - engine.ExpandAnswerMarginBytes
+	for value, ok := range map[int]bool{most: true, most + 1: false, 1 << 30: false} {
+		env := map[string]string{"CONTEXTD_MAX_RESPONSE_BYTES": "65536", "CONTEXTD_EXPAND_TOOL_BYTES": fmt.Sprint(value)}
+		cfg, err := ParseConfig(nil, mapEnv(env))
+		if ok && (err != nil || cfg.ExpandToolBytes != value) {
+			t.Errorf("CONTEXTD_EXPAND_TOOL_BYTES=%d: %v", value, err)
+		}
+		if !ok && (err == nil || !strings.Contains(err.Error(), "CONTEXTD_EXPAND_TOOL_BYTES") || !strings.Contains(err.Error(), "CONTEXTD_MAX_RESPONSE_BYTES")) {
+			t.Errorf("CONTEXTD_EXPAND_TOOL_BYTES=%d: %v; want a refusal naming both settings", value, err)
 		}
 	}
 }

@@ -152,7 +152,7 @@ var settings = []envFlag{
 	{"CONTEXTD_MAX_VIEW_BYTES", "33554432", "an append that would make a session's active view larger than this many bytes is refused (FailedPrecondition: compact or clear it first; 0: no bound)", false},
 	{"CONTEXTD_MAX_VIEW_WINDOWS", "4", "an append that would make a session's active view more than this many times its model's context window in tokens is refused likewise (0: no bound)", false},
 	{"CONTEXTD_EXPAND_MAX_ROUNDS", "3", "contextd_expand calls one model turn may make (rounds of calls, through the gateway or ExpandToolCall); past them the tool answers that the model should answer with what it has", false},
-	{"CONTEXTD_EXPAND_TOOL_BYTES", "16384", "bytes of original text one contextd_expand answer carries at the most (plus a note line of at most 512 bytes saying how to read on)", false},
+	{"CONTEXTD_EXPAND_TOOL_BYTES", "16384", "bytes of original text one contextd_expand answer carries at the most (plus a note line of at most 1024 bytes saying how to read on); at most CONTEXTD_MAX_RESPONSE_BYTES minus 4096", false},
 	{"CONTEXTD_MAX_CONCURRENT_STREAMS", "256", "calls one client connection may have open at once (HTTP/2 MaxConcurrentStreams)", false},
 	{"CONTEXTD_MAX_CONNECTION_AGE", "30m", "close client connections after this long so load rebalances across replicas (0: never)", false},
 	{"CONTEXTD_CORS_ALLOWED_ORIGINS", "", "comma-separated browser origins allowed to call the API cross-origin (Connect, gRPC-Web), or *; empty: same origin only", false},
@@ -305,6 +305,10 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 		if *f.dst, err = strconv.Atoi(get(f.env)); err != nil || *f.dst < f.min {
 			return Config{}, fmt.Errorf("%s: want an integer of at least %d, got %q", f.env, f.min, get(f.env))
 		}
+	}
+	if most := cfg.MaxResponseBytes - engine.ExpandAnswerMarginBytes; cfg.ExpandToolBytes > most {
+		return Config{}, fmt.Errorf("CONTEXTD_EXPAND_TOOL_BYTES (%d) must be at most CONTEXTD_MAX_RESPONSE_BYTES (%d) minus %d (the answer's note line and framing), %d, so an answer fits a response",
+			cfg.ExpandToolBytes, cfg.MaxResponseBytes, engine.ExpandAnswerMarginBytes, most)
 	}
 	if cfg.CountBudgetBytes < cfg.MaxCountBytes {
 		return Config{}, fmt.Errorf("CONTEXTD_COUNT_BUDGET_BYTES (%d) must be at least CONTEXTD_MAX_COUNT_BYTES (%d), or the largest request could never run", cfg.CountBudgetBytes, cfg.MaxCountBytes)

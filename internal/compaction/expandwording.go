@@ -9,7 +9,9 @@ const ExpandToolName = "contextd_expand"
 // expandCall is the sentence of a placeholder or summary that says how to
 // read what stands behind id: with the tool when the policy exposes it (the
 // id quoted as the model writes it in the tool's arguments), otherwise with
-// the ExpandMessage RPC, as before the tool existed.
+// the ExpandMessage RPC. Both name the id, so a view written with the
+// option off reads with the tool once it is turned on (the tool's
+// description says to pass the id either wording names).
 func expandCall(tool bool, id string) string {
 	if tool {
 		return "Call " + ExpandToolName + ` with id "` + id + `"`
@@ -18,13 +20,9 @@ func expandCall(tool bool, id string) string {
 }
 
 // SummaryHeader is the first line of a summary: what it is and how to read
-// the messages it stands for. id is the summary's own id, named when the
-// expand tool is exposed ("" keeps the wording without the tool).
-func SummaryHeader(round int, id string) string {
-	how := "call ExpandMessage with this message's id"
-	if id != "" {
-		how = "call " + ExpandToolName + ` with id "` + id + `"`
-	}
+// the messages it stands for. id is the summary's own id; tool says whether
+// the policy exposes the expand tool (the wording of expandCall).
+func SummaryHeader(round int, id string, tool bool) string {
 	return "[contextd summary, round " + strconv.Itoa(round) + ". It stands in for earlier messages of this conversation; " +
-		how + " to read them.]\n"
+		"c" + expandCall(tool, id)[1:] + " to read them.]\n"
 }

@@ -52,10 +52,11 @@ func TestExpandToolWording(t *testing.T) {
 	req = request(b, 8000, compaction.TierSummarize)
 	on(&req)
 	var asked string
-	req.Summarize = func(in compaction.SummaryInput) (string, error) { asked = in.ExpandID; return "what happened", nil }
+	req.Summarize = func(in compaction.SummaryInput) (string, error) { asked = in.ID; return "what happened", nil }
 	plan = mustPlan(t, req)
 	sum := plan.New[0]
-	if want := compaction.SummaryHeader(1, sum.ID) + "what happened"; sum.Kind != chat.KindSummary || asked != sum.ID || textOf(&sum) != want {
+	if want := compaction.SummaryHeader(1, sum.ID, true) + "what happened"; sum.Kind != chat.KindSummary || asked != sum.ID || textOf(&sum) != want ||
+		!strings.Contains(want, `call contextd_expand with id "`+sum.ID+`" to read them.]`) {
 		t.Errorf("summary %s (summarizer told %q): %q", sum.ID, asked, textOf(&sum))
 	}
 
@@ -69,6 +70,33 @@ func TestExpandToolWording(t *testing.T) {
 	plan = mustPlan(t, req)
 	ph := plan.New[len(plan.New)-1]
 	if got := textOf(&ph); !strings.Contains(got, `Call contextd_expand with id "`+ph.ID+`" to read them.]`) {
+		t.Errorf("drop-middle placeholder %s: %q", ph.ID, got)
+	}
+}
+
+// Without the option, summaries (an LLM's too) and drop-middle
+// placeholders name their own id in the ExpandMessage wording, so turning
+// the option on later lets the model pass it to contextd_expand.
+func TestExpandWordingOffNamesIDs(t *testing.T) {
+	b := (&builder{}).user("Fix the bug.").steps(12, 2000, "c")
+	req := request(b, 8000, compaction.TierSummarize)
+	req.Summarize = func(in compaction.SummaryInput) (string, error) { return "what happened", nil }
+	plan := mustPlan(t, req)
+	sum := plan.New[0]
+	if want := compaction.SummaryHeader(1, sum.ID, false) + "what happened"; sum.Kind != chat.KindSummary || textOf(&sum) != want ||
+		!strings.Contains(want, "call ExpandMessage with message id "+sum.ID+" to read them.]") {
+		t.Errorf("summary %s: %q", sum.ID, textOf(&sum))
+	}
+
+	b = (&builder{}).user("Fix the bug.")
+	for i := 0; i < 8; i++ {
+		b.user(fmt.Sprintf("request %d", i)).assistant(strings.Repeat("z", 3600))
+	}
+	req = request(b, 6000, compaction.TierSummarize, compaction.TierDropMiddle)
+	req.Summarize = func(compaction.SummaryInput) (string, error) { return "", errors.New("summarizer down") }
+	plan = mustPlan(t, req)
+	ph := plan.New[len(plan.New)-1]
+	if got := textOf(&ph); ph.Kind != chat.KindPlaceholder || !strings.Contains(got, "Call ExpandMessage with message id "+ph.ID+" to read them.]") {
 		t.Errorf("drop-middle placeholder %s: %q", ph.ID, got)
 	}
 }

@@ -31,9 +31,11 @@ type SummaryInput struct {
 	Messages     []chat.Message
 	Instructions string
 	MaxTokens    int
-	// ExpandID is the summary's own id when the policy exposes the expand
-	// tool (the summary names it: SummaryHeader); "" otherwise.
-	ExpandID string
+	// ID is the summary's own id, which its first line names
+	// (SummaryHeader), in the wording of the expand tool when ExpandTool
+	// (the policy exposes it), of ExpandMessage otherwise.
+	ID         string
+	ExpandTool bool
 	// Count returns the tokens of a text in the session's encoding.
 	Count func(string) int
 }
@@ -575,25 +577,20 @@ func (p *planner) summarize() error {
 			task = joinText(&p.view[i])
 		}
 	}
-	sumID := ""
-	if p.req.Policy.ExposeExpandTool {
-		sumID = p.req.NewID(chat.KindSummary) // the summary names its own id
-	}
+	sumID := p.req.NewID(chat.KindSummary) // the summary names its own id
+	tool := p.req.Policy.ExposeExpandTool
 	text, err := p.req.Summarize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous,
 		Messages: summarized, Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens,
-		ExpandID: sumID, Count: p.req.CountText})
+		ID: sumID, ExpandTool: tool, Count: p.req.CountText})
 	if err != nil {
 		p.plan.SummaryFailed = err
 		return nil
 	}
-	if sumID != "" && !strings.Contains(text, `"`+sumID+`"`) {
+	if header := SummaryHeader(p.req.Round, sumID, tool); !strings.HasPrefix(text, header) {
 		// An LLM's summary has no header of its own.
-		text = SummaryHeader(p.req.Round, sumID) + text
+		text = header + text
 	}
-	sum := chat.Message{Role: chat.RoleUser, Kind: chat.KindSummary, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
-	if sum.ID = sumID; sumID == "" {
-		sum.ID = p.req.NewID(chat.KindSummary)
-	}
+	sum := chat.Message{ID: sumID, Role: chat.RoleUser, Kind: chat.KindSummary, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
 	sum.Tokens = p.req.Count(&sum)
 	if sum.Tokens >= before {
 		return nil // nothing to gain
@@ -723,10 +720,7 @@ func (p *planner) dropMiddle() {
 		return
 	}
 	phID := p.req.NewID(chat.KindPlaceholder)
-	how := "Call ExpandMessage with this message's id"
-	if p.req.Policy.ExposeExpandTool {
-		how = expandCall(true, phID)
-	}
+	how := expandCall(p.req.Policy.ExposeExpandTool, phID)
 	ph := chat.Message{ID: phID, Role: chat.RoleUser, Kind: chat.KindPlaceholder, Parts: []chat.Part{{Type: chat.PartText,
 		Text: fmt.Sprintf("[contextd dropped %d messages (%d tokens) here so the request fits the window. %s to read them.]", len(dropped), before, how)}}}
 	ph.Tokens = p.req.Count(&ph)

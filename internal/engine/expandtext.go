@@ -2,11 +2,14 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // The text contextd_expand reads from. A message named by its own id (a
@@ -21,6 +24,25 @@ import (
 // placeholder or summary (an earlier round's) says its id, so the model can
 // expand it in turn.
 
+// expandScanBytes bounds the rendered text one call passes over before its
+// range starts: an offset further on than that from where the call starts
+// (the first original, or the cursor an answer gave) is answered with a
+// cursor to look further from, so a call's work never grows with the
+// offset or the size of the text.
+const expandScanBytes = 1 << 20
+
+// expandCursor says where original index starts in the rendered text: the
+// answers give one with the next offset, so the next call starts at that
+// original instead of rendering every one before it.
+type expandCursor struct {
+	index int
+	pos   int64
+}
+
+func (c expandCursor) String() string {
+	return strconv.Itoa(c.index) + ":" + strconv.FormatInt(c.pos, 10)
+}
+
 // expanded is one range of the rendered text, or a problem for the model.
 type expanded struct {
 	what       string // what the text is, for the note
@@ -30,6 +52,7 @@ type expanded struct {
 	wantEnd    int64
 	total      int64 // the text's length; -1 when the range ended before it was known
 	more       bool
+	next       expandCursor // where the original holding byte end starts
 	problem    string
 }
 
@@ -45,7 +68,7 @@ func (x *expanded) note(a expandArgs) string {
 		b.WriteString(" (length capped at " + strconv.FormatInt(a.length, 10) + ")")
 	}
 	if x.more {
-		b.WriteString(". More follows: call " + ExpandToolName + " with " + expandNext(a.id, x.end) + ". The text follows this line.]")
+		b.WriteString(". More follows: call " + ExpandToolName + " with " + expandNext(a.id, x.end, x.next) + ". The text follows this line.]")
 	} else {
 		b.WriteString(", the end. The text follows this line.]")
 	}
@@ -55,7 +78,8 @@ func (x *expanded) note(a expandArgs) string {
 // expandText reads the range a asks for of the text behind m: m itself
 // when it stands for nothing (a message named by its own id, as pruned
 // placeholders name their original), else its originals, expandChunk at a
-// time.
+// time. Originals no longer stored (purged after the archive retention)
+// are a problem for the model, not an error.
 func (e *Engine) expandText(ctx context.Context, tenant, id string, m *chat.Message, a expandArgs) (*expanded, error) {
 	ids := m.Replaces
 	read := func(from int) ([]chat.Message, error) {
@@ -65,21 +89,35 @@ func (e *Engine) expandText(ctx context.Context, tenant, id string, m *chat.Mess
 		ids = []string{m.ID}
 		read = func(int) ([]chat.Message, error) { return []chat.Message{*m}, nil }
 	}
-	return renderRange(a, m.ID, len(ids), read)
+	x, err := renderRange(a, m.ID, len(ids), read)
+	if errors.Is(err, store.ErrNotFound) {
+		return &expanded{problem: "the original messages " + m.ID + " stands for are no longer stored (removed after the retention period); " +
+			"what it says is all there is"}, nil
+	}
+	return x, err
 }
 
 // renderRange renders the n originals of message ofID (read returns them
 // expandChunk at a time from an index) and keeps bytes [a.offset,
-// a.offset+a.length) of the text, moved to UTF-8 boundaries. It stops
-// reading at the end of the range, which bounds a call's work.
+// a.offset+a.length) of the text, moved to UTF-8 boundaries. It starts at
+// the original a.cursor names when that is at or before the offset, passes
+// over at most expandScanBytes of text before the range (further on, the
+// answer is a cursor to look on from), and stops reading at the end of the
+// range: a call renders at most expandScanBytes, the range and the two
+// originals it ends in, and reads at most that plus a chunk.
 func renderRange(a expandArgs, ofID string, n int, read func(int) ([]chat.Message, error)) (*expanded, error) {
 	x := &expanded{total: -1}
-	chunk, err := read(0)
-	if err != nil {
-		return nil, err
-	}
-	if n == 1 && len(chunk) == 1 {
-		if content, ok := soleContent(&chunk[0]); ok {
+	var first []chat.Message // the one original, when n is 1
+	if n == 1 {
+		var err error
+		if first, err = read(0); err != nil {
+			return nil, err
+		}
+		if len(first) == 0 {
+			return nil, store.ErrNotFound
+		}
+		if content, ok := soleContent(&first[0]); ok {
+			chunk := first
 			x.what = "the original content of message " + chunk[0].ID
 			x.total = int64(len(content))
 			if len(content) == 0 && a.offset == 0 {
@@ -93,24 +131,43 @@ func renderRange(a expandArgs, ofID string, n int, read func(int) ([]chat.Messag
 		}
 	}
 	x.what = "the " + strconv.Itoa(n) + " messages " + ofID + " stands for, as text"
-	if n == 1 && chunk[0].ID == ofID {
+	if n == 1 && first[0].ID == ofID {
 		x.what = "message " + ofID + " as text"
 	}
-	var pos int64
-	for i := 0; i < n; {
-		if i > 0 {
+	at := expandCursor{}
+	if c := a.cursor; c != nil && c.index < n && c.pos <= a.offset {
+		at = *c
+	}
+	pos, skipped := at.pos, int64(0)
+	for i := at.index; i < n; {
+		chunk := first
+		if i > 0 || chunk == nil {
+			var err error
 			if chunk, err = read(i); err != nil {
 				return nil, err
 			}
 		}
 		if len(chunk) == 0 {
-			break // originals removed since (a purge): the text ends here
+			return nil, store.ErrNotFound // originals removed since (a purge)
 		}
 		for j := range chunk {
+			if !x.started && skipped >= expandScanBytes {
+				x.problem = fmt.Sprintf("offset %d is further on than one call looks (%d bytes past where it started, byte %d); "+
+					"the text goes on past byte %d: to look further, call %s with %s",
+					a.offset, expandScanBytes, at.pos, pos, ExpandToolName, expandNext(a.id, a.offset, expandCursor{i, pos}))
+				return x, nil
+			}
 			piece := renderOriginal(&chunk[j])
 			done := x.cut(piece, pos, a)
+			if !x.started {
+				skipped += int64(len(piece))
+			}
+			x.next = expandCursor{i, pos}
 			pos += int64(len(piece))
 			i++
+			if x.end == pos {
+				x.next = expandCursor{i, pos}
+			}
 			if done {
 				if x.more = x.end < pos || i < n; !x.more {
 					x.total = pos

@@ -33,11 +33,17 @@ const (
 	// DefaultExpandToolBytes caps the text of one answer
 	// (CONTEXTD_EXPAND_TOOL_BYTES); the answer's first line, contextd's
 	// note of what the range is and how to read on, comes on top (at most
-	// expandNoteBytes).
+	// ExpandNoteBytes).
 	DefaultExpandToolBytes = 16 << 10
-	// expandNoteBytes bounds the note line of an answer: ids are at most
-	// 128 bytes (maxExpandIDBytes) and numbers at most 20 digits.
-	expandNoteBytes = 512
+	// ExpandNoteBytes bounds the note line of an answer: it names the id
+	// (at most 128 bytes, maxExpandIDBytes) three times and at most eight
+	// numbers of at most 20 digits, in about 250 bytes of words.
+	ExpandNoteBytes = 1024
+	// ExpandAnswerMarginBytes is what an answer may take beyond
+	// CONTEXTD_EXPAND_TOOL_BYTES: the note line and the response's framing.
+	// The configuration holds the setting to CONTEXTD_MAX_RESPONSE_BYTES
+	// minus this, so an answer always fits a response.
+	ExpandAnswerMarginBytes = 4 * ExpandNoteBytes
 	// maxExpandArgsBytes bounds the arguments the model may write.
 	maxExpandArgsBytes = 4096
 	maxExpandIDBytes   = 128
@@ -48,16 +54,17 @@ const (
 const expandToolParameters = `{"type":"object","properties":{` +
 	`"id":{"type":"string","description":"The id a contextd placeholder or summary names."},` +
 	`"offset":{"type":"integer","minimum":0,"description":"Byte offset into the original text to start at (default 0)."},` +
-	`"length":{"type":"integer","minimum":1,"description":"How many bytes to read (default and most: the server's cap, 16384 unless configured)."}},` +
+	`"length":{"type":"integer","minimum":1,"description":"How many bytes to read (default and most: the server's cap, 16384 unless configured)."},` +
+	`"cursor":{"type":"string","description":"As the previous answer gave it, if it did."}},` +
 	`"required":["id"]}`
 
 // ExpandTool is the tool definition added to the prepared view.
 func ExpandTool() chat.Tool {
 	return chat.Tool{
 		Name: ExpandToolName,
-		Description: "Reads the original text that a contextd placeholder or summary in this conversation stands for. " +
-			"Each placeholder and summary names the id to pass. The text comes a range of bytes at a time; " +
-			"each answer's first line says which range it is and the offset of the next one.",
+		Description: "Reads the original text a contextd placeholder or summary stands for. " +
+			"Pass the id it names, whether it says to call " + ExpandToolName + " or ExpandMessage with it. " +
+			"Each answer's first line says which bytes it holds and the arguments that read on.",
 		Parameters: expandToolParameters,
 	}
 }
@@ -125,8 +132,9 @@ func (l Limits) expandToolBytes() int {
 
 // ExpandToolCall answers one contextd_expand call the model made in session
 // id. argsJSON is the call's arguments as the model wrote them
-// ({"id": "...", "offset": N, "length": N}; offset and length optional, in
-// bytes of the rendered original text, expandtext.go). round is 1 for the
+// ({"id": "...", "offset": N, "length": N, "cursor": "K:P"}; all but id
+// optional; offset and length in bytes of the rendered original text,
+// expandtext.go; cursor as an answer gave it). round is 1 for the
 // first expand round of one model turn, 2 for the next...; past
 // CONTEXTD_EXPAND_MAX_ROUNDS the answer tells the model to stop expanding
 // and answer with what it has (Stop). Bad arguments and an id the session
@@ -136,13 +144,20 @@ func (l Limits) expandToolBytes() int {
 // and the context's.
 //
 // The answer holds at most CONTEXTD_EXPAND_TOOL_BYTES of the text (16 KiB by
-// default) after a first line of at most 512 bytes saying which range it is
-// and the offset of the next. Work: the message named, then its originals
-// expandChunk at a time up to the end of the range, never past it; memory:
-// one chunk and the answer.
+// default) after a first line of at most ExpandNoteBytes saying which range
+// it is and the arguments that read on: the next offset and a cursor naming
+// the original that holds it, so the next call starts there. Work: the
+// message named, then its originals expandChunk at a time from the cursor's
+// (or the first) to the end of the range, never past it, passing over at
+// most expandScanBytes (1 MiB) of text before the range (renderRange): a
+// call's work is bounded whatever the offset or the size of the text;
+// memory: one chunk and the answer.
 func (e *Engine) ExpandToolCall(ctx context.Context, tenant, id, argsJSON string, round int) (ExpandToolAnswer, error) {
 	if round < 1 {
 		return ExpandToolAnswer{}, chat.Invalid("round", "must be 1 or more (1 for a model turn's first expand round), got %d", round)
+	}
+	if _, err := e.readSession(ctx, tenant, id); err != nil {
+		return ExpandToolAnswer{}, err
 	}
 	if max := e.limits.expandMaxRounds(); round > max {
 		return ExpandToolAnswer{IsError: true, Stop: true, Content: fmt.Sprintf("[%s: this turn has already expanded %d times, the most allowed. "+
@@ -151,9 +166,6 @@ func (e *Engine) ExpandToolCall(ctx context.Context, tenant, id, argsJSON string
 	args, problem := parseExpandArgs(argsJSON, e.limits.expandToolBytes())
 	if problem != "" {
 		return expandError(problem), nil
-	}
-	if _, err := e.readSession(ctx, tenant, id); err != nil {
-		return ExpandToolAnswer{}, err
 	}
 	msgs, err := e.store.MessagesByID(ctx, tenant, id, []string{args.id})
 	if errors.Is(err, store.ErrNotFound) {
@@ -180,7 +192,8 @@ func expandError(problem string) ExpandToolAnswer {
 type expandArgs struct {
 	id             string
 	offset, length int64
-	capped         bool // the model asked for more than the cap
+	capped         bool          // the model asked for more than the cap
+	cursor         *expandCursor // where an original starts, as an answer said
 }
 
 // parseExpandArgs reads the model's arguments; problem says what is wrong
@@ -220,7 +233,29 @@ func parseExpandArgs(argsJSON string, limit int) (expandArgs, string) {
 		length, a.capped = int64(limit), true
 	}
 	a.length = length
+	if raw, ok := fields["cursor"]; ok && string(raw) != "null" {
+		c, ok := parseExpandCursor(raw)
+		if !ok {
+			return a, fmt.Sprintf(`"cursor" must be as an answer gave it (such as "12:40960"), or left out; got %s`, clipArg(raw))
+		}
+		a.cursor = &c
+	}
 	return a, ""
+}
+
+// parseExpandCursor reads a cursor an answer gave ("<original>:<byte>").
+func parseExpandCursor(raw json.RawMessage) (expandCursor, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return expandCursor{}, false
+	}
+	index, pos, ok := strings.Cut(s, ":")
+	i, err1 := strconv.Atoi(index)
+	p, err2 := strconv.ParseInt(pos, 10, 64)
+	if !ok || err1 != nil || err2 != nil || i < 0 || p < 0 {
+		return expandCursor{}, false
+	}
+	return expandCursor{index: i, pos: p}, true
 }
 
 // jsonWhole reads a whole number the model wrote, as a JSON number (16,
@@ -252,7 +287,12 @@ func clipArg(raw json.RawMessage) string {
 	return s
 }
 
-// expandNext is the arguments that read on from offset.
-func expandNext(id string, offset int64) string {
-	return `{"id":"` + id + `","offset":` + strconv.FormatInt(offset, 10) + `}`
+// expandNext is the arguments that read on from offset, with the cursor
+// of the original that holds it (the first original's is left out).
+func expandNext(id string, offset int64, at expandCursor) string {
+	next := `{"id":"` + id + `","offset":` + strconv.FormatInt(offset, 10)
+	if at.index > 0 {
+		next += `,"cursor":"` + at.String() + `"`
+	}
+	return next + `}`
 }

@@ -18,7 +18,7 @@ import (
 
 var (
 	expandIDRe   = regexp.MustCompile(`contextd_expand with id "([^"]+)"`)
-	expandNextRe = regexp.MustCompile(`More follows: call contextd_expand with \{"id":"[^"]+","offset":(\d+)\}`)
+	expandNextRe = regexp.MustCompile(`More follows: call contextd_expand with (\{"id":"[^"]+","offset":(\d+)(?:,"cursor":"\d+:\d+")?\})`)
 )
 
 func exposeExpand() compaction.Overrides {
@@ -50,14 +50,15 @@ func expandSession(t *testing.T, e *engine.Engine, tenantID, sessionID string, p
 	return v, contents
 }
 
-// readAll follows the answers' "More follows" offsets from offset 0 and
-// returns the concatenated text and the number of calls.
+// readAll follows the answers' "More follows" arguments from offset 0, as
+// a model copies them (with the length added), and returns the
+// concatenated text and the number of calls.
 func readAll(t *testing.T, e *engine.Engine, tenantID, session, id string, length int) (string, int) {
 	t.Helper()
 	var text strings.Builder
 	offset := 0
+	args := fmt.Sprintf(`{"id":%q,"length":%d}`, id, length)
 	for calls := 1; ; calls++ {
-		args := fmt.Sprintf(`{"id":%q,"offset":%d,"length":%d}`, id, offset, length)
 		a, err := e.ExpandToolCall(t.Context(), tenantID, session, args, 1)
 		if err != nil || a.IsError || a.Stop {
 			t.Fatalf("expand %s: %+v, %v", args, a, err)
@@ -77,11 +78,12 @@ func readAll(t *testing.T, e *engine.Engine, tenantID, session, id string, lengt
 			}
 			return text.String(), calls
 		}
-		next, _ := strconv.Atoi(m[1])
+		next, _ := strconv.Atoi(m[2])
 		if next <= offset {
 			t.Fatalf("next offset %d does not move past %d", next, offset)
 		}
 		offset = next
+		args = strings.TrimSuffix(m[1], "}") + `,"length":` + strconv.Itoa(length) + `}`
 	}
 }
 
@@ -282,6 +284,17 @@ func TestExpandToolRoundLimit(t *testing.T) {
 				t.Errorf("round 3: %+v", a)
 			}
 		}
+		// The session is checked first: past the limit too, a session that
+		// does not exist, or is another tenant's, is NotFound.
+		for _, tn := range []string{tenant, "other-tenant"} {
+			id := v.ID
+			if tn == tenant {
+				id = "no-such-session"
+			}
+			if a, err := e.ExpandToolCall(ctx, tn, id, `{"id":"msg_3"}`, 3); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("round 3 in %s/%s: %+v, %v; want NotFound", tn, id, a, err)
+			}
+		}
 	})
 }
 
@@ -357,22 +370,58 @@ func TestExpandToolCountedLikeAClientTool(t *testing.T) {
 }
 
 // Without the option, the wording is the ExpandMessage one and the
-// prepared view adds no tool.
+// prepared view adds no tool; every placeholder and summary still names an
+// id, so once the option is turned on the model expands each with the tool
+// (whose description says to pass the id either wording names).
 func TestExpandToolOffKeepsWording(t *testing.T) {
 	backends(t, func(t *testing.T, e *engine.Engine) {
-		v, _ := expandSession(t, e, tenant, "", compaction.Overrides{}, 16)
-		res, err := e.PrepareContext(t.Context(), tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("Go on.")}})
+		ctx := t.Context()
+		v, _ := expandSession(t, e, tenant, "", compaction.Overrides{}, 8)
+		low := 0.05
+		if c, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Tier: compaction.TierSummarize, Target: &low}); err != nil || !c.Compacted {
+			t.Fatalf("summary: %+v, %v", c, err)
+		}
+		var more []chat.Message
+		for i := 100; i < 116; i++ {
+			id := fmt.Sprintf("call_%d", i)
+			more = append(more, callMsg(id), resultMsg(id, fmt.Sprintf("step %d: %s", i, strings.Repeat("lorem ipsum dolor ", 90))))
+		}
+		res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: append(more, userMsg("Go on."))})
 		if err != nil || !res.Status.Compacted || res.Tools != nil {
 			t.Fatalf("%v, compacted %v, tools %v", err, res.Status.Compacted, res.Tools)
 		}
-		for _, m := range res.Messages {
+		if _, err := e.UpdateSession(ctx, tenant, v.ID, engine.SessionUpdate{Mask: []string{engine.FieldPolicy}, Policy: exposeExpand()}); err != nil {
+			t.Fatal(err)
+		}
+		if d := engine.ExpandTool().Description; !strings.Contains(d, "contextd_expand or ExpandMessage") {
+			t.Errorf("the tool's description does not say either wording's id works: %q", d)
+		}
+		page, err := e.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{Size: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		named := regexp.MustCompile(`ExpandMessage with message id ([A-Za-z0-9_]+)`)
+		kinds := map[chat.Kind]int{}
+		for _, m := range page.Messages {
 			if m.Kind == chat.KindNormal {
 				continue
 			}
 			b, _ := json.Marshal(m.Parts)
-			if strings.Contains(string(b), "contextd_expand") || !strings.Contains(string(b), "ExpandMessage") {
-				t.Errorf("%s: %s", m.ID, b)
+			id := named.FindStringSubmatch(string(b))
+			if strings.Contains(string(b), "contextd_expand") || id == nil {
+				t.Fatalf("%s %s names no id in the ExpandMessage wording: %s", m.Kind, m.ID, b)
 			}
+			if m.Kind == chat.KindSummary && id[1] != m.ID {
+				t.Errorf("summary %s names %q", m.ID, id[1])
+			}
+			a, err := e.ExpandToolCall(ctx, tenant, v.ID, `{"id":"`+id[1]+`","length":300}`, 1)
+			if err != nil || a.IsError {
+				t.Errorf("%s %s: expanding %q with the option on: %+v, %v", m.Kind, m.ID, id[1], a, err)
+			}
+			kinds[m.Kind]++
+		}
+		if kinds[chat.KindSummary] == 0 || kinds[chat.KindPlaceholder] == 0 {
+			t.Errorf("the view holds %v: want summaries and placeholders", kinds)
 		}
 	})
 }

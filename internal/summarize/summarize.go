@@ -115,7 +115,7 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 	}
 	doc := func(taskChars, stateChars int) string {
 		var b strings.Builder
-		b.WriteString(compaction.SummaryHeader(in.Round, in.ExpandID))
+		b.WriteString(compaction.SummaryHeader(in.Round, in.ID, in.ExpandTool))
 		writeSection(&b, SecTask, []string{clip(in.OriginalTask, taskChars)}, false)
 		writeSection(&b, SecDone, lists[SecDone], true)
 		writeSection(&b, SecDecisions, lists[SecDecisions], true)

@@ -17,7 +17,7 @@ import (
 
 var (
 	placeholderID = regexp.MustCompile(`contextd_expand with id "([^"]+)"`)
-	nextOffset    = regexp.MustCompile(`More follows: call contextd_expand with \{"id":"[^"]+","offset":(\d+)\}`)
+	nextOffset    = regexp.MustCompile(`More follows: call contextd_expand with \{"id":"[^"]+","offset":(\d+)(?:,"cursor":"\d+:\d+")?\}`)
 )
 
 // expandAgent is a session of a coding agent with the expand tool on, whose
@@ -120,7 +120,7 @@ func runTurn(ctx context.Context, t *testing.T, c contextdv1.ContextServiceClien
 			return answer, rounds, stopped
 		}
 		rounds++
-		res, ok, err := expand.Answer(ctx, c, session, call, rounds)
+		res, ok, err := expand.Answer(ctx, c, session, prepared, call, rounds)
 		if err != nil || !ok {
 			t.Fatalf("answer: %v, %v", ok, err)
 		}
@@ -164,11 +164,29 @@ func TestExpandToolGoHelper(t *testing.T) {
 		t.Errorf("greedy model: %d rounds, %v", rounds, content)
 	}
 
-	// Another tool's call is the caller's; a bad round is InvalidArgument.
-	if _, ok, err := expand.Answer(ctx, c, "go-expand", &contextdv1.ToolCallPart{Id: "y", Name: "read"}, 1); ok || err != nil {
+	// Another tool's call is the caller's; so is a call named
+	// contextd_expand when the option is off (a client tool of that name):
+	// the helper does not take it over. A bad round is InvalidArgument.
+	prepared, err := c.PrepareContext(ctx, &contextdv1.PrepareContextRequest{SessionId: "go-expand"})
+	if err != nil || !expand.Offered(prepared) {
+		t.Fatalf("prepare: %v, offered %v", err, expand.Offered(prepared))
+	}
+	if _, ok, err := expand.Answer(ctx, c, "go-expand", prepared, &contextdv1.ToolCallPart{Id: "y", Name: "read"}, 1); ok || err != nil {
 		t.Errorf("another tool: %v, %v", ok, err)
 	}
-	_, err := c.ExpandToolCall(ctx, &contextdv1.ExpandToolCallRequest{SessionId: "go-expand", Arguments: `{"id":"msg_3"}`, Round: 0})
+	mine := &contextdv1.ToolDefinition{Name: expand.ToolName, Description: "The client's own.", ParametersJson: `{"type":"object"}`}
+	if _, err := c.CreateSession(ctx, &contextdv1.CreateSessionRequest{Id: "go-own-tool", Model: "gpt-4", Tools: []*contextdv1.ToolDefinition{mine}}); err != nil {
+		t.Fatal(err)
+	}
+	prepared, err = c.PrepareContext(ctx, &contextdv1.PrepareContextRequest{SessionId: "go-own-tool"})
+	if err != nil || expand.Offered(prepared) {
+		t.Fatalf("prepare with the option off: %v, offered %v", err, expand.Offered(prepared))
+	}
+	call := &contextdv1.ToolCallPart{Id: "z", Name: expand.ToolName, ArgumentsJson: `{"id":"msg_1"}`}
+	if res, ok, err := expand.Answer(ctx, c, "go-own-tool", prepared, call, 1); ok || err != nil || res.Message != nil {
+		t.Errorf("the client's own contextd_expand was taken over: %v, %v, %v", ok, err, res.Message)
+	}
+	_, err = c.ExpandToolCall(ctx, &contextdv1.ExpandToolCallRequest{SessionId: "go-expand", Arguments: `{"id":"msg_3"}`, Round: 0})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "round") {
 		t.Errorf("round 0: %v", err)
 	}

@@ -31,14 +31,29 @@ type Result struct {
 	Stop bool
 }
 
-// Answer answers call when it is a contextd_expand call (ok false
-// otherwise: the call is another tool's, for the caller). round is 1 for
+// Offered reports whether prepared offers contextd's tool: PrepareContext
+// returns it in prepared.Tools only while the session's policy exposes it.
+func Offered(prepared *contextdv1.PrepareContextResponse) bool {
+	for _, t := range prepared.GetTools() {
+		if t.GetName() == ToolName {
+			return true
+		}
+	}
+	return false
+}
+
+// Answer answers call when it is a call of contextd's tool: named
+// contextd_expand while prepared (the PrepareContext response whose tools
+// the model was sent) offers it. ok is false otherwise: the call is the
+// caller's, a client tool's (one may be named contextd_expand while the
+// option is off) or one of a tool the model was not offered. round is 1 for
 // the first expand round of one model turn (every expand call of one model
 // response is one round), 2 for the next; the server stops the model past
 // its CONTEXTD_EXPAND_MAX_ROUNDS. A call the model got wrong is answered as
 // an error result, not an error; err is the RPC's.
-func Answer(ctx context.Context, client contextdv1.ContextServiceClient, sessionID string, call *contextdv1.ToolCallPart, round int32) (res Result, ok bool, err error) {
-	if call.GetName() != ToolName {
+func Answer(ctx context.Context, client contextdv1.ContextServiceClient, sessionID string, prepared *contextdv1.PrepareContextResponse,
+	call *contextdv1.ToolCallPart, round int32) (res Result, ok bool, err error) {
+	if call.GetName() != ToolName || !Offered(prepared) {
 		return Result{}, false, nil
 	}
 	a, err := client.ExpandToolCall(ctx, &contextdv1.ExpandToolCallRequest{SessionId: sessionID, Arguments: call.GetArgumentsJson(), Round: round})

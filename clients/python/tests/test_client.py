@@ -16,7 +16,7 @@ import json
 import re
 
 from contextd_client import (EXPAND_TOOL_NAME, AgentLoop, ModelTurn, StatusWatch, Usage, answer_expand_call, connect,
-                             model_tools, service, types)
+                             expand_offered, model_tools, service, types)
 
 ADDR = os.environ.get("CONTEXTD_ADDR", "")
 TOKEN = os.environ.get("CONTEXTD_TOKEN", "")
@@ -186,7 +186,7 @@ class ClientTest(unittest.TestCase):
             elif not greedy:
                 note, _, body = view[-1].parts[0].tool_result.content.partition("\n")
                 state["text"] += body
-                nxt = re.search(r'More follows: call contextd_expand with \{"id":"[^"]+","offset":(\d+)\}', note)
+                nxt = re.search(r'More follows: call contextd_expand with \{"id":"[^"]+","offset":(\d+)(?:,"cursor":"\d+:\d+")?\}', note)
                 if not nxt:
                     return None, state["text"]
                 state["offset"] = int(nxt.group(1))
@@ -202,7 +202,7 @@ class ClientTest(unittest.TestCase):
                 original = contents[state["target"][1]] if state["target"] else None
                 return answer, rnd, None, original
             rnd += 1
-            res = answer_expand_call(self.client, sid, call, rnd)
+            res = answer_expand_call(self.client, sid, prepared, call, rnd)
             pending = [types.Message(role=types.ROLE_ASSISTANT, parts=[types.Part(tool_call=call)]), res.message]
             if res.stop:
                 return None, rnd, res, None
@@ -219,7 +219,21 @@ class ClientTest(unittest.TestCase):
         result = stopped.message.parts[0].tool_result
         self.assertTrue(result.is_error)
         self.assertIn("answer with what you have", result.content)
-        self.assertIsNone(answer_expand_call(self.client, "any", types.ToolCallPart(id="y", name="read"), 1))
+        # Another tool's call is the caller's; so is a call named
+        # contextd_expand when the option is off (a client tool of that name).
+        own = new_id("own-tool")
+        mine = types.ToolDefinition(name=EXPAND_TOOL_NAME, description="The client's own.", parameters_json='{"type":"object"}')
+        self.client.CreateSession(service.CreateSessionRequest(id=own, model="gpt-4", tools=[mine]))
+        off = self.client.PrepareContext(service.PrepareContextRequest(session_id=own))
+        self.assertFalse(expand_offered(off))
+        call = types.ToolCallPart(id="z", name=EXPAND_TOOL_NAME, arguments_json='{"id":"msg_1"}')
+        self.assertIsNone(answer_expand_call(self.client, own, off, call, 1))
+        sid = new_id("offered")
+        self.client.CreateSession(service.CreateSessionRequest(
+            id=sid, model="gpt-4", policy=types.CompactionPolicy(expose_expand_tool=True)))
+        on = self.client.PrepareContext(service.PrepareContextRequest(session_id=sid))
+        self.assertTrue(expand_offered(on))
+        self.assertIsNone(answer_expand_call(self.client, sid, on, types.ToolCallPart(id="y", name="read"), 1))
 
     def test_failed_model_call_appends_nothing_twice(self):
         sid = new_id("retry")

@@ -26,21 +26,30 @@ export interface ExpandAnswer {
   stop: boolean;
 }
 
+/** Whether `prepared` offers contextd's tool: PrepareContext returns it only while the policy exposes it. */
+export function expandOffered(prepared: PrepareContextResponse): boolean {
+  return prepared.tools.some((t) => t.name === EXPAND_TOOL_NAME);
+}
+
 /**
- * Answers `call` when it is a contextd_expand call (undefined otherwise: the
- * call is another tool's, for the caller) with the ExpandToolCall RPC.
- * `round` is 1 for the first expand round of one model turn (every expand
- * call of one model response is one round), 2 for the next. A call the model
- * got wrong is answered as an error result; a rejected promise is the RPC's.
+ * Answers `call` with the ExpandToolCall RPC when it is a call of contextd's
+ * tool: named contextd_expand while `prepared` (the PrepareContext response
+ * whose tools the model was sent) offers it. Undefined otherwise: the call is
+ * the caller's, a client tool's (one may be named contextd_expand while the
+ * option is off) or one of a tool the model was not offered. `round` is 1 for
+ * the first expand round of one model turn (every expand call of one model
+ * response is one round), 2 for the next. A call the model got wrong is
+ * answered as an error result; a rejected promise is the RPC's.
  */
 export async function answerExpandCall(
   client: ContextdClient,
   sessionId: string,
+  prepared: PrepareContextResponse,
   call: ToolCallInit,
   round: number,
   signal?: AbortSignal,
 ): Promise<ExpandAnswer | undefined> {
-  if (call.name !== EXPAND_TOOL_NAME) return undefined;
+  if (call.name !== EXPAND_TOOL_NAME || !expandOffered(prepared)) return undefined;
   const res = await client.expandToolCall({ sessionId, arguments: call.argumentsJson, round }, { signal });
   return {
     message: {

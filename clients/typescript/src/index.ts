@@ -10,5 +10,5 @@ export * from "./gen/contextd/v1/context_service_pb.js";
 export { bearerAuth } from "./auth.js";
 export { watchStatus, type WatchOptions } from "./watch.js";
 export { AgentLoop, type MessageInit, type ModelCall, type ModelTurn, type ProviderUsage, type StepResult } from "./agent.js";
-export { EXPAND_TOOL_NAME, answerExpandCall, modelTools, type ExpandAnswer, type ToolCallInit } from "./expand.js";
+export { EXPAND_TOOL_NAME, answerExpandCall, expandOffered, modelTools, type ExpandAnswer, type ToolCallInit } from "./expand.js";
 export type { ContextdClient } from "./client.js";

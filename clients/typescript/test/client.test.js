@@ -14,6 +14,7 @@ import {
   MessageKind,
   Role,
   answerExpandCall,
+  expandOffered,
   modelTools,
   StatusEvent,
   bearerAuth,
@@ -151,7 +152,7 @@ for (const [name, make] of Object.entries(transports)) {
             const content = view.at(-1).parts[0].kind.value.content;
             const cut = content.indexOf("\n");
             text += content.slice(cut + 1);
-            const next = content.slice(0, cut).match(/More follows: call contextd_expand with \{"id":"[^"]+","offset":(\d+)\}/);
+            const next = content.slice(0, cut).match(/More follows: call contextd_expand with \{"id":"[^"]+","offset":(\d+)(?:,"cursor":"\d+:\d+")?\}/);
             if (!next) return { answer: text };
             offset = Number(next[1]);
           }
@@ -162,8 +163,8 @@ for (const [name, make] of Object.entries(transports)) {
         for (let round = 1; ; round++) {
           const prepared = await client.prepareContext({ sessionId: id, messages: pending });
           const turn = model(prepared.messages, modelTools([], prepared));
-          if (!turn.call) return { answer: turn.answer, rounds: round - 1, original: contents[target?.call] };
-          const res = await answerExpandCall(client, id, turn.call, round);
+          if (!turn.call) return { answer: turn.answer, rounds: round - 1, original: contents[target?.call], session: id };
+          const res = await answerExpandCall(client, id, prepared, turn.call, round);
           pending = [toolCallMsg(turn.call.id, turn.call.name, turn.call.argumentsJson), res.message];
           if (res.stop) return { stopped: res, rounds: round };
         }
@@ -176,7 +177,16 @@ for (const [name, make] of Object.entries(transports)) {
       assert.equal(greedy.rounds, 4); // CONTEXTD_EXPAND_MAX_ROUNDS (3) + 1
       const result = greedy.stopped.message.parts[0].kind.value;
       assert.ok(result.isError && result.content.includes("answer with what you have"), result.content);
-      assert.equal(await answerExpandCall(client, "any", { id: "y", name: "read", argumentsJson: "{}" }, 1), undefined);
+      // Another tool's call is the caller's; so is a call named
+      // contextd_expand when the option is off (a client tool of that name).
+      const own = newId("own-tool");
+      await client.createSession({ id: own, model: "gpt-4", tools: [{ name: EXPAND_TOOL_NAME, description: "The client's own.", parametersJson: '{"type":"object"}' }] });
+      const offOwn = await client.prepareContext({ sessionId: own });
+      assert.equal(expandOffered(offOwn), false);
+      assert.equal(await answerExpandCall(client, own, offOwn, { id: "z", name: EXPAND_TOOL_NAME, argumentsJson: '{"id":"msg_1"}' }, 1), undefined);
+      const on = await client.prepareContext({ sessionId: ok.session });
+      assert.equal(expandOffered(on), true);
+      assert.equal(await answerExpandCall(client, ok.session, on, { id: "y", name: "read", argumentsJson: "{}" }, 1), undefined);
     });
 
     test("watchStatus yields appends and stops on abort", async () => {

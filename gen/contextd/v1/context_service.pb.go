@@ -2641,8 +2641,9 @@ type ExpandToolCallRequest struct {
 	// The session whose view the model saw. Required.
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The tool call's arguments as the model wrote them (JSON text:
-	// {"id": "...", "offset": N, "length": N}); checked by the server, which
-	// answers what is wrong with them to the model.
+	// {"id": "...", "offset": N, "length": N, "cursor": "K:P"}, all but id
+	// optional); checked by the server, which answers what is wrong with them
+	// to the model.
 	Arguments string `protobuf:"bytes,2,opt,name=arguments,proto3" json:"arguments,omitempty"`
 	// 1 for the first contextd_expand round of one model turn (all the
 	// expand calls of one model response are one round), 2 for the next...

@@ -12,7 +12,8 @@ The messages and the gRPC stub are generated from proto/ by `make generate`
   again from the last version after UNAVAILABLE (a replica shutting down);
 * :class:`AgentLoop` runs PrepareContext → your model call → ReportUsage;
 * :func:`model_tools` and :func:`answer_expand_call` offer and answer the
-  contextd_expand tool (the policy's expose_expand_tool).
+  contextd_expand tool (the policy's expose_expand_tool), only when the
+  PrepareContext response offers it (:func:`expand_offered`).
 """
 
 from contextd.v1 import context_service_pb2 as service
@@ -20,7 +21,7 @@ from contextd.v1 import context_service_pb2_grpc as service_grpc
 from contextd.v1 import types_pb2 as types
 
 from contextd_client._agent import AgentLoop, ModelTurn, StepResult, Usage
-from contextd_client._expand import EXPAND_TOOL_NAME, ExpandAnswer, answer_expand_call, model_tools
+from contextd_client._expand import EXPAND_TOOL_NAME, ExpandAnswer, answer_expand_call, expand_offered, model_tools
 from contextd_client._channel import Client, bearer_token_interceptor, connect
 from contextd_client._watch import StatusWatch
 
@@ -36,6 +37,7 @@ __all__ = [
     "answer_expand_call",
     "bearer_token_interceptor",
     "connect",
+    "expand_offered",
     "model_tools",
     "service",
     "service_grpc",

@@ -24,16 +24,26 @@ class ExpandAnswer:
     stop: bool  # the round limit was hit: the model must answer now; offer no further round
 
 
-def answer_expand_call(client, session_id: str, call: types.ToolCallPart, round: int) -> Optional[ExpandAnswer]:
-    """Answers ``call`` when it is a contextd_expand call (None otherwise: the
-    call is another tool's, for the caller) with the ExpandToolCall RPC.
+def expand_offered(prepared: service.PrepareContextResponse) -> bool:
+    """Whether ``prepared`` offers contextd's tool: PrepareContext returns it
+    only while the session's policy exposes it."""
+    return any(t.name == EXPAND_TOOL_NAME for t in prepared.tools)
 
-    ``round`` is 1 for the first expand round of one model turn (every expand
-    call of one model response is one round), 2 for the next. A call the
-    model got wrong is answered as an error result; grpc.RpcError is the
-    RPC's.
+
+def answer_expand_call(client, session_id: str, prepared: service.PrepareContextResponse,
+                       call: types.ToolCallPart, round: int) -> Optional[ExpandAnswer]:
+    """Answers ``call`` with the ExpandToolCall RPC when it is a call of
+    contextd's tool: named contextd_expand while ``prepared`` (the
+    PrepareContext response whose tools the model was sent) offers it.
+
+    None otherwise: the call is the caller's, a client tool's (one may be
+    named contextd_expand while the option is off) or one of a tool the model
+    was not offered. ``round`` is 1 for the first expand round of one model
+    turn (every expand call of one model response is one round), 2 for the
+    next. A call the model got wrong is answered as an error result;
+    grpc.RpcError is the RPC's.
     """
-    if call.name != EXPAND_TOOL_NAME:
+    if call.name != EXPAND_TOOL_NAME or not expand_offered(prepared):
         return None
     res = client.ExpandToolCall(service.ExpandToolCallRequest(
         session_id=session_id, arguments=call.arguments_json, round=round))

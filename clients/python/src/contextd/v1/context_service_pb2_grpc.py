@@ -312,7 +312,10 @@ class ContextServiceServicer(object):
         send back, a range of the original text behind a placeholder or summary.
         Bad arguments and unknown ids are answered for the model (is_error), not
         as call errors; past the server's round limit (CONTEXTD_EXPAND_MAX_ROUNDS)
-        the answer tells the model to stop (stop).
+        the answer tells the model to stop (stop). The session is checked first:
+        one that does not exist (or is another tenant's) is NOT_FOUND. A call
+        passes over at most 1 MiB of text before its range (the answers' cursors
+        let the next call start at the right original).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

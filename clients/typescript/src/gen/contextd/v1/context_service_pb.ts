@@ -1482,8 +1482,9 @@ export type ExpandToolCallRequest = Message<"contextd.v1.ExpandToolCallRequest">
 
   /**
    * The tool call's arguments as the model wrote them (JSON text:
-   * {"id": "...", "offset": N, "length": N}); checked by the server, which
-   * answers what is wrong with them to the model.
+   * {"id": "...", "offset": N, "length": N, "cursor": "K:P"}, all but id
+   * optional); checked by the server, which answers what is wrong with them
+   * to the model.
    *
    * @generated from field: string arguments = 2;
    */
@@ -2127,7 +2128,10 @@ export const ContextService: GenService<{
    * send back, a range of the original text behind a placeholder or summary.
    * Bad arguments and unknown ids are answered for the model (is_error), not
    * as call errors; past the server's round limit (CONTEXTD_EXPAND_MAX_ROUNDS)
-   * the answer tells the model to stop (stop).
+   * the answer tells the model to stop (stop). The session is checked first:
+   * one that does not exist (or is another tenant's) is NOT_FOUND. A call
+   * passes over at most 1 MiB of text before its range (the answers' cursors
+   * let the next call start at the right original).
    *
    * @generated from rpc contextd.v1.ContextService.ExpandToolCall
    */
