@@ -295,7 +295,7 @@ func (e *Engine) schedule(ctx context.Context, s *store.Session) bool {
 		case err != nil && !errors.Is(err, store.ErrNotFound):
 			return err
 		}
-		stale := err == nil
+		stale := err == nil && j.State != store.JobFailed // a live job of another view (its discard is counted)
 		mine, all, err := tx.CountJobs(ctx, s.Tenant)
 		if err != nil {
 			return err
@@ -335,6 +335,48 @@ func (e *Engine) schedule(ctx context.Context, s *store.Session) bool {
 		return true
 	}
 	return outcome == string(store.JobQueued) || outcome == string(store.JobRunning) || outcome == string(store.JobReady)
+}
+
+// requeue queues a session's ready job again, keeping its aged result
+// until a fresher one replaces it, if the job is still that one for this
+// view and the queue has room; it reports whether the job is now queued
+// (or running: another call did it).
+func (e *Engine) requeue(ctx context.Context, s *store.Session, jobID string) bool {
+	fp := fingerprint(s)
+	queued := false
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		queued = false
+		if _, err := lockedSession(ctx, tx, s.Tenant, s.ID); err != nil {
+			return err
+		}
+		j, err := tx.GetJob(ctx, s.Tenant, s.ID)
+		if err != nil || j.ID != jobID || j.Epoch != s.ViewEpoch || j.Fingerprint != fp {
+			return ignoreNotFound(err)
+		}
+		if j.State == store.JobQueued || j.State == store.JobRunning {
+			queued = true
+			return nil
+		}
+		if j.State != store.JobReady {
+			return nil
+		}
+		mine, all, err := tx.CountJobs(ctx, s.Tenant)
+		if err != nil || all >= e.bg.cfg.Queue || mine >= e.bg.cfg.PerTenant {
+			return err // full: the aged result stays as it is, and the call plans
+		}
+		j.State, j.Owner, j.LeaseUntil, j.UpdatedAt = store.JobQueued, "", time.Unix(0, 0).UTC(), e.timestamp()
+		queued = true
+		return tx.PutJob(ctx, &j)
+	})
+	if err != nil {
+		e.log.WarnContext(ctx, "background compaction: queue again", "tenant", s.Tenant, "session", s.ID, "err", err)
+		return false
+	}
+	if queued {
+		e.metrics.Job("refreshed")
+		e.wakeWorker()
+	}
+	return queued
 }
 
 // wakeWorker pokes an idle worker of this server.

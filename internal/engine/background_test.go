@@ -14,11 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/summarize"
+	"github.com/contextd/contextd/internal/telemetry"
 )
 
 // gateLLM is a local server speaking OpenAI's chat completions wire format
@@ -551,7 +554,23 @@ func (c *fakeClock) add(d time.Duration) {
 func TestBackgroundLeaseTakenOver(t *testing.T) {
 	backendStores(t, func(t *testing.T, st store.Store) {
 		llm, set := newGateLLM(t)
-		e := bgEngine(t, st, set, engine.Background{Enabled: true, Workers: 1, Lease: time.Hour, Poll: 20 * time.Millisecond})
+		reg := prometheus.NewRegistry()
+		models, encodings := testModels(t)
+		e := engine.New(encodings, models, st, engine.WithSummarizers(set), engine.WithMetrics(telemetry.NewMetrics(reg, func() float64 { return 0 })),
+			engine.WithBackground(engine.Background{Enabled: true, Workers: 1, Lease: time.Hour, Poll: 20 * time.Millisecond}))
+		jctx, cancel := context.WithCancel(context.Background())
+		jobs := make(chan struct{})
+		go func() { defer close(jobs); e.RunJobs(jctx) }()
+		defer func() { cancel(); <-jobs }()
+		running := func() float64 {
+			families, _ := reg.Gather()
+			for _, f := range families {
+				if f.GetName() == "contextd_compaction_jobs_running" {
+					return f.GetMetric()[0].GetGauge().GetValue()
+				}
+			}
+			return -1
+		}
 		ctx := t.Context()
 		v := llmSession(t, e)
 		llm.shut()
@@ -560,6 +579,9 @@ func TestBackgroundLeaseTakenOver(t *testing.T) {
 		}
 		<-llm.arrivals
 		leased := waitJob(t, st, v.ID, store.JobRunning)
+		if running() != 1 {
+			t.Fatalf("running gauge %v while the worker plans", running())
+		}
 		server, _, _ := strings.Cut(leased.Owner, ":")
 		other := leased
 		other.Owner = server + ":another-lease" // the same server's other worker
@@ -567,12 +589,113 @@ func TestBackgroundLeaseTakenOver(t *testing.T) {
 			t.Fatal(err)
 		}
 		llm.open()
-		for range 50 { // the first worker finishes and must find it lost
+		for i := 0; running() != 0; i++ { // the first worker tried to store its result
+			if i == 1000 {
+				t.Fatal("the first worker never finished")
+			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		j, err := st.GetJob(ctx, tenant, v.ID)
 		if err != nil || j.State != store.JobRunning || j.Owner != other.Owner || j.Result != nil {
 			t.Fatalf("the first worker wrote a job it no longer holds: state %s, owner %q, %d result bytes, %v", j.State, j.Owner, len(j.Result), err)
 		}
+	})
+}
+
+// TestBackgroundAgedResultFullQueue: a ready result too old to apply whose
+// job cannot be queued again (the tenant's queue is full) does not leave
+// the session waiting: the call compacts in place.
+func TestBackgroundAgedResultFullQueue(t *testing.T) {
+	backendStores(t, func(t *testing.T, st store.Store) {
+		llm, set := newGateLLM(t)
+		e := bgEngine(t, st, set, engine.Background{Enabled: true, Workers: 1, PerTenant: 1, Lease: time.Hour, Poll: 20 * time.Millisecond})
+		ctx := t.Context()
+		a := llmSession(t, e)
+		if _, err := e.PrepareContext(ctx, tenant, a.ID, engine.PrepareInput{}); err != nil {
+			t.Fatal(err)
+		}
+		j := waitJob(t, st, a.ID, store.JobReady)
+		var r map[string]any
+		if err := json.Unmarshal(j.Result, &r); err != nil {
+			t.Fatal(err)
+		}
+		r["tokens_after"] = 5000 // aged: past halfway to the warning level
+		j.Result, _ = json.Marshal(r)
+		if err := st.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return tx.PutJob(ctx, &j) }); err != nil {
+			t.Fatal(err)
+		}
+		b := llmSession(t, e)
+		llm.shut() // b's job holds the tenant's only place
+		if _, err := e.PrepareContext(ctx, tenant, b.ID, engine.PrepareInput{}); err != nil {
+			t.Fatal(err)
+		}
+		<-llm.arrivals
+		waitJob(t, st, b.ID, store.JobRunning)
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second) // the LLM is held: the deadline cuts it short
+		defer cancel()
+		res, err := e.PrepareContext(dctx, tenant, a.ID, engine.PrepareInput{})
+		llm.open()
+		if err != nil || !res.Status.Compacted {
+			t.Fatalf("a waited for a job that cannot run: %+v, %v", res.Status, err)
+		}
+	})
+}
+
+// slowPrepareStore delays the transactions of calls marked slowPrepare once
+// a job was scheduled: the prepare's own write comes well after the job it
+// scheduled, which a worker may take first.
+type slowPrepareStore struct {
+	store.Store
+	scheduled atomic.Bool
+}
+
+type slowPrepare struct{}
+
+type scheduleSpy struct {
+	store.Tx
+	s *slowPrepareStore
+}
+
+func (t scheduleSpy) PutJob(ctx context.Context, j *store.Job) error {
+	if j.State == store.JobQueued {
+		t.s.scheduled.Store(true)
+	}
+	return t.Tx.PutJob(ctx, j)
+}
+
+func (s *slowPrepareStore) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) error {
+	if ctx.Value(slowPrepare{}) != nil && s.scheduled.Load() {
+		time.Sleep(300 * time.Millisecond)
+	}
+	return s.Store.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return fn(ctx, scheduleSpy{tx, s}) })
+}
+
+// TestBackgroundScheduledBeforeAppend: a call that schedules a job before
+// its own append commits (one large append from below the warning level to
+// past the critical one) does not lose the job to a worker that sees the
+// view before the append: the job is tried again and gives a result.
+func TestBackgroundScheduledBeforeAppend(t *testing.T) {
+	backendStores(t, func(t *testing.T, st store.Store) {
+		_, set := newGateLLM(t)
+		sw := &slowPrepareStore{Store: st}
+		e := bgEngine(t, sw, set, engine.Background{Enabled: true, Workers: 1, Lease: time.Second, Poll: 20 * time.Millisecond})
+		spec, keep, off := "openai:gpt-4o-mini", 1000, 0
+		v := agentSessionID(t, e, "", compaction.Overrides{Summarizer: &spec, ProtectRecentToolResults: &keep, CachePaybackCalls: &off}, 8)
+		ctx := context.WithValue(t.Context(), slowPrepare{}, true)
+		res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: bigSteps(100, 12)})
+		if err != nil || res.Status.Compacted {
+			t.Fatalf("first call: %+v, %v", res.Status, err)
+		}
+		for range 2000 {
+			j, err := st.GetJob(t.Context(), tenant, v.ID)
+			if err != nil || j.State == store.JobFailed {
+				t.Fatalf("the job was lost: %+v, %v", j, err)
+			}
+			if j.State == store.JobReady {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // retried after 5 s × attempts
+		}
+		t.Fatal("the job never became ready")
 	})
 }

@@ -17,32 +17,44 @@ import (
 // and two short transactions. On return every lease this server held was
 // handed back, so another replica takes its jobs at once.
 func (e *Engine) RunJobs(ctx context.Context) {
-	if e.bg == nil || !e.bg.cfg.Enabled || e.bg.cfg.Workers <= 0 {
+	if e.bg == nil || !e.bg.cfg.Enabled {
 		return
 	}
 	var wg sync.WaitGroup
-	for i := range e.bg.cfg.Workers {
-		wg.Go(func() { e.work(ctx, i == 0) })
+	wg.Go(func() { e.sweep(ctx) }) // also with no workers here
+	for range e.bg.cfg.Workers {
+		wg.Go(func() { e.work(ctx) })
 	}
 	wg.Wait()
 }
 
-// idleJobAge is how long a ready result no call applied, or a tombstone,
-// stays; idleSweep is how often the first worker deletes older ones.
+// sweep deletes idle jobs at start and every idleSweep.
+func (e *Engine) sweep(ctx context.Context) {
+	t := time.NewTicker(idleSweep)
+	defer t.Stop()
+	for {
+		e.sweepIdleJobs(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// idleJobAge is how long a job nobody updated stays (a ready result no
+// call applied, a tombstone, or a job no worker took: a live one is
+// updated at least every third of its lease); idleSweep is how often they
+// are deleted.
 const (
 	idleJobAge = 24 * time.Hour
 	idleSweep  = 10 * time.Minute
 )
 
-func (e *Engine) work(ctx context.Context, sweeper bool) {
+func (e *Engine) work(ctx context.Context) {
 	poll := time.NewTimer(0)
 	defer poll.Stop()
-	lastSweep := time.Now()
 	for {
-		if sweeper && time.Since(lastSweep) > idleSweep {
-			lastSweep = time.Now()
-			e.sweepIdleJobs(ctx)
-		}
 		j, err := e.lease(ctx)
 		switch {
 		case err == nil:
@@ -87,7 +99,7 @@ func (e *Engine) sweepIdleJobs(ctx context.Context) {
 // not scheduled again for this view and its calls compact themselves.
 func (e *Engine) lease(ctx context.Context) (store.Job, error) {
 	for {
-		if due, err := e.store.HasDueJob(ctx, e.timestamp()); err != nil || !due {
+		if due, err := e.store.HasDueJob(ctx, e.timestamp(), e.bg.cfg.Running); err != nil || !due {
 			if err == nil {
 				err = store.ErrNotFound
 			}
@@ -116,6 +128,9 @@ func (e *Engine) lease(ctx context.Context) (store.Job, error) {
 		e.log.WarnContext(ctx, "background compaction: job given up", "tenant", j.Tenant, "session", j.SessionID, "attempts", j.Attempts)
 	}
 }
+
+// errNotYet: the session is not yet where the job was scheduled for.
+var errNotYet = errors.New("the session is below its warning level")
 
 // errLost: the job is no longer this worker's (its lease lapsed and another
 // took it, or the session was rescheduled).
@@ -254,7 +269,10 @@ func (e *Engine) planJob(ctx context.Context, j store.Job) (string, []byte, erro
 		return "", nil, err
 	}
 	if v.Usage.Level < compaction.LevelCompact {
-		return "idle", nil, nil
+		// Below the warning level at the view it was scheduled for: the call
+		// that scheduled it may not have committed its append yet. Tried
+		// again later (a tombstone after its attempts).
+		return "", nil, errNotYet
 	}
 	// The compaction PrepareContext would run at the summarize level, with
 	// every tier. It aims below where that would aim by what the session

@@ -275,7 +275,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		}
 		return append(ws, deferredWarning(pr.usage))
 	}
-	if deferred && len(pr.input) == 0 && c.stale == "" && c.refresh == "" {
+	if deferred && len(pr.input) == 0 && c.stale == "" {
 		// Nothing to append and nothing to compact: no write at all.
 		pr.status.Warnings = append(pr.status.Warnings, p.result.Warnings...)
 		pr.status.Warnings = waitNote(pr.status.Warnings)
@@ -336,10 +336,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 	if job.discarded {
 		e.metrics.Job("discarded")
 	}
-	if job.refreshed {
-		e.metrics.Job("refreshed")
-		e.wakeWorker() // queued again: a worker here takes it at once
-	}
+
 	if c.ready != nil && !deferred {
 		e.metrics.JobApplied(c.ready.took)
 	}

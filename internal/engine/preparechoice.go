@@ -28,10 +28,9 @@ type compactionChoice struct {
 	// stale is the id of a job the write discards (planned for a view or
 	// session the call does not have).
 	stale string
-	// refresh is the id of a ready job whose result aged: the write queues
-	// it again, keeping the result until a fresher one replaces it.
-	refresh  string
-	warnings []string
+	// staleLive: the stale job was not a tombstone (its discard is counted).
+	staleLive bool
+	warnings  []string
 	// summaryAhead: pruning alone does not bring the view to its target,
 	// so the next compaction will summarize (worth preparing now).
 	summaryAhead bool
@@ -66,12 +65,13 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 			bg = false
 		}
 	}
+	aged := false
 	if job != nil && len(job.Result) > 0 {
 		m, _ := e.models.Lookup(s.Model)
 		rj, err := e.usable(*job, s, snap.view, m, u.Policy)
 		switch {
 		case errors.Is(err, errUnusable):
-			c.stale = job.ID // of another view: planned again
+			c.stale, c.staleLive = job.ID, job.State != store.JobFailed // of another view: planned again
 		case err != nil:
 			return c, err
 		case rj.summary && !slices.Contains(cin.tiers, compaction.TierSummarize):
@@ -80,13 +80,35 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 			c.p, c.ready, c.prefix = rj.p, &rj, rj.prefix
 			c.deferred = e.deferred(grownBy(rj.p, snap.view[rj.prefix:]), snap, cin)
 			return c, nil
-		case job.State == store.JobReady:
-			// Aged: a fresher plan is prepared, and this one stays for a call
-			// that must compact meanwhile.
-			c.refresh = job.ID
+		default:
+			// Aged: if the call would wait, a fresher plan is asked for, and
+			// this one stays for a call that must compact meanwhile.
+			aged = true
 		}
-	} else if job != nil && !pendingJob(*job, s) {
-		c.stale = job.ID
+	} else if job != nil && (job.Epoch != s.ViewEpoch || job.Fingerprint != fingerprint(s)) {
+		c.stale, c.staleLive = job.ID, job.State != store.JobFailed // of another view
+	}
+	// waitable: the session has a job for this view that will yet give a
+	// result worth applying (queued or running; ready and waiting for its
+	// level; or aged and queued again now, within the queue's bounds). A
+	// tombstone is not. Asked at most once (it may write).
+	var asked, wait bool
+	waitable := func() bool {
+		if asked {
+			return wait
+		}
+		asked = true
+		thisView := job != nil && c.stale == "" && job.Epoch == s.ViewEpoch && job.Fingerprint == fingerprint(s)
+		switch {
+		case !thisView:
+		case job.State == store.JobQueued || job.State == store.JobRunning:
+			wait = true
+		case job.State == store.JobReady && !aged:
+			wait = true
+		case job.State == store.JobReady:
+			wait = e.requeue(ctx, s, job.ID)
+		}
+		return wait
 	}
 	name := u.Policy.Summarizer
 	if name == "" {
@@ -102,10 +124,7 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 	c.p, c.prefix = p, len(snap.view)
 	summarizes := slices.Contains(p.plan.Tiers, compaction.TierSummarize)
 	c.summaryAhead = summarizes || !reachesTarget(p, cin, u)
-	// A job for this view that may yet give a result (not a tombstone).
-	forThisView := job != nil && c.stale == "" && job.State != store.JobFailed && job.Epoch == s.ViewEpoch &&
-		job.Fingerprint == fingerprint(s)
-	if bg && !forced && c.summaryAhead && !summarizes && forThisView && !slices.Contains(cin.tiers, compaction.TierSummarize) {
+	if bg && !forced && c.summaryAhead && !summarizes && !slices.Contains(cin.tiers, compaction.TierSummarize) && waitable() {
 		// A prune that would not reach the target would only discard the
 		// compaction being prepared (which prunes too): it waits for it.
 		c.deferred, c.waiting = true, true
@@ -122,7 +141,7 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 	// Wait only for a job that exists: one for this view, or one scheduled
 	// now (a tombstone, a full queue or a failed write: the call plans).
 	switch {
-	case bg && !forced && (forThisView || job == nil && e.schedule(ctx, s) || c.stale != "" && e.schedule(ctx, s)):
+	case bg && !forced && (waitable() || (job == nil || c.stale != "") && e.schedule(ctx, s)):
 		c.deferred, c.waiting = true, true
 		c.warnings = append(c.warnings, "compaction is being prepared in the background (an LLM summary is not awaited in the call); it is applied by a later call, and in the call from the emergency threshold on")
 		return c, nil
@@ -179,15 +198,14 @@ func reachesTarget(p planned, cin CompactInput, u Usage) bool {
 // settled is what a PrepareContext's write did to the session's job, for
 // the metrics counted after it commits.
 type settled struct {
-	discarded, refreshed bool
+	discarded bool
 }
 
 // settleJob does, in PrepareContext's write, what its choice means for the
 // session's background job: the job applied must still be the session's
 // with the same result (else errStale: the call starts over); a compaction
 // applied moves the view, so whatever job the session has is for the old
-// one; a stale job is deleted; an aged result's job is queued again if the
-// queue has room (keeping the result meanwhile).
+// one; a stale job is deleted.
 func (e *Engine) settleJob(ctx context.Context, tx store.Tx, s *store.Session, c compactionChoice, deferred bool) (settled, error) {
 	applying := !deferred && c.p.plan.Changed()
 	if c.ready != nil && applying {
@@ -201,19 +219,6 @@ func (e *Engine) settleJob(ctx context.Context, tx store.Tx, s *store.Session, c
 		_, err = tx.DeleteJob(ctx, s.Tenant, s.ID, j.ID)
 		return settled{}, err
 	}
-	if c.refresh != "" && !applying {
-		j, err := tx.GetJob(ctx, s.Tenant, s.ID)
-		if err != nil || j.ID != c.refresh || j.State != store.JobReady {
-			return settled{}, ignoreNotFound(err) // another call refreshed or applied it
-		}
-		mine, all, err := tx.CountJobs(ctx, s.Tenant)
-		if err != nil || all >= e.bg.cfg.Queue || mine >= e.bg.cfg.PerTenant {
-			return settled{}, err // full: the aged result stays as it is
-		}
-		j.State, j.Owner, j.LeaseUntil = store.JobQueued, "", time.Unix(0, 0).UTC()
-		j.UpdatedAt = e.timestamp()
-		return settled{refreshed: true}, tx.PutJob(ctx, &j)
-	}
 	if !applying && c.stale == "" || !e.backgroundOn(s) && c.stale == "" {
 		return settled{}, nil
 	}
@@ -222,7 +227,7 @@ func (e *Engine) settleJob(ctx context.Context, tx store.Tx, s *store.Session, c
 		id = "" // any: the view it was for is gone
 	}
 	gone, err := tx.DeleteJob(ctx, s.Tenant, s.ID, id)
-	return settled{discarded: gone}, err
+	return settled{discarded: gone && (applying || c.staleLive)}, err
 }
 
 func ignoreNotFound(err error) error {

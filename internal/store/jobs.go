@@ -71,7 +71,8 @@ type JobTx interface {
 	// CountJobs returns how many jobs are queued or running, for the
 	// tenant and in all.
 	CountJobs(ctx context.Context, tenant string) (tenantJobs, allJobs int, err error)
-	// DeleteIdleJobs deletes ready and failed jobs not updated since before
-	// (results no call applied), at most limit, and reports how many.
+	// DeleteIdleJobs deletes jobs not updated since before, in any state (a
+	// running job is updated by every renewal), at most limit, and reports
+	// how many.
 	DeleteIdleJobs(ctx context.Context, before time.Time, limit int) (int, error)
 }

@@ -280,10 +280,10 @@ type Store interface {
 	// GetJob reads a session's background compaction job without locking
 	// it, or ErrNotFound.
 	GetJob(ctx context.Context, tenant, sessionID string) (Job, error)
-	// HasDueJob reports, without locking anything, whether a job is queued
-	// or running with a lapsed lease, due at now (an idle worker's probe
-	// before it takes a writer).
-	HasDueJob(ctx context.Context, now time.Time) (bool, error)
+	// HasDueJob reports, without locking anything, whether NextJob at now
+	// with perTenant would find a job (an idle worker's probe before it
+	// takes a writer).
+	HasDueJob(ctx context.Context, now time.Time, perTenant int) (bool, error)
 	// Ping checks the connection.
 	Ping(ctx context.Context) error
 	Close() error

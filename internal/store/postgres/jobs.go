@@ -76,17 +76,20 @@ func (t *txn) CountJobs(ctx context.Context, tenant string) (int, int, error) {
 	return mine, all, err
 }
 
-// HasDueJob probes for a due job without locking anything.
-func (s *Store) HasDueJob(ctx context.Context, now time.Time) (bool, error) {
+// HasDueJob probes for a due job without locking anything: NextJob's
+// filter.
+func (s *Store) HasDueJob(ctx context.Context, now time.Time, perTenant int) (bool, error) {
 	var due bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM compaction_jobs
-		WHERE (state = 'queued' OR (state = 'running' AND lease_until < $1)) AND not_before <= $1)`, now).Scan(&due)
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM compaction_jobs j
+		WHERE (j.state = 'queued' OR (j.state = 'running' AND j.lease_until < $1)) AND j.not_before <= $1
+			AND (SELECT count(*) FROM compaction_jobs r WHERE r.tenant = j.tenant AND r.state = 'running' AND r.lease_until >= $1) < $2)`,
+		now, perTenant).Scan(&due)
 	return due, err
 }
 
 func (t *txn) DeleteIdleJobs(ctx context.Context, before time.Time, limit int) (int, error) {
 	tag, err := t.tx.Exec(ctx, `DELETE FROM compaction_jobs WHERE (tenant, session_id) IN (SELECT tenant, session_id
-		FROM compaction_jobs WHERE state IN ('ready', 'failed') AND updated_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`, before, limit)
+		FROM compaction_jobs WHERE updated_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`, before, limit)
 	if err != nil {
 		return 0, err
 	}

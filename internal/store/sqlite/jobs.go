@@ -78,18 +78,20 @@ func (t *txn) CountJobs(ctx context.Context, tenant string) (int, int, error) {
 	return mine, all, err
 }
 
-// HasDueJob probes for a due job without the writer.
-func (s *Store) HasDueJob(ctx context.Context, now time.Time) (bool, error) {
+// HasDueJob probes for a due job without the writer: NextJob's filter.
+func (s *Store) HasDueJob(ctx context.Context, now time.Time, perTenant int) (bool, error) {
 	n := now.UnixNano()
 	var due bool
-	err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM compaction_jobs
-		WHERE (state = 'queued' OR (state = 'running' AND lease_until < ?)) AND not_before <= ?)`, n, n).Scan(&due)
+	err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM compaction_jobs j
+		WHERE (j.state = 'queued' OR (j.state = 'running' AND j.lease_until < ?)) AND j.not_before <= ?
+			AND (SELECT count(*) FROM compaction_jobs r WHERE r.tenant = j.tenant AND r.state = 'running' AND r.lease_until >= ?) < ?)`,
+		n, n, n, perTenant).Scan(&due)
 	return due, err
 }
 
 func (t *txn) DeleteIdleJobs(ctx context.Context, before time.Time, limit int) (int, error) {
 	res, err := t.tx.ExecContext(ctx, `DELETE FROM compaction_jobs WHERE rowid IN (SELECT rowid FROM compaction_jobs
-		WHERE state IN ('ready', 'failed') AND updated_at < ? LIMIT ?)`, before.UnixNano(), limit)
+		WHERE updated_at < ? LIMIT ?)`, before.UnixNano(), limit)
 	if err != nil {
 		return 0, err
 	}

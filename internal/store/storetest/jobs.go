@@ -115,14 +115,31 @@ func testJobs(t *testing.T, s store.Store) {
 		t.Fatalf("NextJob = %+v, %v; want nothing (a not due, b leased, c ready)", j, err)
 	}
 	for at, want := range map[time.Time]bool{now: false, now.Add(2 * time.Minute): true} {
-		if due, err := s.HasDueJob(t.Context(), at); err != nil || due != want {
+		if due, err := s.HasDueJob(t.Context(), at, 5); err != nil || due != want {
 			t.Fatalf("HasDueJob(%v) = %v, %v; want %v", at, due, err, want)
 		}
 	}
-	// Idle results and tombstones go; queued and running jobs stay.
+	// Like NextJob, the probe sees the tenant's cap: with a's NotBefore
+	// past and b leased, t1 is at a cap of one running job.
+	if due, err := s.HasDueJob(t.Context(), now.Add(2*time.Hour), 1); err != nil || !due {
+		t.Fatalf("HasDueJob past b's lease = %v, %v", due, err)
+	}
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		b := job("t1", "b", "jb", store.JobRunning, epoch.Add(time.Second))
+		b.Owner, b.LeaseUntil = "r1", now.Add(3*time.Hour)
+		return tx.PutJob(ctx, b)
+	})
+	if due, err := s.HasDueJob(t.Context(), now.Add(2*time.Hour), 1); err != nil || due {
+		t.Fatalf("HasDueJob at the tenant's running cap = %v, %v; want false", due, err)
+	}
+	// Jobs nobody updated go, in any state; others stay.
 	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
 		failed := job("t2", "a", "jf", store.JobFailed, epoch)
 		if err := tx.PutJob(ctx, failed); err != nil {
+			return err
+		}
+		a := job("t1", "a", "job2", store.JobQueued, epoch.Add(time.Hour))
+		if err := tx.PutJob(ctx, a); err != nil {
 			return err
 		}
 		n, err := tx.DeleteIdleJobs(ctx, epoch.Add(time.Second), 1)
