@@ -336,7 +336,6 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 	if job.discarded {
 		e.metrics.Job("discarded")
 	}
-
 	if c.ready != nil && !deferred {
 		e.metrics.JobApplied(c.ready.took)
 	}
