@@ -395,13 +395,6 @@ func newJobID() string {
 	return "job_" + hex.EncodeToString(b[:])
 }
 
-// pendingJob reports whether s has a job queued or running for its current
-// view (one that may yet be ready for a later call).
-func pendingJob(j store.Job, s *store.Session) bool {
-	return (j.State == store.JobQueued || j.State == store.JobRunning) && j.Epoch == s.ViewEpoch &&
-		j.Fingerprint == fingerprint(s)
-}
-
 // llmLatency keeps the recent durations of each tenant's LLM summarizers
 // on this server, for the deadline decision (llmFits).
 type llmLatency struct {

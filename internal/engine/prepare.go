@@ -58,8 +58,9 @@ type prepared struct {
 	// cals is the calibration read before the transactions, so the answer
 	// after a commit reads nothing that could fail it.
 	cals map[string]*store.Calibration
-	// summaryAhead: the next compaction will summarize (background.go).
-	summaryAhead bool
+	// summaryAhead: the next compaction will summarize (background.go);
+	// hasJob: the call waits for the session's job (it exists).
+	summaryAhead, hasJob bool
 }
 
 // PrepareContext is the one call an agent makes before each model call:
@@ -268,7 +269,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 	}
 	p, deferred := c.p, c.deferred
 	pr.status.Warnings = append(pr.status.Warnings, c.warnings...)
-	pr.summaryAhead = c.summaryAhead
+	pr.summaryAhead, pr.hasJob = c.summaryAhead, c.waiting
 	waitNote := func(ws []string) []string {
 		if c.waiting {
 			return ws // said in c.warnings
@@ -284,7 +285,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 	var res CompactResult
 	var final store.Session
 	paused := false
-	var job settled
+	jobDiscarded := false
 	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if err := tx.LockCompaction(ctx, tenant, id); err != nil {
 			return err
@@ -296,7 +297,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		if s.Version != pr.before.Version && !unchangedButVersion(pr.before, s) {
 			return errStale
 		}
-		if job, err = e.settleJob(ctx, tx, &s, c, deferred); err != nil {
+		if jobDiscarded, err = e.settleJob(ctx, tx, &s, c, deferred); err != nil {
 			return err
 		}
 		// The same session version, so the same append as staged before.
@@ -333,7 +334,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 	if err != nil {
 		return PrepareResult{}, err
 	}
-	if job.discarded {
+	if jobDiscarded {
 		e.metrics.Job("discarded")
 	}
 	if c.ready != nil && !deferred {
@@ -408,7 +409,7 @@ func (e *Engine) answerPrepare(ctx context.Context, tenant, id string, pr prepar
 	}
 	// A session at its warning level whose next compaction will summarize
 	// has it prepared in the background (background.go).
-	if u := st.Usage; u.Level >= compaction.LevelCompact && u.Policy.AutoCompact &&
+	if u := st.Usage; !pr.hasJob && u.Level >= compaction.LevelCompact && u.Policy.AutoCompact &&
 		(u.Level >= compaction.LevelSummarize || pr.summaryAhead || pausedNow(&pr.after)) {
 		e.schedule(ctx, &pr.after)
 	}

@@ -65,6 +65,8 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 			bg = false
 		}
 	}
+	// ofThisView: the job was scheduled for the view and session the call has.
+	ofThisView := job != nil && job.Epoch == s.ViewEpoch && job.Fingerprint == fingerprint(s)
 	aged := false
 	if job != nil && len(job.Result) > 0 {
 		m, _ := e.models.Lookup(s.Model)
@@ -85,7 +87,7 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 			// this one stays for a call that must compact meanwhile.
 			aged = true
 		}
-	} else if job != nil && (job.Epoch != s.ViewEpoch || job.Fingerprint != fingerprint(s)) {
+	} else if job != nil && !ofThisView {
 		c.stale, c.staleLive = job.ID, job.State != store.JobFailed // of another view
 	}
 	// waitable: the session has a job for this view that will yet give a
@@ -98,9 +100,8 @@ func (e *Engine) chooseCompaction(ctx context.Context, snap snapshot, cin Compac
 			return wait
 		}
 		asked = true
-		thisView := job != nil && c.stale == "" && job.Epoch == s.ViewEpoch && job.Fingerprint == fingerprint(s)
 		switch {
-		case !thisView:
+		case !ofThisView || c.stale != "":
 		case job.State == store.JobQueued || job.State == store.JobRunning:
 			wait = true
 		case job.State == store.JobReady && !aged:
@@ -195,39 +196,28 @@ func reachesTarget(p planned, cin CompactInput, u Usage) bool {
 	return p.plan.Changed() && float64(p.plan.TokensAfter) <= (aim(cin, u)+0.05)*usable
 }
 
-// settled is what a PrepareContext's write did to the session's job, for
-// the metrics counted after it commits.
-type settled struct {
-	discarded bool
-}
-
-// settleJob does, in PrepareContext's write, what its choice means for the
-// session's background job: the job applied must still be the session's
-// with the same result (else errStale: the call starts over); a compaction
-// applied moves the view, so whatever job the session has is for the old
-// one; a stale job is deleted.
-func (e *Engine) settleJob(ctx context.Context, tx store.Tx, s *store.Session, c compactionChoice, deferred bool) (settled, error) {
+func (e *Engine) settleJob(ctx context.Context, tx store.Tx, s *store.Session, c compactionChoice, deferred bool) (discarded bool, err error) {
 	applying := !deferred && c.p.plan.Changed()
 	if c.ready != nil && applying {
 		j, err := tx.GetJob(ctx, s.Tenant, s.ID)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && (j.ID != c.ready.job.ID || !bytes.Equal(j.Result, c.ready.job.Result))) {
-			return settled{}, errStale // applied by another call, or replaced by a fresher result: decide again
+			return false, errStale // applied by another call, or replaced by a fresher result: decide again
 		}
 		if err != nil {
-			return settled{}, err
+			return false, err
 		}
 		_, err = tx.DeleteJob(ctx, s.Tenant, s.ID, j.ID)
-		return settled{}, err
+		return false, err
 	}
-	if !applying && c.stale == "" || !e.backgroundOn(s) && c.stale == "" {
-		return settled{}, nil
+	if c.stale == "" && (!applying || !e.backgroundOn(s)) {
+		return false, nil
 	}
 	id := c.stale
 	if applying {
 		id = "" // any: the view it was for is gone
 	}
 	gone, err := tx.DeleteJob(ctx, s.Tenant, s.ID, id)
-	return settled{discarded: gone && (applying || c.staleLive)}, err
+	return gone && (applying || c.staleLive), err
 }
 
 func ignoreNotFound(err error) error {
