@@ -76,6 +76,12 @@ type Status struct {
 	Time           time.Time
 	// Ledger is what the session has cost so far (nil when not read).
 	Ledger *store.Ledger
+	// LogCount is the position of the log's newest message and Created
+	// the session's incarnation: a caller that appends later (the
+	// gateway's reply) tells "only reports came in between" from "the log
+	// grew" or "the session was made again" by them.
+	LogCount int64
+	Created  time.Time
 }
 
 // Compact compacts a session's active view now.

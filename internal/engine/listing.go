@@ -93,7 +93,7 @@ func (e *Engine) sessionSummary(ctx context.Context, tenant, id string) (Session
 // newest compaction, and the paused warning (usage warnings travel in the
 // usage).
 func (v SessionView) Status(at time.Time) Status {
-	st := Status{SessionID: v.ID, Version: v.Version, Usage: v.Usage, Time: at, Ledger: v.Ledger, LastCompaction: v.LastCompaction}
+	st := Status{SessionID: v.ID, Version: v.Version, Usage: v.Usage, Time: at, Ledger: v.Ledger, LastCompaction: v.LastCompaction, LogCount: v.LogCount, Created: v.CreatedAt}
 	if pausedNow(&v.Session) {
 		st.Warnings = append(st.Warnings, pausedWarning(&v.Session))
 	}

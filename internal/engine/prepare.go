@@ -234,7 +234,7 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 // just warn.
 func (pr *prepared) decide(e *Engine) error {
 	s, u := pr.after, pr.usage
-	pr.status = Status{SessionID: s.ID, Version: s.Version, Usage: u, Time: e.now().UTC()}
+	pr.status = Status{SessionID: s.ID, Version: s.Version, Usage: u, Time: e.now().UTC(), LogCount: s.LogCount, Created: s.CreatedAt}
 	paused := pausedNow(&s)
 	switch {
 	case !u.Policy.AutoCompact:

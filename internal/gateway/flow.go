@@ -412,7 +412,7 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 	for i := range reply {
 		setMeta(&reply[i], metaReply, "true")
 	}
-	out, err := g.cfg.Engine.AppendMessages(ctx, tenant, id, engine.AppendInput{Messages: reply, IdempotencyKey: "gwr-" + key, ExpectedVersion: &expect})
+	out, err := g.appendReply(ctx, tenant, res, prep, key, expect, reply)
 	if err != nil {
 		g.log.WarnContext(ctx, "gateway reply not recorded", "session", id, "error", err.Error())
 		return
@@ -425,6 +425,35 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 		reply[i].Position = out.Messages[i].Position
 	}
 	g.digests.extend(tenant, id, res.created, reply)
+}
+
+// maxReplyConflicts bounds the appends of one reply that meet a session
+// whose log has not grown (only reports and compactions came in between).
+const maxReplyConflicts = 4
+
+// appendReply appends the reply to the session as the call left it. The
+// session's version may have moved without its log growing: the report of
+// the previous call, relayed by another replica, committed after this
+// call's prepare. Then the reply still follows the last message the call
+// sent and is appended at the new version. When the log grew (another
+// request appended, usually carrying this reply itself) or the session was
+// made again, the reply is not appended: the next request that carries it
+// appends it.
+func (g *Gateway) appendReply(ctx context.Context, tenant string, res resolved, prep engine.PrepareResult, key string, expect int64, reply []chat.Message) (engine.AppendResult, error) {
+	for conflicts := 0; ; conflicts++ {
+		out, err := g.cfg.Engine.AppendMessages(ctx, tenant, res.id, engine.AppendInput{Messages: reply, IdempotencyKey: "gwr-" + key, ExpectedVersion: &expect})
+		if !errors.Is(err, store.ErrVersionConflict) || conflicts == maxReplyConflicts {
+			return out, err
+		}
+		st, serr := g.cfg.Engine.SessionStatus(ctx, tenant, res.id)
+		if serr != nil {
+			return out, err
+		}
+		if st.LogCount != prep.Status.LogCount || !st.Created.Equal(prep.Status.Created) {
+			return out, err
+		}
+		expect = st.Version
+	}
 }
 
 // storedTail is the stored copies of fresh at the end of view (they carry

@@ -60,45 +60,94 @@ func TestTwoReplicas(t *testing.T) {
 // TestConcurrentIdenticalRequests: the same request sent several times at
 // once (a client's retries racing each other) appends its messages once.
 func TestConcurrentIdenticalRequests(t *testing.T) {
+	bothStores(t, func(t *testing.T, s *server) {
+		msgs := []any{map[string]any{"role": "user", "content": "only once"}}
+		var wg sync.WaitGroup
+		ids := make([]string, 6)
+		for i := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, _ := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": msgs}, nil)
+				ids[i] = resp.Header.Get("X-Contextd-Session")
+			}()
+		}
+		wg.Wait()
+		// The first that arrived extended the session; the others saw
+		// its reply recorded (a rewind, a session of their own) or got
+		// there before it: either way "only once" is in the first
+		// session once.
+		first := ids[0]
+		for _, id := range ids {
+			if len(id) < len(first) {
+				first = id
+			}
+		}
+		got := s.logOf(first)
+		n := 0
+		for _, line := range got {
+			if line == "user: only once" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("session %s holds the user turn %d times: %q", first, n, got)
+		}
+	})
+}
+
+// TestReplyAfterALateReport: the report of a call relayed by another
+// replica may commit after this call's prepare (the race of
+// TestTwoReplicas, made certain here): the session's version moved but its
+// log did not grow, and this call's reply is still recorded.
+func TestReplyAfterALateReport(t *testing.T) {
+	bothStores(t, func(t *testing.T, s *server) {
+		history := []any{map[string]any{"role": "user", "content": "q0"}}
+		s.fake.Script(gatewaytest.Reply{Text: "a0"})
+		resp, body := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": history}, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("first call: %d %s", resp.StatusCode, body)
+		}
+		session := resp.Header.Get("X-Contextd-Session")
+		want := []string{"user: q0", "assistant: a0"}
+		if got := s.waitLog(session, want); !slices.Equal(got, want) {
+			t.Fatalf("log after the first call:\n got %q\nwant %q", got, want)
+		}
+		// While the provider answers the second call, a report comes in
+		// (as the other replica's would, late).
+		reported := 0
+		s.fake.Set(func(f *gatewaytest.Fake) {
+			f.Before = func(string) {
+				reported++
+				s.rpc("ReportUsage", map[string]any{"sessionId": session, "inputTokens": 40, "outputTokens": 2}, nil)
+			}
+		})
+		history = append(history, map[string]any{"role": "assistant", "content": "a0"}, map[string]any{"role": "user", "content": "q1"})
+		s.fake.Script(gatewaytest.Reply{Text: "a1"})
+		resp, body = s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": history}, nil)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Contextd-Session") != session {
+			t.Fatalf("second call: %d %s (session %s)", resp.StatusCode, body, resp.Header.Get("X-Contextd-Session"))
+		}
+		if reported != 1 {
+			t.Fatalf("the late report ran %d times, want 1", reported)
+		}
+		want = append(want, "user: q1", "assistant: a1")
+		if got := s.waitLog(session, want); !slices.Equal(got, want) {
+			t.Errorf("log:\n got %q\nwant %q", got, want)
+		}
+	})
+}
+
+// bothStores runs check against a server on each store: embedded SQLite
+// and PostgreSQL.
+func bothStores(t *testing.T, check func(t *testing.T, s *server)) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			env := map[string]string{}
 			if backend == "postgres" {
 				env["CONTEXTD_DATABASE_URL"] = pgtest.URL(t)
 			}
-			s := start(t, env)
-			msgs := []any{map[string]any{"role": "user", "content": "only once"}}
-			var wg sync.WaitGroup
-			ids := make([]string, 6)
-			for i := range ids {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					resp, _ := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": msgs}, nil)
-					ids[i] = resp.Header.Get("X-Contextd-Session")
-				}()
-			}
-			wg.Wait()
-			// The first that arrived extended the session; the others saw
-			// its reply recorded (a rewind, a session of their own) or got
-			// there before it: either way "only once" is in the first
-			// session once.
-			first := ids[0]
-			for _, id := range ids {
-				if len(id) < len(first) {
-					first = id
-				}
-			}
-			got := s.logOf(first)
-			n := 0
-			for _, line := range got {
-				if line == "user: only once" {
-					n++
-				}
-			}
-			if n != 1 {
-				t.Errorf("session %s holds the user turn %d times: %q", first, n, got)
-			}
+			check(t, start(t, env))
 		})
 	}
 }

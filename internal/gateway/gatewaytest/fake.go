@@ -77,6 +77,10 @@ type Fake struct {
 	FailFrom int
 	// FailMessage, when set, is the error message of those failures.
 	FailMessage string
+	// Before, when set, runs with each request's path before the fake
+	// answers it (outside the fake's lock): what another client does
+	// while the provider is thinking.
+	Before func(path string)
 	// FirstEventAt is when the first SSE event of the last stream was
 	// written; LastEventAt when the stream ended.
 	FirstEventAt, LastEventAt time.Time
@@ -144,6 +148,12 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 	// As OpenAI's API does: any page may read its answers.
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	raw, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	before := f.Before
+	f.mu.Unlock()
+	if before != nil {
+		before(r.URL.Path)
+	}
 	var body map[string]any
 	problems := []string(nil)
 	if err := json.Unmarshal(raw, &body); err != nil {
