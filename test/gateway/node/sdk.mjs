@@ -4,6 +4,7 @@
 // {"api", "stream", "sessions": [...], "answer"}.
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
+import { readChatStream } from "./chatstream.mjs";
 
 const addr = process.argv[2];
 const openai = new OpenAI({ baseURL: `http://${addr}/v1`, apiKey: "sk-test", maxRetries: 0 });
@@ -23,21 +24,9 @@ async function chat(stream) {
       return data.choices[0].message;
     }
     const { data, response } = await openai.chat.completions.create({ model: "gpt-4o", messages, tools, stream: true }).withResponse();
-    const msg = { role: "assistant", content: "", tool_calls: [] };
-    for await (const chunk of data) {
+    const msg = await readChatStream(data, (chunk) => {
       if (chunk.choices.length === 0) throw new Error("got a usage chunk it did not ask for");
-      const d = chunk.choices[0].delta;
-      msg.content += d.content ?? "";
-      for (const tc of d.tool_calls ?? []) {
-        msg.tool_calls[tc.index] ??= { id: "", type: "function", function: { name: "", arguments: "" } };
-        const c = msg.tool_calls[tc.index];
-        if (tc.id) c.id = tc.id;
-        c.function.name += tc.function?.name ?? "";
-        c.function.arguments += tc.function?.arguments ?? "";
-      }
-    }
-    if (msg.tool_calls.length === 0) delete msg.tool_calls;
-    if (msg.tool_calls && msg.content === "") msg.content = null;
+    });
     sessions.push(response.headers.get("x-contextd-session"));
     return msg;
   }
