@@ -38,6 +38,20 @@ func keysFile(t *testing.T, lines ...string) string {
 	return p
 }
 
+// rewriteKeys replaces a keys file with lines as operators should: written
+// beside it, then renamed over it, so a reload never reads it half written
+// (in-place writes are internal/auth's TestWatchWaitsForAnInPlaceWrite).
+func rewriteKeys(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func keyLine(id, tenant, key string, revoked bool) string {
 	return fmt.Sprintf(`{"id":%q,"tenant":%q,"sha256":%q,"revoked":%v}`, id, tenant, auth.Digest(key), revoked)
 }

@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -82,9 +81,7 @@ func TestKeysReload(t *testing.T) {
 	}
 	write := func(lines ...string) {
 		t.Helper()
-		if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		rewriteKeys(t, file, lines...)
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()

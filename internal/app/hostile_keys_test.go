@@ -2,7 +2,6 @@ package app
 
 import (
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,9 +30,7 @@ func TestHostileKeysFile(t *testing.T) {
 		}
 		write := func(lines ...string) {
 			t.Helper()
-			if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			rewriteKeys(t, file, lines...)
 		}
 		get := func(key string) (*contextdv1.GetMessagesResponse, error) {
 			return client.GetMessages(as(ctx, key), &contextdv1.GetMessagesRequest{SessionId: "s"})

@@ -272,8 +272,31 @@ func (k *Keys) changed() bool {
 	return fi.ModTime() != k.stamp.mod || fi.Size() != k.stamp.size
 }
 
+// keysSettle is how long a changed keys file must stay unchanged before it
+// is read: an editor or a script that rewrites the file in place empties
+// it first, and reading it then would refuse every key until the next
+// check. (Replacing the file by a rename is atomic and needs no wait.)
+const keysSettle = 100 * time.Millisecond
+
+// settled reports whether the keys file stays as it is for keysSettle; a
+// file still being written is read at a later check.
+func (k *Keys) settled(ctx context.Context) bool {
+	before, err := os.Stat(k.file)
+	if err != nil {
+		return true // gone or unreadable: Reload reports it
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(keysSettle):
+	}
+	after, err := os.Stat(k.file)
+	return err != nil || after.ModTime() == before.ModTime() && after.Size() == before.Size()
+}
+
 // Watch reloads the keys whenever the keys file changes (checked every
-// interval, a stat each time) or a signal arrives on hup, until ctx ends.
+// interval, a stat each time, and read once it has settled) or a signal
+// arrives on hup, until ctx ends.
 // Reload errors are passed to report.
 func (k *Keys) Watch(ctx context.Context, interval time.Duration, hup <-chan os.Signal, report func(error)) {
 	if !k.Enabled() {
@@ -288,7 +311,7 @@ func (k *Keys) Watch(ctx context.Context, interval time.Duration, hup <-chan os.
 			return
 		case <-hup:
 		case <-t.C:
-			if !k.changed() {
+			if !k.changed() || !k.settled(ctx) {
 				continue
 			}
 		}

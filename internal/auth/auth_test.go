@@ -1,12 +1,14 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func line(id, tenant, key string, revoked bool) string {
@@ -112,5 +114,62 @@ func TestPairsSurviveAMissingFile(t *testing.T) {
 	}
 	if key, err := k.Authenticate("k-g"); err != nil || key.Tenant != "globex" {
 		t.Errorf("k-g: %v, %v", key, err)
+	}
+}
+
+// TestWatchWaitsForAnInPlaceWrite: a keys file rewritten in place (emptied,
+// then written, as os.WriteFile and editors do) is read once it has
+// settled: a key listed before and after the write is never refused in
+// between, while the key the write revokes is refused after it.
+func TestWatchWaitsForAnInPlaceWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.jsonl")
+	write(t, path, line("a", "acme", "k-a", false), line("b", "acme", "k-b", false))
+	k, err := LoadKeys(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go k.Watch(ctx, time.Millisecond, nil, func(error) {})
+	stop := make(chan struct{})
+	refusedB := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				refusedB <- nil
+				return
+			default:
+			}
+			if _, err := k.Authenticate("k-b"); err != nil {
+				refusedB <- err
+				return
+			}
+		}
+	}()
+	for range 3 {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // the writer between emptying and writing
+		if _, err := f.WriteString(line("a", "acme", "k-a", true) + "\n" + line("b", "acme", "k-b", false) + "\n"); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := k.Authenticate("k-a"); errors.Is(err, ErrRevokedKey) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	if err := <-refusedB; err != nil {
+		t.Errorf("k-b, listed before and after the write, was refused while it was written: %v", err)
+	}
+	if _, err := k.Authenticate("k-a"); !errors.Is(err, ErrRevokedKey) {
+		t.Errorf("k-a after its revocation was written: %v", err)
 	}
 }
