@@ -37,6 +37,9 @@ const defaultHeartbeat = 15 * time.Second
 // number), bounded by CONTEXTD_MAX_SESSIONS_PER_TENANT.
 const snapshotPage = 500
 
+// errShuttingDown ends a watch when the server stops.
+var errShuttingDown = status.Error(codes.Unavailable, "server shutting down; watch again (any replica) with from_version set to the last version you saw")
+
 // WatchContextStatus implements contextd.v1.ContextService. It subscribes
 // before it reads the snapshot, so no change between the two is missed, and
 // sends each session's versions in increasing order only.
@@ -101,9 +104,16 @@ func (s *ContextService) WatchContextStatus(req *contextdv1.WatchContextStatusRe
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			select {
+			case <-sub.Done():
+				// The server stopping cancels the stream just after it
+				// closes the hub: the client still gets the hint.
+				return errShuttingDown
+			default:
+				return nil
+			}
 		case <-sub.Done():
-			return status.Error(codes.Unavailable, "server shutting down; watch again (any replica) with from_version set to the last version you saw")
+			return errShuttingDown
 		case <-heartbeat.C:
 			hb := &contextdv1.ContextStatus{Event: contextdv1.StatusEvent_STATUS_EVENT_HEARTBEAT, Time: timestamppb.Now()}
 			if err := stream.Send(&contextdv1.WatchContextStatusResponse{Status: hb}); err != nil {

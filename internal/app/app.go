@@ -52,6 +52,10 @@ import (
 	"github.com/contextd/contextd/internal/watch"
 )
 
+// notServingGrace is how long a stopping server lets health watchers hear
+// NOT_SERVING before it cancels their streams.
+const notServingGrace = 50 * time.Millisecond
+
 // Run serves until ctx ends, then stops gracefully. It returns nil after a
 // clean stop.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
@@ -256,7 +260,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// the HTTP server's (GOAWAY, wait for open calls): grpc.Server's
 	// GracefulStop would cancel calls served through ServeHTTP.
 	healthSrv.Shutdown()
-	hub.Close()   // watch streams end with UNAVAILABLE, so the drain need not wait for them
+	hub.Close() // watch streams end with UNAVAILABLE, so the drain need not wait for them
+	// Health's Watch streams send NOT_SERVING from their own goroutines; a
+	// stream cancelled at once may end before it sends it (its select
+	// picks either). They get a moment first.
+	time.Sleep(notServingGrace)
 	drain.start() // so do health's Watch and reflection streams
 	sctx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	if !front.shutdown(sctx) {

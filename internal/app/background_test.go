@@ -112,7 +112,14 @@ func TestBackgroundCompactionOverGRPC(t *testing.T) {
 				t.Fatalf("applied %q after %d LLM calls; want the first and only one's", s, calls.Load())
 			}
 			for outcome, want := range map[string]float64{"queued": 1, "ready": 1, "applied": 1} {
-				if got := metric(t, metricsAddr, "contextd_compaction_jobs_total", `{outcome="`+outcome+`"}`); got != want {
+				// The worker counts "ready" just after its write commits: a
+				// call may apply the result before that line runs.
+				got := metric(t, metricsAddr, "contextd_compaction_jobs_total", `{outcome="`+outcome+`"}`)
+				for i := 0; got < want && i < 250; i++ {
+					time.Sleep(20 * time.Millisecond)
+					got = metric(t, metricsAddr, "contextd_compaction_jobs_total", `{outcome="`+outcome+`"}`)
+				}
+				if got != want {
 					t.Errorf("contextd_compaction_jobs_total{outcome=%q} = %v; want %v", outcome, got, want)
 				}
 			}

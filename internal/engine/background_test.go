@@ -419,13 +419,14 @@ func TestDeadlineTakesExtractive(t *testing.T) {
 	e := engine.New(encodings, models, openSQLite(t), engine.WithSummarizers(set))
 	prepare := func(deadline time.Duration) engine.PrepareResult {
 		t.Helper()
+		id := llmSession(t, e).ID // made before the deadline starts
 		ctx := t.Context()
 		if deadline > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, deadline)
 			defer cancel()
 		}
-		res, err := e.PrepareContext(ctx, tenant, llmSession(t, e).ID, engine.PrepareInput{})
+		res, err := e.PrepareContext(ctx, tenant, id, engine.PrepareInput{})
 		if err != nil || !res.Status.Compacted {
 			t.Fatalf("PrepareContext: %+v, %v", res.Status, err)
 		}

@@ -102,9 +102,15 @@ func (f *fakeLLM) hold() {
 }
 
 func llmEngine(t *testing.T, srv *httptest.Server) *engine.Engine {
+	return llmEngineTimeout(t, srv, 5*time.Second)
+}
+
+// llmEngineTimeout is llmEngine with the summarizer's timeout per request
+// (short only where a test waits for it to pass).
+func llmEngineTimeout(t *testing.T, srv *httptest.Server, timeout time.Duration) *engine.Engine {
 	t.Helper()
 	models, encodings := testModels(t)
-	ep := summarize.Endpoint{APIKey: "test-key", Timeout: 300 * time.Millisecond, MaxRetries: 1}
+	ep := summarize.Endpoint{APIKey: "test-key", Timeout: timeout, MaxRetries: 1}
 	openaiEP, anthropicEP := ep, ep
 	openaiEP.BaseURL, anthropicEP.BaseURL = srv.URL+"/v1/", srv.URL
 	set, err := summarize.NewSet("extractive", map[string]summarize.Endpoint{
@@ -126,7 +132,11 @@ func TestLLMSummarizers(t *testing.T) {
 				fake := &fakeLLM{mode: mode}
 				srv := httptest.NewServer(fake)
 				defer srv.Close()
-				e := llmEngine(t, srv)
+				timeout := 5 * time.Second
+				if mode == "slow" {
+					timeout = 300 * time.Millisecond
+				}
+				e := llmEngineTimeout(t, srv, timeout)
 				keepResults := 1000 // nothing to prune: the summarize tier must run
 				v := agentSession(t, e, compaction.Overrides{Summarizer: &spec, ProtectRecentToolResults: &keepResults}, 20)
 				start := time.Now()

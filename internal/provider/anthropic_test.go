@@ -59,7 +59,7 @@ func TestAnthropicCounter(t *testing.T) {
 	srv := &countServer{}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	c := provider.NewAnthropicCounter(provider.Config{BaseURL: ts.URL, APIKey: "k", Timeout: 300 * time.Millisecond, MaxRetries: 1})
+	c := provider.NewAnthropicCounter(provider.Config{BaseURL: ts.URL, APIKey: "k", Timeout: 5 * time.Second, MaxRetries: 1})
 	system, tools, msgs := request()
 	n, cached, err := c.Count(t.Context(), "claude-sonnet-4-5", system, tools, msgs)
 	if err != nil || n != 1234 || cached {
@@ -76,6 +76,9 @@ func TestAnthropicCounter(t *testing.T) {
 	if n, cached, err := c.Count(t.Context(), "claude-sonnet-4-5", system, tools, msgs); n != 1234 || !cached || err != nil || srv.calls.Load() != 1 {
 		t.Errorf("second count: %d cached=%v %v, %d calls", n, cached, err, srv.calls.Load())
 	}
+	// The failures through a client with a short timeout ("slow" waits it
+	// out); the counts above through one whose timeout a stall cannot hit.
+	c = provider.NewAnthropicCounter(provider.Config{BaseURL: ts.URL, APIKey: "k", Timeout: 300 * time.Millisecond, MaxRetries: 1})
 	for _, mode := range []string{"500", "slow", "malformed"} {
 		srv.mode = mode
 		msgs[0].Parts[0].Text += " " + mode // new content: not cached

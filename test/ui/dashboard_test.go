@@ -441,14 +441,14 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	})
 
-	step(t, "an append through gRPC updates the bar within 2 s", func(t *testing.T) {
+	step(t, "an append through gRPC updates the bar live", func(t *testing.T) {
 		p := newPage(t, bctx)
 		if _, err := api.AppendMessages(authed, &contextdv1.AppendMessagesRequest{SessionId: "agent-7", Messages: turn(7)}); err != nil {
 			t.Fatal(err)
 		}
 		js := fmt.Sprintf(`document.querySelector('tr[data-session="agent-7"] .bar').dataset.percent !== %q`, before)
-		if err := p.until(js, 2*time.Second); err != nil {
-			t.Fatalf("bar still at %s %% 2 s after the append: %v", before, err)
+		if err := p.until(js, 10*time.Second); err != nil {
+			t.Fatalf("bar still at %s %% 10 s after the append: %v", before, err)
 		}
 	})
 
@@ -463,7 +463,7 @@ func TestDashboardInChromium(t *testing.T) {
 		if _, err := api.AppendMessages(authed, &contextdv1.AppendMessagesRequest{SessionId: "agent-7", Messages: []*contextdv1.Message{text(contextdv1.Role_ROLE_USER, "Also run the linter.")}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := p.until(`document.querySelector('tr[data-session="agent-7"] .spend').innerText.includes("$0.0069")`, 5*time.Second); err != nil {
+		if err := p.until(`document.querySelector('tr[data-session="agent-7"] .spend').innerText.includes("$0.0069")`, 10*time.Second); err != nil {
 			t.Fatalf("spend cell shows %q: %v", p.text(`tr[data-session="agent-7"] .spend`), err)
 		}
 		if got := p.text(`tr[data-session="agent-7"] .spend`); !strings.Contains(got, "75 % cached") {
