@@ -121,6 +121,13 @@ type round struct {
 func (g *Gateway) forwardExpanding(w http.ResponseWriter, r *http.Request, d door, c *conversation, fields map[string]json.RawMessage,
 	client clientTools, tenant, id string, prep engine.PrepareResult, toolOn bool, done func([]usage, []chat.Message)) {
 	ctx := r.Context()
+	if c.stream {
+		// Held rounds keep the connection alive (keepalive.go).
+		withoutToolHeaders(w.Header())
+		var stop func()
+		w, stop = startKeepalive(w, d.shape(), g.cfg.StreamKeepalive)
+		defer stop()
+	}
 	l := &expandLoop{g: g, r: r, d: d, c: c, fields: fields, client: client, tenant: tenant, id: id, prep: prep, toolOn: toolOn}
 	recorded := false
 	defer func() {

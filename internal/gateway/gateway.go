@@ -58,6 +58,10 @@ type Config struct {
 	LendKeys        bool
 	// MaxBodyBytes bounds a request body (the server's message limit).
 	MaxBodyBytes int64
+	// StreamKeepalive: a streamed answer the expand loop holds this long
+	// gets its headers, then an SSE comment line this often (keepalive.go;
+	// 0: held silently).
+	StreamKeepalive time.Duration
 	// HTTPClient reaches the upstreams (nil: a client with no overall
 	// timeout, since streams may last minutes; the caller's context ends
 	// them).

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -32,6 +33,8 @@ type answered struct {
 // agent resends it.
 type agent interface {
 	ask(t *testing.T) answered // sends the conversation, appends the answer
+	// try is ask that returns the SDK's error instead of failing.
+	try(t *testing.T) (answered, error)
 	result(callID, content string)
 	user(text string)
 }
@@ -317,13 +320,22 @@ func newChatAgent(s *server, stream bool) agent {
 
 func (a *chatAgent) ask(t *testing.T) answered {
 	t.Helper()
+	out, err := a.try(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (a *chatAgent) try(t *testing.T) (answered, error) {
+	t.Helper()
 	var resp *http.Response
 	var m openai.ChatCompletionMessage
 	var raw strings.Builder
 	if !a.stream {
 		c, err := a.client.Chat.Completions.New(t.Context(), a.params, ooption.WithResponseInto(&resp))
 		if err != nil {
-			t.Fatal(err)
+			return answered{}, err
 		}
 		raw.WriteString(c.RawJSON())
 		m = c.Choices[0].Message
@@ -335,7 +347,7 @@ func (a *chatAgent) ask(t *testing.T) answered {
 			acc.AddChunk(st.Current())
 		}
 		if err := st.Err(); err != nil {
-			t.Fatal(err)
+			return answered{}, err
 		}
 		m = acc.Choices[0].Message
 	}
@@ -344,7 +356,7 @@ func (a *chatAgent) ask(t *testing.T) answered {
 	if len(m.ToolCalls) > 0 {
 		out.callID = m.ToolCalls[0].ID
 	}
-	return out
+	return out, nil
 }
 
 func (a *chatAgent) result(id, content string) {
@@ -369,6 +381,15 @@ func newResponsesAgent(s *server, stream bool) agent {
 
 func (a *responsesAgent) ask(t *testing.T) answered {
 	t.Helper()
+	out, err := a.try(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (a *responsesAgent) try(t *testing.T) (answered, error) {
+	t.Helper()
 	params := responses.ResponseNewParams{Model: "gpt-4o", Instructions: openai.String("You are terse."),
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: a.input},
 		Tools: []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "ls", Parameters: lsTool.Parameters}}}}
@@ -378,7 +399,7 @@ func (a *responsesAgent) ask(t *testing.T) answered {
 	if !a.stream {
 		var err error
 		if r, err = a.client.Responses.New(t.Context(), params, ooption.WithResponseInto(&resp)); err != nil {
-			t.Fatal(err)
+			return answered{}, err
 		}
 		raw.WriteString(r.RawJSON())
 	} else {
@@ -392,10 +413,10 @@ func (a *responsesAgent) ask(t *testing.T) answered {
 			}
 		}
 		if err := st.Err(); err != nil {
-			t.Fatal(err)
+			return answered{}, err
 		}
 		if r == nil {
-			t.Fatal("no response.completed event")
+			return answered{}, errors.New("no response.completed event")
 		}
 	}
 	out := answered{text: r.OutputText(), header: resp.Header, raw: raw.String()}
@@ -409,7 +430,7 @@ func (a *responsesAgent) ask(t *testing.T) answered {
 			a.input = append(a.input, responses.ResponseInputItemParamOfMessage(r.OutputText(), responses.EasyInputMessageRoleAssistant))
 		}
 	}
-	return out
+	return out, nil
 }
 
 func (a *responsesAgent) result(id, content string) {
@@ -440,13 +461,22 @@ func newAnthropicAgent(s *server, stream bool) agent {
 
 func (a *anthropicAgent) ask(t *testing.T) answered {
 	t.Helper()
+	out, err := a.try(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (a *anthropicAgent) try(t *testing.T) (answered, error) {
+	t.Helper()
 	var resp *http.Response
 	var m anthropic.Message
 	var raw strings.Builder
 	if !a.stream {
 		got, err := a.client.Messages.New(t.Context(), a.params, aoption.WithResponseInto(&resp))
 		if err != nil {
-			t.Fatal(err)
+			return answered{}, err
 		}
 		raw.WriteString(got.RawJSON())
 		m = *got
@@ -455,11 +485,11 @@ func (a *anthropicAgent) ask(t *testing.T) answered {
 		for st.Next() {
 			raw.WriteString(st.Current().RawJSON())
 			if err := m.Accumulate(st.Current()); err != nil {
-				t.Fatal(err)
+				return answered{}, err
 			}
 		}
 		if err := st.Err(); err != nil {
-			t.Fatal(err)
+			return answered{}, err
 		}
 	}
 	a.params.Messages = append(a.params.Messages, m.ToParam())
@@ -472,7 +502,7 @@ func (a *anthropicAgent) ask(t *testing.T) answered {
 			out.callID = b.ID
 		}
 	}
-	return out
+	return out, nil
 }
 
 func (a *anthropicAgent) result(id, content string) {
