@@ -49,17 +49,17 @@ type Config struct {
 	AnthropicCountTokens bool
 
 	// Auth, TLS and limits.
-	APIKeysFile          string
-	Auth                 string        // auto, on or off (CONTEXTD_AUTH)
-	KeysReloadInterval   time.Duration // how often the keys file is checked
-	APIKeys              []string      // tenant:key pairs
-	AuthExemptHealth     bool
-	UI                   bool // serve the dashboard at /ui/
-	Gateway              bool // serve the provider-compatible gateway at /v1/
-	GatewayServerKeys    bool // the gateway sends the server's provider keys for clients without their own
+	APIKeysFile        string
+	Auth               string        // auto, on or off (CONTEXTD_AUTH)
+	KeysReloadInterval time.Duration // how often the keys file is checked
+	APIKeys            []string      // tenant:key pairs
+	AuthExemptHealth   bool
+	UI                 bool // serve the dashboard at /ui/
+	Gateway            bool // serve the provider-compatible gateway at /v1/
+	GatewayServerKeys  bool // the gateway sends the server's provider keys for clients without their own
 	// GatewayKeepalive: a streamed answer the expand loop holds this long
 	// starts with its headers and a comment line this often (0: never).
-	GatewayKeepalive time.Duration
+	GatewayKeepalive     time.Duration
 	TLSCertFile          string
 	TLSKeyFile           string
 	TLSClientCAFile      string
