@@ -275,6 +275,12 @@ func (l *expandLoop) read(resp *http.Response) (round, error) {
 // write passes the final round on to the client, then records; false when
 // the client did not get it.
 func (l *expandLoop) write(w http.ResponseWriter, rd round, done func([]usage, []chat.Message)) bool {
+	if !rd.sse && streamStarted(w) {
+		// A JSON answer to a streamed request, once the stream began: it
+		// cannot go out as events.
+		writeError(w, l.d.shape(), http.StatusBadGateway, errUpstream, "the provider answered the streamed request without a stream")
+		return false
+	}
 	l.setRounds(w)
 	copyResponseHeaders(w.Header(), rd.resp.Header)
 	withoutToolHeaders(w.Header())

@@ -72,7 +72,7 @@ func (k *keepalive) tick(every time.Duration) {
 		case <-t.C:
 		}
 		k.mu.Lock()
-		if k.stopped || k.committed && !k.byTicker {
+		if k.stopped || k.committed && (!k.byTicker || k.status != 0) {
 			k.mu.Unlock()
 			return // the handler answered: nothing more of ours
 		}
@@ -107,6 +107,18 @@ func (k *keepalive) stop() {
 
 func (k *keepalive) Header() http.Header { return k.header }
 
+// streamStarted reports whether w is a keepalive that has sent its headers
+// early: what follows must be SSE.
+func streamStarted(w http.ResponseWriter) bool {
+	k, ok := w.(*keepalive)
+	if !ok {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.byTicker
+}
+
 func (k *keepalive) WriteHeader(status int) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -132,9 +144,7 @@ func (k *keepalive) writeHeader(status int) {
 func (k *keepalive) Write(b []byte) (int, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if !k.committed {
-		k.writeHeader(http.StatusOK)
-	}
+	k.writeHeader(http.StatusOK) // no-op when the handler set its status
 	if k.byTicker && k.status != 0 && k.status != http.StatusOK {
 		// An error after the stream began: as the provider's error event.
 		if _, err := k.w.Write(streamErrorEvent(k.shape, b)); err != nil {

@@ -59,6 +59,18 @@ func TestExpandLoopKeepalive(t *testing.T) {
 				t.Errorf("the SDK got %v, want the provider's 500 as a stream error not naming the tool", err)
 			}
 			s.checkLedger(id) // the calls billed before the failure
+
+			// The final answer comes as JSON though the stream began: an
+			// error event, not a JSON body inside the stream.
+			s.fake.Set(func(f *gatewaytest.Fake) {
+				slow(f)
+				f.FailFrom, f.NoStream = 0, true
+			})
+			a.user("Once more.")
+			_, err = a.try(t)
+			if err == nil || !strings.Contains(err.Error(), "without a stream") || strings.Contains(err.Error(), "contextd_expand") {
+				t.Errorf("a JSON answer after the stream began: the SDK got %v", err)
+			}
 		})
 	}
 }

@@ -38,7 +38,7 @@ func (f *Fake) messages(w http.ResponseWriter, r *http.Request) {
 	usage := map[string]any{"input_tokens": in, "output_tokens": out, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 	msg := map[string]any{"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": content,
 		"stop_reason": stop, "stop_sequence": nil, "usage": usage}
-	if stream, _ := body["stream"].(bool); !stream {
+	if !f.streams(body) {
 		writeJSON(w, msg)
 		return
 	}

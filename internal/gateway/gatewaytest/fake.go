@@ -77,6 +77,9 @@ type Fake struct {
 	FailFrom int
 	// FailMessage, when set, is the error message of those failures.
 	FailMessage string
+	// NoStream answers streamed requests with a JSON body (as a proxy
+	// that drops streaming would).
+	NoStream bool
 	// Before, when set, runs with each request's path before the fake
 	// answers it (outside the fake's lock): what another client does
 	// while the provider is thinking.
@@ -95,6 +98,14 @@ func New() *Fake {
 	mux.HandleFunc("POST /v1/messages", f.messages)
 	f.Server = httptest.NewServer(mux)
 	return f
+}
+
+// streams reports whether to answer body as a stream.
+func (f *Fake) streams(body map[string]any) bool {
+	stream, _ := body["stream"].(bool)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return stream && !f.NoStream
 }
 
 // Close stops the fake.

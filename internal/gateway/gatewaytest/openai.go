@@ -15,7 +15,7 @@ func (f *Fake) chat(w http.ResponseWriter, r *http.Request) {
 	usage := map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out,
 		"prompt_tokens_details": map[string]any{"cached_tokens": 0}}
 	replies := append([]Reply{reply}, reply.More...)
-	if stream, _ := body["stream"].(bool); !stream {
+	if !f.streams(body) {
 		var choices []any
 		for i, rp := range replies {
 			msg := map[string]any{"role": "assistant", "content": rp.Text, "refusal": nil, "annotations": []any{}}
@@ -166,7 +166,7 @@ func (f *Fake) responses(w http.ResponseWriter, r *http.Request) {
 		"output": output, "parallel_tool_calls": true, "tool_choice": choice, "tools": tools,
 		"usage": map[string]any{"input_tokens": in, "input_tokens_details": map[string]any{"cached_tokens": 0},
 			"output_tokens": out, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": in + out}}
-	if stream, _ := body["stream"].(bool); !stream {
+	if !f.streams(body) {
 		writeJSON(w, resp)
 		return
 	}
