@@ -275,8 +275,13 @@ func (k *Keys) changed() bool {
 // keysSettle is how long a changed keys file must stay unchanged before it
 // is read: an editor or a script that rewrites the file in place empties
 // it first, and reading it then would refuse every key until the next
-// check. (Replacing the file by a rename is atomic and needs no wait.)
-const keysSettle = 100 * time.Millisecond
+// check (a write that takes longer than keysSettle still can: replace the
+// file by a rename, which is atomic). A file that keeps changing is read
+// after keysSettleMax (or the check interval, if longer) all the same.
+const (
+	keysSettle    = 100 * time.Millisecond
+	keysSettleMax = time.Second
+)
 
 // settled reports whether the keys file stays as it is for keysSettle; a
 // file still being written is read at a later check.
@@ -305,16 +310,30 @@ func (k *Keys) Watch(ctx context.Context, interval time.Duration, hup <-chan os.
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var last error
+	var unsettled time.Time // when a change still being written was first seen
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
 		case <-t.C:
-			if !k.changed() || !k.settled(ctx) {
+			if !k.changed() {
+				unsettled = time.Time{}
 				continue
 			}
+			if !k.settled(ctx) {
+				// A file that never settles (rewritten continuously) is
+				// read all the same after a while: a revocation in it
+				// must not wait for ever.
+				if unsettled.IsZero() {
+					unsettled = time.Now()
+				}
+				if time.Since(unsettled) < max(interval, keysSettleMax) {
+					continue
+				}
+			}
 		}
+		unsettled = time.Time{}
 		err := k.Reload()
 		if err != nil && (last == nil || err.Error() != last.Error()) {
 			report(err)

@@ -173,3 +173,43 @@ func TestWatchWaitsForAnInPlaceWrite(t *testing.T) {
 		t.Errorf("k-a after its revocation was written: %v", err)
 	}
 }
+
+// TestWatchReadsAFileThatNeverSettles: a keys file replaced every 60 ms (a
+// sync agent) never stays unchanged for the settle time; a revocation
+// written into it still applies, within about a second.
+func TestWatchReadsAFileThatNeverSettles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.jsonl")
+	write(t, path, line("a", "acme", "k-a", false))
+	k, err := LoadKeys(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go k.Watch(ctx, 10*time.Millisecond, nil, func(error) {})
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(60 * time.Millisecond):
+			}
+			tmp := path + ".tmp"
+			// Each version differs in size, so every one is a change.
+			_ = os.WriteFile(tmp, []byte(line("a", "acme", "k-a", true)+"\n"+strings.Repeat("#\n", i%7)), 0o600)
+			_ = os.Rename(tmp, path)
+		}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := k.Authenticate("k-a"); errors.Is(err, ErrRevokedKey) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a revocation in a file that keeps changing was never applied")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -145,15 +146,27 @@ func (k *keepalive) Write(b []byte) (int, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.writeHeader(http.StatusOK) // no-op when the handler set its status
-	if k.byTicker && k.status != 0 && k.status != http.StatusOK {
+	switch {
+	case !k.byTicker:
+		return k.w.Write(b)
+	case k.status != http.StatusOK:
 		// An error after the stream began: as the provider's error event.
 		if _, err := k.w.Write(streamErrorEvent(k.shape, b)); err != nil {
 			return 0, err
 		}
 		return len(b), nil
+	case !isEventStream(k.header.Get("Content-Type")):
+		// An answer that is not a stream (decided here, under the lock the
+		// ticker commits under): an error event, and the answer counts as
+		// not delivered.
+		_, _ = k.w.Write(streamErrorEvent(k.shape, nil))
+		return 0, errNotStream
 	}
 	return k.w.Write(b)
 }
+
+// errNotStream: an answer that is not SSE cannot follow the stream's start.
+var errNotStream = errors.New("the answer is not a stream and the stream had begun")
 
 // FlushError lets http.ResponseController flush through the wrapper.
 func (k *keepalive) FlushError() error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -115,11 +116,20 @@ func TestReplyAfterALateReport(t *testing.T) {
 		}
 		// While the provider answers the second call, a report comes in
 		// (as the other replica's would, late).
-		reported := 0
+		// (The hook runs in the fake's handler: it reports what went wrong
+		// instead of failing the test there.)
+		reports := make(chan error, 4)
 		s.fake.Set(func(f *gatewaytest.Fake) {
 			f.Before = func(string) {
-				reported++
-				s.rpc("ReportUsage", map[string]any{"sessionId": session, "inputTokens": 40, "outputTokens": 2}, nil)
+				resp, err := http.Post(s.url("/contextd.v1.ContextService/ReportUsage"), "application/json",
+					strings.NewReader(`{"sessionId":"`+session+`","inputTokens":40,"outputTokens":2}`))
+				if err == nil {
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("ReportUsage: %s", resp.Status)
+					}
+				}
+				reports <- err
 			}
 		})
 		history = append(history, map[string]any{"role": "assistant", "content": "a0"}, map[string]any{"role": "user", "content": "q1"})
@@ -128,8 +138,11 @@ func TestReplyAfterALateReport(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Contextd-Session") != session {
 			t.Fatalf("second call: %d %s (session %s)", resp.StatusCode, body, resp.Header.Get("X-Contextd-Session"))
 		}
-		if reported != 1 {
-			t.Fatalf("the late report ran %d times, want 1", reported)
+		if n := len(reports); n != 1 {
+			t.Fatalf("the late report ran %d times, want 1", n)
+		}
+		if err := <-reports; err != nil {
+			t.Fatal(err)
 		}
 		want = append(want, "user: q1", "assistant: a1")
 		if got := s.waitLog(session, want); !slices.Equal(got, want) {
