@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 )
 
 // ResolveFunc reads a session's status for a change. It returns ok=false
@@ -28,6 +29,16 @@ type Resolver struct {
 	mu    sync.Mutex
 	dirty map[key]Change
 	wake  chan struct{} // one pending signal that dirty is not empty
+	// failures counts the batches in a row whose reads failed: a failed
+	// read is tried again after retryDelay(failures), not dropped (a
+	// store that just restarted hands out dead connections first).
+	failures int
+}
+
+// retryDelay is how long a change whose read failed waits before it is
+// tried again, after n failed batches in a row: 50 ms doubling to 5 s.
+func retryDelay(n int) time.Duration {
+	return min(50*time.Millisecond<<min(n, 7), 5*time.Second)
 }
 
 // NewResolver returns a resolver; Run it, then feed it with Notify.
@@ -132,6 +143,7 @@ func (r *Resolver) Run(ctx context.Context) {
 				break drain
 			}
 		}
+		failed := map[key]Change{}
 		for k, c := range batch {
 			if !r.hub.Watched(k.tenant, k.session) {
 				delete(r.last, k) // nobody watches it: forget it, so memory follows the watchers
@@ -142,7 +154,10 @@ func (r *Resolver) Run(ctx context.Context) {
 			}
 			u, ok, err := r.resolve(ctx, c)
 			if err != nil {
-				r.log.Warn("watch: read status failed", "session", c.SessionID, "error", err)
+				if ctx.Err() == nil {
+					r.log.Warn("watch: read status failed; trying again", "session", c.SessionID, "error", err)
+					merge(failed, c)
+				}
 				continue
 			}
 			if !ok {
@@ -161,15 +176,29 @@ func (r *Resolver) Run(ctx context.Context) {
 			r.hub.Publish(u)
 		}
 		if len(later) > 0 {
-			r.mu.Lock()
-			for _, c := range later {
-				merge(r.dirty, c)
-			}
-			r.mu.Unlock()
-			select {
-			case r.wake <- struct{}{}:
-			default:
-			}
+			r.requeue(later)
 		}
+		if len(failed) == 0 {
+			r.failures = 0
+			continue
+		}
+		// Tried again after a while (at most one change per session waits:
+		// newer changes merge with it); meanwhile other sessions go on.
+		delay := retryDelay(r.failures)
+		r.failures++
+		time.AfterFunc(delay, func() { r.requeue(failed) })
+	}
+}
+
+// requeue puts changes back into the dirty set and wakes Run.
+func (r *Resolver) requeue(changes map[key]Change) {
+	r.mu.Lock()
+	for _, c := range changes {
+		merge(r.dirty, c)
+	}
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -129,5 +130,39 @@ func TestResolverForgetsDeletedVersions(t *testing.T) {
 		c.Tenant, c.SessionID = "t", "s"
 		r.Notify(c)
 		next(func(u Update) bool { return u.Version == c.Version && u.Event == c.Event })
+	}
+}
+
+// TestResolverRetriesFailedReads: a read that fails (a store that just
+// restarted hands out dead connections first) is tried again, not dropped:
+// the watcher gets the change once the store answers.
+func TestResolverRetriesFailedReads(t *testing.T) {
+	hub := NewHub(10)
+	sub, err := hub.Subscribe("t", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	var calls atomic.Int32
+	r := newResolver(hub, func(_ context.Context, c Change) (Update, bool, error) {
+		if calls.Add(1) <= 3 {
+			return Update{}, false, errors.New("write: broken pipe")
+		}
+		return Update{Tenant: c.Tenant, SessionID: c.SessionID, Version: c.Version, Event: c.Event}, true, nil
+	}, slog.New(slog.DiscardHandler), 16)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go r.Run(ctx)
+	r.Notify(Change{Tenant: "t", SessionID: "s", Version: 7, Event: EventAppended})
+	select {
+	case <-sub.C():
+		if got := sub.Drain(); len(got) != 1 || got[0].Version != 7 {
+			t.Fatalf("got %+v", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the change was never published (%d reads)", calls.Load())
+	}
+	if n := calls.Load(); n != 4 {
+		t.Errorf("%d reads, want 4 (3 failed)", n)
 	}
 }
