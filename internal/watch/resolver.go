@@ -144,6 +144,7 @@ func (r *Resolver) Run(ctx context.Context) {
 			}
 		}
 		failed := map[key]Change{}
+		var firstErr error
 		for k, c := range batch {
 			if !r.hub.Watched(k.tenant, k.session) {
 				delete(r.last, k) // nobody watches it: forget it, so memory follows the watchers
@@ -155,7 +156,9 @@ func (r *Resolver) Run(ctx context.Context) {
 			u, ok, err := r.resolve(ctx, c)
 			if err != nil {
 				if ctx.Err() == nil {
-					r.log.Warn("watch: read status failed; trying again", "session", c.SessionID, "error", err)
+					if len(failed) == 0 {
+						firstErr = err
+					}
 					merge(failed, c)
 				}
 				continue
@@ -186,6 +189,8 @@ func (r *Resolver) Run(ctx context.Context) {
 		// newer changes merge with it); meanwhile other sessions go on.
 		delay := retryDelay(r.failures)
 		r.failures++
+		// One line per batch, however many sessions it held.
+		r.log.Warn("watch: status reads failed; trying again", "sessions", len(failed), "in", delay.String(), "error", firstErr)
 		time.AfterFunc(delay, func() { r.requeue(failed) })
 	}
 }
