@@ -29,10 +29,15 @@ type Resolver struct {
 	mu    sync.Mutex
 	dirty map[key]Change
 	wake  chan struct{} // one pending signal that dirty is not empty
-	// failures counts the batches in a row whose reads failed: a failed
-	// read is tried again after retryDelay(failures), not dropped (a
-	// store that just restarted hands out dead connections first).
-	failures int
+	// A failed read is tried again, not dropped (a store that just
+	// restarted hands out dead connections first): retries counts each
+	// session's failed reads in a row (Run's alone) and sets the delay;
+	// waiting holds the changes to try again (one per session, newer
+	// changes merge in) until the one timer, when armed, moves them back
+	// into dirty.
+	retries map[key]int
+	waiting map[key]Change
+	armed   bool
 }
 
 // retryDelay is how long a change whose read failed waits before it is
@@ -48,7 +53,7 @@ func NewResolver(hub *Hub, resolve ResolveFunc, log *slog.Logger) *Resolver {
 
 func newResolver(hub *Hub, resolve ResolveFunc, log *slog.Logger, queue int) *Resolver {
 	return &Resolver{hub: hub, resolve: resolve, in: make(chan Change, queue), log: log, last: map[key]int64{},
-		dirty: map[key]Change{}, wake: make(chan struct{}, 1)}
+		dirty: map[key]Change{}, wake: make(chan struct{}, 1), retries: map[key]int{}, waiting: map[key]Change{}}
 }
 
 // Notify queues a change. It never blocks the caller (a request that just
@@ -145,24 +150,37 @@ func (r *Resolver) Run(ctx context.Context) {
 		}
 		failed := map[key]Change{}
 		var firstErr error
+		worst := 0 // the most failed reads in a row of a session in failed
 		for k, c := range batch {
 			if !r.hub.Watched(k.tenant, k.session) {
 				delete(r.last, k) // nobody watches it: forget it, so memory follows the watchers
+				delete(r.retries, k)
 				continue
 			}
 			if c.Event != EventResync && c.Event != EventDeleted && c.Version <= r.last[k] {
 				continue // already published at this version or newer
 			}
+			if firstErr != nil && len(failed) >= 2 {
+				// Two reads of this batch failed: the store is likely down,
+				// and the rest wait with them rather than each costing a
+				// failing read now.
+				merge(failed, c)
+				worst = max(worst, r.retries[k])
+				continue
+			}
 			u, ok, err := r.resolve(ctx, c)
 			if err != nil {
 				if ctx.Err() == nil {
-					if len(failed) == 0 {
+					if firstErr == nil {
 						firstErr = err
 					}
+					r.retries[k]++
+					worst = max(worst, r.retries[k])
 					merge(failed, c)
 				}
 				continue
 			}
+			delete(r.retries, k)
 			if !ok {
 				continue
 			}
@@ -181,18 +199,34 @@ func (r *Resolver) Run(ctx context.Context) {
 		if len(later) > 0 {
 			r.requeue(later)
 		}
-		if len(failed) == 0 {
-			r.failures = 0
-			continue
+		if len(failed) > 0 {
+			r.retryLater(failed, retryDelay(max(worst-1, 0)), firstErr)
 		}
-		// Tried again after a while (at most one change per session waits:
-		// newer changes merge with it); meanwhile other sessions go on.
-		delay := retryDelay(r.failures)
-		r.failures++
-		// One line per batch, however many sessions it held.
-		r.log.Warn("watch: status reads failed; trying again", "sessions", len(failed), "in", delay.String(), "error", firstErr)
-		time.AfterFunc(delay, func() { r.requeue(failed) })
 	}
+}
+
+// retryLater holds failed changes until delay has passed (one timer for
+// all of them: changes that fail meanwhile join those waiting), then puts
+// them back into the dirty set.
+func (r *Resolver) retryLater(failed map[key]Change, delay time.Duration, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range failed {
+		merge(r.waiting, c)
+	}
+	if r.armed {
+		return
+	}
+	r.armed = true
+	// One line per retry round, however many sessions it holds.
+	r.log.Warn("watch: status reads failed; trying again", "sessions", len(r.waiting), "in", delay.String(), "error", err)
+	time.AfterFunc(delay, func() {
+		r.mu.Lock()
+		waiting := r.waiting
+		r.waiting, r.armed = map[key]Change{}, false
+		r.mu.Unlock()
+		r.requeue(waiting)
+	})
 }
 
 // requeue puts changes back into the dirty set and wakes Run.

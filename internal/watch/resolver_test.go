@@ -166,3 +166,42 @@ func TestResolverRetriesFailedReads(t *testing.T) {
 		t.Errorf("%d reads, want 4 (3 failed)", n)
 	}
 }
+
+// TestResolverBacksOffPerSession: a session whose read keeps failing is
+// tried again with a growing delay, whatever else the resolver does
+// meanwhile (changes of sessions nobody watches here keep coming, as every
+// tenant's do on PostgreSQL): a handful of reads a second, not one per
+// batch.
+func TestResolverBacksOffPerSession(t *testing.T) {
+	hub := NewHub(10)
+	sub, err := hub.Subscribe("t", "bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	var bad atomic.Int32
+	r := newResolver(hub, func(_ context.Context, c Change) (Update, bool, error) {
+		if c.SessionID == "bad" {
+			bad.Add(1)
+			return Update{}, false, errors.New("cannot decode the row")
+		}
+		return Update{Tenant: c.Tenant, SessionID: c.SessionID, Version: c.Version, Event: c.Event}, true, nil
+	}, slog.New(slog.DiscardHandler), 16)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go r.Run(ctx)
+	r.Notify(Change{Tenant: "t", SessionID: "bad", Version: 1, Event: EventAppended})
+	stop := time.After(1500 * time.Millisecond)
+	for i := int64(1); ; i++ {
+		select {
+		case <-stop:
+			// 50 + 100 + 200 + 400 ms of waits fit: about 5 reads.
+			if n := bad.Load(); n < 2 || n > 10 {
+				t.Fatalf("%d reads of the failing session in 1.5 s; want a few, backing off", n)
+			}
+			return
+		case <-time.After(2 * time.Millisecond):
+			r.Notify(Change{Tenant: "t", SessionID: fmt.Sprint("other-", i%50), Version: i, Event: EventAppended})
+		}
+	}
+}
