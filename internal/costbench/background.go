@@ -115,12 +115,7 @@ func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // own tenant, as an agent loop whose model takes `turn` to answer; the fake
 // LLM summarizer answers after llmDelay.
 func RunSummaryModes(ctx context.Context, files []string, window int64, llmDelay, turn time.Duration, modes []SummaryMode, tmp string) ([]SummaryResult, error) {
-	models, err := tokens.NewRegistry(Models([]int64{window}))
-	if err != nil {
-		return nil, err
-	}
-	encodings := tokens.NewEncodings()
-	loaded, err := loadAll(files)
+	models, encodings, loaded, err := setup(files, []int64{window})
 	if err != nil {
 		return nil, err
 	}

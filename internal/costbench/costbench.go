@@ -133,12 +133,7 @@ func Run(ctx context.Context, files []string, windows []int64, strategies []Stra
 // GOMAXPROCS. It returns one row per file, in the order of files, of one
 // Result per window and strategy (windows outer, strategies inner).
 func RunEach(ctx context.Context, files []string, windows []int64, strategies []Strategy, tmp string) ([][]Result, error) {
-	models, err := tokens.NewRegistry(Models(windows))
-	if err != nil {
-		return nil, err
-	}
-	encodings := tokens.NewEncodings()
-	loaded, err := loadAll(files)
+	models, encodings, loaded, err := setup(files, windows)
 	if err != nil {
 		return nil, err
 	}
@@ -428,6 +423,20 @@ func Load(path string) (string, []chat.Message, error) {
 type transcript struct {
 	system string
 	msgs   []chat.Message
+}
+
+// setup is what a run needs: a registry with the bench models for the
+// windows, the encodings, and every file loaded.
+func setup(files []string, windows []int64) (*tokens.Registry, *tokens.Encodings, []transcript, error) {
+	models, err := tokens.NewRegistry(Models(windows))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	loaded, err := loadAll(files)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return models, tokens.NewEncodings(), loaded, nil
 }
 
 // loadAll loads every file.

@@ -33,11 +33,10 @@ type Resolver struct {
 	// restarted hands out dead connections first): retries counts each
 	// session's failed reads in a row (Run's alone) and sets the delay;
 	// waiting holds the changes to try again (one per session, newer
-	// changes merge in) until the one timer, when armed, moves them back
-	// into dirty.
+	// changes merge in) until the one timer, running while waiting is not
+	// empty, moves them back into dirty.
 	retries map[key]int
 	waiting map[key]Change
-	armed   bool
 }
 
 // retryDelay is how long a change whose read failed waits before it is
@@ -211,19 +210,19 @@ func (r *Resolver) Run(ctx context.Context) {
 func (r *Resolver) retryLater(failed map[key]Change, delay time.Duration, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	timing := len(r.waiting) > 0 // the timer is already set
 	for _, c := range failed {
 		merge(r.waiting, c)
 	}
-	if r.armed {
+	if timing {
 		return
 	}
-	r.armed = true
 	// One line per retry round, however many sessions it holds.
 	r.log.Warn("watch: status reads failed; trying again", "sessions", len(r.waiting), "in", delay.String(), "error", err)
 	time.AfterFunc(delay, func() {
 		r.mu.Lock()
 		waiting := r.waiting
-		r.waiting, r.armed = map[key]Change{}, false
+		r.waiting = map[key]Change{}
 		r.mu.Unlock()
 		r.requeue(waiting)
 	})
