@@ -1,0 +1,317 @@
+package clients
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// messages serves Anthropic's POST /v1/messages.
+func (p *Provider) messages(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	c := Call{API: "messages", Header: r.Header.Clone(), Raw: raw}
+	if err := json.Unmarshal(raw, &c.Body); err != nil {
+		c.Problems = append(c.Problems, "body is not JSON: "+err.Error())
+	}
+	if r.Header.Get("anthropic-version") == "" {
+		c.Problems = append(c.Problems, "anthropic-version: header is required")
+	}
+	c.Model, _ = c.Body["model"].(string)
+	c.Problems = append(c.Problems, p.checkMessages(c.Body)...)
+	msgs, _ := c.Body["messages"].([]any)
+	var texts []string
+	lastCall := ""
+	for i, x := range msgs {
+		m, _ := x.(map[string]any)
+		if m["role"] != "user" {
+			continue
+		}
+		for _, b := range blocksOf(m["content"]) {
+			switch b["type"] {
+			case "text":
+				t, _ := b["text"].(string)
+				texts = append(texts, t)
+			case "tool_result":
+				if i == len(msgs)-1 {
+					lastCall, _ = b["tool_use_id"].(string)
+				}
+			}
+		}
+	}
+	c.Texts = humanTexts(texts)
+	var tools []tool
+	toolList, _ := c.Body["tools"].([]any)
+	for _, x := range toolList {
+		t, _ := x.(map[string]any)
+		name, _ := t["name"].(string)
+		tools = append(tools, toolOf(name, t["input_schema"], false))
+	}
+	step := nextStep(lastCall, c.Texts)
+	if len(tools) == 0 {
+		step.side = true
+	}
+	ws := workspaceOf(c.Texts)
+	var content []map[string]any
+	stop, outText := "end_turn", ""
+	thinking := false
+	if th, ok := c.Body["thinking"].(map[string]any); ok && th["type"] == "enabled" {
+		thinking = true
+	}
+	c.Side = step.side
+	switch {
+	case step.side:
+		outText = "Checklist"
+		content = append(content, map[string]any{"type": "text", "text": outText})
+	case step.round > step.total:
+		outText = Final(step.task, step.total)
+		content = append(content, map[string]any{"type": "text", "text": outText})
+	default:
+		tc, err := choose(tools, ws, step.task, step.round)
+		if err != nil {
+			c.Problems = append(c.Problems, "script: "+err.Error())
+			break
+		}
+		id := p.nextID("toolu_", step.round, step.total)
+		var input any
+		_ = json.Unmarshal([]byte(tc.input), &input)
+		if thinking {
+			sig := "sig_" + id
+			content = append(content, map[string]any{"type": "thinking", "thinking": fmt.Sprintf("Round %d: %s next.", step.round, tc.name), "signature": sig})
+			p.mu.Lock()
+			p.reasoning[id] = sig
+			p.mu.Unlock()
+		}
+		text := fmt.Sprintf("Round %d of %d: running %s.", step.round, step.total, tc.name)
+		content = append(content, map[string]any{"type": "text", "text": text},
+			map[string]any{"type": "tool_use", "id": id, "name": tc.name, "input": input})
+		stop, outText = "tool_use", text+tc.input
+		c.Round = step.round
+	}
+	c, ok := p.record(c, func() Usage { return p.billAnthropic(anthropicSegments(c.Body)) }, outText)
+	if !ok {
+		refuse(w, c)
+		return
+	}
+	u := c.Billed
+	usage := map[string]any{"input_tokens": u.Uncached, "cache_creation_input_tokens": u.CacheWrite,
+		"cache_read_input_tokens": u.CacheRead, "output_tokens": u.Output}
+	msg := map[string]any{"id": p.nextID("msg_", 0, 0), "type": "message", "role": "assistant", "model": c.Model,
+		"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage}
+	if stream, _ := c.Body["stream"].(bool); !stream {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(msg)
+		return
+	}
+	startSSE(w)
+	start := map[string]any{}
+	for k, v := range msg {
+		start[k] = v
+	}
+	start["content"], start["stop_reason"] = []any{}, nil
+	start["usage"] = map[string]any{"input_tokens": u.Uncached, "cache_creation_input_tokens": u.CacheWrite,
+		"cache_read_input_tokens": u.CacheRead, "output_tokens": 1}
+	writeSSE(w, "message_start", map[string]any{"type": "message_start", "message": start})
+	for i, block := range content {
+		delta := func(d map[string]any) {
+			writeSSE(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d})
+		}
+		switch block["type"] {
+		case "thinking":
+			writeSSE(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+			delta(map[string]any{"type": "thinking_delta", "thinking": block["thinking"]})
+			delta(map[string]any{"type": "signature_delta", "signature": block["signature"]})
+		case "text":
+			writeSSE(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "text", "text": ""}})
+			for _, piece := range pieces(block["text"].(string)) {
+				delta(map[string]any{"type": "text_delta", "text": piece})
+			}
+		case "tool_use":
+			writeSSE(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "tool_use", "id": block["id"], "name": block["name"], "input": map[string]any{}}})
+			args, _ := json.Marshal(block["input"])
+			for _, piece := range pieces(string(args)) {
+				delta(map[string]any{"type": "input_json_delta", "partial_json": piece})
+			}
+		}
+		writeSSE(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+	}
+	writeSSE(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+		"usage": map[string]any{"input_tokens": u.Uncached, "cache_creation_input_tokens": u.CacheWrite,
+			"cache_read_input_tokens": u.CacheRead, "output_tokens": u.Output}})
+	writeSSE(w, "message_stop", map[string]any{"type": "message_stop"})
+}
+
+// pieces cuts s into deltas of up to 40 bytes (on rune boundaries).
+func pieces(s string) []string {
+	var out []string
+	for len(s) > 40 {
+		n := 40
+		for n > 0 && s[n]&0xC0 == 0x80 {
+			n--
+		}
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return append(out, s)
+}
+
+func blocksOf(content any) []map[string]any {
+	switch c := content.(type) {
+	case string:
+		return []map[string]any{{"type": "text", "text": c}}
+	case []any:
+		var out []map[string]any
+		for _, b := range c {
+			if m, ok := b.(map[string]any); ok {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// anthropicSegments is the request in the order Anthropic caches it:
+// tools, system, then each message's blocks; a block with cache_control
+// ends a cacheable prefix.
+func anthropicSegments(body map[string]any) []segment {
+	var segs []segment
+	tools, _ := body["tools"].([]any)
+	for _, t := range tools {
+		segs = append(segs, segment{text: canonical(t), mark: hasMark(t)})
+	}
+	for _, b := range blocksOf(body["system"]) {
+		t, _ := b["text"].(string)
+		segs = append(segs, segment{text: t, mark: hasMark(b)})
+	}
+	msgs, _ := body["messages"].([]any)
+	for _, x := range msgs {
+		m, _ := x.(map[string]any)
+		role, _ := m["role"].(string)
+		segs = append(segs, segment{text: role + ":"})
+		for _, b := range blocksOf(m["content"]) {
+			text := canonical(b)
+			if b["type"] == "text" {
+				text, _ = b["text"].(string)
+			}
+			segs = append(segs, segment{text: text, mark: hasMark(b)})
+		}
+	}
+	return segs
+}
+
+// checkMessages is what Anthropic refuses: no max_tokens, a first message
+// that is not the user's, roles that do not alternate, tool_use blocks
+// whose results are not all first in the next user message, results of no
+// call, empty text blocks, more than four cache_control marks, and — with
+// thinking on — an assistant turn in a tool loop that does not start with
+// the signed thinking block the provider sent with its tool call.
+func (p *Provider) checkMessages(body map[string]any) []string {
+	var problems []string
+	msgs, _ := body["messages"].([]any)
+	if len(msgs) == 0 {
+		return []string{"messages: field required"}
+	}
+	if _, ok := body["max_tokens"].(float64); !ok {
+		problems = append(problems, "max_tokens: field required")
+	}
+	raw, _ := json.Marshal(body)
+	if n := strings.Count(string(raw), `"cache_control"`); n > 4 {
+		problems = append(problems, fmt.Sprintf("A maximum of 4 blocks with cache_control may be provided. Found %d.", n))
+	}
+	thinking := false
+	if th, ok := body["thinking"].(map[string]any); ok && th["type"] == "enabled" {
+		thinking = true
+	}
+	prevRole := ""
+	var open map[string]bool
+	for i, x := range msgs {
+		m, _ := x.(map[string]any)
+		role, _ := m["role"].(string)
+		if role != "user" && role != "assistant" {
+			problems = append(problems, fmt.Sprintf("messages.%d.role: Input should be 'user' or 'assistant'", i))
+		}
+		if i == 0 && role != "user" {
+			problems = append(problems, "messages.0: the first message must use the user role")
+		}
+		if role == prevRole {
+			problems = append(problems, fmt.Sprintf("messages.%d: roles must alternate between user and assistant (two %s messages)", i, role))
+		}
+		prevRole = role
+		if s, ok := m["content"].(string); ok && s == "" && !(i == len(msgs)-1 && role == "assistant") {
+			problems = append(problems, fmt.Sprintf("messages.%d: content must be non-empty", i))
+		}
+		pending := open
+		open = nil
+		seenOther := false
+		blocks := blocksOf(m["content"])
+		for j, b := range blocks {
+			typ, _ := b["type"].(string)
+			switch typ {
+			case "text":
+				if t, _ := b["text"].(string); strings.TrimSpace(t) == "" {
+					problems = append(problems, fmt.Sprintf("messages.%d.content.%d.text: text content blocks must contain non-whitespace text", i, j))
+				}
+				seenOther = true
+			case "tool_use":
+				if role != "assistant" {
+					problems = append(problems, fmt.Sprintf("messages.%d.content.%d: tool_use in a user message", i, j))
+				}
+				if open == nil {
+					open = map[string]bool{}
+				}
+				id, _ := b["id"].(string)
+				open[id] = true
+			case "tool_result":
+				id, _ := b["tool_use_id"].(string)
+				if !pending[id] {
+					problems = append(problems, fmt.Sprintf("messages.%d.content.%d: unexpected tool_use_id found in tool_result blocks: %s. Each tool_result block must have a corresponding tool_use block in the previous message.", i, j, id))
+				}
+				if seenOther {
+					problems = append(problems, fmt.Sprintf("messages.%d.content.%d: tool_result blocks must come first in the user message", i, j))
+				}
+				delete(pending, id)
+			default:
+				seenOther = true
+			}
+		}
+		if len(pending) > 0 {
+			problems = append(problems, fmt.Sprintf("messages.%d: tool_use ids were found without tool_result blocks immediately after: %v", i, sorted(pending)))
+		}
+		// With thinking on, the assistant turn of an unfinished tool loop
+		// (the last assistant message, answered by tool results) starts
+		// with its thinking block, signature intact.
+		if thinking && role == "assistant" && i == len(msgs)-2 && len(blocks) > 0 {
+			for _, b := range blocks {
+				if b["type"] != "tool_use" {
+					continue
+				}
+				id, _ := b["id"].(string)
+				p.mu.Lock()
+				sig, signed := p.reasoning[id]
+				p.mu.Unlock()
+				if signed && (blocks[0]["type"] != "thinking" || blocks[0]["signature"] != sig) {
+					problems = append(problems, fmt.Sprintf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%v`. When `thinking` is enabled, a final `assistant` message must start with a thinking block.", i, blocks[0]["type"]))
+				}
+			}
+		}
+	}
+	if len(open) > 0 {
+		problems = append(problems, fmt.Sprintf("messages.%d: tool_use ids were found without tool_result blocks immediately after: %v", len(msgs)-1, sorted(open)))
+	}
+	return problems
+}
+
+func sorted(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

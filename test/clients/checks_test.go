@@ -1,0 +1,354 @@
+package clients
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Rounds of the first turn (the acceptance asks for 30+) and of the second.
+const (
+	firstRounds  = 32
+	secondRounds = 4
+)
+
+// turnFunc runs one turn of a CLI: text typed by the person, resume the
+// client's own id of the conversation to continue ("" for a new one); it
+// returns the client's final answer and its id of the conversation.
+type turnFunc func(conv, text, resume string) (answer, clientID string)
+
+// conversations runs two conversations A and B with the same opening
+// prompt in the same directory (32 tool rounds each), then a second turn
+// of each with words of its own, and checks everything the acceptance of
+// issue 29 asks.
+func (r *rig) conversations(t *testing.T, dir string, turn turnFunc) {
+	opening := prompt("checks", firstRounds, dir, "Work through the checks of this directory one step at a time, then report.")
+	second := map[string]string{
+		"A": prompt("recheck-amber", secondRounds, dir, "Now recheck the notes with the words amber falcon."),
+		"B": prompt("recheck-cobalt", secondRounds, dir, "Now recheck the notes with the words cobalt heron."),
+	}
+	typed := map[string][]string{}
+	ids := map[string]string{}
+	for _, conv := range []string{"A", "B"} {
+		answer, id := turn(conv+"1", opening, "")
+		typed[conv], ids[conv] = []string{opening}, id
+		if want := Final("checks", firstRounds); !strings.Contains(answer, want) {
+			t.Errorf("%s turn 1: the answer is %q, want it to hold %q", conv, tail(answer), want)
+		}
+	}
+	for _, conv := range []string{"A", "B"} {
+		answer, _ := turn(conv+"2", second[conv], ids[conv])
+		typed[conv] = append(typed[conv], second[conv])
+		task := "recheck-amber"
+		if conv == "B" {
+			task = "recheck-cobalt"
+		}
+		if want := Final(task, secondRounds); !strings.Contains(answer, want) {
+			t.Errorf("%s turn 2: the answer is %q, want it to hold %q", conv, tail(answer), want)
+		}
+	}
+	r.check(t, typed)
+}
+
+// check asserts the acceptance on what the provider received and what
+// contextd recorded.
+func (r *rig) check(t *testing.T, typed map[string][]string) {
+	calls := r.provider.Calls()
+	r.mu.Lock()
+	exchanges := append([]exchange(nil), r.exchanges...)
+	outbound := append([]string(nil), r.outbound...)
+	r.mu.Unlock()
+	r.dump(t, calls, exchanges)
+
+	// Every upstream request is one the provider accepts, within the window.
+	bad := 0
+	for i, c := range calls {
+		if len(c.Problems) > 0 {
+			bad++
+			if bad <= 5 {
+				t.Errorf("upstream request %d (%s, %s) would be refused: %s", i, c.Conv, c.API, strings.Join(c.Problems, "; "))
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d upstream requests would be refused", bad, len(calls))
+	}
+
+	// Every human prompt typed so far is in every upstream request of its
+	// conversation's agent loop.
+	missing := 0
+	for _, c := range calls {
+		if c.Side || len(c.Conv) < 2 {
+			continue
+		}
+		conv, turnNo := c.Conv[:1], int(c.Conv[1]-'0')
+		for _, p := range typed[conv][:min(turnNo, len(typed[conv]))] {
+			if !strings.Contains(string(c.Raw), p) {
+				missing++
+				if missing <= 5 {
+					t.Errorf("%s: an upstream request (round %d) lacks the prompt typed %q", c.Conv, c.Round, p)
+				}
+			}
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d times a typed prompt was missing from an upstream request", missing)
+	}
+
+	// One contextd session per conversation, none shared.
+	sessions := map[string]map[string]bool{}
+	seen := map[string]bool{}
+	for _, e := range exchanges {
+		if e.session != "" {
+			seen[e.session] = true
+		}
+		if !e.main || len(e.conv) < 1 {
+			continue
+		}
+		if e.status != 200 {
+			t.Errorf("%s: %s answered %d", e.conv, e.path, e.status)
+		}
+		conv := e.conv[:1]
+		if sessions[conv] == nil {
+			sessions[conv] = map[string]bool{}
+		}
+		if e.session != "" {
+			sessions[conv][e.session] = true
+		}
+	}
+	for conv, s := range sessions {
+		if len(s) != 1 {
+			t.Errorf("conversation %s landed in %d contextd sessions, want 1: %v (histories: %v)", conv, len(s), keysOf(s), r.histories(exchanges, conv))
+		}
+		for other, o := range sessions {
+			for id := range s {
+				if other != conv && o[id] {
+					t.Errorf("conversations %s and %s (the same opening) share session %s", conv, other, id)
+				}
+			}
+		}
+	}
+	// No answer names a session of the other conversation (as the session
+	// or as the one a fork left).
+	for _, e := range exchanges {
+		if !e.main {
+			continue
+		}
+		for other, o := range sessions {
+			if other == e.conv[:1] {
+				continue
+			}
+			for id := range o {
+				if e.session == id || strings.Contains(e.history, "from="+id) {
+					t.Errorf("%s: an answer names conversation %s's session %s (X-Contextd-Session %s, X-Contextd-History %q)", e.conv, other, id, e.session, e.history)
+					break
+				}
+			}
+		}
+	}
+	listed := r.listSessions()
+	if len(listed) != len(seen) {
+		t.Errorf("contextd holds %d sessions, the answers named %d: %v", len(listed), len(seen), listed)
+	}
+
+	// The ledgers equal the provider's bill, field by field.
+	var billed Usage
+	billedCalls := int64(0)
+	for _, c := range calls {
+		if len(c.Problems) == 0 && c.API != "" {
+			billed.Uncached += c.Billed.Uncached
+			billed.CacheRead += c.Billed.CacheRead
+			billed.CacheWrite += c.Billed.CacheWrite
+			billed.Output += c.Billed.Output
+			billedCalls++
+		}
+	}
+	var ledger Usage
+	ledgerCalls := int64(0)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ledger, ledgerCalls = Usage{}, 0
+		for _, id := range listed {
+			l := r.ledger(id)
+			ledger.Uncached += l.Uncached
+			ledger.CacheRead += l.CacheRead
+			ledger.CacheWrite += l.CacheWrite
+			ledger.Output += l.Output
+			ledgerCalls += l.calls
+		}
+		if ledgerCalls >= billedCalls || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if ledger != billed || ledgerCalls != billedCalls {
+		t.Errorf("ledgers: %d calls, uncached %d, cache reads %d, cache writes %d, output %d;\nbilled:  %d calls, uncached %d, cache reads %d, cache writes %d, output %d",
+			ledgerCalls, ledger.Uncached, ledger.CacheRead, ledger.CacheWrite, ledger.Output,
+			billedCalls, billed.Uncached, billed.CacheRead, billed.CacheWrite, billed.Output)
+	}
+	t.Logf("billed: %d calls, uncached %d, cache reads %d, cache writes %d, output %d", billedCalls, billed.Uncached, billed.CacheRead, billed.CacheWrite, billed.Output)
+
+	// The used percentage after each call is the provider's count of the
+	// request that call sent, within 1 point.
+	for conv, s := range sessions {
+		var usedPct []float64
+		for _, e := range exchanges {
+			if e.main && e.conv[:1] == conv && e.status == 200 && e.used >= 0 {
+				usedPct = append(usedPct, e.used)
+			}
+		}
+		var counted []int64
+		for _, c := range calls {
+			if !c.Side && len(c.Problems) == 0 && strings.HasPrefix(c.Conv, conv) {
+				counted = append(counted, c.Billed.Input())
+			}
+		}
+		if len(usedPct) != len(counted) {
+			t.Errorf("conversation %s: %d answers carried a used percentage, the provider answered %d of its requests", conv, len(usedPct), len(counted))
+			continue
+		}
+		usable := r.usable(keysOf(s)[0])
+		worst, at := 0.0, -1
+		for i := range usedPct {
+			want := float64(counted[i]) * 100 / float64(usable)
+			if d := math.Abs(usedPct[i] - want); d > worst {
+				worst, at = d, i
+			}
+		}
+		if worst > 1 {
+			t.Errorf("conversation %s: used %% is off the provider's count by up to %.1f points (request %d: %.1f %% shown, the provider counted %d tokens = %.1f %% of %d usable)",
+				conv, worst, at, usedPct[at], counted[at], float64(counted[at])*100/float64(usable), usable)
+		}
+		compactions := r.compactions(keysOf(s)...)
+		t.Logf("conversation %s: %d requests, %d compactions, largest request %d tokens of a %d window", conv, len(counted), compactions, slices.Max(append(counted, 0)), r.window)
+		if compactions < 2 {
+			t.Errorf("conversation %s compacted %d times; the window is meant to make it compact several times", conv, compactions)
+		}
+	}
+
+	if len(outbound) > 0 {
+		t.Errorf("the clients tried to reach beyond loopback %d times: %v", len(outbound), outbound[:min(10, len(outbound))])
+	}
+}
+
+func keysOf(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// histories lists the X-Contextd-History answers of a conversation (for
+// a failure's evidence).
+func (r *rig) histories(ex []exchange, conv string) []string {
+	var out []string
+	for _, e := range ex {
+		if e.main && e.conv[:1] == conv && !strings.HasPrefix(e.history, "extended") && !strings.HasPrefix(e.history, "unchanged") {
+			out = append(out, fmt.Sprintf("%s:%s", e.conv, e.history))
+		}
+	}
+	return out
+}
+
+func (r *rig) listSessions() []string {
+	var page struct {
+		Sessions []struct {
+			ID string `json:"id"`
+		} `json:"sessions"`
+	}
+	r.rpc("ListSessions", map[string]any{"pageSize": 1000}, &page)
+	var out []string
+	for _, s := range page.Sessions {
+		out = append(out, s.ID)
+	}
+	return out
+}
+
+type ledgerUsage struct {
+	Usage
+	calls int64
+}
+
+func (r *rig) ledger(id string) ledgerUsage {
+	var got struct {
+		Session struct {
+			Ledger struct {
+				Calls struct {
+					Calls            string `json:"calls"`
+					InputTokens      string `json:"inputTokens"`
+					CacheReadTokens  string `json:"cacheReadTokens"`
+					CacheWriteTokens string `json:"cacheWriteTokens"`
+					OutputTokens     string `json:"outputTokens"`
+				} `json:"calls"`
+			} `json:"ledger"`
+		} `json:"session"`
+	}
+	r.rpc("GetSession", map[string]any{"sessionId": id}, &got)
+	n := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
+	c := got.Session.Ledger.Calls
+	return ledgerUsage{Usage{Uncached: n(c.InputTokens), CacheRead: n(c.CacheReadTokens), CacheWrite: n(c.CacheWriteTokens), Output: n(c.OutputTokens)}, n(c.Calls)}
+}
+
+// usable is the session's usable window (context window minus the
+// output reserve), as contextd states it.
+func (r *rig) usable(id string) int64 {
+	var got struct {
+		Session struct {
+			Usage struct {
+				ContextWindow        string `json:"contextWindow"`
+				ReservedOutputTokens string `json:"reservedOutputTokens"`
+			} `json:"usage"`
+		} `json:"session"`
+	}
+	r.rpc("GetSession", map[string]any{"sessionId": id}, &got)
+	w, _ := strconv.ParseInt(got.Session.Usage.ContextWindow, 10, 64)
+	o, _ := strconv.ParseInt(got.Session.Usage.ReservedOutputTokens, 10, 64)
+	if w == 0 {
+		w = r.window
+	}
+	return w - o
+}
+
+func (r *rig) compactions(ids ...string) int {
+	n := 0
+	for _, id := range ids {
+		var got struct {
+			Compactions []any `json:"compactions"`
+		}
+		r.rpc("ListCompactions", map[string]any{"sessionId": id}, &got)
+		n += len(got.Compactions)
+	}
+	return n
+}
+
+// dump writes every upstream request and every exchange to the directory
+// CONTEXTD_CLIENTS_DUMP names (evidence for a failure; unset: nothing).
+func (r *rig) dump(t *testing.T, calls []Call, exchanges []exchange) {
+	dir := os.Getenv("CONTEXTD_CLIENTS_DUMP")
+	if dir == "" {
+		return
+	}
+	dir = filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range calls {
+		meta, _ := json.Marshal(map[string]any{"conv": c.Conv, "api": c.API, "round": c.Round, "side": c.Side, "problems": c.Problems, "billed": c.Billed, "header": c.Header})
+		_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%03d-%s.json", i, c.Conv)), append(append(meta, '\n'), c.Raw...), 0o644)
+	}
+	var b strings.Builder
+	for _, e := range exchanges {
+		fmt.Fprintf(&b, "%s %s %d session=%s history=%q used=%.1f main=%v\n", e.conv, e.path, e.status, e.session, e.history, e.used, e.main)
+	}
+	_ = os.WriteFile(filepath.Join(dir, "exchanges.txt"), []byte(b.String()), 0o644)
+}

@@ -1,0 +1,326 @@
+package clients
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/pgtest"
+	"github.com/contextd/contextd/internal/tokens"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// require returns the path of a command, skipping when it is missing
+// unless CONTEXTD_REQUIRE_NODE=1 (CI) makes that a failure.
+func require(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CONTEXTD_REQUIRE_NODE") == "1" {
+			t.Fatalf("%s is required (CONTEXTD_REQUIRE_NODE=1): %v", name, err)
+		}
+		t.Skipf("%s not found: %v", name, err)
+	}
+	return p
+}
+
+var installOnce sync.Once
+
+// clis returns test/clients/node with its pinned CLIs installed (npm ci
+// when node_modules is missing; `make test-clients` runs it first).
+func clis(t *testing.T) string {
+	t.Helper()
+	require(t, "node")
+	npm := require(t, "npm")
+	wd, _ := os.Getwd()
+	dir := filepath.Join(wd, "node")
+	var failure string
+	installOnce.Do(func() {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			failure = fmt.Sprintf("npm ci in %s: %v\n%s", dir, err, out)
+		}
+	})
+	if failure != "" {
+		if os.Getenv("CONTEXTD_REQUIRE_NODE") == "1" {
+			t.Fatal(failure)
+		}
+		t.Skip(failure + " (is the npm registry reachable?)")
+	}
+	return dir
+}
+
+// exchange is one request a client made to contextd, as the recording
+// proxy in front of contextd saw it.
+type exchange struct {
+	conv    string // the conversation the test was running
+	path    string
+	status  int
+	session string // X-Contextd-Session of the answer
+	history string
+	used    float64 // X-Contextd-Used-Percent, -1 when absent
+	main    bool    // the request carries a TASK= prompt and tools (the agent loop, not a side call)
+	header  http.Header
+}
+
+// rig is contextd with the scripted provider behind it and a recording
+// proxy in front of it; the CLIs talk to the proxy.
+type rig struct {
+	t        *testing.T
+	provider *Provider
+	addr     string // contextd
+	front    string // the recording proxy's base URL
+	window   int64
+
+	mu        sync.Mutex
+	conv      string
+	exchanges []exchange
+	// outbound are the requests that tried to leave loopback (through
+	// HTTPS_PROXY, which the CLIs get): what a test without network
+	// would hang on.
+	outbound []string
+	outProxy string
+}
+
+// model is the registry entry the suite adds (CONTEXTD_MODELS_FILE): a
+// window small enough that 30 rounds compact several times.
+type model struct {
+	Name          string `json:"name"`
+	Provider      string `json:"provider"`
+	ContextWindow int64  `json:"context_window"`
+	MaxOutput     int64  `json:"max_output_tokens"`
+	Encoding      string `json:"encoding"`
+	Exact         bool   `json:"exact"`
+}
+
+func startRig(t *testing.T, m model, env map[string]string) *rig {
+	t.Helper()
+	enc, err := tokens.LoadEncoding(m.Encoding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewProvider(enc, m.ContextWindow)
+	t.Cleanup(p.Close)
+	modelsFile := filepath.Join(t.TempDir(), "models.json")
+	b, _ := json.Marshal(map[string]any{"models": []model{m}})
+	if err := os.WriteFile(modelsFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	all := map[string]string{
+		"CONTEXTD_LISTEN_ADDR": addr, "CONTEXTD_DATA_DIR": t.TempDir(), "CONTEXTD_METRICS_ADDR": "",
+		"CONTEXTD_RATE_LIMIT_RPS":     "0",
+		"CONTEXTD_OPENAI_BASE_URL":    p.URL() + "/v1",
+		"CONTEXTD_ANTHROPIC_BASE_URL": p.URL(),
+		"CONTEXTD_MODELS_FILE":        modelsFile,
+	}
+	for k, v := range env {
+		all[k] = v
+	}
+	cfg, err := app.ParseConfig(nil, func(k string) (string, bool) { v, ok := all[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil))) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	r := &rig{t: t, provider: p, addr: addr, window: m.ContextWindow}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/v1/models")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("contextd did not start: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.startFront()
+	r.startOutProxy()
+	return r
+}
+
+// startFront starts the recording proxy in front of contextd.
+func (r *rig) startFront() {
+	target, _ := url.Parse("http://" + r.addr)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
+		rec := &recorder{ResponseWriter: w}
+		rp.ServeHTTP(rec, req)
+		h := rec.Header()
+		used := -1.0
+		if v := h.Get("X-Contextd-Used-Percent"); v != "" {
+			used, _ = strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+		}
+		main := bytes.Contains(body, []byte("TASK=")) && bytes.Contains(body, []byte(`"tools"`))
+		r.mu.Lock()
+		r.exchanges = append(r.exchanges, exchange{conv: r.conv, path: req.URL.Path, status: rec.status,
+			session: h.Get("X-Contextd-Session"), history: h.Get("X-Contextd-History"), used: used, main: main, header: req.Header.Clone()})
+		r.mu.Unlock()
+	})}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(l) }()
+	r.t.Cleanup(func() { srv.Close() })
+	r.front = "http://" + l.Addr().String()
+}
+
+type recorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *recorder) WriteHeader(code int) { r.status = code; r.ResponseWriter.WriteHeader(code) }
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+func (r *recorder) Flush() { r.ResponseWriter.(http.Flusher).Flush() }
+
+// startOutProxy starts the proxy the CLIs get as HTTP(S)_PROXY: it
+// records every attempt to reach beyond loopback and refuses it at once.
+func (r *rig) startOutProxy() {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.outbound = append(r.outbound, r.conv+": "+req.Method+" "+req.Host+req.URL.Path)
+		r.mu.Unlock()
+		http.Error(w, "no network in this test", http.StatusForbidden)
+	})}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(l) }()
+	r.t.Cleanup(func() { srv.Close() })
+	r.outProxy = "http://" + l.Addr().String()
+}
+
+// baseEnv is the environment every CLI runs with: a home of its own, no
+// network beyond loopback (proxies that refuse and record), no color.
+func (r *rig) baseEnv(home string) []string {
+	return []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=dumb", "NO_COLOR=1", "LANG=C.UTF-8",
+		"HTTPS_PROXY=" + r.outProxy, "HTTP_PROXY=" + r.outProxy, "https_proxy=" + r.outProxy, "http_proxy=" + r.outProxy,
+		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
+	}
+}
+
+// run runs one turn of conversation conv: the command in dir, with env,
+// under a deadline; it returns stdout and fails the test on a non-zero
+// exit.
+func (r *rig) run(conv, dir string, env []string, name string, args ...string) string {
+	r.t.Helper()
+	r.mu.Lock()
+	r.conv = conv
+	r.mu.Unlock()
+	r.provider.SetConv(conv)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdin = strings.NewReader("")
+	start := time.Now()
+	err := cmd.Run()
+	r.t.Logf("%s: %s %s: %v in %v", conv, filepath.Base(name), strings.Join(args[:min(2, len(args))], " "), err, time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		r.t.Errorf("%s: %s: %v\nstdout:\n%s\nstderr:\n%s", conv, filepath.Base(name), err, tail(stdout.String()), tail(stderr.String()))
+	}
+	return stdout.String()
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return "..." + s[len(s)-4000:]
+	}
+	return s
+}
+
+// newWorkspace makes a directory with the files the script reads and
+// edits.
+func newWorkspace(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for i := range WorkspaceFiles {
+		var b strings.Builder
+		for j := range 60 {
+			fmt.Fprintf(&b, "part %d line %d: config value alpha=%d beta=%d gamma=%d, checked and recorded\n", i, j, i*j, i+j, j*j)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("part-%d.txt", i)), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("Notes of the checks.\n"+EditMarker+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// prompt is a human prompt: the TASK/ROUNDS/DIR markers drive the
+// scripted model; the words after them are what a person typed.
+func prompt(task string, rounds int, dir, words string) string {
+	return fmt.Sprintf("TASK=%s ROUNDS=%d DIR=%s %s", task, rounds, dir, words)
+}
+
+// rpc calls one of contextd's RPCs over Connect (HTTP/JSON).
+func (r *rig) rpc(method string, req, out any) {
+	r.t.Helper()
+	b, _ := json.Marshal(req)
+	resp, err := http.Post("http://"+r.addr+"/contextd.v1.ContextService/"+method, "application/json", bytes.NewReader(b))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		r.t.Fatalf("%s: %d %s", method, resp.StatusCode, body)
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		r.t.Fatalf("%s: %v: %s", method, err, body)
+	}
+}

@@ -1,0 +1,488 @@
+// Package clients drives the real agent CLIs (Claude Code, Codex CLI, Qwen
+// Code, an unmodified OpenAI-SDK loop) through contextd's gateway to a
+// scripted fake provider on loopback, and checks what reached the provider
+// and what contextd recorded (see clients_test.go).
+//
+// The provider here plays the model: it speaks Anthropic Messages, OpenAI
+// Responses and Chat Completions (JSON and SSE, event by event), validates
+// every request the way the provider refuses it, counts its tokens with
+// the model's encoding, bills them with prompt caching as the providers
+// do, and answers from a script that it reads from the conversation
+// itself: the human prompt says how many tool rounds to make, each tool
+// call's id carries its round, and the tools are the ones the client
+// declared.
+package clients
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/contextd/contextd/internal/tokens"
+)
+
+// Usage is what the provider billed for one request, in the provider's
+// categories: uncached input, cache reads, cache writes, output. Input is
+// every input token of the request (the three added).
+type Usage struct {
+	Uncached, CacheRead, CacheWrite, Output int64
+}
+
+// Input is the request's whole input as the provider counted it.
+func (u Usage) Input() int64 { return u.Uncached + u.CacheRead + u.CacheWrite }
+
+// Call is one request the provider received.
+type Call struct {
+	API    string // messages, responses, chat, or the path when unknown
+	Conv   string // the conversation the test was running (SetConv)
+	Model  string
+	Header http.Header
+	Raw    []byte
+	Body   map[string]any
+	// Problems are the reasons the real provider would refuse it.
+	Problems []string
+	// Billed is the usage reported (zero when refused).
+	Billed Usage
+	// Round is the tool round the provider answered (0: a text answer).
+	Round int
+	// Side is a request outside the agent loop (no tools, or no task
+	// prompt: a title, a topic check), answered with a short text.
+	Side bool
+	// Texts are the human-typed prompts the request carries (user text
+	// parts that contain a TASK= marker).
+	Texts []string
+}
+
+// Provider is the scripted fake provider.
+type Provider struct {
+	srv    *httptest.Server
+	enc    *tokens.Encoding
+	window int64 // the model's context window, as contextd's registry states it
+
+	mu    sync.Mutex
+	calls []Call
+	// cache holds the prefixes the provider has cached: Anthropic's up to
+	// each cache_control mark, OpenAI's every prefix of every request.
+	cache map[[32]byte]bool
+	// reasoning maps a function call the provider answered to the
+	// reasoning item (Responses) or signed thinking (Messages) before it.
+	reasoning map[string]string
+	seq       int
+	conv      string
+}
+
+// SetConv labels the requests that follow with the conversation the test
+// runs (one CLI process at a time).
+func (p *Provider) SetConv(conv string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.conv = conv
+}
+
+// NewProvider starts the provider on a loopback port.
+func NewProvider(enc *tokens.Encoding, window int64) *Provider {
+	p := &Provider{enc: enc, window: window, cache: map[[32]byte]bool{}, reasoning: map[string]string{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/messages", p.messages)
+	mux.HandleFunc("POST /v1/responses", p.responses)
+	mux.HandleFunc("POST /v1/chat/completions", p.chat)
+	mux.HandleFunc("/", p.unknown)
+	p.srv = httptest.NewServer(mux)
+	return p
+}
+
+// Close stops the provider.
+func (p *Provider) Close() { p.srv.Close() }
+
+// URL is the provider's base URL (without /v1).
+func (p *Provider) URL() string { return p.srv.URL }
+
+// Calls returns every request received so far.
+func (p *Provider) Calls() []Call {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Call(nil), p.calls...)
+}
+
+func (p *Provider) unknown(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	p.mu.Lock()
+	p.calls = append(p.calls, Call{Conv: p.conv, API: r.Method + " " + r.URL.Path, Header: r.Header.Clone(), Raw: raw,
+		Problems: []string{"no such route: " + r.Method + " " + r.URL.Path}})
+	p.mu.Unlock()
+	http.Error(w, `{"error":{"type":"not_found_error","message":"no such route"}}`, http.StatusNotFound)
+}
+
+// segment is one cacheable unit of a request in the provider's order
+// (tools, system, messages), with its tokens and whether a cache mark
+// ends it.
+type segment struct {
+	text string
+	mark bool
+}
+
+// prefixes returns the running digest and token count at the end of each
+// segment.
+func (p *Provider) prefixes(segs []segment) ([][32]byte, []int64) {
+	var sums [][32]byte
+	var counts []int64
+	h := [32]byte{}
+	n := int64(0)
+	for _, s := range segs {
+		h = sha256.Sum256(append(h[:], s.text...))
+		n += int64(p.enc.Count(s.text))
+		sums = append(sums, h)
+		counts = append(counts, n)
+	}
+	return sums, counts
+}
+
+// minCacheable is the shortest prefix either provider caches.
+const minCacheable = 1024
+
+// billAnthropic bills a Messages request: a cache hit is the longest
+// cached prefix ending at a segment boundary at or before the last cache
+// mark; the tokens from there to the last mark are written; the rest is
+// uncached input.
+func (p *Provider) billAnthropic(segs []segment) Usage {
+	sums, counts := p.prefixes(segs)
+	total := int64(0)
+	if len(counts) > 0 {
+		total = counts[len(counts)-1]
+	}
+	last := -1
+	for i, s := range segs {
+		if s.mark {
+			last = i
+		}
+	}
+	read := int64(0)
+	for i := last; i >= 0; i-- {
+		if p.cache[sums[i]] {
+			read = counts[i]
+			break
+		}
+	}
+	write := int64(0)
+	if last >= 0 && counts[last] >= minCacheable && counts[last] > read {
+		write = counts[last] - read
+		for i := 0; i <= last; i++ {
+			p.cache[sums[i]] = true
+		}
+	}
+	return Usage{Uncached: total - read - write, CacheRead: read, CacheWrite: write}
+}
+
+// billOpenAI bills a Chat Completions or Responses request: the cached
+// tokens are the longest prefix seen before, at least 1024, in steps of
+// 128; every prefix of this request is cached after it.
+func (p *Provider) billOpenAI(segs []segment) Usage {
+	sums, counts := p.prefixes(segs)
+	total := int64(0)
+	if len(counts) > 0 {
+		total = counts[len(counts)-1]
+	}
+	read := int64(0)
+	for i := len(sums) - 1; i >= 0; i-- {
+		if p.cache[sums[i]] {
+			read = counts[i]
+			break
+		}
+	}
+	if read < minCacheable {
+		read = 0
+	}
+	read -= read % 128
+	for _, s := range sums {
+		p.cache[s] = true
+	}
+	return Usage{Uncached: total - read, CacheRead: read}
+}
+
+// canonical is a JSON value's bytes without cache marks (which do not
+// change what the model reads).
+func canonical(v any) string {
+	var strip func(v any) any
+	strip = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			out := map[string]any{}
+			for k, e := range x {
+				if k != "cache_control" {
+					out[k] = strip(e)
+				}
+			}
+			return out
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = strip(e)
+			}
+			return out
+		}
+		return v
+	}
+	b, _ := json.Marshal(strip(v))
+	return string(b)
+}
+
+func hasMark(v any) bool {
+	m, ok := v.(map[string]any)
+	return ok && m["cache_control"] != nil
+}
+
+// record stores a call and, when it is valid, bills it; the caller
+// answers 400 when it is not.
+func (p *Provider) record(c Call, bill func() Usage, outText string) (Call, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c.Conv = p.conv
+	ok := len(c.Problems) == 0
+	if ok {
+		c.Billed = bill()
+		c.Billed.Output = int64(p.enc.Count(outText)) + 1
+		if in := c.Billed.Input(); in > p.window {
+			c.Problems = append(c.Problems, fmt.Sprintf("prompt is too long: %d tokens > %d maximum", in, p.window))
+			c.Billed, ok = Usage{}, false
+		}
+	}
+	p.calls = append(p.calls, c)
+	return c, ok
+}
+
+func (p *Provider) nextID(prefix string, round, of int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seq++
+	if round == 0 {
+		return fmt.Sprintf("%s%04d", prefix, p.seq)
+	}
+	return fmt.Sprintf("%sr%dof%d_%04d", prefix, round, of, p.seq)
+}
+
+var (
+	roundID    = regexp.MustCompile(`r(\d+)of(\d+)_`)
+	taskMarker = regexp.MustCompile(`TASK=(\S+)`)
+	roundsMark = regexp.MustCompile(`ROUNDS=(\d+)`)
+	dirMarker  = regexp.MustCompile(`DIR=(\S+)`)
+)
+
+// plan is what the model does next: round (1-based) of total, or the
+// final answer when round > total; task names the conversation.
+type plan struct {
+	round, total int
+	task         string
+	side         bool // a request with no task prompt (a title, a check): answered with text
+}
+
+// nextStep reads the conversation's position: the last item is a tool
+// result whose call id carries its round, or the human prompt that says
+// how many rounds to make.
+func nextStep(lastCallID string, humans []string) plan {
+	task := ""
+	if len(humans) > 0 {
+		if m := taskMarker.FindStringSubmatch(humans[len(humans)-1]); m != nil {
+			task = m[1]
+		}
+	}
+	if m := roundID.FindStringSubmatch(lastCallID); m != nil {
+		r, _ := strconv.Atoi(m[1])
+		n, _ := strconv.Atoi(m[2])
+		return plan{round: r + 1, total: n, task: task}
+	}
+	if lastCallID != "" || len(humans) == 0 {
+		return plan{side: true, task: task}
+	}
+	n := 0
+	if m := roundsMark.FindStringSubmatch(humans[len(humans)-1]); m != nil {
+		n, _ = strconv.Atoi(m[1])
+	}
+	if task == "" {
+		return plan{side: true}
+	}
+	return plan{round: 1, total: n, task: task}
+}
+
+// Final is the answer that ends a turn of task.
+func Final(task string, total int) string {
+	return fmt.Sprintf("DONE %s after %d tool rounds: every check passed.", task, total)
+}
+
+// tool is a tool the client declared: its name and the property names of
+// its input schema (or freeform, for a custom tool).
+type tool struct {
+	name     string
+	props    []string
+	freeform bool
+}
+
+func toolOf(name string, schema any, freeform bool) tool {
+	t := tool{name: name, freeform: freeform}
+	if m, ok := schema.(map[string]any); ok {
+		if props, ok := m["properties"].(map[string]any); ok {
+			for k := range props {
+				t.props = append(t.props, k)
+			}
+			sort.Strings(t.props)
+		}
+	}
+	return t
+}
+
+func (t tool) prop(names ...string) string {
+	for _, n := range names {
+		for _, p := range t.props {
+			if p == n {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// call is one scripted tool call: the tool's name and its input (JSON
+// arguments, or the freeform text of a custom tool).
+type call struct {
+	name, input string
+	freeform    bool
+}
+
+// Workspace is where the scripted calls read and edit: the test creates
+// it (see newWorkspace) and the CLIs run in it.
+type Workspace struct {
+	Dir   string
+	Files []string // files to read, several KB each
+	Notes string   // the file the script edits: it ends with EditMarker
+}
+
+// workspaceOf reads the workspace from the human prompt's DIR= marker:
+// DIR/part-N.txt are read, DIR/notes.txt is edited.
+func workspaceOf(humans []string) Workspace {
+	dir := "/nonexistent"
+	for _, h := range humans {
+		if m := dirMarker.FindStringSubmatch(h); m != nil {
+			dir = m[1]
+		}
+	}
+	ws := Workspace{Dir: dir, Notes: filepath.Join(dir, "notes.txt")}
+	for i := range WorkspaceFiles {
+		ws.Files = append(ws.Files, filepath.Join(dir, fmt.Sprintf("part-%d.txt", i)))
+	}
+	return ws
+}
+
+// WorkspaceFiles is how many files a workspace holds to read.
+const WorkspaceFiles = 5
+
+// EditMarker ends the notes file; every edit inserts a line before it.
+const EditMarker = "END-OF-NOTES"
+
+// shellScript prints several KB that name the round.
+func shellScript(task string, round int) string {
+	return fmt.Sprintf(`for i in $(seq 1 70); do echo "%s round %d line $i: the quick brown fox jumps over the lazy dog 0123456789"; done`, task, round)
+}
+
+// choose picks the tool call of a round from the client's tools: shell
+// most rounds, a file read every third, an edit every fifth.
+func choose(tools []tool, ws Workspace, task string, round int) (call, error) {
+	find := func(names ...string) (tool, bool) {
+		for _, n := range names {
+			for _, t := range tools {
+				if t.name == n {
+					return t, true
+				}
+			}
+		}
+		return tool{}, false
+	}
+	args := func(m map[string]any) string { b, _ := json.Marshal(m); return string(b) }
+	file := ws.Files[round%len(ws.Files)]
+	if round%5 == 0 {
+		if t, ok := find("Edit", "edit", "replace"); ok {
+			return call{name: t.name, input: args(map[string]any{t.prop("file_path", "path", "absolute_path"): ws.Notes,
+				t.prop("old_string", "old_str"): EditMarker, t.prop("new_string", "new_str"): fmt.Sprintf("%s round %d checked\n%s", task, round, EditMarker)})}, nil
+		}
+		if t, ok := find("apply_patch"); ok {
+			patch := fmt.Sprintf("*** Begin Patch\n*** Update File: %s\n@@\n-%s\n+%s round %d checked\n+%s\n*** End Patch\n", ws.Notes, EditMarker, task, round, EditMarker)
+			if t.freeform {
+				return call{name: t.name, input: patch, freeform: true}, nil
+			}
+			return call{name: t.name, input: args(map[string]any{t.prop("input", "patch"): patch})}, nil
+		}
+	}
+	if round%3 == 0 {
+		if t, ok := find("Read", "read_file"); ok {
+			return call{name: t.name, input: args(map[string]any{t.prop("file_path", "absolute_path", "path"): file})}, nil
+		}
+	}
+	script := shellScript(task, round)
+	if round%3 == 0 {
+		script = "cat " + file
+	}
+	if t, ok := find("Bash", "run_shell_command"); ok {
+		a := map[string]any{t.prop("command", "cmd"): script}
+		if d := t.prop("description"); d != "" {
+			a[d] = fmt.Sprintf("round %d", round)
+		}
+		return call{name: t.name, input: args(a)}, nil
+	}
+	if t, ok := find("exec_command"); ok {
+		return call{name: t.name, input: args(map[string]any{t.prop("cmd", "command"): script, "workdir": ws.Dir})}, nil
+	}
+	if t, ok := find("shell", "shell_command", "local_shell"); ok {
+		if t.prop("command") != "" && t.name == "shell" {
+			return call{name: t.name, input: args(map[string]any{"command": []string{"bash", "-lc", script}, "workdir": ws.Dir})}, nil
+		}
+		return call{name: t.name, input: args(map[string]any{t.prop("command", "cmd"): script, "workdir": ws.Dir})}, nil
+	}
+	var names []string
+	for _, t := range tools {
+		names = append(names, t.name)
+	}
+	return call{}, fmt.Errorf("no shell tool among %v", names)
+}
+
+// writeSSE writes one server-sent event and flushes it.
+func writeSSE(w http.ResponseWriter, event string, data any) {
+	b, _ := json.Marshal(data)
+	if event != "" {
+		fmt.Fprintf(w, "event: %s\n", event)
+	}
+	fmt.Fprintf(w, "data: %s\n\n", b)
+	w.(http.Flusher).Flush()
+}
+
+func startSSE(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+}
+
+func refuse(w http.ResponseWriter, c Call) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error",
+		"message": strings.Join(c.Problems, "; ")}})
+	_, _ = w.Write(b)
+}
+
+// humanTexts returns the text parts that carry a TASK= marker: what the
+// test typed (scaffolding the clients add never has one).
+func humanTexts(texts []string) []string {
+	var out []string
+	for _, t := range texts {
+		if taskMarker.MatchString(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
