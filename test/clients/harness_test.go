@@ -186,17 +186,21 @@ func (r *rig) startFront() {
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
 		rec := &recorder{ResponseWriter: w}
+		// Recorded even when the client hangs up mid-stream (the
+		// reverse proxy then panics with http.ErrAbortHandler).
+		defer func() {
+			h := rec.Header()
+			used := -1.0
+			if v := h.Get("X-Contextd-Used-Percent"); v != "" {
+				used, _ = strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+			}
+			main := bytes.Contains(body, []byte("TASK=")) && bytes.Contains(body, []byte(`"tools"`))
+			r.mu.Lock()
+			r.exchanges = append(r.exchanges, exchange{conv: r.conv, path: req.URL.Path, status: rec.status,
+				session: h.Get("X-Contextd-Session"), history: h.Get("X-Contextd-History"), used: used, main: main, header: req.Header.Clone()})
+			r.mu.Unlock()
+		}()
 		rp.ServeHTTP(rec, req)
-		h := rec.Header()
-		used := -1.0
-		if v := h.Get("X-Contextd-Used-Percent"); v != "" {
-			used, _ = strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-		}
-		main := bytes.Contains(body, []byte("TASK=")) && bytes.Contains(body, []byte(`"tools"`))
-		r.mu.Lock()
-		r.exchanges = append(r.exchanges, exchange{conv: r.conv, path: req.URL.Path, status: rec.status,
-			session: h.Get("X-Contextd-Session"), history: h.Get("X-Contextd-History"), used: used, main: main, header: req.Header.Clone()})
-		r.mu.Unlock()
 	})}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
