@@ -1,0 +1,76 @@
+package clients
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// qwenModel is a Qwen Code model id contextd's registry does not know, added
+// by the models file with a small window, counted with o200k_base like the
+// provider here.
+var qwenModel = model{Name: "qwen3-coder-small", Provider: "qwen", ContextWindow: 40000, MaxOutput: 4096, Encoding: "o200k_base", Exact: true}
+
+// qwenSettings is ~/.qwen/settings.json: the OpenAI-compatible auth, and
+// telemetry, usage statistics and update checks off.
+const qwenSettings = `{
+  "security": {"auth": {"selectedType": "openai"}},
+  "telemetry": {"enabled": false},
+  "privacy": {"usageStatisticsEnabled": false},
+  "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+  "ui": {"hideTips": true}
+}`
+
+func (r *rig) qwenEnv(home string) []string {
+	return append(r.baseEnv(home), "OPENAI_BASE_URL="+r.front+"/v1", "OPENAI_API_KEY=sk-fake-key", "OPENAI_MODEL="+qwenModel.Name)
+}
+
+// qwenTurn runs `qwen --yolo -o json PROMPT` (with --resume ID for a
+// later turn) and returns its result and session id.
+func (r *rig) qwenTurn(conv, bin, dir, home, text, resume string) (answer, session string) {
+	args := []string{"--yolo", "--output-format", "json", "--model", qwenModel.Name}
+	if resume != "" {
+		args = append(args, "--resume", resume)
+	}
+	args = append(args, text)
+	out := r.run(conv, dir, r.qwenEnv(home), bin, args...)
+	// The JSON output is an array of events (or one result object).
+	var events []map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &events); err != nil {
+		var one map[string]any
+		if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &one); err != nil {
+			r.t.Errorf("%s: qwen's output is not JSON: %v\n%s", conv, err, tail(out))
+			return "", ""
+		}
+		events = []map[string]any{one}
+	}
+	for _, ev := range events {
+		if s, ok := ev["session_id"].(string); ok && s != "" {
+			session = s
+		}
+		if ev["type"] == "result" {
+			answer, _ = ev["result"].(string)
+		}
+	}
+	return answer, session
+}
+
+// TestQwenCode drives Qwen Code through contextd: two conversations with
+// the same opening prompt in the same directory, each a 32-round tool task
+// and a second turn (--resume) with words of its own.
+func TestQwenCode(t *testing.T) {
+	bin := filepath.Join(clis(t), "node_modules", ".bin", "qwen")
+	r := startRig(t, qwenModel, nil)
+	dir, home := newWorkspace(t), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".qwen"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".qwen", "settings.json"), []byte(qwenSettings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.conversations(t, dir, func(conv, text, resume string) (string, string) {
+		return r.qwenTurn(conv, bin, dir, home, text, resume)
+	})
+}
