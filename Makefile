@@ -50,7 +50,11 @@ bench-cost: ## Replay the corpus and compare compaction strategies by prompt-cac
 bench-background: ## Replay the corpus with a 2 s fake LLM summarizer: background compaction on and off.
 	go run ./cmd/costbench -summaries -windows 16384
 
+test-clients: ## Drive the real agent CLIs (Claude Code, Codex, Qwen Code, an OpenAI-SDK loop; pinned in test/clients/node) through the gateway to a scripted provider.
+	npm ci --prefix test/clients/node --no-audit --no-fund --loglevel=error
+	CONTEXTD_TEST_CLIENTS=1 go test -count=1 -v -timeout 20m ./test/clients/
+
 run: ## Run the server with embedded storage.
 	go run ./cmd/server
 
-.PHONY: help generate check-generate lint test bench bench-cost bench-background build ui screenshots run
+.PHONY: help generate check-generate lint test test-clients bench bench-cost bench-background build ui screenshots run

@@ -40,6 +40,9 @@ func (r *rig) conversations(t *testing.T, dir string, turn turnFunc) {
 	for _, conv := range []string{"A", "B"} {
 		answer, id := turn(conv+"1", opening, "")
 		typed[conv], ids[conv] = []string{opening}, id
+		if id == "" {
+			t.Errorf("%s turn 1: the client named no conversation to resume", conv)
+		}
 		if want := Final("checks", firstRounds); !strings.Contains(answer, want) {
 			t.Errorf("%s turn 1: the answer is %q, want it to hold %q", conv, tail(answer), want)
 		}

@@ -322,15 +322,19 @@ func Final(task string, total int) string {
 type tool struct {
 	name     string
 	props    []string
+	types    map[string]string // each property's JSON type
 	freeform bool
 }
 
 func toolOf(name string, schema any, freeform bool) tool {
-	t := tool{name: name, freeform: freeform}
+	t := tool{name: name, freeform: freeform, types: map[string]string{}}
 	if m, ok := schema.(map[string]any); ok {
 		if props, ok := m["properties"].(map[string]any); ok {
-			for k := range props {
+			for k, v := range props {
 				t.props = append(t.props, k)
+				if d, ok := v.(map[string]any); ok {
+					t.types[k], _ = d["type"].(string)
+				}
 			}
 			sort.Strings(t.props)
 		}
@@ -439,7 +443,7 @@ func choose(tools []tool, ws Workspace, task string, round int) (call, error) {
 		return call{name: t.name, input: args(map[string]any{t.prop("cmd", "command"): script, "workdir": ws.Dir})}, nil
 	}
 	if t, ok := find("shell", "shell_command", "local_shell"); ok {
-		if t.prop("command") != "" && t.name == "shell" {
+		if t.types["command"] == "array" {
 			return call{name: t.name, input: args(map[string]any{"command": []string{"bash", "-lc", script}, "workdir": ws.Dir})}, nil
 		}
 		return call{name: t.name, input: args(map[string]any{t.prop("command", "cmd"): script, "workdir": ws.Dir})}, nil
