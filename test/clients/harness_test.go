@@ -88,7 +88,7 @@ type exchange struct {
 	session string // X-Contextd-Session of the answer
 	history string
 	used    float64 // X-Contextd-Used-Percent, -1 when absent
-	main    bool    // the request carries a TASK= prompt and tools (the agent loop, not a side call)
+	main    bool    // the request carries a TASK= prompt and tools (the agent loop, not a title or a check)
 	header  http.Header
 }
 
@@ -109,6 +109,7 @@ type rig struct {
 	// would hang on.
 	outbound []string
 	outProxy string
+	registry string // a loopback npm registry without packages (opencode)
 }
 
 // model is the registry entry the suite adds (CONTEXTD_MODELS_FILE): a
@@ -200,7 +201,11 @@ func (r *rig) startFront() {
 			if v := h.Get("X-Contextd-Used-Percent"); v != "" {
 				used, _ = strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
 			}
-			main := bytes.Contains(body, []byte("TASK=")) && bytes.Contains(body, []byte(`"tools"`))
+			var decoded struct {
+				Tools []json.RawMessage `json:"tools"`
+			}
+			_ = json.Unmarshal(body, &decoded)
+			main := bytes.Contains(body, []byte("TASK=")) && len(decoded.Tools) > 0
 			r.mu.Lock()
 			r.exchanges = append(r.exchanges, exchange{conv: r.conv, path: req.URL.Path, status: rec.status,
 				session: h.Get("X-Contextd-Session"), history: h.Get("X-Contextd-History"), used: used, main: main, header: req.Header.Clone()})

@@ -412,8 +412,8 @@ func choose(tools []tool, ws Workspace, task string, round int) (call, error) {
 	file := ws.Files[round%len(ws.Files)]
 	if round%5 == 0 {
 		if t, ok := find("Edit", "edit", "replace"); ok {
-			return call{name: t.name, input: args(map[string]any{t.prop("file_path", "path", "absolute_path"): ws.Notes,
-				t.prop("old_string", "old_str"): EditMarker, t.prop("new_string", "new_str"): fmt.Sprintf("%s round %d checked\n%s", task, round, EditMarker)})}, nil
+			return call{name: t.name, input: args(map[string]any{t.prop("file_path", "filePath", "path", "absolute_path"): ws.Notes,
+				t.prop("old_string", "oldString", "old_str"): EditMarker, t.prop("new_string", "newString", "new_str"): fmt.Sprintf("%s round %d checked\n%s", task, round, EditMarker)})}, nil
 		}
 		if t, ok := find("apply_patch"); ok {
 			patch := fmt.Sprintf("*** Begin Patch\n*** Update File: %s\n@@\n-%s\n+%s round %d checked\n+%s\n*** End Patch\n", ws.Notes, EditMarker, task, round, EditMarker)
@@ -424,15 +424,15 @@ func choose(tools []tool, ws Workspace, task string, round int) (call, error) {
 		}
 	}
 	if round%3 == 0 {
-		if t, ok := find("Read", "read_file"); ok {
-			return call{name: t.name, input: args(map[string]any{t.prop("file_path", "absolute_path", "path"): file})}, nil
+		if t, ok := find("Read", "read_file", "read"); ok {
+			return call{name: t.name, input: args(map[string]any{t.prop("file_path", "filePath", "absolute_path", "path"): file})}, nil
 		}
 	}
 	script := shellScript(task, round)
 	if round%3 == 0 {
 		script = "cat " + file
 	}
-	if t, ok := find("Bash", "run_shell_command"); ok {
+	if t, ok := find("Bash", "run_shell_command", "bash"); ok {
 		a := map[string]any{t.prop("command", "cmd"): script}
 		if d := t.prop("description"); d != "" {
 			a[d] = fmt.Sprintf("round %d", round)
