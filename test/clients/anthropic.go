@@ -183,23 +183,21 @@ func anthropicSegments(body map[string]any) []segment {
 	var segs []segment
 	tools, _ := body["tools"].([]any)
 	for _, t := range tools {
-		segs = append(segs, segment{text: canonical(t), mark: hasMark(t)})
+		segs = append(segs, segment{key: canonical(t), text: canonical(t), mark: hasMark(t)})
 	}
 	for _, b := range blocksOf(body["system"]) {
 		t, _ := b["text"].(string)
-		segs = append(segs, segment{text: t, mark: hasMark(b)})
+		segs = append(segs, segment{key: t, text: t, mark: hasMark(b)})
 	}
 	msgs, _ := body["messages"].([]any)
 	for _, x := range msgs {
 		m, _ := x.(map[string]any)
 		role, _ := m["role"].(string)
-		segs = append(segs, segment{text: role + ":"})
+		segs = append(segs, segment{key: role + ":", text: strings.Repeat(" x", framing) + role})
 		for _, b := range blocksOf(m["content"]) {
-			text := canonical(b)
-			if b["type"] == "text" {
-				text, _ = b["text"].(string)
-			}
-			segs = append(segs, segment{text: text, mark: hasMark(b)})
+			s := item(b, hasMark(b))
+			s.text = s.text[len(strings.Repeat(" x", framing)):]
+			segs = append(segs, s)
 		}
 	}
 	return segs

@@ -216,18 +216,18 @@ func contentTexts(content any) []string {
 func responsesSegments(body map[string]any) []segment {
 	var segs []segment
 	if s, ok := body["instructions"].(string); ok {
-		segs = append(segs, segment{text: s})
+		segs = append(segs, segment{key: s, text: s})
 	}
 	tools, _ := body["tools"].([]any)
 	for _, t := range tools {
-		segs = append(segs, segment{text: canonical(t)})
+		segs = append(segs, segment{key: canonical(t), text: canonical(t)})
 	}
 	switch in := body["input"].(type) {
 	case string:
-		segs = append(segs, segment{text: in})
+		segs = append(segs, segment{key: in, text: in})
 	case []any:
 		for _, it := range in {
-			segs = append(segs, segment{text: canonical(it)})
+			segs = append(segs, item(it, false))
 		}
 	}
 	return segs
@@ -406,11 +406,11 @@ func chatSegments(body map[string]any) []segment {
 	var segs []segment
 	tools, _ := body["tools"].([]any)
 	for _, t := range tools {
-		segs = append(segs, segment{text: canonical(t)})
+		segs = append(segs, segment{key: canonical(t), text: canonical(t)})
 	}
 	msgs, _ := body["messages"].([]any)
 	for _, m := range msgs {
-		segs = append(segs, segment{text: canonical(m)})
+		segs = append(segs, item(m, false))
 	}
 	return segs
 }

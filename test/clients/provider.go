@@ -123,12 +123,17 @@ func (p *Provider) unknown(w http.ResponseWriter, r *http.Request) {
 }
 
 // segment is one cacheable unit of a request in the provider's order
-// (tools, system, messages), with its tokens and whether a cache mark
-// ends it.
+// (tools, system, messages): key is its bytes (what the cache matches),
+// text what the model reads of it (what is counted), mark whether a cache
+// mark ends it.
 type segment struct {
-	text string
-	mark bool
+	key, text string
+	mark      bool
 }
+
+// framing is the tokens each message or item costs beyond its content
+// (OpenAI's published rule: <|start|>role<|message|>...<|end|>).
+const framing = 3
 
 // prefixes returns the running digest and token count at the end of each
 // segment.
@@ -138,12 +143,52 @@ func (p *Provider) prefixes(segs []segment) ([][32]byte, []int64) {
 	h := [32]byte{}
 	n := int64(0)
 	for _, s := range segs {
-		h = sha256.Sum256(append(h[:], s.text...))
+		h = sha256.Sum256(append(h[:], s.key...))
 		n += int64(p.enc.Count(s.text))
 		sums = append(sums, h)
 		counts = append(counts, n)
 	}
 	return sums, counts
+}
+
+// item is the segment of one message, item or block: matched by all its
+// bytes, counted by what the model reads (its texts, a call's name and
+// arguments, a result's output; ids, signatures and JSON keys are not
+// read) plus the framing.
+func item(v any, mark bool) segment {
+	var text strings.Builder
+	var read func(v any, key string)
+	read = func(v any, key string) {
+		switch x := v.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				read(x[k], k)
+			}
+		case []any:
+			for _, e := range x {
+				read(e, key)
+			}
+		case string:
+			switch key {
+			case "text", "content", "output", "arguments", "name", "role", "thinking", "input", "summary", "refusal":
+				text.WriteString(x)
+				text.WriteByte('\n')
+			}
+		}
+		if key == "input" {
+			if m, ok := v.(map[string]any); ok {
+				b, _ := json.Marshal(m)
+				text.Write(b)
+			}
+		}
+	}
+	read(v, "")
+	return segment{key: canonical(v), text: strings.Repeat(" x", framing) + text.String(), mark: mark}
 }
 
 // minCacheable is the shortest prefix either provider caches.
