@@ -34,6 +34,8 @@ type apiSession struct {
 	// ended (under apiAgents.mu).
 	done      bool
 	stopWatch context.CancelFunc
+	// cleared: the last write was a ClearMessages (the view is empty).
+	cleared bool
 }
 
 type apiAgents struct {
@@ -151,7 +153,7 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 		var wctx context.Context
 		wctx, sess.stopWatch = context.WithCancel(s.watchCtx)
 		go s.watch(wctx, sess, agent)
-		var reply string
+		var reply, seen string
 		turns := 8 + rand.IntN(12)
 		for t := 0; t < turns && ctx.Err() == nil; t++ {
 			var msgs []*contextdv1.Message
@@ -176,6 +178,9 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 				break
 			}
 			s.hist.add(in, call, opOutput{keys: keysOf(prepared.GetMessages())})
+			sess.mu.Lock()
+			sess.cleared = false
+			sess.mu.Unlock()
 			if u := prepared.GetStatus().GetUsage(); u.GetUsedTokens() > u.GetContextWindow() {
 				s.rep.problem(invalid, "session %s: PrepareContext returned a view of %d tokens for a window of %d", id, u.GetUsedTokens(), u.GetContextWindow())
 			}
@@ -192,11 +197,15 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 			if err != nil {
 				s.unreported.Add(1)
 			}
+			last := prepared.GetStatus().GetLastCompaction()
 			switch {
-			case t%5 == 4:
+			case last.GetId() != "" && last.GetId() != seen && rand.IntN(2) == 0:
+				// A compaction this agent has not seen yet: revert half
+				// of them.
+				seen = last.GetId()
+				s.revertCheck(ctx, agent, id, last)
+			case t%2 == 1:
 				s.expandCheck(ctx, agent, id, prepared.GetMessages())
-			case t%7 == 6:
-				s.revertCheck(ctx, agent, id, prepared.GetStatus().GetLastCompaction())
 			case t == 10 && agent%2 == 0:
 				in := opInput{session: id, kind: opClear}
 				call := s.hist.now()
@@ -207,6 +216,9 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 				s.hist.add(in, call, opOutput{unknown: err != nil})
 				// The view is empty: the next turn starts with the user.
 				reply = ""
+				sess.mu.Lock()
+				sess.cleared = err == nil
+				sess.mu.Unlock()
 				if err != nil {
 					sess.mu.Lock()
 					sess.abandoned = true

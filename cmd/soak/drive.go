@@ -363,8 +363,14 @@ func (s *soak) final(ctx context.Context) {
 	for _, sess := range s.api.list() {
 		ids[sess.id] = "API"
 	}
+	cleared := map[string]bool{}
+	for _, sess := range s.api.list() {
+		sess.mu.Lock()
+		cleared[sess.id] = sess.cleared
+		sess.mu.Unlock()
+	}
 	for id, from := range ids {
-		s.checkView(ctx, id, from)
+		s.checkView(ctx, id, from, cleared[id])
 	}
 	// Gateway conversations: acknowledged turns once each, in order.
 	for _, c := range s.gw.snapshot() {
@@ -392,7 +398,7 @@ func (s *soak) final(ctx context.Context) {
 
 // checkView runs the compaction validator on a session's view against its
 // log since the last clear, and checks the view fits its window.
-func (s *soak) checkView(ctx context.Context, id, from string) {
+func (s *soak) checkView(ctx context.Context, id, from string, cleared bool) {
 	var sess *contextdv1.GetSessionResponse
 	if err := s.call(ctx, "GetSession", 0, nil, func(ctx context.Context, c contextdv1.ContextServiceClient) error {
 		var err error
@@ -420,6 +426,15 @@ func (s *soak) checkView(ctx context.Context, id, from string) {
 			first = m.GetId()
 			break
 		}
+	}
+	switch {
+	case first == "" && cleared:
+		before = nil // cleared last: the view is empty
+	case first == "":
+		if len(before) > 0 {
+			s.rep.problem(lost, "session %s (%s): the view holds none of the log's %d messages, and no clear emptied it", id, from, len(before))
+		}
+		return
 	}
 	for i, m := range before {
 		if m.ID == first {
@@ -521,9 +536,11 @@ func (s *soak) checkJobs(ctx context.Context) {
 			s.rep.problem(stuck, "job of session %s %s, last updated %s ago (lease %s)", id, state, age.Round(time.Second), s.opt.lease)
 		}
 	}
-	var n int
-	_ = conn.QueryRow(qctx, "SELECT count(*) FROM compaction_jobs").Scan(&n)
-	fmt.Printf("jobs: %d rows left at the end\n", n)
+	var n, compactions, reverted int
+	var states string
+	_ = conn.QueryRow(qctx, "SELECT count(*), coalesce(string_agg(DISTINCT state, ','), '') FROM compaction_jobs").Scan(&n, &states)
+	_ = conn.QueryRow(qctx, "SELECT count(*), count(reverted_at) FROM compactions").Scan(&compactions, &reverted)
+	fmt.Printf("jobs: %d rows left at the end (%s); %d compactions stored, %d of them reverted\n", n, states, compactions, reverted)
 }
 
 // checkWatchers waits (at most 30 s) for every API session's watcher to

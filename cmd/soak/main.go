@@ -187,9 +187,9 @@ func (s *soak) event(what string) {
 // transcripts fill them and compaction (summaries by the fake provider,
 // in background jobs) runs all the time.
 const models = `{"models": [
-  {"name": "soak-gpt", "provider": "openai", "context_window": 16384, "max_output_tokens": 1024, "encoding": "o200k_base", "exact": false, "expected_error": 0.2,
+  {"name": "soak-gpt", "provider": "openai", "context_window": 6144, "max_output_tokens": 512, "encoding": "o200k_base", "exact": false, "expected_error": 0.2,
    "pricing": {"input": 2.5, "cached_input": 1.25, "cache_write": 2.5, "output": 10}},
-  {"name": "soak-claude", "provider": "anthropic", "context_window": 16384, "max_output_tokens": 1024, "encoding": "cl100k_base", "exact": false, "expected_error": 0.2,
+  {"name": "soak-claude", "provider": "anthropic", "context_window": 6144, "max_output_tokens": 512, "encoding": "cl100k_base", "exact": false, "expected_error": 0.2,
    "pricing": {"input": 3, "cached_input": 0.3, "cache_write": 3.75, "output": 15}}
 ]}`
 

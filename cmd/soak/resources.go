@@ -210,6 +210,7 @@ func (sm *sampler) plot(path string, rep *report, bucket time.Duration, events [
 			p.Legend.Add("faults (kill, restart, pause)", sc)
 		}
 	}
+	lat.Legend.Top, mem.Legend.Top = true, true
 	img := vgimg.New(vg.Points(800), vg.Points(600))
 	dc := draw.New(img)
 	t := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter, PadY: vg.Millimeter * 3, PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
