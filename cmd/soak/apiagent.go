@@ -198,13 +198,14 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 				s.unreported.Add(1)
 			}
 			last := prepared.GetStatus().GetLastCompaction()
+			fresh := last.GetId() != "" && last.GetId() != seen
+			seen = last.GetId()
 			switch {
-			case last.GetId() != "" && last.GetId() != seen && rand.IntN(2) == 0:
+			case fresh && rand.IntN(2) == 0:
 				// A compaction this agent has not seen yet: revert half
-				// of them.
-				seen = last.GetId()
+				// of them, expand what the others left.
 				s.revertCheck(ctx, agent, id, last)
-			case t%2 == 1:
+			case fresh || t%2 == 1:
 				s.expandCheck(ctx, agent, id, prepared.GetMessages())
 			case t == 10 && agent%2 == 0:
 				in := opInput{session: id, kind: opClear}

@@ -70,7 +70,9 @@ func (s *soak) drive(ctx context.Context) int {
 	o := s.opt
 	d := o.duration
 	quiet := max(20*time.Second, d/10) // the agents' last stretch runs without faults
-	window := max(30*time.Second, d/6) // the leak check's first window (5 min of 30)
+	// The leak check's first window: 5 minutes of 30; at least a minute,
+	// past the warm-up (the view cache and the pools fill).
+	window := max(time.Minute, d/6)
 	fmt.Printf("soak: %d agents for %s on %d replicas (faults until %s)\n", o.agents, d, o.replicas, d-quiet)
 	s.rep.start, s.hist.start = time.Now(), time.Now()
 	actx, stopAgents := context.WithTimeout(ctx, d)
