@@ -29,6 +29,10 @@ import (
 // connections from every replica.
 var curves = []string{"rss_mb", "goroutines", "open_fds", "pg_conns"}
 
+// heap_mb (the Go heap in use) is shown beside them, not judged: it swings
+// with every collection.
+var widths = map[string]int{"rss_mb": 8, "heap_mb": 8, "goroutines": 11, "open_fds": 9, "pg_conns": 9}
+
 type sample struct {
 	at     time.Duration
 	values map[string]float64
@@ -67,6 +71,9 @@ func (sm *sampler) take(ctx context.Context, loaded bool) {
 		page := string(b)
 		if v, ok := metric(page, "process_resident_memory_bytes"); ok {
 			values["rss_mb"] = v / (1 << 20)
+		}
+		if v, ok := metric(page, "go_memstats_heap_inuse_bytes"); ok {
+			values["heap_mb"] = v / (1 << 20)
 		}
 		if v, ok := metric(page, "go_goroutines"); ok {
 			values["goroutines"] = v
@@ -130,14 +137,19 @@ func (sm *sampler) growth(window time.Duration) []string {
 func (sm *sampler) writeTable(w io.Writer) {
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
-	fmt.Fprintf(w, "%8s %8s %11s %9s %9s\n", "t", "rss_mb", "goroutines", "open_fds", "pg_conns")
+	cols := []string{"rss_mb", "heap_mb", "goroutines", "open_fds", "pg_conns"}
+	fmt.Fprintf(w, "%8s", "t")
+	for _, c := range cols {
+		fmt.Fprintf(w, " %*s", widths[c], c)
+	}
+	fmt.Fprintln(w)
 	for _, smp := range sm.samples {
 		fmt.Fprintf(w, "%8s", smp.at.Round(time.Second))
-		for _, c := range curves {
+		for _, c := range cols {
 			if v, ok := smp.values[c]; ok {
-				fmt.Fprintf(w, " %*.1f", map[string]int{"rss_mb": 8, "goroutines": 11, "open_fds": 9, "pg_conns": 9}[c], v)
+				fmt.Fprintf(w, " %*.1f", widths[c], v)
 			} else {
-				fmt.Fprintf(w, " %*s", map[string]int{"rss_mb": 8, "goroutines": 11, "open_fds": 9, "pg_conns": 9}[c], "-")
+				fmt.Fprintf(w, " %*s", widths[c], "-")
 			}
 		}
 		if !smp.loaded {
@@ -177,10 +189,13 @@ func (sm *sampler) plot(path string, rep *report, bucket time.Duration, events [
 		return err
 	}
 	sm.mu.Lock()
-	var rss, gor plotter.XYs
+	var rss, heap, gor plotter.XYs
 	for _, smp := range sm.samples {
 		if v, ok := smp.values["rss_mb"]; ok {
 			rss = append(rss, plotter.XY{X: smp.at.Seconds(), Y: v})
+		}
+		if v, ok := smp.values["heap_mb"]; ok {
+			heap = append(heap, plotter.XY{X: smp.at.Seconds(), Y: v})
 		}
 		if v, ok := smp.values["goroutines"]; ok {
 			gor = append(gor, plotter.XY{X: smp.at.Seconds(), Y: v})
@@ -188,9 +203,9 @@ func (sm *sampler) plot(path string, rep *report, bucket time.Duration, events [
 	}
 	sm.mu.Unlock()
 	mem := plot.New()
-	mem.Title.Text = "replica 0: RSS (MB) and goroutines"
+	mem.Title.Text = "replica 0: RSS and Go heap in use (MB), goroutines"
 	mem.X.Label.Text = "s"
-	if err := plotutil.AddLinePoints(mem, "RSS MB", rss, "goroutines", gor); err != nil {
+	if err := plotutil.AddLinePoints(mem, "RSS MB", rss, "heap MB", heap, "goroutines", gor); err != nil {
 		return err
 	}
 	// Faults as marks on the time axis of both.
