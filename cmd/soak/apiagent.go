@@ -125,7 +125,7 @@ func keysOf(msgs []*contextdv1.Message) []string {
 	return out
 }
 
-// run is one API agent: sessions of up to 20 turns, one after another.
+// run is one API agent: sessions of up to 30 turns, one after another.
 // A turn is PrepareContext (the last reply and a new user message,
 // appended atomically, idempotently), the model call (straight to the
 // provider, with the SDK's retries), and ReportUsage. Now and then it
@@ -154,7 +154,7 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 		wctx, sess.stopWatch = context.WithCancel(s.watchCtx)
 		go s.watch(wctx, sess, agent)
 		var reply, seen string
-		turns := 8 + rand.IntN(12)
+		turns := 14 + rand.IntN(16)
 		for t := 0; t < turns && ctx.Err() == nil; t++ {
 			var msgs []*contextdv1.Message
 			if reply != "" {
