@@ -34,8 +34,10 @@ type apiSession struct {
 	// ended (under apiAgents.mu).
 	done      bool
 	stopWatch context.CancelFunc
-	// cleared: the last write was a ClearMessages (the view is empty).
-	cleared bool
+	// cleared: the last write was a ClearMessages (the view is empty);
+	// reverted: a RevertCompaction (the view may be over its window
+	// again until the next PrepareContext compacts it).
+	cleared, reverted bool
 }
 
 type apiAgents struct {
@@ -179,7 +181,7 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 			}
 			s.hist.add(in, call, opOutput{keys: keysOf(prepared.GetMessages())})
 			sess.mu.Lock()
-			sess.cleared = false
+			sess.cleared, sess.reverted = false, false
 			sess.mu.Unlock()
 			if u := prepared.GetStatus().GetUsage(); u.GetUsedTokens() > u.GetContextWindow() {
 				s.rep.problem(invalid, "session %s: PrepareContext returned a view of %d tokens for a window of %d", id, u.GetUsedTokens(), u.GetContextWindow())
@@ -204,7 +206,11 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 			case fresh && rand.IntN(2) == 0:
 				// A compaction this agent has not seen yet: revert half
 				// of them, expand what the others left.
-				s.revertCheck(ctx, agent, id, last)
+				if s.revertCheck(ctx, agent, id, last) {
+					sess.mu.Lock()
+					sess.reverted = true
+					sess.mu.Unlock()
+				}
 			case fresh || t%2 == 1:
 				s.expandCheck(ctx, agent, id, prepared.GetMessages())
 			case t == 10 && agent%2 == 0:
@@ -420,9 +426,9 @@ func sameContent(a, b *contextdv1.Message) bool {
 // revertCheck reverts the latest compaction when it is a summary (not a
 // clear) still in force, and checks that the view then holds the
 // messages it replaced, byte-identical to the log.
-func (s *soak) revertCheck(ctx context.Context, agent int, id string, last *contextdv1.CompactionInfo) {
+func (s *soak) revertCheck(ctx context.Context, agent int, id string, last *contextdv1.CompactionInfo) (reverted bool) {
 	if last.GetId() == "" || last.GetRevertedAt() != nil || slices.Contains(last.GetTiers(), "clear") {
-		return
+		return false
 	}
 	var replaced []string
 	var list *contextdv1.ListCompactionsResponse
@@ -431,7 +437,7 @@ func (s *soak) revertCheck(ctx context.Context, agent int, id string, last *cont
 		list, err = c.ListCompactions(ctx, &contextdv1.ListCompactionsRequest{SessionId: id})
 		return err
 	}); err != nil {
-		return
+		return false
 	}
 	for _, c := range list.GetCompactions() {
 		if c.GetId() == last.GetId() {
@@ -451,12 +457,13 @@ func (s *soak) revertCheck(ctx context.Context, agent int, id string, last *cont
 		return err
 	})
 	if err != nil {
-		return
+		return false
 	}
+	reverted = true
 	view, err1 := s.logOf(ctx, id, contextdv1.MessageView_MESSAGE_VIEW_ACTIVE)
 	log, err2 := s.logOf(ctx, id, contextdv1.MessageView_MESSAGE_VIEW_LOG)
 	if err1 != nil || err2 != nil {
-		return
+		return true
 	}
 	inView := map[string]*contextdv1.Message{}
 	for _, m := range view {
@@ -479,6 +486,7 @@ func (s *soak) revertCheck(ctx context.Context, agent int, id string, last *cont
 			s.rep.problem(invalid, "session %s: RevertCompaction(%s) restored %s unlike the log's original", id, last.GetId(), rid)
 		}
 	}
+	return true
 }
 
 // watch follows a session's status as a client library does: on any

@@ -368,8 +368,15 @@ func (s *soak) final(ctx context.Context) {
 	cleared := map[string]bool{}
 	for _, sess := range s.api.list() {
 		sess.mu.Lock()
-		cleared[sess.id] = sess.cleared
+		c, r := sess.cleared, sess.reverted
 		sess.mu.Unlock()
+		cleared[sess.id] = c
+		if r {
+			// A revert brings back the view as it was before its
+			// compaction, over the window maybe: the agent's next call
+			// compacts it again. Make that call.
+			s.prepareAgain(ctx, sess.id)
+		}
 	}
 	for id, from := range ids {
 		s.checkView(ctx, id, from, cleared[id])
@@ -396,6 +403,26 @@ func (s *soak) final(ctx context.Context) {
 	s.checkLedger(ctx)
 	s.checkJobs(ctx)
 	s.checkWatchers(ctx)
+}
+
+// prepareAgain is an agent's next PrepareContext, with no new messages.
+func (s *soak) prepareAgain(ctx context.Context, id string) {
+	in := opInput{session: id, kind: opAppend}
+	call := s.hist.now()
+	var prepared *contextdv1.PrepareContextResponse
+	err := s.call(ctx, "PrepareContext", 0, nil, func(ctx context.Context, c contextdv1.ContextServiceClient) error {
+		var err error
+		prepared, err = c.PrepareContext(ctx, &contextdv1.PrepareContextRequest{SessionId: id, IdempotencyKey: id + "-final"})
+		return err
+	})
+	if err != nil {
+		s.hist.add(in, call, opOutput{unknown: true})
+		return
+	}
+	s.hist.add(in, call, opOutput{keys: keysOf(prepared.GetMessages())})
+	if u := prepared.GetStatus().GetUsage(); u.GetUsedTokens() > u.GetContextWindow() {
+		s.rep.problem(invalid, "session %s: PrepareContext after a revert returned a view of %d tokens for a window of %d", id, u.GetUsedTokens(), u.GetContextWindow())
+	}
 }
 
 // checkView runs the compaction validator on a session's view against its
