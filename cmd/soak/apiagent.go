@@ -492,6 +492,7 @@ func (s *soak) revertCheck(ctx context.Context, agent int, id string, last *cont
 // watch follows a session's status as a client library does: on any
 // error it reconnects (to the next replica) from the last version seen.
 func (s *soak) watch(ctx context.Context, sess *apiSession, agent int) {
+	defer s.guard()
 	for attempt := 0; ctx.Err() == nil && attempt < 100000; attempt++ {
 		sess.mu.Lock()
 		from := sess.watched

@@ -71,8 +71,9 @@ func (s *soak) drive(ctx context.Context) int {
 	d := o.duration
 	quiet := max(20*time.Second, d/10) // the agents' last stretch runs without faults
 	// The leak check's first window: 5 minutes of 30; at least a minute,
-	// past the warm-up (the view cache and the pools fill).
-	window := max(time.Minute, d/6)
+	// past the warm-up (the view cache and the pools fill), but at most a
+	// third of a short run.
+	window := min(max(time.Minute, d/6), d/3)
 	fmt.Printf("soak: %d agents for %s on %d replicas (faults until %s)\n", o.agents, d, o.replicas, d-quiet)
 	s.rep.start, s.hist.start = time.Now(), time.Now()
 	actx, stopAgents := context.WithTimeout(ctx, d)
@@ -84,6 +85,7 @@ func (s *soak) drive(ctx context.Context) int {
 	for a := range o.agents {
 		wg.Add(1)
 		go func() {
+			defer s.guard()
 			defer wg.Done()
 			if a%3 == 2 {
 				s.api.run(actx, a)
@@ -97,6 +99,7 @@ func (s *soak) drive(ctx context.Context) int {
 	var swg sync.WaitGroup
 	swg.Add(1)
 	go func() {
+		defer s.guard()
 		defer swg.Done()
 		t := time.NewTicker(min(o.sampleEvery, max(d/36, time.Second)))
 		defer t.Stop()
@@ -173,6 +176,7 @@ func (s *soak) faults(ctx context.Context, end time.Duration) {
 				s.mu.Unlock()
 				r.kill()
 				go func() {
+					defer s.guard()
 					time.Sleep(o.killPause)
 					if err := r.start(context.Background()); err != nil {
 						s.rep.problem(stuck, "replica %d did not restart: %v", r.n, err)
@@ -192,6 +196,7 @@ func (s *soak) faults(ctx context.Context, end time.Duration) {
 		s.event(fmt.Sprintf("SIGSTOP replica %d for %s (its job leases lapse)", r.n, 2*o.lease))
 		r.signal(syscall.SIGSTOP)
 		go func() {
+			defer s.guard()
 			time.Sleep(2 * o.lease)
 			r.signal(syscall.SIGCONT)
 			s.event(fmt.Sprintf("SIGCONT replica %d", r.n))
@@ -228,6 +233,7 @@ func (s *soak) faults(ctx context.Context, end time.Duration) {
 // for hold; then it reads what is there and ends. The replicas must hold
 // on meanwhile (the leak check sees their goroutines and memory).
 func (s *soak) stalledWatcher(ctx context.Context, done chan<- struct{}, hold time.Duration) {
+	defer s.guard()
 	defer close(done)
 	cc, err := grpc.NewClient(s.replicas[0].addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10), grpc.WithReadBufferSize(0))

@@ -158,6 +158,17 @@ func run(o options) (code int) {
 	return 0
 }
 
+// guard ends the whole run, cleaning up, when a goroutine of ours panics
+// (a deferred recover in main does not see other goroutines' panics).
+// Every goroutine the soak starts defers it.
+func (s *soak) guard() {
+	if p := recover(); p != nil {
+		fmt.Fprintf(os.Stderr, "soak: panic: %v\n%s", p, debug.Stack())
+		s.cleanup()
+		os.Exit(2)
+	}
+}
+
 func (s *soak) cleanup() {
 	for _, c := range s.conns {
 		_ = c.Close()
@@ -255,7 +266,7 @@ func (s *soak) setup(ctx context.Context) error {
 	errs := make(chan error, len(s.replicas))
 	for _, r := range s.replicas[1:] {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs <- r.start(ctx) }()
+		go func() { defer s.guard(); defer wg.Done(); errs <- r.start(ctx) }()
 	}
 	wg.Wait()
 	close(errs)

@@ -192,6 +192,8 @@ func (r *replica) start(ctx context.Context) error {
 	}
 	cmd := exec.Command(r.bin)
 	cmd.Env = r.env
+	// Should the soak itself be killed, its replicas go with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		r.mu.Unlock()
