@@ -50,7 +50,13 @@ bench-cost: ## Replay the corpus and compare compaction strategies by prompt-cac
 bench-background: ## Replay the corpus with a 2 s fake LLM summarizer: background compaction on and off.
 	go run ./cmd/costbench -summaries -windows 16384
 
+soak: ## 30 minutes of chaos: 3 replicas on a throwaway PostgreSQL, 24 agents, faults; checks nothing was lost (docs/operations.md).
+	go run ./cmd/soak -duration 30m
+
+soak-short: ## The soak for 3 minutes (CI).
+	go run ./cmd/soak -duration 3m
+
 run: ## Run the server with embedded storage.
 	go run ./cmd/server
 
-.PHONY: help generate check-generate lint test bench bench-cost bench-background build ui screenshots run
+.PHONY: help generate check-generate lint test bench bench-cost bench-background build ui screenshots soak soak-short run
