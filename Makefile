@@ -50,11 +50,17 @@ bench-cost: ## Replay the corpus and compare compaction strategies by prompt-cac
 bench-background: ## Replay the corpus with a 2 s fake LLM summarizer: background compaction on and off.
 	go run ./cmd/costbench -summaries -windows 16384
 
-test-clients: ## Drive the real agent CLIs (Claude Code, Codex, Qwen Code, an OpenAI-SDK loop; pinned in test/clients/node) through the gateway to a scripted provider.
+test-clients: ## Drive the real agent CLIs (Claude Code, Codex CLI, Qwen Code, opencode, an npm openai loop; pinned in test/clients/node) through the gateway to a scripted provider.
 	npm ci --prefix test/clients/node --no-audit --no-fund --loglevel=error
 	CONTEXTD_TEST_CLIENTS=1 go test -count=1 -v -timeout 20m ./test/clients/
+
+soak: ## 30 minutes of chaos: 3 replicas on a throwaway PostgreSQL, 24 agents, faults; checks nothing was lost (docs/operations.md).
+	go run ./cmd/soak -duration 30m
+
+soak-short: ## The soak for 3 minutes (CI).
+	go run ./cmd/soak -duration 3m
 
 run: ## Run the server with embedded storage.
 	go run ./cmd/server
 
-.PHONY: help generate check-generate lint test test-clients bench bench-cost bench-background build ui screenshots run
+.PHONY: help generate check-generate lint test test-clients bench bench-cost bench-background build ui screenshots soak soak-short run

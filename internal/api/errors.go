@@ -48,6 +48,10 @@ func toStatus(ctx context.Context, log *slog.Logger, err error) error {
 		return status.Error(codes.Canceled, "request canceled")
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
+	case errors.Is(err, store.ErrUnavailable):
+		// A database restart or failover: clients retry Unavailable.
+		log.WarnContext(ctx, "database unavailable", "error", err)
+		return status.Error(codes.Unavailable, "the database is unavailable; retry")
 	}
 	if _, ok := status.FromError(err); ok {
 		return err

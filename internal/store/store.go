@@ -18,6 +18,9 @@ var (
 	ErrNotFound        = errors.New("not found")
 	ErrAlreadyExists   = errors.New("already exists")
 	ErrVersionConflict = errors.New("version conflict")
+	// ErrUnavailable: the database could not be reached (connection
+	// refused or cut, server restarting); the call may be retried.
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 // DefaultTenant scopes every row until authentication maps callers to

@@ -33,7 +33,8 @@ func (t *txn) GetJob(ctx context.Context, tenant, sessionID string) (store.Job, 
 }
 
 // GetJob reads a session's job without locking it.
-func (s *Store) GetJob(ctx context.Context, tenant, sessionID string) (store.Job, error) {
+func (s *Store) GetJob(ctx context.Context, tenant, sessionID string) (_ store.Job, err error) {
+	defer unavailable(&err)
 	return scanJob(s.pool.QueryRow(ctx, `SELECT `+jobCols+` FROM compaction_jobs WHERE tenant = $1 AND session_id = $2`,
 		tenant, sessionID))
 }
@@ -78,9 +79,10 @@ func (t *txn) CountJobs(ctx context.Context, tenant string) (int, int, error) {
 
 // HasDueJob probes for a due job without locking anything: NextJob's
 // filter.
-func (s *Store) HasDueJob(ctx context.Context, now time.Time, perTenant int) (bool, error) {
+func (s *Store) HasDueJob(ctx context.Context, now time.Time, perTenant int) (_ bool, err error) {
+	defer unavailable(&err)
 	var due bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM compaction_jobs j
+	err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM compaction_jobs j
 		WHERE (j.state = 'queued' OR (j.state = 'running' AND j.lease_until < $1)) AND j.not_before <= $1
 			AND (SELECT count(*) FROM compaction_jobs r WHERE r.tenant = j.tenant AND r.state = 'running' AND r.lease_until >= $1) < $2)`,
 		now, perTenant).Scan(&due)

@@ -29,7 +29,8 @@ func (t *txn) AddLedger(ctx context.Context, tenant, sessionID string, kind stor
 }
 
 // GetLedger returns a session's ledger.
-func (s *Store) GetLedger(ctx context.Context, tenant, sessionID string) (store.Ledger, error) {
+func (s *Store) GetLedger(ctx context.Context, tenant, sessionID string) (_ store.Ledger, err error) {
+	defer unavailable(&err)
 	var out store.Ledger
 	rows, err := s.pool.Query(ctx, `SELECT kind, calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens,
 		cost_nano_usd, unpriced_calls FROM session_ledger WHERE tenant = $1 AND session_id = $2`, tenant, sessionID)

@@ -65,7 +65,8 @@ func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 func (s *Store) Close() error { s.pool.Close(); return nil }
 
 // InTx runs fn in one transaction.
-func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) error {
+func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) (err error) {
+	defer unavailable(&err)
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		return fn(ctx, &txn{tx: tx})
 	})
@@ -120,7 +121,8 @@ func scanMessage(rows pgx.Rows, extra ...any) (chat.Message, error) {
 }
 
 // GetSession reads a session without locking.
-func (s *Store) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
+func (s *Store) GetSession(ctx context.Context, tenant, id string) (_ store.Session, err error) {
+	defer unavailable(&err)
 	return scanSession(s.pool.QueryRow(ctx,
 		`SELECT `+sessionCols+` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL`, tenant, id))
 }
@@ -132,7 +134,8 @@ const summaryCols = `s.tenant, s.id, s.model, ''::text, '[]'::text, s.policy, s.
 	s.auto_paused_below, s.view_epoch, s.anchor_input, s.anchor_local, s.anchor_count, s.anchor_epoch, s.active_bytes` + store.SummaryExtraCols
 
 // ListSessions returns session summaries newest first.
-func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFilter) ([]store.SessionSummary, error) {
+func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFilter) (_ []store.SessionSummary, err error) {
+	defer unavailable(&err)
 	labels, err := store.EncodeJSON(f.Labels)
 	if err != nil {
 		return nil, err
@@ -204,7 +207,8 @@ type multiScanner struct {
 func (m multiScanner) Scan(dest ...any) error { return m.row.Scan(append(dest, m.extra...)...) }
 
 // ActiveMessages returns the active view after ordinal `after`.
-func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, []int64, error) {
+func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) (_ []chat.Message, _ []int64, err error) {
+	defer unavailable(&err)
 	rows, err := s.pool.Query(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
 		WHERE v.tenant = $1 AND v.session_id = $2 AND v.ord > $3 ORDER BY v.ord LIMIT $4`, tenant, sessionID, after, limit)
@@ -226,7 +230,8 @@ func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, af
 }
 
 // LogMessages returns the log after position `after`.
-func (s *Store) LogMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, error) {
+func (s *Store) LogMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) (_ []chat.Message, err error) {
+	defer unavailable(&err)
 	return collectMessages(s.pool.Query(ctx, `SELECT `+messageCols+` FROM messages
 		WHERE tenant = $1 AND session_id = $2 AND position > $3 ORDER BY position LIMIT $4`, tenant, sessionID, after, limit))
 }
@@ -237,7 +242,8 @@ func isUniqueViolation(err error) bool {
 }
 
 // MessagesByID returns messages by id, in the order given.
-func (s *Store) MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) ([]chat.Message, error) {
+func (s *Store) MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) (_ []chat.Message, err error) {
+	defer unavailable(&err)
 	return messagesByID(ctx, s.pool, tenant, sessionID, ids)
 }
 
@@ -293,7 +299,8 @@ func scanCompaction(row pgx.Row) (store.Compaction, error) {
 
 // ListCompactions returns a page of a session's compactions in round order,
 // read through the index compactions_by_round.
-func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, afterRound, limit int) ([]store.Compaction, error) {
+func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, afterRound, limit int) (_ []store.Compaction, err error) {
+	defer unavailable(&err)
 	rows, err := s.pool.Query(ctx, `SELECT `+compactionCols+` FROM compactions
 		WHERE tenant = $1 AND session_id = $2 AND round > $3
 		ORDER BY round LIMIT $4`, tenant, sessionID, afterRound, limit)
@@ -324,12 +331,14 @@ func getCalibration(ctx context.Context, q querier, tenant, model string) (store
 }
 
 // GetCalibration returns a model's calibration.
-func (s *Store) GetCalibration(ctx context.Context, tenant, model string) (store.Calibration, error) {
+func (s *Store) GetCalibration(ctx context.Context, tenant, model string) (_ store.Calibration, err error) {
+	defer unavailable(&err)
 	return getCalibration(ctx, s.pool, tenant, model)
 }
 
 // LatestCompaction returns a session's newest compaction.
-func (s *Store) LatestCompaction(ctx context.Context, tenant, sessionID string) (store.Compaction, error) {
+func (s *Store) LatestCompaction(ctx context.Context, tenant, sessionID string) (_ store.Compaction, err error) {
+	defer unavailable(&err)
 	return scanCompaction(s.pool.QueryRow(ctx, `SELECT `+compactionCols+` FROM compactions
 		WHERE tenant = $1 AND session_id = $2 ORDER BY round DESC LIMIT 1`, tenant, sessionID))
 }
@@ -340,14 +349,16 @@ const rowBytes = `octet_length(m.parts) + octet_length(m.metadata) + octet_lengt
 
 // ActiveSizes returns the sizes of the active view's rows after ordinal
 // `after`.
-func (s *Store) ActiveSizes(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]store.RowSize, error) {
+func (s *Store) ActiveSizes(ctx context.Context, tenant, sessionID string, after int64, limit int) (_ []store.RowSize, err error) {
+	defer unavailable(&err)
 	return collectSizes(s.pool.Query(ctx, `SELECT v.ord, m.id, `+rowBytes+`
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
 		WHERE v.tenant = $1 AND v.session_id = $2 AND v.ord > $3 ORDER BY v.ord LIMIT $4`, tenant, sessionID, after, limit))
 }
 
 // LogSizes returns the sizes of the log's rows after position `after`.
-func (s *Store) LogSizes(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]store.RowSize, error) {
+func (s *Store) LogSizes(ctx context.Context, tenant, sessionID string, after int64, limit int) (_ []store.RowSize, err error) {
+	defer unavailable(&err)
 	return collectSizes(s.pool.Query(ctx, `SELECT m.position, m.id, `+rowBytes+` FROM messages m
 		WHERE m.tenant = $1 AND m.session_id = $2 AND m.position > $3 ORDER BY m.position LIMIT $4`, tenant, sessionID, after, limit))
 }

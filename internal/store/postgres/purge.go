@@ -21,7 +21,8 @@ const (
 // idempotency records go in one statement each; messages go one session
 // per transaction (store.Retained decides what stays), holding that
 // session's row lock, so no transaction spans more than one session.
-func (s *Store) Purge(ctx context.Context, cutoff, now time.Time) (store.Purged, error) {
+func (s *Store) Purge(ctx context.Context, cutoff, now time.Time) (_ store.Purged, err error) {
+	defer unavailable(&err)
 	var p store.Purged
 	tag, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at < $1`, cutoff)
 	if err != nil {
