@@ -141,8 +141,8 @@ func (d openAIChat) parse(fields map[string]json.RawMessage) (*conversation, err
 
 // openAITools reads Chat Completions tools (nested: {"type":"function",
 // "function":{...}}) or Responses tools (flat: {"type":"function","name"}).
-// Built-in tools (web search, custom grammars, ...) are named by their type
-// and counted by their JSON.
+// Built-in tools (web search, ...) are named by their type; they and every
+// tool of a type other than "function" are counted by their whole JSON.
 func openAITools(raw json.RawMessage, nested bool) ([]chat.Tool, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -174,10 +174,14 @@ func openAITools(raw json.RawMessage, nested bool) ([]chat.Tool, error) {
 		if isObject(fn.Parameters) {
 			tool.Parameters = string(fn.Parameters)
 		}
-		if tool.Name == "" {
-			// A built-in tool: its whole definition is what the model sees.
-			tool.Name = fmt.Sprintf("%s_%d", fn.Type, i)
-			tool.Description = string(t)
+		if tool.Name == "" || (fn.Type != "" && fn.Type != "function") {
+			// A built-in tool, or one of another type (Codex's "namespace"
+			// of nested tools, a "custom" grammar tool): its whole
+			// definition is what the model sees.
+			if tool.Name == "" {
+				tool.Name = fmt.Sprintf("%s_%d", fn.Type, i)
+			}
+			tool.Description, tool.Parameters = string(t), ""
 		}
 		out = append(out, tool)
 	}
