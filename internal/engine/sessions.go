@@ -259,6 +259,24 @@ func (e *Engine) DeleteSession(ctx context.Context, tenant, id string) error {
 	return err
 }
 
+// DeleteUnusedSession deletes a session only while it is as it was created
+// at created (version 1, nothing in its log), in one statement: the undo
+// of a create whose request then failed, which must never delete what a
+// concurrent request made again or wrote meanwhile. It reports whether it
+// deleted.
+func (e *Engine) DeleteUnusedSession(ctx context.Context, tenant, id string, created time.Time) (bool, error) {
+	var deleted bool
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		deleted, err = tx.DeleteUnusedSession(ctx, tenant, id, created)
+		return err
+	})
+	if err == nil && deleted {
+		e.notify(ctx, tenant, id, 0, watch.EventDeleted)
+	}
+	return deleted, err
+}
+
 // Page asks for one page of a listing.
 type Page struct {
 	Size  int

@@ -177,6 +177,11 @@ type Tx interface {
 	UpdateSession(ctx context.Context, s *Session) error
 	// DeleteSession marks a session deleted; it is ErrNotFound from then on.
 	DeleteSession(ctx context.Context, tenant, id string) error
+	// DeleteUnusedSession marks a session deleted only while it is as it
+	// was created at created (version 1, nothing in its log): a compare and
+	// delete in one statement, so a session someone else made again or
+	// wrote to in between is never deleted. It reports whether it deleted.
+	DeleteUnusedSession(ctx context.Context, tenant, id string, created time.Time) (bool, error)
 
 	// InsertMessages adds messages (ID, Position, Tokens set) to the log,
 	// with CountedFor (empty stores NULL: unknown).

@@ -26,6 +26,7 @@ func Run(t *testing.T, newStore NewStore) {
 		fn   func(t *testing.T, s store.Store)
 	}{
 		{"SessionLifecycle", testSessionLifecycle},
+		{"DeleteUnusedSession", testDeleteUnusedSession},
 		{"TenantIsolation", testTenantIsolation},
 		{"ListSessions", testListSessions},
 		{"ListSummaries", testListSummaries},
