@@ -530,7 +530,9 @@ func (g *Gateway) copyBody(ctx context.Context, w http.ResponseWriter, body io.R
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return
 			}
-			_ = rc.Flush()
+			if !flushed(rc) {
+				return // the client is gone or stopped reading (write deadline)
+			}
 		}
 		if err != nil || ctx.Err() != nil {
 			return
@@ -589,7 +591,9 @@ func (g *Gateway) relay(ctx context.Context, w http.ResponseWriter, resp *http.R
 				if _, werr := w.Write(ev); werr != nil {
 					return
 				}
-				_ = rc.Flush()
+				if !flushed(rc) {
+					return // the client is gone or stopped reading (write deadline)
+				}
 			}
 			if last {
 				if u, reply, ok := st.result(); ok {

@@ -62,6 +62,10 @@ type Config struct {
 	// gets its headers, then an SSE comment line this often (keepalive.go;
 	// 0: held silently).
 	StreamKeepalive time.Duration
+	// StreamWriteTimeout bounds each write of an answer to the client
+	// (writedeadline.go): a client that reads nothing for this long is cut
+	// and the upstream request cancelled. 0: no deadline.
+	StreamWriteTimeout time.Duration
 	// HTTPClient reaches the upstreams (nil: a client with no overall
 	// timeout, since streams may last minutes; the caller's context ends
 	// them).
@@ -169,6 +173,8 @@ const Prefix = "/v1/"
 
 // ServeHTTP routes the provider paths.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w, undeadline := withWriteDeadlines(w, g.cfg.StreamWriteTimeout)
+	defer undeadline()
 	switch r.URL.Path {
 	case "/v1/chat/completions":
 		g.serveDoor(w, r, g.chat)

@@ -92,6 +92,11 @@ type Fake struct {
 	// answers it (outside the fake's lock): what another client does
 	// while the provider is thinking.
 	Before func(path string)
+	// Endless makes a Chat Completions stream send text deltas of this
+	// many bytes, one after the other, until the client goes away; Ended
+	// then receives the number of deltas written (buffered).
+	Endless int
+	Ended   chan int
 	// FirstEventAt is when the first SSE event of the last stream was
 	// written; LastEventAt when the stream ended.
 	FirstEventAt, LastEventAt time.Time

@@ -3,6 +3,7 @@ package gatewaytest
 import (
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // chat serves POST /v1/chat/completions.
@@ -43,6 +44,23 @@ func (f *Fake) chat(w http.ResponseWriter, r *http.Request) {
 			c["usage"] = nil
 		}
 		return c
+	}
+	f.mu.Lock()
+	endless, ended := f.Endless, f.Ended
+	f.mu.Unlock()
+	if endless > 0 {
+		// A model that never stops talking, to a client that stopped
+		// reading: only the client's going away ends it.
+		s.event("", chunk(0, map[string]any{"role": "assistant", "content": ""}, nil))
+		piece := strings.Repeat("x", endless)
+		n := 0
+		for r.Context().Err() == nil && s.event("", chunk(0, map[string]any{"content": piece}, nil)) {
+			n++
+		}
+		if ended != nil {
+			ended <- n
+		}
+		return
 	}
 	for ci, rp := range replies {
 		s.event("", chunk(ci, map[string]any{"role": "assistant", "content": ""}, nil))
