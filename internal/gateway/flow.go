@@ -228,12 +228,13 @@ const maxRecordWait = time.Minute
 // what is new. The append expects the session at the version its log was
 // matched at, so a message another replica appended meanwhile (the reply
 // of the previous call, say) is never appended twice: the request is
-// matched again, at most three times.
+// matched again, with backoff until the request's deadline (conflicts.go).
 func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, header string) (resolved, engine.PrepareResult, string, error) {
 	noRepeat := false
-	for attempt := 1; ; attempt++ {
+	var retry conflicts
+	for {
 		res, err := g.resolve(ctx, tenant, d, c, header, noRepeat)
-		if errors.Is(err, store.ErrVersionConflict) && attempt < 3 {
+		if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 			continue
 		}
 		if err != nil {
@@ -246,7 +247,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			in.IdempotencyKey, in.ExpectedVersion = "gw-"+key, &res.version
 		}
 		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
-		if errors.Is(err, store.ErrVersionConflict) && attempt < 3 {
+		if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 			continue
 		}
 		if err != nil {
@@ -427,10 +428,6 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 	g.digests.extend(tenant, id, res.created, reply)
 }
 
-// maxReplyConflicts bounds the appends of one reply that meet a session
-// whose log has not grown (only reports and compactions came in between).
-const maxReplyConflicts = 4
-
 // appendReply appends the reply to the session as the call left it. The
 // session's version may have moved without its log growing: the report of
 // the previous call, relayed by another replica, committed after this
@@ -440,9 +437,10 @@ const maxReplyConflicts = 4
 // made again, the reply is not appended: the next request that carries it
 // appends it.
 func (g *Gateway) appendReply(ctx context.Context, tenant string, res resolved, prep engine.PrepareResult, key string, expect int64, reply []chat.Message) (engine.AppendResult, error) {
-	for conflicts := 0; ; conflicts++ {
+	var retry conflicts // conflictBudget bounds the appends that meet a log that has not grown
+	for {
 		out, err := g.cfg.Engine.AppendMessages(ctx, tenant, res.id, engine.AppendInput{Messages: reply, IdempotencyKey: "gwr-" + key, ExpectedVersion: &expect})
-		if !errors.Is(err, store.ErrVersionConflict) || conflicts == maxReplyConflicts {
+		if !errors.Is(err, store.ErrVersionConflict) || !retry.again(ctx) {
 			return out, err
 		}
 		st, serr := g.cfg.Engine.SessionStatus(ctx, tenant, res.id)
