@@ -127,7 +127,8 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 				return err
 			}
 			if n >= max {
-				return fmt.Errorf("tenant %q already has %d sessions, the most this server allows; delete some first: %w", tenant, n, ErrResourceExhausted)
+				return fmt.Errorf("tenant %q already has %d live sessions, the most %s allows; delete some first (or raise the setting): %w: %w",
+					tenant, n, limitSessions, ErrSessionLimit, ErrResourceExhausted)
 			}
 		}
 		return tx.InsertSession(ctx, &s)
