@@ -12,6 +12,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/textproto"
 	"regexp"
 	"slices"
 	"strconv"
@@ -659,11 +660,30 @@ var dropResponse = map[string]bool{
 	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Content-Length": true, "Content-Encoding": true,
 }
 
+// connectionNamed is the headers a message's Connection header names:
+// hop-by-hop for this one connection (RFC 9110 7.6.1), dropped as
+// net/http/httputil.ReverseProxy drops them, in both directions.
+func connectionNamed(h http.Header) map[string]bool {
+	var named map[string]bool
+	for _, v := range h.Values("Connection") {
+		for f := range strings.SplitSeq(v, ",") {
+			if f = textproto.TrimString(f); f != "" {
+				if named == nil {
+					named = map[string]bool{}
+				}
+				named[http.CanonicalHeaderKey(f)] = true
+			}
+		}
+	}
+	return named
+}
+
 // copyRequestHeaders forwards the client's headers (its provider
 // credentials among them) except hop-by-hop ones and contextd's own.
 func copyRequestHeaders(dst, src http.Header) {
+	named := connectionNamed(src)
 	for k, vs := range src {
-		if dropRequest[k] || len(k) > len("X-Contextd-") && http.CanonicalHeaderKey(k[:len("X-Contextd-")]) == "X-Contextd-" {
+		if dropRequest[k] || named[k] || len(k) > len("X-Contextd-") && http.CanonicalHeaderKey(k[:len("X-Contextd-")]) == "X-Contextd-" {
 			continue
 		}
 		dst[k] = append([]string(nil), vs...)
@@ -671,10 +691,11 @@ func copyRequestHeaders(dst, src http.Header) {
 }
 
 func copyResponseHeaders(dst, src http.Header) {
+	named := connectionNamed(src)
 	for k, vs := range src {
 		// The provider's CORS grants and cookies are for its own origin,
 		// not for contextd's.
-		if dropResponse[k] || strings.HasPrefix(k, "Access-Control-") || k == "Set-Cookie" {
+		if dropResponse[k] || named[k] || strings.HasPrefix(k, "Access-Control-") || k == "Set-Cookie" {
 			continue
 		}
 		dst[k] = append(dst[k], vs...)
@@ -685,11 +706,11 @@ func copyResponseHeaders(dst, src http.Header) {
 // and the operator allowed it (CONTEXTD_GATEWAY_SERVER_KEYS): the keys are
 // configured for the summarizers, and lending them to every caller is a
 // decision of its own.
-func (g *Gateway) credentials(h http.Header, d door) {
+func (g *Gateway) credentials(h http.Header, shape wireShape) {
 	if !g.cfg.LendKeys || h.Get("Authorization") != "" || h.Get("X-Api-Key") != "" {
 		return
 	}
-	switch d.shape() {
+	switch shape {
 	case shapeAnthropic:
 		if g.cfg.AnthropicAPIKey != "" {
 			h.Set("X-Api-Key", g.cfg.AnthropicAPIKey)

@@ -187,15 +187,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/v1/models":
 		g.serveModels(w, r)
 	default:
-		shape := shapeOf(r)
-		writeError(w, shape, http.StatusNotFound, errNotFound, fmt.Sprintf("contextd's gateway has no route %s %s; it serves POST /v1/chat/completions, /v1/responses, /v1/messages, /v1/messages/count_tokens and GET /v1/models", r.Method, r.URL.Path))
+		g.servePassthrough(w, r)
 	}
 }
 
-// shapeOf guesses the error shape of a request that reached no door: an
-// Anthropic client always sends anthropic-version.
+// shapeOf says whose request one that reached no door is (its error
+// shape and its upstream): an Anthropic client always sends
+// anthropic-version, and its key in x-api-key (OpenAI's is in
+// Authorization).
 func shapeOf(r *http.Request) wireShape {
-	if r.Header.Get("anthropic-version") != "" || strings.HasPrefix(r.URL.Path, "/v1/messages") {
+	if r.Header.Get("anthropic-version") != "" || strings.HasPrefix(r.URL.Path, "/v1/messages") ||
+		r.Header.Get("X-Api-Key") != "" && r.Header.Get("Authorization") == "" {
 		return shapeAnthropic
 	}
 	return shapeOpenAI

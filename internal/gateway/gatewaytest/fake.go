@@ -109,6 +109,7 @@ func New() *Fake {
 	mux.HandleFunc("POST /v1/chat/completions", f.chat)
 	mux.HandleFunc("POST /v1/responses", f.responses)
 	mux.HandleFunc("POST /v1/messages", f.messages)
+	mux.HandleFunc("/", f.other)
 	f.Server = httptest.NewServer(mux)
 	return f
 }
