@@ -120,7 +120,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatch()
 	go resolver.Run(watchCtx)
-	go retention.Run(watchCtx, st, cfg.RetentionInterval, cfg.ArchiveRetention, log)
+	go retention.Run(watchCtx, st, cfg.RetentionInterval, cfg.ArchiveRetention, retention.Idle{Label: gateway.SessionLabel, After: cfg.GatewaySessionTTL}, log)
 	// Background compaction workers stop (handing their leases back) before
 	// the store closes.
 	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))

@@ -73,6 +73,11 @@ type Config struct {
 	Log        *slog.Logger
 }
 
+// SessionLabel is the label key of the sessions the gateway makes (its
+// value names the door); the retention run closes those idle for
+// CONTEXTD_GATEWAY_SESSION_TTL.
+const SessionLabel = "gateway"
+
 // Default upstreams.
 const (
 	defaultOpenAIBase    = "https://api.openai.com/v1"

@@ -198,7 +198,7 @@ func (g *Gateway) unmake(ctx context.Context, tenant string, res resolved) {
 func (g *Gateway) create(ctx context.Context, tenant, id string, d door, c *conversation) (time.Time, bool, error) {
 	v, err := g.cfg.Engine.CreateSession(ctx, tenant, engine.NewSession{
 		ID: id, Model: c.model, System: c.system, Tools: c.tools,
-		Labels: map[string]string{"gateway": d.name()},
+		Labels: map[string]string{SessionLabel: d.name()},
 	})
 	if errors.Is(err, store.ErrAlreadyExists) {
 		// A concurrent first request created it: the same session.

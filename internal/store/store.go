@@ -282,6 +282,12 @@ type Store interface {
 	// Messages are purged one session per transaction, so the writer is held
 	// for one session's work at a time, never for the whole store.
 	Purge(ctx context.Context, cutoff, now time.Time) (Purged, error)
+	// CloseIdleSessions marks deleted, at now, the live sessions carrying
+	// the label key that nothing changed since idleBefore (updated_at), in
+	// batches of at most limit per statement; it returns how many. They
+	// are archived as deleted sessions are: out of the tenant's live
+	// count, their rows kept until Purge's cutoff passes.
+	CloseIdleSessions(ctx context.Context, label string, idleBefore, now time.Time, limit int) (int64, error)
 	// GetJob reads a session's background compaction job without locking
 	// it, or ErrNotFound.
 	GetJob(ctx context.Context, tenant, sessionID string) (Job, error)

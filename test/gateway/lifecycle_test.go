@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSessionCapIsNotARateLimit: at CONTEXTD_MAX_SESSIONS_PER_TENANT a new
@@ -44,5 +45,54 @@ func TestSessionCapIsNotARateLimit(t *testing.T) {
 		if resp.Header.Get("Retry-After") != "" {
 			t.Errorf("%s: Retry-After %q on a refusal that does not pass", path, resp.Header.Get("Retry-After"))
 		}
+	}
+}
+
+// TestIdleSessionsClosed: gateway sessions idle longer than
+// CONTEXTD_GATEWAY_SESSION_TTL are closed by the retention run, so
+// stateless traffic never fills the tenant: at a cap of three sessions
+// (one made through the API) a third conversation gets in once the first
+// two are idle, and a session
+// made through the API (no gateway label) stays. Before the fix the third
+// conversation was refused for good.
+func TestIdleSessionsClosed(t *testing.T) {
+	s := start(t, map[string]string{"CONTEXTD_MAX_SESSIONS_PER_TENANT": "3", "CONTEXTD_GATEWAY_SESSION_TTL": "1s", "CONTEXTD_RETENTION_INTERVAL": "200ms"})
+	var created struct {
+		Session struct {
+			ID string `json:"id"`
+		} `json:"session"`
+	}
+	s.rpc("CreateSession", map[string]any{"model": "gpt-4o"}, &created)
+	ask := func(text string) (*http.Response, []byte) {
+		return s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": []any{map[string]any{"role": "user", "content": text}}}, nil)
+	}
+	for i := range 2 {
+		resp, body := ask(fmt.Sprintf("conversation %d", i))
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("conversation %d: %d %s", i, resp.StatusCode, body)
+		}
+	}
+	if resp, body := ask("conversation 2, at once"); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("at the cap: %d %s", resp.StatusCode, body)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, body := ask("conversation 2")
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle sessions were never closed: %d %s", resp.StatusCode, body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var got struct {
+		Session struct {
+			ID string `json:"id"`
+		} `json:"session"`
+	}
+	s.rpc("GetSession", map[string]any{"sessionId": created.Session.ID}, &got)
+	if got.Session.ID != created.Session.ID {
+		t.Errorf("the API's session was closed")
 	}
 }

@@ -27,6 +27,7 @@ func Run(t *testing.T, newStore NewStore) {
 	}{
 		{"SessionLifecycle", testSessionLifecycle},
 		{"DeleteUnusedSession", testDeleteUnusedSession},
+		{"CloseIdleSessions", testCloseIdleSessions},
 		{"TenantIsolation", testTenantIsolation},
 		{"ListSessions", testListSessions},
 		{"ListSummaries", testListSummaries},
