@@ -96,6 +96,11 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 	var out resolved
 	for hop := 0; ; hop++ {
 		s, err := g.cfg.Engine.GetSession(ctx, tenant, id)
+		if errors.Is(err, store.ErrNotFound) && readOnly(ctx) {
+			// A count: the session the request would make (version 0).
+			out.id, out.fresh = id, c.msgs
+			return out, nil
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			created, made, err := g.create(ctx, tenant, id, d, c)
 			if err != nil {
@@ -136,7 +141,9 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 		if repeat || extends {
 			// The request's session: only now may it follow the
 			// request's model, system prompt and tools.
-			if moved, err := g.follow(ctx, tenant, s.Session, c); err != nil {
+			if readOnly(ctx) {
+				// A count changes nothing.
+			} else if moved, err := g.follow(ctx, tenant, s.Session, c); err != nil {
 				return resolved{}, err
 			} else if moved != nil {
 				s.Session = *moved
