@@ -21,3 +21,12 @@ func TestAnthropicUsage(t *testing.T) {
 		checkBilled(t, name, streamFixture(t, d.stream(nil), name), 4, 17836, 1873, 96, 4+17836+1873)
 	}
 }
+
+// TestAnthropicRoundTrip: a Claude Code request, parsed and built back
+// with its own history, is what the client sent, field by field.
+func TestAnthropicRoundTrip(t *testing.T) {
+	c := roundTrip(t, anthropicMessages{}, "requests/anthropic.json", "messages")
+	if len(c.msgs) < 5 || !c.clientMarks {
+		t.Errorf("parsed %d messages, client marks %v", len(c.msgs), c.clientMarks)
+	}
+}

@@ -24,3 +24,9 @@ func TestOpenAIChatUsage(t *testing.T) {
 	// parts still add up to what it counted.
 	checkBilled(t, "cached above prompt", openAIUsage(100, 150, 1), 0, 100, 0, 1, 100)
 }
+
+// TestOpenAIChatRoundTrip: a Chat Completions request with an image, a
+// tool call and unknown fields comes back as the client sent it.
+func TestOpenAIChatRoundTrip(t *testing.T) {
+	roundTrip(t, openAIChat{}, "requests/chat.json", "messages")
+}

@@ -15,3 +15,10 @@ func TestOpenAIResponsesUsage(t *testing.T) {
 	}
 	checkBilled(t, "stream", streamFixture(t, d.stream(nil), "usage/responses_stream.sse"), 24311-23552, 23552, 0, 418, 24311)
 }
+
+// TestOpenAIResponsesRoundTrip: a Codex request (environment context,
+// reasoning with encrypted content, a function call and its output) comes
+// back as the client sent it.
+func TestOpenAIResponsesRoundTrip(t *testing.T) {
+	roundTrip(t, openAIResponses{}, "requests/responses.json", "input")
+}
