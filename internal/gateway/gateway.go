@@ -180,20 +180,29 @@ const Prefix = "/v1/"
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w, undeadline := withWriteDeadlines(w, g.cfg.StreamWriteTimeout)
 	defer undeadline()
-	switch r.URL.Path {
-	case "/v1/chat/completions":
-		g.serveDoor(w, r, g.chat)
-	case "/v1/responses":
-		g.serveDoor(w, r, g.resp)
-	case "/v1/messages":
-		g.serveDoor(w, r, g.msgs)
-	case "/v1/messages/count_tokens":
-		g.serveCount(w, r)
-	case "/v1/models":
-		g.serveModels(w, r)
-	default:
-		g.servePassthrough(w, r)
+	if serve := g.route(r.URL.Path); serve != nil {
+		serve(w, r)
+		return
 	}
+	g.servePassthrough(w, r)
+}
+
+// route is the handler of the paths contextd serves itself; nil for the
+// others, which pass through.
+func (g *Gateway) route(path string) http.HandlerFunc {
+	switch path {
+	case "/v1/chat/completions":
+		return func(w http.ResponseWriter, r *http.Request) { g.serveDoor(w, r, g.chat) }
+	case "/v1/responses":
+		return func(w http.ResponseWriter, r *http.Request) { g.serveDoor(w, r, g.resp) }
+	case "/v1/messages":
+		return func(w http.ResponseWriter, r *http.Request) { g.serveDoor(w, r, g.msgs) }
+	case "/v1/messages/count_tokens":
+		return g.serveCount
+	case "/v1/models":
+		return g.serveModels
+	}
+	return nil
 }
 
 // shapeOf says whose request one that reached no door is (its error
@@ -219,9 +228,11 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, shape wireShape)
 		writeError(w, shape, http.StatusForbidden, errAuth, "a request from a web page of another site is refused when the server has no API keys")
 		return "", false
 	}
-	if r.Method == http.MethodPost && !isJSON(r.Header.Get("Content-Type")) {
+	if r.Method == http.MethodPost && !isJSON(r.Header.Get("Content-Type")) && !(g.cfg.Keys.Enabled() && g.route(r.URL.Path) == nil) {
 		// Provider APIs take JSON; a browser can send other types to
-		// another site without asking it first.
+		// another site without asking it first. (With keys, a request
+		// carries X-Contextd-Key, which no page sends to another site
+		// without asking it first: uploads pass through.)
 		writeError(w, shape, http.StatusUnsupportedMediaType, errInvalid, "Content-Type must be application/json")
 		return "", false
 	}

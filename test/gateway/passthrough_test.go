@@ -98,3 +98,35 @@ func TestPassthrough(t *testing.T) {
 		t.Errorf("stream: %v %q, want %q", resp.Header, got, want)
 	}
 }
+
+// TestPassthroughUpload: with API keys, a multipart upload (a file, an
+// audio transcription) passes through byte for byte; without a contextd
+// key it is refused like any call.
+func TestPassthroughUpload(t *testing.T) {
+	s := start(t, map[string]string{"CONTEXTD_API_KEYS": "acme:ctx-secret-1"})
+	body := "--XyZ\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"b.jsonl\"\r\nContent-Type: application/octet-stream\r\n\r\n{\"custom_id\":\"a\"}\n\r\n--XyZ--\r\n"
+	for _, key := range []string{"", "ctx-secret-1"} {
+		req, _ := http.NewRequest("POST", s.url("/v1/files"), strings.NewReader(body))
+		req.Header.Set("Content-Type", "multipart/form-data; boundary=XyZ")
+		req.Header.Set("Authorization", "Bearer sk-test")
+		if key != "" {
+			req.Header.Set("X-Contextd-Key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if key == "" {
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("without a contextd key: %d %s", resp.StatusCode, got)
+			}
+			continue
+		}
+		reqs := s.fake.Requests()
+		if resp.StatusCode != http.StatusAccepted || len(reqs) != 1 || string(reqs[0].Raw) != body || reqs[0].Header.Get("Content-Type") != "multipart/form-data; boundary=XyZ" {
+			t.Errorf("upload: %d %s; upstream got %d requests", resp.StatusCode, got, len(reqs))
+		}
+	}
+}
