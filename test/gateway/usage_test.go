@@ -37,7 +37,10 @@ func longSystem() string {
 // the provider's count of that request (within 1 %: the reply appended
 // since is a few tokens). Before the fix, Anthropic's cache reads and
 // writes and OpenAI's cached tokens were counted twice: the ledger's
-// input was too big and the used count up to twice the provider's.
+// input was too big and the used count up to twice the provider's. The
+// fake counts 4 bytes a token, so the OpenAI doors use a model contextd
+// counts approximately ("fake-coder"): for an exact encoding such a count
+// is rightly not an anchor (TestReportFarFromExactCountDoesNotAnchor).
 func TestUsageAsBilled(t *testing.T) {
 	system := longSystem()
 	type door struct {
