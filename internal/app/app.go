@@ -120,7 +120,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatch()
 	go resolver.Run(watchCtx)
-	go retention.Run(watchCtx, st, cfg.RetentionInterval, cfg.ArchiveRetention, log)
+	go retention.Run(watchCtx, st, cfg.RetentionInterval, cfg.ArchiveRetention, retention.Idle{Label: gateway.SessionLabel, After: cfg.GatewaySessionTTL}, log)
 	// Background compaction workers stop (handing their leases back) before
 	// the store closes.
 	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
@@ -321,7 +321,7 @@ func newGateway(cfg Config, eng *engine.Engine, models *tokens.Registry, keys *a
 	return gateway.New(gateway.Config{Engine: eng, Models: models, Keys: keys, Limiter: limiter,
 		OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		OpenAIAPIKey: cfg.OpenAIAPIKey, AnthropicAPIKey: cfg.AnthropicAPIKey, LendKeys: cfg.GatewayServerKeys,
-		MaxBodyBytes: int64(cfg.MaxMessageBytes), StreamKeepalive: cfg.GatewayKeepalive, Log: log})
+		MaxBodyBytes: int64(cfg.MaxMessageBytes), StreamKeepalive: cfg.GatewayKeepalive, StreamWriteTimeout: cfg.StreamWriteTimeout, Log: log})
 }
 
 func summarizerEndpoints(cfg Config) map[string]summarize.Endpoint {

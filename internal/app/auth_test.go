@@ -107,7 +107,7 @@ func TestTenantsAndLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := client.CreateSession(acme, &contextdv1.CreateSessionRequest{Id: "s3", Model: "gpt-4o"}); status.Code(err) != codes.ResourceExhausted ||
-		!strings.Contains(err.Error(), "already has 2 sessions") {
+		!strings.Contains(err.Error(), "already has 2 live sessions") {
 		t.Errorf("third session: %v", err)
 	}
 	// Text per CountTokens.

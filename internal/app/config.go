@@ -59,7 +59,11 @@ type Config struct {
 	GatewayServerKeys  bool // the gateway sends the server's provider keys for clients without their own
 	// GatewayKeepalive: a streamed answer the expand loop holds this long
 	// starts with its headers and a comment line this often (0: never).
-	GatewayKeepalive     time.Duration
+	GatewayKeepalive time.Duration
+	// GatewaySessionTTL: gateway sessions idle this long are closed.
+	GatewaySessionTTL time.Duration
+	// StreamWriteTimeout bounds each write of a gateway answer.
+	StreamWriteTimeout   time.Duration
 	TLSCertFile          string
 	TLSKeyFile           string
 	TLSClientCAFile      string
@@ -140,6 +144,8 @@ var settings = []envFlag{
 	{"CONTEXTD_UI", "true", "serve the web dashboard at /ui/ on the listen address (it calls the API like any client: same keys, same tenants)", false},
 	{"CONTEXTD_GATEWAY", "true", "serve the OpenAI- and Anthropic-compatible gateway at /v1/ on the listen address (forwards to CONTEXTD_OPENAI_BASE_URL and CONTEXTD_ANTHROPIC_BASE_URL; contextd's key in X-Contextd-Key)", false},
 	{"CONTEXTD_GATEWAY_KEEPALIVE", "10s", "a streamed gateway answer held by the contextd_expand loop this long gets its headers and then an SSE comment line this often, so idle timeouts between the client and contextd do not cut it (0: hold silently)", false},
+	{"CONTEXTD_STREAM_WRITE_TIMEOUT", "30s", "each write of a gateway answer to the client (an SSE event, a piece of a body) must complete within this long: a client that stops reading is cut and the upstream request cancelled (0: no deadline)", false},
+	{"CONTEXTD_GATEWAY_SESSION_TTL", "168h", "a gateway session nothing changed for this long is closed by the retention run (archived as a deleted session is: out of the tenant's CONTEXTD_MAX_SESSIONS_PER_TENANT count, kept for CONTEXTD_ARCHIVE_RETENTION); a client that comes back starts a new session from the history it sends (0: never)", false},
 	{"CONTEXTD_GATEWAY_SERVER_KEYS", "false", "the gateway sends CONTEXTD_OPENAI_API_KEY / CONTEXTD_ANTHROPIC_API_KEY upstream for a client that sent no provider credentials (every caller the gateway admits then spends them)", false},
 	{"CONTEXTD_AUTH_EXEMPT_HEALTH", "true", "serve health and reflection without credentials", false},
 	{"CONTEXTD_TLS_CERT_FILE", "", "TLS certificate (PEM); with CONTEXTD_TLS_KEY_FILE turns TLS on", false},
@@ -284,6 +290,12 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 	}
 	if cfg.GatewayKeepalive, err = time.ParseDuration(get("CONTEXTD_GATEWAY_KEEPALIVE")); err != nil || cfg.GatewayKeepalive < 0 {
 		return Config{}, fmt.Errorf("CONTEXTD_GATEWAY_KEEPALIVE: want a duration such as 10s (0: off), got %q", get("CONTEXTD_GATEWAY_KEEPALIVE"))
+	}
+	if cfg.GatewaySessionTTL, err = time.ParseDuration(get("CONTEXTD_GATEWAY_SESSION_TTL")); err != nil || cfg.GatewaySessionTTL < 0 {
+		return Config{}, fmt.Errorf("CONTEXTD_GATEWAY_SESSION_TTL: want a duration such as 168h (0: never), got %q", get("CONTEXTD_GATEWAY_SESSION_TTL"))
+	}
+	if cfg.StreamWriteTimeout, err = time.ParseDuration(get("CONTEXTD_STREAM_WRITE_TIMEOUT")); err != nil || cfg.StreamWriteTimeout < 0 {
+		return Config{}, fmt.Errorf("CONTEXTD_STREAM_WRITE_TIMEOUT: want a duration such as 30s (0: no deadline), got %q", get("CONTEXTD_STREAM_WRITE_TIMEOUT"))
 	}
 	if cfg.AuthExemptHealth, err = strconv.ParseBool(get("CONTEXTD_AUTH_EXEMPT_HEALTH")); err != nil {
 		return Config{}, fmt.Errorf("CONTEXTD_AUTH_EXEMPT_HEALTH: want true or false")

@@ -23,12 +23,19 @@ const (
 // billed prices one call of a model: the ledger row to add, the metrics
 // label of the model (the registry's name, "unknown" otherwise: labels stay
 // bounded) and the spend in USD.
-func (e *Engine) billed(model string, input, cacheRead, cacheWrite, output int64) (store.LedgerTotals, string, float64) {
+// modelLabel is a model's name as metrics label it: the registry's name,
+// or "unknown" (never the caller's string: cardinality stays bounded).
+func (e *Engine) modelLabel(model string) string {
 	m, known := e.models.Lookup(model)
-	label := m.Name
 	if !known {
-		label = "unknown"
+		return "unknown"
 	}
+	return m.Name
+}
+
+func (e *Engine) billed(model string, input, cacheRead, cacheWrite, output int64) (store.LedgerTotals, string, float64) {
+	m, _ := e.models.Lookup(model)
+	label := e.modelLabel(model)
 	l := store.LedgerTotals{Calls: 1, Input: input, CacheRead: cacheRead, CacheWrite: cacheWrite, Output: output}
 	if m.Pricing == nil {
 		l.Unpriced = 1

@@ -49,10 +49,22 @@ const (
 	limitCountBudget = "CONTEXTD_COUNT_BUDGET_BYTES"
 	limitViewBytes   = "CONTEXTD_MAX_VIEW_BYTES"
 	limitViewWindows = "CONTEXTD_MAX_VIEW_WINDOWS"
+	limitSessions    = "CONTEXTD_MAX_SESSIONS_PER_TENANT"
 )
 
 // ErrResourceExhausted is a request over a limit.
 var ErrResourceExhausted = errors.New("resource exhausted")
+
+// ErrSessionLimit is a create refused because the tenant holds as many
+// live sessions as CONTEXTD_MAX_SESSIONS_PER_TENANT allows; it is also
+// ErrResourceExhausted. Unlike a busy count budget it does not pass by
+// itself: a caller must not retry it.
+var ErrSessionLimit = errors.New("session limit reached")
+
+// ErrOverWindow is a request that does not fit the usable window and that
+// contextd may not compact (auto_compact off); it is also
+// ErrFailedPrecondition.
+var ErrOverWindow = errors.New("over the usable window")
 
 // WithLimits sets the limits (default: none).
 func WithLimits(l Limits) Option {

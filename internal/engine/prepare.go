@@ -239,8 +239,8 @@ func (pr *prepared) decide(e *Engine) error {
 	switch {
 	case !u.Policy.AutoCompact:
 		if u.Over > 0 {
-			return fmt.Errorf("auto_compact is off and the request is %d tokens over the usable window (%d of %d); nothing was appended: compact, revert, or start a new session from a hand-off: %w",
-				u.Over, u.Used, u.ContextWindow-u.ReservedOutput, ErrFailedPrecondition)
+			return fmt.Errorf("auto_compact is off and the request is %d tokens over the usable window (%d of %d); nothing was appended: compact, revert, or start a new session from a hand-off: %w: %w",
+				u.Over, u.Used, u.ContextWindow-u.ReservedOutput, ErrOverWindow, ErrFailedPrecondition)
 		}
 		if u.Level >= compaction.LevelCompact {
 			pr.status.Warnings = append(pr.status.Warnings, "auto_compact is off: "+u.Recommendation)

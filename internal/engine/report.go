@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
@@ -16,8 +17,12 @@ import (
 
 // ReportInput is the provider's usage for one model call of a session.
 type ReportInput struct {
-	// Input tokens as the provider bills them: uncached input, cache reads
-	// and cache writes are added up.
+	// The provider's usage in contextd's convention (the proto's
+	// ReportUsageRequest): InputTokens is the uncached input only, and
+	// InputTokens + CacheReadTokens + CacheCreationTokens is everything the
+	// provider counted for the request. Anthropic reports it so; OpenAI's
+	// prompt_tokens (input_tokens) includes its cached_tokens, which the
+	// caller subtracts.
 	InputTokens         int64
 	CacheReadTokens     int64
 	CacheCreationTokens int64
@@ -82,6 +87,15 @@ func preparedLocal(ctx context.Context, tx store.Tx, s *store.Session, token str
 	return s.SystemTokens + s.ToolsTokens + sumTokens(msgs) + priming, nil
 }
 
+// maxExactDisagreement is how far (a fraction of contextd's count) a
+// provider's count of a request may be from contextd's own count of it
+// when the model's encoding is exact. Further off, the report is not of
+// the request counted (a misconfigured or fake upstream, a proxy that adds
+// or drops content): it goes into the ledger with a warning and a metric,
+// and never anchors the session, so a report can never make a view look
+// smaller (or larger) than what is sent.
+const maxExactDisagreement = 0.05
+
 // maxCalibrationSamples bounds the moving average: the ratio follows the
 // mean of about the last ten reports.
 const maxCalibrationSamples = 10
@@ -108,8 +122,9 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 	skipped := ""       // why the report did not calibrate
 	var recorded func() // metrics of the ledger entry, after the commit
 	replayed := false
+	disagreed := "" // the model whose exact count the report disagreed with
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		replayed, recorded = false, nil
+		replayed, recorded, disagreed = false, nil, ""
 		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {
 			return err
@@ -134,6 +149,7 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 		m, _ := e.models.Lookup(s.Model)
 		priming := int64(tokens.FramingOf(m).ReplyPriming)
 		local := int64(-1) // the local count of the request reported on; -1: of the active view's first n
+		anchor := false
 		switch {
 		case in.ViewToken != "":
 			t, err := parseViewToken("view_token", in.ViewToken, id)
@@ -173,12 +189,22 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 				prefix = sumTokens(view[:n])
 			}
 			local = s.SystemTokens + s.ToolsTokens + prefix + priming
-			if in.AddedLocalTokens == 0 {
-				s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch = provider, local, n, s.ViewEpoch
-			}
+			anchor = in.AddedLocalTokens == 0
 		}
 		if local >= 0 {
 			local += max(in.AddedLocalTokens, 0)
+		}
+		if m.Exact && skipped == "" && local > 0 {
+			if off := math.Abs(float64(provider-local)) / float64(local); off > maxExactDisagreement {
+				// contextd's count of an exact encoding is the count: a
+				// report far from it is of something else.
+				anchor, disagreed = false, e.modelLabel(s.Model)
+				skipped = fmt.Sprintf("input tokens %d (uncached %d + cache reads %d + cache writes %d) are %.0f%% off contextd's exact count %d of that request (%s): the call is in the ledger; the usage is not anchored to it (is the upstream the model's provider?)",
+					provider, in.InputTokens, in.CacheReadTokens, in.CacheCreationTokens, 100*off, local, m.Encoding)
+			}
+		}
+		if anchor {
+			s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch = provider, local, n, s.ViewEpoch
 		}
 		if !m.Exact && skipped == "" {
 			c, err := tx.GetCalibration(ctx, tenant, m.Name)
@@ -218,6 +244,10 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 	}
 	if !replayed {
 		recorded()
+		if disagreed != "" {
+			e.metrics.ReportDisagreed(disagreed)
+			e.log.WarnContext(ctx, "report: provider count disagrees with the exact count", "tenant", tenant, "session", id, "model", disagreed)
+		}
 		e.notify(ctx, tenant, id, final.Version, watch.EventUpdated)
 	}
 	// Committed: a usage that cannot be read is a warning, not an error

@@ -127,7 +127,8 @@ func (e *Engine) CreateSession(ctx context.Context, tenant string, in NewSession
 				return err
 			}
 			if n >= max {
-				return fmt.Errorf("tenant %q already has %d sessions, the most this server allows; delete some first: %w", tenant, n, ErrResourceExhausted)
+				return fmt.Errorf("tenant %q already has %d live sessions, the most %s allows; delete some first (or raise the setting): %w: %w",
+					tenant, n, limitSessions, ErrSessionLimit, ErrResourceExhausted)
 			}
 		}
 		return tx.InsertSession(ctx, &s)
@@ -257,6 +258,24 @@ func (e *Engine) DeleteSession(ctx context.Context, tenant, id string) error {
 		e.notify(ctx, tenant, id, 0, watch.EventDeleted)
 	}
 	return err
+}
+
+// DeleteUnusedSession deletes a session only while it is as it was created
+// at created (version 1, nothing in its log), in one statement: the undo
+// of a create whose request then failed, which must never delete what a
+// concurrent request made again or wrote meanwhile. It reports whether it
+// deleted.
+func (e *Engine) DeleteUnusedSession(ctx context.Context, tenant, id string, created time.Time) (bool, error) {
+	var deleted bool
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		deleted, err = tx.DeleteUnusedSession(ctx, tenant, id, created)
+		return err
+	})
+	if err == nil && deleted {
+		e.notify(ctx, tenant, id, 0, watch.EventDeleted)
+	}
+	return deleted, err
 }
 
 // Page asks for one page of a listing.

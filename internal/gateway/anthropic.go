@@ -513,8 +513,7 @@ type anUsage struct {
 }
 
 func (u *anUsage) usage() usage {
-	return usage{ok: true, input: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
-		cacheRead: u.CacheReadInputTokens, cacheMake: u.CacheCreationInputTokens, output: u.OutputTokens}
+	return anthropicUsage(u.InputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens)
 }
 
 func (anthropicMessages) answer(body []byte) (usage, []chat.Message) {

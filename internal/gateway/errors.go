@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
@@ -36,6 +35,7 @@ const (
 	errUpstream
 	errInternal
 	errConflict
+	errSessionLimit
 )
 
 // OpenAI's error types (type, and code where the API sets one).
@@ -49,6 +49,7 @@ var openAITypes = map[errKind][2]string{
 	errUpstream:      {"server_error", "upstream_error"},
 	errInternal:      {"server_error", ""},
 	errConflict:      {"invalid_request_error", "conflict"},
+	errSessionLimit:  {"invalid_request_error", "contextd_session_limit"},
 }
 
 // Anthropic's error types.
@@ -62,6 +63,7 @@ var anthropicTypes = map[errKind]string{
 	errUpstream:      "api_error",
 	errInternal:      "api_error",
 	errConflict:      "invalid_request_error",
+	errSessionLimit:  "permission_error",
 }
 
 // writeError answers with contextd's refusal in the provider's error shape,
@@ -99,9 +101,13 @@ func (g *Gateway) writeDomainError(ctx context.Context, w http.ResponseWriter, s
 		writeError(w, shape, http.StatusNotFound, errNotFound, err.Error())
 	case errors.Is(err, store.ErrVersionConflict), errors.Is(err, store.ErrAlreadyExists):
 		writeError(w, shape, http.StatusConflict, errConflict, err.Error())
+	case errors.Is(err, engine.ErrSessionLimit):
+		// Not a rate limit: it does not pass by waiting, and SDKs retry a
+		// 429 (or a 5xx) for ever. The message names the setting.
+		writeError(w, shape, http.StatusForbidden, errSessionLimit, err.Error())
 	case errors.Is(err, engine.ErrResourceExhausted):
 		writeError(w, shape, http.StatusTooManyRequests, errRateLimit, err.Error())
-	case errors.Is(err, compaction.ErrTooLarge), errors.Is(err, engine.ErrFailedPrecondition) && strings.Contains(err.Error(), "over the usable window"):
+	case errors.Is(err, compaction.ErrTooLarge), errors.Is(err, engine.ErrOverWindow):
 		// A request that does not fit even after every tier (or with
 		// auto-compaction off): the provider's own context-length error,
 		// with contextd's reason.

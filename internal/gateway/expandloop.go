@@ -219,7 +219,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, d door, body []byte
 		return nil, err
 	}
 	copyRequestHeaders(req.Header, r.Header)
-	g.credentials(req.Header, d)
+	g.credentials(req.Header, d.shape())
 	return g.client.Do(req)
 }
 

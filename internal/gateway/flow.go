@@ -12,6 +12,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/textproto"
 	"regexp"
 	"slices"
 	"strconv"
@@ -228,12 +229,13 @@ const maxRecordWait = time.Minute
 // what is new. The append expects the session at the version its log was
 // matched at, so a message another replica appended meanwhile (the reply
 // of the previous call, say) is never appended twice: the request is
-// matched again, at most three times.
+// matched again, with backoff until the request's deadline (conflicts.go).
 func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, header string) (resolved, engine.PrepareResult, string, error) {
 	noRepeat := false
-	for attempt := 1; ; attempt++ {
+	var retry conflicts
+	for {
 		res, err := g.resolve(ctx, tenant, d, c, header, noRepeat)
-		if errors.Is(err, store.ErrVersionConflict) && attempt < 3 {
+		if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 			continue
 		}
 		if err != nil {
@@ -246,7 +248,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			in.IdempotencyKey, in.ExpectedVersion = "gw-"+key, &res.version
 		}
 		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
-		if errors.Is(err, store.ErrVersionConflict) && attempt < 3 {
+		if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 			continue
 		}
 		if err != nil {
@@ -427,10 +429,6 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 	g.digests.extend(tenant, id, res.created, reply)
 }
 
-// maxReplyConflicts bounds the appends of one reply that meet a session
-// whose log has not grown (only reports and compactions came in between).
-const maxReplyConflicts = 4
-
 // appendReply appends the reply to the session as the call left it. The
 // session's version may have moved without its log growing: the report of
 // the previous call, relayed by another replica, committed after this
@@ -440,9 +438,10 @@ const maxReplyConflicts = 4
 // made again, the reply is not appended: the next request that carries it
 // appends it.
 func (g *Gateway) appendReply(ctx context.Context, tenant string, res resolved, prep engine.PrepareResult, key string, expect int64, reply []chat.Message) (engine.AppendResult, error) {
-	for conflicts := 0; ; conflicts++ {
+	var retry conflicts // conflictBudget bounds the appends that meet a log that has not grown
+	for {
 		out, err := g.cfg.Engine.AppendMessages(ctx, tenant, res.id, engine.AppendInput{Messages: reply, IdempotencyKey: "gwr-" + key, ExpectedVersion: &expect})
-		if !errors.Is(err, store.ErrVersionConflict) || conflicts == maxReplyConflicts {
+		if !errors.Is(err, store.ErrVersionConflict) || !retry.again(ctx) {
 			return out, err
 		}
 		st, serr := g.cfg.Engine.SessionStatus(ctx, tenant, res.id)
@@ -530,7 +529,9 @@ func (g *Gateway) copyBody(ctx context.Context, w http.ResponseWriter, body io.R
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return
 			}
-			_ = rc.Flush()
+			if !flushed(rc) {
+				return // the client is gone or stopped reading (write deadline)
+			}
 		}
 		if err != nil || ctx.Err() != nil {
 			return
@@ -589,7 +590,9 @@ func (g *Gateway) relay(ctx context.Context, w http.ResponseWriter, resp *http.R
 				if _, werr := w.Write(ev); werr != nil {
 					return
 				}
-				_ = rc.Flush()
+				if !flushed(rc) {
+					return // the client is gone or stopped reading (write deadline)
+				}
 			}
 			if last {
 				if u, reply, ok := st.result(); ok {
@@ -657,11 +660,30 @@ var dropResponse = map[string]bool{
 	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Content-Length": true, "Content-Encoding": true,
 }
 
+// connectionNamed is the headers a message's Connection header names:
+// hop-by-hop for this one connection (RFC 9110 7.6.1), dropped as
+// net/http/httputil.ReverseProxy drops them, in both directions.
+func connectionNamed(h http.Header) map[string]bool {
+	var named map[string]bool
+	for _, v := range h.Values("Connection") {
+		for f := range strings.SplitSeq(v, ",") {
+			if f = textproto.TrimString(f); f != "" {
+				if named == nil {
+					named = map[string]bool{}
+				}
+				named[http.CanonicalHeaderKey(f)] = true
+			}
+		}
+	}
+	return named
+}
+
 // copyRequestHeaders forwards the client's headers (its provider
 // credentials among them) except hop-by-hop ones and contextd's own.
 func copyRequestHeaders(dst, src http.Header) {
+	named := connectionNamed(src)
 	for k, vs := range src {
-		if dropRequest[k] || len(k) > len("X-Contextd-") && http.CanonicalHeaderKey(k[:len("X-Contextd-")]) == "X-Contextd-" {
+		if dropRequest[k] || named[k] || len(k) > len("X-Contextd-") && http.CanonicalHeaderKey(k[:len("X-Contextd-")]) == "X-Contextd-" {
 			continue
 		}
 		dst[k] = append([]string(nil), vs...)
@@ -669,10 +691,11 @@ func copyRequestHeaders(dst, src http.Header) {
 }
 
 func copyResponseHeaders(dst, src http.Header) {
+	named := connectionNamed(src)
 	for k, vs := range src {
 		// The provider's CORS grants and cookies are for its own origin,
 		// not for contextd's.
-		if dropResponse[k] || strings.HasPrefix(k, "Access-Control-") || k == "Set-Cookie" {
+		if dropResponse[k] || named[k] || strings.HasPrefix(k, "Access-Control-") || k == "Set-Cookie" {
 			continue
 		}
 		dst[k] = append(dst[k], vs...)
@@ -683,11 +706,11 @@ func copyResponseHeaders(dst, src http.Header) {
 // and the operator allowed it (CONTEXTD_GATEWAY_SERVER_KEYS): the keys are
 // configured for the summarizers, and lending them to every caller is a
 // decision of its own.
-func (g *Gateway) credentials(h http.Header, d door) {
+func (g *Gateway) credentials(h http.Header, shape wireShape) {
 	if !g.cfg.LendKeys || h.Get("Authorization") != "" || h.Get("X-Api-Key") != "" {
 		return
 	}
-	switch d.shape() {
+	switch shape {
 	case shapeAnthropic:
 		if g.cfg.AnthropicAPIKey != "" {
 			h.Set("X-Api-Key", g.cfg.AnthropicAPIKey)

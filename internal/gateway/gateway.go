@@ -62,12 +62,21 @@ type Config struct {
 	// gets its headers, then an SSE comment line this often (keepalive.go;
 	// 0: held silently).
 	StreamKeepalive time.Duration
+	// StreamWriteTimeout bounds each write of an answer to the client
+	// (writedeadline.go): a client that reads nothing for this long is cut
+	// and the upstream request cancelled. 0: no deadline.
+	StreamWriteTimeout time.Duration
 	// HTTPClient reaches the upstreams (nil: a client with no overall
 	// timeout, since streams may last minutes; the caller's context ends
 	// them).
 	HTTPClient *http.Client
 	Log        *slog.Logger
 }
+
+// SessionLabel is the label key of the sessions the gateway makes (its
+// value names the door); the retention run closes those idle for
+// CONTEXTD_GATEWAY_SESSION_TTL.
+const SessionLabel = "gateway"
 
 // Default upstreams.
 const (
@@ -169,27 +178,40 @@ const Prefix = "/v1/"
 
 // ServeHTTP routes the provider paths.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch r.URL.Path {
-	case "/v1/chat/completions":
-		g.serveDoor(w, r, g.chat)
-	case "/v1/responses":
-		g.serveDoor(w, r, g.resp)
-	case "/v1/messages":
-		g.serveDoor(w, r, g.msgs)
-	case "/v1/messages/count_tokens":
-		g.serveCount(w, r)
-	case "/v1/models":
-		g.serveModels(w, r)
-	default:
-		shape := shapeOf(r)
-		writeError(w, shape, http.StatusNotFound, errNotFound, fmt.Sprintf("contextd's gateway has no route %s %s; it serves POST /v1/chat/completions, /v1/responses, /v1/messages, /v1/messages/count_tokens and GET /v1/models", r.Method, r.URL.Path))
+	w, undeadline := withWriteDeadlines(w, g.cfg.StreamWriteTimeout)
+	defer undeadline()
+	if serve := g.route(r.URL.Path); serve != nil {
+		serve(w, r)
+		return
 	}
+	g.servePassthrough(w, r)
 }
 
-// shapeOf guesses the error shape of a request that reached no door: an
-// Anthropic client always sends anthropic-version.
+// route is the handler of the paths contextd serves itself; nil for the
+// others, which pass through.
+func (g *Gateway) route(path string) http.HandlerFunc {
+	switch path {
+	case "/v1/chat/completions":
+		return func(w http.ResponseWriter, r *http.Request) { g.serveDoor(w, r, g.chat) }
+	case "/v1/responses":
+		return func(w http.ResponseWriter, r *http.Request) { g.serveDoor(w, r, g.resp) }
+	case "/v1/messages":
+		return func(w http.ResponseWriter, r *http.Request) { g.serveDoor(w, r, g.msgs) }
+	case "/v1/messages/count_tokens":
+		return g.serveCount
+	case "/v1/models":
+		return g.serveModels
+	}
+	return nil
+}
+
+// shapeOf says whose request one that reached no door is (its error
+// shape and its upstream): an Anthropic client always sends
+// anthropic-version, and its key in x-api-key (OpenAI's is in
+// Authorization).
 func shapeOf(r *http.Request) wireShape {
-	if r.Header.Get("anthropic-version") != "" || strings.HasPrefix(r.URL.Path, "/v1/messages") {
+	if r.Header.Get("anthropic-version") != "" || strings.HasPrefix(r.URL.Path, "/v1/messages") ||
+		r.Header.Get("X-Api-Key") != "" && r.Header.Get("Authorization") == "" {
 		return shapeAnthropic
 	}
 	return shapeOpenAI
@@ -206,9 +228,11 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, shape wireShape)
 		writeError(w, shape, http.StatusForbidden, errAuth, "a request from a web page of another site is refused when the server has no API keys")
 		return "", false
 	}
-	if r.Method == http.MethodPost && !isJSON(r.Header.Get("Content-Type")) {
+	if r.Method == http.MethodPost && !isJSON(r.Header.Get("Content-Type")) && !(g.cfg.Keys.Enabled() && g.route(r.URL.Path) == nil) {
 		// Provider APIs take JSON; a browser can send other types to
-		// another site without asking it first.
+		// another site without asking it first. (With keys, a request
+		// carries X-Contextd-Key, which no page sends to another site
+		// without asking it first: uploads pass through.)
 		writeError(w, shape, http.StatusUnsupportedMediaType, errInvalid, "Content-Type must be application/json")
 		return "", false
 	}

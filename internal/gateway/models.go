@@ -1,13 +1,12 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
-	"github.com/contextd/contextd/internal/store"
 )
 
 // serveModels answers GET /v1/models from the registry, in Anthropic's
@@ -89,37 +88,23 @@ func (g *Gateway) serveCount(w http.ResponseWriter, r *http.Request) {
 }
 
 // wouldSend is the view a request would be sent with, were it served now
-// and without compacting: its session's active view and what is new, or
-// the request's own messages when it extends no session.
+// and without compacting: the session the resolver would land it in (a
+// fork's too), its active view and what is new; or the request's own
+// messages when that session does not exist yet. The resolver runs
+// read-only: nothing is created or changed.
 func (g *Gateway) wouldSend(r *http.Request, tenant string, c *conversation) ([]chat.Message, error) {
 	ctx := r.Context()
-	id := r.Header.Get(HeaderSession)
-	if id == "" {
-		id = derivedID(tenant, doorAnthropic, c)
-	}
-	s, err := g.cfg.Engine.GetSession(ctx, tenant, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return c.msgs, nil
-	}
+	res, err := g.resolve(withReadOnly(ctx), tenant, g.msgs, c, r.Header.Get(HeaderSession), false)
 	if err != nil {
 		return nil, err
 	}
-	log, _, _, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
-	if err != nil {
-		return nil, err
-	}
-	if len(c.digests) < len(log) {
-		return c.msgs, nil
-	}
-	for k := range log {
-		if log[k] != c.digests[k] {
-			return c.msgs, nil
-		}
+	if res.version == 0 {
+		return c.msgs, nil // a session the request would make
 	}
 	var view []chat.Message
 	page := engine.Page{Size: 1000}
 	for {
-		p, err := g.cfg.Engine.GetMessages(ctx, tenant, id, engine.ViewActive, page)
+		p, err := g.cfg.Engine.GetMessages(ctx, tenant, res.id, engine.ViewActive, page)
 		if err != nil {
 			return nil, err
 		}
@@ -129,5 +114,18 @@ func (g *Gateway) wouldSend(r *http.Request, tenant string, c *conversation) ([]
 		}
 		page.Token = p.Next
 	}
-	return append(view, c.msgs[len(log):]...), nil
+	if res.repeat > 0 {
+		// Sent without the replies it does not carry (stripReplies).
+		return view[:max(len(view)-res.repeat, 0)], nil
+	}
+	return append(view, res.fresh...), nil
 }
+
+// readOnlyKey marks a context whose resolve changes nothing (a count).
+type readOnlyKey struct{}
+
+func withReadOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, readOnlyKey{}, true)
+}
+
+func readOnly(ctx context.Context) bool { return ctx.Value(readOnlyKey{}) != nil }

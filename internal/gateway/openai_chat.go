@@ -426,11 +426,11 @@ func (u *oaUsage) usage() usage {
 	if u == nil {
 		return usage{}
 	}
-	out := usage{ok: true, input: u.PromptTokens, output: u.CompletionTokens}
+	var cached int64
 	if u.PromptTokensDetails != nil {
-		out.cacheRead = u.PromptTokensDetails.CachedTokens
+		cached = u.PromptTokensDetails.CachedTokens
 	}
-	return out
+	return openAIUsage(u.PromptTokens, cached, u.CompletionTokens)
 }
 
 func (openAIChat) answer(body []byte) (usage, []chat.Message) {

@@ -415,10 +415,11 @@ func rResponse(body []byte) (usage, []chat.Message) {
 	}
 	var u usage
 	if resp.Usage != nil {
-		u = usage{ok: true, input: resp.Usage.InputTokens, output: resp.Usage.OutputTokens}
+		var cached int64
 		if resp.Usage.InputTokensDetails != nil {
-			u.cacheRead = resp.Usage.InputTokensDetails.CachedTokens
+			cached = resp.Usage.InputTokensDetails.CachedTokens
 		}
+		u = openAIUsage(resp.Usage.InputTokens, cached, resp.Usage.OutputTokens)
 	}
 	if len(resp.Output) == 0 {
 		return u, nil

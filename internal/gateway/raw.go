@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/contextd/contextd/internal/chat"
-	"github.com/contextd/contextd/internal/engine"
 )
 
 // Metadata the gateway keeps on the messages it stores.
@@ -208,20 +207,4 @@ func dropKey(v any, key string) any {
 		}
 	}
 	return v
-}
-
-// usage is what the provider reported for one call.
-type usage struct {
-	ok                          bool
-	input, cacheRead, cacheMake int64
-	output                      int64
-	// added is the local count of what the request sent after the view
-	// (an expand loop's follow-up): it calibrates with it, never anchors.
-	added int64
-}
-
-// report is usage as ReportUsage takes it, for the view token of the call.
-func (u usage) report(viewToken string) engine.ReportInput {
-	return engine.ReportInput{InputTokens: u.input, CacheReadTokens: u.cacheRead, CacheCreationTokens: u.cacheMake,
-		OutputTokens: u.output, ViewToken: viewToken, AddedLocalTokens: u.added}
 }

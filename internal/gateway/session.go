@@ -96,12 +96,17 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 	var out resolved
 	for hop := 0; ; hop++ {
 		s, err := g.cfg.Engine.GetSession(ctx, tenant, id)
+		if errors.Is(err, store.ErrNotFound) && readOnly(ctx) {
+			// A count: the session the request would make (version 0).
+			out.id, out.fresh = id, c.msgs
+			return out, nil
+		}
 		if errors.Is(err, store.ErrNotFound) {
-			created, err := g.create(ctx, tenant, id, d, c)
+			created, made, err := g.create(ctx, tenant, id, d, c)
 			if err != nil {
 				return resolved{}, err
 			}
-			out.id, out.created, out.fresh, out.made, out.version = id, created, c.msgs, true, 1
+			out.id, out.created, out.fresh, out.made, out.version = id, created, c.msgs, made, 1
 			if out.history == "" {
 				out.history = historyNew
 			}
@@ -136,7 +141,9 @@ func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *convers
 		if repeat || extends {
 			// The request's session: only now may it follow the
 			// request's model, system prompt and tools.
-			if moved, err := g.follow(ctx, tenant, s.Session, c); err != nil {
+			if readOnly(ctx) {
+				// A count changes nothing.
+			} else if moved, err := g.follow(ctx, tenant, s.Session, c); err != nil {
 				return resolved{}, err
 			} else if moved != nil {
 				s.Session = *moved
@@ -187,23 +194,25 @@ func (g *Gateway) unmake(ctx context.Context, tenant string, res resolved) {
 	}
 	ctx, cancel := detach(ctx)
 	defer cancel()
-	if s, err := g.cfg.Engine.GetSession(ctx, tenant, res.id); err == nil && s.Version == 1 && s.ActiveCount == 0 {
-		_ = g.cfg.Engine.DeleteSession(ctx, tenant, res.id)
-	}
+	// Compare and delete in one statement: a concurrent request that
+	// wrote to the session, or made it again, keeps it.
+	_, _ = g.cfg.Engine.DeleteUnusedSession(ctx, tenant, res.id, res.created)
 }
 
 // create makes the session of a conversation, labelled with the door, and
-// returns its creation time.
-func (g *Gateway) create(ctx context.Context, tenant, id string, d door, c *conversation) (time.Time, error) {
+// returns its creation time and whether this call made it (false: a
+// concurrent first request did, and only that request may unmake it).
+func (g *Gateway) create(ctx context.Context, tenant, id string, d door, c *conversation) (time.Time, bool, error) {
 	v, err := g.cfg.Engine.CreateSession(ctx, tenant, engine.NewSession{
 		ID: id, Model: c.model, System: c.system, Tools: c.tools,
-		Labels: map[string]string{"gateway": d.name()},
+		Labels: map[string]string{SessionLabel: d.name()},
 	})
 	if errors.Is(err, store.ErrAlreadyExists) {
 		// A concurrent first request created it: the same session.
 		v, err = g.cfg.Engine.GetSession(ctx, tenant, id)
+		return v.CreatedAt, false, err
 	}
-	return v.CreatedAt, err
+	return v.CreatedAt, err == nil, err
 }
 
 // follow brings the session's model, system prompt and tools to the

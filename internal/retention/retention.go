@@ -1,6 +1,7 @@
 // Package retention owns the background purge: originals past their
 // retention that no active view or revertible compaction needs, deleted
-// sessions, and old idempotency records.
+// sessions, and old idempotency records; and the closing of idle sessions
+// (the gateway's, which no client ever deletes).
 package retention
 
 import (
@@ -11,9 +12,20 @@ import (
 	"github.com/contextd/contextd/internal/store"
 )
 
-// Run purges every interval, keeping archives for keep, until ctx ends.
-// Several replicas may run it at once: deletes are idempotent.
-func Run(ctx context.Context, st store.Store, every, keep time.Duration, log *slog.Logger) {
+// Idle says which sessions are closed when nothing changed them for After
+// (0: never): those carrying the label key Label.
+type Idle struct {
+	Label string
+	After time.Duration
+}
+
+// idleBatch is how many sessions one statement closes.
+const idleBatch = 500
+
+// Run purges every interval, keeping archives for keep, and closes idle
+// sessions, until ctx ends. Several replicas may run it at once: deletes
+// are idempotent.
+func Run(ctx context.Context, st store.Store, every, keep time.Duration, idle Idle, log *slog.Logger) {
 	if every <= 0 {
 		return
 	}
@@ -24,14 +36,25 @@ func Run(ctx context.Context, st store.Store, every, keep time.Duration, log *sl
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			Once(ctx, st, keep, log)
+			Once(ctx, st, keep, idle, log)
 		}
 	}
 }
 
-// Once runs one purge and logs what it removed.
-func Once(ctx context.Context, st store.Store, keep time.Duration, log *slog.Logger) {
+// Once closes the idle sessions, then runs one purge, and logs what it
+// did. A closed session is archived as a deleted one is: out of its
+// tenant's live count, its rows kept for keep, then purged.
+func Once(ctx context.Context, st store.Store, keep time.Duration, idle Idle, log *slog.Logger) {
 	now := time.Now()
+	if idle.After > 0 && idle.Label != "" {
+		n, err := st.CloseIdleSessions(ctx, idle.Label, now.Add(-idle.After), now, idleBatch)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("closing idle sessions failed", "label", idle.Label, "closed", n, "error", err)
+		case n > 0:
+			log.Info("idle sessions closed", "label", idle.Label, "idle_for", idle.After.String(), "sessions", n)
+		}
+	}
 	p, err := st.Purge(ctx, now.Add(-keep), now)
 	if err != nil {
 		if ctx.Err() == nil {

@@ -180,6 +180,11 @@ type Tx interface {
 	UpdateSession(ctx context.Context, s *Session) error
 	// DeleteSession marks a session deleted; it is ErrNotFound from then on.
 	DeleteSession(ctx context.Context, tenant, id string) error
+	// DeleteUnusedSession marks a session deleted only while it is as it
+	// was created at created (version 1, nothing in its log): a compare and
+	// delete in one statement, so a session someone else made again or
+	// wrote to in between is never deleted. It reports whether it deleted.
+	DeleteUnusedSession(ctx context.Context, tenant, id string, created time.Time) (bool, error)
 
 	// InsertMessages adds messages (ID, Position, Tokens set) to the log,
 	// with CountedFor (empty stores NULL: unknown).
@@ -280,6 +285,12 @@ type Store interface {
 	// Messages are purged one session per transaction, so the writer is held
 	// for one session's work at a time, never for the whole store.
 	Purge(ctx context.Context, cutoff, now time.Time) (Purged, error)
+	// CloseIdleSessions marks deleted, at now, the live sessions carrying
+	// the label key that nothing changed since idleBefore (updated_at), in
+	// batches of at most limit per statement; it returns how many. They
+	// are archived as deleted sessions are: out of the tenant's live
+	// count, their rows kept until Purge's cutoff passes.
+	CloseIdleSessions(ctx context.Context, label string, idleBefore, now time.Time, limit int) (int64, error)
 	// GetJob reads a session's background compaction job without locking
 	// it, or ErrNotFound.
 	GetJob(ctx context.Context, tenant, sessionID string) (Job, error)

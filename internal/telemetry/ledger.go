@@ -9,6 +9,9 @@ type ledgerMetrics struct {
 	calls  *prometheus.CounterVec
 	tokens *prometheus.CounterVec
 	spend  *prometheus.CounterVec
+	// disagreed counts reports of exact-encoding models far from
+	// contextd's own count (engine: maxExactDisagreement).
+	disagreed *prometheus.CounterVec
 }
 
 func newLedgerMetrics(reg prometheus.Registerer) *ledgerMetrics {
@@ -20,8 +23,10 @@ func newLedgerMetrics(reg prometheus.Registerer) *ledgerMetrics {
 			[]string{"model", "source", "kind"}),
 		spend: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "contextd_estimated_spend_usd_total",
 			Help: "Estimated spend in USD at registry prices, by model and source (calls, overhead)."}, []string{"model", "source"}),
+		disagreed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "contextd_usage_reports_disagreeing_total",
+			Help: "Usage reports of exact-encoding models more than 5% off contextd's own count of the request (ledgered, not anchored), by model."}, []string{"model"}),
 	}
-	reg.MustRegister(l.calls, l.tokens, l.spend)
+	reg.MustRegister(l.calls, l.tokens, l.spend, l.disagreed)
 	return l
 }
 
@@ -36,4 +41,13 @@ func (m *Metrics) Billed(model, source string, calls, input, cacheRead, cacheWri
 		l.tokens.WithLabelValues(model, source, kind).Add(float64(n))
 	}
 	l.spend.WithLabelValues(model, source).Add(usd)
+}
+
+// ReportDisagreed counts a usage report of an exact-encoding model that
+// was far from contextd's own count (ledgered, not anchored).
+func (m *Metrics) ReportDisagreed(model string) {
+	if m == nil || m.ledger == nil {
+		return
+	}
+	m.ledger.disagreed.WithLabelValues(model).Inc()
 }

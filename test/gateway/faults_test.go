@@ -61,7 +61,6 @@ func TestBadInput(t *testing.T) {
 		{"tool_result without its tool_use", "/v1/messages", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": []any{
 			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_nobody", "content": "out"}}}}}, 400, "toolu_nobody"},
 		{"body over the limit", "/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": []any{map[string]any{"role": "user", "content": big}}}, 413, "CONTEXTD_MAX_MESSAGE_BYTES"},
-		{"no such route", "/v1/embeddings", map[string]any{}, 404, "no route"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -196,8 +196,8 @@ func repoRoot() string {
 }
 
 // checkLedger fails the test unless the sessions' ledgers hold exactly
-// the usage the fake reported, summed: every call, input (uncached plus
-// cache reads and writes) and output tokens.
+// the usage the fake billed, summed, field by field: calls, uncached
+// input, cache reads, cache writes and output tokens.
 func (s *server) checkLedger(ids ...string) {
 	s.t.Helper()
 	var got struct {
@@ -213,27 +213,28 @@ func (s *server) checkLedger(ids ...string) {
 			} `json:"ledger"`
 		} `json:"session"`
 	}
-	in, out := s.fake.Totals()
 	n := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
 	deadline := time.Now().Add(10 * time.Second)
-	var calls, input, output int64
+	var calls int64
+	var ledger gatewaytest.Bill
 	for {
-		calls, input, output = 0, 0, 0
+		calls, ledger = 0, gatewaytest.Bill{}
 		for _, id := range ids {
 			s.rpc("GetSession", map[string]any{"sessionId": id}, &got)
 			c := got.Session.Ledger.Calls
 			calls += n(c.Calls)
-			input += n(c.InputTokens) + n(c.CacheReadTokens) + n(c.CacheWriteTokens)
-			output += n(c.OutputTokens)
+			ledger.Uncached += n(c.InputTokens)
+			ledger.CacheRead += n(c.CacheReadTokens)
+			ledger.CacheWrite += n(c.CacheWriteTokens)
+			ledger.Output += n(c.OutputTokens)
 		}
 		if calls >= int64(s.fake.Billed()) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if input != in || output != out || calls != int64(s.fake.Billed()) {
-		s.t.Errorf("ledgers: %d calls, %d input and %d output tokens; the fake answered %d calls, reported %d input and %d output tokens",
-			calls, input, output, s.fake.Billed(), in, out)
+	if billed := s.fake.BilledTotals(); ledger != billed || calls != int64(s.fake.Billed()) {
+		s.t.Errorf("ledgers: %d calls, %+v; the fake billed %d calls, %+v", calls, ledger, s.fake.Billed(), billed)
 	}
 }
 

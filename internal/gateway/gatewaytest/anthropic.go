@@ -14,7 +14,7 @@ func (f *Fake) messages(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"type":"error","error":{"type":"invalid_request_error","message":"anthropic-version: header is required"}}`))
 		return
 	}
-	body, reply, in, out, ok := f.receive(w, r, checkMessages)
+	body, reply, bill, ok := f.receive(w, r, checkMessages)
 	if !ok {
 		return
 	}
@@ -35,7 +35,7 @@ func (f *Fake) messages(w http.ResponseWriter, r *http.Request) {
 	if len(reply.ToolCalls) > 0 {
 		stop = "tool_use"
 	}
-	usage := map[string]any{"input_tokens": in, "output_tokens": out, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	usage := map[string]any{"input_tokens": bill.Uncached, "output_tokens": bill.Output, "cache_creation_input_tokens": bill.CacheWrite, "cache_read_input_tokens": bill.CacheRead}
 	msg := map[string]any{"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": content,
 		"stop_reason": stop, "stop_sequence": nil, "usage": usage}
 	if !f.streams(body) {
@@ -48,7 +48,7 @@ func (f *Fake) messages(w http.ResponseWriter, r *http.Request) {
 		start[k] = v
 	}
 	start["content"], start["stop_reason"] = []any{}, nil
-	start["usage"] = map[string]any{"input_tokens": in, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	start["usage"] = map[string]any{"input_tokens": bill.Uncached, "output_tokens": 1, "cache_creation_input_tokens": bill.CacheWrite, "cache_read_input_tokens": bill.CacheRead}
 	s.event("message_start", map[string]any{"type": "message_start", "message": start})
 	if reply.Interleave {
 		// Every block starts, then each gets its deltas, then all stop.
@@ -104,7 +104,7 @@ func (f *Fake) messages(w http.ResponseWriter, r *http.Request) {
 		}
 		s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 	}
-	s.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": out}})
+	s.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": bill.Output}})
 	s.event("message_stop", map[string]any{"type": "message_stop"})
 }
 

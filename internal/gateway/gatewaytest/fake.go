@@ -51,6 +51,8 @@ type Request struct {
 	Raw    []byte
 	// Problems are the reasons the provider would refuse it (empty: valid).
 	Problems []string
+	// Bill is the usage the fake answered it with (zero when it failed).
+	Bill Bill
 }
 
 // Fake is the fake provider.
@@ -60,9 +62,15 @@ type Fake struct {
 	mu       sync.Mutex
 	script   []Reply
 	requests []Request
-	// Totals of the usage it reported, and the calls it answered (billed).
-	InputTokens, OutputTokens int64
-	billed                    int
+	// Totals of the usage it reported, and the calls it answered (billed):
+	// InputTokens is all the input it counted, of which UncachedTokens,
+	// CacheReadTokens and CacheWriteTokens are the parts (Bill).
+	InputTokens, OutputTokens                         int64
+	UncachedTokens, CacheReadTokens, CacheWriteTokens int64
+	billed                                            int
+	// last is the body of the previous request per path: the prompt
+	// cache (cache.go).
+	last map[string][]byte
 	// Pause between SSE events; Hang makes it never answer until the
 	// client goes away; Status, when set, is returned with an error body;
 	// DropAfter cuts a stream after that many events.
@@ -84,6 +92,11 @@ type Fake struct {
 	// answers it (outside the fake's lock): what another client does
 	// while the provider is thinking.
 	Before func(path string)
+	// Endless makes a Chat Completions stream send text deltas of this
+	// many bytes, one after the other, until the client goes away; Ended
+	// then receives the number of deltas written (buffered).
+	Endless int
+	Ended   chan int
 	// FirstEventAt is when the first SSE event of the last stream was
 	// written; LastEventAt when the stream ended.
 	FirstEventAt, LastEventAt time.Time
@@ -96,6 +109,7 @@ func New() *Fake {
 	mux.HandleFunc("POST /v1/chat/completions", f.chat)
 	mux.HandleFunc("POST /v1/responses", f.responses)
 	mux.HandleFunc("POST /v1/messages", f.messages)
+	mux.HandleFunc("/", f.other)
 	f.Server = httptest.NewServer(mux)
 	return f
 }
@@ -136,6 +150,7 @@ func (f *Fake) Reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests, f.InputTokens, f.OutputTokens, f.billed, f.script = nil, 0, 0, 0, nil
+	f.UncachedTokens, f.CacheReadTokens, f.CacheWriteTokens, f.last = 0, 0, 0, nil
 }
 
 // Billed is how many requests the fake answered with usage (not an error).
@@ -152,10 +167,17 @@ func (f *Fake) Totals() (int64, int64) {
 	return f.InputTokens, f.OutputTokens
 }
 
+// Billed returns the usage reported so far, part by part.
+func (f *Fake) BilledTotals() Bill {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return Bill{Uncached: f.UncachedTokens, CacheRead: f.CacheReadTokens, CacheWrite: f.CacheWriteTokens, Output: f.OutputTokens}
+}
+
 // receive reads and records a request, and returns the next reply and the
 // usage to report: input tokens are the body's bytes / 4, a stand-in that
-// is the same for every door.
-func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[string]any) []string) (map[string]any, Reply, int64, int64, bool) {
+// is the same for every door, split by the prompt cache (cache.go).
+func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[string]any) []string) (map[string]any, Reply, Bill, bool) {
 	// As OpenAI's API does: any page may read its answers.
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	raw, _ := io.ReadAll(r.Body)
@@ -182,6 +204,7 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 		}
 	}
 	in, out := int64(len(raw)/4), int64(len(reply.Text)/4+1+4*len(reply.ToolCalls))
+	bill := Bill{Uncached: in, Output: out}
 	status, hang := f.Status, f.Hang
 	msg := fmt.Sprintf("fake upstream failure %d", status)
 	if f.FailFrom > 0 && len(f.requests) >= f.FailFrom {
@@ -191,15 +214,20 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 			msg = f.FailMessage
 		}
 	}
-	if status == 0 && !hang {
+	if status == 0 && !hang && len(problems) == 0 {
+		bill = f.cache(r.URL.Path, raw, body, in, out)
+		f.requests[len(f.requests)-1].Bill = bill
 		f.InputTokens += in
 		f.OutputTokens += out
+		f.UncachedTokens += bill.Uncached
+		f.CacheReadTokens += bill.CacheRead
+		f.CacheWriteTokens += bill.CacheWrite
 		f.billed++
 	}
 	f.mu.Unlock()
 	if hang {
 		<-r.Context().Done()
-		return nil, reply, 0, 0, false
+		return nil, reply, Bill{}, false
 	}
 	if status != 0 {
 		w.Header().Set("Content-Type", "application/json")
@@ -211,16 +239,16 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 			b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "server_error", "param": nil, "code": nil}})
 			_, _ = w.Write(b)
 		}
-		return nil, reply, 0, 0, false
+		return nil, reply, Bill{}, false
 	}
 	if len(problems) > 0 {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": strings.Join(problems, "; "), "type": "invalid_request_error"}})
 		_, _ = w.Write(b)
-		return nil, reply, 0, 0, false
+		return nil, reply, Bill{}, false
 	}
-	return body, reply, in, out, true
+	return body, reply, bill, true
 }
 
 // sse writes events one by one, pausing between them, and stops early

@@ -3,17 +3,19 @@ package gatewaytest
 import (
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // chat serves POST /v1/chat/completions.
 func (f *Fake) chat(w http.ResponseWriter, r *http.Request) {
-	body, reply, in, out, ok := f.receive(w, r, checkChat)
+	body, reply, bill, ok := f.receive(w, r, checkChat)
 	if !ok {
 		return
 	}
 	model, _ := body["model"].(string)
-	usage := map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out,
-		"prompt_tokens_details": map[string]any{"cached_tokens": 0}}
+	// prompt_tokens includes the cached tokens.
+	usage := map[string]any{"prompt_tokens": bill.Input(), "completion_tokens": bill.Output, "total_tokens": bill.Input() + bill.Output,
+		"prompt_tokens_details": map[string]any{"cached_tokens": bill.CacheRead, "audio_tokens": 0}}
 	replies := append([]Reply{reply}, reply.More...)
 	if !f.streams(body) {
 		var choices []any
@@ -42,6 +44,23 @@ func (f *Fake) chat(w http.ResponseWriter, r *http.Request) {
 			c["usage"] = nil
 		}
 		return c
+	}
+	f.mu.Lock()
+	endless, ended := f.Endless, f.Ended
+	f.mu.Unlock()
+	if endless > 0 {
+		// A model that never stops talking, to a client that stopped
+		// reading: only the client's going away ends it.
+		s.event("", chunk(0, map[string]any{"role": "assistant", "content": ""}, nil))
+		piece := strings.Repeat("x", endless)
+		n := 0
+		for r.Context().Err() == nil && s.event("", chunk(0, map[string]any{"content": piece}, nil)) {
+			n++
+		}
+		if ended != nil {
+			ended <- n
+		}
+		return
 	}
 	for ci, rp := range replies {
 		s.event("", chunk(ci, map[string]any{"role": "assistant", "content": ""}, nil))
@@ -133,7 +152,7 @@ func keys(m map[string]bool) []string {
 
 // responses serves POST /v1/responses.
 func (f *Fake) responses(w http.ResponseWriter, r *http.Request) {
-	body, reply, in, out, ok := f.receive(w, r, checkResponses)
+	body, reply, bill, ok := f.receive(w, r, checkResponses)
 	if !ok {
 		return
 	}
@@ -164,8 +183,8 @@ func (f *Fake) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := map[string]any{"id": "resp_fake", "object": "response", "created_at": 1, "status": "completed", "model": model,
 		"output": output, "parallel_tool_calls": true, "tool_choice": choice, "tools": tools,
-		"usage": map[string]any{"input_tokens": in, "input_tokens_details": map[string]any{"cached_tokens": 0},
-			"output_tokens": out, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": in + out}}
+		"usage": map[string]any{"input_tokens": bill.Input(), "input_tokens_details": map[string]any{"cached_tokens": bill.CacheRead},
+			"output_tokens": bill.Output, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": bill.Input() + bill.Output}}
 	if !f.streams(body) {
 		writeJSON(w, resp)
 		return

@@ -120,3 +120,22 @@ func (s *Store) purgeSession(ctx context.Context, tenant, sessionID string, cuto
 	})
 	return deleted, work, err
 }
+
+func (s *Store) CloseIdleSessions(ctx context.Context, label string, idleBefore, now time.Time, limit int) (int64, error) {
+	var total int64
+	for {
+		// One batch per statement; rows a request holds are skipped (it
+		// is using them) and the update re-checks that they are idle.
+		tag, err := s.pool.Exec(ctx, `UPDATE sessions SET deleted_at = $3, version = version + 1
+			WHERE (tenant, id) IN (SELECT tenant, id FROM sessions WHERE deleted_at IS NULL AND updated_at < $1
+				AND labels ? $2 LIMIT $4 FOR UPDATE SKIP LOCKED)
+			AND deleted_at IS NULL AND updated_at < $1`, idleBefore, label, now, limit)
+		if err != nil {
+			return total, err
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(limit) {
+			return total, nil
+		}
+	}
+}

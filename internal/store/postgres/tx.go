@@ -83,6 +83,16 @@ func (t *txn) DeleteSession(ctx context.Context, tenant, id string) error {
 	return nil
 }
 
+func (t *txn) DeleteUnusedSession(ctx context.Context, tenant, id string, created time.Time) (bool, error) {
+	tag, err := t.tx.Exec(ctx, `UPDATE sessions SET deleted_at = now(), version = version + 1
+		WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND version = 1 AND log_count = 0 AND created_at = $3`,
+		tenant, id, created)
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message) error {
 	n := len(msgs)
 	ids, roles, kinds, names, parts, metas := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)

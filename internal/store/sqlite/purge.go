@@ -165,3 +165,18 @@ func queryStrings(ctx context.Context, q querier, query string, args ...any) ([]
 	}
 	return out, rows.Err()
 }
+
+func (s *Store) CloseIdleSessions(ctx context.Context, label string, idleBefore, now time.Time, limit int) (int64, error) {
+	var total int64
+	for {
+		// One batch per statement, so the writer is held briefly.
+		n, err := s.purgeExec(ctx, `UPDATE sessions SET deleted_at = ?, version = version + 1
+			WHERE rowid IN (SELECT rowid FROM sessions WHERE deleted_at IS NULL AND updated_at < ?
+				AND EXISTS (SELECT 1 FROM json_each(sessions.labels) WHERE json_each.key = ?) LIMIT ?)`,
+			now.UnixNano(), idleBefore.UnixNano(), label, limit)
+		total += n
+		if err != nil || n < int64(limit) {
+			return total, err
+		}
+	}
+}

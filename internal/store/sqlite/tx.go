@@ -83,6 +83,17 @@ func (t *txn) DeleteSession(ctx context.Context, tenant, id string) error {
 	return affected(res, err, id)
 }
 
+func (t *txn) DeleteUnusedSession(ctx context.Context, tenant, id string, created time.Time) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET deleted_at = ?, version = version + 1
+		WHERE tenant = ? AND id = ? AND deleted_at IS NULL AND version = 1 AND log_count = 0 AND created_at = ?`,
+		time.Now().UnixNano(), tenant, id, created.UnixNano())
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
 func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message) error {
 	err := execBatched(ctx, t.tx, `INSERT INTO messages (tenant, session_id, id, position, role, kind, name,
 		pinned, parts, metadata, tokens, created_at, replaces, counted_for) VALUES `, "", 14, len(msgs),

@@ -26,6 +26,8 @@ func Run(t *testing.T, newStore NewStore) {
 		fn   func(t *testing.T, s store.Store)
 	}{
 		{"SessionLifecycle", testSessionLifecycle},
+		{"DeleteUnusedSession", testDeleteUnusedSession},
+		{"CloseIdleSessions", testCloseIdleSessions},
 		{"TenantIsolation", testTenantIsolation},
 		{"ListSessions", testListSessions},
 		{"ListSummaries", testListSummaries},

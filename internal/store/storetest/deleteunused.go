@@ -1,0 +1,75 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// testDeleteUnusedSession: DeleteUnusedSession deletes a session only as
+// it was created (version 1, empty log, that creation time), in one
+// statement: never one that was written to, moved on, or made again.
+func testDeleteUnusedSession(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	del := func(id string, created time.Time) bool {
+		t.Helper()
+		var deleted bool
+		mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			deleted, err = tx.DeleteUnusedSession(ctx, "t", id, created)
+			return err
+		})
+		return deleted
+	}
+	create(t, s, session("t", "fresh", epoch))
+	if del("fresh", epoch.Add(time.Microsecond)) {
+		t.Errorf("deleted a session made at another time (made again by someone else)")
+	}
+	if !del("fresh", epoch) {
+		t.Errorf("did not delete a session as it was created")
+	}
+	if _, err := s.GetSession(ctx, "t", "fresh"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after the delete: %v", err)
+	}
+	if del("fresh", epoch) {
+		t.Errorf("deleted a deleted session again")
+	}
+	// Written to: a message in its log.
+	create(t, s, session("t", "used", epoch))
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		cur, err := tx.GetSession(ctx, "t", "used")
+		if err != nil {
+			return err
+		}
+		m := chat.Message{ID: "m1", Position: 1, Role: chat.RoleUser, Kind: chat.KindNormal, Parts: []chat.Part{{Type: chat.PartText, Text: "hi"}}, Tokens: 1, CreatedAt: epoch}
+		if err := tx.InsertMessages(ctx, "t", "used", []chat.Message{m}); err != nil {
+			return err
+		}
+		cur.LogCount, cur.ActiveCount = 1, 1
+		return tx.UpdateSession(ctx, &cur)
+	})
+	// Moved on: a report bumped its version.
+	create(t, s, session("t", "moved", epoch))
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		cur, err := tx.GetSession(ctx, "t", "moved")
+		if err != nil {
+			return err
+		}
+		cur.Version = 2
+		return tx.UpdateSession(ctx, &cur)
+	})
+	for _, id := range []string{"used", "moved", "missing"} {
+		if del(id, epoch) {
+			t.Errorf("deleted session %q", id)
+		}
+	}
+	for _, id := range []string{"used", "moved"} {
+		if _, err := s.GetSession(ctx, "t", id); err != nil {
+			t.Errorf("session %q: %v", id, err)
+		}
+	}
+}

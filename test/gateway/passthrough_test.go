@@ -1,0 +1,132 @@
+package gateway_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+)
+
+// TestPassthrough: /v1/ routes contextd has no door for go to the right
+// provider unchanged — method, path, query, headers (contextd's own and
+// hop-by-hop ones dropped, with those Connection names), body — and the
+// answer comes back as the provider sent it, a stream too. Before the fix
+// they were 404.
+func TestPassthrough(t *testing.T) {
+	anth := gatewaytest.New()
+	t.Cleanup(anth.Close)
+	s := start(t, map[string]string{"CONTEXTD_ANTHROPIC_BASE_URL": anth.AnthropicBase()})
+	cases := []struct {
+		name, method, path string
+		header             map[string]string
+		body               string
+		anthropic          bool
+	}{
+		{"get a response", "GET", "/v1/responses/resp_67ccd2bed1ec?include[]=reasoning.encrypted_content", map[string]string{"Authorization": "Bearer sk-test"}, "", false},
+		{"compact", "POST", "/v1/responses/compact", map[string]string{"Authorization": "Bearer sk-test", "Content-Type": "application/json"},
+			`{"model":"gpt-5-codex","input":[{"role":"user","content":"hi"}]}`, false},
+		{"embeddings", "POST", "/v1/embeddings", map[string]string{"Authorization": "Bearer sk-test", "Content-Type": "application/json", "OpenAI-Organization": "org-1"},
+			`{"model":"text-embedding-3-small","input":"The food was delicious"}`, false},
+		{"batches", "POST", "/v1/messages/batches", map[string]string{"X-Api-Key": "sk-ant", "Anthropic-Version": "2023-06-01", "Anthropic-Beta": "message-batches-2024-09-24", "Content-Type": "application/json"},
+			`{"requests":[{"custom_id":"a","params":{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}}]}`, true},
+		{"anthropic files", "GET", "/v1/files?limit=2", map[string]string{"X-Api-Key": "sk-ant", "Anthropic-Version": "2023-06-01"}, "", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fake, other := s.fake, anth
+			if c.anthropic {
+				fake, other = anth, s.fake
+			}
+			before, beforeOther := len(fake.Requests()), len(other.Requests())
+			req, _ := http.NewRequest(c.method, s.url(c.path), strings.NewReader(c.body))
+			if c.body == "" {
+				req.Body = nil
+			}
+			for k, v := range c.header {
+				req.Header.Set(k, v)
+			}
+			req.Header.Set("X-Contextd-Session", "not-for-the-provider")
+			req.Header.Set("Connection", "keep-alive, X-Hop")
+			req.Header.Set("X-Hop", "hop-by-hop")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusAccepted || resp.Header.Get("X-Fake-Endpoint") == "" {
+				t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, got)
+			}
+			reqs := fake.Requests()
+			if len(reqs) != before+1 || len(other.Requests()) != beforeOther {
+				t.Fatalf("the request went to the wrong provider (%d → %d here, %d → %d there)", before, len(reqs), beforeOther, len(other.Requests()))
+			}
+			up := reqs[len(reqs)-1]
+			path, query, _ := strings.Cut(c.path, "?")
+			if up.Path != path || up.Query != query || string(up.Raw) != c.body {
+				t.Errorf("upstream got %s ?%s %q, want %s ?%s %q", up.Path, up.Query, up.Raw, path, query, c.body)
+			}
+			for k, v := range c.header {
+				if up.Header.Get(k) != v {
+					t.Errorf("header %s: upstream got %q, want %q", k, up.Header.Get(k), v)
+				}
+			}
+			for _, k := range []string{"X-Contextd-Session", "X-Hop"} {
+				if v := up.Header.Get(k); v != "" {
+					t.Errorf("header %s reached the provider: %q", k, v)
+				}
+			}
+			var echo struct{ Method, Path string }
+			if json.Unmarshal(got, &echo) != nil || echo.Method != c.method || echo.Path != path {
+				t.Errorf("answer %s", got)
+			}
+		})
+	}
+	// A streamed answer comes back as it was sent.
+	resp, err := http.Get(s.url("/v1/batches/stream-me?stream=true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := "data: {\"n\":0}\n\ndata: {\"n\":1}\n\ndata: {\"n\":2}\n\n"
+	if resp.Header.Get("Content-Type") != "text/event-stream" || !bytes.Equal(got, []byte(want)) {
+		t.Errorf("stream: %v %q, want %q", resp.Header, got, want)
+	}
+}
+
+// TestPassthroughUpload: with API keys, a multipart upload (a file, an
+// audio transcription) passes through byte for byte; without a contextd
+// key it is refused like any call.
+func TestPassthroughUpload(t *testing.T) {
+	s := start(t, map[string]string{"CONTEXTD_API_KEYS": "acme:ctx-secret-1"})
+	body := "--XyZ\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"b.jsonl\"\r\nContent-Type: application/octet-stream\r\n\r\n{\"custom_id\":\"a\"}\n\r\n--XyZ--\r\n"
+	for _, key := range []string{"", "ctx-secret-1"} {
+		req, _ := http.NewRequest("POST", s.url("/v1/files"), strings.NewReader(body))
+		req.Header.Set("Content-Type", "multipart/form-data; boundary=XyZ")
+		req.Header.Set("Authorization", "Bearer sk-test")
+		if key != "" {
+			req.Header.Set("X-Contextd-Key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if key == "" {
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("without a contextd key: %d %s", resp.StatusCode, got)
+			}
+			continue
+		}
+		reqs := s.fake.Requests()
+		if resp.StatusCode != http.StatusAccepted || len(reqs) != 1 || string(reqs[0].Raw) != body || reqs[0].Header.Get("Content-Type") != "multipart/form-data; boundary=XyZ" {
+			t.Errorf("upload: %d %s; upstream got %d requests", resp.StatusCode, got, len(reqs))
+		}
+	}
+}
