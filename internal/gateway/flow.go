@@ -12,7 +12,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +33,10 @@ type conversation struct {
 	msgs   []chat.Message
 	// digests are msgs' digests (digestOf), in order.
 	digests [][32]byte
+	// ids are msgs' identities (identityOf) and chains the history chains
+	// they end (historyChains), in order.
+	ids    [][32]byte
+	chains []string
 	// clientMarks: the client placed prompt-cache marks of its own; marked
 	// are the digests of the messages it marked.
 	clientMarks bool
@@ -91,8 +94,6 @@ type streamer interface {
 	result() (usage, []chat.Message, bool)
 }
 
-var sessionHeaderPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}$`)
-
 // serveDoor is the whole request: admit, parse, resolve the session,
 // prepare, forward, relay, record.
 func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
@@ -116,18 +117,12 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 		g.forward(w, r, d, c, objectJSON(fields), nil)
 		return
 	}
-	header := r.Header.Get(HeaderSession)
-	if header != "" && !sessionHeaderPattern.MatchString(header) {
-		writeError(w, shape, http.StatusBadRequest, errInvalid, HeaderSession+": must be 1 to 128 letters, digits, '.', '_', '~' or '-', starting with a letter or digit")
+	sig, err := signalOf(tenant, d.name(), r, fields)
+	if err != nil {
+		writeError(w, shape, http.StatusBadRequest, errInvalid, err.Error())
 		return
 	}
-	initial := header
-	if initial == "" {
-		initial = derivedID(tenant, d.name(), c)
-	}
-	if !g.awaitRecorded(ctx, tenant, initial) {
-		return
-	}
+	historyChains(d.name(), sig, c)
 	if _, known := g.cfg.Models.Lookup(c.model); !known {
 		w.Header().Add(HeaderWarning, fmt.Sprintf("model %q is not in contextd's registry: counted with the default window and encoding (approximate); add it with CONTEXTD_MODELS_FILE", c.model))
 	}
@@ -137,7 +132,7 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 		return
 	}
 	c.pins = pins
-	res, prep, key, err := g.prepare(ctx, tenant, d, c, header)
+	res, prep, key, err := g.prepare(ctx, tenant, d, c, sig)
 	if err != nil {
 		g.writeDomainError(ctx, w, shape, err)
 		return
@@ -160,7 +155,11 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	}
 	body := objectJSON(fields)
 	h := w.Header()
-	h.Set(HeaderSession, res.id)
+	if res.named {
+		// Only a session the caller named, or its signal derives, or this
+		// request made: never one a stranger's conversation made.
+		h.Set(HeaderSession, res.id)
+	}
 	h.Set(HeaderHistory, res.history)
 	if res.from != "" {
 		h.Set(HeaderHistory, res.history+"; from="+res.from)
@@ -170,10 +169,11 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	for _, warn := range prep.Status.Warnings {
 		h.Add(HeaderWarning, headerSafe(warn))
 	}
-	// Until this answer is recorded, the session's next request waits
-	// (awaitRecorded), here under both its names.
+	// Until this answer is recorded, the session is busy (no stranger's
+	// request lands in it), and a request carrying its reply waits for it
+	// (awaitReply).
 	pending := make(chan struct{})
-	names := []string{tenant + "\x00" + res.id, tenant + "\x00" + initial}
+	names := []string{tenant + "\x00" + res.id}
 	for _, n := range names {
 		g.inflight.Store(n, pending)
 	}
@@ -193,6 +193,16 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 		// The answer is out: record it without holding the client.
 		if !g.startRecord() {
 			return
+		}
+		recordingKey := recordingKey(tenant, res.id)
+		g.inflight.Store(recordingKey, pending)
+		names = append(names, recordingKey)
+		if res.repeat == 0 && len(reply) > 0 {
+			if chain := replyStamp(c, reply); chain != "" {
+				n := replyKey(tenant, chain)
+				g.inflight.Store(n, pending)
+				names = append(names, n)
+			}
 		}
 		recording = true
 		go func() {
@@ -229,10 +239,10 @@ const maxRecordWait = time.Minute
 // matched at, so a message another replica appended meanwhile (the reply
 // of the previous call, say) is never appended twice: the request is
 // matched again, at most three times.
-func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, header string) (resolved, engine.PrepareResult, string, error) {
+func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, sig signal) (resolved, engine.PrepareResult, string, error) {
 	noRepeat := false
 	for attempt := 1; ; attempt++ {
-		res, err := g.resolve(ctx, tenant, d, c, header, noRepeat)
+		res, err := g.identify(ctx, tenant, d, c, sig, noRepeat)
 		if errors.Is(err, store.ErrVersionConflict) && attempt < 3 {
 			continue
 		}
@@ -274,31 +284,12 @@ func stripReplies(prep *engine.PrepareResult, digests [][32]byte) bool {
 	}
 	tail := view[len(view)-len(digests):]
 	for i := range tail {
-		if tail[i].Kind != "" && tail[i].Kind != chat.KindNormal || storedDigest(&tail[i]) != digests[i] {
+		if tail[i].Kind != "" && tail[i].Kind != chat.KindNormal || identityOf(&tail[i]) != digests[i] {
 			return false
 		}
 	}
 	prep.Messages = view[:len(view)-len(digests)]
 	return true
-}
-
-// awaitRecorded waits until the last answer relayed for the session is
-// recorded; false when the client went away meanwhile.
-func (g *Gateway) awaitRecorded(ctx context.Context, tenant, id string) bool {
-	v, ok := g.inflight.Load(tenant + "\x00" + id)
-	if !ok {
-		return true
-	}
-	t := time.NewTimer(maxRecordWait)
-	defer t.Stop()
-	select {
-	case <-v.(chan struct{}):
-		return true
-	case <-t.C:
-		return true // matched as it is: at worst the reply comes from the client
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // objectJSON writes an object of fields, keys sorted. The values are
@@ -513,11 +504,13 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, d door, c *con
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
 	w.WriteHeader(resp.StatusCode)
-	if _, err := w.Write(answer); err != nil {
-		return // the client did not get the answer: nothing to record
-	}
+	// Recorded from before the client has it, so the client's next request
+	// (which may come as soon as it has it) finds it recording and waits
+	// for it (awaitReply); an answer the client did not get is its retry's
+	// repeat.
 	u, reply := d.answer(answer)
 	done(u, reply)
+	_, _ = w.Write(answer)
 }
 
 // copyBody relays a body as it comes, flushing each read.
@@ -585,16 +578,18 @@ func (g *Gateway) relay(ctx context.Context, w http.ResponseWriter, resp *http.R
 			if hasData || name != "" {
 				forward, last = st.event(name, data)
 			}
+			if last {
+				// Recorded from before the client has the last event
+				// (see forward).
+				if u, reply, ok := st.result(); ok {
+					done(u, reply)
+				}
+			}
 			if forward {
 				if _, werr := w.Write(ev); werr != nil {
 					return
 				}
 				_ = rc.Flush()
-			}
-			if last {
-				if u, reply, ok := st.result(); ok {
-					done(u, reply)
-				}
 			}
 			ev, data, name, hasData = ev[:0], data[:0], "", false
 			if ctx.Err() != nil {

@@ -2,12 +2,10 @@ package gateway
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
-	"github.com/contextd/contextd/internal/store"
 )
 
 // serveModels answers GET /v1/models from the registry, in Anthropic's
@@ -70,7 +68,7 @@ func (g *Gateway) serveCount(w http.ResponseWriter, r *http.Request) {
 		g.writeDomainError(ctx, w, shape, err)
 		return
 	}
-	msgs, err := g.wouldSend(r, tenant, c)
+	msgs, err := g.wouldSend(r, tenant, c, fields)
 	if err != nil {
 		g.writeDomainError(ctx, w, shape, err)
 		return
@@ -91,30 +89,16 @@ func (g *Gateway) serveCount(w http.ResponseWriter, r *http.Request) {
 // wouldSend is the view a request would be sent with, were it served now
 // and without compacting: its session's active view and what is new, or
 // the request's own messages when it extends no session.
-func (g *Gateway) wouldSend(r *http.Request, tenant string, c *conversation) ([]chat.Message, error) {
+func (g *Gateway) wouldSend(r *http.Request, tenant string, c *conversation, fields map[string]json.RawMessage) ([]chat.Message, error) {
 	ctx := r.Context()
-	id := r.Header.Get(HeaderSession)
-	if id == "" {
-		id = derivedID(tenant, doorAnthropic, c)
-	}
-	s, err := g.cfg.Engine.GetSession(ctx, tenant, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return c.msgs, nil
-	}
+	sig, err := signalOf(tenant, doorAnthropic, r, fields)
 	if err != nil {
-		return nil, err
+		return nil, chat.Invalid(HeaderSession, "%v", err)
 	}
-	log, _, _, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
-	if err != nil {
-		return nil, err
-	}
-	if len(c.digests) < len(log) {
-		return c.msgs, nil
-	}
-	for k := range log {
-		if log[k] != c.digests[k] {
-			return c.msgs, nil
-		}
+	historyChains(doorAnthropic, sig, c)
+	id, k, err := g.landing(ctx, tenant, c, sig)
+	if err != nil || id == "" {
+		return c.msgs, err
 	}
 	var view []chat.Message
 	page := engine.Page{Size: 1000}
@@ -129,5 +113,5 @@ func (g *Gateway) wouldSend(r *http.Request, tenant string, c *conversation) ([]
 		}
 		page.Token = p.Next
 	}
-	return append(view, c.msgs[len(log):]...), nil
+	return append(view, c.msgs[k:]...), nil
 }

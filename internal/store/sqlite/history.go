@@ -49,4 +49,3 @@ func (s *Store) FindHistory(ctx context.Context, tenant string, chains []string,
 	})
 	return out, err
 }
-
