@@ -138,6 +138,7 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 		return
 	}
 	g.digests.extend(tenant, res.id, res.created, storedTail(prep.Messages, res.fresh))
+	prep.Messages = asSent(prep.Messages, c)
 	client := toolsOf(fields)
 	expandOn := len(prep.Tools) > 0 && !manyChoices(fields)
 	if len(prep.Tools) > 0 && !expandOn {
@@ -238,12 +239,13 @@ const maxRecordWait = time.Minute
 // what is new. The append expects the session at the version its log was
 // matched at, so a message another replica appended meanwhile (the reply
 // of the previous call, say) is never appended twice: the request is
-// matched again, at most three times.
+// matched again, at most maxMatches times (a conversation that starts like
+// many others may meet several that took the session it matched).
 func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, sig signal) (resolved, engine.PrepareResult, string, error) {
 	noRepeat := false
 	for attempt := 1; ; attempt++ {
 		res, err := g.identify(ctx, tenant, d, c, sig, noRepeat)
-		if errors.Is(err, store.ErrVersionConflict) && attempt < 3 {
+		if errors.Is(err, store.ErrVersionConflict) && attempt < maxMatches {
 			continue
 		}
 		if err != nil {
@@ -256,7 +258,8 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			in.IdempotencyKey, in.ExpectedVersion = "gw-"+key, &res.version
 		}
 		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
-		if errors.Is(err, store.ErrVersionConflict) && attempt < 3 {
+		if errors.Is(err, store.ErrVersionConflict) && attempt < maxMatches {
+			g.unmake(ctx, tenant, res)
 			continue
 		}
 		if err != nil {
@@ -275,6 +278,9 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		return res, prep, key, nil
 	}
 }
+
+// maxMatches bounds how often one request is matched (prepare).
+const maxMatches = 8
 
 // stripReplies removes the replies of digests from the end of the view.
 func stripReplies(prep *engine.PrepareResult, digests [][32]byte) bool {

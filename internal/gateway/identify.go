@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	mrand "math/rand/v2"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -198,6 +199,17 @@ func (g *Gateway) candidates(ctx context.Context, tenant string, c *conversation
 	return nil, shared, nil
 }
 
+// headsOf is the sessions of hits' longest head.
+func headsOf(hits []store.HistoryHit) []string {
+	var out []string
+	for _, h := range hits {
+		if h.Head && h.Length == hits[0].Length {
+			out = append(out, h.SessionID)
+		}
+	}
+	return out
+}
+
 // repeats finds sessions holding c's whole history, not as their head:
 // the request may be one answered before (repeated).
 func (g *Gateway) repeats(ctx context.Context, tenant string, c *conversation) ([]store.HistoryHit, error) {
@@ -245,11 +257,16 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 		return resolved{}, err
 	}
 	left := false // the request left the signal's session
-	for _, h := range hits {
-		if !h.Head || h.Length != hits[0].Length || g.busy(ctx, tenant, h.SessionID) {
+	// Sessions whose logs are the same history cannot be told apart: a
+	// random one, so that conversations that start alike spread over them
+	// rather than all race for the first.
+	heads := headsOf(hits)
+	mrand.Shuffle(len(heads), func(i, j int) { heads[i], heads[j] = heads[j], heads[i] })
+	for _, id := range heads {
+		if g.busy(ctx, tenant, id) {
 			continue
 		}
-		if res, ok, _, err := g.tryJoin(ctx, tenant, h.SessionID, c, sig, noRepeat); err != nil || ok {
+		if res, ok, _, err := g.tryJoin(ctx, tenant, id, c, sig, noRepeat); err != nil || ok {
 			return res, err
 		}
 	}
@@ -390,10 +407,10 @@ func (g *Gateway) landing(ctx context.Context, tenant string, c *conversation, s
 	if err != nil {
 		return "", 0, err
 	}
-	ids := []string{}
-	for _, h := range hits {
-		if h.Head && h.Length == hits[0].Length && !g.busy(ctx, tenant, h.SessionID) {
-			ids = append(ids, h.SessionID)
+	var ids []string
+	for _, id := range headsOf(hits) {
+		if !g.busy(ctx, tenant, id) {
+			ids = append(ids, id)
 		}
 	}
 	if sig.id != "" {
