@@ -1,0 +1,159 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+)
+
+// chatTurn posts a Chat Completions request and returns the response and
+// the assistant message of its answer.
+func chatTurn(t *testing.T, s *server, body map[string]any, header map[string]string) (*http.Response, map[string]any) {
+	t.Helper()
+	resp, raw := s.post("/v1/chat/completions", body, header)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	var out struct {
+		Choices []struct {
+			Message map[string]any `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil || len(out.Choices) == 0 {
+		t.Fatalf("answer: %v %s", err, raw)
+	}
+	return resp, out.Choices[0].Message
+}
+
+// TestTwoAudiosDoNotCollide (issue 29 "Why" 6): Chat Completions audio
+// parts are identified by their data, so two different audios in one
+// history both go upstream (before, both had one digest and the upstream
+// got the second twice and the first never).
+func TestTwoAudiosDoNotCollide(t *testing.T) {
+	s := start(t, nil)
+	audio := func(data string) map[string]any {
+		return map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_audio", "input_audio": map[string]any{"data": data, "format": "wav"}}}}
+	}
+	msgs := []any{audio("AAAA"), map[string]any{"role": "assistant", "content": "heard"}, audio("BBBB")}
+	chatTurn(t, s, map[string]any{"model": "gpt-4o", "messages": msgs}, nil)
+	raw := string(s.fake.Requests()[0].Raw)
+	if strings.Count(raw, "AAAA") != 1 || strings.Count(raw, "BBBB") != 1 {
+		t.Errorf("upstream got AAAA %d times and BBBB %d times, want once each: %s", strings.Count(raw, "AAAA"), strings.Count(raw, "BBBB"), raw)
+	}
+}
+
+// TestBenignResendsStayInTheSession (issue 29 item 3): a client that
+// resends its tool call with schema defaults filled in and keys reordered
+// (Claude Code's Edit gains "replace_all": false), clears an old tool
+// result (Qwen Code), and changes its system prompt between turns (a git
+// status) is the same conversation: every turn extends the one session,
+// the session's system prompt follows, and what goes upstream is what the
+// client sent in that request.
+func TestBenignResendsStayInTheSession(t *testing.T) {
+	s := start(t, nil)
+	edit := gatewaytest.ToolCall{ID: "call_edit", Name: "Edit", Arguments: `{"file_path":"a.go","old_string":"x","new_string":"y"}`}
+	s.fake.Script(gatewaytest.Reply{ToolCalls: []gatewaytest.ToolCall{edit}}, gatewaytest.Reply{Text: "edited"}, gatewaytest.Reply{Text: "done"})
+	sys := func(status string) map[string]any {
+		return map[string]any{"role": "system", "content": "You are a coding agent.\n\ngit status: " + status}
+	}
+	user := map[string]any{"role": "user", "content": "Fix a.go"}
+	resp, call := chatTurn(t, s, map[string]any{"model": "gpt-4o", "messages": []any{sys("clean"), user}}, nil)
+	id := resp.Header.Get("X-Contextd-Session")
+	result := map[string]any{"role": "tool", "tool_call_id": "call_edit", "content": strings.Repeat("the whole file a.go\n", 50)}
+	resp, reply := chatTurn(t, s, map[string]any{"model": "gpt-4o", "messages": []any{sys("clean"), user, call, result}}, nil)
+	if h := resp.Header.Get("X-Contextd-History"); h != "extended" {
+		t.Fatalf("second turn: %s", h)
+	}
+	// The third turn: the call re-serialized, the result cleared, the
+	// system prompt's git status changed.
+	resent := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"type": "function", "id": "call_edit",
+		"function": map[string]any{"name": "Edit", "arguments": `{"new_string": "y", "old_string": "x", "file_path": "a.go", "replace_all": false}`}}}}
+	cleared := map[string]any{"role": "tool", "tool_call_id": "call_edit", "content": "[Old tool result content cleared]"}
+	next := map[string]any{"role": "user", "content": "Now run the tests"}
+	resp, _ = chatTurn(t, s, map[string]any{"model": "gpt-4o", "messages": []any{sys("modified: a.go"), user, resent, cleared, reply, next}}, nil)
+	if h, named := resp.Header.Get("X-Contextd-History"), resp.Header.Get("X-Contextd-Session"); h != "extended" || named != "" {
+		t.Fatalf("third turn: history %q, session %q; want extended in the first session", h, named)
+	}
+	want := []string{"user: Fix a.go", "assistant: call(call_edit)", "tool: result(call_edit)", "assistant: edited", "user: Now run the tests", "assistant: done"}
+	if got := s.waitLog(id, want); !slices.Equal(got, want) {
+		t.Errorf("log:\n got %q\nwant %q", got, want)
+	}
+	var got struct {
+		Session struct {
+			SystemPrompt string `json:"systemPrompt"`
+		} `json:"session"`
+	}
+	s.rpc("GetSession", map[string]any{"sessionId": id}, &got)
+	if !strings.Contains(got.Session.SystemPrompt, "modified: a.go") {
+		t.Errorf("the session's system prompt did not follow: %q", got.Session.SystemPrompt)
+	}
+	up := string(s.fake.Requests()[2].Raw)
+	if !strings.Contains(up, "[Old tool result content cleared]") || strings.Contains(up, "the whole file a.go") || !strings.Contains(up, `replace_all`) {
+		t.Errorf("upstream did not get the client's own messages: %s", up)
+	}
+	var list struct {
+		Sessions []any `json:"sessions"`
+	}
+	s.rpc("ListSessions", map[string]any{}, &list)
+	if len(list.Sessions) != 1 {
+		t.Errorf("%d sessions, want 1", len(list.Sessions))
+	}
+	s.checkUpstream()
+}
+
+// TestDroppedThinkingIsNotPutBack (issue 29 "Why" 6): an Anthropic client
+// that resends a reply without its thinking block is the same
+// conversation, and the thinking block it dropped is not sent upstream
+// from the stored copy.
+func TestDroppedThinkingIsNotPutBack(t *testing.T) {
+	s := start(t, nil)
+	s.fake.Script(gatewaytest.Reply{Thinking: "secret chain of thought", Text: "four"}, gatewaytest.Reply{Text: "five"})
+	user := map[string]any{"role": "user", "content": "2+2?"}
+	body := func(msgs ...any) map[string]any {
+		return map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": msgs}
+	}
+	resp, raw := s.post("/v1/messages", body(user), nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	reply := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "four"}}}
+	resp, raw = s.post("/v1/messages", body(user, reply, map[string]any{"role": "user", "content": "and 2+3?"}), nil)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Contextd-History") != "extended" {
+		t.Fatalf("%d %s %s", resp.StatusCode, resp.Header.Get("X-Contextd-History"), raw)
+	}
+	if up := string(s.fake.Requests()[1].Raw); strings.Contains(up, "secret chain of thought") {
+		t.Errorf("the dropped thinking block was put back: %s", up)
+	}
+}
+
+// TestClaudeCodeSessionHeader (issue 29 item 2): Claude Code's session id
+// (its header, or metadata.user_id as 2.1.x writes it) names one session
+// per Claude Code session: two with the same opening stay apart, and the
+// response names the session their signal derives.
+func TestClaudeCodeSessionHeader(t *testing.T) {
+	s := start(t, nil)
+	body := map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": []any{map[string]any{"role": "user", "content": "hello"}}}
+	ids := map[string]bool{}
+	for _, h := range []map[string]string{{"X-Claude-Code-Session-Id": "11111111-1111-1111-1111-111111111111"}, {"X-Claude-Code-Session-Id": "22222222-2222-2222-2222-222222222222"}} {
+		resp, raw := s.post("/v1/messages", body, h)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%d %s", resp.StatusCode, raw)
+		}
+		ids[resp.Header.Get("X-Contextd-Session")] = true
+	}
+	// metadata.user_id as Claude Code 2.1 sends it names the same session
+	// as its header.
+	withMeta := map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": body["messages"],
+		"metadata": map[string]any{"user_id": `{"device_id":"d","account_uuid":"","session_id":"22222222-2222-2222-2222-222222222222"}`}}
+	resp, raw := s.post("/v1/messages", withMeta, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	if len(ids) != 2 || ids[""] || !ids[resp.Header.Get("X-Contextd-Session")] {
+		t.Errorf("sessions %v, metadata's %q", ids, resp.Header.Get("X-Contextd-Session"))
+	}
+}
