@@ -253,6 +253,13 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		}
 		key := requestKey(res.id, c.digests)
 		pin(res.fresh, c.pins)
+		if err := g.replayLong(ctx, tenant, c, &res, key); err != nil {
+			if errors.Is(err, store.ErrVersionConflict) && attempt < maxMatches {
+				continue
+			}
+			g.unmake(ctx, tenant, res)
+			return resolved{}, engine.PrepareResult{}, "", err
+		}
 		in := engine.PrepareInput{Messages: res.fresh}
 		if len(res.fresh) > 0 {
 			in.IdempotencyKey, in.ExpectedVersion = "gw-"+key, &res.version

@@ -2,8 +2,12 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -155,5 +159,33 @@ func TestClaudeCodeSessionHeader(t *testing.T) {
 	}
 	if len(ids) != 2 || ids[""] || !ids[resp.Header.Get("X-Contextd-Session")] {
 		t.Errorf("sessions %v, metadata's %q", ids, resp.Header.Get("X-Contextd-Session"))
+	}
+}
+
+// TestLongHistoryIsCompactedNotRefused (issue 29 "Why" 4): a conversation
+// that arrives with a history past CONTEXTD_MAX_VIEW_WINDOWS times the
+// window (a fork, a --continue contextd has not seen) is compacted like any
+// other, never refused (before: 400 "... allows 4× ..." on every call).
+func TestLongHistoryIsCompactedNotRefused(t *testing.T) {
+	models := filepath.Join(t.TempDir(), "models.json")
+	if err := os.WriteFile(models, []byte(`{"models": [{"name": "tiny", "provider": "openai", "context_window": 2000, "max_output_tokens": 200, "encoding": "o200k_base", "exact": true}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, map[string]string{"CONTEXTD_MODELS_FILE": models})
+	var msgs []any
+	for i := range 40 {
+		msgs = append(msgs, map[string]any{"role": "user", "content": fmt.Sprintf("question %d: %s", i, strings.Repeat("please look at the parser again ", 20))},
+			map[string]any{"role": "assistant", "content": fmt.Sprintf("answer %d: %s", i, strings.Repeat("the parser reads tokens one by one ", 20))})
+	}
+	msgs = append(msgs, map[string]any{"role": "user", "content": "and now?"})
+	resp, _ := chatTurn(t, s, map[string]any{"model": "tiny", "messages": msgs}, nil)
+	if resp.Header.Get("X-Contextd-Compacted") != "true" {
+		t.Errorf("not compacted: %v", resp.Header)
+	}
+	if used, _ := strconv.ParseFloat(resp.Header.Get("X-Contextd-Used-Percent"), 64); used > 100 {
+		t.Errorf("%.1f %% of the window sent", used)
+	}
+	if up := string(s.fake.Requests()[0].Raw); !strings.Contains(up, "and now?") {
+		t.Errorf("the last message did not go upstream")
 	}
 }
