@@ -515,6 +515,9 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, d door, c *con
 		writeError(w, d.shape(), http.StatusBadGateway, errUpstream, "the provider's answer could not be read: "+upstreamReason(err))
 		return
 	}
+	if rw, ok := d.(answerRewriter); ok {
+		answer = rw.clientAnswer(answer)
+	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
 	w.WriteHeader(resp.StatusCode)
 	// Recorded from before the client has it, so the client's next request

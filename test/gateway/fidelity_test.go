@@ -189,3 +189,28 @@ func TestLongHistoryIsCompactedNotRefused(t *testing.T) {
 		t.Errorf("the last message did not go upstream")
 	}
 }
+
+// TestInventedCallIDsReachTheClient (issue 29 "Why" 6): tool calls the
+// upstream sent without an id get the gateway's, in the answer the client
+// gets as in the recorded reply, so the client's next turn (its result
+// naming that id) extends the session (before: the client never saw the
+// ids and its next turn was refused).
+func TestInventedCallIDsReachTheClient(t *testing.T) {
+	s := start(t, nil)
+	s.fake.Script(gatewaytest.Reply{ToolCalls: []gatewaytest.ToolCall{{Name: "ls", Arguments: `{"path":"src"}`}}}, gatewaytest.Reply{Text: "done"})
+	user := map[string]any{"role": "user", "content": "list src"}
+	_, call := chatTurn(t, s, map[string]any{"model": "gpt-4o", "messages": []any{user}}, nil)
+	calls, _ := call["tool_calls"].([]any)
+	if len(calls) != 1 {
+		t.Fatalf("answer %v", call)
+	}
+	id, _ := calls[0].(map[string]any)["id"].(string)
+	if id == "" {
+		t.Fatalf("the client got a tool call without an id: %v", call)
+	}
+	result := map[string]any{"role": "tool", "tool_call_id": id, "content": "main.go"}
+	resp, raw := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": []any{user, call, result}}, nil)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Contextd-History") != "extended" {
+		t.Fatalf("the next turn: %d %s %s", resp.StatusCode, resp.Header.Get("X-Contextd-History"), raw)
+	}
+}
