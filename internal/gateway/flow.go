@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
@@ -51,47 +50,6 @@ type conversation struct {
 	// passthrough, when set, says why the request is forwarded unchanged
 	// (the provider holds the conversation, not the client).
 	passthrough string
-}
-
-// door is one provider shape: how to read its requests and answers, and
-// how to write the prepared view in it.
-type door interface {
-	// name tags the sessions and raw metadata of the door.
-	name() string
-	shape() wireShape
-	// upstream is the URL requests are forwarded to.
-	upstream(cfg *Config) string
-	// parse reads the conversation of a request body (InvalidError on bad
-	// input).
-	parse(fields map[string]json.RawMessage) (*conversation, error)
-	// build writes the prepared view into the request body to forward.
-	build(fields map[string]json.RawMessage, c *conversation, view []chat.Message, hints engine.CacheHints) error
-	// answer reads a non-streamed answer: the usage and the reply.
-	answer(body []byte) (usage, []chat.Message)
-	// stream follows a streamed answer.
-	stream(c *conversation) streamer
-	// toolJSON writes a tool definition contextd adds (expandloop.go);
-	// toolChoiceNone is the tool_choice that allows no tool call.
-	toolJSON(t chat.Tool) json.RawMessage
-	toolChoiceNone() json.RawMessage
-	// expandSeen looks for contextd_expand calls in an answer or one of
-	// its events, in every choice (first: the first choice calls it;
-	// other: another does); ok is false when it cannot read the data.
-	expandSeen(data []byte) (first, other, ok bool)
-	// echo puts the client's tools and tool_choice back where the
-	// provider echoes the request's in an answer or event (ok false when
-	// it cannot read the data).
-	echo(data []byte, tools, choice json.RawMessage) ([]byte, bool)
-}
-
-// streamer follows an SSE answer event by event.
-type streamer interface {
-	// event sees one event (its name and data) and says whether to pass it
-	// on to the client and whether it is the stream's last: once it is
-	// written, the answer is recorded.
-	event(name string, data []byte) (forward, last bool)
-	// result is the usage and reply seen; ok only after the last event.
-	result() (usage, []chat.Message, bool)
 }
 
 // serveDoor is the whole request: admit, parse, resolve the session,
@@ -229,80 +187,6 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 func manyChoices(fields map[string]json.RawMessage) bool {
 	var n float64
 	return json.Unmarshal(fields["n"], &n) == nil && n > 1
-}
-
-// maxRecordWait bounds how long a request waits for the previous answer
-// of its session to be recorded (each write has its own 30 s deadline).
-const maxRecordWait = time.Minute
-
-// prepare resolves the request's session and runs PrepareContext with
-// what is new. The append expects the session at the version its log was
-// matched at, so a message another replica appended meanwhile (the reply
-// of the previous call, say) is never appended twice: the request is
-// matched again, at most maxMatches times (a conversation that starts like
-// many others may meet several that took the session it matched).
-func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, sig signal) (resolved, engine.PrepareResult, string, error) {
-	noRepeat := false
-	for attempt := 1; ; attempt++ {
-		res, err := g.identify(ctx, tenant, d, c, sig, noRepeat)
-		if errors.Is(err, store.ErrVersionConflict) && attempt < maxMatches {
-			continue
-		}
-		if err != nil {
-			return resolved{}, engine.PrepareResult{}, "", err
-		}
-		key := requestKey(res.id, c.digests)
-		pin(res.fresh, c.pins)
-		if err := g.replayLong(ctx, tenant, c, &res, key); err != nil {
-			if errors.Is(err, store.ErrVersionConflict) && attempt < maxMatches {
-				continue
-			}
-			g.unmake(ctx, tenant, res)
-			return resolved{}, engine.PrepareResult{}, "", err
-		}
-		in := engine.PrepareInput{Messages: res.fresh}
-		if len(res.fresh) > 0 {
-			in.IdempotencyKey, in.ExpectedVersion = "gw-"+key, &res.version
-		}
-		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
-		if errors.Is(err, store.ErrVersionConflict) && attempt < maxMatches {
-			g.unmake(ctx, tenant, res)
-			continue
-		}
-		if err != nil {
-			g.unmake(ctx, tenant, res)
-			return resolved{}, engine.PrepareResult{}, "", err
-		}
-		if res.repeat > 0 {
-			// Send the view without the replies this request does not
-			// carry; if they are not its tail (a compaction moved them),
-			// the request goes on in a session of its own.
-			if !stripReplies(&prep, res.repeatD) {
-				noRepeat = true
-				continue
-			}
-		}
-		return res, prep, key, nil
-	}
-}
-
-// maxMatches bounds how often one request is matched (prepare).
-const maxMatches = 8
-
-// stripReplies removes the replies of digests from the end of the view.
-func stripReplies(prep *engine.PrepareResult, digests [][32]byte) bool {
-	view := prep.Messages
-	if prep.Delta || len(view) < len(digests) {
-		return false
-	}
-	tail := view[len(view)-len(digests):]
-	for i := range tail {
-		if tail[i].Kind != "" && tail[i].Kind != chat.KindNormal || identityOf(&tail[i]) != digests[i] {
-			return false
-		}
-	}
-	prep.Messages = view[:len(view)-len(digests)]
-	return true
 }
 
 // objectJSON writes an object of fields, keys sorted. The values are

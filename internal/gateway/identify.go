@@ -472,6 +472,10 @@ func randomID() string {
 	return encodeID(b[:])
 }
 
+// maxRecordWait bounds how long a request waits for a reply it carries to
+// be recorded (each write has its own 30 s deadline).
+const maxRecordWait = time.Minute
+
 // awaitReply waits while a reply the request carries is being recorded
 // (its answer reached the client before its session's log has it), so the
 // request finds it in the log. It waits only for a reply this request
