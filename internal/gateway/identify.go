@@ -374,6 +374,11 @@ func (g *Gateway) tryJoin(ctx context.Context, tenant, id string, c *conversatio
 	if err != nil || m == nil {
 		return resolved{}, false, m, err
 	}
+	if m.repeat && (m.s.SystemPrompt != c.system || m.s.Model != c.model || !sameTools(m.s.Tools, c.tools)) {
+		// Not the same request again: a repeat never changes the session
+		// it is answered from.
+		m.repeat = false
+	}
 	if !m.extends && !m.repeat {
 		return resolved{}, false, m, nil
 	}
