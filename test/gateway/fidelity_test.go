@@ -214,3 +214,28 @@ func TestInventedCallIDsReachTheClient(t *testing.T) {
 		t.Fatalf("the next turn: %d %s %s", resp.StatusCode, resp.Header.Get("X-Contextd-History"), raw)
 	}
 }
+
+// TestDroppedReasoningIsNotPutBack (issue 29 "Why" 6): a Responses client
+// under store:false that resends the history without the reasoning item
+// it got is the same conversation, and the item is not put back (OpenAI
+// answers a request with such an item 404).
+func TestDroppedReasoningIsNotPutBack(t *testing.T) {
+	s := start(t, nil)
+	s.fake.Script(gatewaytest.Reply{Thinking: "secret reasoning", Text: "four"}, gatewaytest.Reply{Text: "five"})
+	user := map[string]any{"role": "user", "content": "2+2?"}
+	resp, raw := s.post("/v1/responses", map[string]any{"model": "gpt-4o", "store": false, "input": []any{user}}, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	if !strings.Contains(string(raw), "secret reasoning") {
+		t.Fatalf("the answer has no reasoning item to drop: %s", raw)
+	}
+	reply := map[string]any{"type": "message", "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": "four"}}}
+	resp, raw = s.post("/v1/responses", map[string]any{"model": "gpt-4o", "store": false, "input": []any{user, reply, map[string]any{"role": "user", "content": "and 2+3?"}}}, nil)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Contextd-History") != "extended" {
+		t.Fatalf("%d %s %s", resp.StatusCode, resp.Header.Get("X-Contextd-History"), raw)
+	}
+	if up := string(s.fake.Requests()[1].Raw); strings.Contains(up, "secret reasoning") {
+		t.Errorf("the dropped reasoning item was put back: %s", up)
+	}
+}
