@@ -52,8 +52,9 @@ type conversation struct {
 	passthrough string
 }
 
-// serveDoor is the whole request: admit, parse, resolve the session,
-// prepare, forward, relay, record.
+// serveDoor is the whole request: admit, parse, read the client's signal,
+// identify the session and prepare the view (prepare.go, identify.go),
+// forward, relay, record.
 func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	shape := d.shape()
 	tenant, ok := g.admit(w, r, shape)
