@@ -27,6 +27,9 @@ func asSent(view []chat.Message, c *conversation) []chat.Message {
 			continue
 		}
 		client := &c.msgs[e.Length-1]
+		if view[i].Metadata[metaDigest] == client.Metadata[metaDigest] && view[i].Metadata[metaRaw] == client.Metadata[metaRaw] {
+			continue // the same bytes as stored (the usual case): nothing to change
+		}
 		if !copied {
 			out, copied = append([]chat.Message(nil), view...), true
 		}
