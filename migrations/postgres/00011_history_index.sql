@@ -14,6 +14,9 @@ CREATE TABLE history_index (
     FOREIGN KEY (tenant, session_id) REFERENCES sessions (tenant, id) ON DELETE CASCADE
 );
 CREATE INDEX history_index_chain ON history_index (tenant, chain, head);
+-- The session's head, which each append moves: found without reading the
+-- session's other rows.
+CREATE INDEX history_index_head ON history_index (tenant, session_id) WHERE head;
 
 -- +goose Down
 DROP TABLE history_index;
