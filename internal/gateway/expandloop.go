@@ -288,11 +288,12 @@ func (l *expandLoop) write(w http.ResponseWriter, rd round, done func([]usage, [
 		w.Header().Set("Content-Length", strconv.Itoa(len(rd.body)))
 	}
 	w.WriteHeader(http.StatusOK)
+	// Recorded from before the client has it (see forward).
+	done(l.usages, rd.reply)
 	if _, err := w.Write(rd.body); err != nil {
-		return false // the client did not get the answer: the calls alone are recorded
+		return false
 	}
 	_ = http.NewResponseController(w).Flush()
-	done(l.usages, rd.reply)
 	return true
 }
 

@@ -13,12 +13,10 @@ import (
 	"maps"
 	"net/http"
 	"net/textproto"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
@@ -35,6 +33,10 @@ type conversation struct {
 	msgs   []chat.Message
 	// digests are msgs' digests (digestOf), in order.
 	digests [][32]byte
+	// ids are msgs' identities (identityOf) and chains the history chains
+	// they end (historyChains), in order.
+	ids    [][32]byte
+	chains []string
 	// clientMarks: the client placed prompt-cache marks of its own; marked
 	// are the digests of the messages it marked.
 	clientMarks bool
@@ -51,51 +53,9 @@ type conversation struct {
 	passthrough string
 }
 
-// door is one provider shape: how to read its requests and answers, and
-// how to write the prepared view in it.
-type door interface {
-	// name tags the sessions and raw metadata of the door.
-	name() string
-	shape() wireShape
-	// upstream is the URL requests are forwarded to.
-	upstream(cfg *Config) string
-	// parse reads the conversation of a request body (InvalidError on bad
-	// input).
-	parse(fields map[string]json.RawMessage) (*conversation, error)
-	// build writes the prepared view into the request body to forward.
-	build(fields map[string]json.RawMessage, c *conversation, view []chat.Message, hints engine.CacheHints) error
-	// answer reads a non-streamed answer: the usage and the reply.
-	answer(body []byte) (usage, []chat.Message)
-	// stream follows a streamed answer.
-	stream(c *conversation) streamer
-	// toolJSON writes a tool definition contextd adds (expandloop.go);
-	// toolChoiceNone is the tool_choice that allows no tool call.
-	toolJSON(t chat.Tool) json.RawMessage
-	toolChoiceNone() json.RawMessage
-	// expandSeen looks for contextd_expand calls in an answer or one of
-	// its events, in every choice (first: the first choice calls it;
-	// other: another does); ok is false when it cannot read the data.
-	expandSeen(data []byte) (first, other, ok bool)
-	// echo puts the client's tools and tool_choice back where the
-	// provider echoes the request's in an answer or event (ok false when
-	// it cannot read the data).
-	echo(data []byte, tools, choice json.RawMessage) ([]byte, bool)
-}
-
-// streamer follows an SSE answer event by event.
-type streamer interface {
-	// event sees one event (its name and data) and says whether to pass it
-	// on to the client and whether it is the stream's last: once it is
-	// written, the answer is recorded.
-	event(name string, data []byte) (forward, last bool)
-	// result is the usage and reply seen; ok only after the last event.
-	result() (usage, []chat.Message, bool)
-}
-
-var sessionHeaderPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}$`)
-
-// serveDoor is the whole request: admit, parse, resolve the session,
-// prepare, forward, relay, record.
+// serveDoor is the whole request: admit, parse, read the client's signal,
+// identify the session and prepare the view (prepare.go, identify.go),
+// forward, relay, record.
 func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	shape := d.shape()
 	tenant, ok := g.admit(w, r, shape)
@@ -117,18 +77,12 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 		g.forward(w, r, d, c, objectJSON(fields), nil)
 		return
 	}
-	header := r.Header.Get(HeaderSession)
-	if header != "" && !sessionHeaderPattern.MatchString(header) {
-		writeError(w, shape, http.StatusBadRequest, errInvalid, HeaderSession+": must be 1 to 128 letters, digits, '.', '_', '~' or '-', starting with a letter or digit")
+	sig, err := signalOf(tenant, d.name(), r, fields)
+	if err != nil {
+		writeError(w, shape, http.StatusBadRequest, errInvalid, err.Error())
 		return
 	}
-	initial := header
-	if initial == "" {
-		initial = derivedID(tenant, d.name(), c)
-	}
-	if !g.awaitRecorded(ctx, tenant, initial) {
-		return
-	}
+	historyChains(d.name(), sig, c)
 	if _, known := g.cfg.Models.Lookup(c.model); !known {
 		w.Header().Add(HeaderWarning, fmt.Sprintf("model %q is not in contextd's registry: counted with the default window and encoding (approximate); add it with CONTEXTD_MODELS_FILE", c.model))
 	}
@@ -138,12 +92,13 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 		return
 	}
 	c.pins = pins
-	res, prep, key, err := g.prepare(ctx, tenant, d, c, header)
+	res, prep, key, err := g.prepare(ctx, tenant, d, c, sig)
 	if err != nil {
 		g.writeDomainError(ctx, w, shape, err)
 		return
 	}
 	g.digests.extend(tenant, res.id, res.created, storedTail(prep.Messages, res.fresh))
+	prep.Messages = asSent(prep.Messages, c)
 	client := toolsOf(fields)
 	expandOn := len(prep.Tools) > 0 && !manyChoices(fields)
 	if len(prep.Tools) > 0 && !expandOn {
@@ -161,7 +116,11 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	}
 	body := objectJSON(fields)
 	h := w.Header()
-	h.Set(HeaderSession, res.id)
+	if res.named {
+		// Only a session the caller named, or its signal derives, or this
+		// request made: never one a stranger's conversation made.
+		h.Set(HeaderSession, res.id)
+	}
 	h.Set(HeaderHistory, res.history)
 	if res.from != "" {
 		h.Set(HeaderHistory, res.history+"; from="+res.from)
@@ -171,10 +130,11 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	for _, warn := range prep.Status.Warnings {
 		h.Add(HeaderWarning, headerSafe(warn))
 	}
-	// Until this answer is recorded, the session's next request waits
-	// (awaitRecorded), here under both its names.
+	// Until this answer is recorded, the session is busy (no stranger's
+	// request lands in it), and a request carrying its reply waits for it
+	// (awaitReply).
 	pending := make(chan struct{})
-	names := []string{tenant + "\x00" + res.id, tenant + "\x00" + initial}
+	names := []string{tenant + "\x00" + res.id}
 	for _, n := range names {
 		g.inflight.Store(n, pending)
 	}
@@ -194,6 +154,16 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 		// The answer is out: record it without holding the client.
 		if !g.startRecord() {
 			return
+		}
+		recordingKey := recordingKey(tenant, res.id)
+		g.inflight.Store(recordingKey, pending)
+		names = append(names, recordingKey)
+		if res.repeat == 0 && len(reply) > 0 {
+			if chain := replyStamp(c, reply); chain != "" {
+				n := replyKey(tenant, chain)
+				g.inflight.Store(n, pending)
+				names = append(names, n)
+			}
 		}
 		recording = true
 		go func() {
@@ -219,88 +189,6 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 func manyChoices(fields map[string]json.RawMessage) bool {
 	var n float64
 	return json.Unmarshal(fields["n"], &n) == nil && n > 1
-}
-
-// maxRecordWait bounds how long a request waits for the previous answer
-// of its session to be recorded (each write has its own 30 s deadline).
-const maxRecordWait = time.Minute
-
-// prepare resolves the request's session and runs PrepareContext with
-// what is new. The append expects the session at the version its log was
-// matched at, so a message another replica appended meanwhile (the reply
-// of the previous call, say) is never appended twice: the request is
-// matched again, with backoff until the request's deadline (conflicts.go).
-func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, header string) (resolved, engine.PrepareResult, string, error) {
-	noRepeat := false
-	var retry conflicts
-	for {
-		res, err := g.resolve(ctx, tenant, d, c, header, noRepeat)
-		if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
-			continue
-		}
-		if err != nil {
-			return resolved{}, engine.PrepareResult{}, "", err
-		}
-		key := requestKey(res.id, c.digests)
-		pin(res.fresh, c.pins)
-		in := engine.PrepareInput{Messages: res.fresh}
-		if len(res.fresh) > 0 {
-			in.IdempotencyKey, in.ExpectedVersion = "gw-"+key, &res.version
-		}
-		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
-		if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
-			continue
-		}
-		if err != nil {
-			g.unmake(ctx, tenant, res)
-			return resolved{}, engine.PrepareResult{}, "", err
-		}
-		if res.repeat > 0 {
-			// Send the view without the replies this request does not
-			// carry; if they are not its tail (a compaction moved them),
-			// the request goes on in a session of its own.
-			if !stripReplies(&prep, res.repeatD) {
-				noRepeat = true
-				continue
-			}
-		}
-		return res, prep, key, nil
-	}
-}
-
-// stripReplies removes the replies of digests from the end of the view.
-func stripReplies(prep *engine.PrepareResult, digests [][32]byte) bool {
-	view := prep.Messages
-	if prep.Delta || len(view) < len(digests) {
-		return false
-	}
-	tail := view[len(view)-len(digests):]
-	for i := range tail {
-		if tail[i].Kind != "" && tail[i].Kind != chat.KindNormal || storedDigest(&tail[i]) != digests[i] {
-			return false
-		}
-	}
-	prep.Messages = view[:len(view)-len(digests)]
-	return true
-}
-
-// awaitRecorded waits until the last answer relayed for the session is
-// recorded; false when the client went away meanwhile.
-func (g *Gateway) awaitRecorded(ctx context.Context, tenant, id string) bool {
-	v, ok := g.inflight.Load(tenant + "\x00" + id)
-	if !ok {
-		return true
-	}
-	t := time.NewTimer(maxRecordWait)
-	defer t.Stop()
-	select {
-	case <-v.(chan struct{}):
-		return true
-	case <-t.C:
-		return true // matched as it is: at worst the reply comes from the client
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // objectJSON writes an object of fields, keys sorted. The values are
@@ -510,13 +398,18 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, d door, c *con
 		writeError(w, d.shape(), http.StatusBadGateway, errUpstream, "the provider's answer could not be read: "+upstreamReason(err))
 		return
 	}
+	if rw, ok := d.(answerRewriter); ok {
+		answer = rw.clientAnswer(answer)
+	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
 	w.WriteHeader(resp.StatusCode)
-	if _, err := w.Write(answer); err != nil {
-		return // the client did not get the answer: nothing to record
-	}
+	// Recorded from before the client has it, so the client's next request
+	// (which may come as soon as it has it) finds it recording and waits
+	// for it (awaitReply); an answer the client did not get is its retry's
+	// repeat.
 	u, reply := d.answer(answer)
 	done(u, reply)
+	_, _ = w.Write(answer)
 }
 
 // copyBody relays a body as it comes, flushing each read.
@@ -586,17 +479,19 @@ func (g *Gateway) relay(ctx context.Context, w http.ResponseWriter, resp *http.R
 			if hasData || name != "" {
 				forward, last = st.event(name, data)
 			}
+			if last {
+				// Recorded from before the client has the last event
+				// (see forward).
+				if u, reply, ok := st.result(); ok {
+					done(u, reply)
+				}
+			}
 			if forward {
 				if _, werr := w.Write(ev); werr != nil {
 					return
 				}
 				if !flushed(rc) {
 					return // the client is gone or stopped reading (write deadline)
-				}
-			}
-			if last {
-				if u, reply, ok := st.result(); ok {
-					done(u, reply)
 				}
 			}
 			ev, data, name, hasData = ev[:0], data[:0], "", false

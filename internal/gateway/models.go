@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 
@@ -69,7 +68,7 @@ func (g *Gateway) serveCount(w http.ResponseWriter, r *http.Request) {
 		g.writeDomainError(ctx, w, shape, err)
 		return
 	}
-	msgs, err := g.wouldSend(r, tenant, c)
+	msgs, err := g.wouldSend(r, tenant, c, fields)
 	if err != nil {
 		g.writeDomainError(ctx, w, shape, err)
 		return
@@ -88,23 +87,23 @@ func (g *Gateway) serveCount(w http.ResponseWriter, r *http.Request) {
 }
 
 // wouldSend is the view a request would be sent with, were it served now
-// and without compacting: the session the resolver would land it in (a
-// fork's too), its active view and what is new; or the request's own
-// messages when that session does not exist yet. The resolver runs
-// read-only: nothing is created or changed.
-func (g *Gateway) wouldSend(r *http.Request, tenant string, c *conversation) ([]chat.Message, error) {
+// and without compacting: its session's active view and what is new, or
+// the request's own messages when it extends no session.
+func (g *Gateway) wouldSend(r *http.Request, tenant string, c *conversation, fields map[string]json.RawMessage) ([]chat.Message, error) {
 	ctx := r.Context()
-	res, err := g.resolve(withReadOnly(ctx), tenant, g.msgs, c, r.Header.Get(HeaderSession), false)
+	sig, err := signalOf(tenant, doorAnthropic, r, fields)
 	if err != nil {
-		return nil, err
+		return nil, chat.Invalid(HeaderSession, "%v", err)
 	}
-	if res.version == 0 {
-		return c.msgs, nil // a session the request would make
+	historyChains(doorAnthropic, sig, c)
+	id, k, err := g.landing(ctx, tenant, c, sig)
+	if err != nil || id == "" {
+		return c.msgs, err
 	}
 	var view []chat.Message
 	page := engine.Page{Size: 1000}
 	for {
-		p, err := g.cfg.Engine.GetMessages(ctx, tenant, res.id, engine.ViewActive, page)
+		p, err := g.cfg.Engine.GetMessages(ctx, tenant, id, engine.ViewActive, page)
 		if err != nil {
 			return nil, err
 		}
@@ -114,18 +113,5 @@ func (g *Gateway) wouldSend(r *http.Request, tenant string, c *conversation) ([]
 		}
 		page.Token = p.Next
 	}
-	if res.repeat > 0 {
-		// Sent without the replies it does not carry (stripReplies).
-		return view[:max(len(view)-res.repeat, 0)], nil
-	}
-	return append(view, res.fresh...), nil
+	return append(view, c.msgs[k:]...), nil
 }
-
-// readOnlyKey marks a context whose resolve changes nothing (a count).
-type readOnlyKey struct{}
-
-func withReadOnly(ctx context.Context) context.Context {
-	return context.WithValue(ctx, readOnlyKey{}, true)
-}
-
-func readOnly(ctx context.Context) bool { return ctx.Value(readOnlyKey{}) != nil }

@@ -53,6 +53,18 @@ type oaPart struct {
 		URL    string `json:"url"`
 		Detail string `json:"detail"`
 	} `json:"image_url"`
+	// raw is the part as the client wrote it (audio, files and parts yet
+	// unknown are identified by all of it).
+	raw json.RawMessage
+}
+
+func (p *oaPart) UnmarshalJSON(b []byte) error {
+	type plain oaPart
+	if err := json.Unmarshal(b, (*plain)(p)); err != nil {
+		return err
+	}
+	p.raw = append(json.RawMessage(nil), b...)
+	return nil
 }
 
 // common reads the fields every OpenAI request shares.
@@ -251,9 +263,9 @@ func oaToDomain(m oaMessage, f string) (chat.Message, []string, error) {
 				out.Parts = append(out.Parts, chat.Part{Type: chat.PartImage, Image: &chat.Image{MediaType: dataURLType(p.ImageURL.URL), Detail: p.ImageURL.Detail}})
 				extra = append(extra, sourceDigest([]byte(p.ImageURL.URL)))
 			default:
-				// Audio, files and parts yet unknown ride along verbatim.
-				b, _ := json.Marshal(p)
-				extra = append(extra, sourceDigest(b))
+				// Audio, files and parts yet unknown ride along verbatim,
+				// identified by every byte of them (two audios differ).
+				extra = append(extra, sourceDigest(p.raw))
 			}
 		}
 	case "assistant":

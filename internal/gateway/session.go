@@ -2,12 +2,9 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base32"
 	"errors"
-	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,173 +14,8 @@ import (
 	"github.com/contextd/contextd/internal/store"
 )
 
-// How a request's history related to its session's log, as the
-// X-Contextd-History header says it.
-const (
-	historyNew       = "new"       // the session was created by this request
-	historyExtended  = "extended"  // the request added messages to the log
-	historyUnchanged = "unchanged" // nothing new (a retry, or a repeated call)
-	historyRepeated  = "repeated"  // the request again, without the reply it got: answered from the session, nothing stored
-	historyRewound   = "rewound"   // the request is a strict prefix of the log: a new session
-	historyEdited    = "edited"    // the request's last message differs from the log's: a new session
-	historyForked    = "forked"    // the request differs from the log earlier and goes on: a new session
-)
-
-// maxForkHops bounds the walk from a conversation's first session through
-// the sessions of its edits and rewinds.
-const maxForkHops = 32
-
-// resolved is the session a request landed in, and what to append to it.
-type resolved struct {
-	id      string
-	created time.Time // the session's creation time (its incarnation)
-	made    bool      // this request created the session
-	version int64     // the session's version the log was matched at
-	// repeat: the request is the session's history but for its last
-	// replies (a retry of a call that was answered, or a second sample):
-	// it is sent without those replies and nothing is stored.
-	repeat  int
-	repeatD [][32]byte // the digests of those replies
-	history string
-	from    string // the session this one forked from, if any
-	fresh   []chat.Message
-}
-
-// derivedID names the session of a conversation whose client sent no
-// session header: the tenant, the door, and a digest of the conversation's
-// start (system prompt and first message).
-func derivedID(tenant, door string, c *conversation) string {
-	h := sha256.New()
-	for _, s := range []string{"contextd-gateway-v1", tenant, door, c.system} {
-		fmt.Fprintf(h, "%d:%s", len(s), s)
-	}
-	if len(c.digests) > 0 {
-		h.Write(c.digests[0][:])
-	}
-	return "gw-" + encodeID(h.Sum(nil))
-}
-
-// forkID names the session a request goes on in when its history leaves
-// session id after the k messages they share (digests[:k]): every branch
-// from that point (an edit of message k, a rewind to it) goes there, and
-// the walk goes on inside it, so a branch and its next turns land in one
-// session.
-func forkID(id string, digests [][32]byte, k int) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "contextd-fork-v2:%d:%s:%d:", len(id), id, k)
-	for _, d := range digests[:min(k, len(digests))] {
-		h.Write(d[:])
-	}
-	base, _, _ := strings.Cut(id, "~")
-	if len(base) > 115 {
-		base = base[:115] // ids are at most 128 bytes
-	}
-	return base + "~" + encodeID(h.Sum(nil))[:12]
-}
-
 func encodeID(b []byte) string {
 	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)[:26])
-}
-
-// resolve finds the request's session, creating it (or the session of an
-// edit or rewind) when needed, and says which of the request's messages
-// are new. Nothing is appended here: PrepareContext appends them.
-func (g *Gateway) resolve(ctx context.Context, tenant string, d door, c *conversation, header string, noRepeat bool) (resolved, error) {
-	id := header
-	if id == "" {
-		id = derivedID(tenant, d.name(), c)
-	}
-	var out resolved
-	for hop := 0; ; hop++ {
-		s, err := g.cfg.Engine.GetSession(ctx, tenant, id)
-		if errors.Is(err, store.ErrNotFound) && readOnly(ctx) {
-			// A count: the session the request would make (version 0).
-			out.id, out.fresh = id, c.msgs
-			return out, nil
-		}
-		if errors.Is(err, store.ErrNotFound) {
-			created, made, err := g.create(ctx, tenant, id, d, c)
-			if err != nil {
-				return resolved{}, err
-			}
-			out.id, out.created, out.fresh, out.made, out.version = id, created, c.msgs, made, 1
-			if out.history == "" {
-				out.history = historyNew
-			}
-			return out, nil
-		}
-		if err != nil {
-			return resolved{}, err
-		}
-		log, replies, closed, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
-		if err != nil {
-			return resolved{}, err
-		}
-		k := 0
-		for k < len(log) && k < len(c.digests) && log[k] == c.digests[k] {
-			k++
-		}
-		cut := false
-		if k == len(log) {
-			// A result for a call contextd closed as interrupted (the
-			// session was cleared or went on without it) cannot join
-			// this session: the request goes on in one of its own from
-			// there.
-			for j := k; j < len(c.msgs); j++ {
-				if id := resultOf(&c.msgs[j]); id != "" && closed[id] {
-					k, cut = j, true
-					break
-				}
-			}
-		}
-		repeat := !noRepeat && k == len(c.digests) && k < len(log) && !slices.Contains(replies[k:], false)
-		extends := k == len(log) && !cut
-		if repeat || extends {
-			// The request's session: only now may it follow the
-			// request's model, system prompt and tools.
-			if readOnly(ctx) {
-				// A count changes nothing.
-			} else if moved, err := g.follow(ctx, tenant, s.Session, c); err != nil {
-				return resolved{}, err
-			} else if moved != nil {
-				s.Session = *moved
-			}
-			out.id, out.created, out.version = id, s.CreatedAt, s.Version
-		}
-		if repeat {
-			out.history, out.from = historyRepeated, ""
-			out.repeat, out.repeatD = len(log)-k, log[k:]
-			return out, nil
-		}
-		if extends {
-			// An existing session (a branch's, too) that the request
-			// extends: the header says what happened in it.
-			out.fresh, out.from = c.msgs[k:], ""
-			out.history = historyUnchanged
-			if len(out.fresh) > 0 {
-				out.history = historyExtended
-			}
-			return out, nil
-		}
-		if hop == maxForkHops {
-			return resolved{}, fmt.Errorf("the conversation was edited or rewound more than %d times from session %q; send %s to name a session: %w",
-				maxForkHops, id, HeaderSession, engine.ErrFailedPrecondition)
-		}
-		// The request no longer extends this session's log: it goes on in
-		// a session of its own, never into this one.
-		if out.history == "" {
-			switch {
-			case k == len(c.digests):
-				out.history = historyRewound
-			case k == len(c.digests)-1:
-				out.history = historyEdited
-			default:
-				out.history = historyForked
-			}
-			out.from = id
-		}
-		id = forkID(id, c.digests, k)
-	}
 }
 
 // unmake deletes a session this request created when the request failed
@@ -200,17 +32,15 @@ func (g *Gateway) unmake(ctx context.Context, tenant string, res resolved) {
 }
 
 // create makes the session of a conversation, labelled with the door, and
-// returns its creation time and whether this call made it (false: a
-// concurrent first request did, and only that request may unmake it).
-func (g *Gateway) create(ctx context.Context, tenant, id string, d door, c *conversation) (time.Time, bool, error) {
+// returns its creation time; made is false when it existed already (a
+// concurrent twin of the request made it).
+func (g *Gateway) create(ctx context.Context, tenant, id string, d door, c *conversation) (created time.Time, made bool, err error) {
 	v, err := g.cfg.Engine.CreateSession(ctx, tenant, engine.NewSession{
 		ID: id, Model: c.model, System: c.system, Tools: c.tools,
 		Labels: map[string]string{SessionLabel: d.name()},
 	})
 	if errors.Is(err, store.ErrAlreadyExists) {
-		// A concurrent first request created it: the same session.
-		v, err = g.cfg.Engine.GetSession(ctx, tenant, id)
-		return v.CreatedAt, false, err
+		return time.Time{}, false, nil
 	}
 	return v.CreatedAt, err == nil, err
 }
@@ -256,7 +86,7 @@ func sameTools(a, b []chat.Tool) bool {
 	return true
 }
 
-// logCache keeps the digests of sessions' logs. The log is append-only, so
+// logCache keeps the identities (identityOf) of sessions' logs' messages. The log is append-only, so
 // what was read stays true: a request reads only the log's tail after what
 // the cache holds (one indexed read when nothing is new), and a session
 // deleted and created again under its id is told apart by its creation
@@ -328,7 +158,7 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 			if m.Kind != "" && m.Kind != chat.KindNormal {
 				continue
 			}
-			ent.digests = append(ent.digests, storedDigest(m))
+			ent.digests = append(ent.digests, identityOf(m))
 			ent.replies = append(ent.replies, m.Metadata[metaReply] != "")
 			added++
 		}
@@ -378,7 +208,7 @@ func (lc *logCache) extend(tenant, id string, created time.Time, msgs []chat.Mes
 		pos++
 	}
 	for i := range msgs {
-		ent.digests = append(ent.digests, storedDigest(&msgs[i]))
+		ent.digests = append(ent.digests, identityOf(&msgs[i]))
 		ent.replies = append(ent.replies, msgs[i].Metadata[metaReply] != "")
 	}
 	ent.last = pos

@@ -298,6 +298,7 @@ type Store interface {
 	// with perTenant would find a job (an idle worker's probe before it
 	// takes a writer).
 	HasDueJob(ctx context.Context, now time.Time, perTenant int) (bool, error)
+	HistoryFinder
 	// Ping checks the connection.
 	Ping(ctx context.Context) error
 	Close() error

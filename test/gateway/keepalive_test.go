@@ -38,7 +38,7 @@ func TestExpandLoopKeepalive(t *testing.T) {
 				strings.Contains(got.raw, "contextd_expand") || strings.Contains(fmt.Sprint(got.header), "contextd_expand") {
 				t.Fatalf("client got %+v, want the final answer %q...", got, want)
 			}
-			if got.header.Get("X-Contextd-Session") != id || !strings.HasPrefix(got.header.Get("Content-Type"), "text/event-stream") {
+			if got.header.Get("X-Contextd-History") != "extended" || !strings.HasPrefix(got.header.Get("Content-Type"), "text/event-stream") {
 				t.Errorf("headers %v", got.header)
 			}
 			s.checkLedger(id)

@@ -33,8 +33,8 @@ func TestChatHistoryLandsInOneSession(t *testing.T) {
 		}
 		if id == "" {
 			id = resp.Header.Get("X-Contextd-Session")
-		} else if got := resp.Header.Get("X-Contextd-Session"); got != id {
-			t.Errorf("session %q, want %q", got, id)
+		} else if got := resp.Header.Get("X-Contextd-Session"); got != "" {
+			t.Errorf("a session found by history was named: %q", got)
 		}
 		var out struct {
 			Choices []struct {

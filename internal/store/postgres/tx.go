@@ -125,7 +125,10 @@ func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs
 	if isUniqueViolation(err) {
 		return fmt.Errorf("message: %w", store.ErrAlreadyExists)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return t.indexHistory(ctx, tenant, sessionID, store.HistoryEntries(msgs))
 }
 
 func (t *txn) AppendView(ctx context.Context, tenant, sessionID string, entries []store.ViewEntry) error {

@@ -1,0 +1,48 @@
+package gateway
+
+import (
+	"maps"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// asSent puts into the view, in place of the stored copy of each message
+// the client sent in this request, the client's own version of it: what
+// goes upstream for a message that was not compacted is what the client
+// sent this time (its audio, files, images, reasoning, thinking and
+// unknown fields; a tool result it cleared, cleared), never the stored copy
+// of an earlier request. A stored message is the client's message k when
+// it carries the history chain the request's message k ends (identify.go),
+// so the two have the same identity and place. Placeholders and summaries
+// stay contextd's. The stored copy's place (id, position, kind, tokens)
+// and its other metadata are kept; the view is copied before it is changed
+// (the engine may hold it).
+func asSent(view []chat.Message, c *conversation) []chat.Message {
+	out := view
+	copied := false
+	for i := range view {
+		e, ok := store.HistoryOf(&view[i])
+		if !ok || e.Length > int64(len(c.msgs)) || c.chains[e.Length-1] != e.Chain {
+			continue
+		}
+		client := &c.msgs[e.Length-1]
+		if view[i].Metadata[metaDigest] == client.Metadata[metaDigest] && view[i].Metadata[metaRaw] == client.Metadata[metaRaw] {
+			continue // the same bytes as stored (the usual case): nothing to change
+		}
+		if !copied {
+			out, copied = append([]chat.Message(nil), view...), true
+		}
+		m := out[i]
+		m.Parts, m.Name = client.Parts, client.Name
+		m.Metadata = maps.Clone(m.Metadata)
+		delete(m.Metadata, metaRaw)
+		for _, k := range []string{metaRaw, metaDigest} {
+			if v, ok := client.Metadata[k]; ok {
+				m.Metadata[k] = v
+			}
+		}
+		out[i] = m
+	}
+	return out
+}

@@ -1,0 +1,512 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// Identify: which session a request belongs to (the second stage of the
+// request path, after admit). A session is named by what the client
+// already says (signal.go); without that, the conversation is looked up
+// by its whole history in the tenant's history index: the session whose
+// log is the longest prefix of the request's history, found by the
+// rolling digest of each prefix (one indexed read for the usual request,
+// which adds one or two messages to its session). Two conversations that
+// differ anywhere never land in one session after their first difference;
+// no session is ever shared with a stranger by its opening.
+
+// How a request's history related to its session's log, as the
+// X-Contextd-History header says it.
+const (
+	historyNew       = "new"       // the session was created by this request
+	historyExtended  = "extended"  // the request added messages to the log
+	historyUnchanged = "unchanged" // nothing new (a retry, or a repeated call)
+	historyRepeated  = "repeated"  // the request again, without the reply it got: answered from the session, nothing stored
+	historyRewound   = "rewound"   // the request is a strict prefix of the log: a new session
+	historyEdited    = "edited"    // the request's last message differs from the log's: a new session
+	historyForked    = "forked"    // the request differs from the log earlier and goes on: a new session
+)
+
+// resolved is the session a request landed in, and what to append to it.
+type resolved struct {
+	id      string
+	created time.Time // the session's creation time (its incarnation)
+	made    bool      // this request created the session
+	version int64     // the session's version the log was matched at
+	// repeat: the request is the session's history but for its last
+	// replies (a retry of a call that was answered, or a second sample):
+	// it is sent without those replies and nothing is stored.
+	repeat  int
+	repeatD [][32]byte // the identities of those replies
+	history string
+	// from is the session this one forked from, when the caller may know
+	// it (its own signal's); named: the response may name the session (the
+	// caller sent it, its signal derives it, or this request made it).
+	from  string
+	named bool
+	fresh []chat.Message
+}
+
+// historyChains computes the identities and history chains of c's
+// messages (identityOf, chainNext) within the scope of its signal.
+func historyChains(door string, sig signal, c *conversation) {
+	c.ids = make([][32]byte, len(c.msgs))
+	c.chains = make([]string, len(c.msgs))
+	prev := chainStart(door, sig.scope)
+	for i := range c.msgs {
+		c.ids[i] = identityOf(&c.msgs[i])
+		prev = chainNext(prev, c.ids[i])
+		c.chains[i] = hex.EncodeToString(prev[:])
+	}
+}
+
+// chainStart is the chain of an empty history: the door and the signal's
+// scope, so conversations of other doors or other signals never meet.
+func chainStart(door, scope string) [16]byte {
+	h := sha256.New()
+	for _, s := range []string{"contextd-history-v1", door, scope} {
+		fmt.Fprintf(h, "%d:%s", len(s), s)
+	}
+	var out [16]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// chainNext chains a message's identity onto its prefix's chain.
+func chainNext(prev [16]byte, id [32]byte) [16]byte {
+	h := sha256.New()
+	h.Write(prev[:])
+	h.Write(id[:])
+	var out [16]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// identityOf identifies a message by what a client keeps stable when it
+// resends it, so a benign re-serialization is the same message:
+//   - a user (or system) message by its whole content (digestOf: text,
+//     images', audio's and files' data; cache marks do not count);
+//   - an assistant message by its text (trimmed) and its tool calls' ids
+//     and names: not their arguments, which clients resend with schema
+//     defaults filled in or keys reordered, nor thinking or reasoning,
+//     which clients drop or keep;
+//   - a tool result by the call it answers: clients clear old results
+//     (Qwen Code's "[Old tool result content cleared]"), and the call's id,
+//     made by the provider for that call, already tells it apart.
+//
+// What goes upstream is still the client's own bytes (build), so nothing
+// the identity leaves out is lost.
+func identityOf(m *chat.Message) [32]byte {
+	switch m.Role {
+	case chat.RoleAssistant:
+		h := sha256.New()
+		w := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
+		w("assistant")
+		w(m.Name)
+		var text []string
+		for _, p := range m.Parts {
+			switch p.Type {
+			case chat.PartText:
+				if t := strings.TrimSpace(p.Text); t != "" {
+					text = append(text, t)
+				}
+			case chat.PartToolCall:
+				w("c")
+				w(p.ToolCall.ID)
+				w(p.ToolCall.Name)
+			}
+		}
+		w(strings.Join(text, "\n"))
+		var d [32]byte
+		h.Sum(d[:0])
+		return d
+	case chat.RoleTool:
+		if id := resultOf(m); id != "" {
+			return sha256.Sum256([]byte("tool-result:" + id))
+		}
+	}
+	return storedDigest(m)
+}
+
+// historyStamp records on fresh (the request's messages from index k on)
+// their place in the history, so the append indexes them.
+func historyStamp(c *conversation, fresh []chat.Message, k int) {
+	for i := range fresh {
+		setMeta(&fresh[i], store.HistoryMetadata, strconv.Itoa(k+i+1)+":"+c.chains[k+i])
+	}
+}
+
+// replyStamp records on a reply its place after the request's history,
+// and returns the chain of its last message (the history a request that
+// carries the reply has).
+func replyStamp(c *conversation, reply []chat.Message) string {
+	n := len(c.msgs)
+	var prev [16]byte
+	if n == 0 || len(c.chains) != n {
+		return ""
+	}
+	b, _ := hex.DecodeString(c.chains[n-1])
+	copy(prev[:], b)
+	last := ""
+	for i := range reply {
+		prev = chainNext(prev, identityOf(&reply[i]))
+		last = hex.EncodeToString(prev[:])
+		setMeta(&reply[i], store.HistoryMetadata, strconv.Itoa(n+i+1)+":"+last)
+	}
+	return last
+}
+
+// maxHeadProbe is how many of a request's last histories the first read
+// of the index checks (a request usually adds one or two messages, or a
+// few tool results, to its session).
+const maxHeadProbe = 8
+
+// candidates finds sessions whose log may be a prefix of c's history: the
+// heads of the index among c's chains, longest first. The last chains are
+// read first; the rest, only when none of them is a head. shared is the
+// longest of c's histories any session holds (a fork's shared prefix).
+func (g *Gateway) candidates(ctx context.Context, tenant string, c *conversation) (heads []store.HistoryHit, shared int64, err error) {
+	n := len(c.chains)
+	for end := n; end > 0; {
+		start := max(0, end-maxHeadProbe)
+		if end < n {
+			start = max(0, end-500)
+		}
+		hits, err := g.cfg.Engine.FindHistory(ctx, tenant, c.chains[start:end], 0)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, h := range hits {
+			shared = max(shared, h.Length)
+		}
+		if len(hits) > 0 && hits[0].Head {
+			return hits, shared, nil
+		}
+		end = start
+	}
+	return nil, shared, nil
+}
+
+// headsOf is the sessions of hits' longest head.
+func headsOf(hits []store.HistoryHit) []string {
+	var out []string
+	for _, h := range hits {
+		if h.Head && h.Length == hits[0].Length {
+			out = append(out, h.SessionID)
+		}
+	}
+	return out
+}
+
+// repeats finds sessions holding c's whole history, not as their head:
+// the request may be one answered before (repeated).
+func (g *Gateway) repeats(ctx context.Context, tenant string, c *conversation) ([]store.HistoryHit, error) {
+	if len(c.chains) == 0 {
+		return nil, nil
+	}
+	return g.cfg.Engine.FindHistory(ctx, tenant, c.chains[len(c.chains)-1:], 0)
+}
+
+// busy reports whether a session has a call upstream: a request never
+// lands in (nor waits for) a session whose call is still out, so none
+// waits for another conversation's upstream call. A session whose answer
+// is out and being recorded is waited for (a few writes), so a request
+// finds it as its next request will.
+func (g *Gateway) busy(ctx context.Context, tenant, id string) bool {
+	if v, ok := g.inflight.Load(recordingKey(tenant, id)); ok {
+		t := time.NewTimer(maxRecordWait)
+		defer t.Stop()
+		select {
+		case <-v.(chan struct{}):
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	_, ok := g.inflight.Load(tenant + "\x00" + id)
+	return ok
+}
+
+// recordingKey names, in the in-flight map, a session whose answer is
+// being recorded.
+func recordingKey(tenant, id string) string {
+	return "recording\x00" + tenant + "\x00" + id
+}
+
+// identify finds the request's session, creating it when needed, and
+// says which of the request's messages are new. Nothing is appended here:
+// PrepareContext appends them (prepare).
+func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conversation, sig signal, noRepeat bool) (resolved, error) {
+	if !g.awaitReply(ctx, tenant, c) {
+		return resolved{}, ctx.Err()
+	}
+	// The session whose log is the longest prefix of the request.
+	hits, shared, err := g.candidates(ctx, tenant, c)
+	if err != nil {
+		return resolved{}, err
+	}
+	left := false // the request left the signal's session
+	// Sessions whose logs are the same history cannot be told apart: a
+	// random one, so that conversations that start alike spread over them
+	// rather than all race for the first.
+	heads := headsOf(hits)
+	mrand.Shuffle(len(heads), func(i, j int) { heads[i], heads[j] = heads[j], heads[i] })
+	for _, id := range heads {
+		if g.busy(ctx, tenant, id) {
+			continue
+		}
+		if res, ok, _, err := g.tryJoin(ctx, tenant, id, c, sig, noRepeat); err != nil || ok {
+			return res, err
+		}
+	}
+	// The signal's own session (also one made through the API, whose
+	// messages the index does not hold).
+	if sig.id != "" {
+		res, ok, m, err := g.tryJoin(ctx, tenant, sig.id, c, sig, noRepeat)
+		if err != nil || ok {
+			return res, err
+		}
+		if m == nil {
+			return g.make(ctx, tenant, sig.id, d, c, sig, historyNew)
+		}
+		shared, left = max(shared, int64(m.k)), true
+	}
+	// A request answered before, again.
+	if !noRepeat {
+		reps, err := g.repeats(ctx, tenant, c)
+		if err != nil {
+			return resolved{}, err
+		}
+		for _, h := range reps {
+			if h.Head || g.busy(ctx, tenant, h.SessionID) {
+				continue
+			}
+			if res, ok, _, err := g.tryJoin(ctx, tenant, h.SessionID, c, sig, false); err != nil || ok && res.repeat > 0 {
+				return res, err
+			}
+		}
+	}
+	// A conversation of its own. It shares a prefix with a session when
+	// the index holds one of its histories: a fork.
+	how := historyNew
+	if n := int64(len(c.msgs)); shared > 0 || left {
+		switch {
+		case shared >= n:
+			how = historyRewound
+		case shared == n-1:
+			how = historyEdited
+		default:
+			how = historyForked
+		}
+	}
+	id := ""
+	if sig.id != "" {
+		id = forkID(sig.id, c)
+	} else {
+		id = "gw-" + randomID()
+	}
+	res, err := g.make(ctx, tenant, id, d, c, sig, how)
+	if err == nil && sig.id != "" && how != historyNew {
+		res.from = sig.id
+	}
+	return res, err
+}
+
+// logMatch is how a request's history meets a session's log.
+type logMatch struct {
+	s       store.Session
+	log     [][32]byte // the identities of the log's client messages
+	replies []bool     // log[i] is a reply the gateway recorded
+	k       int        // the request's first k messages are the log's first k
+	extends bool       // the log is a prefix of the request's history
+	repeat  bool       // the request is the log but for its last replies
+}
+
+// match reads session id (nil when it does not exist) and matches the
+// request against its log (the identities of its client messages, kept by
+// logCache: one indexed read when nothing is new).
+func (g *Gateway) match(ctx context.Context, tenant, id string, c *conversation, noRepeat bool) (*logMatch, error) {
+	s, err := g.cfg.Engine.GetSession(ctx, tenant, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	log, replies, closed, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
+	if err != nil {
+		return nil, err
+	}
+	m := &logMatch{s: s.Session, log: log, replies: replies}
+	for m.k < len(log) && m.k < len(c.ids) && log[m.k] == c.ids[m.k] {
+		m.k++
+	}
+	m.extends = m.k == len(log)
+	if m.extends {
+		// A result for a call contextd closed as interrupted (the session
+		// was cleared or went on without it) cannot join this session.
+		for j := m.k; j < len(c.msgs); j++ {
+			if id := resultOf(&c.msgs[j]); id != "" && closed[id] {
+				m.extends = false
+				break
+			}
+		}
+	}
+	m.repeat = !noRepeat && m.k == len(c.ids) && m.k < len(log) && !slices.Contains(replies[m.k:], false)
+	return m, nil
+}
+
+// tryJoin joins the request to session id when the request extends it,
+// repeats it, or is it (ok); m is how they met (nil: no such session).
+func (g *Gateway) tryJoin(ctx context.Context, tenant, id string, c *conversation, sig signal, noRepeat bool) (res resolved, ok bool, m *logMatch, err error) {
+	m, err = g.match(ctx, tenant, id, c, noRepeat)
+	if err != nil || m == nil {
+		return resolved{}, false, m, err
+	}
+	if m.repeat && (m.s.SystemPrompt != c.system || m.s.Model != c.model || !sameTools(m.s.Tools, c.tools)) {
+		// Not the same request again: a repeat never changes the session
+		// it is answered from.
+		m.repeat = false
+	}
+	if !m.extends && !m.repeat {
+		return resolved{}, false, m, nil
+	}
+	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version,
+		named: sig.id != "" && (id == sig.id || strings.HasPrefix(id, sig.id+"~"))}
+	// The request's session: only now may it follow the request's model,
+	// system prompt and tools.
+	if moved, err := g.follow(ctx, tenant, m.s, c); err != nil {
+		return resolved{}, false, m, err
+	} else if moved != nil {
+		res.version, res.created = moved.Version, moved.CreatedAt
+	}
+	if m.repeat {
+		res.history, res.repeat, res.repeatD = historyRepeated, len(m.log)-m.k, m.log[m.k:]
+		return res, true, m, nil
+	}
+	res.fresh = c.msgs[m.k:]
+	historyStamp(c, res.fresh, m.k)
+	res.history = historyUnchanged
+	if len(res.fresh) > 0 {
+		res.history = historyExtended
+	}
+	return res, true, m, nil
+}
+
+// landing is the session the request would land in now and how many of
+// its messages that session's log holds; "" when it would start a session
+// of its own. Nothing is created or changed (count_tokens).
+func (g *Gateway) landing(ctx context.Context, tenant string, c *conversation, sig signal) (string, int, error) {
+	hits, _, err := g.candidates(ctx, tenant, c)
+	if err != nil {
+		return "", 0, err
+	}
+	var ids []string
+	for _, id := range headsOf(hits) {
+		if !g.busy(ctx, tenant, id) {
+			ids = append(ids, id)
+		}
+	}
+	if sig.id != "" {
+		ids = append(ids, sig.id)
+	}
+	for _, id := range ids {
+		m, err := g.match(ctx, tenant, id, c, true)
+		if err != nil {
+			return "", 0, err
+		}
+		if m != nil && m.extends {
+			return id, m.k, nil
+		}
+	}
+	return "", 0, nil
+}
+
+// make creates session id for the request, all of whose messages are new.
+func (g *Gateway) make(ctx context.Context, tenant, id string, d door, c *conversation, sig signal, how string) (resolved, error) {
+	created, made, err := g.create(ctx, tenant, id, d, c)
+	if err != nil {
+		return resolved{}, err
+	}
+	if !made {
+		// A concurrent twin of this request (the same signal and history)
+		// made it first: the same session, matched as usual.
+		res, ok, _, err := g.tryJoin(ctx, tenant, id, c, sig, false)
+		if err != nil {
+			return resolved{}, err
+		}
+		if !ok {
+			return resolved{}, fmt.Errorf("session %q changed while this request was matched: %w", id, store.ErrVersionConflict)
+		}
+		return res, nil
+	}
+	res := resolved{id: id, created: created, made: true, named: true, version: 1, history: how, fresh: c.msgs}
+	historyStamp(c, res.fresh, 0)
+	return res, nil
+}
+
+// forkID names the session a signalled conversation goes on in when its
+// history no longer extends the signal's session: the same request (a
+// retry, another replica) names the same one.
+func forkID(base string, c *conversation) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "contextd-fork-v3:%d:%s:", len(base), base)
+	if n := len(c.chains); n > 0 {
+		h.Write([]byte(c.chains[n-1]))
+	}
+	if len(base) > 115 {
+		base = base[:115] // ids are at most 128 bytes
+	}
+	return base + "~" + encodeID(h.Sum(nil))[:12]
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return encodeID(b[:])
+}
+
+// maxRecordWait bounds how long a request waits for a reply it carries to
+// be recorded (each write has its own 30 s deadline).
+const maxRecordWait = time.Minute
+
+// awaitReply waits while a reply the request carries is being recorded
+// (its answer reached the client before its session's log has it), so the
+// request finds it in the log. It waits only for a reply this request
+// carries, never for a stranger's call; false when the client went away.
+func (g *Gateway) awaitReply(ctx context.Context, tenant string, c *conversation) bool {
+	for i := len(c.chains) - 1; i >= 0; i-- {
+		v, ok := g.inflight.Load(replyKey(tenant, c.chains[i]))
+		if !ok {
+			continue
+		}
+		t := time.NewTimer(maxRecordWait)
+		select {
+		case <-v.(chan struct{}):
+		case <-t.C: // matched as it is: at worst the reply comes from the client
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+		t.Stop()
+		return true
+	}
+	return true
+}
+
+// replyKey names, in the in-flight map, a reply being recorded by the
+// history chain it ends.
+func replyKey(tenant, chain string) string {
+	return "reply\x00" + tenant + "\x00" + chain
+}

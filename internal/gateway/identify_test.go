@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"testing"
+
+	"github.com/contextd/contextd/internal/chat"
+)
+
+// TestIdentityOf: what clients change without meaning anything leaves a
+// message's identity alone; what it says changes it.
+func TestIdentityOf(t *testing.T) {
+	call := func(args string, text string) chat.Message {
+		m := chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c1", Name: "Edit", Arguments: args}}}}
+		if text != "" {
+			m.Parts = append([]chat.Part{{Type: chat.PartText, Text: text}}, m.Parts...)
+		}
+		return m
+	}
+	result := func(content string) chat.Message {
+		return chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c1", Content: content}}}}
+	}
+	user := func(text string, extra ...string) chat.Message {
+		m := chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
+		stamp(&m, extra)
+		return m
+	}
+	same := []struct {
+		name string
+		a, b chat.Message
+	}{
+		{"arguments with defaults and other key order", call(`{"a":1}`, ""), call(`{"b": false, "a": 1}`, "")},
+		{"space around the text", call(`{}`, "ok"), call(`{}`, " ok\n")},
+		{"a cleared result", result("the whole file"), result("[Old tool result content cleared]")},
+	}
+	for _, tc := range same {
+		if identityOf(&tc.a) != identityOf(&tc.b) {
+			t.Errorf("%s: identities differ", tc.name)
+		}
+	}
+	differ := []struct {
+		name string
+		a, b chat.Message
+	}{
+		{"user text", user("fix a.go"), user("fix b.go")},
+		{"audio data", user("", "AAAA"), user("", "BBBB")},
+		{"assistant text", call(`{}`, "yes"), call(`{}`, "no")},
+		{"another call", call(`{}`, ""), chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c2", Name: "Edit"}}}}},
+	}
+	for _, tc := range differ {
+		if identityOf(&tc.a) == identityOf(&tc.b) {
+			t.Errorf("%s: identities are the same", tc.name)
+		}
+	}
+	// Chains: a difference anywhere changes every chain after it; the
+	// system prompt is not part of them; the signal's scope is.
+	conv := func(texts ...string) *conversation {
+		c := &conversation{system: texts[0]}
+		for _, s := range texts[1:] {
+			c.msgs = append(c.msgs, user(s))
+		}
+		return c
+	}
+	a, b, sys := conv("s", "1", "2", "3"), conv("s", "1", "x", "3"), conv("other system", "1", "2", "3")
+	for _, c := range []*conversation{a, b, sys} {
+		historyChains(doorOpenAIChat, signal{}, c)
+	}
+	if a.chains[0] != b.chains[0] || a.chains[1] == b.chains[1] || a.chains[2] == b.chains[2] {
+		t.Errorf("chains %v and %v", a.chains, b.chains)
+	}
+	if a.chains[2] != sys.chains[2] {
+		t.Error("the system prompt changed the chains")
+	}
+	scoped := conv("s", "1", "2", "3")
+	historyChains(doorOpenAIChat, signal{scope: "cc:1"}, scoped)
+	if scoped.chains[0] == a.chains[0] {
+		t.Error("a signal's scope did not change the chains")
+	}
+}
+
+// TestSplitReplay: pieces within the budget, cut before user messages,
+// nothing lost or reordered.
+func TestSplitReplay(t *testing.T) {
+	var msgs []chat.Message
+	for i := range 30 {
+		role := chat.RoleUser
+		if i%3 != 0 {
+			role = chat.RoleAssistant
+		}
+		msgs = append(msgs, chat.Message{Role: role, Parts: []chat.Part{{Type: chat.PartText, Text: string(rune('a' + i%26))}}})
+	}
+	pieces := splitReplay(msgs, 100)
+	n := 0
+	for i, p := range pieces {
+		if i > 0 && p[0].Role != chat.RoleUser {
+			t.Errorf("piece %d starts with %s", i, p[0].Role)
+		}
+		var size int64
+		for j := range p {
+			size += messageSize(&p[j])
+		}
+		if size > 100 && len(p) > 3 {
+			t.Errorf("piece %d is %d bytes", i, size)
+		}
+		n += len(p)
+	}
+	if n != len(msgs) || len(pieces) < 3 {
+		t.Errorf("%d pieces holding %d messages", len(pieces), n)
+	}
+}

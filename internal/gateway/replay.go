@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/engine"
+)
+
+// A request that brings a long history into a session in one go (a fork, a
+// conversation contextd has not seen, a client's --continue) would be one
+// append past CONTEXTD_MAX_VIEW_WINDOWS times the window and refused on
+// its own, on every later call too. It is fed instead in pieces of about a
+// window each, cut before a user message, each through PrepareContext, so
+// the session is compacted between them like any other: the request is
+// never refused because its replay is long.
+
+// replayBytesPerToken is the byte count a piece is estimated with (text
+// runs at 3 to 4 bytes a token; 3 errs on the side of smaller pieces).
+const replayBytesPerToken = 3
+
+// replayLong appends all but the last piece of res.fresh, when it is
+// longer than about a window, and leaves the last piece in res.fresh at
+// the session's new version. Each piece has its own idempotency key, so a
+// retried request appends it once.
+func (g *Gateway) replayLong(ctx context.Context, tenant string, c *conversation, res *resolved, key string) error {
+	m, _ := g.cfg.Models.Lookup(c.model)
+	budget := int64(m.ContextWindow) * replayBytesPerToken
+	if budget <= 0 || len(res.fresh) < 2 {
+		return nil
+	}
+	pieces := splitReplay(res.fresh, budget)
+	for i, p := range pieces[:len(pieces)-1] {
+		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, engine.PrepareInput{Messages: p,
+			IdempotencyKey: "gw-" + key + "-" + strconv.Itoa(i), ExpectedVersion: &res.version})
+		if err != nil {
+			return err
+		}
+		res.version = prep.Status.Version
+	}
+	res.fresh = pieces[len(pieces)-1]
+	return nil
+}
+
+// splitReplay cuts msgs into pieces of at most budget bytes (a message
+// larger than that is a piece of its own), each after the first starting
+// with a user message, so no piece leaves a tool call's results to the
+// next one.
+func splitReplay(msgs []chat.Message, budget int64) [][]chat.Message {
+	var out [][]chat.Message
+	start, size := 0, int64(0)
+	cut := -1 // the last user message after start
+	for i := range msgs {
+		if i > start && msgs[i].Role == chat.RoleUser {
+			cut = i
+		}
+		size += messageSize(&msgs[i])
+		if size > budget && cut > start {
+			out = append(out, msgs[start:cut])
+			start, cut = cut, -1
+			size = 0
+			for j := start; j <= i; j++ {
+				size += messageSize(&msgs[j])
+			}
+		}
+	}
+	return append(out, msgs[start:])
+}
+
+// messageSize is the bytes of what a message says.
+func messageSize(m *chat.Message) int64 {
+	n := int64(16)
+	for _, p := range m.Parts {
+		n += int64(len(p.Text))
+		if p.ToolCall != nil {
+			n += int64(len(p.ToolCall.Arguments) + len(p.ToolCall.Name))
+		}
+		if p.ToolResult != nil {
+			n += int64(len(p.ToolResult.Content))
+		}
+	}
+	return n
+}

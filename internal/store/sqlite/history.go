@@ -1,0 +1,51 @@
+package sqlite
+
+import (
+	"context"
+
+	"github.com/contextd/contextd/internal/store"
+)
+
+// indexHistory adds a batch's entries to the history index; the last
+// becomes the session's head. Same transaction as the messages' insert.
+func (t *txn) indexHistory(ctx context.Context, tenant, sessionID string, entries []store.HistoryEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	if _, err := t.tx.ExecContext(ctx, `UPDATE history_index SET head = 0 WHERE tenant = ? AND session_id = ? AND head = 1`, tenant, sessionID); err != nil {
+		return err
+	}
+	last := len(entries) - 1
+	return execBatched(ctx, t.tx, `INSERT INTO history_index (tenant, session_id, length, chain, head) VALUES `,
+		` ON CONFLICT (tenant, session_id, length) DO UPDATE SET chain = excluded.chain, head = excluded.head`, 5, len(entries),
+		func(i int, args []any) ([]any, error) {
+			return append(args, tenant, sessionID, entries[i].Length, entries[i].Chain, i == last), nil
+		})
+}
+
+// FindHistory: one indexed read per batch of chains.
+func (s *Store) FindHistory(ctx context.Context, tenant string, chains []string, limit int) ([]store.HistoryHit, error) {
+	var out []store.HistoryHit
+	err := inBatches(chains, func(batch []any, placeholders string) error {
+		if len(out) >= limit {
+			return nil
+		}
+		rows, err := s.db.QueryContext(ctx, `SELECT h.chain, h.session_id, h.length, h.head FROM history_index h
+			JOIN sessions s ON s.tenant = h.tenant AND s.id = h.session_id AND s.deleted_at IS NULL
+			WHERE h.tenant = ? AND h.chain IN (`+placeholders+`) ORDER BY h.head DESC, h.length DESC LIMIT ?`,
+			append(append([]any{tenant}, batch...), limit-len(out))...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var h store.HistoryHit
+			if err := rows.Scan(&h.Chain, &h.SessionID, &h.Length, &h.Head); err != nil {
+				return err
+			}
+			out = append(out, h)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
