@@ -32,6 +32,8 @@ type Store struct {
 	// moment it is free instead of polling for it with sleeps. Another
 	// process on the same file still meets busy_timeout.
 	writer chan struct{}
+	// prepared are the hot reads' statements (prepared.go).
+	prepared prepared
 }
 
 var _ store.Store = (*Store)(nil)
@@ -70,6 +72,7 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	db.SetMaxIdleConns(idleConns)
 	return &Store{db: db, writer: make(chan struct{}, 1)}, nil
 }
 
@@ -77,7 +80,10 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.closePrepared()
+	return s.db.Close()
+}
 
 // lockWriter waits for this process's write turn; the returned func ends it.
 func (s *Store) lockWriter(ctx context.Context) (func(), error) {
@@ -167,14 +173,15 @@ func scanMessage(rows scanner, extra ...any) (chat.Message, error) {
 	return m, err
 }
 
+const getSessionQuery = `SELECT ` + sessionCols + ` FROM sessions WHERE tenant = ? AND id = ? AND deleted_at IS NULL`
+
 func getSession(ctx context.Context, q querier, tenant, id string) (store.Session, error) {
-	return scanSession(q.QueryRowContext(ctx,
-		`SELECT `+sessionCols+` FROM sessions WHERE tenant = ? AND id = ? AND deleted_at IS NULL`, tenant, id))
+	return scanSession(q.QueryRowContext(ctx, getSessionQuery, tenant, id))
 }
 
-// GetSession reads a session.
+// GetSession reads a session (a prepared statement: prepared.go).
 func (s *Store) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
-	return getSession(ctx, s.db, tenant, id)
+	return scanSession(s.queryRow(ctx, getSessionQuery, tenant, id))
 }
 
 // summaryCols are sessionCols of the table aliased s, with the system
@@ -364,11 +371,16 @@ func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, a
 	return out, rows.Err()
 }
 
+const getCalibrationQuery = `SELECT ratio, samples, updated_at FROM calibrations WHERE tenant = ? AND model = ?`
+
 func getCalibration(ctx context.Context, q querier, tenant, model string) (store.Calibration, error) {
+	return scanCalibration(q.QueryRowContext(ctx, getCalibrationQuery, tenant, model), model)
+}
+
+func scanCalibration(row scanner, model string) (store.Calibration, error) {
 	c := store.Calibration{Model: model}
 	var at int64
-	err := q.QueryRowContext(ctx, `SELECT ratio, samples, updated_at FROM calibrations WHERE tenant = ? AND model = ?`,
-		tenant, model).Scan(&c.Ratio, &c.Samples, &at)
+	err := row.Scan(&c.Ratio, &c.Samples, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, store.ErrNotFound
 	}
@@ -376,9 +388,9 @@ func getCalibration(ctx context.Context, q querier, tenant, model string) (store
 	return c, err
 }
 
-// GetCalibration returns a model's calibration.
+// GetCalibration returns a model's calibration (a prepared statement).
 func (s *Store) GetCalibration(ctx context.Context, tenant, model string) (store.Calibration, error) {
-	return getCalibration(ctx, s.db, tenant, model)
+	return scanCalibration(s.queryRow(ctx, getCalibrationQuery, tenant, model), model)
 }
 
 // LatestCompaction returns a session's newest compaction.
