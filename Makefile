@@ -50,7 +50,10 @@ bench-cost: ## Replay the corpus and compare compaction strategies by prompt-cac
 bench-background: ## Replay the corpus with a 2 s fake LLM summarizer: background compaction on and off.
 	go run ./cmd/costbench -summaries -windows 16384
 
+bench-gateway: ## Direct vs through the gateway (SQLite and PostgreSQL, 1 and 16 conversations, 100 and 1,000 messages, 1 MB): p50, p99, requests/s, CPU.
+	go run ./cmd/gatewaybench
+
 run: ## Run the server with embedded storage.
 	go run ./cmd/server
 
-.PHONY: help generate check-generate lint test bench bench-cost bench-background build ui screenshots run
+.PHONY: help generate check-generate lint test bench bench-cost bench-background bench-gateway build ui screenshots run

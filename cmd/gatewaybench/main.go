@@ -1,0 +1,310 @@
+// Command gatewaybench measures what contextd's gateway adds to a model call
+// (make bench-gateway): Chat Completions conversations sent to a local
+// upstream that answers at once, directly and through contextd, for SQLite
+// and PostgreSQL, 1 and 16 concurrent conversations of 100 and 1,000
+// messages, and one conversation whose body is about 1 MB. Each
+// conversation grows by one exchange per call, as an agent's does. It
+// prints p50, p99, requests/s, the gateway's share of the direct rate, the
+// CPU time per request (this process: client, upstream and contextd; plus
+// PostgreSQL's processes) and the bytes this process allocated per request.
+//
+// It starts what it needs: the upstream (in process), contextd (app.Run in
+// process, embedded SQLite in a temporary directory) and a throwaway
+// PostgreSQL cluster (internal/pgtest, fsync=off: an upper bound for
+// PostgreSQL). The profiles it can write (-cpuprofile, -blockprofile,
+// -mutexprofile) cover the whole run, the direct phases too (their frames
+// are the client's and the upstream's); -only narrows the run to a cell.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/pgtest"
+)
+
+// cell is one line pair of the table.
+type cell struct {
+	convs, messages int
+	// contentBytes is the size of each message's text.
+	contentBytes int
+}
+
+func (c cell) name() string {
+	if c.contentBytes > 1000 {
+		return fmt.Sprintf("%d×%d msgs ~%.1f MB", c.convs, c.messages, float64(c.messages*c.contentBytes)/1e6)
+	}
+	return fmt.Sprintf("%d×%d msgs", c.convs, c.messages)
+}
+
+var cells = []cell{
+	{1, 100, 250}, {16, 100, 250}, {1, 1000, 250}, {16, 1000, 250},
+	{1, 200, 5000}, // a 1 MB body
+}
+
+func main() {
+	stores := flag.String("stores", "sqlite,postgres", "stores to measure, comma-separated")
+	calls := flag.Int("calls", 20, "timed calls per conversation in each cell (after one untimed call that creates the session)")
+	only := flag.String("only", "", "measure only the cells whose name (\"sqlite 16×100 msgs\") matches this regular expression")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the gateway phases to this file")
+	blockProfile := flag.String("blockprofile", "", "write a block profile of the gateway phases to this file")
+	mutexProfile := flag.String("mutexprofile", "", "write a mutex profile of the gateway phases to this file")
+	flag.Parse()
+	filter, err := regexp.Compile(*only)
+	if err != nil {
+		log.Fatalf("-only: %v", err)
+	}
+	if *blockProfile != "" {
+		runtime.SetBlockProfileRate(10_000)
+	}
+	if *mutexProfile != "" {
+		runtime.SetMutexProfileFraction(100)
+	}
+	var cpuOut *os.File
+	if *cpuProfile != "" {
+		if cpuOut, err = os.Create(*cpuProfile); err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(cpuOut); err != nil {
+			log.Fatal(err)
+		}
+	}
+	defer pgtest.Stop()
+	up := startUpstream()
+	fmt.Printf("gatewaybench: %d timed calls per conversation, %d CPUs, %s, upstream answers at once; PostgreSQL fsync=off\n\n",
+		*calls, runtime.NumCPU(), runtime.Version())
+	fmt.Println("| store | conversations × messages | body | path | p50 ms | p99 ms | requests/s | share of direct | added p50 ms | CPU ms/request | allocated/request |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, store := range strings.Split(*stores, ",") {
+		env := map[string]string{}
+		pgCPU := func() time.Duration { return 0 }
+		switch store {
+		case "sqlite":
+		case "postgres":
+			url, err := pgtest.Throwaway()
+			if err != nil {
+				log.Fatalf("postgres: %v", err)
+			}
+			env["CONTEXTD_DATABASE_URL"] = url
+			pgCPU = pgtest.CPUTime
+		default:
+			log.Fatalf("-stores: unknown store %q", store)
+		}
+		base, stop := startContextd(env, up)
+		for i, c := range cells {
+			if !filter.MatchString(store + " " + c.name()) {
+				continue
+			}
+			tag := fmt.Sprintf("%s-%d", store, i)
+			direct := run(c, *calls, up+"/v1/chat/completions", tag+"-direct", pgCPU, false)
+			via := run(c, *calls, base+"/v1/chat/completions", tag+"-gw", pgCPU, true)
+			for _, r := range []result{direct, via} {
+				share, added := "1", ""
+				if r.gateway {
+					share = fmt.Sprintf("%.3f", r.rate/direct.rate)
+					added = fmt.Sprintf("%.2f", ms(r.p50-direct.p50))
+				}
+				fmt.Printf("| %s | %s | %s | %s | %.2f | %.2f | %.0f | %s | %s | %.2f | %s |\n", store, c.name(), size(r.body),
+					map[bool]string{false: "direct", true: "gateway"}[r.gateway], ms(r.p50), ms(r.p99), r.rate, share, added, ms(r.cpu), size(int(r.alloc)))
+			}
+		}
+		stop()
+	}
+	if cpuOut != nil {
+		pprof.StopCPUProfile()
+		cpuOut.Close()
+	}
+	for file, name := range map[string]string{*blockProfile: "block", *mutexProfile: "mutex"} {
+		if file == "" {
+			continue
+		}
+		f, err := os.Create(file)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+			log.Fatal(err)
+		}
+		f.Close()
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func size(n int) string {
+	if n >= 1e6 {
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.0f KB", float64(n)/1e3)
+}
+
+// result is one path's figures in one cell.
+type result struct {
+	gateway  bool
+	p50, p99 time.Duration
+	rate     float64       // timed calls per second of wall time
+	cpu      time.Duration // CPU time per timed call
+	alloc    float64       // bytes allocated in this process per timed call
+	body     int           // the last request's size
+}
+
+var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+
+// run drives c.convs conversations of c.messages messages against url:
+// one untimed call each (concurrently), then calls timed calls each, all
+// conversations at once.
+func run(c cell, calls int, url, tag string, pgCPU func() time.Duration, gateway bool) result {
+	convs := make([][]map[string]string, c.convs)
+	filler := strings.Repeat("lorem ipsum dolor sit amet ", c.contentBytes/27+1)[:c.contentBytes]
+	for i := range convs {
+		msgs := []map[string]string{{"role": "system", "content": "You are a coding agent."}}
+		for j := range c.messages - 1 {
+			role := []string{"user", "assistant"}[j%2]
+			msgs = append(msgs, map[string]string{"role": role, "content": fmt.Sprintf("%s conversation %d message %d: %s", tag, i, j, filler)})
+		}
+		if msgs[len(msgs)-1]["role"] == "user" {
+			msgs = append(msgs, map[string]string{"role": "assistant", "content": "ok"})
+		}
+		convs[i] = msgs
+	}
+	var last int
+	call := func(i, step int) time.Duration {
+		convs[i] = append(convs[i], map[string]string{"role": "user", "content": fmt.Sprintf("step %d", step)})
+		body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": convs[i]})
+		if i == 0 {
+			last = len(body)
+		}
+		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer sk-bench")
+		t0 := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			log.Fatalf("%s: %v", url, err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		d := time.Since(t0)
+		if resp.StatusCode != http.StatusOK {
+			log.Fatalf("%s: status %d: %.300s", url, resp.StatusCode, out)
+		}
+		convs[i] = append(convs[i], map[string]string{"role": "assistant", "content": "ok"})
+		return d
+	}
+	each := func(fn func(i int)) {
+		var wg sync.WaitGroup
+		for i := range convs {
+			wg.Add(1)
+			go func() { defer wg.Done(); fn(i) }()
+		}
+		wg.Wait()
+	}
+	each(func(i int) { call(i, -1) })
+	latencies := make([][]time.Duration, len(convs))
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	cpu0, pg0, start := cpuTime(), pgCPU(), time.Now()
+	each(func(i int) {
+		for step := range calls {
+			latencies[i] = append(latencies[i], call(i, step))
+		}
+	})
+	wall := time.Since(start)
+	cpu := cpuTime() - cpu0 + pgCPU() - pg0
+	runtime.ReadMemStats(&m1)
+	all := slices.Concat(latencies...)
+	slices.Sort(all)
+	n := len(all)
+	return result{gateway: gateway, p50: all[n/2], p99: all[min(n-1, n*99/100)], rate: float64(n) / wall.Seconds(),
+		cpu: cpu / time.Duration(n), body: last, alloc: float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)}
+}
+
+// cpuTime is this process's user and system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// startUpstream serves /v1/chat/completions on loopback: it reads the body
+// and answers one fixed completion at once.
+func startUpstream() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	answer := []byte(`{"id":"chatcmpl-bench","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,` +
+		`"message":{"role":"assistant","content":"ok","refusal":null,"annotations":[]},"finish_reason":"stop","logprobs":null}],` +
+		`"usage":{"prompt_tokens":100,"completion_tokens":1,"total_tokens":101,"prompt_tokens_details":{"cached_tokens":0}}}`)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(answer)
+	})}
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String()
+}
+
+// startContextd runs the server in process (its log discarded) with the
+// gateway pointed at upstream, and returns its base URL and a stop.
+func startContextd(env map[string]string, upstream string) (string, func()) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dir, err := os.MkdirTemp("", "gatewaybench-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	all := map[string]string{"CONTEXTD_LISTEN_ADDR": addr, "CONTEXTD_DATA_DIR": dir, "CONTEXTD_METRICS_ADDR": "",
+		"CONTEXTD_RATE_LIMIT_RPS": "0", "CONTEXTD_OPENAI_BASE_URL": upstream + "/v1"}
+	for k, v := range env {
+		all[k] = v
+	}
+	cfg, err := app.ParseConfig(nil, func(k string) (string, bool) { v, ok := all[k]; return v, ok })
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil))) }()
+	base := "http://" + addr
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get(base + "/v1/models"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			log.Fatal("contextd did not start")
+		}
+	}
+	return base, func() {
+		cancel()
+		if err := <-done; err != nil {
+			log.Printf("contextd: %v", err)
+		}
+		_ = os.RemoveAll(dir)
+	}
+}
