@@ -3,7 +3,9 @@
 // upstream that answers at once, directly and through contextd, for SQLite
 // and PostgreSQL, 1 and 16 concurrent conversations of 100 and 1,000
 // messages, and one conversation whose body is about 1 MB. Each
-// conversation grows by one exchange per call, as an agent's does. It
+// conversation grows by one exchange per call, as an agent's does; the
+// model is gpt-4.1 (a 1M-token window), so no cell compacts and what is
+// measured is the gateway's own cost. It
 // prints p50, p99, requests/s, the gateway's share of the direct rate, the
 // CPU time per request (this process: client, upstream and contextd; plus
 // PostgreSQL's processes) and the bytes this process allocated per request.
@@ -28,6 +30,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"regexp"
 	"runtime"
 	"runtime/pprof"
@@ -36,6 +39,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/pgtest"
@@ -67,6 +72,8 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the gateway phases to this file")
 	blockProfile := flag.String("blockprofile", "", "write a block profile of the gateway phases to this file")
 	mutexProfile := flag.String("mutexprofile", "", "write a mutex profile of the gateway phases to this file")
+	memProfile := flag.String("memprofile", "", "write an allocation profile (allocs: -sample_index=alloc_space) to this file")
+	pgXacts := flag.Bool("pgxacts", false, "PostgreSQL: also count the transactions (pg_stat_database; single statements count as one) each gateway request made; waits 11 s per cell for the statistics to be flushed")
 	flag.Parse()
 	filter, err := regexp.Compile(*only)
 	if err != nil {
@@ -88,6 +95,14 @@ func main() {
 		}
 	}
 	defer pgtest.Stop()
+	// An interrupted run stops the throwaway cluster too.
+	interrupted := make(chan os.Signal, 1)
+	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-interrupted
+		pgtest.Stop()
+		os.Exit(1)
+	}()
 	up := startUpstream()
 	fmt.Printf("gatewaybench: %d timed calls per conversation, %d CPUs, %s, upstream answers at once; PostgreSQL fsync=off\n\n",
 		*calls, runtime.NumCPU(), runtime.Version())
@@ -105,10 +120,14 @@ func main() {
 			}
 			env["CONTEXTD_DATABASE_URL"] = url
 			pgCPU = pgtest.CPUTime
+			if *pgXacts {
+				xacts = func() int64 { return transactions(url) }
+			}
 		default:
 			log.Fatalf("-stores: unknown store %q", store)
 		}
 		base, stop := startContextd(env, up)
+		defer func() { xacts = nil }()
 		for i, c := range cells {
 			if !filter.MatchString(store + " " + c.name()) {
 				continue
@@ -132,7 +151,7 @@ func main() {
 		pprof.StopCPUProfile()
 		cpuOut.Close()
 	}
-	for file, name := range map[string]string{*blockProfile: "block", *mutexProfile: "mutex"} {
+	for file, name := range map[string]string{*blockProfile: "block", *mutexProfile: "mutex", *memProfile: "allocs"} {
 		if file == "" {
 			continue
 		}
@@ -172,23 +191,31 @@ var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, Di
 // one untimed call each (concurrently), then calls timed calls each, all
 // conversations at once.
 func run(c cell, calls int, url, tag string, pgCPU func() time.Duration, gateway bool) result {
-	convs := make([][]map[string]string, c.convs)
+	// Each conversation's messages as JSON array elements, extended as it
+	// grows: building a request copies them (no marshalling of the whole
+	// history per call, which would slow the client, not the paths).
+	convs := make([][]byte, c.convs)
+	add := func(i int, role, content string) {
+		m, _ := json.Marshal(map[string]string{"role": role, "content": content})
+		if len(convs[i]) > 0 {
+			convs[i] = append(convs[i], ',')
+		}
+		convs[i] = append(convs[i], m...)
+	}
 	filler := strings.Repeat("lorem ipsum dolor sit amet ", c.contentBytes/27+1)[:c.contentBytes]
 	for i := range convs {
-		msgs := []map[string]string{{"role": "system", "content": "You are a coding agent."}}
+		add(i, "system", "You are a coding agent.")
 		for j := range c.messages - 1 {
-			role := []string{"user", "assistant"}[j%2]
-			msgs = append(msgs, map[string]string{"role": role, "content": fmt.Sprintf("%s conversation %d message %d: %s", tag, i, j, filler)})
+			add(i, []string{"user", "assistant"}[j%2], fmt.Sprintf("%s conversation %d message %d: %s", tag, i, j, filler))
 		}
-		if msgs[len(msgs)-1]["role"] == "user" {
-			msgs = append(msgs, map[string]string{"role": "assistant", "content": "ok"})
+		if c.messages%2 == 0 { // the last was a user's
+			add(i, "assistant", "ok")
 		}
-		convs[i] = msgs
 	}
 	var last int
 	call := func(i, step int) time.Duration {
-		convs[i] = append(convs[i], map[string]string{"role": "user", "content": fmt.Sprintf("step %d", step)})
-		body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": convs[i]})
+		add(i, "user", fmt.Sprintf("step %d", step))
+		body := slices.Concat([]byte(`{"model":"gpt-4.1","messages":[`), convs[i], []byte(`]}`))
 		if i == 0 {
 			last = len(body)
 		}
@@ -206,7 +233,7 @@ func run(c cell, calls int, url, tag string, pgCPU func() time.Duration, gateway
 		if resp.StatusCode != http.StatusOK {
 			log.Fatalf("%s: status %d: %.300s", url, resp.StatusCode, out)
 		}
-		convs[i] = append(convs[i], map[string]string{"role": "assistant", "content": "ok"})
+		add(i, "assistant", "ok")
 		return d
 	}
 	each := func(fn func(i int)) {
@@ -221,6 +248,10 @@ func run(c cell, calls int, url, tag string, pgCPU func() time.Duration, gateway
 	latencies := make([][]time.Duration, len(convs))
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	var x0 int64
+	if xacts != nil && gateway {
+		x0 = xacts()
+	}
 	cpu0, pg0, start := cpuTime(), pgCPU(), time.Now()
 	each(func(i int) {
 		for step := range calls {
@@ -229,12 +260,38 @@ func run(c cell, calls int, url, tag string, pgCPU func() time.Duration, gateway
 	})
 	wall := time.Since(start)
 	cpu := cpuTime() - cpu0 + pgCPU() - pg0
+	if xacts != nil && gateway {
+		fmt.Printf("(%s: %.1f PostgreSQL transactions per request)\n", tag, float64(xacts()-x0)/float64(c.convs*calls))
+	}
 	runtime.ReadMemStats(&m1)
 	all := slices.Concat(latencies...)
 	slices.Sort(all)
 	n := len(all)
 	return result{gateway: gateway, p50: all[n/2], p99: all[min(n-1, n*99/100)], rate: float64(n) / wall.Seconds(),
 		cpu: cpu / time.Duration(n), body: last, alloc: float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)}
+}
+
+// xacts, when set, counts the transactions of contextd's database so far.
+var xacts func() int64
+
+// transactions reads pg_stat_database's commits and rollbacks of url's
+// database, after waiting for every backend's statistics to be flushed
+// (an idle backend flushes within 10 s).
+func transactions(url string) int64 {
+	time.Sleep(11 * time.Second)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int64
+	// This connection's own query is not counted: its statistics are not
+	// flushed yet.
+	if err := conn.QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`).Scan(&n); err != nil {
+		log.Fatal(err)
+	}
+	return n
 }
 
 // cpuTime is this process's user and system CPU time.
