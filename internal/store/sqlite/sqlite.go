@@ -32,6 +32,8 @@ type Store struct {
 	// moment it is free instead of polling for it with sleeps. Another
 	// process on the same file still meets busy_timeout.
 	writer chan struct{}
+	// queue holds the calls of InTx waiting for a group (groupcommit.go).
+	queue commitQueue
 	// prepared are the hot reads' statements (prepared.go).
 	prepared prepared
 }
@@ -73,7 +75,7 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		return nil, err
 	}
 	db.SetMaxIdleConns(idleConns)
-	return &Store{db: db, writer: make(chan struct{}, 1)}, nil
+	return &Store{db: db, writer: make(chan struct{}, 1), queue: commitQueue{hold: groupHold}}, nil
 }
 
 // Ping checks the database.
@@ -93,27 +95,6 @@ func (s *Store) lockWriter(ctx context.Context) (func(), error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting to write: %w", ctx.Err())
 	}
-}
-
-// InTx runs fn in one IMMEDIATE transaction.
-func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) error {
-	unlock, err := s.lockWriter(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(ctx, &txn{tx: tx}); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
 }
 
 // querier is what *sql.DB and *sql.Tx share.

@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ToolCalls", testToolCalls},
 		{"Idempotency", testIdempotency},
 		{"Rollback", testRollback},
+		{"ConcurrentCallsFailAlone", testConcurrentCallsFailAlone},
 		{"CompactionsAndViews", testCompactionsAndViews},
 		{"CompactionPaging", testCompactionPaging},
 		{"Calibration", testCalibration},
