@@ -140,7 +140,7 @@ func (s *Store) runGroup() {
 		if err != nil {
 			err = fmt.Errorf("waiting to write: %w", err)
 		} else {
-			err = runCall(c, tx)
+			err = s.runCall(c, tx)
 		}
 		if err == nil {
 			s.count(1)
@@ -176,7 +176,7 @@ func (s *Store) runGroup() {
 			failRest(group[i+1:], err)
 			return
 		}
-		if err := runCall(c, tx); err != nil {
+		if err := s.runCall(c, tx); err != nil {
 			// The call changes nothing; if the savepoint is gone (SQLite
 			// rolled the whole transaction back on an I/O error), nothing
 			// of the group is stored.
@@ -221,30 +221,47 @@ func (s *Store) count(n int) {
 // runCall runs one call's function; a panic is its error (the group goes
 // on without it). The function gets its caller's context (its own waits
 // end with it), its statements run uncancelled.
-func runCall(c *txCall, tx *sql.Tx) (err error) {
+func (s *Store) runCall(c *txCall, tx *sql.Tx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("transaction function panicked: %v", p)
 		}
 	}()
-	return c.fn(c.ctx, &txn{tx: uncancelled{tx}})
+	return c.fn(c.ctx, &txn{tx: uncancelled{s: s, tx: tx}})
 }
 
 // uncancelled runs a transaction's statements whatever their context: a
 // statement interrupted by its caller's cancellation makes SQLite roll back
-// the whole transaction, the other calls of the group with it.
-type uncancelled struct{ tx *sql.Tx }
+// the whole transaction, the other calls of the group with it. Statements
+// go through the store's prepared statements (prepared.go), so the writer's
+// turn is not spent parsing SQL.
+type uncancelled struct {
+	s  *Store
+	tx *sql.Tx
+}
 
 func (u uncancelled) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return u.tx.QueryRowContext(context.WithoutCancel(ctx), query, args...)
+	ctx = context.WithoutCancel(ctx)
+	if st := u.s.txStmt(ctx, u.tx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return u.tx.QueryRowContext(ctx, query, args...)
 }
 
 func (u uncancelled) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return u.tx.QueryContext(context.WithoutCancel(ctx), query, args...)
+	ctx = context.WithoutCancel(ctx)
+	if st := u.s.txStmt(ctx, u.tx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return u.tx.QueryContext(ctx, query, args...)
 }
 
 func (u uncancelled) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return u.tx.ExecContext(context.WithoutCancel(ctx), query, args...)
+	ctx = context.WithoutCancel(ctx)
+	if st := u.s.txStmt(ctx, u.tx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return u.tx.ExecContext(ctx, query, args...)
 }
 
 // undo rolls the transaction back to the current call's savepoint and

@@ -42,6 +42,38 @@ func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
+// Statements inside transactions are prepared too, when short enough and
+// while the cache holds fewer than maxPrepared (batched inserts of many rows
+// have a text per row count: those are parsed each time).
+const (
+	maxPrepared      = 256
+	maxPreparedBytes = 4096
+)
+
+// txStmt is query prepared for the transaction tx (reused on the
+// transaction's connection once prepared there), or nil when it is not
+// cached (too long, the cache full, or the prepare failed: the caller runs
+// the query as is, and meets the error then).
+func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+	if len(query) > maxPreparedBytes {
+		return nil
+	}
+	s.prepared.mu.Lock()
+	st, ok := s.prepared.stmts[query]
+	full := len(s.prepared.stmts) >= maxPrepared
+	s.prepared.mu.Unlock()
+	if !ok {
+		if full {
+			return nil
+		}
+		var err error
+		if st, err = s.stmt(ctx, query); err != nil {
+			return nil
+		}
+	}
+	return tx.StmtContext(ctx, st)
+}
+
 // queryRow is QueryRowContext through the prepared statement of query; a
 // failed prepare is the row's error.
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) scanner {
