@@ -13,11 +13,12 @@ import (
 // page cache (about 2 MB at SQLite's default cache_size) once used.
 const idleConns = 8
 
-// prepared holds the statements of the hot single-row reads outside
-// transactions, prepared once per connection by database/sql instead of
-// parsed on every call: the pure-Go SQLite spent 28 % of GetContextUsage's
-// CPU in sqlite3_prepare (BenchmarkUsageVsHealth, docs/performance.md).
-// Reads inside a transaction still prepare their statements.
+// prepared holds prepared statements by their text, prepared once per
+// connection by database/sql instead of parsed on every call: the pure-Go
+// SQLite spent 28 % of GetContextUsage's CPU, and a quarter of the CPU
+// inside the gateway's write transactions, in sqlite3_prepare
+// (docs/performance.md). Reads outside transactions (reads) and the
+// statements of transactions (groupcommit.go) go through it.
 type prepared struct {
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
@@ -42,19 +43,18 @@ func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// Statements inside transactions are prepared too, when short enough and
-// while the cache holds fewer than maxPrepared (batched inserts of many rows
-// have a text per row count: those are parsed each time).
+// A statement is prepared when its text is at most maxPreparedBytes and
+// the cache holds fewer than maxPrepared (batched inserts have a text per
+// row count: long ones are parsed each time).
 const (
-	maxPrepared      = 256
+	maxPrepared      = 512
 	maxPreparedBytes = 4096
 )
 
-// txStmt is query prepared for the transaction tx (reused on the
-// transaction's connection once prepared there), or nil when it is not
-// cached (too long, the cache full, or the prepare failed: the caller runs
-// the query as is, and meets the error then).
-func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+// cached is query's prepared statement, or nil when it is not cached (too
+// long, the cache full, or the prepare failed: the caller runs the query as
+// is, and meets the error then).
+func (s *Store) cached(ctx context.Context, query string) *sql.Stmt {
 	if len(query) > maxPreparedBytes {
 		return nil
 	}
@@ -62,16 +62,44 @@ func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt 
 	st, ok := s.prepared.stmts[query]
 	full := len(s.prepared.stmts) >= maxPrepared
 	s.prepared.mu.Unlock()
-	if !ok {
-		if full {
-			return nil
-		}
-		var err error
-		if st, err = s.stmt(ctx, query); err != nil {
-			return nil
-		}
+	if ok {
+		return st
 	}
-	return tx.StmtContext(ctx, st)
+	if full {
+		return nil
+	}
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return nil
+	}
+	return st
+}
+
+// txStmt is query prepared for the transaction tx (reused on the
+// transaction's connection once prepared there), or nil (see cached).
+func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+	if st := s.cached(ctx, query); st != nil {
+		return tx.StmtContext(ctx, st)
+	}
+	return nil
+}
+
+// reads runs the store's reads outside transactions through the prepared
+// statements.
+type reads struct{ s *Store }
+
+func (r reads) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := r.s.cached(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return r.s.db.QueryRowContext(ctx, query, args...)
+}
+
+func (r reads) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := r.s.cached(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return r.s.db.QueryContext(ctx, query, args...)
 }
 
 // queryRow is QueryRowContext through the prepared statement of query; a

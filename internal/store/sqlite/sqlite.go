@@ -190,7 +190,7 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFil
 		args = append(args, n, n, f.Before.ID)
 	}
 	args = append(args, f.Limit)
-	rows, err := s.db.QueryContext(ctx, `SELECT `+summaryCols+store.SummaryJoins+` WHERE `+where.String()+
+	rows, err := reads{s}.QueryContext(ctx, `SELECT `+summaryCols+store.SummaryJoins+` WHERE `+where.String()+
 		` ORDER BY s.created_at DESC, s.id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, err
@@ -243,7 +243,7 @@ func (m multiScanner) Scan(dest ...any) error { return m.row.Scan(append(dest, m
 
 // ActiveMessages returns the active view after ordinal `after`.
 func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, []int64, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
+	rows, err := reads{s}.QueryContext(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
 		WHERE v.tenant = ? AND v.session_id = ? AND v.ord > ? ORDER BY v.ord LIMIT ?`, tenant, sessionID, after, limit)
 	if err != nil {
@@ -265,7 +265,7 @@ func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, af
 
 // LogMessages returns the log after position `after`.
 func (s *Store) LogMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, error) {
-	return collectMessages(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
+	return collectMessages(reads{s}.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
 		WHERE tenant = ? AND session_id = ? AND position > ? ORDER BY position LIMIT ?`, tenant, sessionID, after, limit))
 }
 
@@ -334,7 +334,7 @@ func scanCompaction(row scanner) (store.Compaction, error) {
 // ListCompactions returns a page of a session's compactions in round order,
 // read through the index compactions_by_round.
 func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, afterRound, limit int) ([]store.Compaction, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+compactionCols+` FROM compactions
+	rows, err := reads{s}.QueryContext(ctx, `SELECT `+compactionCols+` FROM compactions
 		WHERE tenant = ? AND session_id = ? AND round > ?
 		ORDER BY round LIMIT ?`, tenant, sessionID, afterRound, limit)
 	if err != nil {
@@ -376,7 +376,7 @@ func (s *Store) GetCalibration(ctx context.Context, tenant, model string) (store
 
 // LatestCompaction returns a session's newest compaction.
 func (s *Store) LatestCompaction(ctx context.Context, tenant, sessionID string) (store.Compaction, error) {
-	return scanCompaction(s.db.QueryRowContext(ctx, `SELECT `+compactionCols+` FROM compactions
+	return scanCompaction(reads{s}.QueryRowContext(ctx, `SELECT `+compactionCols+` FROM compactions
 		WHERE tenant = ? AND session_id = ? ORDER BY round DESC LIMIT 1`, tenant, sessionID))
 }
 
@@ -387,14 +387,14 @@ const rowBytes = `octet_length(m.parts) + octet_length(m.metadata) + octet_lengt
 // ActiveSizes returns the sizes of the active view's rows after ordinal
 // `after`.
 func (s *Store) ActiveSizes(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]store.RowSize, error) {
-	return collectSizes(s.db.QueryContext(ctx, `SELECT v.ord, m.id, `+rowBytes+`
+	return collectSizes(reads{s}.QueryContext(ctx, `SELECT v.ord, m.id, `+rowBytes+`
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
 		WHERE v.tenant = ? AND v.session_id = ? AND v.ord > ? ORDER BY v.ord LIMIT ?`, tenant, sessionID, after, limit))
 }
 
 // LogSizes returns the sizes of the log's rows after position `after`.
 func (s *Store) LogSizes(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]store.RowSize, error) {
-	return collectSizes(s.db.QueryContext(ctx, `SELECT m.position, m.id, `+rowBytes+` FROM messages m
+	return collectSizes(reads{s}.QueryContext(ctx, `SELECT m.position, m.id, `+rowBytes+` FROM messages m
 		WHERE m.tenant = ? AND m.session_id = ? AND m.position > ? ORDER BY m.position LIMIT ?`, tenant, sessionID, after, limit))
 }
 
