@@ -73,7 +73,7 @@ func main() {
 	blockProfile := flag.String("blockprofile", "", "write a block profile of the gateway phases to this file")
 	mutexProfile := flag.String("mutexprofile", "", "write a mutex profile of the gateway phases to this file")
 	memProfile := flag.String("memprofile", "", "write an allocation profile (allocs: -sample_index=alloc_space) to this file")
-	pgXacts := flag.Bool("pgxacts", false, "PostgreSQL: also count the transactions (pg_stat_database; single statements count as one) each gateway request made; waits 11 s per cell for the statistics to be flushed")
+	pgXacts := flag.Bool("pgxacts", false, "PostgreSQL: also count the transactions (pg_stat_database; single statements count as one; the server's idle commits subtracted) each gateway request made; waits 11 s per reading for the statistics to be flushed")
 	flag.Parse()
 	filter, err := regexp.Compile(*only)
 	if err != nil {
@@ -110,7 +110,8 @@ func main() {
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, store := range strings.Split(*stores, ",") {
 		env := map[string]string{}
-		pgCPU := func() time.Duration { return 0 }
+		m := meter{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}},
+			calls: *calls, pgCPU: func() time.Duration { return 0 }}
 		switch store {
 		case "sqlite":
 		case "postgres":
@@ -119,22 +120,26 @@ func main() {
 				log.Fatalf("postgres: %v", err)
 			}
 			env["CONTEXTD_DATABASE_URL"] = url
-			pgCPU = pgtest.CPUTime
+			m.pgCPU = pgtest.CPUTime
 			if *pgXacts {
-				xacts = func() int64 { return transactions(url) }
+				// What the server commits with no requests (job sweeps,
+				// retention) in one window is subtracted from each count.
+				idle := transactions(url)
+				idle = transactions(url) - idle
+				var windows int64
+				m.xacts = func() int64 { windows++; return transactions(url) - windows*idle }
 			}
 		default:
 			log.Fatalf("-stores: unknown store %q", store)
 		}
 		base, stop := startContextd(env, up)
-		defer func() { xacts = nil }()
 		for i, c := range cells {
 			if !filter.MatchString(store + " " + c.name()) {
 				continue
 			}
 			tag := fmt.Sprintf("%s-%d", store, i)
-			direct := run(c, *calls, up+"/v1/chat/completions", tag+"-direct", pgCPU, false)
-			via := run(c, *calls, base+"/v1/chat/completions", tag+"-gw", pgCPU, true)
+			direct := m.run(c, up+"/v1/chat/completions", tag+"-direct", false)
+			via := m.run(c, base+"/v1/chat/completions", tag+"-gw", true)
 			for _, r := range []result{direct, via} {
 				share, added := "1", ""
 				if r.gateway {
@@ -185,12 +190,21 @@ type result struct {
 	body     int           // the last request's size
 }
 
-var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+// meter runs the cells of one store.
+type meter struct {
+	client *http.Client
+	calls  int // timed calls per conversation
+	// pgCPU is PostgreSQL's CPU time so far (0 on SQLite); xacts, when set,
+	// counts the transactions of contextd's database so far.
+	pgCPU func() time.Duration
+	xacts func() int64
+}
 
 // run drives c.convs conversations of c.messages messages against url:
 // one untimed call each (concurrently), then calls timed calls each, all
 // conversations at once.
-func run(c cell, calls int, url, tag string, pgCPU func() time.Duration, gateway bool) result {
+func (m meter) run(c cell, url, tag string, gateway bool) result {
+	calls := m.calls
 	// Each conversation's messages as JSON array elements, extended as it
 	// grows: building a request copies them (no marshalling of the whole
 	// history per call, which would slow the client, not the paths).
@@ -223,7 +237,7 @@ func run(c cell, calls int, url, tag string, pgCPU func() time.Duration, gateway
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer sk-bench")
 		t0 := time.Now()
-		resp, err := client.Do(req)
+		resp, err := m.client.Do(req)
 		if err != nil {
 			log.Fatalf("%s: %v", url, err)
 		}
@@ -249,19 +263,19 @@ func run(c cell, calls int, url, tag string, pgCPU func() time.Duration, gateway
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	var x0 int64
-	if xacts != nil && gateway {
-		x0 = xacts()
+	if m.xacts != nil && gateway {
+		x0 = m.xacts()
 	}
-	cpu0, pg0, start := cpuTime(), pgCPU(), time.Now()
+	cpu0, pg0, start := cpuTime(), m.pgCPU(), time.Now()
 	each(func(i int) {
 		for step := range calls {
 			latencies[i] = append(latencies[i], call(i, step))
 		}
 	})
 	wall := time.Since(start)
-	cpu := cpuTime() - cpu0 + pgCPU() - pg0
-	if xacts != nil && gateway {
-		fmt.Printf("(%s: %.1f PostgreSQL transactions per request)\n", tag, float64(xacts()-x0)/float64(c.convs*calls))
+	cpu := cpuTime() - cpu0 + m.pgCPU() - pg0
+	if m.xacts != nil && gateway {
+		fmt.Printf("(%s: %.1f PostgreSQL transactions per request)\n", tag, float64(m.xacts()-x0)/float64(c.convs*calls))
 	}
 	runtime.ReadMemStats(&m1)
 	all := slices.Concat(latencies...)
@@ -270,9 +284,6 @@ func run(c cell, calls int, url, tag string, pgCPU func() time.Duration, gateway
 	return result{gateway: gateway, p50: all[n/2], p99: all[min(n-1, n*99/100)], rate: float64(n) / wall.Seconds(),
 		cpu: cpu / time.Duration(n), body: last, alloc: float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)}
 }
-
-// xacts, when set, counts the transactions of contextd's database so far.
-var xacts func() int64
 
 // transactions reads pg_stat_database's commits and rollbacks of url's
 // database, after waiting for every backend's statistics to be flushed
