@@ -50,6 +50,9 @@ bench-cost: ## Replay the corpus and compare compaction strategies by prompt-cac
 bench-background: ## Replay the corpus with a 2 s fake LLM summarizer: background compaction on and off.
 	go run ./cmd/costbench -summaries -windows 16384
 
+bench-gateway: ## Direct vs through the gateway (SQLite and PostgreSQL, 1 and 16 conversations, 100 and 1,000 messages, 1 MB): p50, p99, requests/s, CPU.
+	go run ./cmd/gatewaybench
+
 test-clients: ## Drive the real agent CLIs (Claude Code, Codex CLI, Qwen Code, opencode, an npm openai loop; pinned in test/clients/node) through the gateway to a scripted provider.
 	npm ci --prefix test/clients/node --no-audit --no-fund --loglevel=error
 	CONTEXTD_TEST_CLIENTS=1 go test -count=1 -v -timeout 20m ./test/clients/
@@ -63,4 +66,4 @@ soak-short: ## The soak for 3 minutes (CI).
 run: ## Run the server with embedded storage.
 	go run ./cmd/server
 
-.PHONY: help generate check-generate lint test test-clients bench bench-cost bench-background build ui screenshots soak soak-short run
+.PHONY: help generate check-generate lint test test-clients bench bench-cost bench-background bench-gateway build ui screenshots soak soak-short run

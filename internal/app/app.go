@@ -226,6 +226,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.MetricsAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		pprofOn := servePprof(mux, cfg.Pprof, cfg.MetricsAddr, cfg.AllowedHosts)
 		var handler http.Handler = mux
 		if !keys.Enabled() && loopback(cfg.MetricsAddr) {
 			// Loopback metrics answer only loopback names, as the API does
@@ -244,7 +245,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 				errc <- fmt.Errorf("metrics server: %w", err)
 			}
 		}()
-		log.Info("serving metrics", "addr", mlis.Addr().String(), "metrics", baseURL(mlis.Addr(), false)+"/metrics")
+		attrs := []any{"addr", mlis.Addr().String(), "metrics", baseURL(mlis.Addr(), false) + "/metrics"}
+		if pprofOn {
+			attrs = append(attrs, "pprof", baseURL(mlis.Addr(), false)+"/debug/pprof/")
+		}
+		log.Info("serving metrics", attrs...)
 	}
 
 	select {

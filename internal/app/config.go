@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,8 +18,11 @@ import (
 // variable and may be overridden by the flag of the same name (CONTEXTD_LISTEN_ADDR
 // ↔ --listen-addr).
 type Config struct {
-	ListenAddr      string
-	MetricsAddr     string
+	ListenAddr  string
+	MetricsAddr string
+	// Pprof says when /debug/pprof is served on the metrics listener:
+	// loopback (only on a loopback metrics address), on or off (pprof.go).
+	Pprof           string
 	LogLevel        slog.Level
 	ModelsFile      string
 	TokenizersDir   string
@@ -116,6 +120,7 @@ type envFlag struct {
 var settings = []envFlag{
 	{"CONTEXTD_LISTEN_ADDR", "localhost:50051", "listen address (gRPC, Connect, gRPC-Web); \":50051\" serves other hosts, which needs API keys or CONTEXTD_AUTH=off", false},
 	{"CONTEXTD_METRICS_ADDR", "localhost:9090", "Prometheus metrics HTTP address (/metrics); empty disables; \":9090\" serves other hosts (no authentication: keep it off the public network)", false},
+	{"CONTEXTD_PPROF", "loopback", "serve /debug/pprof on the metrics listener: loopback (only when CONTEXTD_METRICS_ADDR is a loopback address), on (any address: no authentication, keep it off the public network) or off", false},
 	{"CONTEXTD_LOG_LEVEL", "info", "log level: debug, info, warn, error", false},
 	{"CONTEXTD_MODELS_FILE", "", "JSON file of model registry overrides", false},
 	{"CONTEXTD_TOKENIZERS_DIR", "", "directory of imported tokenizer vocabularies (contextd tokenizer import); Llama 3 counts exactly only with one", false},
@@ -218,6 +223,9 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 		TokenizersDir: get("CONTEXTD_TOKENIZERS_DIR"),
 		DatabaseURL:   get("CONTEXTD_DATABASE_URL"),
 		DataDir:       get("CONTEXTD_DATA_DIR"),
+	}
+	if cfg.Pprof = get("CONTEXTD_PPROF"); !slices.Contains(pprofModes, cfg.Pprof) {
+		return Config{}, fmt.Errorf("CONTEXTD_PPROF: want loopback, on or off, got %q", cfg.Pprof)
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(get("CONTEXTD_LOG_LEVEL"))); err != nil {
 		return Config{}, fmt.Errorf("CONTEXTD_LOG_LEVEL: %w", err)

@@ -63,6 +63,8 @@ func settingKind(s envFlag) string {
 		return "LEVEL"
 	case s.env == "CONTEXTD_AUTH":
 		return "auto|on|off"
+	case s.env == "CONTEXTD_PPROF":
+		return strings.Join(pprofModes, "|")
 	case strings.HasSuffix(name, "_ADDR"):
 		return "HOST:PORT"
 	case strings.HasSuffix(name, "_URL"):

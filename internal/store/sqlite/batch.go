@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 )
 
@@ -17,7 +16,7 @@ const batchRows = 500
 // execBatched runs head + "(?, ...), (?, ...)" + tail for n rows of cols
 // values each, batchRows rows a statement; row(i, args) appends row i's
 // values.
-func execBatched(ctx context.Context, tx *sql.Tx, head, tail string, cols, n int, row func(i int, args []any) ([]any, error)) error {
+func execBatched(ctx context.Context, tx querier, head, tail string, cols, n int, row func(i int, args []any) ([]any, error)) error {
 	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
 	for start := 0; start < n; start += batchRows {
 		end := min(start+batchRows, n)

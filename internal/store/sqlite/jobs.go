@@ -34,7 +34,7 @@ func (t *txn) GetJob(ctx context.Context, tenant, sessionID string) (store.Job, 
 
 // GetJob reads a session's job without the writer.
 func (s *Store) GetJob(ctx context.Context, tenant, sessionID string) (store.Job, error) {
-	return scanJob(s.db.QueryRowContext(ctx, `SELECT `+jobCols+` FROM compaction_jobs WHERE tenant = ? AND session_id = ?`,
+	return scanJob(reads{s}.QueryRowContext(ctx, `SELECT `+jobCols+` FROM compaction_jobs WHERE tenant = ? AND session_id = ?`,
 		tenant, sessionID))
 }
 
@@ -82,7 +82,7 @@ func (t *txn) CountJobs(ctx context.Context, tenant string) (int, int, error) {
 func (s *Store) HasDueJob(ctx context.Context, now time.Time, perTenant int) (bool, error) {
 	n := now.UnixNano()
 	var due bool
-	err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM compaction_jobs j
+	err := reads{s}.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM compaction_jobs j
 		WHERE (j.state = 'queued' OR (j.state = 'running' AND j.lease_until < ?)) AND j.not_before <= ?
 			AND (SELECT count(*) FROM compaction_jobs r WHERE r.tenant = j.tenant AND r.state = 'running' AND r.lease_until >= ?) < ?)`,
 		n, n, n, perTenant).Scan(&due)

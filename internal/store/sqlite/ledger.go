@@ -31,7 +31,7 @@ func (t *txn) AddLedger(ctx context.Context, tenant, sessionID string, kind stor
 // GetLedger returns a session's ledger.
 func (s *Store) GetLedger(ctx context.Context, tenant, sessionID string) (store.Ledger, error) {
 	var out store.Ledger
-	rows, err := s.db.QueryContext(ctx, `SELECT kind, calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens,
+	rows, err := reads{s}.QueryContext(ctx, `SELECT kind, calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens,
 		cost_nano_usd, unpriced_calls FROM session_ledger WHERE tenant = ? AND session_id = ?`, tenant, sessionID)
 	if err != nil {
 		return out, err

@@ -32,6 +32,10 @@ type Store struct {
 	// moment it is free instead of polling for it with sleeps. Another
 	// process on the same file still meets busy_timeout.
 	writer chan struct{}
+	// queue holds the calls of InTx waiting for a group (groupcommit.go).
+	queue commitQueue
+	// prepared are the hot reads' statements (prepared.go).
+	prepared prepared
 }
 
 var _ store.Store = (*Store)(nil)
@@ -70,14 +74,18 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db, writer: make(chan struct{}, 1)}, nil
+	db.SetMaxIdleConns(idleConns)
+	return &Store{db: db, writer: make(chan struct{}, 1), queue: commitQueue{hold: groupHold}}, nil
 }
 
 // Ping checks the database.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.closePrepared()
+	return s.db.Close()
+}
 
 // lockWriter waits for this process's write turn; the returned func ends it.
 func (s *Store) lockWriter(ctx context.Context) (func(), error) {
@@ -87,27 +95,6 @@ func (s *Store) lockWriter(ctx context.Context) (func(), error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting to write: %w", ctx.Err())
 	}
-}
-
-// InTx runs fn in one IMMEDIATE transaction.
-func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) error {
-	unlock, err := s.lockWriter(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(ctx, &txn{tx: tx}); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
 }
 
 // querier is what *sql.DB and *sql.Tx share.
@@ -167,14 +154,15 @@ func scanMessage(rows scanner, extra ...any) (chat.Message, error) {
 	return m, err
 }
 
+const getSessionQuery = `SELECT ` + sessionCols + ` FROM sessions WHERE tenant = ? AND id = ? AND deleted_at IS NULL`
+
 func getSession(ctx context.Context, q querier, tenant, id string) (store.Session, error) {
-	return scanSession(q.QueryRowContext(ctx,
-		`SELECT `+sessionCols+` FROM sessions WHERE tenant = ? AND id = ? AND deleted_at IS NULL`, tenant, id))
+	return scanSession(q.QueryRowContext(ctx, getSessionQuery, tenant, id))
 }
 
-// GetSession reads a session.
+// GetSession reads a session (a prepared statement: prepared.go).
 func (s *Store) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
-	return getSession(ctx, s.db, tenant, id)
+	return scanSession(s.queryRow(ctx, getSessionQuery, tenant, id))
 }
 
 // summaryCols are sessionCols of the table aliased s, with the system
@@ -202,7 +190,7 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFil
 		args = append(args, n, n, f.Before.ID)
 	}
 	args = append(args, f.Limit)
-	rows, err := s.db.QueryContext(ctx, `SELECT `+summaryCols+store.SummaryJoins+` WHERE `+where.String()+
+	rows, err := reads{s}.QueryContext(ctx, `SELECT `+summaryCols+store.SummaryJoins+` WHERE `+where.String()+
 		` ORDER BY s.created_at DESC, s.id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, err
@@ -255,7 +243,7 @@ func (m multiScanner) Scan(dest ...any) error { return m.row.Scan(append(dest, m
 
 // ActiveMessages returns the active view after ordinal `after`.
 func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, []int64, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
+	rows, err := reads{s}.QueryContext(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
 		WHERE v.tenant = ? AND v.session_id = ? AND v.ord > ? ORDER BY v.ord LIMIT ?`, tenant, sessionID, after, limit)
 	if err != nil {
@@ -277,7 +265,7 @@ func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, af
 
 // LogMessages returns the log after position `after`.
 func (s *Store) LogMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, error) {
-	return collectMessages(s.db.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
+	return collectMessages(reads{s}.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
 		WHERE tenant = ? AND session_id = ? AND position > ? ORDER BY position LIMIT ?`, tenant, sessionID, after, limit))
 }
 
@@ -346,7 +334,7 @@ func scanCompaction(row scanner) (store.Compaction, error) {
 // ListCompactions returns a page of a session's compactions in round order,
 // read through the index compactions_by_round.
 func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, afterRound, limit int) ([]store.Compaction, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+compactionCols+` FROM compactions
+	rows, err := reads{s}.QueryContext(ctx, `SELECT `+compactionCols+` FROM compactions
 		WHERE tenant = ? AND session_id = ? AND round > ?
 		ORDER BY round LIMIT ?`, tenant, sessionID, afterRound, limit)
 	if err != nil {
@@ -364,11 +352,16 @@ func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, a
 	return out, rows.Err()
 }
 
+const getCalibrationQuery = `SELECT ratio, samples, updated_at FROM calibrations WHERE tenant = ? AND model = ?`
+
 func getCalibration(ctx context.Context, q querier, tenant, model string) (store.Calibration, error) {
+	return scanCalibration(q.QueryRowContext(ctx, getCalibrationQuery, tenant, model), model)
+}
+
+func scanCalibration(row scanner, model string) (store.Calibration, error) {
 	c := store.Calibration{Model: model}
 	var at int64
-	err := q.QueryRowContext(ctx, `SELECT ratio, samples, updated_at FROM calibrations WHERE tenant = ? AND model = ?`,
-		tenant, model).Scan(&c.Ratio, &c.Samples, &at)
+	err := row.Scan(&c.Ratio, &c.Samples, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, store.ErrNotFound
 	}
@@ -376,14 +369,14 @@ func getCalibration(ctx context.Context, q querier, tenant, model string) (store
 	return c, err
 }
 
-// GetCalibration returns a model's calibration.
+// GetCalibration returns a model's calibration (a prepared statement).
 func (s *Store) GetCalibration(ctx context.Context, tenant, model string) (store.Calibration, error) {
-	return getCalibration(ctx, s.db, tenant, model)
+	return scanCalibration(s.queryRow(ctx, getCalibrationQuery, tenant, model), model)
 }
 
 // LatestCompaction returns a session's newest compaction.
 func (s *Store) LatestCompaction(ctx context.Context, tenant, sessionID string) (store.Compaction, error) {
-	return scanCompaction(s.db.QueryRowContext(ctx, `SELECT `+compactionCols+` FROM compactions
+	return scanCompaction(reads{s}.QueryRowContext(ctx, `SELECT `+compactionCols+` FROM compactions
 		WHERE tenant = ? AND session_id = ? ORDER BY round DESC LIMIT 1`, tenant, sessionID))
 }
 
@@ -394,14 +387,14 @@ const rowBytes = `octet_length(m.parts) + octet_length(m.metadata) + octet_lengt
 // ActiveSizes returns the sizes of the active view's rows after ordinal
 // `after`.
 func (s *Store) ActiveSizes(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]store.RowSize, error) {
-	return collectSizes(s.db.QueryContext(ctx, `SELECT v.ord, m.id, `+rowBytes+`
+	return collectSizes(reads{s}.QueryContext(ctx, `SELECT v.ord, m.id, `+rowBytes+`
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
 		WHERE v.tenant = ? AND v.session_id = ? AND v.ord > ? ORDER BY v.ord LIMIT ?`, tenant, sessionID, after, limit))
 }
 
 // LogSizes returns the sizes of the log's rows after position `after`.
 func (s *Store) LogSizes(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]store.RowSize, error) {
-	return collectSizes(s.db.QueryContext(ctx, `SELECT m.position, m.id, `+rowBytes+` FROM messages m
+	return collectSizes(reads{s}.QueryContext(ctx, `SELECT m.position, m.id, `+rowBytes+` FROM messages m
 		WHERE m.tenant = ? AND m.session_id = ? AND m.position > ? ORDER BY m.position LIMIT ?`, tenant, sessionID, after, limit))
 }
 

@@ -14,7 +14,7 @@ import (
 // txn implements store.Tx over one IMMEDIATE transaction, which already
 // holds the write lock: GetSession needs no row lock.
 type txn struct {
-	tx *sql.Tx
+	tx querier // the group's transaction, uncancelled (groupcommit.go)
 }
 
 func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {

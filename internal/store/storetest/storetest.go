@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ToolCalls", testToolCalls},
 		{"Idempotency", testIdempotency},
 		{"Rollback", testRollback},
+		{"ConcurrentCallsFailAlone", testConcurrentCallsFailAlone},
 		{"CompactionsAndViews", testCompactionsAndViews},
 		{"CompactionPaging", testCompactionPaging},
 		{"Calibration", testCalibration},

@@ -1,0 +1,378 @@
+// Command gatewaybench measures what contextd's gateway adds to a model call
+// (make bench-gateway): Chat Completions conversations sent to a local
+// upstream that answers at once, directly and through contextd, for SQLite
+// and PostgreSQL, 1 and 16 concurrent conversations of 100 and 1,000
+// messages, and one conversation whose body is about 1 MB. Each
+// conversation grows by one exchange per call, as an agent's does; the
+// model is gpt-4.1 (a 1M-token window), so no cell compacts and what is
+// measured is the gateway's own cost. It
+// prints p50, p99, requests/s, the gateway's share of the direct rate, the
+// CPU time per request (this process: client, upstream and contextd; plus
+// PostgreSQL's processes) and the bytes this process allocated per request.
+//
+// It starts what it needs: the upstream (in process), contextd (app.Run in
+// process, embedded SQLite in a temporary directory) and a throwaway
+// PostgreSQL cluster (internal/pgtest, fsync=off: an upper bound for
+// PostgreSQL). The profiles it can write (-cpuprofile, -blockprofile,
+// -mutexprofile) cover the whole run, the direct phases too (their frames
+// are the client's and the upstream's); -only narrows the run to a cell.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"regexp"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/pgtest"
+)
+
+// cell is one line pair of the table.
+type cell struct {
+	convs, messages int
+	// contentBytes is the size of each message's text.
+	contentBytes int
+}
+
+func (c cell) name() string {
+	if c.contentBytes > 1000 {
+		return fmt.Sprintf("%d×%d msgs ~%.1f MB", c.convs, c.messages, float64(c.messages*c.contentBytes)/1e6)
+	}
+	return fmt.Sprintf("%d×%d msgs", c.convs, c.messages)
+}
+
+var cells = []cell{
+	{1, 100, 250}, {16, 100, 250}, {1, 1000, 250}, {16, 1000, 250},
+	{1, 200, 5000}, // a 1 MB body
+}
+
+func main() {
+	stores := flag.String("stores", "sqlite,postgres", "stores to measure, comma-separated")
+	calls := flag.Int("calls", 20, "timed calls per conversation in each cell (after one untimed call that creates the session)")
+	only := flag.String("only", "", "measure only the cells whose name (\"sqlite 16×100 msgs\") matches this regular expression")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the gateway phases to this file")
+	blockProfile := flag.String("blockprofile", "", "write a block profile of the gateway phases to this file")
+	mutexProfile := flag.String("mutexprofile", "", "write a mutex profile of the gateway phases to this file")
+	memProfile := flag.String("memprofile", "", "write an allocation profile (allocs: -sample_index=alloc_space) to this file")
+	pgXacts := flag.Bool("pgxacts", false, "PostgreSQL: also count the transactions (pg_stat_database; single statements count as one; the server's idle commits subtracted) each gateway request made; waits 11 s per reading for the statistics to be flushed")
+	flag.Parse()
+	filter, err := regexp.Compile(*only)
+	if err != nil {
+		log.Fatalf("-only: %v", err)
+	}
+	if *blockProfile != "" {
+		runtime.SetBlockProfileRate(10_000)
+	}
+	if *mutexProfile != "" {
+		runtime.SetMutexProfileFraction(100)
+	}
+	var cpuOut *os.File
+	if *cpuProfile != "" {
+		if cpuOut, err = os.Create(*cpuProfile); err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(cpuOut); err != nil {
+			log.Fatal(err)
+		}
+	}
+	defer pgtest.Stop()
+	// An interrupted run stops the throwaway cluster too.
+	interrupted := make(chan os.Signal, 1)
+	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-interrupted
+		pgtest.Stop()
+		os.Exit(1)
+	}()
+	up := startUpstream()
+	fmt.Printf("gatewaybench: %d timed calls per conversation, %d CPUs, %s, upstream answers at once; PostgreSQL fsync=off\n\n",
+		*calls, runtime.NumCPU(), runtime.Version())
+	fmt.Println("| store | conversations × messages | body | path | p50 ms | p99 ms | requests/s | share of direct | added p50 ms | CPU ms/request | allocated/request |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, store := range strings.Split(*stores, ",") {
+		env := map[string]string{}
+		m := meter{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}},
+			calls: *calls, pgCPU: func() time.Duration { return 0 }}
+		switch store {
+		case "sqlite":
+		case "postgres":
+			url, err := pgtest.Throwaway()
+			if err != nil {
+				log.Fatalf("postgres: %v", err)
+			}
+			env["CONTEXTD_DATABASE_URL"] = url
+			m.pgCPU = pgtest.CPUTime
+			if *pgXacts {
+				// What the server commits with no requests (job sweeps,
+				// retention) in one window is subtracted from each count.
+				idle := transactions(url)
+				idle = transactions(url) - idle
+				var windows int64
+				m.xacts = func() int64 { windows++; return transactions(url) - windows*idle }
+			}
+		default:
+			log.Fatalf("-stores: unknown store %q", store)
+		}
+		base, stop := startContextd(env, up)
+		for i, c := range cells {
+			if !filter.MatchString(store + " " + c.name()) {
+				continue
+			}
+			tag := fmt.Sprintf("%s-%d", store, i)
+			direct := m.run(c, up+"/v1/chat/completions", tag+"-direct", false)
+			via := m.run(c, base+"/v1/chat/completions", tag+"-gw", true)
+			for _, r := range []result{direct, via} {
+				share, added := "1", ""
+				if r.gateway {
+					share = fmt.Sprintf("%.3f", r.rate/direct.rate)
+					added = fmt.Sprintf("%.2f", ms(r.p50-direct.p50))
+				}
+				fmt.Printf("| %s | %s | %s | %s | %.2f | %.2f | %.0f | %s | %s | %.2f | %s |\n", store, c.name(), size(r.body),
+					map[bool]string{false: "direct", true: "gateway"}[r.gateway], ms(r.p50), ms(r.p99), r.rate, share, added, ms(r.cpu), size(int(r.alloc)))
+			}
+		}
+		stop()
+	}
+	if cpuOut != nil {
+		pprof.StopCPUProfile()
+		cpuOut.Close()
+	}
+	for file, name := range map[string]string{*blockProfile: "block", *mutexProfile: "mutex", *memProfile: "allocs"} {
+		if file == "" {
+			continue
+		}
+		f, err := os.Create(file)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+			log.Fatal(err)
+		}
+		f.Close()
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func size(n int) string {
+	if n >= 1e6 {
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.0f KB", float64(n)/1e3)
+}
+
+// result is one path's figures in one cell.
+type result struct {
+	gateway  bool
+	p50, p99 time.Duration
+	rate     float64       // timed calls per second of wall time
+	cpu      time.Duration // CPU time per timed call
+	alloc    float64       // bytes allocated in this process per timed call
+	body     int           // the last request's size
+}
+
+// meter runs the cells of one store.
+type meter struct {
+	client *http.Client
+	calls  int // timed calls per conversation
+	// pgCPU is PostgreSQL's CPU time so far (0 on SQLite); xacts, when set,
+	// counts the transactions of contextd's database so far.
+	pgCPU func() time.Duration
+	xacts func() int64
+}
+
+// run drives c.convs conversations of c.messages messages against url:
+// one untimed call each (concurrently), then calls timed calls each, all
+// conversations at once.
+func (m meter) run(c cell, url, tag string, gateway bool) result {
+	calls := m.calls
+	// Each conversation's messages as JSON array elements, extended as it
+	// grows: building a request copies them (no marshalling of the whole
+	// history per call, which would slow the client, not the paths).
+	convs := make([][]byte, c.convs)
+	add := func(i int, role, content string) {
+		m, _ := json.Marshal(map[string]string{"role": role, "content": content})
+		if len(convs[i]) > 0 {
+			convs[i] = append(convs[i], ',')
+		}
+		convs[i] = append(convs[i], m...)
+	}
+	filler := strings.Repeat("lorem ipsum dolor sit amet ", c.contentBytes/27+1)[:c.contentBytes]
+	for i := range convs {
+		add(i, "system", "You are a coding agent.")
+		for j := range c.messages - 1 {
+			add(i, []string{"user", "assistant"}[j%2], fmt.Sprintf("%s conversation %d message %d: %s", tag, i, j, filler))
+		}
+		if c.messages%2 == 0 { // the last was a user's
+			add(i, "assistant", "ok")
+		}
+	}
+	var last int
+	call := func(i, step int) time.Duration {
+		add(i, "user", fmt.Sprintf("step %d", step))
+		body := slices.Concat([]byte(`{"model":"gpt-4.1","messages":[`), convs[i], []byte(`]}`))
+		if i == 0 {
+			last = len(body)
+		}
+		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer sk-bench")
+		t0 := time.Now()
+		resp, err := m.client.Do(req)
+		if err != nil {
+			log.Fatalf("%s: %v", url, err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		d := time.Since(t0)
+		if resp.StatusCode != http.StatusOK {
+			log.Fatalf("%s: status %d: %.300s", url, resp.StatusCode, out)
+		}
+		add(i, "assistant", "ok")
+		return d
+	}
+	each := func(fn func(i int)) {
+		var wg sync.WaitGroup
+		for i := range convs {
+			wg.Add(1)
+			go func() { defer wg.Done(); fn(i) }()
+		}
+		wg.Wait()
+	}
+	each(func(i int) { call(i, -1) })
+	latencies := make([][]time.Duration, len(convs))
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	var x0 int64
+	if m.xacts != nil && gateway {
+		x0 = m.xacts()
+	}
+	cpu0, pg0, start := cpuTime(), m.pgCPU(), time.Now()
+	each(func(i int) {
+		for step := range calls {
+			latencies[i] = append(latencies[i], call(i, step))
+		}
+	})
+	wall := time.Since(start)
+	cpu := cpuTime() - cpu0 + m.pgCPU() - pg0
+	if m.xacts != nil && gateway {
+		fmt.Printf("(%s: %.1f PostgreSQL transactions per request)\n", tag, float64(m.xacts()-x0)/float64(c.convs*calls))
+	}
+	runtime.ReadMemStats(&m1)
+	all := slices.Concat(latencies...)
+	slices.Sort(all)
+	n := len(all)
+	return result{gateway: gateway, p50: all[n/2], p99: all[min(n-1, n*99/100)], rate: float64(n) / wall.Seconds(),
+		cpu: cpu / time.Duration(n), body: last, alloc: float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)}
+}
+
+// transactions reads pg_stat_database's commits and rollbacks of url's
+// database, after waiting for every backend's statistics to be flushed
+// (an idle backend flushes within 10 s).
+func transactions(url string) int64 {
+	time.Sleep(11 * time.Second)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int64
+	// This connection's own query is not counted: its statistics are not
+	// flushed yet.
+	if err := conn.QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`).Scan(&n); err != nil {
+		log.Fatal(err)
+	}
+	return n
+}
+
+// cpuTime is this process's user and system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// startUpstream serves /v1/chat/completions on loopback: it reads the body
+// and answers one fixed completion at once.
+func startUpstream() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	answer := []byte(`{"id":"chatcmpl-bench","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,` +
+		`"message":{"role":"assistant","content":"ok","refusal":null,"annotations":[]},"finish_reason":"stop","logprobs":null}],` +
+		`"usage":{"prompt_tokens":100,"completion_tokens":1,"total_tokens":101,"prompt_tokens_details":{"cached_tokens":0}}}`)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(answer)
+	})}
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String()
+}
+
+// startContextd runs the server in process (its log discarded) with the
+// gateway pointed at upstream, and returns its base URL and a stop.
+func startContextd(env map[string]string, upstream string) (string, func()) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dir, err := os.MkdirTemp("", "gatewaybench-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	all := map[string]string{"CONTEXTD_LISTEN_ADDR": addr, "CONTEXTD_DATA_DIR": dir, "CONTEXTD_METRICS_ADDR": "",
+		"CONTEXTD_RATE_LIMIT_RPS": "0", "CONTEXTD_OPENAI_BASE_URL": upstream + "/v1"}
+	for k, v := range env {
+		all[k] = v
+	}
+	cfg, err := app.ParseConfig(nil, func(k string) (string, bool) { v, ok := all[k]; return v, ok })
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil))) }()
+	base := "http://" + addr
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get(base + "/v1/models"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			log.Fatal("contextd did not start")
+		}
+	}
+	return base, func() {
+		cancel()
+		if err := <-done; err != nil {
+			log.Printf("contextd: %v", err)
+		}
+		_ = os.RemoveAll(dir)
+	}
+}

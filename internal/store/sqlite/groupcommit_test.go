@@ -1,0 +1,190 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+)
+
+func openTest(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func createSessions(t testing.TB, s *Store, n int) {
+	t.Helper()
+	at := time.Unix(1, 0).UTC()
+	for i := range n {
+		if err := s.InTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+			return tx.InsertSession(ctx, &store.Session{Tenant: "t", ID: fmt.Sprintf("s%d", i), Model: "gpt-4o", Version: 1, CreatedAt: at, UpdatedAt: at})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func appendOne(ctx context.Context, tx store.Tx, session string, pos int64) error {
+	return tx.InsertMessages(ctx, "t", session, []chat.Message{{ID: fmt.Sprintf("%s-%d", session, pos), Position: pos,
+		Role: chat.RoleUser, Kind: chat.KindNormal, CreatedAt: time.Unix(2, 0).UTC(), Parts: []chat.Part{{Type: chat.PartText, Text: "hi"}}}})
+}
+
+// TestCallsQueuedMeanwhileShareOneCommit: while one call holds the write
+// turn, five calls of other sessions queue; they then run in one
+// transaction (two commits for six calls, where one transaction per call
+// made six), and the one among them that fails after writing changes
+// nothing while the other four commit. Fails before group commit
+// (transactions = 6).
+func TestCallsQueuedMeanwhileShareOneCommit(t *testing.T) {
+	s := openTest(t)
+	s.queue.hold = time.Hour // the five go in one group however slow the machine
+	createSessions(t, s, 6)
+	tx0, calls0 := s.GroupStats()
+	hold, holding := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs[0] = s.InTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+			close(holding)
+			<-hold
+			return appendOne(ctx, tx, "s0", 1)
+		})
+	}()
+	<-holding
+	boom := errors.New("boom")
+	for i := 1; i < 6; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.InTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+				if err := appendOne(ctx, tx, fmt.Sprintf("s%d", i), 1); err != nil {
+					return err
+				}
+				if i == 3 {
+					return boom
+				}
+				return nil
+			})
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		s.queue.mu.Lock()
+		n := len(s.queue.pending)
+		s.queue.mu.Unlock()
+		if n == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls queued, want 5", n)
+		}
+	}
+	close(hold)
+	wg.Wait()
+	for i, err := range errs {
+		if (i == 3) != errors.Is(err, boom) || (i != 3 && err != nil) {
+			t.Errorf("call %d: %v", i, err)
+		}
+	}
+	txs, calls := s.GroupStats()
+	if txs-tx0 != 2 || calls-calls0 != 5 {
+		t.Errorf("%d transactions held %d committed calls, want 2 and 5", txs-tx0, calls-calls0)
+	}
+	for i := range 6 {
+		log, err := s.LogMessages(context.Background(), "t", fmt.Sprintf("s%d", i), 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 0, false: 1}[i == 3]; len(log) != want {
+			t.Errorf("s%d holds %d messages, want %d", i, len(log), want)
+		}
+	}
+}
+
+// TestCancelledCallLeavesTheGroup: a call whose caller gives up while it
+// waits in the queue is taken out and answers the context's error; it
+// writes nothing.
+func TestCancelledCallLeavesTheGroup(t *testing.T) {
+	s := openTest(t)
+	createSessions(t, s, 2)
+	hold, holding := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.InTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+			close(holding)
+			<-hold
+			return appendOne(ctx, tx, "s0", 1)
+		})
+	}()
+	<-holding
+	ctx, cancel := context.WithCancel(context.Background())
+	waiting := make(chan error, 1)
+	go func() {
+		waiting <- s.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return appendOne(ctx, tx, "s1", 1) })
+	}()
+	for {
+		s.queue.mu.Lock()
+		n := len(s.queue.pending)
+		s.queue.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-waiting; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled call: %v", err)
+	}
+	close(hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if log, _ := s.LogMessages(context.Background(), "t", "s1", 0, 10); len(log) != 0 {
+		t.Errorf("the cancelled call wrote %d messages", len(log))
+	}
+}
+
+// BenchmarkGroupCommit: 16 goroutines append one message each to their own
+// session per call (synchronous=FULL: one fsync per commit). It reports
+// calls/s and transactions per call (1 without group commit).
+func BenchmarkGroupCommit(b *testing.B) {
+	const clients = 16
+	s := openTest(b)
+	createSessions(b, s, clients)
+	tx0, calls0 := s.GroupStats()
+	var next sync.Mutex
+	n := 0
+	take := func() bool { next.Lock(); defer next.Unlock(); n++; return n <= b.N }
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for pos := int64(1); take(); pos++ {
+				if err := s.InTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+					return appendOne(ctx, tx, fmt.Sprintf("s%d", c), pos)
+				}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	txs, calls := s.GroupStats()
+	b.ReportMetric(float64(calls-calls0)/elapsed.Seconds(), "calls/s")
+	b.ReportMetric(float64(txs-tx0)/float64(calls-calls0), "transactions/call")
+}

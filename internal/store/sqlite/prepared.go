@@ -1,0 +1,128 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+)
+
+// idleConns is how many connections the pool keeps open between calls.
+// database/sql keeps 2 by default: 16 concurrent readers then opened and
+// closed a connection (and ran its four pragmas) on most calls, 13 % of
+// GetContextUsage's CPU (BenchmarkUsageVsHealth). A connection costs its
+// page cache (about 2 MB at SQLite's default cache_size) once used.
+const idleConns = 8
+
+// prepared holds prepared statements by their text, prepared once per
+// connection by database/sql instead of parsed on every call: the pure-Go
+// SQLite spent 28 % of GetContextUsage's CPU, and a quarter of the CPU
+// inside the gateway's write transactions, in sqlite3_prepare
+// (docs/performance.md). Reads outside transactions (reads) and the
+// statements of transactions (groupcommit.go) go through it.
+type prepared struct {
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+}
+
+// stmt returns the prepared statement of query, preparing it on first use.
+// A failed prepare is not kept (the next call tries again).
+func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.prepared.mu.Lock()
+	defer s.prepared.mu.Unlock()
+	if st, ok := s.prepared.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if s.prepared.stmts == nil {
+		s.prepared.stmts = map[string]*sql.Stmt{}
+	}
+	s.prepared.stmts[query] = st
+	return st, nil
+}
+
+// A statement is prepared when its text is at most maxPreparedBytes and
+// the cache holds fewer than maxPrepared (batched inserts have a text per
+// row count: long ones are parsed each time).
+const (
+	maxPrepared      = 512
+	maxPreparedBytes = 4096
+)
+
+// cached is query's prepared statement, or nil when it is not cached (too
+// long, the cache full, or the prepare failed: the caller runs the query as
+// is, and meets the error then).
+func (s *Store) cached(ctx context.Context, query string) *sql.Stmt {
+	if len(query) > maxPreparedBytes {
+		return nil
+	}
+	s.prepared.mu.Lock()
+	st, ok := s.prepared.stmts[query]
+	full := len(s.prepared.stmts) >= maxPrepared
+	s.prepared.mu.Unlock()
+	if ok {
+		return st
+	}
+	if full {
+		return nil
+	}
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return nil
+	}
+	return st
+}
+
+// txStmt is query prepared for the transaction tx (reused on the
+// transaction's connection once prepared there), or nil (see cached).
+func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+	if st := s.cached(ctx, query); st != nil {
+		return tx.StmtContext(ctx, st)
+	}
+	return nil
+}
+
+// reads runs the store's reads outside transactions through the prepared
+// statements.
+type reads struct{ s *Store }
+
+func (r reads) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := r.s.cached(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return r.s.db.QueryRowContext(ctx, query, args...)
+}
+
+func (r reads) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := r.s.cached(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return r.s.db.QueryContext(ctx, query, args...)
+}
+
+// queryRow is QueryRowContext through the prepared statement of query; a
+// failed prepare is the row's error.
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) scanner {
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// closePrepared closes the prepared statements (before the database).
+func (s *Store) closePrepared() {
+	s.prepared.mu.Lock()
+	defer s.prepared.mu.Unlock()
+	for _, st := range s.prepared.stmts {
+		_ = st.Close()
+	}
+	s.prepared.stmts = nil
+}
+
+// errRow is a row whose Scan answers err.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
