@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"SetMessageTokens", testSetMessageTokens},
 		{"Jobs", testJobs},
 		{"JobLeasesAreExclusive", testJobLeasesAreExclusive},
+		{"JobRunningCapIsExact", testJobRunningCapIsExact},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
