@@ -173,6 +173,14 @@ type Tx interface {
 	// followed by an insert cannot race another; SQLite's single writer
 	// does so already).
 	CountSessions(ctx context.Context, tenant string) (int, error)
+	// LogBytes returns the bytes a tenant's log holds (every stored
+	// message's parts, metadata, replaced ids and id: RowSize's measure),
+	// counted by the store on every insert and delete of a message, this
+	// transaction's included. On PostgreSQL it holds the tenant's count
+	// until the transaction ends (so does any insert or delete of the
+	// tenant's messages): concurrent writers of one tenant cannot both pass
+	// a quota. SQLite's single writer does so already.
+	LogBytes(ctx context.Context, tenant string) (int64, error)
 	// UpdateSession writes every mutable field of s.
 	UpdateSession(ctx context.Context, s *Session) error
 	// DeleteSession marks a session deleted; it is ErrNotFound from then on.

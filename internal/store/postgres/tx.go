@@ -294,3 +294,14 @@ func (t *txn) CountSessions(ctx context.Context, tenant string) (int, error) {
 	err := t.tx.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE tenant = $1 AND deleted_at IS NULL`, tenant).Scan(&n)
 	return n, err
 }
+
+// LogBytes reads the tenant's count (migration 00012's triggers keep it)
+// and locks it until the transaction ends.
+func (t *txn) LogBytes(ctx context.Context, tenant string) (int64, error) {
+	var n int64
+	err := t.tx.QueryRow(ctx, `SELECT log_bytes FROM tenant_usage WHERE tenant = $1 FOR UPDATE`, tenant).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
+}

@@ -274,3 +274,13 @@ func (t *txn) CountSessions(ctx context.Context, tenant string) (int, error) {
 	err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE tenant = ? AND deleted_at IS NULL`, tenant).Scan(&n)
 	return n, err
 }
+
+// LogBytes reads the tenant's count (migration 00012's triggers keep it).
+func (t *txn) LogBytes(ctx context.Context, tenant string) (int64, error) {
+	var n int64
+	err := t.tx.QueryRowContext(ctx, `SELECT log_bytes FROM tenant_usage WHERE tenant = ?`, tenant).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
+}

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Jobs", testJobs},
 		{"JobLeasesAreExclusive", testJobLeasesAreExclusive},
 		{"JobRunningCapIsExact", testJobRunningCapIsExact},
+		{"LogBytes", testLogBytes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
