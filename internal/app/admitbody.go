@@ -21,6 +21,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/contextd/contextd/internal/chat"
 )
 
 // Admitting a request body before it is decoded. proto.Unmarshal allocates
@@ -28,53 +30,65 @@ import (
 // empty parts (two bytes each on the wire) became a million Part structs,
 // bounded only by CONTEXTD_MAX_MESSAGE_BYTES. The body of every call is
 // therefore walked first, as wire format, along its method's input
-// descriptor, without allocating per element, and refused when
+// descriptor, without allocating per element, and refused (InvalidArgument
+// naming the field, as the checks after decoding would) when
 //
 //   - a repeated field or map holds more items in one message than its
-//     buf.validate max_items / max_pairs allows (the same caps protovalidate
-//     checks after decoding): InvalidArgument naming the field, such as
-//     messages[0].parts; or
-//   - its messages, parts and tool calls cost more than CONTEXTD_MAX_COUNT_BYTES
-//     at the counting rule's 256 bytes a message, 32 a part and 1024 a tool
-//     call (a lower bound of what the engine charges the decoded request):
-//     ResourceExhausted naming the setting.
+//     buf.validate max_items / max_pairs allows (the caps protovalidate
+//     checks after decoding), or a message more parts than
+//     chat.MaxPartsPerMessage: messages[0].parts;
+//   - the request holds more parts than chat.MaxPartsPerRequest or tool
+//     calls than chat.MaxToolCallsPerRequest (chat.CheckStructure's caps):
+//     messages.
 //
-// The walk stops at the first refusal, so it reads at most what the caps
-// allow plus one item. Every protocol reaches grpc-go through here (native
-// gRPC directly, Connect and gRPC-Web as vanguard's gRPC calls), and a
-// refusal is a gRPC trailers-only answer that vanguard translates back.
-// A body this does not understand (malformed, nested past 100 levels,
-// compressed with something other than gzip) is passed on: grpc-go then
-// answers as before.
+// So what decoding allocates is bounded by the caps, not by the body's
+// size. The walk stops at the first item over a cap. Every protocol
+// reaches grpc-go through here (native gRPC directly, Connect and gRPC-Web
+// in their binary encoding as vanguard's gRPC calls), and a refusal is a
+// gRPC trailers-only answer that vanguard translates back. A body this does
+// not understand (malformed, nested past 100 levels, compressed with
+// something other than gzip) is passed on: grpc-go then answers as before.
 type bodyCaps struct {
 	inputs          map[string]*wirePlan // by method path, "/pkg.Service/Method"
-	maxCountBytes   int64
 	maxMessageBytes int
 }
 
 // wirePlan is what the walk needs of one message type.
 type wirePlan struct {
 	fields map[protowire.Number]*wireField
-	lists  int   // list and map fields: the counters an instance keeps
-	cost   int64 // charged per instance against CONTEXTD_MAX_COUNT_BYTES
+	lists  int // list and map fields: the counters an instance keeps
+	// total is the index of the request-wide count of this type (-1:
+	// none), with its cap and what it is called.
+	total     int
+	totalMax  int64
+	totalName string
 }
 
 type wireField struct {
 	name string
 	sub  *wirePlan // message (or map entry) fields
 	slot int       // counter of a list or map field; -1 otherwise
-	max  int64     // max_items / max_pairs; 0: none
+	max  int64     // max_items / max_pairs, or a tighter cap; 0: none
 }
 
-// countCosts is the counting rule's charge per decoded element
-// (engine/limits.go: messageCost, partCost, toolCallCost).
-var countCosts = map[protoreflect.FullName]int64{
-	"contextd.v1.Message": 256, "contextd.v1.Part": 32, "contextd.v1.ToolCallPart": 1024,
+// requestTotals are chat.CheckStructure's request-wide caps, by type.
+var requestTotals = []struct {
+	name protoreflect.FullName
+	max  int64
+	what string
+}{
+	{"contextd.v1.Part", chat.MaxPartsPerRequest, "parts"},
+	{"contextd.v1.ToolCallPart", chat.MaxToolCallsPerRequest, "tool calls"},
+}
+
+// fieldCaps are caps tighter than a field's buf.validate rule.
+var fieldCaps = map[protoreflect.FullName]int64{
+	"contextd.v1.Message.parts": chat.MaxPartsPerMessage,
 }
 
 // newBodyCaps plans the input of every method srv serves.
 func newBodyCaps(srv *grpc.Server, cfg Config) *bodyCaps {
-	c := &bodyCaps{inputs: map[string]*wirePlan{}, maxCountBytes: int64(cfg.MaxCountBytes), maxMessageBytes: cfg.MaxMessageBytes}
+	c := &bodyCaps{inputs: map[string]*wirePlan{}, maxMessageBytes: cfg.MaxMessageBytes}
 	plans := map[protoreflect.FullName]*wirePlan{}
 	for name, info := range srv.GetServiceInfo() {
 		d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(name))
@@ -98,7 +112,12 @@ func planOf(md protoreflect.MessageDescriptor, plans map[protoreflect.FullName]*
 	if p, ok := plans[md.FullName()]; ok {
 		return p
 	}
-	p := &wirePlan{fields: map[protowire.Number]*wireField{}, cost: countCosts[md.FullName()]}
+	p := &wirePlan{fields: map[protowire.Number]*wireField{}, total: -1}
+	for i, t := range requestTotals {
+		if t.name == md.FullName() {
+			p.total, p.totalMax, p.totalName = i, t.max, t.what
+		}
+	}
 	plans[md.FullName()] = p // before the fields: types may nest themselves
 	fields := md.Fields()
 	for i := range fields.Len() {
@@ -112,6 +131,9 @@ func planOf(md protoreflect.MessageDescriptor, plans map[protoreflect.FullName]*
 			p.lists++
 			if rules, ok := proto.GetExtension(fd.Options(), validate.E_Field).(*validate.FieldRules); ok && rules != nil {
 				f.max = int64(max(rules.GetRepeated().GetMaxItems(), rules.GetMap().GetMaxPairs()))
+			}
+			if c, ok := fieldCaps[fd.FullName()]; ok && (f.max == 0 || c < f.max) {
+				f.max = c
 			}
 		}
 		if f.sub != nil || f.slot >= 0 {
@@ -129,15 +151,14 @@ const maxWireDepth = 100
 
 // walk is one pass over a body.
 type walk struct {
-	caps   *bodyCaps
 	counts []int64 // the list counters of the messages being walked
 	path   []string
-	cost   int64
+	totals [2]int64 // by requestTotals
 }
 
 // check walks msg, the wire bytes of one request of plan; nil admits it.
 func (c *bodyCaps) check(msg []byte, plan *wirePlan) *status.Status {
-	w := walk{caps: c}
+	var w walk
 	if err := w.message(msg, plan, 0); err != nil && !errors.Is(err, errUnreadable) {
 		return status.Convert(err)
 	}
@@ -148,10 +169,10 @@ func (w *walk) message(b []byte, p *wirePlan, depth int) error {
 	if depth > maxWireDepth {
 		return errUnreadable
 	}
-	if w.cost += p.cost; w.caps.maxCountBytes > 0 && w.cost > w.caps.maxCountBytes {
-		return status.New(codes.ResourceExhausted, fmt.Sprintf(
-			"the request's messages, parts and tool calls cost more than %d bytes to count at 256 bytes a message, 32 a part and 1024 a tool call (CONTEXTD_MAX_COUNT_BYTES); refused before decoding",
-			w.caps.maxCountBytes)).Err()
+	if p.total >= 0 {
+		if w.totals[p.total]++; w.totals[p.total] > p.totalMax {
+			return w.tooManyTogether(p)
+		}
 	}
 	base := len(w.counts)
 	for range p.lists {
@@ -200,7 +221,7 @@ func (w *walk) message(b []byte, p *wirePlan, depth int) error {
 
 func (w *walk) tooMany(f *wireField) error {
 	field := strings.Join(append(w.path[:len(w.path):len(w.path)], f.name), ".")
-	desc := fmt.Sprintf("must contain no more than %d items", f.max)
+	desc := fmt.Sprintf("has more than %d items; at most %d are allowed", f.max, f.max)
 	st := status.New(codes.InvalidArgument, fmt.Sprintf("%s: %s; refused before decoding", field, desc))
 	if d, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: desc}}}); err == nil {
 		st = d
@@ -281,4 +302,24 @@ func writeStatus(w http.ResponseWriter, st *status.Status) {
 		}
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// tooManyTogether refuses a request holding more elements of p's type than
+// its request-wide cap, naming the list they are in (messages), as
+// chat.CheckStructure does.
+func (w *walk) tooManyTogether(p *wirePlan) error {
+	at, list := strings.Join(w.path, "."), strings.Join(w.path, ".")
+	for k, elem := range w.path { // the outermost list: messages, inline.messages
+		if i := strings.IndexByte(elem, '['); i >= 0 {
+			at = strings.Join(w.path[:k+1], ".")
+			list = strings.Join(append(w.path[:k:k], elem[:i]), ".")
+			break
+		}
+	}
+	desc := fmt.Sprintf("have more than %d %s together (at %s); a request may have at most %d", p.totalMax, p.totalName, at, p.totalMax)
+	st := status.New(codes.InvalidArgument, fmt.Sprintf("%s: %s; refused before decoding", list, desc))
+	if d, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: list, Description: desc}}}); err == nil {
+		st = d
+	}
+	return st.Err()
 }
