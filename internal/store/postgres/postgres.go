@@ -207,7 +207,7 @@ func (m multiScanner) Scan(dest ...any) error { return m.row.Scan(append(dest, m
 func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, []int64, error) {
 	rows, err := s.pool.Query(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
-		WHERE v.tenant = $1 AND v.session_id = $2 AND v.ord > $3 ORDER BY v.ord LIMIT $4`, tenant, sessionID, after, limit)
+		WHERE v.tenant = $1 AND v.session_id = $2 AND v.gen = `+currentGen+` AND v.ord > $3 ORDER BY v.ord LIMIT $4`, tenant, sessionID, after, limit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -343,7 +343,7 @@ const rowBytes = `octet_length(m.parts) + octet_length(m.metadata) + octet_lengt
 func (s *Store) ActiveSizes(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]store.RowSize, error) {
 	return collectSizes(s.pool.Query(ctx, `SELECT v.ord, m.id, `+rowBytes+`
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
-		WHERE v.tenant = $1 AND v.session_id = $2 AND v.ord > $3 ORDER BY v.ord LIMIT $4`, tenant, sessionID, after, limit))
+		WHERE v.tenant = $1 AND v.session_id = $2 AND v.gen = `+currentGen+` AND v.ord > $3 ORDER BY v.ord LIMIT $4`, tenant, sessionID, after, limit))
 }
 
 // LogSizes returns the sizes of the log's rows after position `after`.
@@ -358,4 +358,25 @@ func collectSizes(rows pgx.Rows, err error) ([]store.RowSize, error) {
 	}
 	defer rows.Close()
 	return store.ScanRowSizes(rows)
+}
+
+// currentGen is the view generation of the session of view entry v: the
+// only one readers see.
+const currentGen = `(SELECT view_gen FROM sessions WHERE tenant = v.tenant AND id = v.session_id)`
+
+// SweepViews deletes, in one short transaction, at most limit entries of
+// the session's view generations other than its current one.
+func (s *Store) SweepViews(ctx context.Context, tenant, sessionID string, limit int) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM view_entries WHERE (tenant, session_id, gen, ord) IN (SELECT v.tenant, v.session_id, v.gen, v.ord
+		FROM view_entries v WHERE v.tenant = $1 AND v.session_id = $2 AND v.gen <> `+currentGen+` LIMIT $3)`, tenant, sessionID, limit)
+	if err != nil {
+		return 0, err
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// GetCompaction reads one compaction without locking anything.
+func (s *Store) GetCompaction(ctx context.Context, tenant, sessionID, id string) (store.Compaction, error) {
+	return scanCompaction(s.pool.QueryRow(ctx, `SELECT `+compactionCols+` FROM compactions
+		WHERE tenant = $1 AND session_id = $2 AND id = $3`, tenant, sessionID, id))
 }

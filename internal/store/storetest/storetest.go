@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"JobLeasesAreExclusive", testJobLeasesAreExclusive},
 		{"JobRunningCapIsExact", testJobRunningCapIsExact},
 		{"LogBytes", testLogBytes},
+		{"ViewGenerations", testViewGenerations},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

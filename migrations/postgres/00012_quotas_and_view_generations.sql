@@ -41,7 +41,20 @@ CREATE TRIGGER messages_added AFTER INSERT ON messages
 CREATE TRIGGER messages_removed AFTER DELETE ON messages
     REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION tenant_usage_removed();
 
+-- Generations of the active view: a rewrite (compaction, clear, revert)
+-- writes its view as a new generation, invisibly (a revert in batches of
+-- their own), and makes it the session's in one short write (view_gen);
+-- the rows of older generations are swept afterwards in batches. Readers
+-- read the session's generation only, so they never see half a rewrite.
+ALTER TABLE sessions ADD COLUMN view_gen bigint NOT NULL DEFAULT 0;
+ALTER TABLE view_entries ADD COLUMN gen bigint NOT NULL DEFAULT 0;
+ALTER TABLE view_entries DROP CONSTRAINT view_entries_pkey, ADD PRIMARY KEY (tenant, session_id, gen, ord);
+
 -- +goose Down
+DELETE FROM view_entries v USING sessions s WHERE s.tenant = v.tenant AND s.id = v.session_id AND v.gen <> s.view_gen;
+ALTER TABLE view_entries DROP CONSTRAINT view_entries_pkey, ADD PRIMARY KEY (tenant, session_id, ord);
+ALTER TABLE view_entries DROP COLUMN gen;
+ALTER TABLE sessions DROP COLUMN view_gen;
 DROP TRIGGER messages_removed ON messages;
 DROP TRIGGER messages_added ON messages;
 DROP FUNCTION tenant_usage_removed();
