@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -156,7 +157,10 @@ func TestRewritesHoldTheWriterABatch(t *testing.T) {
 			t.Fatalf("after a revert that failed between batches the view has %d messages; want %d", got, compacted)
 		}
 		h.reset(0)
-		if _, err := e.RevertCompaction(ctx, tenant, v.ID, res.Compaction.ID); err != nil {
+		stop := readWhile(t, s, v.ID, compacted, n)
+		_, err = e.RevertCompaction(ctx, tenant, v.ID, res.Compaction.ID)
+		stop()
+		if err != nil {
 			t.Fatal(err)
 		}
 		if got := activeLen(); got != n {
@@ -171,7 +175,10 @@ func TestRewritesHoldTheWriterABatch(t *testing.T) {
 		}
 
 		h.reset(0)
-		if _, err := e.ClearMessages(ctx, tenant, v.ID, false, nil); err != nil {
+		stop = readWhile(t, s, v.ID, n, 0)
+		_, err = e.ClearMessages(ctx, tenant, v.ID, false, nil)
+		stop()
+		if err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("clear: %d transactions, at most %d rows in one", h.txs, h.most)
@@ -196,4 +203,40 @@ func TestRewritesHoldTheWriterABatch(t *testing.T) {
 			t.Fatalf("after reverting the clear the view has %d messages; want %d", got, n)
 		}
 	})
+}
+
+// readWhile reads the session's active view over and over, as another
+// client would, until stop is called, and fails the test if a read sees
+// anything but a view of before or after messages: a rewrite is atomic
+// for readers.
+func readWhile(t *testing.T, s store.Store, id string, before, after int) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	reads := 0
+	wg.Go(func() {
+		for {
+			msgs, _, err := s.ActiveMessages(context.Background(), tenant, id, 0, 3*max(before, after)+1)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if len(msgs) != before && len(msgs) != after {
+				t.Errorf("a reader saw a view of %d messages during a rewrite from %d to %d", len(msgs), before, after)
+				return
+			}
+			reads++
+			select {
+			case <-done:
+				return
+			default:
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+		if reads == 0 {
+			t.Error("no read happened during the rewrite")
+		}
+	}
 }
