@@ -136,8 +136,8 @@ func (e *Engine) stageRevert(ctx context.Context, tenant, id, compactionID strin
 	}
 	st := &stagedRevert{read: read, view: view, gen: store.NewViewGen()}
 	st.ids = append(append([]string{}, c.ViewBefore...), cur[len(c.ViewAfter):]...)
-	for i := 0; i < len(st.ids); i += expandChunk {
-		chunk, err := e.store.MessagesByID(ctx, tenant, id, st.ids[i:min(i+expandChunk, len(st.ids))])
+	for i := 0; i < len(st.ids); i += viewBatch {
+		chunk, err := e.store.MessagesByID(ctx, tenant, id, st.ids[i:min(i+viewBatch, len(st.ids))])
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
@@ -21,11 +22,14 @@ import (
 type heldStore struct {
 	store.Store
 	open, rows, most, txs, failAt int
+	longest                       time.Duration // the longest transaction
 }
 
 var errCrash = errors.New("injected: the store failed between batches")
 
-func (h *heldStore) reset(failAt int) { h.most, h.txs, h.failAt = 0, 0, failAt }
+func (h *heldStore) reset(failAt int) { h.most, h.txs, h.failAt, h.longest = 0, 0, failAt, 0 }
+
+func (h *heldStore) timed(start time.Time) { h.longest = max(h.longest, time.Since(start)) }
 
 func (h *heldStore) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) error {
 	h.txs++
@@ -33,6 +37,7 @@ func (h *heldStore) InTx(ctx context.Context, fn func(context.Context, store.Tx)
 		return errCrash
 	}
 	h.open, h.rows = h.open+1, 0
+	defer h.timed(time.Now())
 	defer func() { h.open--; h.most = max(h.most, h.rows) }()
 	return h.Store.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return fn(ctx, heldTx{tx, h}) })
 }
@@ -57,6 +62,7 @@ func (h *heldStore) MessagesByID(ctx context.Context, tenant, id string, ids []s
 
 func (h *heldStore) SweepViews(ctx context.Context, tenant, id string, limit int) (int, error) {
 	h.txs++
+	defer h.timed(time.Now())
 	n, err := h.Store.SweepViews(ctx, tenant, id, limit)
 	h.most = max(h.most, n)
 	return n, err
@@ -238,5 +244,58 @@ func readWhile(t *testing.T, s store.Store, id string, before, after int) (stop 
 		if reads == 0 {
 			t.Error("no read happened during the rewrite")
 		}
+	}
+}
+
+// BenchmarkRewriteLargeView clears a view of 20,000 messages and reverts
+// the clear, and reports the longest single transaction of each against
+// the whole call: the writer is held a batch at a time (before, each call
+// was one transaction holding it throughout).
+//
+//	go test -run '^$' -bench RewriteLargeView -benchtime 3x ./internal/engine/
+func BenchmarkRewriteLargeView(b *testing.B) {
+	const n = 20_000
+	for _, backend := range []string{"sqlite", "postgres"} {
+		b.Run(fmt.Sprintf("%s/messages=%d", backend, n), func(b *testing.B) {
+			models, encodings := testModels(b)
+			h := &heldStore{Store: benchStore(b, backend)}
+			e := engine.New(encodings, models, h)
+			ctx := b.Context()
+			v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4.1"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := 0; i < n; i += 1000 {
+				var batch []chat.Message
+				for j := i; j < i+1000; j++ {
+					batch = append(batch, userMsg(fmt.Sprintf("step %d", j)))
+				}
+				if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: batch}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var clearTx, revertTx, clearCall, revertCall time.Duration
+			b.ResetTimer()
+			for b.Loop() {
+				h.reset(0)
+				start := time.Now()
+				res, err := e.ClearMessages(ctx, tenant, v.ID, false, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				clearCall, clearTx = clearCall+time.Since(start), clearTx+h.longest
+				h.reset(0)
+				start = time.Now()
+				if _, err := e.RevertCompaction(ctx, tenant, v.ID, res.Compaction.ID); err != nil {
+					b.Fatal(err)
+				}
+				revertCall, revertTx = revertCall+time.Since(start), revertTx+h.longest
+			}
+			k := float64(b.N)
+			b.ReportMetric(clearCall.Seconds()*1000/k, "clear-ms")
+			b.ReportMetric(clearTx.Seconds()*1000/k, "clear-longest-tx-ms")
+			b.ReportMetric(revertCall.Seconds()*1000/k, "revert-ms")
+			b.ReportMetric(revertTx.Seconds()*1000/k, "revert-longest-tx-ms")
+		})
 	}
 }

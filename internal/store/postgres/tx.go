@@ -231,7 +231,7 @@ func (t *txn) LockCompaction(ctx context.Context, tenant, sessionID string) erro
 
 func (t *txn) ViewMessages(ctx context.Context, tenant, sessionID string) ([]chat.Message, error) {
 	return collectMessages(t.tx.Query(ctx, `SELECT m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
-		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
+		FROM `+viewMessages+`
 		WHERE v.tenant = $1 AND v.session_id = $2 AND v.gen = `+currentGen+` ORDER BY v.ord`, tenant, sessionID))
 }
 

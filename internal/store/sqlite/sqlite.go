@@ -413,9 +413,12 @@ func collectSizes(rows *sql.Rows, err error) ([]store.RowSize, error) {
 	return store.ScanRowSizes(rows)
 }
 
-// currentGen is the view generation of the session of view entry v: the
-// only one readers see.
-const currentGen = `(SELECT view_gen FROM sessions WHERE tenant = v.tenant AND id = v.session_id)`
+// currentGen is the view generation of the session of the statement's
+// first two parameters (tenant, session: ?1 and ?2; a later plain ? takes
+// the next number): the only one readers see. Uncorrelated, it is read
+// once per statement and the key (tenant, session_id, gen, ord) then gives
+// the view in order.
+const currentGen = `(SELECT view_gen FROM sessions WHERE tenant = ?1 AND id = ?2)`
 
 // SweepViews deletes, in one short transaction, at most limit entries of
 // the session's view generations other than its current one.
