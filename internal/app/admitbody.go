@@ -241,16 +241,14 @@ func (c *bodyCaps) handler(next http.Handler) http.Handler {
 			return
 		}
 		frame, err := c.readFrame(r.Body)
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(frame), r.Body), r.Body}
 		if err == nil {
 			if st := c.checkFrame(frame, r.Header.Get("Grpc-Encoding"), plan); st != nil {
 				writeStatus(w, st)
 				return
 			}
 		}
+		r.Body = &replay{frame: frame, rest: r.Body}
+		frame = nil
 		next.ServeHTTP(w, r)
 	})
 }
@@ -323,3 +321,26 @@ func (w *walk) tooManyTogether(p *wirePlan) error {
 	}
 	return st.Err()
 }
+
+// replay hands on a frame read ahead, then the rest of the body. It lets go
+// of the frame as soon as it is read (grpc-go has its own copy then), so a
+// call that waits afterwards, for the count budget say, does not hold its
+// body twice.
+type replay struct {
+	frame []byte
+	rest  io.ReadCloser
+}
+
+func (r *replay) Read(p []byte) (int, error) {
+	if len(r.frame) == 0 {
+		r.frame = nil
+		return r.rest.Read(p)
+	}
+	n := copy(p, r.frame)
+	if r.frame = r.frame[n:]; len(r.frame) == 0 {
+		r.frame = nil
+	}
+	return n, nil
+}
+
+func (r *replay) Close() error { return r.rest.Close() }
