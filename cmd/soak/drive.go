@@ -202,9 +202,12 @@ func (s *soak) faults(ctx context.Context, end time.Duration) {
 			s.event(fmt.Sprintf("SIGCONT replica %d", r.n))
 		}()
 	}})
-	stall := make(chan struct{})
+	// stall is set when the stalled watcher starts (a run too short for
+	// its step has none to wait for).
+	var stall chan struct{}
 	steps = append(steps, step{o.duration * 2 / 10, func() {
 		s.event("a watcher stops reading")
+		stall = make(chan struct{})
 		go s.stalledWatcher(ctx, stall, o.duration/2)
 	}})
 	for _, f := range []int{1, 2} {
@@ -225,7 +228,9 @@ func (s *soak) faults(ctx context.Context, end time.Duration) {
 	for _, r := range s.replicas {
 		r.signal(syscall.SIGCONT)
 	}
-	<-stall
+	if stall != nil {
+		<-stall
+	}
 }
 
 // stalledWatcher opens a watch of every session of the tenant on its own
