@@ -165,6 +165,7 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 			msgs = append(msgs, textMessage(contextdv1.Role_ROLE_USER, fmt.Sprintf("«a%d.s%d.t%d.u» %s", agent, n, t, snippets[next%len(snippets)])))
 			next++
 			in := opInput{session: id, kind: opAppend, keys: keysOf(msgs)}
+			s.sent.add(msgs)
 			call := s.hist.now()
 			var prepared *contextdv1.PrepareContextResponse
 			err := s.call(ctx, "PrepareContext", agent, nil, func(ctx context.Context, c contextdv1.ContextServiceClient) error {

@@ -457,6 +457,14 @@ func (s *soak) checkView(ctx context.Context, id, from string, cleared bool) {
 		s.rep.problem(lost, "session %s (%s): cannot read it back: %v %v", id, from, err1, err2)
 		return
 	}
+	// The log holds what the agents sent, byte for byte.
+	differ, unsent := s.sent.check(log)
+	for _, k := range differ {
+		s.rep.problem(lost, "session %s (%s): the log's message %s is not what the agent sent", id, from, k)
+	}
+	for _, k := range unsent {
+		s.rep.problem(invalid, "session %s (%s): the log holds %s, which no agent sent", id, from, k)
+	}
 	// The log since the last clear is what the view stands for: find the
 	// view's first original message in the log.
 	before := api.MessagesFromResponse(log)

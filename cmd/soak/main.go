@@ -74,6 +74,7 @@ type soak struct {
 	http     *http.Client
 	rep      *report
 	hist     *history
+	sent     sentContent
 	corpus   [][]string
 	gw       *gatewayAgents
 	api      *apiAgents
