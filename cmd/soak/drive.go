@@ -568,18 +568,25 @@ func (s *soak) checkJobs(ctx context.Context) {
 	rows, err := conn.Query(qctx, `SELECT session_id, state, now() - updated_at FROM compaction_jobs
 		WHERE (state = 'running' AND lease_until < now() - $1::interval)
 		   OR (state = 'queued' AND greatest(not_before, updated_at) < now() - $2::interval)`,
-		(20 * time.Second).String(), margin.String())
+		20*time.Second, margin)
 	if err != nil {
 		s.rep.problem(stuck, "jobs: %v", err)
 		return
 	}
-	defer rows.Close()
+	// A row that cannot be read, or a query cut short, is a job not
+	// checked: counted, not skipped.
 	for rows.Next() {
 		var id, state string
 		var age time.Duration
-		if err := rows.Scan(&id, &state, &age); err == nil {
-			s.rep.problem(stuck, "job of session %s %s, last updated %s ago (lease %s)", id, state, age.Round(time.Second), s.opt.lease)
+		if err := rows.Scan(&id, &state, &age); err != nil {
+			s.rep.problem(stuck, "jobs: %v", err)
+			continue
 		}
+		s.rep.problem(stuck, "job of session %s %s, last updated %s ago (lease %s)", id, state, age.Round(time.Second), s.opt.lease)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		s.rep.problem(stuck, "jobs: %v", err)
 	}
 	var n, compactions, reverted int
 	var states string
@@ -607,20 +614,23 @@ func (s *soak) checkWatchers(ctx context.Context) {
 			var err error
 			got, err = c.GetSession(ctx, &contextdv1.GetSessionRequest{SessionId: sess.id})
 			return err
-		}); err == nil {
-			final[sess.id] = got.GetSession().GetVersion()
+		}); err != nil {
+			s.rep.problem(stuck, "watcher of session %s: the session's final version cannot be read: %v", sess.id, err)
+			continue
 		}
+		final[sess.id] = got.GetSession().GetVersion()
 	}
 	for _, sess := range open {
-		for {
+		want, ok := final[sess.id]
+		for ok {
 			sess.mu.Lock()
 			w := sess.watched
 			sess.mu.Unlock()
-			if w >= final[sess.id] {
+			if w >= want {
 				break
 			}
 			if time.Now().After(deadline) {
-				s.rep.problem(stuck, "watcher of session %s ended at version %d, the session is at %d", sess.id, w, final[sess.id])
+				s.rep.problem(stuck, "watcher of session %s ended at version %d, the session is at %d", sess.id, w, want)
 				break
 			}
 			time.Sleep(100 * time.Millisecond)
