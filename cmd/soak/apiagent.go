@@ -386,15 +386,31 @@ func (s *soak) expandCheck(ctx context.Context, agent int, id string, view []*co
 	if summary == nil {
 		return
 	}
-	var resp *contextdv1.ExpandMessageResponse
-	err := s.call(ctx, "ExpandMessage", agent, func(err error) bool { return status.Code(err) == codes.NotFound },
-		func(ctx context.Context, c contextdv1.ContextServiceClient) error {
-			var err error
-			resp, err = c.ExpandMessage(ctx, &contextdv1.ExpandMessageRequest{SessionId: id, MessageId: summary.GetId()})
-			return err
-		})
-	if err != nil {
+	// Every page of originals (a summary replaces at least one).
+	var originals []*contextdv1.Message
+	token := ""
+	for page := 0; page < 100; page++ {
+		var resp *contextdv1.ExpandMessageResponse
+		err := s.call(ctx, "ExpandMessage", agent, func(err error) bool { return status.Code(err) == codes.NotFound },
+			func(ctx context.Context, c contextdv1.ContextServiceClient) error {
+				var err error
+				resp, err = c.ExpandMessage(ctx, &contextdv1.ExpandMessageRequest{SessionId: id, MessageId: summary.GetId(), PageToken: token})
+				return err
+			})
+		if err != nil {
+			return
+		}
+		originals = append(originals, resp.GetOriginals()...)
+		if token = resp.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	if len(originals) == 0 {
+		s.rep.problem(lost, "session %s: ExpandMessage(%s) returned no originals", id, summary.GetId())
 		return
+	}
+	if differ, unsent := s.sent.check(originals); len(differ)+len(unsent) > 0 {
+		s.rep.problem(invalid, "session %s: ExpandMessage(%s) returned originals unlike what the agent sent: %v %v", id, summary.GetId(), differ, unsent)
 	}
 	log, err := s.logOf(ctx, id, contextdv1.MessageView_MESSAGE_VIEW_LOG)
 	if err != nil {
@@ -404,7 +420,7 @@ func (s *soak) expandCheck(ctx context.Context, agent int, id string, view []*co
 	for _, m := range log {
 		byID[m.GetId()] = m
 	}
-	for _, m := range resp.GetOriginals() {
+	for _, m := range originals {
 		orig, ok := byID[m.GetId()]
 		if !ok || !sameContent(orig, m) {
 			s.rep.problem(invalid, "session %s: ExpandMessage(%s) returned original %s unlike the log's", id, summary.GetId(), m.GetId())

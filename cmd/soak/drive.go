@@ -454,8 +454,9 @@ func (s *soak) checkView(ctx context.Context, id, from string, cleared bool) {
 		s.rep.problem(lost, "session %s (%s): cannot read it back: %v %v", id, from, err1, err2)
 		return
 	}
-	// The log holds what the agents sent, byte for byte.
-	differ, unsent := s.sent.check(log)
+	// The log, and the view's originals, hold what the agents sent, byte
+	// for byte.
+	differ, unsent := s.sent.check(append(append([]*contextdv1.Message(nil), log...), view...))
 	for _, k := range differ {
 		s.rep.problem(lost, "session %s (%s): the log's message %s is not what the agent sent", id, from, k)
 	}
