@@ -542,17 +542,43 @@ func (s *soak) checkLedger(ctx context.Context) {
 	unreported := s.unreported.Load()
 	fmt.Printf("ledger: %d calls, %d input and %d output tokens; the provider billed %d calls, %d input and %d output tokens (%d answered within 2 s before a kill, %d never reported by their agent)\n",
 		calls, input, output, billed, in, out, atKill, unreported)
-	short := billed - calls
-	switch {
-	case short < 0:
-		s.rep.problem(duplicated, "ledger: %d calls recorded, the provider billed %d", calls, billed)
-	case short > int64(atKill)+unreported:
-		s.rep.problem(lost, "ledger: %d calls recorded, the provider billed %d (%d missing; at most %d explained by kills and unreported calls)", calls, billed, short, int64(atKill)+unreported)
-	case short == 0 && (input != in || output != out):
-		s.rep.problem(invalid, "ledger: %d input and %d output tokens recorded, the provider reported %d and %d", input, output, in, out)
-	case short > 0:
-		s.rep.note("ledger: %d calls answered just before a kill -9 (or never reported) are not in the ledger", short)
+	rec, bill := usage{calls, input, output}, usage{billed, in, out}
+	if class, msg := judgeLedger(rec, bill, int64(atKill)+unreported); class >= 0 {
+		s.rep.problem(class, "%s", msg)
+	} else if msg != "" {
+		s.rep.note("%s", msg)
 	}
+}
+
+// usage is a count of model calls and their tokens.
+type usage struct{ calls, input, output int64 }
+
+// judgeLedger compares what the ledgers recorded with what the provider
+// billed; up to missable calls may be missing (answered just before a
+// kill -9, or never reported by their agent), and then their tokens too,
+// but never more calls or tokens than were billed. It returns the problem
+// class and its text, or -1 and a note ("" when they are equal).
+func judgeLedger(rec, bill usage, missable int64) (int, string) {
+	short := bill.calls - rec.calls
+	switch {
+	case short < 0 || rec.input > bill.input || rec.output > bill.output:
+		return duplicated, fmt.Sprintf("ledger: %d calls, %d input and %d output tokens recorded, the provider billed %d, %d and %d",
+			rec.calls, rec.input, rec.output, bill.calls, bill.input, bill.output)
+	case short > missable:
+		return lost, fmt.Sprintf("ledger: %d calls recorded, the provider billed %d (%d missing; at most %d explained by kills and unreported calls)",
+			rec.calls, bill.calls, short, missable)
+	case short == 0 && rec != bill:
+		return invalid, fmt.Sprintf("ledger: %d input and %d output tokens recorded, the provider reported %d and %d", rec.input, rec.output, bill.input, bill.output)
+	case short == 0:
+		return -1, ""
+	case rec.input == bill.input:
+		// Calls missing, yet none of their input tokens (every call has
+		// a prompt): a call recorded without its usage, or another's.
+		return invalid, fmt.Sprintf("ledger: %d calls missing but their tokens recorded (%d input and %d output tokens recorded, %d and %d billed)",
+			short, rec.input, rec.output, bill.input, bill.output)
+	}
+	return -1, fmt.Sprintf("ledger: %d calls answered just before a kill -9 (or never reported) are not in the ledger (%d input and %d output tokens)",
+		short, bill.input-rec.input, bill.output-rec.output)
 }
 
 // checkJobs finds background jobs older than their lease plus a margin.
