@@ -175,8 +175,10 @@ func (s *soak) faults(ctx context.Context, end time.Duration) {
 				s.kills = append(s.kills, time.Now())
 				s.mu.Unlock()
 				r.kill()
+				s.restarts.Add(1)
 				go func() {
 					defer s.guard()
+					defer s.restarts.Done()
 					time.Sleep(o.killPause)
 					if err := r.start(context.Background()); err != nil {
 						s.rep.problem(stuck, "replica %d did not restart: %v", r.n, err)
@@ -357,13 +359,13 @@ func short(s string) string {
 
 // final waits for the replicas to settle, then checks everything.
 func (s *soak) final(ctx context.Context) {
-	// Every replica must be up (a kill's restart may still be running).
+	// Every replica must be up: a kill's restart may still be running
+	// (each is bounded: the pause, then 90 s to answer; one that failed
+	// is counted, and its replica stays down: the calls go to the others).
 	for _, r := range s.replicas {
 		r.signal(syscall.SIGCONT)
-		if r.pid() == 0 {
-			_ = r.start(ctx)
-		}
 	}
+	s.restarts.Wait()
 	time.Sleep(3 * time.Second)
 	s.readAll(ctx)
 	// Views: the compaction validator and the window, on every session.
