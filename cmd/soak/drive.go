@@ -397,6 +397,11 @@ func (s *soak) final(ctx context.Context) {
 	// Gateway conversations: acknowledged turns once each, in order.
 	for _, c := range s.gw.snapshot() {
 		if c.session == "" {
+			if len(c.acked) > 0 {
+				// Answered turns the checker cannot find: unchecked is
+				// not kept.
+				s.rep.problem(lost, "gateway conversation (%s): %d acknowledged messages, and no X-Contextd-Session named where", c.door, len(c.acked))
+			}
 			continue
 		}
 		if log, err := s.logOf(ctx, c.session, contextdv1.MessageView_MESSAGE_VIEW_LOG); err == nil {
