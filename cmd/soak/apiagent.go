@@ -53,10 +53,12 @@ func (a *apiAgents) list() []*apiSession {
 }
 
 // grpcRetryable are the codes a client retries (the server or the
-// connection was away, or asked to come back).
+// connection was away, or asked to come back). Not Unknown (a handler's
+// unmapped error) nor Canceled (the server gave up a call the client did
+// not cancel): retrying those would hide them.
 func grpcRetryable(err error) bool {
 	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted, codes.Canceled, codes.Unknown:
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted:
 		return true
 	}
 	return false
