@@ -38,6 +38,40 @@ type apiSession struct {
 	// reverted: a RevertCompaction (the view may be over its window
 	// again until the next PrepareContext compacts it).
 	cleared, reverted bool
+	// shown: the summaries and placeholders the agent's views showed, by
+	// id. They are not in the log (it holds what was appended), so a
+	// restored or expanded one is compared with the copy shown.
+	shown map[string]*contextdv1.Message
+}
+
+// show remembers the summaries and placeholders of a view.
+func (sess *apiSession) show(view []*contextdv1.Message) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	for _, m := range view {
+		if m.GetPosition() == 0 {
+			if sess.shown == nil {
+				sess.shown = map[string]*contextdv1.Message{}
+			}
+			sess.shown[m.GetId()] = m
+		}
+	}
+}
+
+// original is what a restored or expanded message must equal: the log's
+// copy, or for a summary or placeholder (position 0: not in the log) the
+// copy a view showed; ok is false when there is none to compare with.
+func (sess *apiSession) original(byID map[string]*contextdv1.Message, m *contextdv1.Message) (*contextdv1.Message, bool) {
+	if o, ok := byID[m.GetId()]; ok {
+		return o, true
+	}
+	if m.GetPosition() != 0 {
+		return nil, true // an appended message missing from the log
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	o, ok := sess.shown[m.GetId()]
+	return o, ok
 }
 
 type apiAgents struct {
@@ -183,6 +217,7 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 				break
 			}
 			s.hist.add(in, call, opOutput{keys: keysOf(prepared.GetMessages())})
+			sess.show(prepared.GetMessages())
 			sess.mu.Lock()
 			sess.cleared, sess.reverted = false, false
 			sess.mu.Unlock()
@@ -209,13 +244,13 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 			case fresh && rand.IntN(2) == 0:
 				// A compaction this agent has not seen yet: revert half
 				// of them, expand what the others left.
-				if s.revertCheck(ctx, agent, id, last) {
+				if s.revertCheck(ctx, agent, sess, last) {
 					sess.mu.Lock()
 					sess.reverted = true
 					sess.mu.Unlock()
 				}
 			case fresh || t%2 == 1:
-				s.expandCheck(ctx, agent, id, prepared.GetMessages())
+				s.expandCheck(ctx, agent, sess, prepared.GetMessages())
 			case t == 10 && agent%2 == 0:
 				in := opInput{session: id, kind: opClear}
 				call := s.hist.now()
@@ -378,7 +413,8 @@ func (s *soak) logOf(ctx context.Context, id string, view contextdv1.MessageView
 
 // expandCheck expands one summary of the view and checks the originals
 // it returns are the log's, byte for byte.
-func (s *soak) expandCheck(ctx context.Context, agent int, id string, view []*contextdv1.Message) {
+func (s *soak) expandCheck(ctx context.Context, agent int, sess *apiSession, view []*contextdv1.Message) {
+	id := sess.id
 	var summary *contextdv1.Message
 	for _, m := range view {
 		if m.GetKind() == contextdv1.MessageKind_MESSAGE_KIND_SUMMARY || m.GetKind() == contextdv1.MessageKind_MESSAGE_KIND_PLACEHOLDER {
@@ -423,8 +459,11 @@ func (s *soak) expandCheck(ctx context.Context, agent int, id string, view []*co
 		byID[m.GetId()] = m
 	}
 	for _, m := range originals {
-		orig, ok := byID[m.GetId()]
-		if !ok || !sameContent(orig, m) {
+		orig, ok := sess.original(byID, m)
+		if !ok {
+			continue // a summary no view showed: nothing to compare with
+		}
+		if orig == nil || !sameContent(orig, m) {
 			s.rep.problem(invalid, "session %s: ExpandMessage(%s) returned original %s unlike the log's", id, summary.GetId(), m.GetId())
 		}
 	}
@@ -445,7 +484,8 @@ func sameContent(a, b *contextdv1.Message) bool {
 // revertCheck reverts the latest compaction when it is a summary (not a
 // clear) still in force, and checks that the view then holds the
 // messages it replaced, byte-identical to the log.
-func (s *soak) revertCheck(ctx context.Context, agent int, id string, last *contextdv1.CompactionInfo) (reverted bool) {
+func (s *soak) revertCheck(ctx context.Context, agent int, sess *apiSession, last *contextdv1.CompactionInfo) (reverted bool) {
+	id := sess.id
 	if last.GetId() == "" || last.GetRevertedAt() != nil || slices.Contains(last.GetTiers(), "clear") {
 		return false
 	}
@@ -501,7 +541,8 @@ func (s *soak) revertCheck(ctx context.Context, agent int, id string, last *cont
 			s.rep.problem(invalid, "session %s: after RevertCompaction(%s), original %s is not in the view", id, last.GetId(), rid)
 			continue
 		}
-		if !sameContent(got, byID[rid]) {
+		orig, ok := sess.original(byID, got)
+		if ok && (orig == nil || !sameContent(got, orig)) {
 			s.rep.problem(invalid, "session %s: RevertCompaction(%s) restored %s unlike the log's original", id, last.GetId(), rid)
 		}
 	}
