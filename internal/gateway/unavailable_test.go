@@ -23,8 +23,8 @@ func TestUnavailableStore(t *testing.T) {
 	for _, shape := range []wireShape{shapeOpenAI, shapeAnthropic} {
 		w := httptest.NewRecorder()
 		g.writeDomainError(context.Background(), w, shape, err)
-		if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "database is unavailable") {
-			t.Errorf("shape %d: %d %s, want 503 naming the database", shape, w.Code, w.Body)
+		if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "database is unavailable") || w.Header().Get("Retry-After") == "" {
+			t.Errorf("shape %d: %d %s (Retry-After %q), want 503 naming the database, with Retry-After", shape, w.Code, w.Body, w.Header().Get("Retry-After"))
 		}
 	}
 }
