@@ -344,12 +344,17 @@ func (g *Gateway) match(ctx context.Context, tenant, id string, c *conversation,
 	if err != nil {
 		return nil, err
 	}
-	log, replies, closed, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
+	log, details, replies, closed, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
 	if err != nil {
 		return nil, err
 	}
+	if c.details == nil {
+		c.details = detailsOf(c.msgs)
+	}
 	m := &logMatch{s: s.Session, log: log, replies: replies}
-	for m.k < len(log) && m.k < len(c.ids) && log[m.k] == c.ids[m.k] {
+	// The same identities and details that agree (detailOf): results of
+	// calls whose ids a provider reused are not the same message.
+	for m.k < len(log) && m.k < len(c.ids) && log[m.k] == c.ids[m.k] && detailsAgree(details[m.k], c.details[m.k]) {
 		m.k++
 	}
 	m.extends = m.k == len(log)
