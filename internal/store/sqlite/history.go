@@ -23,29 +23,34 @@ func (t *txn) indexHistory(ctx context.Context, tenant, sessionID string, entrie
 		})
 }
 
-// FindHistory: one indexed read per batch of chains.
+// FindHistory: one indexed read per chain, each of at most limit rows
+// (the index's (tenant, chain, head) order, heads first), so a chain that
+// many sessions share (a popular opening) costs limit rows, not one per
+// session; the reads' rows are then ordered as the interface says.
 func (s *Store) FindHistory(ctx context.Context, tenant string, chains []string, limit int) ([]store.HistoryHit, error) {
 	var out []store.HistoryHit
-	err := inBatches(chains, func(batch []any, placeholders string) error {
-		if len(out) >= limit {
-			return nil
+	for _, chain := range chains {
+		if err := s.findChain(ctx, tenant, chain, limit, &out); err != nil {
+			return nil, err
 		}
-		rows, err := s.db.QueryContext(ctx, `SELECT h.chain, h.session_id, h.length, h.head FROM history_index h
-			JOIN sessions s ON s.tenant = h.tenant AND s.id = h.session_id AND s.deleted_at IS NULL
-			WHERE h.tenant = ? AND h.chain IN (`+placeholders+`) ORDER BY h.head DESC, h.length DESC LIMIT ?`,
-			append(append([]any{tenant}, batch...), limit-len(out))...)
-		if err != nil {
+	}
+	return store.OrderHistoryHits(out, limit), nil
+}
+
+func (s *Store) findChain(ctx context.Context, tenant, chain string, limit int, out *[]store.HistoryHit) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT h.chain, h.session_id, h.length, h.head FROM history_index h
+		JOIN sessions s ON s.tenant = h.tenant AND s.id = h.session_id AND s.deleted_at IS NULL
+		WHERE h.tenant = ? AND h.chain = ? ORDER BY h.head DESC LIMIT ?`, tenant, chain, limit)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h store.HistoryHit
+		if err := rows.Scan(&h.Chain, &h.SessionID, &h.Length, &h.Head); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var h store.HistoryHit
-			if err := rows.Scan(&h.Chain, &h.SessionID, &h.Length, &h.Head); err != nil {
-				return err
-			}
-			out = append(out, h)
-		}
-		return rows.Err()
-	})
-	return out, err
+		*out = append(*out, h)
+	}
+	return rows.Err()
 }
