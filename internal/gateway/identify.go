@@ -168,6 +168,12 @@ func replyStamp(c *conversation, reply []chat.Message) string {
 	return last
 }
 
+// maxRepeatTail bounds the log messages after a request's history that a
+// session answering it as a repeat may hold (its replies, and results
+// contextd closed): a request checks at most 64 sessions for a repeat,
+// each one row and at most its history and this many messages read.
+const maxRepeatTail = 16
+
 // maxHeadProbe is how many of a request's last histories the first read
 // of the index checks (a request usually adds one or two messages, or a
 // few tool results, to its session).
@@ -290,6 +296,16 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 		}
 		for _, h := range reps {
 			if h.Head || g.busy(ctx, tenant, h.SessionID) {
+				continue
+			}
+			// A repeat's log is the request's history and the replies it
+			// got: a session whose log goes on further (a stranger that
+			// shares the request's opening and went on) is not read.
+			if s, err := g.cfg.Engine.GetSession(ctx, tenant, h.SessionID); errors.Is(err, store.ErrNotFound) {
+				continue
+			} else if err != nil {
+				return resolved{}, err
+			} else if s.LogCount > h.Length+maxRepeatTail {
 				continue
 			}
 			if res, ok, _, err := g.tryJoin(ctx, tenant, h.SessionID, c, sig, false); err != nil || ok && res.repeat > 0 {
