@@ -229,10 +229,12 @@ func (g *Gateway) repeats(ctx context.Context, tenant string, c *conversation) (
 // lands in (nor waits for) a session whose call is still out, so none
 // waits for another conversation's upstream call. A session whose answer
 // is out and being recorded is waited for (a few writes), so a request
-// finds it as its next request will.
-func (g *Gateway) busy(ctx context.Context, tenant, id string) bool {
+// finds it as its next request will. All the waits of one request end
+// by until (its identify's start plus maxRecordWait), however many
+// sessions it checks: sessions of the same history may be strangers'.
+func (g *Gateway) busy(ctx context.Context, tenant, id string, until time.Time) bool {
 	if v, ok := g.inflight.Load(recordingKey(tenant, id)); ok {
-		t := time.NewTimer(maxRecordWait)
+		t := time.NewTimer(max(0, time.Until(until)))
 		defer t.Stop()
 		select {
 		case <-v.(chan struct{}):
@@ -254,6 +256,7 @@ func recordingKey(tenant, id string) string {
 // says which of the request's messages are new. Nothing is appended here:
 // PrepareContext appends them (prepare).
 func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conversation, sig signal, noRepeat bool) (resolved, error) {
+	until := time.Now().Add(maxRecordWait)
 	if !g.awaitReply(ctx, tenant, c) {
 		return resolved{}, ctx.Err()
 	}
@@ -269,7 +272,7 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 	heads := headsOf(hits)
 	mrand.Shuffle(len(heads), func(i, j int) { heads[i], heads[j] = heads[j], heads[i] })
 	for _, id := range heads {
-		if g.busy(ctx, tenant, id) {
+		if g.busy(ctx, tenant, id, until) {
 			continue
 		}
 		if res, ok, _, err := g.tryJoin(ctx, tenant, id, c, sig, noRepeat); err != nil || ok {
@@ -295,7 +298,7 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 			return resolved{}, err
 		}
 		for _, h := range reps {
-			if h.Head || g.busy(ctx, tenant, h.SessionID) {
+			if h.Head || g.busy(ctx, tenant, h.SessionID, until) {
 				continue
 			}
 			// A repeat's log is the request's history and the replies it
@@ -433,9 +436,10 @@ func (g *Gateway) landing(ctx context.Context, tenant string, c *conversation, s
 	if err != nil {
 		return "", 0, err
 	}
+	until := time.Now().Add(maxRecordWait)
 	var ids []string
 	for _, id := range headsOf(hits) {
-		if !g.busy(ctx, tenant, id) {
+		if !g.busy(ctx, tenant, id, until) {
 			ids = append(ids, id)
 		}
 	}
