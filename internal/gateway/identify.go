@@ -276,7 +276,7 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 			continue
 		}
 		if res, ok, _, err := g.tryJoin(ctx, tenant, id, c, sig, noRepeat); err != nil || ok {
-			return res, err
+			return res, hideSession(err, resolved{id: id, named: sig.owns(id)})
 		}
 	}
 	// The signal's own session (also one made through the API, whose
@@ -307,12 +307,12 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 			if s, err := g.cfg.Engine.GetSession(ctx, tenant, h.SessionID); errors.Is(err, store.ErrNotFound) {
 				continue
 			} else if err != nil {
-				return resolved{}, err
+				return resolved{}, hideSession(err, resolved{id: h.SessionID, named: sig.owns(h.SessionID)})
 			} else if s.LogCount > h.Length+maxRepeatTail {
 				continue
 			}
 			if res, ok, _, err := g.tryJoin(ctx, tenant, h.SessionID, c, sig, false); err != nil || ok && res.repeat > 0 {
-				return res, err
+				return res, hideSession(err, resolved{id: h.SessionID, named: sig.owns(h.SessionID)})
 			}
 		}
 	}
@@ -407,7 +407,7 @@ func (g *Gateway) tryJoin(ctx context.Context, tenant, id string, c *conversatio
 		return resolved{}, false, m, nil
 	}
 	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version,
-		named: sig.id != "" && (id == sig.id || strings.HasPrefix(id, sig.id+"~"))}
+		named: sig.owns(id)}
 	// The request's session: only now may it follow the request's model,
 	// system prompt and tools.
 	if moved, err := g.follow(ctx, tenant, m.s, c); err != nil {
