@@ -50,7 +50,10 @@ bench-cost: ## Replay the corpus and compare compaction strategies by prompt-cac
 bench-background: ## Replay the corpus with a 2 s fake LLM summarizer: background compaction on and off.
 	go run ./cmd/costbench -summaries -windows 16384
 
+bench-recall: ## Replay the corpus and score what the agent can still answer after each compaction, per strategy.
+	go run ./cmd/costbench -recall
+
 run: ## Run the server with embedded storage.
 	go run ./cmd/server
 
-.PHONY: help generate check-generate lint test bench bench-cost bench-background build ui screenshots run
+.PHONY: help generate check-generate lint test bench bench-cost bench-background bench-recall build ui screenshots run

@@ -20,6 +20,7 @@ package probes
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/contextd/contextd/internal/chat"
 )
@@ -114,18 +115,27 @@ func Head(s string) (string, bool) {
 
 // CutAtSpace returns the longest prefix of s of at most n bytes that ends
 // before a space (so no word is cut), trimmed; when the first word alone is
-// longer than n, it is returned whole.
+// longer than n, it is returned whole, unless it is longer than 4n: such a
+// run of text without a space (a minified line, a blob) is no word, and is
+// cut at a character boundary at n.
 func CutAtSpace(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	if i := strings.LastIndexAny(s[:n+1], " \t"); i > 0 {
-		return strings.TrimRight(s[:i], " \t,;:")
+	if i := strings.LastIndexAny(s[:n+1], " \t\n"); i > 0 {
+		return strings.TrimRight(s[:i], " \t\n,;:")
 	}
-	if i := strings.IndexAny(s, " \t"); i > 0 {
+	i := strings.IndexAny(s, " \t\n")
+	if i < 0 {
+		i = len(s)
+	}
+	if i <= 4*n {
 		return s[:i]
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // Probe is one question about a transcript and its verbatim answers.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/probes"
 )
 
 // Summarizer condenses messages into the summary text of one round.
@@ -42,7 +43,7 @@ var listSections = []string{SecDone, SecDecisions, SecErrors, SecPending}
 type Extractive struct{}
 
 var (
-	pathRe     = regexp.MustCompile(`(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,8}\b|\b[\w-]+\.(?:py|go|js|ts|tsx|jsx|rs|java|c|h|cc|cpp|hpp|rb|php|md|rst|txt|json|yaml|yml|toml|cfg|ini|sh|sql|html|css|proto)\b`)
+	pathRe     = regexp.MustCompile(`(?:~/|/)?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,8}\b|\b[\w-]+\.(?:py|go|js|ts|tsx|jsx|rs|java|c|h|cc|cpp|hpp|rb|php|md|rst|txt|json|yaml|yml|toml|cfg|ini|sh|sql|html|css|proto)\b`)
 	decisionRe = regexp.MustCompile(`(?i)\b(i'll|i will|let me|let's|decided|decide|instead|the fix|the issue is|the problem is|root cause|we should|i should|approach)\b`)
 	errorRe    = regexp.MustCompile(`(?i)(error|exception|traceback|failed|failure|not found|cannot|can't)`)
 	pendingRe  = regexp.MustCompile(`(?i)\b(next|todo|remaining|still need|need to|then i|afterwards|finally)\b`)
@@ -272,10 +273,23 @@ func firstLineMatching(s string, re *regexp.Regexp) string {
 
 func firstSentence(s string) string {
 	s = strings.TrimSpace(strings.ReplaceAll(s, "\n", " "))
-	if i := strings.IndexAny(s, ".!?"); i > 0 {
+	if i := sentenceEnd(s, 0); i > 0 && i < len(s) {
 		return s[:i+1]
 	}
 	return s
+}
+
+// sentenceEnd returns the index of the first '.', '!' or '?' at or after
+// from that ends a sentence: followed by a space or the end of the text.
+// A dot inside a word (a file name, a module path, a version) does not end
+// one. -1 when there is none.
+func sentenceEnd(s string, from int) int {
+	for i := from; i < len(s); i++ {
+		if c := s[i]; (c == '.' || c == '!' || c == '?') && (i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\t' || s[i+1] == '\n') {
+			return i
+		}
+	}
+	return -1
 }
 
 // firstMatch returns the first sentence of text that matches re.
@@ -293,7 +307,7 @@ func splitSentences(text string) []string {
 	var out []string
 	start := 0
 	for i := 0; i < len(text); i++ {
-		if c := text[i]; c == '.' || c == '!' || c == '?' || c == '\n' {
+		if c := text[i]; c == '\n' || ((c == '.' || c == '!' || c == '?') && sentenceEnd(text, i) == i) {
 			if s := strings.TrimSpace(text[start : i+1]); len(s) > 3 {
 				out = append(out, s)
 			}
@@ -353,16 +367,15 @@ func matchingLines(msgs []chat.Message, instructions string) []string {
 	return dedupe(out)
 }
 
-// clip shortens s to at most n bytes at a rune boundary, marking the cut.
+// clip shortens s to at most about n bytes, marking the cut with an
+// ellipsis: it cuts before a space, never inside a word, an identifier or a
+// path (a first word longer than n is kept whole).
 func clip(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
+	return probes.CutAtSpace(s, n) + "…"
 }
 
 func dedupe(items []string) []string {
