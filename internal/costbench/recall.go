@@ -40,14 +40,17 @@ type RecallStrategy struct {
 	DropMiddle bool
 }
 
-// RecallStrategies are the compared strategies: observation masking only
-// (the prune tier; JetBrains' baseline), the default policy with the
+// RecallStrategies are the compared strategies: observation masking (the
+// prune tier; JetBrains' baseline, summarizing only what cannot fit
+// otherwise), the default policy with the
 // extractive summarizer and with an LLM's (the fake), and drop-middle.
 func RecallStrategies() []RecallStrategy {
-	never := 10.0 // no fraction reaches it: the summarize tier never runs
-	off := 0      // cache-awareness forces every tier when a request is over
+	// Summarize only when the request would not fit at all (prune and
+	// drop-middle alone fail some transcripts: a task of 1,425 tokens and a
+	// latest step of 12,000).
+	over := 1.0
 	return []RecallStrategy{
-		{Name: "masking only (prune)", Policy: compaction.Overrides{CriticalThreshold: &never, EmergencyThreshold: &never, CachePaybackCalls: &off}},
+		{Name: "masking (prune; summary only when over)", Policy: compaction.Overrides{CriticalThreshold: &over, EmergencyThreshold: &over}},
 		{Name: "extractive summary", Policy: compaction.Overrides{}},
 		{Name: "LLM summary (fake)", Policy: compaction.Overrides{}, LLM: true},
 		{Name: "drop-middle", DropMiddle: true},
@@ -348,13 +351,31 @@ func scoreView(ctx context.Context, e *engine.Engine, session string, view []cha
 			one.InView = 1
 		case all(sumText, p.Needles) || all(sentText+sumText, p.Needles):
 			one.InView, one.InSummary = 1, 1
-		case strings.Contains(behindText, "\x00id:"+p.Origin+"\x00") || all(behindText, p.Needles):
+		case strings.Contains(behindText, "\x00id:"+p.Origin+"\x00") || all(behindText, p.Needles) || namesID(sentText+sumText, p.Origin):
 			one.OneExpand = 1
 		}
 		r.class(p.Class()).add(one)
 		r.kind(p.Kind).add(one)
 	}
 	return nil
+}
+
+// namesID reports whether text names message id (not as the prefix of a
+// longer id): ExpandMessage, and the expand tool, read any message by id.
+func namesID(text, id string) bool {
+	if id == "" {
+		return false
+	}
+	for rest := text; ; {
+		i := strings.Index(rest, id)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(id):]
+		if rest == "" || rest[0] < '0' || rest[0] > '9' {
+			return true
+		}
+	}
 }
 
 // renderMessage is a message as sent: its text, tool calls (name, id, the
@@ -457,6 +478,32 @@ func PrintRecall(w io.Writer, results []RecallResult) {
 			pct(getc(r, probes.Artifact).ViewShare()), pct(getc(r, probes.Instruction).ViewShare()), pct(getc(r, probes.State).ViewShare()),
 			pct(get(r, probes.Command).ViewShare()), pct(get(r, probes.Error).ViewShare()), pct(get(r, probes.User).ViewShare()),
 			r.Input, r.Anthropic(), r.Invalid)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nBy kind: in view / within one expand (probes)")
+	fmt.Fprintln(w)
+	kinds := []probes.Kind{probes.File, probes.Command, probes.Test, probes.Error, probes.URL, probes.User, probes.Standing, probes.LastEdit, probes.FailingTest}
+	tw = tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
+	fmt.Fprint(tw, "| window\t strategy\t")
+	for _, k := range kinds {
+		fmt.Fprintf(tw, " %s\t", k)
+	}
+	fmt.Fprint(tw, "\n|---\t---\t")
+	for range kinds {
+		fmt.Fprint(tw, "---:\t")
+	}
+	fmt.Fprintln(tw)
+	for _, r := range results {
+		fmt.Fprintf(tw, "| %dk\t %s\t", r.Window/1024, r.Strategy)
+		for _, k := range kinds {
+			v := get(r, k)
+			if v.Seen == 0 {
+				fmt.Fprint(tw, " -\t")
+				continue
+			}
+			fmt.Fprintf(tw, " %.0f / %.0f %% (%d)\t", 100*v.ViewShare(), 100*v.ExpandShare(), v.Seen)
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 }

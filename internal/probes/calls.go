@@ -87,9 +87,9 @@ func (x *extractor) shell(cmd, status string, e Event) {
 	if strings.Contains(cmd, "*** Begin Patch") || strings.Contains(cmd, "\n+++ ") {
 		x.patch(cmd, e)
 	}
-	head, _ := Head(cmd)
+	head, cut := Head(cmd)
 	c := e
-	c.Kind, c.Text, c.Status = Command, head, status
+	c.Kind, c.Text, c.Status, c.Cut = Command, head, status, cut
 	x.add(c)
 	x.commandFiles(cmd, e)
 }

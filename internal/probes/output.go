@@ -7,7 +7,7 @@ import (
 
 // maxOutputScan bounds the bytes of one output read for tests, errors and
 // URLs: its head and its tail (where test summaries and tracebacks end).
-const maxOutputScan = 256 << 10
+const maxOutputScan = 64 << 10
 
 var (
 	// Exit statuses as harnesses print them: mini-swe-agent's
@@ -80,19 +80,19 @@ func (x *extractor) output(out string, isErr bool, base Event) {
 	}
 	seen := map[string]bool{}
 	for _, m := range errorRe.FindAllStringSubmatch(out, -1) {
-		line, _ := Head(m[1])
+		line, cut := Head(m[1])
 		if line == "" || seen[line] {
 			continue
 		}
 		seen[line] = true
 		e := base
-		e.Kind, e.Text = Error, line
+		e.Kind, e.Text, e.Cut = Error, line, cut
 		x.add(e)
 	}
 	if isErr && len(seen) == 0 {
-		if line, _ := Head(out); line != "" {
+		if line, cut := Head(out); line != "" {
 			e := base
-			e.Kind, e.Text = Error, line
+			e.Kind, e.Text, e.Cut = Error, line, cut
 			x.add(e)
 		}
 	}

@@ -88,6 +88,8 @@ type Event struct {
 	// Hash is the sha256 (12 hex digits) of a file's content when the call
 	// wrote all of it (Write, create).
 	Hash string
+	// Cut says Text is the head of a longer command or error line.
+	Cut bool
 	// Index is the index in the transcript of the message it comes from:
 	// the call for files and commands, the output for tests and errors.
 	Index  int

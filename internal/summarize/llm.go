@@ -190,8 +190,8 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	if len(missing) > 0 {
 		add = append(add, "## "+SecFiles+"\n"+strings.Join(missing, "\n"))
 	}
-	if len(add) == 0 {
-		return summary
+	if len(add) > 0 {
+		summary += "\n\n" + strings.Join(add, "\n\n")
 	}
-	return summary + "\n\n" + strings.Join(add, "\n\n")
+	return WithTrail(summary, in)
 }

@@ -50,8 +50,18 @@ var (
 	fenceRe    = regexp.MustCompile("(?s)```[a-zA-Z]*\\n(.*?)```")
 )
 
-// Summarize implements Summarizer.
+// Summarize implements Summarizer. The tool calls and commands of the
+// summarized messages are in the summary's trail (SecTrail), with their
+// exit status and the message id to expand, not in Completed work, which
+// keeps only what earlier summaries put there.
 func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (string, error) {
+	return WithTrail(extract(in, false), in), nil
+}
+
+// extract writes the extractive summary of in without its trail; calls
+// says whether Completed work lists the tool calls and commands (the
+// hand-off's DONE does).
+func extract(in compaction.SummaryInput, calls bool) string {
 	in = boundInput(in)
 	prev := parseSections(in.Previous)
 	lists := map[string][]string{}
@@ -71,12 +81,14 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 				lists[SecDecisions] = append(lists[SecDecisions], d)
 			}
 			for _, part := range m.Parts {
-				if part.Type == chat.PartToolCall {
+				if part.Type == chat.PartToolCall && calls {
 					lists[SecDone] = append(lists[SecDone], describeCall(part.ToolCall.Name, part.ToolCall.Arguments))
 				}
 			}
 			for _, block := range fenceRe.FindAllStringSubmatch(text, -1) {
-				lists[SecDone] = append(lists[SecDone], describeCall("ran", block[1]))
+				if calls {
+					lists[SecDone] = append(lists[SecDone], describeCall("ran", block[1]))
+				}
 			}
 			if text != "" {
 				state = text
@@ -118,7 +130,9 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 		var b strings.Builder
 		b.WriteString(compaction.SummaryHeader(in.Round, in.ID, in.ExpandTool))
 		writeSection(&b, SecTask, []string{clip(in.OriginalTask, taskChars)}, false)
-		writeSection(&b, SecDone, lists[SecDone], true)
+		if len(lists[SecDone]) > 0 { // the trail lists this round's calls
+			writeSection(&b, SecDone, lists[SecDone], true)
+		}
 		writeSection(&b, SecDecisions, lists[SecDecisions], true)
 		writeSection(&b, SecErrors, lists[SecErrors], true)
 		writeSection(&b, SecState, []string{clip(state, stateChars)}, false)
@@ -155,11 +169,11 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 		case len(fileList) > 0:
 			fileList = fileList[:len(fileList)-1]
 		default:
-			return out, nil // nothing left to cut
+			return out // nothing left to cut
 		}
 		out = doc(taskChars, stateChars)
 	}
-	return out, nil
+	return out
 }
 
 func writeSection(b *strings.Builder, title string, items []string, bullets bool) {
