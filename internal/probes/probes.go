@@ -220,7 +220,7 @@ func Of(events []Event, n int) []Probe {
 // of msgs; an output's tests, errors and URLs are read from at most
 // maxOutputScan bytes of it.
 func Extract(msgs []chat.Message) []Event {
-	x := extractor{results: map[string]int{}}
+	x := extractor{results: map[string]int{}, human: chat.HumanAuthoredIn(msgs)}
 	for i := range msgs {
 		for _, p := range msgs[i].Parts {
 			if p.Type == chat.PartToolResult {
@@ -237,6 +237,7 @@ func Extract(msgs []chat.Message) []Event {
 type extractor struct {
 	events  []Event
 	results map[string]int // tool call id → index of its result
+	human   []bool         // chat.HumanAuthoredIn
 	// open is the file an editor-style agent (SWE-agent) has open, from
 	// its "(Open file: PATH)" status line: its edit commands name no path.
 	open string
@@ -249,10 +250,12 @@ func (x *extractor) message(msgs []chat.Message, i int) {
 	base := Event{Index: i, MsgID: m.ID}
 	switch m.Role {
 	case chat.RoleUser:
-		if humanAuthored(m) {
-			text := strings.TrimSpace(m.Text())
+		text := strings.TrimSpace(m.Text())
+		if chat.StandingInstructions(text) || x.human[i] {
+			// Standing instructions count whether or not the message is
+			// all scaffolding (Codex sends them in <user_instructions>).
 			kind := User
-			if standingInstructions(text) {
+			if chat.StandingInstructions(text) {
 				kind = Standing
 			}
 			e := base
@@ -260,6 +263,9 @@ func (x *extractor) message(msgs []chat.Message, i int) {
 			x.add(e)
 			x.urls(text, base)
 			return
+		}
+		if chat.Scaffolding(text) && exitStatus(text) == "" {
+			return // environment context, reminders: nobody's output
 		}
 		// An observation a text-mode harness sends as a user message.
 		x.output(m.Text(), false, base)
@@ -290,7 +296,7 @@ func (x *extractor) message(msgs []chat.Message, i int) {
 			// Text mode: the commands are fenced, the output is the next
 			// user message.
 			status := ""
-			if i+1 < len(msgs) && msgs[i+1].Role == chat.RoleUser && !humanAuthored(&msgs[i+1]) {
+			if i+1 < len(msgs) && msgs[i+1].Role == chat.RoleUser && !x.human[i+1] {
 				status = exitStatus(msgs[i+1].Text())
 			}
 			for _, block := range fenced(text) {
