@@ -131,6 +131,9 @@ type planner struct {
 	// in for: a summary of the same plan reads the original, not the
 	// placeholder.
 	pruned map[string]chat.Message
+	// kept is what instructions() keeps, computed once on the view as the
+	// plan found it (a tier only ever replaces other messages).
+	kept map[string]bool
 }
 
 func (p *planner) used() int64 { return p.req.Fixed + p.viewTokens }
@@ -198,6 +201,9 @@ func (p *planner) protected() map[string]bool {
 	}
 	if latestUser != "" {
 		keep[latestUser] = true
+	}
+	for id := range p.instructions() {
+		keep[id] = true
 	}
 	return keep
 }
@@ -507,8 +513,9 @@ func (p *planner) summarize() error {
 	// (preferably) a turn.
 	budget := p.req.Policy.KeepRecentTokens
 	var headKept int64
+	kept := p.instructions()
 	for _, m := range p.view {
-		if m.Pinned || m.ID == p.req.OriginalTaskID {
+		if m.Pinned || m.ID == p.req.OriginalTaskID || kept[m.ID] {
 			headKept += m.Tokens
 		}
 	}
@@ -700,7 +707,10 @@ func (p *planner) dropMiddle() {
 		if used <= p.req.Usable() {
 			break
 		}
-		ok := true
+		if kept := p.instructions(); kept[p.view[t.from].ID] && !p.baseKept(p.view[t.from].ID) {
+			t.from++ // a person's message stays; the steps that answered it may go
+		}
+		ok := t.from < t.to
 		for i := t.from; i < t.to; i++ {
 			if keep[p.view[i].ID] {
 				ok = false
