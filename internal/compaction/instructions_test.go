@@ -14,12 +14,12 @@ import (
 // whatever their size; a client's scaffolding is summarized like the rest.
 func TestHumanMessagesKept(t *testing.T) {
 	b := (&builder{}).user("<environment_context>\n<cwd>/w</cwd>\n</environment_context>"). // m1: scaffolding, the "task" id
-		user("Rename foo to bar everywhere; keep the public API.").                          // m2
-		user("<user_instructions>\nAlways run go vet.\n</user_instructions>").               // m3: standing
-		steps(4, 2000, "a").
-		user("Also, " + strings.Repeat("the old name is used in the docs ", 30) + "fix them."). // m12: long
-		steps(4, 2000, "b").
-		user("Don't touch the vendor directory.") // m21
+												user("Rename foo to bar everywhere; keep the public API.").            // m2
+												user("<user_instructions>\nAlways run go vet.\n</user_instructions>"). // m3: standing
+												steps(4, 2000, "a").
+												user("Also, "+strings.Repeat("the old name is used in the docs ", 30)+"fix them."). // m12: long
+												steps(4, 2000, "b").
+												user("Don't touch the vendor directory.") // m21
 	b.steps(2, 200, "c")
 	for _, c := range []struct {
 		name  string
