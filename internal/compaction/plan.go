@@ -519,7 +519,8 @@ func (p *planner) summarize() error {
 			headKept += m.Tokens
 		}
 	}
-	budget = min(budget, p.target-p.req.Fixed-headKept-int64(p.req.Policy.SummaryMaxTokens))
+	sumCap := p.req.Policy.SummaryMaxTokens + TrailBudget(p.req.Policy.SummaryMaxTokens)
+	budget = min(budget, p.target-p.req.Fixed-headKept-int64(sumCap))
 	c := n
 	var tail int64
 	for c > 0 && tail+p.view[c-1].Tokens <= budget {

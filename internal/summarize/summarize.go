@@ -33,6 +33,12 @@ const (
 	SecFocus     = "Requested focus"
 )
 
+// taskInView is what a summary's Original task section says: every tier
+// keeps the original task verbatim in the view (compaction.Validate checks
+// it), so the summary does not repeat it (a task of 1,400 tokens was in
+// every summary twice, and the hand-off writes its own).
+const taskInView = "(the conversation's first user message, kept verbatim in the view)"
+
 // listSections are bullet lists that accumulate across rounds.
 var listSections = []string{SecDone, SecDecisions, SecErrors, SecPending}
 
@@ -126,10 +132,10 @@ func extract(in compaction.SummaryInput, calls bool) string {
 	for _, s := range listSections {
 		lists[s] = dedupe(lists[s])
 	}
-	doc := func(taskChars, stateChars int) string {
+	doc := func(stateChars int) string {
 		var b strings.Builder
 		b.WriteString(compaction.SummaryHeader(in.Round, in.ID, in.ExpandTool))
-		writeSection(&b, SecTask, []string{clip(in.OriginalTask, taskChars)}, false)
+		writeSection(&b, SecTask, []string{taskInView}, false)
 		if len(lists[SecDone]) > 0 { // the trail lists this round's calls
 			writeSection(&b, SecDone, lists[SecDone], true)
 		}
@@ -143,8 +149,8 @@ func extract(in compaction.SummaryInput, calls bool) string {
 		}
 		return b.String()
 	}
-	taskChars, stateChars := 2000, 600
-	out := doc(taskChars, stateChars)
+	stateChars := 600
+	out := doc(stateChars)
 	// Cap: drop the oldest bullets of the longest list first, then shorten
 	// the text sections; the files (already within their own budget) go
 	// last, least recently mentioned first.
@@ -162,8 +168,6 @@ func extract(in compaction.SummaryInput, calls bool) string {
 			focus = focus[:len(focus)-1]
 		case stateChars > 100:
 			stateChars /= 2
-		case taskChars > 200:
-			taskChars /= 2
 		case longest != "" && len(lists[longest]) == 1:
 			lists[longest] = nil
 		case len(fileList) > 0:
@@ -171,7 +175,7 @@ func extract(in compaction.SummaryInput, calls bool) string {
 		default:
 			return out // nothing left to cut
 		}
-		out = doc(taskChars, stateChars)
+		out = doc(stateChars)
 	}
 	return out
 }

@@ -42,13 +42,6 @@ const (
 // metaSep separates a line's text from its facts (status, message id).
 const metaSep = " — "
 
-// TrailBudget is the tokens a trail may take in a summary capped at
-// maxTokens: as much as the rest of the summary, at most maxTrailTokens.
-func TrailBudget(maxTokens int) int { return min(maxTokens, maxTrailTokens) }
-
-// maxTrailTokens bounds a trail whatever the cap (a hand-off has none).
-const maxTrailTokens = 4000
-
 // maxTrailLines bounds the lines a trail keeps, folded or not, so its work
 // is linear in the originals and the previous trail.
 const maxTrailLines = 2000
@@ -348,5 +341,5 @@ func WithTrail(summary string, in compaction.SummaryInput) string {
 		}
 	}
 	count := countOrEstimate(in)
-	return strings.TrimRight(summary, "\n") + "\n" + Trail(in, TrailBudget(in.MaxTokens), count)
+	return strings.TrimRight(summary, "\n") + "\n" + Trail(in, compaction.TrailBudget(in.MaxTokens), count)
 }
