@@ -1,6 +1,7 @@
 package summarize
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -241,6 +242,7 @@ func mergeTrail(prev, next []trailLine) []trailLine {
 // summary's own id, which the line names too).
 func Trail(in compaction.SummaryInput, budget int, count func(string) int) string {
 	prev, folded, foldIDs := parseTrail(cut(in.Previous, MaxSectionChars))
+	slices.Reverse(foldIDs) // a fold line names them newest first; foldIDs runs oldest first
 	from := trailFrom(in.Messages)
 	folded += from // messages beyond the read bound: behind the summary's id
 	lines := mergeTrail(prev, trailLines(in.Messages[from:]))
