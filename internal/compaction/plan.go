@@ -519,6 +519,10 @@ func (p *planner) summarize() error {
 			headKept += m.Tokens
 		}
 	}
+	// Room for the summary at its cap and its trail at its budget. Both are
+	// rarely full, so a summary often leaves the view under the target;
+	// that deeper cut is what keeps the bill of the trail within 5 % (with
+	// room for the summary only, +6.7 % at 16k on the corpus, against +2.5 %).
 	sumCap := p.req.Policy.SummaryMaxTokens + TrailBudget(p.req.Policy.SummaryMaxTokens)
 	budget = min(budget, p.target-p.req.Fixed-headKept-int64(sumCap))
 	c := n
