@@ -1,10 +1,16 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 )
 
 // TestSlowReaderIsCut: a client that stops reading a streamed answer is
@@ -31,4 +37,52 @@ func TestSlowReaderIsCut(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("a client that reads nothing still holds the upstream stream after 20 s")
 	}
+}
+
+// TestSlowSteadyReaderIsNotCut: a large answer (16 MiB, more than the
+// socket buffers hold) read steadily by a client on a slower link takes
+// longer than CONTEXTD_STREAM_WRITE_TIMEOUT in all, and arrives whole:
+// the deadline covers each piece of the answer, not the whole of it. (A
+// piece waits until the kernel frees room in the socket's send buffer,
+// about half of it; on loopback that buffer grows to 4 MiB, hence the
+// rates here.) Before the fix the answer went out as one write under one
+// deadline and the client got a truncated body.
+func TestSlowSteadyReaderIsNotCut(t *testing.T) {
+	s := start(t, map[string]string{"CONTEXTD_STREAM_WRITE_TIMEOUT": "1s"})
+	s.fake.Script(gatewaytest.Reply{Text: strings.Repeat("a", 16<<20)})
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err == nil {
+				_ = c.(*net.TCPConn).SetReadBuffer(64 << 10) // a slow link
+			}
+			return c, err
+		}}}
+	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"Tell me everything."}]}`
+	req, _ := http.NewRequest("POST", s.url("/v1/chat/completions"), strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer sk-test")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	start := time.Now()
+	buf := make([]byte, 32<<10)
+	n := 0
+	for {
+		m, err := resp.Body.Read(buf)
+		n += m
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("after %d bytes in %v: %v", n, time.Since(start).Round(time.Millisecond), err)
+		}
+		time.Sleep(5 * time.Millisecond) // at most about 6 MB/s
+	}
+	if resp.StatusCode != http.StatusOK || n < 16<<20 {
+		t.Fatalf("%d, %d bytes", resp.StatusCode, n)
+	}
+	t.Logf("%d bytes in %v", n, time.Since(start).Round(time.Millisecond))
 }
