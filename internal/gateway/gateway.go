@@ -68,7 +68,7 @@ type Config struct {
 	StreamWriteTimeout time.Duration
 	// HTTPClient reaches the upstreams (nil: a client with no overall
 	// timeout, since streams may last minutes; the caller's context ends
-	// them).
+	// them; and that follows no redirect).
 	HTTPClient *http.Client
 	Log        *slog.Logger
 }
@@ -166,7 +166,11 @@ func New(cfg Config) *Gateway {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.ResponseHeaderTimeout = 10 * time.Minute
 		tr.MaxIdleConnsPerHost = 64
-		client = &http.Client{Transport: tr}
+		// A redirect goes back to the client as the provider sent it, as
+		// a proxy passes it on: followed here, the client's x-api-key
+		// (which net/http strips from no redirect) would go to whatever
+		// host the Location names.
+		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	m := newMemo(memoBytes)
 	return &Gateway{cfg: cfg, client: client, log: log, digests: newLogCache(4096),

@@ -214,3 +214,41 @@ func TestPassthroughBounds(t *testing.T) {
 		t.Errorf("without API keys, upstream got %q, want the server's key", u)
 	}
 }
+
+// TestPassthroughRedirectNotFollowed: a redirect from the provider goes
+// back to the client as sent; the gateway does not follow it, so the
+// client's x-api-key (which net/http strips from no redirect, unlike
+// Authorization) never reaches the host a Location names. Before the fix
+// the gateway followed it and that host got the key.
+func TestPassthroughRedirectNotFollowed(t *testing.T) {
+	var elsewhere sync.Mutex
+	var keys []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Lock()
+		keys = append(keys, r.Header.Get("X-Api-Key"))
+		elsewhere.Unlock()
+	}))
+	t.Cleanup(other.Close)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/download", http.StatusFound)
+	}))
+	t.Cleanup(up.Close)
+	s := start(t, map[string]string{"CONTEXTD_ANTHROPIC_BASE_URL": up.URL})
+	req, _ := http.NewRequest("GET", s.url("/v1/files/file_1/content"), nil)
+	req.Header.Set("X-Api-Key", "sk-ant-secret")
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != other.URL+"/download" {
+		t.Errorf("%d Location %q, want the provider's 302", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	elsewhere.Lock()
+	defer elsewhere.Unlock()
+	if len(keys) > 0 {
+		t.Errorf("the gateway followed the redirect: the other host got x-api-key %q", keys)
+	}
+}
