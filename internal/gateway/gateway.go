@@ -290,6 +290,11 @@ func isJSON(ct string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
+// tooLarge says why a body over MaxBodyBytes is refused.
+func (g *Gateway) tooLarge() string {
+	return fmt.Sprintf("request body is over %d bytes, the most this server accepts (CONTEXTD_MAX_MESSAGE_BYTES)", g.cfg.MaxBodyBytes)
+}
+
 // readBody reads a JSON object body of at most MaxBodyBytes.
 func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, shape wireShape) (map[string]json.RawMessage, bool) {
 	if r.Method != http.MethodPost {
@@ -300,7 +305,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, shape wireSha
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		writeError(w, shape, http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is over %d bytes, the most this server accepts (CONTEXTD_MAX_MESSAGE_BYTES)", g.cfg.MaxBodyBytes))
+		writeError(w, shape, http.StatusRequestEntityTooLarge, errTooLarge, g.tooLarge())
 		return nil, false
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -64,7 +65,11 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := g.client.Do(req)
 	if err != nil {
-		if ctx.Err() == nil {
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			writeError(w, shape, http.StatusRequestEntityTooLarge, errTooLarge, g.tooLarge())
+		case ctx.Err() == nil:
 			writeError(w, shape, http.StatusBadGateway, errUpstream, "the provider could not be reached: "+upstreamReason(err))
 		}
 		return

@@ -252,3 +252,24 @@ func TestPassthroughRedirectNotFollowed(t *testing.T) {
 		t.Errorf("the gateway followed the redirect: the other host got x-api-key %q", keys)
 	}
 }
+
+// TestPassthroughBodyTooLarge: a passed-through body over
+// CONTEXTD_MAX_MESSAGE_BYTES is refused with 413 naming the setting, as
+// at the doors, not a 502 "the provider could not be reached". Before the
+// fix it was 502.
+func TestPassthroughBodyTooLarge(t *testing.T) {
+	s := start(t, map[string]string{"CONTEXTD_MAX_MESSAGE_BYTES": "1024"})
+	body := `{"model":"text-embedding-3-small","input":"` + strings.Repeat("x", 4096) + `"}`
+	req, _ := http.NewRequest("POST", s.url("/v1/embeddings"), strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer sk-test")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(got), "CONTEXTD_MAX_MESSAGE_BYTES") {
+		t.Errorf("%d %s, want 413 naming CONTEXTD_MAX_MESSAGE_BYTES", resp.StatusCode, got)
+	}
+}
