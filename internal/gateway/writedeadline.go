@@ -33,7 +33,13 @@ func withWriteDeadlines(w http.ResponseWriter, timeout time.Duration) (http.Resp
 		return w, func() {}
 	}
 	d := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout}
-	return d, func() { _ = d.rc.SetWriteDeadline(time.Time{}) }
+	return d, func() {
+		// What is still buffered goes out under the deadline too: once
+		// the handler returns, net/http writes it with none, and a client
+		// that stopped reading would hold the connection for ever.
+		_ = d.FlushError()
+		_ = d.rc.SetWriteDeadline(time.Time{})
+	}
 }
 
 func (d *deadlineWriter) arm() { _ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) }

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -85,4 +86,50 @@ func TestSlowSteadyReaderIsNotCut(t *testing.T) {
 		t.Fatalf("%d, %d bytes", resp.StatusCode, n)
 	}
 	t.Logf("%d bytes in %v", n, time.Since(start).Round(time.Millisecond))
+}
+
+// TestPipelinedNonReaderIsCut: a client that pipelines requests and
+// reads no answer is cut too when the answers are small (each one
+// buffered until the handler returns). Before the fix the gateway's
+// deadline was cleared when the handler returned and net/http then
+// flushed the answer with none: the connection hung, its goroutine held,
+// for as long as the client kept it open.
+func TestPipelinedNonReaderIsCut(t *testing.T) {
+	s := start(t, map[string]string{"CONTEXTD_STREAM_WRITE_TIMEOUT": "300ms"})
+	conn, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	const n = 20000
+	go func() {
+		w := bufio.NewWriter(conn)
+		for range n {
+			if _, err := io.WriteString(w, "TRACE /v1/x HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
+				return
+			}
+		}
+		_ = w.Flush()
+	}()
+	time.Sleep(3 * time.Second) // read nothing for ten times the timeout
+	reading := time.Now()
+	_ = conn.SetReadDeadline(reading.Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	got := 0
+	var end error
+	for got < n {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			end = err
+			break
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		got++
+	}
+	if end == nil || time.Since(reading) > 8*time.Second {
+		t.Errorf("after %d of %d answers: %v; want the connection closed by the gateway, not hanging", got, n, end)
+	}
+	t.Logf("%d of %d answers before the cut (%v)", got, n, end)
 }
