@@ -155,7 +155,7 @@ var settings = []envFlag{
 	{"CONTEXTD_GATEWAY_KEEPALIVE", "10s", "a streamed gateway answer held by the contextd_expand loop this long gets its headers and then an SSE comment line this often, so idle timeouts between the client and contextd do not cut it (0: hold silently)", false},
 	{"CONTEXTD_STREAM_WRITE_TIMEOUT", "30s", "each write of a gateway answer to the client (an SSE event, a piece of a body) must complete within this long: a client that stops reading is cut and the upstream request cancelled (0: no deadline)", false},
 	{"CONTEXTD_GATEWAY_SESSION_TTL", "168h", "a gateway session nothing changed for this long is closed by the retention run (archived as a deleted session is: out of the tenant's CONTEXTD_MAX_SESSIONS_PER_TENANT count, kept for CONTEXTD_ARCHIVE_RETENTION); a client that comes back starts a new session from the history it sends (0: never)", false},
-	{"CONTEXTD_GATEWAY_SERVER_KEYS", "false", "the gateway sends CONTEXTD_OPENAI_API_KEY / CONTEXTD_ANTHROPIC_API_KEY upstream for a client that sent no provider credentials (every caller the gateway admits then spends them)", false},
+	{"CONTEXTD_GATEWAY_SERVER_KEYS", "false", "the gateway sends CONTEXTD_OPENAI_API_KEY / CONTEXTD_ANTHROPIC_API_KEY upstream for a client that sent no provider credentials (every caller the gateway admits then spends them; with API keys only at the doors, never on pass-through routes)", false},
 	{"CONTEXTD_AUTH_EXEMPT_HEALTH", "true", "serve health and reflection without credentials", false},
 	{"CONTEXTD_TLS_CERT_FILE", "", "TLS certificate (PEM); with CONTEXTD_TLS_KEY_FILE turns TLS on", false},
 	{"CONTEXTD_TLS_KEY_FILE", "", "TLS private key (PEM)", false},

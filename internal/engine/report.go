@@ -203,7 +203,12 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 					provider, in.InputTokens, in.CacheReadTokens, in.CacheCreationTokens, 100*off, local, m.Encoding)
 			}
 		}
-		if anchor {
+		// For an approximate encoding the provider's count is the better
+		// one, but a report below half of contextd's count is not of the
+		// request (a fake or misconfigured upstream): anchored, it would
+		// make the view look smaller than it is and stop compaction.
+		under := !m.Exact && local > 0 && float64(provider) < float64(local)/maxCalibrationFactor
+		if anchor && !under {
 			s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch = provider, local, n, s.ViewEpoch
 		}
 		if !m.Exact && skipped == "" {
@@ -219,6 +224,9 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 				// Not a tokenizer difference but a report of another request
 				// (or a typo): anchor this session, teach the model nothing.
 				skipped = fmt.Sprintf("input tokens %d are %.2f× the local count %d of that request: not used to calibrate %s (a tokenizer differs by far less; check view_token or message_count)", provider, sample, local, m.Name)
+				if under {
+					skipped += "; nor anchored, which would make the view look smaller than it is"
+				}
 			} else {
 				c.Samples++
 				c.Ratio += (sample - c.Ratio) / float64(min(c.Samples, maxCalibrationSamples))

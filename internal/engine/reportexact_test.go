@@ -75,3 +75,49 @@ func TestReportFarFromExactCountDoesNotAnchor(t *testing.T) {
 		}
 	})
 }
+
+// TestReportFarBelowApproximateCountDoesNotAnchor: for an approximate
+// encoding the provider's count anchors the session, but not a report
+// below half of contextd's own count (an upstream that always answers
+// 1,000 input tokens): that would make the view look a fraction of its
+// size and stop compaction. A report far above still anchors (the safe
+// direction: images, documents contextd estimates low). Before the fix
+// the 1,000-token report anchored.
+func TestReportFarBelowApproximateCountDoesNotAnchor(t *testing.T) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
+		ctx := t.Context()
+		v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "claude-sonnet-4-5", System: "You are a coding agent."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{
+			userMsg(strings.Repeat("func main() { fmt.Println(x) } ", 400))}}); err != nil {
+			t.Fatal(err)
+		}
+		local, err := e.SessionUsage(ctx, tenant, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		report := func(input int64) engine.Usage {
+			t.Helper()
+			s, err := e.GetSession(ctx, tenant, v.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ver := s.Version
+			u, err := e.ReportUsage(ctx, tenant, v.ID, engine.ReportInput{InputTokens: input, OutputTokens: 10, Version: &ver})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return u
+		}
+		u := report(1000)
+		if u.Used < local.Used || u.Source == engine.SourceAnchored || !strings.Contains(fmt.Sprint(u.Warnings), "nor anchored") {
+			t.Errorf("a report of 1000 input tokens against a count of %d: used %d (%v), warnings %q; want at least %d, not anchored, said so", local.Used, u.Used, u.Source, u.Warnings, local.Used)
+		}
+		u = report(local.Used * 3)
+		if u.Used != local.Used*3 || u.Source != engine.SourceAnchored {
+			t.Errorf("a report of %d (3× the count): used %d (%v), want it anchored", local.Used*3, u.Used, u.Source)
+		}
+	})
+}

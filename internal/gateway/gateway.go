@@ -68,7 +68,7 @@ type Config struct {
 	StreamWriteTimeout time.Duration
 	// HTTPClient reaches the upstreams (nil: a client with no overall
 	// timeout, since streams may last minutes; the caller's context ends
-	// them).
+	// them; and that follows no redirect).
 	HTTPClient *http.Client
 	Log        *slog.Logger
 }
@@ -166,7 +166,11 @@ func New(cfg Config) *Gateway {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.ResponseHeaderTimeout = 10 * time.Minute
 		tr.MaxIdleConnsPerHost = 64
-		client = &http.Client{Transport: tr}
+		// A redirect goes back to the client as the provider sent it, as
+		// a proxy passes it on: followed here, the client's x-api-key
+		// (which net/http strips from no redirect) would go to whatever
+		// host the Location names.
+		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	m := newMemo(memoBytes)
 	return &Gateway{cfg: cfg, client: client, log: log, digests: newLogCache(4096),
@@ -286,6 +290,11 @@ func isJSON(ct string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
+// tooLarge says why a body over MaxBodyBytes is refused.
+func (g *Gateway) tooLarge() string {
+	return fmt.Sprintf("request body is over %d bytes, the most this server accepts (CONTEXTD_MAX_MESSAGE_BYTES)", g.cfg.MaxBodyBytes)
+}
+
 // readBody reads a JSON object body of at most MaxBodyBytes.
 func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, shape wireShape) (map[string]json.RawMessage, bool) {
 	if r.Method != http.MethodPost {
@@ -296,7 +305,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, shape wireSha
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		writeError(w, shape, http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is over %d bytes, the most this server accepts (CONTEXTD_MAX_MESSAGE_BYTES)", g.cfg.MaxBodyBytes))
+		writeError(w, shape, http.StatusRequestEntityTooLarge, errTooLarge, g.tooLarge())
 		return nil, false
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -17,9 +18,26 @@ import (
 // The upstream is Anthropic's for an Anthropic client (anthropic-version,
 // an x-api-key without Authorization, or a /v1/messages path), OpenAI's
 // otherwise; OpenAI's base URL carries /v1 itself.
+//
+// What a tenant may reach is bounded: only the provider APIs' methods,
+// only paths under the base URL (no dot segment, escaped or not, which an
+// upstream or a proxy before it would resolve out of the base or onto a
+// door's path), and, when contextd has API keys (several tenants), never
+// the server's provider keys: under one provider account, files, batches
+// and stored responses made with them would be every tenant's to list,
+// read and delete.
 func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request) {
 	shape := shapeOf(r)
 	if _, ok := g.admit(w, r, shape); !ok {
+		return
+	}
+	if !passMethods[r.Method] {
+		w.Header().Set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE")
+		writeError(w, shape, http.StatusMethodNotAllowed, errInvalid, "contextd's gateway passes GET, HEAD, POST, PUT, PATCH and DELETE through to the provider, not "+r.Method)
+		return
+	}
+	if dotSegment(r.URL.Path) {
+		writeError(w, shape, http.StatusBadRequest, errInvalid, "path: a . or .. segment (escaped or not) is not passed through to the provider")
 		return
 	}
 	path := r.URL.EscapedPath()
@@ -42,10 +60,16 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request) {
 	}
 	req.ContentLength = r.ContentLength
 	copyRequestHeaders(req.Header, r.Header)
-	g.credentials(req.Header, shape)
+	if !g.cfg.Keys.Enabled() {
+		g.credentials(req.Header, shape)
+	}
 	resp, err := g.client.Do(req)
 	if err != nil {
-		if ctx.Err() == nil {
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			writeError(w, shape, http.StatusRequestEntityTooLarge, errTooLarge, g.tooLarge())
+		case ctx.Err() == nil:
 			writeError(w, shape, http.StatusBadGateway, errUpstream, "the provider could not be reached: "+upstreamReason(err))
 		}
 		return
@@ -54,4 +78,23 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request) {
 	copyResponseHeaders(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
 	g.copyBody(ctx, w, resp.Body)
+}
+
+// passMethods are the methods of the providers' HTTP APIs; others (TRACE,
+// which echoes the request's headers, a lent key among them; CONNECT) are
+// not passed through.
+var passMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true,
+	http.MethodPut: true, http.MethodPatch: true, http.MethodDelete: true,
+}
+
+// dotSegment reports a path (decoded: %2e%2e and %2f are already . and /)
+// with a . or .. segment, / or \ separated.
+func dotSegment(path string) bool {
+	for seg := range strings.FieldsFuncSeq(path, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }

@@ -25,7 +25,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 	var retry conflicts
 	for {
 		res, err := g.identify(ctx, tenant, d, c, sig, noRepeat)
-		if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
+		if (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound)) && retry.again(ctx) {
 			continue
 		}
 		if err != nil {
@@ -47,6 +47,13 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
 		if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 			g.unmake(ctx, tenant, res)
+			continue
+		}
+		if errors.Is(err, store.ErrNotFound) && retry.again(ctx) {
+			// The session matched (or just made) was closed in between
+			// (idle past CONTEXTD_GATEWAY_SESSION_TTL, or deleted): match
+			// again, which starts a new session from the request's
+			// history.
 			continue
 		}
 		if err != nil {

@@ -16,8 +16,9 @@ const DefaultStreamWriteTimeout = 30 * time.Second
 // for longer than the timeout has its connection cut, the write fails,
 // the relay stops, and closing the upstream body cancels the provider's
 // request. Without it, such a client held its handler, its goroutines and
-// the upstream stream for ever. The deadline is per write, so a long
-// stream read steadily is never cut.
+// the upstream stream for ever. The deadline is per write (of at most
+// writePiece bytes), so a long stream or a large answer read steadily is
+// never cut.
 type deadlineWriter struct {
 	http.ResponseWriter
 	rc      *http.ResponseController
@@ -32,14 +33,36 @@ func withWriteDeadlines(w http.ResponseWriter, timeout time.Duration) (http.Resp
 		return w, func() {}
 	}
 	d := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout}
-	return d, func() { _ = d.rc.SetWriteDeadline(time.Time{}) }
+	return d, func() {
+		// What is still buffered goes out under the deadline too: once
+		// the handler returns, net/http writes it with none, and a client
+		// that stopped reading would hold the connection for ever.
+		_ = d.FlushError()
+		_ = d.rc.SetWriteDeadline(time.Time{})
+	}
 }
 
 func (d *deadlineWriter) arm() { _ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) }
 
+// writePiece is the most one deadline covers: an answer read whole (up
+// to 64 MiB) is written in pieces, each with its own deadline, so a
+// client that reads steadily over a slow link is never cut, however large
+// the answer.
+const writePiece = 64 << 10
+
 func (d *deadlineWriter) Write(p []byte) (int, error) {
-	d.arm()
-	return d.ResponseWriter.Write(p)
+	n := 0
+	for len(p) > 0 {
+		piece := p[:min(len(p), writePiece)]
+		d.arm()
+		m, err := d.ResponseWriter.Write(piece)
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[len(piece):]
+	}
+	return n, nil
 }
 
 func (d *deadlineWriter) WriteHeader(code int) {

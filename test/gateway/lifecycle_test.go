@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -94,5 +95,37 @@ func TestIdleSessionsClosed(t *testing.T) {
 	s.rpc("GetSession", map[string]any{"sessionId": created.Session.ID}, &got)
 	if got.Session.ID != created.Session.ID {
 		t.Errorf("the API's session was closed")
+	}
+}
+
+// TestIdleCloseDuringRequest: a session that turns idle
+// (CONTEXTD_GATEWAY_SESSION_TTL) while a request is between matching it
+// and preparing it is closed under that request; the request matches again
+// and goes on in a new session, never answering 404 for a conversation
+// the client merely resumed. The race is provoked by coming back just
+// around the TTL while the retention run goes every few milliseconds.
+// Before the fix some requests answered 404 ("session not found").
+func TestIdleCloseDuringRequest(t *testing.T) {
+	s := start(t, map[string]string{"CONTEXTD_GATEWAY_SESSION_TTL": "40ms", "CONTEXTD_RETENTION_INTERVAL": "2ms"})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failed := map[string]int{}
+	for k := range 6 {
+		wg.Go(func() {
+			body := map[string]any{"model": "gpt-4o", "messages": []any{map[string]any{"role": "user", "content": fmt.Sprintf("conversation %d", k)}}}
+			for i := range 40 {
+				resp, out := s.post("/v1/chat/completions", body, nil)
+				if resp.StatusCode != http.StatusOK {
+					mu.Lock()
+					failed[fmt.Sprintf("%d %s", resp.StatusCode, out)]++
+					mu.Unlock()
+				}
+				time.Sleep(36*time.Millisecond + time.Duration(i%8)*time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	if len(failed) > 0 {
+		t.Errorf("requests of resumed conversations failed: %v", failed)
 	}
 }
