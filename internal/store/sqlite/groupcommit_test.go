@@ -188,3 +188,66 @@ func BenchmarkGroupCommit(b *testing.B) {
 	b.ReportMetric(float64(calls-calls0)/elapsed.Seconds(), "calls/s")
 	b.ReportMetric(float64(txs-tx0)/float64(calls-calls0), "transactions/call")
 }
+
+// TestCancelledCallPutBackIsAnswered: a call taken into a group whose
+// caller gives up while an earlier function runs, and which the group then
+// puts back (its hold spent), is answered even when no other call comes to
+// take the write turn. Before, its caller waited for an answer only a
+// later leader would give, and hung on an idle store.
+func TestCancelledCallPutBackIsAnswered(t *testing.T) {
+	s := openTest(t)
+	s.queue.hold = time.Nanosecond // the second call is always put back
+	createSessions(t, s, 2)
+	s.writer <- struct{}{} // the test holds the write turn: both calls queue
+	running, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- s.InTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+			close(running)
+			<-release
+			return appendOne(ctx, tx, "s0", 1)
+		})
+	}()
+	waitQueued(t, s, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	second := make(chan error, 1)
+	go func() {
+		second <- s.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return appendOne(ctx, tx, "s1", 1) })
+	}()
+	waitQueued(t, s, 2)
+	grouped := make(chan struct{})
+	go func() { s.runGroup(); close(grouped) }() // as the leader would
+	<-running
+	cancel()
+	time.Sleep(50 * time.Millisecond) // the second caller sees its cancellation while the group holds its call
+	close(release)
+	<-grouped
+	<-s.writer
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-second:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled call answered %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a cancelled call put back into the queue was never answered")
+	}
+	if log, _ := s.LogMessages(context.Background(), "t", "s1", 0, 10); len(log) != 0 {
+		t.Errorf("the cancelled call wrote %d messages", len(log))
+	}
+}
+
+func waitQueued(t *testing.T, s *Store, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		s.queue.mu.Lock()
+		l := len(s.queue.pending)
+		s.queue.mu.Unlock()
+		if l == n {
+			return
+		}
+	}
+	t.Fatalf("%d calls never queued", n)
+}
