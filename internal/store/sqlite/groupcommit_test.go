@@ -251,3 +251,49 @@ func waitQueued(t *testing.T, s *Store, n int) {
 	}
 	t.Fatalf("%d calls never queued", n)
 }
+
+// TestPanickingCallFailsAlone: a function of a group that panics after
+// writing is its caller's error and changes nothing; the calls before and
+// after it in the same transaction commit.
+func TestPanickingCallFailsAlone(t *testing.T) {
+	s := openTest(t)
+	s.queue.hold = time.Hour
+	createSessions(t, s, 3)
+	s.writer <- struct{}{} // the test holds the write turn: all three queue
+	errs := make([]chan error, 3)
+	for i := range 3 {
+		errs[i] = make(chan error, 1)
+		go func() {
+			errs[i] <- s.InTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+				if err := appendOne(ctx, tx, fmt.Sprintf("s%d", i), 1); err != nil {
+					return err
+				}
+				if i == 1 {
+					panic("boom")
+				}
+				return nil
+			})
+		}()
+		waitQueued(t, s, i+1)
+	}
+	tx0, _ := s.GroupStats()
+	s.runGroup() // as the leader would
+	<-s.writer
+	for i := range 3 {
+		if err := <-errs[i]; (i == 1) != (err != nil) {
+			t.Errorf("call %d: %v", i, err)
+		}
+	}
+	if txs, _ := s.GroupStats(); txs-tx0 != 1 {
+		t.Errorf("%d transactions, want 1", txs-tx0)
+	}
+	for i := range 3 {
+		log, err := s.LogMessages(context.Background(), "t", fmt.Sprintf("s%d", i), 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 0, false: 1}[i == 1]; len(log) != want {
+			t.Errorf("s%d holds %d messages, want %d", i, len(log), want)
+		}
+	}
+}
