@@ -297,3 +297,51 @@ func TestPanickingCallFailsAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestLaterCallDoesNotSeeFailedCallsWrites: a call that reads what an
+// earlier call of its group wrote reads nothing of a call that failed —
+// that call's writes are rolled back before the next function runs — so
+// no call commits what it derived from writes that were never stored.
+func TestLaterCallDoesNotSeeFailedCallsWrites(t *testing.T) {
+	s := openTest(t)
+	s.queue.hold = time.Hour
+	createSessions(t, s, 1)
+	s.writer <- struct{}{} // the test holds the write turn: both calls queue
+	boom := errors.New("boom")
+	failed := make(chan error, 1)
+	go func() {
+		failed <- s.InTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+			sess, err := tx.GetSession(ctx, "t", "s0")
+			if err != nil {
+				return err
+			}
+			sess.Version = 99
+			if err := tx.UpdateSession(ctx, &sess); err != nil {
+				return err
+			}
+			return boom
+		})
+	}()
+	waitQueued(t, s, 1)
+	var seen int64
+	reader := make(chan error, 1)
+	go func() {
+		reader <- s.InTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+			sess, err := tx.GetSession(ctx, "t", "s0")
+			seen = sess.Version
+			return err
+		})
+	}()
+	waitQueued(t, s, 2)
+	s.runGroup() // as the leader would: both in one transaction
+	<-s.writer
+	if err := <-failed; !errors.Is(err, boom) {
+		t.Fatalf("failing call: %v", err)
+	}
+	if err := <-reader; err != nil {
+		t.Fatal(err)
+	}
+	if seen != 1 {
+		t.Errorf("the later call read version %d, written by a call that failed; want 1", seen)
+	}
+}
