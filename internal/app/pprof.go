@@ -14,6 +14,9 @@ import (
 // listener off the public network), "off" never. On loopback the DNS
 // rebinding guard (hostguard.go) always applies to it, with or without
 // API keys: a web page rebound to 127.0.0.1 cannot read the profiles.
+// /debug/pprof/cmdline is not served: the command line may carry secrets
+// (--api-keys, --database-url, --openai-api-key are flags too), and no
+// profile needs it.
 
 // Sampling of the block and mutex profiles while pprof is served: one
 // blocking event in blockProfileNanos of time blocked (longer waits are all
@@ -37,7 +40,6 @@ func servePprof(mux *http.ServeMux, mode, metricsAddr string, allowedExtra []str
 	}
 	profiles := http.NewServeMux()
 	profiles.HandleFunc("/debug/pprof/", pprof.Index) // heap, goroutine, block, mutex, allocs, threadcreate
-	profiles.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	profiles.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	profiles.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	profiles.HandleFunc("/debug/pprof/trace", pprof.Trace)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,9 @@ func TestPprofOnMetricsListener(t *testing.T) {
 		}
 		if code, body := get(t, base+"/debug/pprof/block?debug=1", ""); code != http.StatusOK || !bytes.Contains(body, []byte("cycles/second")) {
 			t.Errorf("block profile: %d %.200s", code, body)
+		}
+		if code, body := get(t, base+"/debug/pprof/cmdline", ""); code != http.StatusNotFound || bytes.Contains(body, []byte(os.Args[0])) {
+			t.Errorf("cmdline (flags may carry secrets): %d %.200s, want 404", code, body)
 		}
 		if code, _ := get(t, base+"/debug/pprof/", "attacker.example"); code != http.StatusForbidden {
 			t.Errorf("rebound host: %d, want 403", code)

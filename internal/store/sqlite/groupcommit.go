@@ -100,6 +100,7 @@ func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) err
 	s.queue.mu.Lock()
 	s.queue.pending = append(s.queue.pending, c)
 	s.queue.mu.Unlock()
+	cancelled := ctx.Done()
 	for {
 		select {
 		case err := <-c.done:
@@ -107,11 +108,16 @@ func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) err
 		case s.writer <- struct{}{}:
 			s.runGroup()
 			<-s.writer
-		case <-ctx.Done():
+		case <-cancelled:
 			if s.queue.remove(c) {
 				return fmt.Errorf("waiting to write: %w", ctx.Err())
 			}
-			return <-c.done // a group holds it: its answer is coming
+			// A group holds it: its answer is coming, unless the group puts
+			// it back (its hold spent); then this caller may have to take
+			// the turn itself to have it answered (a leader answers a
+			// cancelled call without running it), so it keeps waiting for
+			// either.
+			cancelled = nil
 		}
 	}
 }
