@@ -1,6 +1,7 @@
 package compaction_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -80,4 +81,49 @@ func TestKeepHumanTokensPolicy(t *testing.T) {
 	if _, err := compaction.Resolve("policy", compaction.Overrides{KeepHumanTokens: &neg}, 100_000); err == nil || !strings.Contains(err.Error(), "policy.keep_human_tokens") {
 		t.Errorf("a negative budget: %v", err)
 	}
+}
+
+// TestKeptMessagesNeverMakeItTooLarge: what the person said is kept only
+// while the request fits. Standing instructions repeated past the window
+// (a client re-sending CLAUDE.md each session) and a keep_human_tokens
+// larger than the window once made a request that fits without them fail
+// with ErrTooLarge; the planner now plans again without keeping them.
+func TestKeptMessagesNeverMakeItTooLarge(t *testing.T) {
+	standing := (&builder{}).user("Fix the build.")
+	for i := 0; i < 3; i++ {
+		standing.user("Contents of /repo/CLAUDE.md (project instructions):\n"+strings.Repeat("Use tabs. ", 1200)).steps(2, 300, fmt.Sprintf("s%d_", i))
+	}
+	standing.user("Go on.").steps(1, 100, "t")
+	human := (&builder{}).user("Fix the build.")
+	for i := 0; i < 6; i++ {
+		human.user(fmt.Sprintf("Note %d: %s", i, strings.Repeat("please be careful ", 360))).steps(1, 300, fmt.Sprintf("h%d_", i))
+	}
+	for _, c := range []struct {
+		name  string
+		b     *builder
+		human int64
+	}{{"standing instructions", standing, -1}, {"keep_human_tokens beyond the window", human, 1 << 40}} {
+		for _, tiers := range [][]compaction.Tier{{compaction.TierSummarize}, compaction.AllTiers} {
+			t.Run(fmt.Sprintf("%s %v", c.name, tiers), func(t *testing.T) {
+				req := request(c.b, 8000, tiers...)
+				if c.human >= 0 {
+					req.Policy.KeepHumanTokens = c.human
+				}
+				if sumTokens(c.b.msgs) <= usable(req) {
+					t.Fatalf("%s: the view (%d) must not fit already", c.name, sumTokens(c.b.msgs))
+				}
+				plan := mustPlan(t, req)
+				if plan.TokensAfter > usable(req) {
+					t.Errorf("%d tokens after, %d usable", plan.TokensAfter, usable(req))
+				}
+			})
+		}
+	}
+}
+
+func sumTokens(msgs []chat.Message) (n int64) {
+	for i := range msgs {
+		n += msgs[i].Tokens
+	}
+	return n + 100
 }

@@ -148,8 +148,30 @@ func (p *planner) setView(view []chat.Message) {
 // or under the target or the tiers are used up. Drop-middle runs only when the
 // request would not fit otherwise. The result passes Validate, or the call
 // returns an error (ErrTooLarge when the request cannot fit at all).
+//
+// What the person said (instructions) is kept only while the request fits:
+// when it cannot fit with them kept verbatim (standing instructions are kept
+// whatever their size, and keep_human_tokens may exceed the window), the
+// planner plans once more keeping only the original task, pinned and the
+// latest user message, as before they were kept. That second pass, at most
+// one, repeats the tiers' work (a second summarizer call).
 func PlanCompaction(req Request) (*Plan, error) {
-	p := &planner{req: &req, plan: &Plan{}}
+	first := &planner{req: &req, view: req.View}
+	kept := first.instructions()
+	plan, err := planCompaction(req, kept)
+	if errors.Is(err, ErrTooLarge) {
+		for id := range kept {
+			if !first.baseKept(id) {
+				return planCompaction(req, map[string]bool{})
+			}
+		}
+	}
+	return plan, err
+}
+
+// planCompaction plans keeping kept verbatim as what the person said.
+func planCompaction(req Request, kept map[string]bool) (*Plan, error) {
+	p := &planner{req: &req, plan: &Plan{}, kept: kept}
 	p.setView(append([]chat.Message(nil), req.View...))
 	p.plan.TokensBefore = p.used()
 	p.target = int64(req.Target * float64(req.Usable()))

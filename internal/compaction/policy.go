@@ -53,7 +53,9 @@ type Policy struct {
 	// names each). Messages with standing instructions
 	// (chat.StandingInstructions) are kept whatever their size. Scaffolding
 	// a client injects may be pruned and summarized. 0: only the original
-	// task and the latest user message are kept.
+	// task and the latest user message are kept. All of it only while the
+	// request fits: PlanCompaction plans once more without them rather
+	// than fail (ErrTooLarge).
 	KeepHumanTokens int64
 }
 
