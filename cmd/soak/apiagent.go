@@ -156,6 +156,9 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 		wctx, sess.stopWatch = context.WithCancel(s.watchCtx)
 		go s.watch(wctx, sess, agent)
 		var reply, seen string
+		// The summaries and placeholders the agent saw in its views: what
+		// an original that is one of them must equal (see originalOf).
+		synthetic := map[string]*contextdv1.Message{}
 		turns := 14 + rand.IntN(16)
 		for t := 0; t < turns && ctx.Err() == nil; t++ {
 			var msgs []*contextdv1.Message
@@ -180,6 +183,11 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 				break
 			}
 			s.hist.add(in, call, opOutput{keys: keysOf(prepared.GetMessages())})
+			for _, m := range prepared.GetMessages() {
+				if isSynthetic(m) {
+					synthetic[m.GetId()] = m
+				}
+			}
 			sess.mu.Lock()
 			sess.cleared, sess.reverted = false, false
 			sess.mu.Unlock()
@@ -206,13 +214,13 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 			case fresh && rand.IntN(2) == 0:
 				// A compaction this agent has not seen yet: revert half
 				// of them, expand what the others left.
-				if s.revertCheck(ctx, agent, id, last) {
+				if s.revertCheck(ctx, agent, id, last, synthetic) {
 					sess.mu.Lock()
 					sess.reverted = true
 					sess.mu.Unlock()
 				}
 			case fresh || t%2 == 1:
-				s.expandCheck(ctx, agent, id, prepared.GetMessages())
+				s.expandCheck(ctx, agent, id, prepared.GetMessages(), synthetic)
 			case t == 10 && agent%2 == 0:
 				in := opInput{session: id, kind: opClear}
 				call := s.hist.now()
@@ -373,12 +381,41 @@ func (s *soak) logOf(ctx context.Context, id string, view contextdv1.MessageView
 	return all, fmt.Errorf("more than 100 pages")
 }
 
+func isSynthetic(m *contextdv1.Message) bool {
+	return m.GetKind() == contextdv1.MessageKind_MESSAGE_KIND_SUMMARY || m.GetKind() == contextdv1.MessageKind_MESSAGE_KIND_PLACEHOLDER
+}
+
+// originalOf is what m, an original that a revert restored or an expansion
+// returned, must equal: the log's message of its id; or, for a summary or
+// placeholder of an earlier round (never in the log, which holds only what
+// was appended), the copy the agent saw in a view. It reports false when
+// there is nothing to compare with: a synthetic message the agent never
+// saw (it is not judged) or a normal one missing from the log (it is).
+func originalOf(m *contextdv1.Message, log, synthetic map[string]*contextdv1.Message) (*contextdv1.Message, bool) {
+	if orig, ok := log[m.GetId()]; ok || !isSynthetic(m) {
+		return orig, ok
+	}
+	orig, ok := synthetic[m.GetId()]
+	return orig, ok
+}
+
+// sameAsOriginal reports whether m is its original (originalOf), byte for
+// byte; a synthetic message the agent never saw passes.
+func sameAsOriginal(m *contextdv1.Message, log, synthetic map[string]*contextdv1.Message) bool {
+	orig, ok := originalOf(m, log, synthetic)
+	if !ok {
+		return isSynthetic(m)
+	}
+	return sameContent(orig, m)
+}
+
 // expandCheck expands one summary of the view and checks the originals
-// it returns are the log's, byte for byte.
-func (s *soak) expandCheck(ctx context.Context, agent int, id string, view []*contextdv1.Message) {
+// it returns are the log's (or, for an earlier round's summary, the one
+// the agent saw), byte for byte.
+func (s *soak) expandCheck(ctx context.Context, agent int, id string, view []*contextdv1.Message, synthetic map[string]*contextdv1.Message) {
 	var summary *contextdv1.Message
 	for _, m := range view {
-		if m.GetKind() == contextdv1.MessageKind_MESSAGE_KIND_SUMMARY || m.GetKind() == contextdv1.MessageKind_MESSAGE_KIND_PLACEHOLDER {
+		if isSynthetic(m) {
 			summary = m
 		}
 	}
@@ -404,8 +441,7 @@ func (s *soak) expandCheck(ctx context.Context, agent int, id string, view []*co
 		byID[m.GetId()] = m
 	}
 	for _, m := range resp.GetOriginals() {
-		orig, ok := byID[m.GetId()]
-		if !ok || !sameContent(orig, m) {
+		if !sameAsOriginal(m, byID, synthetic) {
 			s.rep.problem(invalid, "session %s: ExpandMessage(%s) returned original %s unlike the log's", id, summary.GetId(), m.GetId())
 		}
 	}
@@ -425,8 +461,9 @@ func sameContent(a, b *contextdv1.Message) bool {
 
 // revertCheck reverts the latest compaction when it is a summary (not a
 // clear) still in force, and checks that the view then holds the
-// messages it replaced, byte-identical to the log.
-func (s *soak) revertCheck(ctx context.Context, agent int, id string, last *contextdv1.CompactionInfo) (reverted bool) {
+// messages it replaced, byte-identical to the log (an earlier round's
+// summary to the one the agent saw).
+func (s *soak) revertCheck(ctx context.Context, agent int, id string, last *contextdv1.CompactionInfo, synthetic map[string]*contextdv1.Message) (reverted bool) {
 	if last.GetId() == "" || last.GetRevertedAt() != nil || slices.Contains(last.GetTiers(), "clear") {
 		return false
 	}
@@ -482,7 +519,7 @@ func (s *soak) revertCheck(ctx context.Context, agent int, id string, last *cont
 			s.rep.problem(invalid, "session %s: after RevertCompaction(%s), original %s is not in the view", id, last.GetId(), rid)
 			continue
 		}
-		if !sameContent(got, byID[rid]) {
+		if !sameAsOriginal(got, byID, synthetic) {
 			s.rep.problem(invalid, "session %s: RevertCompaction(%s) restored %s unlike the log's original", id, last.GetId(), rid)
 		}
 	}
