@@ -21,7 +21,8 @@ type memo struct {
 	entries map[[32]byte][]chat.Message
 }
 
-// memoBytes bounds what the memo keeps.
+// memoBytes bounds what the memo keeps unless Config.MemoBytes says
+// otherwise (CONTEXTD_GATEWAY_MEMO_BYTES).
 const memoBytes = 64 << 20
 
 // memoMessageBytes is what the memo accounts for a message besides its
