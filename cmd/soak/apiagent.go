@@ -411,13 +411,17 @@ func (s *soak) logOf(ctx context.Context, id string, view contextdv1.MessageView
 	return all, fmt.Errorf("more than 100 pages")
 }
 
+func isSynthetic(m *contextdv1.Message) bool {
+	return m.GetKind() == contextdv1.MessageKind_MESSAGE_KIND_SUMMARY || m.GetKind() == contextdv1.MessageKind_MESSAGE_KIND_PLACEHOLDER
+}
+
 // expandCheck expands one summary of the view and checks the originals
 // it returns are the log's, byte for byte.
 func (s *soak) expandCheck(ctx context.Context, agent int, sess *apiSession, view []*contextdv1.Message) {
 	id := sess.id
 	var summary *contextdv1.Message
 	for _, m := range view {
-		if m.GetKind() == contextdv1.MessageKind_MESSAGE_KIND_SUMMARY || m.GetKind() == contextdv1.MessageKind_MESSAGE_KIND_PLACEHOLDER {
+		if isSynthetic(m) {
 			summary = m
 		}
 	}

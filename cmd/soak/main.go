@@ -270,7 +270,7 @@ func (s *soak) setup(ctx context.Context) error {
 			"CONTEXTD_OPENAI_BASE_URL="+s.provider.openAIBase(), "CONTEXTD_ANTHROPIC_BASE_URL="+s.provider.anthropicBase(),
 			"CONTEXTD_OPENAI_API_KEY=sk-soak-summarizer", "CONTEXTD_SUMMARIZER=openai:"+summarizerModel,
 			"CONTEXTD_SUMMARIZER_TIMEOUT=10s", "CONTEXTD_COMPACTION_LEASE="+o.lease.String(),
-			"CONTEXTD_VIEW_CACHE_BYTES=8388608", "CONTEXTD_SHUTDOWN_TIMEOUT=2s",
+			"CONTEXTD_VIEW_CACHE_BYTES=8388608", "CONTEXTD_GATEWAY_MEMO_BYTES=8388608", "CONTEXTD_SHUTDOWN_TIMEOUT=2s",
 			"CONTEXTD_DATA_DIR="+filepath.Join(out, fmt.Sprintf("data%d", i)),
 		)
 		s.replicas = append(s.replicas, r)

@@ -327,7 +327,7 @@ func newGateway(cfg Config, eng *engine.Engine, models *tokens.Registry, keys *a
 	return gateway.New(gateway.Config{Engine: eng, Models: models, Keys: keys, Limiter: limiter,
 		OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		OpenAIAPIKey: cfg.OpenAIAPIKey, AnthropicAPIKey: cfg.AnthropicAPIKey, LendKeys: cfg.GatewayServerKeys,
-		MaxBodyBytes: int64(cfg.MaxMessageBytes), StreamKeepalive: cfg.GatewayKeepalive, StreamWriteTimeout: cfg.StreamWriteTimeout, Log: log})
+		MaxBodyBytes: int64(cfg.MaxMessageBytes), MemoBytes: cfg.GatewayMemoBytes, StreamKeepalive: cfg.GatewayKeepalive, StreamWriteTimeout: cfg.StreamWriteTimeout, Log: log})
 }
 
 func summarizerEndpoints(cfg Config) map[string]summarize.Endpoint {

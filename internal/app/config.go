@@ -78,6 +78,8 @@ type Config struct {
 	MaxConnectionAge     time.Duration
 	// ViewCacheBytes bounds the engine's cache of decoded active views.
 	ViewCacheBytes int
+	// GatewayMemoBytes bounds the gateway's memo of parsed messages.
+	GatewayMemoBytes int
 	// Background compaction (engine.Background).
 	Background engine.Background
 	// CountBudgetBytes bounds the text of large requests (LargeCountBytes
@@ -165,6 +167,7 @@ var settings = []envFlag{
 	{"CONTEXTD_MAX_COUNT_BYTES", "8388608", "what one request may cost to count, in bytes, on every RPC: its text, its tools as rendered for the model, and 256 bytes a message, 32 a part, 1024 a tool call", false},
 	{"CONTEXTD_MAX_SESSIONS_PER_TENANT", "100000", "live sessions one tenant may hold", false},
 	{"CONTEXTD_VIEW_CACHE_BYTES", "67108864", "memory for decoded active views kept between calls, in bytes (0: no cache)", false},
+	{"CONTEXTD_GATEWAY_MEMO_BYTES", "67108864", "memory for the gateway's memo of the messages clients resend, parsed, in bytes (dropped wholesale when full)", false},
 	{"CONTEXTD_COUNT_BUDGET_BYTES", "16777216", "bytes of large requests tokenized at once, server-wide (as much again may wait; more is refused)", false},
 	{"CONTEXTD_COUNT_LARGE_BYTES", "262144", "requests with at least this many bytes of text take their size from the count budget; smaller ones never wait", false},
 	{"CONTEXTD_MAX_RESPONSE_BYTES", "4194304", "a page of ListSessions, GetMessages or ListCompactions ends at this many bytes (or its page_size, whichever comes first), an ExpandMessage response too (next_page_token continues), so responses fit clients' default 4 MB receive limit", false},
@@ -329,7 +332,7 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 		{"CONTEXTD_MAX_SESSIONS_PER_TENANT", &cfg.MaxSessionsPerTenant, 1}, {"CONTEXTD_COUNT_BUDGET_BYTES", &cfg.CountBudgetBytes, 1},
 		{"CONTEXTD_COUNT_LARGE_BYTES", &cfg.LargeCountBytes, 1}, {"CONTEXTD_MAX_CONCURRENT_STREAMS", &cfg.MaxConcurrentStreams, 1},
 		{"CONTEXTD_MAX_RESPONSE_BYTES", &cfg.MaxResponseBytes, 65536},
-		{"CONTEXTD_VIEW_CACHE_BYTES", &cfg.ViewCacheBytes, 0},
+		{"CONTEXTD_VIEW_CACHE_BYTES", &cfg.ViewCacheBytes, 0}, {"CONTEXTD_GATEWAY_MEMO_BYTES", &cfg.GatewayMemoBytes, 1},
 		{"CONTEXTD_MAX_VIEW_BYTES", &cfg.MaxViewBytes, 0}, {"CONTEXTD_MAX_VIEW_WINDOWS", &cfg.MaxViewWindows, 0},
 		{"CONTEXTD_MAX_VIEW_MESSAGES", &cfg.MaxViewMessages, 0}, {"CONTEXTD_MAX_LOG_BYTES_PER_TENANT", &cfg.MaxLogBytesPerTenant, 0},
 		{"CONTEXTD_COMPACTION_WORKERS", &cfg.Background.Workers, 0}, {"CONTEXTD_COMPACTION_QUEUE", &cfg.Background.Queue, 1},

@@ -58,6 +58,8 @@ type Config struct {
 	LendKeys        bool
 	// MaxBodyBytes bounds a request body (the server's message limit).
 	MaxBodyBytes int64
+	// MemoBytes bounds the memo of parsed messages (memo.go); 0: 64 MiB.
+	MemoBytes int
 	// StreamKeepalive: a streamed answer the expand loop holds this long
 	// gets its headers, then an SSE comment line this often (keepalive.go;
 	// 0: held silently).
@@ -172,7 +174,10 @@ func New(cfg Config) *Gateway {
 		// host the Location names.
 		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	m := newMemo(memoBytes)
+	if cfg.MemoBytes <= 0 {
+		cfg.MemoBytes = memoBytes
+	}
+	m := newMemo(cfg.MemoBytes)
 	return &Gateway{cfg: cfg, client: client, log: log, digests: newLogCache(4096),
 		chat: openAIChat{m}, resp: openAIResponses{m}, msgs: anthropicMessages{m}}
 }

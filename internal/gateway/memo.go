@@ -21,8 +21,17 @@ type memo struct {
 	entries map[[32]byte][]chat.Message
 }
 
-// memoBytes bounds what the memo keeps.
+// memoBytes bounds what the memo keeps unless Config.MemoBytes says
+// otherwise (CONTEXTD_GATEWAY_MEMO_BYTES).
 const memoBytes = 64 << 20
+
+// memoMessageBytes is what the memo accounts for a message besides its
+// raw form (counted twice: the parsed text and the raw form a message may
+// keep in its metadata): the message and its part, its metadata map with
+// the digest, and the memo's key and entry. Measured by
+// TestMemoBoundsMemory (about 750 bytes of heap a short message; 256,
+// counted before, let short messages hold twice the bound).
+const memoMessageBytes = 768
 
 func newMemo(maxSize int) *memo {
 	return &memo{maxSize: maxSize, entries: map[[32]byte][]chat.Message{}}
@@ -56,7 +65,7 @@ func (m *memo) put(door string, raw []byte, msgs []chat.Message) {
 	if m == nil {
 		return
 	}
-	size := 2*len(raw) + 256*len(msgs)
+	size := 2*len(raw) + memoMessageBytes*len(msgs)
 	k := memoKey(door, raw)
 	m.mu.Lock()
 	defer m.mu.Unlock()
