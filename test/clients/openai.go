@@ -401,12 +401,17 @@ func (p *Provider) chat(w http.ResponseWriter, r *http.Request) {
 }
 
 // chatSegments is a Chat Completions request in the order OpenAI caches
-// it: tools, then each message.
+// it: tools (matched by their bytes, counted as OpenAI reads functions:
+// functions.go), then each message.
 func chatSegments(body map[string]any) []segment {
 	var segs []segment
 	tools, _ := body["tools"].([]any)
-	for _, t := range tools {
-		segs = append(segs, segment{key: canonical(t), text: canonical(t)})
+	for i, t := range tools {
+		text := chatFunctionText(t)
+		if i == len(tools)-1 {
+			text += strings.Repeat(" x", functionsEnd)
+		}
+		segs = append(segs, segment{key: canonical(t), text: text})
 	}
 	msgs, _ := body["messages"].([]any)
 	for _, m := range msgs {
