@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// How OpenAI reads a Chat Completions function definition: not as the
+// How OpenAI reads a function definition (Chat Completions or Responses): not as the
 // JSON the client sent (its keys, braces and quotes are not read) but
 // rendered, as OpenAI's published token counting for functions gives it
 // (openai-cookbook, "How to count tokens with tiktoken", counting
@@ -21,12 +21,20 @@ import (
 // functionsEnd is the tokens the list of functions costs once.
 const functionsEnd = 12
 
-// chatFunctionText is what the model reads of one Chat Completions tool
-// (a non-function tool: its JSON, as before).
-func chatFunctionText(t any) string {
+// functionText is what the model reads of one tool: a function (Chat
+// Completions' {"type":"function","function":{...}} or Responses' flat
+// {"type":"function","name",...}) by the rule; any other tool (a
+// built-in, Codex's namespace of tools) is its JSON.
+func functionText(t any) string {
 	obj, _ := t.(map[string]any)
+	if obj["type"] != "function" {
+		return canonical(t)
+	}
 	fn, ok := obj["function"].(map[string]any)
-	if !ok || obj["type"] != "function" {
+	if !ok {
+		fn = obj
+	}
+	if _, ok := fn["name"].(string); !ok {
 		return canonical(t)
 	}
 	overhead := 7
@@ -92,4 +100,19 @@ func scalar(v any) string {
 	}
 	j, _ := json.Marshal(v)
 	return string(j)
+}
+
+// toolSegments are a Chat Completions or Responses request's tools:
+// matched by their bytes, counted as the model reads them (functionText),
+// the list's own tokens on the last.
+func toolSegments(body map[string]any) []segment {
+	tools, _ := body["tools"].([]any)
+	segs := make([]segment, len(tools))
+	for i, t := range tools {
+		segs[i] = segment{key: canonical(t), text: functionText(t)}
+	}
+	if len(segs) > 0 {
+		segs[len(segs)-1].text += strings.Repeat(" x", functionsEnd)
+	}
+	return segs
 }
