@@ -38,6 +38,40 @@ type apiSession struct {
 	// reverted: a RevertCompaction (the view may be over its window
 	// again until the next PrepareContext compacts it).
 	cleared, reverted bool
+	// shown: the summaries and placeholders the agent's views showed, by
+	// id. They are not in the log (it holds what was appended), so a
+	// restored or expanded one is compared with the copy shown.
+	shown map[string]*contextdv1.Message
+}
+
+// show remembers the summaries and placeholders of a view.
+func (sess *apiSession) show(view []*contextdv1.Message) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	for _, m := range view {
+		if m.GetPosition() == 0 {
+			if sess.shown == nil {
+				sess.shown = map[string]*contextdv1.Message{}
+			}
+			sess.shown[m.GetId()] = m
+		}
+	}
+}
+
+// original is what a restored or expanded message must equal: the log's
+// copy, or for a summary or placeholder (position 0: not in the log) the
+// copy a view showed; ok is false when there is none to compare with.
+func (sess *apiSession) original(byID map[string]*contextdv1.Message, m *contextdv1.Message) (*contextdv1.Message, bool) {
+	if o, ok := byID[m.GetId()]; ok {
+		return o, true
+	}
+	if m.GetPosition() != 0 {
+		return nil, true // an appended message missing from the log
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	o, ok := sess.shown[m.GetId()]
+	return o, ok
 }
 
 type apiAgents struct {
@@ -53,10 +87,12 @@ func (a *apiAgents) list() []*apiSession {
 }
 
 // grpcRetryable are the codes a client retries (the server or the
-// connection was away, or asked to come back).
+// connection was away, or asked to come back). Not Unknown (a handler's
+// unmapped error) nor Canceled (the server gave up a call the client did
+// not cancel): retrying those would hide them.
 func grpcRetryable(err error) bool {
 	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted, codes.Canceled, codes.Unknown:
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted:
 		return true
 	}
 	return false
@@ -165,6 +201,7 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 			msgs = append(msgs, textMessage(contextdv1.Role_ROLE_USER, fmt.Sprintf("«a%d.s%d.t%d.u» %s", agent, n, t, snippets[next%len(snippets)])))
 			next++
 			in := opInput{session: id, kind: opAppend, keys: keysOf(msgs)}
+			s.sent.add(msgs)
 			call := s.hist.now()
 			var prepared *contextdv1.PrepareContextResponse
 			err := s.call(ctx, "PrepareContext", agent, nil, func(ctx context.Context, c contextdv1.ContextServiceClient) error {
@@ -180,6 +217,7 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 				break
 			}
 			s.hist.add(in, call, opOutput{keys: keysOf(prepared.GetMessages())})
+			sess.show(prepared.GetMessages())
 			sess.mu.Lock()
 			sess.cleared, sess.reverted = false, false
 			sess.mu.Unlock()
@@ -206,13 +244,13 @@ func (a *apiAgents) run(ctx context.Context, agent int) {
 			case fresh && rand.IntN(2) == 0:
 				// A compaction this agent has not seen yet: revert half
 				// of them, expand what the others left.
-				if s.revertCheck(ctx, agent, id, last) {
+				if s.revertCheck(ctx, agent, sess, last) {
 					sess.mu.Lock()
 					sess.reverted = true
 					sess.mu.Unlock()
 				}
 			case fresh || t%2 == 1:
-				s.expandCheck(ctx, agent, id, prepared.GetMessages())
+				s.expandCheck(ctx, agent, sess, prepared.GetMessages())
 			case t == 10 && agent%2 == 0:
 				in := opInput{session: id, kind: opClear}
 				call := s.hist.now()
@@ -375,7 +413,8 @@ func (s *soak) logOf(ctx context.Context, id string, view contextdv1.MessageView
 
 // expandCheck expands one summary of the view and checks the originals
 // it returns are the log's, byte for byte.
-func (s *soak) expandCheck(ctx context.Context, agent int, id string, view []*contextdv1.Message) {
+func (s *soak) expandCheck(ctx context.Context, agent int, sess *apiSession, view []*contextdv1.Message) {
+	id := sess.id
 	var summary *contextdv1.Message
 	for _, m := range view {
 		if m.GetKind() == contextdv1.MessageKind_MESSAGE_KIND_SUMMARY || m.GetKind() == contextdv1.MessageKind_MESSAGE_KIND_PLACEHOLDER {
@@ -385,15 +424,31 @@ func (s *soak) expandCheck(ctx context.Context, agent int, id string, view []*co
 	if summary == nil {
 		return
 	}
-	var resp *contextdv1.ExpandMessageResponse
-	err := s.call(ctx, "ExpandMessage", agent, func(err error) bool { return status.Code(err) == codes.NotFound },
-		func(ctx context.Context, c contextdv1.ContextServiceClient) error {
-			var err error
-			resp, err = c.ExpandMessage(ctx, &contextdv1.ExpandMessageRequest{SessionId: id, MessageId: summary.GetId()})
-			return err
-		})
-	if err != nil {
+	// Every page of originals (a summary replaces at least one).
+	var originals []*contextdv1.Message
+	token := ""
+	for page := 0; page < 100; page++ {
+		var resp *contextdv1.ExpandMessageResponse
+		err := s.call(ctx, "ExpandMessage", agent, func(err error) bool { return status.Code(err) == codes.NotFound },
+			func(ctx context.Context, c contextdv1.ContextServiceClient) error {
+				var err error
+				resp, err = c.ExpandMessage(ctx, &contextdv1.ExpandMessageRequest{SessionId: id, MessageId: summary.GetId(), PageToken: token})
+				return err
+			})
+		if err != nil {
+			return
+		}
+		originals = append(originals, resp.GetOriginals()...)
+		if token = resp.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	if len(originals) == 0 {
+		s.rep.problem(lost, "session %s: ExpandMessage(%s) returned no originals", id, summary.GetId())
 		return
+	}
+	if differ, unsent := s.sent.check(originals); len(differ)+len(unsent) > 0 {
+		s.rep.problem(invalid, "session %s: ExpandMessage(%s) returned originals unlike what the agent sent: %v %v", id, summary.GetId(), differ, unsent)
 	}
 	log, err := s.logOf(ctx, id, contextdv1.MessageView_MESSAGE_VIEW_LOG)
 	if err != nil {
@@ -403,9 +458,12 @@ func (s *soak) expandCheck(ctx context.Context, agent int, id string, view []*co
 	for _, m := range log {
 		byID[m.GetId()] = m
 	}
-	for _, m := range resp.GetOriginals() {
-		orig, ok := byID[m.GetId()]
-		if !ok || !sameContent(orig, m) {
+	for _, m := range originals {
+		orig, ok := sess.original(byID, m)
+		if !ok {
+			continue // a summary no view showed: nothing to compare with
+		}
+		if orig == nil || !sameContent(orig, m) {
 			s.rep.problem(invalid, "session %s: ExpandMessage(%s) returned original %s unlike the log's", id, summary.GetId(), m.GetId())
 		}
 	}
@@ -426,7 +484,8 @@ func sameContent(a, b *contextdv1.Message) bool {
 // revertCheck reverts the latest compaction when it is a summary (not a
 // clear) still in force, and checks that the view then holds the
 // messages it replaced, byte-identical to the log.
-func (s *soak) revertCheck(ctx context.Context, agent int, id string, last *contextdv1.CompactionInfo) (reverted bool) {
+func (s *soak) revertCheck(ctx context.Context, agent int, sess *apiSession, last *contextdv1.CompactionInfo) (reverted bool) {
+	id := sess.id
 	if last.GetId() == "" || last.GetRevertedAt() != nil || slices.Contains(last.GetTiers(), "clear") {
 		return false
 	}
@@ -482,7 +541,8 @@ func (s *soak) revertCheck(ctx context.Context, agent int, id string, last *cont
 			s.rep.problem(invalid, "session %s: after RevertCompaction(%s), original %s is not in the view", id, last.GetId(), rid)
 			continue
 		}
-		if !sameContent(got, byID[rid]) {
+		orig, ok := sess.original(byID, got)
+		if ok && (orig == nil || !sameContent(got, orig)) {
 			s.rep.problem(invalid, "session %s: RevertCompaction(%s) restored %s unlike the log's original", id, last.GetId(), rid)
 		}
 	}

@@ -175,8 +175,10 @@ func (s *soak) faults(ctx context.Context, end time.Duration) {
 				s.kills = append(s.kills, time.Now())
 				s.mu.Unlock()
 				r.kill()
+				s.restarts.Add(1)
 				go func() {
 					defer s.guard()
+					defer s.restarts.Done()
 					time.Sleep(o.killPause)
 					if err := r.start(context.Background()); err != nil {
 						s.rep.problem(stuck, "replica %d did not restart: %v", r.n, err)
@@ -202,9 +204,12 @@ func (s *soak) faults(ctx context.Context, end time.Duration) {
 			s.event(fmt.Sprintf("SIGCONT replica %d", r.n))
 		}()
 	}})
-	stall := make(chan struct{})
+	// stall is set when the stalled watcher starts (a run too short for
+	// its step has none to wait for).
+	var stall chan struct{}
 	steps = append(steps, step{o.duration * 2 / 10, func() {
 		s.event("a watcher stops reading")
+		stall = make(chan struct{})
 		go s.stalledWatcher(ctx, stall, o.duration/2)
 	}})
 	for _, f := range []int{1, 2} {
@@ -225,7 +230,9 @@ func (s *soak) faults(ctx context.Context, end time.Duration) {
 	for _, r := range s.replicas {
 		r.signal(syscall.SIGCONT)
 	}
-	<-stall
+	if stall != nil {
+		<-stall
+	}
 }
 
 // stalledWatcher opens a watch of every session of the tenant on its own
@@ -352,13 +359,13 @@ func short(s string) string {
 
 // final waits for the replicas to settle, then checks everything.
 func (s *soak) final(ctx context.Context) {
-	// Every replica must be up (a kill's restart may still be running).
+	// Every replica must be up: a kill's restart may still be running
+	// (each is bounded: the pause, then 90 s to answer; one that failed
+	// is counted, and its replica stays down: the calls go to the others).
 	for _, r := range s.replicas {
 		r.signal(syscall.SIGCONT)
-		if r.pid() == 0 {
-			_ = r.start(ctx)
-		}
 	}
+	s.restarts.Wait()
 	time.Sleep(3 * time.Second)
 	s.readAll(ctx)
 	// Views: the compaction validator and the window, on every session.
@@ -390,6 +397,11 @@ func (s *soak) final(ctx context.Context) {
 	// Gateway conversations: acknowledged turns once each, in order.
 	for _, c := range s.gw.snapshot() {
 		if c.session == "" {
+			if len(c.acked) > 0 {
+				// Answered turns the checker cannot find: unchecked is
+				// not kept.
+				s.rep.problem(lost, "gateway conversation (%s): %d acknowledged messages, and no X-Contextd-Session named where", c.door, len(c.acked))
+			}
 			continue
 		}
 		if log, err := s.logOf(ctx, c.session, contextdv1.MessageView_MESSAGE_VIEW_LOG); err == nil {
@@ -399,12 +411,9 @@ func (s *soak) final(ctx context.Context) {
 		}
 	}
 	// Linearizability of the API sessions.
-	bad, unknown := s.hist.check(60 * time.Second)
-	for _, b := range bad {
+	bad, undecided := s.hist.check(60 * time.Second)
+	for _, b := range append(bad, undecided...) {
 		s.rep.problem(invalid, "%s", b)
-	}
-	if unknown {
-		s.rep.note("porcupine timed out on some session (not counted)")
 	}
 	s.checkLedger(ctx)
 	s.checkJobs(ctx)
@@ -451,6 +460,15 @@ func (s *soak) checkView(ctx context.Context, id, from string, cleared bool) {
 	if err1 != nil || err2 != nil {
 		s.rep.problem(lost, "session %s (%s): cannot read it back: %v %v", id, from, err1, err2)
 		return
+	}
+	// The log, and the view's originals, hold what the agents sent, byte
+	// for byte.
+	differ, unsent := s.sent.check(append(append([]*contextdv1.Message(nil), log...), view...))
+	for _, k := range differ {
+		s.rep.problem(lost, "session %s (%s): the log's message %s is not what the agent sent", id, from, k)
+	}
+	for _, k := range unsent {
+		s.rep.problem(invalid, "session %s (%s): the log holds %s, which no agent sent", id, from, k)
 	}
 	// The log since the last clear is what the view stands for: find the
 	// view's first original message in the log.
@@ -531,17 +549,43 @@ func (s *soak) checkLedger(ctx context.Context) {
 	unreported := s.unreported.Load()
 	fmt.Printf("ledger: %d calls, %d input and %d output tokens; the provider billed %d calls, %d input and %d output tokens (%d answered within 2 s before a kill, %d never reported by their agent)\n",
 		calls, input, output, billed, in, out, atKill, unreported)
-	short := billed - calls
-	switch {
-	case short < 0:
-		s.rep.problem(duplicated, "ledger: %d calls recorded, the provider billed %d", calls, billed)
-	case short > int64(atKill)+unreported:
-		s.rep.problem(lost, "ledger: %d calls recorded, the provider billed %d (%d missing; at most %d explained by kills and unreported calls)", calls, billed, short, int64(atKill)+unreported)
-	case short == 0 && (input != in || output != out):
-		s.rep.problem(invalid, "ledger: %d input and %d output tokens recorded, the provider reported %d and %d", input, output, in, out)
-	case short > 0:
-		s.rep.note("ledger: %d calls answered just before a kill -9 (or never reported) are not in the ledger", short)
+	rec, bill := usage{calls, input, output}, usage{billed, in, out}
+	if class, msg := judgeLedger(rec, bill, int64(atKill)+unreported); class >= 0 {
+		s.rep.problem(class, "%s", msg)
+	} else if msg != "" {
+		s.rep.note("%s", msg)
 	}
+}
+
+// usage is a count of model calls and their tokens.
+type usage struct{ calls, input, output int64 }
+
+// judgeLedger compares what the ledgers recorded with what the provider
+// billed; up to missable calls may be missing (answered just before a
+// kill -9, or never reported by their agent), and then their tokens too,
+// but never more calls or tokens than were billed. It returns the problem
+// class and its text, or -1 and a note ("" when they are equal).
+func judgeLedger(rec, bill usage, missable int64) (int, string) {
+	short := bill.calls - rec.calls
+	switch {
+	case short < 0 || rec.input > bill.input || rec.output > bill.output:
+		return duplicated, fmt.Sprintf("ledger: %d calls, %d input and %d output tokens recorded, the provider billed %d, %d and %d",
+			rec.calls, rec.input, rec.output, bill.calls, bill.input, bill.output)
+	case short > missable:
+		return lost, fmt.Sprintf("ledger: %d calls recorded, the provider billed %d (%d missing; at most %d explained by kills and unreported calls)",
+			rec.calls, bill.calls, short, missable)
+	case short == 0 && rec != bill:
+		return invalid, fmt.Sprintf("ledger: %d input and %d output tokens recorded, the provider reported %d and %d", rec.input, rec.output, bill.input, bill.output)
+	case short == 0:
+		return -1, ""
+	case rec.input == bill.input:
+		// Calls missing, yet none of their input tokens (every call has
+		// a prompt): a call recorded without its usage, or another's.
+		return invalid, fmt.Sprintf("ledger: %d calls missing but their tokens recorded (%d input and %d output tokens recorded, %d and %d billed)",
+			short, rec.input, rec.output, bill.input, bill.output)
+	}
+	return -1, fmt.Sprintf("ledger: %d calls answered just before a kill -9 (or never reported) are not in the ledger (%d input and %d output tokens)",
+		short, bill.input-rec.input, bill.output-rec.output)
 }
 
 // checkJobs finds background jobs older than their lease plus a margin.
@@ -558,18 +602,25 @@ func (s *soak) checkJobs(ctx context.Context) {
 	rows, err := conn.Query(qctx, `SELECT session_id, state, now() - updated_at FROM compaction_jobs
 		WHERE (state = 'running' AND lease_until < now() - $1::interval)
 		   OR (state = 'queued' AND greatest(not_before, updated_at) < now() - $2::interval)`,
-		(20 * time.Second).String(), margin.String())
+		20*time.Second, margin)
 	if err != nil {
 		s.rep.problem(stuck, "jobs: %v", err)
 		return
 	}
-	defer rows.Close()
+	// A row that cannot be read, or a query cut short, is a job not
+	// checked: counted, not skipped.
 	for rows.Next() {
 		var id, state string
 		var age time.Duration
-		if err := rows.Scan(&id, &state, &age); err == nil {
-			s.rep.problem(stuck, "job of session %s %s, last updated %s ago (lease %s)", id, state, age.Round(time.Second), s.opt.lease)
+		if err := rows.Scan(&id, &state, &age); err != nil {
+			s.rep.problem(stuck, "jobs: %v", err)
+			continue
 		}
+		s.rep.problem(stuck, "job of session %s %s, last updated %s ago (lease %s)", id, state, age.Round(time.Second), s.opt.lease)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		s.rep.problem(stuck, "jobs: %v", err)
 	}
 	var n, compactions, reverted int
 	var states string
@@ -597,20 +648,23 @@ func (s *soak) checkWatchers(ctx context.Context) {
 			var err error
 			got, err = c.GetSession(ctx, &contextdv1.GetSessionRequest{SessionId: sess.id})
 			return err
-		}); err == nil {
-			final[sess.id] = got.GetSession().GetVersion()
+		}); err != nil {
+			s.rep.problem(stuck, "watcher of session %s: the session's final version cannot be read: %v", sess.id, err)
+			continue
 		}
+		final[sess.id] = got.GetSession().GetVersion()
 	}
 	for _, sess := range open {
-		for {
+		want, ok := final[sess.id]
+		for ok {
 			sess.mu.Lock()
 			w := sess.watched
 			sess.mu.Unlock()
-			if w >= final[sess.id] {
+			if w >= want {
 				break
 			}
 			if time.Now().After(deadline) {
-				s.rep.problem(stuck, "watcher of session %s ended at version %d, the session is at %d", sess.id, w, final[sess.id])
+				s.rep.problem(stuck, "watcher of session %s ended at version %d, the session is at %d", sess.id, w, want)
 				break
 			}
 			time.Sleep(100 * time.Millisecond)

@@ -146,8 +146,9 @@ func (h *history) add(in opInput, call int64, out opOutput) {
 
 // check runs porcupine over every session; it returns the sessions whose
 // history is not linearizable (with the offending operations described)
-// and whether the checker ran out of time on any.
-func (h *history) check(timeout time.Duration) (bad []string, unknown bool) {
+// and those the checker could not decide within timeout (not proven
+// linearizable: the run counts them as failures too).
+func (h *history) check(timeout time.Duration) (bad, undecided []string) {
 	h.mu.Lock()
 	ops := slices.Clone(h.ops)
 	h.mu.Unlock()
@@ -162,10 +163,11 @@ func (h *history) check(timeout time.Duration) (bad []string, unknown bool) {
 			}
 			bad = append(bad, fmt.Sprintf("session %s: %d operations not linearizable (last: %s)", session, len(part), strings.Join(lines, "; ")))
 		case porcupine.Unknown:
-			unknown = true
+			undecided = append(undecided, fmt.Sprintf("session %s: porcupine could not decide its %d operations in %s (not checked)",
+				part[0].Input.(opInput).session, len(part), timeout))
 		}
 	}
-	return bad, unknown
+	return bad, undecided
 }
 
 // operations is how many operations were recorded.

@@ -74,6 +74,7 @@ type soak struct {
 	http     *http.Client
 	rep      *report
 	hist     *history
+	sent     sentContent
 	corpus   [][]string
 	gw       *gatewayAgents
 	api      *apiAgents
@@ -81,6 +82,11 @@ type soak struct {
 	// unreported counts model calls whose ReportUsage never got an
 	// answer (the ledger may lack them).
 	unreported atomic.Int64
+	// restarts are the kills' restarts still running: the final checks
+	// wait for them.
+	restarts sync.WaitGroup
+	// stopping: cleanup has begun (the replicas it kills did not crash).
+	stopping atomic.Bool
 	// watchCtx ends after the final checks: the watchers outlive the
 	// agents.
 	watchCtx context.Context
@@ -169,14 +175,25 @@ func (s *soak) guard() {
 	}
 }
 
+// crashed counts a replica that ended without the soak killing it.
+func (s *soak) crashed(r *replica, err error) {
+	if s.stopping.Load() {
+		return
+	}
+	s.rep.problem(stuck, "replica %d exited by itself (%v): see %s", r.n, err, filepath.Join(r.logDir, fmt.Sprintf("replica%d.log", r.n)))
+}
+
 func (s *soak) cleanup() {
+	s.stopping.Store(true)
 	for _, c := range s.conns {
 		_ = c.Close()
 	}
-	s.procs.killAll()
+	// PostgreSQL first, by pg_ctl (killing its postmaster first would
+	// leave its backends to notice alone), then every process left.
 	if s.pg != nil {
 		s.pg.stop()
 	}
+	s.procs.killAll()
 	if s.provider != nil {
 		s.provider.close()
 	}
@@ -244,7 +261,8 @@ func (s *soak) setup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		r := &replica{n: i, addr: fmt.Sprintf("127.0.0.1:%d", port), metrics: fmt.Sprintf("127.0.0.1:%d", mport), logDir: out, bin: bin, procs: s.procs}
+		r := &replica{n: i, addr: fmt.Sprintf("127.0.0.1:%d", port), metrics: fmt.Sprintf("127.0.0.1:%d", mport), logDir: out, bin: bin, procs: s.procs,
+			exited: s.crashed}
 		r.env = append(os.Environ(),
 			"CONTEXTD_LISTEN_ADDR="+r.addr, "CONTEXTD_METRICS_ADDR="+r.metrics,
 			"CONTEXTD_DATABASE_URL="+s.pg.url(), "CONTEXTD_LOG_LEVEL=warn", "CONTEXTD_UI=false",

@@ -172,11 +172,17 @@ type replica struct {
 	bin                   string
 	procs                 *procs
 
+	// exited is told when the process ends without kill having asked
+	// (a crash: the soak counts it).
+	exited func(r *replica, err error)
+
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	done   chan struct{} // closed when cmd has exited
 	paused bool
-	starts int
+	// killing: kill asked this process to end.
+	killing bool
+	starts  int
 }
 
 func (r *replica) base() string { return "http://" + r.addr }
@@ -200,14 +206,33 @@ func (r *replica) start(ctx context.Context) error {
 		logf.Close()
 		return err
 	}
-	r.cmd, r.done = cmd, make(chan struct{})
+	r.cmd, r.done, r.killing = cmd, make(chan struct{}), false
 	done := r.done
 	r.procs.add(cmd.Process.Pid, fmt.Sprintf("replica %d", r.n))
-	go func() { _ = cmd.Wait(); logf.Close(); r.procs.forget(cmd.Process.Pid); close(done) }()
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		r.procs.forget(cmd.Process.Pid)
+		r.mu.Lock()
+		asked := r.killing || r.cmd != cmd
+		r.mu.Unlock()
+		if !asked && r.exited != nil {
+			r.exited(r, err)
+		}
+		close(done)
+	}()
 	r.mu.Unlock()
+	// Each probe is bounded (a process that accepts and never answers),
+	// and a process that exited is not waited for.
+	probe := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		resp, err := http.Get(r.base() + "/v1/models")
+		select {
+		case <-done:
+			return fmt.Errorf("replica %d exited while starting (log: %s)", r.n, filepath.Join(r.logDir, fmt.Sprintf("replica%d.log", r.n)))
+		default:
+		}
+		resp, err := probe.Get(r.base() + "/v1/models")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -236,6 +261,9 @@ func (r *replica) signal(sig syscall.Signal) {
 
 // kill ends the process with SIGKILL and waits until it is gone.
 func (r *replica) kill() {
+	r.mu.Lock()
+	r.killing = true
+	r.mu.Unlock()
 	r.signal(syscall.SIGKILL)
 	r.mu.Lock()
 	done := r.done

@@ -109,6 +109,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		engine.WithLimits(engine.Limits{MaxCountBytes: cfg.MaxCountBytes, MaxSessionsPerTenant: cfg.MaxSessionsPerTenant,
 			CountBudgetBytes: int64(cfg.CountBudgetBytes), LargeCountBytes: cfg.LargeCountBytes, MaxResponseBytes: cfg.MaxResponseBytes,
 			MaxViewBytes: cfg.MaxViewBytes, MaxViewWindows: cfg.MaxViewWindows,
+			MaxViewMessages: cfg.MaxViewMessages, MaxLogBytesPerTenant: int64(cfg.MaxLogBytesPerTenant),
 			ExpandMaxRounds: cfg.ExpandMaxRounds, ExpandToolBytes: cfg.ExpandToolBytes}),
 		engine.WithMetrics(domain), engine.WithLogger(log), engine.WithViewCacheBytes(int64(cfg.ViewCacheBytes)),
 		engine.WithBackground(cfg.Background)}

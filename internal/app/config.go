@@ -88,8 +88,12 @@ type Config struct {
 	LargeCountBytes  int
 	// MaxViewBytes and MaxViewWindows bound a session's active view at
 	// append (bytes; tokens as a multiple of its model's window).
-	MaxViewBytes         int
-	MaxViewWindows       int
+	MaxViewBytes   int
+	MaxViewWindows int
+	// MaxViewMessages bounds a session's active view in messages and
+	// MaxLogBytesPerTenant a tenant's stored messages in bytes, at append.
+	MaxViewMessages      int
+	MaxLogBytesPerTenant int
 	MaxConcurrentStreams int
 	// ExpandMaxRounds and ExpandToolBytes bound the contextd_expand tool:
 	// rounds of one model turn, bytes of text of one answer.
@@ -166,6 +170,8 @@ var settings = []envFlag{
 	{"CONTEXTD_MAX_RESPONSE_BYTES", "4194304", "a page of ListSessions, GetMessages or ListCompactions ends at this many bytes (or its page_size, whichever comes first), an ExpandMessage response too (next_page_token continues), so responses fit clients' default 4 MB receive limit", false},
 	{"CONTEXTD_MAX_VIEW_BYTES", "33554432", "an append that would make a session's active view larger than this many bytes is refused (FailedPrecondition: compact or clear it first; 0: no bound)", false},
 	{"CONTEXTD_MAX_VIEW_WINDOWS", "4", "an append that would make a session's active view more than this many times its model's context window in tokens is refused likewise (0: no bound)", false},
+	{"CONTEXTD_MAX_VIEW_MESSAGES", "100000", "an append that would make a session's active view longer than this many messages is refused (ResourceExhausted: compact or clear it first; 0: no bound)", false},
+	{"CONTEXTD_MAX_LOG_BYTES_PER_TENANT", "10737418240", "bytes of stored messages (every session's log, summaries and placeholders, until retention purges them) one tenant may hold; an append past it is refused (ResourceExhausted; 0: no quota)", false},
 	{"CONTEXTD_EXPAND_MAX_ROUNDS", "3", "contextd_expand calls one model turn may make (rounds of calls, through the gateway or ExpandToolCall); past them the tool answers that the model should answer with what it has", false},
 	{"CONTEXTD_EXPAND_TOOL_BYTES", "16384", "bytes of original text one contextd_expand answer carries at the most (plus a note line of at most 1024 bytes saying how to read on); at most CONTEXTD_MAX_RESPONSE_BYTES minus 4096", false},
 	{"CONTEXTD_MAX_CONCURRENT_STREAMS", "256", "calls one client connection may have open at once (HTTP/2 MaxConcurrentStreams)", false},
@@ -325,6 +331,7 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool)) (Config, 
 		{"CONTEXTD_MAX_RESPONSE_BYTES", &cfg.MaxResponseBytes, 65536},
 		{"CONTEXTD_VIEW_CACHE_BYTES", &cfg.ViewCacheBytes, 0},
 		{"CONTEXTD_MAX_VIEW_BYTES", &cfg.MaxViewBytes, 0}, {"CONTEXTD_MAX_VIEW_WINDOWS", &cfg.MaxViewWindows, 0},
+		{"CONTEXTD_MAX_VIEW_MESSAGES", &cfg.MaxViewMessages, 0}, {"CONTEXTD_MAX_LOG_BYTES_PER_TENANT", &cfg.MaxLogBytesPerTenant, 0},
 		{"CONTEXTD_COMPACTION_WORKERS", &cfg.Background.Workers, 0}, {"CONTEXTD_COMPACTION_QUEUE", &cfg.Background.Queue, 1},
 		{"CONTEXTD_COMPACTION_QUEUE_PER_TENANT", &cfg.Background.PerTenant, 1},
 		{"CONTEXTD_COMPACTION_RUNNING_PER_TENANT", &cfg.Background.Running, 1},

@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,7 +80,7 @@ type frontend struct {
 // headers before its body is read (authTap in limits.go, run as grpc-go's
 // tap handle would be: grpc.InTapHandle has no effect under ServeHTTP).
 func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth.Keys, reg prometheus.Registerer, log *slog.Logger) (*frontend, error) {
-	var calls http.Handler = grpcSrv
+	var calls http.Handler = newBodyCaps(grpcSrv, cfg).handler(grpcSrv)
 	if inTap := authTap(keys, cfg.AuthExemptHealth); inTap != nil {
 		// A call refused here never reaches the interceptors: it is logged
 		// and counted here instead, so key guessing shows.
@@ -97,7 +96,7 @@ func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth
 		// writes a few lines a second, each saying how many it stands for.
 		logged := rate.NewLimiter(refusalLogRate, refusalLogBurst)
 		var unlogged atomic.Int64
-		calls = tapped(inTap, grpcSrv, func(r *http.Request, st *status.Status) {
+		calls = tapped(inTap, calls, func(r *http.Request, st *status.Status) {
 			proto, _ := r.Context().Value(protocolKey{}).(string)
 			refused.WithLabelValues(st.Code().String(), proto).Inc()
 			if !logged.Allow() {
@@ -285,11 +284,7 @@ func tapped(inTap tap.ServerInHandle, next http.Handler, onRefuse func(*http.Req
 				st = status.New(codes.PermissionDenied, err.Error())
 			}
 			onRefuse(r, st)
-			h := w.Header()
-			h.Set("Content-Type", "application/grpc")
-			h.Set("Grpc-Status", strconv.Itoa(int(st.Code())))
-			h.Set("Grpc-Message", grpcMessage(st.Message()))
-			w.WriteHeader(http.StatusOK)
+			writeStatus(w, st)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(ctx))

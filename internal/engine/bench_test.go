@@ -21,7 +21,14 @@ func benchEngine(b *testing.B, backend string) *engine.Engine {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return engine.New(tokens.NewEncodings(), models, benchStore(b, backend))
+}
+
+// benchStore opens a fresh store of backend, closed when b ends.
+func benchStore(b *testing.B, backend string) store.Store {
+	b.Helper()
 	var s store.Store
+	var err error
 	if backend == "postgres" {
 		s, err = postgres.Open(b.Context(), pgtest.URL(b))
 	} else {
@@ -31,7 +38,7 @@ func benchEngine(b *testing.B, backend string) *engine.Engine {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	return engine.New(tokens.NewEncodings(), models, s)
+	return s
 }
 
 // BenchmarkSessionUsage reads GetContextUsage of a stored session: one row,

@@ -331,6 +331,7 @@ func (e *Engine) apply(ctx context.Context, tenant, id string, snap snapshot, p 
 		return CompactResult{}, err
 	}
 	e.views.put(&final, res.view, viewOrds(len(res.view)), messagesBytes(res.view))
+	e.sweepViews(ctx, tenant, id) // the view the compaction replaced
 	v, err := e.view(ctx, final)
 	res.Compacted, res.Usage, res.Version, res.session = true, v.Usage, final.Version, final
 	return res, err
@@ -457,11 +458,29 @@ const revertPage = 64
 
 // RevertCompaction restores the active view from before a compaction,
 // keeping messages appended since. Later compactions must be reverted first.
+//
+// The restored view is read and staged before the transaction, a batch a
+// transaction (viewrewrite.go); the transaction checks the view only grew
+// meanwhile, adds what was appended and makes the staged view the
+// session's.
 func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID string) (SessionView, error) {
+	for attempt := 1; ; attempt++ {
+		v, err := e.revertOnce(ctx, tenant, id, compactionID)
+		if !errors.Is(err, errViewMoved) || attempt == rewriteAttempts {
+			return v, err
+		}
+	}
+}
+
+func (e *Engine) revertOnce(ctx context.Context, tenant, id, compactionID string) (SessionView, error) {
 	preModel, pre := e.precountRevert(ctx, tenant, id, compactionID)
+	st, err := e.stageRevert(ctx, tenant, id, compactionID)
+	if err != nil {
+		return SessionView{}, err
+	}
 	var final store.Session
 	repair := false
-	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if err := tx.LockCompaction(ctx, tenant, id); err != nil {
 			return err
 		}
@@ -501,18 +520,28 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 			}
 			after = later[len(later)-1].Round
 		}
-		view, err := tx.ViewMessages(ctx, tenant, id)
-		if err != nil {
-			return err
-		}
-		cur := idsOf(view)
-		if len(cur) < len(c.ViewAfter) || !equalIDs(cur[:len(c.ViewAfter)], c.ViewAfter) {
-			return fmt.Errorf("a later compaction changed the active view; revert it first: %w", ErrFailedPrecondition)
-		}
-		ids := append(append([]string{}, c.ViewBefore...), cur[len(c.ViewAfter):]...)
-		msgs, err := tx.MessagesByID(ctx, tenant, id, ids)
-		if err != nil {
-			return err
+		var view, msgs, extra []chat.Message
+		var ids []string
+		if st != nil {
+			// Read and staged before: only what was appended since is read.
+			if extra, err = e.grownSince(ctx, &s, &st.read); err != nil {
+				return err
+			}
+			view = append(st.view[:len(st.view):len(st.view)], extra...)
+			ids = append(st.ids[:len(st.ids):len(st.ids)], idsOf(extra)...)
+			msgs = append(st.msgs[:len(st.msgs):len(st.msgs)], extra...)
+		} else {
+			if view, err = tx.ViewMessages(ctx, tenant, id); err != nil {
+				return err
+			}
+			cur := idsOf(view)
+			if len(cur) < len(c.ViewAfter) || !equalIDs(cur[:len(c.ViewAfter)], c.ViewAfter) {
+				return fmt.Errorf("a later compaction changed the active view; revert it first: %w", ErrFailedPrecondition)
+			}
+			ids = append(append([]string{}, c.ViewBefore...), cur[len(c.ViewAfter):]...)
+			if msgs, err = tx.MessagesByID(ctx, tenant, id, ids); err != nil {
+				return err
+			}
 		}
 		// The restored view passes the checks of any edited view; a gap
 		// left by a session stored before interrupted calls were recorded
@@ -525,7 +554,16 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 		if err := e.recountRestored(ctx, tx, &s, msgs, view, preModel, pre); err != nil {
 			return err
 		}
-		if err := tx.ReplaceView(ctx, tenant, id, ids); err != nil {
+		if st != nil {
+			if err := tx.StageView(ctx, tenant, id, st.gen, store.Entries(idsOf(extra), int64(len(st.ids)))); err != nil {
+				return err
+			}
+			if err := tx.FlipView(ctx, tenant, id, st.gen, len(ids)); errors.Is(err, store.ErrVersionConflict) {
+				return errViewMoved // a sweep took staged rows: stage again
+			} else if err != nil {
+				return err
+			}
+		} else if err := tx.ReplaceView(ctx, tenant, id, ids); err != nil {
 			return err
 		}
 		if err := tx.MarkReverted(ctx, tenant, id, compactionID, now); err != nil {
@@ -540,6 +578,9 @@ func (e *Engine) RevertCompaction(ctx context.Context, tenant, id, compactionID 
 		final = s
 		return tx.UpdateSession(ctx, &s)
 	})
+	if st != nil || err == nil {
+		e.sweepViews(ctx, tenant, id) // the replaced view, or what was staged for nothing
+	}
 	if err != nil {
 		return SessionView{}, err
 	}

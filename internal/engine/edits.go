@@ -227,19 +227,37 @@ type ClearResult struct {
 // keeps everything; the change is recorded as a compaction of tier "clear",
 // so RevertCompaction restores the exact previous view. Work: one read of
 // the active view.
+//
+// The view is read before the transaction (viewrewrite.go): the
+// transaction reads only what was appended since, writes the record and at
+// most the kept message's entry, and the cleared rows are swept after it.
 func (e *Engine) ClearMessages(ctx context.Context, tenant, id string, keepTask bool, expected *int64) (ClearResult, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := e.clearOnce(ctx, tenant, id, keepTask, expected)
+		if !errors.Is(err, errViewMoved) || attempt == rewriteAttempts {
+			return res, err
+		}
+	}
+}
+
+func (e *Engine) clearOnce(ctx context.Context, tenant, id string, keepTask bool, expected *int64) (ClearResult, error) {
+	read, readView, err := e.readView(ctx, tenant, id)
+	if err != nil {
+		return ClearResult{}, err
+	}
 	var final store.Session
 	var rec *store.Compaction
-	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		s, err := lockForEdit(ctx, tx, tenant, id, expected)
 		if err != nil {
 			return err
 		}
 		final = s
-		view, err := tx.ViewMessages(ctx, tenant, id)
+		extra, err := e.grownSince(ctx, &s, &read)
 		if err != nil {
 			return err
 		}
+		view := append(readView[:len(readView):len(readView)], extra...)
 		// Calls still open would stay open across the clear, and their
 		// results, appended next, would follow the task instead of their
 		// call: [user(task), tool(c1)], which providers reject. They are
@@ -309,6 +327,7 @@ func (e *Engine) ClearMessages(ctx context.Context, tenant, id string, keepTask 
 	}
 	if rec != nil {
 		e.notify(ctx, tenant, id, final.Version, watch.EventCompacted)
+		e.sweepViews(ctx, tenant, id)
 	}
 	v, err := e.view(ctx, final)
 	return ClearResult{Session: v, Compaction: rec}, err

@@ -35,6 +35,11 @@ type Limits struct {
 	// window (checkViewBound); 0: no bound.
 	MaxViewBytes   int
 	MaxViewWindows int
+	// MaxViewMessages bounds a session's active view in messages, and
+	// MaxLogBytesPerTenant what a tenant's logs store in bytes, at append
+	// (quotas.go); 0: no bound.
+	MaxViewMessages      int
+	MaxLogBytesPerTenant int64
 	// ExpandMaxRounds is how many contextd_expand rounds one model turn may
 	// take (0: DefaultExpandMaxRounds); ExpandToolBytes caps the text of one
 	// contextd_expand answer (0: DefaultExpandToolBytes). See expandtool.go.
@@ -45,11 +50,13 @@ type Limits struct {
 // The names of the limits, as the configuration spells them, so an error
 // says which setting refused the request.
 const (
-	limitCountBytes  = "CONTEXTD_MAX_COUNT_BYTES"
-	limitCountBudget = "CONTEXTD_COUNT_BUDGET_BYTES"
-	limitViewBytes   = "CONTEXTD_MAX_VIEW_BYTES"
-	limitViewWindows = "CONTEXTD_MAX_VIEW_WINDOWS"
-	limitSessions    = "CONTEXTD_MAX_SESSIONS_PER_TENANT"
+	limitCountBytes   = "CONTEXTD_MAX_COUNT_BYTES"
+	limitCountBudget  = "CONTEXTD_COUNT_BUDGET_BYTES"
+	limitViewBytes    = "CONTEXTD_MAX_VIEW_BYTES"
+	limitViewWindows  = "CONTEXTD_MAX_VIEW_WINDOWS"
+	limitViewMessages = "CONTEXTD_MAX_VIEW_MESSAGES"
+	limitLogBytes     = "CONTEXTD_MAX_LOG_BYTES_PER_TENANT"
+	limitSessions     = "CONTEXTD_MAX_SESSIONS_PER_TENANT"
 )
 
 // ErrResourceExhausted is a request over a limit.

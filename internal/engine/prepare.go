@@ -354,6 +354,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 	default:
 		e.views.put(&final, res.view, viewOrds(len(res.view)), messagesBytes(res.view))
 		e.metrics.Compacted(res.Compaction.Tiers, res.Compaction.TokensBefore-res.Compaction.TokensAfter)
+		e.sweepViews(ctx, tenant, id) // the view the compaction replaced
 	}
 	if !deferred { // a deferred compaction changed nothing but the append, announced above
 		e.notify(ctx, tenant, id, final.Version, event)

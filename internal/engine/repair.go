@@ -221,6 +221,7 @@ func (e *Engine) repairInterrupted(ctx context.Context, tenant, id string) error
 	})
 	if err == nil && repaired {
 		e.notify(ctx, tenant, id, final.Version, watch.EventUpdated)
+		e.sweepViews(ctx, tenant, id)
 	}
 	return err
 }

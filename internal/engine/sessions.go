@@ -573,6 +573,9 @@ type stagedAppend struct {
 	entries []store.ViewEntry
 	calls   []store.ToolCall
 	bytes   int64 // viewBytes(msgs)
+	// logQuota is the tenant's MaxLogBytesPerTenant for an append (0 for
+	// what contextd writes on its own, such as interrupted results).
+	logQuota int64
 }
 
 // stageAppend checks an append against s and lays it out (stored at now),
@@ -595,7 +598,10 @@ func (e *Engine) stageAppend(ctx context.Context, tx store.Tx, s *store.Session,
 	if err := e.checkViewBound(s, msgs, bytes, compacting); err != nil {
 		return stagedAppend{}, err
 	}
-	return stagedAppend{msgs: msgs, entries: entries, calls: calls, bytes: bytes}, nil
+	if err := e.checkViewMessages(s, msgs); err != nil {
+		return stagedAppend{}, err
+	}
+	return stagedAppend{msgs: msgs, entries: entries, calls: calls, bytes: bytes, logQuota: e.limits.MaxLogBytesPerTenant}, nil
 }
 
 // apply updates s in memory as the append leaves it.
@@ -617,7 +623,13 @@ func (a stagedAppend) write(ctx context.Context, tx store.Tx, s *store.Session) 
 	if len(a.msgs) == 0 {
 		return nil
 	}
+	if err := chargeLog(ctx, tx, s.Tenant, a.logQuota, false); err != nil {
+		return err
+	}
 	if err := tx.InsertMessages(ctx, s.Tenant, s.ID, a.msgs); err != nil {
+		return err
+	}
+	if err := chargeLog(ctx, tx, s.Tenant, a.logQuota, true); err != nil {
 		return err
 	}
 	if err := tx.AppendView(ctx, s.Tenant, s.ID, a.entries); err != nil {

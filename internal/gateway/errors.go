@@ -114,15 +114,16 @@ func (g *Gateway) writeDomainError(ctx context.Context, w http.ResponseWriter, s
 		writeError(w, shape, http.StatusBadRequest, errContextLength, err.Error())
 	case errors.Is(err, engine.ErrFailedPrecondition):
 		writeError(w, shape, http.StatusBadRequest, errInvalid, err.Error())
-	case errors.Is(err, store.ErrUnavailable):
-		// The database cannot be reached (a PostgreSQL restart): nothing
-		// was stored, and the call succeeds when tried again.
-		w.Header().Set("Retry-After", "1")
-		writeError(w, shape, http.StatusServiceUnavailable, errUpstream, "the session store is unavailable; try again")
 	case errors.Is(err, context.Canceled):
 		writeError(w, shape, 499, errInvalid, "request canceled")
 	case errors.Is(err, context.DeadlineExceeded):
 		writeError(w, shape, http.StatusGatewayTimeout, errUpstream, "deadline exceeded")
+	case errors.Is(err, store.ErrUnavailable):
+		// A database restart or failover: 503, which the SDKs retry, as
+		// the gRPC API answers Unavailable.
+		g.log.WarnContext(ctx, "database unavailable", slog.String("error", err.Error()))
+		w.Header().Set("Retry-After", "1")
+		writeError(w, shape, http.StatusServiceUnavailable, errInternal, "the database is unavailable; retry")
 	default:
 		g.log.ErrorContext(ctx, "gateway internal error", slog.String("error", err.Error()))
 		writeError(w, shape, http.StatusInternalServerError, errInternal, "internal error")

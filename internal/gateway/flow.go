@@ -37,6 +37,9 @@ type conversation struct {
 	// they end (historyChains), in order.
 	ids    [][32]byte
 	chains []string
+	// details are msgs' details (detailOf), computed when a log is first
+	// matched.
+	details [][16]byte
 	// clientMarks: the client placed prompt-cache marks of its own; marked
 	// are the digests of the messages it marked.
 	clientMarks bool

@@ -203,6 +203,12 @@ func replyStamp(c *conversation, reply []chat.Message) string {
 	return last
 }
 
+// maxRepeatTail bounds the log messages after a request's history that a
+// session answering it as a repeat may hold (its replies, and results
+// contextd closed): a request checks at most 64 sessions for a repeat,
+// each one row and at most its history and this many messages read.
+const maxRepeatTail = 16
+
 // maxHeadProbe is how many of a request's last histories the first read
 // of the index checks (a request usually adds one or two messages, or a
 // few tool results, to its session).
@@ -258,10 +264,12 @@ func (g *Gateway) repeats(ctx context.Context, tenant string, c *conversation) (
 // lands in (nor waits for) a session whose call is still out, so none
 // waits for another conversation's upstream call. A session whose answer
 // is out and being recorded is waited for (a few writes), so a request
-// finds it as its next request will.
-func (g *Gateway) busy(ctx context.Context, tenant, id string) bool {
+// finds it as its next request will. All the waits of one request end
+// by until (its identify's start plus maxRecordWait), however many
+// sessions it checks: sessions of the same history may be strangers'.
+func (g *Gateway) busy(ctx context.Context, tenant, id string, until time.Time) bool {
 	if v, ok := g.inflight.Load(recordingKey(tenant, id)); ok {
-		t := time.NewTimer(maxRecordWait)
+		t := time.NewTimer(max(0, time.Until(until)))
 		defer t.Stop()
 		select {
 		case <-v.(chan struct{}):
@@ -283,6 +291,7 @@ func recordingKey(tenant, id string) string {
 // says which of the request's messages are new. Nothing is appended here:
 // PrepareContext appends them (prepare).
 func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conversation, sig signal, noRepeat bool) (resolved, error) {
+	until := time.Now().Add(maxRecordWait)
 	if !g.awaitReply(ctx, tenant, c) {
 		return resolved{}, ctx.Err()
 	}
@@ -298,11 +307,11 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 	heads := headsOf(hits)
 	mrand.Shuffle(len(heads), func(i, j int) { heads[i], heads[j] = heads[j], heads[i] })
 	for _, id := range heads {
-		if g.busy(ctx, tenant, id) {
+		if g.busy(ctx, tenant, id, until) {
 			continue
 		}
 		if res, ok, _, err := g.tryJoin(ctx, tenant, id, c, sig, noRepeat); err != nil || ok {
-			return res, err
+			return res, hideSession(err, resolved{id: id, named: sig.owns(id)})
 		}
 	}
 	// The signal's own session (also one made through the API, whose
@@ -324,11 +333,21 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 			return resolved{}, err
 		}
 		for _, h := range reps {
-			if h.Head || g.busy(ctx, tenant, h.SessionID) {
+			if h.Head || g.busy(ctx, tenant, h.SessionID, until) {
+				continue
+			}
+			// A repeat's log is the request's history and the replies it
+			// got: a session whose log goes on further (a stranger that
+			// shares the request's opening and went on) is not read.
+			if s, err := g.cfg.Engine.GetSession(ctx, tenant, h.SessionID); errors.Is(err, store.ErrNotFound) {
+				continue
+			} else if err != nil {
+				return resolved{}, hideSession(err, resolved{id: h.SessionID, named: sig.owns(h.SessionID)})
+			} else if s.LogCount > h.Length+maxRepeatTail {
 				continue
 			}
 			if res, ok, _, err := g.tryJoin(ctx, tenant, h.SessionID, c, sig, false); err != nil || ok && res.repeat > 0 {
-				return res, err
+				return res, hideSession(err, resolved{id: h.SessionID, named: sig.owns(h.SessionID)})
 			}
 		}
 	}
@@ -379,12 +398,17 @@ func (g *Gateway) match(ctx context.Context, tenant, id string, c *conversation,
 	if err != nil {
 		return nil, err
 	}
-	log, replies, closed, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
+	log, details, replies, closed, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
 	if err != nil {
 		return nil, err
 	}
+	if c.details == nil {
+		c.details = detailsOf(c.msgs)
+	}
 	m := &logMatch{s: s.Session, log: log, replies: replies}
-	for m.k < len(log) && m.k < len(c.ids) && log[m.k] == c.ids[m.k] {
+	// The same identities and details that agree (detailOf): results of
+	// calls whose ids a provider reused are not the same message.
+	for m.k < len(log) && m.k < len(c.ids) && log[m.k] == c.ids[m.k] && detailsAgree(details[m.k], c.details[m.k]) {
 		m.k++
 	}
 	m.extends = m.k == len(log)
@@ -418,7 +442,7 @@ func (g *Gateway) tryJoin(ctx context.Context, tenant, id string, c *conversatio
 		return resolved{}, false, m, nil
 	}
 	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version,
-		named: sig.id != "" && (id == sig.id || strings.HasPrefix(id, sig.id+"~"))}
+		named: sig.owns(id)}
 	// The request's session: only now may it follow the request's model,
 	// system prompt and tools.
 	if moved, err := g.follow(ctx, tenant, m.s, c); err != nil {
@@ -447,9 +471,10 @@ func (g *Gateway) landing(ctx context.Context, tenant string, c *conversation, s
 	if err != nil {
 		return "", 0, err
 	}
+	until := time.Now().Add(maxRecordWait)
 	var ids []string
 	for _, id := range headsOf(hits) {
-		if !g.busy(ctx, tenant, id) {
+		if !g.busy(ctx, tenant, id, until) {
 			ids = append(ids, id)
 		}
 	}

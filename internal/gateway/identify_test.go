@@ -89,8 +89,8 @@ func TestIdentityOf(t *testing.T) {
 	}
 }
 
-// TestSplitReplay: pieces within the budget, cut before user messages,
-// nothing lost or reordered.
+// TestSplitReplay: pieces within the budget, cut before user messages
+// (here the only places: no tool rounds), nothing lost or reordered.
 func TestSplitReplay(t *testing.T) {
 	var msgs []chat.Message
 	for i := range 30 {

@@ -38,7 +38,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 				continue
 			}
 			g.unmake(ctx, tenant, res)
-			return resolved{}, engine.PrepareResult{}, "", err
+			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
 		in := engine.PrepareInput{Messages: res.fresh}
 		if len(res.fresh) > 0 {
@@ -51,7 +51,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		}
 		if err != nil {
 			g.unmake(ctx, tenant, res)
-			return resolved{}, engine.PrepareResult{}, "", err
+			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
 		if res.repeat > 0 {
 			// Send the view without the replies this request does not

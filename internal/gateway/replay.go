@@ -12,7 +12,7 @@ import (
 // conversation contextd has not seen, a client's --continue) would be one
 // append past CONTEXTD_MAX_VIEW_WINDOWS times the window and refused on
 // its own, on every later call too. It is fed instead in pieces of about a
-// window each, cut before a user message, each through PrepareContext, so
+// window each, cut between turns or tool rounds, each through PrepareContext, so
 // the session is compacted between them like any other: the request is
 // never refused because its replay is long.
 
@@ -45,14 +45,15 @@ func (g *Gateway) replayLong(ctx context.Context, tenant string, c *conversation
 
 // splitReplay cuts msgs into pieces of at most budget bytes (a message
 // larger than that is a piece of its own), each after the first starting
-// with a user message, so no piece leaves a tool call's results to the
-// next one.
+// with a user message or with an assistant message after tool results (an
+// agent's history is one task and then rounds of calls and results), so no
+// piece leaves a tool call's results to the next one.
 func splitReplay(msgs []chat.Message, budget int64) [][]chat.Message {
 	var out [][]chat.Message
 	start, size := 0, int64(0)
-	cut := -1 // the last user message after start
+	cut := -1 // the last place to cut after start
 	for i := range msgs {
-		if i > start && msgs[i].Role == chat.RoleUser {
+		if i > start && (msgs[i].Role == chat.RoleUser || msgs[i].Role == chat.RoleAssistant && msgs[i-1].Role == chat.RoleTool) {
 			cut = i
 		}
 		size += messageSize(&msgs[i])

@@ -103,7 +103,8 @@ type logEntry struct {
 	created time.Time
 	last    int64 // position of the last log message read
 	digests [][32]byte
-	replies []bool // digests[i] is a reply the gateway recorded
+	details [][16]byte // detailOf each message (what its identity leaves out)
+	replies []bool     // digests[i] is a reply the gateway recorded
 	// closed holds the tool calls contextd closed with an interrupted
 	// result (a clear, or a turn that went on without the result).
 	closed map[string]bool
@@ -118,7 +119,7 @@ func newLogCache(maxDigestsHeld int) *logCache {
 
 // get returns the digests of the client-visible messages of s's log, in
 // order (interrupted tool results contextd inserted are not the client's).
-func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s store.Session) ([][32]byte, []bool, map[string]bool, error) {
+func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s store.Session) ([][32]byte, [][16]byte, []bool, map[string]bool, error) {
 	key := tenant + "\x00" + s.ID
 	lc.mu.Lock()
 	ent, ok := lc.entries[key]
@@ -140,7 +141,7 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 	for ent.last < s.LogCount {
 		msgs, err := e.LogTail(ctx, tenant, s.ID, ent.last, 1000)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		if len(msgs) == 0 {
 			break
@@ -159,17 +160,19 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 				continue
 			}
 			ent.digests = append(ent.digests, identityOf(m))
+			ent.details = append(ent.details, detailOf(m))
 			ent.replies = append(ent.replies, m.Metadata[metaReply] != "")
 			added++
 		}
 	}
 	out := ent.digests[:len(ent.digests):len(ent.digests)]
+	details := ent.details[:len(ent.details):len(ent.details)]
 	replies := ent.replies[:len(ent.replies):len(ent.replies)]
 	closed := maps.Clone(ent.closed)
 	lc.mu.Lock()
 	lc.held += added
 	lc.mu.Unlock()
-	return out, replies, closed, nil
+	return out, details, replies, closed, nil
 }
 
 // extend records msgs, just stored with their log positions, after what
@@ -209,6 +212,7 @@ func (lc *logCache) extend(tenant, id string, created time.Time, msgs []chat.Mes
 	}
 	for i := range msgs {
 		ent.digests = append(ent.digests, identityOf(&msgs[i]))
+		ent.details = append(ent.details, detailOf(&msgs[i]))
 		ent.replies = append(ent.replies, msgs[i].Metadata[metaReply] != "")
 	}
 	ent.last = pos

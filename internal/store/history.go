@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -73,5 +75,24 @@ type HistoryFinder interface {
 	// FindHistory returns live sessions of the tenant that hold one of
 	// chains, heads first, at most limit (limit bounds the work of a
 	// chain many sessions share).
+	// Each chain reads at most limit rows, however many sessions share it.
 	FindHistory(ctx context.Context, tenant string, chains []string, limit int) ([]HistoryHit, error)
+}
+
+// OrderHistoryHits orders hits as FindHistory returns them (heads first,
+// the longest first) and keeps at most limit.
+func OrderHistoryHits(hits []HistoryHit, limit int) []HistoryHit {
+	slices.SortStableFunc(hits, func(a, b HistoryHit) int {
+		if a.Head != b.Head {
+			if a.Head {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(b.Length, a.Length)
+	})
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	return hits
 }

@@ -66,7 +66,8 @@ type JobTx interface {
 	// NotBefore, of a tenant with fewer than perTenant unlapsed leases;
 	// tenants with the fewest running jobs first, then the longest waiting.
 	// On PostgreSQL the row is locked (others skip it) until the
-	// transaction ends.
+	// transaction ends, and so is the tenant's running count: concurrent
+	// leases never put a tenant past perTenant.
 	NextJob(ctx context.Context, now time.Time, perTenant int) (Job, error)
 	// CountJobs returns how many jobs are queued or running, for the
 	// tenant and in all.

@@ -7,6 +7,8 @@ package store
 import (
 	"context"
 	"errors"
+	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -176,6 +178,14 @@ type Tx interface {
 	// followed by an insert cannot race another; SQLite's single writer
 	// does so already).
 	CountSessions(ctx context.Context, tenant string) (int, error)
+	// LogBytes returns the bytes a tenant's log holds (every stored
+	// message's parts, metadata, replaced ids and id: RowSize's measure),
+	// counted by the store on every insert and delete of a message, this
+	// transaction's included. On PostgreSQL it holds the tenant's count
+	// until the transaction ends (so does any insert or delete of the
+	// tenant's messages): concurrent writers of one tenant cannot both pass
+	// a quota. SQLite's single writer does so already.
+	LogBytes(ctx context.Context, tenant string) (int64, error)
 	// UpdateSession writes every mutable field of s.
 	UpdateSession(ctx context.Context, s *Session) error
 	// DeleteSession marks a session deleted; it is ErrNotFound from then on.
@@ -210,8 +220,21 @@ type Tx interface {
 	LockCompaction(ctx context.Context, tenant, sessionID string) error
 	// ViewMessages returns the whole active view, in order.
 	ViewMessages(ctx context.Context, tenant, sessionID string) ([]chat.Message, error)
-	// ReplaceView makes ids the active view, with ordinals 1..len(ids).
+	// ReplaceView makes ids the active view, with ordinals 1..len(ids): it
+	// writes them as a new generation of the view and makes that the
+	// session's (FlipView). The rows of the old generation are not
+	// touched: they are invisible from then on, and SweepViews deletes
+	// them afterwards, in batches of their own, so a rewrite costs the new
+	// view's rows, never the old one's.
 	ReplaceView(ctx context.Context, tenant, sessionID string, ids []string) error
+	// StageView writes entries into view generation gen, which readers do
+	// not see until FlipView makes it the session's: a large view is built
+	// in transactions of a batch each, then made current in one short one.
+	StageView(ctx context.Context, tenant, sessionID string, gen int64, entries []ViewEntry) error
+	// FlipView makes generation gen the session's active view if it holds
+	// exactly count entries, and ErrVersionConflict otherwise (a sweep
+	// took a generation that a concurrent rewrite made stale).
+	FlipView(ctx context.Context, tenant, sessionID string, gen int64, count int) error
 	// MessagesByID returns the messages with these ids, in the order given.
 	MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) ([]chat.Message, error)
 	InsertCompaction(ctx context.Context, tenant, sessionID string, c *Compaction) error
@@ -268,6 +291,9 @@ type Store interface {
 	// (0: from the first). The round, taken under the session's lock, is the
 	// order; created_at is a replica's clock and never decides it.
 	ListCompactions(ctx context.Context, tenant, sessionID string, afterRound, limit int) ([]Compaction, error)
+	// GetCompaction reads one compaction without locking anything, or
+	// ErrNotFound.
+	GetCompaction(ctx context.Context, tenant, sessionID, id string) (Compaction, error)
 	// LatestCompaction returns a session's newest compaction, or ErrNotFound.
 	LatestCompaction(ctx context.Context, tenant, sessionID string) (Compaction, error)
 	// GetCalibration returns a model's calibration, or ErrNotFound.
@@ -282,8 +308,11 @@ type Store interface {
 	// view a revertible compaction restores (transitively: the originals of
 	// a summary that a later summary replaced stay expandable), and
 	// idempotency records older than a day. It never touches an active view.
-	// Messages are purged one session per transaction, so the writer is held
-	// for one session's work at a time, never for the whole store.
+	// A session's retained set is read in one transaction (its current view
+	// generation, not generations waiting for SweepViews: their entries go
+	// with the messages they name), and its unreachable messages are then
+	// deleted in batches of their own transactions, so the writer is held
+	// for one batch at a time, never for a session's whole purge.
 	Purge(ctx context.Context, cutoff, now time.Time) (Purged, error)
 	// CloseIdleSessions marks deleted, at now, the live sessions carrying
 	// the label key that nothing changed since idleBefore (updated_at), in
@@ -299,9 +328,27 @@ type Store interface {
 	// takes a writer).
 	HasDueJob(ctx context.Context, now time.Time, perTenant int) (bool, error)
 	HistoryFinder
+	// SweepViews deletes, in one short transaction of its own, at most
+	// limit entries of the session's view generations other than its
+	// current one (left by ReplaceView and FlipView, or staged by a
+	// rewrite that never flipped), and reports how many.
+	SweepViews(ctx context.Context, tenant, sessionID string, limit int) (int, error)
 	// Ping checks the connection.
 	Ping(ctx context.Context) error
 	Close() error
+}
+
+// NewViewGen returns a fresh view generation: random, so that concurrent
+// rewrites of one session never stage into the same one.
+func NewViewGen() int64 { return rand.Int64N(math.MaxInt64-1) + 1 }
+
+// Entries places ids in a view at ordinals after+1, after+2, ...
+func Entries(ids []string, after int64) []ViewEntry {
+	out := make([]ViewEntry, len(ids))
+	for i, id := range ids {
+		out[i] = ViewEntry{Ord: after + int64(i) + 1, MessageID: id}
+	}
+	return out
 }
 
 // Rows is what the drivers' result rows share.

@@ -26,11 +26,16 @@ func (t *txn) indexHistory(ctx context.Context, tenant, sessionID string, entrie
 	return err
 }
 
-// FindHistory: one indexed read.
+// FindHistory: one statement; each chain reads at most limit rows of the
+// index (tenant, chain, head), heads first, so a chain that many sessions
+// share (a popular opening) costs limit rows, not one per session.
 func (s *Store) FindHistory(ctx context.Context, tenant string, chains []string, limit int) ([]store.HistoryHit, error) {
-	rows, err := s.pool.Query(ctx, `SELECT h.chain, h.session_id, h.length, h.head FROM history_index h
-		JOIN sessions s ON s.tenant = h.tenant AND s.id = h.session_id AND s.deleted_at IS NULL
-		WHERE h.tenant = $1 AND h.chain = ANY($2::text[]) ORDER BY h.head DESC, h.length DESC LIMIT $3`, tenant, chains, limit)
+	rows, err := s.pool.Query(ctx, `SELECT x.chain, x.session_id, x.length, x.head
+		FROM unnest($2::text[]) AS c(chain) CROSS JOIN LATERAL (
+			SELECT h.chain, h.session_id, h.length, h.head FROM history_index h
+			JOIN sessions s ON s.tenant = h.tenant AND s.id = h.session_id AND s.deleted_at IS NULL
+			WHERE h.tenant = $1 AND h.chain = c.chain ORDER BY h.head DESC LIMIT $3) x
+		ORDER BY x.head DESC, x.length DESC LIMIT $3`, tenant, chains, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -62,13 +62,49 @@ func (t *txn) DeleteJob(ctx context.Context, tenant, sessionID, id string) (bool
 // NextJob picks and locks the next job to lease (see store.JobTx); rows
 // other replicas hold are skipped. The running count of a tenant comes from
 // the (tenant, state) index: O(q log q) for q jobs waiting.
+//
+// Under READ COMMITTED that count does not see leases other transactions
+// have not committed yet, so concurrent leasers could all count a tenant
+// below perTenant. The pick therefore takes the tenant's transaction-scoped
+// advisory lock (held until the lease commits) and counts again in a
+// statement that starts after it, which sees every lease committed before.
+// The lock is only tried: a tenant whose lock another leaser holds, or that
+// is at its cap after all, is left out and the pick is made again, so no
+// two leasers wait on each other (at most jobPickTries picks).
 func (t *txn) NextJob(ctx context.Context, now time.Time, perTenant int) (store.Job, error) {
-	return scanJob(t.tx.QueryRow(ctx, `SELECT `+jobCols+` FROM compaction_jobs j
+	skip := []string{}
+	for range jobPickTries {
+		j, err := scanJob(t.tx.QueryRow(ctx, `SELECT `+jobCols+` FROM compaction_jobs j
 		WHERE (j.state = 'queued' OR (j.state = 'running' AND j.lease_until < $1)) AND j.not_before <= $1
+			AND NOT (j.tenant = ANY($3))
 			AND (SELECT count(*) FROM compaction_jobs r WHERE r.tenant = j.tenant AND r.state = 'running' AND r.lease_until >= $1) < $2
 		ORDER BY (SELECT count(*) FROM compaction_jobs r WHERE r.tenant = j.tenant AND r.state = 'running' AND r.lease_until >= $1), j.updated_at
-		LIMIT 1 FOR UPDATE OF j SKIP LOCKED`, now, perTenant))
+		LIMIT 1 FOR UPDATE OF j SKIP LOCKED`, now, perTenant, skip))
+		if err != nil {
+			return j, err
+		}
+		var locked bool
+		if err := t.tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended('jobs-running/' || $1, 0))`, j.Tenant).Scan(&locked); err != nil {
+			return store.Job{}, err
+		}
+		if locked {
+			var busy int
+			if err := t.tx.QueryRow(ctx, `SELECT count(*) FROM compaction_jobs
+				WHERE tenant = $1 AND state = 'running' AND lease_until >= $2`, j.Tenant, now).Scan(&busy); err != nil {
+				return store.Job{}, err
+			}
+			if busy < perTenant {
+				return j, nil
+			}
+		}
+		skip = append(skip, j.Tenant)
+	}
+	return store.Job{}, store.ErrNotFound
 }
+
+// jobPickTries bounds NextJob's picks on PostgreSQL: past it the worker
+// finds nothing this time and looks again at its next wake.
+const jobPickTries = 8
 
 func (t *txn) CountJobs(ctx context.Context, tenant string) (int, int, error) {
 	var mine, all int

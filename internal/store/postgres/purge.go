@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/contextd/contextd/internal/store"
 )
@@ -69,11 +70,16 @@ func (s *Store) Purge(ctx context.Context, cutoff, now time.Time) (_ store.Purge
 }
 
 // purgeSession deletes one session's old messages that store.Retained does
-// not keep, in one transaction holding the session's row lock (as every
-// write to the session does). Its reads and work are linear in the
+// not keep. What is kept is read in one transaction holding the session's
+// row lock (as every write to the session does); the doomed messages then
+// go purgeDeleteBatch a statement, each its own transaction. A message
+// found doomed stays doomed (nothing can bring it back into reach), so
+// deleting in batches loses nothing, and a purge cut short between
+// batches is finished by the next. Its reads and work are linear in the
 // session's view, its revertible compactions' views, its compaction items
 // and its old messages.
 func (s *Store) purgeSession(ctx context.Context, tenant, sessionID string, cutoff, now time.Time) (deleted, work int64, err error) {
+	var doomed []string
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM sessions WHERE tenant = $1 AND id = $2 FOR UPDATE`, tenant, sessionID).Scan(&one)
@@ -83,7 +89,7 @@ func (s *Store) purgeSession(ctx context.Context, tenant, sessionID string, cuto
 		if err != nil {
 			return err
 		}
-		rows, _ := tx.Query(ctx, `SELECT message_id FROM view_entries WHERE tenant = $1 AND session_id = $2`, tenant, sessionID)
+		rows, _ := tx.Query(ctx, `SELECT message_id FROM view_entries v WHERE tenant = $1 AND session_id = $2 AND gen = `+currentGen, tenant, sessionID)
 		roots, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
 			return err
@@ -104,20 +110,18 @@ func (s *Store) purgeSession(ctx context.Context, tenant, sessionID string, cuto
 		if err != nil {
 			return err
 		}
-		var doomed []string
 		doomed, work = store.Doomed(roots, items, old)
-		for len(doomed) > 0 {
-			n := min(len(doomed), purgeDeleteBatch)
-			tag, err := tx.Exec(ctx, `DELETE FROM messages WHERE tenant = $1 AND session_id = $2 AND id = ANY($3)`,
-				tenant, sessionID, doomed[:n])
-			if err != nil {
-				return err
-			}
+		return nil
+	})
+	for err == nil && len(doomed) > 0 {
+		n := min(len(doomed), purgeDeleteBatch)
+		var tag pgconn.CommandTag
+		if tag, err = s.pool.Exec(ctx, `DELETE FROM messages WHERE tenant = $1 AND session_id = $2 AND id = ANY($3)`,
+			tenant, sessionID, doomed[:n]); err == nil {
 			deleted += tag.RowsAffected()
 			doomed = doomed[n:]
 		}
-		return nil
-	})
+	}
 	return deleted, work, err
 }
 

@@ -136,8 +136,34 @@ func (t *txn) AppendView(ctx context.Context, tenant, sessionID string, entries 
 	for i, e := range entries {
 		ords[i], ids[i] = e.Ord, e.MessageID
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO view_entries (tenant, session_id, ord, message_id)
-		SELECT $1, $2, * FROM unnest($3::bigint[], $4::text[])`, tenant, sessionID, ords, ids)
+	_, err := t.tx.Exec(ctx, `INSERT INTO view_entries (tenant, session_id, gen, ord, message_id)
+		SELECT $1, $2, coalesce((SELECT view_gen FROM sessions WHERE tenant = $1 AND id = $2), 0), * FROM unnest($3::bigint[], $4::text[])`,
+		tenant, sessionID, ords, ids)
+	return err
+}
+
+// StageView writes entries into generation gen.
+func (t *txn) StageView(ctx context.Context, tenant, sessionID string, gen int64, entries []store.ViewEntry) error {
+	ords, ids := make([]int64, len(entries)), make([]string, len(entries))
+	for i, e := range entries {
+		ords[i], ids[i] = e.Ord, e.MessageID
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO view_entries (tenant, session_id, gen, ord, message_id)
+		SELECT $1, $2, $3, * FROM unnest($4::bigint[], $5::text[])`, tenant, sessionID, gen, ords, ids)
+	return err
+}
+
+// FlipView makes gen the session's view if it holds count entries.
+func (t *txn) FlipView(ctx context.Context, tenant, sessionID string, gen int64, count int) error {
+	var n int
+	if err := t.tx.QueryRow(ctx, `SELECT count(*) FROM view_entries WHERE tenant = $1 AND session_id = $2 AND gen = $3`,
+		tenant, sessionID, gen).Scan(&n); err != nil {
+		return err
+	}
+	if n != count {
+		return fmt.Errorf("view generation %d holds %d of %d entries: %w", gen, n, count, store.ErrVersionConflict)
+	}
+	_, err := t.tx.Exec(ctx, `UPDATE sessions SET view_gen = $3 WHERE tenant = $1 AND id = $2`, tenant, sessionID, gen)
 	return err
 }
 
@@ -218,8 +244,8 @@ func (t *txn) LockCompaction(ctx context.Context, tenant, sessionID string) erro
 
 func (t *txn) ViewMessages(ctx context.Context, tenant, sessionID string) ([]chat.Message, error) {
 	return collectMessages(t.tx.Query(ctx, `SELECT m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
-		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
-		WHERE v.tenant = $1 AND v.session_id = $2 ORDER BY v.ord`, tenant, sessionID))
+		FROM `+viewMessages+`
+		WHERE v.tenant = $1 AND v.session_id = $2 AND v.gen = `+currentGen+` ORDER BY v.ord`, tenant, sessionID))
 }
 
 // SetMessageTokens implements store.Tx.
@@ -237,15 +263,14 @@ func (t *txn) SetMessageTokens(ctx context.Context, tenant, sessionID string, to
 	return nil
 }
 
+// ReplaceView writes ids as a new generation and makes it the session's;
+// the old generation's rows are left to SweepViews.
 func (t *txn) ReplaceView(ctx context.Context, tenant, sessionID string, ids []string) error {
-	if _, err := t.tx.Exec(ctx, `DELETE FROM view_entries WHERE tenant = $1 AND session_id = $2`, tenant, sessionID); err != nil {
+	gen := store.NewViewGen()
+	if err := t.StageView(ctx, tenant, sessionID, gen, store.Entries(ids, 0)); err != nil {
 		return err
 	}
-	entries := make([]store.ViewEntry, len(ids))
-	for i, id := range ids {
-		entries[i] = store.ViewEntry{Ord: int64(i + 1), MessageID: id}
-	}
-	return t.AppendView(ctx, tenant, sessionID, entries)
+	return t.FlipView(ctx, tenant, sessionID, gen, len(ids))
 }
 
 func (t *txn) MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) ([]chat.Message, error) {
@@ -305,5 +330,16 @@ func (t *txn) CountSessions(ctx context.Context, tenant string) (int, error) {
 	}
 	var n int
 	err := t.tx.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE tenant = $1 AND deleted_at IS NULL`, tenant).Scan(&n)
+	return n, err
+}
+
+// LogBytes reads the tenant's count (migration 00012's triggers keep it)
+// and locks it until the transaction ends.
+func (t *txn) LogBytes(ctx context.Context, tenant string) (int64, error) {
+	var n int64
+	err := t.tx.QueryRow(ctx, `SELECT log_bytes FROM tenant_usage WHERE tenant = $1 FOR UPDATE`, tenant).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
 	return n, err
 }

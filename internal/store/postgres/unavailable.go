@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +26,12 @@ func unavailable(errp *error) {
 }
 
 func isUnavailable(err error) bool {
+	// A caller that gave up is not a database away: context.DeadlineExceeded
+	// is itself a net.Error, and pgconn calls a query on a done context
+	// safe to retry.
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		// Class 08: connection exception; 57P01-57P03: admin or crash

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"strings"
 
 	"github.com/contextd/contextd/internal/store"
 )
@@ -23,29 +24,44 @@ func (t *txn) indexHistory(ctx context.Context, tenant, sessionID string, entrie
 		})
 }
 
-// FindHistory: one indexed read per batch of chains.
+// FindHistory: one statement per 100 chains, each chain reading at most
+// limit rows of the index (its (tenant, chain, head) order, heads first),
+// so a chain that many sessions share (a popular opening) costs limit
+// rows, not one per session; the rows are then ordered as the interface
+// says.
 func (s *Store) FindHistory(ctx context.Context, tenant string, chains []string, limit int) ([]store.HistoryHit, error) {
+	const perStatement = 100 // SQLite allows 500 terms in a compound SELECT
 	var out []store.HistoryHit
-	err := inBatches(chains, func(batch []any, placeholders string) error {
-		if len(out) >= limit {
-			return nil
+	for len(chains) > 0 {
+		batch := chains[:min(len(chains), perStatement)]
+		chains = chains[len(batch):]
+		parts := make([]string, len(batch))
+		args := make([]any, 0, 3*len(batch))
+		for i, chain := range batch {
+			parts[i] = `SELECT * FROM (SELECT h.chain, h.session_id, h.length, h.head FROM history_index h
+				JOIN sessions s ON s.tenant = h.tenant AND s.id = h.session_id AND s.deleted_at IS NULL
+				WHERE h.tenant = ? AND h.chain = ? ORDER BY h.head DESC LIMIT ?)`
+			args = append(args, tenant, chain, limit)
 		}
-		rows, err := s.db.QueryContext(ctx, `SELECT h.chain, h.session_id, h.length, h.head FROM history_index h
-			JOIN sessions s ON s.tenant = h.tenant AND s.id = h.session_id AND s.deleted_at IS NULL
-			WHERE h.tenant = ? AND h.chain IN (`+placeholders+`) ORDER BY h.head DESC, h.length DESC LIMIT ?`,
-			append(append([]any{tenant}, batch...), limit-len(out))...)
-		if err != nil {
+		if err := s.findHistory(ctx, strings.Join(parts, " UNION ALL "), args, &out); err != nil {
+			return nil, err
+		}
+	}
+	return store.OrderHistoryHits(out, limit), nil
+}
+
+func (s *Store) findHistory(ctx context.Context, query string, args []any, out *[]store.HistoryHit) error {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h store.HistoryHit
+		if err := rows.Scan(&h.Chain, &h.SessionID, &h.Length, &h.Head); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var h store.HistoryHit
-			if err := rows.Scan(&h.Chain, &h.SessionID, &h.Length, &h.Head); err != nil {
-				return err
-			}
-			out = append(out, h)
-		}
-		return rows.Err()
-	})
-	return out, err
+		*out = append(*out, h)
+	}
+	return rows.Err()
 }

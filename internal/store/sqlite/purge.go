@@ -82,70 +82,82 @@ func (s *Store) purgeExec(ctx context.Context, query string, args ...any) (int64
 }
 
 // purgeSession deletes one session's old messages that store.Retained does
-// not keep, in one transaction. Its reads and work are linear in the
-// session's view, its revertible compactions' views, its compaction items
-// and its old messages.
+// not keep. What is kept is read in one transaction (a consistent view of
+// the session); the doomed messages then go purgeDeleteBatch a statement,
+// each in a write turn of its own, so the writer is never held for a large
+// session's whole purge. A message found doomed stays doomed: nothing can
+// bring it back into reach (a compaction replaces messages of the view, a
+// revert restores a view that was a root), so deleting in batches loses
+// nothing, and a purge cut short between batches is finished by the next.
+// Its reads and work are linear in the session's view, its revertible
+// compactions' views, its compaction items and its old messages.
 func (s *Store) purgeSession(ctx context.Context, tenant, sessionID string, cutoff, now time.Time) (deleted, work int64, err error) {
-	unlock, err := s.lockWriter(ctx)
+	doomed, work, err := s.doomed(ctx, tenant, sessionID, cutoff, now)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer tx.Rollback()
-	roots, err := queryStrings(ctx, tx, `SELECT message_id FROM view_entries WHERE tenant = ? AND session_id = ?`, tenant, sessionID)
-	if err != nil {
-		return 0, 0, err
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT items, CASE WHEN reverted_at IS NULL AND expires_at > ? THEN view_before ELSE '[]' END
-		FROM compactions WHERE tenant = ? AND session_id = ?`, now.UnixNano(), tenant, sessionID)
-	if err != nil {
-		return 0, 0, err
-	}
-	var items []store.CompactionItem
-	for rows.Next() {
-		var itemsText, viewText string
-		if err := rows.Scan(&itemsText, &viewText); err != nil {
-			rows.Close()
-			return 0, 0, err
-		}
-		if roots, items, err = store.AppendRetentionInputs(roots, items, itemsText, viewText); err != nil {
-			rows.Close()
-			return 0, 0, err
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, 0, err
-	}
-	old, err := queryStrings(ctx, tx, `SELECT id FROM messages WHERE tenant = ? AND session_id = ? AND created_at < ?`,
-		tenant, sessionID, cutoff.UnixNano())
-	if err != nil {
-		return 0, 0, err
-	}
-	doomed, work := store.Doomed(roots, items, old)
 	for len(doomed) > 0 {
 		n := min(len(doomed), purgeDeleteBatch)
 		args := []any{tenant, sessionID}
 		for _, id := range doomed[:n] {
 			args = append(args, id)
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE tenant = ? AND session_id = ? AND id IN (?`+
+		k, err := s.purgeExec(ctx, `DELETE FROM messages WHERE tenant = ? AND session_id = ? AND id IN (?`+
 			strings.Repeat(", ?", n-1)+`)`, args...)
 		if err != nil {
-			return 0, 0, err
-		}
-		k, err := res.RowsAffected()
-		if err != nil {
-			return 0, 0, err
+			return deleted, work, err
 		}
 		deleted += k
 		doomed = doomed[n:]
 	}
-	return deleted, work, tx.Commit()
+	return deleted, work, nil
+}
+
+// doomed reads, in one transaction, which of a session's messages older
+// than cutoff retention no longer keeps.
+func (s *Store) doomed(ctx context.Context, tenant, sessionID string, cutoff, now time.Time) ([]string, int64, error) {
+	unlock, err := s.lockWriter(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer tx.Rollback()
+	roots, err := queryStrings(ctx, tx, `SELECT message_id FROM view_entries v WHERE tenant = ? AND session_id = ? AND gen = `+currentGen, tenant, sessionID)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT items, CASE WHEN reverted_at IS NULL AND expires_at > ? THEN view_before ELSE '[]' END
+		FROM compactions WHERE tenant = ? AND session_id = ?`, now.UnixNano(), tenant, sessionID)
+	if err != nil {
+		return nil, 0, err
+	}
+	var items []store.CompactionItem
+	for rows.Next() {
+		var itemsText, viewText string
+		if err := rows.Scan(&itemsText, &viewText); err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+		if roots, items, err = store.AppendRetentionInputs(roots, items, itemsText, viewText); err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	old, err := queryStrings(ctx, tx, `SELECT id FROM messages WHERE tenant = ? AND session_id = ? AND created_at < ?`,
+		tenant, sessionID, cutoff.UnixNano())
+	if err != nil {
+		return nil, 0, err
+	}
+	doomed, work := store.Doomed(roots, items, old)
+	return doomed, work, nil
 }
 
 // queryStrings reads one text column.

@@ -245,7 +245,7 @@ func (m multiScanner) Scan(dest ...any) error { return m.row.Scan(append(dest, m
 func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, []int64, error) {
 	rows, err := reads{s}.QueryContext(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
-		WHERE v.tenant = ? AND v.session_id = ? AND v.ord > ? ORDER BY v.ord LIMIT ?`, tenant, sessionID, after, limit)
+		WHERE v.tenant = ? AND v.session_id = ? AND v.gen = `+currentGen+` AND v.ord > ? ORDER BY v.ord LIMIT ?`, tenant, sessionID, after, limit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -389,7 +389,7 @@ const rowBytes = `octet_length(m.parts) + octet_length(m.metadata) + octet_lengt
 func (s *Store) ActiveSizes(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]store.RowSize, error) {
 	return collectSizes(reads{s}.QueryContext(ctx, `SELECT v.ord, m.id, `+rowBytes+`
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
-		WHERE v.tenant = ? AND v.session_id = ? AND v.ord > ? ORDER BY v.ord LIMIT ?`, tenant, sessionID, after, limit))
+		WHERE v.tenant = ? AND v.session_id = ? AND v.gen = `+currentGen+` AND v.ord > ? ORDER BY v.ord LIMIT ?`, tenant, sessionID, after, limit))
 }
 
 // LogSizes returns the sizes of the log's rows after position `after`.
@@ -404,4 +404,33 @@ func collectSizes(rows *sql.Rows, err error) ([]store.RowSize, error) {
 	}
 	defer rows.Close()
 	return store.ScanRowSizes(rows)
+}
+
+// currentGen is the view generation of the session of the statement's
+// first two parameters (tenant, session: ?1 and ?2; a later plain ? takes
+// the next number): the only one readers see. Uncorrelated, it is read
+// once per statement and the key (tenant, session_id, gen, ord) then gives
+// the view in order.
+const currentGen = `(SELECT view_gen FROM sessions WHERE tenant = ?1 AND id = ?2)`
+
+// SweepViews deletes, in one short transaction, at most limit entries of
+// the session's view generations other than its current one.
+func (s *Store) SweepViews(ctx context.Context, tenant, sessionID string, limit int) (int, error) {
+	var n int64
+	err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		res, err := tx.(*txn).tx.ExecContext(ctx, `DELETE FROM view_entries WHERE rowid IN (SELECT v.rowid FROM view_entries v
+			WHERE v.tenant = ? AND v.session_id = ? AND v.gen <> `+currentGen+` LIMIT ?)`, tenant, sessionID, limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// GetCompaction reads one compaction without locking anything.
+func (s *Store) GetCompaction(ctx context.Context, tenant, sessionID, id string) (store.Compaction, error) {
+	return scanCompaction(s.db.QueryRowContext(ctx, `SELECT `+compactionCols+` FROM compactions
+		WHERE tenant = ? AND session_id = ? AND id = ?`, tenant, sessionID, id))
 }

@@ -64,3 +64,14 @@ func TestOpenEscapesPath(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkFindHistory(b *testing.B) {
+	storetest.BenchFindHistory(b, func(b *testing.B) store.Store {
+		s, err := sqlite.Open(b.Context(), b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	})
+}

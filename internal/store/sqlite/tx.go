@@ -128,10 +128,43 @@ func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs
 }
 
 func (t *txn) AppendView(ctx context.Context, tenant, sessionID string, entries []store.ViewEntry) error {
-	return execBatched(ctx, t.tx, `INSERT INTO view_entries (tenant, session_id, ord, message_id) VALUES `, "", 4, len(entries),
+	gen, err := t.viewGen(ctx, tenant, sessionID)
+	if err != nil {
+		return err
+	}
+	return t.StageView(ctx, tenant, sessionID, gen, entries)
+}
+
+// viewGen is the session's view generation (0 for a session not stored).
+func (t *txn) viewGen(ctx context.Context, tenant, sessionID string) (int64, error) {
+	var gen int64
+	err := t.tx.QueryRowContext(ctx, `SELECT view_gen FROM sessions WHERE tenant = ? AND id = ?`, tenant, sessionID).Scan(&gen)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return gen, err
+}
+
+// StageView writes entries into generation gen.
+func (t *txn) StageView(ctx context.Context, tenant, sessionID string, gen int64, entries []store.ViewEntry) error {
+	return execBatched(ctx, t.tx, `INSERT INTO view_entries (tenant, session_id, gen, ord, message_id) VALUES `, "", 5, len(entries),
 		func(i int, args []any) ([]any, error) {
-			return append(args, tenant, sessionID, entries[i].Ord, entries[i].MessageID), nil
+			return append(args, tenant, sessionID, gen, entries[i].Ord, entries[i].MessageID), nil
 		})
+}
+
+// FlipView makes gen the session's view if it holds count entries.
+func (t *txn) FlipView(ctx context.Context, tenant, sessionID string, gen int64, count int) error {
+	var n int
+	if err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM view_entries WHERE tenant = ? AND session_id = ? AND gen = ?`,
+		tenant, sessionID, gen).Scan(&n); err != nil {
+		return err
+	}
+	if n != count {
+		return fmt.Errorf("view generation %d holds %d of %d entries: %w", gen, n, count, store.ErrVersionConflict)
+	}
+	_, err := t.tx.ExecContext(ctx, `UPDATE sessions SET view_gen = ? WHERE tenant = ? AND id = ?`, gen, tenant, sessionID)
+	return err
 }
 
 func (t *txn) ToolCalls(ctx context.Context, tenant, sessionID string, ids []string) (map[string]store.ToolCall, error) {
@@ -208,7 +241,7 @@ func (t *txn) LockCompaction(context.Context, string, string) error { return nil
 func (t *txn) ViewMessages(ctx context.Context, tenant, sessionID string) ([]chat.Message, error) {
 	return collectMessages(t.tx.QueryContext(ctx, `SELECT m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
-		WHERE v.tenant = ? AND v.session_id = ? ORDER BY v.ord`, tenant, sessionID))
+		WHERE v.tenant = ? AND v.session_id = ? AND v.gen = `+currentGen+` ORDER BY v.ord`, tenant, sessionID))
 }
 
 // SetMessageTokens implements store.Tx.
@@ -228,15 +261,14 @@ func (t *txn) SetMessageTokens(ctx context.Context, tenant, sessionID string, to
 	return nil
 }
 
+// ReplaceView writes ids as a new generation and makes it the session's;
+// the old generation's rows are left to SweepViews.
 func (t *txn) ReplaceView(ctx context.Context, tenant, sessionID string, ids []string) error {
-	if _, err := t.tx.ExecContext(ctx, `DELETE FROM view_entries WHERE tenant = ? AND session_id = ?`, tenant, sessionID); err != nil {
+	gen := store.NewViewGen()
+	if err := t.StageView(ctx, tenant, sessionID, gen, store.Entries(ids, 0)); err != nil {
 		return err
 	}
-	entries := make([]store.ViewEntry, len(ids))
-	for i, id := range ids {
-		entries[i] = store.ViewEntry{Ord: int64(i + 1), MessageID: id}
-	}
-	return t.AppendView(ctx, tenant, sessionID, entries)
+	return t.FlipView(ctx, tenant, sessionID, gen, len(ids))
 }
 
 func (t *txn) MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) ([]chat.Message, error) {
@@ -286,5 +318,15 @@ func (t *txn) PutCalibration(ctx context.Context, tenant string, c store.Calibra
 func (t *txn) CountSessions(ctx context.Context, tenant string) (int, error) {
 	var n int
 	err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE tenant = ? AND deleted_at IS NULL`, tenant).Scan(&n)
+	return n, err
+}
+
+// LogBytes reads the tenant's count (migration 00012's triggers keep it).
+func (t *txn) LogBytes(ctx context.Context, tenant string) (int64, error) {
+	var n int64
+	err := t.tx.QueryRowContext(ctx, `SELECT log_bytes FROM tenant_usage WHERE tenant = ?`, tenant).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
 	return n, err
 }

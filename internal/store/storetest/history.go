@@ -80,8 +80,63 @@ func testHistoryIndex(t *testing.T, s store.Store) {
 	if got := find(chainOf(1, "shared")); strings.Contains(strings.Join(got, " "), "b@") {
 		t.Errorf("the re-made session kept its predecessor's history: %v", got)
 	}
+	// A chain many sessions share reads at most limit of them, and the heads
+	// of another chain (a's and p0's) still come first.
+	for i := range 5 {
+		id := fmt.Sprintf("p%d", i)
+		create(t, s, session("t", id, epoch))
+		insertMessages(t, s, "t", id, historyMessages(id, 1, 2))
+	}
+	insertMessages(t, s, "t", "p0", historyMessages("p0x", 3, 1))
+	if hits, err := s.FindHistory(ctx, "t", []string{chainOf(1, "shared"), chainOf(3, "shared")}, 3); err != nil || len(hits) != 3 || !hits[1].Head || hits[1].Length != 3 || hits[2].Head || hits[2].Length != 1 {
+		t.Errorf("a shared chain, limit 3 (heads a and p0 at 3, then one at 1): %+v, %v", hits, err)
+	}
 	// Tenants never see each other's.
 	if hits, _ := s.FindHistory(ctx, "other", []string{chainOf(3, "shared")}, 10); len(hits) != 1 || hits[0].SessionID != "a" {
 		t.Errorf("tenant other: %+v", hits)
+	}
+}
+
+// BenchFindHistory: a request of a conversation whose opening N other
+// sessions share (each went on its own way) looks its last chains up, the
+// opening's among them. The work per lookup stays the same as N grows
+// (each chain reads at most limit rows of the index); ns/op at N=200 and
+// N=2000 side by side tell.
+func BenchFindHistory(b *testing.B, newStore func(b *testing.B) store.Store) {
+	for _, n := range []int{200, 2000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			s := newStore(b)
+			ctx := b.Context()
+			const batch = 200
+			for start := 0; start < n; start += batch {
+				err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+					for i := start; i < min(start+batch, n); i++ {
+						id := fmt.Sprintf("s%d", i)
+						if err := tx.InsertSession(ctx, session("t", id, epoch)); err != nil {
+							return err
+						}
+						// The shared opening, then the session's own message.
+						msgs := historyMessages(id, 1, 1)
+						own := historyMessages(id, 2, 1)
+						own[0].Metadata[store.HistoryMetadata] = fmt.Sprintf("2:%s", chainOf(i, "own"))
+						if err := tx.InsertMessages(ctx, "t", id, append(msgs, own...)); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			chains := []string{chainOf(1, "shared"), chainOf(0, "new")}
+			b.ResetTimer()
+			for range b.N {
+				hits, err := s.FindHistory(ctx, "t", chains, 64)
+				if err != nil || len(hits) != 64 || hits[0].Head {
+					b.Fatalf("%d hits, %v", len(hits), err)
+				}
+			}
+		})
 	}
 }

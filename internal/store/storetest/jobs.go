@@ -227,3 +227,78 @@ func testJobLeasesAreExclusive(t *testing.T, s store.Store) {
 		t.Fatalf("%d of %d jobs leased", len(leased), jobs)
 	}
 }
+
+// testJobRunningCapIsExact leases from concurrent transactions, each
+// holding its lease a moment before it commits (as a worker's transaction
+// may), against a cap of two running jobs per tenant: no tenant ever runs
+// more than two, and once the workers are done a last pass fills every
+// tenant up to exactly two. On PostgreSQL under READ COMMITTED the count of
+// running jobs did not see leases not yet committed, so concurrent leasers
+// all counted below the cap.
+func testJobRunningCapIsExact(t *testing.T, s store.Store) {
+	const tenants, perTenant, running, workers = 2, 10, 2, 6
+	for i := range tenants * perTenant {
+		tenant, id := fmt.Sprintf("t%d", i%tenants), fmt.Sprintf("s%d", i)
+		create(t, s, session(tenant, id, epoch))
+		mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+			return tx.PutJob(ctx, job(tenant, id, "j"+id, store.JobQueued, epoch.Add(time.Duration(i))))
+		})
+	}
+	now := epoch.Add(time.Hour)
+	lease := func(ctx context.Context, hold time.Duration) error {
+		return s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			j, err := tx.NextJob(ctx, now, running)
+			if err != nil {
+				return err
+			}
+			j.State, j.Owner, j.LeaseUntil = store.JobRunning, "w", now.Add(time.Hour)
+			if err := tx.PutJob(ctx, &j); err != nil {
+				return err
+			}
+			time.Sleep(hold) // widens the window between the count and the commit
+			return nil
+		})
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
+			for range tenants * perTenant {
+				if err := lease(t.Context(), 20*time.Millisecond); err != nil {
+					if !errors.Is(err, store.ErrNotFound) {
+						errs <- err
+					}
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for {
+		if err := lease(t.Context(), 0); errors.Is(err, store.ErrNotFound) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range tenants {
+		tenant := fmt.Sprintf("t%d", i)
+		n := 0
+		for k := i; k < tenants*perTenant; k += tenants {
+			mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+				j, err := tx.GetJob(ctx, tenant, fmt.Sprintf("s%d", k))
+				if j.State == store.JobRunning {
+					n++
+				}
+				return err
+			})
+		}
+		if n != running {
+			t.Errorf("tenant %s runs %d jobs; want exactly %d (CONTEXTD_COMPACTION_RUNNING_PER_TENANT)", tenant, n, running)
+		}
+	}
+}

@@ -51,6 +51,9 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Jobs", testJobs},
 		{"JobLeasesAreExclusive", testJobLeasesAreExclusive},
 		{"HistoryIndex", testHistoryIndex},
+		{"JobRunningCapIsExact", testJobRunningCapIsExact},
+		{"LogBytes", testLogBytes},
+		{"ViewGenerations", testViewGenerations},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

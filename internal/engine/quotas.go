@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// Quotas: what a tenant may keep stored and how long one view may grow.
+// Both are checked in the transaction of the append, with the session (and
+// for the log, the tenant's count) held, so concurrent appends cannot pass
+// them together; a refused append stores nothing.
+
+// checkViewMessages refuses an append that would make s's active view
+// longer than MaxViewMessages messages: InvalidArgument when the batch
+// alone is, ResourceExhausted (compact or clear first) otherwise.
+func (e *Engine) checkViewMessages(s *store.Session, msgs []chat.Message) error {
+	max := int64(e.limits.MaxViewMessages)
+	if max <= 0 || s.ActiveCount+int64(len(msgs)) <= max {
+		return nil
+	}
+	if int64(len(msgs)) > max {
+		return chat.Invalid("messages", "has %d messages; %s allows %d in a session's active view", len(msgs), limitViewMessages, max)
+	}
+	return fmt.Errorf("the append would make session %q's active view %d messages; %s allows %d; compact or clear it first: %w",
+		s.ID, s.ActiveCount+int64(len(msgs)), limitViewMessages, max, ErrResourceExhausted)
+}
+
+// chargeLog refuses an append that leaves the tenant storing more than
+// quota bytes of log (0: no quota). It is called twice: before the insert
+// (a tenant already at its quota is refused before anything is written),
+// and after it, when the store's count includes the batch (the count is
+// the store's own measure of stored rows, kept by the database on every
+// insert and delete; see store.Tx.LogBytes). Either refusal rolls the
+// transaction back.
+func chargeLog(ctx context.Context, tx store.Tx, tenant string, quota int64, inserted bool) error {
+	if quota <= 0 {
+		return nil
+	}
+	n, err := tx.LogBytes(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	if n > quota || (!inserted && n == quota) {
+		return fmt.Errorf("tenant %q would store %d bytes of messages; %s allows %d; delete sessions or wait for retention: %w",
+			tenant, n, limitLogBytes, quota, ErrResourceExhausted)
+	}
+	return nil
+}

@@ -1,0 +1,4 @@
+package postgres
+
+// MarkUnavailable is unavailable, for the external tests.
+var MarkUnavailable = unavailable
