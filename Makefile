@@ -63,7 +63,10 @@ soak: ## 30 minutes of chaos: 3 replicas on a throwaway PostgreSQL, 24 agents, f
 soak-short: ## The soak for 3 minutes (CI).
 	go run ./cmd/soak -duration 3m
 
+bench-recall: ## Replay the corpus and score what the agent can still answer after each compaction, per strategy.
+	go run ./cmd/costbench -recall
+
 run: ## Run the server with embedded storage.
 	go run ./cmd/server
 
-.PHONY: help generate check-generate lint test test-clients bench bench-cost bench-background bench-gateway build ui screenshots soak soak-short run
+.PHONY: help generate check-generate lint test test-clients bench bench-cost bench-background bench-gateway bench-recall build ui screenshots soak soak-short run

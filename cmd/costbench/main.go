@@ -5,7 +5,9 @@
 // With -summaries it compares instead how summaries are written (extractive,
 // an LLM awaited in the call, an LLM in background jobs): PrepareContext
 // latency, the share of summaries the LLM wrote and what it cost
-// (`make bench-background`).
+// (`make bench-background`). With -recall it scores, per strategy, the
+// probes (internal/probes) after every compaction: in view, one expand
+// away, or lost (`make bench-recall`).
 package main
 
 import (
@@ -25,6 +27,7 @@ func main() {
 	corpus := flag.String("corpus", "testdata/corpus/dev", "directory of .jsonl transcripts")
 	windowList := flag.String("windows", "16384,32768", "comma-separated context windows, in tokens")
 	summaries := flag.Bool("summaries", false, "compare summary modes (background compaction) instead of strategies")
+	recall := flag.Bool("recall", false, "score what the agent can still answer after each compaction (probes), per strategy")
 	llmDelay := flag.Duration("llm-delay", 2*time.Second, "with -summaries: how long the fake LLM summarizer takes")
 	turn := flag.Duration("turn", time.Second, "with -summaries: how long the agent's own model takes between calls")
 	flag.Parse()
@@ -54,6 +57,16 @@ func main() {
 			os.Exit(1)
 		}
 		costbench.PrintSummaryModes(os.Stdout, rs)
+		return
+	}
+	if *recall {
+		rs, err := costbench.RunRecall(context.Background(), files, windows, costbench.RecallStrategies(), os.TempDir())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "costbench:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("%d transcripts of %s; probes scored after every compaction\n\n", len(files), *corpus)
+		costbench.PrintRecall(os.Stdout, rs)
 		return
 	}
 	results, err := costbench.Run(context.Background(), files, windows, costbench.Strategies(), os.TempDir())

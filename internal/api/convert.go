@@ -149,6 +149,7 @@ func policyFromProto(p *contextdv1.CompactionPolicy) compaction.Overrides {
 	o.CachePaybackCalls = intPtr(p.CachePaybackCalls)
 	o.CacheTarget = p.CacheTarget
 	o.ExposeExpandTool = p.ExposeExpandTool
+	o.KeepHumanTokens = p.KeepHumanTokens
 	return o
 }
 
@@ -175,7 +176,7 @@ func overridesToProto(o compaction.Overrides) *contextdv1.CompactionPolicy {
 		KeepRecentMessages: i32(o.KeepRecentMessages), ProtectRecentToolResults: i32(o.ProtectRecentToolResults),
 		AutoCompact: o.AutoCompact, ReservedOutputTokens: o.ReservedOutputTokens, SummaryMaxTokens: i32(o.SummaryMaxTokens),
 		Summarizer: o.Summarizer, CachePaybackCalls: i32(o.CachePaybackCalls), CacheTarget: o.CacheTarget,
-		ExposeExpandTool: o.ExposeExpandTool,
+		ExposeExpandTool: o.ExposeExpandTool, KeepHumanTokens: o.KeepHumanTokens,
 	}
 }
 
@@ -196,6 +197,7 @@ func policyToProto(p compaction.Policy) *contextdv1.CompactionPolicy {
 		CachePaybackCalls:        i32(p.CachePaybackCalls),
 		CacheTarget:              &p.CacheTarget,
 		ExposeExpandTool:         &p.ExposeExpandTool,
+		KeepHumanTokens:          &p.KeepHumanTokens,
 	}
 }
 

@@ -18,8 +18,10 @@ func TestExpandAndCompactionPagesAreByteBounded(t *testing.T) {
 	client := contextdv1.NewContextServiceClient(conn)
 	ctx := t.Context()
 	off, keep, keepTokens := false, int32(1), int64(0)
+	// keep_human_tokens 0: the large user messages are all summarized (by
+	// default the newest that fit in a quarter of the window stay).
 	if _, err := client.CreateSession(ctx, &contextdv1.CreateSessionRequest{Id: "big", Model: "gpt-4.1",
-		Policy: &contextdv1.CompactionPolicy{AutoCompact: &off, KeepRecentMessages: &keep, KeepRecentTokens: &keepTokens}}); err != nil {
+		Policy: &contextdv1.CompactionPolicy{AutoCompact: &off, KeepRecentMessages: &keep, KeepRecentTokens: &keepTokens, KeepHumanTokens: &keepTokens}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "big", Messages: []*contextdv1.Message{user("task:")}}); err != nil {

@@ -47,6 +47,14 @@ type Policy struct {
 	// and makes every placeholder and summary name the id to pass it
 	// (expandtool.go).
 	ExposeExpandTool bool
+	// KeepHumanTokens: human-authored user messages (chat.HumanAuthoredIn)
+	// stay verbatim through every tier, the newest first, within this many
+	// tokens; older ones beyond it are summarized (the summary's trail
+	// names each). Messages with standing instructions
+	// (chat.StandingInstructions) are kept whatever their size. Scaffolding
+	// a client injects may be pruned and summarized. 0: only the original
+	// task and the latest user message are kept.
+	KeepHumanTokens int64
 }
 
 // Overrides is a policy as a client gives it: nil fields take defaults.
@@ -65,6 +73,7 @@ type Overrides struct {
 	CachePaybackCalls        *int
 	CacheTarget              *float64
 	ExposeExpandTool         *bool
+	KeepHumanTokens          *int64
 }
 
 // Defaults for a model with the given context window (DESIGN.md §5).
@@ -82,6 +91,7 @@ func Defaults(window int64) Policy {
 		SummaryMaxTokens:         800,
 		CachePaybackCalls:        DefaultCachePaybackCalls,
 		CacheTarget:              DefaultCacheTarget,
+		KeepHumanTokens:          (window - window*15/100) / 4,
 	}
 }
 
@@ -112,6 +122,9 @@ func Resolve(field string, o Overrides, window int64) (Policy, error) {
 	override(&p.Summarizer, o.Summarizer)
 	override(&p.CachePaybackCalls, o.CachePaybackCalls)
 	override(&p.ExposeExpandTool, o.ExposeExpandTool)
+	// A quarter of the usable window, as the policy leaves it.
+	p.KeepHumanTokens = max(0, window-p.ReservedOutputTokens) / 4
+	override(&p.KeepHumanTokens, o.KeepHumanTokens)
 	if o.CacheTarget != nil {
 		p.CacheTarget = *o.CacheTarget
 	} else {
@@ -136,6 +149,9 @@ func Resolve(field string, o Overrides, window int64) (Policy, error) {
 	}
 	if p.CacheTarget <= 0 || p.CacheTarget >= p.WarningThreshold {
 		add("cache_target", "%.2f must be above 0 and below warning_threshold %.2f", p.CacheTarget, p.WarningThreshold)
+	}
+	if p.KeepHumanTokens < 0 {
+		add("keep_human_tokens", "%d must be 0 or more", p.KeepHumanTokens)
 	}
 	if p.ReservedOutputTokens >= window {
 		add("reserved_output_tokens", "%d leaves no room in a %d-token window", p.ReservedOutputTokens, window)

@@ -311,7 +311,7 @@ func TestBackgroundResultDiscarded(t *testing.T) {
 					if _, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Tier: compaction.TierSummarize}); err != nil {
 						t.Fatal(err)
 					}
-					if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: bigSteps(100, 9)}); err != nil {
+					if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: bigSteps(100, 11)}); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -144,8 +144,10 @@ func TestCorpusReplay(t *testing.T) {
 						// The bound is the target, unless what can never be
 						// compacted is larger: the fixed part, the original task,
 						// the latest step (from the last user or assistant
-						// message on) and a summary at its cap.
-						var viewTokens, latest int64
+						// message on), the person's messages kept verbatim
+						// (keep_human_tokens) and a summary at its cap with its
+						// trail.
+						var viewTokens, latest, human int64
 						last := 0
 						for i, m := range res.Messages {
 							viewTokens += m.Tokens
@@ -156,7 +158,13 @@ func TestCorpusReplay(t *testing.T) {
 						for _, m := range res.Messages[last:] {
 							latest += m.Tokens
 						}
-						floor := (u.Used - viewTokens) + task.Tokens + latest + int64(u.Policy.SummaryMaxTokens)
+						for i, h := range chat.HumanAuthoredIn(res.Messages[:last]) {
+							if h && i > 0 && res.Messages[i].Kind == chat.KindNormal {
+								human += res.Messages[i].Tokens
+							}
+						}
+						floor := (u.Used - viewTokens) + task.Tokens + latest + human +
+							int64(u.Policy.SummaryMaxTokens+compaction.TrailBudget(u.Policy.SummaryMaxTokens))
 						bound := max(int64(target*float64(usable)), floor)
 						over := float64(u.Used-bound) / float64(usable)
 						maxOver = max(maxOver, over)

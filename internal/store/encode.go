@@ -54,6 +54,7 @@ type policyJSON struct {
 	CachePaybackCalls        *int     `json:"cache_payback_calls,omitempty"`
 	CacheTarget              *float64 `json:"cache_target,omitempty"`
 	ExposeExpandTool         *bool    `json:"expose_expand_tool,omitempty"`
+	KeepHumanTokens          *int64   `json:"keep_human_tokens,omitempty"`
 }
 
 // EncodePolicy returns the stored form of a policy.

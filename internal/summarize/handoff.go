@@ -1,7 +1,6 @@
 package summarize
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -35,8 +34,8 @@ func Handoff(view []chat.Message) string {
 	if len(summaries) > 0 {
 		prev = summaries[len(summaries)-1]
 	}
-	sum, _ := Extractive{}.Summarize(context.Background(), compaction.SummaryInput{
-		Round: 1, OriginalTask: task, Previous: prev, Messages: rest, MaxTokens: 1 << 30})
+	sum := extract(compaction.SummaryInput{
+		Round: 1, OriginalTask: task, Previous: prev, Messages: rest, MaxTokens: 1 << 30}, true)
 	sec := parseSections(sum)
 
 	inProgress := ""

@@ -36,9 +36,10 @@ const systemPrompt = `You compact the history of an AI agent's conversation so t
 with less context. Write a faithful, dense summary in Markdown with exactly these sections, in this order:
 
 ## Original task
-(the user's original request, verbatim)
+(one line naming it: the conversation keeps the request itself verbatim)
 ## Completed work
-(what was done, as bullets, with every file path touched)
+(what was done, as bullets, with every file path touched; contextd appends the exact list of files,
+commands, tests and errors itself)
 ## Decisions
 ## Errors and resolutions
 ## Current state
@@ -159,22 +160,20 @@ type Metered interface {
 	SummarizeMetered(ctx context.Context, in compaction.SummaryInput) (string, Usage, error)
 }
 
-// PinFacts makes sure an LLM summary kept what must survive: the original
-// task, the latest user request and the file paths written in the
+// PinFacts makes sure an LLM summary kept what must survive: the latest
+// user request and the file paths written in the
 // summarized work and carried by the previous summary (most recent first,
 // within the files budget, as the extractive summary keeps them). Whatever
 // is missing is appended verbatim.
 func PinFacts(summary string, in compaction.SummaryInput) string {
 	var add []string
-	if t := strings.TrimSpace(in.OriginalTask); t != "" && !strings.Contains(summary, t) {
-		add = append(add, "## Original task (verbatim)\n"+t)
-	}
 	latest := ""
 	for i := range in.Messages {
 		if m := &in.Messages[i]; m.Role == chat.RoleUser && toolResult(m) == nil {
 			latest = textOf(m)
 		}
 	}
+	// The original task is not repeated: every tier keeps it in the view.
 	if latest != "" && latest != strings.TrimSpace(in.OriginalTask) && !strings.Contains(summary, latest) {
 		add = append(add, "## Latest user request (verbatim)\n"+latest)
 	}
@@ -190,8 +189,8 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	if len(missing) > 0 {
 		add = append(add, "## "+SecFiles+"\n"+strings.Join(missing, "\n"))
 	}
-	if len(add) == 0 {
-		return summary
+	if len(add) > 0 {
+		summary += "\n\n" + strings.Join(add, "\n\n")
 	}
-	return summary + "\n\n" + strings.Join(add, "\n\n")
+	return WithTrail(summary, in)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/probes"
 )
 
 // Summarizer condenses messages into the summary text of one round.
@@ -32,6 +33,12 @@ const (
 	SecFocus     = "Requested focus"
 )
 
+// taskInView is what a summary's Original task section says: every tier
+// keeps the original task verbatim in the view (compaction.Validate checks
+// it), so the summary does not repeat it (a task of 1,400 tokens was in
+// every summary twice, and the hand-off writes its own).
+const taskInView = "(the conversation's first user message, kept verbatim in the view)"
+
 // listSections are bullet lists that accumulate across rounds.
 var listSections = []string{SecDone, SecDecisions, SecErrors, SecPending}
 
@@ -42,15 +49,25 @@ var listSections = []string{SecDone, SecDecisions, SecErrors, SecPending}
 type Extractive struct{}
 
 var (
-	pathRe     = regexp.MustCompile(`(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,8}\b|\b[\w-]+\.(?:py|go|js|ts|tsx|jsx|rs|java|c|h|cc|cpp|hpp|rb|php|md|rst|txt|json|yaml|yml|toml|cfg|ini|sh|sql|html|css|proto)\b`)
+	pathRe     = regexp.MustCompile(`(?:~/|/)?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,8}\b|\b[\w-]+\.(?:py|go|js|ts|tsx|jsx|rs|java|c|h|cc|cpp|hpp|rb|php|md|rst|txt|json|yaml|yml|toml|cfg|ini|sh|sql|html|css|proto)\b`)
 	decisionRe = regexp.MustCompile(`(?i)\b(i'll|i will|let me|let's|decided|decide|instead|the fix|the issue is|the problem is|root cause|we should|i should|approach)\b`)
 	errorRe    = regexp.MustCompile(`(?i)(error|exception|traceback|failed|failure|not found|cannot|can't)`)
 	pendingRe  = regexp.MustCompile(`(?i)\b(next|todo|remaining|still need|need to|then i|afterwards|finally)\b`)
 	fenceRe    = regexp.MustCompile("(?s)```[a-zA-Z]*\\n(.*?)```")
 )
 
-// Summarize implements Summarizer.
+// Summarize implements Summarizer. The tool calls and commands of the
+// summarized messages are in the summary's trail (SecTrail), with their
+// exit status and the message id to expand, not in Completed work, which
+// keeps only what earlier summaries put there.
 func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (string, error) {
+	return WithTrail(extract(in, false), in), nil
+}
+
+// extract writes the extractive summary of in without its trail; calls
+// says whether Completed work lists the tool calls and commands (the
+// hand-off's DONE does).
+func extract(in compaction.SummaryInput, calls bool) string {
 	in = boundInput(in)
 	prev := parseSections(in.Previous)
 	lists := map[string][]string{}
@@ -70,12 +87,14 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 				lists[SecDecisions] = append(lists[SecDecisions], d)
 			}
 			for _, part := range m.Parts {
-				if part.Type == chat.PartToolCall {
+				if part.Type == chat.PartToolCall && calls {
 					lists[SecDone] = append(lists[SecDone], describeCall(part.ToolCall.Name, part.ToolCall.Arguments))
 				}
 			}
 			for _, block := range fenceRe.FindAllStringSubmatch(text, -1) {
-				lists[SecDone] = append(lists[SecDone], describeCall("ran", block[1]))
+				if calls {
+					lists[SecDone] = append(lists[SecDone], describeCall("ran", block[1]))
+				}
 			}
 			if text != "" {
 				state = text
@@ -113,11 +132,13 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 	for _, s := range listSections {
 		lists[s] = dedupe(lists[s])
 	}
-	doc := func(taskChars, stateChars int) string {
+	doc := func(stateChars int) string {
 		var b strings.Builder
 		b.WriteString(compaction.SummaryHeader(in.Round, in.ID, in.ExpandTool))
-		writeSection(&b, SecTask, []string{clip(in.OriginalTask, taskChars)}, false)
-		writeSection(&b, SecDone, lists[SecDone], true)
+		writeSection(&b, SecTask, []string{taskInView}, false)
+		if len(lists[SecDone]) > 0 { // the trail lists this round's calls
+			writeSection(&b, SecDone, lists[SecDone], true)
+		}
 		writeSection(&b, SecDecisions, lists[SecDecisions], true)
 		writeSection(&b, SecErrors, lists[SecErrors], true)
 		writeSection(&b, SecState, []string{clip(state, stateChars)}, false)
@@ -128,8 +149,8 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 		}
 		return b.String()
 	}
-	taskChars, stateChars := 2000, 600
-	out := doc(taskChars, stateChars)
+	stateChars := 600
+	out := doc(stateChars)
 	// Cap: drop the oldest bullets of the longest list first, then shorten
 	// the text sections; the files (already within their own budget) go
 	// last, least recently mentioned first.
@@ -147,18 +168,16 @@ func (x Extractive) Summarize(_ context.Context, in compaction.SummaryInput) (st
 			focus = focus[:len(focus)-1]
 		case stateChars > 100:
 			stateChars /= 2
-		case taskChars > 200:
-			taskChars /= 2
 		case longest != "" && len(lists[longest]) == 1:
 			lists[longest] = nil
 		case len(fileList) > 0:
 			fileList = fileList[:len(fileList)-1]
 		default:
-			return out, nil // nothing left to cut
+			return out // nothing left to cut
 		}
-		out = doc(taskChars, stateChars)
+		out = doc(stateChars)
 	}
-	return out, nil
+	return out
 }
 
 func writeSection(b *strings.Builder, title string, items []string, bullets bool) {
@@ -272,10 +291,23 @@ func firstLineMatching(s string, re *regexp.Regexp) string {
 
 func firstSentence(s string) string {
 	s = strings.TrimSpace(strings.ReplaceAll(s, "\n", " "))
-	if i := strings.IndexAny(s, ".!?"); i > 0 {
+	if i := sentenceEnd(s, 0); i > 0 && i < len(s) {
 		return s[:i+1]
 	}
 	return s
+}
+
+// sentenceEnd returns the index of the first '.', '!' or '?' at or after
+// from that ends a sentence: followed by a space or the end of the text.
+// A dot inside a word (a file name, a module path, a version) does not end
+// one. -1 when there is none.
+func sentenceEnd(s string, from int) int {
+	for i := from; i < len(s); i++ {
+		if c := s[i]; (c == '.' || c == '!' || c == '?') && (i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\t' || s[i+1] == '\n') {
+			return i
+		}
+	}
+	return -1
 }
 
 // firstMatch returns the first sentence of text that matches re.
@@ -293,7 +325,7 @@ func splitSentences(text string) []string {
 	var out []string
 	start := 0
 	for i := 0; i < len(text); i++ {
-		if c := text[i]; c == '.' || c == '!' || c == '?' || c == '\n' {
+		if c := text[i]; c == '\n' || ((c == '.' || c == '!' || c == '?') && sentenceEnd(text, i) == i) {
 			if s := strings.TrimSpace(text[start : i+1]); len(s) > 3 {
 				out = append(out, s)
 			}
@@ -353,16 +385,15 @@ func matchingLines(msgs []chat.Message, instructions string) []string {
 	return dedupe(out)
 }
 
-// clip shortens s to at most n bytes at a rune boundary, marking the cut.
+// clip shortens s to at most about n bytes, marking the cut with an
+// ellipsis: it cuts before a space, never inside a word, an identifier or a
+// path (a first word longer than n is kept whole).
 func clip(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
+	return probes.CutAtSpace(s, n) + "…"
 }
 
 func dedupe(items []string) []string {

@@ -1152,8 +1152,17 @@ type CompactionPolicy struct {
 	// it itself). A session tool of that name is refused while this is on.
 	// Default false.
 	ExposeExpandTool *bool `protobuf:"varint,42,opt,name=expose_expand_tool,json=exposeExpandTool,proto3,oneof" json:"expose_expand_tool,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// What the person said stays verbatim through every tier: human-authored
+	// user messages (not the scaffolding a client injects: environment
+	// context, reminders, a framework's tool output), newest first, within
+	// this many tokens; older ones beyond it are summarized, and the
+	// summary's trail names each by id. Messages carrying standing
+	// instructions (CLAUDE.md, AGENTS.md, <user_instructions>) are kept
+	// whatever their size. Default: a quarter of the usable window; 0 keeps
+	// only the original task and the latest user message.
+	KeepHumanTokens *int64 `protobuf:"varint,43,opt,name=keep_human_tokens,json=keepHumanTokens,proto3,oneof" json:"keep_human_tokens,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CompactionPolicy) Reset() {
@@ -1282,6 +1291,13 @@ func (x *CompactionPolicy) GetExposeExpandTool() bool {
 		return *x.ExposeExpandTool
 	}
 	return false
+}
+
+func (x *CompactionPolicy) GetKeepHumanTokens() int64 {
+	if x != nil && x.KeepHumanTokens != nil {
+		return *x.KeepHumanTokens
+	}
+	return 0
 }
 
 // Where a model's context window goes, and how full it is. All token
@@ -2631,7 +2647,7 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
-	"\x0fparameters_json\x18\x03 \x01(\tR\x0eparametersJson\"\xcb\r\n" +
+	"\x0fparameters_json\x18\x03 \x01(\tR\x0eparametersJson\"\x9b\x0e\n" +
 	"\x10CompactionPolicy\x12I\n" +
 	"\x11warning_threshold\x18\x01 \x01(\x01B\x17\xbaH\x14\x12\x12\x19\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\x00R\x10warningThreshold\x88\x01\x01\x12K\n" +
 	"\x12critical_threshold\x18\x02 \x01(\x01B\x17\xbaH\x14\x12\x12\x19\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\x01R\x11criticalThreshold\x88\x01\x01\x12M\n" +
@@ -2650,7 +2666,8 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"summarizer\x88\x01\x01\x12@\n" +
 	"\x13cache_payback_calls\x18( \x01(\x05B\v\xbaH\b\x1a\x06\x18\xa0\x8d\x06(\x00H\vR\x11cachePaybackCalls\x88\x01\x01\x12?\n" +
 	"\fcache_target\x18) \x01(\x01B\x17\xbaH\x14\x12\x12\x11\x00\x00\x00\x00\x00\x00\xf0?!\x00\x00\x00\x00\x00\x00\x00\x00H\fR\vcacheTarget\x88\x01\x01\x121\n" +
-	"\x12expose_expand_tool\x18* \x01(\bH\rR\x10exposeExpandTool\x88\x01\x01:\x8d\x04\xbaH\x89\x04\x1a\xe3\x02\n" +
+	"\x12expose_expand_tool\x18* \x01(\bH\rR\x10exposeExpandTool\x88\x01\x01\x128\n" +
+	"\x11keep_human_tokens\x18+ \x01(\x03B\a\xbaH\x04\"\x02(\x00H\x0eR\x0fkeepHumanTokens\x88\x01\x01:\x8d\x04\xbaH\x89\x04\x1a\xe3\x02\n" +
 	"\x16policy.threshold_order\x12Vthresholds must satisfy warning_threshold <= critical_threshold <= emergency_threshold\x1a\xf0\x01(!has(this.warning_threshold) || !has(this.critical_threshold) || this.warning_threshold <= this.critical_threshold) && (!has(this.critical_threshold) || !has(this.emergency_threshold) || this.critical_threshold <= this.emergency_threshold)\x1a\xa0\x01\n" +
 	"\x1bpolicy.target_below_warning\x12&target must be below warning_threshold\x1aY!has(this.target) || !has(this.warning_threshold) || this.target < this.warning_thresholdB\x14\n" +
 	"\x12_warning_thresholdB\x15\n" +
@@ -2666,7 +2683,8 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\v_summarizerB\x16\n" +
 	"\x14_cache_payback_callsB\x0f\n" +
 	"\r_cache_targetB\x15\n" +
-	"\x13_expose_expand_tool\"\xb4\x06\n" +
+	"\x13_expose_expand_toolB\x14\n" +
+	"\x12_keep_human_tokens\"\xb4\x06\n" +
 	"\fContextUsage\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1f\n" +
 	"\vmodel_known\x18\x02 \x01(\bR\n" +

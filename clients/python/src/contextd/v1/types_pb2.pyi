@@ -135,13 +135,14 @@ class CompactionItem(_message.Message):
     def __init__(self, tier: _Optional[str] = ..., new_message_id: _Optional[str] = ..., replaced_message_ids: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ...) -> None: ...
 
 class CompactionPolicy(_message.Message):
-    __slots__ = ["auto_compact", "cache_payback_calls", "cache_target", "critical_threshold", "emergency_threshold", "expose_expand_tool", "keep_recent_messages", "keep_recent_tokens", "protect_recent_tool_results", "reserved_output_tokens", "summarizer", "summary_max_tokens", "target", "warning_threshold"]
+    __slots__ = ["auto_compact", "cache_payback_calls", "cache_target", "critical_threshold", "emergency_threshold", "expose_expand_tool", "keep_human_tokens", "keep_recent_messages", "keep_recent_tokens", "protect_recent_tool_results", "reserved_output_tokens", "summarizer", "summary_max_tokens", "target", "warning_threshold"]
     AUTO_COMPACT_FIELD_NUMBER: _ClassVar[int]
     CACHE_PAYBACK_CALLS_FIELD_NUMBER: _ClassVar[int]
     CACHE_TARGET_FIELD_NUMBER: _ClassVar[int]
     CRITICAL_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     EMERGENCY_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     EXPOSE_EXPAND_TOOL_FIELD_NUMBER: _ClassVar[int]
+    KEEP_HUMAN_TOKENS_FIELD_NUMBER: _ClassVar[int]
     KEEP_RECENT_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     KEEP_RECENT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     PROTECT_RECENT_TOOL_RESULTS_FIELD_NUMBER: _ClassVar[int]
@@ -156,6 +157,7 @@ class CompactionPolicy(_message.Message):
     critical_threshold: float
     emergency_threshold: float
     expose_expand_tool: bool
+    keep_human_tokens: int
     keep_recent_messages: int
     keep_recent_tokens: int
     protect_recent_tool_results: int
@@ -164,7 +166,7 @@ class CompactionPolicy(_message.Message):
     summary_max_tokens: int
     target: float
     warning_threshold: float
-    def __init__(self, warning_threshold: _Optional[float] = ..., critical_threshold: _Optional[float] = ..., emergency_threshold: _Optional[float] = ..., target: _Optional[float] = ..., keep_recent_tokens: _Optional[int] = ..., keep_recent_messages: _Optional[int] = ..., protect_recent_tool_results: _Optional[int] = ..., auto_compact: bool = ..., reserved_output_tokens: _Optional[int] = ..., summary_max_tokens: _Optional[int] = ..., summarizer: _Optional[str] = ..., cache_payback_calls: _Optional[int] = ..., cache_target: _Optional[float] = ..., expose_expand_tool: bool = ...) -> None: ...
+    def __init__(self, warning_threshold: _Optional[float] = ..., critical_threshold: _Optional[float] = ..., emergency_threshold: _Optional[float] = ..., target: _Optional[float] = ..., keep_recent_tokens: _Optional[int] = ..., keep_recent_messages: _Optional[int] = ..., protect_recent_tool_results: _Optional[int] = ..., auto_compact: bool = ..., reserved_output_tokens: _Optional[int] = ..., summary_max_tokens: _Optional[int] = ..., summarizer: _Optional[str] = ..., cache_payback_calls: _Optional[int] = ..., cache_target: _Optional[float] = ..., expose_expand_tool: bool = ..., keep_human_tokens: _Optional[int] = ...) -> None: ...
 
 class ContextStatus(_message.Message):
     __slots__ = ["compacted", "event", "last_compaction", "ledger", "session_id", "time", "usage", "version", "warnings"]

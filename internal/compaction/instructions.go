@@ -1,0 +1,48 @@
+package compaction
+
+import "github.com/contextd/contextd/internal/chat"
+
+// instructions returns the ids of the view's messages that every tier keeps
+// verbatim as what the person said: messages with standing instructions
+// (chat.StandingInstructions), whatever their size, and human-authored user
+// messages (chat.HumanAuthoredIn), newest first, while they fit in the
+// policy's KeepHumanTokens. Older human messages beyond it are summarized
+// like the rest (the summary's trail names each by id). Summaries and
+// placeholders are contextd's, never the person's. Work is one pass over
+// the view and the text of its user messages.
+func (p *planner) instructions() map[string]bool {
+	if p.kept != nil {
+		return p.kept
+	}
+	p.kept = map[string]bool{}
+	human := chat.HumanAuthoredIn(p.view)
+	left := p.req.Policy.KeepHumanTokens
+	for i := len(p.view) - 1; i >= 0; i-- {
+		m := &p.view[i]
+		if m.Role != chat.RoleUser || m.Kind == chat.KindSummary || m.Kind == chat.KindPlaceholder {
+			continue
+		}
+		switch {
+		case chat.StandingInstructions(m.Text()):
+			p.kept[m.ID] = true
+		case human[i] && m.Tokens <= left:
+			p.kept[m.ID] = true
+			left -= m.Tokens
+		}
+	}
+	return p.kept
+}
+
+// baseKept reports whether id is kept for another reason than being a
+// person's message: pinned or the original task.
+func (p *planner) baseKept(id string) bool {
+	if id == p.req.OriginalTaskID {
+		return true
+	}
+	for i := range p.view {
+		if p.view[i].ID == id {
+			return p.view[i].Pinned
+		}
+	}
+	return false
+}

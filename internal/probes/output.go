@@ -1,0 +1,118 @@
+package probes
+
+import (
+	"regexp"
+	"strings"
+)
+
+// maxOutputScan bounds the bytes of one output read for tests, errors and
+// URLs: its head and its tail (where test summaries and tracebacks end).
+const maxOutputScan = 64 << 10
+
+var (
+	// Exit statuses as harnesses print them: mini-swe-agent's
+	// <returncode>, Codex's "Process exited with code N" and
+	// "Exit code: N", OpenHands' "[Command finished with exit code N]",
+	// JSON "exit_code": N.
+	exitRe = regexp.MustCompile(`(?i)<returncode>\s*(-?\d+)\s*</returncode>|exited with (?:exit )?code:?\s*(-?\d+)|exit(?: |_)?code["']?\s*[:=]?\s*(-?\d+)|exit status (-?\d+)`)
+
+	// Tests: pytest node ids with their verdict, unittest/Django lines, Go.
+	pytestRe   = regexp.MustCompile(`(?m)^(\S+\.py::\S+)\s+(PASSED|FAILED|ERROR|XPASS|XFAIL)\b|^(PASSED|FAILED|ERROR) (\S+\.py::[^\s]+)`)
+	unittestRe = regexp.MustCompile(`(?m)^(test\w*) \(([\w.]+)\)(?:\s*\n[^\n]*)?\s*\.\.\. (ok|FAIL|ERROR|skipped|expected failure)|^(FAIL|ERROR): (test\w*) \(([\w.]+)\)`)
+	goTestRe   = regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL): (\S+)`)
+
+	// The first line of an error: an exception line (Python, Java, JS),
+	// "error:"/"fatal:"/"panic:" lines, pytest's "E   " lines, a shell's
+	// complaint.
+	errorRe = regexp.MustCompile(`(?m)^[ \t]*(?:E {2,})?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit)(?::[ \t].*|:?[ \t]*$)|(?i:error|fatal|panic)(?:\[[^\]\n]*\])?:[ \t].*|[\w./-]+: (?:line \d+: )?[^\n]*(?:command not found|No such file or directory|Permission denied))`)
+
+	urlRe = regexp.MustCompile(`https?://[^\s<>"'` + "`" + `)\]}|]+`)
+)
+
+// exitStatus returns the exit status an output prints, or "".
+func exitStatus(out string) string {
+	m := exitRe.FindStringSubmatch(scanWindow(out))
+	if m == nil {
+		return ""
+	}
+	for _, g := range m[1:] {
+		if g != "" {
+			return g
+		}
+	}
+	return ""
+}
+
+// scanWindow is the head and tail of a long output.
+func scanWindow(s string) string {
+	if len(s) <= maxOutputScan {
+		return s
+	}
+	return s[:maxOutputScan/2] + "\n" + s[len(s)-maxOutputScan/2:]
+}
+
+// output records what a tool's output (or an observation sent as a user
+// message) shows: tests, errors, URLs, and the file an editor has open.
+func (x *extractor) output(out string, isErr bool, base Event) {
+	out = scanWindow(out)
+	if i := strings.LastIndex(out, "(Open file: "); i >= 0 {
+		rest, _, _ := strings.Cut(out[i+len("(Open file: "):], ")")
+		if rest != "n/a" && !strings.ContainsAny(rest, "\n") {
+			x.open = rest
+		}
+	}
+	for _, m := range pytestRe.FindAllStringSubmatch(out, -1) {
+		name, verdict := m[1], m[2]
+		if name == "" {
+			name, verdict = m[4], m[3]
+		}
+		x.test(name, verdict == "PASSED" || verdict == "XFAIL", base)
+	}
+	for _, m := range unittestRe.FindAllStringSubmatch(out, -1) {
+		if m[1] != "" {
+			x.test(m[1]+" ("+m[2]+")", m[3] == "ok" || m[3] == "expected failure" || m[3] == "skipped", base)
+		} else {
+			x.test(m[5]+" ("+m[6]+")", false, base)
+		}
+	}
+	for _, m := range goTestRe.FindAllStringSubmatch(out, -1) {
+		x.test(m[2], m[1] == "PASS", base)
+	}
+	seen := map[string]bool{}
+	for _, m := range errorRe.FindAllStringSubmatch(out, -1) {
+		line, cut := Head(m[1])
+		if line == "" || seen[line] {
+			continue
+		}
+		seen[line] = true
+		e := base
+		e.Kind, e.Text, e.Cut = Error, line, cut
+		x.add(e)
+	}
+	if isErr && len(seen) == 0 {
+		if line, cut := Head(out); line != "" {
+			e := base
+			e.Kind, e.Text, e.Cut = Error, line, cut
+			x.add(e)
+		}
+	}
+	x.urls(out, base)
+}
+
+func (x *extractor) test(name string, pass bool, base Event) {
+	e := base
+	e.Kind, e.Text, e.Status = Test, name, Fail
+	if pass {
+		e.Status = Pass
+	}
+	x.add(e)
+}
+
+func (x *extractor) urls(text string, base Event) {
+	for _, u := range urlRe.FindAllString(scanWindow(text), -1) {
+		u = strings.TrimRight(u, ".,;:!?")
+		e := base
+		e.Kind, e.Text = URL, u
+		x.add(e)
+	}
+}

@@ -1,0 +1,347 @@
+package summarize
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/probes"
+)
+
+// SecTrail is the exact artifact trail every summary ends with, whatever
+// wrote the rest: computed by contextd from the originals the summary
+// replaces (internal/probes), never by a model. One line per file touched
+// (its last action and the message that did it), command run (its head, its
+// exit status), test (its last result), error (its first line), URL, and
+// user message the summary stands for; each line names the message id to
+// expand. A summary that integrates an earlier one merges its trail (a line
+// that recurs moves to the end with its latest facts) instead of
+// summarizing it. Newest lines are kept within the trail's budget; the
+// oldest fold into one line that counts them and names the summary's id.
+const SecTrail = "Trail"
+
+// trailHeader is the section's title line and the sentence under it.
+const trailHeader = "\n## " + SecTrail + "\n(exact, from the original messages; expand an id to read one)\n"
+
+// Tags of trail lines.
+const (
+	tagRead    = "read"
+	tagCreated = "created"
+	tagEdited  = "edited"
+	tagDeleted = "deleted"
+	tagRan     = "ran"
+	tagPassed  = "test passed"
+	tagFailed  = "test failed"
+	tagError   = "error"
+	tagURL     = "url"
+	tagUser    = "user"
+	tagFolded  = "folded"
+)
+
+// metaSep separates a line's text from its facts (status, message id).
+const metaSep = " — "
+
+// maxTrailLines bounds the lines a trail keeps, folded or not, so its work
+// is linear in the originals and the previous trail.
+const maxTrailLines = 2000
+
+// trailLine is one entry: key identifies what it is about (a file's path,
+// a command, a test, ...), so a newer fact replaces an older one.
+type trailLine struct {
+	key, tag, text, meta string
+}
+
+func (l trailLine) render() string {
+	return "- " + l.tag + ": " + l.text + metaSep + l.meta
+}
+
+// parseTrail reads the trail section of a previous summary: its lines, in
+// order, how many older ones it had folded and the message ids it named
+// for them.
+func parseTrail(summary string) ([]trailLine, int, []string) {
+	i := strings.Index(summary, "\n## "+SecTrail+"\n")
+	if i < 0 {
+		return nil, 0, nil
+	}
+	var out []trailLine
+	var ids []string
+	folded := 0
+	for _, line := range strings.Split(summary[i+len(SecTrail)+5:], "\n") {
+		if strings.HasPrefix(line, "## ") {
+			break
+		}
+		body, ok := strings.CutPrefix(line, "- ")
+		if !ok {
+			continue
+		}
+		tag, rest, ok := strings.Cut(body, ": ")
+		if !ok {
+			continue
+		}
+		if tag == tagFolded {
+			n, _ := strconv.Atoi(strings.Fields(rest + " ")[0])
+			folded += n
+			if _, list, ok := strings.Cut(rest, foldedIDs); ok {
+				list, _, _ = strings.Cut(list, ".")
+				for _, id := range strings.Split(list, ", ") {
+					if id = strings.TrimSpace(id); id != "" {
+						ids = append(ids, id)
+					}
+				}
+			}
+			continue
+		}
+		j := strings.LastIndex(rest, metaSep)
+		if j < 0 {
+			continue
+		}
+		l := trailLine{tag: tag, text: rest[:j], meta: rest[j+len(metaSep):]}
+		l.key = keyOf(l.tag, strings.TrimSuffix(l.text, "…"))
+		out = append(out, l)
+	}
+	return out, folded, ids
+}
+
+// trailFrom is the first message the trail reads: the newest messages
+// whose texts, each part counted up to MaxSectionChars, hold at most
+// MaxExtractiveChars (the extractive summary's bound; at least the newest
+// message). Each output is then read for at most 64 KiB (internal/probes),
+// so a trail's work is bounded whatever the view.
+func trailFrom(msgs []chat.Message) int {
+	total := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		n := 0
+		for _, p := range msgs[i].Parts {
+			l := len(p.Text)
+			if p.ToolCall != nil {
+				l = len(p.ToolCall.Arguments)
+			}
+			if p.ToolResult != nil {
+				l = len(p.ToolResult.Content)
+			}
+			n += min(l, MaxSectionChars)
+		}
+		if total+n > MaxExtractiveChars && i < len(msgs)-1 {
+			return i + 1
+		}
+		total += n
+	}
+	return 0
+}
+
+// foldedIDs introduces the message ids a fold line names.
+const foldedIDs = " older lines, from messages "
+
+// idOf is the message id a line's facts end with.
+func (l trailLine) idOf() string {
+	f := strings.Fields(l.meta)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[len(f)-1]
+}
+
+// keyOf is what a line is about: files by path, tests by name, others by
+// their text.
+func keyOf(tag, text string) string {
+	switch tag {
+	case tagRead, tagCreated, tagEdited, tagDeleted:
+		return "file\x00" + text
+	case tagPassed, tagFailed:
+		return "test\x00" + text
+	}
+	return tag + "\x00" + text
+}
+
+// trailLines are the lines of the events of msgs, in order. A file's line
+// says its last change (a read after it does not hide it) or, never
+// changed, its last read.
+func trailLines(msgs []chat.Message) []trailLine {
+	var out []trailLine
+	for _, e := range probes.Extract(msgs) {
+		ref := e.MsgID
+		if ref == "" {
+			ref = "this summary"
+		}
+		var l trailLine
+		switch e.Kind {
+		case probes.File:
+			l = trailLine{tag: map[string]string{probes.Read: tagRead, probes.Create: tagCreated, probes.Edit: tagEdited, probes.Delete: tagDeleted}[e.Action], text: e.Text, meta: ref}
+			if e.Hash != "" {
+				l.meta = "sha256 " + e.Hash + ", " + ref
+			}
+		case probes.Command:
+			l = trailLine{tag: tagRan, text: e.Text, meta: ref}
+			if e.Status != "" {
+				l.meta = "exit " + e.Status + ", " + ref
+			}
+			if e.Cut {
+				l.text += "…"
+			}
+		case probes.Test:
+			l = trailLine{tag: tagPassed, text: e.Text, meta: ref}
+			if e.Status == probes.Fail {
+				l.tag = tagFailed
+			}
+		case probes.Error:
+			l = trailLine{tag: tagError, text: e.Text, meta: ref}
+			if e.Cut {
+				l.text += "…"
+			}
+		case probes.URL:
+			l = trailLine{tag: tagURL, text: e.Text, meta: ref}
+		case probes.User, probes.Standing:
+			head, cut := probes.Head(e.Text)
+			if cut {
+				head += "…"
+			}
+			l = trailLine{tag: tagUser, text: head, meta: ref}
+		default:
+			continue
+		}
+		l.key = keyOf(l.tag, strings.TrimSuffix(l.text, "…"))
+		out = append(out, l)
+	}
+	return out
+}
+
+// mergeTrail returns prev followed by next, a line whose key recurs moved
+// to its newest place with its newest facts; a read of a file that changed
+// is left out (its line keeps saying the change, and where it was made).
+func mergeTrail(prev, next []trailLine) []trailLine {
+	at := map[string]int{}
+	all := append(append([]trailLine(nil), prev...), next...)
+	changed := func(tag string) bool { return tag == tagCreated || tag == tagEdited || tag == tagDeleted }
+	for i, l := range all {
+		j, ok := at[l.key]
+		switch {
+		case ok && l.tag == tagRead && changed(all[j].tag):
+			all[i].key = ""
+			continue
+		case ok:
+			all[j].key = "" // superseded
+		}
+		at[l.key] = i
+	}
+	out := all[:0]
+	for _, l := range all {
+		if l.key != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Trail renders the trail of a summary of in: the previous summary's trail
+// merged with the events of in.Messages, newest kept within budget tokens
+// (count measures text). The oldest fold into one line that counts them
+// and names the message ids they came from (each one expand away), within
+// a quarter of the budget (the newest ids first; the rest are behind the
+// summary's own id, which the line names too).
+func Trail(in compaction.SummaryInput, budget int, count func(string) int) string {
+	prev, folded, foldIDs := parseTrail(cut(in.Previous, MaxSectionChars))
+	slices.Reverse(foldIDs) // a fold line names them newest first; foldIDs runs oldest first
+	from := trailFrom(in.Messages)
+	folded += from // messages beyond the read bound: behind the summary's id
+	lines := mergeTrail(prev, trailLines(in.Messages[from:]))
+	if len(lines) > maxTrailLines {
+		folded += len(lines) - maxTrailLines
+		for _, l := range lines[:len(lines)-maxTrailLines] {
+			foldIDs = append(foldIDs, l.idOf())
+		}
+		lines = lines[len(lines)-maxTrailLines:]
+	}
+	if len(lines) == 0 && folded == 0 {
+		return ""
+	}
+	used := count(trailHeader)
+	costs := make([]int, len(lines))
+	total := 0
+	for i, l := range lines {
+		costs[i] = count(l.render() + "\n")
+		total += costs[i]
+	}
+	keep := 0 // lines[:keep] fold
+	if folded > 0 || used+total > budget {
+		// Folding: the kept lines get three quarters of the budget.
+		used += count(foldLine(in, folded+len(lines), nil))
+		keep = len(lines)
+		for keep > 0 && used+costs[keep-1] <= budget*3/4 {
+			used += costs[keep-1]
+			keep--
+		}
+	}
+	folded += keep
+	for _, l := range lines[:keep] {
+		foldIDs = append(foldIDs, l.idOf())
+	}
+	// The newest ids first, deduplicated, within a quarter of the budget.
+	var named []string
+	seen := map[string]bool{}
+	idTokens := 0
+	for i := len(foldIDs) - 1; i >= 0; i-- {
+		id := foldIDs[i]
+		if id == "" || seen[id] || !strings.HasPrefix(id, "msg_") {
+			continue
+		}
+		c := count(id + ", ")
+		if idTokens+c > budget/4 {
+			break
+		}
+		seen[id] = true
+		idTokens += c
+		named = append(named, id)
+	}
+	var b strings.Builder
+	b.WriteString(trailHeader)
+	b.WriteString(foldLine(in, folded, named))
+	for _, l := range lines[keep:] {
+		b.WriteString(l.render())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// foldLine counts n folded lines and names ids (newest first).
+func foldLine(in compaction.SummaryInput, n int, ids []string) string {
+	if n == 0 {
+		return ""
+	}
+	from := ""
+	if len(ids) > 0 {
+		from = foldedIDs + strings.Join(ids, ", ")
+	} else {
+		from = " older lines"
+	}
+	return "- " + tagFolded + ": " + strconv.Itoa(n) + from + ". " + expandSentence(in) + " to read what they came from.\n"
+}
+
+// expandSentence says how to read what summary in.ID stands for, in the
+// wording of its header.
+func expandSentence(in compaction.SummaryInput) string {
+	h := compaction.SummaryHeader(in.Round, in.ID, in.ExpandTool)
+	i := strings.Index(h, "; c")
+	if i < 0 {
+		return "Expand " + in.ID
+	}
+	s := "C" + h[i+3:]
+	return strings.TrimSuffix(strings.TrimSuffix(s, "\n"), " to read them.]")
+}
+
+// WithTrail returns summary with its trail (Trail) in place of any trail
+// section it carried (an LLM may echo the previous one).
+func WithTrail(summary string, in compaction.SummaryInput) string {
+	if i := strings.Index(summary, "\n## "+SecTrail+"\n"); i >= 0 {
+		rest := summary[i+1:]
+		end := strings.Index(rest[3:], "\n## ")
+		if end < 0 {
+			summary = summary[:i]
+		} else {
+			summary = summary[:i] + rest[3+end:]
+		}
+	}
+	count := countOrEstimate(in)
+	return strings.TrimRight(summary, "\n") + "\n" + Trail(in, compaction.TrailBudget(in.MaxTokens), count)
+}
