@@ -410,13 +410,25 @@ func pauseSpan(m tokens.Model, p compaction.Policy) int64 {
 	return max(1, (m.ContextWindow-p.ReservedOutputTokens)*5/100)
 }
 
+// originalTask is the id of the session's original task: its first
+// human-authored user message (chat.HumanAuthored: Codex CLI sends its
+// <environment_context> as a user message of its own before what the
+// person typed), else its first user message.
 func originalTask(view []chat.Message) string {
-	for _, m := range view {
-		if m.Role == chat.RoleUser && m.Kind == chat.KindNormal {
+	first := ""
+	for i := range view {
+		m := &view[i]
+		if m.Role != chat.RoleUser || m.Kind != chat.KindNormal {
+			continue
+		}
+		if chat.HumanAuthored(m) {
 			return m.ID
 		}
+		if first == "" {
+			first = m.ID
+		}
 	}
-	return ""
+	return first
 }
 
 func idsOf(msgs []chat.Message) []string {

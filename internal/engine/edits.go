@@ -223,7 +223,7 @@ type ClearResult struct {
 }
 
 // ClearMessages starts the active view afresh: empty, or only the original
-// task (the first normal user message of the view) when keepTask. The log
+// task (originalTask: the first human-authored user message) when keepTask. The log
 // keeps everything; the change is recorded as a compaction of tier "clear",
 // so RevertCompaction restores the exact previous view. Work: one read of
 // the active view.

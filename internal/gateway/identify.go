@@ -96,8 +96,14 @@ func chainNext(prev [16]byte, id [32]byte) [16]byte {
 
 // identityOf identifies a message by what a client keeps stable when it
 // resends it, so a benign re-serialization is the same message:
-//   - a user (or system) message by its whole content (digestOf: text,
-//     images', audio's and files' data; cache marks do not count);
+//   - a user message of text by what the person wrote (chat.StripScaffolding
+//     of each text part): clients move their injected blocks between user
+//     messages (Qwen Code's date <system-reminder> leaves the first user
+//     message on --resume), and that is not another conversation; a user
+//     message that is all scaffolding (an agent framework's observation)
+//     or carries images, audio or files, and a system message, by its whole
+//     content (digestOf: text, images', audio's and files' data; cache
+//     marks do not count);
 //   - an assistant message by its text (trimmed) and its tool calls' ids
 //     and names: not their arguments, which clients resend with schema
 //     defaults filled in or keys reordered, nor thinking or reasoning,
@@ -136,8 +142,37 @@ func identityOf(m *chat.Message) [32]byte {
 		if id := resultOf(m); id != "" {
 			return sha256.Sum256([]byte("tool-result:" + id))
 		}
+	case chat.RoleUser:
+		if d, ok := authoredIdentity(m); ok {
+			return d
+		}
 	}
 	return storedDigest(m)
+}
+
+// authoredIdentity is the identity of a user message of text parts by
+// what is left of them without scaffolding; false when the message has
+// another part or nothing is left.
+func authoredIdentity(m *chat.Message) ([32]byte, bool) {
+	var text []string
+	for _, p := range m.Parts {
+		if p.Type != chat.PartText {
+			return [32]byte{}, false
+		}
+		if t := strings.TrimSpace(chat.StripScaffolding(p.Text)); t != "" {
+			text = append(text, t)
+		}
+	}
+	if len(text) == 0 {
+		return [32]byte{}, false
+	}
+	h := sha256.New()
+	for _, s := range []string{"user-authored", m.Name, strings.Join(text, "\n")} {
+		fmt.Fprintf(h, "%d:%s", len(s), s)
+	}
+	var d [32]byte
+	h.Sum(d[:0])
+	return d, true
 }
 
 // historyStamp records on fresh (the request's messages from index k on)

@@ -31,6 +31,15 @@ func TestIdentityOf(t *testing.T) {
 		{"arguments with defaults and other key order", call(`{"a":1}`, ""), call(`{"b": false, "a": 1}`, "")},
 		{"space around the text", call(`{}`, "ok"), call(`{}`, " ok\n")},
 		{"a cleared result", result("the whole file"), result("[Old tool result content cleared]")},
+		// Qwen Code's --resume moves the date reminder out of the first
+		// user message.
+		{"scaffolding moved away", chat.Message{Role: chat.RoleUser, Parts: []chat.Part{
+			{Type: chat.PartText, Text: "<system-reminder>\nThis is the Qwen Code.\n</system-reminder>"},
+			{Type: chat.PartText, Text: "<system-reminder>\nThe current date is: Friday.\n</system-reminder>"},
+			{Type: chat.PartText, Text: "fix a.go"}}},
+			chat.Message{Role: chat.RoleUser, Parts: []chat.Part{
+				{Type: chat.PartText, Text: "<system-reminder>\nThis is the Qwen Code.\n</system-reminder>"},
+				{Type: chat.PartText, Text: "fix a.go"}}}},
 	}
 	for _, tc := range same {
 		if identityOf(&tc.a) != identityOf(&tc.b) {
@@ -42,6 +51,9 @@ func TestIdentityOf(t *testing.T) {
 		a, b chat.Message
 	}{
 		{"user text", user("fix a.go"), user("fix b.go")},
+		{"user text in the same scaffolding", user("<system-reminder>x</system-reminder>fix a.go"), user("<system-reminder>x</system-reminder>fix b.go")},
+		{"observations that are all scaffolding", user("<returncode>0</returncode>\n<output>a</output>"), user("<returncode>0</returncode>\n<output>b</output>")},
+		{"scaffolding only, another one", user("<environment_context>/a</environment_context>"), user("<environment_context>/b</environment_context>")},
 		{"audio data", user("", "AAAA"), user("", "BBBB")},
 		{"assistant text", call(`{}`, "yes"), call(`{}`, "no")},
 		{"another call", call(`{}`, ""), chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c2", Name: "Edit"}}}}},

@@ -52,6 +52,10 @@ type Framing struct {
 	EnumInit int `json:"enum_init"`
 	EnumItem int `json:"enum_item"`
 	FuncEnd  int `json:"func_end"`
+	// ToolsJSON: the provider reads each tool definition as its JSON
+	// ({"description","input_schema","name"}, keys sorted, compact), as
+	// Anthropic renders tools, instead of OpenAI's function rule above.
+	ToolsJSON bool `json:"tools_json,omitempty"`
 
 	template chatTemplate // set by FramingOf for a model with a Template
 }

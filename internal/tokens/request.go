@@ -182,8 +182,16 @@ func CountTools(enc *Encoding, fr Framing, system string, tools []chat.Tool) (in
 	}
 	per := make([]ToolCount, len(tools))
 	total := int64(fr.FuncEnd)
+	if fr.ToolsJSON {
+		total = 0
+	}
 	for i, t := range tools {
-		n := openAITool(fr, t, func(s string) int { return enc.Count(s) })
+		var n int
+		if fr.ToolsJSON {
+			n = enc.Count(toolDefinitionJSON(t))
+		} else {
+			n = openAITool(fr, t, func(s string) int { return enc.Count(s) })
+		}
 		per[i] = ToolCount{Name: t.Name, Tokens: int64(max(n, 0))}
 		total += per[i].Tokens
 	}
@@ -209,6 +217,10 @@ func ToolBytes(fr Framing, tools []chat.Tool) int {
 	switch r := fr.template.(type) {
 	case nil:
 		for _, t := range tools {
+			if fr.ToolsJSON {
+				rendered += len(toolDefinitionJSON(t))
+				continue
+			}
 			openAITool(fr, t, func(s string) int { rendered += len(s); return 0 })
 		}
 	case toolRenderer:
@@ -221,6 +233,23 @@ func ToolBytes(fr Framing, tools []chat.Tool) int {
 // is the size of what it renders for tools.
 type toolRenderer interface {
 	toolBytes(tools []chat.Tool) int
+}
+
+// toolDefinitionJSON is a tool definition as a provider that reads its
+// JSON sees it (Framing.ToolsJSON): {"description","input_schema","name"}
+// with keys sorted, compact; parameters that are not JSON are a string.
+func toolDefinitionJSON(t chat.Tool) string {
+	def := map[string]any{"name": t.Name, "description": t.Description}
+	if t.Parameters != "" {
+		var schema any
+		if json.Unmarshal([]byte(t.Parameters), &schema) == nil {
+			def["input_schema"] = schema
+		} else {
+			def["input_schema"] = t.Parameters
+		}
+	}
+	b, _ := json.Marshal(def)
+	return string(b)
 }
 
 // openAITool is OpenAI's published rule for one function definition: the

@@ -4,12 +4,26 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
+
+	"github.com/contextd/contextd/internal/tokens"
 )
 
 // claudeModel is the model Claude Code is run with: claude-sonnet-4-5 with
 // a small window (the registry's entry replaced by the models file),
-// counted with o200k_base, which the provider here counts with too.
-var claudeModel = model{Name: "claude-sonnet-4-5", Provider: "anthropic", ContextWindow: 48000, MaxOutput: 4096, Encoding: "o200k_base", Exact: true}
+// counted with o200k_base, which the provider here counts with too, and
+// with its tool definitions read as their JSON, as Anthropic reads them
+// (Anthropic's token counting of its get_weather example, 403 tokens, is
+// the tool-use system prompt plus the definition's JSON; OpenAI's function
+// rule would count the definition at a third of that).
+var claudeModel = model{Name: "claude-sonnet-4-5", Provider: "anthropic", ContextWindow: 48000, MaxOutput: 4096, Encoding: "o200k_base", Exact: true,
+	Framing: &anthropicFraming}
+
+// anthropicFraming is OpenAI's framing of messages with tools read as JSON.
+var anthropicFraming = func() tokens.Framing {
+	f := tokens.DefaultFraming
+	f.ToolsJSON = true
+	return f
+}()
 
 // claudeEnv is Claude Code's environment: contextd as its Anthropic base
 // URL, a fake key, and nothing that leaves the machine (telemetry, error

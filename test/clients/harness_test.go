@@ -121,6 +121,9 @@ type model struct {
 	MaxOutput     int64  `json:"max_output_tokens"`
 	Encoding      string `json:"encoding"`
 	Exact         bool   `json:"exact"`
+	// Framing, when set, is how the provider frames a request (the
+	// models file's framing).
+	Framing *tokens.Framing `json:"framing,omitempty"`
 }
 
 func startRig(t *testing.T, m model, env map[string]string) *rig {

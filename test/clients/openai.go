@@ -212,16 +212,13 @@ func contentTexts(content any) []string {
 }
 
 // responsesSegments is a Responses request in the order OpenAI caches
-// it: instructions, tools, then each input item.
+// it: instructions, tools (toolSegments), then each input item.
 func responsesSegments(body map[string]any) []segment {
 	var segs []segment
 	if s, ok := body["instructions"].(string); ok {
 		segs = append(segs, segment{key: s, text: s})
 	}
-	tools, _ := body["tools"].([]any)
-	for _, t := range tools {
-		segs = append(segs, segment{key: canonical(t), text: canonical(t)})
-	}
+	segs = append(segs, toolSegments(body)...)
 	switch in := body["input"].(type) {
 	case string:
 		segs = append(segs, segment{key: in, text: in})
@@ -401,13 +398,10 @@ func (p *Provider) chat(w http.ResponseWriter, r *http.Request) {
 }
 
 // chatSegments is a Chat Completions request in the order OpenAI caches
-// it: tools, then each message.
+// it: tools (toolSegments), then each message.
 func chatSegments(body map[string]any) []segment {
 	var segs []segment
-	tools, _ := body["tools"].([]any)
-	for _, t := range tools {
-		segs = append(segs, segment{key: canonical(t), text: canonical(t)})
-	}
+	segs = append(segs, toolSegments(body)...)
 	msgs, _ := body["messages"].([]any)
 	for _, m := range msgs {
 		segs = append(segs, item(m, false))
