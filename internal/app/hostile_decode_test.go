@@ -91,15 +91,7 @@ func TestHostileMillionParts(t *testing.T) {
 				t.Fatalf("%d-byte body: %v; want %v naming %s", len(tc.body), err, tc.code, tc.names)
 			}
 			if tc.field != "" {
-				var found bool
-				for _, d := range st.Details() {
-					if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) == 1 && br.GetFieldViolations()[0].GetField() == tc.field {
-						found = true
-					}
-				}
-				if !found {
-					t.Errorf("no BadRequest violation on %s: %v", tc.field, st.Details())
-				}
+				checkViolation(t, st, tc.field)
 			}
 			ratio := float64(alloc) / float64(len(tc.body))
 			t.Logf("%d-byte body: %d bytes allocated (%.1f× the body)", len(tc.body), alloc, ratio)
@@ -131,4 +123,74 @@ func TestHostileMillionParts(t *testing.T) {
 			t.Errorf("refusing a %d-byte body over Connect allocated %.1f× the body; want at most 6×", len(body), ratio)
 		}
 	})
+}
+
+// inlineBody is a GetContextUsageRequest whose inline context (field 2, a
+// singular message) is sent in pieces pieces of msgs empty messages each:
+// protobuf merges the pieces into one InlineContext of pieces × msgs
+// messages.
+func inlineBody(pieces, msgs int) []byte {
+	var user []byte
+	user = protowire.AppendTag(user, 3, protowire.VarintType) // role
+	user = protowire.AppendVarint(user, uint64(contextdv1.Role_ROLE_USER))
+	var m []byte
+	for range msgs {
+		m = protowire.AppendTag(m, 4, protowire.BytesType) // a user message with nothing in it
+		m = protowire.AppendBytes(m, user)
+	}
+	var b []byte
+	for range pieces {
+		b = protowire.AppendTag(b, 2, protowire.BytesType)
+		b = protowire.AppendBytes(b, m)
+	}
+	return b
+}
+
+// TestHostileMergedInline: a singular message field sent in pieces is one
+// message to the decoder, so its lists are counted over all the pieces.
+// Three pieces of 100,000 user messages (1.2 MB) are refused before
+// decoding, naming inline.messages (a request may have 100,000); 65
+// pieces of one message are refused naming inline. Before, the walk
+// counted each piece alone and let the 300,000 messages be decoded: the
+// refusal protovalidate wrote after decoding broke the connection
+// (COMPRESSION_ERROR) after 12 s.
+func TestHostileMergedInline(t *testing.T) {
+	conn := startServer(t, map[string]string{})
+	ctx := t.Context()
+	for _, tc := range []struct {
+		name  string
+		body  []byte
+		field string
+	}{
+		{"3 pieces of 100,000 messages", inlineBody(3, 100_000), "inline.messages"},
+		{"65 pieces", inlineBody(65, 1), "inline"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			alloc, err := allocated(t, func() error {
+				var out []byte
+				return conn.Invoke(ctx, "/contextd.v1.ContextService/GetContextUsage", &tc.body, &out, grpc.ForceCodec(rawCodec{}))
+			})
+			st := status.Convert(err)
+			if st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "refused before decoding") {
+				t.Fatalf("%d-byte body: %v; want InvalidArgument refused before decoding", len(tc.body), err)
+			}
+			checkViolation(t, st, tc.field)
+			ratio := float64(alloc) / float64(len(tc.body))
+			t.Logf("%d-byte body: %d bytes allocated (%.1f× the body)", len(tc.body), alloc, ratio)
+			if len(tc.body) > 100_000 && ratio > 4 {
+				t.Errorf("refusing a %d-byte body allocated %.1f× the body; want at most 4×", len(tc.body), ratio)
+			}
+		})
+	}
+}
+
+// checkViolation checks that st carries one BadRequest violation, on field.
+func checkViolation(t *testing.T, st *status.Status, field string) {
+	t.Helper()
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) == 1 && br.GetFieldViolations()[0].GetField() == field {
+			return
+		}
+	}
+	t.Errorf("no BadRequest violation on %s: %v", field, st.Details())
 }

@@ -233,7 +233,9 @@ type Tx interface {
 	StageView(ctx context.Context, tenant, sessionID string, gen int64, entries []ViewEntry) error
 	// FlipView makes generation gen the session's active view if it holds
 	// exactly count entries, and ErrVersionConflict otherwise (a sweep
-	// took a generation that a concurrent rewrite made stale).
+	// took a generation that a concurrent rewrite made stale). The caller
+	// holds the session's row (GetSession in this transaction): SweepViews
+	// holds it while it deletes, so the count is not taken from under it.
 	FlipView(ctx context.Context, tenant, sessionID string, gen int64, count int) error
 	// MessagesByID returns the messages with these ids, in the order given.
 	MessagesByID(ctx context.Context, tenant, sessionID string, ids []string) ([]chat.Message, error)

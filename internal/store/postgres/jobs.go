@@ -84,7 +84,7 @@ func (t *txn) NextJob(ctx context.Context, now time.Time, perTenant int) (store.
 			return j, err
 		}
 		var locked bool
-		if err := t.tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended('jobs-running/' || $1, 0))`, j.Tenant).Scan(&locked); err != nil {
+		if err := t.tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, `+jobLockSeed+`))`, j.Tenant).Scan(&locked); err != nil {
 			return store.Job{}, err
 		}
 		if locked {
@@ -101,6 +101,15 @@ func (t *txn) NextJob(ctx context.Context, now time.Time, perTenant int) (store.
 	}
 	return store.Job{}, store.ErrNotFound
 }
+
+// jobLockSeed is the hash seed of the tenant's running-jobs lock: the
+// other advisory locks hash their text with seed 0 (LockCompaction hashes
+// "tenant/session"), so a key of "jobs-running/" || tenant was that of
+// tenant "jobs-running" compacting a session named after the tenant, and
+// held by it, the tenant's jobs were skipped (TestJobLockIsTheTenants).
+// With a seed of its own, a tenant's lock meets another key by a 64-bit
+// hash collision only.
+const jobLockSeed = "7406"
 
 // jobPickTries bounds NextJob's picks on PostgreSQL: past it the worker
 // finds nothing this time and looks again at its next wake.

@@ -390,17 +390,29 @@ const currentGen = `(SELECT view_gen FROM sessions WHERE tenant = $1 AND id = $2
 
 // SweepViews deletes, in one short transaction, at most limit entries of
 // the session's view generations other than its current one.
-func (s *Store) SweepViews(ctx context.Context, tenant, sessionID string, limit int) (int, error) {
-	// The rows by ctid (a TID scan), the current generation read once:
-	// matching the whole key against a correlated subquery made each batch
-	// a nested loop over the session's rows (52 s to sweep 20,000).
-	tag, err := s.pool.Exec(ctx, `WITH cur AS (SELECT view_gen FROM sessions WHERE tenant = $1 AND id = $2)
-		DELETE FROM view_entries WHERE ctid = ANY (ARRAY(SELECT v.ctid FROM view_entries v
-			WHERE v.tenant = $1 AND v.session_id = $2 AND v.gen <> coalesce((SELECT view_gen FROM cur), -1) LIMIT $3))`, tenant, sessionID, limit)
-	if err != nil {
-		return 0, err
-	}
-	return int(tag.RowsAffected()), nil
+//
+// The current generation is read holding the session's row (FOR SHARE),
+// to the end of the sweep: a flip commits under that row's lock, so read
+// without it, a flip open meanwhile was not seen and the generation it was
+// making the session's view was swept as garbage (conformance
+// SweepDuringFlip: the view was left empty). A session no longer stored
+// has only garbage.
+func (s *Store) SweepViews(ctx context.Context, tenant, sessionID string, limit int) (n int, err error) {
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		cur := int64(-1)
+		err := tx.QueryRow(ctx, `SELECT view_gen FROM sessions WHERE tenant = $1 AND id = $2 FOR SHARE`, tenant, sessionID).Scan(&cur)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		// The rows by ctid (a TID scan): matching the whole key against a
+		// correlated subquery made each batch a nested loop over the
+		// session's rows (52 s to sweep 20,000).
+		tag, err := tx.Exec(ctx, `DELETE FROM view_entries WHERE ctid = ANY (ARRAY(SELECT v.ctid FROM view_entries v
+			WHERE v.tenant = $1 AND v.session_id = $2 AND v.gen <> $3 LIMIT $4))`, tenant, sessionID, cur, limit)
+		n = int(tag.RowsAffected())
+		return err
+	})
+	return n, err
 }
 
 // GetCompaction reads one compaction without locking anything.

@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"JobRunningCapIsExact", testJobRunningCapIsExact},
 		{"LogBytes", testLogBytes},
 		{"ViewGenerations", testViewGenerations},
+		{"SweepDuringFlip", testSweepDuringFlip},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

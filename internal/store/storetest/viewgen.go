@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
@@ -104,5 +105,69 @@ func testViewGenerations(t *testing.T, s store.Store) {
 	}
 	if got := fmt.Sprint(activeIDs(t, s, "t1", "a")); got != "[m2]" {
 		t.Fatalf("after the sweep: %s", got)
+	}
+}
+
+// testSweepDuringFlip checks that a sweep running while a flip is in an
+// open transaction never deletes the generation being flipped: the sweep
+// reads the current generation before the flip commits, so deleting what
+// was not current then would empty the view the flip makes the session's.
+func testSweepDuringFlip(t *testing.T, s store.Store) {
+	create(t, s, session("t1", "a", epoch))
+	ids := []string{"m1", "m2", "m3"}
+	var msgs []chat.Message
+	for i, id := range ids {
+		msgs = append(msgs, sized(id, int64(i+1), "hi", epoch))
+	}
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.InsertMessages(ctx, "t1", "a", msgs); err != nil {
+			return err
+		}
+		return tx.AppendView(ctx, "t1", "a", store.Entries(ids[:1], 0))
+	})
+	gen := store.NewViewGen()
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.StageView(ctx, "t1", "a", gen, store.Entries(ids, 0))
+	})
+	flipped, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.InTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+			if _, err := tx.GetSession(ctx, "t1", "a"); err != nil { // the session's row, as every rewrite holds it
+				return err
+			}
+			if err := tx.FlipView(ctx, "t1", "a", gen, len(ids)); err != nil {
+				return err
+			}
+			close(flipped)
+			<-release
+			return nil
+		})
+	}()
+	select {
+	case <-flipped:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	swept := make(chan error, 1)
+	go func() {
+		_, err := s.SweepViews(context.Background(), "t1", "a", 100)
+		swept <- err
+	}()
+	// The sweep either waits for the flip or sweeps what is not its
+	// generation; give it time to do the wrong thing.
+	select {
+	case err := <-swept:
+		swept <- err
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-swept; err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(activeIDs(t, s, "t1", "a")), fmt.Sprint(ids); got != want {
+		t.Fatalf("the view after a sweep ran during its flip: %s; want %s", got, want)
 	}
 }
