@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -133,11 +134,16 @@ func TestCorpusReplay(t *testing.T) {
 					if err := compaction.ValidatePairs(res.Messages); err != nil {
 						t.Fatalf("invalid view: %v", err)
 					}
+					// The original task is the first message the person
+					// wrote (chat.HumanAuthored; else the first user
+					// message): it stays in every view, verbatim, though a
+					// framework's scaffolding before it (SWE-agent's
+					// demonstration) may be compacted.
 					if task.ID == "" {
-						task = res.Messages[0]
+						task = firstTask(res.Messages)
 					}
-					if !reflect.DeepEqual(res.Messages[0], task) {
-						t.Fatalf("the original task changed: %+v", res.Messages[0])
+					if i := slices.IndexFunc(res.Messages, func(m chat.Message) bool { return m.ID == task.ID }); i < 0 || !reflect.DeepEqual(res.Messages[i], task) {
+						t.Fatalf("the original task %s changed or left the view", task.ID)
 					}
 					if res.Status.Compacted {
 						compactions++
@@ -214,4 +220,25 @@ func TestCorpusReplay(t *testing.T) {
 		t.Fatal("the corpus never compacted")
 	}
 	t.Logf("%d automatic compactions; worst usage after one: bound %+.1f%% of the usable window", compactions, 100*maxOver)
+}
+
+// firstTask is the view's first human-authored user message, else its
+// first user message (the engine's original task).
+func firstTask(view []chat.Message) chat.Message {
+	first := -1
+	for i := range view {
+		if view[i].Role != chat.RoleUser || view[i].Kind != "" && view[i].Kind != chat.KindNormal {
+			continue
+		}
+		if chat.HumanAuthored(&view[i]) {
+			return view[i]
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	if first < 0 {
+		return chat.Message{}
+	}
+	return view[first]
 }
