@@ -33,6 +33,8 @@ type conversation struct {
 	door    string
 	session string
 	acked   []turn
+	// ackedAt is when the last of acked was acknowledged.
+	ackedAt time.Time
 	// pending is the user turn of a call that never got an answer (the
 	// agent gave up and left the conversation): it may be in the log
 	// once, at the end, or not at all.
@@ -93,6 +95,7 @@ func (g *gatewayAgents) run(ctx context.Context, agent int) {
 			s.rep.ack("gateway "+door.path, time.Since(began))
 			g.mu.Lock()
 			c.acked = append(hist, turn{"assistant", reply})
+			c.ackedAt = time.Now()
 			c.session = session
 			g.mu.Unlock()
 			s.think(ctx)
