@@ -350,15 +350,20 @@ func (s *soak) compareGateway(c conversation, log []*contextdv1.Message, final b
 			return
 		}
 	}
+	when := "at the end"
+	if !final {
+		when = fmt.Sprintf("at the checkpoint at %s, the last turn acknowledged %s before the read",
+			readAt.Sub(s.rep.start).Round(time.Second), readAt.Sub(c.ackedAt).Round(time.Millisecond))
+	}
 	for i, want := range c.acked {
 		if i >= len(got) {
-			s.rep.problem(lost, "gateway session %s (%s): the log has %d messages, the client holds %d acknowledged; first missing: %s %q",
-				c.session, c.door, len(got), len(c.acked), want.role, short(want.text))
+			s.rep.problem(lost, "gateway session %s (%s): the log has %d messages, the client holds %d acknowledged; first missing: %s %q (%s)",
+				c.session, c.door, len(got), len(c.acked), want.role, short(want.text), when)
 			return
 		}
 		if got[i] != want {
-			s.rep.problem(lost, "gateway session %s (%s): log message %d is %s %q, the acknowledged history has %s %q",
-				c.session, c.door, i, got[i].role, short(got[i].text), want.role, short(want.text))
+			s.rep.problem(lost, "gateway session %s (%s): log message %d is %s %q, the acknowledged history has %s %q (%s)",
+				c.session, c.door, i, got[i].role, short(got[i].text), want.role, short(want.text), when)
 			return
 		}
 	}
