@@ -96,7 +96,12 @@ func (g *gatewayAgents) run(ctx context.Context, agent int) {
 			g.mu.Lock()
 			c.acked = append(hist, turn{"assistant", reply})
 			c.ackedAt = time.Now()
-			c.session = session
+			if session != "" {
+				// The gateway names a session only to the request that
+				// made it (or named it, or whose signal derives it): a
+				// later turn, found by its history, is not told again.
+				c.session = session
+			}
 			g.mu.Unlock()
 			s.think(ctx)
 		}
