@@ -122,14 +122,21 @@ var errGaveUp = errors.New("gave up after the retries")
 func (s *soak) gatewayCall(ctx context.Context, path, model string, hist []turn, stream bool, agent int) (string, string, error) {
 	body := requestBody(path, model, hist, stream)
 	var last error
+	// named is the session an attempt was told: the one that made it is,
+	// whether or not it got its answer (a retry that finds it by its
+	// history is not told).
+	named := ""
 	for attempt := 0; attempt < 8; attempt++ {
 		if attempt > 0 && !sleepCtx(ctx, backoff(attempt, last)) {
-			return "", "", ctx.Err()
+			return "", named, ctx.Err()
 		}
 		r := s.replicas[(agent+attempt)%len(s.replicas)]
 		reply, session, err := s.gatewayAttempt(ctx, r.base()+path, path, body, stream)
+		if session != "" {
+			named = session
+		}
 		if err == nil {
-			return reply, session, nil
+			return reply, named, nil
 		}
 		var he *httpError
 		if errors.As(err, &he) && !retryable(he.status) {
@@ -202,12 +209,12 @@ func (s *soak) gatewayAttempt(ctx context.Context, url, path string, body []byte
 		return "", "", err
 	}
 	defer resp.Body.Close()
+	session := resp.Header.Get("X-Contextd-Session")
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 		ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-		return "", "", &httpError{status: resp.StatusCode, body: string(b), retryAfter: time.Duration(ra) * time.Second}
+		return "", session, &httpError{status: resp.StatusCode, body: string(b), retryAfter: time.Duration(ra) * time.Second}
 	}
-	session := resp.Header.Get("X-Contextd-Session")
 	var reply string
 	if stream {
 		reply, err = readStream(path, resp.Body)
