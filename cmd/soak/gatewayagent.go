@@ -33,6 +33,8 @@ type conversation struct {
 	door    string
 	session string
 	acked   []turn
+	// ackedAt is when the last of acked was acknowledged.
+	ackedAt time.Time
 	// pending is the user turn of a call that never got an answer (the
 	// agent gave up and left the conversation): it may be in the log
 	// once, at the end, or not at all.
@@ -93,7 +95,13 @@ func (g *gatewayAgents) run(ctx context.Context, agent int) {
 			s.rep.ack("gateway "+door.path, time.Since(began))
 			g.mu.Lock()
 			c.acked = append(hist, turn{"assistant", reply})
-			c.session = session
+			c.ackedAt = time.Now()
+			if session != "" {
+				// The gateway names a session only to the request that
+				// made it (or named it, or whose signal derives it): a
+				// later turn, found by its history, is not told again.
+				c.session = session
+			}
 			g.mu.Unlock()
 			s.think(ctx)
 		}
@@ -114,14 +122,21 @@ var errGaveUp = errors.New("gave up after the retries")
 func (s *soak) gatewayCall(ctx context.Context, path, model string, hist []turn, stream bool, agent int) (string, string, error) {
 	body := requestBody(path, model, hist, stream)
 	var last error
+	// named is the session an attempt was told: the one that made it is,
+	// whether or not it got its answer (a retry that finds it by its
+	// history is not told).
+	named := ""
 	for attempt := 0; attempt < 8; attempt++ {
 		if attempt > 0 && !sleepCtx(ctx, backoff(attempt, last)) {
-			return "", "", ctx.Err()
+			return "", named, ctx.Err()
 		}
 		r := s.replicas[(agent+attempt)%len(s.replicas)]
 		reply, session, err := s.gatewayAttempt(ctx, r.base()+path, path, body, stream)
+		if session != "" {
+			named = session
+		}
 		if err == nil {
-			return reply, session, nil
+			return reply, named, nil
 		}
 		var he *httpError
 		if errors.As(err, &he) && !retryable(he.status) {
@@ -194,12 +209,12 @@ func (s *soak) gatewayAttempt(ctx context.Context, url, path string, body []byte
 		return "", "", err
 	}
 	defer resp.Body.Close()
+	session := resp.Header.Get("X-Contextd-Session")
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 		ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-		return "", "", &httpError{status: resp.StatusCode, body: string(b), retryAfter: time.Duration(ra) * time.Second}
+		return "", session, &httpError{status: resp.StatusCode, body: string(b), retryAfter: time.Duration(ra) * time.Second}
 	}
-	session := resp.Header.Get("X-Contextd-Session")
 	var reply string
 	if stream {
 		reply, err = readStream(path, resp.Body)

@@ -82,6 +82,9 @@ type soak struct {
 	// unreported counts model calls whose ReportUsage never got an
 	// answer (the ledger may lack them).
 	unreported atomic.Int64
+	// unrecordedAtKill counts gateway conversations whose last
+	// acknowledged reply is missing, a replica killed just after it.
+	unrecordedAtKill atomic.Int64
 	// restarts are the kills' restarts still running: the final checks
 	// wait for them.
 	restarts sync.WaitGroup
