@@ -451,8 +451,19 @@ func (s *soak) final(ctx context.Context) {
 	for id, from := range ids {
 		s.checkView(ctx, id, from, cleared[id])
 	}
-	// Gateway conversations: acknowledged turns once each, in order.
+	// Gateway conversations: acknowledged turns once each, in order. A
+	// conversation never told its session (the attempt that made it was
+	// cut before its headers, and the gateway names a session found by
+	// history to no caller without a signal) is found by the tag of its
+	// first turn, which no other conversation's log starts with.
+	var tagged map[string]string
 	for _, c := range s.gw.snapshot() {
+		if c.session == "" && len(c.acked) > 0 {
+			if tagged == nil {
+				tagged = s.sessionsByTag(ctx)
+			}
+			c.session = tagged[tagOf(c.acked[0].text)]
+		}
 		if c.session == "" {
 			if len(c.acked) > 0 {
 				// Answered turns the checker cannot find: unchecked is
@@ -728,4 +739,58 @@ func (s *soak) checkWatchers(ctx context.Context) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+}
+
+// tagOf is the tag a gateway agent's turn text starts with («gA.cC.tT»),
+// or "" when it has none.
+func tagOf(text string) string {
+	if !strings.HasPrefix(text, "«") {
+		return ""
+	}
+	i := strings.Index(text, "»")
+	if i < 0 {
+		return ""
+	}
+	return text[:i+len("»")]
+}
+
+// sessionsByTag maps the tag of each session's first logged message to the
+// session: of several (a conversation forked, or replayed into a session
+// of its own), the one with the longest log, which holds the rest.
+func (s *soak) sessionsByTag(ctx context.Context) map[string]string {
+	out := map[string]string{}
+	longest := map[string]int64{}
+	token := ""
+	for page := 0; page < 1000; page++ {
+		var resp *contextdv1.ListSessionsResponse
+		if err := s.call(ctx, "ListSessions", 0, nil, func(ctx context.Context, c contextdv1.ContextServiceClient) error {
+			var err error
+			resp, err = c.ListSessions(ctx, &contextdv1.ListSessionsRequest{PageSize: 1000, PageToken: token})
+			return err
+		}); err != nil {
+			s.rep.problem(lost, "gateway: ListSessions: %v", err)
+			return out
+		}
+		for _, ses := range resp.GetSessions() {
+			var first *contextdv1.GetMessagesResponse
+			if err := s.call(ctx, "GetMessages", 0, nil, func(ctx context.Context, c contextdv1.ContextServiceClient) error {
+				var err error
+				first, err = c.GetMessages(ctx, &contextdv1.GetMessagesRequest{SessionId: ses.GetId(), View: contextdv1.MessageView_MESSAGE_VIEW_LOG, PageSize: 1})
+				return err
+			}); err != nil || len(first.GetMessages()) == 0 {
+				continue
+			}
+			text := ""
+			for _, p := range first.GetMessages()[0].GetParts() {
+				text += p.GetText().GetText()
+			}
+			if tag := tagOf(text); tag != "" && ses.GetLogCount() >= longest[tag] {
+				out[tag], longest[tag] = ses.GetId(), ses.GetLogCount()
+			}
+		}
+		if token = resp.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	return out
 }
