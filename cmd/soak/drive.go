@@ -576,35 +576,23 @@ func (s *soak) checkView(ctx context.Context, id, from string, cleared bool) {
 // ledger lacks at most that many.
 func (s *soak) checkLedger(ctx context.Context) {
 	var calls, input, output int64
-	token := ""
-	for page := 0; page < 1000; page++ {
-		var resp *contextdv1.ListSessionsResponse
-		if err := s.call(ctx, "ListSessions", 0, nil, func(ctx context.Context, c contextdv1.ContextServiceClient) error {
+	if !s.eachSession(ctx, "ledger", func(ses *contextdv1.Session) bool {
+		var got *contextdv1.GetSessionResponse
+		if err := s.call(ctx, "GetSession", 0, nil, func(ctx context.Context, c contextdv1.ContextServiceClient) error {
 			var err error
-			resp, err = c.ListSessions(ctx, &contextdv1.ListSessionsRequest{PageSize: 1000, PageToken: token})
+			got, err = c.GetSession(ctx, &contextdv1.GetSessionRequest{SessionId: ses.GetId()})
 			return err
 		}); err != nil {
-			s.rep.problem(lost, "ledger: ListSessions: %v", err)
-			return
+			s.rep.problem(lost, "ledger: GetSession %s: %v", ses.GetId(), err)
+			return false
 		}
-		for _, ses := range resp.GetSessions() {
-			var got *contextdv1.GetSessionResponse
-			if err := s.call(ctx, "GetSession", 0, nil, func(ctx context.Context, c contextdv1.ContextServiceClient) error {
-				var err error
-				got, err = c.GetSession(ctx, &contextdv1.GetSessionRequest{SessionId: ses.GetId()})
-				return err
-			}); err != nil {
-				s.rep.problem(lost, "ledger: GetSession %s: %v", ses.GetId(), err)
-				return
-			}
-			l := got.GetSession().GetLedger().GetCalls()
-			calls += l.GetCalls()
-			input += l.GetInputTokens() + l.GetCacheReadTokens() + l.GetCacheWriteTokens()
-			output += l.GetOutputTokens()
-		}
-		if token = resp.GetNextPageToken(); token == "" {
-			break
-		}
+		l := got.GetSession().GetLedger().GetCalls()
+		calls += l.GetCalls()
+		input += l.GetInputTokens() + l.GetCacheReadTokens() + l.GetCacheWriteTokens()
+		output += l.GetOutputTokens()
+		return true
+	}) {
+		return
 	}
 	billed := int64(s.provider.agents.Billed())
 	in, out := s.provider.agents.Totals()
@@ -760,6 +748,31 @@ func tagOf(text string) string {
 func (s *soak) sessionsByTag(ctx context.Context) map[string]string {
 	out := map[string]string{}
 	longest := map[string]int64{}
+	s.eachSession(ctx, "gateway", func(ses *contextdv1.Session) bool {
+		var first *contextdv1.GetMessagesResponse
+		if err := s.call(ctx, "GetMessages", 0, nil, func(ctx context.Context, c contextdv1.ContextServiceClient) error {
+			var err error
+			first, err = c.GetMessages(ctx, &contextdv1.GetMessagesRequest{SessionId: ses.GetId(), View: contextdv1.MessageView_MESSAGE_VIEW_LOG, PageSize: 1})
+			return err
+		}); err != nil || len(first.GetMessages()) == 0 {
+			return true
+		}
+		text := ""
+		for _, p := range first.GetMessages()[0].GetParts() {
+			text += p.GetText().GetText()
+		}
+		if tag := tagOf(text); tag != "" && ses.GetLogCount() >= longest[tag] {
+			out[tag], longest[tag] = ses.GetId(), ses.GetLogCount()
+		}
+		return true
+	})
+	return out
+}
+
+// eachSession calls fn on every session of the tenant, page by page, until
+// fn answers false; false when listing failed (a problem reported for
+// what) or fn stopped it.
+func (s *soak) eachSession(ctx context.Context, what string, fn func(*contextdv1.Session) bool) bool {
 	token := ""
 	for page := 0; page < 1000; page++ {
 		var resp *contextdv1.ListSessionsResponse
@@ -768,29 +781,17 @@ func (s *soak) sessionsByTag(ctx context.Context) map[string]string {
 			resp, err = c.ListSessions(ctx, &contextdv1.ListSessionsRequest{PageSize: 1000, PageToken: token})
 			return err
 		}); err != nil {
-			s.rep.problem(lost, "gateway: ListSessions: %v", err)
-			return out
+			s.rep.problem(lost, "%s: ListSessions: %v", what, err)
+			return false
 		}
 		for _, ses := range resp.GetSessions() {
-			var first *contextdv1.GetMessagesResponse
-			if err := s.call(ctx, "GetMessages", 0, nil, func(ctx context.Context, c contextdv1.ContextServiceClient) error {
-				var err error
-				first, err = c.GetMessages(ctx, &contextdv1.GetMessagesRequest{SessionId: ses.GetId(), View: contextdv1.MessageView_MESSAGE_VIEW_LOG, PageSize: 1})
-				return err
-			}); err != nil || len(first.GetMessages()) == 0 {
-				continue
-			}
-			text := ""
-			for _, p := range first.GetMessages()[0].GetParts() {
-				text += p.GetText().GetText()
-			}
-			if tag := tagOf(text); tag != "" && ses.GetLogCount() >= longest[tag] {
-				out[tag], longest[tag] = ses.GetId(), ses.GetLogCount()
+			if !fn(ses) {
+				return false
 			}
 		}
 		if token = resp.GetNextPageToken(); token == "" {
 			break
 		}
 	}
-	return out
+	return true
 }
