@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 )
 
 // messages serves Anthropic's POST /v1/messages.
@@ -105,7 +107,7 @@ func (p *Provider) messages(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(msg)
 		return
 	}
-	startSSE(w)
+	gatewaytest.StartSSE(w)
 	start := map[string]any{}
 	for k, v := range msg {
 		start[k] = v
@@ -113,37 +115,37 @@ func (p *Provider) messages(w http.ResponseWriter, r *http.Request) {
 	start["content"], start["stop_reason"] = []any{}, nil
 	start["usage"] = map[string]any{"input_tokens": u.Uncached, "cache_creation_input_tokens": u.CacheWrite,
 		"cache_read_input_tokens": u.CacheRead, "output_tokens": 1}
-	writeSSE(w, "message_start", map[string]any{"type": "message_start", "message": start})
+	gatewaytest.WriteEvent(w, "message_start", map[string]any{"type": "message_start", "message": start})
 	for i, block := range content {
 		delta := func(d map[string]any) {
-			writeSSE(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d})
+			gatewaytest.WriteEvent(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d})
 		}
 		switch block["type"] {
 		case "thinking":
-			writeSSE(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
+			gatewaytest.WriteEvent(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
 			delta(map[string]any{"type": "thinking_delta", "thinking": block["thinking"]})
 			delta(map[string]any{"type": "signature_delta", "signature": block["signature"]})
 		case "text":
-			writeSSE(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
+			gatewaytest.WriteEvent(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "text", "text": ""}})
 			for _, piece := range pieces(block["text"].(string)) {
 				delta(map[string]any{"type": "text_delta", "text": piece})
 			}
 		case "tool_use":
-			writeSSE(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
+			gatewaytest.WriteEvent(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "tool_use", "id": block["id"], "name": block["name"], "input": map[string]any{}}})
 			args, _ := json.Marshal(block["input"])
 			for _, piece := range pieces(string(args)) {
 				delta(map[string]any{"type": "input_json_delta", "partial_json": piece})
 			}
 		}
-		writeSSE(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+		gatewaytest.WriteEvent(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 	}
-	writeSSE(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+	gatewaytest.WriteEvent(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
 		"usage": map[string]any{"input_tokens": u.Uncached, "cache_creation_input_tokens": u.CacheWrite,
 			"cache_read_input_tokens": u.CacheRead, "output_tokens": u.Output}})
-	writeSSE(w, "message_stop", map[string]any{"type": "message_stop"})
+	gatewaytest.WriteEvent(w, "message_stop", map[string]any{"type": "message_stop"})
 }
 
 // pieces cuts s into deltas of up to 40 bytes (on rune boundaries).

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 )
 
 // receiveOpenAI reads an OpenAI request and checks it with check.
@@ -134,12 +136,12 @@ func (p *Provider) responses(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(resp)
 		return
 	}
-	startSSE(w)
+	gatewaytest.StartSSE(w)
 	seq := 0
 	ev := func(typ string, fields map[string]any) {
 		fields["type"], fields["sequence_number"] = typ, seq
 		seq++
-		writeSSE(w, typ, fields)
+		gatewaytest.WriteEvent(w, typ, fields)
 	}
 	created := map[string]any{}
 	for k, v := range resp {
@@ -368,14 +370,14 @@ func (p *Provider) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	so, _ := c.Body["stream_options"].(map[string]any)
 	includeUsage, _ := so["include_usage"].(bool)
-	startSSE(w)
+	gatewaytest.StartSSE(w)
 	chunk := func(delta map[string]any, finish any) {
 		ch := map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1, "model": c.Model,
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
 		if includeUsage {
 			ch["usage"] = nil
 		}
-		writeSSE(w, "", ch)
+		gatewaytest.WriteEvent(w, "", ch)
 	}
 	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
 	for _, piece := range pieces(content) {
@@ -391,7 +393,7 @@ func (p *Provider) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	chunk(map[string]any{}, finish)
 	if includeUsage {
-		writeSSE(w, "", map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1, "model": c.Model, "choices": []any{}, "usage": usage})
+		gatewaytest.WriteEvent(w, "", map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1, "model": c.Model, "choices": []any{}, "usage": usage})
 	}
 	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	w.(http.Flusher).Flush()

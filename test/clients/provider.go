@@ -27,18 +27,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 	"github.com/contextd/contextd/internal/tokens"
 )
 
 // Usage is what the provider billed for one request, in the provider's
-// categories: uncached input, cache reads, cache writes, output. Input is
-// every input token of the request (the three added).
-type Usage struct {
-	Uncached, CacheRead, CacheWrite, Output int64
-}
-
-// Input is the request's whole input as the provider counted it.
-func (u Usage) Input() int64 { return u.Uncached + u.CacheRead + u.CacheWrite }
+// categories (uncached input, cache reads, cache writes, output), as
+// gatewaytest's fake bills it.
+type Usage = gatewaytest.Bill
 
 // Call is one request the provider received.
 type Call struct {
@@ -498,22 +494,6 @@ func choose(tools []tool, ws Workspace, task string, round int) (call, error) {
 		names = append(names, t.name)
 	}
 	return call{}, fmt.Errorf("no shell tool among %v", names)
-}
-
-// writeSSE writes one server-sent event and flushes it.
-func writeSSE(w http.ResponseWriter, event string, data any) {
-	b, _ := json.Marshal(data)
-	if event != "" {
-		fmt.Fprintf(w, "event: %s\n", event)
-	}
-	fmt.Fprintf(w, "data: %s\n\n", b)
-	w.(http.Flusher).Flush()
-}
-
-func startSSE(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
 }
 
 func refuse(w http.ResponseWriter, c Call) {

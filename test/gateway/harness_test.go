@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,34 +161,11 @@ func repoRoot() string {
 // input, cache reads, cache writes and output tokens.
 func (s *server) checkLedger(ids ...string) {
 	s.t.Helper()
-	var got struct {
-		Session struct {
-			Ledger struct {
-				Calls struct {
-					Calls            string `json:"calls"`
-					InputTokens      string `json:"inputTokens"`
-					CacheReadTokens  string `json:"cacheReadTokens"`
-					CacheWriteTokens string `json:"cacheWriteTokens"`
-					OutputTokens     string `json:"outputTokens"`
-				} `json:"calls"`
-			} `json:"ledger"`
-		} `json:"session"`
-	}
-	n := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
 	deadline := time.Now().Add(10 * time.Second)
 	var calls int64
 	var ledger gatewaytest.Bill
 	for {
-		calls, ledger = 0, gatewaytest.Bill{}
-		for _, id := range ids {
-			s.rpc("GetSession", map[string]any{"sessionId": id}, &got)
-			c := got.Session.Ledger.Calls
-			calls += n(c.Calls)
-			ledger.Uncached += n(c.InputTokens)
-			ledger.CacheRead += n(c.CacheReadTokens)
-			ledger.CacheWrite += n(c.CacheWriteTokens)
-			ledger.Output += n(c.OutputTokens)
-		}
+		calls, ledger = apptest.Ledger(s.t, s.addr, ids...)
 		if calls >= int64(s.fake.Billed()) || time.Now().After(deadline) {
 			break
 		}

@@ -6,15 +6,19 @@
 package apptest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 )
 
 // Start runs contextd with env over those defaults and returns its
@@ -62,4 +66,47 @@ func Start(t testing.TB, env map[string]string) string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Ledger sums the ledgers of the sessions ids of the contextd at addr
+// (GetSession over Connect): the calls recorded and their usage, split as
+// gatewaytest's fake provider bills it.
+func Ledger(t testing.TB, addr string, ids ...string) (calls int64, bill gatewaytest.Bill) {
+	t.Helper()
+	n := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
+	for _, id := range ids {
+		var got struct {
+			Session struct {
+				Ledger struct {
+					Calls struct {
+						Calls            string `json:"calls"`
+						InputTokens      string `json:"inputTokens"`
+						CacheReadTokens  string `json:"cacheReadTokens"`
+						CacheWriteTokens string `json:"cacheWriteTokens"`
+						OutputTokens     string `json:"outputTokens"`
+					} `json:"calls"`
+				} `json:"ledger"`
+			} `json:"session"`
+		}
+		b, _ := json.Marshal(map[string]any{"sessionId": id})
+		resp, err := http.Post("http://"+addr+"/contextd.v1.ContextService/GetSession", "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GetSession %s: %d %s", id, resp.StatusCode, body)
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatalf("GetSession %s: %v: %s", id, err, body)
+		}
+		c := got.Session.Ledger.Calls
+		calls += n(c.Calls)
+		bill.Uncached += n(c.InputTokens)
+		bill.CacheRead += n(c.CacheReadTokens)
+		bill.CacheWrite += n(c.CacheWriteTokens)
+		bill.Output += n(c.OutputTokens)
+	}
+	return calls, bill
 }

@@ -261,10 +261,31 @@ type sse struct {
 }
 
 func (f *Fake) startSSE(w http.ResponseWriter) *sse {
+	StartSSE(w)
+	return &sse{f: f, w: w, first: true}
+}
+
+// StartSSE answers with an event stream (test/clients' provider too).
+func StartSSE(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	return &sse{f: f, w: w, first: true}
+}
+
+// WriteEvent writes one server-sent event (named, unless name is empty;
+// data JSON, or a string as it is) and flushes it.
+func WriteEvent(w http.ResponseWriter, name string, data any) {
+	var b []byte
+	if str, ok := data.(string); ok {
+		b = []byte(str)
+	} else {
+		b, _ = json.Marshal(data)
+	}
+	if name != "" {
+		fmt.Fprintf(w, "event: %s\n", name)
+	}
+	fmt.Fprintf(w, "data: %s\n\n", b)
+	w.(http.Flusher).Flush()
 }
 
 // event writes one event; false when the stream is to be cut.
@@ -281,17 +302,7 @@ func (s *sse) event(name string, data any) bool {
 	if s.n > 0 && pause > 0 {
 		time.Sleep(pause)
 	}
-	var b []byte
-	if str, ok := data.(string); ok {
-		b = []byte(str)
-	} else {
-		b, _ = json.Marshal(data)
-	}
-	if name != "" {
-		fmt.Fprintf(s.w, "event: %s\n", name)
-	}
-	fmt.Fprintf(s.w, "data: %s\n\n", b)
-	s.w.(http.Flusher).Flush()
+	WriteEvent(s.w, name, data)
 	s.f.mu.Lock()
 	if s.first {
 		s.f.FirstEventAt, s.first = time.Now(), false
