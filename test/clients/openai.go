@@ -32,7 +32,7 @@ func refuseOpenAI(w http.ResponseWriter, c Call) {
 
 // responses serves OpenAI's POST /v1/responses (what Codex CLI uses).
 func (p *Provider) responses(w http.ResponseWriter, r *http.Request) {
-	c := p.receiveOpenAI(r, "responses", p.checkResponses)
+	c := p.receiveOpenAI(r, "responses", func(body map[string]any) []string { return gatewaytest.CheckResponses(body, p.recall) })
 	input, _ := c.Body["input"].([]any)
 	var texts []string
 	lastCall := ""
@@ -232,70 +232,9 @@ func responsesSegments(body map[string]any) []segment {
 	return segs
 }
 
-// checkResponses is what OpenAI refuses in a Responses request: an output
-// for no call, a call with no output, a reasoning item that cannot be
-// found (store false and no encrypted content), and a function call the
-// provider answered after a reasoning item, sent back without it.
-func (p *Provider) checkResponses(body map[string]any) []string {
-	var problems []string
-	input, ok := body["input"].([]any)
-	if !ok {
-		if _, isString := body["input"].(string); isString {
-			return nil
-		}
-		return []string{"input: Missing required parameter: 'input'."}
-	}
-	store := true
-	if s, ok := body["store"].(bool); ok {
-		store = s
-	}
-	open := map[string]bool{}
-	reasoningIDs := map[string]bool{}
-	for i, x := range input {
-		it, _ := x.(map[string]any)
-		typ, _ := it["type"].(string)
-		id, _ := it["call_id"].(string)
-		switch {
-		case typ == "reasoning":
-			rid, _ := it["id"].(string)
-			reasoningIDs[rid] = true
-			if _, ok := it["summary"].([]any); !ok {
-				problems = append(problems, fmt.Sprintf("input[%d].summary: Missing required parameter", i))
-			}
-			if !store && it["encrypted_content"] == nil {
-				problems = append(problems, fmt.Sprintf("Item with id '%s' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", rid))
-			}
-		case strings.HasSuffix(typ, "_call_output"):
-			if !open[id] {
-				problems = append(problems, fmt.Sprintf("No tool call found for function call output with call_id %s.", id))
-			}
-			delete(open, id)
-		case strings.HasSuffix(typ, "_call"):
-			open[id] = true
-			if itemID, _ := it["id"].(string); itemID != "" {
-				p.mu.Lock()
-				rs, had := p.reasoning[itemID]
-				p.mu.Unlock()
-				if had && !reasoningIDs[rs] {
-					problems = append(problems, fmt.Sprintf("Item '%s' of type '%s' was provided without its required 'reasoning' item: '%s'.", itemID, typ, rs))
-				}
-			}
-		default:
-			if role, _ := it["role"].(string); role != "" && len(open) > 0 && role != "assistant" {
-				problems = append(problems, fmt.Sprintf("No tool output found for function call %s.", strings.Join(sorted(open), ", ")))
-				open = map[string]bool{}
-			}
-		}
-	}
-	if len(open) > 0 {
-		problems = append(problems, fmt.Sprintf("No tool output found for function call %s.", strings.Join(sorted(open), ", ")))
-	}
-	return problems
-}
-
 // chat serves OpenAI's POST /v1/chat/completions (what Qwen Code uses).
 func (p *Provider) chat(w http.ResponseWriter, r *http.Request) {
-	c := p.receiveOpenAI(r, "chat", checkChat)
+	c := p.receiveOpenAI(r, "chat", gatewaytest.CheckChat)
 	msgs, _ := c.Body["messages"].([]any)
 	var texts []string
 	lastCall := ""
@@ -409,49 +348,4 @@ func chatSegments(body map[string]any) []segment {
 		segs = append(segs, item(m, false))
 	}
 	return segs
-}
-
-// checkChat is what OpenAI refuses in a Chat Completions request: tool
-// calls not answered by tool messages right after them, a tool message
-// that answers no call, an assistant message with neither content nor
-// tool calls.
-func checkChat(body map[string]any) []string {
-	var problems []string
-	msgs, _ := body["messages"].([]any)
-	if len(msgs) == 0 {
-		return []string{"messages: empty array"}
-	}
-	open := map[string]bool{}
-	for i, x := range msgs {
-		m, _ := x.(map[string]any)
-		role, _ := m["role"].(string)
-		if role != "tool" && len(open) > 0 {
-			problems = append(problems, fmt.Sprintf("messages.[%d]: An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", i, strings.Join(sorted(open), ", ")))
-			open = map[string]bool{}
-		}
-		switch role {
-		case "system", "developer", "user":
-		case "assistant":
-			calls, _ := m["tool_calls"].([]any)
-			for _, c := range calls {
-				id, _ := c.(map[string]any)["id"].(string)
-				open[id] = true
-			}
-			if len(calls) == 0 && m["content"] == nil {
-				problems = append(problems, fmt.Sprintf("messages.[%d].content: an assistant message needs content or tool_calls", i))
-			}
-		case "tool":
-			id, _ := m["tool_call_id"].(string)
-			if !open[id] {
-				problems = append(problems, fmt.Sprintf("messages.[%d].role: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'", i))
-			}
-			delete(open, id)
-		default:
-			problems = append(problems, fmt.Sprintf("messages.[%d].role: unknown role %q", i, role))
-		}
-	}
-	if len(open) > 0 {
-		problems = append(problems, fmt.Sprintf("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", strings.Join(sorted(open), ", ")))
-	}
-	return problems
 }

@@ -96,6 +96,16 @@ func NewProvider(enc *tokens.Encoding, window int64) *Provider {
 	return p
 }
 
+// recall is what the provider sent before a tool call it answered (the
+// signed thinking, the reasoning item): gatewaytest's refusals check that
+// a client sends it back.
+func (p *Provider) recall(id string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sent, ok := p.reasoning[id]
+	return sent, ok
+}
+
 // Close stops the provider.
 func (p *Provider) Close() { p.srv.Close() }
 

@@ -1,14 +1,13 @@
 package gatewaytest
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 )
 
 // chat serves POST /v1/chat/completions.
 func (f *Fake) chat(w http.ResponseWriter, r *http.Request) {
-	body, reply, bill, ok := f.receive(w, r, checkChat)
+	body, reply, bill, ok := f.receive(w, r, CheckChat)
 	if !ok {
 		return
 	}
@@ -99,60 +98,9 @@ func finishOf(r Reply) string {
 	return "stop"
 }
 
-// checkChat is what OpenAI refuses in a Chat Completions request: tool
-// calls without their results, results without their call, a conversation
-// with no user message first.
-func checkChat(body map[string]any) []string {
-	var problems []string
-	msgs, _ := body["messages"].([]any)
-	if len(msgs) == 0 {
-		return []string{"messages: empty"}
-	}
-	open := map[string]bool{}
-	seen := map[string]bool{}
-	firstNonSystem := ""
-	for i, x := range msgs {
-		m, _ := x.(map[string]any)
-		role, _ := m["role"].(string)
-		if firstNonSystem == "" && role != "system" && role != "developer" {
-			firstNonSystem = role
-		}
-		if role != "tool" && len(open) > 0 {
-			problems = append(problems, fmt.Sprintf("messages[%d]: tool calls %v have no results", i, keys(open)))
-			open = map[string]bool{}
-		}
-		switch role {
-		case "assistant":
-			calls, _ := m["tool_calls"].([]any)
-			for _, c := range calls {
-				id, _ := c.(map[string]any)["id"].(string)
-				open[id], seen[id] = true, true
-			}
-		case "tool":
-			id, _ := m["tool_call_id"].(string)
-			if !open[id] {
-				problems = append(problems, fmt.Sprintf("messages[%d]: tool result %q follows no call of it", i, id))
-			}
-			delete(open, id)
-		}
-	}
-	if firstNonSystem != "user" {
-		problems = append(problems, "the first message after the system messages is "+firstNonSystem+", not user")
-	}
-	return problems
-}
-
-func keys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
 // responses serves POST /v1/responses.
 func (f *Fake) responses(w http.ResponseWriter, r *http.Request) {
-	body, reply, bill, ok := f.receive(w, r, checkResponses)
+	body, reply, bill, ok := f.receive(w, r, func(body map[string]any) []string { return CheckResponses(body, nil) })
 	if !ok {
 		return
 	}
@@ -214,42 +162,4 @@ func (f *Fake) responses(w http.ResponseWriter, r *http.Request) {
 		ev("response.output_item.done", map[string]any{"output_index": i, "item": it})
 	}
 	ev("response.completed", map[string]any{"response": resp})
-}
-
-// checkResponses is what OpenAI refuses in a Responses request: outputs
-// without their call, calls without outputs before the next input.
-func checkResponses(body map[string]any) []string {
-	var problems []string
-	input, ok := body["input"].([]any)
-	if !ok {
-		if _, isString := body["input"].(string); isString {
-			return nil
-		}
-		return []string{"input: missing"}
-	}
-	open := map[string]bool{}
-	for i, x := range input {
-		it, _ := x.(map[string]any)
-		typ, _ := it["type"].(string)
-		id, _ := it["call_id"].(string)
-		switch typ {
-		case "function_call", "custom_tool_call":
-			open[id] = true
-		case "function_call_output", "custom_tool_call_output":
-			if !open[id] {
-				problems = append(problems, fmt.Sprintf("input[%d]: output for call %q with no call before it", i, id))
-			}
-			delete(open, id)
-		case "reasoning":
-			if _, ok := it["summary"].([]any); !ok {
-				problems = append(problems, fmt.Sprintf("input[%d].summary: Missing required parameter", i))
-			}
-		default:
-			if role, _ := it["role"].(string); role == "user" && len(open) > 0 {
-				problems = append(problems, fmt.Sprintf("input[%d]: calls %v have no output", i, keys(open)))
-				open = map[string]bool{}
-			}
-		}
-	}
-	return problems
 }
