@@ -107,44 +107,7 @@ func (p *Provider) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gatewaytest.StartSSE(w)
-	start := map[string]any{}
-	for k, v := range msg {
-		start[k] = v
-	}
-	start["content"], start["stop_reason"] = []any{}, nil
-	start["usage"] = map[string]any{"input_tokens": u.Uncached, "cache_creation_input_tokens": u.CacheWrite,
-		"cache_read_input_tokens": u.CacheRead, "output_tokens": 1}
-	gatewaytest.WriteEvent(w, "message_start", map[string]any{"type": "message_start", "message": start})
-	for i, block := range content {
-		delta := func(d map[string]any) {
-			gatewaytest.WriteEvent(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d})
-		}
-		switch block["type"] {
-		case "thinking":
-			gatewaytest.WriteEvent(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
-			delta(map[string]any{"type": "thinking_delta", "thinking": block["thinking"]})
-			delta(map[string]any{"type": "signature_delta", "signature": block["signature"]})
-		case "text":
-			gatewaytest.WriteEvent(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "text", "text": ""}})
-			for _, piece := range pieces(block["text"].(string)) {
-				delta(map[string]any{"type": "text_delta", "text": piece})
-			}
-		case "tool_use":
-			gatewaytest.WriteEvent(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "tool_use", "id": block["id"], "name": block["name"], "input": map[string]any{}}})
-			args, _ := json.Marshal(block["input"])
-			for _, piece := range pieces(string(args)) {
-				delta(map[string]any{"type": "input_json_delta", "partial_json": piece})
-			}
-		}
-		gatewaytest.WriteEvent(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
-	}
-	gatewaytest.WriteEvent(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-		"usage": map[string]any{"input_tokens": u.Uncached, "cache_creation_input_tokens": u.CacheWrite,
-			"cache_read_input_tokens": u.CacheRead, "output_tokens": u.Output}})
-	gatewaytest.WriteEvent(w, "message_stop", map[string]any{"type": "message_stop"})
+	gatewaytest.MessagesEvents(func(name string, data any) { gatewaytest.WriteEvent(w, name, data) }, msg, pieces, false)
 }
 
 // pieces cuts s into deltas of up to 40 bytes (on rune boundaries).

@@ -1,0 +1,81 @@
+package gatewaytest
+
+import "encoding/json"
+
+// Writing an answer as a provider streams it, shared by this fake and
+// test/clients' scripted provider: each takes the answer as its JSON body
+// and writes the events through emit (the fake's pauses and cut streams,
+// or straight to the wire), cutting texts and arguments with cut.
+
+// MessagesEvents writes msg, an Anthropic Messages answer, as its stream:
+// message_start (no content, one output token), each content block's
+// start, deltas and stop — or, interleaved, every start before the first
+// delta, as the API may send them — then message_delta and message_stop.
+func MessagesEvents(emit func(name string, data any), msg map[string]any, cut func(string) []string, interleave bool) {
+	content, _ := msg["content"].([]map[string]any)
+	usage, _ := msg["usage"].(map[string]any)
+	start := map[string]any{}
+	for k, v := range msg {
+		start[k] = v
+	}
+	first := map[string]any{}
+	for k, v := range usage {
+		first[k] = v
+	}
+	first["output_tokens"] = 1
+	start["content"], start["stop_reason"], start["usage"] = []any{}, nil, first
+	emit("message_start", map[string]any{"type": "message_start", "message": start})
+	blockStart := func(i int, block map[string]any) {
+		empty := map[string]any{"type": block["type"]}
+		switch block["type"] {
+		case "text":
+			empty["text"] = ""
+		case "tool_use":
+			empty["id"], empty["name"], empty["input"] = block["id"], block["name"], map[string]any{}
+		case "thinking":
+			empty["thinking"], empty["signature"] = "", ""
+		}
+		emit("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": empty})
+	}
+	deltas := func(i int, block map[string]any, cut func(string) []string) {
+		delta := func(d map[string]any) {
+			emit("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d})
+		}
+		switch block["type"] {
+		case "thinking":
+			delta(map[string]any{"type": "thinking_delta", "thinking": block["thinking"]})
+			delta(map[string]any{"type": "signature_delta", "signature": block["signature"]})
+		case "text":
+			for _, piece := range cut(block["text"].(string)) {
+				delta(map[string]any{"type": "text_delta", "text": piece})
+			}
+		case "tool_use":
+			args, _ := json.Marshal(block["input"])
+			for _, piece := range cut(string(args)) {
+				delta(map[string]any{"type": "input_json_delta", "partial_json": piece})
+			}
+		}
+	}
+	stop := func(i int) { emit("content_block_stop", map[string]any{"type": "content_block_stop", "index": i}) }
+	if interleave {
+		whole := func(s string) []string { return []string{s} }
+		for i, b := range content {
+			blockStart(i, b)
+		}
+		for i, b := range content {
+			deltas(i, b, whole)
+		}
+		for i := range content {
+			stop(i)
+		}
+	} else {
+		for i, b := range content {
+			blockStart(i, b)
+			deltas(i, b, cut)
+			stop(i)
+		}
+	}
+	emit("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": msg["stop_reason"], "stop_sequence": nil},
+		"usage": usage})
+	emit("message_stop", map[string]any{"type": "message_stop"})
+}
