@@ -297,45 +297,21 @@ func (p *Provider) chat(w http.ResponseWriter, r *http.Request) {
 	usage := map[string]any{"prompt_tokens": u.Input(), "completion_tokens": u.Output, "total_tokens": u.Input() + u.Output,
 		"prompt_tokens_details": map[string]any{"cached_tokens": u.CacheRead}}
 	id := p.nextID("chatcmpl-", 0, 0)
+	msg := map[string]any{"role": "assistant", "content": content, "refusal": nil}
+	if len(calls) > 0 {
+		msg["tool_calls"] = calls
+	}
+	resp := map[string]any{"id": id, "object": "chat.completion", "created": 1, "model": c.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}}, "usage": usage}
 	if stream, _ := c.Body["stream"].(bool); !stream {
-		msg := map[string]any{"role": "assistant", "content": content, "refusal": nil}
-		if len(calls) > 0 {
-			msg["tool_calls"] = calls
-		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "object": "chat.completion", "created": 1, "model": c.Model,
-			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}}, "usage": usage})
+		_ = json.NewEncoder(w).Encode(resp)
 		return
 	}
 	so, _ := c.Body["stream_options"].(map[string]any)
 	includeUsage, _ := so["include_usage"].(bool)
 	gatewaytest.StartSSE(w)
-	chunk := func(delta map[string]any, finish any) {
-		ch := map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1, "model": c.Model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
-		if includeUsage {
-			ch["usage"] = nil
-		}
-		gatewaytest.WriteEvent(w, "", ch)
-	}
-	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
-	for _, piece := range pieces(content) {
-		chunk(map[string]any{"content": piece}, nil)
-	}
-	for i, call := range calls {
-		fn := call["function"].(map[string]any)
-		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": call["id"], "type": "function",
-			"function": map[string]any{"name": fn["name"], "arguments": ""}}}}, nil)
-		for _, piece := range pieces(fn["arguments"].(string)) {
-			chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": piece}}}}, nil)
-		}
-	}
-	chunk(map[string]any{}, finish)
-	if includeUsage {
-		gatewaytest.WriteEvent(w, "", map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1, "model": c.Model, "choices": []any{}, "usage": usage})
-	}
-	_, _ = io.WriteString(w, "data: [DONE]\n\n")
-	w.(http.Flusher).Flush()
+	gatewaytest.ChatChunks(func(name string, data any) { gatewaytest.WriteEvent(w, name, data) }, resp, pieces, includeUsage)
 }
 
 // chatSegments is a Chat Completions request in the order OpenAI caches

@@ -16,44 +16,42 @@ func (f *Fake) chat(w http.ResponseWriter, r *http.Request) {
 	usage := map[string]any{"prompt_tokens": bill.Input(), "completion_tokens": bill.Output, "total_tokens": bill.Input() + bill.Output,
 		"prompt_tokens_details": map[string]any{"cached_tokens": bill.CacheRead, "audio_tokens": 0}}
 	replies := append([]Reply{reply}, reply.More...)
-	if !f.streams(body) {
-		var choices []any
-		for i, rp := range replies {
-			msg := map[string]any{"role": "assistant", "content": rp.Text, "refusal": nil, "annotations": []any{}}
-			calls := chatCalls(rp.ToolCalls)
-			if len(calls) > 0 {
-				msg["tool_calls"] = calls
-				if rp.Text == "" {
-					msg["content"] = nil
-				}
+	var choices []any
+	for i, rp := range replies {
+		msg := map[string]any{"role": "assistant", "content": rp.Text, "refusal": nil, "annotations": []any{}}
+		calls := chatCalls(rp.ToolCalls)
+		if len(calls) > 0 {
+			msg["tool_calls"] = calls
+			if rp.Text == "" {
+				msg["content"] = nil
 			}
-			choices = append(choices, map[string]any{"index": i, "message": msg, "finish_reason": finishOf(rp), "logprobs": nil})
 		}
-		writeJSON(w, map[string]any{"id": "chatcmpl-fake", "object": "chat.completion", "created": 1, "model": model,
-			"choices": choices, "usage": usage})
+		choices = append(choices, map[string]any{"index": i, "message": msg, "finish_reason": finishOf(rp), "logprobs": nil})
+	}
+	resp := map[string]any{"id": "chatcmpl-fake", "object": "chat.completion", "created": 1, "model": model,
+		"choices": choices, "usage": usage}
+	if !f.streams(body) {
+		writeJSON(w, resp)
 		return
 	}
 	so, _ := body["stream_options"].(map[string]any)
 	includeUsage, _ := so["include_usage"].(bool)
 	s := f.startSSE(w)
-	chunk := func(index int, delta map[string]any, finish any) map[string]any {
-		c := map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model,
-			"choices": []any{map[string]any{"index": index, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
-		if includeUsage {
-			c["usage"] = nil
-		}
-		return c
-	}
+	emit := func(name string, data any) { s.event(name, data) }
 	f.mu.Lock()
 	endless, ended := f.Endless, f.Ended
 	f.mu.Unlock()
 	if endless > 0 {
 		// A model that never stops talking, to a client that stopped
 		// reading: only the client's going away ends it.
-		s.event("", chunk(0, map[string]any{"role": "assistant", "content": ""}, nil))
+		chunk := func(delta map[string]any) map[string]any {
+			return map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model,
+				"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": nil, "logprobs": nil}}}
+		}
+		s.event("", chunk(map[string]any{"role": "assistant", "content": ""}))
 		piece := strings.Repeat("x", endless)
 		n := 0
-		for r.Context().Err() == nil && s.event("", chunk(0, map[string]any{"content": piece}, nil)) {
+		for r.Context().Err() == nil && s.event("", chunk(map[string]any{"content": piece})) {
 			n++
 		}
 		if ended != nil {
@@ -61,26 +59,7 @@ func (f *Fake) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	for ci, rp := range replies {
-		s.event("", chunk(ci, map[string]any{"role": "assistant", "content": ""}, nil))
-		for _, piece := range split(rp.Text) {
-			if piece != "" {
-				s.event("", chunk(ci, map[string]any{"content": piece}, nil))
-			}
-		}
-		for i, c := range rp.ToolCalls {
-			s.event("", chunk(ci, map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
-				"function": map[string]any{"name": c.Name, "arguments": ""}}}}, nil))
-			for _, piece := range split(c.Arguments) {
-				s.event("", chunk(ci, map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": piece}}}}, nil))
-			}
-		}
-		s.event("", chunk(ci, map[string]any{}, finishOf(rp)))
-	}
-	if includeUsage {
-		s.event("", map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model, "choices": []any{}, "usage": usage})
-	}
-	s.event("", "[DONE]")
+	ChatChunks(emit, resp, split, includeUsage)
 }
 
 func chatCalls(tcs []ToolCall) []map[string]any {

@@ -79,3 +79,48 @@ func MessagesEvents(emit func(name string, data any), msg map[string]any, cut fu
 		"usage": usage})
 	emit("message_stop", map[string]any{"type": "message_stop"})
 }
+
+// ChatChunks writes resp, a Chat Completions answer, as its stream: for
+// each choice a chunk with the role, the content's pieces, each tool
+// call's first chunk (id, name) and its arguments' pieces, and the finish
+// reason; the usage in a chunk of its own when the request asked for it
+// (stream_options.include_usage; then every other chunk has usage null);
+// then [DONE].
+func ChatChunks(emit func(name string, data any), resp map[string]any, cut func(string) []string, includeUsage bool) {
+	chunk := func(index any, delta map[string]any, finish any) {
+		c := map[string]any{"id": resp["id"], "object": "chat.completion.chunk", "created": resp["created"], "model": resp["model"],
+			"choices": []any{map[string]any{"index": index, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
+		if includeUsage {
+			c["usage"] = nil
+		}
+		emit("", c)
+	}
+	choices, _ := resp["choices"].([]any)
+	for _, x := range choices {
+		choice := x.(map[string]any)
+		msg := choice["message"].(map[string]any)
+		ci := choice["index"]
+		chunk(ci, map[string]any{"role": "assistant", "content": ""}, nil)
+		text, _ := msg["content"].(string)
+		for _, piece := range cut(text) {
+			if piece != "" {
+				chunk(ci, map[string]any{"content": piece}, nil)
+			}
+		}
+		calls, _ := msg["tool_calls"].([]map[string]any)
+		for i, c := range calls {
+			fn := c["function"].(map[string]any)
+			chunk(ci, map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c["id"], "type": "function",
+				"function": map[string]any{"name": fn["name"], "arguments": ""}}}}, nil)
+			for _, piece := range cut(fn["arguments"].(string)) {
+				chunk(ci, map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": piece}}}}, nil)
+			}
+		}
+		chunk(ci, map[string]any{}, choice["finish_reason"])
+	}
+	if includeUsage {
+		emit("", map[string]any{"id": resp["id"], "object": "chat.completion.chunk", "created": resp["created"], "model": resp["model"],
+			"choices": []any{}, "usage": resp["usage"]})
+	}
+	emit("", "[DONE]")
+}
