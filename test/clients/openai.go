@@ -137,63 +137,7 @@ func (p *Provider) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gatewaytest.StartSSE(w)
-	seq := 0
-	ev := func(typ string, fields map[string]any) {
-		fields["type"], fields["sequence_number"] = typ, seq
-		seq++
-		gatewaytest.WriteEvent(w, typ, fields)
-	}
-	created := map[string]any{}
-	for k, v := range resp {
-		created[k] = v
-	}
-	created["status"], created["output"], created["usage"] = "in_progress", []any{}, nil
-	ev("response.created", map[string]any{"response": created})
-	ev("response.in_progress", map[string]any{"response": created})
-	for i, it := range output {
-		added := map[string]any{}
-		for k, v := range it {
-			added[k] = v
-		}
-		switch it["type"] {
-		case "message":
-			added["content"], added["status"] = []any{}, "in_progress"
-			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			text := it["content"].([]any)[0].(map[string]any)["text"].(string)
-			ev("response.content_part.added", map[string]any{"output_index": i, "item_id": it["id"], "content_index": 0,
-				"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
-			for _, piece := range pieces(text) {
-				ev("response.output_text.delta", map[string]any{"output_index": i, "item_id": it["id"], "content_index": 0, "delta": piece, "logprobs": []any{}})
-			}
-			ev("response.output_text.done", map[string]any{"output_index": i, "item_id": it["id"], "content_index": 0, "text": text, "logprobs": []any{}})
-			ev("response.content_part.done", map[string]any{"output_index": i, "item_id": it["id"], "content_index": 0,
-				"part": map[string]any{"type": "output_text", "text": text, "annotations": []any{}}})
-		case "function_call":
-			added["arguments"], added["status"] = "", "in_progress"
-			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			for _, piece := range pieces(it["arguments"].(string)) {
-				ev("response.function_call_arguments.delta", map[string]any{"output_index": i, "item_id": it["id"], "delta": piece})
-			}
-			ev("response.function_call_arguments.done", map[string]any{"output_index": i, "item_id": it["id"], "arguments": it["arguments"]})
-		case "custom_tool_call":
-			added["input"], added["status"] = "", "in_progress"
-			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			for _, piece := range pieces(it["input"].(string)) {
-				ev("response.custom_tool_call_input.delta", map[string]any{"output_index": i, "item_id": it["id"], "delta": piece})
-			}
-			ev("response.custom_tool_call_input.done", map[string]any{"output_index": i, "item_id": it["id"], "input": it["input"]})
-		case "reasoning":
-			added["summary"] = []any{}
-			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			summary := it["summary"].([]any)[0].(map[string]any)["text"]
-			ev("response.reasoning_summary_part.added", map[string]any{"output_index": i, "item_id": it["id"], "summary_index": 0, "part": map[string]any{"type": "summary_text", "text": ""}})
-			ev("response.reasoning_summary_text.delta", map[string]any{"output_index": i, "item_id": it["id"], "summary_index": 0, "delta": summary})
-			ev("response.reasoning_summary_text.done", map[string]any{"output_index": i, "item_id": it["id"], "summary_index": 0, "text": summary})
-			ev("response.reasoning_summary_part.done", map[string]any{"output_index": i, "item_id": it["id"], "summary_index": 0, "part": map[string]any{"type": "summary_text", "text": summary}})
-		}
-		ev("response.output_item.done", map[string]any{"output_index": i, "item": it})
-	}
-	ev("response.completed", map[string]any{"response": resp})
+	gatewaytest.ResponsesEvents(func(name string, data any) { gatewaytest.WriteEvent(w, name, data) }, resp, pieces)
 }
 
 func contentTexts(content any) []string {

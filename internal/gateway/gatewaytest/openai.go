@@ -84,7 +84,7 @@ func (f *Fake) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	model, _ := body["model"].(string)
-	var output []any
+	var output []map[string]any
 	if reply.EmptyReasoning {
 		output = append(output, map[string]any{"type": "reasoning", "id": "rs_empty", "summary": []any{}, "encrypted_content": "enc:empty"})
 	}
@@ -117,28 +117,5 @@ func (f *Fake) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := f.startSSE(w)
-	seq := 0
-	ev := func(typ string, fields map[string]any) {
-		fields["type"], fields["sequence_number"] = typ, seq
-		seq++
-		s.event(typ, fields)
-	}
-	created := map[string]any{}
-	for k, v := range resp {
-		created[k] = v
-	}
-	created["status"], created["output"], created["usage"] = "in_progress", []any{}, nil
-	ev("response.created", map[string]any{"response": created})
-	for i, item := range output {
-		it := item.(map[string]any)
-		ev("response.output_item.added", map[string]any{"output_index": i, "item": it})
-		if it["type"] == "message" {
-			for _, piece := range split(reply.Text) {
-				ev("response.output_text.delta", map[string]any{"output_index": i, "item_id": it["id"], "content_index": 0, "delta": piece, "logprobs": []any{}})
-			}
-			ev("response.output_text.done", map[string]any{"output_index": i, "item_id": it["id"], "content_index": 0, "text": reply.Text, "logprobs": []any{}})
-		}
-		ev("response.output_item.done", map[string]any{"output_index": i, "item": it})
-	}
-	ev("response.completed", map[string]any{"response": resp})
+	ResponsesEvents(func(name string, data any) { s.event(name, data) }, resp, split)
 }

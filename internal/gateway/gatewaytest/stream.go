@@ -124,3 +124,75 @@ func ChatChunks(emit func(name string, data any), resp map[string]any, cut func(
 	}
 	emit("", "[DONE]")
 }
+
+// ResponsesEvents writes resp, an OpenAI Responses answer, as its stream,
+// events numbered: response.created and response.in_progress (no output
+// yet), then each output item added (empty), its content as deltas (a
+// message's text part, a function call's arguments, a custom tool call's
+// input, a reasoning item's summary) and done, then response.completed.
+func ResponsesEvents(emit func(name string, data any), resp map[string]any, cut func(string) []string) {
+	seq := 0
+	ev := func(typ string, fields map[string]any) {
+		fields["type"], fields["sequence_number"] = typ, seq
+		seq++
+		emit(typ, fields)
+	}
+	created := map[string]any{}
+	for k, v := range resp {
+		created[k] = v
+	}
+	created["status"], created["output"], created["usage"] = "in_progress", []any{}, nil
+	ev("response.created", map[string]any{"response": created})
+	ev("response.in_progress", map[string]any{"response": created})
+	output, _ := resp["output"].([]map[string]any)
+	for i, it := range output {
+		added := map[string]any{}
+		for k, v := range it {
+			added[k] = v
+		}
+		id := it["id"]
+		switch it["type"] {
+		case "message":
+			added["content"], added["status"] = []any{}, "in_progress"
+			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
+			text := it["content"].([]any)[0].(map[string]any)["text"].(string)
+			ev("response.content_part.added", map[string]any{"output_index": i, "item_id": id, "content_index": 0,
+				"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
+			for _, piece := range cut(text) {
+				ev("response.output_text.delta", map[string]any{"output_index": i, "item_id": id, "content_index": 0, "delta": piece, "logprobs": []any{}})
+			}
+			ev("response.output_text.done", map[string]any{"output_index": i, "item_id": id, "content_index": 0, "text": text, "logprobs": []any{}})
+			ev("response.content_part.done", map[string]any{"output_index": i, "item_id": id, "content_index": 0,
+				"part": map[string]any{"type": "output_text", "text": text, "annotations": []any{}}})
+		case "function_call":
+			added["arguments"], added["status"] = "", "in_progress"
+			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
+			for _, piece := range cut(it["arguments"].(string)) {
+				ev("response.function_call_arguments.delta", map[string]any{"output_index": i, "item_id": id, "delta": piece})
+			}
+			ev("response.function_call_arguments.done", map[string]any{"output_index": i, "item_id": id, "arguments": it["arguments"]})
+		case "custom_tool_call":
+			added["input"], added["status"] = "", "in_progress"
+			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
+			for _, piece := range cut(it["input"].(string)) {
+				ev("response.custom_tool_call_input.delta", map[string]any{"output_index": i, "item_id": id, "delta": piece})
+			}
+			ev("response.custom_tool_call_input.done", map[string]any{"output_index": i, "item_id": id, "input": it["input"]})
+		case "reasoning":
+			added["summary"] = []any{}
+			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
+			summary, _ := it["summary"].([]any)
+			for si, x := range summary {
+				text := x.(map[string]any)["text"]
+				ev("response.reasoning_summary_part.added", map[string]any{"output_index": i, "item_id": id, "summary_index": si, "part": map[string]any{"type": "summary_text", "text": ""}})
+				ev("response.reasoning_summary_text.delta", map[string]any{"output_index": i, "item_id": id, "summary_index": si, "delta": text})
+				ev("response.reasoning_summary_text.done", map[string]any{"output_index": i, "item_id": id, "summary_index": si, "text": text})
+				ev("response.reasoning_summary_part.done", map[string]any{"output_index": i, "item_id": id, "summary_index": si, "part": map[string]any{"type": "summary_text", "text": text}})
+			}
+		default:
+			ev("response.output_item.added", map[string]any{"output_index": i, "item": it})
+		}
+		ev("response.output_item.done", map[string]any{"output_index": i, "item": it})
+	}
+	ev("response.completed", map[string]any{"response": resp})
+}
