@@ -164,20 +164,17 @@ func ResponsesEvents(emit func(name string, data any), resp map[string]any, cut 
 			ev("response.output_text.done", map[string]any{"output_index": i, "item_id": id, "content_index": 0, "text": text, "logprobs": []any{}})
 			ev("response.content_part.done", map[string]any{"output_index": i, "item_id": id, "content_index": 0,
 				"part": map[string]any{"type": "output_text", "text": text, "annotations": []any{}}})
-		case "function_call":
-			added["arguments"], added["status"] = "", "in_progress"
-			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			for _, piece := range cut(it["arguments"].(string)) {
-				ev("response.function_call_arguments.delta", map[string]any{"output_index": i, "item_id": id, "delta": piece})
+		case "function_call", "custom_tool_call":
+			field, events := "arguments", "response.function_call_arguments"
+			if it["type"] == "custom_tool_call" {
+				field, events = "input", "response.custom_tool_call_input"
 			}
-			ev("response.function_call_arguments.done", map[string]any{"output_index": i, "item_id": id, "arguments": it["arguments"]})
-		case "custom_tool_call":
-			added["input"], added["status"] = "", "in_progress"
+			added[field], added["status"] = "", "in_progress"
 			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			for _, piece := range cut(it["input"].(string)) {
-				ev("response.custom_tool_call_input.delta", map[string]any{"output_index": i, "item_id": id, "delta": piece})
+			for _, piece := range cut(it[field].(string)) {
+				ev(events+".delta", map[string]any{"output_index": i, "item_id": id, "delta": piece})
 			}
-			ev("response.custom_tool_call_input.done", map[string]any{"output_index": i, "item_id": id, "input": it["input"]})
+			ev(events+".done", map[string]any{"output_index": i, "item_id": id, field: it[field]})
 		case "reasoning":
 			added["summary"] = []any{}
 			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
