@@ -93,7 +93,7 @@ func (p *Provider) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	c, ok := p.record(c, func() Usage { return p.billAnthropic(anthropicSegments(c.Body)) }, outText)
 	if !ok {
-		refuse(w, c)
+		refuse(w, r, c)
 		return
 	}
 	u := c.Billed

@@ -22,14 +22,6 @@ func (p *Provider) receiveOpenAI(r *http.Request, api string, check func(map[str
 	return c
 }
 
-func refuseOpenAI(w http.ResponseWriter, c Call) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": strings.Join(c.Problems, "; "),
-		"type": "invalid_request_error", "param": nil, "code": nil}})
-	_, _ = w.Write(b)
-}
-
 // responses serves OpenAI's POST /v1/responses (what Codex CLI uses).
 func (p *Provider) responses(w http.ResponseWriter, r *http.Request) {
 	c := p.receiveOpenAI(r, "responses", func(body map[string]any) []string { return gatewaytest.CheckResponses(body, p.recall) })
@@ -116,7 +108,7 @@ func (p *Provider) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	c, ok := p.record(c, func() Usage { return p.billOpenAI(responsesSegments(c.Body)) }, outText)
 	if !ok {
-		refuseOpenAI(w, c)
+		refuse(w, r, c)
 		return
 	}
 	u := c.Billed
@@ -234,7 +226,7 @@ func (p *Provider) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	c, ok := p.record(c, func() Usage { return p.billOpenAI(chatSegments(c.Body)) }, outText)
 	if !ok {
-		refuseOpenAI(w, c)
+		refuse(w, r, c)
 		return
 	}
 	u := c.Billed

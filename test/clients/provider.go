@@ -506,12 +506,10 @@ func choose(tools []tool, ws Workspace, task string, round int) (call, error) {
 	return call{}, fmt.Errorf("no shell tool among %v", names)
 }
 
-func refuse(w http.ResponseWriter, c Call) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error",
-		"message": strings.Join(c.Problems, "; ")}})
-	_, _ = w.Write(b)
+// refuse answers a request the provider refuses: 400 with its problems,
+// in the provider's error shape.
+func refuse(w http.ResponseWriter, r *http.Request, c Call) {
+	gatewaytest.WriteError(w, r.URL.Path, http.StatusBadRequest, "invalid_request_error", strings.Join(c.Problems, "; "))
 }
 
 // humanTexts returns the text parts that carry a TASK= marker: what the

@@ -230,22 +230,15 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 		return nil, reply, Bill{}, false
 	}
 	if status != 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		if strings.HasPrefix(r.URL.Path, "/v1/messages") {
-			b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": "api_error", "message": msg}})
-			_, _ = w.Write(b)
-		} else {
-			b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "server_error", "param": nil, "code": nil}})
-			_, _ = w.Write(b)
+		typ := "server_error"
+		if anthropicPath(r.URL.Path) {
+			typ = "api_error"
 		}
+		WriteError(w, r.URL.Path, status, typ, msg)
 		return nil, reply, Bill{}, false
 	}
 	if len(problems) > 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": strings.Join(problems, "; "), "type": "invalid_request_error"}})
-		_, _ = w.Write(b)
+		WriteError(w, r.URL.Path, http.StatusBadRequest, "invalid_request_error", strings.Join(problems, "; "))
 		return nil, reply, Bill{}, false
 	}
 	return body, reply, bill, true
@@ -263,6 +256,20 @@ type sse struct {
 func (f *Fake) startSSE(w http.ResponseWriter) *sse {
 	StartSSE(w)
 	return &sse{f: f, w: w, first: true}
+}
+
+// WriteError answers with status and an error of type typ in the
+// provider's shape: Anthropic's for /v1/messages, OpenAI's otherwise.
+func WriteError(w http.ResponseWriter, path string, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	var b []byte
+	if anthropicPath(path) {
+		b, _ = json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
+	} else {
+		b, _ = json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}})
+	}
+	_, _ = w.Write(b)
 }
 
 // StartSSE answers with an event stream (test/clients' provider too).
