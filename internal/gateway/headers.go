@@ -11,20 +11,33 @@ import (
 // and those a message's Connection header names, go no further in either
 // direction, as net/http/httputil.ReverseProxy drops them.
 
-// Hop-by-hop headers (RFC 9110 7.6.1) and what the gateway sets itself.
-var dropRequest = map[string]bool{
-	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Authorization": true, "Proxy-Connection": true,
-	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Host": true, "Content-Length": true,
-	// Cookies are contextd's origin's (a dashboard's), not the provider's.
-	"Cookie": true,
-	// The transport asks for gzip itself and decompresses, so the answer
-	// can be read for its usage.
-	"Accept-Encoding": true,
+// hopByHop are the hop-by-hop headers (RFC 9110 7.6.1), the list
+// net/http/httputil.ReverseProxy drops in both directions.
+var hopByHop = []string{
+	"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
-var dropResponse = map[string]bool{
-	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Connection": true,
-	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Content-Length": true, "Content-Encoding": true,
+// dropRequest: the hop-by-hop headers and what the gateway sets itself.
+var dropRequest = withHopByHop(
+	"Host", "Content-Length",
+	// Cookies are contextd's origin's (a dashboard's), not the provider's.
+	"Cookie",
+	// The transport asks for gzip itself and decompresses, so the answer
+	// can be read for its usage.
+	"Accept-Encoding",
+)
+
+// dropResponse: the hop-by-hop headers and what the server sets itself
+// (the answer is relayed decompressed, its length its own).
+var dropResponse = withHopByHop("Content-Length", "Content-Encoding")
+
+func withHopByHop(names ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range append(names, hopByHop...) {
+		m[n] = true
+	}
+	return m
 }
 
 // connectionNamed is the headers a message's Connection header names:
