@@ -120,10 +120,7 @@ func (x *exchange) relayEvents(resp *http.Response, out *outcome) {
 			}
 			return
 		}
-		pass, last := true, false
-		if fields {
-			pass, last = st.event(ev.name, ev.data)
-		}
+		raw, pass, last := follow(st, ev, fields)
 		if last {
 			if u, reply, ok := st.result(); ok {
 				out.usages, out.reply = []usage{u}, reply
@@ -131,7 +128,7 @@ func (x *exchange) relayEvents(resp *http.Response, out *outcome) {
 			}
 		}
 		if pass {
-			if _, err := w.Write(ev.raw); err != nil {
+			if _, err := w.Write(raw); err != nil {
 				return
 			}
 			if !flushed(rc) {
@@ -158,6 +155,9 @@ func (x *exchange) relayHeld(a answer, out *outcome) {
 	copyResponseHeaders(w.Header(), rd.header)
 	withoutToolHeaders(w.Header())
 	if !rd.sse {
+		if rw, ok := x.d.(answerRewriter); ok {
+			rd.body = rw.clientAnswer(rd.body)
+		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(rd.body)))
 	}
 	w.WriteHeader(http.StatusOK)

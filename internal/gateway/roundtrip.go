@@ -81,21 +81,18 @@ func (x *exchange) roundTrip(body []byte) (round, error) {
 			}
 			break
 		}
-		pass, last := true, false
-		if fields {
-			pass, last = st.event(ev.name, ev.data)
-		}
+		raw, pass, last := follow(st, ev, fields)
 		if last {
 			if u, reply, ok := st.result(); ok {
 				rd.u, rd.reply, complete = u, reply, true
 			}
 		}
 		if pass {
-			if len(held)+len(ev.raw) > maxAnswerBytes {
+			if len(held)+len(raw) > maxAnswerBytes {
 				complete = false // an answer over 64 MiB
 				break
 			}
-			held = append(held, ev.raw...)
+			held = append(held, raw...)
 		}
 		if ctx.Err() != nil {
 			break

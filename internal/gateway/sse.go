@@ -82,6 +82,33 @@ func (s *sseReader) next() (ev sseEvent, fields bool, end sseEnd) {
 	}
 }
 
+// follow shows st one event: whether to pass it on, whether it is the
+// stream's last, and its bytes for the client (a streamer may rewrite its
+// data, eventRewriter).
+func follow(st streamer, ev sseEvent, fields bool) (raw []byte, pass, last bool) {
+	if !fields {
+		return ev.raw, true, false
+	}
+	pass, last = st.event(ev.name, ev.data)
+	raw = ev.raw
+	if rw, ok := st.(eventRewriter); ok {
+		if data := rw.clientEvent(ev.data); data != nil {
+			raw = eventBytes(ev.name, data)
+		}
+	}
+	return raw, pass, last
+}
+
+// eventBytes writes an SSE event; data holds no newline.
+func eventBytes(name string, data []byte) []byte {
+	out := make([]byte, 0, len(name)+len(data)+16)
+	if name != "" {
+		out = append(append(append(out, "event: "...), name...), '\n')
+	}
+	out = append(append(out, "data: "...), data...)
+	return append(out, "\n\n"...)
+}
+
 func isEventStream(ct string) bool {
 	return len(ct) >= len("text/event-stream") && ct[:len("text/event-stream")] == "text/event-stream"
 }
