@@ -13,6 +13,9 @@
 // expose_expand_tool on, the model's contextd_expand calls are answered here
 // and never reach the client (expandloop.go).
 //
+// The request path of a door is six stages over one request value,
+// exchange.go's table: admit, identify, prepare, forward, relay, record.
+//
 // Translation lives at the edge, one file per provider shape
 // (openai_chat.go, openai_responses.go, anthropic.go), to and from the
 // domain's chat.Message; what a shape carries that the domain does not

@@ -499,6 +499,7 @@ type oaStream struct {
 func (openAIChat) stream(c *conversation) streamer { return &oaStream{wantsUsage: c.wantsUsage} }
 
 func (s *oaStream) event(_ string, data []byte) (bool, bool) {
+	s.named = nil
 	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
 		s.done = true
 		return true, true
@@ -529,7 +530,6 @@ func (s *oaStream) event(_ string, data []byte) (bool, bool) {
 	if chunk.Usage != nil {
 		s.u = chunk.Usage.usage()
 	}
-	s.named = nil
 	for pos, ch := range chunk.Choices {
 		if ch.Index != 0 {
 			continue
