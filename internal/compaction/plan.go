@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/probes"
 )
 
 // Tier is one kind of compaction, cheapest first.
@@ -419,7 +420,14 @@ func placeholderFor(m *chat.Message, why string, names map[string]string, tool b
 		if tool == "" {
 			tool = "a tool"
 		}
-		text := "[contextd pruned this output of " + tool + " (" + desc + ")" + expand
+		kept := ""
+		if why == "" { // a duplicate's facts are in its newer copy
+			kept = keptFacts(tr.Content, tr.IsError, true)
+		}
+		if kept != "" {
+			desc += "; its exit code and first error lines follow"
+		}
+		text := "[contextd pruned this output of " + tool + " (" + desc + ")" + expand + kept
 		out.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
 			ToolCallID: tr.ToolCallID, Content: text, IsError: tr.IsError}}}
 		return out
@@ -433,6 +441,27 @@ func placeholderFor(m *chat.Message, why string, names map[string]string, tool b
 		}
 	}
 	return out
+}
+
+// maxKeptErrors bounds the error lines a placeholder keeps of what it
+// prunes (each at most probes.MaxHead bytes).
+const maxKeptErrors = 3
+
+// keptFacts is what a placeholder keeps of the output it prunes, so masking
+// keeps the artifact (the summary's trail, reading the placeholder later,
+// finds it too): a line "exit code N" when status says and the output
+// prints one, and the first lines of its errors (probes.Facts), each on a
+// line of its own; "" when there are none.
+func keptFacts(content string, isErr, status bool) string {
+	code, errs := probes.Facts(content, isErr, maxKeptErrors)
+	var b strings.Builder
+	if status && code != "" {
+		b.WriteString("\nexit code " + code)
+	}
+	for _, e := range errs {
+		b.WriteString("\n" + e)
+	}
+	return b.String()
 }
 
 // Characters kept at each end of a long message.
@@ -452,8 +481,15 @@ func headTail(m *chat.Message, tool bool) (chat.Message, bool) {
 			continue
 		}
 		head, tail := safePrefix(part.Text, headChars), safeSuffix(part.Text, tailChars)
-		text := fmt.Sprintf("%s\n[contextd pruned %d characters here. %s to read them.]\n%s",
-			head, len(part.Text)-len(head)-len(tail), expandCall(tool, m.ID), tail)
+		kept, among := "", ""
+		if m.Role == chat.RoleUser { // an observation a harness sends as user text
+			kept = keptFacts(part.Text[len(head):len(part.Text)-len(tail)], false, false)
+		}
+		if kept != "" {
+			among = "; the first error lines among them follow"
+		}
+		text := fmt.Sprintf("%s\n[contextd pruned %d characters here%s. %s to read them.]%s\n%s",
+			head, len(part.Text)-len(head)-len(tail), among, expandCall(tool, m.ID), kept, tail)
 		out.Parts = append(out.Parts, chat.Part{Type: chat.PartText, Text: text})
 		cut = true
 	}
