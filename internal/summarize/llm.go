@@ -180,7 +180,11 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	var missing []string
 	// The previous summary may be an LLM's, which names files in its prose:
 	// they carry over too, after its Files section.
-	carried := append(previousFiles(parseSections(in.Previous)), pathRe.FindAllString(in.Previous, maxFiles)...)
+	// Its trail is not prose (the new trail merges it), and a URL is no
+	// path: a path read out of one would lose its scheme and host's slash.
+	prose, _, _ := strings.Cut(in.Previous, "\n## "+SecTrail+"\n")
+	prose = urlRe.ReplaceAllString(prose, " ")
+	carried := append(previousFiles(parseSections(in.Previous)), pathRe.FindAllString(prose, maxFiles)...)
 	for _, f := range writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), countOrEstimate(in)) {
 		if !strings.Contains(summary, f) {
 			missing = append(missing, "- "+f)
