@@ -32,6 +32,9 @@ type SummaryInput struct {
 	Messages     []chat.Message
 	Instructions string
 	MaxTokens    int
+	// TrailMaxTokens is the budget of the summary's exact artifact trail,
+	// on top of MaxTokens (TrailBudget; 0: TrailTokens says).
+	TrailMaxTokens int
 	// ID is the summary's own id, which its first line names
 	// (SummaryHeader), in the wording of the expand tool when ExpandTool
 	// (the policy exposes it), of ExpandMessage otherwise.
@@ -63,6 +66,10 @@ type Request struct {
 	Count        func(*chat.Message) int64
 	CountText    func(string) int
 	Summarize    func(SummaryInput) (string, error)
+	// TrailSize returns the tokens the trail of a summary of in takes
+	// (internal/summarize), so the cut leaves room for what it needs
+	// rather than its whole budget; nil: the whole budget.
+	TrailSize func(SummaryInput) int
 	// NewID returns a fresh message id for a synthetic message of a kind.
 	NewID func(kind chat.Kind) string
 }
@@ -568,8 +575,7 @@ func (p *planner) summarize() error {
 	// Largest tail within keep_recent_tokens — and within what the target
 	// leaves after the fixed part, the verbatim head and the summary —
 	// snapped forward to a cut that splits neither a tool pair nor
-	// (preferably) a turn.
-	budget := p.req.Policy.KeepRecentTokens
+	// (preferably) a turn (cutBefore).
 	var headKept int64
 	kept := p.instructions()
 	for _, m := range p.view {
@@ -577,12 +583,92 @@ func (p *planner) summarize() error {
 			headKept += m.Tokens
 		}
 	}
-	// Room for the summary at its cap and its trail at its budget. Both are
-	// rarely full, so a summary often leaves the view under the target;
-	// that deeper cut is what keeps the bill of the trail within 5 % (with
-	// room for the summary only, +6.7 % at 16k on the corpus, against +2.5 %).
-	sumCap := p.req.Policy.SummaryMaxTokens + TrailBudget(p.req.Policy.SummaryMaxTokens)
-	budget = min(budget, p.target-p.req.Fixed-headKept-int64(sumCap))
+	// Room for the summary at its cap and its trail: the cut goes deeper
+	// than the tail alone needs, which keeps the view after a summary under
+	// the target and the bill of the trail within 5 % (with room for the
+	// summary only, +6.7 % at 16k on the corpus). The trail takes what the
+	// head it summarizes needs, within its budget (TrailSize, measured on
+	// the head the whole budget leaves; a head that ends sooner needs no
+	// more): a large budget that the trail does not fill would leave only
+	// the latest step verbatim.
+	trail := TrailBudget(p.req.Policy, p.req.Window)
+	cutFor := func(reserve int) int {
+		budget := min(p.req.Policy.KeepRecentTokens, p.target-p.req.Fixed-headKept-int64(p.req.Policy.SummaryMaxTokens+reserve))
+		return p.cutBefore(budget)
+	}
+	cut := cutFor(trail)
+	if cut <= 0 {
+		return nil
+	}
+	task := ""
+	for i := range p.view {
+		if p.view[i].ID == p.req.OriginalTaskID {
+			task = joinText(&p.view[i])
+		}
+	}
+	summarized, replaced, before, previous := p.headBefore(cut)
+	if len(replaced) == 0 {
+		return nil
+	}
+	if p.req.TrailSize != nil {
+		need := p.req.TrailSize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, Messages: summarized,
+			MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trail, ID: "sum_0_0", ExpandTool: p.req.Policy.ExposeExpandTool, Count: p.req.CountText})
+		if c := cutFor(min(need, trail)); c > 0 && c < cut {
+			cut = c
+			summarized, replaced, before, previous = p.headBefore(cut)
+			if len(replaced) == 0 {
+				return nil
+			}
+		}
+	}
+	sumID := p.req.NewID(chat.KindSummary) // the summary names its own id
+	tool := p.req.Policy.ExposeExpandTool
+	text, err := p.req.Summarize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous,
+		Messages: summarized, Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trail,
+		ID: sumID, ExpandTool: tool, Count: p.req.CountText})
+	if err != nil {
+		p.plan.SummaryFailed = err
+		return nil
+	}
+	if header := SummaryHeader(p.req.Round, sumID, tool); !strings.HasPrefix(text, header) {
+		// An LLM's summary has no header of its own.
+		text = header + text
+	}
+	sum := chat.Message{ID: sumID, Role: chat.RoleUser, Kind: chat.KindSummary, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
+	sum.Tokens = p.req.Count(&sum)
+	if sum.Tokens >= before {
+		return nil // nothing to gain
+	}
+	keep := p.keptBefore(cut)
+	out := make([]chat.Message, 0, n-len(replaced)+1)
+	placed := false
+	for _, m := range p.view[:cut] {
+		if keep[m.ID] {
+			out = append(out, m)
+			continue
+		}
+		if !placed {
+			out = append(out, sum)
+			placed = true
+		}
+	}
+	out = append(out, p.view[cut:]...)
+	p.setView(out)
+	p.plan.New = append(p.plan.New, sum)
+	p.plan.Summary = text
+	p.plan.Items = append(p.plan.Items, Replacement{Tier: TierSummarize, NewID: sum.ID, Replaced: replaced,
+		Reason: fmt.Sprintf("summary round %d of %d messages", p.req.Round, len(replaced)), TokensBefore: before, TokensAfter: sum.Tokens})
+	p.addTier(TierSummarize)
+	return nil
+}
+
+// cutBefore returns where the kept tail starts for a tail of at most
+// budget tokens: snapped forward to a cut that splits neither a tool pair
+// nor (preferably) a turn, and always keeping the latest step (the last
+// user or assistant message and what follows it), however large. 0: no
+// cut.
+func (p *planner) cutBefore(budget int64) int {
+	n := len(p.view)
 	c := n
 	var tail int64
 	for c > 0 && tail+p.view[c-1].Tokens <= budget {
@@ -605,24 +691,28 @@ func (p *planner) summarize() error {
 			}
 		}
 	}
-	// The tail always keeps the latest step (the last user or assistant
-	// message and what follows it), however large.
 	for last := n - 1; last > 0; last-- {
 		if kinds[last] >= 1 {
 			cut = min(cut, last)
 			break
 		}
 	}
-	if cut <= 0 {
-		return nil
-	}
+	return max(cut, 0)
+}
+
+// keptBefore is what stays verbatim before cut: the protected messages and
+// their tool-pair partners.
+func (p *planner) keptBefore(cut int) map[string]bool {
 	keep := p.protected()
 	closePairs(p.view[:cut], keep)
+	return keep
+}
 
-	var summarized []chat.Message
-	var replaced []string
-	var before int64
-	previous := ""
+// headBefore is what a summary of the view before cut stands for: the
+// messages it summarizes (the originals of what this plan pruned), the ids
+// it replaces, their tokens and the previous summary's text.
+func (p *planner) headBefore(cut int) (summarized []chat.Message, replaced []string, before int64, previous string) {
+	keep := p.keptBefore(cut)
 	for _, m := range p.view[:cut] {
 		if keep[m.ID] {
 			continue
@@ -638,53 +728,7 @@ func (p *planner) summarize() error {
 		replaced = append(replaced, m.ID)
 		before += m.Tokens
 	}
-	if len(replaced) == 0 {
-		return nil
-	}
-	task := ""
-	for i := range p.view {
-		if p.view[i].ID == p.req.OriginalTaskID {
-			task = joinText(&p.view[i])
-		}
-	}
-	sumID := p.req.NewID(chat.KindSummary) // the summary names its own id
-	tool := p.req.Policy.ExposeExpandTool
-	text, err := p.req.Summarize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous,
-		Messages: summarized, Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens,
-		ID: sumID, ExpandTool: tool, Count: p.req.CountText})
-	if err != nil {
-		p.plan.SummaryFailed = err
-		return nil
-	}
-	if header := SummaryHeader(p.req.Round, sumID, tool); !strings.HasPrefix(text, header) {
-		// An LLM's summary has no header of its own.
-		text = header + text
-	}
-	sum := chat.Message{ID: sumID, Role: chat.RoleUser, Kind: chat.KindSummary, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
-	sum.Tokens = p.req.Count(&sum)
-	if sum.Tokens >= before {
-		return nil // nothing to gain
-	}
-	out := make([]chat.Message, 0, n-len(replaced)+1)
-	placed := false
-	for _, m := range p.view[:cut] {
-		if keep[m.ID] {
-			out = append(out, m)
-			continue
-		}
-		if !placed {
-			out = append(out, sum)
-			placed = true
-		}
-	}
-	out = append(out, p.view[cut:]...)
-	p.setView(out)
-	p.plan.New = append(p.plan.New, sum)
-	p.plan.Summary = text
-	p.plan.Items = append(p.plan.Items, Replacement{Tier: TierSummarize, NewID: sum.ID, Replaced: replaced,
-		Reason: fmt.Sprintf("summary round %d of %d messages", p.req.Round, len(replaced)), TokensBefore: before, TokensAfter: sum.Tokens})
-	p.addTier(TierSummarize)
-	return nil
+	return summarized, replaced, before, previous
 }
 
 // closePairs adds to keep the tool-pair partners of kept messages, so a kept

@@ -185,8 +185,9 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	prose, _, _ := strings.Cut(in.Previous, "\n## "+SecTrail+"\n")
 	prose = urlRe.ReplaceAllString(prose, " ")
 	carried := append(previousFiles(parseSections(in.Previous)), pathRe.FindAllString(prose, maxFiles)...)
+	trail := trailOf(in)
 	for _, f := range writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), countOrEstimate(in)) {
-		if !strings.Contains(summary, f) {
+		if !strings.Contains(summary, f) && !strings.Contains(trail, f) {
 			missing = append(missing, "- "+f)
 		}
 	}
@@ -196,5 +197,5 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	if len(add) > 0 {
 		summary += "\n\n" + strings.Join(add, "\n\n")
 	}
-	return WithTrail(summary, in)
+	return withTrail(summary, trail)
 }
