@@ -16,7 +16,7 @@ import (
 // placeholder keeps none (its newer copy holds them).
 func TestPrunedOutputKeepsItsArtifacts(t *testing.T) {
 	noise := strings.Repeat("collecting ... lots of output\n", 120)
-	failing := "Traceback (most recent call last):\n" + noise + "ValueError: invalid literal for int() with base 10: 'x'\n" +
+	failing := "Traceback (most recent call last):\n" + noise + "see https://docs.python.org/3/library/functions.html#int.\nValueError: invalid literal for int() with base 10: 'x'\n" +
 		noise + "E   AssertionError: assert 2 == 3\n<returncode>1</returncode>"
 	b := (&builder{}).user("Fix the bug.")
 	b.assistant("Run it.", "c0").result("c0", failing)
@@ -48,7 +48,7 @@ func TestPrunedOutputKeepsItsArtifacts(t *testing.T) {
 		return m.Text()
 	}
 	got := text("m3")
-	for _, want := range []string{"exit code 1", "\nValueError: invalid literal for int() with base 10: 'x'", "\nAssertionError: assert 2 == 3", "ExpandMessage with message id m3"} {
+	for _, want := range []string{"exit code 1", "\nValueError: invalid literal for int() with base 10: 'x'", "\nAssertionError: assert 2 == 3", "\nhttps://docs.python.org/3/library/functions.html#int", "ExpandMessage with message id m3"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("placeholder of a failed output lacks %q:\n%s", want, got)
 		}

@@ -432,7 +432,7 @@ func placeholderFor(m *chat.Message, why string, names map[string]string, tool b
 			kept = keptFacts(tr.Content, tr.IsError, true)
 		}
 		if kept != "" {
-			desc += "; its exit code and first error lines follow"
+			desc += "; its exit code, first error lines and URLs follow"
 		}
 		text := "[contextd pruned this output of " + tool + " (" + desc + ")" + expand + kept
 		out.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
@@ -451,21 +451,21 @@ func placeholderFor(m *chat.Message, why string, names map[string]string, tool b
 }
 
 // maxKeptErrors bounds the error lines a placeholder keeps of what it
-// prunes (each at most probes.MaxHead bytes).
+// prunes (each at most probes.MaxHead bytes), and its URLs likewise.
 const maxKeptErrors = 3
 
 // keptFacts is what a placeholder keeps of the output it prunes, so masking
 // keeps the artifact (the summary's trail, reading the placeholder later,
 // finds it too): a line "exit code N" when status says and the output
-// prints one, and the first lines of its errors (probes.Facts), each on a
-// line of its own; "" when there are none.
+// prints one, the first lines of its errors and its first URLs
+// (probes.Facts), each on a line of its own; "" when there are none.
 func keptFacts(content string, isErr, status bool) string {
-	code, errs := probes.Facts(content, isErr, maxKeptErrors)
+	code, errs, urls := probes.Facts(content, isErr, maxKeptErrors)
 	var b strings.Builder
 	if status && code != "" {
 		b.WriteString("\nexit code " + code)
 	}
-	for _, e := range errs {
+	for _, e := range append(errs, urls...) {
 		b.WriteString("\n" + e)
 	}
 	return b.String()
@@ -493,7 +493,7 @@ func headTail(m *chat.Message, tool bool) (chat.Message, bool) {
 			kept = keptFacts(part.Text[len(head):len(part.Text)-len(tail)], false, false)
 		}
 		if kept != "" {
-			among = "; the first error lines among them follow"
+			among = "; the first error lines and URLs among them follow"
 		}
 		text := fmt.Sprintf("%s\n[contextd pruned %d characters here%s. %s to read them.]%s\n%s",
 			head, len(part.Text)-len(head)-len(tail), among, expandCall(tool, m.ID), kept, tail)

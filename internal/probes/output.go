@@ -2,6 +2,7 @@ package probes
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -118,10 +119,11 @@ func errorLines(out string, isErr bool, max int) []errorLine {
 
 // Facts returns what a pruned output's stand-in keeps of it, so an
 // artifact survives its masking: the exit status the output prints ("" when
-// none) and the first lines of its errors (at most max, each at most
-// MaxHead bytes, "…" ending one cut at a word), as Extract reads them. It
-// reads the output's head and tail as Extract does (at most 64 KiB).
-func Facts(out string, isErr bool, max int) (status string, errors []string) {
+// none), the first lines of its errors (at most max, each at most MaxHead
+// bytes, "…" ending one cut at a word) and its first distinct URLs (at most
+// max), as Extract reads them. It reads the output's head and tail as
+// Extract does (at most 64 KiB).
+func Facts(out string, isErr bool, max int) (status string, errors, urls []string) {
 	out = scanWindow(out)
 	for _, l := range errorLines(out, isErr, max) {
 		if l.cut {
@@ -129,7 +131,12 @@ func Facts(out string, isErr bool, max int) (status string, errors []string) {
 		}
 		errors = append(errors, l.text)
 	}
-	return exitStatus(out), errors
+	for _, u := range urlRe.FindAllString(out, -1) {
+		if u = strings.TrimRight(u, ".,;:!?"); len(urls) < max && !slices.Contains(urls, u) {
+			urls = append(urls, u)
+		}
+	}
+	return exitStatus(out), errors, urls
 }
 
 func (x *extractor) test(name string, pass bool, base Event) {
