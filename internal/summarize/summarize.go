@@ -421,6 +421,6 @@ func sortedKeys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m))
 // keeps an opening sentence of each step: "Let me check ...") and filled
 // any cap, while what the agent acted on is in the trail, exactly; the
 // half it leaves pays for the trail (make bench-recall: at 16k the bill of
-// a trail of 30 % of the usable window is +4.1 % with it, +6.5 % without).
+// a trail of 30 % of the usable window is +4.3 % with it, +6.5 % without).
 // An LLM's summary keeps the whole cap.
 func proseCap(maxTokens int) int { return maxTokens / 2 }
