@@ -12,7 +12,9 @@ import (
 // probes are scored; what the person typed is in view after every
 // compaction under the default policy, with either summarizer; no view is
 // invalid; and no summary the replays produced cuts a word, an identifier
-// or a path (cutWords).
+// or a path (cutWords). On these four, every contextd strategy also keeps
+// every artifact in view or in the trail and 99 % of the probes within one
+// expand (issue 31's acceptance; the whole corpus: make bench-recall).
 func TestRecall(t *testing.T) {
 	var files []string
 	for _, f := range corpus(t) {
@@ -36,6 +38,14 @@ func TestRecall(t *testing.T) {
 		}
 		if in := r.ByClass[probes.Instruction]; !r.isDropMiddle() && in != nil && in.InView != in.Seen {
 			t.Errorf("%s: %d of %d instruction probes in view, want all", r.Strategy, in.InView, in.Seen)
+		}
+		// Issue 31's acceptance, on these transcripts: every artifact in
+		// view or in the trail, and recall within one expand ≥ 99 %.
+		if a := r.ByClass[probes.Artifact]; !r.isDropMiddle() && a != nil && a.InView != a.Seen {
+			t.Errorf("%s: %d of %d artifact probes in view or in the trail, want all", r.Strategy, a.InView, a.Seen)
+		}
+		if all := r.All(); !r.isDropMiddle() && all.ExpandShare() < 0.99 {
+			t.Errorf("%s: %.1f %% of the probes within one expand, want at least 99 %%", r.Strategy, 100*all.ExpandShare())
 		}
 		summaries += r.Summaries
 		for _, cut := range r.Cuts {
