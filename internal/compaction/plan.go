@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
-	"github.com/contextd/contextd/internal/probes"
 )
 
 // Tier is one kind of compaction, cheapest first.
@@ -450,27 +449,6 @@ func placeholderFor(m *chat.Message, why string, names map[string]string, tool b
 	return out
 }
 
-// maxKeptErrors bounds the error lines a placeholder keeps of what it
-// prunes (each at most probes.MaxHead bytes), and its URLs likewise.
-const maxKeptErrors = 3
-
-// keptFacts is what a placeholder keeps of the output it prunes, so masking
-// keeps the artifact (the summary's trail, reading the placeholder later,
-// finds it too): a line "exit code N" when status says and the output
-// prints one, the first lines of its errors and its first URLs
-// (probes.Facts), each on a line of its own; "" when there are none.
-func keptFacts(content string, isErr, status bool) string {
-	code, errs, urls := probes.Facts(content, isErr, maxKeptErrors)
-	var b strings.Builder
-	if status && code != "" {
-		b.WriteString("\nexit code " + code)
-	}
-	for _, e := range append(errs, urls...) {
-		b.WriteString("\n" + e)
-	}
-	return b.String()
-}
-
 // Characters kept at each end of a long message.
 const (
 	headChars = 1200
@@ -660,75 +638,6 @@ func (p *planner) summarize() error {
 		Reason: fmt.Sprintf("summary round %d of %d messages", p.req.Round, len(replaced)), TokensBefore: before, TokensAfter: sum.Tokens})
 	p.addTier(TierSummarize)
 	return nil
-}
-
-// cutBefore returns where the kept tail starts for a tail of at most
-// budget tokens: snapped forward to a cut that splits neither a tool pair
-// nor (preferably) a turn, and always keeping the latest step (the last
-// user or assistant message and what follows it), however large. 0: no
-// cut.
-func (p *planner) cutBefore(budget int64) int {
-	n := len(p.view)
-	c := n
-	var tail int64
-	for c > 0 && tail+p.view[c-1].Tokens <= budget {
-		c--
-		tail += p.view[c].Tokens
-	}
-	kinds := cutPoints(p.view)
-	cut := -1
-	for i := c; i <= n; i++ {
-		if kinds[i] == 2 {
-			cut = i
-			break
-		}
-	}
-	if cut < 0 || cut == n {
-		for i := c; i <= n; i++ {
-			if kinds[i] >= 1 {
-				cut = i
-				break
-			}
-		}
-	}
-	for last := n - 1; last > 0; last-- {
-		if kinds[last] >= 1 {
-			cut = min(cut, last)
-			break
-		}
-	}
-	return max(cut, 0)
-}
-
-// keptBefore is what stays verbatim before cut: the protected messages and
-// their tool-pair partners.
-func (p *planner) keptBefore(cut int) map[string]bool {
-	keep := p.protected()
-	closePairs(p.view[:cut], keep)
-	return keep
-}
-
-// headBefore is what a summary of the view before cut stands for: the
-// messages it summarizes (the originals of what this plan pruned), the ids
-// it replaces, their tokens and the previous summary's text.
-func (p *planner) headBefore(cut int) (summarized []chat.Message, replaced []string, before int64, previous string) {
-	keep := p.keptBefore(cut)
-	for _, m := range p.view[:cut] {
-		if keep[m.ID] {
-			continue
-		}
-		switch orig, ok := p.pruned[m.ID]; {
-		case m.Kind == chat.KindSummary:
-			previous = joinText(&m)
-		case ok:
-			summarized = append(summarized, orig)
-		default:
-			summarized = append(summarized, m)
-		}
-		replaced = append(replaced, m.ID)
-		before += m.Tokens
-	}
-	return summarized, replaced, before, previous
 }
 
 // closePairs adds to keep the tool-pair partners of kept messages, so a kept
