@@ -79,7 +79,9 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 	}
 	lists[SecDone] = dropLegacyFiles(lists[SecDone])
 	count := countOrEstimate(in)
-	fileList := writtenPaths(in.Messages, previousFiles(prev), filesBudget(in.MaxTokens), count)
+	// The previous summary's files: its Files section, then the files its
+	// trail named (newest first), which this trail may have folded.
+	fileList := writtenPaths(in.Messages, append(previousFiles(prev), trailFiles(in.Previous)...), filesBudget(in.MaxTokens), count)
 	if trail != "" {
 		fileList = slices.DeleteFunc(fileList, func(p string) bool { return strings.Contains(trail, p) })
 	}

@@ -120,6 +120,23 @@ func parseTrail(summary string) ([]trailLine, int, []string) {
 	return out, folded, ids
 }
 
+// trailFiles returns the paths a summary's trail shows, newest first: its
+// file lines', and those its commands name (a Files section leaves out what
+// the trail shows, and carries it on once a later trail folds it).
+func trailFiles(summary string) []string {
+	lines, _, _ := parseTrail(cut(summary, MaxSectionChars))
+	var out []string
+	for i := len(lines) - 1; i >= 0; i-- {
+		switch lines[i].tag {
+		case tagRead, tagCreated, tagEdited, tagDeleted:
+			out = append(out, lines[i].text)
+		case tagRan:
+			out = append(out, pathRe.FindAllString(urlRe.ReplaceAllString(lines[i].text, " "), -1)...)
+		}
+	}
+	return out
+}
+
 // trailFrom is the first message the trail reads: the newest messages
 // whose texts, each part counted up to MaxSectionChars, hold at most
 // MaxExtractiveChars (the extractive summary's bound; at least the newest

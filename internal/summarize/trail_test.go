@@ -160,3 +160,29 @@ func TestTrailKeepsWhatFailedAndChangedFirst(t *testing.T) {
 		t.Errorf("a read its command names is listed again:\n%s", all)
 	}
 }
+
+// TestFilesCarryWhatTheTrailFolds: Files leaves out the paths the trail
+// shows, so a path the previous trail showed (in a file line or a command)
+// comes back in Files once this trail folds it; TestCacheAwareSaves lost
+// tests/custom_pk/tests.py that way.
+func TestFilesCarryWhatTheTrailFolds(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	prev := "[contextd summary, round 1.]\n## Files\n(none)\n## Trail\n- ran: python -m pytest tests/custom_pk/tests.py — exit 1, msg_3\n- edited: src/app.py — msg_5\n"
+	var msgs []chat.Message
+	for i := range 40 {
+		msgs = append(msgs, chat.Message{ID: fmt.Sprintf("msg_%d", 10+i), Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall,
+			ToolCall: &chat.ToolCall{ID: fmt.Sprintf("c%d", i), Name: "bash", Arguments: fmt.Sprintf(`{"command":"ls dir%02d"}`, i)}}}})
+	}
+	in := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, TrailMaxTokens: 120, Count: count, Previous: prev, Messages: msgs}
+	out, err := summarize.Extractive{}.Summarize(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prose, trail, _ := strings.Cut(out, "## "+summarize.SecTrail)
+	if strings.Contains(trail, "tests/custom_pk/tests.py") {
+		t.Fatalf("the old command line should have folded:\n%s", trail)
+	}
+	if !strings.Contains(prose, "- tests/custom_pk/tests.py\n") {
+		t.Errorf("Files lost a path the previous trail showed:\n%s", out)
+	}
+}
