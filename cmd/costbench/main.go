@@ -7,7 +7,9 @@
 // latency, the share of summaries the LLM wrote and what it cost
 // (`make bench-background`). With -recall it scores, per strategy, the
 // probes (internal/probes) after every compaction: in view, one expand
-// away, or lost (`make bench-recall`).
+// away, or lost, and checks that no summary cut a word, an identifier or a
+// path (exit status 1 if one did) (`make bench-recall`; -strategies for a
+// subset).
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +31,7 @@ func main() {
 	windowList := flag.String("windows", "16384,32768", "comma-separated context windows, in tokens")
 	summaries := flag.Bool("summaries", false, "compare summary modes (background compaction) instead of strategies")
 	recall := flag.Bool("recall", false, "score what the agent can still answer after each compaction (probes), per strategy")
+	only := flag.String("strategies", "", "with -recall: comma-separated words; only the strategies whose name contains one (e.g. extractive,masking)")
 	llmDelay := flag.Duration("llm-delay", 2*time.Second, "with -summaries: how long the fake LLM summarizer takes")
 	turn := flag.Duration("turn", time.Second, "with -summaries: how long the agent's own model takes between calls")
 	flag.Parse()
@@ -60,13 +64,28 @@ func main() {
 		return
 	}
 	if *recall {
-		rs, err := costbench.RunRecall(context.Background(), files, windows, costbench.RecallStrategies(), os.TempDir())
+		var strategies []costbench.RecallStrategy
+		for _, s := range costbench.RecallStrategies() {
+			if *only == "" || slices.ContainsFunc(strings.Split(*only, ","), func(w string) bool { return strings.Contains(s.Name, strings.TrimSpace(w)) }) {
+				strategies = append(strategies, s)
+			}
+		}
+		if len(strategies) == 0 {
+			fmt.Fprintf(os.Stderr, "costbench: -strategies: %q names none of the strategies\n", *only)
+			os.Exit(2)
+		}
+		rs, err := costbench.RunRecall(context.Background(), files, windows, strategies, os.TempDir())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "costbench:", err)
 			os.Exit(1)
 		}
 		fmt.Printf("%d transcripts of %s; probes scored after every compaction\n\n", len(files), *corpus)
 		costbench.PrintRecall(os.Stdout, rs)
+		for _, r := range rs {
+			if len(r.Cuts) > 0 {
+				os.Exit(1) // a summary cut a word, an identifier or a path (printed above)
+			}
+		}
 		return
 	}
 	results, err := costbench.Run(context.Background(), files, windows, costbench.Strategies(), os.TempDir())

@@ -137,21 +137,71 @@ func HumanAuthoredIn(msgs []Message) []bool {
 
 // StandingInstructions reports whether text carries standing instructions
 // a client injects for every turn (CLAUDE.md, AGENTS.md, QWEN.md or
-// GEMINI.md contents, Codex's <user_instructions>): they are pinned.
+// GEMINI.md contents, Codex's <user_instructions>): they are pinned. Only
+// the injected forms count, not a marker quoted anywhere (a pasted log that
+// quotes a CLAUDE.md header is what a person typed):
+//   - the text starts with the marker: Codex's <user_instructions>,
+//     "# AGENTS.md instructions for <dir>" or <INSTRUCTIONS>, Qwen Code's and
+//     Gemini CLI's "--- Context from: ", Claude Code's "# claudeMd" or
+//     "Contents of <path>/CLAUDE.md" (or AGENTS.md);
+//   - the text starts with Claude Code's <system-reminder> wrapper and a line
+//     of that element starts with "# claudeMd" or "Contents of " naming
+//     CLAUDE.md or AGENTS.md;
+//   - the text starts with Qwen Code's or Gemini CLI's setup message and a
+//     line of it starts with "--- Context from: ".
+//
+// A message's text parts are judged one by one (StandingInstructionsIn): a
+// client injects them as a block of their own, before or after what the
+// person typed.
 func StandingInstructions(text string) bool {
-	for _, s := range []string{
-		"<user_instructions>", "# AGENTS.md instructions for ", "<INSTRUCTIONS>",
-		"Contents of ", // Claude Code: "Contents of /repo/CLAUDE.md (project instructions...)"
-		"# claudeMd", "--- Context from: ",
-	} {
-		if i := strings.Index(text, s); i >= 0 {
-			if s != "Contents of " {
+	t := strings.TrimLeft(text, " \t\r\n")
+	for _, s := range []string{"<user_instructions>", "# AGENTS.md instructions for ", "<INSTRUCTIONS>", "--- Context from: "} {
+		if strings.HasPrefix(t, s) {
+			return true
+		}
+	}
+	if claudeMdLine(t) {
+		return true
+	}
+	if body, ok := strings.CutPrefix(t, "<system-reminder"); ok && (strings.HasPrefix(body, ">") || strings.HasPrefix(body, " ")) {
+		body, _, _ = strings.Cut(body, "</system-reminder>")
+		for _, line := range strings.Split(body, "\n") {
+			if claudeMdLine(strings.TrimLeft(line, " \t")) {
 				return true
 			}
-			line, _, _ := strings.Cut(text[i:], "\n")
-			if strings.Contains(line, "CLAUDE.md") || strings.Contains(line, "AGENTS.md") {
-				return true
-			}
+		}
+		return false
+	}
+	for _, p := range []string{"This is the Qwen Code. We are setting up the context for our chat.", "This is the Gemini CLI. We are setting up the context for our chat."} {
+		if strings.HasPrefix(t, p) {
+			return strings.Contains(t, "\n--- Context from: ")
+		}
+	}
+	return false
+}
+
+// claudeMdLine reports whether line starts Claude Code's CLAUDE.md context:
+// "# claudeMd", or "Contents of <path>" naming CLAUDE.md or AGENTS.md.
+func claudeMdLine(line string) bool {
+	if strings.HasPrefix(line, "# claudeMd") {
+		return true
+	}
+	if !strings.HasPrefix(line, "Contents of ") {
+		return false
+	}
+	line, _, _ = strings.Cut(line, "\n")
+	return strings.Contains(line, "CLAUDE.md") || strings.Contains(line, "AGENTS.md")
+}
+
+// StandingInstructionsIn reports whether a user message carries standing
+// instructions in one of its text parts (StandingInstructions).
+func StandingInstructionsIn(m *Message) bool {
+	if m.Role != RoleUser {
+		return false
+	}
+	for _, p := range m.Parts {
+		if p.Type == PartText && StandingInstructions(p.Text) {
+			return true
 		}
 	}
 	return false

@@ -66,15 +66,44 @@ func TestHumanAuthoredInSWEAgent(t *testing.T) {
 
 func TestStandingInstructions(t *testing.T) {
 	for text, want := range map[string]bool{
-		"<user_instructions>Always test.</user_instructions>":                                         true,
-		"# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>x</INSTRUCTIONS>":                        true,
-		"<system-reminder>\nContents of /repo/CLAUDE.md (project instructions):\nx</system-reminder>": true,
-		"--- Context from: QWEN.md ---\nx":                                                            true,
-		"Contents of the drawer":                                                                      false,
-		"fix the bug":                                                                                 false,
+		"<user_instructions>Always test.</user_instructions>":                                                  true,
+		"# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>x</INSTRUCTIONS>":                                 true,
+		"<system-reminder>\nContents of /repo/CLAUDE.md (project instructions):\nx</system-reminder>":          true,
+		"<system-reminder>\nAs you answer, use this context:\n# claudeMd\nUse pnpm.\n</system-reminder>":       true,
+		"Contents of /repo/CLAUDE.md (project instructions, checked into the codebase):\nUse tabs.":            true,
+		"--- Context from: QWEN.md ---\nx":                                                                     true,
+		"This is the Qwen Code. We are setting up the context for our chat.\n--- Context from: QWEN.md ---\nx": true,
+		"Contents of the drawer": false,
+		"fix the bug":            false,
+		// What a person pastes that quotes a marker is what they typed.
+		"why is this in my log?\nContents of /repo/CLAUDE.md (project instructions, checked into the codebase):\nUse tabs.": false,
+		"grep finds <user_instructions> in the dump, see:\n<user_instructions>x</user_instructions>":                        false,
+		"the doc says # AGENTS.md instructions for /repo, then <INSTRUCTIONS>":                                              false,
+		"<system-reminder>\nThe TodoWrite tool hasn't been used recently.\n</system-reminder>\nContents of /r/CLAUDE.md":    false,
+		"This is the Qwen Code. We are setting up the context for our chat.\nMy operating system is: linux":                 false,
 	} {
 		if got := StandingInstructions(text); got != want {
 			t.Errorf("StandingInstructions(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+// TestStandingInstructionsInParts: Claude Code sends CLAUDE.md in a
+// <system-reminder> block of its own, before or after the prompt's block;
+// a block that quotes the header inside what the person wrote is theirs.
+func TestStandingInstructionsInParts(t *testing.T) {
+	reminder := "<system-reminder>\n# claudeMd\nContents of /repo/CLAUDE.md (project instructions):\nUse pnpm.\n</system-reminder>"
+	for name, c := range map[string]struct {
+		m    Message
+		want bool
+	}{
+		"reminder first":       {user(reminder, "refactor the store"), true},
+		"reminder after":       {user("refactor the store", reminder), true},
+		"quoted in the prompt": {user("my log says:\n" + reminder), false},
+		"assistant":            {Message{Role: RoleAssistant, Parts: []Part{{Type: PartText, Text: reminder}}}, false},
+	} {
+		if got := StandingInstructionsIn(&c.m); got != c.want {
+			t.Errorf("%s: StandingInstructionsIn = %v, want %v", name, got, c.want)
 		}
 	}
 }

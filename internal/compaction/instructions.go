@@ -23,7 +23,7 @@ func (p *planner) instructions() map[string]bool {
 			continue
 		}
 		switch {
-		case chat.StandingInstructions(m.Text()):
+		case chat.StandingInstructionsIn(m):
 			p.kept[m.ID] = true
 		case human[i] && m.Tokens <= left:
 			p.kept[m.ID] = true

@@ -31,6 +31,9 @@ type SummaryInput struct {
 	Messages     []chat.Message
 	Instructions string
 	MaxTokens    int
+	// TrailMaxTokens is the budget of the summary's exact artifact trail,
+	// on top of MaxTokens (TrailBudget; 0: TrailTokens says).
+	TrailMaxTokens int
 	// ID is the summary's own id, which its first line names
 	// (SummaryHeader), in the wording of the expand tool when ExpandTool
 	// (the policy exposes it), of ExpandMessage otherwise.
@@ -62,6 +65,10 @@ type Request struct {
 	Count        func(*chat.Message) int64
 	CountText    func(string) int
 	Summarize    func(SummaryInput) (string, error)
+	// TrailSize returns the tokens the trail of a summary of in takes
+	// (internal/summarize), so the cut leaves room for what it needs
+	// rather than its whole budget; nil: the whole budget.
+	TrailSize func(SummaryInput) int
 	// NewID returns a fresh message id for a synthetic message of a kind.
 	NewID func(kind chat.Kind) string
 }
@@ -419,7 +426,14 @@ func placeholderFor(m *chat.Message, why string, names map[string]string, tool b
 		if tool == "" {
 			tool = "a tool"
 		}
-		text := "[contextd pruned this output of " + tool + " (" + desc + ")" + expand
+		kept := ""
+		if why == "" { // a duplicate's facts are in its newer copy
+			kept = keptFacts(tr.Content, tr.IsError, true)
+		}
+		if kept != "" {
+			desc += "; its exit code, first error lines and URLs follow"
+		}
+		text := "[contextd pruned this output of " + tool + " (" + desc + ")" + expand + kept
 		out.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
 			ToolCallID: tr.ToolCallID, Content: text, IsError: tr.IsError}}}
 		return out
@@ -452,8 +466,15 @@ func headTail(m *chat.Message, tool bool) (chat.Message, bool) {
 			continue
 		}
 		head, tail := safePrefix(part.Text, headChars), safeSuffix(part.Text, tailChars)
-		text := fmt.Sprintf("%s\n[contextd pruned %d characters here. %s to read them.]\n%s",
-			head, len(part.Text)-len(head)-len(tail), expandCall(tool, m.ID), tail)
+		kept, among := "", ""
+		if m.Role == chat.RoleUser { // an observation a harness sends as user text
+			kept = keptFacts(part.Text[len(head):len(part.Text)-len(tail)], false, false)
+		}
+		if kept != "" {
+			among = "; the first error lines and URLs among them follow"
+		}
+		text := fmt.Sprintf("%s\n[contextd pruned %d characters here%s. %s to read them.]%s\n%s",
+			head, len(part.Text)-len(head)-len(tail), among, expandCall(tool, m.ID), kept, tail)
 		out.Parts = append(out.Parts, chat.Part{Type: chat.PartText, Text: text})
 		cut = true
 	}
@@ -532,8 +553,7 @@ func (p *planner) summarize() error {
 	// Largest tail within keep_recent_tokens — and within what the target
 	// leaves after the fixed part, the verbatim head and the summary —
 	// snapped forward to a cut that splits neither a tool pair nor
-	// (preferably) a turn.
-	budget := p.req.Policy.KeepRecentTokens
+	// (preferably) a turn (cutBefore).
 	var headKept int64
 	kept := p.instructions()
 	for _, m := range p.view {
@@ -541,68 +561,21 @@ func (p *planner) summarize() error {
 			headKept += m.Tokens
 		}
 	}
-	// Room for the summary at its cap and its trail at its budget. Both are
-	// rarely full, so a summary often leaves the view under the target;
-	// that deeper cut is what keeps the bill of the trail within 5 % (with
-	// room for the summary only, +6.7 % at 16k on the corpus, against +2.5 %).
-	sumCap := p.req.Policy.SummaryMaxTokens + TrailBudget(p.req.Policy.SummaryMaxTokens)
-	budget = min(budget, p.target-p.req.Fixed-headKept-int64(sumCap))
-	c := n
-	var tail int64
-	for c > 0 && tail+p.view[c-1].Tokens <= budget {
-		c--
-		tail += p.view[c].Tokens
+	// Room for the summary at its cap and its trail: the cut goes deeper
+	// than the tail alone needs, which keeps the view after a summary under
+	// the target and the bill of the trail within 5 % (with room for the
+	// summary only, +6.7 % at 16k on the corpus). The trail takes what the
+	// head it summarizes needs, within its budget (TrailSize, measured on
+	// the head the whole budget leaves; a head that ends sooner needs no
+	// more): a large budget that the trail does not fill would leave only
+	// the latest step verbatim.
+	trail := TrailBudget(p.req.Policy, p.req.Window)
+	cutFor := func(reserve int) int {
+		budget := min(p.req.Policy.KeepRecentTokens, p.target-p.req.Fixed-headKept-int64(p.req.Policy.SummaryMaxTokens+reserve))
+		return p.cutBefore(budget)
 	}
-	kinds := cutPoints(p.view)
-	cut := -1
-	for i := c; i <= n; i++ {
-		if kinds[i] == 2 {
-			cut = i
-			break
-		}
-	}
-	if cut < 0 || cut == n {
-		for i := c; i <= n; i++ {
-			if kinds[i] >= 1 {
-				cut = i
-				break
-			}
-		}
-	}
-	// The tail always keeps the latest step (the last user or assistant
-	// message and what follows it), however large.
-	for last := n - 1; last > 0; last-- {
-		if kinds[last] >= 1 {
-			cut = min(cut, last)
-			break
-		}
-	}
+	cut := cutFor(trail)
 	if cut <= 0 {
-		return nil
-	}
-	keep := p.protected()
-	closePairs(p.view[:cut], keep)
-
-	var summarized []chat.Message
-	var replaced []string
-	var before int64
-	previous := ""
-	for _, m := range p.view[:cut] {
-		if keep[m.ID] {
-			continue
-		}
-		switch orig, ok := p.pruned[m.ID]; {
-		case m.Kind == chat.KindSummary:
-			previous = joinText(&m)
-		case ok:
-			summarized = append(summarized, orig)
-		default:
-			summarized = append(summarized, m)
-		}
-		replaced = append(replaced, m.ID)
-		before += m.Tokens
-	}
-	if len(replaced) == 0 {
 		return nil
 	}
 	task := ""
@@ -611,10 +584,25 @@ func (p *planner) summarize() error {
 			task = joinText(&p.view[i])
 		}
 	}
+	summarized, replaced, before, previous := p.headBefore(cut)
+	if len(replaced) == 0 {
+		return nil
+	}
+	if p.req.TrailSize != nil {
+		need := p.req.TrailSize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, Messages: summarized,
+			MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trail, ID: "sum_0_0", ExpandTool: p.req.Policy.ExposeExpandTool, Count: p.req.CountText})
+		if c := cutFor(min(need, trail)); c > 0 && c < cut {
+			cut = c
+			summarized, replaced, before, previous = p.headBefore(cut)
+			if len(replaced) == 0 {
+				return nil
+			}
+		}
+	}
 	sumID := p.req.NewID(chat.KindSummary) // the summary names its own id
 	tool := p.req.Policy.ExposeExpandTool
 	text, err := p.req.Summarize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous,
-		Messages: summarized, Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens,
+		Messages: summarized, Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trail,
 		ID: sumID, ExpandTool: tool, Count: p.req.CountText})
 	if err != nil {
 		p.plan.SummaryFailed = err
@@ -629,6 +617,7 @@ func (p *planner) summarize() error {
 	if sum.Tokens >= before {
 		return nil // nothing to gain
 	}
+	keep := p.keptBefore(cut)
 	out := make([]chat.Message, 0, n-len(replaced)+1)
 	placed := false
 	for _, m := range p.view[:cut] {

@@ -1,6 +1,32 @@
 package compaction
 
-// TrailBudget is the tokens the exact artifact trail may take in a summary
-// capped at summaryMaxTokens (internal/summarize writes it after the rest):
-// as much as the rest, at most 4,000 (a hand-off has no cap of its own).
-func TrailBudget(summaryMaxTokens int) int { return min(summaryMaxTokens, 4000) }
+// TrailShare is the share of the usable window (the window minus the
+// reserved output) that the exact artifact trail of a summary may take
+// (internal/summarize writes it after the rest of the summary). It scales
+// with the window, as the artifacts an agent makes between two compactions
+// do. The trail takes only what it needs (the planner asks TrailSize), so
+// the budget costs nothing where it is not used: 0.30 kept 96.5 % of the
+// commands verbatim in view at 16k on the corpus (make bench-recall) for
+// +4.3 % on the bill; 0.20 kept 83 %.
+const TrailShare = 0.30
+
+// TrailBudget is the tokens the trail may take in a summary of a session
+// with policy p and context window window: TrailShare of the usable window,
+// at least min(summary_max_tokens, 4000) (what it was before it scaled).
+func TrailBudget(p Policy, window int64) int {
+	return max(int(TrailShare*float64(window-p.ReservedOutputTokens)), fixedTrailBudget(p.SummaryMaxTokens))
+}
+
+// fixedTrailBudget is the trail's budget where no window applies (a
+// hand-off, a summary input that names no budget): as much as the rest of
+// the summary, at most 4,000.
+func fixedTrailBudget(summaryMaxTokens int) int { return min(summaryMaxTokens, 4000) }
+
+// TrailTokens is the trail's budget of a summary input: its TrailMaxTokens
+// when set, else min(MaxTokens, 4000).
+func (in SummaryInput) TrailTokens() int {
+	if in.TrailMaxTokens > 0 {
+		return in.TrailMaxTokens
+	}
+	return fixedTrailBudget(in.MaxTokens)
+}

@@ -88,9 +88,11 @@ type RecallResult struct {
 	// ByClass and ByKind count probes after every compaction.
 	ByClass map[probes.Class]*Recall
 	ByKind  map[probes.Kind]*Recall
-	// Summaries are every summary text the replays produced (for the
-	// property that no summary cuts a word).
-	Summaries []string
+	// Summaries counts the distinct summary texts the replays produced,
+	// each checked against its transcript's originals (cutWords): Cuts
+	// says what any of them cut (a word, an identifier, a path).
+	Summaries int
+	Cuts      []string
 }
 
 // Anthropic is the bill in units of uncached input tokens (as Result).
@@ -113,7 +115,8 @@ func (r *RecallResult) merge(o RecallResult) {
 	r.Input += o.Input
 	r.Prefix += o.Prefix
 	r.Invalid += o.Invalid
-	r.Summaries = append(r.Summaries, o.Summaries...)
+	r.Summaries += o.Summaries
+	r.Cuts = append(r.Cuts, o.Cuts...)
 	for c, v := range o.ByClass {
 		r.class(c).add(*v)
 	}
@@ -224,7 +227,7 @@ func replayRecall(ctx context.Context, e *engine.Engine, window int64, s RecallS
 	usable := window - def.ReservedOutputTokens
 	fixed := v.SystemTokens + v.ToolsTokens + int64(tokens.DefaultFraming.ReplyPriming)
 	expanded := map[string]string{} // synthetic id → text of its originals
-	var prev []string
+	var prev, summaries []string
 	dropFrom := 1
 	appended := 0
 	var pending []chat.Message
@@ -272,8 +275,8 @@ func replayRecall(ctx context.Context, e *engine.Engine, window int64, s RecallS
 		r.Compactions++
 		for _, m := range view {
 			if m.Kind == chat.KindSummary {
-				if t := m.Text(); !slices.Contains(r.Summaries, t) {
-					r.Summaries = append(r.Summaries, t)
+				if t := m.Text(); !slices.Contains(summaries, t) {
+					summaries = append(summaries, t)
 				}
 			}
 		}
@@ -287,7 +290,20 @@ func replayRecall(ctx context.Context, e *engine.Engine, window int64, s RecallS
 		}
 		pending = append(pending, m)
 	}
-	return r, step()
+	if err := step(); err != nil {
+		return r, err
+	}
+	// The property: no summary cuts a word, an identifier or a path.
+	var originals strings.Builder
+	originals.WriteString(system + "\n")
+	for i := range msgs {
+		originals.WriteString(renderMessage(&msgs[i]) + "\n")
+	}
+	r.Summaries = len(summaries)
+	for _, sum := range summaries {
+		r.Cuts = append(r.Cuts, cutWords(sum, originals.String())...)
+	}
+	return r, nil
 }
 
 // scoreView classifies every probe against a view: in view (its message is
@@ -480,6 +496,15 @@ func PrintRecall(w io.Writer, results []RecallResult) {
 			r.Input, r.Anthropic(), r.Invalid)
 	}
 	tw.Flush()
+	summaries, cuts := 0, 0
+	for _, r := range results {
+		summaries += r.Summaries
+		cuts += len(r.Cuts)
+		for _, c := range r.Cuts[:min(len(r.Cuts), 5)] {
+			fmt.Fprintf(w, "\n%dk, %s: a summary cut %s", r.Window/1024, r.Strategy, c)
+		}
+	}
+	fmt.Fprintf(w, "\nNo summary cuts a word, an identifier or a path: %d summaries checked against their originals, %d cuts.\n", summaries, cuts)
 	fmt.Fprintln(w, "\nBy kind: in view / within one expand (probes)")
 	fmt.Fprintln(w)
 	kinds := []probes.Kind{probes.File, probes.Command, probes.Test, probes.Error, probes.URL, probes.User, probes.Standing, probes.LastEdit, probes.FailingTest}

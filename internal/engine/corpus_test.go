@@ -170,7 +170,7 @@ func TestCorpusReplay(t *testing.T) {
 							}
 						}
 						floor := (u.Used - viewTokens) + task.Tokens + latest + human +
-							int64(u.Policy.SummaryMaxTokens+compaction.TrailBudget(u.Policy.SummaryMaxTokens))
+							int64(u.Policy.SummaryMaxTokens+compaction.TrailBudget(u.Policy, u.ContextWindow))
 						bound := max(int64(target*float64(usable)), floor)
 						over := float64(u.Used-bound) / float64(usable)
 						maxOver = max(maxOver, over)

@@ -2,6 +2,7 @@ package probes
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -78,25 +79,64 @@ func (x *extractor) output(out string, isErr bool, base Event) {
 	for _, m := range goTestRe.FindAllStringSubmatch(out, -1) {
 		x.test(m[2], m[1] == "PASS", base)
 	}
+	for _, l := range errorLines(out, isErr, -1) {
+		e := base
+		e.Kind, e.Text, e.Cut = Error, l.text, l.cut
+		x.add(e)
+	}
+	x.urls(out, base)
+}
+
+type errorLine struct {
+	text string
+	cut  bool
+}
+
+// errorLines returns the distinct first lines of the errors an output
+// shows (Head of each), in order, at most max of them (all when max < 0);
+// a failed call's output that shows none gives its own first line.
+func errorLines(out string, isErr bool, max int) []errorLine {
+	var lines []errorLine
 	seen := map[string]bool{}
 	for _, m := range errorRe.FindAllStringSubmatch(out, -1) {
 		line, cut := Head(m[1])
 		if line == "" || seen[line] {
 			continue
 		}
+		if len(lines) == max {
+			break
+		}
 		seen[line] = true
-		e := base
-		e.Kind, e.Text, e.Cut = Error, line, cut
-		x.add(e)
+		lines = append(lines, errorLine{line, cut})
 	}
-	if isErr && len(seen) == 0 {
+	if isErr && len(seen) == 0 && max != 0 {
 		if line, cut := Head(out); line != "" {
-			e := base
-			e.Kind, e.Text, e.Cut = Error, line, cut
-			x.add(e)
+			lines = append(lines, errorLine{line, cut})
 		}
 	}
-	x.urls(out, base)
+	return lines
+}
+
+// Facts returns what a pruned output's stand-in keeps of it, so an
+// artifact survives its masking: the exit status the output prints ("" when
+// none), the first lines of its errors (at most max, each at most MaxHead
+// bytes, "…" ending one cut at a word) and its first distinct URLs (at most
+// max), as Extract reads them. It reads the output's head and tail as
+// Extract does (at most 64 KiB).
+func Facts(out string, isErr bool, max int) (status string, errors, urls []string) {
+	out = scanWindow(out)
+	for _, l := range errorLines(out, isErr, max) {
+		if l.cut {
+			l.text += "…"
+		}
+		errors = append(errors, l.text)
+	}
+	for _, u := range urlRe.FindAllString(out, -1) {
+		if u = strings.TrimRight(u, ".,;:!?"); len(urls) < max && !slices.Contains(urls, u) {
+			urls = append(urls, u)
+		}
+	}
+	return exitStatus(out), errors, urls
 }
 
 func (x *extractor) test(name string, pass bool, base Event) {

@@ -251,11 +251,11 @@ func (x *extractor) message(msgs []chat.Message, i int) {
 	switch m.Role {
 	case chat.RoleUser:
 		text := strings.TrimSpace(m.Text())
-		if chat.StandingInstructions(text) || x.human[i] {
+		if standing := chat.StandingInstructionsIn(m); standing || x.human[i] {
 			// Standing instructions count whether or not the message is
 			// all scaffolding (Codex sends them in <user_instructions>).
 			kind := User
-			if chat.StandingInstructions(text) {
+			if standing {
 				kind = Standing
 			}
 			e := base

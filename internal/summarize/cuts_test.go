@@ -28,12 +28,12 @@ func TestExtractiveNeverCutsAWord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"The issue is that calc.py subtracted instead of adding.", "- /testbed/src/calc.py"} {
+	for _, want := range []string{"The issue is that calc.py subtracted instead of adding.", " /testbed/src/calc.py"} { // in the trail
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "\n- py subtracted") || strings.Contains(out, "- testbed/src/calc.py") {
+	if strings.Contains(out, "\n- py subtracted") || strings.Contains(out, " testbed/src/calc.py") {
 		t.Errorf("summary cut a word or a path:\n%s", out)
 	}
 	for _, line := range strings.Split(out, "\n") {
@@ -43,6 +43,34 @@ func TestExtractiveNeverCutsAWord(t *testing.T) {
 		}
 		if kept := strings.TrimPrefix(line[:i], "- "); strings.Contains(long, kept) && !strings.Contains(long, kept+" ") {
 			t.Errorf("line shortened inside a word: %q", line)
+		}
+	}
+}
+
+// TestURLIsNoPath: a URL the assistant wrote, or one a previous summary
+// (its trail, an LLM's prose) names, is no file path: the Files section
+// listed "/docs.pytest.org/en/stable/how-to/capture-warnings.html", a path
+// that lost the URL's scheme and its host's slash (the recall bench's
+// property found it in LLM summaries).
+func TestURLIsNoPath(t *testing.T) {
+	url := "https://docs.pytest.org/en/stable/how-to/capture-warnings.html"
+	prev := "[contextd summary, round 1.]\n## Original task\nsee " + url + "\n## Trail\n- url: " + url + " — msg_3\n"
+	in := compaction.SummaryInput{Round: 2, OriginalTask: "Fix it.", MaxTokens: 2000, ID: "sum_2_1", Previous: prev,
+		Count: func(s string) int { return len(s) / 4 },
+		Messages: []chat.Message{
+			{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "Per " + url + " I'll edit /testbed/src/conf.py next."}}},
+		}}
+	extractive, err := summarize.Extractive{}.Summarize(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm := summarize.PinFacts("## Current state\nworking", in)
+	for name, out := range map[string]string{"extractive": extractive, "llm": llm} {
+		if strings.Contains(out, "- /docs.pytest.org") || strings.Contains(out, "- docs.pytest.org") {
+			t.Errorf("%s: a URL became a path:\n%s", name, out)
+		}
+		if !strings.Contains(out, "/testbed/src/conf.py") {
+			t.Errorf("%s: lacks the path the assistant wrote:\n%s", name, out)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package summarize
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -40,6 +41,9 @@ func writtenPaths(msgs []chat.Message, previous []string, budget int, count func
 	last := map[string]int{} // path → index of the message that last wrote it
 	var order []string
 	note := func(text string, i int) {
+		if strings.Contains(text, "://") {
+			text = urlRe.ReplaceAllString(text, " ") // a URL's path is no file's
+		}
 		for _, p := range pathRe.FindAllString(text, -1) {
 			if _, seen := last[p]; !seen {
 				order = append(order, p)
@@ -97,6 +101,10 @@ func writtenPaths(msgs []chat.Message, previous []string, budget int, count func
 	}
 	return out
 }
+
+// urlRe matches a URL, which pathRe would read a path out of (without its
+// scheme and host's leading slash).
+var urlRe = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s<>"'` + "`" + `)\]}]+`)
 
 // previousFiles reads the files a previous summary carried: its SecFiles
 // section, and the legacy Completed work bullet.

@@ -35,7 +35,7 @@ func Handoff(view []chat.Message) string {
 		prev = summaries[len(summaries)-1]
 	}
 	sum := extract(compaction.SummaryInput{
-		Round: 1, OriginalTask: task, Previous: prev, Messages: rest, MaxTokens: 1 << 30}, true)
+		Round: 1, OriginalTask: task, Previous: prev, Messages: rest, MaxTokens: 1 << 30}, true, "")
 	sec := parseSections(sum)
 
 	inProgress := ""

@@ -180,9 +180,14 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	var missing []string
 	// The previous summary may be an LLM's, which names files in its prose:
 	// they carry over too, after its Files section.
-	carried := append(previousFiles(parseSections(in.Previous)), pathRe.FindAllString(in.Previous, maxFiles)...)
+	// Its trail is not prose (the new trail merges it), and a URL is no
+	// path: a path read out of one would lose its scheme and host's slash.
+	prose, _, _ := strings.Cut(in.Previous, "\n## "+SecTrail+"\n")
+	prose = urlRe.ReplaceAllString(prose, " ")
+	carried := append(previousFiles(parseSections(in.Previous)), pathRe.FindAllString(prose, maxFiles)...)
+	trail := trailOf(in)
 	for _, f := range writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), countOrEstimate(in)) {
-		if !strings.Contains(summary, f) {
+		if !strings.Contains(summary, f) && !strings.Contains(trail, f) {
 			missing = append(missing, "- "+f)
 		}
 	}
@@ -192,5 +197,5 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	if len(add) > 0 {
 		summary += "\n\n" + strings.Join(add, "\n\n")
 	}
-	return WithTrail(summary, in)
+	return withTrail(summary, trail)
 }

@@ -13,17 +13,21 @@ import (
 // SecTrail is the exact artifact trail every summary ends with, whatever
 // wrote the rest: computed by contextd from the originals the summary
 // replaces (internal/probes), never by a model. One line per file touched
-// (its last action and the message that did it), command run (its head, its
-// exit status), test (its last result), error (its first line), URL, and
-// user message the summary stands for; each line names the message id to
-// expand. A summary that integrates an earlier one merges its trail (a line
-// that recurs moves to the end with its latest facts) instead of
-// summarizing it. Newest lines are kept within the trail's budget; the
-// oldest fold into one line that counts them and names the summary's id.
+// (its last action and the message that did it; a read is left out when
+// the command that read it names the path), distinct command run (its head,
+// its exit status when it printed one other than 0), test (its last
+// result), error (its first line), URL, and user message the summary stands
+// for; each line names the message id to expand. A summary that integrates
+// an earlier one merges its trail (a line that recurs moves to the end with
+// its latest facts) instead of summarizing it. Within the trail's budget
+// (compaction.TrailBudget) what failed and what changed are kept first
+// (errors, failing tests, files created, edited or deleted, URLs, the
+// person's messages), then the rest, newest first; what does not fit folds
+// into one line that counts it and names its message ids and the summary's.
 const SecTrail = "Trail"
 
 // trailHeader is the section's title line and the sentence under it.
-const trailHeader = "\n## " + SecTrail + "\n(exact, from the original messages; expand an id to read one)\n"
+const trailHeader = "\n## " + SecTrail + "\n(exact, from the original messages; a command's exit status shows when it printed one other than 0; expand an id to read one)\n"
 
 // Tags of trail lines.
 const (
@@ -42,6 +46,18 @@ const (
 
 // metaSep separates a line's text from its facts (status, message id).
 const metaSep = " — "
+
+// first reports whether a line is kept before others when the trail folds:
+// what failed (errors, failing tests), what changed (files created, edited,
+// deleted), URLs and the person's messages — few lines, each a fact the
+// agent cannot rebuild by running a command again.
+func (l trailLine) first() bool {
+	switch l.tag {
+	case tagError, tagFailed, tagCreated, tagEdited, tagDeleted, tagURL, tagUser:
+		return true
+	}
+	return false
+}
 
 // maxTrailLines bounds the lines a trail keeps, folded or not, so its work
 // is linear in the originals and the previous trail.
@@ -83,7 +99,7 @@ func parseTrail(summary string) ([]trailLine, int, []string) {
 		if tag == tagFolded {
 			n, _ := strconv.Atoi(strings.Fields(rest + " ")[0])
 			folded += n
-			if _, list, ok := strings.Cut(rest, foldedIDs); ok {
+			if _, list, ok := strings.Cut(rest, foldedFrom); ok { // "older lines" before they were "other"
 				list, _, _ = strings.Cut(list, ".")
 				for _, id := range strings.Split(list, ", ") {
 					if id = strings.TrimSpace(id); id != "" {
@@ -102,6 +118,23 @@ func parseTrail(summary string) ([]trailLine, int, []string) {
 		out = append(out, l)
 	}
 	return out, folded, ids
+}
+
+// trailFiles returns the paths a summary's trail shows, newest first: its
+// file lines', and those its commands name (a Files section leaves out what
+// the trail shows, and carries it on once a later trail folds it).
+func trailFiles(summary string) []string {
+	lines, _, _ := parseTrail(cut(summary, MaxSectionChars))
+	var out []string
+	for i := len(lines) - 1; i >= 0; i-- {
+		switch lines[i].tag {
+		case tagRead, tagCreated, tagEdited, tagDeleted:
+			out = append(out, lines[i].text)
+		case tagRan:
+			out = append(out, pathRe.FindAllString(urlRe.ReplaceAllString(lines[i].text, " "), -1)...)
+		}
+	}
+	return out
 }
 
 // trailFrom is the first message the trail reads: the newest messages
@@ -131,8 +164,12 @@ func trailFrom(msgs []chat.Message) int {
 	return 0
 }
 
-// foldedIDs introduces the message ids a fold line names.
-const foldedIDs = " older lines, from messages "
+// foldedIDs introduces the message ids a fold line names; foldedFrom is
+// its end, which fold lines of every version share.
+const (
+	foldedIDs  = " other lines, from messages "
+	foldedFrom = " lines, from messages "
+)
 
 // idOf is the message id a line's facts end with.
 func (l trailLine) idOf() string {
@@ -159,22 +196,39 @@ func keyOf(tag, text string) string {
 // says its last change (a read after it does not hide it) or, never
 // changed, its last read.
 func trailLines(msgs []chat.Message) []trailLine {
+	// A placeholder of one original (a pruned output) is named by that
+	// original's id: expanding it reads the output itself, and it is the
+	// id the artifact came from.
+	original := map[string]string{}
+	for i := range msgs {
+		if m := &msgs[i]; m.Kind == chat.KindPlaceholder && len(m.Replaces) == 1 {
+			original[m.ID] = m.Replaces[0]
+		}
+	}
 	var out []trailLine
+	ran := map[string][]string{} // message id → the commands it ran
 	for _, e := range probes.Extract(msgs) {
 		ref := e.MsgID
+		if o, ok := original[ref]; ok {
+			ref = o
+		}
 		if ref == "" {
 			ref = "this summary"
 		}
 		var l trailLine
 		switch e.Kind {
 		case probes.File:
+			if e.Action == probes.Read && slices.ContainsFunc(ran[ref], func(c string) bool { return strings.Contains(c, e.Text) }) {
+				continue // the command that read it names it, with its id
+			}
 			l = trailLine{tag: map[string]string{probes.Read: tagRead, probes.Create: tagCreated, probes.Edit: tagEdited, probes.Delete: tagDeleted}[e.Action], text: e.Text, meta: ref}
 			if e.Hash != "" {
 				l.meta = "sha256 " + e.Hash + ", " + ref
 			}
 		case probes.Command:
 			l = trailLine{tag: tagRan, text: e.Text, meta: ref}
-			if e.Status != "" {
+			ran[ref] = append(ran[ref], e.Text)
+			if e.Status != "" && e.Status != "0" {
 				l.meta = "exit " + e.Status + ", " + ref
 			}
 			if e.Cut {
@@ -263,19 +317,30 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		costs[i] = count(l.render() + "\n")
 		total += costs[i]
 	}
-	keep := 0 // lines[:keep] fold
+	kept := make([]bool, len(lines))
 	if folded > 0 || used+total > budget {
-		// Folding: the kept lines get three quarters of the budget.
+		// Folding: the kept lines get three quarters of the budget, the
+		// newest first; a line that does not fit folds and older, shorter
+		// ones may still fit.
 		used += count(foldLine(in, folded+len(lines), nil))
-		keep = len(lines)
-		for keep > 0 && used+costs[keep-1] <= budget*3/4 {
-			used += costs[keep-1]
-			keep--
+		for _, first := range []bool{true, false} {
+			for i := len(lines) - 1; i >= 0; i-- {
+				if !kept[i] && lines[i].first() == first && used+costs[i] <= budget*3/4 {
+					used += costs[i]
+					kept[i] = true
+				}
+			}
+		}
+	} else {
+		for i := range kept {
+			kept[i] = true
 		}
 	}
-	folded += keep
-	for _, l := range lines[:keep] {
-		foldIDs = append(foldIDs, l.idOf())
+	for i, l := range lines {
+		if !kept[i] {
+			folded++
+			foldIDs = append(foldIDs, l.idOf())
+		}
 	}
 	// The newest ids first, deduplicated, within a quarter of the budget.
 	var named []string
@@ -297,9 +362,11 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 	var b strings.Builder
 	b.WriteString(trailHeader)
 	b.WriteString(foldLine(in, folded, named))
-	for _, l := range lines[keep:] {
-		b.WriteString(l.render())
-		b.WriteByte('\n')
+	for i, l := range lines {
+		if kept[i] {
+			b.WriteString(l.render())
+			b.WriteByte('\n')
+		}
 	}
 	return b.String()
 }
@@ -313,7 +380,7 @@ func foldLine(in compaction.SummaryInput, n int, ids []string) string {
 	if len(ids) > 0 {
 		from = foldedIDs + strings.Join(ids, ", ")
 	} else {
-		from = " older lines"
+		from = " other lines"
 	}
 	return "- " + tagFolded + ": " + strconv.Itoa(n) + from + ". " + expandSentence(in) + " to read what they came from.\n"
 }
@@ -333,6 +400,21 @@ func expandSentence(in compaction.SummaryInput) string {
 // WithTrail returns summary with its trail (Trail) in place of any trail
 // section it carried (an LLM may echo the previous one).
 func WithTrail(summary string, in compaction.SummaryInput) string {
+	return withTrail(summary, trailOf(in))
+}
+
+// TrailSize is the tokens the trail of a summary of in takes (the
+// planner's compaction.Request.TrailSize).
+func TrailSize(in compaction.SummaryInput) int { return countOrEstimate(in)(trailOf(in)) }
+
+// trailOf is the trail of a summary of in, within its budget.
+func trailOf(in compaction.SummaryInput) string {
+	return Trail(in, in.TrailTokens(), countOrEstimate(in))
+}
+
+// withTrail returns summary with trail in place of any trail section it
+// carried.
+func withTrail(summary, trail string) string {
 	if i := strings.Index(summary, "\n## "+SecTrail+"\n"); i >= 0 {
 		rest := summary[i+1:]
 		end := strings.Index(rest[3:], "\n## ")
@@ -342,6 +424,5 @@ func WithTrail(summary string, in compaction.SummaryInput) string {
 			summary = summary[:i] + rest[3+end:]
 		}
 	}
-	count := countOrEstimate(in)
-	return strings.TrimRight(summary, "\n") + "\n" + Trail(in, compaction.TrailBudget(in.MaxTokens), count)
+	return strings.TrimRight(summary, "\n") + "\n" + trail
 }

@@ -62,12 +62,127 @@ func TestTrailMergesAndFolds(t *testing.T) {
 	if count(trail) > 400 || !strings.Contains(trail, "make step59") || strings.Contains(trail, "make step00") {
 		t.Errorf("over budget (%d tokens) or not the newest kept:\n%s", count(trail), trail)
 	}
-	if !strings.Contains(trail, "- folded: ") || !strings.Contains(trail, "older lines, from messages msg_") || !strings.Contains(trail, "message id sum_3_1") {
+	if !strings.Contains(trail, "- folded: ") || !strings.Contains(trail, "other lines, from messages msg_") || !strings.Contains(trail, "message id sum_3_1") {
 		t.Errorf("no fold line naming ids and the summary:\n%s", trail)
 	}
 	_, ids, _ := strings.Cut(trail, "from messages ")
 	var first int
 	if _, err := fmt.Sscanf(ids, "msg_%d", &first); err != nil || first < 100 {
 		t.Errorf("the fold line should name the newest ids first, starts with %q", ids[:min(len(ids), 20)])
+	}
+}
+
+// TestTrailReadsPlaceholders: an output pruned in an earlier round reaches
+// the trail through its placeholder (its exit code and error lines), named
+// by the original's id, which expands to the output itself.
+func TestTrailReadsPlaceholders(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	ph := chat.Message{ID: "ph_1_3", Kind: chat.KindPlaceholder, Replaces: []string{"msg_5"}, Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c4",
+		Content: "[contextd pruned this output of bash (900 tokens; its exit code and first error lines follow). Call ExpandMessage with message id msg_5 to read it.]\nexit code 1\nValueError: boom"}}}}
+	in := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, Count: count, Messages: []chat.Message{
+		{ID: "msg_4", Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c4", Name: "bash", Arguments: `{"command":"python run.py"}`}}}},
+		ph,
+	}}
+	s, _ := summarize.Extractive{}.Summarize(t.Context(), in)
+	_, trail, _ := strings.Cut(s, "## "+summarize.SecTrail)
+	for _, want := range []string{"- ran: python run.py — exit 1, msg_4\n", "- error: ValueError: boom — msg_5\n"} {
+		if !strings.Contains(trail, want) {
+			t.Errorf("trail lacks %q:\n%s", want, trail)
+		}
+	}
+}
+
+// TestTrailFillsItsBudget: when the newest line does not fit, older and
+// shorter ones still do; what folds is counted and named.
+func TestTrailFillsItsBudget(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	var msgs []chat.Message
+	for i := range 12 {
+		cmd := fmt.Sprintf("ls d%02d", i)
+		if i == 11 {
+			cmd = "echo" + strings.Repeat(" word", 40) // quoted up to 160 bytes: more than the budget leaves
+		}
+		msgs = append(msgs, chat.Message{ID: fmt.Sprintf("msg_%d", 2+i), Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall,
+			ToolCall: &chat.ToolCall{ID: fmt.Sprintf("c%d", i), Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}}}})
+	}
+	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, 100, count)
+	if count(trail) > 100 {
+		t.Errorf("over budget: %d tokens\n%s", count(trail), trail)
+	}
+	for _, want := range []string{"- ran: ls d10 — msg_12\n", "- ran: ls d09 — msg_11\n", "- folded: "} {
+		if !strings.Contains(trail, want) {
+			t.Errorf("trail lacks %q:\n%s", want, trail)
+		}
+	}
+	if strings.Contains(trail, "echo") || !strings.Contains(trail, "msg_13") {
+		t.Errorf("the long newest line should fold, named by its id:\n%s", trail)
+	}
+}
+
+// TestTrailKeepsWhatFailedAndChangedFirst: over its budget, the trail keeps
+// the error lines, failing tests and file changes before the commands and
+// reads, newest first within each; a command's exit status shows only when
+// it is not 0; a read is left out when the command that read the file
+// names it; a fold line written before folds were "other lines" is read.
+func TestTrailKeepsWhatFailedAndChangedFirst(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	call := func(id, cmd string) chat.Message {
+		return chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + id, Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}}}}
+	}
+	result := func(id, call, out string) chat.Message {
+		return chat.Message{ID: id, Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c" + call, Content: out}}}}
+	}
+	msgs := []chat.Message{
+		call("msg_2", "cat /repo/a.py"), result("msg_3", "msg_2", "x = 1\n<returncode>0</returncode>"),
+		call("msg_4", "python /repo/a.py"), result("msg_5", "msg_4", "ValueError: bad x\n<returncode>1</returncode>"),
+		call("msg_6", "sed -i s/1/2/ /repo/a.py"), result("msg_7", "msg_6", "<returncode>0</returncode>"),
+	}
+	for i := range 30 {
+		msgs = append(msgs, call(fmt.Sprintf("msg_%d", 8+2*i), fmt.Sprintf("ls /repo/dir%02d", i)), result(fmt.Sprintf("msg_%d", 9+2*i), fmt.Sprintf("msg_%d", 8+2*i), "<returncode>0</returncode>"))
+	}
+	prev := "[contextd summary, round 1.]\n## Trail\n- folded: 4 older lines, from messages msg_1. Call ExpandMessage with message id sum_1_1 to read what they came from.\n"
+	trail := summarize.Trail(compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: prev, Messages: msgs}, 200, count)
+	for _, want := range []string{"- error: ValueError: bad x — msg_5\n", "- edited: /repo/a.py — msg_6\n", "- ran: ls /repo/dir29 — msg_66\n", "msg_1."} {
+		if !strings.Contains(trail, want) {
+			t.Errorf("trail lacks %q:\n%s", want, trail)
+		}
+	}
+	if strings.Contains(trail, "ls /repo/dir00") || strings.Contains(trail, "exit 0") {
+		t.Errorf("the oldest commands should fold first, exit 0 go unsaid:\n%s", trail)
+	}
+	all := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs[:4]}, 1000, count)
+	for _, want := range []string{"- ran: cat /repo/a.py — msg_2\n", "- ran: python /repo/a.py — exit 1, msg_4\n"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("trail lacks %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "- read: /repo/a.py") {
+		t.Errorf("a read its command names is listed again:\n%s", all)
+	}
+}
+
+// TestFilesCarryWhatTheTrailFolds: Files leaves out the paths the trail
+// shows, so a path the previous trail showed (in a file line or a command)
+// comes back in Files once this trail folds it; TestCacheAwareSaves lost
+// tests/custom_pk/tests.py that way.
+func TestFilesCarryWhatTheTrailFolds(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	prev := "[contextd summary, round 1.]\n## Files\n(none)\n## Trail\n- ran: python -m pytest tests/custom_pk/tests.py — exit 1, msg_3\n- edited: src/app.py — msg_5\n"
+	var msgs []chat.Message
+	for i := range 40 {
+		msgs = append(msgs, chat.Message{ID: fmt.Sprintf("msg_%d", 10+i), Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall,
+			ToolCall: &chat.ToolCall{ID: fmt.Sprintf("c%d", i), Name: "bash", Arguments: fmt.Sprintf(`{"command":"ls dir%02d"}`, i)}}}})
+	}
+	in := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, TrailMaxTokens: 120, Count: count, Previous: prev, Messages: msgs}
+	out, err := summarize.Extractive{}.Summarize(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prose, trail, _ := strings.Cut(out, "## "+summarize.SecTrail)
+	if strings.Contains(trail, "tests/custom_pk/tests.py") {
+		t.Fatalf("the old command line should have folded:\n%s", trail)
+	}
+	if !strings.Contains(prose, "- tests/custom_pk/tests.py\n") {
+		t.Errorf("Files lost a path the previous trail showed:\n%s", out)
 	}
 }

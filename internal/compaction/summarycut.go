@@ -1,0 +1,72 @@
+package compaction
+
+import "github.com/contextd/contextd/internal/chat"
+
+// cutBefore returns where the kept tail starts for a tail of at most
+// budget tokens: snapped forward to a cut that splits neither a tool pair
+// nor (preferably) a turn, and always keeping the latest step (the last
+// user or assistant message and what follows it), however large. 0: no
+// cut.
+func (p *planner) cutBefore(budget int64) int {
+	n := len(p.view)
+	c := n
+	var tail int64
+	for c > 0 && tail+p.view[c-1].Tokens <= budget {
+		c--
+		tail += p.view[c].Tokens
+	}
+	kinds := cutPoints(p.view)
+	cut := -1
+	for i := c; i <= n; i++ {
+		if kinds[i] == 2 {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 || cut == n {
+		for i := c; i <= n; i++ {
+			if kinds[i] >= 1 {
+				cut = i
+				break
+			}
+		}
+	}
+	for last := n - 1; last > 0; last-- {
+		if kinds[last] >= 1 {
+			cut = min(cut, last)
+			break
+		}
+	}
+	return max(cut, 0)
+}
+
+// keptBefore is what stays verbatim before cut: the protected messages and
+// their tool-pair partners.
+func (p *planner) keptBefore(cut int) map[string]bool {
+	keep := p.protected()
+	closePairs(p.view[:cut], keep)
+	return keep
+}
+
+// headBefore is what a summary of the view before cut stands for: the
+// messages it summarizes (the originals of what this plan pruned), the ids
+// it replaces, their tokens and the previous summary's text.
+func (p *planner) headBefore(cut int) (summarized []chat.Message, replaced []string, before int64, previous string) {
+	keep := p.keptBefore(cut)
+	for _, m := range p.view[:cut] {
+		if keep[m.ID] {
+			continue
+		}
+		switch orig, ok := p.pruned[m.ID]; {
+		case m.Kind == chat.KindSummary:
+			previous = joinText(&m)
+		case ok:
+			summarized = append(summarized, orig)
+		default:
+			summarized = append(summarized, m)
+		}
+		replaced = append(replaced, m.ID)
+		before += m.Tokens
+	}
+	return summarized, replaced, before, previous
+}

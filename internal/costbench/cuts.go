@@ -1,0 +1,67 @@
+package costbench
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+var (
+	benchURL  = regexp.MustCompile(`https?://\S+`)
+	benchPath = regexp.MustCompile(`(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*\w`)
+)
+
+// cutWords returns what a summary cut, judged against the originals it
+// came from: a word just before an ellipsis that the originals never have
+// whole (followed by a space or punctuation), and a path the originals
+// never have with that start (an absolute path that lost its leading slash,
+// a path cut at its head).
+func cutWords(summary, originals string) []string {
+	var out []string
+	whole := func(s string, before, after func(byte) bool) bool {
+		for from := 0; ; {
+			i := strings.Index(originals[from:], s)
+			if i < 0 {
+				return false
+			}
+			i += from
+			j := i + len(s)
+			if (i == 0 || before(originals[i-1])) && (j == len(originals) || after(originals[j])) {
+				return true
+			}
+			from = i + 1
+		}
+	}
+	word := func(c byte) bool {
+		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
+	}
+	notWord := func(c byte) bool { return !word(c) }
+	for _, line := range strings.Split(summary, "\n") {
+		for rest := line; ; {
+			i := strings.Index(rest, "…")
+			if i < 0 {
+				break
+			}
+			fields := strings.Fields(rest[:i])
+			rest = rest[i+len("…"):]
+			if len(fields) == 0 {
+				continue
+			}
+			w := strings.TrimLeft(fields[len(fields)-1], "([{\"'`")
+			if w != "" && word(w[len(w)-1]) && !whole(w, func(byte) bool { return true }, notWord) {
+				out = append(out, fmt.Sprintf("the word %q before an ellipsis (line %q)", w, line))
+			}
+		}
+	}
+	text := benchURL.ReplaceAllString(summary, " ")
+	for _, p := range benchPath.FindAllString(text, -1) {
+		if !strings.Contains(p, "/") || strings.HasPrefix(p, "msg_") {
+			continue
+		}
+		pathChar := func(c byte) bool { return word(c) || c == '/' || c == '.' || c == '-' || c == '~' }
+		if !whole(p, func(c byte) bool { return !pathChar(c) }, notWord) {
+			out = append(out, fmt.Sprintf("the path %q", p))
+		}
+	}
+	return out
+}
