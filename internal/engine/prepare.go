@@ -61,6 +61,9 @@ type prepared struct {
 	// summaryAhead: the next compaction will summarize (background.go);
 	// hasJob: the call waits for the session's job (it exists).
 	summaryAhead, hasJob bool
+	// hints were computed and recorded in the append's transaction (nil
+	// when it compacts: the answer computes them).
+	hints *preparedHints
 }
 
 // PrepareContext is the one call an agent makes before each model call:
@@ -198,6 +201,14 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		if err := e.checkAnswerSize(&pr.after, pr.view, since); err != nil {
 			return err
 		}
+		// The cache-hints row of the view this call answers, in this
+		// transaction: one commit per call, not two.
+		token := tokenOf(&pr.after, []int64{lastViewOrd(&pr.after)}).String()
+		h, err := e.hintsInTx(ctx, tx, &pr.after, true, pr.view, token, -1)
+		if err != nil {
+			return err
+		}
+		pr.hints = &preparedHints{hints: h, version: pr.after.Version, token: token}
 		if len(staged.msgs) == 0 {
 			return nil
 		}
@@ -421,6 +432,6 @@ func (e *Engine) answerPrepare(ctx context.Context, tenant, id string, pr prepar
 	}
 	out.Status = st
 	out.Tools = extraTools(pr.after.Policy)
-	e.finishPrepare(ctx, tenant, id, &out)
+	e.finishPrepare(ctx, tenant, id, &out, pr.hints)
 	return out, nil
 }
