@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/watch"
+)
+
+// ExchangeInput is what a model call relayed by the gateway leaves to
+// record once its answer went out: the provider's usage of each upstream
+// call and the assistant's reply.
+type ExchangeInput struct {
+	// Reports are recorded in order, each as ReportUsage records it.
+	Reports []ReportInput
+	// Reply is appended when the session's log is still where the call
+	// left it (LogCount messages, the incarnation Created): otherwise a
+	// request that came first carried the reply itself, or the session was
+	// made again, and the reply is not the session's to append.
+	Reply    []chat.Message
+	LogCount int64
+	Created  time.Time
+	// Model is the model the reply is counted for outside the transaction
+	// (the session's as the call saw it); a session whose model changed
+	// meanwhile has it counted again.
+	Model string
+	// Key names the exchange: recorded again with the same key and content
+	// (a retry whose commit's outcome was unknown), nothing is recorded
+	// twice.
+	Key string
+}
+
+// ExchangeResult is what RecordExchange stored.
+type ExchangeResult struct {
+	Version int64
+	// Reply is the reply as stored (ids, positions); nil when it was not
+	// appended.
+	Reply []chat.Message
+	// Replayed: the exchange of this key was recorded before.
+	Replayed bool
+	Warnings []string
+}
+
+// RecordExchange records a relayed model call in one transaction: its
+// usage reports (ledger, calibration, anchor) and the reply appended, both
+// or neither. The gateway calls it once per answered request, so the
+// recording costs one commit however many upstream calls the answer took.
+func (e *Engine) RecordExchange(ctx context.Context, tenant, id string, in ExchangeInput) (ExchangeResult, error) {
+	for _, r := range in.Reports {
+		if err := checkReported(r); err != nil {
+			return ExchangeResult{}, err
+		}
+		if r.InputTokens+r.CacheReadTokens+r.CacheCreationTokens <= 0 {
+			return ExchangeResult{}, chat.Invalid("input_tokens", "the provider's input tokens (with cache reads and writes) must be positive")
+		}
+	}
+	var counted []chat.Message
+	if len(in.Reply) > 0 {
+		if err := chat.CheckAppend("reply", in.Reply); err != nil {
+			return ExchangeResult{}, err
+		}
+		if err := chat.ValidateMessages("reply", in.Reply); err != nil {
+			return ExchangeResult{}, err
+		}
+		var err error
+		if counted, err = e.countMessages(ctx, in.Model, in.Reply); err != nil {
+			return ExchangeResult{}, err
+		}
+	}
+	hash, err := exchangeHash(in)
+	if err != nil {
+		return ExchangeResult{}, err
+	}
+	for attempt := 1; ; attempt++ {
+		res, err := e.recordExchangeOnce(ctx, tenant, id, in, hash, counted)
+		if !errors.Is(err, errRepair) || attempt == 2 {
+			return res, err
+		}
+		if err := e.repairInterrupted(ctx, tenant, id); err != nil {
+			return ExchangeResult{}, err
+		}
+	}
+}
+
+// exchangeHash is the digest an exchange's key is checked against.
+func exchangeHash(in ExchangeInput) (string, error) {
+	reports := make([]ReportInput, len(in.Reports))
+	for i, r := range in.Reports {
+		r.IdempotencyKey = ""
+		reports[i] = r
+	}
+	body, err := json.Marshal(struct {
+		R []ReportInput  `json:"r"`
+		M []chat.Message `json:"m"`
+	}{reports, in.Reply})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func (e *Engine) recordExchangeOnce(ctx context.Context, tenant, id string, in ExchangeInput, hash string, counted []chat.Message) (ExchangeResult, error) {
+	var out ExchangeResult
+	var reports []reported
+	var before, final store.Session
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		out, reports = ExchangeResult{}, nil
+		s, err := lockedSession(ctx, tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		before = s // the view cache's entry is of this version
+		key := exchangeKey(in.Key)
+		if in.Key != "" {
+			rec, err := tx.GetIdempotency(ctx, tenant, id, key)
+			switch {
+			case err == nil && rec.RequestHash == hash:
+				out.Replayed, out.Version = true, s.Version
+				return nil
+			case err == nil:
+				return fmt.Errorf("exchange key %q was used for a different exchange: %w", in.Key, ErrFailedPrecondition)
+			case !errors.Is(err, store.ErrNotFound):
+				return err
+			}
+		}
+		for _, r := range in.Reports {
+			rep, err := e.reportInTx(ctx, tx, &s, r)
+			if err != nil {
+				return err
+			}
+			if rep.skipped != "" {
+				out.Warnings = append(out.Warnings, rep.skipped)
+			}
+			reports = append(reports, rep)
+		}
+		if len(counted) > 0 && s.LogCount == in.LogCount && s.CreatedAt.Equal(in.Created) {
+			msgs := counted
+			if s.Model != in.Model {
+				if msgs, err = e.countMessages(ctx, s.Model, in.Reply); err != nil {
+					return err
+				}
+			}
+			if out.Reply, err = e.appendInTx(ctx, tx, &s, msgs); err != nil {
+				return err
+			}
+		}
+		out.Version = s.Version
+		final = s
+		if err := e.rememberAppend(ctx, tx, tenant, id, key, hash, out.Reply, s.Version); err != nil {
+			return err
+		}
+		if len(reports) == 0 && out.Reply == nil {
+			return nil
+		}
+		return tx.UpdateSession(ctx, &s)
+	})
+	if err != nil {
+		return ExchangeResult{}, err
+	}
+	if out.Replayed {
+		return out, nil
+	}
+	for _, rep := range reports {
+		e.reportedAfterCommit(ctx, tenant, id, rep)
+	}
+	switch {
+	case out.Reply != nil:
+		e.views.appended(&before, &final, out.Reply)
+		e.notify(ctx, tenant, id, final.Version, watch.EventAppended)
+	case len(reports) > 0:
+		e.notify(ctx, tenant, id, final.Version, watch.EventUpdated)
+	}
+	return out, nil
+}
+
+// exchangeKey keeps exchange keys apart from the appends' own keys.
+func exchangeKey(key string) string {
+	if key == "" {
+		return ""
+	}
+	return "exchange:" + key
+}
