@@ -111,8 +111,9 @@ func (e *Engine) recordExchangeOnce(ctx context.Context, tenant, id string, in E
 	var out ExchangeResult
 	var reports []reported
 	var before, final store.Session
+	sent := false // announced with the commit
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		out, reports = ExchangeResult{}, nil
+		out, reports, sent = ExchangeResult{}, nil, false
 		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {
 			return err
@@ -160,7 +161,11 @@ func (e *Engine) recordExchangeOnce(ctx context.Context, tenant, id string, in E
 		if len(reports) == 0 && out.Reply == nil {
 			return nil
 		}
-		return tx.UpdateSession(ctx, &s)
+		if err := tx.UpdateSession(ctx, &s); err != nil {
+			return err
+		}
+		sent, err = e.announceTx(ctx, tx, tenant, id, s.Version, exchangeEvent(out))
+		return err
 	})
 	if err != nil {
 		return ExchangeResult{}, err
@@ -171,14 +176,21 @@ func (e *Engine) recordExchangeOnce(ctx context.Context, tenant, id string, in E
 	for _, rep := range reports {
 		e.reportedAfterCommit(ctx, tenant, id, rep)
 	}
-	switch {
-	case out.Reply != nil:
+	if out.Reply != nil {
 		e.views.appended(&before, &final, out.Reply)
-		e.notify(ctx, tenant, id, final.Version, watch.EventAppended)
-	case len(reports) > 0:
-		e.notify(ctx, tenant, id, final.Version, watch.EventUpdated)
+	}
+	if !sent && (out.Reply != nil || len(reports) > 0) {
+		e.notify(ctx, tenant, id, final.Version, exchangeEvent(out))
 	}
 	return out, nil
+}
+
+// exchangeEvent is what watchers are told of a recorded exchange.
+func exchangeEvent(out ExchangeResult) watch.Event {
+	if out.Reply != nil {
+		return watch.EventAppended
+	}
+	return watch.EventUpdated
 }
 
 // exchangeKey keeps exchange keys apart from the appends' own keys.

@@ -143,8 +143,9 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		return PrepareResult{}, err
 	}
 	var pr prepared
+	sent := false // the append's announcement went with its commit
 	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		pr = prepared{cals: cals}
+		pr, sent = prepared{cals: cals}, false
 		s, err := lockedSession(ctx, tx, tenant, id) // locks the session
 		if err != nil {
 			return err
@@ -219,6 +220,9 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		if err := tx.UpdateSession(ctx, &s); err != nil {
 			return err
 		}
+		if sent, err = e.announceTx(ctx, tx, tenant, id, s.Version, watch.EventAppended); err != nil {
+			return err
+		}
 		return e.rememberAppend(ctx, tx, tenant, id, in.IdempotencyKey, hash, staged.msgs, s.Version)
 	})
 	if errors.Is(err, errRepair) {
@@ -233,7 +237,9 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 	if pr.compact == nil {
 		if len(pr.appended) > 0 {
 			e.views.appended(&pr.before, &pr.after, pr.appended)
-			e.notify(ctx, tenant, id, pr.after.Version, watch.EventAppended)
+			if !sent {
+				e.notify(ctx, tenant, id, pr.after.Version, watch.EventAppended)
+			}
 		}
 		return e.answerPrepare(ctx, tenant, id, pr, since)
 	}

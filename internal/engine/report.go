@@ -120,7 +120,9 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 	}
 	var final store.Session
 	var out reported
+	sent := false // announced with the commit
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		sent = false
 		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {
 			return err
@@ -132,14 +134,20 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 		if out.replayed {
 			return nil
 		}
-		return tx.UpdateSession(ctx, &s)
+		if err := tx.UpdateSession(ctx, &s); err != nil {
+			return err
+		}
+		sent, err = e.announceTx(ctx, tx, tenant, id, s.Version, watch.EventUpdated)
+		return err
 	})
 	if err != nil {
 		return Usage{}, err
 	}
 	if !out.replayed {
 		e.reportedAfterCommit(ctx, tenant, id, out)
-		e.notify(ctx, tenant, id, final.Version, watch.EventUpdated)
+		if !sent {
+			e.notify(ctx, tenant, id, final.Version, watch.EventUpdated)
+		}
 	}
 	// Committed: a usage that cannot be read is a warning, not an error
 	// (the caller would report the call again).

@@ -69,7 +69,9 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	if !ok {
 		return
 	}
-	ctx := r.Context()
+	// Everything the gateway stores, its client sends again with its next
+	// call: the writes need not wait for the disk (store.Resendable).
+	ctx := store.Resendable(r.Context())
 	c, err := d.parse(fields)
 	if err != nil {
 		g.writeDomainError(ctx, w, shape, err)
@@ -267,14 +269,13 @@ func headerSafe(s string) string {
 // transaction (engine.RecordExchange: both or neither). It runs after the
 // client hung up too; failures are logged, never answered (the answer is
 // the provider's), and a reply that could not be appended is appended by
-// the next request that carries it. Its writes need not be durable when
-// they return (store.Resendable): the client resends the reply with its
-// next request, and what a crash loses is appended from that copy.
+// the next request that carries it. Like all the gateway's writes, it
+// need not be durable when it returns (serveDoor's store.Resendable): the
+// client resends the reply with its next request.
 func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep engine.PrepareResult, key string, us []usage, reply []chat.Message) {
 	id := res.id
 	ctx, cancel := detach(ctx)
 	defer cancel()
-	ctx = store.Resendable(ctx)
 	// The reply is appended only to the session as this call left it: when
 	// another request came first, that request carried the reply itself,
 	// if the client kept it.
