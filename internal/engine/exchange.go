@@ -2,11 +2,7 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -31,10 +27,6 @@ type ExchangeInput struct {
 	// (the session's as the call saw it); a session whose model changed
 	// meanwhile has it counted again.
 	Model string
-	// Key names the exchange: recorded again with the same key and content
-	// (a retry whose commit's outcome was unknown), nothing is recorded
-	// twice.
-	Key string
 }
 
 // ExchangeResult is what RecordExchange stored.
@@ -42,9 +34,7 @@ type ExchangeResult struct {
 	Version int64
 	// Reply is the reply as stored (ids, positions); nil when it was not
 	// appended.
-	Reply []chat.Message
-	// Replayed: the exchange of this key was recorded before.
-	Replayed bool
+	Reply    []chat.Message
 	Warnings []string
 }
 
@@ -52,6 +42,8 @@ type ExchangeResult struct {
 // usage reports (ledger, calibration, anchor) and the reply appended, both
 // or neither. The gateway calls it once per answered request, so the
 // recording costs one commit however many upstream calls the answer took.
+// A reply is never stored twice: once appended, the log is no longer where
+// the call left it.
 func (e *Engine) RecordExchange(ctx context.Context, tenant, id string, in ExchangeInput) (ExchangeResult, error) {
 	for _, r := range in.Reports {
 		if err := checkReported(r); err != nil {
@@ -74,12 +66,8 @@ func (e *Engine) RecordExchange(ctx context.Context, tenant, id string, in Excha
 			return ExchangeResult{}, err
 		}
 	}
-	hash, err := exchangeHash(in)
-	if err != nil {
-		return ExchangeResult{}, err
-	}
 	for attempt := 1; ; attempt++ {
-		res, err := e.recordExchangeOnce(ctx, tenant, id, in, hash, counted)
+		res, err := e.recordExchangeOnce(ctx, tenant, id, in, counted)
 		if !errors.Is(err, errRepair) || attempt == 2 {
 			return res, err
 		}
@@ -89,25 +77,7 @@ func (e *Engine) RecordExchange(ctx context.Context, tenant, id string, in Excha
 	}
 }
 
-// exchangeHash is the digest an exchange's key is checked against.
-func exchangeHash(in ExchangeInput) (string, error) {
-	reports := make([]ReportInput, len(in.Reports))
-	for i, r := range in.Reports {
-		r.IdempotencyKey = ""
-		reports[i] = r
-	}
-	body, err := json.Marshal(struct {
-		R []ReportInput  `json:"r"`
-		M []chat.Message `json:"m"`
-	}{reports, in.Reply})
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(body)
-	return hex.EncodeToString(sum[:]), nil
-}
-
-func (e *Engine) recordExchangeOnce(ctx context.Context, tenant, id string, in ExchangeInput, hash string, counted []chat.Message) (ExchangeResult, error) {
+func (e *Engine) recordExchangeOnce(ctx context.Context, tenant, id string, in ExchangeInput, counted []chat.Message) (ExchangeResult, error) {
 	var out ExchangeResult
 	var reports []reported
 	var before, final store.Session
@@ -119,19 +89,6 @@ func (e *Engine) recordExchangeOnce(ctx context.Context, tenant, id string, in E
 			return err
 		}
 		before = s // the view cache's entry is of this version
-		key := exchangeKey(in.Key)
-		if in.Key != "" {
-			rec, err := tx.GetIdempotency(ctx, tenant, id, key)
-			switch {
-			case err == nil && rec.RequestHash == hash:
-				out.Replayed, out.Version = true, s.Version
-				return nil
-			case err == nil:
-				return fmt.Errorf("exchange key %q was used for a different exchange: %w", in.Key, ErrFailedPrecondition)
-			case !errors.Is(err, store.ErrNotFound):
-				return err
-			}
-		}
 		for _, r := range in.Reports {
 			rep, err := e.reportInTx(ctx, tx, &s, r)
 			if err != nil {
@@ -155,9 +112,6 @@ func (e *Engine) recordExchangeOnce(ctx context.Context, tenant, id string, in E
 		}
 		out.Version = s.Version
 		final = s
-		if err := e.rememberAppend(ctx, tx, tenant, id, key, hash, out.Reply, s.Version); err != nil {
-			return err
-		}
 		if len(reports) == 0 && out.Reply == nil {
 			return nil
 		}
@@ -169,9 +123,6 @@ func (e *Engine) recordExchangeOnce(ctx context.Context, tenant, id string, in E
 	})
 	if err != nil {
 		return ExchangeResult{}, err
-	}
-	if out.Replayed {
-		return out, nil
 	}
 	for _, rep := range reports {
 		e.reportedAfterCommit(ctx, tenant, id, rep)
@@ -191,12 +142,4 @@ func exchangeEvent(out ExchangeResult) watch.Event {
 		return watch.EventAppended
 	}
 	return watch.EventUpdated
-}
-
-// exchangeKey keeps exchange keys apart from the appends' own keys.
-func exchangeKey(key string) string {
-	if key == "" {
-		return ""
-	}
-	return "exchange:" + key
 }

@@ -97,7 +97,7 @@ func TestWritesAnnounceInTheirTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := e.RecordExchange(ctx, tenant, v.ID, engine.ExchangeInput{Reply: []chat.Message{userMsg("more"), replyMsg("yes")},
-		LogCount: s.LogCount, Created: s.CreatedAt, Model: "gpt-4o", Key: "x"})
+		LogCount: s.LogCount, Created: s.CreatedAt, Model: "gpt-4o"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 		return
 	}
 	c.pins = pins
-	res, prep, key, err := g.prepare(ctx, tenant, d, c, sig)
+	res, prep, _, err := g.prepare(ctx, tenant, d, c, sig)
 	if err != nil {
 		g.writeDomainError(ctx, w, shape, err)
 		return
@@ -179,7 +179,7 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 					g.log.ErrorContext(ctx, "gateway recording panicked", "session", res.id, "panic", fmt.Sprint(p))
 				}
 			}()
-			g.record(ctx, tenant, res, prep, key, us, reply)
+			g.record(ctx, tenant, res, prep, us, reply)
 		}()
 	}
 	if len(prep.Tools) > 0 {
@@ -272,7 +272,7 @@ func headerSafe(s string) string {
 // the next request that carries it. Like all the gateway's writes, it
 // need not be durable when it returns (serveDoor's store.Resendable): the
 // client resends the reply with its next request.
-func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep engine.PrepareResult, key string, us []usage, reply []chat.Message) {
+func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep engine.PrepareResult, us []usage, reply []chat.Message) {
 	id := res.id
 	ctx, cancel := detach(ctx)
 	defer cancel()
@@ -280,7 +280,7 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 	// another request came first, that request carried the reply itself,
 	// if the client kept it.
 	in := engine.ExchangeInput{LogCount: prep.Status.LogCount, Created: prep.Status.Created,
-		Model: prep.Status.Usage.Model, Key: "gwr-" + key}
+		Model: prep.Status.Usage.Model}
 	if res.repeat == 0 {
 		in.Reply = reply // a repeated request's reply is not the session's
 	}
