@@ -345,6 +345,18 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		if err := e.checkAnswerSize(&s, res.view, since); err != nil {
 			return err
 		}
+		// The cache-hints row of the view this call answers, in this
+		// transaction too.
+		changedFrom := int64(-1)
+		if !deferred && !paused && res.Compaction != nil {
+			changedFrom = firstChange(res.Compaction.ViewBefore, res.Compaction.ViewAfter)
+		}
+		token := tokenOf(&s, []int64{lastViewOrd(&s)}).String()
+		h, err := e.hintsInTx(ctx, tx, &s, true, res.view, token, changedFrom)
+		if err != nil {
+			return err
+		}
+		pr.hints = &preparedHints{hints: h, version: s.Version, token: token}
 		final = s
 		return tx.UpdateSession(ctx, &s)
 	})
