@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/postgres"
@@ -14,7 +16,22 @@ import (
 // wait for the WAL flush); others, on the same pool's connections before
 // and after it, with the server's setting (on).
 func TestResendableCommitsAsynchronously(t *testing.T) {
-	s, err := postgres.Open(t.Context(), pgtest.URL(t))
+	url := pgtest.URL(t)
+	// The test cluster runs with synchronous_commit off; this database's
+	// sessions get it on, as a production server has it.
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var db string
+	if err := conn.QueryRow(t.Context(), "SELECT current_database()").Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(t.Context(), "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET synchronous_commit = on"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(t.Context())
+	s, err := postgres.Open(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
