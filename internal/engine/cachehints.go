@@ -206,7 +206,7 @@ func firstChange(before, after []string) int64 {
 // Hints computed in the append's transaction (pre) serve when the answer is
 // the view that transaction wrote; otherwise they take a transaction of
 // their own.
-func (e *Engine) finishPrepare(ctx context.Context, tenant, id string, res *PrepareResult, pre *preparedHints) {
+func (e *Engine) finishPrepare(ctx context.Context, tenant, id string, res *PrepareResult, pre *preparedHints, noLedger bool) {
 	if pre != nil && pre.version == res.Status.Version && pre.token == res.ViewToken {
 		res.Cache = pre.hints
 	} else {
@@ -220,6 +220,9 @@ func (e *Engine) finishPrepare(ctx context.Context, tenant, id string, res *Prep
 			res.Status.Warnings = append(res.Status.Warnings, "cache hints unavailable: "+err.Error())
 		}
 		res.Cache = hints
+	}
+	if noLedger {
+		return
 	}
 	l, err := e.store.GetLedger(ctx, tenant, id)
 	if err != nil {

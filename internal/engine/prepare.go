@@ -21,6 +21,9 @@ type PrepareInput struct {
 	// messages of; when the view has only grown since, the result carries
 	// only the messages after it (Delta).
 	ViewToken string
+	// NoLedger: the caller does not read Status.Ledger (the gateway), so
+	// it is not read (a read, on PostgreSQL a round trip, less).
+	NoLedger bool
 }
 
 // PrepareResult is what to send to the model, and the status.
@@ -61,9 +64,11 @@ type prepared struct {
 	// summaryAhead: the next compaction will summarize (background.go);
 	// hasJob: the call waits for the session's job (it exists).
 	summaryAhead, hasJob bool
-	// hints were computed and recorded in the append's transaction (nil
-	// when it compacts: the answer computes them).
+	// hints were computed and recorded in the transaction that wrote the
+	// view (nil when none did: the answer computes them).
 	hints *preparedHints
+	// noLedger: the answer goes without the ledger (PrepareInput.NoLedger).
+	noLedger bool
 }
 
 // PrepareContext is the one call an agent makes before each model call:
@@ -145,7 +150,7 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 	var pr prepared
 	sent := false // the append's announcement went with its commit
 	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		pr, sent = prepared{cals: cals}, false
+		pr, sent = prepared{cals: cals, noLedger: in.NoLedger}, false
 		s, err := lockedSession(ctx, tx, tenant, id) // locks the session
 		if err != nil {
 			return err
@@ -450,6 +455,6 @@ func (e *Engine) answerPrepare(ctx context.Context, tenant, id string, pr prepar
 	}
 	out.Status = st
 	out.Tools = extraTools(pr.after.Policy)
-	e.finishPrepare(ctx, tenant, id, &out, pr.hints)
+	e.finishPrepare(ctx, tenant, id, &out, pr.hints, pr.noLedger)
 	return out, nil
 }

@@ -61,6 +61,11 @@ func TestPrepareCommittedIsAnswered(t *testing.T) {
 		if err != nil || len(log.Messages) != 1 {
 			t.Fatalf("log: %v, %v", log.Messages, err)
 		}
+		// A caller that reads no ledger (the gateway) has none read.
+		res, err = faulty.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("more")}, NoLedger: true})
+		if err != nil || res.Status.Ledger != nil || strings.Contains(strings.Join(res.Status.Warnings, " "), "ledger") {
+			t.Fatalf("NoLedger: ledger %v, warnings %q, %v", res.Status.Ledger, res.Status.Warnings, err)
+		}
 	})
 }
 
