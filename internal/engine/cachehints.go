@@ -71,33 +71,64 @@ func fixedDigest(s store.Session) string {
 // overwrites what a newer answer may have recorded.
 func (e *Engine) cacheHints(ctx context.Context, tenant, id string, version int64, msgs []chat.Message, token string, changedFrom int64) (CacheHints, error) {
 	var h CacheHints
-	ids := idsOf(msgs)
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {
 			return err
 		}
-		fixed := fixedDigest(s)
-		prev, err := tx.GetPreparedView(ctx, tenant, id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return err
-		default:
-			h.HasPrevious = true
-			h.FixedStable = prev.Fixed == fixed
-		}
-		m, _ := e.models.Lookup(s.Model)
-		h.fill(s.SystemTokens+s.ToolsTokens, int64(tokens.FramingOf(m).ReplyPriming), msgs, prev.IDs, changedFrom)
-		if s.Version > version || (h.HasPrevious && prev.Fixed == fixed && prev.ViewToken == token && equalIDs(prev.IDs, ids)) {
-			return nil
-		}
-		return tx.PutPreparedView(ctx, tenant, id, store.PreparedView{Fixed: fixed, IDs: ids, ViewToken: token})
+		h, err = e.hintsInTx(ctx, tx, &s, s.Version <= version, msgs, token, changedFrom)
+		return err
 	})
 	if err != nil {
 		return CacheHints{}, err
 	}
 	return h, nil
+}
+
+// hintsInTx computes the hints of msgs (a view of session s, locked by
+// the caller's transaction, returned with token) against the previous
+// answer's row, and, when record is set, writes this answer's row if it
+// changed. PrepareContext calls it inside its append's transaction
+// (preparedHints), so a growing conversation's call commits once.
+func (e *Engine) hintsInTx(ctx context.Context, tx store.Tx, s *store.Session, record bool, msgs []chat.Message, token string, changedFrom int64) (CacheHints, error) {
+	var h CacheHints
+	fixed := fixedDigest(*s)
+	prev, err := tx.GetPreparedView(ctx, s.Tenant, s.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return CacheHints{}, err
+	default:
+		h.HasPrevious = true
+		h.FixedStable = prev.Fixed == fixed
+	}
+	m, _ := e.models.Lookup(s.Model)
+	h.fill(s.SystemTokens+s.ToolsTokens, int64(tokens.FramingOf(m).ReplyPriming), msgs, prev.IDs, changedFrom)
+	ids := idsOf(msgs)
+	if !record || (h.HasPrevious && prev.Fixed == fixed && prev.ViewToken == token && equalIDs(prev.IDs, ids)) {
+		return h, nil
+	}
+	return h, tx.PutPreparedView(ctx, s.Tenant, s.ID, store.PreparedView{Fixed: fixed, IDs: ids, ViewToken: token})
+}
+
+// preparedHints are cache hints computed inside the transaction that wrote
+// the view they describe: valid for the answer when it returns that view
+// (the same version and view token), else computed again after the commit.
+type preparedHints struct {
+	hints   CacheHints
+	version int64
+	token   string
+}
+
+// lastViewOrd is the ordinal of the last message of s's active view: every
+// write hands the view's ordinals out in order (ViewSeq) and a rewrite
+// numbers them 1..n, so it is ViewSeq unless the view is empty. The answer
+// checks it against the ordinals it read (the token must be equal).
+func lastViewOrd(s *store.Session) int64 {
+	if s.ActiveCount == 0 {
+		return 0
+	}
+	return s.ViewSeq
 }
 
 // fill computes the hints of msgs against the previous answer's ids, with
@@ -171,17 +202,28 @@ func firstChange(before, after []string) int64 {
 // compaction) committed, so it is best effort: a failure is logged and
 // returned as a warning on the committed answer, never as the call's error
 // (the caller would retry an append that is already stored).
-func (e *Engine) finishPrepare(ctx context.Context, tenant, id string, res *PrepareResult) {
-	changedFrom := int64(-1)
-	if c := res.Status.LastCompaction; res.Status.Compacted && c != nil {
-		changedFrom = firstChange(c.ViewBefore, c.ViewAfter)
+//
+// Hints computed in the append's transaction (pre) serve when the answer is
+// the view that transaction wrote; otherwise they take a transaction of
+// their own.
+func (e *Engine) finishPrepare(ctx context.Context, tenant, id string, res *PrepareResult, pre *preparedHints, noLedger bool) {
+	if pre != nil && pre.version == res.Status.Version && pre.token == res.ViewToken {
+		res.Cache = pre.hints
+	} else {
+		changedFrom := int64(-1)
+		if c := res.Status.LastCompaction; res.Status.Compacted && c != nil {
+			changedFrom = firstChange(c.ViewBefore, c.ViewAfter)
+		}
+		hints, err := e.cacheHints(ctx, tenant, id, res.Status.Version, res.view, res.ViewToken, changedFrom)
+		if err != nil {
+			e.log.WarnContext(ctx, "prepare: cache hints", "tenant", tenant, "session", id, "err", err)
+			res.Status.Warnings = append(res.Status.Warnings, "cache hints unavailable: "+err.Error())
+		}
+		res.Cache = hints
 	}
-	hints, err := e.cacheHints(ctx, tenant, id, res.Status.Version, res.view, res.ViewToken, changedFrom)
-	if err != nil {
-		e.log.WarnContext(ctx, "prepare: cache hints", "tenant", tenant, "session", id, "err", err)
-		res.Status.Warnings = append(res.Status.Warnings, "cache hints unavailable: "+err.Error())
+	if noLedger {
+		return
 	}
-	res.Cache = hints
 	l, err := e.store.GetLedger(ctx, tenant, id)
 	if err != nil {
 		e.log.WarnContext(ctx, "prepare: ledger", "tenant", tenant, "session", id, "err", err)

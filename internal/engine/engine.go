@@ -51,6 +51,26 @@ type Notifier interface {
 	Notify(ctx context.Context, c watch.Change)
 }
 
+// TxNotifier is a Notifier that can announce a change from inside the
+// transaction that makes it (PostgreSQL: NOTIFY is delivered at commit,
+// never for a rolled-back transaction), saving the round trip after it.
+// NotifyTx reports false when it cannot for tx.
+type TxNotifier interface {
+	Notifier
+	NotifyTx(ctx context.Context, tx store.Tx, c watch.Change) (bool, error)
+}
+
+// announceTx announces a change that tx makes, when the notifier can do
+// it inside tx; sent reports whether it did (if not, the caller calls
+// notify after the commit).
+func (e *Engine) announceTx(ctx context.Context, tx store.Tx, tenant, id string, version int64, ev watch.Event) (sent bool, err error) {
+	n, ok := e.notifier.(TxNotifier)
+	if !ok {
+		return false, nil
+	}
+	return n.NotifyTx(ctx, tx, watch.Change{Tenant: tenant, SessionID: id, Version: version, Event: ev})
+}
+
 // WithNotifier sets where committed changes are announced.
 func WithNotifier(n Notifier) Option { return func(e *Engine) { e.notifier = n } }
 

@@ -21,6 +21,9 @@ type PrepareInput struct {
 	// messages of; when the view has only grown since, the result carries
 	// only the messages after it (Delta).
 	ViewToken string
+	// NoLedger: the caller does not read Status.Ledger (the gateway), so
+	// it is not read (a read, on PostgreSQL a round trip, less).
+	NoLedger bool
 }
 
 // PrepareResult is what to send to the model, and the status.
@@ -61,6 +64,11 @@ type prepared struct {
 	// summaryAhead: the next compaction will summarize (background.go);
 	// hasJob: the call waits for the session's job (it exists).
 	summaryAhead, hasJob bool
+	// hints were computed and recorded in the transaction that wrote the
+	// view (nil when none did: the answer computes them).
+	hints *preparedHints
+	// noLedger: the answer goes without the ledger (PrepareInput.NoLedger).
+	noLedger bool
 }
 
 // PrepareContext is the one call an agent makes before each model call:
@@ -140,8 +148,9 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		return PrepareResult{}, err
 	}
 	var pr prepared
+	sent := false // the append's announcement went with its commit
 	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		pr = prepared{cals: cals}
+		pr, sent = prepared{cals: cals, noLedger: in.NoLedger}, false
 		s, err := lockedSession(ctx, tx, tenant, id) // locks the session
 		if err != nil {
 			return err
@@ -198,6 +207,14 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		if err := e.checkAnswerSize(&pr.after, pr.view, since); err != nil {
 			return err
 		}
+		// The cache-hints row of the view this call answers, in this
+		// transaction: one commit per call, not two.
+		token := tokenOf(&pr.after, []int64{lastViewOrd(&pr.after)}).String()
+		h, err := e.hintsInTx(ctx, tx, &pr.after, true, pr.view, token, -1)
+		if err != nil {
+			return err
+		}
+		pr.hints = &preparedHints{hints: h, version: pr.after.Version, token: token}
 		if len(staged.msgs) == 0 {
 			return nil
 		}
@@ -206,6 +223,9 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 			return err
 		}
 		if err := tx.UpdateSession(ctx, &s); err != nil {
+			return err
+		}
+		if sent, err = e.announceTx(ctx, tx, tenant, id, s.Version, watch.EventAppended); err != nil {
 			return err
 		}
 		return e.rememberAppend(ctx, tx, tenant, id, in.IdempotencyKey, hash, staged.msgs, s.Version)
@@ -222,7 +242,9 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 	if pr.compact == nil {
 		if len(pr.appended) > 0 {
 			e.views.appended(&pr.before, &pr.after, pr.appended)
-			e.notify(ctx, tenant, id, pr.after.Version, watch.EventAppended)
+			if !sent {
+				e.notify(ctx, tenant, id, pr.after.Version, watch.EventAppended)
+			}
 		}
 		return e.answerPrepare(ctx, tenant, id, pr, since)
 	}
@@ -328,6 +350,18 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		if err := e.checkAnswerSize(&s, res.view, since); err != nil {
 			return err
 		}
+		// The cache-hints row of the view this call answers, in this
+		// transaction too.
+		changedFrom := int64(-1)
+		if !deferred && !paused && res.Compaction != nil {
+			changedFrom = firstChange(res.Compaction.ViewBefore, res.Compaction.ViewAfter)
+		}
+		token := tokenOf(&s, []int64{lastViewOrd(&s)}).String()
+		h, err := e.hintsInTx(ctx, tx, &s, true, res.view, token, changedFrom)
+		if err != nil {
+			return err
+		}
+		pr.hints = &preparedHints{hints: h, version: s.Version, token: token}
 		final = s
 		return tx.UpdateSession(ctx, &s)
 	})
@@ -421,6 +455,6 @@ func (e *Engine) answerPrepare(ctx context.Context, tenant, id string, pr prepar
 	}
 	out.Status = st
 	out.Tools = extraTools(pr.after.Policy)
-	e.finishPrepare(ctx, tenant, id, &out)
+	e.finishPrepare(ctx, tenant, id, &out, pr.hints, pr.noLedger)
 	return out, nil
 }

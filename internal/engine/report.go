@@ -119,144 +119,35 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 		return Usage{}, chat.Invalid("input_tokens", "the provider's input tokens (with cache reads and writes) must be positive")
 	}
 	var final store.Session
-	skipped := ""       // why the report did not calibrate
-	var recorded func() // metrics of the ledger entry, after the commit
-	replayed := false
-	disagreed := "" // the model whose exact count the report disagreed with
+	var out reported
+	sent := false // announced with the commit
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		replayed, recorded, disagreed = false, nil, ""
+		sent = false
 		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {
 			return err
 		}
-		if in.IdempotencyKey != "" {
-			hash := reportHash(in)
-			rec, err := tx.GetIdempotency(ctx, tenant, id, reportKey(in.IdempotencyKey))
-			switch {
-			case err == nil && rec.RequestHash == hash:
-				replayed, final = true, s
-				return nil // recorded before: answer the usage now
-			case err == nil:
-				return fmt.Errorf("idempotency key %q was used for a different report: %w", in.IdempotencyKey, ErrFailedPrecondition)
-			case !errors.Is(err, store.ErrNotFound):
-				return err
-			}
-			if err := tx.PutIdempotency(ctx, tenant, id, store.Idempotency{Key: reportKey(in.IdempotencyKey), RequestHash: hash, Response: []byte("{}")}); err != nil {
-				return err
-			}
-		}
-		n := s.ActiveCount
-		m, _ := e.models.Lookup(s.Model)
-		priming := int64(tokens.FramingOf(m).ReplyPriming)
-		local := int64(-1) // the local count of the request reported on; -1: of the active view's first n
-		anchor := false
-		switch {
-		case in.ViewToken != "":
-			t, err := parseViewToken("view_token", in.ViewToken, id)
-			if err != nil {
-				return err
-			}
-			if t.continues(&s) {
-				n = t.last // ordinals of one epoch run 1, 2, ...: the first t.last messages
-				break
-			}
-			// The view was rewritten since: calibrate with the view the
-			// latest PrepareContext returned, if that is the one; no anchor.
-			if local, err = preparedLocal(ctx, tx, &s, in.ViewToken, priming); err != nil {
-				return err
-			}
-			if local < 0 {
-				skipped = "the view of view_token is neither the active view nor the one the latest PrepareContext returned (the session was compacted, reverted, cleared or changed since): the call is in the ledger; nothing was calibrated or anchored"
-			}
-		case in.MessageCount != nil:
-			if *in.MessageCount < 0 || *in.MessageCount > s.ActiveCount {
-				return chat.Invalid("message_count", "%d is not between 0 and the %d messages of the active view", *in.MessageCount, s.ActiveCount)
-			}
-			n = *in.MessageCount
-		case in.Version != nil && *in.Version != s.Version:
-			return fmt.Errorf("session %q moved on from version %d to %d; report with view_token instead: %w",
-				id, *in.Version, s.Version, ErrFailedPrecondition)
-		}
-		if skipped == "" && local < 0 {
-			// The whole active view sums to ActiveTokens: only a prefix
-			// needs its messages read.
-			prefix := s.ActiveTokens
-			if n != s.ActiveCount {
-				view, err := tx.ViewMessages(ctx, tenant, id)
-				if err != nil {
-					return err
-				}
-				prefix = sumTokens(view[:n])
-			}
-			local = s.SystemTokens + s.ToolsTokens + prefix + priming
-			anchor = in.AddedLocalTokens == 0
-		}
-		if local >= 0 {
-			local += max(in.AddedLocalTokens, 0)
-		}
-		if m.Exact && skipped == "" && local > 0 {
-			if off := math.Abs(float64(provider-local)) / float64(local); off > maxExactDisagreement {
-				// contextd's count of an exact encoding is the count: a
-				// report far from it is of something else.
-				anchor, disagreed = false, e.modelLabel(s.Model)
-				skipped = fmt.Sprintf("input tokens %d (uncached %d + cache reads %d + cache writes %d) are %.0f%% off contextd's exact count %d of that request (%s): the call is in the ledger; the usage is not anchored to it (is the upstream the model's provider?)",
-					provider, in.InputTokens, in.CacheReadTokens, in.CacheCreationTokens, 100*off, local, m.Encoding)
-			}
-		}
-		// For an approximate encoding the provider's count is the better
-		// one, but a report below half of contextd's count is not of the
-		// request (a fake or misconfigured upstream): anchored, it would
-		// make the view look smaller than it is and stop compaction.
-		under := !m.Exact && local > 0 && float64(provider) < float64(local)/maxCalibrationFactor
-		if anchor && !under {
-			s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch = provider, local, n, s.ViewEpoch
-		}
-		if !m.Exact && skipped == "" {
-			c, err := tx.GetCalibration(ctx, tenant, m.Name)
-			if errors.Is(err, store.ErrNotFound) {
-				c, err = store.Calibration{Model: m.Name, Ratio: 1}, nil
-			}
-			if err != nil {
-				return err
-			}
-			sample := float64(provider) / float64(max(local, 1))
-			if sample < 1/maxCalibrationFactor || sample > maxCalibrationFactor {
-				// Not a tokenizer difference but a report of another request
-				// (or a typo): anchor this session, teach the model nothing.
-				skipped = fmt.Sprintf("input tokens %d are %.2f× the local count %d of that request: not used to calibrate %s (a tokenizer differs by far less; check view_token or message_count)", provider, sample, local, m.Name)
-				if under {
-					skipped += "; nor anchored, which would make the view look smaller than it is"
-				}
-			} else {
-				c.Samples++
-				c.Ratio += (sample - c.Ratio) / float64(min(c.Samples, maxCalibrationSamples))
-				c.UpdatedAt = e.timestamp()
-				if err := tx.PutCalibration(ctx, tenant, c); err != nil {
-					return err
-				}
-			}
-		}
-		if recorded, err = e.recordCall(ctx, tx, s, in); err != nil {
+		if out, err = e.reportInTx(ctx, tx, &s, in); err != nil {
 			return err
 		}
-		// The usage a watcher sees changed: a new version, announced below
-		// (the view did not change, so ViewEpoch stays and cached views stay
-		// valid).
-		s.Version++
-		s.UpdatedAt = e.timestamp()
 		final = s
-		return tx.UpdateSession(ctx, &s)
+		if out.replayed {
+			return nil
+		}
+		if err := tx.UpdateSession(ctx, &s); err != nil {
+			return err
+		}
+		sent, err = e.announceTx(ctx, tx, tenant, id, s.Version, watch.EventUpdated)
+		return err
 	})
 	if err != nil {
 		return Usage{}, err
 	}
-	if !replayed {
-		recorded()
-		if disagreed != "" {
-			e.metrics.ReportDisagreed(disagreed)
-			e.log.WarnContext(ctx, "report: provider count disagrees with the exact count", "tenant", tenant, "session", id, "model", disagreed)
+	if !out.replayed {
+		e.reportedAfterCommit(ctx, tenant, id, out)
+		if !sent {
+			e.notify(ctx, tenant, id, final.Version, watch.EventUpdated)
 		}
-		e.notify(ctx, tenant, id, final.Version, watch.EventUpdated)
 	}
 	// Committed: a usage that cannot be read is a warning, not an error
 	// (the caller would report the call again).
@@ -265,11 +156,154 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 		e.log.WarnContext(ctx, "report: usage", "tenant", tenant, "session", id, "err", err)
 		v.Usage.Warnings = append(v.Usage.Warnings, "usage unavailable: "+err.Error())
 	}
-	if skipped != "" {
-		v.Usage.Warnings = append(v.Usage.Warnings, skipped)
+	if out.skipped != "" {
+		v.Usage.Warnings = append(v.Usage.Warnings, out.skipped)
 	}
-	if replayed {
+	if out.replayed {
 		v.Usage.Warnings = append(v.Usage.Warnings, fmt.Sprintf("idempotency key %q: this report was recorded before; nothing was recorded again", in.IdempotencyKey))
 	}
 	return v.Usage, nil
+}
+
+// reported is what reportInTx did, for after the commit.
+type reported struct {
+	replayed  bool   // recorded before (the same idempotency key): nothing done
+	skipped   string // why the report did not calibrate or anchor
+	disagreed string // the model whose exact count the report disagreed with
+	recorded  func() // metrics of the ledger entry
+}
+
+// reportInTx records report in into session s, locked by the caller's
+// transaction, and updates s in memory (a new version; the caller writes
+// it unless out.replayed).
+func (e *Engine) reportInTx(ctx context.Context, tx store.Tx, s *store.Session, in ReportInput) (reported, error) {
+	var out reported
+	tenant, id := s.Tenant, s.ID
+	provider := in.InputTokens + in.CacheReadTokens + in.CacheCreationTokens
+	if in.IdempotencyKey != "" {
+		hash := reportHash(in)
+		rec, err := tx.GetIdempotency(ctx, tenant, id, reportKey(in.IdempotencyKey))
+		switch {
+		case err == nil && rec.RequestHash == hash:
+			out.replayed = true
+			return out, nil // recorded before: answer the usage now
+		case err == nil:
+			return out, fmt.Errorf("idempotency key %q was used for a different report: %w", in.IdempotencyKey, ErrFailedPrecondition)
+		case !errors.Is(err, store.ErrNotFound):
+			return out, err
+		}
+		if err := tx.PutIdempotency(ctx, tenant, id, store.Idempotency{Key: reportKey(in.IdempotencyKey), RequestHash: hash, Response: []byte("{}")}); err != nil {
+			return out, err
+		}
+	}
+	n := s.ActiveCount
+	m, _ := e.models.Lookup(s.Model)
+	priming := int64(tokens.FramingOf(m).ReplyPriming)
+	local := int64(-1) // the local count of the request reported on; -1: of the active view's first n
+	anchor := false
+	switch {
+	case in.ViewToken != "":
+		t, err := parseViewToken("view_token", in.ViewToken, id)
+		if err != nil {
+			return out, err
+		}
+		if t.continues(s) {
+			n = t.last // ordinals of one epoch run 1, 2, ...: the first t.last messages
+			break
+		}
+		// The view was rewritten since: calibrate with the view the
+		// latest PrepareContext returned, if that is the one; no anchor.
+		if local, err = preparedLocal(ctx, tx, s, in.ViewToken, priming); err != nil {
+			return out, err
+		}
+		if local < 0 {
+			out.skipped = "the view of view_token is neither the active view nor the one the latest PrepareContext returned (the session was compacted, reverted, cleared or changed since): the call is in the ledger; nothing was calibrated or anchored"
+		}
+	case in.MessageCount != nil:
+		if *in.MessageCount < 0 || *in.MessageCount > s.ActiveCount {
+			return out, chat.Invalid("message_count", "%d is not between 0 and the %d messages of the active view", *in.MessageCount, s.ActiveCount)
+		}
+		n = *in.MessageCount
+	case in.Version != nil && *in.Version != s.Version:
+		return out, fmt.Errorf("session %q moved on from version %d to %d; report with view_token instead: %w",
+			id, *in.Version, s.Version, ErrFailedPrecondition)
+	}
+	if out.skipped == "" && local < 0 {
+		// The whole active view sums to ActiveTokens: only a prefix
+		// needs its messages read.
+		prefix := s.ActiveTokens
+		if n != s.ActiveCount {
+			view, err := tx.ViewMessages(ctx, tenant, id)
+			if err != nil {
+				return out, err
+			}
+			prefix = sumTokens(view[:n])
+		}
+		local = s.SystemTokens + s.ToolsTokens + prefix + priming
+		anchor = in.AddedLocalTokens == 0
+	}
+	if local >= 0 {
+		local += max(in.AddedLocalTokens, 0)
+	}
+	if m.Exact && out.skipped == "" && local > 0 {
+		if off := math.Abs(float64(provider-local)) / float64(local); off > maxExactDisagreement {
+			// contextd's count of an exact encoding is the count: a
+			// report far from it is of something else.
+			anchor, out.disagreed = false, e.modelLabel(s.Model)
+			out.skipped = fmt.Sprintf("input tokens %d (uncached %d + cache reads %d + cache writes %d) are %.0f%% off contextd's exact count %d of that request (%s): the call is in the ledger; the usage is not anchored to it (is the upstream the model's provider?)",
+				provider, in.InputTokens, in.CacheReadTokens, in.CacheCreationTokens, 100*off, local, m.Encoding)
+		}
+	}
+	// For an approximate encoding the provider's count is the better
+	// one, but a report below half of contextd's count is not of the
+	// request (a fake or misconfigured upstream): anchored, it would
+	// make the view look smaller than it is and stop compaction.
+	under := !m.Exact && local > 0 && float64(provider) < float64(local)/maxCalibrationFactor
+	if anchor && !under {
+		s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch = provider, local, n, s.ViewEpoch
+	}
+	if !m.Exact && out.skipped == "" {
+		c, err := tx.GetCalibration(ctx, tenant, m.Name)
+		if errors.Is(err, store.ErrNotFound) {
+			c, err = store.Calibration{Model: m.Name, Ratio: 1}, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		sample := float64(provider) / float64(max(local, 1))
+		if sample < 1/maxCalibrationFactor || sample > maxCalibrationFactor {
+			// Not a tokenizer difference but a report of another request
+			// (or a typo): anchor this session, teach the model nothing.
+			out.skipped = fmt.Sprintf("input tokens %d are %.2f× the local count %d of that request: not used to calibrate %s (a tokenizer differs by far less; check view_token or message_count)", provider, sample, local, m.Name)
+			if under {
+				out.skipped += "; nor anchored, which would make the view look smaller than it is"
+			}
+		} else {
+			c.Samples++
+			c.Ratio += (sample - c.Ratio) / float64(min(c.Samples, maxCalibrationSamples))
+			c.UpdatedAt = e.timestamp()
+			if err := tx.PutCalibration(ctx, tenant, c); err != nil {
+				return out, err
+			}
+		}
+	}
+	recorded, err := e.recordCall(ctx, tx, *s, in)
+	if err != nil {
+		return out, err
+	}
+	out.recorded = recorded
+	// The usage a watcher sees changed: a new version (the view did not
+	// change, so ViewEpoch stays and cached views stay valid).
+	s.Version++
+	s.UpdatedAt = e.timestamp()
+	return out, nil
+}
+
+// reportedAfterCommit records the metrics of a committed report.
+func (e *Engine) reportedAfterCommit(ctx context.Context, tenant, id string, out reported) {
+	out.recorded()
+	if out.disagreed != "" {
+		e.metrics.ReportDisagreed(out.disagreed)
+		e.log.WarnContext(ctx, "report: provider count disagrees with the exact count", "tenant", tenant, "session", id, "model", out.disagreed)
+	}
 }

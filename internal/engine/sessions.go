@@ -434,7 +434,9 @@ func (e *Engine) appendMessages(ctx context.Context, tenant, id string, in Appen
 	res, before, final := out.res, out.before, out.final
 	if !out.replayed {
 		e.views.appended(&before, &final, res.Messages)
-		e.notify(ctx, tenant, id, final.Version, watch.EventAppended)
+		if !out.announced {
+			e.notify(ctx, tenant, id, final.Version, watch.EventAppended)
+		}
 	}
 	// The calibration read before the transaction: the usage needs no
 	// further read.
@@ -454,6 +456,7 @@ type appended struct {
 	res           AppendResult
 	before, final store.Session
 	replayed      bool
+	announced     bool // in the transaction (announceTx)
 }
 
 // appendOnce is the transaction of an append; errRepair when the session's
@@ -498,6 +501,9 @@ func (e *Engine) appendOnce(ctx context.Context, tenant, id string, in AppendInp
 			return err
 		}
 		if err := tx.UpdateSession(ctx, &s); err != nil {
+			return err
+		}
+		if out.announced, err = e.announceTx(ctx, tx, tenant, id, s.Version, watch.EventAppended); err != nil {
 			return err
 		}
 		out.res = AppendResult{Messages: msgs, Version: s.Version}

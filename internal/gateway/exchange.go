@@ -6,6 +6,7 @@ import (
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // The request path of a door (/v1/chat/completions, /v1/responses,
@@ -86,6 +87,9 @@ type outcome struct {
 
 // serveDoor is a door's request: the stages in order.
 func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
+	// Everything the gateway stores, its client sends again with its next
+	// call: the writes need not wait for the disk (store.Resendable).
+	r = r.WithContext(store.Resendable(r.Context()))
 	x := &exchange{g: g, w: w, r: r, d: d, shape: d.shape()}
 	defer x.close()
 	if !x.admit() || !x.identify() || !x.prepare() {

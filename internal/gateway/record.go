@@ -26,7 +26,7 @@ func (x *exchange) record(out outcome) {
 	if len(out.usages) == 0 || x.hold == nil || !g.startRecord() {
 		return
 	}
-	ctx, tenant, res, prep, key := x.r.Context(), x.tenant, x.res, x.prep, x.key
+	ctx, tenant, res, prep := x.r.Context(), x.tenant, x.res, x.prep
 	h := x.hold
 	h.mark(recordingKey(tenant, res.id))
 	h.recording = true
@@ -38,7 +38,7 @@ func (x *exchange) record(out outcome) {
 				g.log.ErrorContext(ctx, "gateway recording panicked", "session", res.id, "panic", fmt.Sprint(p))
 			}
 		}()
-		g.record(ctx, tenant, res, prep, key, out.usages, out.reply)
+		g.record(ctx, tenant, res, prep, out.usages, out.reply)
 	}()
 }
 
@@ -63,20 +63,24 @@ func (x *exchange) answering(out *outcome) {
 
 // record writes what the provider answered: its usage (as ReportUsage,
 // for the view the call sent) and the assistant's reply (appended, so the
-// client's next request, which carries it, matches the log). It runs
-// after the client hung up too; failures are logged, never answered (the
-// answer is the provider's), and a reply that could not be appended is
-// appended by the next request that carries it.
-func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep engine.PrepareResult, key string, us []usage, reply []chat.Message) {
+// client's next request, which carries it, matches the log), in one
+// transaction (engine.RecordExchange: both or neither). It runs after the
+// client hung up too; failures are logged, never answered (the answer is
+// the provider's), and a reply that could not be appended is appended by
+// the next request that carries it. Like all the gateway's writes, it
+// need not be durable when it returns (serveDoor's store.Resendable): the
+// client resends the reply with its next request.
+func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep engine.PrepareResult, us []usage, reply []chat.Message) {
 	id := res.id
 	ctx, cancel := detach(ctx)
 	defer cancel()
-	// The reply is appended only to the session as this call left it
-	// (and as the report moves it): when another request came first, that
-	// request carried the reply itself, if the client kept it.
-	expect := prep.Status.Version
-	if res.repeat > 0 {
-		reply = nil // a repeated request's reply is not the session's
+	// The reply is appended only to the session as this call left it: when
+	// another request came first, that request carried the reply itself,
+	// if the client kept it.
+	in := engine.ExchangeInput{LogCount: prep.Status.LogCount, Created: prep.Status.Created,
+		Model: prep.Status.Usage.Model}
+	if res.repeat == 0 {
+		in.Reply = reply // a repeated request's reply is not the session's
 	}
 	// One report per upstream call. The calls of an expand loop after the
 	// first (us[1:]) sent the view and more, and are reported first, so
@@ -90,58 +94,31 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 			n := int64(len(prep.Messages))
 			report.ViewToken, report.MessageCount = "", &n
 		}
-		if !u.ok {
-			continue
-		}
-		if _, err := g.cfg.Engine.ReportUsage(ctx, tenant, id, report); err != nil {
-			g.log.WarnContext(ctx, "gateway usage not recorded", "session", id, "error", err.Error())
-		} else {
-			expect++
+		if u.ok {
+			in.Reports = append(in.Reports, report)
 		}
 	}
-	if len(reply) == 0 {
+	if len(in.Reports) == 0 && len(in.Reply) == 0 {
 		return
 	}
-	for i := range reply {
-		setMeta(&reply[i], metaReply, "true")
+	for i := range in.Reply {
+		setMeta(&in.Reply[i], metaReply, "true")
 	}
-	out, err := g.appendReply(ctx, tenant, res, prep, key, expect, reply)
+	var retry conflicts // conflictBudget bounds the tries that meet a conflict
+	out, err := g.cfg.Engine.RecordExchange(ctx, tenant, id, in)
+	for errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
+		out, err = g.cfg.Engine.RecordExchange(ctx, tenant, id, in)
+	}
 	if err != nil {
-		g.log.WarnContext(ctx, "gateway reply not recorded", "session", id, "error", err.Error())
+		g.log.WarnContext(ctx, "gateway exchange not recorded", "session", id, "error", err.Error())
 		return
 	}
-	if len(out.Messages) != len(reply) {
+	if len(out.Reply) != len(in.Reply) || len(in.Reply) == 0 {
 		return
 	}
 	// The digests are the reply's own (the answer carries positions).
-	for i := range reply {
-		reply[i].Position = out.Messages[i].Position
+	for i := range in.Reply {
+		in.Reply[i].Position = out.Reply[i].Position
 	}
-	g.digests.extend(tenant, id, res.created, reply)
-}
-
-// appendReply appends the reply to the session as the call left it. The
-// session's version may have moved without its log growing: the report of
-// the previous call, relayed by another replica, committed after this
-// call's prepare. Then the reply still follows the last message the call
-// sent and is appended at the new version. When the log grew (another
-// request appended, usually carrying this reply itself) or the session was
-// made again, the reply is not appended: the next request that carries it
-// appends it.
-func (g *Gateway) appendReply(ctx context.Context, tenant string, res resolved, prep engine.PrepareResult, key string, expect int64, reply []chat.Message) (engine.AppendResult, error) {
-	var retry conflicts // conflictBudget bounds the appends that meet a log that has not grown
-	for {
-		out, err := g.cfg.Engine.AppendMessages(ctx, tenant, res.id, engine.AppendInput{Messages: reply, IdempotencyKey: "gwr-" + key, ExpectedVersion: &expect})
-		if !errors.Is(err, store.ErrVersionConflict) || !retry.again(ctx) {
-			return out, err
-		}
-		st, serr := g.cfg.Engine.SessionStatus(ctx, tenant, res.id)
-		if serr != nil {
-			return out, err
-		}
-		if st.LogCount != prep.Status.LogCount || !st.Created.Equal(prep.Status.Created) {
-			return out, err
-		}
-		expect = st.Version
-	}
+	g.digests.extend(tenant, id, res.created, in.Reply)
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/contextd/contextd/internal/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -79,3 +80,14 @@ type LocalNotifier struct{ R *Resolver }
 
 // Notify implements the engine's notifier.
 func (n LocalNotifier) Notify(_ context.Context, c Change) { n.R.Notify(c) }
+
+// NotifyTx sends c from inside tx, delivered when tx commits; false when tx
+// cannot (the caller then calls Notify after the commit).
+func (n PGNotifier) NotifyTx(ctx context.Context, tx store.Tx, c Change) (bool, error) {
+	nt, ok := tx.(store.TxNotifier)
+	if !ok {
+		return false, nil
+	}
+	payload, _ := json.Marshal(c)
+	return true, nt.Notify(ctx, Channel, string(payload))
+}

@@ -343,3 +343,10 @@ func (t *txn) LogBytes(ctx context.Context, tenant string) (int64, error) {
 	}
 	return n, err
 }
+
+// Notify sends a notification on channel that PostgreSQL delivers when the
+// transaction commits, and never if it rolls back (store.TxNotifier).
+func (t *txn) Notify(ctx context.Context, channel, payload string) error {
+	_, err := t.tx.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
+	return err
+}

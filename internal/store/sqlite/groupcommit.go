@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"sync"
 	"time"
@@ -52,6 +53,8 @@ type commitQueue struct {
 	// groups and calls count transactions committed (or tried) and the
 	// functions they ran, for BenchmarkGroupCommit and the tests.
 	groups, calls int64
+	// relaxed counts the transactions begun with synchronous=NORMAL.
+	relaxed int64
 }
 
 // take removes and returns up to maxGroup queued calls.
@@ -133,13 +136,14 @@ func (s *Store) runGroup() {
 	// interrupt it (SQLite would roll back the whole group), so statements
 	// run without cancellation; a caller already gone is skipped.
 	ctx := context.Background()
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, end, err := s.begin(ctx, resendable(group))
 	if err != nil {
 		for _, c := range group {
 			c.done <- fmt.Errorf("begin: %w", err)
 		}
 		return
 	}
+	defer end()
 	if len(group) == 1 { // alone: no savepoint
 		c := group[0]
 		err := c.ctx.Err()
@@ -285,4 +289,54 @@ func failRest(rest []*txCall, err error) {
 	for _, c := range rest {
 		c.done <- fmt.Errorf("a call grouped with this one broke the transaction: %w", err)
 	}
+}
+
+// resendable reports whether every call of a group is marked
+// store.Resendable: only then may its commit skip the sync.
+func resendable(group []*txCall) bool {
+	for _, c := range group {
+		if !store.IsResendable(c.ctx) {
+			return false
+		}
+	}
+	return true
+}
+
+// begin starts a group's transaction. A resendable group's commits with
+// synchronous=NORMAL: in WAL mode the commit is written to the WAL without
+// an fsync (a process that dies loses nothing; an operating system that
+// does may lose the commits since the last sync, which the next FULL
+// commit or checkpoint makes). SQLite refuses to change the level inside
+// a transaction, so it is set on the connection before BEGIN and set back
+// to FULL when the transaction has ended (end), before the connection
+// serves anyone else.
+func (s *Store) begin(ctx context.Context, resendable bool) (*sql.Tx, func(), error) {
+	if !resendable {
+		tx, err := s.db.BeginTx(ctx, nil)
+		return tx, func() {}, err
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	end := func() {
+		if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
+			// Never hand a connection that skips syncs back to the pool.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		end()
+		return nil, nil, err
+	}
+	s.queue.mu.Lock()
+	s.queue.relaxed++
+	s.queue.mu.Unlock()
+	return tx, end, nil
 }

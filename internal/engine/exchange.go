@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/watch"
+)
+
+// ExchangeInput is what a model call relayed by the gateway leaves to
+// record once its answer went out: the provider's usage of each upstream
+// call and the assistant's reply.
+type ExchangeInput struct {
+	// Reports are recorded in order, each as ReportUsage records it.
+	Reports []ReportInput
+	// Reply is appended when the session's log is still where the call
+	// left it (LogCount messages, the incarnation Created): otherwise a
+	// request that came first carried the reply itself, or the session was
+	// made again, and the reply is not the session's to append.
+	Reply    []chat.Message
+	LogCount int64
+	Created  time.Time
+	// Model is the model the reply is counted for outside the transaction
+	// (the session's as the call saw it); a session whose model changed
+	// meanwhile has it counted again.
+	Model string
+}
+
+// ExchangeResult is what RecordExchange stored.
+type ExchangeResult struct {
+	Version int64
+	// Reply is the reply as stored (ids, positions); nil when it was not
+	// appended.
+	Reply    []chat.Message
+	Warnings []string
+}
+
+// RecordExchange records a relayed model call in one transaction: its
+// usage reports (ledger, calibration, anchor) and the reply appended, both
+// or neither. The gateway calls it once per answered request, so the
+// recording costs one commit however many upstream calls the answer took.
+// A reply is never stored twice: once appended, the log is no longer where
+// the call left it.
+func (e *Engine) RecordExchange(ctx context.Context, tenant, id string, in ExchangeInput) (ExchangeResult, error) {
+	for _, r := range in.Reports {
+		if err := checkReported(r); err != nil {
+			return ExchangeResult{}, err
+		}
+		if r.InputTokens+r.CacheReadTokens+r.CacheCreationTokens <= 0 {
+			return ExchangeResult{}, chat.Invalid("input_tokens", "the provider's input tokens (with cache reads and writes) must be positive")
+		}
+	}
+	var counted []chat.Message
+	if len(in.Reply) > 0 {
+		if err := chat.CheckAppend("reply", in.Reply); err != nil {
+			return ExchangeResult{}, err
+		}
+		if err := chat.ValidateMessages("reply", in.Reply); err != nil {
+			return ExchangeResult{}, err
+		}
+		var err error
+		if counted, err = e.countMessages(ctx, in.Model, in.Reply); err != nil {
+			return ExchangeResult{}, err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		res, err := e.recordExchangeOnce(ctx, tenant, id, in, counted)
+		if !errors.Is(err, errRepair) || attempt == 2 {
+			return res, err
+		}
+		if err := e.repairInterrupted(ctx, tenant, id); err != nil {
+			return ExchangeResult{}, err
+		}
+	}
+}
+
+func (e *Engine) recordExchangeOnce(ctx context.Context, tenant, id string, in ExchangeInput, counted []chat.Message) (ExchangeResult, error) {
+	var out ExchangeResult
+	var reports []reported
+	var before, final store.Session
+	sent := false // announced with the commit
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		out, reports, sent = ExchangeResult{}, nil, false
+		s, err := lockedSession(ctx, tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		before = s // the view cache's entry is of this version
+		for _, r := range in.Reports {
+			rep, err := e.reportInTx(ctx, tx, &s, r)
+			if err != nil {
+				return err
+			}
+			if rep.skipped != "" {
+				out.Warnings = append(out.Warnings, rep.skipped)
+			}
+			reports = append(reports, rep)
+		}
+		if len(counted) > 0 && s.LogCount == in.LogCount && s.CreatedAt.Equal(in.Created) {
+			msgs := counted
+			if s.Model != in.Model {
+				if msgs, err = e.countMessages(ctx, s.Model, in.Reply); err != nil {
+					return err
+				}
+			}
+			if out.Reply, err = e.appendInTx(ctx, tx, &s, msgs); err != nil {
+				return err
+			}
+		}
+		out.Version = s.Version
+		final = s
+		if len(reports) == 0 && out.Reply == nil {
+			return nil
+		}
+		if err := tx.UpdateSession(ctx, &s); err != nil {
+			return err
+		}
+		sent, err = e.announceTx(ctx, tx, tenant, id, s.Version, exchangeEvent(out))
+		return err
+	})
+	if err != nil {
+		return ExchangeResult{}, err
+	}
+	for _, rep := range reports {
+		e.reportedAfterCommit(ctx, tenant, id, rep)
+	}
+	if out.Reply != nil {
+		e.views.appended(&before, &final, out.Reply)
+	}
+	if !sent && (out.Reply != nil || len(reports) > 0) {
+		e.notify(ctx, tenant, id, final.Version, exchangeEvent(out))
+	}
+	return out, nil
+}
+
+// exchangeEvent is what watchers are told of a recorded exchange.
+func exchangeEvent(out ExchangeResult) watch.Event {
+	if out.Reply != nil {
+		return watch.EventAppended
+	}
+	return watch.EventUpdated
+}

@@ -1,0 +1,86 @@
+package engine_test
+
+import (
+	"testing"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store"
+)
+
+func replyMsg(text string) chat.Message {
+	return chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
+}
+
+// TestRecordExchangeIsOneTransaction: a relayed call's usage reports and
+// its reply are recorded in one transaction, both or neither; a reply
+// whose session's log grew meanwhile (its own retry, or a request that
+// carried it) is not appended, its reports are.
+func TestRecordExchangeIsOneTransaction(t *testing.T) {
+	models, encodings := testModels(t)
+	backendStores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		txs := 0
+		e := engine.New(encodings, models, countTxs{st, &txs})
+		v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4o", System: "sys"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prep, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("hello there")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := prep.Status.Usage.Used
+		in := engine.ExchangeInput{
+			Reports: []engine.ReportInput{{InputTokens: used, OutputTokens: 5, ViewToken: prep.ViewToken},
+				{InputTokens: used + 3, OutputTokens: 2, ViewToken: prep.ViewToken, AddedLocalTokens: 3}},
+			Reply: []chat.Message{replyMsg("hi")}, LogCount: prep.Status.LogCount, Created: prep.Status.Created,
+			Model: prep.Status.Usage.Model}
+
+		// A report that fails in the transaction (a message count past the
+		// view) stores nothing of the exchange.
+		bad := in
+		n := int64(99)
+		bad.Reports = append([]engine.ReportInput{{InputTokens: 10, MessageCount: &n}}, in.Reports...)
+		if _, err := e.RecordExchange(ctx, tenant, v.ID, bad); err == nil {
+			t.Fatal("an exchange with a bad report was recorded")
+		}
+		s, err := e.GetSession(ctx, tenant, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Version != prep.Status.Version || s.LogCount != 1 || s.Ledger.Calls.Calls != 0 {
+			t.Fatalf("after a failed exchange: version %d (was %d), %d logged, %d calls", s.Version, prep.Status.Version, s.LogCount, s.Ledger.Calls.Calls)
+		}
+
+		txs = 0
+		out, err := e.RecordExchange(ctx, tenant, v.ID, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if txs != 1 || len(out.Reply) != 1 || out.Reply[0].Position != 2 {
+			t.Fatalf("exchange: %d transactions, reply %+v", txs, out.Reply)
+		}
+		s, err = e.GetSession(ctx, tenant, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.LogCount != 2 || s.Ledger.Calls.Calls != 2 || s.Version != out.Version {
+			t.Fatalf("after the exchange: %d logged, %d calls, version %d (answered %d)", s.LogCount, s.Ledger.Calls.Calls, s.Version, out.Version)
+		}
+
+		// The same exchange again: the log grew since the call, so its
+		// reports are recorded and its reply is not appended twice.
+		out, err = e.RecordExchange(ctx, tenant, v.ID, in)
+		if err != nil || out.Reply != nil {
+			t.Fatalf("the same exchange again: %+v, %v", out, err)
+		}
+		s, err = e.GetSession(ctx, tenant, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.LogCount != 2 || s.Ledger.Calls.Calls != 4 {
+			t.Fatalf("after the exchange again: %d logged, %d calls; want 2 and 4", s.LogCount, s.Ledger.Calls.Calls)
+		}
+	})
+}
