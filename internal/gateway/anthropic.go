@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -72,7 +73,8 @@ func anBlocks(content json.RawMessage, field string) ([]json.RawMessage, []anBlo
 	return raws, blocks, nil
 }
 
-func (d anthropicMessages) parse(fields map[string]json.RawMessage) (*conversation, error) {
+func (d anthropicMessages) parse(b *requestBody) (*conversation, error) {
+	fields := b.fields
 	c := &conversation{marked: map[[32]byte]json.RawMessage{}}
 	if err := commonFields(fields, c); err != nil {
 		return nil, err
@@ -87,8 +89,8 @@ func (d anthropicMessages) parse(fields map[string]json.RawMessage) (*conversati
 		return nil, err
 	}
 	c.tools, c.clientMarks = tools, c.clientMarks || marks
-	var raws []json.RawMessage
-	if err := json.Unmarshal(fields["messages"], &raws); err != nil {
+	raws, ok := b.array("messages")
+	if !ok {
 		return nil, chat.Invalid("messages", "must be an array of messages")
 	}
 	if len(raws) == 0 {
@@ -96,11 +98,9 @@ func (d anthropicMessages) parse(fields map[string]json.RawMessage) (*conversati
 	}
 	for i, raw := range raws {
 		f := fmt.Sprintf("messages[%d]", i)
-		if done, ok := d.memo.get(doorAnthropic, raw); ok && !bytes.Contains(raw, []byte(`"cache_control"`)) {
-			for j := range done {
-				c.digests = append(c.digests, storedDigest(&done[j]))
-			}
-			c.msgs = append(c.msgs, done...)
+		key := memoKey(doorAnthropic, raw)
+		if done, ok := d.memo.get(key); ok && !bytes.Contains(raw, []byte(`"cache_control"`)) {
+			c.add(done)
 			continue
 		}
 		var m anMessage
@@ -114,16 +114,15 @@ func (d anthropicMessages) parse(fields map[string]json.RawMessage) (*conversati
 		if err != nil {
 			return nil, err
 		}
-		first := len(c.msgs)
+		var msgs []chat.Message
 		for _, dm := range anToDomain(m.Role, blockRaws, blocks) {
-			c.digests = append(c.digests, dm.digest)
-			c.msgs = append(c.msgs, dm.msg)
+			msgs = append(msgs, dm.msg)
 			if dm.mark != nil {
 				c.clientMarks = true
 				c.marked[dm.digest] = dm.mark
 			}
 		}
-		d.memo.put(doorAnthropic, raw, c.msgs[first:])
+		c.add(d.memo.put(key, len(raw), msgs))
 	}
 	return c, nil
 }
@@ -343,7 +342,8 @@ type anOut struct {
 	from    []int
 }
 
-func (anthropicMessages) build(fields map[string]json.RawMessage, c *conversation, view []chat.Message, hints engine.CacheHints) error {
+func (anthropicMessages) build(b *requestBody, c *conversation, view []chat.Message, hints engine.CacheHints) error {
+	fields := b.fields
 	var out []anOut
 	for i := range view {
 		m := &view[i]
@@ -391,12 +391,34 @@ func (anthropicMessages) build(fields map[string]json.RawMessage, c *conversatio
 	} else {
 		anPlaceMarks(fields, out, hints)
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return err
+	// Written once, into the body (its blocks are the stored or the
+	// client's JSON, or the gateway's: not checked again).
+	pieces := make([]json.RawMessage, len(out))
+	for i := range out {
+		pieces[i] = out[i].appendJSON(nil)
 	}
-	fields["messages"] = b
+	b.splice("messages", pieces)
 	return nil
+}
+
+// appendJSON writes the message as json.Marshal would, its blocks as they
+// are.
+func (o *anOut) appendJSON(dst []byte) []byte {
+	n := len(`{"role":"","content":[]}`) + len(o.Role) + len(o.Content)
+	for _, c := range o.Content {
+		n += len(c)
+	}
+	dst = slices.Grow(dst, n)
+	dst = append(dst, `{"role":`...)
+	dst = appendName(dst, o.Role)
+	dst = append(dst, `,"content":[`...)
+	for i, c := range o.Content {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, c...)
+	}
+	return append(dst, "]}"...)
 }
 
 func repeat(v, n int) []int {

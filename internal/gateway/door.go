@@ -17,9 +17,11 @@ type door interface {
 	upstream(cfg *Config) string
 	// parse reads the conversation of a request body (InvalidError on bad
 	// input).
-	parse(fields map[string]json.RawMessage) (*conversation, error)
-	// build writes the prepared view into the request body to forward.
-	build(fields map[string]json.RawMessage, c *conversation, view []chat.Message, hints engine.CacheHints) error
+	parse(b *requestBody) (*conversation, error)
+	// build writes the prepared view into the request body to forward
+	// (the conversation's member spliced from the client's own bytes
+	// where a message goes as it came; requestBody.encode writes it).
+	build(b *requestBody, c *conversation, view []chat.Message, hints engine.CacheHints) error
 	// answer reads a non-streamed answer: the usage and the reply.
 	answer(body []byte) (usage, []chat.Message)
 	// stream follows a streamed answer.

@@ -87,7 +87,7 @@ type expandLoop struct {
 	r      *http.Request
 	d      door
 	c      *conversation
-	fields map[string]json.RawMessage
+	body   *requestBody
 	client clientTools
 	tenant string
 	id     string
@@ -118,7 +118,7 @@ type round struct {
 // the usages of the upstream calls and the final reply. toolOn is false
 // when the request cannot carry the tool (n > 1): the answer is still
 // checked.
-func (g *Gateway) forwardExpanding(w http.ResponseWriter, r *http.Request, d door, c *conversation, fields map[string]json.RawMessage,
+func (g *Gateway) forwardExpanding(w http.ResponseWriter, r *http.Request, d door, c *conversation, rb *requestBody,
 	client clientTools, tenant, id string, prep engine.PrepareResult, toolOn bool, done func([]usage, []chat.Message)) {
 	ctx := r.Context()
 	if c.stream {
@@ -128,7 +128,7 @@ func (g *Gateway) forwardExpanding(w http.ResponseWriter, r *http.Request, d doo
 		w, stop = startKeepalive(w, d.shape(), g.cfg.StreamKeepalive)
 		defer stop()
 	}
-	l := &expandLoop{g: g, r: r, d: d, c: c, fields: fields, client: client, tenant: tenant, id: id, prep: prep, toolOn: toolOn}
+	l := &expandLoop{g: g, r: r, d: d, c: c, body: rb, client: client, tenant: tenant, id: id, prep: prep, toolOn: toolOn}
 	recorded := false
 	defer func() {
 		// Every call the provider billed goes into the ledger, whatever
@@ -137,7 +137,7 @@ func (g *Gateway) forwardExpanding(w http.ResponseWriter, r *http.Request, d doo
 			done(l.usages, nil)
 		}
 	}()
-	body := objectJSON(fields)
+	body := rb.encode()
 	for {
 		resp, err := g.send(ctx, r, d, body)
 		if err != nil {
@@ -201,11 +201,11 @@ func (g *Gateway) forwardExpanding(w http.ResponseWriter, r *http.Request, d doo
 // the loop's last resort.
 func (l *expandLoop) alone() ([]byte, error) {
 	l.viewOnly, l.toolOn, l.extra, l.used = true, false, nil, 0
-	l.client.restore(l.fields)
-	if err := l.d.build(l.fields, l.c, l.prep.Messages, l.prep.Cache); err != nil {
+	l.client.restore(l.body.fields)
+	if err := l.d.build(l.body, l.c, l.prep.Messages, l.prep.Cache); err != nil {
 		return nil, err
 	}
-	return objectJSON(l.fields), nil
+	return l.body.encode(), nil
 }
 
 // send posts body upstream with the client's headers.
@@ -375,15 +375,15 @@ func (l *expandLoop) next(ctx context.Context, rd round) ([]byte, error) {
 	l.extra = append(append(l.extra[:len(l.extra):len(l.extra)], rd.reply...), results...)
 	if stop && l.toolOn {
 		l.toolOn = false
-		if err := withoutExpandTool(l.d, l.fields); err != nil {
+		if err := withoutExpandTool(l.d, l.body.fields); err != nil {
 			return nil, err
 		}
 	}
 	view := append(l.prep.Messages[:len(l.prep.Messages):len(l.prep.Messages)], l.extra...)
-	if err := l.d.build(l.fields, l.c, view, l.prep.Cache); err != nil {
+	if err := l.d.build(l.body, l.c, view, l.prep.Cache); err != nil {
 		return nil, err
 	}
-	return objectJSON(l.fields), nil
+	return l.body.encode(), nil
 }
 
 // size counts msgs with the session's encoding; when that cannot count

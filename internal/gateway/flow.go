@@ -10,10 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/textproto"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,8 +45,14 @@ type conversation struct {
 	// wantsUsage: the client asked for the stream's usage chunk (OpenAI).
 	wantsUsage bool
 	// raws are the client's own JSON of msgs, by digest, for doors that
-	// send a message the client sent back as it came.
+	// send a message the client sent back as it came; lead is how many
+	// elements of the client's array the system prompt took (sent back as
+	// they came).
 	raws map[[32]byte]json.RawMessage
+	lead int
+	// runs are the client's own items of msgs, by digest (Responses: a
+	// message is a run of items).
+	runs map[[32]byte][]json.RawMessage
 	// pins are the texts that pin a message appended with them (pin.go).
 	pins []string
 	// passthrough, when set, says why the request is forwarded unchanged
@@ -65,19 +69,20 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	if !ok {
 		return
 	}
-	fields, ok := g.readBody(w, r, shape)
+	body, ok := g.readBody(w, r, shape)
 	if !ok {
 		return
 	}
+	fields := body.fields
 	ctx := r.Context()
-	c, err := d.parse(fields)
+	c, err := d.parse(body)
 	if err != nil {
 		g.writeDomainError(ctx, w, shape, err)
 		return
 	}
 	if c.passthrough != "" {
 		w.Header().Add(HeaderWarning, c.passthrough)
-		g.forward(w, r, d, c, objectJSON(fields), nil)
+		g.forward(w, r, d, c, body.raw, nil)
 		return
 	}
 	sig, err := signalOf(tenant, d.name(), r, fields)
@@ -113,11 +118,10 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 			return
 		}
 	}
-	if err := d.build(fields, c, prep.Messages, prep.Cache); err != nil {
+	if err := d.build(body, c, prep.Messages, prep.Cache); err != nil {
 		g.writeDomainError(ctx, w, shape, err)
 		return
 	}
-	body := objectJSON(fields)
 	h := w.Header()
 	if res.named {
 		// Only a session the caller named, or its signal derives, or this
@@ -181,10 +185,10 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 		}()
 	}
 	if len(prep.Tools) > 0 {
-		g.forwardExpanding(w, r, d, c, fields, client, tenant, res.id, prep, expandOn, done)
+		g.forwardExpanding(w, r, d, c, body, client, tenant, res.id, prep, expandOn, done)
 		return
 	}
-	g.forward(w, r, d, c, body, func(u usage, reply []chat.Message) { done([]usage{u}, reply) })
+	g.forward(w, r, d, c, body.encode(), func(u usage, reply []chat.Message) { done([]usage{u}, reply) })
 }
 
 // manyChoices reports whether the request asks for more than one choice
@@ -192,29 +196,6 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 func manyChoices(fields map[string]json.RawMessage) bool {
 	var n float64
 	return json.Unmarshal(fields["n"], &n) == nil && n > 1
-}
-
-// objectJSON writes an object of fields, keys sorted. The values are
-// JSON the request's parse already checked (or the gateway wrote), so they
-// are copied, not checked again.
-func objectJSON(fields map[string]json.RawMessage) []byte {
-	keys := slices.Sorted(maps.Keys(fields))
-	n := 2
-	for _, k := range keys {
-		n += len(k) + len(fields[k]) + 4
-	}
-	b := make([]byte, 0, n)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		q, _ := json.Marshal(k)
-		b = append(b, q...)
-		b = append(b, ':')
-		b = append(b, fields[k]...)
-	}
-	return append(b, '}')
 }
 
 // joinJSON writes an array of JSON values (checked, or written by the

@@ -61,12 +61,18 @@ type resolved struct {
 
 // historyChains computes the identities and history chains of c's
 // messages (identityOf, chainNext) within the scope of its signal.
+// The identities come with the messages from the door (memo.go: a message
+// resent is not digested again) when it has them.
 func historyChains(door string, sig signal, c *conversation) {
-	c.ids = make([][32]byte, len(c.msgs))
+	if len(c.ids) != len(c.msgs) {
+		c.ids = make([][32]byte, len(c.msgs))
+		for i := range c.msgs {
+			c.ids[i] = identityOf(&c.msgs[i])
+		}
+	}
 	c.chains = make([]string, len(c.msgs))
 	prev := chainStart(door, sig.scope)
 	for i := range c.msgs {
-		c.ids[i] = identityOf(&c.msgs[i])
 		prev = chainNext(prev, c.ids[i])
 		c.chains[i] = hex.EncodeToString(prev[:])
 	}
@@ -402,7 +408,7 @@ func (g *Gateway) match(ctx context.Context, tenant, id string, c *conversation,
 	if err != nil {
 		return nil, err
 	}
-	if c.details == nil {
+	if len(c.details) != len(c.msgs) {
 		c.details = detailsOf(c.msgs)
 	}
 	m := &logMatch{s: s.Session, log: log, replies: replies}

@@ -1,0 +1,373 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Decode: a request body is checked as JSON once, in one pass over its
+// bytes, and split as it is checked into its top-level members and the
+// elements of each member that is an array (messages, input, tools), all
+// subslices of the body: nothing is copied, and no later step checks or
+// splits the body again. encoding/json's Unmarshal checks its whole input
+// before decoding it (checkValid), so the body unmarshalled into a map of
+// raw members, the messages member into raw messages and each message into
+// its struct went over the bytes five times or more; only the messages a
+// door has not seen before (memo.go) are decoded now, each on its own.
+
+// maxNesting is the deepest nesting of arrays and objects a body may have
+// (encoding/json's own limit).
+const maxNesting = 10000
+
+// jsonScanner checks JSON text; i is the offset of the next byte.
+type jsonScanner struct {
+	b     []byte
+	i     int
+	depth int
+	err   string // why the text is not JSON ("" while it is)
+}
+
+// scanBody checks body as a JSON object and splits it. The error names the
+// member (and element) where the body stops being JSON.
+func scanBody(body []byte) (*requestBody, error) {
+	s := &jsonScanner{b: body}
+	rb := &requestBody{raw: body, fields: map[string]json.RawMessage{}, arrays: map[string]scannedArray{}}
+	s.ws()
+	if !s.expect('{') {
+		return nil, s.fail("", "the body is not an object")
+	}
+	s.ws()
+	if s.peek() == '}' {
+		s.i++
+		return rb, s.end()
+	}
+	for {
+		s.ws()
+		start := s.i
+		if s.peek() != '"' || !s.str() {
+			return nil, s.fail("", "expected a member name")
+		}
+		key, err := memberName(body[start:s.i])
+		if err != nil {
+			return nil, s.fail("", "expected a member name")
+		}
+		s.ws()
+		if !s.expect(':') {
+			return nil, s.fail(key, "expected ':' after the member name")
+		}
+		s.ws()
+		vstart := s.i
+		if s.peek() == '[' {
+			elems, field, ok := s.elements()
+			if !ok {
+				return nil, s.fail(key+field, s.err)
+			}
+			rb.arrays[key] = scannedArray{src: body[vstart:s.i:s.i], elems: elems}
+		} else if !s.value() {
+			return nil, s.fail(key, s.err)
+		} else {
+			delete(rb.arrays, key) // a member named twice: the last one counts
+		}
+		if _, dup := rb.fields[key]; !dup {
+			rb.order = append(rb.order, key)
+		}
+		rb.fields[key] = body[vstart:s.i:s.i]
+		s.ws()
+		if s.expect(',') {
+			continue
+		}
+		if s.expect('}') {
+			return rb, s.end()
+		}
+		return nil, s.fail(key, "expected ',' or '}' after the member")
+	}
+}
+
+// memberName is a member name's text (q quoted, checked).
+func memberName(q []byte) (string, error) {
+	for _, c := range q[1 : len(q)-1] {
+		if c == '\\' {
+			var k string
+			err := json.Unmarshal(q, &k)
+			return k, err
+		}
+	}
+	return string(q[1 : len(q)-1]), nil
+}
+
+// elements checks the array at s.i and returns its elements; on failure,
+// field is the failing element ("[3]").
+func (s *jsonScanner) elements() (elems []json.RawMessage, field string, ok bool) {
+	s.i++ // '['
+	s.ws()
+	if s.expect(']') {
+		return []json.RawMessage{}, "", true
+	}
+	for n := 0; ; n++ {
+		s.ws()
+		start := s.i
+		if !s.value() {
+			return nil, "[" + strconv.Itoa(n) + "]", false
+		}
+		elems = append(elems, s.b[start:s.i:s.i])
+		s.ws()
+		if s.expect(',') {
+			continue
+		}
+		if s.expect(']') {
+			return elems, "", true
+		}
+		s.err = "expected ',' or ']' after an element"
+		return nil, "[" + strconv.Itoa(n) + "]", false
+	}
+}
+
+func (s *jsonScanner) fail(field, why string) error {
+	where := ""
+	if field != "" {
+		where = field + ": "
+	}
+	if s.i >= len(s.b) {
+		return fmt.Errorf("%sunexpected end of JSON", where)
+	}
+	return fmt.Errorf("%s%s at byte %d", where, why, s.i)
+}
+
+// end checks that only space follows the value.
+func (s *jsonScanner) end() error {
+	s.ws()
+	if s.i != len(s.b) {
+		return fmt.Errorf("text after the object at byte %d", s.i)
+	}
+	return nil
+}
+
+func (s *jsonScanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *jsonScanner) expect(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *jsonScanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// value checks one value at s.i (space before it skipped by the caller).
+func (s *jsonScanner) value() bool {
+	switch c := s.peek(); {
+	case c == '"':
+		if !s.str() {
+			return false
+		}
+		return true
+	case c == '{':
+		return s.object()
+	case c == '[':
+		return s.array()
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		return s.number()
+	}
+	s.err = "expected a value"
+	return false
+}
+
+func (s *jsonScanner) nest() bool {
+	s.depth++
+	if s.depth > maxNesting {
+		s.err = "nested too deeply"
+		return false
+	}
+	return true
+}
+
+func (s *jsonScanner) object() bool {
+	s.i++
+	if !s.nest() {
+		return false
+	}
+	s.ws()
+	if s.expect('}') {
+		s.depth--
+		return true
+	}
+	for {
+		s.ws()
+		if s.peek() != '"' || !s.str() {
+			s.err = "expected a member name"
+			return false
+		}
+		s.ws()
+		if !s.expect(':') {
+			s.err = "expected ':' after a member name"
+			return false
+		}
+		s.ws()
+		if !s.value() {
+			return false
+		}
+		s.ws()
+		if s.expect(',') {
+			continue
+		}
+		if s.expect('}') {
+			s.depth--
+			return true
+		}
+		s.err = "expected ',' or '}' after a member"
+		return false
+	}
+}
+
+func (s *jsonScanner) array() bool {
+	s.i++
+	if !s.nest() {
+		return false
+	}
+	s.ws()
+	if s.expect(']') {
+		s.depth--
+		return true
+	}
+	for {
+		s.ws()
+		if !s.value() {
+			return false
+		}
+		s.ws()
+		if s.expect(',') {
+			continue
+		}
+		if s.expect(']') {
+			s.depth--
+			return true
+		}
+		s.err = "expected ',' or ']' after an element"
+		return false
+	}
+}
+
+// plainByte: bytes a string may hold as they are (not '"', '\\' or a
+// control character).
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// str checks a string at s.i (its opening quote).
+func (s *jsonScanner) str() bool {
+	b, i := s.b, s.i+1
+	for {
+		for i < len(b) && plainByte[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			s.i, s.err = i, "unexpected end of a string"
+			return false
+		}
+		switch b[i] {
+		case '"':
+			s.i = i + 1
+			return true
+		case '\\':
+			if i+1 >= len(b) {
+				s.i, s.err = i, "unexpected end of a string"
+				return false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					s.i, s.err = i, "invalid \\u escape in a string"
+					return false
+				}
+				i += 6
+			default:
+				s.i, s.err = i, "invalid escape in a string"
+				return false
+			}
+		default:
+			s.i, s.err = i, "control character in a string"
+			return false
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func (s *jsonScanner) literal(word string) bool {
+	if len(s.b)-s.i < len(word) || string(s.b[s.i:s.i+len(word)]) != word {
+		s.err = "expected a value"
+		return false
+	}
+	s.i += len(word)
+	return true
+}
+
+// number checks -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
+func (s *jsonScanner) number() bool {
+	b, i := s.b, s.i
+	digits := func() bool {
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case !digits():
+		s.i, s.err = i, "invalid number"
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if !digits() {
+			s.i, s.err = i, "invalid number"
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !digits() {
+			s.i, s.err = i, "invalid number"
+			return false
+		}
+	}
+	s.i = i
+	return true
+}
