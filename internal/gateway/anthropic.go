@@ -96,13 +96,14 @@ func (d anthropicMessages) parse(b *requestBody) (*conversation, error) {
 	if len(raws) == 0 {
 		return nil, chat.Invalid("messages", "must have at least one message")
 	}
+	c.reserve(len(raws))
 	for i, raw := range raws {
-		f := fmt.Sprintf("messages[%d]", i)
 		key := memoKey(doorAnthropic, raw)
 		if done, ok := d.memo.get(key); ok && !bytes.Contains(raw, []byte(`"cache_control"`)) {
 			c.add(done)
 			continue
 		}
+		f := fmt.Sprintf("messages[%d]", i)
 		var m anMessage
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, chat.Invalid(f, "must be a message object")

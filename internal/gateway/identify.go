@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	mrand "math/rand/v2"
 	"slices"
 	"strconv"
@@ -183,8 +184,11 @@ func authoredIdentity(m *chat.Message) ([32]byte, bool) {
 
 // historyStamp records on fresh (the request's messages from index k on)
 // their place in the history, so the append indexes them.
+// Each gets parts and metadata of its own first: the door's memo shares
+// them with every request that resends the message.
 func historyStamp(c *conversation, fresh []chat.Message, k int) {
 	for i := range fresh {
+		fresh[i].Parts, fresh[i].Metadata = slices.Clone(fresh[i].Parts), maps.Clone(fresh[i].Metadata)
 		setMeta(&fresh[i], store.HistoryMetadata, strconv.Itoa(k+i+1)+":"+c.chains[k+i])
 	}
 }

@@ -14,7 +14,9 @@ import (
 // a run of Responses items), keyed by a digest of its bytes: a client
 // resends its whole history every call, so only what is new is parsed and
 // compared (setRaw). Bounded by the bytes it keeps; when full it starts
-// over. Entries are copied in and out, so no caller shares them.
+// over. Entries are copied in; what get returns shares their parts and
+// metadata, which no caller changes (historyStamp copies a message before
+// it is stamped to be appended).
 type memo struct {
 	mu      sync.Mutex
 	maxSize int
@@ -95,8 +97,9 @@ func (m *memo) get(k [32]byte) (memoEntry, bool) {
 	if !ok {
 		return memoEntry{}, false
 	}
-	// The digests are never changed by a caller: shared.
-	e.msgs = cloneMessages(e.msgs)
+	// Shared, not copied: a request changes only the messages it appends,
+	// and historyStamp gives those parts and metadata of their own first.
+	e.msgs = slices.Clip(e.msgs)
 	return e, true
 }
 
@@ -139,4 +142,12 @@ func (c *conversation) add(e memoEntry) {
 	c.msgs = append(c.msgs, e.msgs...)
 	c.ids = append(c.ids, e.ids...)
 	c.details = append(c.details, e.details...)
+}
+
+// reserve makes room in c for n messages.
+func (c *conversation) reserve(n int) {
+	c.msgs = slices.Grow(c.msgs, n)
+	c.digests = slices.Grow(c.digests, n)
+	c.ids = slices.Grow(c.ids, n)
+	c.details = slices.Grow(c.details, n)
 }

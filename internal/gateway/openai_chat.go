@@ -109,6 +109,7 @@ func (d openAIChat) parse(b *requestBody) (*conversation, error) {
 	}
 	var system []string
 	lead := true
+	c.reserve(len(raws))
 	c.raws = make(map[[32]byte]json.RawMessage, len(raws))
 	for i, raw := range raws {
 		key := memoKey(doorOpenAIChat, raw)

@@ -90,6 +90,7 @@ func (d openAIResponses) parse(b *requestBody) (*conversation, error) {
 	if len(e.msgs) == 0 {
 		return nil, chat.Invalid("input", "must have at least one item after the system messages")
 	}
+	c.reserve(len(e.msgs))
 	c.add(e)
 	c.lead = start
 	c.runs = make(map[[32]byte][]json.RawMessage, len(runs))
