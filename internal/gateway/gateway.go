@@ -177,7 +177,7 @@ func New(cfg Config) *Gateway {
 		cfg.MemoBytes = memoBytes
 	}
 	m := newMemo(cfg.MemoBytes)
-	return &Gateway{cfg: cfg, client: client, log: log, digests: newLogCache(4096),
+	return &Gateway{cfg: cfg, client: client, log: log, digests: newLogCache(logCacheBytes),
 		chat: openAIChat{m}, resp: openAIResponses{m}, msgs: anthropicMessages{m}}
 }
 
