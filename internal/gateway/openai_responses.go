@@ -70,20 +70,26 @@ func (d openAIResponses) parse(b *requestBody) (*conversation, error) {
 		}
 		system = append(system, s)
 	}
-	raws, items, err := rItemsOf(b)
+	raws, err := rInput(b)
 	if err != nil {
 		return nil, err
 	}
 	start := 0
-	for start < len(items) && items[start].isMessage() && (items[start].Role == "system" || items[start].Role == "developer") {
-		text, err := rText(items[start].Content, fmt.Sprintf("input[%d].content", start))
+	for ; start < len(raws); start++ {
+		var it rItem
+		if k, ok := rKindOf(raws[start]); !ok || !k.isMessage() || k.role != "system" && k.role != "developer" {
+			break
+		}
+		if err := json.Unmarshal(raws[start], &it); err != nil {
+			return nil, chat.Invalid(fmt.Sprintf("input[%d]", start), "must be an item with a type or a role")
+		}
+		text, err := rText(it.Content, fmt.Sprintf("input[%d].content", start))
 		if err != nil {
 			return nil, err
 		}
 		system = append(system, text)
-		start++
 	}
-	e, runs, err := rToDomain(d.memo, raws[start:], items[start:], start)
+	e, runs, err := rRequestMessages(d.memo, raws[start:], start)
 	if err != nil {
 		return nil, err
 	}
@@ -101,20 +107,14 @@ func (d openAIResponses) parse(b *requestBody) (*conversation, error) {
 	return c, nil
 }
 
-// rItemsOf reads the request's input; an array's items come split from
-// the body's one scan.
-func rItemsOf(b *requestBody) ([]json.RawMessage, []rItem, error) {
-	raws, ok := b.array("input")
-	if !ok {
-		return rItems(b.fields["input"])
+// rInput is the request's input items: an array's come split from the
+// body's one scan; a string is one user message.
+func rInput(b *requestBody) ([]json.RawMessage, error) {
+	if raws, ok := b.array("input"); ok {
+		return raws, nil
 	}
-	items := make([]rItem, len(raws))
-	for i, r := range raws {
-		if err := json.Unmarshal(r, &items[i]); err != nil || items[i].Type == "" && items[i].Role == "" {
-			return nil, nil, chat.Invalid(fmt.Sprintf("input[%d]", i), "must be an item with a type or a role")
-		}
-	}
-	return raws, items, nil
+	raws, _, err := rItems(b.fields["input"])
+	return raws, err
 }
 
 // rItems reads input: a string (one user message) or an array of items.
@@ -384,7 +384,7 @@ func rFromDomain(m *chat.Message, like []rItem) []map[string]any {
 }
 
 func (openAIResponses) build(b *requestBody, c *conversation, view []chat.Message, _ engine.CacheHints) error {
-	raws, _, err := rItemsOf(b)
+	raws, err := rInput(b)
 	if err != nil {
 		return err
 	}
