@@ -101,6 +101,7 @@ func (d anthropicMessages) parse(b *requestBody) (*conversation, error) {
 		key := memoKey(doorAnthropic, raw)
 		if done, ok := d.memo.get(key); ok && !bytes.Contains(raw, []byte(`"cache_control"`)) {
 			c.add(done)
+			c.clientBlocks(done, raw)
 			continue
 		}
 		f := fmt.Sprintf("messages[%d]", i)
@@ -116,14 +117,19 @@ func (d anthropicMessages) parse(b *requestBody) (*conversation, error) {
 			return nil, err
 		}
 		var msgs []chat.Message
+		var counts []int
 		for _, dm := range anToDomain(m.Role, blockRaws, blocks) {
 			msgs = append(msgs, dm.msg)
+			counts = append(counts, len(dm.raws))
 			if dm.mark != nil {
 				c.clientMarks = true
 				c.marked[dm.digest] = dm.mark
 			}
 		}
-		c.add(d.memo.put(key, len(raw), msgs))
+		e := entryOf(msgs)
+		e.blocks = counts
+		c.add(d.memo.putEntry(key, len(raw), e))
+		c.keepBlocks(e, blockRaws)
 	}
 	return c, nil
 }
@@ -194,6 +200,7 @@ type anDomain struct {
 	msg    chat.Message
 	digest [32]byte
 	mark   json.RawMessage // the client's cache_control on the message, if any
+	raws   []json.RawMessage
 }
 
 // anToDomain converts one message's blocks, in order.
@@ -214,7 +221,7 @@ func anToDomain(role string, raws []json.RawMessage, blocks []anBlock) []anDomai
 		gen, _ := json.Marshal(anFromDomain(&cur))
 		setRaw(&cur, doorAnthropic, raw, gen)
 		d := stamp(&cur, extra)
-		out = append(out, anDomain{msg: cur, digest: d, mark: marked})
+		out = append(out, anDomain{msg: cur, digest: d, mark: marked, raws: curRaw})
 		cur, curRaw, extra, marked = chat.Message{}, nil, nil, nil
 	}
 	for i, b := range blocks {
@@ -353,7 +360,14 @@ func (anthropicMessages) build(b *requestBody, c *conversation, view []chat.Mess
 			role = "assistant"
 		}
 		var blocks []json.RawMessage
-		if raw := rawOf(m, doorAnthropic); raw != nil {
+		if m.Kind == "" || m.Kind == chat.KindNormal {
+			// A message the client sent in this request goes back as it
+			// sent its blocks (the gateway places the cache marks).
+			if b, ok := c.blocks[storedDigest(m)]; ok {
+				blocks = slices.Clone(b)
+			}
+		}
+		if raw := rawOf(m, doorAnthropic); blocks == nil && raw != nil {
 			_ = json.Unmarshal(raw, &blocks)
 		}
 		if blocks == nil {
@@ -430,12 +444,16 @@ func repeat(v, n int) []int {
 	return out
 }
 
+// blockType is a block's type, read without decoding the block.
 func blockType(b json.RawMessage) string {
-	var t struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(b, &t)
-	return t.Type
+	var t string
+	eachMember(b, func(name, v []byte) bool {
+		if bytes.EqualFold(name, []byte("type")) && !stringValue(v, &t) {
+			t = ""
+		}
+		return true
+	})
+	return t
 }
 
 // cacheable block types: cache_control may not go on thinking blocks.
@@ -716,3 +734,67 @@ func (anthropicMessages) expandSeen(data []byte) (first, other, ok bool) {
 
 // echo: Messages does not echo the request's tools.
 func (anthropicMessages) echo(data []byte, _, _ json.RawMessage) ([]byte, bool) { return data, true }
+
+// keepBlocks records, for each of e's messages, the client's blocks it was
+// made of (all of raws, in order), without cache marks (build places
+// them).
+func (c *conversation) keepBlocks(e memoEntry, raws []json.RawMessage) {
+	total := 0
+	for _, n := range e.blocks {
+		total += n
+	}
+	if total != len(raws) || len(e.blocks) != len(e.msgs) {
+		return
+	}
+	if c.blocks == nil {
+		c.blocks = map[[32]byte][]json.RawMessage{}
+	}
+	at := 0
+	for i, n := range e.blocks {
+		run := raws[at : at+n : at+n]
+		cloned := false
+		for j, b := range run {
+			if bytes.Contains(b, []byte(`"cache_control"`)) {
+				if !cloned {
+					run, cloned = slices.Clone(run), true
+				}
+				run[j] = withoutCacheControl(b)
+			}
+		}
+		c.blocks[storedDigest(&e.msgs[i])] = run
+		at += n
+	}
+}
+
+// clientBlocks records the client's blocks of a message the memo held
+// (raw, without cache marks): its content's elements, split without
+// decoding them; a string content is its one text block.
+func (c *conversation) clientBlocks(e memoEntry, raw []byte) {
+	var content []byte
+	eachMember(raw, func(name, v []byte) bool {
+		if bytes.EqualFold(name, []byte("content")) {
+			content = v
+		}
+		return true
+	})
+	var blocks []json.RawMessage
+	switch {
+	case len(content) > 0 && content[0] == '[':
+		s := &jsonScanner{b: content}
+		elems, _, ok := s.elements()
+		if !ok {
+			return
+		}
+		blocks = elems
+	case len(content) > 0 && content[0] == '"':
+		var text string
+		if json.Unmarshal(content, &text) != nil {
+			return
+		}
+		b, _ := json.Marshal(map[string]string{"type": "text", "text": text})
+		blocks = []json.RawMessage{b}
+	default:
+		return
+	}
+	c.keepBlocks(e, blocks)
+}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -370,4 +371,67 @@ func (s *jsonScanner) number() bool {
 	}
 	s.i = i
 	return true
+}
+
+// eachMember calls fn with the name and the value of each member of the
+// JSON object raw (checked JSON: a part of a body scanBody took), in order,
+// until fn returns false; false when raw is not an object. Nothing is
+// decoded but names with escapes.
+func eachMember(raw []byte, fn func(name, value []byte) bool) bool {
+	s := &jsonScanner{b: raw}
+	s.ws()
+	if !s.expect('{') {
+		return false
+	}
+	s.ws()
+	if s.expect('}') {
+		return true
+	}
+	for {
+		s.ws()
+		start := s.i
+		if s.peek() != '"' || !s.str() {
+			return false
+		}
+		name := raw[start+1 : s.i-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			k, err := memberName(raw[start:s.i])
+			if err != nil {
+				return false
+			}
+			name = []byte(k)
+		}
+		s.ws()
+		if !s.expect(':') {
+			return false
+		}
+		s.ws()
+		vstart := s.i
+		if !s.value() {
+			return false
+		}
+		if !fn(name, raw[vstart:s.i]) {
+			return true
+		}
+		s.ws()
+		if s.expect(',') {
+			continue
+		}
+		return s.expect('}')
+	}
+}
+
+// stringValue decodes a member's value as encoding/json decodes it into a
+// string (null: unchanged); false when it is another value.
+func stringValue(v []byte, dst *string) bool {
+	switch {
+	case string(v) == "null":
+		return true
+	case len(v) == 0 || v[0] != '"':
+		return false
+	case bytes.IndexByte(v, '\\') < 0:
+		*dst = string(v[1 : len(v)-1])
+		return true
+	}
+	return json.Unmarshal(v, dst) == nil
 }

@@ -51,8 +51,9 @@ type conversation struct {
 	raws map[[32]byte]json.RawMessage
 	lead int
 	// runs are the client's own items of msgs, by digest (Responses: a
-	// message is a run of items).
-	runs map[[32]byte][]json.RawMessage
+	// message is a run of items); blocks, its content blocks (Anthropic).
+	runs   map[[32]byte][]json.RawMessage
+	blocks map[[32]byte][]json.RawMessage
 	// pins are the texts that pin a message appended with them (pin.go).
 	pins []string
 	// passthrough, when set, says why the request is forwarded unchanged

@@ -31,6 +31,9 @@ type memoEntry struct {
 	msgs    []chat.Message
 	ids     [][32]byte
 	details [][16]byte
+	// blocks, for the Anthropic door, is how many of the provider
+	// message's content blocks each of msgs was made of.
+	blocks []int
 }
 
 // entryOf digests msgs.
@@ -106,7 +109,12 @@ func (m *memo) get(k [32]byte) (memoEntry, bool) {
 // put keeps what a door made of a raw form of rawLen bytes under key k,
 // and returns it digested (also with no memo).
 func (m *memo) put(k [32]byte, rawLen int, msgs []chat.Message) memoEntry {
-	e := entryOf(msgs)
+	return m.putEntry(k, rawLen, entryOf(msgs))
+}
+
+// putEntry keeps e (digested: entryOf) under key k and returns it.
+func (m *memo) putEntry(k [32]byte, rawLen int, e memoEntry) memoEntry {
+	msgs := e.msgs
 	if m == nil {
 		return e
 	}
@@ -119,7 +127,7 @@ func (m *memo) put(k [32]byte, rawLen int, msgs []chat.Message) memoEntry {
 	if size > m.maxSize/4 {
 		return e
 	}
-	m.entries[k] = memoEntry{msgs: cloneMessages(msgs), ids: e.ids, details: e.details}
+	m.entries[k] = memoEntry{msgs: cloneMessages(msgs), ids: e.ids, details: e.details, blocks: e.blocks}
 	m.size += size
 	return e
 }

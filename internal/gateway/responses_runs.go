@@ -1,9 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
 )
@@ -34,61 +34,23 @@ func (k rKind) grouped() bool {
 // is not an object or one of them is neither a string nor null.
 func rKindOf(raw []byte) (rKind, bool) {
 	var k rKind
-	s := &jsonScanner{b: raw}
-	s.ws()
-	if !s.expect('{') {
-		return k, false
-	}
-	s.ws()
-	if s.expect('}') {
-		return k, true
-	}
-	for {
-		s.ws()
-		start := s.i
-		if s.peek() != '"' || !s.str() {
-			return k, false
-		}
-		name, err := memberName(raw[start:s.i])
-		if err != nil {
-			return k, false
-		}
-		s.ws()
-		if !s.expect(':') {
-			return k, false
-		}
-		s.ws()
-		vstart := s.i
-		if !s.value() {
-			return k, false
-		}
+	valid := true
+	ok := eachMember(raw, func(name, v []byte) bool {
 		var dst *string
 		switch {
-		case strings.EqualFold(name, "type"):
+		case bytes.EqualFold(name, []byte("type")):
 			dst = &k.typ
-		case strings.EqualFold(name, "role"):
+		case bytes.EqualFold(name, []byte("role")):
 			dst = &k.role
-		case strings.EqualFold(name, "call_id"):
+		case bytes.EqualFold(name, []byte("call_id")):
 			dst = &k.callID
+		default:
+			return true
 		}
-		if dst != nil {
-			v := raw[vstart:s.i]
-			switch {
-			case string(v) == "null":
-			case v[0] != '"':
-				return k, false
-			default:
-				if json.Unmarshal(v, dst) != nil {
-					return k, false
-				}
-			}
-		}
-		s.ws()
-		if s.expect(',') {
-			continue
-		}
-		return k, s.expect('}')
-	}
+		valid = stringValue(v, dst)
+		return valid
+	})
+	return k, ok && valid
 }
 
 // rRequestMessages makes the domain messages of a request's items (after
