@@ -305,6 +305,10 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 	if !g.awaitReply(ctx, tenant, c) {
 		return resolved{}, ctx.Err()
 	}
+	// The session this replica last served the request's history in.
+	if res, ok, err := g.identifyServed(ctx, tenant, c, sig, noRepeat, until); err != nil || ok {
+		return res, err
+	}
 	// The session whose log is the longest prefix of the request.
 	hits, shared, err := g.candidates(ctx, tenant, c)
 	if err != nil {
@@ -443,26 +447,33 @@ func (g *Gateway) tryJoin(ctx context.Context, tenant, id string, c *conversatio
 	if err != nil || m == nil {
 		return resolved{}, false, m, err
 	}
+	res, ok, err = g.join(ctx, tenant, id, c, sig, m)
+	return res, ok, m, err
+}
+
+// join joins the request to session id as m matched them, when the
+// request extends or repeats it (ok).
+func (g *Gateway) join(ctx context.Context, tenant, id string, c *conversation, sig signal, m *logMatch) (res resolved, ok bool, err error) {
 	if m.repeat && (m.s.SystemPrompt != c.system || m.s.Model != c.model || !sameTools(m.s.Tools, c.tools)) {
 		// Not the same request again: a repeat never changes the session
 		// it is answered from.
 		m.repeat = false
 	}
 	if !m.extends && !m.repeat {
-		return resolved{}, false, m, nil
+		return resolved{}, false, nil
 	}
 	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version,
 		named: sig.owns(id)}
 	// The request's session: only now may it follow the request's model,
 	// system prompt and tools.
 	if moved, err := g.follow(ctx, tenant, m.s, c); err != nil {
-		return resolved{}, false, m, err
+		return resolved{}, false, err
 	} else if moved != nil {
 		res.version, res.created = moved.Version, moved.CreatedAt
 	}
 	if m.repeat {
 		res.history, res.repeat, res.repeatD = historyRepeated, len(m.log)-m.k, m.log[m.k:]
-		return res, true, m, nil
+		return res, true, nil
 	}
 	res.fresh = c.msgs[m.k:]
 	historyStamp(c, res.fresh, m.k)
@@ -470,7 +481,7 @@ func (g *Gateway) tryJoin(ctx context.Context, tenant, id string, c *conversatio
 	if len(res.fresh) > 0 {
 		res.history = historyExtended
 	}
-	return res, true, m, nil
+	return res, true, nil
 }
 
 // landing is the session the request would land in now and how many of

@@ -28,16 +28,24 @@ type logCache struct {
 	held    int64
 	lru     *list.List // of *logEntry, most recent first
 	entries map[string]*list.Element
+	// heads are the entries by their log's head: tenant, NUL, the history
+	// chain of the log's last client message (lastserved.go).
+	heads map[string]*logEntry
 }
 
 type logEntry struct {
-	key string
-	// size is what the cache accounts for the entry (under logCache.mu).
+	key, tenant, id string
+	// size is what the cache accounts for the entry, and head the chain it
+	// is filed under in heads (under logCache.mu).
 	size int64
+	head string
 
 	mu      sync.Mutex
 	created time.Time
 	last    int64 // position of the last log message read
+	// chain is the history chain of the log's last client message ("" when
+	// it has none: appended through the API).
+	chain   string
 	digests [][32]byte
 	details [][16]byte // detailOf each message (what its identity leaves out)
 	replies []bool     // digests[i] is a reply the gateway recorded
@@ -61,13 +69,14 @@ func (ent *logEntry) bytes() int64 {
 }
 
 func newLogCache(maxBytes int64) *logCache {
-	return &logCache{max: maxBytes, lru: list.New(), entries: map[string]*list.Element{}}
+	return &logCache{max: maxBytes, lru: list.New(), entries: map[string]*list.Element{}, heads: map[string]*logEntry{}}
 }
 
 // entry is the session's entry, made (empty) when there is none or the one
 // there is of another incarnation; nil when make is false and there is
 // none to extend.
-func (lc *logCache) entry(key string, created time.Time, make bool) *logEntry {
+func (lc *logCache) entry(tenant, id string, created time.Time, make bool) *logEntry {
+	key := tenant + "\x00" + id
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	if el, ok := lc.entries[key]; ok {
@@ -81,7 +90,7 @@ func (lc *logCache) entry(key string, created time.Time, make bool) *logEntry {
 	if !make {
 		return nil
 	}
-	ent := &logEntry{key: key, created: created, size: logEntryBytes + int64(len(key))}
+	ent := &logEntry{key: key, tenant: tenant, id: id, created: created, size: logEntryBytes + int64(len(key))}
 	lc.entries[key] = lc.lru.PushFront(ent)
 	lc.held += ent.size
 	lc.evict(ent)
@@ -92,6 +101,21 @@ func (lc *logCache) remove(el *list.Element) {
 	ent := lc.lru.Remove(el).(*logEntry)
 	delete(lc.entries, ent.key)
 	lc.held -= ent.size
+	lc.file(ent, "")
+}
+
+// file files ent under the head chain (none: "") (under lc.mu).
+func (lc *logCache) file(ent *logEntry, chain string) {
+	if ent.head == chain {
+		return
+	}
+	if ent.head != "" && lc.heads[ent.tenant+"\x00"+ent.head] == ent {
+		delete(lc.heads, ent.tenant+"\x00"+ent.head)
+	}
+	ent.head = chain
+	if chain != "" {
+		lc.heads[ent.tenant+"\x00"+chain] = ent
+	}
 }
 
 // evict drops the least recently used entries (never keep) while the
@@ -106,8 +130,9 @@ func (lc *logCache) evict(keep *logEntry) {
 	}
 }
 
-// resize accounts ent at size (its new bytes), if it is still held.
-func (lc *logCache) resize(ent *logEntry, size int64) {
+// update accounts ent at size (its new bytes) and files it under its
+// log's head chain, if it is still held.
+func (lc *logCache) update(ent *logEntry, size int64, chain string) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	if el, ok := lc.entries[ent.key]; !ok || el.Value.(*logEntry) != ent {
@@ -115,13 +140,25 @@ func (lc *logCache) resize(ent *logEntry, size int64) {
 	}
 	lc.held += size - ent.size
 	ent.size = size
+	lc.file(ent, chain)
 	lc.evict(ent)
+}
+
+// add appends a client message of the log to ent (under ent.mu).
+func (ent *logEntry) add(m *chat.Message) {
+	ent.digests = append(ent.digests, identityOf(m))
+	ent.details = append(ent.details, detailOf(m))
+	ent.replies = append(ent.replies, m.Metadata[metaReply] != "")
+	ent.chain = ""
+	if h, ok := store.HistoryOf(m); ok {
+		ent.chain = h.Chain
+	}
 }
 
 // get returns the digests of the client-visible messages of s's log, in
 // order (interrupted tool results contextd inserted are not the client's).
 func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s store.Session) ([][32]byte, [][16]byte, []bool, map[string]bool, error) {
-	ent := lc.entry(tenant+"\x00"+s.ID, s.CreatedAt, true)
+	ent := lc.entry(tenant, s.ID, s.CreatedAt, true)
 	ent.mu.Lock()
 	defer ent.mu.Unlock()
 	added := false
@@ -147,9 +184,7 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 			if m.Kind != "" && m.Kind != chat.KindNormal {
 				continue
 			}
-			ent.digests = append(ent.digests, identityOf(m))
-			ent.details = append(ent.details, detailOf(m))
-			ent.replies = append(ent.replies, m.Metadata[metaReply] != "")
+			ent.add(m)
 		}
 	}
 	out := ent.digests[:len(ent.digests):len(ent.digests)]
@@ -160,7 +195,7 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 		closed = maps.Clone(ent.closed)
 	}
 	if added {
-		lc.resize(ent, ent.bytes())
+		lc.update(ent, ent.bytes(), ent.chain)
 	}
 	return out, details, replies, closed, nil
 }
@@ -174,7 +209,7 @@ func (lc *logCache) extend(tenant, id string, created time.Time, msgs []chat.Mes
 	if len(msgs) == 0 {
 		return
 	}
-	ent := lc.entry(tenant+"\x00"+id, created, msgs[0].Position == 1)
+	ent := lc.entry(tenant, id, created, msgs[0].Position == 1)
 	if ent == nil {
 		return
 	}
@@ -188,10 +223,22 @@ func (lc *logCache) extend(tenant, id string, created time.Time, msgs []chat.Mes
 		pos++
 	}
 	for i := range msgs {
-		ent.digests = append(ent.digests, identityOf(&msgs[i]))
-		ent.details = append(ent.details, detailOf(&msgs[i]))
-		ent.replies = append(ent.replies, msgs[i].Metadata[metaReply] != "")
+		ent.add(&msgs[i])
 	}
 	ent.last = pos
-	lc.resize(ent, ent.bytes())
+	lc.update(ent, ent.bytes(), ent.chain)
+}
+
+// headOf is the session whose log's head is the latest of chains (tenant's)
+// this cache holds, looking at the last n, and that chain's index; "" when
+// none is.
+func (lc *logCache) headOf(tenant string, chains []string, n int) (string, int) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	for i := len(chains) - 1; i >= 0 && i >= len(chains)-n; i-- {
+		if ent, ok := lc.heads[tenant+"\x00"+chains[i]]; ok {
+			return ent.id, i
+		}
+	}
+	return "", 0
 }

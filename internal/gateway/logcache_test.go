@@ -24,7 +24,7 @@ func TestLogCacheIsBoundedByBytesLRU(t *testing.T) {
 	lc := newLogCache(bound)
 	for i := range 100 {
 		lc.extend("t", fmt.Sprint("s", i), created, msgs(100)) // about 6 KB each
-		lc.entry("t\x00s0", created, false)                    // s0 stays in use
+		lc.entry("t", "s0", created, false)                    // s0 stays in use
 	}
 	var sum int64
 	for el := lc.lru.Front(); el != nil; el = el.Next() {
@@ -40,14 +40,14 @@ func TestLogCacheIsBoundedByBytesLRU(t *testing.T) {
 	if n := len(lc.entries); n < 5 || n > 15 {
 		t.Errorf("%d sessions held within 64 KB, want about 10", n)
 	}
-	if lc.entry("t\x00s0", created, false) == nil || lc.entry("t\x00s99", created, false) == nil {
+	if lc.entry("t", "s0", created, false) == nil || lc.entry("t", "s99", created, false) == nil {
 		t.Error("the session in use or the newest one was evicted")
 	}
-	if lc.entry("t\x00s50", created, false) != nil {
+	if lc.entry("t", "s50", created, false) != nil {
 		t.Error("a session unused since 49 others came is still held")
 	}
 	// Another incarnation of a session is not its entry.
-	if lc.entry("t\x00s99", created.Add(time.Second), false) != nil {
+	if lc.entry("t", "s99", created.Add(time.Second), false) != nil {
 		t.Error("a session made again under its id was served the old log")
 	}
 }
