@@ -3,14 +3,27 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 )
 
+// Tool calls that come without an id (as some OpenAI-compatible servers
+// send them) get the gateway's, so their results can name them: in the
+// recorded reply and in the client's copy alike, so the client's next
+// turn names them and matches the log. A JSON answer gets them from
+// withCallIDs (answerRewriter); a streamed one at each call's first delta
+// (eventRewriter), the id then carried by the event the client gets.
+
 // answerRewriter is a door that changes the answer the client gets: tool
-// calls that came without an id (as some OpenAI-compatible servers send
-// them) get the gateway's (withCallIDs), in the client's copy as in the
-// recorded reply, so the client's next turn names them and matches.
+// calls that came without an id get the gateway's (withCallIDs), in the
+// client's copy as in the recorded reply.
 type answerRewriter interface {
 	clientAnswer(body []byte) []byte
+}
+
+// eventRewriter is a streamer that changes the event it just saw for the
+// client: nil when the event goes as it came.
+type eventRewriter interface {
+	clientEvent(data []byte) []byte
 }
 
 func (openAIChat) clientAnswer(body []byte) []byte {
@@ -35,4 +48,55 @@ func (openAIChat) clientAnswer(body []byte) []byte {
 	}
 	resp["choices"] = mustJSON(choices)
 	return mustJSON(resp)
+}
+
+// namedCall is a tool call delta of a streamed Chat Completion the gateway
+// gave an id: the choice's place in the chunk's choices, the delta's in
+// its tool_calls.
+type namedCall struct {
+	choice, delta int
+	id            string
+}
+
+// nameCall makes the id of the stream's call index, first seen without
+// one at delta of choice (the first choice's calls: the reply recorded).
+// A stream's calls are named before its end, so not by the message's
+// digest as withCallIDs names them: by a random tag of the answer.
+func (s *oaStream) nameCall(choice, delta, index int) string {
+	if s.tag == "" {
+		s.tag = randomID()[:12]
+	}
+	id := fmt.Sprintf("call_gw_%s_%d", s.tag, index)
+	s.named = append(s.named, namedCall{choice: choice, delta: delta, id: id})
+	return id
+}
+
+// clientEvent puts the ids the gateway gave into the event's deltas.
+func (s *oaStream) clientEvent(data []byte) []byte {
+	if len(s.named) == 0 {
+		return nil
+	}
+	var chunk map[string]json.RawMessage
+	var choices []map[string]json.RawMessage
+	if json.Unmarshal(data, &chunk) != nil || json.Unmarshal(chunk["choices"], &choices) != nil {
+		return nil
+	}
+	for _, n := range s.named {
+		if n.choice >= len(choices) {
+			return nil
+		}
+		var delta map[string]json.RawMessage
+		var calls []map[string]json.RawMessage
+		if json.Unmarshal(choices[n.choice]["delta"], &delta) != nil || json.Unmarshal(delta["tool_calls"], &calls) != nil || n.delta >= len(calls) {
+			return nil
+		}
+		if calls[n.delta] == nil {
+			return nil
+		}
+		calls[n.delta]["id"] = mustJSON(n.id)
+		delta["tool_calls"] = mustJSON(calls)
+		choices[n.choice]["delta"] = mustJSON(delta)
+	}
+	chunk["choices"] = mustJSON(choices)
+	return mustJSON(chunk)
 }

@@ -129,3 +129,18 @@ func (g *Gateway) writeDomainError(ctx context.Context, w http.ResponseWriter, s
 		writeError(w, shape, http.StatusInternalServerError, errInternal, "internal error")
 	}
 }
+
+// refusal is contextd's own answer in place of the provider's (the
+// provider unreachable, its answer unreadable or unusable): a status and
+// a kind, written in the door's error shape.
+type refusal struct {
+	status int
+	kind   errKind
+	msg    string
+}
+
+func (e *refusal) Error() string { return e.msg }
+
+func refused(status int, kind errKind, msg string) error {
+	return &refusal{status: status, kind: kind, msg: msg}
+}

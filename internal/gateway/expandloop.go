@@ -1,14 +1,11 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
@@ -59,13 +56,6 @@ const maxExpandRounds = 32
 // rest get a note that they were not run.
 const maxExpandCalls = 8
 
-// maxErrorBytes bounds a provider's error body the loop reads to check it.
-const maxErrorBytes = 1 << 20
-
-// HeaderExpandRounds says how many contextd_expand rounds the gateway
-// answered before the answer the client got.
-const HeaderExpandRounds = "X-Contextd-Expand-Rounds"
-
 // Notes for the model when the loop stops on contextd's side.
 var (
 	noteNotRun = "[contextd: this call was not run: it was made together with " + engine.ExpandToolName +
@@ -80,18 +70,10 @@ var (
 // errNoRoom: a round's answers do not fit even as notes.
 var errNoRoom = errors.New("no room left in the context window")
 
-// expandLoop is one client request whose upstream requests carry the
-// expand tool.
+// expandLoop is the loop over one exchange whose upstream requests carry
+// the expand tool.
 type expandLoop struct {
-	g      *Gateway
-	r      *http.Request
-	d      door
-	c      *conversation
-	body   *requestBody
-	client clientTools
-	tenant string
-	id     string
-	prep   engine.PrepareResult
+	x *exchange
 	// extra are the messages appended after the view: each round's
 	// assistant turn and the answers to its calls; used is their size in
 	// tokens (at least each turn's output tokens as the provider billed
@@ -105,67 +87,36 @@ type expandLoop struct {
 	toolOn, viewOnly bool
 }
 
-// round is one upstream answer, read whole.
-type round struct {
-	resp  *http.Response
-	body  []byte // the JSON body, or the SSE events to pass on
-	sse   bool
-	u     usage
-	reply []chat.Message
-}
-
-// forwardExpanding runs the loop and relays the final answer; done records
-// the usages of the upstream calls and the final reply. toolOn is false
-// when the request cannot carry the tool (n > 1): the answer is still
-// checked.
-func (g *Gateway) forwardExpanding(w http.ResponseWriter, r *http.Request, d door, c *conversation, rb *requestBody,
-	client clientTools, tenant, id string, prep engine.PrepareResult, toolOn bool, done func([]usage, []chat.Message)) {
-	ctx := r.Context()
-	if c.stream {
+// expand is forward's loop when the view offers the expand tool: it wraps
+// roundTrip until an answer the client may see, and returns it held for
+// relay (or the provider's error, or contextd's refusal), with the usage
+// of every upstream call the provider answered, which record puts into
+// the ledger on every way out. x.toolOn is false when the request cannot
+// carry the tool (n > 1): the answer is still checked.
+func (x *exchange) expand() answer {
+	g, ctx := x.g, x.r.Context()
+	if x.c.stream {
 		// Held rounds keep the connection alive (keepalive.go).
-		withoutToolHeaders(w.Header())
-		var stop func()
-		w, stop = startKeepalive(w, d.shape(), g.cfg.StreamKeepalive)
-		defer stop()
+		withoutToolHeaders(x.w.Header())
+		x.w, x.stopKeepalive = startKeepalive(x.w, x.shape, g.cfg.StreamKeepalive)
 	}
-	l := &expandLoop{g: g, r: r, d: d, c: c, body: rb, client: client, tenant: tenant, id: id, prep: prep, toolOn: toolOn}
-	recorded := false
-	defer func() {
-		// Every call the provider billed goes into the ledger, whatever
-		// happened after it (no reply).
-		if !recorded && len(l.usages) > 0 {
-			done(l.usages, nil)
-		}
-	}()
-	body := rb.encode()
+	l := &expandLoop{x: x, toolOn: x.toolOn}
+	body := x.body
 	for {
-		resp, err := g.send(ctx, r, d, body)
+		rd, err := x.roundTrip(body)
 		if err != nil {
-			if ctx.Err() == nil {
-				writeError(w, d.shape(), http.StatusBadGateway, errUpstream, "the provider could not be reached: "+upstreamReason(err))
-			}
-			return
+			return l.answer(nil, err)
 		}
-		if resp.StatusCode != http.StatusOK {
-			l.relayError(w, resp)
-			return
-		}
-		rd, err := l.read(resp)
-		resp.Body.Close()
-		if err != nil {
-			if ctx.Err() == nil {
-				writeError(w, d.shape(), http.StatusBadGateway, errUpstream, "the provider's answer could not be read: "+err.Error())
-			}
-			return
+		if rd.status != http.StatusOK {
+			return l.answer(&rd, nil) // the provider's error, checked by relay
 		}
 		rd.u.added = l.used // what this request sent after the view
 		l.usages = append(l.usages, rd.u)
-		s := inspect(d, &rd)
+		s := inspect(x.d, &rd)
 		calls := expandCalls(rd.reply)
 		if calls == 0 && !s.first && !s.other && !s.unread {
-			if echoed(d, l.client, &rd) {
-				recorded = l.write(w, rd, done)
-				return
+			if echoed(x.d, x.client, &rd) {
+				return l.answer(&rd, nil)
 			}
 			s.unread = true
 		}
@@ -176,10 +127,10 @@ func (g *Gateway) forwardExpanding(w http.ResponseWriter, r *http.Request, d doo
 				continue
 			}
 			if ctx.Err() != nil {
-				return
+				return l.answer(nil, ctx.Err())
 			}
 			if !errors.Is(err, errNoRoom) {
-				g.log.WarnContext(ctx, "gateway expand round failed", "session", id, "error", err.Error())
+				g.log.WarnContext(ctx, "gateway expand round failed", "session", x.res.id, "error", err.Error())
 			}
 		}
 		// The model called the tool where it cannot be answered (after it
@@ -187,120 +138,30 @@ func (g *Gateway) forwardExpanding(w http.ResponseWriter, r *http.Request, d doo
 		// no room left): ask once more with the view alone, without the
 		// tool, as the request would have gone without the loop.
 		if l.viewOnly {
-			writeError(w, d.shape(), http.StatusBadGateway, errUpstream, "the provider's answer could not be used")
-			return
+			return l.answer(nil, refused(http.StatusBadGateway, errUpstream, "the provider's answer could not be used"))
 		}
 		if body, err = l.alone(); err != nil {
-			g.writeDomainError(ctx, w, d.shape(), err)
-			return
+			return l.answer(nil, err)
 		}
 	}
+}
+
+// answer is the loop's answer for relay: held (the final round, or the
+// provider's error) or err, with the loop's usages and rounds.
+func (l *expandLoop) answer(held *round, err error) answer {
+	return answer{held: held, err: err, usages: l.usages, rounds: l.rounds}
 }
 
 // alone is the request with the view alone and the client's own tools:
 // the loop's last resort.
 func (l *expandLoop) alone() ([]byte, error) {
+	x := l.x
 	l.viewOnly, l.toolOn, l.extra, l.used = true, false, nil, 0
-	l.client.restore(l.body.fields)
-	if err := l.d.build(l.body, l.c, l.prep.Messages, l.prep.Cache); err != nil {
+	x.client.restore(x.fields)
+	if err := x.d.build(x.rb, x.c, x.prep.Messages, x.prep.Cache); err != nil {
 		return nil, err
 	}
-	return l.body.encode(), nil
-}
-
-// send posts body upstream with the client's headers.
-func (g *Gateway) send(ctx context.Context, r *http.Request, d door, body []byte) (*http.Response, error) {
-	target := d.upstream(&g.cfg)
-	if r.URL.RawQuery != "" {
-		target += "?" + r.URL.RawQuery // e.g. Claude Code's ?beta=true
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	copyRequestHeaders(req.Header, r.Header)
-	g.credentials(req.Header, d.shape())
-	return g.client.Do(req)
-}
-
-// relayError passes the provider's error on, read whole (at most
-// maxErrorBytes): one that names the tool, or is longer, is answered in
-// neutral words with its status instead.
-func (l *expandLoop) relayError(w http.ResponseWriter, resp *http.Response) {
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes+1))
-	l.setRounds(w)
-	if err != nil || len(b) > maxErrorBytes || bytes.Contains(b, expandName) {
-		if l.r.Context().Err() == nil {
-			withoutToolHeaders(w.Header())
-			writeError(w, l.d.shape(), resp.StatusCode, errUpstream, fmt.Sprintf("the provider answered %d", resp.StatusCode))
-		}
-		return
-	}
-	copyResponseHeaders(w.Header(), resp.Header)
-	withoutToolHeaders(w.Header())
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(b)
-}
-
-// read reads a whole answer: a JSON body (at most maxAnswerBytes), or an
-// SSE stream followed event by event into a buffer of at most as much
-// (the events the client is not to see, such as a usage chunk it did not
-// ask for, left out).
-func (l *expandLoop) read(resp *http.Response) (round, error) {
-	rd := round{resp: resp}
-	if !isEventStream(resp.Header.Get("Content-Type")) {
-		b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
-		if err != nil || len(b) > maxAnswerBytes {
-			return rd, errors.New(upstreamReason(err))
-		}
-		rd.body = b
-		rd.u, rd.reply = l.d.answer(b)
-		return rd, nil
-	}
-	rd.sse = true
-	buf := &sseBuffer{header: http.Header{}}
-	complete := false
-	l.g.relay(l.r.Context(), buf, resp, l.d.stream(l.c), func(u usage, reply []chat.Message) {
-		rd.u, rd.reply, complete = u, reply, true
-	})
-	if !complete {
-		return rd, errors.New("the stream ended before its last event")
-	}
-	rd.body = buf.b.Bytes()
-	return rd, nil
-}
-
-// write passes the final round on to the client, then records; false when
-// the client did not get it.
-func (l *expandLoop) write(w http.ResponseWriter, rd round, done func([]usage, []chat.Message)) bool {
-	if !rd.sse && streamStarted(w) {
-		// A JSON answer to a streamed request, once the stream began: it
-		// cannot go out as events.
-		writeError(w, l.d.shape(), http.StatusBadGateway, errUpstream, "the provider answered the streamed request without a stream")
-		return false
-	}
-	l.setRounds(w)
-	copyResponseHeaders(w.Header(), rd.resp.Header)
-	withoutToolHeaders(w.Header())
-	if !rd.sse {
-		w.Header().Set("Content-Length", strconv.Itoa(len(rd.body)))
-	}
-	w.WriteHeader(http.StatusOK)
-	// Recorded from before the client has it (see forward).
-	done(l.usages, rd.reply)
-	if _, err := w.Write(rd.body); err != nil {
-		return false
-	}
-	_ = http.NewResponseController(w).Flush()
-	return true
-}
-
-func (l *expandLoop) setRounds(w http.ResponseWriter) {
-	if l.rounds > 0 {
-		w.Header().Set(HeaderExpandRounds, strconv.Itoa(l.rounds))
-	}
+	return x.rb.encode(), nil
 }
 
 // next answers the calls of a round (at most maxExpandCalls run, each only
@@ -310,7 +171,7 @@ func (l *expandLoop) setRounds(w http.ResponseWriter) {
 func (l *expandLoop) next(ctx context.Context, rd round) ([]byte, error) {
 	l.rounds++
 	stop := l.rounds == maxExpandRounds
-	free := l.prep.Status.Usage.Free
+	free := l.x.prep.Status.Usage.Free
 	turn, err := l.size(ctx, rd.reply)
 	if err != nil {
 		return nil, err
@@ -333,12 +194,12 @@ func (l *expandLoop) next(ctx context.Context, rd round) ([]byte, error) {
 				res.Content = noteTooMany
 			default:
 				ran++
-				a, err := l.g.cfg.Engine.ExpandToolCall(ctx, l.tenant, l.id, p.ToolCall.Arguments, l.rounds)
+				a, err := l.x.g.cfg.Engine.ExpandToolCall(ctx, l.x.tenant, l.x.res.id, p.ToolCall.Arguments, l.rounds)
 				switch {
 				case ctx.Err() != nil:
 					return nil, ctx.Err()
 				case err != nil:
-					l.g.log.WarnContext(ctx, "gateway expand call failed", "session", l.id, "error", err.Error())
+					l.x.g.log.WarnContext(ctx, "gateway expand call failed", "session", l.x.res.id, "error", err.Error())
 					res.Content = noteUnreadable
 				default:
 					res.Content, res.IsError = a.Content, a.IsError
@@ -375,21 +236,21 @@ func (l *expandLoop) next(ctx context.Context, rd round) ([]byte, error) {
 	l.extra = append(append(l.extra[:len(l.extra):len(l.extra)], rd.reply...), results...)
 	if stop && l.toolOn {
 		l.toolOn = false
-		if err := withoutExpandTool(l.d, l.body.fields); err != nil {
+		if err := withoutExpandTool(l.x.d, l.x.fields); err != nil {
 			return nil, err
 		}
 	}
-	view := append(l.prep.Messages[:len(l.prep.Messages):len(l.prep.Messages)], l.extra...)
-	if err := l.d.build(l.body, l.c, view, l.prep.Cache); err != nil {
+	view := append(l.x.prep.Messages[:len(l.x.prep.Messages):len(l.x.prep.Messages)], l.extra...)
+	if err := l.x.d.build(l.x.rb, l.x.c, view, l.x.prep.Cache); err != nil {
 		return nil, err
 	}
-	return l.body.encode(), nil
+	return l.x.rb.encode(), nil
 }
 
 // size counts msgs with the session's encoding; when that cannot count
 // (a vocabulary not imported), by bytes, 3 to a token.
 func (l *expandLoop) size(ctx context.Context, msgs []chat.Message) (int64, error) {
-	n, err := l.g.cfg.Engine.CountTokens(ctx, engine.CountInput{Encoding: l.prep.Status.Usage.Encoding, Messages: msgs})
+	n, err := l.x.g.cfg.Engine.CountTokens(ctx, engine.CountInput{Encoding: l.x.prep.Status.Usage.Encoding, Messages: msgs})
 	if err == nil {
 		return n.Total, nil
 	}
@@ -467,20 +328,4 @@ func withoutExpandTool(d door, fields map[string]json.RawMessage) error {
 	}
 	fields["tools"] = joinJSON(kept)
 	return nil
-}
-
-// sseBuffer is a ResponseWriter that keeps what relay writes, at most
-// maxAnswerBytes.
-type sseBuffer struct {
-	header http.Header
-	b      bytes.Buffer
-}
-
-func (s *sseBuffer) Header() http.Header { return s.header }
-func (s *sseBuffer) WriteHeader(int)     {}
-func (s *sseBuffer) Write(p []byte) (int, error) {
-	if s.b.Len()+len(p) > maxAnswerBytes {
-		return 0, errors.New("answer over 64 MiB")
-	}
-	return s.b.Write(p)
 }

@@ -13,6 +13,9 @@
 // expose_expand_tool on, the model's contextd_expand calls are answered here
 // and never reach the client (expandloop.go).
 //
+// The request path of a door is six stages over one request value,
+// exchange.go's table: admit, identify, prepare, forward, relay, record.
+//
 // Translation lives at the edge, one file per provider shape
 // (openai_chat.go, openai_responses.go, anthropic.go), to and from the
 // domain's chat.Message; what a shape carries that the domain does not
@@ -26,9 +29,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -223,75 +224,6 @@ func shapeOf(r *http.Request) wireShape {
 		return shapeAnthropic
 	}
 	return shapeOpenAI
-}
-
-// admit authenticates the caller by X-Contextd-Key and applies the tenant's
-// rate limit. The provider's own credentials (Authorization, x-api-key)
-// are not contextd's and are never read here.
-func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, shape wireShape) (string, bool) {
-	if !g.cfg.Keys.Enabled() && crossSite(r) {
-		// Without keys anything that reaches the port is served: a web
-		// page must not be able to make a browser spend the user's
-		// provider (a local model needs no key) through it.
-		writeError(w, shape, http.StatusForbidden, errAuth, "a request from a web page of another site is refused when the server has no API keys")
-		return "", false
-	}
-	if r.Method == http.MethodPost && !isJSON(r.Header.Get("Content-Type")) && !(g.cfg.Keys.Enabled() && g.route(r.URL.Path) == nil) {
-		// Provider APIs take JSON; a browser can send other types to
-		// another site without asking it first. (With keys, a request
-		// carries X-Contextd-Key, which no page sends to another site
-		// without asking it first: uploads pass through.)
-		writeError(w, shape, http.StatusUnsupportedMediaType, errInvalid, "Content-Type must be application/json")
-		return "", false
-	}
-	tenant := auth.DefaultTenant
-	if g.cfg.Keys.Enabled() {
-		token := r.Header.Get(HeaderKey)
-		if token == "" {
-			writeError(w, shape, http.StatusUnauthorized, errAuth, "missing contextd credentials: send the header "+HeaderKey+": <contextd API key> (the provider's key stays in Authorization or x-api-key)")
-			return "", false
-		}
-		key, err := g.cfg.Keys.Authenticate(token)
-		if err != nil {
-			writeError(w, shape, http.StatusUnauthorized, errAuth, "contextd credentials refused: "+err.Error())
-			return "", false
-		}
-		tenant = key.Tenant
-	}
-	if g.cfg.Limiter != nil {
-		if err := g.cfg.Limiter.Limit(auth.WithTenant(r.Context(), tenant)); err != nil {
-			writeError(w, shape, http.StatusTooManyRequests, errRateLimit, err.Error())
-			return "", false
-		}
-	}
-	return tenant, true
-}
-
-// crossSite reports a request a browser sent from a page of another site:
-// its Origin is not a loopback address, or Sec-Fetch-Site says so. SDKs
-// and command-line clients send neither.
-func crossSite(r *http.Request) bool {
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		return true
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return false
-	}
-	u, err := url.Parse(origin)
-	if err != nil {
-		return true
-	}
-	switch u.Hostname() {
-	case "localhost", "127.0.0.1", "::1":
-		return false
-	}
-	return true
-}
-
-func isJSON(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 // tooLarge says why a body over MaxBodyBytes is refused.

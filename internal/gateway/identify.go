@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	mrand "math/rand/v2"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,25 @@ import (
 // which adds one or two messages to its session). Two conversations that
 // differ anywhere never land in one session after their first difference;
 // no session is ever shared with a stranger by its opening.
+
+// identify is the stage (exchange.go): the client's signal (signal.go)
+// and the history chains of its messages within the signal's scope. The
+// session itself is matched by identify below, which prepare's conflict
+// loop calls (prepare.go). A request forwarded unchanged is not
+// identified.
+func (x *exchange) identify() bool {
+	if x.c.passthrough != "" {
+		return true
+	}
+	sig, err := signalOf(x.tenant, x.d.name(), x.r, x.fields)
+	if err != nil {
+		writeError(x.w, x.shape, http.StatusBadRequest, errInvalid, err.Error())
+		return false
+	}
+	historyChains(x.d.name(), sig, x.c)
+	x.sig = sig
+	return true
+}
 
 // How a request's history related to its session's log, as the
 // X-Contextd-History header says it.
@@ -289,12 +309,6 @@ func (g *Gateway) busy(ctx context.Context, tenant, id string, until time.Time) 
 	}
 	_, ok := g.inflight.Load(tenant + "\x00" + id)
 	return ok
-}
-
-// recordingKey names, in the in-flight map, a session whose answer is
-// being recorded.
-func recordingKey(tenant, id string) string {
-	return "recording\x00" + tenant + "\x00" + id
 }
 
 // identify finds the request's session, creating it when needed, and
@@ -584,10 +598,4 @@ func (g *Gateway) awaitReply(ctx context.Context, tenant string, c *conversation
 		return true
 	}
 	return true
-}
-
-// replyKey names, in the in-flight map, a reply being recorded by the
-// history chain it ends.
-func replyKey(tenant, chain string) string {
-	return "reply\x00" + tenant + "\x00" + chain
 }

@@ -477,16 +477,21 @@ func oaReply(raw json.RawMessage) []chat.Message {
 // the client did not ask for it).
 type oaStream struct {
 	wantsUsage bool
-	role       string
-	content    strings.Builder
-	calls      []oaToolCall
-	u          usage
-	done       bool
+	// named: the tool calls of the event just seen that the gateway gave
+	// an id (callids.go).
+	named   []namedCall
+	tag     string
+	role    string
+	content strings.Builder
+	calls   []oaToolCall
+	u       usage
+	done    bool
 }
 
 func (openAIChat) stream(c *conversation) streamer { return &oaStream{wantsUsage: c.wantsUsage} }
 
 func (s *oaStream) event(_ string, data []byte) (bool, bool) {
+	s.named = nil
 	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
 		s.done = true
 		return true, true
@@ -517,7 +522,7 @@ func (s *oaStream) event(_ string, data []byte) (bool, bool) {
 	if chunk.Usage != nil {
 		s.u = chunk.Usage.usage()
 	}
-	for _, ch := range chunk.Choices {
+	for pos, ch := range chunk.Choices {
 		if ch.Index != 0 {
 			continue
 		}
@@ -526,7 +531,7 @@ func (s *oaStream) event(_ string, data []byte) (bool, bool) {
 		}
 		s.content.WriteString(ch.Delta.Content)
 		s.content.WriteString(ch.Delta.Refusal)
-		for _, tc := range ch.Delta.ToolCalls {
+		for j, tc := range ch.Delta.ToolCalls {
 			if tc.Index < 0 || tc.Index > 1024 {
 				continue
 			}
@@ -536,6 +541,9 @@ func (s *oaStream) event(_ string, data []byte) (bool, bool) {
 			c := &s.calls[tc.Index]
 			if tc.ID != "" {
 				c.ID = tc.ID
+			}
+			if c.ID == "" {
+				c.ID = s.nameCall(pos, j, tc.Index)
 			}
 			c.Function.Name += tc.Function.Name
 			c.Function.Arguments += tc.Function.Arguments

@@ -2,7 +2,12 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
@@ -12,6 +17,71 @@ import (
 // Prepare: the request's session is identified (identify.go) and what is
 // new in it is appended through PrepareContext, which compacts when the
 // session's policy says so; the view it returns is what goes upstream.
+
+// prepare is the stage (exchange.go): the session resolved and
+// PrepareContext run (prepare below), and the view written into the
+// request's body in the door's shape, with contextd's tool definitions
+// when the expand loop runs, and contextd's headers set. A request the
+// provider holds the conversation of (c.passthrough) is forwarded as it
+// came, with a warning saying so.
+func (x *exchange) prepare() bool {
+	g, w, ctx, c := x.g, x.w, x.r.Context(), x.c
+	if c.passthrough != "" {
+		w.Header().Add(HeaderWarning, c.passthrough)
+		x.body = x.rb.raw // as the client sent it
+		return true
+	}
+	if _, known := g.cfg.Models.Lookup(c.model); !known {
+		w.Header().Add(HeaderWarning, fmt.Sprintf("model %q is not in contextd's registry: counted with the default window and encoding (approximate); add it with CONTEXTD_MODELS_FILE", c.model))
+	}
+	pins, err := pinMarkers(x.r.Header.Values(HeaderPin))
+	if err != nil {
+		g.writeDomainError(ctx, w, x.shape, err)
+		return false
+	}
+	c.pins = pins
+	res, prep, key, err := g.prepare(ctx, x.tenant, x.d, c, x.sig)
+	if err != nil {
+		g.writeDomainError(ctx, w, x.shape, err)
+		return false
+	}
+	g.digests.extend(x.tenant, res.id, res.created, storedTail(prep.Messages, res.fresh))
+	prep.Messages = asSent(prep.Messages, c)
+	x.res, x.prep, x.key = res, prep, key
+	x.client = toolsOf(x.fields)
+	x.expanding = len(prep.Tools) > 0
+	x.toolOn = x.expanding && !manyChoices(x.fields)
+	if x.expanding && !x.toolOn {
+		w.Header().Add(HeaderWarning, "n > 1: the expand tool is not offered (one answer is expanded at a time)")
+	}
+	if x.toolOn {
+		if err := withExtraTools(x.d, x.fields, prep.Tools); err != nil {
+			g.writeDomainError(ctx, w, x.shape, err)
+			return false
+		}
+	}
+	if err := x.d.build(x.rb, c, prep.Messages, prep.Cache); err != nil {
+		g.writeDomainError(ctx, w, x.shape, err)
+		return false
+	}
+	x.body = x.rb.encode()
+	h := w.Header()
+	if res.named {
+		// Only a session the caller named, or its signal derives, or this
+		// request made: never one a stranger's conversation made.
+		h.Set(HeaderSession, res.id)
+	}
+	h.Set(HeaderHistory, res.history)
+	if res.from != "" {
+		h.Set(HeaderHistory, res.history+"; from="+res.from)
+	}
+	h.Set(HeaderUsed, strconv.FormatFloat(prep.Status.Usage.PercentUsed, 'f', 1, 64))
+	h.Set(HeaderCompacted, strconv.FormatBool(prep.Status.Compacted))
+	for _, warn := range prep.Status.Warnings {
+		h.Add(HeaderWarning, headerSafe(warn))
+	}
+	return true
+}
 
 // prepare resolves the request's session and runs PrepareContext with
 // what is new. The append expects the session at the version its log was
@@ -87,4 +157,52 @@ func stripReplies(prep *engine.PrepareResult, digests [][32]byte) bool {
 	}
 	prep.Messages = view[:len(view)-len(digests)]
 	return true
+}
+
+// manyChoices reports whether the request asks for more than one choice
+// (Chat Completions' n).
+func manyChoices(fields map[string]json.RawMessage) bool {
+	var n float64
+	return json.Unmarshal(fields["n"], &n) == nil && n > 1
+}
+
+// requestKey is the digest of a request's whole history in its session:
+// the idempotency key of its append, so a client's retry (or two replicas
+// serving the same request) appends its new messages once.
+func requestKey(id string, digests [][32]byte) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:%s:%d:", len(id), id, len(digests))
+	for _, d := range digests {
+		h.Write(d[:])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:20])
+}
+
+// headerSafe keeps a header value to printable ASCII.
+func headerSafe(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c < ' ' || c > '~' {
+			b[i] = '?'
+		}
+	}
+	if len(b) > 512 {
+		b = append(b[:509], "..."...)
+	}
+	return string(b)
+}
+
+// storedTail is the stored copies of fresh at the end of view (they carry
+// their log positions), or nil when the view does not end with them.
+func storedTail(view, fresh []chat.Message) []chat.Message {
+	if len(fresh) == 0 || len(view) < len(fresh) {
+		return nil
+	}
+	tail := view[len(view)-len(fresh):]
+	for i := range tail {
+		if storedDigest(&tail[i]) != storedDigest(&fresh[i]) {
+			return nil
+		}
+	}
+	return tail
 }

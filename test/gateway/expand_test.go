@@ -610,3 +610,28 @@ func TestExpandLoopWindow(t *testing.T) {
 func offered(r gatewaytest.Request) bool {
 	return strings.Contains(fmt.Sprint(r.Body["tools"]), "contextd_expand") && r.Body["tool_choice"] != "none"
 }
+
+// TestExpandLoopInventedCallIDs: a final round (the expand loop holds it
+// whole) whose tool call came without an id reaches the client with the
+// gateway's id, JSON and stream, the one the recorded reply has, so the
+// client's next turn extends the session (before, the loop's JSON round
+// went out with the call's empty id).
+func TestExpandLoopInventedCallIDs(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "json", true: "stream"}[stream], func(t *testing.T) {
+			s := start(t, nil)
+			a := newChatAgent(s, stream)
+			expandSetup(t, s, a, bigOutput())
+			s.fake.Script(gatewaytest.Reply{ToolCalls: []gatewaytest.ToolCall{{Name: "ls", Arguments: `{"path":"docs"}`}}}, gatewaytest.Reply{Text: "listed docs"})
+			a.user("And docs?")
+			got := a.ask(t)
+			if got.callID == "" {
+				t.Fatalf("the client got a tool call without an id: %s", got.raw)
+			}
+			a.result(got.callID, "README.md")
+			if next := a.ask(t); next.header.Get("X-Contextd-History") != "extended" || next.text != "listed docs" {
+				t.Fatalf("the next turn: history %q, text %q", next.header.Get("X-Contextd-History"), next.text)
+			}
+		})
+	}
+}

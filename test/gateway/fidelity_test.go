@@ -215,6 +215,81 @@ func TestInventedCallIDsReachTheClient(t *testing.T) {
 	}
 }
 
+// TestInventedCallIDsReachTheStreamingClient: tool calls a streamed Chat
+// Completion sent without an id get the gateway's in the stream the
+// client reads (in each call's first delta), the same ids as the recorded
+// reply, so the client's next turn extends the session (before: the
+// stream passed the calls on without ids, and the client's next turn,
+// with no id or its own, was refused).
+func TestInventedCallIDsReachTheStreamingClient(t *testing.T) {
+	s := start(t, nil)
+	s.fake.Script(gatewaytest.Reply{ToolCalls: []gatewaytest.ToolCall{{Name: "ls", Arguments: `{"path":"src"}`}, {Name: "cat", Arguments: `{"path":"go.mod"}`}}},
+		gatewaytest.Reply{Text: "done"})
+	user := map[string]any{"role": "user", "content": "list src"}
+	resp, raw := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "stream": true, "messages": []any{user}}, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	// The calls as an SDK assembles them from the deltas.
+	type call struct{ ID, Name, Arguments string }
+	var calls []call
+	for _, line := range strings.Split(string(raw), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					ToolCalls []struct {
+						Index    int    `json:"index"`
+						ID       string `json:"id"`
+						Function struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+			t.Fatalf("chunk %q: %v", data, err)
+		}
+		for _, ch := range chunk.Choices {
+			for _, tc := range ch.Delta.ToolCalls {
+				for len(calls) <= tc.Index {
+					calls = append(calls, call{})
+				}
+				c := &calls[tc.Index]
+				if tc.ID != "" {
+					c.ID = tc.ID
+				}
+				c.Name += tc.Function.Name
+				c.Arguments += tc.Function.Arguments
+			}
+		}
+	}
+	if len(calls) != 2 {
+		t.Fatalf("calls %v in %s", calls, raw)
+	}
+	var toolCalls, results []any
+	for _, c := range calls {
+		if c.ID == "" {
+			t.Fatalf("the client got a streamed tool call without an id: %v", calls)
+		}
+		toolCalls = append(toolCalls, map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+		results = append(results, map[string]any{"role": "tool", "tool_call_id": c.ID, "content": "ok"})
+	}
+	if calls[0].ID == calls[1].ID {
+		t.Fatalf("two calls, one id: %v", calls)
+	}
+	reply := map[string]any{"role": "assistant", "content": nil, "tool_calls": toolCalls}
+	resp, raw = s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": append([]any{user, reply}, results...)}, nil)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Contextd-History") != "extended" {
+		t.Fatalf("the next turn: %d %s %s", resp.StatusCode, resp.Header.Get("X-Contextd-History"), raw)
+	}
+}
+
 // TestDroppedReasoningIsNotPutBack (issue 29 "Why" 6): a Responses client
 // under store:false that resends the history without the reasoning item
 // it got is the same conversation, and the item is not put back (OpenAI

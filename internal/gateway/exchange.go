@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/engine"
+)
+
+// The request path of a door (/v1/chat/completions, /v1/responses,
+// /v1/messages) is six stages over one request value, the exchange, each
+// stage one file with one entry function, called in order by serveDoor
+// (as net/http/httputil.ReverseProxy.ServeHTTP reads top to bottom):
+//
+//	admit     admit.go      who calls (contextd's key, the tenant's rate limit), the body, the door's parse
+//	identify  identify.go   what the client says of its conversation: its signal, its history chains
+//	prepare   prepare.go    the session (matched and appended, under the conflict loop) and PrepareContext's view, built into the upstream body
+//	forward   forward.go    the upstream call: one send, or the expand loop's round trips (expandloop.go, roundtrip.go)
+//	relay     relay.go      the answer (or contextd's refusal of it) to the client, and what the client got: the outcome
+//	record    record.go     the outcome into the session: usage into the ledger, the reply into the log, after the client has it
+//
+// A stage that refuses the request answers the client itself and says so
+// (false); the stages after it do not run. A loop wraps one stage: the
+// conflict loop in prepare wraps identify's match, the expand loop wraps
+// roundTrip (as Bifrost's fallback loop wraps tryRequest).
+
+// exchange is one request through a door, as the stages fill it in.
+type exchange struct {
+	g *Gateway
+	w http.ResponseWriter // the client's writer (the keepalive's while the expand loop holds a stream)
+	r *http.Request
+	d door
+	// shape is the door's error shape.
+	shape wireShape
+
+	// admit: the caller's tenant, the request's body as sent (checked and
+	// split once: decode.go) and its members, and its conversation as the
+	// door parsed it.
+	tenant string
+	rb     *requestBody
+	fields map[string]json.RawMessage // rb's members
+	c      *conversation
+
+	// identify: what the client says of the conversation's identity.
+	sig signal
+
+	// prepare: the session the request landed in, PrepareContext's
+	// answer, the request's idempotency key; the client's own tools (the
+	// expand loop restores them), whether the expand loop runs and whether
+	// its tool is offered, and the body to send.
+	res       resolved
+	prep      engine.PrepareResult
+	key       string
+	client    clientTools
+	expanding bool
+	toolOn    bool
+	body      []byte
+
+	// forward: the session's entry in the in-flight map (record.go), and
+	// the end of the keepalive the expand loop started (keepalive.go).
+	hold          *hold
+	stopKeepalive func()
+}
+
+// answer is what forward has for relay: the provider's response, its body
+// not yet read (passed on as it comes), or a round the expand loop read
+// whole (its final answer, or the provider's error), or contextd's own
+// refusal (err). usages are the upstream calls already read.
+type answer struct {
+	resp   *http.Response
+	held   *round
+	err    error
+	usages []usage
+	rounds int // contextd_expand rounds answered before held
+}
+
+// outcome is what relay says the client got, for record: usages are the
+// upstream calls the provider answered (each goes into the ledger);
+// answered, the answer went out whole (its last byte was written, or was
+// being written when the client stopped reading), with reply, the
+// assistant's reply in it, which goes into the log.
+type outcome struct {
+	usages   []usage
+	answered bool
+	reply    []chat.Message
+}
+
+// serveDoor is a door's request: the stages in order.
+func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
+	x := &exchange{g: g, w: w, r: r, d: d, shape: d.shape()}
+	defer x.close()
+	if !x.admit() || !x.identify() || !x.prepare() {
+		return
+	}
+	x.record(x.relay(x.forward()))
+}
+
+// close ends what the exchange still holds when serveDoor returns (also
+// when a stage panicked): the keepalive, and the session's in-flight
+// entry unless record took it over.
+func (x *exchange) close() {
+	if x.stopKeepalive != nil {
+		x.stopKeepalive()
+	}
+	if x.hold != nil {
+		x.hold.releaseUnlessRecording()
+	}
+}

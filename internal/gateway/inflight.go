@@ -1,0 +1,70 @@
+package gateway
+
+import (
+	"slices"
+	"sync"
+)
+
+// The in-flight map (Gateway.inflight) says which sessions have a call
+// upstream or an answer being recorded, and which replies are being
+// recorded. An exchange's entries share one channel, closed when they are
+// released: forward holds the session (its call is upstream), relay marks
+// it recording and its reply's history just before the answer's last
+// byte goes out (answering), record releases them when the answer is
+// recorded (or serveDoor's close, when there is nothing to record).
+// identify reads them: busy skips a session whose call is upstream and
+// waits for one being recorded; awaitReply waits for a reply the request
+// carries.
+
+// hold is an exchange's entries in the in-flight map.
+type hold struct {
+	inflight *sync.Map
+	pending  chan struct{}
+	names    []string
+	release  func()
+	// recording: record took the entries over; its recording releases
+	// them.
+	recording bool
+}
+
+// hold marks the session busy until the exchange's answer is recorded.
+func (g *Gateway) hold(tenant, id string) *hold {
+	h := &hold{inflight: &g.inflight, pending: make(chan struct{})}
+	h.release = sync.OnceFunc(func() {
+		for _, n := range h.names {
+			h.inflight.CompareAndDelete(n, h.pending)
+		}
+		close(h.pending)
+	})
+	h.mark(tenant + "\x00" + id)
+	return h
+}
+
+// mark adds name to the entries (once).
+func (h *hold) mark(name string) {
+	if slices.Contains(h.names, name) {
+		return
+	}
+	h.inflight.Store(name, h.pending)
+	h.names = append(h.names, name)
+}
+
+// releaseUnlessRecording releases the entries unless a recording holds
+// them (also when relaying panicked).
+func (h *hold) releaseUnlessRecording() {
+	if !h.recording {
+		h.release()
+	}
+}
+
+// recordingKey names, in the in-flight map, a session whose answer is
+// being recorded.
+func recordingKey(tenant, id string) string {
+	return "recording\x00" + tenant + "\x00" + id
+}
+
+// replyKey names, in the in-flight map, a reply being recorded by the
+// history chain it ends.
+func replyKey(tenant, chain string) string {
+	return "reply\x00" + tenant + "\x00" + chain
+}
