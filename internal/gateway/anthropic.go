@@ -447,11 +447,10 @@ func repeat(v, n int) []int {
 // blockType is a block's type, read without decoding the block.
 func blockType(b json.RawMessage) string {
 	var t string
-	eachMember(b, func(name, v []byte) bool {
+	eachMember(b, func(name, v []byte) {
 		if bytes.EqualFold(name, []byte("type")) && !stringValue(v, &t) {
 			t = ""
 		}
-		return true
 	})
 	return t
 }
@@ -771,21 +770,21 @@ func (c *conversation) keepBlocks(e memoEntry, raws []json.RawMessage) {
 // decoding them; a string content is its one text block.
 func (c *conversation) clientBlocks(e memoEntry, raw []byte) {
 	var content []byte
-	eachMember(raw, func(name, v []byte) bool {
+	eachMember(raw, func(name, v []byte) {
 		if bytes.EqualFold(name, []byte("content")) {
 			content = v
 		}
-		return true
 	})
 	var blocks []json.RawMessage
 	switch {
 	case len(content) > 0 && content[0] == '[':
 		s := &jsonScanner{b: content}
-		elems, _, ok := s.elements()
-		if !ok {
+		if _, ok := s.array(&blocks); !ok {
 			return
 		}
-		blocks = elems
+		if blocks == nil {
+			blocks = []json.RawMessage{}
+		}
 	case len(content) > 0 && content[0] == '"':
 		var text string
 		if json.Unmarshal(content, &text) != nil {

@@ -35,38 +35,27 @@ func scanBody(body []byte) (*requestBody, error) {
 	s := &jsonScanner{b: body}
 	rb := &requestBody{raw: body, fields: map[string]json.RawMessage{}, arrays: map[string]scannedArray{}}
 	s.ws()
-	if !s.expect('{') {
+	if s.peek() != '{' {
 		return nil, s.fail("", "the body is not an object")
 	}
-	s.ws()
-	if s.peek() == '}' {
-		s.i++
-		return rb, s.end()
-	}
-	for {
-		s.ws()
-		start := s.i
-		if s.peek() != '"' || !s.str() {
-			return nil, s.fail("", "expected a member name")
-		}
-		key, err := memberName(body[start:s.i])
+	field := "" // where the body stopped being JSON, when known
+	name, ok := s.object(func(q []byte) bool {
+		key, err := memberName(q)
 		if err != nil {
-			return nil, s.fail("", "expected a member name")
+			s.err = "expected a member name"
+			return false
 		}
-		s.ws()
-		if !s.expect(':') {
-			return nil, s.fail(key, "expected ':' after the member name")
-		}
-		s.ws()
 		vstart := s.i
 		if s.peek() == '[' {
-			elems, field, ok := s.elements()
-			if !ok {
-				return nil, s.fail(key+field, s.err)
+			elems := []json.RawMessage{}
+			if at, ok := s.array(&elems); !ok {
+				field = key + "[" + strconv.Itoa(at) + "]"
+				return false
 			}
 			rb.arrays[key] = scannedArray{src: body[vstart:s.i:s.i], elems: elems}
 		} else if !s.value() {
-			return nil, s.fail(key, s.err)
+			field = key
+			return false
 		} else {
 			delete(rb.arrays, key) // a member named twice: the last one counts
 		}
@@ -74,15 +63,15 @@ func scanBody(body []byte) (*requestBody, error) {
 			rb.order = append(rb.order, key)
 		}
 		rb.fields[key] = body[vstart:s.i:s.i]
-		s.ws()
-		if s.expect(',') {
-			continue
+		return true
+	})
+	if !ok {
+		if field == "" && name != nil {
+			field, _ = memberName(name)
 		}
-		if s.expect('}') {
-			return rb, s.end()
-		}
-		return nil, s.fail(key, "expected ',' or '}' after the member")
+		return nil, s.fail(field, s.err)
 	}
+	return rb, s.end()
 }
 
 // memberName is a member name's text (q quoted, checked).
@@ -95,33 +84,6 @@ func memberName(q []byte) (string, error) {
 		}
 	}
 	return string(q[1 : len(q)-1]), nil
-}
-
-// elements checks the array at s.i and returns its elements; on failure,
-// field is the failing element ("[3]").
-func (s *jsonScanner) elements() (elems []json.RawMessage, field string, ok bool) {
-	s.i++ // '['
-	s.ws()
-	if s.expect(']') {
-		return []json.RawMessage{}, "", true
-	}
-	for n := 0; ; n++ {
-		s.ws()
-		start := s.i
-		if !s.value() {
-			return nil, "[" + strconv.Itoa(n) + "]", false
-		}
-		elems = append(elems, s.b[start:s.i:s.i])
-		s.ws()
-		if s.expect(',') {
-			continue
-		}
-		if s.expect(']') {
-			return elems, "", true
-		}
-		s.err = "expected ',' or ']' after an element"
-		return nil, "[" + strconv.Itoa(n) + "]", false
-	}
 }
 
 func (s *jsonScanner) fail(field, why string) error {
@@ -179,9 +141,11 @@ func (s *jsonScanner) value() bool {
 		}
 		return true
 	case c == '{':
-		return s.object()
+		_, ok := s.object(nil)
+		return ok
 	case c == '[':
-		return s.array()
+		_, ok := s.array(nil)
+		return ok
 	case c == 't':
 		return s.literal("true")
 	case c == 'f':
@@ -204,30 +168,36 @@ func (s *jsonScanner) nest() bool {
 	return true
 }
 
-func (s *jsonScanner) object() bool {
+// object checks the object at s.i. member, when set, takes each member's
+// value (s.i at its start) in place of value, given the member's name (its
+// quoted text). On failure, name is the member it failed in (nil: before
+// one's name).
+func (s *jsonScanner) object(member func(name []byte) bool) (name []byte, ok bool) {
 	s.i++
 	if !s.nest() {
-		return false
+		return nil, false
 	}
 	s.ws()
 	if s.expect('}') {
 		s.depth--
-		return true
+		return nil, true
 	}
 	for {
 		s.ws()
+		start := s.i
 		if s.peek() != '"' || !s.str() {
 			s.err = "expected a member name"
-			return false
+			return nil, false
 		}
+		name = s.b[start:s.i]
 		s.ws()
 		if !s.expect(':') {
 			s.err = "expected ':' after a member name"
-			return false
+			return name, false
 		}
 		s.ws()
-		if !s.value() {
-			return false
+		if member != nil && !member(name) || member == nil && !s.value() {
+			return name, false
 		}
 		s.ws()
 		if s.expect(',') {
@@ -235,27 +205,33 @@ func (s *jsonScanner) object() bool {
 		}
 		if s.expect('}') {
 			s.depth--
-			return true
+			return nil, true
 		}
 		s.err = "expected ',' or '}' after a member"
-		return false
+		return name, false
 	}
 }
 
-func (s *jsonScanner) array() bool {
+// array checks the array at s.i, collecting its elements into elems when
+// set. On failure, at is the element it failed in.
+func (s *jsonScanner) array(elems *[]json.RawMessage) (at int, ok bool) {
 	s.i++
 	if !s.nest() {
-		return false
+		return 0, false
 	}
 	s.ws()
 	if s.expect(']') {
 		s.depth--
-		return true
+		return 0, true
 	}
-	for {
+	for n := 0; ; n++ {
 		s.ws()
+		start := s.i
 		if !s.value() {
-			return false
+			return n, false
+		}
+		if elems != nil {
+			*elems = append(*elems, s.b[start:s.i:s.i])
 		}
 		s.ws()
 		if s.expect(',') {
@@ -263,10 +239,10 @@ func (s *jsonScanner) array() bool {
 		}
 		if s.expect(']') {
 			s.depth--
-			return true
+			return 0, true
 		}
 		s.err = "expected ',' or ']' after an element"
-		return false
+		return n, false
 	}
 }
 
@@ -374,51 +350,32 @@ func (s *jsonScanner) number() bool {
 }
 
 // eachMember calls fn with the name and the value of each member of the
-// JSON object raw (checked JSON: a part of a body scanBody took), in order,
-// until fn returns false; false when raw is not an object. Nothing is
-// decoded but names with escapes.
-func eachMember(raw []byte, fn func(name, value []byte) bool) bool {
+// JSON object raw (checked JSON: a part of a body scanBody took), in order;
+// false when raw is not an object. Nothing is decoded but names with
+// escapes.
+func eachMember(raw []byte, fn func(name, value []byte)) bool {
 	s := &jsonScanner{b: raw}
 	s.ws()
-	if !s.expect('{') {
+	if s.peek() != '{' {
 		return false
 	}
-	s.ws()
-	if s.expect('}') {
-		return true
-	}
-	for {
-		s.ws()
-		start := s.i
-		if s.peek() != '"' || !s.str() {
-			return false
-		}
-		name := raw[start+1 : s.i-1]
+	_, ok := s.object(func(q []byte) bool {
+		name := q[1 : len(q)-1]
 		if bytes.IndexByte(name, '\\') >= 0 {
-			k, err := memberName(raw[start:s.i])
+			k, err := memberName(q)
 			if err != nil {
 				return false
 			}
 			name = []byte(k)
 		}
-		s.ws()
-		if !s.expect(':') {
-			return false
-		}
-		s.ws()
 		vstart := s.i
 		if !s.value() {
 			return false
 		}
-		if !fn(name, raw[vstart:s.i]) {
-			return true
-		}
-		s.ws()
-		if s.expect(',') {
-			continue
-		}
-		return s.expect('}')
-	}
+		fn(name, raw[vstart:s.i])
+		return true
+	})
+	return ok
 }
 
 // stringValue decodes a member's value as encoding/json decodes it into a

@@ -35,7 +35,7 @@ func (k rKind) grouped() bool {
 func rKindOf(raw []byte) (rKind, bool) {
 	var k rKind
 	valid := true
-	ok := eachMember(raw, func(name, v []byte) bool {
+	ok := eachMember(raw, func(name, v []byte) {
 		var dst *string
 		switch {
 		case bytes.EqualFold(name, []byte("type")):
@@ -45,10 +45,9 @@ func rKindOf(raw []byte) (rKind, bool) {
 		case bytes.EqualFold(name, []byte("call_id")):
 			dst = &k.callID
 		default:
-			return true
+			return
 		}
-		valid = stringValue(v, dst)
-		return valid
+		valid = valid && stringValue(v, dst)
 	})
 	return k, ok && valid
 }
