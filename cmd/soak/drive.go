@@ -190,7 +190,7 @@ func (s *soak) faults(ctx context.Context, end time.Duration) {
 	}
 	steps = append(steps, step{o.duration * 4 / 10, func() {
 		s.event("PostgreSQL restart (fast shutdown, 2 s down)")
-		if err := s.pg.restart(context.Background(), 2*time.Second); err != nil {
+		if err := s.pg.restart(2 * time.Second); err != nil {
 			s.rep.problem(stuck, "PostgreSQL did not restart: %v", err)
 		}
 	}})

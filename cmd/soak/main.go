@@ -246,7 +246,7 @@ func (s *soak) setup(ctx context.Context) error {
 		}
 	}
 	fmt.Println("soak: starting PostgreSQL")
-	if s.pg, err = startPostgres(ctx, s.procs); err != nil {
+	if s.pg, err = startPostgres(s.procs); err != nil {
 		return err
 	}
 	s.provider = newProvider(o.rates)

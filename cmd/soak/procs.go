@@ -2,18 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/contextd/contextd/internal/pgtest"
 )
 
 // procs is every process the soak started, by PID, so that it can end
@@ -59,109 +59,52 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// postgres is a throwaway cluster in a temporary directory, listening on
-// a loopback port (as internal/pgtest finds and runs the binaries: as the
-// postgres user when we are root).
+// postgres is the soak's database: a new database on internal/pgtest's
+// throwaway cluster, whose postmaster is kept in procs, so that a run
+// that fails ends it too.
 type postgres struct {
-	dir, bin, asUser string
-	port             int
-	procs            *procs
-	pid              int
+	dsn   string
+	procs *procs
+	pid   int
 }
 
-func startPostgres(ctx context.Context, ps *procs) (*postgres, error) {
-	bin := pgBinDir()
-	if bin == "" {
-		return nil, fmt.Errorf("initdb not found (install Debian's postgresql package)")
-	}
-	dir, err := os.MkdirTemp("", "contextd-soak-pg-")
+func startPostgres(ps *procs) (*postgres, error) {
+	dsn, err := pgtest.Throwaway()
 	if err != nil {
 		return nil, err
 	}
-	pg := &postgres{dir: dir, bin: bin, procs: ps}
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			return nil, fmt.Errorf("running as root needs a postgres user: %w", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return nil, err
-		}
-		pg.asUser = "postgres"
+	pg := &postgres{dsn: dsn, procs: ps}
+	if !pg.track() {
+		pgtest.Stop()
+		return nil, errors.New("the soak restarts PostgreSQL, so it needs a cluster of its own: unset CONTEXTD_TEST_DATABASE_URL")
 	}
-	if pg.port, err = freePort(); err != nil {
-		return nil, err
-	}
-	if out, err := pg.run(ctx, "initdb", "-D", pg.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
-		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
-	}
-	return pg, pg.start(ctx)
+	return pg, nil
 }
 
-func pgBinDir() string {
-	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
-		dir := strings.TrimSpace(string(out))
-		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
-			return dir
-		}
+// track puts the running postmaster in procs.
+func (pg *postgres) track() bool {
+	if pg.pid = pgtest.PID(); pg.pid == 0 {
+		return false
 	}
-	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
-	if len(matches) == 0 {
-		return ""
-	}
-	return filepath.Dir(matches[len(matches)-1])
-}
-
-func (pg *postgres) data() string { return filepath.Join(pg.dir, "data") }
-
-func (pg *postgres) run(ctx context.Context, tool string, args ...string) ([]byte, error) {
-	name := filepath.Join(pg.bin, tool)
-	if pg.asUser != "" {
-		args = append([]string{"-u", pg.asUser, "--", name}, args...)
-		name = "runuser"
-	}
-	return exec.CommandContext(ctx, name, args...).CombinedOutput()
-}
-
-func (pg *postgres) start(ctx context.Context) error {
-	opts := fmt.Sprintf("-k %s -c listen_addresses=127.0.0.1 -p %d -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", pg.dir, pg.port)
-	if out, err := pg.run(ctx, "pg_ctl", "start", "-D", pg.data(), "-w", "-t", "60", "-l", filepath.Join(pg.dir, "log"), "-o", opts); err != nil {
-		log, _ := os.ReadFile(filepath.Join(pg.dir, "log"))
-		return fmt.Errorf("pg_ctl start: %v\n%s\n%s", err, out, log)
-	}
-	b, err := os.ReadFile(filepath.Join(pg.data(), "postmaster.pid"))
-	if err != nil {
-		return err
-	}
-	pg.pid, _ = strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
 	pg.procs.add(pg.pid, "postgres")
-	return nil
+	return true
 }
 
 // restart stops the server (fast: connections are cut) and starts it
 // again after pause.
-func (pg *postgres) restart(ctx context.Context, pause time.Duration) error {
-	if out, err := pg.run(ctx, "pg_ctl", "stop", "-D", pg.data(), "-m", "fast", "-w"); err != nil {
-		return fmt.Errorf("pg_ctl stop: %v\n%s", err, out)
-	}
+func (pg *postgres) restart(pause time.Duration) error {
 	pg.procs.forget(pg.pid)
-	time.Sleep(pause)
-	return pg.start(ctx)
+	err := pgtest.RestartCluster(pause)
+	pg.track()
+	return err
 }
 
-func (pg *postgres) url() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", pg.port)
-}
+func (pg *postgres) url() string { return pg.dsn }
 
 // stop ends the cluster and removes its directory.
 func (pg *postgres) stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, _ = pg.run(ctx, "pg_ctl", "stop", "-D", pg.data(), "-m", "immediate", "-w")
+	pgtest.Stop()
 	pg.procs.forget(pg.pid)
-	_ = os.RemoveAll(pg.dir)
 }
 
 // replica is one contextd process.

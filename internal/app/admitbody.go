@@ -44,12 +44,14 @@ import (
 // So what decoding allocates is bounded by the caps, not by the body's
 // size. The walk stops at the first item over a cap. Every protocol
 // reaches grpc-go through here (native gRPC directly, Connect and gRPC-Web
-// in their binary encoding as vanguard's gRPC calls), and a refusal is a
+// in their binary encoding as vanguard's gRPC calls; JSON is decoded by
+// vanguard first, so it is scanned before that, admitjson.go), and a refusal is a
 // gRPC trailers-only answer that vanguard translates back. A body this does
 // not understand (malformed, nested past 100 levels, compressed with
 // something other than gzip) is passed on: grpc-go then answers as before.
 type bodyCaps struct {
 	inputs          map[string]*wirePlan // by method path, "/pkg.Service/Method"
+	types           map[protoreflect.FullName]*wirePlan
 	maxMessageBytes int
 }
 
@@ -57,6 +59,10 @@ type bodyCaps struct {
 type wirePlan struct {
 	fields map[protowire.Number]*wireField
 	lists  int // list and map fields: the counters an instance keeps
+	// byJSON is fields by their JSON and proto names (admitjson.go).
+	byJSON map[string]*wireField
+	// wellKnown: a google.protobuf type, whose JSON form is its own.
+	wellKnown bool
 	// total is the index of the request-wide count of this type (-1:
 	// none), with its cap and what it is called.
 	total     int
@@ -69,6 +75,10 @@ type wireField struct {
 	sub  *wirePlan // message (or map entry) fields
 	slot int       // counter of a list or map field; -1 otherwise
 	max  int64     // max_items / max_pairs, or a tighter cap; 0: none
+	// isMap: a map field, whose JSON is an object of pairs; mapValue is
+	// the plan of its values when they are messages.
+	isMap    bool
+	mapValue *wirePlan
 }
 
 // requestTotals are chat.CheckStructure's request-wide caps, by type.
@@ -88,8 +98,8 @@ var fieldCaps = map[protoreflect.FullName]int64{
 
 // newBodyCaps plans the input of every method srv serves.
 func newBodyCaps(srv *grpc.Server, cfg Config) *bodyCaps {
-	c := &bodyCaps{inputs: map[string]*wirePlan{}, maxMessageBytes: cfg.MaxMessageBytes}
 	plans := map[protoreflect.FullName]*wirePlan{}
+	c := &bodyCaps{inputs: map[string]*wirePlan{}, types: plans, maxMessageBytes: cfg.MaxMessageBytes}
 	for name, info := range srv.GetServiceInfo() {
 		d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(name))
 		if err != nil {
@@ -112,7 +122,8 @@ func planOf(md protoreflect.MessageDescriptor, plans map[protoreflect.FullName]*
 	if p, ok := plans[md.FullName()]; ok {
 		return p
 	}
-	p := &wirePlan{fields: map[protowire.Number]*wireField{}, total: -1}
+	p := &wirePlan{fields: map[protowire.Number]*wireField{}, byJSON: map[string]*wireField{}, total: -1,
+		wellKnown: md.ParentFile().Package() == "google.protobuf"}
 	for i, t := range requestTotals {
 		if t.name == md.FullName() {
 			p.total, p.totalMax, p.totalName = i, t.max, t.what
@@ -126,6 +137,12 @@ func planOf(md protoreflect.MessageDescriptor, plans map[protoreflect.FullName]*
 		if fd.Message() != nil {
 			f.sub = planOf(fd.Message(), plans)
 		}
+		if fd.IsMap() {
+			f.isMap = true
+			if v := fd.MapValue().Message(); v != nil {
+				f.mapValue = planOf(v, plans)
+			}
+		}
 		if fd.IsList() || fd.IsMap() {
 			f.slot = p.lists
 			p.lists++
@@ -138,6 +155,8 @@ func planOf(md protoreflect.MessageDescriptor, plans map[protoreflect.FullName]*
 		}
 		if f.sub != nil || f.slot >= 0 {
 			p.fields[fd.Number()] = f
+			p.byJSON[fd.JSONName()] = f
+			p.byJSON[string(fd.Name())] = f
 		}
 	}
 	return p

@@ -80,7 +80,8 @@ type frontend struct {
 // headers before its body is read (authTap in limits.go, run as grpc-go's
 // tap handle would be: grpc.InTapHandle has no effect under ServeHTTP).
 func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth.Keys, reg prometheus.Registerer, log *slog.Logger) (*frontend, error) {
-	var calls http.Handler = newBodyCaps(grpcSrv, cfg).handler(grpcSrv)
+	caps := newBodyCaps(grpcSrv, cfg)
+	var calls http.Handler = caps.handler(grpcSrv)
 	if inTap := authTap(keys, cfg.AuthExemptHealth); inTap != nil {
 		// A call refused here never reaches the interceptors: it is logged
 		// and counted here instead, so key guessing shows.
@@ -122,7 +123,7 @@ func newFrontend(cfg Config, grpcSrv *grpc.Server, routes httpRoutes, keys *auth
 		vanguard.WithMaxMessageBufferBytes(uint32(cfg.MaxMessageBytes)),
 	), vanguard.WithCompression("gzip", func() connect.Compressor { return gzip.NewWriter(io.Discard) }, newBoundedGzip(cfg.MaxMessageBytes)),
 		vanguard.WithCodec(func(res vanguard.TypeResolver) vanguard.Codec {
-			return jsonCodec{vanguard.NewJSONCodec(res)}
+			return jsonCodec{JSONCodec: vanguard.NewJSONCodec(res), caps: caps}
 		}))
 	if err != nil {
 		return nil, fmt.Errorf("vanguard transcoder: %w", err)
@@ -308,10 +309,17 @@ func grpcMessage(msg string) string {
 // jsonCodec is vanguard's JSON codec (proto3 JSON: lowerCamelCase names
 // out, either name in, zero values written, unknown fields ignored) whose
 // decoding errors are the client's: InvalidArgument, as connect-go answers,
-// rather than vanguard's Unknown.
-type jsonCodec struct{ *vanguard.JSONCodec }
+// rather than vanguard's Unknown. A body is scanned against the caps
+// before it is decoded (admitjson.go).
+type jsonCodec struct {
+	*vanguard.JSONCodec
+	caps *bodyCaps
+}
 
 func (c jsonCodec) Unmarshal(data []byte, msg proto.Message) error {
+	if err := c.caps.checkJSON(data, msg.ProtoReflect().Descriptor().FullName()); err != nil {
+		return err
+	}
 	if err := c.JSONCodec.Unmarshal(data, msg); err != nil {
 		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("decode %s: %w", msg.ProtoReflect().Descriptor().FullName(), err))
 	}

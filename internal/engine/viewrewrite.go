@@ -26,7 +26,8 @@ import (
 //
 // Readers see the old view or the new one, never a mix. A crash between
 // batches leaves staged rows nobody reads (swept after the session's next
-// rewrite) and the view as it was; nothing is lost.
+// rewrite, or by retention's sweep of abandoned generations) and the view
+// as it was; nothing is lost.
 
 // viewBatch is how many view entries one transaction of a rewrite stages
 // or sweeps (about 10 ms of SQLite's writer).

@@ -10,6 +10,7 @@ package pgtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -153,10 +154,8 @@ func startLocal(ctx context.Context) error {
 		"-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
 		return fmt.Errorf("initdb: %v\n%s", err, out)
 	}
-	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400", dir)
-	if out, err := run(ctx, cluster.pgCtl, "start", "-D", data, "-w", "-t", "60", "-l", filepath.Join(dir, "log"), "-o", opts); err != nil {
-		logText, _ := os.ReadFile(filepath.Join(dir, "log"))
-		return fmt.Errorf("pg_ctl start: %v\n%s\n%s", err, out, logText)
+	if err := startServer(ctx); err != nil {
+		return err
 	}
 	cluster.adminURL = fmt.Sprintf("host=%s port=5432 user=postgres dbname=postgres sslmode=disable", dir)
 	return nil
@@ -187,6 +186,17 @@ func makeTemplate(ctx context.Context) error {
 	return s.Close()
 }
 
+// startServer starts the cluster in cluster.dir: on its socket only,
+// without durability (a test's data dies with it).
+func startServer(ctx context.Context) error {
+	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400", cluster.dir)
+	if out, err := run(ctx, cluster.pgCtl, "start", "-D", filepath.Join(cluster.dir, "data"), "-w", "-t", "60", "-l", filepath.Join(cluster.dir, "log"), "-o", opts); err != nil {
+		logText, _ := os.ReadFile(filepath.Join(cluster.dir, "log"))
+		return fmt.Errorf("pg_ctl start: %v\n%s\n%s", err, out, logText)
+	}
+	return nil
+}
+
 // Restart stops the test cluster (fast shutdown: connections are cut) and
 // starts it again after pause; tests of reconnection use it. It skips when
 // the server is not one pgtest started.
@@ -195,17 +205,27 @@ func Restart(t testing.TB, pause time.Duration) {
 	if cluster.dir == "" {
 		t.Skip("CONTEXTD_TEST_DATABASE_URL names a server this test cannot restart")
 	}
+	if err := RestartCluster(pause); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// errShared: the server is CONTEXTD_TEST_DATABASE_URL's, not ours.
+var errShared = errors.New("CONTEXTD_TEST_DATABASE_URL names a server pgtest did not start and cannot restart")
+
+// RestartCluster is Restart for a program (cmd/soak): it stops the
+// throwaway cluster (fast shutdown) and starts it again after pause.
+func RestartCluster(pause time.Duration) error {
+	if cluster.dir == "" {
+		return errShared
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	data := filepath.Join(cluster.dir, "data")
-	if out, err := run(ctx, cluster.pgCtl, "stop", "-D", data, "-m", "fast", "-w"); err != nil {
-		t.Fatalf("pg_ctl stop: %v\n%s", err, out)
+	if out, err := run(ctx, cluster.pgCtl, "stop", "-D", filepath.Join(cluster.dir, "data"), "-m", "fast", "-w"); err != nil {
+		return fmt.Errorf("pg_ctl stop: %v\n%s", err, out)
 	}
 	time.Sleep(pause)
-	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400", cluster.dir)
-	if out, err := run(ctx, cluster.pgCtl, "start", "-D", data, "-w", "-t", "60", "-l", filepath.Join(cluster.dir, "log"), "-o", opts); err != nil {
-		t.Fatalf("pg_ctl start: %v\n%s", err, out)
-	}
+	return startServer(ctx)
 }
 
 func stop() {

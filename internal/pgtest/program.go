@@ -47,14 +47,11 @@ func Stop() { stop() }
 // far: the postmaster's own and its reaped children's, plus its live
 // children's (from /proc; 0 on a shared server or without /proc).
 func CPUTime() time.Duration {
-	if cluster.dir == "" {
+	pid := PID()
+	if pid == 0 {
 		return 0
 	}
-	raw, err := os.ReadFile(filepath.Join(cluster.dir, "data", "postmaster.pid"))
-	if err != nil {
-		return 0
-	}
-	master, _, _ := strings.Cut(string(raw), "\n")
+	master := strconv.Itoa(pid)
 	ticks := int64(0)
 	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range procs {
@@ -82,4 +79,20 @@ func CPUTime() time.Duration {
 		}
 	}
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// PID is the throwaway cluster's postmaster (0 on a shared server, or
+// when it is not running), for a program that ends what it started by PID
+// whatever way it stops.
+func PID() int {
+	if cluster.dir == "" {
+		return 0
+	}
+	raw, err := os.ReadFile(filepath.Join(cluster.dir, "data", "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	first, _, _ := strings.Cut(string(raw), "\n")
+	pid, _ := strconv.Atoi(strings.TrimSpace(first))
+	return pid
 }

@@ -1,7 +1,8 @@
 // Package retention owns the background purge: originals past their
 // retention that no active view or revertible compaction needs, deleted
-// sessions, and old idempotency records; and the closing of idle sessions
-// (the gateway's, which no client ever deletes).
+// sessions, and old idempotency records; the closing of idle sessions
+// (the gateway's, which no client ever deletes); and the sweep of view
+// generations a rewrite staged and never made current (strays.go).
 package retention
 
 import (
@@ -31,13 +32,29 @@ func Run(ctx context.Context, st store.Store, every, keep time.Duration, idle Id
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	// A first look at startup: what a crash of this replica left is then
+	// swept at the first tick (if the interval is at least StrayAge).
+	strays := Strays{Age: StrayAge}
+	sweepStrays(ctx, st, &strays, log)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			Once(ctx, st, keep, idle, log)
+			sweepStrays(ctx, st, &strays, log)
 		}
+	}
+}
+
+// sweepStrays runs one pass of strays and logs what it did.
+func sweepStrays(ctx context.Context, st store.Store, strays *Strays, log *slog.Logger) {
+	gens, rows, err := strays.Sweep(ctx, st, time.Now())
+	switch {
+	case err != nil && ctx.Err() == nil:
+		log.Warn("abandoned view generations sweep failed", "generations", gens, "rows", rows, "error", err)
+	case gens > 0:
+		log.Info("abandoned view generations swept", "generations", gens, "rows", rows)
 	}
 }
 

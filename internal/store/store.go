@@ -335,9 +335,28 @@ type Store interface {
 	// current one (left by ReplaceView and FlipView, or staged by a
 	// rewrite that never flipped), and reports how many.
 	SweepViews(ctx context.Context, tenant, sessionID string, limit int) (int, error)
+	// StrayViewGens returns at most limit view generations, across every
+	// session, that are not their session's current view: replaced ones
+	// SweepViews has not deleted yet, ones a live rewrite is staging, and
+	// ones a rewrite staged and never flipped (its replica killed between
+	// batches), which nothing else would ever delete. It finds at most two
+	// of a session at a time (the nearest below and above its current one),
+	// each by an index probe, never by reading a view.
+	StrayViewGens(ctx context.Context, limit int) ([]ViewGen, error)
+	// DropViewGen deletes, in one short transaction of its own, at most
+	// limit rows of view generation g unless it is its session's current
+	// one (read holding the session's row, as SweepViews does), and
+	// reports how many.
+	DropViewGen(ctx context.Context, g ViewGen, limit int) (int, error)
 	// Ping checks the connection.
 	Ping(ctx context.Context) error
 	Close() error
+}
+
+// ViewGen names one generation of a session's view.
+type ViewGen struct {
+	Tenant, SessionID string
+	Gen               int64
 }
 
 // NewViewGen returns a fresh view generation: random, so that concurrent

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strings"
+
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 )
 
 // messages serves Anthropic's POST /v1/messages.
@@ -20,7 +21,7 @@ func (p *Provider) messages(w http.ResponseWriter, r *http.Request) {
 		c.Problems = append(c.Problems, "anthropic-version: header is required")
 	}
 	c.Model, _ = c.Body["model"].(string)
-	c.Problems = append(c.Problems, p.checkMessages(c.Body)...)
+	c.Problems = append(c.Problems, gatewaytest.CheckMessages(c.Body, p.recall)...)
 	msgs, _ := c.Body["messages"].([]any)
 	var texts []string
 	lastCall := ""
@@ -29,7 +30,7 @@ func (p *Provider) messages(w http.ResponseWriter, r *http.Request) {
 		if m["role"] != "user" {
 			continue
 		}
-		for _, b := range blocksOf(m["content"]) {
+		for _, b := range gatewaytest.Blocks(m["content"]) {
 			switch b["type"] {
 			case "text":
 				t, _ := b["text"].(string)
@@ -92,7 +93,7 @@ func (p *Provider) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	c, ok := p.record(c, func() Usage { return p.billAnthropic(anthropicSegments(c.Body)) }, outText)
 	if !ok {
-		refuse(w, c)
+		refuse(w, r, c)
 		return
 	}
 	u := c.Billed
@@ -105,45 +106,8 @@ func (p *Provider) messages(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(msg)
 		return
 	}
-	startSSE(w)
-	start := map[string]any{}
-	for k, v := range msg {
-		start[k] = v
-	}
-	start["content"], start["stop_reason"] = []any{}, nil
-	start["usage"] = map[string]any{"input_tokens": u.Uncached, "cache_creation_input_tokens": u.CacheWrite,
-		"cache_read_input_tokens": u.CacheRead, "output_tokens": 1}
-	writeSSE(w, "message_start", map[string]any{"type": "message_start", "message": start})
-	for i, block := range content {
-		delta := func(d map[string]any) {
-			writeSSE(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d})
-		}
-		switch block["type"] {
-		case "thinking":
-			writeSSE(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
-			delta(map[string]any{"type": "thinking_delta", "thinking": block["thinking"]})
-			delta(map[string]any{"type": "signature_delta", "signature": block["signature"]})
-		case "text":
-			writeSSE(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "text", "text": ""}})
-			for _, piece := range pieces(block["text"].(string)) {
-				delta(map[string]any{"type": "text_delta", "text": piece})
-			}
-		case "tool_use":
-			writeSSE(w, "content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "tool_use", "id": block["id"], "name": block["name"], "input": map[string]any{}}})
-			args, _ := json.Marshal(block["input"])
-			for _, piece := range pieces(string(args)) {
-				delta(map[string]any{"type": "input_json_delta", "partial_json": piece})
-			}
-		}
-		writeSSE(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
-	}
-	writeSSE(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-		"usage": map[string]any{"input_tokens": u.Uncached, "cache_creation_input_tokens": u.CacheWrite,
-			"cache_read_input_tokens": u.CacheRead, "output_tokens": u.Output}})
-	writeSSE(w, "message_stop", map[string]any{"type": "message_stop"})
+	gatewaytest.StartSSE(w)
+	gatewaytest.MessagesEvents(func(name string, data any) { gatewaytest.WriteEvent(w, name, data) }, msg, pieces, false)
 }
 
 // pieces cuts s into deltas of up to 40 bytes (on rune boundaries).
@@ -160,22 +124,6 @@ func pieces(s string) []string {
 	return append(out, s)
 }
 
-func blocksOf(content any) []map[string]any {
-	switch c := content.(type) {
-	case string:
-		return []map[string]any{{"type": "text", "text": c}}
-	case []any:
-		var out []map[string]any
-		for _, b := range c {
-			if m, ok := b.(map[string]any); ok {
-				out = append(out, m)
-			}
-		}
-		return out
-	}
-	return nil
-}
-
 // anthropicSegments is the request in the order Anthropic caches it:
 // tools, system, then each message's blocks; a block with cache_control
 // ends a cacheable prefix.
@@ -185,7 +133,7 @@ func anthropicSegments(body map[string]any) []segment {
 	for _, t := range tools {
 		segs = append(segs, segment{key: canonical(t), text: canonical(t), mark: hasMark(t)})
 	}
-	for _, b := range blocksOf(body["system"]) {
+	for _, b := range gatewaytest.Blocks(body["system"]) {
 		t, _ := b["text"].(string)
 		segs = append(segs, segment{key: t, text: t, mark: hasMark(b)})
 	}
@@ -194,122 +142,11 @@ func anthropicSegments(body map[string]any) []segment {
 		m, _ := x.(map[string]any)
 		role, _ := m["role"].(string)
 		segs = append(segs, segment{key: role + ":", text: strings.Repeat(" x", framing) + role})
-		for _, b := range blocksOf(m["content"]) {
+		for _, b := range gatewaytest.Blocks(m["content"]) {
 			s := item(b, hasMark(b))
 			s.text = s.text[len(strings.Repeat(" x", framing)):]
 			segs = append(segs, s)
 		}
 	}
 	return segs
-}
-
-// checkMessages is what Anthropic refuses: no max_tokens, a first message
-// that is not the user's, roles that do not alternate, tool_use blocks
-// whose results are not all first in the next user message, results of no
-// call, empty text blocks, more than four cache_control marks, and — with
-// thinking on — an assistant turn in a tool loop that does not start with
-// the signed thinking block the provider sent with its tool call.
-func (p *Provider) checkMessages(body map[string]any) []string {
-	var problems []string
-	msgs, _ := body["messages"].([]any)
-	if len(msgs) == 0 {
-		return []string{"messages: field required"}
-	}
-	if _, ok := body["max_tokens"].(float64); !ok {
-		problems = append(problems, "max_tokens: field required")
-	}
-	raw, _ := json.Marshal(body)
-	if n := strings.Count(string(raw), `"cache_control"`); n > 4 {
-		problems = append(problems, fmt.Sprintf("A maximum of 4 blocks with cache_control may be provided. Found %d.", n))
-	}
-	thinking := false
-	if th, ok := body["thinking"].(map[string]any); ok && th["type"] == "enabled" {
-		thinking = true
-	}
-	prevRole := ""
-	var open map[string]bool
-	for i, x := range msgs {
-		m, _ := x.(map[string]any)
-		role, _ := m["role"].(string)
-		if role != "user" && role != "assistant" {
-			problems = append(problems, fmt.Sprintf("messages.%d.role: Input should be 'user' or 'assistant'", i))
-		}
-		if i == 0 && role != "user" {
-			problems = append(problems, "messages.0: the first message must use the user role")
-		}
-		if role == prevRole {
-			problems = append(problems, fmt.Sprintf("messages.%d: roles must alternate between user and assistant (two %s messages)", i, role))
-		}
-		prevRole = role
-		if s, ok := m["content"].(string); ok && s == "" && !(i == len(msgs)-1 && role == "assistant") {
-			problems = append(problems, fmt.Sprintf("messages.%d: content must be non-empty", i))
-		}
-		pending := open
-		open = nil
-		seenOther := false
-		blocks := blocksOf(m["content"])
-		for j, b := range blocks {
-			typ, _ := b["type"].(string)
-			switch typ {
-			case "text":
-				if t, _ := b["text"].(string); strings.TrimSpace(t) == "" {
-					problems = append(problems, fmt.Sprintf("messages.%d.content.%d.text: text content blocks must contain non-whitespace text", i, j))
-				}
-				seenOther = true
-			case "tool_use":
-				if role != "assistant" {
-					problems = append(problems, fmt.Sprintf("messages.%d.content.%d: tool_use in a user message", i, j))
-				}
-				if open == nil {
-					open = map[string]bool{}
-				}
-				id, _ := b["id"].(string)
-				open[id] = true
-			case "tool_result":
-				id, _ := b["tool_use_id"].(string)
-				if !pending[id] {
-					problems = append(problems, fmt.Sprintf("messages.%d.content.%d: unexpected tool_use_id found in tool_result blocks: %s. Each tool_result block must have a corresponding tool_use block in the previous message.", i, j, id))
-				}
-				if seenOther {
-					problems = append(problems, fmt.Sprintf("messages.%d.content.%d: tool_result blocks must come first in the user message", i, j))
-				}
-				delete(pending, id)
-			default:
-				seenOther = true
-			}
-		}
-		if len(pending) > 0 {
-			problems = append(problems, fmt.Sprintf("messages.%d: tool_use ids were found without tool_result blocks immediately after: %v", i, sorted(pending)))
-		}
-		// With thinking on, the assistant turn of an unfinished tool loop
-		// (the last assistant message, answered by tool results) starts
-		// with its thinking block, signature intact.
-		if thinking && role == "assistant" && i == len(msgs)-2 && len(blocks) > 0 {
-			for _, b := range blocks {
-				if b["type"] != "tool_use" {
-					continue
-				}
-				id, _ := b["id"].(string)
-				p.mu.Lock()
-				sig, signed := p.reasoning[id]
-				p.mu.Unlock()
-				if signed && (blocks[0]["type"] != "thinking" || blocks[0]["signature"] != sig) {
-					problems = append(problems, fmt.Sprintf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%v`. When `thinking` is enabled, a final `assistant` message must start with a thinking block.", i, blocks[0]["type"]))
-				}
-			}
-		}
-	}
-	if len(open) > 0 {
-		problems = append(problems, fmt.Sprintf("messages.%d: tool_use ids were found without tool_result blocks immediately after: %v", len(msgs)-1, sorted(open)))
-	}
-	return problems
-}
-
-func sorted(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/contextd/contextd/internal/app/apptest"
 )
 
 // Rounds of the first turn (the acceptance asks for 30+) and of the second.
@@ -178,15 +180,7 @@ func (r *rig) check(t *testing.T, typed map[string][]string) {
 	ledgerCalls := int64(0)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		ledger, ledgerCalls = Usage{}, 0
-		for _, id := range listed {
-			l := r.ledger(id)
-			ledger.Uncached += l.Uncached
-			ledger.CacheRead += l.CacheRead
-			ledger.CacheWrite += l.CacheWrite
-			ledger.Output += l.Output
-			ledgerCalls += l.calls
-		}
+		ledgerCalls, ledger = apptest.Ledger(t, r.addr, listed...)
 		if ledgerCalls >= billedCalls || time.Now().After(deadline) {
 			break
 		}
@@ -275,31 +269,6 @@ func (r *rig) listSessions() []string {
 		out = append(out, s.ID)
 	}
 	return out
-}
-
-type ledgerUsage struct {
-	Usage
-	calls int64
-}
-
-func (r *rig) ledger(id string) ledgerUsage {
-	var got struct {
-		Session struct {
-			Ledger struct {
-				Calls struct {
-					Calls            string `json:"calls"`
-					InputTokens      string `json:"inputTokens"`
-					CacheReadTokens  string `json:"cacheReadTokens"`
-					CacheWriteTokens string `json:"cacheWriteTokens"`
-					OutputTokens     string `json:"outputTokens"`
-				} `json:"calls"`
-			} `json:"ledger"`
-		} `json:"session"`
-	}
-	r.rpc("GetSession", map[string]any{"sessionId": id}, &got)
-	n := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
-	c := got.Session.Ledger.Calls
-	return ledgerUsage{Usage{Uncached: n(c.InputTokens), CacheRead: n(c.CacheReadTokens), CacheWrite: n(c.CacheWriteTokens), Output: n(c.OutputTokens)}, n(c.Calls)}
 }
 
 // usable is the session's usable window (context window minus the

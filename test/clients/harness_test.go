@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -20,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/app/apptest"
 	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/tokens"
 )
@@ -139,15 +138,7 @@ func startRig(t *testing.T, m model, env map[string]string) *rig {
 	if err := os.WriteFile(modelsFile, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
 	all := map[string]string{
-		"CONTEXTD_LISTEN_ADDR": addr, "CONTEXTD_DATA_DIR": t.TempDir(), "CONTEXTD_METRICS_ADDR": "",
-		"CONTEXTD_RATE_LIMIT_RPS":     "0",
 		"CONTEXTD_OPENAI_BASE_URL":    p.URL() + "/v1",
 		"CONTEXTD_ANTHROPIC_BASE_URL": p.URL(),
 		"CONTEXTD_MODELS_FILE":        modelsFile,
@@ -155,32 +146,7 @@ func startRig(t *testing.T, m model, env map[string]string) *rig {
 	for k, v := range env {
 		all[k] = v
 	}
-	cfg, err := app.ParseConfig(nil, func(k string) (string, bool) { v, ok := all[k]; return v, ok })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil))) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	r := &rig{t: t, provider: p, addr: addr, window: m.ContextWindow}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/v1/models")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("contextd did not start: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	r := &rig{t: t, provider: p, addr: apptest.Start(t, all), window: m.ContextWindow}
 	r.startFront()
 	r.startOutProxy()
 	return r

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 )
 
 // receiveOpenAI reads an OpenAI request and checks it with check.
@@ -20,17 +22,9 @@ func (p *Provider) receiveOpenAI(r *http.Request, api string, check func(map[str
 	return c
 }
 
-func refuseOpenAI(w http.ResponseWriter, c Call) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": strings.Join(c.Problems, "; "),
-		"type": "invalid_request_error", "param": nil, "code": nil}})
-	_, _ = w.Write(b)
-}
-
 // responses serves OpenAI's POST /v1/responses (what Codex CLI uses).
 func (p *Provider) responses(w http.ResponseWriter, r *http.Request) {
-	c := p.receiveOpenAI(r, "responses", p.checkResponses)
+	c := p.receiveOpenAI(r, "responses", func(body map[string]any) []string { return gatewaytest.CheckResponses(body, p.recall) })
 	input, _ := c.Body["input"].([]any)
 	var texts []string
 	lastCall := ""
@@ -114,7 +108,7 @@ func (p *Provider) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	c, ok := p.record(c, func() Usage { return p.billOpenAI(responsesSegments(c.Body)) }, outText)
 	if !ok {
-		refuseOpenAI(w, c)
+		refuse(w, r, c)
 		return
 	}
 	u := c.Billed
@@ -134,64 +128,8 @@ func (p *Provider) responses(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(resp)
 		return
 	}
-	startSSE(w)
-	seq := 0
-	ev := func(typ string, fields map[string]any) {
-		fields["type"], fields["sequence_number"] = typ, seq
-		seq++
-		writeSSE(w, typ, fields)
-	}
-	created := map[string]any{}
-	for k, v := range resp {
-		created[k] = v
-	}
-	created["status"], created["output"], created["usage"] = "in_progress", []any{}, nil
-	ev("response.created", map[string]any{"response": created})
-	ev("response.in_progress", map[string]any{"response": created})
-	for i, it := range output {
-		added := map[string]any{}
-		for k, v := range it {
-			added[k] = v
-		}
-		switch it["type"] {
-		case "message":
-			added["content"], added["status"] = []any{}, "in_progress"
-			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			text := it["content"].([]any)[0].(map[string]any)["text"].(string)
-			ev("response.content_part.added", map[string]any{"output_index": i, "item_id": it["id"], "content_index": 0,
-				"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
-			for _, piece := range pieces(text) {
-				ev("response.output_text.delta", map[string]any{"output_index": i, "item_id": it["id"], "content_index": 0, "delta": piece, "logprobs": []any{}})
-			}
-			ev("response.output_text.done", map[string]any{"output_index": i, "item_id": it["id"], "content_index": 0, "text": text, "logprobs": []any{}})
-			ev("response.content_part.done", map[string]any{"output_index": i, "item_id": it["id"], "content_index": 0,
-				"part": map[string]any{"type": "output_text", "text": text, "annotations": []any{}}})
-		case "function_call":
-			added["arguments"], added["status"] = "", "in_progress"
-			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			for _, piece := range pieces(it["arguments"].(string)) {
-				ev("response.function_call_arguments.delta", map[string]any{"output_index": i, "item_id": it["id"], "delta": piece})
-			}
-			ev("response.function_call_arguments.done", map[string]any{"output_index": i, "item_id": it["id"], "arguments": it["arguments"]})
-		case "custom_tool_call":
-			added["input"], added["status"] = "", "in_progress"
-			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			for _, piece := range pieces(it["input"].(string)) {
-				ev("response.custom_tool_call_input.delta", map[string]any{"output_index": i, "item_id": it["id"], "delta": piece})
-			}
-			ev("response.custom_tool_call_input.done", map[string]any{"output_index": i, "item_id": it["id"], "input": it["input"]})
-		case "reasoning":
-			added["summary"] = []any{}
-			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			summary := it["summary"].([]any)[0].(map[string]any)["text"]
-			ev("response.reasoning_summary_part.added", map[string]any{"output_index": i, "item_id": it["id"], "summary_index": 0, "part": map[string]any{"type": "summary_text", "text": ""}})
-			ev("response.reasoning_summary_text.delta", map[string]any{"output_index": i, "item_id": it["id"], "summary_index": 0, "delta": summary})
-			ev("response.reasoning_summary_text.done", map[string]any{"output_index": i, "item_id": it["id"], "summary_index": 0, "text": summary})
-			ev("response.reasoning_summary_part.done", map[string]any{"output_index": i, "item_id": it["id"], "summary_index": 0, "part": map[string]any{"type": "summary_text", "text": summary}})
-		}
-		ev("response.output_item.done", map[string]any{"output_index": i, "item": it})
-	}
-	ev("response.completed", map[string]any{"response": resp})
+	gatewaytest.StartSSE(w)
+	gatewaytest.ResponsesEvents(func(name string, data any) { gatewaytest.WriteEvent(w, name, data) }, resp, pieces)
 }
 
 func contentTexts(content any) []string {
@@ -230,70 +168,9 @@ func responsesSegments(body map[string]any) []segment {
 	return segs
 }
 
-// checkResponses is what OpenAI refuses in a Responses request: an output
-// for no call, a call with no output, a reasoning item that cannot be
-// found (store false and no encrypted content), and a function call the
-// provider answered after a reasoning item, sent back without it.
-func (p *Provider) checkResponses(body map[string]any) []string {
-	var problems []string
-	input, ok := body["input"].([]any)
-	if !ok {
-		if _, isString := body["input"].(string); isString {
-			return nil
-		}
-		return []string{"input: Missing required parameter: 'input'."}
-	}
-	store := true
-	if s, ok := body["store"].(bool); ok {
-		store = s
-	}
-	open := map[string]bool{}
-	reasoningIDs := map[string]bool{}
-	for i, x := range input {
-		it, _ := x.(map[string]any)
-		typ, _ := it["type"].(string)
-		id, _ := it["call_id"].(string)
-		switch {
-		case typ == "reasoning":
-			rid, _ := it["id"].(string)
-			reasoningIDs[rid] = true
-			if _, ok := it["summary"].([]any); !ok {
-				problems = append(problems, fmt.Sprintf("input[%d].summary: Missing required parameter", i))
-			}
-			if !store && it["encrypted_content"] == nil {
-				problems = append(problems, fmt.Sprintf("Item with id '%s' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", rid))
-			}
-		case strings.HasSuffix(typ, "_call_output"):
-			if !open[id] {
-				problems = append(problems, fmt.Sprintf("No tool call found for function call output with call_id %s.", id))
-			}
-			delete(open, id)
-		case strings.HasSuffix(typ, "_call"):
-			open[id] = true
-			if itemID, _ := it["id"].(string); itemID != "" {
-				p.mu.Lock()
-				rs, had := p.reasoning[itemID]
-				p.mu.Unlock()
-				if had && !reasoningIDs[rs] {
-					problems = append(problems, fmt.Sprintf("Item '%s' of type '%s' was provided without its required 'reasoning' item: '%s'.", itemID, typ, rs))
-				}
-			}
-		default:
-			if role, _ := it["role"].(string); role != "" && len(open) > 0 && role != "assistant" {
-				problems = append(problems, fmt.Sprintf("No tool output found for function call %s.", strings.Join(sorted(open), ", ")))
-				open = map[string]bool{}
-			}
-		}
-	}
-	if len(open) > 0 {
-		problems = append(problems, fmt.Sprintf("No tool output found for function call %s.", strings.Join(sorted(open), ", ")))
-	}
-	return problems
-}
-
 // chat serves OpenAI's POST /v1/chat/completions (what Qwen Code uses).
 func (p *Provider) chat(w http.ResponseWriter, r *http.Request) {
-	c := p.receiveOpenAI(r, "chat", checkChat)
+	c := p.receiveOpenAI(r, "chat", gatewaytest.CheckChat)
 	msgs, _ := c.Body["messages"].([]any)
 	var texts []string
 	lastCall := ""
@@ -349,52 +226,28 @@ func (p *Provider) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	c, ok := p.record(c, func() Usage { return p.billOpenAI(chatSegments(c.Body)) }, outText)
 	if !ok {
-		refuseOpenAI(w, c)
+		refuse(w, r, c)
 		return
 	}
 	u := c.Billed
 	usage := map[string]any{"prompt_tokens": u.Input(), "completion_tokens": u.Output, "total_tokens": u.Input() + u.Output,
 		"prompt_tokens_details": map[string]any{"cached_tokens": u.CacheRead}}
 	id := p.nextID("chatcmpl-", 0, 0)
+	msg := map[string]any{"role": "assistant", "content": content, "refusal": nil}
+	if len(calls) > 0 {
+		msg["tool_calls"] = calls
+	}
+	resp := map[string]any{"id": id, "object": "chat.completion", "created": 1, "model": c.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}}, "usage": usage}
 	if stream, _ := c.Body["stream"].(bool); !stream {
-		msg := map[string]any{"role": "assistant", "content": content, "refusal": nil}
-		if len(calls) > 0 {
-			msg["tool_calls"] = calls
-		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "object": "chat.completion", "created": 1, "model": c.Model,
-			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}}, "usage": usage})
+		_ = json.NewEncoder(w).Encode(resp)
 		return
 	}
 	so, _ := c.Body["stream_options"].(map[string]any)
 	includeUsage, _ := so["include_usage"].(bool)
-	startSSE(w)
-	chunk := func(delta map[string]any, finish any) {
-		ch := map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1, "model": c.Model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
-		if includeUsage {
-			ch["usage"] = nil
-		}
-		writeSSE(w, "", ch)
-	}
-	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
-	for _, piece := range pieces(content) {
-		chunk(map[string]any{"content": piece}, nil)
-	}
-	for i, call := range calls {
-		fn := call["function"].(map[string]any)
-		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": call["id"], "type": "function",
-			"function": map[string]any{"name": fn["name"], "arguments": ""}}}}, nil)
-		for _, piece := range pieces(fn["arguments"].(string)) {
-			chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": piece}}}}, nil)
-		}
-	}
-	chunk(map[string]any{}, finish)
-	if includeUsage {
-		writeSSE(w, "", map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1, "model": c.Model, "choices": []any{}, "usage": usage})
-	}
-	_, _ = io.WriteString(w, "data: [DONE]\n\n")
-	w.(http.Flusher).Flush()
+	gatewaytest.StartSSE(w)
+	gatewaytest.ChatChunks(func(name string, data any) { gatewaytest.WriteEvent(w, name, data) }, resp, pieces, includeUsage)
 }
 
 // chatSegments is a Chat Completions request in the order OpenAI caches
@@ -407,49 +260,4 @@ func chatSegments(body map[string]any) []segment {
 		segs = append(segs, item(m, false))
 	}
 	return segs
-}
-
-// checkChat is what OpenAI refuses in a Chat Completions request: tool
-// calls not answered by tool messages right after them, a tool message
-// that answers no call, an assistant message with neither content nor
-// tool calls.
-func checkChat(body map[string]any) []string {
-	var problems []string
-	msgs, _ := body["messages"].([]any)
-	if len(msgs) == 0 {
-		return []string{"messages: empty array"}
-	}
-	open := map[string]bool{}
-	for i, x := range msgs {
-		m, _ := x.(map[string]any)
-		role, _ := m["role"].(string)
-		if role != "tool" && len(open) > 0 {
-			problems = append(problems, fmt.Sprintf("messages.[%d]: An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", i, strings.Join(sorted(open), ", ")))
-			open = map[string]bool{}
-		}
-		switch role {
-		case "system", "developer", "user":
-		case "assistant":
-			calls, _ := m["tool_calls"].([]any)
-			for _, c := range calls {
-				id, _ := c.(map[string]any)["id"].(string)
-				open[id] = true
-			}
-			if len(calls) == 0 && m["content"] == nil {
-				problems = append(problems, fmt.Sprintf("messages.[%d].content: an assistant message needs content or tool_calls", i))
-			}
-		case "tool":
-			id, _ := m["tool_call_id"].(string)
-			if !open[id] {
-				problems = append(problems, fmt.Sprintf("messages.[%d].role: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'", i))
-			}
-			delete(open, id)
-		default:
-			problems = append(problems, fmt.Sprintf("messages.[%d].role: unknown role %q", i, role))
-		}
-	}
-	if len(open) > 0 {
-		problems = append(problems, fmt.Sprintf("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", strings.Join(sorted(open), ", ")))
-	}
-	return problems
 }

@@ -27,18 +27,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 	"github.com/contextd/contextd/internal/tokens"
 )
 
 // Usage is what the provider billed for one request, in the provider's
-// categories: uncached input, cache reads, cache writes, output. Input is
-// every input token of the request (the three added).
-type Usage struct {
-	Uncached, CacheRead, CacheWrite, Output int64
-}
-
-// Input is the request's whole input as the provider counted it.
-func (u Usage) Input() int64 { return u.Uncached + u.CacheRead + u.CacheWrite }
+// categories (uncached input, cache reads, cache writes, output), as
+// gatewaytest's fake bills it.
+type Usage = gatewaytest.Bill
 
 // Call is one request the provider received.
 type Call struct {
@@ -98,6 +94,16 @@ func NewProvider(enc *tokens.Encoding, window int64) *Provider {
 	mux.HandleFunc("/", p.unknown)
 	p.srv = httptest.NewServer(mux)
 	return p
+}
+
+// recall is what the provider sent before a tool call it answered (the
+// signed thinking, the reasoning item): gatewaytest's refusals check that
+// a client sends it back.
+func (p *Provider) recall(id string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sent, ok := p.reasoning[id]
+	return sent, ok
 }
 
 // Close stops the provider.
@@ -500,28 +506,10 @@ func choose(tools []tool, ws Workspace, task string, round int) (call, error) {
 	return call{}, fmt.Errorf("no shell tool among %v", names)
 }
 
-// writeSSE writes one server-sent event and flushes it.
-func writeSSE(w http.ResponseWriter, event string, data any) {
-	b, _ := json.Marshal(data)
-	if event != "" {
-		fmt.Fprintf(w, "event: %s\n", event)
-	}
-	fmt.Fprintf(w, "data: %s\n\n", b)
-	w.(http.Flusher).Flush()
-}
-
-func startSSE(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-}
-
-func refuse(w http.ResponseWriter, c Call) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error",
-		"message": strings.Join(c.Problems, "; ")}})
-	_, _ = w.Write(b)
+// refuse answers a request the provider refuses: 400 with its problems,
+// in the provider's error shape.
+func refuse(w http.ResponseWriter, r *http.Request, c Call) {
+	gatewaytest.WriteError(w, r.URL.Path, http.StatusBadRequest, "invalid_request_error", strings.Join(c.Problems, "; "))
 }
 
 // humanTexts returns the text parts that carry a TASK= marker: what the

@@ -8,21 +8,17 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/app/apptest"
 	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 	"github.com/contextd/contextd/internal/pgtest"
 )
@@ -44,49 +40,14 @@ func start(t testing.TB, env map[string]string) *server {
 	t.Helper()
 	fake := gatewaytest.New()
 	t.Cleanup(fake.Close)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
 	all := map[string]string{
-		"CONTEXTD_LISTEN_ADDR": addr, "CONTEXTD_DATA_DIR": t.TempDir(), "CONTEXTD_METRICS_ADDR": "",
-		"CONTEXTD_RATE_LIMIT_RPS":     "0",
 		"CONTEXTD_OPENAI_BASE_URL":    fake.OpenAIBase(),
 		"CONTEXTD_ANTHROPIC_BASE_URL": fake.AnthropicBase(),
 	}
 	for k, v := range env {
 		all[k] = v
 	}
-	cfg, err := app.ParseConfig(nil, func(k string) (string, bool) { v, ok := all[k]; return v, ok })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil))) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	s := &server{t: t, addr: addr, fake: fake}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(s.url("/v1/models"))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not start: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return &server{t: t, addr: apptest.Start(t, all), fake: fake}
 }
 
 // post sends a JSON body to the gateway and returns the response and its
@@ -200,34 +161,11 @@ func repoRoot() string {
 // input, cache reads, cache writes and output tokens.
 func (s *server) checkLedger(ids ...string) {
 	s.t.Helper()
-	var got struct {
-		Session struct {
-			Ledger struct {
-				Calls struct {
-					Calls            string `json:"calls"`
-					InputTokens      string `json:"inputTokens"`
-					CacheReadTokens  string `json:"cacheReadTokens"`
-					CacheWriteTokens string `json:"cacheWriteTokens"`
-					OutputTokens     string `json:"outputTokens"`
-				} `json:"calls"`
-			} `json:"ledger"`
-		} `json:"session"`
-	}
-	n := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
 	deadline := time.Now().Add(10 * time.Second)
 	var calls int64
 	var ledger gatewaytest.Bill
 	for {
-		calls, ledger = 0, gatewaytest.Bill{}
-		for _, id := range ids {
-			s.rpc("GetSession", map[string]any{"sessionId": id}, &got)
-			c := got.Session.Ledger.Calls
-			calls += n(c.Calls)
-			ledger.Uncached += n(c.InputTokens)
-			ledger.CacheRead += n(c.CacheReadTokens)
-			ledger.CacheWrite += n(c.CacheWriteTokens)
-			ledger.Output += n(c.OutputTokens)
-		}
+		calls, ledger = apptest.Ledger(s.t, s.addr, ids...)
 		if calls >= int64(s.fake.Billed()) || time.Now().After(deadline) {
 			break
 		}

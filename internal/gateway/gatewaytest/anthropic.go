@@ -2,9 +2,7 @@ package gatewaytest
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"strings"
 )
 
 // messages serves POST /v1/messages.
@@ -14,12 +12,12 @@ func (f *Fake) messages(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"type":"error","error":{"type":"invalid_request_error","message":"anthropic-version: header is required"}}`))
 		return
 	}
-	body, reply, bill, ok := f.receive(w, r, checkMessages)
+	body, reply, bill, ok := f.receive(w, r, func(body map[string]any) []string { return CheckMessages(body, nil) })
 	if !ok {
 		return
 	}
 	model, _ := body["model"].(string)
-	var content []any
+	var content []map[string]any
 	if reply.Thinking != "" {
 		content = append(content, map[string]any{"type": "thinking", "thinking": reply.Thinking, "signature": "sig-" + reply.Thinking})
 	}
@@ -43,145 +41,5 @@ func (f *Fake) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := f.startSSE(w)
-	start := map[string]any{}
-	for k, v := range msg {
-		start[k] = v
-	}
-	start["content"], start["stop_reason"] = []any{}, nil
-	start["usage"] = map[string]any{"input_tokens": bill.Uncached, "output_tokens": 1, "cache_creation_input_tokens": bill.CacheWrite, "cache_read_input_tokens": bill.CacheRead}
-	s.event("message_start", map[string]any{"type": "message_start", "message": start})
-	if reply.Interleave {
-		// Every block starts, then each gets its deltas, then all stop.
-		for i, b := range content {
-			block := b.(map[string]any)
-			empty := map[string]any{"type": block["type"]}
-			switch block["type"] {
-			case "text":
-				empty["text"] = ""
-			case "tool_use":
-				empty["id"], empty["name"], empty["input"] = block["id"], block["name"], map[string]any{}
-			case "thinking":
-				empty["thinking"], empty["signature"] = "", ""
-			}
-			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": empty})
-		}
-		for i, b := range content {
-			block := b.(map[string]any)
-			switch block["type"] {
-			case "text":
-				s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": block["text"]}})
-			case "tool_use":
-				args, _ := json.Marshal(block["input"])
-				s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(args)}})
-			case "thinking":
-				s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "thinking_delta", "thinking": block["thinking"]}})
-				s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "signature_delta", "signature": block["signature"]}})
-			}
-		}
-		for i := range content {
-			s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
-		}
-		content = nil
-	}
-	for i, b := range content {
-		block := b.(map[string]any)
-		switch block["type"] {
-		case "thinking":
-			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
-			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "thinking_delta", "thinking": block["thinking"]}})
-			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "signature_delta", "signature": block["signature"]}})
-		case "text":
-			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
-			for _, piece := range split(block["text"].(string)) {
-				s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": piece}})
-			}
-		case "tool_use":
-			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": block["id"], "name": block["name"], "input": map[string]any{}}})
-			args, _ := json.Marshal(block["input"])
-			for _, piece := range split(string(args)) {
-				s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": piece}})
-			}
-		}
-		s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
-	}
-	s.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": bill.Output}})
-	s.event("message_stop", map[string]any{"type": "message_stop"})
-}
-
-// checkMessages is what Anthropic refuses: a first message that is not
-// the user's, roles that do not alternate, tool_use blocks whose results
-// are not all in the next user message (first in it), results of no call,
-// empty text blocks, more than four cache_control marks.
-func checkMessages(body map[string]any) []string {
-	var problems []string
-	msgs, _ := body["messages"].([]any)
-	if len(msgs) == 0 {
-		return []string{"messages: empty"}
-	}
-	if _, ok := body["max_tokens"]; !ok {
-		problems = append(problems, "max_tokens: required")
-	}
-	raw, _ := json.Marshal(body)
-	if n := strings.Count(string(raw), `"cache_control"`); n > 4 {
-		problems = append(problems, fmt.Sprintf("%d cache_control blocks, at most 4", n))
-	}
-	prevRole := ""
-	var open map[string]bool
-	for i, x := range msgs {
-		m, _ := x.(map[string]any)
-		role, _ := m["role"].(string)
-		if i == 0 && role != "user" {
-			problems = append(problems, "messages[0]: must be user")
-		}
-		if role == prevRole {
-			problems = append(problems, fmt.Sprintf("messages[%d]: roles must alternate (two %s messages)", i, role))
-		}
-		prevRole = role
-		var blocks []any
-		switch c := m["content"].(type) {
-		case string:
-			if c == "" {
-				problems = append(problems, fmt.Sprintf("messages[%d]: empty content", i))
-			}
-		case []any:
-			blocks = c
-		}
-		pending := open
-		open = nil
-		seenOther := false
-		for j, b := range blocks {
-			block, _ := b.(map[string]any)
-			typ, _ := block["type"].(string)
-			switch typ {
-			case "text":
-				if t, _ := block["text"].(string); t == "" {
-					problems = append(problems, fmt.Sprintf("messages[%d].content[%d]: text content blocks must be non-empty", i, j))
-				}
-				seenOther = true
-			case "tool_use":
-				if role == "assistant" {
-					if open == nil {
-						open = map[string]bool{}
-					}
-					id, _ := block["id"].(string)
-					open[id] = true
-				}
-			case "tool_result":
-				id, _ := block["tool_use_id"].(string)
-				if !pending[id] {
-					problems = append(problems, fmt.Sprintf("messages[%d].content[%d]: tool_result %q has no tool_use in the previous message", i, j, id))
-				}
-				if seenOther {
-					problems = append(problems, fmt.Sprintf("messages[%d].content[%d]: tool_result blocks must come first", i, j))
-				}
-				delete(pending, id)
-			default:
-				seenOther = true
-			}
-		}
-		if role == "user" && len(pending) > 0 {
-			problems = append(problems, fmt.Sprintf("messages[%d]: tool_use ids %v have no tool_result here", i, keys(pending)))
-		}
-	}
-	return problems
+	MessagesEvents(func(name string, data any) { s.event(name, data) }, msg, split, reply.Interleave)
 }

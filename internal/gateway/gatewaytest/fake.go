@@ -230,22 +230,15 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 		return nil, reply, Bill{}, false
 	}
 	if status != 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		if strings.HasPrefix(r.URL.Path, "/v1/messages") {
-			b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": "api_error", "message": msg}})
-			_, _ = w.Write(b)
-		} else {
-			b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "server_error", "param": nil, "code": nil}})
-			_, _ = w.Write(b)
+		typ := "server_error"
+		if anthropicPath(r.URL.Path) {
+			typ = "api_error"
 		}
+		WriteError(w, r.URL.Path, status, typ, msg)
 		return nil, reply, Bill{}, false
 	}
 	if len(problems) > 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": strings.Join(problems, "; "), "type": "invalid_request_error"}})
-		_, _ = w.Write(b)
+		WriteError(w, r.URL.Path, http.StatusBadRequest, "invalid_request_error", strings.Join(problems, "; "))
 		return nil, reply, Bill{}, false
 	}
 	return body, reply, bill, true
@@ -261,10 +254,45 @@ type sse struct {
 }
 
 func (f *Fake) startSSE(w http.ResponseWriter) *sse {
+	StartSSE(w)
+	return &sse{f: f, w: w, first: true}
+}
+
+// WriteError answers with status and an error of type typ in the
+// provider's shape: Anthropic's for /v1/messages, OpenAI's otherwise.
+func WriteError(w http.ResponseWriter, path string, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	var b []byte
+	if anthropicPath(path) {
+		b, _ = json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
+	} else {
+		b, _ = json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}})
+	}
+	_, _ = w.Write(b)
+}
+
+// StartSSE answers with an event stream (test/clients' provider too).
+func StartSSE(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	return &sse{f: f, w: w, first: true}
+}
+
+// WriteEvent writes one server-sent event (named, unless name is empty;
+// data JSON, or a string as it is) and flushes it.
+func WriteEvent(w http.ResponseWriter, name string, data any) {
+	var b []byte
+	if str, ok := data.(string); ok {
+		b = []byte(str)
+	} else {
+		b, _ = json.Marshal(data)
+	}
+	if name != "" {
+		fmt.Fprintf(w, "event: %s\n", name)
+	}
+	fmt.Fprintf(w, "data: %s\n\n", b)
+	w.(http.Flusher).Flush()
 }
 
 // event writes one event; false when the stream is to be cut.
@@ -281,17 +309,7 @@ func (s *sse) event(name string, data any) bool {
 	if s.n > 0 && pause > 0 {
 		time.Sleep(pause)
 	}
-	var b []byte
-	if str, ok := data.(string); ok {
-		b = []byte(str)
-	} else {
-		b, _ = json.Marshal(data)
-	}
-	if name != "" {
-		fmt.Fprintf(s.w, "event: %s\n", name)
-	}
-	fmt.Fprintf(s.w, "data: %s\n\n", b)
-	s.w.(http.Flusher).Flush()
+	WriteEvent(s.w, name, data)
 	s.f.mu.Lock()
 	if s.first {
 		s.f.FirstEventAt, s.first = time.Now(), false

@@ -1,14 +1,13 @@
 package gatewaytest
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 )
 
 // chat serves POST /v1/chat/completions.
 func (f *Fake) chat(w http.ResponseWriter, r *http.Request) {
-	body, reply, bill, ok := f.receive(w, r, checkChat)
+	body, reply, bill, ok := f.receive(w, r, CheckChat)
 	if !ok {
 		return
 	}
@@ -17,44 +16,42 @@ func (f *Fake) chat(w http.ResponseWriter, r *http.Request) {
 	usage := map[string]any{"prompt_tokens": bill.Input(), "completion_tokens": bill.Output, "total_tokens": bill.Input() + bill.Output,
 		"prompt_tokens_details": map[string]any{"cached_tokens": bill.CacheRead, "audio_tokens": 0}}
 	replies := append([]Reply{reply}, reply.More...)
-	if !f.streams(body) {
-		var choices []any
-		for i, rp := range replies {
-			msg := map[string]any{"role": "assistant", "content": rp.Text, "refusal": nil, "annotations": []any{}}
-			calls := chatCalls(rp.ToolCalls)
-			if len(calls) > 0 {
-				msg["tool_calls"] = calls
-				if rp.Text == "" {
-					msg["content"] = nil
-				}
+	var choices []any
+	for i, rp := range replies {
+		msg := map[string]any{"role": "assistant", "content": rp.Text, "refusal": nil, "annotations": []any{}}
+		calls := chatCalls(rp.ToolCalls)
+		if len(calls) > 0 {
+			msg["tool_calls"] = calls
+			if rp.Text == "" {
+				msg["content"] = nil
 			}
-			choices = append(choices, map[string]any{"index": i, "message": msg, "finish_reason": finishOf(rp), "logprobs": nil})
 		}
-		writeJSON(w, map[string]any{"id": "chatcmpl-fake", "object": "chat.completion", "created": 1, "model": model,
-			"choices": choices, "usage": usage})
+		choices = append(choices, map[string]any{"index": i, "message": msg, "finish_reason": finishOf(rp), "logprobs": nil})
+	}
+	resp := map[string]any{"id": "chatcmpl-fake", "object": "chat.completion", "created": 1, "model": model,
+		"choices": choices, "usage": usage}
+	if !f.streams(body) {
+		writeJSON(w, resp)
 		return
 	}
 	so, _ := body["stream_options"].(map[string]any)
 	includeUsage, _ := so["include_usage"].(bool)
 	s := f.startSSE(w)
-	chunk := func(index int, delta map[string]any, finish any) map[string]any {
-		c := map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model,
-			"choices": []any{map[string]any{"index": index, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
-		if includeUsage {
-			c["usage"] = nil
-		}
-		return c
-	}
+	emit := func(name string, data any) { s.event(name, data) }
 	f.mu.Lock()
 	endless, ended := f.Endless, f.Ended
 	f.mu.Unlock()
 	if endless > 0 {
 		// A model that never stops talking, to a client that stopped
 		// reading: only the client's going away ends it.
-		s.event("", chunk(0, map[string]any{"role": "assistant", "content": ""}, nil))
+		chunk := func(delta map[string]any) map[string]any {
+			return map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model,
+				"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": nil, "logprobs": nil}}}
+		}
+		s.event("", chunk(map[string]any{"role": "assistant", "content": ""}))
 		piece := strings.Repeat("x", endless)
 		n := 0
-		for r.Context().Err() == nil && s.event("", chunk(0, map[string]any{"content": piece}, nil)) {
+		for r.Context().Err() == nil && s.event("", chunk(map[string]any{"content": piece})) {
 			n++
 		}
 		if ended != nil {
@@ -62,26 +59,7 @@ func (f *Fake) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	for ci, rp := range replies {
-		s.event("", chunk(ci, map[string]any{"role": "assistant", "content": ""}, nil))
-		for _, piece := range split(rp.Text) {
-			if piece != "" {
-				s.event("", chunk(ci, map[string]any{"content": piece}, nil))
-			}
-		}
-		for i, c := range rp.ToolCalls {
-			s.event("", chunk(ci, map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
-				"function": map[string]any{"name": c.Name, "arguments": ""}}}}, nil))
-			for _, piece := range split(c.Arguments) {
-				s.event("", chunk(ci, map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": piece}}}}, nil))
-			}
-		}
-		s.event("", chunk(ci, map[string]any{}, finishOf(rp)))
-	}
-	if includeUsage {
-		s.event("", map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model, "choices": []any{}, "usage": usage})
-	}
-	s.event("", "[DONE]")
+	ChatChunks(emit, resp, split, includeUsage)
 }
 
 func chatCalls(tcs []ToolCall) []map[string]any {
@@ -99,65 +77,14 @@ func finishOf(r Reply) string {
 	return "stop"
 }
 
-// checkChat is what OpenAI refuses in a Chat Completions request: tool
-// calls without their results, results without their call, a conversation
-// with no user message first.
-func checkChat(body map[string]any) []string {
-	var problems []string
-	msgs, _ := body["messages"].([]any)
-	if len(msgs) == 0 {
-		return []string{"messages: empty"}
-	}
-	open := map[string]bool{}
-	seen := map[string]bool{}
-	firstNonSystem := ""
-	for i, x := range msgs {
-		m, _ := x.(map[string]any)
-		role, _ := m["role"].(string)
-		if firstNonSystem == "" && role != "system" && role != "developer" {
-			firstNonSystem = role
-		}
-		if role != "tool" && len(open) > 0 {
-			problems = append(problems, fmt.Sprintf("messages[%d]: tool calls %v have no results", i, keys(open)))
-			open = map[string]bool{}
-		}
-		switch role {
-		case "assistant":
-			calls, _ := m["tool_calls"].([]any)
-			for _, c := range calls {
-				id, _ := c.(map[string]any)["id"].(string)
-				open[id], seen[id] = true, true
-			}
-		case "tool":
-			id, _ := m["tool_call_id"].(string)
-			if !open[id] {
-				problems = append(problems, fmt.Sprintf("messages[%d]: tool result %q follows no call of it", i, id))
-			}
-			delete(open, id)
-		}
-	}
-	if firstNonSystem != "user" {
-		problems = append(problems, "the first message after the system messages is "+firstNonSystem+", not user")
-	}
-	return problems
-}
-
-func keys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
 // responses serves POST /v1/responses.
 func (f *Fake) responses(w http.ResponseWriter, r *http.Request) {
-	body, reply, bill, ok := f.receive(w, r, checkResponses)
+	body, reply, bill, ok := f.receive(w, r, func(body map[string]any) []string { return CheckResponses(body, nil) })
 	if !ok {
 		return
 	}
 	model, _ := body["model"].(string)
-	var output []any
+	var output []map[string]any
 	if reply.EmptyReasoning {
 		output = append(output, map[string]any{"type": "reasoning", "id": "rs_empty", "summary": []any{}, "encrypted_content": "enc:empty"})
 	}
@@ -190,66 +117,5 @@ func (f *Fake) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := f.startSSE(w)
-	seq := 0
-	ev := func(typ string, fields map[string]any) {
-		fields["type"], fields["sequence_number"] = typ, seq
-		seq++
-		s.event(typ, fields)
-	}
-	created := map[string]any{}
-	for k, v := range resp {
-		created[k] = v
-	}
-	created["status"], created["output"], created["usage"] = "in_progress", []any{}, nil
-	ev("response.created", map[string]any{"response": created})
-	for i, item := range output {
-		it := item.(map[string]any)
-		ev("response.output_item.added", map[string]any{"output_index": i, "item": it})
-		if it["type"] == "message" {
-			for _, piece := range split(reply.Text) {
-				ev("response.output_text.delta", map[string]any{"output_index": i, "item_id": it["id"], "content_index": 0, "delta": piece, "logprobs": []any{}})
-			}
-			ev("response.output_text.done", map[string]any{"output_index": i, "item_id": it["id"], "content_index": 0, "text": reply.Text, "logprobs": []any{}})
-		}
-		ev("response.output_item.done", map[string]any{"output_index": i, "item": it})
-	}
-	ev("response.completed", map[string]any{"response": resp})
-}
-
-// checkResponses is what OpenAI refuses in a Responses request: outputs
-// without their call, calls without outputs before the next input.
-func checkResponses(body map[string]any) []string {
-	var problems []string
-	input, ok := body["input"].([]any)
-	if !ok {
-		if _, isString := body["input"].(string); isString {
-			return nil
-		}
-		return []string{"input: missing"}
-	}
-	open := map[string]bool{}
-	for i, x := range input {
-		it, _ := x.(map[string]any)
-		typ, _ := it["type"].(string)
-		id, _ := it["call_id"].(string)
-		switch typ {
-		case "function_call", "custom_tool_call":
-			open[id] = true
-		case "function_call_output", "custom_tool_call_output":
-			if !open[id] {
-				problems = append(problems, fmt.Sprintf("input[%d]: output for call %q with no call before it", i, id))
-			}
-			delete(open, id)
-		case "reasoning":
-			if _, ok := it["summary"].([]any); !ok {
-				problems = append(problems, fmt.Sprintf("input[%d].summary: Missing required parameter", i))
-			}
-		default:
-			if role, _ := it["role"].(string); role == "user" && len(open) > 0 {
-				problems = append(problems, fmt.Sprintf("input[%d]: calls %v have no output", i, keys(open)))
-				open = map[string]bool{}
-			}
-		}
-	}
-	return problems
+	ResponsesEvents(func(name string, data any) { s.event(name, data) }, resp, split)
 }

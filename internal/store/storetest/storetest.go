@@ -55,6 +55,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"LogBytes", testLogBytes},
 		{"ViewGenerations", testViewGenerations},
 		{"SweepDuringFlip", testSweepDuringFlip},
+		{"StrayViewGens", testStrayViewGens},
+		{"AbandonedStagingSwept", testAbandonedStagingSwept},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

@@ -1,0 +1,112 @@
+// Package apptest runs contextd in-process for the tests outside
+// internal/app (test/gateway, test/clients): app.Run on a free loopback
+// port with embedded SQLite in a temporary directory (unless the
+// environment names a database), no metrics port and no rate limit,
+// stopped when the test ends.
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+)
+
+// Start runs contextd with env over those defaults and returns its
+// address once its gateway answers (GET /v1/models: 200, or 401 when keys
+// are required).
+func Start(t testing.TB, env map[string]string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	all := map[string]string{
+		"CONTEXTD_LISTEN_ADDR": addr, "CONTEXTD_DATA_DIR": t.TempDir(), "CONTEXTD_METRICS_ADDR": "",
+		"CONTEXTD_RATE_LIMIT_RPS": "0",
+	}
+	for k, v := range env {
+		all[k] = v
+	}
+	cfg, err := app.ParseConfig(nil, func(k string) (string, bool) { v, ok := all[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil))) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/v1/models")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
+				return addr
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("contextd did not start: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Ledger sums the ledgers of the sessions ids of the contextd at addr
+// (GetSession over Connect): the calls recorded and their usage, split as
+// gatewaytest's fake provider bills it.
+func Ledger(t testing.TB, addr string, ids ...string) (calls int64, bill gatewaytest.Bill) {
+	t.Helper()
+	n := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
+	for _, id := range ids {
+		var got struct {
+			Session struct {
+				Ledger struct {
+					Calls struct {
+						Calls            string `json:"calls"`
+						InputTokens      string `json:"inputTokens"`
+						CacheReadTokens  string `json:"cacheReadTokens"`
+						CacheWriteTokens string `json:"cacheWriteTokens"`
+						OutputTokens     string `json:"outputTokens"`
+					} `json:"calls"`
+				} `json:"ledger"`
+			} `json:"session"`
+		}
+		b, _ := json.Marshal(map[string]any{"sessionId": id})
+		resp, err := http.Post("http://"+addr+"/contextd.v1.ContextService/GetSession", "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GetSession %s: %d %s", id, resp.StatusCode, body)
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatalf("GetSession %s: %v: %s", id, err, body)
+		}
+		c := got.Session.Ledger.Calls
+		calls += n(c.Calls)
+		bill.Uncached += n(c.InputTokens)
+		bill.CacheRead += n(c.CacheReadTokens)
+		bill.CacheWrite += n(c.CacheWriteTokens)
+		bill.Output += n(c.OutputTokens)
+	}
+	return calls, bill
+}
