@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -50,6 +51,10 @@ type viewEntry struct {
 	msgs    []chat.Message
 	ords    []int64
 	bytes   int64
+	// answer is 1 + the bytes msgs take in a PrepareContext answer
+	// (messageBytes), once a call has needed it (0 before): a view that
+	// has not changed is not sized again (preparesize.go).
+	answer atomic.Int64
 }
 
 // viewStamp identifies a view up to appends: equal stamps mean the older
@@ -85,9 +90,9 @@ func (c *viewCache) get(tenant, id string) *viewEntry {
 
 // put stores the view of s (msgs with their ordinals), replacing an older
 // entry of the session; a newer one already there stays.
-func (c *viewCache) put(s *store.Session, msgs []chat.Message, ords []int64, bytes int64) {
+func (c *viewCache) put(s *store.Session, msgs []chat.Message, ords []int64, bytes int64) *viewEntry {
 	if c == nil || c.max <= 0 || bytes > c.max/8 {
-		return // one session may not take more than an eighth of the cache
+		return nil // one session may not take more than an eighth of the cache
 	}
 	key := viewKey{s.Tenant, s.ID}
 	c.mu.Lock()
@@ -95,7 +100,7 @@ func (c *viewCache) put(s *store.Session, msgs []chat.Message, ords []int64, byt
 	if el, ok := c.byKey[key]; ok {
 		old := el.Value.(*viewEntry)
 		if old.version > s.Version && old.stamp.created.Equal(s.CreatedAt) {
-			return
+			return nil
 		}
 		c.remove(el)
 	}
@@ -105,6 +110,7 @@ func (c *viewCache) put(s *store.Session, msgs []chat.Message, ords []int64, byt
 	for c.used > c.max {
 		c.remove(c.lru.Back())
 	}
+	return e
 }
 
 func (c *viewCache) remove(el *list.Element) {
@@ -128,8 +134,11 @@ func (c *viewCache) appended(before, after *store.Session, msgs []chat.Message) 
 	}
 	// The capped slices make append copy: entries never share a backing
 	// array that another writer could append into.
-	c.put(after, append(e.msgs[:len(e.msgs):len(e.msgs)], msgs...), append(e.ords[:len(e.ords):len(e.ords)], ords...),
+	longer := c.put(after, append(e.msgs[:len(e.msgs):len(e.msgs)], msgs...), append(e.ords[:len(e.ords):len(e.ords)], ords...),
 		e.bytes+messagesBytes(msgs))
+	if n := e.answer.Load(); n > 0 && longer != nil {
+		longer.answer.CompareAndSwap(0, n+int64(answerBytes(msgs)))
+	}
 }
 
 // messagesBytes estimates the memory a decoded message holds.
@@ -170,7 +179,7 @@ func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, [
 	for attempt := 0; ; attempt++ {
 		var msgs []chat.Message
 		var ords []int64
-		var bytes int64
+		var bytes, answer int64
 		ent := e.views.get(s.Tenant, s.ID)
 		switch {
 		case ent != nil && ent.version == s.Version && ent.stamp == stampOf(&s):
@@ -183,6 +192,9 @@ func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, [
 			msgs = append(ent.msgs[:len(ent.msgs):len(ent.msgs)], tail...)
 			ords = append(ent.ords[:len(ent.ords):len(ent.ords)], tailOrds...)
 			bytes = ent.bytes + messagesBytes(tail)
+			if n := ent.answer.Load(); n > 0 {
+				answer = n + int64(answerBytes(tail)) // the prefix is not sized again
+			}
 		default:
 			var err error
 			if msgs, ords, err = e.activeAfter(ctx, s.Tenant, s.ID, 0); err != nil {
@@ -196,7 +208,9 @@ func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, [
 		}
 		if now.Version == s.Version {
 			if int64(len(msgs)) == s.ActiveCount {
-				e.views.put(&s, msgs, ords, bytes)
+				if longer := e.views.put(&s, msgs, ords, bytes); longer != nil && answer > 0 {
+					longer.answer.CompareAndSwap(0, answer)
+				}
 			}
 			return msgs, ords, s, nil
 		}

@@ -21,16 +21,16 @@ func (x *exchange) admit() bool {
 	if !ok {
 		return false
 	}
-	fields, ok := x.g.readBody(x.w, x.r, x.shape)
+	rb, ok := x.g.readBody(x.w, x.r, x.shape)
 	if !ok {
 		return false
 	}
-	c, err := x.d.parse(fields)
+	c, err := x.d.parse(rb)
 	if err != nil {
 		x.g.writeDomainError(x.r.Context(), x.w, x.shape, err)
 		return false
 	}
-	x.tenant, x.fields, x.c = tenant, fields, c
+	x.tenant, x.rb, x.fields, x.c = tenant, rb, rb.fields, c
 	return true
 }
 

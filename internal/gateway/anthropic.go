@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -72,7 +73,8 @@ func anBlocks(content json.RawMessage, field string) ([]json.RawMessage, []anBlo
 	return raws, blocks, nil
 }
 
-func (d anthropicMessages) parse(fields map[string]json.RawMessage) (*conversation, error) {
+func (d anthropicMessages) parse(b *requestBody) (*conversation, error) {
+	fields := b.fields
 	c := &conversation{marked: map[[32]byte]json.RawMessage{}}
 	if err := commonFields(fields, c); err != nil {
 		return nil, err
@@ -87,22 +89,22 @@ func (d anthropicMessages) parse(fields map[string]json.RawMessage) (*conversati
 		return nil, err
 	}
 	c.tools, c.clientMarks = tools, c.clientMarks || marks
-	var raws []json.RawMessage
-	if err := json.Unmarshal(fields["messages"], &raws); err != nil {
+	raws, ok := b.array("messages")
+	if !ok {
 		return nil, chat.Invalid("messages", "must be an array of messages")
 	}
 	if len(raws) == 0 {
 		return nil, chat.Invalid("messages", "must have at least one message")
 	}
+	c.reserve(len(raws))
 	for i, raw := range raws {
-		f := fmt.Sprintf("messages[%d]", i)
-		if done, ok := d.memo.get(doorAnthropic, raw); ok && !bytes.Contains(raw, []byte(`"cache_control"`)) {
-			for j := range done {
-				c.digests = append(c.digests, storedDigest(&done[j]))
-			}
-			c.msgs = append(c.msgs, done...)
+		key := memoKey(doorAnthropic, raw)
+		if done, ok := d.memo.get(key); ok && !bytes.Contains(raw, []byte(`"cache_control"`)) {
+			c.add(done)
+			c.clientBlocks(done, raw)
 			continue
 		}
+		f := fmt.Sprintf("messages[%d]", i)
 		var m anMessage
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, chat.Invalid(f, "must be a message object")
@@ -114,16 +116,20 @@ func (d anthropicMessages) parse(fields map[string]json.RawMessage) (*conversati
 		if err != nil {
 			return nil, err
 		}
-		first := len(c.msgs)
+		var msgs []chat.Message
+		var counts []int
 		for _, dm := range anToDomain(m.Role, blockRaws, blocks) {
-			c.digests = append(c.digests, dm.digest)
-			c.msgs = append(c.msgs, dm.msg)
+			msgs = append(msgs, dm.msg)
+			counts = append(counts, len(dm.raws))
 			if dm.mark != nil {
 				c.clientMarks = true
 				c.marked[dm.digest] = dm.mark
 			}
 		}
-		d.memo.put(doorAnthropic, raw, c.msgs[first:])
+		e := entryOf(msgs)
+		e.blocks = counts
+		c.add(d.memo.putEntry(key, len(raw), e))
+		c.keepBlocks(e, blockRaws)
 	}
 	return c, nil
 }
@@ -194,6 +200,7 @@ type anDomain struct {
 	msg    chat.Message
 	digest [32]byte
 	mark   json.RawMessage // the client's cache_control on the message, if any
+	raws   []json.RawMessage
 }
 
 // anToDomain converts one message's blocks, in order.
@@ -214,7 +221,7 @@ func anToDomain(role string, raws []json.RawMessage, blocks []anBlock) []anDomai
 		gen, _ := json.Marshal(anFromDomain(&cur))
 		setRaw(&cur, doorAnthropic, raw, gen)
 		d := stamp(&cur, extra)
-		out = append(out, anDomain{msg: cur, digest: d, mark: marked})
+		out = append(out, anDomain{msg: cur, digest: d, mark: marked, raws: curRaw})
 		cur, curRaw, extra, marked = chat.Message{}, nil, nil, nil
 	}
 	for i, b := range blocks {
@@ -343,7 +350,8 @@ type anOut struct {
 	from    []int
 }
 
-func (anthropicMessages) build(fields map[string]json.RawMessage, c *conversation, view []chat.Message, hints engine.CacheHints) error {
+func (anthropicMessages) build(b *requestBody, c *conversation, view []chat.Message, hints engine.CacheHints) error {
+	fields := b.fields
 	var out []anOut
 	for i := range view {
 		m := &view[i]
@@ -352,7 +360,14 @@ func (anthropicMessages) build(fields map[string]json.RawMessage, c *conversatio
 			role = "assistant"
 		}
 		var blocks []json.RawMessage
-		if raw := rawOf(m, doorAnthropic); raw != nil {
+		if m.Kind == "" || m.Kind == chat.KindNormal {
+			// A message the client sent in this request goes back as it
+			// sent its blocks (the gateway places the cache marks).
+			if b, ok := c.blocks[storedDigest(m)]; ok {
+				blocks = slices.Clone(b)
+			}
+		}
+		if raw := rawOf(m, doorAnthropic); blocks == nil && raw != nil {
 			_ = json.Unmarshal(raw, &blocks)
 		}
 		if blocks == nil {
@@ -391,12 +406,34 @@ func (anthropicMessages) build(fields map[string]json.RawMessage, c *conversatio
 	} else {
 		anPlaceMarks(fields, out, hints)
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return err
+	// Written once, into the body (its blocks are the stored or the
+	// client's JSON, or the gateway's: not checked again).
+	pieces := make([]json.RawMessage, len(out))
+	for i := range out {
+		pieces[i] = out[i].appendJSON(nil)
 	}
-	fields["messages"] = b
+	b.splice("messages", pieces)
 	return nil
+}
+
+// appendJSON writes the message as json.Marshal would, its blocks as they
+// are.
+func (o *anOut) appendJSON(dst []byte) []byte {
+	n := len(`{"role":"","content":[]}`) + len(o.Role) + len(o.Content)
+	for _, c := range o.Content {
+		n += len(c)
+	}
+	dst = slices.Grow(dst, n)
+	dst = append(dst, `{"role":`...)
+	dst = appendName(dst, o.Role)
+	dst = append(dst, `,"content":[`...)
+	for i, c := range o.Content {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, c...)
+	}
+	return append(dst, "]}"...)
 }
 
 func repeat(v, n int) []int {
@@ -407,12 +444,15 @@ func repeat(v, n int) []int {
 	return out
 }
 
+// blockType is a block's type, read without decoding the block.
 func blockType(b json.RawMessage) string {
-	var t struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(b, &t)
-	return t.Type
+	var t string
+	eachMember(b, func(name, v []byte) {
+		if bytes.EqualFold(name, []byte("type")) && !stringValue(v, &t) {
+			t = ""
+		}
+	})
+	return t
 }
 
 // cacheable block types: cache_control may not go on thinking blocks.
@@ -693,3 +733,67 @@ func (anthropicMessages) expandSeen(data []byte) (first, other, ok bool) {
 
 // echo: Messages does not echo the request's tools.
 func (anthropicMessages) echo(data []byte, _, _ json.RawMessage) ([]byte, bool) { return data, true }
+
+// keepBlocks records, for each of e's messages, the client's blocks it was
+// made of (all of raws, in order), without cache marks (build places
+// them).
+func (c *conversation) keepBlocks(e memoEntry, raws []json.RawMessage) {
+	total := 0
+	for _, n := range e.blocks {
+		total += n
+	}
+	if total != len(raws) || len(e.blocks) != len(e.msgs) {
+		return
+	}
+	if c.blocks == nil {
+		c.blocks = map[[32]byte][]json.RawMessage{}
+	}
+	at := 0
+	for i, n := range e.blocks {
+		run := raws[at : at+n : at+n]
+		cloned := false
+		for j, b := range run {
+			if bytes.Contains(b, []byte(`"cache_control"`)) {
+				if !cloned {
+					run, cloned = slices.Clone(run), true
+				}
+				run[j] = withoutCacheControl(b)
+			}
+		}
+		c.blocks[storedDigest(&e.msgs[i])] = run
+		at += n
+	}
+}
+
+// clientBlocks records the client's blocks of a message the memo held
+// (raw, without cache marks): its content's elements, split without
+// decoding them; a string content is its one text block.
+func (c *conversation) clientBlocks(e memoEntry, raw []byte) {
+	var content []byte
+	eachMember(raw, func(name, v []byte) {
+		if bytes.EqualFold(name, []byte("content")) {
+			content = v
+		}
+	})
+	var blocks []json.RawMessage
+	switch {
+	case len(content) > 0 && content[0] == '[':
+		s := &jsonScanner{b: content}
+		if _, ok := s.array(&blocks); !ok {
+			return
+		}
+		if blocks == nil {
+			blocks = []json.RawMessage{}
+		}
+	case len(content) > 0 && content[0] == '"':
+		var text string
+		if json.Unmarshal(content, &text) != nil {
+			return
+		}
+		b, _ := json.Marshal(map[string]string{"type": "text", "text": text})
+		blocks = []json.RawMessage{b}
+	default:
+		return
+	}
+	c.keepBlocks(e, blocks)
+}

@@ -1,6 +1,12 @@
 package gateway
 
-import "testing"
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/contextd/contextd/internal/engine"
+)
 
 // TestAnthropicUsage: Messages' input_tokens is the uncached input, the
 // cache reads and writes are beside it; the door reports them as they
@@ -28,5 +34,49 @@ func TestAnthropicRoundTrip(t *testing.T) {
 	c := roundTrip(t, anthropicMessages{}, "requests/anthropic.json", "messages")
 	if len(c.msgs) < 5 || !c.clientMarks {
 		t.Errorf("parsed %d messages, client marks %v", len(c.msgs), c.clientMarks)
+	}
+}
+
+// TestAnthropicBlocksFromMemo: a Messages request parsed from the memo
+// (each message's blocks split from its content without decoding them)
+// goes upstream as the same JSON as one parsed cold, and as the blocks the
+// messages stored (the path of a message the client did not send).
+func TestAnthropicBlocksFromMemo(t *testing.T) {
+	raw := fixture(t, "requests/anthropic.json")
+	d := anthropicMessages{newMemo(memoBytes)}
+	var got []any
+	for i := range 4 { // cold, filling the memo, from it, from the stored blocks
+		b, err := scanBody(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		door := d
+		if i == 0 {
+			door = anthropicMessages{}
+		}
+		c, err := door.parse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 3 {
+			c.blocks = nil
+		} else if len(c.blocks) == 0 {
+			t.Errorf("parse %d kept none of the client's blocks", i)
+		}
+		if err := door.build(b, c, c.msgs, engine.CacheHints{}); err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		if err := json.Unmarshal(b.encode(), &v); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+	}
+	for i := 1; i < len(got); i++ {
+		if !reflect.DeepEqual(got[i], got[0]) {
+			g, _ := json.Marshal(got[i])
+			w, _ := json.Marshal(got[0])
+			t.Errorf("body %d differs:\n%s\nwant\n%s", i, g, w)
+		}
 	}
 }

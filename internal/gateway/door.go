@@ -51,9 +51,11 @@ type door interface {
 	upstream(cfg *Config) string
 	// parse reads the conversation of a request body (InvalidError on bad
 	// input).
-	parse(fields map[string]json.RawMessage) (*conversation, error)
-	// build writes the prepared view into the request body to forward.
-	build(fields map[string]json.RawMessage, c *conversation, view []chat.Message, hints engine.CacheHints) error
+	parse(b *requestBody) (*conversation, error)
+	// build writes the prepared view into the request body to forward
+	// (the conversation's member spliced from the client's own bytes
+	// where a message goes as it came; requestBody.encode writes it).
+	build(b *requestBody, c *conversation, view []chat.Message, hints engine.CacheHints) error
 	// answer reads a non-streamed answer: the usage and the reply.
 	answer(body []byte) (usage, []chat.Message)
 	// stream follows a streamed answer.
@@ -106,8 +108,15 @@ type conversation struct {
 	// wantsUsage: the client asked for the stream's usage chunk (OpenAI).
 	wantsUsage bool
 	// raws are the client's own JSON of msgs, by digest, for doors that
-	// send a message the client sent back as it came.
+	// send a message the client sent back as it came; lead is how many
+	// elements of the client's array the system prompt took (sent back as
+	// they came).
 	raws map[[32]byte]json.RawMessage
+	lead int
+	// runs are the client's own items of msgs, by digest (Responses: a
+	// message is a run of items); blocks, its content blocks (Anthropic).
+	runs   map[[32]byte][]json.RawMessage
+	blocks map[[32]byte][]json.RawMessage
 	// pins are the texts that pin a message appended with them (pin.go).
 	pins []string
 	// passthrough, when set, says why the request is forwarded unchanged

@@ -35,10 +35,12 @@ type exchange struct {
 	// shape is the door's error shape.
 	shape wireShape
 
-	// admit: the caller's tenant, the request's fields as sent, and its
-	// conversation as the door parsed it.
+	// admit: the caller's tenant, the request's body as sent (checked and
+	// split once: decode.go) and its members, and its conversation as the
+	// door parsed it.
 	tenant string
-	fields map[string]json.RawMessage
+	rb     *requestBody
+	fields map[string]json.RawMessage // rb's members
 	c      *conversation
 
 	// identify: what the client says of the conversation's identity.

@@ -158,10 +158,10 @@ func (l *expandLoop) alone() ([]byte, error) {
 	x := l.x
 	l.viewOnly, l.toolOn, l.extra, l.used = true, false, nil, 0
 	x.client.restore(x.fields)
-	if err := x.d.build(x.fields, x.c, x.prep.Messages, x.prep.Cache); err != nil {
+	if err := x.d.build(x.rb, x.c, x.prep.Messages, x.prep.Cache); err != nil {
 		return nil, err
 	}
-	return objectJSON(x.fields), nil
+	return x.rb.encode(), nil
 }
 
 // next answers the calls of a round (at most maxExpandCalls run, each only
@@ -241,10 +241,10 @@ func (l *expandLoop) next(ctx context.Context, rd round) ([]byte, error) {
 		}
 	}
 	view := append(l.x.prep.Messages[:len(l.x.prep.Messages):len(l.x.prep.Messages)], l.extra...)
-	if err := l.x.d.build(l.x.fields, l.x.c, view, l.x.prep.Cache); err != nil {
+	if err := l.x.d.build(l.x.rb, l.x.c, view, l.x.prep.Cache); err != nil {
 		return nil, err
 	}
-	return objectJSON(l.x.fields), nil
+	return l.x.rb.encode(), nil
 }
 
 // size counts msgs with the session's encoding; when that cannot count

@@ -25,7 +25,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -179,7 +178,7 @@ func New(cfg Config) *Gateway {
 		cfg.MemoBytes = memoBytes
 	}
 	m := newMemo(cfg.MemoBytes)
-	return &Gateway{cfg: cfg, client: client, log: log, digests: newLogCache(4096),
+	return &Gateway{cfg: cfg, client: client, log: log, digests: newLogCache(logCacheBytes),
 		chat: openAIChat{m}, resp: openAIResponses{m}, msgs: anthropicMessages{m}}
 }
 
@@ -232,14 +231,15 @@ func (g *Gateway) tooLarge() string {
 	return fmt.Sprintf("request body is over %d bytes, the most this server accepts (CONTEXTD_MAX_MESSAGE_BYTES)", g.cfg.MaxBodyBytes)
 }
 
-// readBody reads a JSON object body of at most MaxBodyBytes.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, shape wireShape) (map[string]json.RawMessage, bool) {
+// readBody reads a JSON object body of at most MaxBodyBytes, checked and
+// split in one pass (decode.go).
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, shape wireShape) (*requestBody, bool) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		writeError(w, shape, http.StatusMethodNotAllowed, errInvalid, r.URL.Path+" takes POST")
 		return nil, false
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes), r.ContentLength, g.cfg.MaxBodyBytes)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		writeError(w, shape, http.StatusRequestEntityTooLarge, errTooLarge, g.tooLarge())
@@ -249,12 +249,12 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, shape wireSha
 		writeError(w, shape, http.StatusBadRequest, errInvalid, "reading the request body: "+err.Error())
 		return nil, false
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		writeError(w, shape, http.StatusBadRequest, errInvalid, "the request body is not a JSON object")
+	b, err := scanBody(body)
+	if err != nil {
+		writeError(w, shape, http.StatusBadRequest, errInvalid, "the request body is not a JSON object: "+err.Error())
 		return nil, false
 	}
-	return fields, true
+	return b, true
 }
 
 // detach keeps the values of ctx but not its cancellation, for the writes

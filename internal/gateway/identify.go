@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	mrand "math/rand/v2"
 	"net/http"
 	"slices"
@@ -81,12 +82,18 @@ type resolved struct {
 
 // historyChains computes the identities and history chains of c's
 // messages (identityOf, chainNext) within the scope of its signal.
+// The identities come with the messages from the door (memo.go: a message
+// resent is not digested again) when it has them.
 func historyChains(door string, sig signal, c *conversation) {
-	c.ids = make([][32]byte, len(c.msgs))
+	if len(c.ids) != len(c.msgs) {
+		c.ids = make([][32]byte, len(c.msgs))
+		for i := range c.msgs {
+			c.ids[i] = identityOf(&c.msgs[i])
+		}
+	}
 	c.chains = make([]string, len(c.msgs))
 	prev := chainStart(door, sig.scope)
 	for i := range c.msgs {
-		c.ids[i] = identityOf(&c.msgs[i])
 		prev = chainNext(prev, c.ids[i])
 		c.chains[i] = hex.EncodeToString(prev[:])
 	}
@@ -197,8 +204,11 @@ func authoredIdentity(m *chat.Message) ([32]byte, bool) {
 
 // historyStamp records on fresh (the request's messages from index k on)
 // their place in the history, so the append indexes them.
+// Each gets parts and metadata of its own first: the door's memo shares
+// them with every request that resends the message.
 func historyStamp(c *conversation, fresh []chat.Message, k int) {
 	for i := range fresh {
+		fresh[i].Parts, fresh[i].Metadata = slices.Clone(fresh[i].Parts), maps.Clone(fresh[i].Metadata)
 		setMeta(&fresh[i], store.HistoryMetadata, strconv.Itoa(k+i+1)+":"+c.chains[k+i])
 	}
 }
@@ -309,6 +319,10 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 	if !g.awaitReply(ctx, tenant, c) {
 		return resolved{}, ctx.Err()
 	}
+	// The session this replica last served the request's history in.
+	if res, ok, err := g.identifyServed(ctx, tenant, c, sig, noRepeat, until); err != nil || ok {
+		return res, err
+	}
 	// The session whose log is the longest prefix of the request.
 	hits, shared, err := g.candidates(ctx, tenant, c)
 	if err != nil {
@@ -416,7 +430,7 @@ func (g *Gateway) match(ctx context.Context, tenant, id string, c *conversation,
 	if err != nil {
 		return nil, err
 	}
-	if c.details == nil {
+	if len(c.details) != len(c.msgs) {
 		c.details = detailsOf(c.msgs)
 	}
 	m := &logMatch{s: s.Session, log: log, replies: replies}
@@ -447,26 +461,33 @@ func (g *Gateway) tryJoin(ctx context.Context, tenant, id string, c *conversatio
 	if err != nil || m == nil {
 		return resolved{}, false, m, err
 	}
+	res, ok, err = g.join(ctx, tenant, id, c, sig, m)
+	return res, ok, m, err
+}
+
+// join joins the request to session id as m matched them, when the
+// request extends or repeats it (ok).
+func (g *Gateway) join(ctx context.Context, tenant, id string, c *conversation, sig signal, m *logMatch) (res resolved, ok bool, err error) {
 	if m.repeat && (m.s.SystemPrompt != c.system || m.s.Model != c.model || !sameTools(m.s.Tools, c.tools)) {
 		// Not the same request again: a repeat never changes the session
 		// it is answered from.
 		m.repeat = false
 	}
 	if !m.extends && !m.repeat {
-		return resolved{}, false, m, nil
+		return resolved{}, false, nil
 	}
 	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version,
 		named: sig.owns(id)}
 	// The request's session: only now may it follow the request's model,
 	// system prompt and tools.
 	if moved, err := g.follow(ctx, tenant, m.s, c); err != nil {
-		return resolved{}, false, m, err
+		return resolved{}, false, err
 	} else if moved != nil {
 		res.version, res.created = moved.Version, moved.CreatedAt
 	}
 	if m.repeat {
 		res.history, res.repeat, res.repeatD = historyRepeated, len(m.log)-m.k, m.log[m.k:]
-		return res, true, m, nil
+		return res, true, nil
 	}
 	res.fresh = c.msgs[m.k:]
 	historyStamp(c, res.fresh, m.k)
@@ -474,7 +495,7 @@ func (g *Gateway) tryJoin(ctx context.Context, tenant, id string, c *conversatio
 	if len(res.fresh) > 0 {
 		res.history = historyExtended
 	}
-	return res, true, m, nil
+	return res, true, nil
 }
 
 // landing is the session the request would land in now and how many of

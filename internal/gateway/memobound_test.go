@@ -31,7 +31,7 @@ func TestMemoBoundsMemory(t *testing.T) {
 					msgs[i] = map[string]any{"role": []string{"user", "assistant"}[i%2], "content": fmt.Sprintf("%d.%d %s", round, i, text)}
 				}
 				body, _ := json.Marshal(msgs)
-				if _, err := d.parse(map[string]json.RawMessage{"model": json.RawMessage(`"gpt-4o"`), "messages": body}); err != nil {
+				if _, err := d.parse(mustScan(t, `{"model":"gpt-4o","messages":`+string(body)+`}`)); err != nil {
 					t.Fatal(err)
 				}
 			}

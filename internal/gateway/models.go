@@ -58,12 +58,13 @@ func (g *Gateway) serveCount(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	fields, ok := g.readBody(w, r, shape)
+	body, ok := g.readBody(w, r, shape)
 	if !ok {
 		return
 	}
+	fields := body.fields
 	ctx := r.Context()
-	c, err := g.msgs.parse(fields)
+	c, err := g.msgs.parse(body)
 	if err != nil {
 		g.writeDomainError(ctx, w, shape, err)
 		return

@@ -80,7 +80,8 @@ func commonFields(fields map[string]json.RawMessage, c *conversation) error {
 	return nil
 }
 
-func (d openAIChat) parse(fields map[string]json.RawMessage) (*conversation, error) {
+func (d openAIChat) parse(b *requestBody) (*conversation, error) {
+	fields := b.fields
 	c := &conversation{}
 	if err := commonFields(fields, c); err != nil {
 		return nil, err
@@ -99,8 +100,8 @@ func (d openAIChat) parse(fields map[string]json.RawMessage) (*conversation, err
 		return nil, err
 	}
 	c.tools = tools
-	var raws []json.RawMessage
-	if err := json.Unmarshal(fields["messages"], &raws); err != nil {
+	raws, ok := b.array("messages")
+	if !ok {
 		return nil, chat.Invalid("messages", "must be an array of messages")
 	}
 	if len(raws) == 0 {
@@ -108,14 +109,14 @@ func (d openAIChat) parse(fields map[string]json.RawMessage) (*conversation, err
 	}
 	var system []string
 	lead := true
+	c.reserve(len(raws))
 	c.raws = make(map[[32]byte]json.RawMessage, len(raws))
 	for i, raw := range raws {
-		if done, ok := d.memo.get(doorOpenAIChat, raw); ok && (!lead || done[0].Role != chat.RoleSystem) {
+		key := memoKey(doorOpenAIChat, raw)
+		if done, ok := d.memo.get(key); ok && (!lead || done.msgs[0].Role != chat.RoleSystem) {
 			lead = false
-			dg := storedDigest(&done[0])
-			c.digests = append(c.digests, dg)
-			c.msgs = append(c.msgs, done[0])
-			c.raws[dg] = raw
+			c.add(done)
+			c.raws[c.digests[len(c.digests)-1]] = raw
 			continue
 		}
 		f := fmt.Sprintf("messages[%d]", i)
@@ -129,6 +130,7 @@ func (d openAIChat) parse(fields map[string]json.RawMessage) (*conversation, err
 				return nil, err
 			}
 			system = append(system, text)
+			c.lead++
 			continue
 		}
 		lead = false
@@ -138,11 +140,9 @@ func (d openAIChat) parse(fields map[string]json.RawMessage) (*conversation, err
 		}
 		gen, _ := json.Marshal(oaFromDomain(&msg))
 		setRaw(&msg, doorOpenAIChat, raw, gen)
-		dg := stamp(&msg, extra)
-		c.digests = append(c.digests, dg)
-		c.msgs = append(c.msgs, msg)
-		c.raws[dg] = raw
-		d.memo.put(doorOpenAIChat, raw, c.msgs[len(c.msgs)-1:])
+		stamp(&msg, extra)
+		c.add(d.memo.put(key, len(raw), []chat.Message{msg}))
+		c.raws[c.digests[len(c.digests)-1]] = raw
 	}
 	if len(c.msgs) == 0 {
 		return nil, chat.Invalid("messages", "must have a message after the system messages")
@@ -377,22 +377,13 @@ func oaFromDomain(m *chat.Message) map[string]any {
 	return out
 }
 
-func (openAIChat) build(fields map[string]json.RawMessage, c *conversation, view []chat.Message, _ engine.CacheHints) error {
-	var raws []json.RawMessage
-	if err := json.Unmarshal(fields["messages"], &raws); err != nil {
+func (openAIChat) build(b *requestBody, c *conversation, view []chat.Message, _ engine.CacheHints) error {
+	raws, ok := b.array("messages")
+	if !ok || len(raws) < c.lead {
 		return chat.Invalid("messages", "must be an array of messages")
 	}
-	out := make([]json.RawMessage, 0, len(view)+2)
-	for _, raw := range raws {
-		var m struct {
-			Role string `json:"role"`
-		}
-		_ = json.Unmarshal(raw, &m)
-		if m.Role != "system" && m.Role != "developer" {
-			break
-		}
-		out = append(out, raw)
-	}
+	out := make([]json.RawMessage, 0, len(view)+c.lead)
+	out = append(out, raws[:c.lead]...) // the system messages, as sent
 	for i := range view {
 		m := &view[i]
 		if m.Kind == "" || m.Kind == chat.KindNormal {
@@ -407,13 +398,14 @@ func (openAIChat) build(fields map[string]json.RawMessage, c *conversation, view
 			out = append(out, raw)
 			continue
 		}
-		b, err := json.Marshal(oaFromDomain(&view[i]))
+		j, err := json.Marshal(oaFromDomain(&view[i]))
 		if err != nil {
 			return err
 		}
-		out = append(out, b)
+		out = append(out, j)
 	}
-	fields["messages"] = joinJSON(out)
+	b.splice("messages", out)
+	fields := b.fields
 	if c.stream && !c.wantsUsage {
 		// Ask for the usage chunk; the streamer drops it again.
 		so := map[string]json.RawMessage{}

@@ -45,7 +45,8 @@ type rItem struct {
 
 func (it *rItem) isMessage() bool { return it.Type == "message" || it.Type == "" && it.Role != "" }
 
-func (d openAIResponses) parse(fields map[string]json.RawMessage) (*conversation, error) {
+func (d openAIResponses) parse(b *requestBody) (*conversation, error) {
+	fields := b.fields
 	c := &conversation{}
 	if err := commonFields(fields, c); err != nil {
 		return nil, err
@@ -69,32 +70,51 @@ func (d openAIResponses) parse(fields map[string]json.RawMessage) (*conversation
 		}
 		system = append(system, s)
 	}
-	raws, items, err := rItems(fields["input"])
+	raws, err := rInput(b)
 	if err != nil {
 		return nil, err
 	}
 	start := 0
-	for start < len(items) && items[start].isMessage() && (items[start].Role == "system" || items[start].Role == "developer") {
-		text, err := rText(items[start].Content, fmt.Sprintf("input[%d].content", start))
+	for ; start < len(raws); start++ {
+		var it rItem
+		if k, ok := rKindOf(raws[start]); !ok || !k.isMessage() || k.role != "system" && k.role != "developer" {
+			break
+		}
+		if err := json.Unmarshal(raws[start], &it); err != nil {
+			return nil, chat.Invalid(fmt.Sprintf("input[%d]", start), "must be an item with a type or a role")
+		}
+		text, err := rText(it.Content, fmt.Sprintf("input[%d].content", start))
 		if err != nil {
 			return nil, err
 		}
 		system = append(system, text)
-		start++
 	}
-	msgs, err := rToDomain(d.memo, raws[start:], items[start:], start)
+	e, runs, err := rRequestMessages(d.memo, raws[start:], start)
 	if err != nil {
 		return nil, err
 	}
-	if len(msgs) == 0 {
+	if len(e.msgs) == 0 {
 		return nil, chat.Invalid("input", "must have at least one item after the system messages")
 	}
-	for i := range msgs {
-		c.digests = append(c.digests, storedDigest(&msgs[i]))
+	c.reserve(len(e.msgs))
+	c.add(e)
+	c.lead = start
+	c.runs = make(map[[32]byte][]json.RawMessage, len(runs))
+	for i, run := range runs {
+		c.runs[c.digests[i]] = run
 	}
-	c.msgs = msgs
 	c.system = strings.Join(system, "\n\n")
 	return c, nil
+}
+
+// rInput is the request's input items: an array's come split from the
+// body's one scan; a string is one user message.
+func rInput(b *requestBody) ([]json.RawMessage, error) {
+	if raws, ok := b.array("input"); ok {
+		return raws, nil
+	}
+	raws, _, err := rItems(b.fields["input"])
+	return raws, err
 }
 
 // rItems reads input: a string (one user message) or an array of items.
@@ -168,11 +188,19 @@ func (it *rItem) isOutput() bool {
 	return it.CallID != "" && strings.HasSuffix(it.Type, "_call_output")
 }
 
-// rToDomain groups items into domain messages (see openAIResponses).
-func rToDomain(memo *memo, raws []json.RawMessage, items []rItem, offset int) ([]chat.Message, error) {
-	var out []chat.Message
+// rToDomain groups items into domain messages (see openAIResponses); runs
+// are the items each message was made of, as the client sent them.
+func rToDomain(memo *memo, raws []json.RawMessage, items []rItem, offset int) (memoEntry, [][]json.RawMessage, error) {
+	var out memoEntry
+	var runs [][]json.RawMessage
 	var group chat.Message
 	var groupRaw []json.RawMessage
+	take := func(e memoEntry, run []json.RawMessage) {
+		out.msgs = append(out.msgs, e.msgs...)
+		out.ids = append(out.ids, e.ids...)
+		out.details = append(out.details, e.details...)
+		runs = append(runs, run)
+	}
 	flush := func() {
 		if len(groupRaw) == 0 {
 			return
@@ -180,7 +208,7 @@ func rToDomain(memo *memo, raws []json.RawMessage, items []rItem, offset int) ([
 		if len(group.Parts) == 0 {
 			group.Parts = []chat.Part{{Type: chat.PartText}}
 		}
-		out = append(out, rFinish(memo, group, groupRaw, nil))
+		take(rFinish(memo, group, groupRaw, nil), groupRaw)
 		group, groupRaw = chat.Message{}, nil
 	}
 	for i := range items {
@@ -190,7 +218,7 @@ func rToDomain(memo *memo, raws []json.RawMessage, items []rItem, offset int) ([
 		case it.isMessage() && it.Role == "assistant":
 			text, err := rText(it.Content, f+".content")
 			if err != nil {
-				return nil, err
+				return memoEntry{}, nil, err
 			}
 			group.Role = chat.RoleAssistant
 			groupRaw = append(groupRaw, raws[i])
@@ -201,17 +229,17 @@ func rToDomain(memo *memo, raws []json.RawMessage, items []rItem, offset int) ([
 			flush()
 			m, extra, err := rUser(it, f)
 			if err != nil {
-				return nil, err
+				return memoEntry{}, nil, err
 			}
-			out = append(out, rFinish(memo, m, []json.RawMessage{raws[i]}, extra))
+			take(rFinish(memo, m, raws[i:i+1], extra), raws[i:i+1])
 		case it.isOutput():
 			flush()
 			text, err := rOutput(it.Output, f+".output")
 			if err != nil {
-				return nil, err
+				return memoEntry{}, nil, err
 			}
 			m := chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: it.CallID, Content: text}}}}
-			out = append(out, rFinish(memo, m, []json.RawMessage{raws[i]}, nil))
+			take(rFinish(memo, m, raws[i:i+1], nil), raws[i:i+1])
 		case it.isCall():
 			args := it.Arguments
 			if it.Type != "function_call" && args == "" {
@@ -232,21 +260,21 @@ func rToDomain(memo *memo, raws []json.RawMessage, items []rItem, offset int) ([
 		}
 	}
 	flush()
-	return out, nil
+	return out, runs, nil
 }
 
 // rFinish keeps the raw items of m when m does not write them again, and
 // stamps its digest.
-func rFinish(memo *memo, m chat.Message, raws []json.RawMessage, extra []string) chat.Message {
-	raw, _ := json.Marshal(raws)
-	if done, ok := memo.get(doorOpenAIResponses, raw); ok {
-		return done[0]
+func rFinish(memo *memo, m chat.Message, raws []json.RawMessage, extra []string) memoEntry {
+	key := runKey(doorOpenAIResponses, raws)
+	if done, ok := memo.get(key); ok {
+		return done
 	}
+	raw, _ := json.Marshal(raws)
 	gen, _ := json.Marshal(rFromDomain(&m, nil))
 	setRaw(&m, doorOpenAIResponses, raw, gen)
 	stamp(&m, extra)
-	memo.put(doorOpenAIResponses, raw, []chat.Message{m})
-	return m
+	return memo.put(key, len(raw), []chat.Message{m})
 }
 
 // rUser converts a user, system or developer message item.
@@ -355,20 +383,26 @@ func rFromDomain(m *chat.Message, like []rItem) []map[string]any {
 	return []map[string]any{{"role": role, "content": text}}
 }
 
-func (openAIResponses) build(fields map[string]json.RawMessage, c *conversation, view []chat.Message, _ engine.CacheHints) error {
-	raws, items, err := rItems(fields["input"])
+func (openAIResponses) build(b *requestBody, c *conversation, view []chat.Message, _ engine.CacheHints) error {
+	raws, err := rInput(b)
 	if err != nil {
 		return err
 	}
-	out := make([]json.RawMessage, 0, len(view)+2)
-	for i := range items {
-		if !items[i].isMessage() || items[i].Role != "system" && items[i].Role != "developer" {
-			break
-		}
-		out = append(out, raws[i])
+	if len(raws) < c.lead {
+		return chat.Invalid("input", "must be an array of items")
 	}
+	out := make([]json.RawMessage, 0, len(view)+c.lead)
+	out = append(out, raws[:c.lead]...) // the system messages, as sent
 	for i := range view {
 		m := &view[i]
+		if m.Kind == "" || m.Kind == chat.KindNormal {
+			// Items the client sent in this request go back as it sent
+			// them.
+			if run, ok := c.runs[storedDigest(m)]; ok {
+				out = append(out, run...)
+				continue
+			}
+		}
 		if raw := rawOf(m, doorOpenAIResponses); raw != nil {
 			var run []json.RawMessage
 			if json.Unmarshal(raw, &run) == nil {
@@ -381,18 +415,14 @@ func (openAIResponses) build(fields map[string]json.RawMessage, c *conversation,
 			_ = json.Unmarshal(raw, &like)
 		}
 		for _, it := range rFromDomain(m, like) {
-			b, err := json.Marshal(it)
+			j, err := json.Marshal(it)
 			if err != nil {
 				return err
 			}
-			out = append(out, b)
+			out = append(out, j)
 		}
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return err
-	}
-	fields["input"] = b
+	b.splice("input", out)
 	return nil
 }
 
@@ -432,11 +462,11 @@ func rResponse(body []byte) (usage, []chat.Message) {
 			return u, nil
 		}
 	}
-	msgs, err := rToDomain(nil, raws, items, 0)
+	e, _, err := rToDomain(nil, raws, items, 0)
 	if err != nil {
 		return u, nil
 	}
-	return u, msgs
+	return u, e.msgs
 }
 
 func (openAIResponses) answer(body []byte) (usage, []chat.Message) { return rResponse(body) }

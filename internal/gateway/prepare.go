@@ -28,7 +28,7 @@ func (x *exchange) prepare() bool {
 	g, w, ctx, c := x.g, x.w, x.r.Context(), x.c
 	if c.passthrough != "" {
 		w.Header().Add(HeaderWarning, c.passthrough)
-		x.body = objectJSON(x.fields)
+		x.body = x.rb.raw // as the client sent it
 		return true
 	}
 	if _, known := g.cfg.Models.Lookup(c.model); !known {
@@ -60,11 +60,11 @@ func (x *exchange) prepare() bool {
 			return false
 		}
 	}
-	if err := x.d.build(x.fields, c, prep.Messages, prep.Cache); err != nil {
+	if err := x.d.build(x.rb, c, prep.Messages, prep.Cache); err != nil {
 		g.writeDomainError(ctx, w, x.shape, err)
 		return false
 	}
-	x.body = objectJSON(x.fields)
+	x.body = x.rb.encode()
 	h := w.Header()
 	if res.named {
 		// Only a session the caller named, or its signal derives, or this

@@ -127,14 +127,39 @@ func digestOf(m *chat.Message, extra []string) [32]byte {
 // storedDigest is the digest a stored message was appended with, or the
 // one its content gives (messages appended through the gRPC API).
 func storedDigest(m *chat.Message) [32]byte {
-	if s, ok := m.Metadata[metaDigest]; ok {
-		var d [32]byte
-		if b, err := hex.DecodeString(s); err == nil && len(b) == len(d) {
-			copy(d[:], b)
-			return d
-		}
+	if d, ok := hexDigest(m.Metadata[metaDigest]); ok {
+		return d
 	}
 	return digestOf(m, nil)
+}
+
+// hexDigest decodes a digest written in hex (without allocating: every
+// message of a view is looked up by it on every request).
+func hexDigest(s string) (d [32]byte, ok bool) {
+	if len(s) != 2*len(d) {
+		return d, false
+	}
+	for i := range d {
+		hi, ok1 := fromHex(s[2*i])
+		lo, ok2 := fromHex(s[2*i+1])
+		if !ok1 || !ok2 {
+			return [32]byte{}, false
+		}
+		d[i] = hi<<4 | lo
+	}
+	return d, true
+}
+
+func fromHex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 // stamp sets m's digest metadata and returns the digest.

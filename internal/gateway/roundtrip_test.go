@@ -16,20 +16,20 @@ import (
 func roundTrip(t *testing.T, d door, name, key string) *conversation {
 	t.Helper()
 	raw := fixture(t, name)
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
+	body, err := scanBody(raw)
+	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := d.parse(fields)
+	c, err := d.parse(body)
 	if err != nil {
 		t.Fatalf("%s: parse: %v", name, err)
 	}
-	if err := d.build(fields, c, c.msgs, engine.CacheHints{}); err != nil {
+	if err := d.build(body, c, c.msgs, engine.CacheHints{}); err != nil {
 		t.Fatalf("%s: build: %v", name, err)
 	}
 	var want, got map[string]any
 	_ = json.Unmarshal(raw, &want)
-	if err := json.Unmarshal(objectJSON(fields), &got); err != nil {
+	if err := json.Unmarshal(body.encode(), &got); err != nil {
 		t.Fatal(err)
 	}
 	for k := range want {
