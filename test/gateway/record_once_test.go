@@ -60,3 +60,50 @@ func TestExpandLoopUnreadAnswerRecordedOnce(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	s.checkLedger(id)
 }
+
+// TestSlowReaderDoesNotHoldStrangers: a conversation whose client reads
+// its large answer slowly (here: not at all, until the write timeout
+// cuts it) does not make another conversation that starts the same way
+// wait. The answer is recorded from just before its last byte goes out,
+// not once the client has read it: until the recording ends, a request
+// whose history the session's log begins waits for it (busy), and that
+// recording must not wait on a stranger's client. Without the fix the
+// second conversation waited for the first one's write to time out.
+func TestSlowReaderDoesNotHoldStrangers(t *testing.T) {
+	const timeout = 4 * time.Second
+	s := start(t, map[string]string{"CONTEXTD_STREAM_WRITE_TIMEOUT": timeout.String()})
+	s.fake.Script(gatewaytest.Reply{Text: strings.Repeat("a", 16<<20)}, gatewaytest.Reply{Text: "B's answer"})
+	opening := []any{
+		map[string]any{"role": "system", "content": "You are terse."},
+		map[string]any{"role": "user", "content": "Tell me everything."},
+	}
+	body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": opening})
+	conn, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096) // a client that reads (almost) nothing
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAuthorization: Bearer sk-test\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	// The answer's first bytes: the gateway is writing it, and blocks.
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var first [16]byte
+	if _, err := io.ReadFull(conn, first[:]); err != nil || !strings.HasPrefix(string(first[:]), "HTTP/1.1 200") {
+		t.Fatalf("the first answer: %q %v", first, err)
+	}
+	// Another conversation with the same opening, which then went its own
+	// way: the first one's session is a candidate it checks.
+	other := append(append([]any(nil), opening...),
+		map[string]any{"role": "assistant", "content": "Everything, in short."},
+		map[string]any{"role": "user", "content": "Go on."})
+	began := time.Now()
+	resp, raw := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": other}, nil)
+	took := time.Since(began)
+	if resp.StatusCode != 200 || !strings.Contains(string(raw), "B's answer") {
+		t.Fatalf("the other conversation: %d %s", resp.StatusCode, raw)
+	}
+	if took > timeout/2 {
+		t.Errorf("the other conversation took %v: it waited for the first one's client (write timeout %v)", took.Round(time.Millisecond), timeout)
+	}
+	t.Logf("the other conversation took %v", took.Round(time.Millisecond))
+}
