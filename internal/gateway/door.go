@@ -78,7 +78,7 @@ type door interface {
 type streamer interface {
 	// event sees one event (its name and data) and says whether to pass it
 	// on to the client and whether it is the stream's last: just before it
-	// is written, the answer is marked as being recorded (relay.go).
+	// is written, the answer's recording starts (relay.go).
 	event(name string, data []byte) (forward, last bool)
 	// result is the usage and reply seen; ok only after the last event.
 	result() (usage, []chat.Message, bool)

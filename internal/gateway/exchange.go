@@ -19,7 +19,7 @@ import (
 //	prepare   prepare.go    the session (matched and appended, under the conflict loop) and PrepareContext's view, built into the upstream body
 //	forward   forward.go    the upstream call: one send, or the expand loop's round trips (expandloop.go, roundtrip.go)
 //	relay     relay.go      the answer (or contextd's refusal of it) to the client, and what the client got: the outcome
-//	record    record.go     the outcome into the session: usage into the ledger, the reply into the log, after the client has it
+//	record    record.go     the outcome into the session: usage into the ledger, the reply into the log, without holding the client
 //
 // A stage that refuses the request answers the client itself and says so
 // (false); the stages after it do not run. A loop wraps one stage: the
@@ -62,6 +62,10 @@ type exchange struct {
 	// the end of the keepalive the expand loop started (keepalive.go).
 	hold          *hold
 	stopKeepalive func()
+
+	// record: the recording started (from relay's answering, or the
+	// stage itself), once.
+	recording bool
 }
 
 // answer is what forward has for relay: the provider's response, its body

@@ -15,17 +15,22 @@ import (
 // every upstream call the provider answered into the ledger, the reply
 // the client got whole into the log. Until it is recorded the session
 // stays busy (inflight.go): no stranger's request lands in it, and a
-// request carrying the reply waits for it.
+// request carrying the reply waits for it. An answer that goes out whole
+// starts its recording from just before its last byte (answering): the
+// recording never waits for the client to read it, so a slow reader never
+// holds the requests that wait for its session.
 
 // record is the stage: it starts the recording of out (g.record) and
 // hands it the session's in-flight entry, released when the recording
-// ends. Nothing to record (no call answered), or the gateway closing
-// (Wait), leaves the entry to serveDoor's close.
+// ends. Nothing to record (no call answered), a recording relay already
+// started (answering), or the gateway closing (Wait), leaves the entry to
+// serveDoor's close or to that recording.
 func (x *exchange) record(out outcome) {
 	g := x.g
-	if len(out.usages) == 0 || x.hold == nil || !g.startRecord() {
+	if x.recording || len(out.usages) == 0 || x.hold == nil || !g.startRecord() {
 		return
 	}
+	x.recording = true
 	ctx, tenant, res, prep := x.r.Context(), x.tenant, x.res, x.prep
 	h := x.hold
 	h.mark(recordingKey(tenant, res.id))
@@ -43,14 +48,16 @@ func (x *exchange) record(out outcome) {
 }
 
 // answering is relay's word, just before the last byte of an answer that
-// went out whole: the answer is about to be recorded. From then on a
-// request that checks the session waits for the recording (busy), and
-// the client's next request, which carries the reply and may come as soon
-// as it has the last byte, waits for it (awaitReply), so it finds the
-// reply in the log. The reply is stamped with its place in the history.
+// goes out whole: the answer is recorded from now (record), while the
+// last byte is written. A request that checks the session waits for the
+// recording (busy), and the client's next request, which carries the
+// reply and may come as soon as it has the last byte, waits for it
+// (awaitReply), so it finds the reply in the log. The reply is stamped
+// with its place in the history. Once a recording started, a later word
+// (a stream with a second last event) changes nothing.
 func (x *exchange) answering(out *outcome) {
 	out.answered = true
-	if x.hold == nil {
+	if x.hold == nil || x.recording {
 		return
 	}
 	x.hold.mark(recordingKey(x.tenant, x.res.id))
@@ -59,6 +66,7 @@ func (x *exchange) answering(out *outcome) {
 			x.hold.mark(replyKey(x.tenant, chain))
 		}
 	}
+	x.record(*out)
 }
 
 // record writes what the provider answered: its usage (as ReportUsage,

@@ -16,10 +16,10 @@ import (
 // it arrives, plus contextd's headers; or the expand loop's final round,
 // or the provider's error, held whole (and checked: nothing names the
 // expand tool, expandguard.go); or contextd's refusal in the door's error
-// shape. Just before the last byte of an answer that went out whole, the
-// answer is marked as being recorded (answering, record.go), so the
-// client's next request, which may come as soon as it has that byte,
-// waits for the recording. An answer that did not reach the client whole
+// shape. Just before the last byte of an answer that goes out whole, its
+// recording starts (answering, record.go), so the client's next request,
+// which may come as soon as it has that byte, waits for the recording,
+// and the recording never waits for the client to read that byte. An answer that did not reach the client whole
 // (an upstream error, a stream that ended before its last event) has no
 // reply to record.
 
