@@ -68,15 +68,25 @@ type postgres struct {
 	pid   int
 }
 
+// errSharedServer: CONTEXTD_TEST_DATABASE_URL names a server the soak
+// could not restart; it is refused before anything is made on it.
+var errSharedServer = errors.New("the soak restarts PostgreSQL, so it needs a cluster of its own: unset CONTEXTD_TEST_DATABASE_URL")
+
 func startPostgres(ps *procs) (*postgres, error) {
+	if os.Getenv("CONTEXTD_TEST_DATABASE_URL") != "" {
+		return nil, errSharedServer
+	}
 	dsn, err := pgtest.Throwaway()
 	if err != nil {
+		// The cluster may be running already (the template or the
+		// database failed): it is not left behind.
+		pgtest.Stop()
 		return nil, err
 	}
 	pg := &postgres{dsn: dsn, procs: ps}
 	if !pg.track() {
 		pgtest.Stop()
-		return nil, errors.New("the soak restarts PostgreSQL, so it needs a cluster of its own: unset CONTEXTD_TEST_DATABASE_URL")
+		return nil, errors.New("the throwaway PostgreSQL has no postmaster.pid")
 	}
 	return pg, nil
 }

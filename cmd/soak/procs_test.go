@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -48,5 +49,22 @@ func TestReplicaExits(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if n := told.Load(); n != 1 {
 		t.Errorf("a killed replica was told as a crash (%d calls)", n)
+	}
+}
+
+// TestSharedPostgresRefused: with CONTEXTD_TEST_DATABASE_URL set the soak
+// refuses at once, before it touches that server. Before, it first made a
+// database there (pgtest.Throwaway: a migrated template and a copy, left
+// on the shared server) and only then found it could not restart it; with
+// a server that does not answer, it failed on the connection instead.
+func TestSharedPostgresRefused(t *testing.T) {
+	t.Setenv("CONTEXTD_TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
+	ps := newProcs()
+	pg, err := startPostgres(ps)
+	if !errors.Is(err, errSharedServer) {
+		t.Fatalf("startPostgres with a shared server = %v, %v; want errSharedServer", pg, err)
+	}
+	if len(ps.live) != 0 {
+		t.Errorf("processes kept after the refusal: %v", ps.live)
 	}
 }

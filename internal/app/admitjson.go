@@ -1,8 +1,10 @@
 package app
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"connectrpc.com/connect"
 	"google.golang.org/grpc/status"
@@ -27,7 +29,8 @@ import (
 // on, and protojson refuses it as before. A field protojson meets twice is
 // refused by protojson before its second value is decoded, so one list's
 // elements are counted in one array. Well-known types (google.protobuf.*)
-// have JSON forms of their own and are skipped: no cap lies inside them.
+// have JSON forms of their own and are skipped, but for a FieldMask's
+// string, whose comma-separated paths are counted.
 
 // checkJSON scans data, the JSON of one message of type name; nil admits
 // it. The error is a connect error vanguard answers in the caller's
@@ -71,6 +74,9 @@ func (s *jsonScan) value(p *wirePlan, depth int) error {
 	if depth > maxWireDepth {
 		return errUnreadable
 	}
+	if p.mask != nil && s.peek() == '"' {
+		return s.maskPaths(p.mask)
+	}
 	if p.wellKnown || s.peek() != '{' {
 		return s.skip()
 	}
@@ -112,6 +118,30 @@ func (s *jsonScan) value(p *wirePlan, depth int) error {
 			return err
 		}
 	}
+}
+
+// maskPaths moves past a field mask's JSON form, a string protojson
+// splits on its commas (escaped ones too) into paths, refusing more paths
+// than f allows.
+func (s *jsonScan) maskPaths(f *wireField) error {
+	start := s.i
+	escaped, err := s.str()
+	if err != nil {
+		return err
+	}
+	raw := s.data[start:s.i]
+	n := bytes.Count(raw, []byte{','}) + 1
+	if escaped {
+		var v string
+		if json.Unmarshal(raw, &v) != nil {
+			return errUnreadable
+		}
+		n = strings.Count(v, ",") + 1
+	}
+	if f.max > 0 && int64(n) > f.max {
+		return s.w.tooMany(f)
+	}
+	return nil
 }
 
 // key reads an object's key, quoted as it came, and its colon; escaped

@@ -10,6 +10,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
+
+	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
 )
 
 // jsonMessages is the JSON of a request whose messages are msgs user
@@ -148,5 +153,61 @@ func TestJSONScanAdmits(t *testing.T) {
 	code, _, out = api.post("CreateSession", `{"id": "t", "model": "gpt-4o", "labels": {`+labels.String()[2:]+`}}`)
 	if code != http.StatusBadRequest || !bytes.Contains(out, []byte("labels: has more than 64 items; at most 64 are allowed; refused before decoding")) {
 		t.Fatalf("65 labels: HTTP %d %s; want 400 naming labels", code, out)
+	}
+}
+
+// TestHostileFieldMask: an UpdateSession whose update_mask holds 1.5
+// million paths — in JSON one string "a,a,…" (3 MB), its commas escaped
+// or not, and in protobuf as many paths fields — is refused before it is
+// decoded, naming update_mask.paths, for a small multiple of the body; a
+// mask of the fields UpdateSession changes still passes. Before, the mask
+// was decoded whole: 1.5 million strings, 412 MB allocated for the 3 MB
+// JSON body (137× it), before the handler refused its first path.
+func TestHostileFieldMask(t *testing.T) {
+	conn := startServer(t, map[string]string{})
+	api := connectAPI{t: t, base: "http://" + conn.Target(), client: http.DefaultClient}
+	if code, _, out := api.post("CreateSession", `{"id": "s", "model": "gpt-4o"}`); code != http.StatusOK {
+		t.Fatalf("CreateSession: HTTP %d %s", code, out)
+	}
+	if code, _, out := api.post("UpdateSession", `{"sessionId": "s", "updateMask": "labels,systemPrompt", "labels": {"a": "b"}}`); code != http.StatusOK {
+		t.Fatalf("UpdateSession with an ordinary mask: HTTP %d %s", code, out)
+	}
+	const paths = 1_500_000
+	wire, err := proto.Marshal(&contextdv1.UpdateSessionRequest{SessionId: "s",
+		UpdateMask: &fieldmaskpb.FieldMask{Paths: slices.Repeat([]string{"a"}, paths)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, contentType string
+		body              []byte
+	}{
+		{"json", "application/json", []byte(`{"sessionId": "s", "updateMask": "` + strings.Repeat("a,", paths-1) + `a"}`)},
+		{"json, commas escaped", "application/json", []byte(`{"sessionId": "s", "updateMask": "` + strings.Repeat(`a\u002c`, paths/4) + `a"}`)},
+		{"protobuf", "application/proto", wire},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			alloc, err := allocated(t, func() error {
+				resp, err := http.Post("http://"+conn.Target()+"/contextd.v1.ContextService/UpdateSession", tc.contentType, bytes.NewReader(tc.body))
+				if err != nil {
+					return err
+				}
+				defer resp.Body.Close()
+				out, _ := io.ReadAll(resp.Body)
+				if resp.StatusCode != http.StatusBadRequest || !bytes.Contains(out, []byte("update_mask.paths: has more than 64 items")) ||
+					!bytes.Contains(out, []byte("refused before decoding")) {
+					return fmt.Errorf("HTTP %d %.300q; want 400 naming update_mask.paths, refused before decoding", resp.StatusCode, out)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ratio := float64(alloc) / float64(len(tc.body))
+			t.Logf("%d-byte body: %d bytes allocated (%.1f× the body)", len(tc.body), alloc, ratio)
+			if ratio > 6 {
+				t.Errorf("refusing a %d-byte body allocated %.1f× the body; want at most 6×", len(tc.body), ratio)
+			}
+		})
 	}
 }

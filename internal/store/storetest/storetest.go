@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"LogBytes", testLogBytes},
 		{"ViewGenerations", testViewGenerations},
 		{"SweepDuringFlip", testSweepDuringFlip},
+		{"DropDuringFlip", testDropDuringFlip},
 		{"StrayViewGens", testStrayViewGens},
 		{"AbandonedStagingSwept", testAbandonedStagingSwept},
 	}
