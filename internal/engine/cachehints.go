@@ -69,14 +69,14 @@ func fixedDigest(s store.Session) string {
 // The row is written only when it changes, and only by the answer of the
 // session's current version: an answer overtaken by a newer write never
 // overwrites what a newer answer may have recorded.
-func (e *Engine) cacheHints(ctx context.Context, tenant, id string, version int64, msgs []chat.Message, token string, changedFrom int64) (CacheHints, error) {
+func (e *Engine) cacheHints(ctx context.Context, tenant, id string, version int64, msgs []chat.Message, token string, changedFrom int64, before *hintsRow) (CacheHints, error) {
 	var h CacheHints
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {
 			return err
 		}
-		h, err = e.hintsInTx(ctx, tx, &s, s.Version <= version, msgs, token, changedFrom)
+		h, _, err = e.hintsInTx(ctx, tx, &s, s.Version <= version, msgs, token, changedFrom, before)
 		return err
 	})
 	if err != nil {
@@ -85,30 +85,49 @@ func (e *Engine) cacheHints(ctx context.Context, tenant, id string, version int6
 	return h, nil
 }
 
+// hintsRow is the previous answer's row as a call found it, before its
+// own transaction replaced it.
+type hintsRow struct {
+	view  store.PreparedView
+	found bool
+}
+
 // hintsInTx computes the hints of msgs (a view of session s, locked by
 // the caller's transaction, returned with token) against the previous
 // answer's row, and, when record is set, writes this answer's row if it
 // changed. PrepareContext calls it inside its append's transaction
-// (preparedHints), so a growing conversation's call commits once.
-func (e *Engine) hintsInTx(ctx context.Context, tx store.Tx, s *store.Session, record bool, msgs []chat.Message, token string, changedFrom int64) (CacheHints, error) {
+// (preparedHints), so a growing conversation's call commits once. before,
+// when set, is the previous answer's row as the call's own transaction
+// found it (that transaction has since replaced it with a view the answer
+// did not send); it returns the row it compared with.
+func (e *Engine) hintsInTx(ctx context.Context, tx store.Tx, s *store.Session, record bool, msgs []chat.Message, token string, changedFrom int64, before *hintsRow) (CacheHints, hintsRow, error) {
 	var h CacheHints
 	fixed := fixedDigest(*s)
-	prev, err := tx.GetPreparedView(ctx, s.Tenant, s.ID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return CacheHints{}, err
-	default:
+	var prev hintsRow
+	if before != nil {
+		prev = *before
+	} else {
+		v, err := tx.GetPreparedView(ctx, s.Tenant, s.ID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return CacheHints{}, prev, err
+		default:
+			prev = hintsRow{view: v, found: true}
+		}
+	}
+	if prev.found {
 		h.HasPrevious = true
-		h.FixedStable = prev.Fixed == fixed
+		h.FixedStable = prev.view.Fixed == fixed
 	}
 	m, _ := e.models.Lookup(s.Model)
-	h.fill(s.SystemTokens+s.ToolsTokens, int64(tokens.FramingOf(m).ReplyPriming), msgs, prev.IDs, changedFrom)
+	h.fill(s.SystemTokens+s.ToolsTokens, int64(tokens.FramingOf(m).ReplyPriming), msgs, prev.view.IDs, changedFrom)
 	ids := idsOf(msgs)
-	if !record || (h.HasPrevious && prev.Fixed == fixed && prev.ViewToken == token && equalIDs(prev.IDs, ids)) {
-		return h, nil
+	// With before, the stored row is the call's own: written again.
+	if !record || (before == nil && prev.found && prev.view.Fixed == fixed && prev.view.ViewToken == token && equalIDs(prev.view.IDs, ids)) {
+		return h, prev, nil
 	}
-	return h, tx.PutPreparedView(ctx, s.Tenant, s.ID, store.PreparedView{Fixed: fixed, IDs: ids, ViewToken: token})
+	return h, prev, tx.PutPreparedView(ctx, s.Tenant, s.ID, store.PreparedView{Fixed: fixed, IDs: ids, ViewToken: token})
 }
 
 // preparedHints are cache hints computed inside the transaction that wrote
@@ -118,6 +137,10 @@ type preparedHints struct {
 	hints   CacheHints
 	version int64
 	token   string
+	// before is the previous answer's row the hints compared with: hints
+	// computed again compare with it too, not with the row the
+	// transaction wrote for a view the answer does not send.
+	before hintsRow
 }
 
 // lastViewOrd is the ordinal of the last message of s's active view: every
@@ -214,7 +237,11 @@ func (e *Engine) finishPrepare(ctx context.Context, tenant, id string, res *Prep
 		if c := res.Status.LastCompaction; res.Status.Compacted && c != nil {
 			changedFrom = firstChange(c.ViewBefore, c.ViewAfter)
 		}
-		hints, err := e.cacheHints(ctx, tenant, id, res.Status.Version, res.view, res.ViewToken, changedFrom)
+		var before *hintsRow
+		if pre != nil {
+			before = &pre.before
+		}
+		hints, err := e.cacheHints(ctx, tenant, id, res.Status.Version, res.view, res.ViewToken, changedFrom, before)
 		if err != nil {
 			e.log.WarnContext(ctx, "prepare: cache hints", "tenant", tenant, "session", id, "err", err)
 			res.Status.Warnings = append(res.Status.Warnings, "cache hints unavailable: "+err.Error())

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -36,6 +37,10 @@ type ExchangeResult struct {
 	// appended.
 	Reply    []chat.Message
 	Warnings []string
+	// Dropped says why each report left out was: one the ledger cannot
+	// take (no input tokens, figures past the bounds) is not recorded and
+	// does not keep the rest of the exchange from being recorded.
+	Dropped []string
 }
 
 // RecordExchange records a relayed model call in one transaction: its
@@ -45,13 +50,26 @@ type ExchangeResult struct {
 // A reply is never stored twice: once appended, the log is no longer where
 // the call left it.
 func (e *Engine) RecordExchange(ctx context.Context, tenant, id string, in ExchangeInput) (ExchangeResult, error) {
-	for _, r := range in.Reports {
-		if err := checkReported(r); err != nil {
-			return ExchangeResult{}, err
+	// A report that could never be recorded (a provider's usage block
+	// with no input, or figures past the bounds) is left out and said so
+	// (Dropped): it must not keep the reply and the other calls' reports
+	// from being recorded, as it did not when each was its own call.
+	var invalid []string
+	valid := in.Reports[:0:0]
+	for i, r := range in.Reports {
+		err := checkReported(r)
+		if err == nil && r.InputTokens+r.CacheReadTokens+r.CacheCreationTokens <= 0 {
+			err = chat.Invalid("input_tokens", "the provider's input tokens (with cache reads and writes) must be positive")
 		}
-		if r.InputTokens+r.CacheReadTokens+r.CacheCreationTokens <= 0 {
-			return ExchangeResult{}, chat.Invalid("input_tokens", "the provider's input tokens (with cache reads and writes) must be positive")
+		if err != nil {
+			invalid = append(invalid, fmt.Sprintf("usage report %d not recorded: %v", i, err))
+			continue
 		}
+		valid = append(valid, r)
+	}
+	in.Reports = valid
+	if len(in.Reports) == 0 && len(in.Reply) == 0 {
+		return ExchangeResult{Dropped: invalid}, nil
 	}
 	var counted []chat.Message
 	if len(in.Reply) > 0 {
@@ -69,6 +87,9 @@ func (e *Engine) RecordExchange(ctx context.Context, tenant, id string, in Excha
 	for attempt := 1; ; attempt++ {
 		res, err := e.recordExchangeOnce(ctx, tenant, id, in, counted)
 		if !errors.Is(err, errRepair) || attempt == 2 {
+			if err == nil {
+				res.Dropped = invalid
+			}
 			return res, err
 		}
 		if err := e.repairInterrupted(ctx, tenant, id); err != nil {

@@ -84,3 +84,43 @@ func TestRecordExchangeIsOneTransaction(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordExchangeLeavesOutUnrecordableReports: a provider's usage block
+// the ledger cannot take (no input tokens) is left out and said so; the
+// reply and the other calls' reports are recorded. Before the fix the
+// whole exchange failed and the reply was not stored, where the gateway's
+// separate ReportUsage and AppendMessages had stored it.
+func TestRecordExchangeLeavesOutUnrecordableReports(t *testing.T) {
+	models, encodings := testModels(t)
+	backendStores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		e := engine.New(encodings, models, st)
+		v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4o", System: "sys"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prep, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("hello there")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := engine.ExchangeInput{
+			Reports: []engine.ReportInput{{InputTokens: 0, OutputTokens: 5, ViewToken: prep.ViewToken},
+				{InputTokens: prep.Status.Usage.Used, OutputTokens: 2, ViewToken: prep.ViewToken}},
+			Reply: []chat.Message{replyMsg("hi")}, LogCount: prep.Status.LogCount, Created: prep.Status.Created,
+			Model: prep.Status.Usage.Model}
+		out, err := e.RecordExchange(ctx, tenant, v.ID, in)
+		if err != nil {
+			t.Fatalf("an exchange with a usage block of no input: %v", err)
+		}
+		if len(out.Reply) != 1 || len(out.Dropped) != 1 {
+			t.Fatalf("reply %+v, dropped %q; want the reply and one dropped report", out.Reply, out.Dropped)
+		}
+		s, err := e.GetSession(ctx, tenant, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.LogCount != 2 || s.Ledger.Calls.Calls != 1 {
+			t.Fatalf("after the exchange: %d logged, %d calls; want 2 and 1", s.LogCount, s.Ledger.Calls.Calls)
+		}
+	})
+}

@@ -210,11 +210,11 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		// The cache-hints row of the view this call answers, in this
 		// transaction: one commit per call, not two.
 		token := tokenOf(&pr.after, []int64{lastViewOrd(&pr.after)}).String()
-		h, err := e.hintsInTx(ctx, tx, &pr.after, true, pr.view, token, -1)
+		h, row, err := e.hintsInTx(ctx, tx, &pr.after, true, pr.view, token, -1, nil)
 		if err != nil {
 			return err
 		}
-		pr.hints = &preparedHints{hints: h, version: pr.after.Version, token: token}
+		pr.hints = &preparedHints{hints: h, version: pr.after.Version, token: token, before: row}
 		if len(staged.msgs) == 0 {
 			return nil
 		}
@@ -357,11 +357,11 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 			changedFrom = firstChange(res.Compaction.ViewBefore, res.Compaction.ViewAfter)
 		}
 		token := tokenOf(&s, []int64{lastViewOrd(&s)}).String()
-		h, err := e.hintsInTx(ctx, tx, &s, true, res.view, token, changedFrom)
+		h, row, err := e.hintsInTx(ctx, tx, &s, true, res.view, token, changedFrom, nil)
 		if err != nil {
 			return err
 		}
-		pr.hints = &preparedHints{hints: h, version: s.Version, token: token}
+		pr.hints = &preparedHints{hints: h, version: s.Version, token: token, before: row}
 		final = s
 		return tx.UpdateSession(ctx, &s)
 	})

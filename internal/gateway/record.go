@@ -121,6 +121,9 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 		g.log.WarnContext(ctx, "gateway exchange not recorded", "session", id, "error", err.Error())
 		return
 	}
+	for _, d := range out.Dropped {
+		g.log.WarnContext(ctx, "gateway usage not recorded", "session", id, "error", d)
+	}
 	if len(out.Reply) != len(in.Reply) || len(in.Reply) == 0 {
 		return
 	}

@@ -279,6 +279,11 @@ func killNineUnderLoad(t *testing.T, bin string, env map[string]string) {
 		total += n
 	}
 	t.Logf("%d conversations, %d calls cut by the kill", conversations, total)
+	if total == 0 && !t.Failed() {
+		// Every conversation was past its last turn before the kill and
+		// waiting: the kill did not land under load, nothing was tested.
+		t.Fatal("the kill cut no call")
+	}
 	if t.Failed() {
 		return
 	}

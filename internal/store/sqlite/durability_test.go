@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"sync"
 	"testing"
 
@@ -71,5 +73,51 @@ func TestResendableCommitsWithoutSync(t *testing.T) {
 	}
 	if levels[0] != 2 || levels[1] != 2 {
 		t.Fatalf("a group with a durable call: synchronous %v, want FULL for both", levels)
+	}
+}
+
+// TestResendableRestoresFullOnFailure: a resendable transaction whose
+// function fails, panics, or whose caller is gone when its turn comes
+// leaves every connection of the pool at synchronous=FULL for the API
+// calls after it.
+func TestResendableRestoresFullOnFailure(t *testing.T) {
+	s := openTest(t)
+	ctx := t.Context()
+	gone, cancel := context.WithCancel(store.Resendable(ctx))
+	cancel()
+	calls := []struct {
+		ctx context.Context
+		fn  func(context.Context, store.Tx) error
+	}{
+		{store.Resendable(ctx), func(context.Context, store.Tx) error { return errors.New("refused") }},
+		{store.Resendable(ctx), func(context.Context, store.Tx) error { panic("broken") }},
+		{gone, func(context.Context, store.Tx) error { return nil }},
+	}
+	for i, c := range calls {
+		if err := s.InTx(c.ctx, c.fn); err == nil {
+			t.Fatalf("call %d: no error", i)
+		}
+	}
+	// Hold every open connection at once, so each is checked.
+	n := max(s.db.Stats().OpenConnections, 1)
+	conns := make([]*sql.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		var level int
+		if err := c.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&level); err != nil {
+			t.Fatal(err)
+		}
+		if level != 2 {
+			t.Fatalf("a connection after failed resendable calls: synchronous=%d, want 2 (FULL)", level)
+		}
 	}
 }
