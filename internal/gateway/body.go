@@ -139,8 +139,8 @@ func appendName(out []byte, k string) []byte {
 // not copied as a growing buffer doubles. What a request holds follows
 // what arrived, not what it announced: the buffer starts at most
 // preallocBytes and doubles (up to n) only as it fills, so a client that
-// announces the limit and sends slowly, or nothing, holds at most twice
-// what it sent.
+// announces the limit and sends slowly, or nothing, holds at most
+// preallocBytes or twice what it sent.
 func readAll(r io.Reader, n, limit int64) ([]byte, error) {
 	if n <= 0 || n > limit {
 		return io.ReadAll(r)
@@ -170,4 +170,4 @@ func readAll(r io.Reader, n, limit int64) ([]byte, error) {
 
 // preallocBytes is the most readAll sets aside before a body's bytes
 // arrive (bodies up to it are read into one buffer of their size).
-const preallocBytes = 1 << 20
+const preallocBytes = 2 << 20
