@@ -363,7 +363,7 @@ func (anthropicMessages) build(b *requestBody, c *conversation, view []chat.Mess
 		if m.Kind == "" || m.Kind == chat.KindNormal {
 			// A message the client sent in this request goes back as it
 			// sent its blocks (the gateway places the cache marks).
-			if b, ok := c.blocks[storedDigest(m)]; ok {
+			if b := c.blocks[storedDigest(m)]; b != nil {
 				blocks = slices.Clone(b)
 			}
 		}
@@ -760,7 +760,7 @@ func (c *conversation) keepBlocks(e memoEntry, raws []json.RawMessage) {
 				run[j] = withoutCacheControl(b)
 			}
 		}
-		c.blocks[storedDigest(&e.msgs[i])] = run
+		keepOwn(c.blocks, storedDigest(&e.msgs[i]), run, sameRaws)
 		at += n
 	}
 }

@@ -136,12 +136,16 @@ func appendName(out []byte, k string) []byte {
 
 // readAll reads r whole into one buffer of the announced size (n, when
 // the client sent Content-Length and it is within limit), so a body is
-// not copied as a growing buffer doubles.
+// not copied as a growing buffer doubles. What a request holds follows
+// what arrived, not what it announced: the buffer starts at most
+// preallocBytes and doubles (up to n) only as it fills, so a client that
+// announces the limit and sends slowly, or nothing, holds at most
+// preallocBytes or twice what it sent.
 func readAll(r io.Reader, n, limit int64) ([]byte, error) {
 	if n <= 0 || n > limit {
 		return io.ReadAll(r)
 	}
-	b := make([]byte, 0, n+1) // +1: the read that finds the end
+	b := make([]byte, 0, min(n+1, preallocBytes)) // +1: the read that finds the end
 	for {
 		m, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+m]
@@ -152,6 +156,10 @@ func readAll(r io.Reader, n, limit int64) ([]byte, error) {
 			return b, err
 		}
 		if len(b) == cap(b) {
+			if int64(cap(b)) < n+1 {
+				b = slices.Grow(b, int(min(int64(2*cap(b)), n+1))-len(b))
+				continue
+			}
 			// More than announced (net/http stops at Content-Length, so
 			// only a reader of another kind): read the rest as it comes.
 			rest, err := io.ReadAll(r)
@@ -159,3 +167,7 @@ func readAll(r io.Reader, n, limit int64) ([]byte, error) {
 		}
 	}
 }
+
+// preallocBytes is the most readAll sets aside before a body's bytes
+// arrive (bodies up to it are read into one buffer of their size).
+const preallocBytes = 2 << 20

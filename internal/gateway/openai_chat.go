@@ -116,7 +116,7 @@ func (d openAIChat) parse(b *requestBody) (*conversation, error) {
 		if done, ok := d.memo.get(key); ok && (!lead || done.msgs[0].Role != chat.RoleSystem) {
 			lead = false
 			c.add(done)
-			c.raws[c.digests[len(c.digests)-1]] = raw
+			keepOwn(c.raws, c.digests[len(c.digests)-1], raw, sameRaw)
 			continue
 		}
 		f := fmt.Sprintf("messages[%d]", i)
@@ -142,7 +142,7 @@ func (d openAIChat) parse(b *requestBody) (*conversation, error) {
 		setRaw(&msg, doorOpenAIChat, raw, gen)
 		stamp(&msg, extra)
 		c.add(d.memo.put(key, len(raw), []chat.Message{msg}))
-		c.raws[c.digests[len(c.digests)-1]] = raw
+		keepOwn(c.raws, c.digests[len(c.digests)-1], raw, sameRaw)
 	}
 	if len(c.msgs) == 0 {
 		return nil, chat.Invalid("messages", "must have a message after the system messages")
@@ -389,7 +389,7 @@ func (openAIChat) build(b *requestBody, c *conversation, view []chat.Message, _ 
 		if m.Kind == "" || m.Kind == chat.KindNormal {
 			// A message the client sent in this request goes back as it
 			// sent it (its cache marks and field order too).
-			if raw, ok := c.raws[storedDigest(m)]; ok {
+			if raw := c.raws[storedDigest(m)]; raw != nil {
 				out = append(out, raw)
 				continue
 			}

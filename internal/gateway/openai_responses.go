@@ -101,7 +101,7 @@ func (d openAIResponses) parse(b *requestBody) (*conversation, error) {
 	c.lead = start
 	c.runs = make(map[[32]byte][]json.RawMessage, len(runs))
 	for i, run := range runs {
-		c.runs[c.digests[i]] = run
+		keepOwn(c.runs, c.digests[i], run, sameRaws)
 	}
 	c.system = strings.Join(system, "\n\n")
 	return c, nil
@@ -398,7 +398,7 @@ func (openAIResponses) build(b *requestBody, c *conversation, view []chat.Messag
 		if m.Kind == "" || m.Kind == chat.KindNormal {
 			// Items the client sent in this request go back as it sent
 			// them.
-			if run, ok := c.runs[storedDigest(m)]; ok {
+			if run := c.runs[storedDigest(m)]; run != nil {
 				out = append(out, run...)
 				continue
 			}
