@@ -37,15 +37,17 @@ type ExchangeResult struct {
 	// appended.
 	Reply    []chat.Message
 	Warnings []string
-	// Dropped says why each report left out was: one the ledger cannot
-	// take (no input tokens, figures past the bounds) is not recorded and
-	// does not keep the rest of the exchange from being recorded.
+	// Dropped says why each report, or the reply, was left out: a report
+	// the ledger cannot take (no input tokens, figures past the bounds) is
+	// not recorded and does not keep the rest of the exchange from being
+	// recorded; nor does a reply the log cannot take.
 	Dropped []string
 }
 
 // RecordExchange records a relayed model call in one transaction: its
 // usage reports (ledger, calibration, anchor) and the reply appended, both
-// or neither. The gateway calls it once per answered request, so the
+// or neither — but a reply the log refuses is left out (Dropped) rather
+// than taking the bill with it. The gateway calls it once per answered request, so the
 // recording costs one commit however many upstream calls the answer took.
 // A reply is never stored twice: once appended, the log is no longer where
 // the call left it.
@@ -71,25 +73,48 @@ func (e *Engine) RecordExchange(ctx context.Context, tenant, id string, in Excha
 	if len(in.Reports) == 0 && len(in.Reply) == 0 {
 		return ExchangeResult{Dropped: invalid}, nil
 	}
+	// Likewise a reply the log cannot take (past the caps, invalid, or
+	// refused when appended: a quota, the view's message cap) must not
+	// keep the bill from being recorded: the reports are the provider's
+	// figures, which only contextd holds; the client resends the reply
+	// with its next request.
 	var counted []chat.Message
 	if len(in.Reply) > 0 {
-		if err := chat.CheckAppend("reply", in.Reply); err != nil {
-			return ExchangeResult{}, err
+		err := chat.CheckAppend("reply", in.Reply)
+		if err == nil {
+			err = chat.ValidateMessages("reply", in.Reply)
 		}
-		if err := chat.ValidateMessages("reply", in.Reply); err != nil {
-			return ExchangeResult{}, err
+		if err == nil {
+			counted, err = e.countMessages(ctx, in.Model, in.Reply)
 		}
-		var err error
-		if counted, err = e.countMessages(ctx, in.Model, in.Reply); err != nil {
-			return ExchangeResult{}, err
+		if err != nil {
+			if len(in.Reports) == 0 {
+				return ExchangeResult{}, err
+			}
+			invalid = append(invalid, fmt.Sprintf("reply not appended: %v", err))
+			in.Reply, counted = nil, nil
 		}
 	}
+	res, err := e.recordExchangeRepairing(ctx, tenant, id, in, counted)
+	if err != nil && len(counted) > 0 && len(in.Reports) > 0 && ctx.Err() == nil &&
+		!errors.Is(err, store.ErrVersionConflict) && !errors.Is(err, store.ErrNotFound) {
+		invalid = append(invalid, fmt.Sprintf("reply not appended: %v", err))
+		in.Reply = nil
+		res, err = e.recordExchangeRepairing(ctx, tenant, id, in, nil)
+	}
+	if err != nil {
+		return ExchangeResult{}, err
+	}
+	res.Dropped = invalid
+	return res, nil
+}
+
+// recordExchangeRepairing is one recording, repairing a log an
+// interrupted call left open once if it must.
+func (e *Engine) recordExchangeRepairing(ctx context.Context, tenant, id string, in ExchangeInput, counted []chat.Message) (ExchangeResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := e.recordExchangeOnce(ctx, tenant, id, in, counted)
 		if !errors.Is(err, errRepair) || attempt == 2 {
-			if err == nil {
-				res.Dropped = invalid
-			}
 			return res, err
 		}
 		if err := e.repairInterrupted(ctx, tenant, id); err != nil {

@@ -124,3 +124,47 @@ func TestRecordExchangeLeavesOutUnrecordableReports(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordExchangeKeepsTheBillOfARefusedReply: a reply the log refuses
+// (here invalid; at the gateway, one past the append caps, as an expand
+// loop's 16 MB answer was) is left out and said so, and the call's usage
+// is recorded all the same — the provider billed it. Before, the refusal
+// failed the whole exchange and the ledger lost every call of it.
+func TestRecordExchangeKeepsTheBillOfARefusedReply(t *testing.T) {
+	models, encodings := testModels(t)
+	backendStores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		e := engine.New(encodings, models, st)
+		v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4o", System: "sys"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prep, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("hello there")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := engine.ExchangeInput{
+			Reports:  []engine.ReportInput{{InputTokens: prep.Status.Usage.Used, OutputTokens: 2, ViewToken: prep.ViewToken}},
+			Reply:    []chat.Message{{Role: "narrator", Parts: []chat.Part{{Type: chat.PartText, Text: "hi"}}}},
+			LogCount: prep.Status.LogCount, Created: prep.Status.Created, Model: prep.Status.Usage.Model}
+		out, err := e.RecordExchange(ctx, tenant, v.ID, in)
+		if err != nil {
+			t.Fatalf("an exchange whose reply the log refuses: %v", err)
+		}
+		if out.Reply != nil || len(out.Dropped) != 1 {
+			t.Fatalf("reply %+v, dropped %q; want no reply and the reply dropped", out.Reply, out.Dropped)
+		}
+		s, err := e.GetSession(ctx, tenant, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.LogCount != 1 || s.Ledger.Calls.Calls != 1 {
+			t.Fatalf("after the exchange: %d logged, %d calls; want 1 and 1", s.LogCount, s.Ledger.Calls.Calls)
+		}
+		// With nothing to bill, a refused reply is the exchange's error.
+		in.Reports = nil
+		if _, err := e.RecordExchange(ctx, tenant, v.ID, in); err == nil {
+			t.Fatal("a refused reply alone was not refused")
+		}
+	})
+}
