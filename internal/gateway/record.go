@@ -75,13 +75,16 @@ func (x *exchange) answering(out *outcome) {
 // transaction (engine.RecordExchange: both or neither). It runs after the
 // client hung up too; failures are logged, never answered (the answer is
 // the provider's), and a reply that could not be appended is appended by
-// the next request that carries it. Like all the gateway's writes, it
-// need not be durable when it returns (serveDoor's store.Resendable): the
-// client resends the reply with its next request.
+// the next request that carries it. Unlike the gateway's other writes
+// (serveDoor's store.Resendable), it is durable when it returns: the
+// ledger is what only contextd holds.
 func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep engine.PrepareResult, us []usage, reply []chat.Message) {
 	id := res.id
 	ctx, cancel := detach(ctx)
 	defer cancel()
+	// The reply comes back with the client's next request, but the usage
+	// the provider reported does not: the recording is durable.
+	ctx = store.Durable(ctx)
 	// The reply is appended only to the session as this call left it: when
 	// another request came first, that request carried the reply itself,
 	// if the client kept it.

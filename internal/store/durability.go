@@ -17,7 +17,8 @@ import "context"
 // milliseconds of such commits (wal_writer_delay, three times) when the
 // server crashes, never a consistent state. A transaction that groups
 // several calls (SQLite's group commit) syncs when any of them is not
-// resendable.
+// resendable. The gateway's recording of a call (the ledger) is Durable
+// again: only contextd holds the provider's usage.
 
 type resendableKey struct{}
 
@@ -32,4 +33,12 @@ func Resendable(ctx context.Context) context.Context {
 func IsResendable(ctx context.Context) bool {
 	v, _ := ctx.Value(resendableKey{}).(bool)
 	return v
+}
+
+// Durable undoes Resendable for the writes made with ctx: the gateway's
+// recording of a call holds the provider's usage (the ledger, the
+// calibration), which no client can send again, so it waits for the disk
+// like an API call.
+func Durable(ctx context.Context) context.Context {
+	return context.WithValue(ctx, resendableKey{}, false)
 }

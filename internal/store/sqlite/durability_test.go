@@ -40,6 +40,10 @@ func TestResendableCommitsWithoutSync(t *testing.T) {
 	if got := level(store.Resendable(ctx)); got != 1 {
 		t.Fatalf("a resendable transaction commits with synchronous=%d, want 1 (NORMAL)", got)
 	}
+	// The gateway's recording: a resendable request's write made Durable.
+	if got := level(store.Durable(store.Resendable(ctx))); got != 2 {
+		t.Fatalf("a durable write of a resendable request commits with synchronous=%d, want 2 (FULL)", got)
+	}
 	for i := range 3 { // every idle connection is FULL again
 		if got := level(ctx); got != 2 {
 			t.Fatalf("call %d after it: synchronous=%d, want 2 (FULL)", i, got)
