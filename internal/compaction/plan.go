@@ -568,10 +568,9 @@ func (p *planner) summarize() error {
 	// than the tail alone needs, which keeps the view after a summary under
 	// the target and the bill of the trail within 5 % (with room for the
 	// summary only, +6.7 % at 16k on the corpus). The trail takes what the
-	// head it summarizes needs, within its budget (TrailSize, measured on
-	// the head the whole budget leaves; a head that ends sooner needs no
-	// more): a large budget that the trail does not fill would leave only
-	// the latest step verbatim.
+	// head it summarizes needs, within its budget (TrailSize, trailCut): a
+	// large budget that the trail does not fill would leave only the
+	// latest step verbatim.
 	trail := TrailBudget(p.req.Policy, p.req.Window)
 	cutFor := func(reserve int) int {
 		budget := min(p.req.Policy.KeepRecentTokens, p.target-p.req.Fixed-headKept-int64(p.req.Policy.SummaryMaxTokens+reserve))
@@ -592,9 +591,12 @@ func (p *planner) summarize() error {
 		return nil
 	}
 	if p.req.TrailSize != nil {
-		need := p.req.TrailSize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, Messages: summarized,
-			MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trail, ID: "sum_0_0", ExpandTool: p.req.Policy.ExposeExpandTool, Count: p.req.CountText})
-		if c := cutFor(min(need, trail)); c > 0 && c < cut {
+		measure := func(cut int) int {
+			summarized, _, _, previous := p.headBefore(cut)
+			return p.req.TrailSize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, Messages: summarized,
+				MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trail, ID: "sum_0_0", ExpandTool: p.req.Policy.ExposeExpandTool, Count: p.req.CountText})
+		}
+		if c := trailCut(cut, trail, cutFor, measure); c < cut {
 			cut = c
 			summarized, replaced, before, previous = p.headBefore(cut)
 			if len(replaced) == 0 {
