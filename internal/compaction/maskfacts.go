@@ -3,11 +3,14 @@ package compaction
 import (
 	"strings"
 
+	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/probes"
 )
 
 // maxKeptErrors bounds the error lines a placeholder keeps of what it
-// prunes (each at most probes.MaxHead bytes), and its URLs likewise.
+// prunes (each at most 4 × probes.MaxHead bytes, Head), and its URLs
+// likewise (each at most probes.MaxURL bytes; a longer one is left out,
+// never cut): at most about 4 KiB of facts per placeholder.
 const maxKeptErrors = 3
 
 // keptFacts is what a placeholder keeps of the output it prunes, so masking
@@ -25,4 +28,15 @@ func keptFacts(content string, isErr, status bool) string {
 		b.WriteString("\n" + e)
 	}
 	return b.String()
+}
+
+// masked returns the stand-in build makes of m with the facts it keeps,
+// unless that takes as many tokens as m (an output made of little but error
+// lines and URLs): then the one without them. Masking never grows the view.
+func (p *planner) masked(m *chat.Message, build func(facts bool) (chat.Message, bool)) (chat.Message, bool) {
+	repl, ok := build(true)
+	if ok && p.req.Count(&repl) >= m.Tokens {
+		return build(false)
+	}
+	return repl, ok
 }

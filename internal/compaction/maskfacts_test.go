@@ -78,3 +78,42 @@ func TestDuplicatePlaceholderKeepsNoFacts(t *testing.T) {
 		t.Errorf("duplicate placeholder: %+v", ph.Parts[0].ToolResult)
 	}
 }
+
+// TestPlaceholderFactsAreBounded: what a placeholder keeps is bounded
+// whatever the output (URLs as long as the scan window, an output made
+// only of error lines and URLs), and a placeholder never takes more tokens
+// than the output it stands for: masking must not grow the view.
+func TestPlaceholderFactsAreBounded(t *testing.T) {
+	long := func(i int) string {
+		return "https://bucket.example.com/obj" + string(rune('a'+i)) + "?X-Signature=" + strings.Repeat("ab12", 4000)
+	}
+	huge := "Downloading\n" + long(0) + "\n" + long(1) + "\n" + long(2) + "\nerror: upload failed\n<returncode>1</returncode>"
+	// Just above minPruneTokens, and nothing but facts.
+	dense := "error: a1 b1\nerror: a2 b2\nerror: a3 b3\nhttps://x.io/1\nhttps://x.io/2\nhttps://x.io/3\nexit code 1\n"
+	for count(&chat.Message{Parts: []chat.Part{{Type: chat.PartText, Text: dense}}}) < 110 {
+		dense = strings.Replace(dense, "https://x.io/", "https://x.io/segment/", 3)
+	}
+	b := (&builder{}).user("Fix the bug.")
+	b.assistant("Upload.", "c0").result("c0", huge)
+	b.assistant("Again.", "c1").result("c1", dense)
+	b.steps(8, 400, "s")
+	req := request(b, 200_000, compaction.TierPrune)
+	req.Target = 0.0001
+	plan := mustPlan(t, req)
+	for _, it := range plan.Items {
+		if it.TokensAfter >= it.TokensBefore {
+			t.Errorf("placeholder %s of %s grew the view: %d tokens for %d", it.NewID, it.Replaced[0], it.TokensAfter, it.TokensBefore)
+		}
+		for _, m := range plan.View {
+			if m.ID == it.NewID && it.Replaced[0] == "m3" {
+				got := m.Parts[0].ToolResult.Content
+				if len(got) > 2_000 {
+					t.Errorf("placeholder of an output with long URLs keeps %d bytes:\n%.300s", len(got), got)
+				}
+				if !strings.Contains(got, "error: upload failed") || !strings.Contains(got, "exit code 1") {
+					t.Errorf("placeholder lost its error line or exit code:\n%.300s", got)
+				}
+			}
+		}
+	}
+}

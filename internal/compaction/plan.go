@@ -332,7 +332,7 @@ func (p *planner) prune() {
 			continue
 		}
 		newer := p.view[j].ID
-		p.replace(i, placeholderFor(m, fmt.Sprintf("identical to the newer message %s", newer), names, tool),
+		p.replace(i, placeholderFor(m, fmt.Sprintf("identical to the newer message %s", newer), false, names, tool),
 			TierPrune, "duplicate of "+newer)
 	}
 
@@ -342,7 +342,8 @@ func (p *planner) prune() {
 		if toolResultOf(m) == nil || m.Tokens < minPruneTokens || !prunable(i) {
 			continue
 		}
-		p.replace(i, placeholderFor(m, "", names, tool), TierPrune, "old tool output")
+		repl, _ := p.masked(m, func(facts bool) (chat.Message, bool) { return placeholderFor(m, "", facts, names, tool), true })
+		p.replace(i, repl, TierPrune, "old tool output")
 	}
 
 	// 3. Long old messages keep their head and tail.
@@ -353,7 +354,7 @@ func (p *planner) prune() {
 		if m.Tokens < long || !prunable(i) || toolResultOf(m) != nil {
 			continue
 		}
-		if repl, ok := headTail(m, tool); ok {
+		if repl, ok := p.masked(m, func(facts bool) (chat.Message, bool) { return headTail(m, facts, tool) }); ok {
 			p.replace(i, repl, TierPrune, "long message: kept head and tail")
 		}
 	}
@@ -412,8 +413,9 @@ func sameContent(a, b *chat.Message) bool {
 }
 
 // placeholderFor returns the stand-in of a message whose content is pruned.
-// A tool result keeps its tool_call_id, so pairing holds.
-func placeholderFor(m *chat.Message, why string, names map[string]string, tool bool) chat.Message {
+// A tool result keeps its tool_call_id, so pairing holds; facts: it keeps
+// its exit code, error lines and URLs (keptFacts).
+func placeholderFor(m *chat.Message, why string, facts bool, names map[string]string, tool bool) chat.Message {
 	// Plain concatenation, not fmt: the pruner may write tens of thousands.
 	desc := strconv.FormatInt(m.Tokens, 10) + " tokens"
 	if why != "" {
@@ -427,7 +429,7 @@ func placeholderFor(m *chat.Message, why string, names map[string]string, tool b
 			tool = "a tool"
 		}
 		kept := ""
-		if why == "" { // a duplicate's facts are in its newer copy
+		if facts { // not a duplicate's: they are in its newer copy
 			kept = keptFacts(tr.Content, tr.IsError, true)
 		}
 		if kept != "" {
@@ -456,8 +458,9 @@ const (
 )
 
 // headTail keeps the head and tail of a long message's text around a
-// placeholder; tool calls and other parts stay as they are.
-func headTail(m *chat.Message, tool bool) (chat.Message, bool) {
+// placeholder (with the facts of the middle, when facts); tool calls and
+// other parts stay as they are.
+func headTail(m *chat.Message, facts, tool bool) (chat.Message, bool) {
 	out := chat.Message{Role: m.Role, Name: m.Name, Kind: chat.KindPlaceholder, Metadata: m.Metadata}
 	cut := false
 	for _, part := range m.Parts {
@@ -467,7 +470,7 @@ func headTail(m *chat.Message, tool bool) (chat.Message, bool) {
 		}
 		head, tail := safePrefix(part.Text, headChars), safeSuffix(part.Text, tailChars)
 		kept, among := "", ""
-		if m.Role == chat.RoleUser { // an observation a harness sends as user text
+		if facts && m.Role == chat.RoleUser { // an observation a harness sends as user text
 			kept = keptFacts(part.Text[len(head):len(part.Text)-len(tail)], false, false)
 		}
 		if kept != "" {
@@ -565,10 +568,9 @@ func (p *planner) summarize() error {
 	// than the tail alone needs, which keeps the view after a summary under
 	// the target and the bill of the trail within 5 % (with room for the
 	// summary only, +6.7 % at 16k on the corpus). The trail takes what the
-	// head it summarizes needs, within its budget (TrailSize, measured on
-	// the head the whole budget leaves; a head that ends sooner needs no
-	// more): a large budget that the trail does not fill would leave only
-	// the latest step verbatim.
+	// head it summarizes needs, within its budget (TrailSize, trailCut): a
+	// large budget that the trail does not fill would leave only the
+	// latest step verbatim.
 	trail := TrailBudget(p.req.Policy, p.req.Window)
 	cutFor := func(reserve int) int {
 		budget := min(p.req.Policy.KeepRecentTokens, p.target-p.req.Fixed-headKept-int64(p.req.Policy.SummaryMaxTokens+reserve))
@@ -589,9 +591,12 @@ func (p *planner) summarize() error {
 		return nil
 	}
 	if p.req.TrailSize != nil {
-		need := p.req.TrailSize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, Messages: summarized,
-			MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trail, ID: "sum_0_0", ExpandTool: p.req.Policy.ExposeExpandTool, Count: p.req.CountText})
-		if c := cutFor(min(need, trail)); c > 0 && c < cut {
+		measure := func(cut int) int {
+			summarized, _, _, previous := p.headBefore(cut)
+			return p.req.TrailSize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, Messages: summarized,
+				MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trail, ID: "sum_0_0", ExpandTool: p.req.Policy.ExposeExpandTool, Count: p.req.CountText})
+		}
+		if c := trailCut(cut, trail, cutFor, measure); c < cut {
 			cut = c
 			summarized, replaced, before, previous = p.headBefore(cut)
 			if len(replaced) == 0 {

@@ -70,3 +70,29 @@ func (p *planner) headBefore(cut int) (summarized []chat.Message, replaced []str
 	}
 	return summarized, replaced, before, previous
 }
+
+// maxTrailCuts bounds the heads trailCut measures after the first.
+const maxTrailCuts = 2
+
+// trailCut returns the cut that leaves room for the trail its own head
+// needs, within budget: cut leaves room for the whole budget; a later
+// candidate (cutFor the room the last head measured needs) is taken only
+// when its head's trail fits the room it was given. A shorter head can need
+// more than a longer one, whose trail folded: measured on the longer head
+// alone, the view after the summary overshot the target (16k: 6,911 tokens
+// for 6,800, TestSummaryStaysWithinTarget). At most 1 + maxTrailCuts
+// measures.
+func trailCut(cut, budget int, cutFor func(reserve int) int, measure func(cut int) int) int {
+	need := measure(cut)
+	for range maxTrailCuts {
+		reserve := min(need, budget)
+		c := cutFor(reserve)
+		if c <= 0 || c >= cut {
+			return cut
+		}
+		if need = measure(c); need <= reserve {
+			return c
+		}
+	}
+	return cut
+}

@@ -48,7 +48,16 @@ func cutWords(summary, originals string) []string {
 				continue
 			}
 			w := strings.TrimLeft(fields[len(fields)-1], "([{\"'`")
-			if w != "" && word(w[len(w)-1]) && !whole(w, func(byte) bool { return true }, notWord) {
+			if w == "" || !word(w[len(w)-1]) {
+				continue
+			}
+			if !whole(w, func(byte) bool { return true }, notWord) {
+				out = append(out, fmt.Sprintf("the word %q before an ellipsis (line %q)", w, line))
+				continue
+			}
+			// A cut word may be whole elsewhere ("sub" of "subtracted"):
+			// with the word before it, it must be whole where it was cut.
+			if len(fields) >= 2 && phraseCut(fields[len(fields)-2], w, originals) {
 				out = append(out, fmt.Sprintf("the word %q before an ellipsis (line %q)", w, line))
 			}
 		}
@@ -64,4 +73,26 @@ func cutWords(summary, originals string) []string {
 		}
 	}
 	return out
+}
+
+// phraseCut reports whether prev followed by w (whitespace between) occurs
+// in originals only with a word character after w: w is what remains of a
+// longer word. A prev that is a bullet or a trail tag ("-", "ran:") is the
+// summary's own, not the originals', and says nothing.
+func phraseCut(prev, w, originals string) bool {
+	if prev == "-" || strings.HasSuffix(prev, ":") || !strings.Contains(originals, prev) {
+		return false
+	}
+	re, err := regexp.Compile(regexp.QuoteMeta(prev) + `\s+` + regexp.QuoteMeta(w) + `(\w?)`)
+	if err != nil {
+		return false
+	}
+	found := false
+	for _, m := range re.FindAllStringSubmatch(originals, -1) {
+		if m[1] == "" {
+			return false
+		}
+		found = true
+	}
+	return found
 }

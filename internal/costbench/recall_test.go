@@ -60,12 +60,15 @@ func TestRecall(t *testing.T) {
 func (r RecallResult) isDropMiddle() bool { return r.Strategy == "drop-middle" }
 
 // TestCutWordsFindsTheKnownCuts: the property's checker finds the two cuts
-// the extractive summary used to make.
+// the extractive summary used to make, and a cut that leaves a word whole
+// elsewhere in the originals.
 func TestCutWordsFindsTheKnownCuts(t *testing.T) {
-	originals := "The issue is that calc.py subtracted instead of adding.\ncat /testbed/src/calc.py\n"
+	originals := "The issue is that calc.py subtracted instead of adding.\ncat /testbed/src/calc.py\nls the sub directory\n"
 	for summary, want := range map[string]int{
 		"- The issue is that calc.py subtracted instead of adding.\n- /testbed/src/calc.py": 0,
 		"- The issue is that calc.py subtr…":                                                1,
+		"- The issue is that calc.py sub…":                                                  1, // "sub" is whole elsewhere
+		"- ls the sub…":                                                                     0,
 		"## Files\n- testbed/src/calc.py":                                                   1,
 	} {
 		if got := cutWords(summary, originals); len(got) != want {

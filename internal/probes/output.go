@@ -30,6 +30,9 @@ var (
 	urlRe = regexp.MustCompile(`https?://[^\s<>"'` + "`" + `)\]}|]+`)
 )
 
+// MaxURL is the longest URL Facts keeps, in bytes.
+const MaxURL = 2 * MaxHead
+
 // exitStatus returns the exit status an output prints, or "".
 func exitStatus(out string) string {
 	m := exitRe.FindStringSubmatch(scanWindow(out))
@@ -121,7 +124,8 @@ func errorLines(out string, isErr bool, max int) []errorLine {
 // artifact survives its masking: the exit status the output prints ("" when
 // none), the first lines of its errors (at most max, each at most MaxHead
 // bytes, "…" ending one cut at a word) and its first distinct URLs (at most
-// max), as Extract reads them. It reads the output's head and tail as
+// max, each at most MaxURL bytes: a longer one, a signed link or a data
+// blob, is left out rather than cut), as Extract reads them. It reads the output's head and tail as
 // Extract does (at most 64 KiB).
 func Facts(out string, isErr bool, max int) (status string, errors, urls []string) {
 	out = scanWindow(out)
@@ -132,7 +136,7 @@ func Facts(out string, isErr bool, max int) (status string, errors, urls []strin
 		errors = append(errors, l.text)
 	}
 	for _, u := range urlRe.FindAllString(out, -1) {
-		if u = strings.TrimRight(u, ".,;:!?"); len(urls) < max && !slices.Contains(urls, u) {
+		if u = strings.TrimRight(u, ".,;:!?"); len(u) <= MaxURL && len(urls) < max && !slices.Contains(urls, u) {
 			urls = append(urls, u)
 		}
 	}

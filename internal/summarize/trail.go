@@ -21,8 +21,8 @@ import (
 // an earlier one merges its trail (a line that recurs moves to the end with
 // its latest facts) instead of summarizing it. Within the trail's budget
 // (compaction.TrailBudget) what failed and what changed are kept first
-// (errors, failing tests, files created, edited or deleted, URLs, the
-// person's messages), then the rest, newest first; what does not fit folds
+// (errors, failing tests, files created, edited or deleted, the person's
+// messages), then URLs, then the rest, newest first; what does not fit folds
 // into one line that counts it and names its message ids and the summary's.
 const SecTrail = "Trail"
 
@@ -47,16 +47,20 @@ const (
 // metaSep separates a line's text from its facts (status, message id).
 const metaSep = " — "
 
-// first reports whether a line is kept before others when the trail folds:
-// what failed (errors, failing tests), what changed (files created, edited,
-// deleted), URLs and the person's messages — few lines, each a fact the
-// agent cannot rebuild by running a command again.
-func (l trailLine) first() bool {
+// rank orders lines when the trail folds (lowest kept first): what failed
+// (errors, failing tests), what changed (files created, edited, deleted)
+// and the person's messages — few lines, each a fact the agent cannot
+// rebuild by running a command again — then URLs (also facts, but one
+// fetched page can hold hundreds of them: ranked with the first, they
+// folded every edit and error before them), then the rest.
+func (l trailLine) rank() int {
 	switch l.tag {
-	case tagError, tagFailed, tagCreated, tagEdited, tagDeleted, tagURL, tagUser:
-		return true
+	case tagError, tagFailed, tagCreated, tagEdited, tagDeleted, tagUser:
+		return 0
+	case tagURL:
+		return 1
 	}
-	return false
+	return 2
 }
 
 // maxTrailLines bounds the lines a trail keeps, folded or not, so its work
@@ -323,9 +327,9 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		// newest first; a line that does not fit folds and older, shorter
 		// ones may still fit.
 		used += count(foldLine(in, folded+len(lines), nil))
-		for _, first := range []bool{true, false} {
+		for rank := range 3 {
 			for i := len(lines) - 1; i >= 0; i-- {
-				if !kept[i] && lines[i].first() == first && used+costs[i] <= budget*3/4 {
+				if !kept[i] && lines[i].rank() == rank && used+costs[i] <= budget*3/4 {
 					used += costs[i]
 					kept[i] = true
 				}

@@ -186,3 +186,37 @@ func TestFilesCarryWhatTheTrailFolds(t *testing.T) {
 		t.Errorf("Files lost a path the previous trail showed:\n%s", out)
 	}
 }
+
+// TestTrailURLsDoNotCrowdOutChanges: a page of links fetched late (an
+// adversarial or merely long output: hundreds of URLs) folds before the
+// files the agent edited and the errors it saw, which no command rebuilds.
+func TestTrailURLsDoNotCrowdOutChanges(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	var links strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&links, "<a href=\"https://example.com/page/%03d\">%d</a>\n", i, i)
+	}
+	msgs := []chat.Message{
+		{ID: "msg_2", Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c1", Name: "Edit",
+			Arguments: `{"file_path":"/repo/src/parser.go","old_string":"x","new_string":"y"}`}}}},
+		{ID: "msg_3", Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c1", Content: "ok"}}}},
+		{ID: "msg_4", Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c2", Name: "bash", Arguments: `{"command":"go build ./..."}`}}}},
+		{ID: "msg_5", Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c2", Content: "panic: runtime error: index out of range [3]\nexit status 2"}}}},
+		{ID: "msg_6", Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c3", Name: "WebFetch", Arguments: `{"url":"https://example.com/"}`}}}},
+		{ID: "msg_7", Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c3", Content: links.String()}}}},
+	}
+	in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, TrailMaxTokens: 600, Count: count, Messages: msgs}
+	out, err := summarize.Extractive{}.Summarize(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, trail, _ := strings.Cut(out, "## "+summarize.SecTrail)
+	for _, want := range []string{"edited: /repo/src/parser.go", "panic: runtime error: index out of range [3]"} {
+		if !strings.Contains(trail, want) {
+			t.Errorf("the trail lost %q to a page of links:\n%s", want, trail)
+		}
+	}
+	if !strings.Contains(trail, "https://example.com/page/299") {
+		t.Errorf("the newest links should still fill what is left:\n%s", trail)
+	}
+}

@@ -1,0 +1,70 @@
+package summarize_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/summarize"
+)
+
+// TestSummaryStaysWithinTarget: with the extractive summary and its real
+// trail (Request.TrailSize), a compaction that summarizes leaves the view
+// within the target, whatever the session's length: the cut leaves room
+// for the trail of the head it actually summarizes. A shorter head's trail
+// may not fold where a longer one's did, and so needs more.
+func TestSummaryStaysWithinTarget(t *testing.T) {
+	countText := func(s string) int { return len(s)/4 + 1 }
+	count := func(m *chat.Message) int64 {
+		n := 4
+		for _, p := range m.Parts {
+			switch p.Type {
+			case chat.PartText:
+				n += countText(p.Text)
+			case chat.PartToolCall:
+				n += countText(p.ToolCall.Name + p.ToolCall.Arguments)
+			case chat.PartToolResult:
+				n += countText(p.ToolResult.Content)
+			}
+		}
+		return int64(n)
+	}
+	for _, w := range []int64{8000, 16000, 32000, 128000} {
+		for _, steps := range []int{10, 25, 40, 60, 200} {
+			var msgs []chat.Message
+			add := func(m chat.Message) {
+				m.ID, m.Kind = fmt.Sprintf("msg_%d", len(msgs)+1), chat.KindNormal
+				m.Tokens = count(&m)
+				msgs = append(msgs, m)
+			}
+			add(chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the bug in the parser."}}})
+			for i := range steps {
+				cmd := fmt.Sprintf("python -m pytest tests/test_mod%d.py -x --tb=long %s", i, strings.Repeat("-k word ", 30))
+				add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{
+					ID: fmt.Sprintf("c%d", i), Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}}}})
+				out := fmt.Sprintf("ValueError: %s\nsee https://example.com/docs/%d/%s\nerror: %s\nE   AssertionError: %s\n<returncode>1</returncode>",
+					strings.Repeat("bad value word ", 40), i, strings.Repeat("seg/", 60), strings.Repeat("another ", 50), strings.Repeat("x", 300))
+				add(chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
+					ToolCallID: fmt.Sprintf("c%d", i), Content: out}}}})
+			}
+			p := compaction.Defaults(w)
+			ids := 0
+			req := compaction.Request{View: msgs, OriginalTaskID: "msg_1", Fixed: 100, Window: w, Policy: p, Target: p.Target, Round: 1,
+				Tiers: []compaction.Tier{compaction.TierPrune, compaction.TierSummarize, compaction.TierDropMiddle},
+				Count: count, CountText: countText, TrailSize: summarize.TrailSize,
+				Summarize: func(in compaction.SummaryInput) (string, error) {
+					return summarize.Extractive{}.Summarize(t.Context(), in)
+				},
+				NewID: func(k chat.Kind) string { ids++; return fmt.Sprintf("%s_%d", k, ids) }}
+			plan, err := compaction.PlanCompaction(req)
+			if err != nil {
+				t.Fatalf("window %d, %d steps: %v", w, steps, err)
+			}
+			if target := int64(p.Target * float64(req.Usable())); plan.TokensAfter > target {
+				t.Errorf("window %d, %d steps: %d tokens after %v, target %d", w, steps, plan.TokensAfter, plan.Tiers, target)
+			}
+		}
+	}
+}
