@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -28,8 +29,8 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// conversations and turns: each conversation makes turnsBefore calls
-// before the kill can land, and turnsAfter once the server is back.
+// conversations and turns: each conversation makes at least turnsBefore
+// calls before the kill can land, and turnsAfter once the server is back.
 const (
 	conversations = 8
 	turnsBefore   = 12
@@ -222,13 +223,17 @@ func killNineUnderLoad(t *testing.T, bin string, env map[string]string) {
 			convs[i].session = fmt.Sprintf("crash-%d", i)
 		}
 	}
-	// The kill lands once every conversation made a few calls, while all
-	// of them are calling; a call the kill cut is made again, once, after
-	// the restart, and must succeed then. Every conversation makes
-	// turnsAfter more calls after the restart, each of which must succeed.
+	// Every conversation calls without pause until the kill: it lands once
+	// every conversation made a few calls, at a moment when calls are in
+	// flight (inflight, counted around each call), so it cuts some of them
+	// mid-request whatever the machine's load. A call the kill cut (the
+	// server went away) is made again, once, after the restart, and must
+	// succeed then; every conversation then makes turnsAfter more calls,
+	// each of which must succeed.
 	var started sync.WaitGroup
 	started.Add(conversations)
-	restarted := make(chan struct{})
+	killed, restarted := make(chan struct{}), make(chan struct{})
+	var inflight atomic.Int32
 	var wg sync.WaitGroup
 	errs := make(chan error, conversations*(turnsBefore+turnsAfter))
 	cut := make([]int, conversations)
@@ -236,20 +241,22 @@ func killNineUnderLoad(t *testing.T, bin string, env map[string]string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for turn := range turnsBefore + turnsAfter {
-				if turn == 3 {
+			turn := 0
+			for ; !closed(killed); turn++ {
+				if turn == turnsBefore {
 					started.Done()
 				}
-				if turn == turnsBefore {
-					<-restarted
-				}
-				after := closed(restarted)
+				inflight.Add(1)
 				err := c.call(s, turn)
+				inflight.Add(-1)
 				if err == nil {
 					continue
 				}
-				if errors.Is(err, errAnswer) || after {
-					errs <- fmt.Errorf("conversation %d, turn %d (restarted before: %t): %w", c.n, turn, after, err)
+				if errors.Is(err, errAnswer) {
+					errs <- fmt.Errorf("conversation %d, turn %d, before the kill: %w", c.n, turn, err)
+					if turn < turnsBefore {
+						started.Done()
+					}
 					return
 				}
 				// The server went away mid-call: after the restart, the
@@ -260,12 +267,29 @@ func killNineUnderLoad(t *testing.T, bin string, env map[string]string) {
 					errs <- fmt.Errorf("conversation %d, turn %d, the call after the restart: %v", c.n, turn, err)
 					return
 				}
+				turn++
+				break
+			}
+			if turn < turnsBefore {
+				started.Done()
+			}
+			<-restarted
+			for end := turn + turnsAfter; turn < end; turn++ {
+				if err := c.call(s, turn); err != nil {
+					errs <- fmt.Errorf("conversation %d, turn %d, after the restart: %w", c.n, turn, err)
+					return
+				}
 			}
 		}()
 	}
 	started.Wait()
-	time.Sleep(50 * time.Millisecond)
+	deadline := time.Now().Add(30 * time.Second)
+	for inflight.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Microsecond)
+	}
+	inFlight := inflight.Load()
 	s.kill()
+	close(killed)
 	client.Transport.(*http.Transport).CloseIdleConnections()
 	s.start()
 	close(restarted)
@@ -278,10 +302,9 @@ func killNineUnderLoad(t *testing.T, bin string, env map[string]string) {
 	for _, n := range cut {
 		total += n
 	}
-	t.Logf("%d conversations, %d calls cut by the kill", conversations, total)
-	if total == 0 && !t.Failed() {
-		// Every conversation was past its last turn before the kill and
-		// waiting: the kill did not land under load, nothing was tested.
+	t.Logf("%d conversations, %d calls in flight at the kill, %d calls cut by it", conversations, inFlight, total)
+	if inFlight == 0 && !t.Failed() {
+		// No call was in flight when the kill landed: nothing was tested.
 		t.Fatal("the kill cut no call")
 	}
 	if t.Failed() {
