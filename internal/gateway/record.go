@@ -125,7 +125,7 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 		return
 	}
 	for _, d := range out.Dropped {
-		g.log.WarnContext(ctx, "gateway usage not recorded", "session", id, "error", d)
+		g.log.WarnContext(ctx, "gateway exchange partly recorded", "session", id, "error", d)
 	}
 	if len(out.Reply) != len(in.Reply) || len(in.Reply) == 0 {
 		return
