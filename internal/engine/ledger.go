@@ -101,8 +101,11 @@ func (e *Engine) recordOverhead(ctx context.Context, tenant, id string, u summar
 	// as ReportUsage does. A PrepareContext planning meanwhile is not
 	// stale for it: it compares the session without version and time
 	// (unchangedButVersion).
+	// Only contextd holds what the summarizer's provider billed: durable
+	// even for a gateway request, whose other writes need not be
+	// (store.Resendable).
 	var final store.Session
-	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	err := e.store.InTx(store.Durable(ctx), func(ctx context.Context, tx store.Tx) error {
 		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {
 			return err

@@ -93,8 +93,10 @@ type outcome struct {
 
 // serveDoor is a door's request: the stages in order.
 func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
-	// Everything the gateway stores, its client sends again with its next
-	// call: the writes need not wait for the disk (store.Resendable).
+	// What the gateway stores of the conversation, its client sends again
+	// with its next call: those writes need not wait for the disk
+	// (store.Resendable). The ledger, which no client resends, is written
+	// durably (record.go, the summarizer's overhead: store.Durable).
 	r = r.WithContext(store.Resendable(r.Context()))
 	x := &exchange{g: g, w: w, r: r, d: d, shape: d.shape()}
 	defer x.close()
