@@ -87,6 +87,7 @@ type exchange struct {
 	session string // X-Contextd-Session of the answer
 	history string
 	used    float64 // X-Contextd-Used-Percent, -1 when absent
+	fresh   bool    // X-Contextd-Compacted: true — the view was compacted for this request
 	main    bool    // the request carries a TASK= prompt and tools (the agent loop, not a title or a check)
 	header  http.Header
 }
@@ -177,7 +178,7 @@ func (r *rig) startFront() {
 			main := bytes.Contains(body, []byte("TASK=")) && len(decoded.Tools) > 0
 			r.mu.Lock()
 			r.exchanges = append(r.exchanges, exchange{conv: r.conv, path: req.URL.Path, status: rec.status,
-				session: h.Get("X-Contextd-Session"), history: h.Get("X-Contextd-History"), used: used, main: main, header: req.Header.Clone()})
+				session: h.Get("X-Contextd-Session"), history: h.Get("X-Contextd-History"), used: used, fresh: h.Get("X-Contextd-Compacted") == "true", main: main, header: req.Header.Clone()})
 			r.mu.Unlock()
 		}()
 		rp.ServeHTTP(rec, req)
