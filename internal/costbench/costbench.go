@@ -174,19 +174,29 @@ func (r *Result) add(o Result) {
 	r.Invalid += o.Invalid
 }
 
-// replayIn replays one transcript in a fresh embedded store under tmp.
-func replayIn(ctx context.Context, tmp string, encodings *tokens.Encodings, models *tokens.Registry, window int64, s Strategy, system string, msgs []chat.Message, r *Result) error {
+// freshEngine is an engine over a fresh embedded store in a directory of
+// its own under tmp; done closes the store and removes the directory.
+func freshEngine(ctx context.Context, tmp string, encodings *tokens.Encodings, models *tokens.Registry, opts ...engine.Option) (e *engine.Engine, done func(), err error) {
 	dir, err := os.MkdirTemp(tmp, "costbench-")
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer os.RemoveAll(dir)
 	st, err := sqlite.Open(ctx, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return engine.New(encodings, models, st, opts...), func() { st.Close(); os.RemoveAll(dir) }, nil
+}
+
+// replayIn replays one transcript in a fresh embedded store under tmp.
+func replayIn(ctx context.Context, tmp string, encodings *tokens.Encodings, models *tokens.Registry, window int64, s Strategy, system string, msgs []chat.Message, r *Result) error {
+	e, done, err := freshEngine(ctx, tmp, encodings, models)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	return replay(ctx, engine.New(encodings, models, st), window, s, system, msgs, r)
+	defer done()
+	return replay(ctx, e, window, s, system, msgs, r)
 }
 
 // replay drives one transcript as an agent loop: PrepareContext with what

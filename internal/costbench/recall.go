@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -22,7 +21,6 @@ import (
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/probes"
 	"github.com/contextd/contextd/internal/store"
-	"github.com/contextd/contextd/internal/store/sqlite"
 	"github.com/contextd/contextd/internal/summarize"
 	"github.com/contextd/contextd/internal/tokens"
 )
@@ -176,17 +174,11 @@ func RunRecall(ctx context.Context, files []string, windows []int64, strategies 
 				if err != nil {
 					return err
 				}
-				dir, err := os.MkdirTemp(tmp, "recallbench-")
+				e, done, err := freshEngine(ctx, tmp, encodings, models, engine.WithSummarizers(set))
 				if err != nil {
 					return err
 				}
-				defer os.RemoveAll(dir)
-				st, err := sqlite.Open(ctx, dir)
-				if err != nil {
-					return err
-				}
-				defer st.Close()
-				e := engine.New(encodings, models, st, engine.WithSummarizers(set))
+				defer done()
 				r, err := replayRecall(ctx, e, w, s, loaded[i].system, loaded[i].msgs)
 				if err != nil {
 					return fmt.Errorf("%s, %s at %d: %w", filepath.Base(f), s.Name, w, err)

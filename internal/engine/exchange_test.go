@@ -16,20 +16,28 @@ func replyMsg(text string) chat.Message {
 // its reply are recorded in one transaction, both or neither; a reply
 // whose session's log grew meanwhile (its own retry, or a request that
 // carried it) is not appended, its reports are.
+// onePreparedTurn is a session of e with one user turn prepared: what a
+// model call's recording follows.
+func onePreparedTurn(t *testing.T, e *engine.Engine) (engine.SessionView, engine.PrepareResult) {
+	t.Helper()
+	v, err := e.CreateSession(t.Context(), tenant, engine.NewSession{Model: "gpt-4o", System: "sys"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep, err := e.PrepareContext(t.Context(), tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("hello there")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, prep
+}
+
 func TestRecordExchangeIsOneTransaction(t *testing.T) {
 	models, encodings := testModels(t)
 	backendStores(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		txs := 0
 		e := engine.New(encodings, models, countTxs{st, &txs})
-		v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4o", System: "sys"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		prep, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("hello there")}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		v, prep := onePreparedTurn(t, e)
 		used := prep.Status.Usage.Used
 		in := engine.ExchangeInput{
 			Reports: []engine.ReportInput{{InputTokens: used, OutputTokens: 5, ViewToken: prep.ViewToken},
@@ -95,14 +103,7 @@ func TestRecordExchangeLeavesOutUnrecordableReports(t *testing.T) {
 	backendStores(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		e := engine.New(encodings, models, st)
-		v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4o", System: "sys"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		prep, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("hello there")}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		v, prep := onePreparedTurn(t, e)
 		in := engine.ExchangeInput{
 			Reports: []engine.ReportInput{{InputTokens: 0, OutputTokens: 5, ViewToken: prep.ViewToken},
 				{InputTokens: prep.Status.Usage.Used, OutputTokens: 2, ViewToken: prep.ViewToken}},
@@ -135,14 +136,7 @@ func TestRecordExchangeKeepsTheBillOfARefusedReply(t *testing.T) {
 	backendStores(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		e := engine.New(encodings, models, st)
-		v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4o", System: "sys"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		prep, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("hello there")}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		v, prep := onePreparedTurn(t, e)
 		in := engine.ExchangeInput{
 			Reports:  []engine.ReportInput{{InputTokens: prep.Status.Usage.Used, OutputTokens: 2, ViewToken: prep.ViewToken}},
 			Reply:    []chat.Message{{Role: "narrator", Parts: []chat.Part{{Type: chat.PartText, Text: "hi"}}}},
