@@ -81,14 +81,13 @@ type answer struct {
 }
 
 // outcome is what relay says the client got, for record: usages are the
-// upstream calls the provider answered (each goes into the ledger);
-// answered, the answer went out whole (its last byte was written, or was
-// being written when the client stopped reading), with reply, the
-// assistant's reply in it, which goes into the log.
+// upstream calls the provider answered (each goes into the ledger); reply,
+// set when the answer went out whole (its last byte was written, or was
+// being written when the client stopped reading), is the assistant's reply
+// in it, which goes into the log.
 type outcome struct {
-	usages   []usage
-	answered bool
-	reply    []chat.Message
+	usages []usage
+	reply  []chat.Message
 }
 
 // serveDoor is a door's request: the stages in order.

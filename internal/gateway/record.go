@@ -56,7 +56,6 @@ func (x *exchange) record(out outcome) {
 // with its place in the history. Once a recording started, a later word
 // (a stream with a second last event) changes nothing.
 func (x *exchange) answering(out *outcome) {
-	out.answered = true
 	if x.hold == nil || x.recording {
 		return
 	}
