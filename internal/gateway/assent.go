@@ -4,7 +4,6 @@ import (
 	"maps"
 
 	"github.com/contextd/contextd/internal/chat"
-	"github.com/contextd/contextd/internal/store"
 )
 
 // asSent puts into the view, in place of the stored copy of each message
@@ -22,11 +21,10 @@ func asSent(view []chat.Message, c *conversation) []chat.Message {
 	out := view
 	copied := false
 	for i := range view {
-		e, ok := store.HistoryOf(&view[i])
-		if !ok || e.Length > int64(len(c.msgs)) || c.chains[e.Length-1] != e.Chain {
+		client := clientOf(&view[i], c) // clientedit.go: a client edit stands at its original's place
+		if client == nil {
 			continue
 		}
-		client := &c.msgs[e.Length-1]
 		if view[i].Metadata[metaDigest] == client.Metadata[metaDigest] && view[i].Metadata[metaRaw] == client.Metadata[metaRaw] {
 			continue // the same bytes as stored (the usual case): nothing to change
 		}

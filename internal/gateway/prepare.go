@@ -110,6 +110,12 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			g.unmake(ctx, tenant, res)
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
+		if err := g.recordEdits(ctx, tenant, c, &res); err != nil {
+			if (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound)) && retry.again(ctx) {
+				continue
+			}
+			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
+		}
 		in := engine.PrepareInput{Messages: res.fresh, NoLedger: true} // the gateway sends no ledger
 		if len(res.fresh) > 0 {
 			in.IdempotencyKey, in.ExpectedVersion = "gw-"+key, &res.version

@@ -1,0 +1,192 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/watch"
+)
+
+// A client edit is a compaction by the client. A client that resends an
+// old message in a newer version (Qwen Code replaces old tool results with
+// "[Old tool result content cleared]", Claude Code fills schema defaults
+// into old tool calls) sends that version upstream; the session counts it
+// too. The client's version is stored as a message of its own (no log
+// position, like a placeholder: the log keeps the original, byte for byte,
+// expandable), put in the active view in place of the message it edits,
+// with its own exact token count; the change is recorded as a compaction
+// of tier "client_edit", so RevertCompaction restores the view before it.
+// The used percentage and the next compaction decisions then count what
+// the client sends.
+
+// ClientEditTier names the record of client edits.
+const ClientEditTier = "client_edit"
+
+// EditOfMetadata is the metadata key of a client's version of a message:
+// the id of the log message it edits.
+const EditOfMetadata = "contextd.edit_of"
+
+// ClientEditInput is a RecordClientEdits request.
+type ClientEditInput struct {
+	// Client returns the client's version of a message of the active view
+	// when it differs from the stored one (the caller matches messages: the
+	// gateway by their history chains); it is called once per message of
+	// the view, summaries and placeholders excluded, until Max edits.
+	Client func(stored *chat.Message) (chat.Message, bool)
+	// Max bounds the edits one call records (the rest wait for the next).
+	Max int
+	// Expected and Created: the session as the caller matched it (its
+	// version and incarnation); edits are recorded only on that version
+	// (ErrVersionConflict otherwise).
+	Expected int64
+	Created  time.Time
+}
+
+// ClientEditResult is what RecordClientEdits did.
+type ClientEditResult struct {
+	// Edited is how many messages were edited (0: nothing was written).
+	Edited int
+	// Version is the session's version after the call.
+	Version    int64
+	Compaction *store.Compaction
+}
+
+// RecordClientEdits records the client's versions of messages of the
+// active view of session id at version expected. With nothing to edit it
+// reads at most the session and its view (nothing when the engine's view
+// cache holds the view at that version) and writes nothing. Work: one
+// Version call per view message, one count of at most Max messages and one
+// transaction that writes them, the view's new generation and the record.
+// A session that moved since expected is ErrVersionConflict (the caller
+// matches again), so two replicas never record one edit twice.
+func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in ClientEditInput) (ClientEditResult, error) {
+	expected := in.Expected
+	view, err := e.viewAt(ctx, tenant, id, expected, in.Created)
+	if err != nil {
+		return ClientEditResult{}, err
+	}
+	type edit struct {
+		at       int
+		old, new chat.Message
+	}
+	var edits []edit
+	for i := range view {
+		if in.Max > 0 && len(edits) >= in.Max {
+			break
+		}
+		old := &view[i]
+		if old.Kind != "" && old.Kind != chat.KindNormal {
+			continue // contextd's own: the client never sent it
+		}
+		v, ok := in.Client(old)
+		if !ok || v.Role != old.Role {
+			continue
+		}
+		edits = append(edits, edit{at: i, old: *old, new: v})
+	}
+	if len(edits) == 0 {
+		return ClientEditResult{Version: expected}, nil
+	}
+	s, err := e.readSession(ctx, tenant, id)
+	if err != nil {
+		return ClientEditResult{}, err
+	}
+	if err := checkVersion(id, s.Version, &expected); err != nil {
+		return ClientEditResult{}, err
+	}
+	round := s.CompactionRound + 1
+	now := e.timestamp()
+	news := make([]chat.Message, len(edits))
+	for i, ed := range edits {
+		m := ed.new
+		m.ID, m.Position, m.Kind, m.Pinned, m.CreatedAt = fmt.Sprintf("edit_%d_%d", round, i+1), 0, chat.KindNormal, ed.old.Pinned, now
+		// The edit stands for the log's original (an edit of an edit, for
+		// the same original).
+		orig := ed.old.ID
+		if o := ed.old.Metadata[EditOfMetadata]; o != "" {
+			orig = o
+		}
+		m.Replaces = []string{orig}
+		m.Metadata = maps.Clone(m.Metadata)
+		if m.Metadata == nil {
+			m.Metadata = map[string]string{}
+		}
+		if h, ok := ed.old.Metadata[store.HistoryMetadata]; ok {
+			m.Metadata[store.HistoryMetadata] = h // its place in the client's history
+		}
+		m.Metadata[EditOfMetadata] = orig
+		news[i] = m
+	}
+	counted, err := e.countMessages(ctx, s.Model, news)
+	if err != nil {
+		return ClientEditResult{}, err
+	}
+	after := append([]chat.Message(nil), view...)
+	rec := &store.Compaction{ID: fmt.Sprintf("cmp_%d", round), Round: round, Tiers: []string{ClientEditTier},
+		CreatedAt: now, ExpiresAt: now.Add(e.revertWindow), ViewBefore: idsOf(view)}
+	for i, ed := range edits {
+		after[ed.at] = counted[i]
+		rec.Items = append(rec.Items, store.CompactionItem{Tier: ClientEditTier, NewID: counted[i].ID, Replaced: []string{ed.old.ID},
+			Reason: "the client sent a newer version of this message", TokensBefore: ed.old.Tokens, TokensAfter: counted[i].Tokens})
+	}
+	rec.ViewAfter = idsOf(after)
+	rec.TokensBefore, rec.TokensAfter = sumTokens(view), sumTokens(after)
+	var final store.Session
+	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		s, err := lockForEdit(ctx, tx, tenant, id, &expected)
+		if err != nil {
+			return err
+		}
+		if err := tx.InsertMessages(ctx, tenant, id, counted); err != nil {
+			return err
+		}
+		if err := tx.ReplaceView(ctx, tenant, id, rec.ViewAfter); err != nil {
+			return err
+		}
+		if err := tx.InsertCompaction(ctx, tenant, id, rec); err != nil {
+			return err
+		}
+		s.Version++
+		s.ViewEpoch++ // the view's messages changed (an anchor described the old ones)
+		s.CompactionRound = round
+		s.ActiveTokens = rec.TokensAfter
+		s.ActiveBytes = viewBytes(after)
+		s.ActiveCount, s.ViewSeq = int64(len(after)), int64(len(after))
+		s.UpdatedAt = now
+		final = s
+		return tx.UpdateSession(ctx, &s)
+	})
+	if err != nil {
+		return ClientEditResult{}, err
+	}
+	e.views.put(&final, after, viewOrds(len(after)), messagesBytes(after))
+	e.sweepViews(ctx, tenant, id)
+	e.notify(ctx, tenant, id, final.Version, watch.EventCompacted)
+	return ClientEditResult{Edited: len(edits), Version: final.Version, Compaction: rec}, nil
+}
+
+// viewAt is the active view of session id at version expected of
+// incarnation created: from the view cache when it holds that version
+// (nothing read), else read (the session and the view, which
+// PrepareContext then finds cached).
+func (e *Engine) viewAt(ctx context.Context, tenant, id string, expected int64, created time.Time) ([]chat.Message, error) {
+	if ent := e.views.get(tenant, id); ent != nil && ent.version == expected && ent.stamp.created.Equal(created) {
+		return ent.msgs, nil
+	}
+	s, err := e.readSession(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkVersion(id, s.Version, &expected); err != nil {
+		return nil, err
+	}
+	view, _, s, err := e.viewOf(ctx, s)
+	if err == nil {
+		err = checkVersion(id, s.Version, &expected)
+	}
+	return view, err
+}

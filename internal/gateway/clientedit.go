@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// Client edits (engine/clientedit.go): a request that resends a message of
+// its session's active view in another version than the stored one (same
+// identity and place in the history, other content: Qwen Code's cleared
+// tool results, Claude Code's schema defaults filled into old tool calls)
+// is the same conversation, and the client's version is recorded as an
+// edit of that message before the request's new messages are appended, so
+// the used percentage and this request's compaction decision count what
+// the client sends. What goes upstream for it was already the client's
+// bytes (asSent).
+
+// maxClientEdits bounds the messages one request records client versions
+// of; more wait for the client's next request (which resends them). With
+// it, a request's edit work is one comparison per view message (the
+// digests already held) and at most 64 messages counted and written.
+const maxClientEdits = 64
+
+// recordEdits records the client's versions of the stored messages of
+// res's session, and moves res to the version that leaves. A session
+// this request made, or a repeat answered from the session, has none.
+func (g *Gateway) recordEdits(ctx context.Context, tenant string, c *conversation, res *resolved) error {
+	if res.made || res.repeat > 0 || len(c.chains) != len(c.msgs) {
+		return nil
+	}
+	out, err := g.cfg.Engine.RecordClientEdits(ctx, tenant, res.id, engine.ClientEditInput{
+		Client:   func(stored *chat.Message) (chat.Message, bool) { return clientVersion(stored, c) },
+		Max:      maxClientEdits,
+		Expected: res.version,
+		Created:  res.created,
+	})
+	if err != nil {
+		return err
+	}
+	res.version = out.Version
+	return nil
+}
+
+// clientVersion is the request's message at stored's place in the
+// client's history when what it says differs from the stored copy (its
+// digest: cache marks, key order and thinking do not count, as they are
+// not counted either).
+func clientVersion(stored *chat.Message, c *conversation) (chat.Message, bool) {
+	client := clientOf(stored, c)
+	if client == nil || storedDigest(stored) == storedDigest(client) {
+		return chat.Message{}, false
+	}
+	m := *client
+	m.Parts, m.Metadata = slices.Clone(m.Parts), maps.Clone(m.Metadata)
+	return m, true
+}
+
+// clientOf is the request's message at the place of a stored message of
+// the view in the client's history (nil when the request has none there:
+// the message is not the client's, or the request's history is another).
+func clientOf(stored *chat.Message, c *conversation) *chat.Message {
+	e, ok := sentHistory(stored)
+	if !ok || e.Length > int64(len(c.msgs)) || len(c.chains) != len(c.msgs) || c.chains[e.Length-1] != e.Chain {
+		return nil
+	}
+	return &c.msgs[e.Length-1]
+}
+
+// sentHistory is the place in the client's history of a message of the
+// view: an original's (store.HistoryOf), or that of the original a client
+// edit stands for (it has no log position of its own).
+func sentHistory(m *chat.Message) (store.HistoryEntry, bool) {
+	if e, ok := store.HistoryOf(m); ok || m.Metadata[engine.EditOfMetadata] == "" {
+		return e, ok
+	}
+	placed := *m
+	placed.Position = 1
+	return store.HistoryOf(&placed)
+}
