@@ -31,16 +31,24 @@ func asSent(view []chat.Message, c *conversation) []chat.Message {
 		if !copied {
 			out, copied = append([]chat.Message(nil), view...), true
 		}
-		m := out[i]
-		m.Parts, m.Name = client.Parts, client.Name
-		m.Metadata = maps.Clone(m.Metadata)
-		delete(m.Metadata, metaRaw)
-		for _, k := range []string{metaRaw, metaDigest} {
-			if v, ok := client.Metadata[k]; ok {
-				m.Metadata[k] = v
-			}
-		}
-		out[i] = m
+		out[i] = clientCopy(&out[i], client)
 	}
 	return out
+}
+
+// clientCopy is the stored message with the client's content: its parts
+// and name, and its bytes' metadata (raw JSON and digest) in place of the
+// stored copy's; the stored copy's place and other metadata stay. The
+// parts are shared with client.
+func clientCopy(stored, client *chat.Message) chat.Message {
+	m := *stored
+	m.Parts, m.Name = client.Parts, client.Name
+	m.Metadata = maps.Clone(m.Metadata)
+	delete(m.Metadata, metaRaw)
+	for _, k := range []string{metaRaw, metaDigest} {
+		if v, ok := client.Metadata[k]; ok {
+			m.Metadata[k] = v
+		}
+	}
+	return m
 }

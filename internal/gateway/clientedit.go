@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"maps"
 	"slices"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -55,8 +54,8 @@ func clientVersion(stored *chat.Message, c *conversation) (chat.Message, bool) {
 	if client == nil || storedDigest(stored) == storedDigest(client) {
 		return chat.Message{}, false
 	}
-	m := *client
-	m.Parts, m.Metadata = slices.Clone(m.Parts), maps.Clone(m.Metadata)
+	m := clientCopy(stored, client)
+	m.Parts = slices.Clone(m.Parts) // the door's memo shares them
 	return m, true
 }
 

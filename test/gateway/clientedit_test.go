@@ -1,10 +1,13 @@
 package gateway_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 )
@@ -80,7 +83,7 @@ func (s *server) usedTokens(id string) int64 {
 
 // checkClearedEdits checks the session after a request that cleared the
 // results of calls (their originals: want): the active view holds the
-// cleared versions, the usage fell by at least 90 % of what the originals
+// cleared versions, the usage fell by about what the originals
 // counted beyond them (the request also added a reply and a question of
 // a few tokens), and each original expands byte for byte.
 func checkClearedEdits(t *testing.T, s *server, id string, before int64, want map[string]string) {
@@ -124,67 +127,172 @@ func checkClearedEdits(t *testing.T, s *server, id string, before int64, want ma
 	t.Logf("used tokens %d → %d; the %d results counted %d tokens as originals, %d cleared", before, after, len(want), originals, clearedTokens)
 	// A cleared result counts a dozen tokens or so.
 	saved := originals - int64(len(want))*20
-	if originals < int64(len(want))*500 || clearedTokens > int64(len(want))*20 || before-after < saved*9/10 {
+	// With an approximate encoding (Claude) the used tokens are the
+	// provider's count (anchored), which counts the results a little
+	// differently from contextd's estimate of each: 80 %, not all.
+	if originals < int64(len(want))*500 || clearedTokens > int64(len(want))*20 || before-after < saved*8/10 {
 		t.Errorf("used tokens %d → %d (down %d); the cleared results counted %d tokens as originals and %d as cleared: want down by about %d",
 			before, after, before-after, originals, clearedTokens, saved)
 	}
 }
 
-// TestClientClearsOldResultsChat: Chat Completions.
-func TestClientClearsOldResultsChat(t *testing.T) {
-	s := start(t, nil)
-	s.fake.Script(gatewaytest.Reply{Text: "found it"}, gatewaytest.Reply{Text: "fixed"})
-	sys := map[string]any{"role": "system", "content": "You are a coding agent."}
-	msgs := []any{sys, map[string]any{"role": "user", "content": "Find the bug in the handlers"}}
-	originals := map[string]string{}
-	var calls []string
-	for i := 1; i <= 5; i++ {
-		call := fmt.Sprintf("call_read_%d", i)
-		calls = append(calls, call)
-		originals[call] = bigResult(i)
-		msgs = append(msgs,
-			map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"type": "function", "id": call,
-				"function": map[string]any{"name": "read_file", "arguments": fmt.Sprintf(`{"path":"file%d.go"}`, i)}}}},
-			map[string]any{"role": "tool", "tool_call_id": call, "content": originals[call]})
+// editDoor is how a client of one door writes the conversation of the
+// client-edit tests: a task, five calls each with its result, the
+// model's answer and a question.
+type editDoor struct {
+	path, model string
+	// body is the request of the history whose result i is result(i),
+	// followed by tail.
+	body func(result func(i int) string, tail ...any) map[string]any
+	// reply is the answer as the client resends it, and question the
+	// client's next message.
+	reply    func(raw []byte) []any
+	question any
+}
+
+func callID(door string, i int) string { return fmt.Sprintf("%s_read_%d", door, i) }
+
+var editDoors = map[string]editDoor{
+	"chat": {path: "/v1/chat/completions", model: "gpt-4o",
+		body: func(result func(int) string, tail ...any) map[string]any {
+			msgs := []any{map[string]any{"role": "system", "content": "You are a coding agent."},
+				map[string]any{"role": "user", "content": "Find the bug in the handlers"}}
+			for i := 1; i <= 5; i++ {
+				msgs = append(msgs,
+					map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"type": "function", "id": callID("chat", i),
+						"function": map[string]any{"name": "read_file", "arguments": fmt.Sprintf(`{"path":"file%d.go"}`, i)}}}},
+					map[string]any{"role": "tool", "tool_call_id": callID("chat", i), "content": result(i)})
+			}
+			return map[string]any{"model": "gpt-4o", "messages": append(msgs, tail...)}
+		},
+		reply: func(raw []byte) []any {
+			var out struct {
+				Choices []struct {
+					Message map[string]any `json:"message"`
+				} `json:"choices"`
+			}
+			if json.Unmarshal(raw, &out) != nil || len(out.Choices) == 0 {
+				return nil
+			}
+			return []any{out.Choices[0].Message}
+		},
+		question: map[string]any{"role": "user", "content": "Fix it"},
+	},
+	"messages": {path: "/v1/messages", model: "claude-sonnet-4-5",
+		body: func(result func(int) string, tail ...any) map[string]any {
+			msgs := []any{map[string]any{"role": "user", "content": "Find the bug in the handlers"}}
+			for i := 1; i <= 5; i++ {
+				msgs = append(msgs,
+					map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": callID("toolu", i),
+						"name": "read_file", "input": map[string]any{"path": fmt.Sprintf("file%d.go", i)}}}},
+					map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": callID("toolu", i), "content": result(i)}}})
+			}
+			return map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": "You are a coding agent.", "messages": append(msgs, tail...)}
+		},
+		reply: func(raw []byte) []any {
+			var out struct {
+				Content []any `json:"content"`
+			}
+			if json.Unmarshal(raw, &out) != nil {
+				return nil
+			}
+			return []any{map[string]any{"role": "assistant", "content": out.Content}}
+		},
+		question: map[string]any{"role": "user", "content": "Fix it"},
+	},
+	"responses": {path: "/v1/responses", model: "gpt-4o",
+		body: func(result func(int) string, tail ...any) map[string]any {
+			input := []any{map[string]any{"role": "user", "content": "Find the bug in the handlers"}}
+			for i := 1; i <= 5; i++ {
+				input = append(input,
+					map[string]any{"type": "function_call", "call_id": callID("responses", i), "name": "read_file", "arguments": fmt.Sprintf(`{"path":"file%d.go"}`, i)},
+					map[string]any{"type": "function_call_output", "call_id": callID("responses", i), "output": result(i)})
+			}
+			return map[string]any{"model": "gpt-4o", "store": false, "instructions": "You are a coding agent.", "input": append(input, tail...)}
+		},
+		reply: func(raw []byte) []any {
+			var out struct {
+				Output []any `json:"output"`
+			}
+			if json.Unmarshal(raw, &out) != nil {
+				return nil
+			}
+			return out.Output
+		},
+		question: map[string]any{"role": "user", "content": "Fix it"},
+	},
+}
+
+// waitLogLen waits until the session's log holds n messages (the gateway
+// records a reply just after relaying it).
+func (s *server) waitLogLen(id string, n int) {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.logOf(id)) < n && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
 	}
-	resp, reply := chatTurn(t, s, map[string]any{"model": "gpt-4o", "messages": msgs}, nil)
-	id := resp.Header.Get("X-Contextd-Session")
-	want := []string{"user: Find the bug in the handlers"}
-	for _, c := range calls {
-		want = append(want, "assistant: call("+c+")", "tool: result("+c+")")
+}
+
+// TestClientClearsOldResults: through each door, a client clears the
+// five multi-KB results of its old calls and goes on. Before, the
+// session kept counting the stored results (and so the used percentage,
+// the compaction decisions and the bill estimate): the usage did not move.
+func TestClientClearsOldResults(t *testing.T) {
+	for name, d := range editDoors {
+		t.Run(name, func(t *testing.T) {
+			s := start(t, nil)
+			s.fake.Script(gatewaytest.Reply{Text: "found it"}, gatewaytest.Reply{Text: "fixed"}, gatewaytest.Reply{Text: "fixed"})
+			originals := map[string]string{}
+			post := func(body map[string]any, session string) (*http.Response, []byte) {
+				t.Helper()
+				resp, raw := s.post(d.path, body, map[string]string{"X-Contextd-Session": session})
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("%d %s", resp.StatusCode, raw)
+				}
+				return resp, raw
+			}
+			resp, raw := post(d.body(func(i int) string { return bigResult(i) }), "edits")
+			id := resp.Header.Get("X-Contextd-Session")
+			n := 12 // the task, five calls and results, the answer
+			s.waitLogLen(id, n)
+			for _, m := range s.messagesOf(id, "MESSAGE_VIEW_LOG") {
+				if call, content := m.result(); call != "" {
+					originals[call] = content
+				}
+			}
+			before := s.usedTokens(id)
+			// The client clears the five results and goes on.
+			cleared := d.body(func(int) string { return clearedMarker }, append(d.reply(raw), d.question)...)
+			resp, _ = post(cleared, "edits")
+			if h, named := resp.Header.Get("X-Contextd-History"), resp.Header.Get("X-Contextd-Session"); h != "extended" || named != id {
+				t.Fatalf("second turn: history %q, session %q; want extended in %s", h, named, id)
+			}
+			if up := string(s.fake.Requests()[1].Raw); strings.Contains(up, "handler1_0") || strings.Count(up, clearedMarker) != 5 {
+				t.Errorf("upstream did not get the client's cleared results: %.2000s", up)
+			}
+			s.waitLogLen(id, n+2)
+			checkClearedEdits(t, s, id, before, originals)
+			// A client that sent the cleared results from the start: its
+			// session counts what this one does, token for token.
+			resp, _ = post(cleared, "control")
+			control := resp.Header.Get("X-Contextd-Session")
+			s.waitLogLen(control, n+2)
+			// (Within a cache mark's bytes: contextd marks the two
+			// sessions' prompts in other places, and an approximate
+			// encoding's usage is the provider's count of the prompt.)
+			if a, b := s.usedTokens(id), s.usedTokens(control); a < b-16 || a > b+16 {
+				t.Errorf("the edited session counts %d tokens, a session of the cleared history from the start %d", a, b)
+			}
+			var cmps struct {
+				Compactions []struct {
+					Tiers []string `json:"tiers"`
+				} `json:"compactions"`
+			}
+			s.rpc("ListCompactions", map[string]any{"sessionId": id}, &cmps)
+			if len(cmps.Compactions) != 1 || len(cmps.Compactions[0].Tiers) != 1 {
+				t.Errorf("compactions %+v, want the one client edit", cmps.Compactions)
+			}
+			s.checkUpstream()
+		})
 	}
-	s.waitLog(id, append(want, "assistant: found it"))
-	before := s.usedTokens(id)
-	// The client clears the five results and goes on.
-	next := append([]any{}, msgs[:2]...)
-	for i, m := range msgs[2:] {
-		if i%2 == 1 {
-			m = map[string]any{"role": "tool", "tool_call_id": calls[i/2], "content": clearedMarker}
-		}
-		next = append(next, m)
-	}
-	next = append(next, reply, map[string]any{"role": "user", "content": "Fix it"})
-	resp, _ = chatTurn(t, s, map[string]any{"model": "gpt-4o", "messages": next}, nil)
-	if h, named := resp.Header.Get("X-Contextd-History"), resp.Header.Get("X-Contextd-Session"); h != "extended" || named != "" {
-		t.Fatalf("second turn: history %q, session %q; want extended in the first session", h, named)
-	}
-	if up := string(s.fake.Requests()[1].Raw); strings.Contains(up, "handler1_0") || strings.Count(up, clearedMarker) != 5 {
-		t.Errorf("upstream did not get the client's cleared results: %.2000s", up)
-	}
-	checkClearedEdits(t, s, id, before, originals)
-	var list struct {
-		Sessions []any `json:"sessions"`
-	}
-	s.rpc("ListSessions", map[string]any{}, &list)
-	if len(list.Sessions) != 1 {
-		t.Errorf("%d sessions, want 1", len(list.Sessions))
-	}
-	var cmps struct {
-		Compactions []any `json:"compactions"`
-	}
-	s.rpc("ListCompactions", map[string]any{"sessionId": id}, &cmps)
-	if len(cmps.Compactions) != 1 {
-		t.Errorf("%d compactions, want the one client edit", len(cmps.Compactions))
-	}
-	s.checkUpstream()
 }
