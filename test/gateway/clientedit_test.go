@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+	"github.com/contextd/contextd/internal/pgtest"
 )
 
 // Client edits (issue 29 item 3): a client that clears its own old tool
@@ -295,4 +298,59 @@ func TestClientClearsOldResults(t *testing.T) {
 			s.checkUpstream()
 		})
 	}
+}
+
+// TestClientEditsAcrossReplicas: the cleared request reaches two replicas
+// on one PostgreSQL database at once (a client's retry racing it): both
+// answer, one session, the edits recorded once (the version check: the
+// second replica matches again and finds nothing left to edit), every
+// message in the log once.
+func TestClientEditsAcrossReplicas(t *testing.T) {
+	url := pgtest.URL(t)
+	a := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url})
+	b := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url})
+	d := editDoors["chat"]
+	sig := map[string]string{"X-Contextd-Session": "edits"}
+	a.fake.Script(gatewaytest.Reply{Text: "found it"}, gatewaytest.Reply{Text: "fixed"})
+	b.fake.Script(gatewaytest.Reply{Text: "fixed"})
+	resp, raw := a.post(d.path, d.body(bigResult), sig)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	id := resp.Header.Get("X-Contextd-Session")
+	a.waitLogLen(id, 12)
+	before := a.usedTokens(id)
+	cleared := d.body(func(int) string { return clearedMarker }, append(d.reply(raw), d.question)...)
+	var wg sync.WaitGroup
+	for _, s := range []*server{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, raw := s.post(d.path, cleared, sig)
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Contextd-Session") != id {
+				t.Errorf("%d in %q (%s): %s", resp.StatusCode, resp.Header.Get("X-Contextd-Session"), resp.Header.Get("X-Contextd-History"), raw)
+			}
+		}()
+	}
+	wg.Wait()
+	a.waitLogLen(id, 14)
+	var cmps struct {
+		Compactions []struct {
+			Tiers []string `json:"tiers"`
+			Items []any    `json:"items"`
+		} `json:"compactions"`
+	}
+	a.rpc("ListCompactions", map[string]any{"sessionId": id}, &cmps)
+	if len(cmps.Compactions) != 1 || len(cmps.Compactions[0].Items) != 5 {
+		t.Errorf("compactions %+v, want one client edit of the five results", cmps.Compactions)
+	}
+	log := a.logOf(id)
+	if len(log) < 14 || log[12] != "user: Fix it" || slices.Contains(log[14:], "user: Fix it") {
+		t.Errorf("log: %q", log)
+	}
+	if after := a.usedTokens(id); before-after < 5000 {
+		t.Errorf("used tokens %d → %d, want down by the cleared results", before, after)
+	}
+	a.checkUpstream()
+	b.checkUpstream()
 }
