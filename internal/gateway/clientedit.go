@@ -51,8 +51,11 @@ func (g *Gateway) recordEdits(ctx context.Context, tenant string, c *conversatio
 // not counted either).
 func clientVersion(stored *chat.Message, c *conversation) (chat.Message, bool) {
 	client := clientOf(stored, c)
-	if client == nil || storedDigest(stored) == storedDigest(client) {
+	if client == nil {
 		return chat.Message{}, false
+	}
+	if d := stored.Metadata[metaDigest]; d != "" && d == client.Metadata[metaDigest] || storedDigest(stored) == storedDigest(client) {
+		return chat.Message{}, false // the usual case, found by the digests' text
 	}
 	m := clientCopy(stored, client)
 	m.Parts = slices.Clone(m.Parts) // the door's memo shares them
