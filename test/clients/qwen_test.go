@@ -14,9 +14,15 @@ import (
 var qwenModel = model{Name: "qwen3-coder-small", Provider: "qwen", ContextWindow: 40000, MaxOutput: 4096, Encoding: "o200k_base", Exact: true}
 
 // qwenSettings is ~/.qwen/settings.json: the OpenAI-compatible auth, and
-// telemetry, usage statistics and update checks off.
+// telemetry, usage statistics and update checks off. Qwen Code clears its
+// old tool results ("[Old tool result content cleared]", all but the 5
+// newest) once they hold more than 500,000 characters, or after an hour
+// idle; here from 20,000 on, so that the run's rounds of multi-KB outputs
+// clear some, as a long real session does: each is recorded as the
+// client's edit of the result, and the used % follows what it sends.
 const qwenSettings = `{
   "security": {"auth": {"selectedType": "openai"}},
+  "context": {"clearContextOnIdle": {"toolResultsTotalCharsThreshold": 20000}},
   "telemetry": {"enabled": false},
   "privacy": {"usageStatisticsEnabled": false},
   "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
@@ -73,4 +79,42 @@ func TestQwenCode(t *testing.T) {
 	r.conversations(t, dir, func(conv, text, resume string) (string, string) {
 		return r.qwenTurn(conv, bin, dir, home, text, resume)
 	})
+	cleared := 0
+	for _, c := range r.provider.Calls() {
+		if strings.Contains(string(c.Raw), qwenCleared) {
+			cleared++
+		}
+	}
+	edits := r.clientEdits(r.listSessions()...)
+	t.Logf("%d upstream requests carried results Qwen Code cleared; %d client edits recorded", cleared, edits)
+	if cleared == 0 || edits == 0 {
+		t.Errorf("Qwen Code cleared results in %d requests and contextd recorded %d client edits: want both (the settings' threshold)", cleared, edits)
+	}
+}
+
+// qwenCleared is what Qwen Code puts in place of an old tool result.
+const qwenCleared = "[Old tool result content cleared]"
+
+// clientEdits counts the messages recorded as the client's edits in the
+// sessions' compactions (tier client_edit).
+func (r *rig) clientEdits(ids ...string) int {
+	n := 0
+	for _, id := range ids {
+		var got struct {
+			Compactions []struct {
+				Items []struct {
+					Tier string `json:"tier"`
+				} `json:"items"`
+			} `json:"compactions"`
+		}
+		r.rpc("ListCompactions", map[string]any{"sessionId": id, "pageSize": 1000}, &got)
+		for _, c := range got.Compactions {
+			for _, it := range c.Items {
+				if it.Tier == "client_edit" {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
