@@ -88,7 +88,8 @@ func (g *Gateway) serveCount(w http.ResponseWriter, r *http.Request) {
 }
 
 // wouldSend is the view a request would be sent with, were it served now
-// and without compacting: its session's active view and what is new, or
+// and without compacting: its session's active view (with the client's
+// versions of the messages it resends) and what is new, or
 // the request's own messages when it extends no session.
 func (g *Gateway) wouldSend(r *http.Request, tenant string, c *conversation, fields map[string]json.RawMessage) ([]chat.Message, error) {
 	ctx := r.Context()
@@ -114,5 +115,8 @@ func (g *Gateway) wouldSend(r *http.Request, tenant string, c *conversation, fie
 		}
 		page.Token = p.Next
 	}
-	return append(view, c.msgs[k:]...), nil
+	// The client's versions of the stored messages it resends (a result it
+	// cleared, cleared): what would go upstream (asSent), recorded as its
+	// edits when served (clientedit.go).
+	return append(asSent(view, c), c.msgs[k:]...), nil
 }

@@ -354,3 +354,35 @@ func TestClientEditsAcrossReplicas(t *testing.T) {
 	a.checkUpstream()
 	b.checkUpstream()
 }
+
+// TestCountTokensCountsClearedResults: count_tokens for a request that
+// clears old results counts them cleared, as the request would be sent
+// (before, the session's stored copies were counted: the five 4 KB
+// results as if still there).
+func TestCountTokensCountsClearedResults(t *testing.T) {
+	s := start(t, nil)
+	d := editDoors["messages"]
+	s.fake.Script(gatewaytest.Reply{Text: "found it"})
+	resp, raw := s.post(d.path, d.body(bigResult), nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	s.waitLogLen(resp.Header.Get("X-Contextd-Session"), 12)
+	count := func(body map[string]any) int64 {
+		t.Helper()
+		resp, raw := s.post("/v1/messages/count_tokens", body, nil)
+		var out struct {
+			InputTokens int64 `json:"input_tokens"`
+		}
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &out) != nil {
+			t.Fatalf("count_tokens: %d %s", resp.StatusCode, raw)
+		}
+		return out.InputTokens
+	}
+	tail := append(d.reply(raw), d.question)
+	full := count(d.body(bigResult, tail...))
+	cleared := count(d.body(func(int) string { return clearedMarker }, tail...))
+	if full-cleared < 5000 {
+		t.Errorf("count_tokens: %d with the results, %d with them cleared; want about 6,000 fewer", full, cleared)
+	}
+}
