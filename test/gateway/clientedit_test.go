@@ -386,3 +386,92 @@ func TestCountTokensCountsClearedResults(t *testing.T) {
 		t.Errorf("count_tokens: %d with the results, %d with them cleared; want about 6,000 fewer", full, cleared)
 	}
 }
+
+// TestSummaryCoversClientEdits: a summary over client-edited messages is
+// contextd's: the next request sends the summary in their place (not the
+// client's cleared results, nor the originals), and every message of the
+// view it sends is the view's as counted.
+func TestSummaryCoversClientEdits(t *testing.T) {
+	s := start(t, nil)
+	d := editDoors["chat"]
+	s.fake.Script(gatewaytest.Reply{Text: "found it"}, gatewaytest.Reply{Text: "fixed"}, gatewaytest.Reply{Text: "they pass"})
+	resp, raw := s.post(d.path, d.body(bigResult), nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	id := resp.Header.Get("X-Contextd-Session")
+	s.waitLogLen(id, 12)
+	// The client clears the first three results and keeps the two newest.
+	clear3 := func(i int) string {
+		if i <= 3 {
+			return clearedMarker
+		}
+		return bigResult(i)
+	}
+	tail := append(d.reply(raw), d.question)
+	resp, raw = s.post(d.path, d.body(clear3, tail...), nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	s.waitLogLen(id, 14)
+	var c struct {
+		Compacted bool `json:"compacted"`
+	}
+	s.rpc("Compact", map[string]any{"sessionId": id, "tier": "COMPACTION_TIER_SUMMARIZE", "target": 0.01}, &c)
+	if !c.Compacted {
+		t.Fatal("the summary compacted nothing")
+	}
+	var cmps struct {
+		Compactions []struct {
+			Tiers []string `json:"tiers"`
+			Items []struct {
+				Replaced []string `json:"replacedMessageIds"`
+			} `json:"items"`
+		} `json:"compactions"`
+	}
+	s.rpc("ListCompactions", map[string]any{"sessionId": id}, &cmps)
+	covered := 0
+	for _, cmp := range cmps.Compactions {
+		for _, it := range cmp.Items {
+			for _, r := range it.Replaced {
+				if strings.HasPrefix(r, "edit_") && slices.Contains(cmp.Tiers, "summarize") {
+					covered++
+				}
+			}
+		}
+	}
+	if covered != 3 {
+		t.Errorf("the summary covers %d of the three edits: %+v", covered, cmps.Compactions)
+	}
+	tail = append(tail, d.reply(raw)...)
+	tail = append(tail, map[string]any{"role": "user", "content": "And the tests?"})
+	resp, raw = s.post(d.path, d.body(clear3, tail...), nil)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Contextd-History") != "extended" {
+		t.Fatalf("third turn: %d %s %s", resp.StatusCode, resp.Header.Get("X-Contextd-History"), raw)
+	}
+	up := string(s.fake.Requests()[2].Raw)
+	summaries := 0
+	for _, m := range s.messagesOf(id, "MESSAGE_VIEW_ACTIVE") {
+		if m.Kind == "MESSAGE_KIND_SUMMARY" {
+			summaries++
+		}
+		for _, p := range m.Parts {
+			if p.Text != nil && !strings.Contains(up, jsonText(p.Text.Text)) {
+				t.Errorf("the view's %s (%s) is not what went upstream: %.300q", m.ID, m.Kind, p.Text.Text)
+			}
+			if p.ToolResult != nil && !strings.Contains(up, jsonText(p.ToolResult.Content)) {
+				t.Errorf("the view's result %s is not what went upstream", m.ID)
+			}
+		}
+	}
+	if summaries != 1 || strings.Contains(up, "handler1_0") || strings.Count(up, clearedMarker) >= 3 {
+		t.Errorf("upstream after the summary: %d summaries in the view, %d cleared results sent: %.3000s", summaries, strings.Count(up, clearedMarker), up)
+	}
+	s.checkUpstream()
+}
+
+// jsonText is s as it appears inside a JSON string.
+func jsonText(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
