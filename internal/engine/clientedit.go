@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -35,10 +37,18 @@ type ClientEditInput struct {
 	// Client returns the client's version of a message of the active view
 	// when it differs from the stored one (the caller matches messages: the
 	// gateway by their history chains); it is called once per message of
-	// the view, summaries and placeholders excluded, until Max edits.
+	// the view, summaries and placeholders excluded.
 	Client func(stored *chat.Message) (chat.Message, bool)
-	// Max bounds the edits one call records (the rest wait for the next).
+	// Max bounds the edits one call records: those that change the most
+	// text; the rest wait for the next call.
 	Max int
+	// MinBytes: edits are recorded only once the text they change (the
+	// sum of |client − stored| bytes over the messages found) reaches it;
+	// smaller ones wait, found again with the client's next requests
+	// (which resend them), so a client that changes a few bytes of each
+	// old message (Claude Code's schema defaults) does not rewrite the
+	// view on every call. 0: every edit.
+	MinBytes int64
 	// Expected and Created: the session as the caller matched it (its
 	// version and incarnation); edits are recorded only on that version
 	// (ErrVersionConflict otherwise).
@@ -48,8 +58,10 @@ type ClientEditInput struct {
 
 // ClientEditResult is what RecordClientEdits did.
 type ClientEditResult struct {
-	// Edited is how many messages were edited (0: nothing was written).
-	Edited int
+	// Edited is how many messages were edited (0: nothing was written);
+	// Pending how many the client changed that were not recorded (less
+	// than MinBytes in all, or past Max).
+	Edited, Pending int
 	// Version is the session's version after the call.
 	Version    int64
 	Compaction *store.Compaction
@@ -59,8 +71,9 @@ type ClientEditResult struct {
 // active view of session id at version expected. With nothing to edit it
 // reads at most the session and its view (nothing when the engine's view
 // cache holds the view at that version) and writes nothing. Work: one
-// Version call per view message, one count of at most Max messages and one
-// transaction that writes them, the view's new generation and the record.
+// Client call per view message, one count of at most Max messages and one
+// transaction that writes them, the view's new generation and the record;
+// memory: the client's versions found (shallow copies of the request's).
 // A session that moved since expected is ErrVersionConflict (the caller
 // matches again), so two replicas never record one edit twice.
 func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in ClientEditInput) (ClientEditResult, error) {
@@ -72,12 +85,10 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 	type edit struct {
 		at       int
 		old, new chat.Message
+		delta    int64 // |client − stored| text bytes
 	}
 	var edits []edit
 	for i := range view {
-		if in.Max > 0 && len(edits) >= in.Max {
-			break
-		}
 		old := &view[i]
 		if old.Kind != "" && old.Kind != chat.KindNormal {
 			continue // contextd's own: the client never sent it
@@ -86,10 +97,22 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 		if !ok || v.Role != old.Role {
 			continue
 		}
-		edits = append(edits, edit{at: i, old: *old, new: v})
+		delta := int64(abs(textBytes("", "", nil, []chat.Message{v}) - textBytes("", "", nil, view[i:i+1])))
+		edits = append(edits, edit{at: i, old: *old, new: v, delta: delta})
 	}
-	if len(edits) == 0 {
-		return ClientEditResult{Version: expected}, nil
+	var changed int64
+	for _, ed := range edits {
+		changed += ed.delta
+	}
+	if len(edits) == 0 || changed < in.MinBytes {
+		return ClientEditResult{Version: expected, Pending: len(edits)}, nil
+	}
+	pending := 0
+	if in.Max > 0 && len(edits) > in.Max {
+		// The Max that change the most; the rest wait for the next call.
+		slices.SortStableFunc(edits, func(a, b edit) int { return cmp.Compare(b.delta, a.delta) })
+		pending, edits = len(edits)-in.Max, edits[:in.Max]
+		slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(a.at, b.at) })
 	}
 	s, err := e.readSession(ctx, tenant, id)
 	if err != nil {
@@ -166,7 +189,7 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 	e.views.put(&final, after, viewOrds(len(after)), messagesBytes(after))
 	e.sweepViews(ctx, tenant, id)
 	e.notify(ctx, tenant, id, final.Version, watch.EventCompacted)
-	return ClientEditResult{Edited: len(edits), Version: final.Version, Compaction: rec}, nil
+	return ClientEditResult{Edited: len(edits), Pending: pending, Version: final.Version, Compaction: rec}, nil
 }
 
 // viewAt is the active view of session id at version expected of
@@ -189,4 +212,11 @@ func (e *Engine) viewAt(ctx context.Context, tenant, id string, expected int64, 
 		err = checkVersion(id, s.Version, &expected)
 	}
 	return view, err
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

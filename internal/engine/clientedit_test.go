@@ -179,3 +179,61 @@ func sumOf(msgs []chat.Message) int64 {
 	}
 	return n
 }
+
+// TestSmallClientEditsWaitForMore: edits that change less text than
+// MinBytes in all are not recorded (nothing written) until the client's
+// changes add up; past Max, those that change the most go first.
+func TestSmallClientEditsWaitForMore(t *testing.T) {
+	models, encodings := testModels(t)
+	backendStores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		e := engine.New(encodings, models, st)
+		off := false
+		v := agentSession(t, e, compaction.Overrides{AutoCompact: &off}, 4)
+		grow := map[string]int{} // log id of a result → bytes the client adds to it
+		client := func(stored *chat.Message) (chat.Message, bool) {
+			orig := stored.ID
+			if o := stored.Metadata[engine.EditOfMetadata]; o != "" {
+				orig = o
+			}
+			n, ok := grow[orig]
+			if !ok || stored.Role != chat.RoleTool || strings.HasSuffix(resultText(stored), "!") {
+				return chat.Message{}, false
+			}
+			m := *stored
+			m.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: stored.Parts[0].ToolResult.ToolCallID,
+				Content: resultText(stored) + strings.Repeat("!", n)}}}
+			return m, true
+		}
+		record := func(max int) engine.ClientEditResult {
+			t.Helper()
+			s, err := e.GetSession(ctx, tenant, v.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := e.RecordClientEdits(ctx, tenant, v.ID, engine.ClientEditInput{Client: client, Max: max, MinBytes: 25, Expected: s.Version, Created: s.CreatedAt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Edited == 0 && out.Version != s.Version {
+				t.Errorf("nothing recorded, yet the version moved %d → %d", s.Version, out.Version)
+			}
+			return out
+		}
+		grow["msg_3"], grow["msg_5"] = 10, 10
+		if out := record(64); out.Edited != 0 || out.Pending != 2 {
+			t.Fatalf("20 bytes changed: %+v; want nothing recorded, 2 pending", out)
+		}
+		grow["msg_7"] = 500
+		if out := record(1); out.Edited != 1 || out.Pending != 2 || out.Compaction.Items[0].Replaced[0] != "msg_7" {
+			t.Fatalf("with Max 1: %+v; want msg_7 (the largest change) recorded, 2 pending", out)
+		}
+		if out := record(64); out.Edited != 0 || out.Pending != 2 {
+			t.Fatalf("20 bytes left: %+v; want them pending", out)
+		}
+		grow["msg_9"] = 10
+		if out := record(64); out.Edited != 3 || out.Pending != 0 {
+			t.Fatalf("30 bytes: %+v; want the three recorded", out)
+		}
+	})
+}

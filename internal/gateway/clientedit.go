@@ -25,6 +25,22 @@ import (
 // digests already held) and at most 64 messages counted and written.
 const maxClientEdits = 64
 
+// editShare is the share of the model's window (at 4 bytes a token) the
+// edits a request finds must change before they are recorded: 1/200, half
+// a percent of the used %, so a client that changes a few bytes of many
+// old messages (Claude Code's "replace_all": false, 21 bytes a call) has
+// them recorded together, not with a rewrite of the view on every call
+// (which also voids a background compaction planned on the view). Qwen
+// Code's cleared results change kilobytes at once: recorded at once.
+const editShare = 200
+
+// minEditBytes is what the edits of a request to model must change before
+// they are recorded (engine.ClientEditInput.MinBytes).
+func (g *Gateway) minEditBytes(model string) int64 {
+	m, _ := g.cfg.Models.Lookup(model)
+	return max(256, int64(m.ContextWindow)*4/editShare)
+}
+
 // recordEdits records the client's versions of the stored messages of
 // res's session, and moves res to the version that leaves. A session
 // this request made, or a repeat answered from the session, has none.
@@ -35,6 +51,7 @@ func (g *Gateway) recordEdits(ctx context.Context, tenant string, c *conversatio
 	out, err := g.cfg.Engine.RecordClientEdits(ctx, tenant, res.id, engine.ClientEditInput{
 		Client:   func(stored *chat.Message) (chat.Message, bool) { return clientVersion(stored, c) },
 		Max:      maxClientEdits,
+		MinBytes: g.minEditBytes(c.model),
 		Expected: res.version,
 		Created:  res.created,
 	})
