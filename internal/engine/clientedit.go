@@ -144,7 +144,7 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 		m.Metadata[EditOfMetadata] = orig
 		news[i] = m
 	}
-	counted, err := e.countMessages(ctx, s.Model, news)
+	counted, err := e.recount(ctx, s.Model, news) // in chunks within the count limits
 	if err != nil {
 		return ClientEditResult{}, err
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -43,7 +44,9 @@ func (g *Gateway) minEditBytes(model string) int64 {
 
 // recordEdits records the client's versions of the stored messages of
 // res's session, and moves res to the version that leaves. A session
-// this request made, or a repeat answered from the session, has none.
+// this request made, or a repeat answered from the session, has none. Only
+// a version conflict or a session gone (prepare matches again) or the
+// client gone fails the request; other failures are logged.
 func (g *Gateway) recordEdits(ctx context.Context, tenant string, c *conversation, res *resolved) error {
 	if res.made || res.repeat > 0 || len(c.chains) != len(c.msgs) {
 		return nil
@@ -55,8 +58,15 @@ func (g *Gateway) recordEdits(ctx context.Context, tenant string, c *conversatio
 		Expected: res.version,
 		Created:  res.created,
 	})
-	if err != nil {
-		return err
+	switch {
+	case errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound) || ctx.Err() != nil:
+		return err // matched again (prepare's loop), or the client went away
+	case err != nil:
+		// Recording is not what the client asked for: the request goes
+		// on, its messages upstream as sent, and a later request records
+		// them (they are found again).
+		g.log.WarnContext(ctx, "gateway client edits not recorded", "session", res.id, "error", err.Error())
+		return nil
 	}
 	res.version = out.Version
 	return nil
