@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
@@ -92,22 +94,30 @@ func clientVersion(stored *chat.Message, c *conversation) (chat.Message, bool) {
 // clientOf is the request's message at the place of a stored message of
 // the view in the client's history (nil when the request has none there:
 // the message is not the client's, or the request's history is another).
+// The place is read without decoding the chain (every message of the view
+// is looked up on every request, twice): equal to the request's chain
+// there, it is a chain.
 func clientOf(stored *chat.Message, c *conversation) *chat.Message {
-	e, ok := sentHistory(stored)
-	if !ok || e.Length > int64(len(c.msgs)) || len(c.chains) != len(c.msgs) || c.chains[e.Length-1] != e.Chain {
+	n, chain, ok := sentPlace(stored)
+	if !ok || n > len(c.msgs) || len(c.chains) != len(c.msgs) || c.chains[n-1] != chain {
 		return nil
 	}
-	return &c.msgs[e.Length-1]
+	return &c.msgs[n-1]
 }
 
-// sentHistory is the place in the client's history of a message of the
-// view: an original's (store.HistoryOf), or that of the original a client
-// edit stands for (it has no log position of its own).
-func sentHistory(m *chat.Message) (store.HistoryEntry, bool) {
-	if e, ok := store.HistoryOf(m); ok || m.Metadata[engine.EditOfMetadata] == "" {
-		return e, ok
+// sentPlace is the place in the client's history (store.HistoryMetadata:
+// its length there and chain) of a message of the view: an original's,
+// or that of the original a client edit stands for (it has no log
+// position of its own); not a summary's or a placeholder's, which keep
+// their original's metadata.
+func sentPlace(m *chat.Message) (n int, chain string, ok bool) {
+	if m.Kind != "" && m.Kind != chat.KindNormal || m.Position <= 0 && m.Metadata[engine.EditOfMetadata] == "" {
+		return 0, "", false
 	}
-	placed := *m
-	placed.Position = 1
-	return store.HistoryOf(&placed)
+	l, chain, ok := strings.Cut(m.Metadata[store.HistoryMetadata], ":")
+	n, err := strconv.Atoi(l)
+	if !ok || err != nil || n <= 0 {
+		return 0, "", false
+	}
+	return n, chain, true
 }

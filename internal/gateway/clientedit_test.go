@@ -1,0 +1,75 @@
+package gateway
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// editFixture is a request of n messages and its session's view, stored
+// as the gateway stores them (log positions, history chains, digests).
+func editFixture(n int) (*conversation, []chat.Message) {
+	c := &conversation{}
+	for i := range n {
+		m := chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: fmt.Sprintf("message %d: %s", i, strings.Repeat("lorem ipsum ", 20))}}}
+		if i%2 == 1 {
+			m.Role = chat.RoleTool
+			m.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: fmt.Sprintf("call_%d", i), Content: strings.Repeat("output ", 100)}}}
+		}
+		stamp(&m, nil)
+		c.msgs = append(c.msgs, m)
+	}
+	historyChains(doorAnthropic, signal{}, c)
+	view := make([]chat.Message, n)
+	for i := range c.msgs {
+		view[i] = clientCopy(&c.msgs[i], &c.msgs[i])
+		view[i].ID, view[i].Position, view[i].Kind = "msg_"+strconv.Itoa(i+1), int64(i+1), chat.KindNormal
+		setMeta(&view[i], store.HistoryMetadata, strconv.Itoa(i+1)+":"+c.chains[i])
+	}
+	return c, view
+}
+
+// TestClientVersion: a stored message the request resends unchanged has
+// no client version; one it cleared has, at its place, and so has the
+// edit that then stands for it (no log position of its own).
+func TestClientVersion(t *testing.T) {
+	c, view := editFixture(6)
+	for i := range view {
+		if _, ok := clientVersion(&view[i], c); ok {
+			t.Fatalf("unchanged message %d has a client version", i)
+		}
+	}
+	c.msgs[3].Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "call_3", Content: "[Old tool result content cleared]"}}}
+	stamp(&c.msgs[3], nil)
+	v, ok := clientVersion(&view[3], c)
+	if !ok || v.Parts[0].ToolResult.Content != "[Old tool result content cleared]" || v.ID != "msg_4" {
+		t.Fatalf("cleared result: %+v, %v", v, ok)
+	}
+	edit := v
+	edit.ID, edit.Position = "edit_1_1", 0
+	setMeta(&edit, "contextd.edit_of", "msg_4")
+	if clientOf(&edit, c) != &c.msgs[3] {
+		t.Errorf("the edit is not found at its original's place")
+	}
+	if _, ok := clientVersion(&edit, c); ok {
+		t.Errorf("the edit, resent as it is, has a client version")
+	}
+}
+
+// BenchmarkClientVersions: what finding client edits costs a request that
+// has none, per view of 1,000 messages (one clientVersion per message).
+func BenchmarkClientVersions(b *testing.B) {
+	c, view := editFixture(1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range view {
+			if _, ok := clientVersion(&view[i], c); ok {
+				b.Fatal("an edit")
+			}
+		}
+	}
+}
