@@ -61,7 +61,7 @@ func (g *Gateway) recordEdits(ctx context.Context, tenant string, c *conversatio
 		Created:  res.created,
 	})
 	switch {
-	case errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound) || ctx.Err() != nil:
+	case err != nil && (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound) || ctx.Err() != nil):
 		return err // matched again (prepare's loop), or the client went away
 	case err != nil:
 		// Recording is not what the client asked for: the request goes
