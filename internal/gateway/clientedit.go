@@ -49,9 +49,9 @@ func (g *Gateway) minEditBytes(model string) int64 {
 // this request made, or a repeat answered from the session, has none. Only
 // a version conflict or a session gone (prepare matches again) or the
 // client gone fails the request; other failures are logged.
-func (g *Gateway) recordEdits(ctx context.Context, tenant string, c *conversation, res *resolved) error {
+func (g *Gateway) recordEdits(ctx context.Context, tenant string, c *conversation, res *resolved) (*store.Compaction, error) {
 	if res.made || res.repeat > 0 || len(c.chains) != len(c.msgs) {
-		return nil
+		return nil, nil
 	}
 	out, err := g.cfg.Engine.RecordClientEdits(ctx, tenant, res.id, engine.ClientEditInput{
 		Client:   func(stored *chat.Message) (chat.Message, bool) { return clientVersion(stored, c) },
@@ -62,16 +62,31 @@ func (g *Gateway) recordEdits(ctx context.Context, tenant string, c *conversatio
 	})
 	switch {
 	case err != nil && (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound) || ctx.Err() != nil):
-		return err // matched again (prepare's loop), or the client went away
+		return nil, err // matched again (prepare's loop), or the client went away
 	case err != nil:
 		// Recording is not what the client asked for: the request goes
 		// on, its messages upstream as sent, and a later request records
 		// them (they are found again).
 		g.log.WarnContext(ctx, "gateway client edits not recorded", "session", res.id, "error", err.Error())
-		return nil
+		return nil, nil
 	}
 	res.version = out.Version
-	return nil
+	return out.Compaction, nil
+}
+
+// unedit reverts the edits a request recorded (rec, nil: none) when its
+// PrepareContext failed, so the failed request changes nothing. A later
+// write to the session (it is no longer the newest) keeps them: they are
+// what the client's next request records anyway.
+func (g *Gateway) unedit(ctx context.Context, tenant, id string, rec *store.Compaction) {
+	if rec == nil {
+		return
+	}
+	ctx, cancel := detach(ctx)
+	defer cancel()
+	if _, err := g.cfg.Engine.RevertCompaction(ctx, tenant, id, rec.ID); err != nil {
+		g.log.WarnContext(ctx, "gateway client edits of a failed request not reverted", "session", id, "compaction", rec.ID, "error", err.Error())
+	}
 }
 
 // clientVersion is the request's message at stored's place in the

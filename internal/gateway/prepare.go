@@ -110,7 +110,8 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			g.unmake(ctx, tenant, res)
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
-		if err := g.recordEdits(ctx, tenant, c, &res); err != nil {
+		edited, err := g.recordEdits(ctx, tenant, c, &res)
+		if err != nil {
 			if (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound)) && retry.again(ctx) {
 				continue
 			}
@@ -134,6 +135,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		}
 		if err != nil {
 			g.unmake(ctx, tenant, res)
+			g.unedit(ctx, tenant, res.id, edited)
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
 		if res.repeat > 0 {

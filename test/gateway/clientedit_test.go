@@ -475,3 +475,41 @@ func jsonText(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
 }
+
+// TestFailedRequestKeepsNoEdits: a request whose client edits were
+// recorded but whose append is then refused (its new message does not fit
+// CONTEXTD_MAX_VIEW_BYTES on top of the view) changes nothing: the edits
+// are reverted, the view and its count are as before.
+func TestFailedRequestKeepsNoEdits(t *testing.T) {
+	s := start(t, map[string]string{"CONTEXTD_MAX_VIEW_BYTES": "40000"})
+	d := editDoors["chat"]
+	s.fake.Script(gatewaytest.Reply{Text: "found it"})
+	sig := map[string]string{"X-Contextd-Session": "edits"}
+	resp, raw := s.post(d.path, d.body(bigResult), sig)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	id := resp.Header.Get("X-Contextd-Session")
+	s.waitLogLen(id, 12)
+	before := s.usedTokens(id)
+	huge := map[string]any{"role": "user", "content": strings.Repeat("paste ", 6300)} // 37,800 bytes: fits alone, not on top
+	resp, raw = s.post(d.path, d.body(func(int) string { return clearedMarker }, append(d.reply(raw), huge)...), sig)
+	if resp.StatusCode == http.StatusOK {
+		t.Fatalf("the request over the view bound was served: %s", raw)
+	}
+	var cmps struct {
+		Compactions []struct {
+			RevertedAt string `json:"revertedAt"`
+		} `json:"compactions"`
+	}
+	s.rpc("ListCompactions", map[string]any{"sessionId": id}, &cmps)
+	for _, c := range cmps.Compactions {
+		if c.RevertedAt == "" {
+			t.Errorf("an edit of the failed request is still applied: %+v", cmps.Compactions)
+		}
+	}
+	if after := s.usedTokens(id); after != before {
+		t.Errorf("used tokens %d → %d after a failed request; want unchanged", before, after)
+	}
+	t.Logf("%d %s; compactions %+v", resp.StatusCode, raw, cmps.Compactions)
+}
