@@ -443,6 +443,7 @@ func TestSummaryCoversClientEdits(t *testing.T) {
 	if covered != 3 {
 		t.Errorf("the summary covers %d of the three edits: %+v", covered, cmps.Compactions)
 	}
+	view := s.messagesOf(id, "MESSAGE_VIEW_ACTIVE") // what the next request sends, before its question
 	tail = append(tail, d.reply(raw)...)
 	tail = append(tail, map[string]any{"role": "user", "content": "And the tests?"})
 	resp, raw = s.post(d.path, d.body(clear3, tail...), nil)
@@ -451,7 +452,7 @@ func TestSummaryCoversClientEdits(t *testing.T) {
 	}
 	up := string(s.fake.Requests()[2].Raw)
 	summaries := 0
-	for _, m := range s.messagesOf(id, "MESSAGE_VIEW_ACTIVE") {
+	for _, m := range view {
 		if m.Kind == "MESSAGE_KIND_SUMMARY" {
 			summaries++
 		}
