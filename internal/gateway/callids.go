@@ -2,8 +2,11 @@ package gateway
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 )
 
 // Tool calls that come without an id (as some OpenAI-compatible servers
@@ -61,10 +64,15 @@ type namedCall struct {
 // nameCall makes the id of the stream's call index, first seen without
 // one at delta of choice (the first choice's calls: the reply recorded).
 // A stream's calls are named before its end, so not by the message's
-// digest as withCallIDs names them: by a random tag of the answer.
+// digest as withCallIDs names them: by a tag of the answer's seed (its
+// request's session and history, and its place among the exchange's
+// answers: exchange.newStream), so the same request again (a retry whose
+// answer was lost) gets the same ids, and its next turn matches whichever
+// answer the client kept.
 func (s *oaStream) nameCall(choice, delta, index int) string {
 	if s.tag == "" {
-		s.tag = randomID()[:12]
+		sum := sha256.Sum256([]byte("call ids:" + s.seed))
+		s.tag = hex.EncodeToString(sum[:6])
 	}
 	id := fmt.Sprintf("call_gw_%s_%d", s.tag, index)
 	s.named = append(s.named, namedCall{choice: choice, delta: delta, id: id})
@@ -99,4 +107,17 @@ func (s *oaStream) clientEvent(data []byte) []byte {
 	}
 	chunk["choices"] = mustJSON(choices)
 	return mustJSON(chunk)
+}
+
+// newStream follows the exchange's next streamed answer (its n-th: the
+// expand loop reads several), seeded with the request's key (its session
+// and the digests of its history: requestKey) and n. A request that has
+// no key (forwarded unmanaged) seeds it at random.
+func (x *exchange) newStream() streamer {
+	x.streams++
+	seed := x.key
+	if seed == "" {
+		seed = randomID()
+	}
+	return x.d.stream(x.c, seed+"/"+strconv.Itoa(x.streams))
 }

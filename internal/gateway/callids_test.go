@@ -16,7 +16,7 @@ import (
 // with nothing to name goes as it came, and an id the provider sent is
 // kept.
 func TestStreamedCallIDs(t *testing.T) {
-	st := openAIChat{newMemo(1 << 20)}.stream(&conversation{})
+	st := openAIChat{newMemo(1 << 20)}.stream(&conversation{}, "k/1")
 	rw := st.(eventRewriter)
 	events := []string{
 		`{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`,

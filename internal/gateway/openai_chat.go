@@ -480,7 +480,8 @@ type oaStream struct {
 	// named: the tool calls of the event just seen that the gateway gave
 	// an id (callids.go).
 	named   []namedCall
-	tag     string
+	seed    string // names the answer (door.stream)
+	tag     string // of the ids it gives, made from seed
 	role    string
 	content strings.Builder
 	calls   []oaToolCall
@@ -488,7 +489,9 @@ type oaStream struct {
 	done    bool
 }
 
-func (openAIChat) stream(c *conversation) streamer { return &oaStream{wantsUsage: c.wantsUsage} }
+func (openAIChat) stream(c *conversation, seed string) streamer {
+	return &oaStream{wantsUsage: c.wantsUsage, seed: seed}
+}
 
 func (s *oaStream) event(_ string, data []byte) (bool, bool) {
 	s.named = nil

@@ -106,7 +106,7 @@ func (x *exchange) relayEvents(resp *http.Response, out *outcome) {
 	rc := http.NewResponseController(w)
 	w.WriteHeader(resp.StatusCode)
 	_ = rc.Flush()
-	st := x.d.stream(x.c)
+	st := x.newStream()
 	events := newSSEReader(resp.Body)
 	for {
 		ev, fields, end := events.next()

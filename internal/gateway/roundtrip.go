@@ -66,7 +66,7 @@ func (x *exchange) roundTrip(body []byte) (round, error) {
 		return rd, nil
 	}
 	rd.sse = true
-	st := x.d.stream(x.c)
+	st := x.newStream()
 	events := newSSEReader(resp.Body)
 	var held []byte
 	complete := false
