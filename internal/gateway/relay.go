@@ -145,12 +145,6 @@ func (x *exchange) relayEvents(resp *http.Response, out *outcome) {
 // its SSE events, held whole).
 func (x *exchange) relayHeld(a answer, out *outcome) {
 	w, rd := x.w, a.held
-	if !rd.sse && streamStarted(w) {
-		// A JSON answer to a streamed request, once the stream began: it
-		// cannot go out as events.
-		writeError(w, x.shape, http.StatusBadGateway, errUpstream, "the provider answered the streamed request without a stream")
-		return
-	}
 	setRounds(w, a.rounds)
 	copyResponseHeaders(w.Header(), rd.header)
 	withoutToolHeaders(w.Header())
@@ -160,7 +154,15 @@ func (x *exchange) relayHeld(a answer, out *outcome) {
 		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(rd.body)))
 	}
-	w.WriteHeader(http.StatusOK)
+	// Whether the keepalive began the stream and the headers going out
+	// are one step (commitAnswer): the ticker cannot begin it in between,
+	// so an answer whose recording starts below is the one the client gets.
+	if !commitAnswer(w, rd.sse) {
+		// A JSON answer to a streamed request, once the stream began: it
+		// cannot go out as events, and is not recorded.
+		writeError(w, x.shape, http.StatusBadGateway, errUpstream, "the provider answered the streamed request without a stream")
+		return
+	}
 	out.reply = rd.reply
 	x.answering(out)
 	if _, err := w.Write(rd.body); err != nil {
