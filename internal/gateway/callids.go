@@ -65,8 +65,8 @@ type namedCall struct {
 // one at delta of choice (the first choice's calls: the reply recorded).
 // A stream's calls are named before its end, so not by the message's
 // digest as withCallIDs names them: by a tag of the answer's seed (its
-// request's session and history, and its place among the exchange's
-// answers: exchange.newStream), so the same request again (a retry whose
+// tenant, its request's session and history, and its place among the
+// exchange's answers: exchange.newStream), so the same request again (a retry whose
 // answer was lost) gets the same ids, and its next turn matches whichever
 // answer the client kept.
 func (s *oaStream) nameCall(choice, delta, index int) string {
@@ -110,14 +110,17 @@ func (s *oaStream) clientEvent(data []byte) []byte {
 }
 
 // newStream follows the exchange's next streamed answer (its n-th: the
-// expand loop reads several), seeded with the request's key (its session
-// and the digests of its history: requestKey) and n. A request that has
-// no key (forwarded unmanaged) seeds it at random.
+// expand loop reads several), seeded with the tenant, the request's key
+// (its session and the digests of its history: requestKey) and n. The
+// tenant is in it because a session's name is the tenant's own
+// (X-Contextd-Session): two tenants' sessions of one name and history are
+// two conversations. A request that has no key (forwarded unmanaged) seeds
+// it at random.
 func (x *exchange) newStream() streamer {
 	x.streams++
 	seed := x.key
 	if seed == "" {
 		seed = randomID()
 	}
-	return x.d.stream(x.c, seed+"/"+strconv.Itoa(x.streams))
+	return x.d.stream(x.c, strconv.Itoa(len(x.tenant))+":"+x.tenant+"/"+seed+"/"+strconv.Itoa(x.streams))
 }
