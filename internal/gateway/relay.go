@@ -88,7 +88,7 @@ func (x *exchange) relayResponse(resp *http.Response, out *outcome) {
 		return
 	}
 	if rw, ok := x.d.(answerRewriter); ok {
-		body = rw.clientAnswer(body)
+		body = rw.clientAnswer(body, x.answerSeed())
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(resp.StatusCode)
@@ -150,7 +150,7 @@ func (x *exchange) relayHeld(a answer, out *outcome) {
 	withoutToolHeaders(w.Header())
 	if !rd.sse {
 		if rw, ok := x.d.(answerRewriter); ok {
-			rd.body = rw.clientAnswer(rd.body)
+			rd.body = rw.clientAnswer(rd.body, rd.seed) // as roundTrip named them
 		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(rd.body)))
 	}

@@ -18,9 +18,9 @@ type slowRewriter struct {
 	wait func()
 }
 
-func (d slowRewriter) clientAnswer(body []byte) []byte {
+func (d slowRewriter) clientAnswer(body []byte, seed string) []byte {
 	d.wait()
-	return d.openAIChat.clientAnswer(body)
+	return d.openAIChat.clientAnswer(body, seed)
 }
 
 // TestRelayHeldNeverRecordsWhatTheStreamRefused: the expand loop's final
