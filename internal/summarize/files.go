@@ -135,3 +135,36 @@ func countOrEstimate(in compaction.SummaryInput) func(string) int {
 	}
 	return func(s string) int { return len(s) / 4 }
 }
+
+// holdsPath reports whether text holds path as a whole path: an occurrence
+// that no path character precedes and none follows (a dot ending a
+// sentence may), nor an ellipsis (the path was cut there). A path inside a
+// longer one ("src/a.py" in "/repo/src/a.py.bak", "a.go" in "pkg/a.go") is
+// not held: the Files section would drop a path nothing else names.
+func holdsPath(text, path string) bool {
+	if path == "" {
+		return false
+	}
+	for from := 0; ; {
+		i := strings.Index(text[from:], path)
+		if i < 0 {
+			return false
+		}
+		i += from
+		end := i + len(path)
+		before := i == 0 || !isPathByte(text[i-1])
+		after := end == len(text) || !isPathByte(text[end]) && !strings.HasPrefix(text[end:], "…") ||
+			text[end] == '.' && (end+1 == len(text) || !isPathByte(text[end+1]))
+		if before && after {
+			return true
+		}
+		from = i + 1
+	}
+}
+
+// isPathByte reports whether b may be part of a path (pathRe's characters,
+// and the home directory's ~).
+func isPathByte(b byte) bool {
+	return b == '/' || b == '.' || b == '-' || b == '_' || b == '~' ||
+		'0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+}

@@ -187,7 +187,7 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	carried := append(previousFiles(parseSections(in.Previous)), pathRe.FindAllString(prose, maxFiles)...)
 	trail := trailOf(in)
 	for _, f := range writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), countOrEstimate(in)) {
-		if !strings.Contains(summary, f) && !strings.Contains(trail, f) {
+		if !holdsPath(summary, f) && !holdsPath(trail, f) {
 			missing = append(missing, "- "+f)
 		}
 	}

@@ -150,3 +150,42 @@ func TestPinFactsFiles(t *testing.T) {
 		t.Errorf("pinned files %q", files)
 	}
 }
+
+// TestFilesKeepAPathInsideALongerOne: a path the trail names only inside a
+// longer path (lib/x.py in lib/x.py.orig, x.py in lib/x.py) is not in the
+// trail, and Files lists it; before the whole-path measure it was dropped,
+// named nowhere in the summary.
+func TestFilesKeepAPathInsideALongerOne(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	call := chat.Message{ID: "msg_2", Role: chat.RoleAssistant, Parts: []chat.Part{
+		{Type: chat.PartText, Text: "I changed lib/x.py; the backup stays."},
+		{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c1", Name: "bash", Arguments: `{"command":"cp lib/x.py.orig /tmp/keep.txt"}`}}}}
+	result := chat.Message{ID: "msg_3", Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c1", Content: "ok"}}}}
+	in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", OriginalTask: "Fix it.", MaxTokens: 800, Count: count, Messages: []chat.Message{call, result}}
+	out, err := summarize.Extractive{}.Summarize(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, files, _ := strings.Cut(out, "## Files\n")
+	files, _, _ = strings.Cut(files, "\n## ")
+	if !strings.Contains(files+"\n", "- lib/x.py\n") {
+		t.Errorf("Files dropped lib/x.py, which the trail names only inside lib/x.py.orig:\n%s", out)
+	}
+	if strings.Contains(files, "lib/x.py.orig") {
+		t.Errorf("Files repeats a path the trail names:\n%s", out)
+	}
+	for _, c := range []struct {
+		text, path string
+		want       bool
+	}{
+		{"- ran: cp lib/x.py.orig /tmp — msg_2", "lib/x.py", false},
+		{"- edited: pkg/a.go — msg_2", "a.go", false},
+		{"- edited: pkg/a.go — msg_2", "pkg/a.go", true},
+		{"- ran: cat pkg/a.go. — msg_2", "pkg/a.go", true},
+		{"- ran: cat pkg/a.go…", "pkg/a.go", false},
+	} {
+		if got := summarize.HoldsPath(c.text, c.path); got != c.want {
+			t.Errorf("HoldsPath(%q, %q) = %v, want %v", c.text, c.path, got, c.want)
+		}
+	}
+}
