@@ -571,7 +571,7 @@ func (p *planner) summarize() error {
 	// head it summarizes needs, within its budget (TrailSize, trailCut): a
 	// large budget that the trail does not fill would leave only the
 	// latest step verbatim.
-	trail := TrailBudget(p.req.Policy, p.req.Window)
+	trail := min(TrailBudget(p.req.Policy, p.req.Window), p.trailRoom())
 	cutFor := func(reserve int) int {
 		budget := min(p.req.Policy.KeepRecentTokens, p.target-p.req.Fixed-headKept-int64(p.req.Policy.SummaryMaxTokens+reserve))
 		return p.cutBefore(budget)

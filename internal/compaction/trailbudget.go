@@ -30,3 +30,23 @@ func (in SummaryInput) TrailTokens() int {
 	}
 	return fixedTrailBudget(in.MaxTokens)
 }
+
+// trailRoom is the most the trail of a summary may take and the request
+// still fit: the usable window less the fixed part, what stays verbatim
+// at the deepest cut (the latest step, the original task, pinned messages,
+// what the person said and their tool-pair partners) and the summary's own
+// cap. The trail's budget is a share of the window; at a small window, with
+// a large latest step, that share can be more than is left, and the
+// summary with its trail made the request too large where the summary
+// alone fit (8k: 7,272 tokens for 6,964 usable).
+func (p *planner) trailRoom() int {
+	deep := p.cutBefore(0)
+	keep := p.keptBefore(deep)
+	var must int64
+	for i, m := range p.view {
+		if i >= deep || keep[m.ID] {
+			must += m.Tokens
+		}
+	}
+	return int(max(0, p.req.Usable()-p.req.Fixed-must-int64(p.req.Policy.SummaryMaxTokens)))
+}
