@@ -36,6 +36,7 @@ const (
 	tagEdited  = "edited"
 	tagDeleted = "deleted"
 	tagRan     = "ran"
+	tagWrote   = "wrote" // a command that created, changed or deleted the files it names
 	tagPassed  = "test passed"
 	tagFailed  = "test failed"
 	tagError   = "error"
@@ -55,7 +56,7 @@ const metaSep = " — "
 // folded every edit and error before them), then the rest.
 func (l trailLine) rank() int {
 	switch l.tag {
-	case tagError, tagFailed, tagCreated, tagEdited, tagDeleted, tagUser:
+	case tagError, tagFailed, tagCreated, tagEdited, tagDeleted, tagWrote, tagUser:
 		return 0
 	case tagURL:
 		return 1
@@ -134,7 +135,7 @@ func trailFiles(summary string) []string {
 		switch lines[i].tag {
 		case tagRead, tagCreated, tagEdited, tagDeleted:
 			out = append(out, lines[i].text)
-		case tagRan:
+		case tagRan, tagWrote:
 			out = append(out, pathRe.FindAllString(urlRe.ReplaceAllString(lines[i].text, " "), -1)...)
 		}
 	}
@@ -192,6 +193,8 @@ func keyOf(tag, text string) string {
 		return "file\x00" + text
 	case tagPassed, tagFailed:
 		return "test\x00" + text
+	case tagWrote:
+		return tagRan + "\x00" + text // a command, whatever it did
 	}
 	return tag + "\x00" + text
 }
@@ -210,7 +213,17 @@ func trailLines(msgs []chat.Message) []trailLine {
 		}
 	}
 	var out []trailLine
-	ran := map[string][]string{} // message id → the commands it ran
+	ran := map[string][]int{} // message id → its commands' lines in out
+	// namedBy returns the line of a command of ref that names path as a
+	// whole, or -1.
+	namedBy := func(ref, path string) int {
+		for _, i := range ran[ref] {
+			if holdsPath(out[i].text, path) {
+				return i
+			}
+		}
+		return -1
+	}
 	for _, e := range probes.Extract(msgs) {
 		ref := e.MsgID
 		if o, ok := original[ref]; ok {
@@ -222,8 +235,14 @@ func trailLines(msgs []chat.Message) []trailLine {
 		var l trailLine
 		switch e.Kind {
 		case probes.File:
-			if e.Action == probes.Read && slices.ContainsFunc(ran[ref], func(c string) bool { return strings.Contains(c, e.Text) }) {
-				continue // the command that read it names it, with its id
+			if i := namedBy(ref, e.Text); i >= 0 && e.Hash == "" {
+				// The command that read or wrote it names it, with its id;
+				// one that wrote it says so in its tag (and ranks as the
+				// change it made).
+				if e.Action != probes.Read {
+					out[i].tag = tagWrote
+				}
+				continue
 			}
 			l = trailLine{tag: map[string]string{probes.Read: tagRead, probes.Create: tagCreated, probes.Edit: tagEdited, probes.Delete: tagDeleted}[e.Action], text: e.Text, meta: ref}
 			if e.Hash != "" {
@@ -231,7 +250,7 @@ func trailLines(msgs []chat.Message) []trailLine {
 			}
 		case probes.Command:
 			l = trailLine{tag: tagRan, text: e.Text, meta: ref}
-			ran[ref] = append(ran[ref], e.Text)
+			ran[ref] = append(ran[ref], len(out))
 			if e.Status != "" && e.Status != "0" {
 				l.meta = "exit " + e.Status + ", " + ref
 			}

@@ -122,8 +122,8 @@ func TestTrailFillsItsBudget(t *testing.T) {
 // TestTrailKeepsWhatFailedAndChangedFirst: over its budget, the trail keeps
 // the error lines, failing tests and file changes before the commands and
 // reads, newest first within each; a command's exit status shows only when
-// it is not 0; a read is left out when the command that read the file
-// names it; a fold line written before folds were "other lines" is read.
+// it is not 0; a read or an edit is left out when the command that made
+// it names the file (an edit makes it a "wrote" line, kept first); a fold line written before folds were "other lines" is read.
 func TestTrailKeepsWhatFailedAndChangedFirst(t *testing.T) {
 	count := func(s string) int { return len(s) / 4 }
 	call := func(id, cmd string) chat.Message {
@@ -142,7 +142,7 @@ func TestTrailKeepsWhatFailedAndChangedFirst(t *testing.T) {
 	}
 	prev := "[contextd summary, round 1.]\n## Trail\n- folded: 4 older lines, from messages msg_1. Call ExpandMessage with message id sum_1_1 to read what they came from.\n"
 	trail := summarize.Trail(compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: prev, Messages: msgs}, 200, count)
-	for _, want := range []string{"- error: ValueError: bad x — msg_5\n", "- edited: /repo/a.py — msg_6\n", "- ran: ls /repo/dir29 — msg_66\n", "msg_1."} {
+	for _, want := range []string{"- error: ValueError: bad x — msg_5\n", "- wrote: sed -i s/1/2/ /repo/a.py — msg_6\n", "- ran: ls /repo/dir29 — msg_66\n", "msg_1."} {
 		if !strings.Contains(trail, want) {
 			t.Errorf("trail lacks %q:\n%s", want, trail)
 		}
@@ -156,7 +156,7 @@ func TestTrailKeepsWhatFailedAndChangedFirst(t *testing.T) {
 			t.Errorf("trail lacks %q:\n%s", want, all)
 		}
 	}
-	if strings.Contains(all, "- read: /repo/a.py") {
+	if strings.Contains(all, "- read: /repo/a.py") || strings.Contains(trail, "- edited: /repo/a.py") {
 		t.Errorf("a read its command names is listed again:\n%s", all)
 	}
 }
