@@ -119,8 +119,15 @@ func parseTrail(summary string) ([]trailLine, int, []string) {
 			continue
 		}
 		l := trailLine{tag: tag, text: rest[:j], meta: rest[j+len(metaSep):]}
-		l.key = keyOf(l.tag, strings.TrimSuffix(l.text, "…"))
-		out = append(out, l)
+		texts := []string{l.text}
+		if groupable(trailLine{tag: tag, text: "x"}) {
+			texts = strings.Split(l.text, groupSep) // a group's line
+		}
+		for _, text := range texts {
+			l.text = text
+			l.key = keyOf(l.tag, strings.TrimSuffix(l.text, "…"))
+			out = append(out, l)
+		}
 	}
 	return out, folded, ids
 }
@@ -334,21 +341,41 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		return ""
 	}
 	used := count(trailHeader)
+	// Each line's cost alone, and each group's (groups: the leader's index
+	// of each line; a group costs less than its lines alone).
 	costs := make([]int, len(lines))
+	leader := groups(lines)
+	groupCost := map[int]int{}
 	total := 0
 	for i, l := range lines {
 		costs[i] = count(l.render() + "\n")
-		total += costs[i]
+		if leader[i] == i {
+			groupCost[i] = count(renderGroup(lines, leader, i, nil))
+			total += groupCost[i]
+		}
 	}
 	kept := make([]bool, len(lines))
 	if folded > 0 || used+total > budget {
 		// Folding: the kept lines get three quarters of the budget, the
-		// newest first; a line that does not fit folds and older, shorter
-		// ones may still fit.
+		// newest first, a group whole when it fits; a line that does not
+		// fit folds and older, shorter ones may still fit. A group's lines
+		// kept one by one are counted as lines alone, which their group
+		// line never exceeds.
 		used += count(foldLine(in, folded+len(lines), nil))
+		room := budget * 3 / 4
 		for rank := range 3 {
 			for i := len(lines) - 1; i >= 0; i-- {
-				if !kept[i] && lines[i].rank() == rank && used+costs[i] <= budget*3/4 {
+				if kept[i] || lines[i].rank() != rank {
+					continue
+				}
+				if g := leader[i]; (i+1 == len(lines) || leader[i+1] != g) && i > g && !kept[g] && used+groupCost[g] <= room {
+					used += groupCost[g] // the whole group, from its newest line
+					for j := g; j <= i; j++ {
+						kept[j] = true
+					}
+					continue
+				}
+				if used+costs[i] <= room {
 					used += costs[i]
 					kept[i] = true
 				}
@@ -385,13 +412,62 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 	var b strings.Builder
 	b.WriteString(trailHeader)
 	b.WriteString(foldLine(in, folded, named))
-	for i, l := range lines {
-		if kept[i] {
-			b.WriteString(l.render())
-			b.WriteByte('\n')
+	for i := range lines {
+		if leader[i] == i {
+			b.WriteString(renderGroup(lines, leader, i, kept))
 		}
 	}
 	return b.String()
+}
+
+// maxGroup bounds the lines one trail line groups.
+const maxGroup = 20
+
+// groups returns, for each line, the index of the first line of its group:
+// a run of lines with one tag that names a file, a test or a URL, and with
+// the same facts (the same message, no hash), written as one line whose
+// texts are separated by ", " (a test run's passing tests, the URLs of one
+// output, the files of one patch). A text holding ", " is never grouped.
+func groups(lines []trailLine) []int {
+	leader := make([]int, len(lines))
+	for i, l := range lines {
+		leader[i] = i
+		if i == 0 || !groupable(l) {
+			continue
+		}
+		g := leader[i-1]
+		if p := lines[i-1]; groupable(p) && p.tag == l.tag && p.meta == l.meta && i-g < maxGroup {
+			leader[i] = g
+		}
+	}
+	return leader
+}
+
+// groupable reports whether l may share a line with others of its tag.
+func groupable(l trailLine) bool {
+	switch l.tag {
+	case tagRead, tagCreated, tagEdited, tagDeleted, tagPassed, tagFailed, tagURL:
+		return !strings.Contains(l.text, groupSep) && l.text != ""
+	}
+	return false
+}
+
+// groupSep separates the texts of a group's line.
+const groupSep = ", "
+
+// renderGroup renders the group that starts at line g: its lines kept
+// (all when kept is nil) as one line, or "" when none is.
+func renderGroup(lines []trailLine, leader []int, g int, kept []bool) string {
+	var texts []string
+	for i := g; i < len(lines) && leader[i] == g; i++ {
+		if kept == nil || kept[i] {
+			texts = append(texts, lines[i].text)
+		}
+	}
+	if len(texts) == 0 {
+		return ""
+	}
+	return trailLine{tag: lines[g].tag, text: strings.Join(texts, groupSep), meta: lines[g].meta}.render() + "\n"
 }
 
 // foldLine counts n folded lines and names ids (newest first).

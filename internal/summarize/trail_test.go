@@ -220,3 +220,61 @@ func TestTrailURLsDoNotCrowdOutChanges(t *testing.T) {
 		t.Errorf("the newest links should still fill what is left:\n%s", trail)
 	}
 }
+
+// TestTrailGroupsLinesOfOneOutput: the tests one output names with one
+// result, and the files of one patch, share a line (their texts separated
+// by ", ", each verbatim); a chained summary splits the line again and
+// merges each: a test that fails later leaves its group for a line of its
+// own.
+func TestTrailGroupsLinesOfOneOutput(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	call := func(id, name, args string) chat.Message {
+		return chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + id, Name: name, Arguments: args}}}}
+	}
+	result := func(id, call, out string) chat.Message {
+		return chat.Message{ID: id, Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c" + call, Content: out}}}}
+	}
+	run := "tests/test_a.py::test_one PASSED\ntests/test_a.py::test_two PASSED\ntests/test_a.py::test_three PASSED\n"
+	round1 := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, Count: count, Messages: []chat.Message{
+		call("msg_2", "Bash", `{"command":"python -m pytest -v tests/test_a.py"}`), result("msg_3", "msg_2", run),
+		call("msg_4", "apply_patch", `{"input":"*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Update File: src/b.py\n@@\n-x\n+y\n*** End Patch"}`), result("msg_5", "msg_4", "Done"),
+	}}
+	s1, err := summarize.Extractive{}.Summarize(t.Context(), round1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, trail, _ := strings.Cut(s1, "## "+summarize.SecTrail)
+	for _, want := range []string{
+		"- test passed: tests/test_a.py::test_one, tests/test_a.py::test_two, tests/test_a.py::test_three — msg_3\n",
+		"- edited: src/a.py, src/b.py — msg_4\n",
+	} {
+		if !strings.Contains(trail, want) {
+			t.Errorf("round 1 lacks %q:\n%s", want, trail)
+		}
+	}
+	round2 := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, Count: count, Previous: s1, Messages: []chat.Message{
+		call("msg_7", "Bash", `{"command":"python -m pytest -v tests/test_a.py -k two"}`), result("msg_8", "msg_7", "tests/test_a.py::test_two FAILED\n"),
+	}}
+	s2, _ := summarize.Extractive{}.Summarize(t.Context(), round2)
+	_, trail, _ = strings.Cut(s2, "## "+summarize.SecTrail)
+	for _, want := range []string{
+		"- test passed: tests/test_a.py::test_one, tests/test_a.py::test_three — msg_3\n",
+		"- edited: src/a.py, src/b.py — msg_4\n",
+		"- test failed: tests/test_a.py::test_two — msg_8\n",
+	} {
+		if !strings.Contains(trail, want) {
+			t.Errorf("round 2 lacks %q:\n%s", want, trail)
+		}
+	}
+	// Over a small budget, a group that does not fit whole keeps its
+	// newest lines that fit: the budget holds.
+	var many strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&many, "tests/t.py::test_%02d PASSED\n", i)
+	}
+	round1.Messages = []chat.Message{call("msg_2", "Bash", `{"command":"pytest -v"}`), result("msg_3", "msg_2", many.String())}
+	small := summarize.Trail(round1, 130, count)
+	if count(small) > 130 || !strings.Contains(small, "test_19") || strings.Contains(small, "test_00") {
+		t.Errorf("over budget (%d tokens), or not the newest of the group kept:\n%s", count(small), small)
+	}
+}
