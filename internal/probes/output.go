@@ -160,3 +160,36 @@ func (x *extractor) urls(text string, base Event) {
 		x.add(e)
 	}
 }
+
+// TestLines returns the lines of an output that name a test with its
+// result (pytest, unittest, Go), verbatim as Extract reads them, failing
+// ones first, then in order, at most max: a pruned output's stand-in keeps
+// them, so the tests it ran survive its masking. It reads the output's
+// head and tail as Extract does.
+func TestLines(out string, max int) []string {
+	out = scanWindow(out)
+	var failed, passed []string
+	add := func(line string, pass bool) {
+		line = strings.TrimSpace(line)
+		if slices.Contains(failed, line) || slices.Contains(passed, line) {
+			return
+		}
+		if pass {
+			passed = append(passed, line)
+		} else {
+			failed = append(failed, line)
+		}
+	}
+	for _, m := range pytestRe.FindAllStringSubmatch(out, -1) {
+		verdict := m[2] + m[3]
+		add(m[0], verdict == "PASSED" || verdict == "XFAIL" || verdict == "XPASS")
+	}
+	for _, m := range unittestRe.FindAllStringSubmatch(out, -1) {
+		add(m[0], m[3] == "ok" || m[3] == "expected failure" || m[3] == "skipped")
+	}
+	for _, m := range goTestRe.FindAllStringSubmatch(out, -1) {
+		add(m[0], m[1] == "PASS")
+	}
+	all := append(failed, passed...)
+	return all[:min(len(all), max)]
+}
