@@ -433,7 +433,7 @@ func placeholderFor(m *chat.Message, why string, facts bool, names map[string]st
 			kept = keptFacts(tr.Content, tr.IsError, true)
 		}
 		if kept != "" {
-			desc += "; its exit code, first error lines and URLs follow"
+			desc += "; its exit code, first error lines, tests and URLs follow"
 		}
 		text := "[contextd pruned this output of " + tool + " (" + desc + ")" + expand + kept
 		out.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
@@ -474,7 +474,7 @@ func headTail(m *chat.Message, facts, tool bool) (chat.Message, bool) {
 			kept = keptFacts(part.Text[len(head):len(part.Text)-len(tail)], false, false)
 		}
 		if kept != "" {
-			among = "; the first error lines and URLs among them follow"
+			among = "; the first error lines, tests and URLs among them follow"
 		}
 		text := fmt.Sprintf("%s\n[contextd pruned %d characters here%s. %s to read them.]%s\n%s",
 			head, len(part.Text)-len(head)-len(tail), among, expandCall(tool, m.ID), kept, tail)
