@@ -20,10 +20,11 @@ const SecFiles = "Files"
 // summaries written before SecFiles; such a summary's files carry over.
 const legacyFilesPrefix = "files touched: "
 
-// Bounds of the files section: it takes at most a quarter of the summary's
-// token cap (as much as the other sections, proseCap) and never more than
-// maxFilesTokens (a hand-off has no cap of its own), and lists at most
-// maxFiles paths.
+// Bounds of the files section: it takes at most half of the summary's
+// token cap (beside the other sections' quarter, proseCap: a quarter here
+// lost paths the assistant wrote, TestCacheAwareSaves' fact retention) and
+// never more than maxFilesTokens (a hand-off has no cap of its own), and
+// lists at most maxFiles paths.
 const (
 	maxFilesTokens = 2000
 	maxFiles       = 400
@@ -31,7 +32,7 @@ const (
 
 // filesBudget is the tokens the files section of a summary capped at
 // maxTokens may take.
-func filesBudget(maxTokens int) int { return min(maxTokens/4, maxFilesTokens) }
+func filesBudget(maxTokens int) int { return min(maxTokens/2, maxFilesTokens) }
 
 // writtenPaths returns the paths written in msgs (see SecFiles), then those
 // of previous (carried over from an earlier round, already most recent

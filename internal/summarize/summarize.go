@@ -428,8 +428,9 @@ func sortedKeys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m))
 // exactly; what it leaves pays for the trail. Every token of it is re-sent
 // on every call until the next compaction and pushes the view after a
 // compaction toward the next one (make bench-recall, extractive, the bill
-// against the code before the trail: at 12k +5.4 % with half the cap,
-// +2.7 % with a quarter, +2.4 % with an eighth; at 16k +3.6, +2.6 and
-// +1.9 %; recall in view the same or higher). An LLM's summary keeps the
-// whole cap.
+// against the code before the trail: at 12k +5.4 % with half the cap, +3.1 %
+// with a quarter holding Files too, +3.6 % with Files at its own half
+// (filesBudget); at 16k +3.6, +2.7 and +2.8 %; an eighth emptied the
+// sections for 0.7 points more at 16k; recall in view the same or higher).
+// An LLM's summary keeps the whole cap.
 func proseCap(maxTokens int) int { return maxTokens / 4 }
