@@ -220,11 +220,15 @@ func trailLines(msgs []chat.Message) []trailLine {
 		}
 	}
 	var out []trailLine
-	ran := map[string][]int{} // message id → its commands' lines in out
-	// namedBy returns the line of a command of ref that names path as a
+	// The lines in out of the commands of each call (message id and call
+	// id: one message may hold a command and an editor's call on the same
+	// file, and the command did not write it).
+	ran := map[string][]int{}
+	callOf := func(ref string, e probes.Event) string { return ref + "\x00" + e.CallID }
+	// namedBy returns the line of a command of call that names path as a
 	// whole, or -1.
-	namedBy := func(ref, path string) int {
-		for _, i := range ran[ref] {
+	namedBy := func(call, path string) int {
+		for _, i := range ran[call] {
 			if holdsPath(out[i].text, path) {
 				return i
 			}
@@ -242,7 +246,7 @@ func trailLines(msgs []chat.Message) []trailLine {
 		var l trailLine
 		switch e.Kind {
 		case probes.File:
-			if i := namedBy(ref, e.Text); i >= 0 && e.Hash == "" {
+			if i := namedBy(callOf(ref, e), e.Text); i >= 0 && e.Hash == "" {
 				// The command that read or wrote it names it, with its id;
 				// one that wrote it says so in its tag (and ranks as the
 				// change it made).
@@ -257,7 +261,7 @@ func trailLines(msgs []chat.Message) []trailLine {
 			}
 		case probes.Command:
 			l = trailLine{tag: tagRan, text: e.Text, meta: ref}
-			ran[ref] = append(ran[ref], len(out))
+			ran[callOf(ref, e)] = append(ran[callOf(ref, e)], len(out))
 			if e.Status != "" && e.Status != "0" {
 				l.meta = "exit " + e.Status + ", " + ref
 			}

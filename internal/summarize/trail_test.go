@@ -278,3 +278,22 @@ func TestTrailGroupsLinesOfOneOutput(t *testing.T) {
 		t.Errorf("over budget (%d tokens), or not the newest of the group kept:\n%s", count(small), small)
 	}
 }
+
+// TestTrailWroteIsTheCommandsOwn: a command's line says it wrote a file
+// only when that command's own call changed it; an editor's call in the same
+// message that changed the file the command read keeps its own line.
+func TestTrailWroteIsTheCommandsOwn(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	msgs := []chat.Message{{ID: "msg_2", Role: chat.RoleAssistant, Parts: []chat.Part{
+		{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c1", Name: "Bash", Arguments: `{"command":"cat /repo/a.py"}`}},
+		{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c2", Name: "Edit", Arguments: `{"file_path":"/repo/a.py","old_string":"x","new_string":"y"}`}},
+	}}, {ID: "msg_3", Role: chat.RoleAssistant, Parts: []chat.Part{
+		{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c3", Name: "Bash", Arguments: `{"command":"touch /repo/b.py"}`}},
+	}}}
+	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, 1000, count)
+	for _, want := range []string{"- ran: cat /repo/a.py — msg_2\n", "- edited: /repo/a.py — msg_2\n", "- wrote: touch /repo/b.py — msg_3\n"} {
+		if !strings.Contains(trail, want) {
+			t.Errorf("trail lacks %q:\n%s", want, trail)
+		}
+	}
+}
