@@ -327,7 +327,8 @@ func mergeTrail(prev, next []trailLine) []trailLine {
 // (count measures text). The oldest fold into one line that counts them
 // and names the message ids they came from (each one expand away), within
 // a quarter of the budget (the newest ids first; the rest are behind the
-// summary's own id, which the line names too).
+// summary's own id, which the line names too); what it leaves of its
+// quarter goes to lines.
 func Trail(in compaction.SummaryInput, budget int, count func(string) int) string {
 	prev, folded, foldIDs := parseTrail(cut(in.Previous, MaxSectionChars))
 	slices.Reverse(foldIDs) // a fold line names them newest first; foldIDs runs oldest first
@@ -359,69 +360,99 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		}
 	}
 	kept := make([]bool, len(lines))
-	if folded > 0 || used+total > budget {
-		// Folding: the kept lines get three quarters of the budget, the
-		// newest first, a group whole when it fits; a line that does not
-		// fit folds and older, shorter ones may still fit. A group's lines
-		// kept one by one are counted as lines alone, which their group
-		// line never exceeds.
-		used += count(foldLine(in, folded+len(lines), nil))
-		room := budget * 3 / 4
+	// fill keeps lines within room, what failed and changed first, the
+	// newest first within each rank, a group whole when it fits; a line
+	// that does not fit folds and older, shorter ones may still fit. A
+	// group's lines kept one by one are counted as lines alone, which
+	// their group line never exceeds.
+	fill := func(room, pad int) {
 		for rank := range 3 {
 			for i := len(lines) - 1; i >= 0; i-- {
 				if kept[i] || lines[i].rank() != rank {
 					continue
 				}
-				if g := leader[i]; (i+1 == len(lines) || leader[i+1] != g) && i > g && !kept[g] && used+groupCost[g] <= room {
-					used += groupCost[g] // the whole group, from its newest line
+				if g := leader[i]; (i+1 == len(lines) || leader[i+1] != g) && i > g && !kept[g] && used+groupCost[g]+pad <= room {
+					used += groupCost[g] + pad // the whole group, from its newest line
 					for j := g; j <= i; j++ {
 						kept[j] = true
 					}
 					continue
 				}
-				if used+costs[i] <= room {
-					used += costs[i]
+				if used+costs[i]+pad <= room {
+					used += costs[i] + pad
 					kept[i] = true
 				}
 			}
 		}
-	} else {
+	}
+	// fold is the fold line of what kept leaves out: its count, and the
+	// message ids of those lines, newest first, deduplicated, within idCap
+	// tokens, or only those of only (when not nil).
+	fold := func(idCap int, only []string) (string, []string, int) {
+		n, ids := folded, slices.Clone(foldIDs)
+		for i, l := range lines {
+			if !kept[i] {
+				n++
+				ids = append(ids, l.idOf())
+			}
+		}
+		var named []string
+		seen := map[string]bool{}
+		idTokens := 0
+		for i := len(ids) - 1; i >= 0; i-- {
+			id := ids[i]
+			if id == "" || seen[id] || !strings.HasPrefix(id, "msg_") || only != nil && !slices.Contains(only, id) {
+				continue
+			}
+			c := count(id + ", ")
+			if idTokens+c > idCap {
+				break
+			}
+			seen[id] = true
+			idTokens += c
+			named = append(named, id)
+		}
+		return foldLine(in, n, named), named, idTokens
+	}
+	render := func(line string) string {
+		var b strings.Builder
+		b.WriteString(trailHeader)
+		b.WriteString(line)
+		for i := range lines {
+			if leader[i] == i {
+				b.WriteString(renderGroup(lines, leader, i, kept))
+			}
+		}
+		return b.String()
+	}
+	if folded == 0 && used+total <= budget {
 		for i := range kept {
 			kept[i] = true
 		}
+		return render("")
 	}
-	for i, l := range lines {
-		if !kept[i] {
-			folded++
-			foldIDs = append(foldIDs, l.idOf())
-		}
+	// Folding: the kept lines get three quarters of the budget; the fold
+	// line names the ids of what folds within the last quarter, newest
+	// first. What the fold line leaves of its quarter then goes to lines
+	// too (the newest of what folded, by rank; each counted a token more,
+	// as a count of the whole can exceed the sum of its lines'), and the
+	// fold line names only ids it named already, so it does not grow; if
+	// the whole is over the budget all the same, the first fill stands.
+	// The whole trail is counted twice.
+	est := count(foldLine(in, folded+len(lines), nil))
+	used += est
+	fill(budget*3/4, 0)
+	line, named, _ := fold(budget/4, nil)
+	first := render(line)
+	if used = count(first); used >= budget {
+		return first
 	}
-	// The newest ids first, deduplicated, within a quarter of the budget.
-	var named []string
-	seen := map[string]bool{}
-	idTokens := 0
-	for i := len(foldIDs) - 1; i >= 0; i-- {
-		id := foldIDs[i]
-		if id == "" || seen[id] || !strings.HasPrefix(id, "msg_") {
-			continue
-		}
-		c := count(id + ", ")
-		if idTokens+c > budget/4 {
-			break
-		}
-		seen[id] = true
-		idTokens += c
-		named = append(named, id)
+	fill(budget, 1)
+	line, _, _ = fold(budget/4, named)
+	if second := render(line); count(second) <= budget {
+		return second
 	}
-	var b strings.Builder
-	b.WriteString(trailHeader)
-	b.WriteString(foldLine(in, folded, named))
-	for i := range lines {
-		if leader[i] == i {
-			b.WriteString(renderGroup(lines, leader, i, kept))
-		}
-	}
-	return b.String()
+	return first
 }
 
 // maxGroup bounds the lines one trail line groups.

@@ -297,3 +297,24 @@ func TestTrailWroteIsTheCommandsOwn(t *testing.T) {
 		}
 	}
 }
+
+// TestTrailFoldLineLeavesRoomToLines: what the fold line does not take of
+// its quarter goes to lines: the commands of one message fold behind one
+// id, a short fold line, and the trail fills its budget (it kept three
+// quarters before), never more.
+func TestTrailFoldLineLeavesRoomToLines(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	var cmds strings.Builder
+	for i := range 80 {
+		fmt.Fprintf(&cmds, "```bash\nls /repo/dir%02d\n```\n", i)
+	}
+	msgs := []chat.Message{{ID: "msg_2", Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: cmds.String()}}}}
+	const budget = 400
+	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, budget, count)
+	if n := count(trail); n > budget || n < budget*7/8 {
+		t.Errorf("trail of %d tokens for a budget of %d: want it filled, within it\n%s", n, budget, trail)
+	}
+	if !strings.Contains(trail, "- folded: ") || !strings.Contains(trail, "ls /repo/dir79 — msg_2") {
+		t.Errorf("want the newest kept and the rest folded:\n%s", trail)
+	}
+}
