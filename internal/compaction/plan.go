@@ -32,7 +32,8 @@ type SummaryInput struct {
 	Instructions string
 	MaxTokens    int
 	// TrailMaxTokens is the budget of the summary's exact artifact trail,
-	// on top of MaxTokens (TrailBudget; 0: TrailTokens says).
+	// on top of MaxTokens (TrailBudget; 0: TrailTokens says; negative: no
+	// room for a trail, the summary has none).
 	TrailMaxTokens int
 	// ID is the summary's own id, which its first line names
 	// (SummaryHeader), in the wording of the expand tool when ExpandTool
@@ -594,7 +595,7 @@ func (p *planner) summarize() error {
 		measure := func(cut int) int {
 			summarized, _, _, previous := p.headBefore(cut)
 			return p.req.TrailSize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, Messages: summarized,
-				MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trail, ID: "sum_0_0", ExpandTool: p.req.Policy.ExposeExpandTool, Count: p.req.CountText})
+				MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trailMax(trail), ID: "sum_0_0", ExpandTool: p.req.Policy.ExposeExpandTool, Count: p.req.CountText})
 		}
 		if c := trailCut(cut, trail, cutFor, measure); c < cut {
 			cut = c
@@ -607,7 +608,7 @@ func (p *planner) summarize() error {
 	sumID := p.req.NewID(chat.KindSummary) // the summary names its own id
 	tool := p.req.Policy.ExposeExpandTool
 	text, err := p.req.Summarize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous,
-		Messages: summarized, Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trail,
+		Messages: summarized, Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trailMax(trail),
 		ID: sumID, ExpandTool: tool, Count: p.req.CountText})
 	if err != nil {
 		p.plan.SummaryFailed = err

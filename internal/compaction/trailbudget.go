@@ -26,12 +26,22 @@ func TrailBudget(p Policy, window int64) int {
 func fixedTrailBudget(summaryMaxTokens int) int { return min(summaryMaxTokens, 4000) }
 
 // TrailTokens is the trail's budget of a summary input: its TrailMaxTokens
-// when set, else min(MaxTokens, 4000).
+// when set (0 when it is negative: no room), else min(MaxTokens, 4000).
 func (in SummaryInput) TrailTokens() int {
-	if in.TrailMaxTokens > 0 {
-		return in.TrailMaxTokens
+	if in.TrailMaxTokens != 0 {
+		return max(in.TrailMaxTokens, 0)
 	}
 	return fixedTrailBudget(in.MaxTokens)
+}
+
+// trailMax is the SummaryInput.TrailMaxTokens of a trail budget: a budget
+// of 0 (trailRoom found no room) is no trail, not the fixed budget an unset
+// TrailMaxTokens stands for.
+func trailMax(budget int) int {
+	if budget <= 0 {
+		return -1
+	}
+	return budget
 }
 
 // trailRoom is the most the trail of a summary may take and the request

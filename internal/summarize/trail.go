@@ -440,7 +440,9 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 	// the whole is over the budget all the same, the first fill stands.
 	// The whole trail is counted twice.
 	est := count(foldLine(in, folded+len(lines), nil))
-	used += est
+	if used += est; used > budget {
+		return "" // not even the fold line fits: no room for a trail
+	}
 	fill(budget*3/4, 0)
 	line, named, _ := fold(budget/4, nil)
 	first := render(line)

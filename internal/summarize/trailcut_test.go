@@ -74,7 +74,16 @@ func TestSummaryStaysWithinTarget(t *testing.T) {
 // after what stays verbatim and the summary's cap (its budget, a share of
 // the window, was more): the request fits. Without the room measured, the
 // summary with its trail made it too large where the summary alone fit.
+// With a latest step so large that no room is left for a trail at all, the
+// summary has none (a budget of 0 was read as unset and took the fixed
+// 800 tokens: 7,514 tokens for 6,964 usable).
 func TestTrailFitsWhatIsLeft(t *testing.T) {
+	for _, plan := range []int{330, 420} {
+		t.Run(fmt.Sprint(plan), func(t *testing.T) { trailFitsWhatIsLeft(t, plan) })
+	}
+}
+
+func trailFitsWhatIsLeft(t *testing.T, planSteps int) {
 	countText := func(s string) int { return len(s)/4 + 1 }
 	count := func(m *chat.Message) int64 {
 		n := 4
@@ -104,7 +113,7 @@ func TestTrailFitsWhatIsLeft(t *testing.T) {
 		add(chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
 			ToolCallID: fmt.Sprintf("c%d", i), Content: fmt.Sprintf("error: no match in file%d\nexit code: 1", i)}}}})
 	}
-	add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "My plan: " + strings.Repeat("rewrite the clause reader step by step. ", 330)}}})
+	add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "My plan: " + strings.Repeat("rewrite the clause reader step by step. ", planSteps)}}})
 	const w = 8192
 	p := compaction.Defaults(w)
 	ids := 0
@@ -122,7 +131,7 @@ func TestTrailFitsWhatIsLeft(t *testing.T) {
 	if plan.TokensAfter > req.Usable() {
 		t.Errorf("%d tokens after %v, %d usable", plan.TokensAfter, plan.Tiers, req.Usable())
 	}
-	if !strings.Contains(plan.Summary, "## "+summarize.SecTrail) {
-		t.Errorf("no trail in the summary:\n%s", plan.Summary)
+	if room := strings.Contains(plan.Summary, "## "+summarize.SecTrail); room != (planSteps < 400) {
+		t.Errorf("a trail in the summary: %v, want %v\n%s", room, !room, plan.Summary)
 	}
 }
