@@ -165,20 +165,26 @@ func (x *extractor) urls(text string, base Event) {
 // result (pytest, unittest, Go), verbatim as Extract reads them, failing
 // ones first, then in order, at most max: a pruned output's stand-in keeps
 // them, so the tests it ran survive its masking. It reads the output's
-// head and tail as Extract does.
+// head and tail as Extract does. A line longer than MaxURL (a pytest id
+// with a long parameter) is left out, never cut, so the lines take at most
+// max*MaxURL bytes; the work is linear in the scan window (a verbose run
+// names thousands of tests: each line is looked up once, and each list
+// stops at max).
 func TestLines(out string, max int) []string {
 	out = scanWindow(out)
 	var failed, passed []string
+	seen := map[string]bool{}
 	add := func(line string, pass bool) {
 		line = strings.TrimSpace(line)
-		if slices.Contains(failed, line) || slices.Contains(passed, line) {
+		list := &failed
+		if pass {
+			list = &passed
+		}
+		if len(*list) >= max || len(line) > MaxURL || seen[line] {
 			return
 		}
-		if pass {
-			passed = append(passed, line)
-		} else {
-			failed = append(failed, line)
-		}
+		seen[line] = true
+		*list = append(*list, line)
 	}
 	for _, m := range pytestRe.FindAllStringSubmatch(out, -1) {
 		verdict := m[2] + m[3]
