@@ -75,7 +75,11 @@ type trailLine struct {
 }
 
 func (l trailLine) render() string {
-	return "- " + l.tag + ": " + l.text + metaSep + l.meta
+	text := l.text
+	if quoted(l) {
+		text = quote + text + quote
+	}
+	return "- " + l.tag + ": " + text + metaSep + l.meta
 }
 
 // parseTrail reads the trail section of a previous summary: its lines, in
@@ -120,8 +124,8 @@ func parseTrail(summary string) ([]trailLine, int, []string) {
 		}
 		l := trailLine{tag: tag, text: rest[:j], meta: rest[j+len(metaSep):]}
 		texts := []string{l.text}
-		if groupable(trailLine{tag: tag, text: "x"}) {
-			texts = strings.Split(l.text, groupSep) // a group's line
+		if groupTag(tag) {
+			texts = splitGroup(l.text) // a group's line, or a quoted text
 		}
 		for _, text := range texts {
 			l.text = text

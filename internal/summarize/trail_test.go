@@ -318,3 +318,34 @@ func TestTrailFoldLineLeavesRoomToLines(t *testing.T) {
 		t.Errorf("want the newest kept and the rest folded:\n%s", trail)
 	}
 }
+
+// TestTrailLineHoldingTheSeparator: a file whose path holds ", " (a
+// Windows folder "Docs, 2024") has a line of its own, and a chained
+// summary reads it back as one path, not as two files: a later edit of it
+// replaces its line, and the previous trail's files are that path.
+func TestTrailLineHoldingTheSeparator(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	edit := func(id, path string) chat.Message {
+		return chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{
+			ID: "c" + id, Name: "Edit", Arguments: fmt.Sprintf(`{"file_path":%q,"old_string":"x","new_string":"y"}`, path)}}}}
+	}
+	const odd = `C:\Users\ann\Docs, 2024\notes.txt`
+	round1 := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, Count: count, Messages: []chat.Message{
+		edit("msg_2", odd), edit("msg_3", "src/a.py"), edit("msg_4", `"quoted".txt`)}}
+	s1, err := summarize.Extractive{}.Summarize(t.Context(), round1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	round2 := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, Count: count, Previous: s1, Messages: []chat.Message{edit("msg_9", odd)}}
+	s2, _ := summarize.Extractive{}.Summarize(t.Context(), round2)
+	_, trail, _ := strings.Cut(s2, "## "+summarize.SecTrail)
+	if n := strings.Count(trail, "Docs, 2024"); n != 1 || !strings.Contains(trail, odd) || !strings.Contains(trail, "msg_9") || strings.Contains(trail, "msg_2") {
+		t.Errorf("want the path once, from msg_9:\n%s", trail)
+	}
+	if !strings.Contains(trail, `"quoted".txt`) {
+		t.Errorf("a path with quotes lost them:\n%s", trail)
+	}
+	if strings.Contains(s2, "- 2024") || strings.Contains(s2, `- C:\Users\ann\Docs`+"\n") {
+		t.Errorf("a piece of the path is listed as a file:\n%s", s2)
+	}
+}

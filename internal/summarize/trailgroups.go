@@ -27,15 +27,41 @@ func groups(lines []trailLine) []int {
 
 // groupable reports whether l may share a line with others of its tag.
 func groupable(l trailLine) bool {
-	switch l.tag {
+	return groupTag(l.tag) && !quoted(l) && l.text != ""
+}
+
+// groupTag reports whether lines of tag may be grouped (and so a line of
+// it is split at groupSep when a chained summary reads it, unless quoted).
+func groupTag(tag string) bool {
+	switch tag {
 	case tagRead, tagCreated, tagEdited, tagDeleted, tagPassed, tagFailed, tagURL:
-		return !strings.Contains(l.text, groupSep) && l.text != ""
+		return true
 	}
 	return false
 }
 
-// groupSep separates the texts of a group's line.
-const groupSep = ", "
+// quoted reports whether l's text is written between quotes: a text of a
+// groupable tag that holds groupSep (a path "Docs, 2024/a.txt") or starts
+// with a quote, so a chained summary reads it back whole, not as a group.
+func quoted(l trailLine) bool {
+	return groupTag(l.tag) && (strings.Contains(l.text, groupSep) || strings.HasPrefix(l.text, quote))
+}
+
+// splitGroup returns the texts of a line of a groupable tag as written:
+// one unquoted text, or a group's texts.
+func splitGroup(text string) []string {
+	if len(text) >= 2 && strings.HasPrefix(text, quote) && strings.HasSuffix(text, quote) {
+		return []string{text[1 : len(text)-1]}
+	}
+	return strings.Split(text, groupSep)
+}
+
+// groupSep separates the texts of a group's line; quote encloses a text
+// that holds it.
+const (
+	groupSep = ", "
+	quote    = `"`
+)
 
 // renderGroup renders the group that starts at line g: its lines kept
 // (all when kept is nil) as one line, or "" when none is.
@@ -46,8 +72,11 @@ func renderGroup(lines []trailLine, leader []int, g int, kept []bool) string {
 			texts = append(texts, lines[i].text)
 		}
 	}
-	if len(texts) == 0 {
+	switch len(texts) {
+	case 0:
 		return ""
+	case 1:
+		return trailLine{tag: lines[g].tag, text: texts[0], meta: lines[g].meta}.render() + "\n"
 	}
-	return trailLine{tag: lines[g].tag, text: strings.Join(texts, groupSep), meta: lines[g].meta}.render() + "\n"
+	return "- " + lines[g].tag + ": " + strings.Join(texts, groupSep) + metaSep + lines[g].meta + "\n"
 }
