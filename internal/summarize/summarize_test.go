@@ -189,3 +189,35 @@ func TestFilesKeepAPathInsideALongerOne(t *testing.T) {
 		}
 	}
 }
+
+// TestProseWithinAQuarter: the extractive summary's sections (all but
+// Files and the trail) take at most a quarter of summary_max_tokens, and
+// Files about half (its paths counted one by one), so the summary without
+// its trail stays within the cap: what the agent acted on is in the trail,
+// exactly.
+func TestProseWithinAQuarter(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	var msgs []chat.Message
+	for i := range 120 {
+		msgs = append(msgs, chat.Message{ID: fmt.Sprintf("msg_%d", i+2), Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText,
+			Text: fmt.Sprintf("Let me check pkg/mod%03d/file.go next: the issue is in step %d, so I will fix it and then run the tests.", i, i)}}})
+	}
+	const maxTokens = 800
+	out, err := summarize.Extractive{}.Summarize(t.Context(), compaction.SummaryInput{Round: 1, ID: "sum_1_1", OriginalTask: "Fix it.",
+		MaxTokens: maxTokens, Count: count, Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ = strings.Cut(out, "\n## "+summarize.SecTrail+"\n")
+	prose, files, ok := strings.Cut(out, "\n## "+summarize.SecFiles+"\n")
+	if !ok {
+		t.Fatalf("no Files section:\n%s", out)
+	}
+	_, prose, _ = strings.Cut(prose, "\n## ") // the header names the round and the id
+	if n := count(prose); n > maxTokens/4 || n < maxTokens/8 {
+		t.Errorf("sections of %d tokens, want them filled to at most a quarter of %d:\n%s", n, maxTokens, prose)
+	}
+	if n := count(files); n < maxTokens/4 || count(out) > maxTokens {
+		t.Errorf("Files of %d tokens, the summary without its trail %d: want Files filled, the whole within %d:\n%s", n, count(out), maxTokens, out)
+	}
+}
