@@ -433,7 +433,29 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		for i := range kept {
 			kept[i] = true
 		}
-		return render("")
+		if all := render(""); count(all) <= budget {
+			return all
+		}
+		clear(kept) // the whole counts more than its lines: it folds
+	}
+	// fitted renders the trail with the fold line of what kept leaves out,
+	// naming ids within idCap (or only those of only); when the whole is
+	// over the budget all the same (the fold line's own words, a whole
+	// that counts more than its parts), it names fewer, the oldest going
+	// first.
+	fitted := func(idCap int, only []string) (string, []string) {
+		line, named, _ := fold(idCap, only)
+		s := render(line)
+		for over := count(s) - budget; over > 0 && len(named) > 0; over = count(s) - budget {
+			k := len(named)
+			for drop := 0; k > 0 && drop < over; k-- {
+				drop += count(named[k-1] + ", ")
+			}
+			named = named[:k:k] // not nil: fold names only these
+			line, _, _ = fold(idCap, named)
+			s = render(line)
+		}
+		return s, named
 	}
 	// Folding: the kept lines get three quarters of the budget; the fold
 	// line names the ids of what folds within the last quarter, newest
@@ -442,20 +464,19 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 	// as a count of the whole can exceed the sum of its lines'), and the
 	// fold line names only ids it named already, so it does not grow; if
 	// the whole is over the budget all the same, the first fill stands.
-	// The whole trail is counted twice.
+	// The whole trail is counted two to four times (fitted counts again
+	// only what is over).
 	est := count(foldLine(in, folded+len(lines), nil))
 	if used += est; used > budget {
 		return "" // not even the fold line fits: no room for a trail
 	}
 	fill(budget*3/4, 0)
-	line, named, _ := fold(budget/4, nil)
-	first := render(line)
+	first, named := fitted(budget/4, nil)
 	if used = count(first); used >= budget {
 		return first
 	}
 	fill(budget, 1)
-	line, _, _ = fold(budget/4, named)
-	if second := render(line); count(second) <= budget {
+	if second, _ := fitted(budget/4, named); count(second) <= budget {
 		return second
 	}
 	return first

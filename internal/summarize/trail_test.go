@@ -2,6 +2,7 @@ package summarize_test
 
 import (
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 
@@ -141,7 +142,10 @@ func TestTrailKeepsWhatFailedAndChangedFirst(t *testing.T) {
 		msgs = append(msgs, call(fmt.Sprintf("msg_%d", 8+2*i), fmt.Sprintf("ls /repo/dir%02d", i)), result(fmt.Sprintf("msg_%d", 9+2*i), fmt.Sprintf("msg_%d", 8+2*i), "<returncode>0</returncode>"))
 	}
 	prev := "[contextd summary, round 1.]\n## Trail\n- folded: 4 older lines, from messages msg_1. Call ExpandMessage with message id sum_1_1 to read what they came from.\n"
-	trail := summarize.Trail(compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: prev, Messages: msgs}, 200, count)
+	trail := summarize.Trail(compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: prev, Messages: msgs}, 208, count)
+	if n := count(trail); n > 208 {
+		t.Errorf("trail of %d tokens for 208", n)
+	}
 	for _, want := range []string{"- error: ValueError: bad x — msg_5\n", "- wrote: sed -i s/1/2/ /repo/a.py — msg_6\n", "- ran: ls /repo/dir29 — msg_66\n", "msg_1."} {
 		if !strings.Contains(trail, want) {
 			t.Errorf("trail lacks %q:\n%s", want, trail)
@@ -347,5 +351,68 @@ func TestTrailLineHoldingTheSeparator(t *testing.T) {
 	}
 	if strings.Contains(s2, "- 2024") || strings.Contains(s2, `- C:\Users\ann\Docs`+"\n") {
 		t.Errorf("a piece of the path is listed as a file:\n%s", s2)
+	}
+}
+
+// TestTrailWithinItsBudget: whatever the lines, the budget and how text is
+// counted (a count of a whole may exceed the sum of its lines'), the trail,
+// and the trail of a summary that chains it, take at most their budget
+// (its budget can be all the request has left, trailRoom). The fold line's
+// ", from messages" and a header with a fold line over three quarters of a
+// small budget made it overrun (1,290 bytes for 1,284; 321 for 290).
+func TestTrailWithinItsBudget(t *testing.T) {
+	counts := []struct {
+		name  string
+		count func(string) int
+	}{
+		{"len4", func(s string) int { return len(s) / 4 }},
+		{"words", func(s string) int { return len(strings.Fields(s)) }},
+		{"ceil", func(s string) int { return (len(s) + 3) / 4 }},
+		{"bytes", func(s string) int { return len(s) }},
+	}
+	r := rand.New(rand.NewSource(1))
+	bad := 0
+	for iter := range 40 {
+		var msgs []chat.Message
+		n := 1 + r.Intn(40)
+		for i := range n {
+			id := fmt.Sprintf("msg_%d", 2*i+2)
+			var out strings.Builder
+			k := r.Intn(30)
+			for j := range k {
+				v := "PASSED"
+				if r.Intn(5) == 0 {
+					v = "FAILED"
+				}
+				fmt.Fprintf(&out, "tests/test_%d.py::test_%d_%s %s\n", i, j, strings.Repeat("x", r.Intn(20)), v)
+			}
+			if r.Intn(3) == 0 {
+				fmt.Fprintf(&out, "ValueError: bad %d\nhttps://example.com/%d\n", i, i)
+			}
+			cmd := fmt.Sprintf("pytest -v tests/test_%d.py && sed -i s/a/b/ src/f%d.py", i, i)
+			msgs = append(msgs,
+				chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + id, Name: "Bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}}}},
+				chat.Message{ID: fmt.Sprintf("msg_%d", 2*i+3), Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c" + id, Content: out.String()}}}})
+		}
+		for _, c := range counts {
+			name, count := c.name, c.count
+			budget := r.Intn(1500)
+			in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}
+			tr := summarize.Trail(in, budget, count)
+			if count(tr) > budget {
+				bad++
+				if bad < 6 {
+					t.Errorf("iter %d %s: %d > %d\n%s", iter, name, count(tr), budget, tr)
+				}
+			}
+			in2 := compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: "[x]\n" + tr, Messages: msgs[len(msgs)/2:]}
+			tr2 := summarize.Trail(in2, budget, count)
+			if count(tr2) > budget {
+				bad++
+				if bad < 6 {
+					t.Errorf("chained iter %d %s: %d > %d\n%s", iter, name, count(tr2), budget, tr2)
+				}
+			}
+		}
 	}
 }
