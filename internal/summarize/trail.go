@@ -402,10 +402,17 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		}
 		var named []string
 		seen := map[string]bool{}
+		var onlySet map[string]bool // only, looked up once an id
+		if only != nil {
+			onlySet = make(map[string]bool, len(only))
+			for _, id := range only {
+				onlySet[id] = true
+			}
+		}
 		idTokens := 0
 		for i := len(ids) - 1; i >= 0; i-- {
 			id := ids[i]
-			if id == "" || seen[id] || !strings.HasPrefix(id, "msg_") || only != nil && !slices.Contains(only, id) {
+			if id == "" || seen[id] || !strings.HasPrefix(id, "msg_") || only != nil && !onlySet[id] {
 				continue
 			}
 			c := count(id + ", ")
