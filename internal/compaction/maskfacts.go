@@ -14,8 +14,10 @@ import (
 const maxKeptErrors = 3
 
 // maxKeptTests bounds the test lines a placeholder keeps (failing ones
-// first): one pytest run of a module names a few dozen at most; a whole
-// suite's names are one expand away.
+// first; each at most probes.MaxURL bytes, a longer one left out): one
+// pytest run of a module names a few dozen at most; a whole suite's names
+// are one expand away. With them a placeholder keeps at most about 10 KiB
+// of facts.
 const maxKeptTests = 20
 
 // keptFacts is what a placeholder keeps of the output it prunes, so masking
