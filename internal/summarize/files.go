@@ -164,6 +164,44 @@ func holdsPath(text, path string) bool {
 	}
 }
 
+// heldPaths returns holdsPath(text, ·) for many paths, reading text once:
+// the maximal runs of path bytes in text are the whole paths it holds (a
+// run an ellipsis follows is cut; a run ending in a dot holds the path
+// before the dot too), so a path of path bytes is one lookup; a path with
+// another byte (a space, a backslash, a letter beyond ASCII) is looked for
+// in text (holdsPath). The Files section tests up to maxFiles paths against
+// a trail of up to 30 % of the window: 400 paths over 600 KiB take 2.7 ms,
+// 64 ms with holdsPath each (BenchmarkHeldPaths, one run, machine shared).
+func heldPaths(text string) func(path string) bool {
+	runs := map[string]bool{}
+	for i := 0; i < len(text); {
+		if !isPathByte(text[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && isPathByte(text[j]) {
+			j++
+		}
+		run := text[i:j]
+		if !strings.HasPrefix(text[j:], "…") {
+			runs[run] = true
+		}
+		if len(run) > 1 && run[len(run)-1] == '.' {
+			runs[run[:len(run)-1]] = true
+		}
+		i = j
+	}
+	return func(path string) bool {
+		for k := 0; k < len(path); k++ {
+			if !isPathByte(path[k]) {
+				return holdsPath(text, path)
+			}
+		}
+		return runs[path]
+	}
+}
+
 // isPathByte reports whether b may be part of a path (pathRe's characters,
 // and the home directory's ~).
 func isPathByte(b byte) bool {

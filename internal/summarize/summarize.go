@@ -83,7 +83,7 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 	// trail named (newest first), which this trail may have folded.
 	fileList := writtenPaths(in.Messages, append(previousFiles(prev), trailFiles(in.Previous)...), filesBudget(in.MaxTokens), count)
 	if trail != "" {
-		fileList = slices.DeleteFunc(fileList, func(p string) bool { return holdsPath(trail, p) })
+		fileList = slices.DeleteFunc(fileList, heldPaths(trail))
 	}
 	var state string
 	for i := range in.Messages {

@@ -2,6 +2,7 @@ package summarize_test
 
 import (
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 
@@ -219,5 +220,35 @@ func TestProseWithinAQuarter(t *testing.T) {
 	}
 	if n := count(files); n < maxTokens/4 || count(out) > maxTokens {
 		t.Errorf("Files of %d tokens, the summary without its trail %d: want Files filled, the whole within %d:\n%s", n, count(out), maxTokens, out)
+	}
+}
+
+// TestHeldPathsIsHoldsPath: heldPaths, which reads a text once for many
+// paths, answers as holdsPath does, on texts and paths built from the
+// bytes that decide it (path bytes, dots, slashes, spaces, an ellipsis,
+// a letter beyond ASCII, a backslash).
+func TestHeldPathsIsHoldsPath(t *testing.T) {
+	pieces := []string{"a", "b.go", ".", "/", "-", " ", "…", "é", `\`, ", ", "x.py", "~"}
+	r := rand.New(rand.NewSource(1))
+	build := func(n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString(pieces[r.Intn(len(pieces))])
+		}
+		return b.String()
+	}
+	for range 3000 {
+		text := build(r.Intn(12))
+		held := summarize.HeldPaths(text)
+		for range 10 {
+			path := build(1 + r.Intn(4))
+			if r.Intn(2) == 0 && len(text) > 0 { // a piece of the text itself
+				i := r.Intn(len(text))
+				path = text[i:min(len(text), i+1+r.Intn(8))]
+			}
+			if got, want := held(path), summarize.HoldsPath(text, path); got != want {
+				t.Fatalf("heldPaths(%q)(%q) = %v, holdsPath %v", text, path, got, want)
+			}
+		}
 	}
 }

@@ -35,3 +35,33 @@ func BenchmarkTrailManyFoldedIDs(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHeldPaths: the Files section's 400 paths (maxFiles) tested
+// against a trail of 600 KiB, each path once (heldPaths), against
+// holdsPath for each.
+func BenchmarkHeldPaths(b *testing.B) {
+	var t strings.Builder
+	for i := 0; t.Len() < 600<<10; i++ {
+		fmt.Fprintf(&t, "- ran: cat /repo/pkg/module%d/file.go | grep -n something — msg_%d\n", i, i)
+	}
+	text := t.String()
+	var paths []string
+	for i := range 400 {
+		paths = append(paths, fmt.Sprintf("pkg/other%d/file.go", i))
+	}
+	b.Run("heldPaths", func(b *testing.B) {
+		for b.Loop() {
+			held := summarize.HeldPaths(text)
+			for _, p := range paths {
+				held(p)
+			}
+		}
+	})
+	b.Run("holdsPath", func(b *testing.B) {
+		for b.Loop() {
+			for _, p := range paths {
+				summarize.HoldsPath(text, p)
+			}
+		}
+	})
+}
