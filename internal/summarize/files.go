@@ -203,8 +203,11 @@ func heldPaths(text string) func(path string) bool {
 }
 
 // isPathByte reports whether b may be part of a path (pathRe's characters,
-// and the home directory's ~).
+// and the home directory's ~): every byte of a character beyond ASCII
+// counts (a letter of "modèle.py" holds no "le.py"; a typographic quote
+// or an ellipsis next to a path makes it not held, which only lists it
+// again).
 func isPathByte(b byte) bool {
-	return b == '/' || b == '.' || b == '-' || b == '_' || b == '~' ||
+	return b == '/' || b == '.' || b == '-' || b == '_' || b == '~' || b >= 0x80 ||
 		'0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
 }

@@ -49,7 +49,10 @@ var listSections = []string{SecDone, SecDecisions, SecErrors, SecPending}
 type Extractive struct{}
 
 var (
-	pathRe     = regexp.MustCompile(`(?:~/|/)?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,8}\b|\b[\w-]+\.(?:py|go|js|ts|tsx|jsx|rs|java|c|h|cc|cpp|hpp|rb|php|md|rst|txt|json|yaml|yml|toml|cfg|ini|sh|sql|html|css|proto)\b`)
+	// pathRe: a path's letters and digits may be beyond ASCII (\w is
+	// ASCII only: "es/x.py" was read out of "src/données/x.py"); a match
+	// starts where its letters do, as the leftmost match does.
+	pathRe     = regexp.MustCompile(`(?:~/|/)?(?:[\p{L}\p{N}_.-]+/)+[\p{L}\p{N}_.-]+\.[A-Za-z]{1,8}\b|[\p{L}\p{N}_-]+\.(?:py|go|js|ts|tsx|jsx|rs|java|c|h|cc|cpp|hpp|rb|php|md|rst|txt|json|yaml|yml|toml|cfg|ini|sh|sql|html|css|proto)\b`)
 	decisionRe = regexp.MustCompile(`(?i)\b(i'll|i will|let me|let's|decided|decide|instead|the fix|the issue is|the problem is|root cause|we should|i should|approach)\b`)
 	errorRe    = regexp.MustCompile(`(?i)(error|exception|traceback|failed|failure|not found|cannot|can't)`)
 	pendingRe  = regexp.MustCompile(`(?i)\b(next|todo|remaining|still need|need to|then i|afterwards|finally)\b`)

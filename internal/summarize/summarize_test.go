@@ -252,3 +252,25 @@ func TestHeldPathsIsHoldsPath(t *testing.T) {
 		}
 	}
 }
+
+// TestFilesKeepsAUnicodePathWhole: a path with letters beyond ASCII is
+// listed whole, never from the middle of a word ("es/x.py" out of
+// "src/données/x.py"), and a path inside a longer one after such a letter
+// is not held by it.
+func TestFilesKeepsAUnicodePathWhole(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", OriginalTask: "Fix it.", MaxTokens: 800, Count: count, Messages: []chat.Message{
+		{ID: "msg_2", Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "I changed src/données/x.py and modèle.py."}}}}}
+	out, err := summarize.Extractive{}.Summarize(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, files, _ := strings.Cut(out, "## Files\n")
+	files, _, _ = strings.Cut(files, "\n## ")
+	if strings.TrimSpace(files) != "- src/données/x.py\n- modèle.py" {
+		t.Errorf("Files %q, want the two paths whole", files)
+	}
+	if summarize.HoldsPath("- edited: modèle.py — msg_2", "le.py") || summarize.HeldPaths("- edited: modèle.py — msg_2")("le.py") {
+		t.Error("le.py is held by modèle.py")
+	}
+}
