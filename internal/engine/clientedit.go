@@ -153,7 +153,11 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 		CreatedAt: now, ExpiresAt: now.Add(e.revertWindow), ViewBefore: idsOf(view)}
 	for i, ed := range edits {
 		after[ed.at] = counted[i]
-		rec.Items = append(rec.Items, store.CompactionItem{Tier: ClientEditTier, NewID: counted[i].ID, Replaced: []string{ed.old.ID},
+		// What an edit replaces is the original (an edit of an edit too):
+		// retention keeps what items replace, so naming the version before
+		// would keep every version a client ever sent; that one stays only
+		// while the record can be reverted (its view before).
+		rec.Items = append(rec.Items, store.CompactionItem{Tier: ClientEditTier, NewID: counted[i].ID, Replaced: news[i].Replaces,
 			Reason: "the client sent a newer version of this message", TokensBefore: ed.old.Tokens, TokensAfter: counted[i].Tokens})
 	}
 	rec.ViewAfter = idsOf(after)
