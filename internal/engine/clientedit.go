@@ -75,7 +75,9 @@ type ClientEditResult struct {
 // transaction that writes them, the view's new generation and the record;
 // memory: the client's versions found (shallow copies of the request's).
 // A session that moved since expected is ErrVersionConflict (the caller
-// matches again), so two replicas never record one edit twice.
+// matches again), so two replicas never record one edit twice; edits that
+// would take the tenant past its log quota are ErrResourceExhausted
+// (nothing written).
 func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in ClientEditInput) (ClientEditResult, error) {
 	expected := in.Expected
 	view, err := e.viewAt(ctx, tenant, id, expected, in.Created)
@@ -168,7 +170,15 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 		if err != nil {
 			return err
 		}
+		// The client's versions are stored messages of the tenant's, as an
+		// append's are: within its log quota (quotas.go).
+		if err := chargeLog(ctx, tx, tenant, e.limits.MaxLogBytesPerTenant, false); err != nil {
+			return err
+		}
 		if err := tx.InsertMessages(ctx, tenant, id, counted); err != nil {
+			return err
+		}
+		if err := chargeLog(ctx, tx, tenant, e.limits.MaxLogBytesPerTenant, true); err != nil {
 			return err
 		}
 		if err := tx.ReplaceView(ctx, tenant, id, rec.ViewAfter); err != nil {

@@ -1,7 +1,10 @@
 package engine_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +69,51 @@ func TestRetentionSweepsSupersededClientEdits(t *testing.T) {
 		x, err := e.ExpandMessage(ctx, tenant, v.ID, edits[len(edits)-1], "")
 		if err != nil || len(x.Originals) != 1 || x.Originals[0].ID != "msg_3" || resultText(&x.Originals[0]) == "" {
 			t.Errorf("expanding the active version after retention: %+v, %v; want the original msg_3", x.Originals, err)
+		}
+	})
+}
+
+// TestClientEditsWithinTheTenantsLogQuota: a client's version of a message
+// is stored as a message of its own, so it counts against
+// CONTEXTD_MAX_LOG_BYTES_PER_TENANT like an append: an edit that would
+// take the tenant past it is refused (ResourceExhausted) and writes
+// nothing. Before, edits were stored past the quota (a request that
+// records 64 edits and then fails stores them without any upstream call,
+// as often as the client likes).
+func TestClientEditsWithinTheTenantsLogQuota(t *testing.T) {
+	models, encodings := testModels(t)
+	backendStores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		off := false
+		v := agentSession(t, engine.New(encodings, models, st), compaction.Overrides{AutoCompact: &off}, 4)
+		var used int64
+		if err := st.InTx(ctx, func(ctx context.Context, tx store.Tx) (err error) {
+			used, err = tx.LogBytes(ctx, tenant)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		e := engine.New(encodings, models, st, engine.WithLimits(engine.Limits{MaxLogBytesPerTenant: used + 200}))
+		longer := func(stored *chat.Message) (chat.Message, bool) {
+			if stored.Role != chat.RoleTool || stored.Metadata[engine.EditOfMetadata] != "" {
+				return chat.Message{}, false
+			}
+			m := *stored
+			m.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: stored.Parts[0].ToolResult.ToolCallID,
+				Content: resultText(stored) + strings.Repeat(" and more", 100)}}}
+			return m, true
+		}
+		s, err := e.GetSession(ctx, tenant, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := e.RecordClientEdits(ctx, tenant, v.ID, engine.ClientEditInput{Client: longer, Max: 64, Expected: s.Version, Created: s.CreatedAt})
+		if !errors.Is(err, engine.ErrResourceExhausted) {
+			t.Errorf("edits past the tenant's log quota: %+v, %v; want ResourceExhausted", out, err)
+		}
+		after, err := e.GetSession(ctx, tenant, v.ID)
+		if err != nil || after.Version != s.Version || after.ActiveTokens != s.ActiveTokens {
+			t.Errorf("a refused edit wrote: version %d → %d, active tokens %d → %d (%v)", s.Version, after.Version, s.ActiveTokens, after.ActiveTokens, err)
 		}
 	})
 }
