@@ -74,18 +74,39 @@ func (g *Gateway) recordEdits(ctx context.Context, tenant string, c *conversatio
 	return out.Compaction, nil
 }
 
-// unedit reverts the edits a request recorded (rec, nil: none) when its
-// PrepareContext failed, so the failed request changes nothing. A later
-// write to the session (it is no longer the newest) keeps them: they are
-// what the client's next request records anyway.
-func (g *Gateway) unedit(ctx context.Context, tenant, id string, rec *store.Compaction) {
-	if rec == nil {
+// recordedEdits are the client edits a request recorded, oldest first:
+// its session's id and the record of each.
+type recordedEdits []struct {
+	id  string
+	rec *store.Compaction
+}
+
+// add notes the edits rec (nil: none) recorded in session id.
+func (r *recordedEdits) add(id string, rec *store.Compaction) {
+	if rec != nil {
+		*r = append(*r, struct {
+			id  string
+			rec *store.Compaction
+		}{id, rec})
+	}
+}
+
+// unedit reverts the edits a request recorded, newest first, when it
+// fails, so the failed request changes nothing: those of every attempt (a
+// version conflict after the edits sends the request to match again,
+// where nothing is left to edit). A later compaction of the session keeps
+// them (it is the newest applied); they are what the client's next
+// request records anyway.
+func (g *Gateway) unedit(ctx context.Context, tenant string, edits recordedEdits) {
+	if len(edits) == 0 {
 		return
 	}
 	ctx, cancel := detach(ctx)
 	defer cancel()
-	if _, err := g.cfg.Engine.RevertCompaction(ctx, tenant, id, rec.ID); err != nil {
-		g.log.WarnContext(ctx, "gateway client edits of a failed request not reverted", "session", id, "compaction", rec.ID, "error", err.Error())
+	for _, e := range slices.Backward(edits) {
+		if _, err := g.cfg.Engine.RevertCompaction(ctx, tenant, e.id, e.rec.ID); err != nil {
+			g.log.WarnContext(ctx, "gateway client edits of a failed request not reverted", "session", e.id, "compaction", e.rec.ID, "error", err.Error())
+		}
 	}
 }
 

@@ -90,9 +90,18 @@ func (x *exchange) prepare() bool {
 // matched again, with a jittered backoff until the request's deadline
 // (conflicts.go; a conversation that starts like many others may meet
 // several that took the session it matched).
-func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, sig signal) (resolved, engine.PrepareResult, string, error) {
+func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, sig signal) (_ resolved, _ engine.PrepareResult, _ string, err error) {
 	noRepeat := false
 	var retry conflicts
+	// The client edits every attempt recorded: a request that fails in
+	// the end, after a version conflict sent it to match again, changed
+	// nothing (clientedit.go).
+	var edits recordedEdits
+	defer func() {
+		if err != nil {
+			g.unedit(ctx, tenant, edits)
+		}
+	}()
 	for {
 		res, err := g.identify(ctx, tenant, d, c, sig, noRepeat)
 		if (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound)) && retry.again(ctx) {
@@ -111,6 +120,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
 		edited, err := g.recordEdits(ctx, tenant, c, &res)
+		edits.add(res.id, edited)
 		if err != nil {
 			if (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound)) && retry.again(ctx) {
 				continue
@@ -135,7 +145,6 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		}
 		if err != nil {
 			g.unmake(ctx, tenant, res)
-			g.unedit(ctx, tenant, res.id, edited)
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
 		if res.repeat > 0 {

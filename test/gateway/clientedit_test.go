@@ -483,34 +483,49 @@ func jsonText(s string) string {
 // are reverted, the view and its count are as before.
 func TestFailedRequestKeepsNoEdits(t *testing.T) {
 	s := start(t, map[string]string{"CONTEXTD_MAX_VIEW_BYTES": "40000"})
-	d := editDoors["chat"]
-	s.fake.Script(gatewaytest.Reply{Text: "found it"})
-	sig := map[string]string{"X-Contextd-Session": "edits"}
-	resp, raw := s.post(d.path, d.body(bigResult), sig)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%d %s", resp.StatusCode, raw)
-	}
-	id := resp.Header.Get("X-Contextd-Session")
-	s.waitLogLen(id, 12)
-	before := s.usedTokens(id)
-	huge := map[string]any{"role": "user", "content": strings.Repeat("paste ", 6300)} // 37,800 bytes: fits alone, not on top
-	resp, raw = s.post(d.path, d.body(func(int) string { return clearedMarker }, append(d.reply(raw), huge)...), sig)
+	id, before, second := s.overBoundTurn(editDoors["chat"])
+	resp, raw := s.post("/v1/chat/completions", second, map[string]string{"X-Contextd-Session": "edits"})
 	if resp.StatusCode == http.StatusOK {
 		t.Fatalf("the request over the view bound was served: %s", raw)
 	}
+	t.Logf("%d %s", resp.StatusCode, raw)
+	s.checkNoEdits(id, before)
+}
+
+// checkNoEdits checks that a failed request changed nothing: every
+// compaction of session id is reverted and its used tokens are before.
+func (s *server) checkNoEdits(id string, before int64) {
+	s.t.Helper()
 	var cmps struct {
 		Compactions []struct {
+			ID         string `json:"id"`
 			RevertedAt string `json:"revertedAt"`
 		} `json:"compactions"`
 	}
 	s.rpc("ListCompactions", map[string]any{"sessionId": id}, &cmps)
 	for _, c := range cmps.Compactions {
 		if c.RevertedAt == "" {
-			t.Errorf("an edit of the failed request is still applied: %+v", cmps.Compactions)
+			s.t.Errorf("an edit of the failed request is still applied: %+v", cmps.Compactions)
 		}
 	}
 	if after := s.usedTokens(id); after != before {
-		t.Errorf("used tokens %d → %d after a failed request; want unchanged", before, after)
+		s.t.Errorf("used tokens %d → %d after a failed request; want unchanged", before, after)
 	}
-	t.Logf("%d %s; compactions %+v", resp.StatusCode, raw, cmps.Compactions)
+}
+
+// overBoundTurn is the first turn of a session named "edits" (five 4 KB
+// results) and the second, which clears them and adds a message that fits
+// a CONTEXTD_MAX_VIEW_BYTES of 40,000 alone but not on top of the view:
+// the session's id and used tokens after the first, and the second's body.
+func (s *server) overBoundTurn(d editDoor) (id string, before int64, second map[string]any) {
+	s.t.Helper()
+	s.fake.Script(gatewaytest.Reply{Text: "found it"})
+	resp, raw := s.post(d.path, d.body(bigResult), map[string]string{"X-Contextd-Session": "edits"})
+	if resp.StatusCode != http.StatusOK {
+		s.t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	id = resp.Header.Get("X-Contextd-Session")
+	s.waitLogLen(id, 12)
+	huge := map[string]any{"role": "user", "content": strings.Repeat("paste ", 6300)} // 37,800 bytes
+	return id, s.usedTokens(id), d.body(func(int) string { return clearedMarker }, append(d.reply(raw), huge)...)
 }
