@@ -17,6 +17,13 @@ type CarriedText struct {
 	// (a Responses reasoning item), not as a block of its message (an
 	// Anthropic thinking block).
 	Item bool `json:"i,omitempty"`
+	// Compaction: it is a provider's compaction item (an Anthropic
+	// `compaction` block, a Responses `compaction` item): the provider
+	// reads nothing before it (providercompaction.go).
+	Compaction bool `json:"c,omitempty"`
+	// Tokens is an estimate counted beside Text, for what contextd cannot
+	// read (an encrypted compaction item: its length's share).
+	Tokens int64 `json:"n,omitempty"`
 }
 
 // Carried is what m carries beyond its parts (MetaCarried): nil when it

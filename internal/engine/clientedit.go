@@ -28,6 +28,11 @@ import (
 // ClientEditTier names the record of client edits.
 const ClientEditTier = "client_edit"
 
+// ProviderCompactionTier names the record of the messages a provider's
+// own compaction dropped (chat.MetaProviderDropped): their versions count
+// nothing and are pinned, and still go upstream as the client sends them.
+const ProviderCompactionTier = "provider_compaction"
+
 // EditOfMetadata is the metadata key of a client's version of a message:
 // the id of the log message it edits.
 const EditOfMetadata = "contextd.edit_of"
@@ -54,6 +59,11 @@ type ClientEditInput struct {
 	// (ErrVersionConflict otherwise).
 	Expected int64
 	Created  time.Time
+	// Tier and Reason name the record and its items (default
+	// ClientEditTier, "the client sent a newer version of this message"):
+	// ProviderCompactionTier for the messages a provider's compaction
+	// dropped (gateway/providercompaction.go).
+	Tier, Reason string
 }
 
 // ClientEditResult is what RecordClientEdits did.
@@ -128,7 +138,7 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 	news := make([]chat.Message, len(edits))
 	for i, ed := range edits {
 		m := ed.new
-		m.ID, m.Position, m.Kind, m.Pinned, m.CreatedAt = fmt.Sprintf("edit_%d_%d", round, i+1), 0, chat.KindNormal, ed.old.Pinned, now
+		m.ID, m.Position, m.Kind, m.Pinned, m.CreatedAt = fmt.Sprintf("edit_%d_%d", round, i+1), 0, chat.KindNormal, ed.old.Pinned || ed.new.Pinned, now
 		// The edit stands for the log's original (an edit of an edit, for
 		// the same original).
 		orig := ed.old.ID
@@ -151,7 +161,8 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 		return ClientEditResult{}, err
 	}
 	after := append([]chat.Message(nil), view...)
-	rec := &store.Compaction{ID: fmt.Sprintf("cmp_%d", round), Round: round, Tiers: []string{ClientEditTier},
+	tier, reason := cmp.Or(in.Tier, ClientEditTier), cmp.Or(in.Reason, "the client sent a newer version of this message")
+	rec := &store.Compaction{ID: fmt.Sprintf("cmp_%d", round), Round: round, Tiers: []string{tier},
 		CreatedAt: now, ExpiresAt: now.Add(e.revertWindow), ViewBefore: idsOf(view)}
 	for i, ed := range edits {
 		after[ed.at] = counted[i]
@@ -159,8 +170,8 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 		// retention keeps what items replace, so naming the version before
 		// would keep every version a client ever sent; that one stays only
 		// while the record can be reverted (its view before).
-		rec.Items = append(rec.Items, store.CompactionItem{Tier: ClientEditTier, NewID: counted[i].ID, Replaced: news[i].Replaces,
-			Reason: "the client sent a newer version of this message", TokensBefore: ed.old.Tokens, TokensAfter: counted[i].Tokens})
+		rec.Items = append(rec.Items, store.CompactionItem{Tier: tier, NewID: counted[i].ID, Replaced: news[i].Replaces,
+			Reason: reason, TokensBefore: ed.old.Tokens, TokensAfter: counted[i].Tokens})
 	}
 	rec.ViewAfter = idsOf(after)
 	rec.TokensBefore, rec.TokensAfter = sumTokens(view), sumTokens(after)

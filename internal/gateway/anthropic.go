@@ -607,6 +607,7 @@ func (s *anStream) event(name string, data []byte) (bool, bool) {
 			PartialJSON string `json:"partial_json"`
 			Thinking    string `json:"thinking"`
 			Signature   string `json:"signature"`
+			Content     string `json:"content"` // compaction_delta
 		} `json:"delta"`
 		Usage *anUsage `json:"usage"`
 	}
@@ -641,6 +642,8 @@ func (s *anStream) event(name string, data []byte) (bool, bool) {
 			s.texts[ev.Index].WriteString(ev.Delta.Text)
 		case "thinking_delta":
 			s.texts[ev.Index].WriteString(ev.Delta.Thinking)
+		case "compaction_delta":
+			s.texts[ev.Index].WriteString(ev.Delta.Content)
 		case "input_json_delta":
 			s.inputs[ev.Index].WriteString(ev.Delta.PartialJSON)
 		case "signature_delta":
@@ -681,6 +684,10 @@ func (s *anStream) result() (usage, []chat.Message, bool) {
 			b["text"] = s.texts[i].String()
 		case "thinking":
 			b["thinking"] = s.texts[i].String()
+		case "compaction":
+			if s.texts[i].Len() > 0 {
+				b["content"] = s.texts[i].String()
+			}
 		case "tool_use", "server_tool_use":
 			in := s.inputs[i].String()
 			if !json.Valid([]byte(in)) {

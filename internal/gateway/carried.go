@@ -22,6 +22,8 @@ type carriedItem struct {
 		Text string `json:"text"`
 	} `json:"summary"`
 	Content json.RawMessage `json:"content"`
+	// EncryptedContent is a Responses compaction item's.
+	EncryptedContent string `json:"encrypted_content"`
 }
 
 // setCarried keeps on m the text of the reasoning items and thinking blocks
@@ -37,6 +39,9 @@ func setCarried(m *chat.Message, raw json.RawMessage) {
 	for _, it := range items {
 		var parts []string
 		switch it.Type {
+		case "compaction":
+			texts = append(texts, compactionCarried(it))
+			continue
 		case "thinking":
 			parts = append(parts, it.Thinking)
 		case "reasoning":

@@ -112,6 +112,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		}
 		key := requestKey(res.id, c.digests)
 		pin(res.fresh, c.pins)
+		dropFresh(res.fresh, c) // providercompaction.go
 		if err := g.replayLong(ctx, tenant, c, &res, key); err != nil {
 			if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 				continue
@@ -121,6 +122,10 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		}
 		edited, err := g.recordEdits(ctx, tenant, c, &res)
 		edits.add(res.id, edited)
+		if err == nil {
+			edited, err = g.recordProviderDrop(ctx, tenant, c, &res) // providercompaction.go
+			edits.add(res.id, edited)
+		}
 		if err != nil {
 			if (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound)) && retry.again(ctx) {
 				continue

@@ -82,6 +82,10 @@ func CountRequest(enc *Encoding, fr Framing, system string, tools []chat.Tool, m
 	copy(rc.PerMsg, lead)
 	for i := range msgs {
 		mc := &rc.PerMsg[len(lead)+i]
+		if msgs[i].ProviderDropped() {
+			*mc = droppedCount(&msgs[i])
+			continue
+		}
 		if fr.template != nil {
 			*mc = fr.template.message(enc, msgs, i, true)
 			addCarried(enc, fr, &msgs[i], mc)
@@ -113,6 +117,9 @@ func CountSystem(enc *Encoding, fr Framing, system string) int64 {
 // middle of a conversation; see docs/tokens.md for the few cases where a whole
 // request renders it differently.
 func CountMessage(enc *Encoding, fr Framing, m *chat.Message) MessageCount {
+	if m.ProviderDropped() {
+		return droppedCount(m)
+	}
 	if fr.template != nil {
 		mc := fr.template.message(enc, []chat.Message{*m}, 0, false)
 		addCarried(enc, fr, m, &mc)
@@ -155,7 +162,7 @@ func addCarried(enc *Encoding, fr Framing, m *chat.Message, mc *MessageCount) {
 			mc.Framing += int64(fr.PerMessage)
 			mc.Tokens += int64(fr.PerMessage)
 		}
-		mc.Tokens += int64(enc.Count(c.Text))
+		mc.Tokens += int64(enc.Count(c.Text)) + max(c.Tokens, 0)
 	}
 }
 
@@ -349,4 +356,14 @@ func writeScalarText(b *strings.Builder, v any) {
 		}
 		b.Write(j)
 	}
+}
+
+// droppedCount is the count of a message the provider no longer reads
+// (chat.MetaProviderDropped): nothing, part by part.
+func droppedCount(m *chat.Message) MessageCount {
+	mc := MessageCount{Parts: make([]PartCount, len(m.Parts))}
+	for i, p := range m.Parts {
+		mc.Parts[i] = PartCount{Type: p.Type}
+	}
+	return mc
 }

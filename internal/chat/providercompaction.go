@@ -1,0 +1,51 @@
+package chat
+
+// Provider compaction: a provider that compacts a conversation itself
+// (Anthropic's server-side compaction: a `compaction` block in an
+// assistant message; OpenAI's /v1/responses/compact: an item of type
+// `compaction`) sends the compacted state as an item the client sends back
+// verbatim, and reads nothing before the latest one (Anthropic ignores the
+// blocks before it). The gateway carries such an item with its message
+// (MetaCarried, CarriedText.Compaction) and marks the messages before it
+// MetaProviderDropped: they still go upstream as the client sent them, but
+// they count nothing, as the provider does not read them.
+
+// MetaProviderDropped is the metadata key of a message the provider no
+// longer reads (it is before the latest provider compaction of its
+// conversation): counted as 0 tokens, and pinned, so contextd never
+// summarizes or prunes what the provider has already dropped.
+const MetaProviderDropped = "contextd.provider_dropped"
+
+// ProviderDropped reports whether m is a message the provider no longer
+// reads (MetaProviderDropped), as an original (a placeholder keeps its
+// original's metadata, but is contextd's own and is read).
+func (m *Message) ProviderDropped() bool {
+	if m.Kind != "" && m.Kind != KindNormal {
+		return false
+	}
+	_, ok := m.Metadata[MetaProviderDropped]
+	return ok
+}
+
+// ProviderCompacted reports whether m carries a provider's compaction
+// item (CarriedText.Compaction).
+func (m *Message) ProviderCompacted() bool {
+	for _, c := range m.Carried() {
+		if c.Compaction {
+			return true
+		}
+	}
+	return false
+}
+
+// ProviderReadsFrom is the index of the latest message of msgs carrying a
+// provider compaction: the provider reads msgs from there (0 when none
+// does: it reads them all).
+func ProviderReadsFrom(msgs []Message) int {
+	for i := len(msgs) - 1; i > 0; i-- {
+		if msgs[i].ProviderCompacted() {
+			return i
+		}
+	}
+	return 0
+}

@@ -1,0 +1,112 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"strconv"
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// Provider compaction items (chat/providercompaction.go): a provider that
+// compacted the conversation itself returns its compacted state as an
+// item the client sends back — Anthropic's `compaction` block (in an
+// assistant message; the API then ignores every block before the latest
+// one) and the Responses `compaction` item of /v1/responses/compact (its
+// encrypted_content; the client's next input starts from the compacted
+// list). The gateway
+//
+//   - carries the item verbatim with its message (the client's bytes go
+//     upstream, as every block the domain does not model) and counts it:
+//     an Anthropic block's summary text; an encrypted item, which contextd
+//     cannot read, as encryptedShare of its length, until the provider's
+//     report anchors the view (engine/report.go);
+//   - records the messages before the latest such item, the first time a
+//     request carries it, as compacted by the provider (tier
+//     engine.ProviderCompactionTier, a client-edit record): their new
+//     versions count 0 tokens and are pinned, so the used % is what the
+//     provider counts and contextd never summarizes or prunes what the
+//     provider already dropped; they still go upstream as the client sent
+//     them (build sends the client's blocks), since the client sent them.
+//
+// Work: one scan of the request's messages for the item; when there is
+// one, one RecordClientEdits of the view's messages before it (those not
+// yet recorded: once per compaction), bounded by the view.
+
+// compactionCarried is what a compaction item carries for counting: an
+// Anthropic block's summary text (a block of its message); a Responses
+// item's encrypted_content of n bytes (base64), framed as an item, as
+// 3n/16 tokens — its ciphertext is 3/4 of n bytes, about the size of the
+// text it hides, at 4 bytes a token.
+func compactionCarried(it carriedItem) chat.CarriedText {
+	var text string
+	_ = json.Unmarshal(it.Content, &text) // null while it streams
+	return chat.CarriedText{Text: text, Compaction: true, Item: it.EncryptedContent != "",
+		Tokens: int64(len(it.EncryptedContent)) * 3 / 16}
+}
+
+// recordProviderDrop records the messages of res's session that the
+// request's latest provider compaction item leaves behind (those before
+// its message, in the client's history) as dropped by the provider, and
+// moves res to the version that leaves. Like recordEdits, only a version
+// conflict, a session gone or the client gone fails the request.
+func (g *Gateway) recordProviderDrop(ctx context.Context, tenant string, c *conversation, res *resolved) (*store.Compaction, error) {
+	from := chat.ProviderReadsFrom(c.msgs)
+	if from == 0 || res.made || res.repeat > 0 || len(c.chains) != len(c.msgs) {
+		return nil, nil
+	}
+	out, err := g.cfg.Engine.RecordClientEdits(ctx, tenant, res.id, engine.ClientEditInput{
+		Client: func(stored *chat.Message) (chat.Message, bool) {
+			if stored.ProviderDropped() {
+				return chat.Message{}, false
+			}
+			n, _, ok := sentPlace(stored)
+			client := clientOf(stored, c)
+			if !ok || client == nil || n-1 >= from {
+				return chat.Message{}, false
+			}
+			m := clientCopy(stored, client)
+			m.Metadata[chat.MetaProviderDropped] = "1"
+			m.Pinned = true
+			return m, true
+		},
+		Expected: res.version,
+		Created:  res.created,
+		Tier:     engine.ProviderCompactionTier,
+		Reason:   "the provider compacted the conversation after this message: it no longer reads it",
+	})
+	switch {
+	case err != nil && (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound) || ctx.Err() != nil):
+		return nil, err
+	case err != nil:
+		g.log.WarnContext(ctx, "gateway provider compaction not recorded", "session", res.id, "error", err.Error())
+		return nil, nil
+	}
+	res.version = out.Version
+	return out.Compaction, nil
+}
+
+// dropFresh marks the messages about to be appended that are before the
+// request's latest provider compaction item (a request whose earlier
+// messages were never stored): appended counting nothing, pinned.
+func dropFresh(fresh []chat.Message, c *conversation) {
+	from := chat.ProviderReadsFrom(c.msgs)
+	if from == 0 {
+		return
+	}
+	for i := range fresh {
+		m := &fresh[i]
+		l, _, _ := strings.Cut(m.Metadata[store.HistoryMetadata], ":")
+		if n, err := strconv.Atoi(l); err != nil || n-1 >= from {
+			continue
+		}
+		m.Metadata = maps.Clone(m.Metadata) // the door's memo may share it
+		m.Metadata[chat.MetaProviderDropped] = "1"
+		m.Pinned = true
+	}
+}
