@@ -18,6 +18,9 @@ func (f *Fake) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	model, _ := body["model"].(string)
 	var content []map[string]any
+	if reply.Compaction != "" {
+		content = append(content, map[string]any{"type": "compaction", "content": reply.Compaction})
+	}
 	if reply.Thinking != "" {
 		content = append(content, map[string]any{"type": "thinking", "thinking": reply.Thinking, "signature": "sig-" + reply.Thinking})
 	}

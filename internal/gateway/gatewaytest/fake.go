@@ -34,6 +34,9 @@ type Reply struct {
 	// More, for Chat Completions, are the choices after the first (as a
 	// request with n > 1 gets them).
 	More []Reply
+	// Compaction, for Anthropic, starts the answer with a compaction
+	// block of this summary (server-side compaction, compaction.go).
+	Compaction string
 }
 
 // ToolCall is a scripted call. An empty ID is sent as "id": "" (as some
@@ -203,7 +206,7 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 			reply, f.script = f.script[0], f.script[1:]
 		}
 	}
-	in, out := int64(len(raw)/4), int64(len(reply.Text)/4+1+4*len(reply.ToolCalls))
+	in, out := int64((len(raw)-dropped(r.URL.Path, body))/4), int64(len(reply.Text)/4+1+4*len(reply.ToolCalls))
 	bill := Bill{Uncached: in, Output: out}
 	status, hang := f.Status, f.Hang
 	msg := fmt.Sprintf("fake upstream failure %d", status)

@@ -34,6 +34,8 @@ func MessagesEvents(emit func(name string, data any), msg map[string]any, cut fu
 			empty["id"], empty["name"], empty["input"] = block["id"], block["name"], map[string]any{}
 		case "thinking":
 			empty["thinking"], empty["signature"] = "", ""
+		case "compaction":
+			empty["content"] = nil
 		}
 		emit("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": empty})
 	}
@@ -42,6 +44,9 @@ func MessagesEvents(emit func(name string, data any), msg map[string]any, cut fu
 			emit("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d})
 		}
 		switch block["type"] {
+		case "compaction":
+			// The summary in one delta, as the API streams it.
+			delta(map[string]any{"type": "compaction_delta", "content": block["content"]})
 		case "thinking":
 			delta(map[string]any{"type": "thinking_delta", "thinking": block["thinking"]})
 			delta(map[string]any{"type": "signature_delta", "signature": block["signature"]})

@@ -1,0 +1,34 @@
+package gatewaytest
+
+import "encoding/json"
+
+// Provider compaction, as the providers count it: Anthropic's API ignores
+// every message before the latest `compaction` block (server-side
+// compaction); the Responses API reads a `compaction` item's
+// encrypted_content as the state it compacted (counted with the item's
+// bytes, like any other).
+
+// dropped is how many bytes of a request's body the provider does not
+// read: for Anthropic, the messages before the one holding the latest
+// compaction block (as the body's JSON has them, with their commas).
+func dropped(path string, body map[string]any) int {
+	if !anthropicPath(path) {
+		return 0
+	}
+	msgs, _ := body["messages"].([]any)
+	latest := 0
+	for i, m := range msgs {
+		mm, _ := m.(map[string]any)
+		for _, b := range Blocks(mm["content"]) {
+			if b["type"] == "compaction" {
+				latest = i
+			}
+		}
+	}
+	n := 0
+	for _, m := range msgs[:latest] {
+		b, _ := json.Marshal(m)
+		n += len(b) + 1
+	}
+	return n
+}

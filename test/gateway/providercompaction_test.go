@@ -1,0 +1,166 @@
+package gateway_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+)
+
+// Provider compaction items (issue 29 item 5). Anthropic's server-side
+// compaction answers with a `compaction` block; on later requests the API
+// ignores every message before the latest such block. The gateway carries
+// the block byte for byte, counts its summary, and records the messages
+// before it as compacted by the provider: they count nothing (the used
+// count after a call is what the provider counted), they are never
+// summarized by contextd, and they still go upstream as the client sent
+// them.
+
+// anText is an Anthropic message of one text block.
+func anText(role, text string) map[string]any {
+	return map[string]any{"role": role, "content": []map[string]any{{"type": "text", "text": text}}}
+}
+
+// TestAnthropicCompactionBlockNotCharged: three long turns, the third
+// answered with a compaction block, then two more turns that send the
+// whole history back with the block. After each of those calls the
+// session's used count is the fake's count (which, as the API, ignores
+// what is before the block) within 1 % (or the few tokens of the reply
+// appended since), every message goes upstream as
+// the client sent it (the block byte for byte), the messages before the
+// block count 0 in the view and the log keeps them. Without the fix the
+// used count was the whole history's (the provider's report, under half
+// of it, is not an anchor): about 5× the provider's.
+func TestAnthropicCompactionBlockNotCharged(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "json", true: "stream"}[stream], func(t *testing.T) {
+			s := start(t, nil)
+			const summary = "Summary: the user is fixing calc.py; add() subtracted, now fixed; tests for mul() remain."
+			var msgs []map[string]any
+			session := ""
+			ask := func(turn int, prompt string) (map[string]any, []byte) {
+				t.Helper()
+				msgs = append(msgs, anText("user", prompt))
+				body := map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": stream, "messages": msgs}
+				raw, _ := json.Marshal(body)
+				resp, out := s.post("/v1/messages", raw, nil)
+				if resp.StatusCode != 200 {
+					t.Fatalf("turn %d: %d %s", turn, resp.StatusCode, out)
+				}
+				if id := resp.Header.Get("X-Contextd-Session"); id != "" {
+					if session != "" && id != session {
+						t.Fatalf("turn %d: session %s, first %s", turn, id, session)
+					}
+					session = id
+				}
+				if h := resp.Header.Get("X-Contextd-History"); turn > 0 && h != "extended" {
+					t.Fatalf("turn %d: history %q", turn, h)
+				}
+				return body, raw
+			}
+			// The assistant's message as the client keeps it: the answer's
+			// content blocks.
+			reply := func(text, compaction string) {
+				var content []map[string]any
+				if compaction != "" {
+					content = append(content, map[string]any{"type": "compaction", "content": compaction})
+				}
+				content = append(content, map[string]any{"type": "text", "text": text})
+				msgs = append(msgs, map[string]any{"role": "assistant", "content": content})
+			}
+			for turn := range 3 {
+				compaction := ""
+				if turn == 2 {
+					compaction = summary
+				}
+				s.fake.Script(gatewaytest.Reply{Text: fmt.Sprintf("turn %d done", turn), Compaction: compaction})
+				ask(turn, fmt.Sprintf("Turn %d: here is the output.\n%s", turn, bigResult(turn)))
+				reply(fmt.Sprintf("turn %d done", turn), compaction)
+			}
+			if session == "" {
+				t.Fatal("no session named")
+			}
+			for turn := 3; turn < 5; turn++ {
+				s.fake.Script(gatewaytest.Reply{Text: fmt.Sprintf("turn %d done", turn)})
+				_, sent := ask(turn, fmt.Sprintf("Turn %d: now the tests for mul().", turn))
+				reply(fmt.Sprintf("turn %d done", turn), "")
+				reqs := s.fake.Requests()
+				last := reqs[len(reqs)-1]
+				var got, want struct {
+					Messages json.RawMessage `json:"messages"`
+				}
+				_ = json.Unmarshal(last.Raw, &got)
+				_ = json.Unmarshal(sent, &want)
+				if g, w := withoutMarks(got.Messages), withoutMarks(want.Messages); !reflect.DeepEqual(g, w) {
+					t.Fatalf("turn %d: upstream messages differ from the client's (cache marks aside): %d of %d bytes", turn, len(got.Messages), len(want.Messages))
+				}
+				block, _ := json.Marshal(map[string]any{"content": summary, "type": "compaction"})
+				if !bytes.Contains(last.Raw, block) {
+					t.Fatalf("turn %d: the compaction block did not go upstream as sent: %s", turn, last.Raw)
+				}
+				used := s.used(session, len(msgs))
+				bill := last.Bill.Input()
+				// Within 1 %, or the reply appended since (a few tokens).
+				if off := math.Abs(float64(used - bill)); off > max(0.01*float64(bill), 12) {
+					t.Errorf("turn %d: used %d tokens after the call; the provider counted %d", turn, used, bill)
+				}
+			}
+			// The view: the messages before the block count nothing and
+			// are contextd's record of the provider's compaction; the log
+			// keeps them as they were.
+			view := s.messagesOf(session, "MESSAGE_VIEW_ACTIVE")
+			if len(view) != len(msgs) {
+				t.Fatalf("view of %d messages, the client has %d", len(view), len(msgs))
+			}
+			for i, m := range view {
+				if dropped := i < 5; dropped != (m.Tokens == 0) {
+					t.Errorf("view message %d (%s %s) counts %d tokens", i, m.Role, m.ID, m.Tokens)
+				}
+			}
+			for i, m := range s.messagesOf(session, "MESSAGE_VIEW_LOG")[:5] {
+				if m.Tokens == 0 || i%2 == 0 && !strings.Contains(m.Parts[0].Text.Text, "here is the output") {
+					t.Errorf("log message %d changed: %d tokens, %+v", i, m.Tokens, m.Parts)
+				}
+			}
+			var comps struct {
+				Compactions []struct {
+					Tiers []string `json:"tiers"`
+				} `json:"compactions"`
+			}
+			s.rpc("ListCompactions", map[string]any{"sessionId": session}, &comps)
+			if len(comps.Compactions) != 1 || strconv.Quote(strings.Join(comps.Compactions[0].Tiers, ",")) != `"provider_compaction"` {
+				t.Errorf("compactions: %+v (want one of tier provider_compaction)", comps)
+			}
+			s.checkUpstream()
+		})
+	}
+}
+
+// withoutMarks is a JSON array of messages, decoded, without the
+// cache_control marks the gateway places.
+func withoutMarks(raw json.RawMessage) any {
+	var v any
+	_ = json.Unmarshal(raw, &v)
+	var drop func(v any)
+	drop = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			delete(x, "cache_control")
+			for _, e := range x {
+				drop(e)
+			}
+		case []any:
+			for _, e := range x {
+				drop(e)
+			}
+		}
+	}
+	drop(v)
+	return v
+}
