@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -32,91 +32,23 @@ func anText(role, text string) map[string]any {
 // whole history back with the block. After each of those calls the
 // session's used count is the fake's count (which, as the API, ignores
 // what is before the block) within 1 % (or the few tokens of the reply
-// appended since), every message goes upstream as
-// the client sent it (the block byte for byte), the messages before the
-// block count 0 in the view and the log keeps them. Without the fix the
+// appended since), every message goes upstream as the client sent it
+// (the block byte for byte), the messages before the block count 0 in the view and the log keeps them. Without the fix the
 // used count was the whole history's (the provider's report, under half
 // of it, is not an anchor): about 5× the provider's.
 func TestAnthropicCompactionBlockNotCharged(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(map[bool]string{false: "json", true: "stream"}[stream], func(t *testing.T) {
 			s := start(t, nil)
-			const summary = "Summary: the user is fixing calc.py; add() subtracted, now fixed; tests for mul() remain."
-			var msgs []map[string]any
-			session := ""
-			ask := func(turn int, prompt string) (map[string]any, []byte) {
-				t.Helper()
-				msgs = append(msgs, anText("user", prompt))
-				body := map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": stream, "messages": msgs}
-				raw, _ := json.Marshal(body)
-				resp, out := s.post("/v1/messages", raw, nil)
-				if resp.StatusCode != 200 {
-					t.Fatalf("turn %d: %d %s", turn, resp.StatusCode, out)
-				}
-				if id := resp.Header.Get("X-Contextd-Session"); id != "" {
-					if session != "" && id != session {
-						t.Fatalf("turn %d: session %s, first %s", turn, id, session)
-					}
-					session = id
-				}
-				if h := resp.Header.Get("X-Contextd-History"); turn > 0 && h != "extended" {
-					t.Fatalf("turn %d: history %q", turn, h)
-				}
-				return body, raw
-			}
-			// The assistant's message as the client keeps it: the answer's
-			// content blocks.
-			reply := func(text, compaction string) {
-				var content []map[string]any
-				if compaction != "" {
-					content = append(content, map[string]any{"type": "compaction", "content": compaction})
-				}
-				content = append(content, map[string]any{"type": "text", "text": text})
-				msgs = append(msgs, map[string]any{"role": "assistant", "content": content})
-			}
-			for turn := range 3 {
-				compaction := ""
-				if turn == 2 {
-					compaction = summary
-				}
-				s.fake.Script(gatewaytest.Reply{Text: fmt.Sprintf("turn %d done", turn), Compaction: compaction})
-				ask(turn, fmt.Sprintf("Turn %d: here is the output.\n%s", turn, bigResult(turn)))
-				reply(fmt.Sprintf("turn %d done", turn), compaction)
-			}
-			if session == "" {
-				t.Fatal("no session named")
-			}
-			for turn := 3; turn < 5; turn++ {
-				s.fake.Script(gatewaytest.Reply{Text: fmt.Sprintf("turn %d done", turn)})
-				_, sent := ask(turn, fmt.Sprintf("Turn %d: now the tests for mul().", turn))
-				reply(fmt.Sprintf("turn %d done", turn), "")
-				reqs := s.fake.Requests()
-				last := reqs[len(reqs)-1]
-				var got, want struct {
-					Messages json.RawMessage `json:"messages"`
-				}
-				_ = json.Unmarshal(last.Raw, &got)
-				_ = json.Unmarshal(sent, &want)
-				if g, w := withoutMarks(got.Messages), withoutMarks(want.Messages); !reflect.DeepEqual(g, w) {
-					t.Fatalf("turn %d: upstream messages differ from the client's (cache marks aside): %d of %d bytes", turn, len(got.Messages), len(want.Messages))
-				}
-				block, _ := json.Marshal(map[string]any{"content": summary, "type": "compaction"})
-				if !bytes.Contains(last.Raw, block) {
-					t.Fatalf("turn %d: the compaction block did not go upstream as sent: %s", turn, last.Raw)
-				}
-				used := s.used(session, len(msgs))
-				bill := last.Bill.Input()
-				// Within 1 %, or the reply appended since (a few tokens).
-				if off := math.Abs(float64(used - bill)); off > max(0.01*float64(bill), 12) {
-					t.Errorf("turn %d: used %d tokens after the call; the provider counted %d", turn, used, bill)
-				}
-			}
+			session, msgs := compactedConversation(t, s, "claude-sonnet-4-5", stream, func(turn int) string {
+				return fmt.Sprintf("Turn %d: now the tests for mul().", turn)
+			})
 			// The view: the messages before the block count nothing and
 			// are contextd's record of the provider's compaction; the log
 			// keeps them as they were.
 			view := s.messagesOf(session, "MESSAGE_VIEW_ACTIVE")
-			if len(view) != len(msgs) {
-				t.Fatalf("view of %d messages, the client has %d", len(view), len(msgs))
+			if len(view) != msgs {
+				t.Fatalf("view of %d messages, the client has %d", len(view), msgs)
 			}
 			for i, m := range view {
 				if dropped := i < 5; dropped != (m.Tokens == 0) {
@@ -128,17 +60,130 @@ func TestAnthropicCompactionBlockNotCharged(t *testing.T) {
 					t.Errorf("log message %d changed: %d tokens, %+v", i, m.Tokens, m.Parts)
 				}
 			}
-			var comps struct {
-				Compactions []struct {
-					Tiers []string `json:"tiers"`
-				} `json:"compactions"`
-			}
-			s.rpc("ListCompactions", map[string]any{"sessionId": session}, &comps)
-			if len(comps.Compactions) != 1 || strconv.Quote(strings.Join(comps.Compactions[0].Tiers, ",")) != `"provider_compaction"` {
-				t.Errorf("compactions: %+v (want one of tier provider_compaction)", comps)
-			}
-			s.checkUpstream()
+			checkOnlyProviderCompaction(t, s, session)
 		})
+	}
+}
+
+// TestProviderDroppedMessagesAreNotCompacted: through a window of 7,000
+// tokens, three turns of 1,200 tokens each (half the window), the third
+// answered with a compaction block, then two more such turns. The
+// provider reads only the last two turns: the session is never compacted
+// by contextd (the messages before the block are not summarized, and go
+// upstream as the client sent them). Without the fix the whole history
+// counted (over 85 % by the fifth turn: the summarize tier) and contextd summarized what the
+// provider had already dropped.
+func TestProviderDroppedMessagesAreNotCompacted(t *testing.T) {
+	models := t.TempDir() + "/models.json"
+	if err := os.WriteFile(models, []byte(`{"models": [{"name": "small-claude", "provider": "anthropic", "context_window": 7000, "max_output_tokens": 500, "encoding": "cl100k_base"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, map[string]string{"CONTEXTD_MODELS_FILE": models})
+	session, _ := compactedConversation(t, s, "small-claude", false, func(turn int) string {
+		return fmt.Sprintf("Turn %d: here is more output.\n%s", turn, bigResult(turn))
+	})
+	checkOnlyProviderCompaction(t, s, session)
+}
+
+// compactedConversation holds, with model, three long turns, the third answered with a
+// compaction block, then two more turns (their prompts: later) that send
+// the whole history back with the block, and checks each of those: every
+// message goes upstream as the client sent it (the block byte for byte),
+// contextd did not compact, and the session's used count after the call
+// is the fake's count (which, as the API, ignores what is before the
+// block) within 1 % (or the few tokens of the reply appended since). It
+// returns the session and the client's message count.
+func compactedConversation(t *testing.T, s *server, model string, stream bool, later func(turn int) string) (string, int) {
+	t.Helper()
+	const summary = "Summary: the user is fixing calc.py; add() subtracted, now fixed; tests for mul() remain."
+	var msgs []map[string]any
+	session := ""
+	ask := func(turn int, prompt string) []byte {
+		t.Helper()
+		msgs = append(msgs, anText("user", prompt))
+		body := map[string]any{"model": model, "max_tokens": 500, "stream": stream, "messages": msgs}
+		raw, _ := json.Marshal(body)
+		resp, out := s.post("/v1/messages", raw, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: %d %s", turn, resp.StatusCode, out)
+		}
+		if id := resp.Header.Get("X-Contextd-Session"); id != "" {
+			if session != "" && id != session {
+				t.Fatalf("turn %d: session %s, first %s", turn, id, session)
+			}
+			session = id
+		}
+		if h := resp.Header.Get("X-Contextd-History"); turn > 0 && h != "extended" {
+			t.Fatalf("turn %d: history %q", turn, h)
+		}
+		if c := resp.Header.Get("X-Contextd-Compacted"); c != "false" {
+			t.Fatalf("turn %d: compacted %q (%s%% used)", turn, c, resp.Header.Get("X-Contextd-Used-Percent"))
+		}
+		return raw
+	}
+	// The assistant's message as the client keeps it: the answer's
+	// content blocks.
+	reply := func(text, compaction string) {
+		var content []map[string]any
+		if compaction != "" {
+			content = append(content, map[string]any{"type": "compaction", "content": compaction})
+		}
+		content = append(content, map[string]any{"type": "text", "text": text})
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": content})
+	}
+	for turn := range 3 {
+		compaction := ""
+		if turn == 2 {
+			compaction = summary
+		}
+		s.fake.Script(gatewaytest.Reply{Text: fmt.Sprintf("turn %d done", turn), Compaction: compaction})
+		ask(turn, fmt.Sprintf("Turn %d: here is the output.\n%s", turn, bigResult(turn)))
+		reply(fmt.Sprintf("turn %d done", turn), compaction)
+	}
+	if session == "" {
+		t.Fatal("no session named")
+	}
+	for turn := 3; turn < 5; turn++ {
+		s.fake.Script(gatewaytest.Reply{Text: fmt.Sprintf("turn %d done", turn)})
+		sent := ask(turn, later(turn))
+		reply(fmt.Sprintf("turn %d done", turn), "")
+		reqs := s.fake.Requests()
+		last := reqs[len(reqs)-1]
+		var got, want struct {
+			Messages json.RawMessage `json:"messages"`
+		}
+		_ = json.Unmarshal(last.Raw, &got)
+		_ = json.Unmarshal(sent, &want)
+		if g, w := withoutMarks(got.Messages), withoutMarks(want.Messages); !reflect.DeepEqual(g, w) {
+			t.Fatalf("turn %d: upstream messages differ from the client's (cache marks aside): %d of %d bytes", turn, len(got.Messages), len(want.Messages))
+		}
+		block, _ := json.Marshal(map[string]any{"content": summary, "type": "compaction"})
+		if !bytes.Contains(last.Raw, block) {
+			t.Fatalf("turn %d: the compaction block did not go upstream as sent: %s", turn, last.Raw)
+		}
+		used := s.used(session, len(msgs))
+		bill := last.Bill.Input()
+		// Within 1 %, or the reply appended since (a few tokens).
+		if off := math.Abs(float64(used - bill)); off > max(0.01*float64(bill), 12) {
+			t.Errorf("turn %d: used %d tokens after the call; the provider counted %d", turn, used, bill)
+		}
+	}
+	s.checkUpstream()
+	return session, len(msgs)
+}
+
+// checkOnlyProviderCompaction checks that the session's one compaction is
+// the record of the provider's.
+func checkOnlyProviderCompaction(t *testing.T, s *server, session string) {
+	t.Helper()
+	var comps struct {
+		Compactions []struct {
+			Tiers []string `json:"tiers"`
+		} `json:"compactions"`
+	}
+	s.rpc("ListCompactions", map[string]any{"sessionId": session}, &comps)
+	if len(comps.Compactions) != 1 || strings.Join(comps.Compactions[0].Tiers, ",") != "provider_compaction" {
+		t.Errorf("compactions: %+v (want one, of tier provider_compaction)", comps)
 	}
 }
 
