@@ -17,9 +17,9 @@ type CarriedText struct {
 	// (a Responses reasoning item), not as a block of its message (an
 	// Anthropic thinking block).
 	Item bool `json:"i,omitempty"`
-	// Compaction: it is a provider's compaction item (an Anthropic
-	// `compaction` block, a Responses `compaction` item): the provider
-	// reads nothing before it (providercompaction.go).
+	// Compaction: it is an Anthropic `compaction` block, before which
+	// the provider reads nothing (providercompaction.go). A Responses
+	// `compaction` item is not: the input before it is read.
 	Compaction bool `json:"c,omitempty"`
 	// Tokens is an estimate counted beside Text, for what contextd cannot
 	// read (an encrypted compaction item: its length's share).

@@ -1,14 +1,15 @@
 package chat
 
 // Provider compaction: a provider that compacts a conversation itself
-// (Anthropic's server-side compaction: a `compaction` block in an
-// assistant message; OpenAI's /v1/responses/compact: an item of type
-// `compaction`) sends the compacted state as an item the client sends back
-// verbatim, and reads nothing before the latest one (Anthropic ignores the
-// blocks before it). The gateway carries such an item with its message
-// (MetaCarried, CarriedText.Compaction) and marks the messages before it
-// MetaProviderDropped: they still go upstream as the client sent them, but
-// they count nothing, as the provider does not read them.
+// sends the compacted state as an item the client sends back verbatim:
+// Anthropic's server-side compaction, a `compaction` block in an assistant
+// message, after which the API reads nothing before the latest one; and
+// OpenAI's /v1/responses/compact, an item of type `compaction` (its
+// encrypted_content) in the compacted input the client sends next. The
+// gateway carries such an item with its message (MetaCarried) and counts
+// it; for Anthropic's (CarriedText.Compaction) it marks the messages
+// before it MetaProviderDropped: they still go upstream as the client sent
+// them, but they count nothing, as the provider does not read them.
 
 // MetaProviderDropped is the metadata key of a message the provider no
 // longer reads (it is before the latest provider compaction of its
@@ -27,8 +28,8 @@ func (m *Message) ProviderDropped() bool {
 	return ok
 }
 
-// ProviderCompacted reports whether m carries a provider's compaction
-// item (CarriedText.Compaction).
+// ProviderCompacted reports whether m carries a compaction item before
+// which the provider reads nothing (CarriedText.Compaction).
 func (m *Message) ProviderCompacted() bool {
 	for _, c := range m.Carried() {
 		if c.Compaction {

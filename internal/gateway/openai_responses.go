@@ -195,6 +195,7 @@ func rToDomain(memo *memo, raws []json.RawMessage, items []rItem, offset int) (m
 	var runs [][]json.RawMessage
 	var group chat.Message
 	var groupRaw []json.RawMessage
+	var groupExtra []string
 	take := func(e memoEntry, run []json.RawMessage) {
 		out.msgs = append(out.msgs, e.msgs...)
 		out.ids = append(out.ids, e.ids...)
@@ -208,8 +209,8 @@ func rToDomain(memo *memo, raws []json.RawMessage, items []rItem, offset int) (m
 		if len(group.Parts) == 0 {
 			group.Parts = []chat.Part{{Type: chat.PartText}}
 		}
-		take(rFinish(memo, group, groupRaw, nil), groupRaw)
-		group, groupRaw = chat.Message{}, nil
+		take(rFinish(memo, group, groupRaw, groupExtra), groupRaw)
+		group, groupRaw, groupExtra = chat.Message{}, nil, nil
 	}
 	for i := range items {
 		it := &items[i]
@@ -257,6 +258,7 @@ func rToDomain(memo *memo, raws []json.RawMessage, items []rItem, offset int) (m
 			// items yet unknown: carried verbatim with the run.
 			group.Role = chat.RoleAssistant
 			groupRaw = append(groupRaw, raws[i])
+			groupExtra = append(groupExtra, compactionDigest(it.Type, raws[i])...)
 		}
 	}
 	flush()

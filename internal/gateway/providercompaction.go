@@ -46,8 +46,14 @@ import (
 func compactionCarried(it carriedItem) chat.CarriedText {
 	var text string
 	_ = json.Unmarshal(it.Content, &text) // null while it streams
-	return chat.CarriedText{Text: text, Compaction: true, Item: it.EncryptedContent != "",
-		Tokens: int64(len(it.EncryptedContent)) * 3 / 16}
+	if it.EncryptedContent == "" {
+		// Anthropic's block: the API reads nothing before it.
+		return chat.CarriedText{Text: text, Compaction: true}
+	}
+	// The Responses item stands for the items the compaction replaced,
+	// which the client no longer sends: what the input holds before it
+	// (the user messages the compaction kept) is read.
+	return chat.CarriedText{Text: text, Item: true, Tokens: int64(len(it.EncryptedContent)) * 3 / 16}
 }
 
 // recordProviderDrop records the messages of res's session that the
@@ -109,4 +115,14 @@ func dropFresh(fresh []chat.Message, c *conversation) {
 		m.Metadata[chat.MetaProviderDropped] = "1"
 		m.Pinned = true
 	}
+}
+
+// compactionDigest is what a Responses item of type typ adds to its
+// message's digest: a compaction item's own (two compacted inputs that
+// differ only in it are not the same message), nothing for other items.
+func compactionDigest(typ string, raw json.RawMessage) []string {
+	if typ != "compaction" {
+		return nil
+	}
+	return []string{sourceDigest(raw)}
 }
