@@ -209,3 +209,29 @@ func withoutMarks(raw json.RawMessage) any {
 	drop(v)
 	return v
 }
+
+// TestProviderCompactionInANewConversation: a conversation contextd has
+// not seen (a client that moved to the gateway after the provider
+// compacted it) arrives with a compaction block: its messages before the
+// block are appended counting nothing, so the used count after the call
+// is the provider's. Without the fix it was the whole history's.
+func TestProviderCompactionInANewConversation(t *testing.T) {
+	s := start(t, nil)
+	msgs := []map[string]any{anText("user", "Turn 0: here is the output.\n"+bigResult(0)), anText("assistant", "turn 0 done"),
+		{"role": "assistant", "content": []map[string]any{{"type": "compaction", "content": "Summary: calc.py is fixed."}, {"type": "text", "text": "turn 1 done"}}},
+		anText("user", "Turn 2: now mul().")}
+	// Roles alternate: the two assistant messages are one.
+	msgs = append(msgs[:1], msgs[2:]...)
+	resp, out := s.post("/v1/messages", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 500, "messages": msgs}, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	session := resp.Header.Get("X-Contextd-Session")
+	reqs := s.fake.Requests()
+	bill := reqs[len(reqs)-1].Bill.Input()
+	used := s.used(session, len(msgs)+1)
+	if off := math.Abs(float64(used - bill)); off > max(0.01*float64(bill), 12) {
+		t.Errorf("used %d tokens after the call; the provider counted %d", used, bill)
+	}
+	s.checkUpstream()
+}
