@@ -367,7 +367,7 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 			// A repeat's log is the request's history and the replies it
 			// got: a session whose log goes on further (a stranger that
 			// shares the request's opening and went on) is not read.
-			if s, err := g.cfg.Engine.GetSession(ctx, tenant, h.SessionID); errors.Is(err, store.ErrNotFound) {
+			if s, err := g.cfg.Engine.SessionRow(ctx, tenant, h.SessionID); errors.Is(err, store.ErrNotFound) {
 				continue
 			} else if err != nil {
 				return resolved{}, hideSession(err, resolved{id: h.SessionID, named: sig.owns(h.SessionID)})
@@ -419,21 +419,21 @@ type logMatch struct {
 // request against its log (the identities of its client messages, kept by
 // logCache: one indexed read when nothing is new).
 func (g *Gateway) match(ctx context.Context, tenant, id string, c *conversation, noRepeat bool) (*logMatch, error) {
-	s, err := g.cfg.Engine.GetSession(ctx, tenant, id)
+	s, err := g.cfg.Engine.SessionRow(ctx, tenant, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	log, details, replies, closed, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
+	log, details, replies, closed, err := g.digests.get(ctx, g.cfg.Engine, tenant, s)
 	if err != nil {
 		return nil, err
 	}
 	if len(c.details) != len(c.msgs) {
 		c.details = detailsOf(c.msgs)
 	}
-	m := &logMatch{s: s.Session, log: log, replies: replies}
+	m := &logMatch{s: s, log: log, replies: replies}
 	// The same identities and details that agree (detailOf): results of
 	// calls whose ids a provider reused are not the same message.
 	for m.k < len(log) && m.k < len(c.ids) && log[m.k] == c.ids[m.k] && detailsAgree(details[m.k], c.details[m.k]) {
