@@ -24,6 +24,14 @@ type PrepareInput struct {
 	// NoLedger: the caller does not read Status.Ledger (the gateway), so
 	// it is not read (a read, on PostgreSQL a round trip, less).
 	NoLedger bool
+	// Read, when set, is the session's row as the caller has just read it
+	// (the gateway's match, SessionRow): the call starts from it instead
+	// of reading the row again (a read, on PostgreSQL a round trip, less).
+	// It is as safe as a row read here: the transaction locks the session
+	// and takes the cached view only at the version it locks, so a row
+	// another write has overtaken costs a read of the view, never a stale
+	// one. Only the first attempt uses it.
+	Read *store.Session
 }
 
 // PrepareResult is what to send to the model, and the status.
@@ -107,6 +115,7 @@ func (e *Engine) PrepareContext(ctx context.Context, tenant, id string, in Prepa
 	}
 	for attempt := 1; ; attempt++ {
 		res, err := e.prepareOnce(ctx, tenant, id, in, hash, since)
+		in.Read = nil // a second attempt reads the row again
 		if errors.Is(err, errStale) && attempt < 3 {
 			continue
 		}
@@ -122,7 +131,7 @@ func (e *Engine) PrepareContext(ctx context.Context, tenant, id string, in Prepa
 var errDecided = errors.New("compaction needed")
 
 func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareInput, hash string, since *viewToken) (PrepareResult, error) {
-	cur, err := e.readSession(ctx, tenant, id)
+	cur, err := e.startingRow(ctx, tenant, id, in.Read)
 	if err != nil {
 		return PrepareResult{}, err
 	}

@@ -16,3 +16,13 @@ import (
 func (e *Engine) SessionRow(ctx context.Context, tenant, id string) (store.Session, error) {
 	return e.readSession(ctx, tenant, id)
 }
+
+// startingRow is the row PrepareContext starts from: read, when the
+// caller has just read it (PrepareInput.Read) for this session, or read
+// now.
+func (e *Engine) startingRow(ctx context.Context, tenant, id string, read *store.Session) (store.Session, error) {
+	if read != nil && read.Tenant == tenant && read.ID == id {
+		return *read, nil
+	}
+	return e.readSession(ctx, tenant, id)
+}

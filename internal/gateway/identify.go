@@ -78,6 +78,10 @@ type resolved struct {
 	from  string
 	named bool
 	fresh []chat.Message
+	// row is the session's row as the match read it (or as following the
+	// request left it), which PrepareContext starts from
+	// (engine.PrepareInput.Read); nil for a session this request made.
+	row *store.Session
 }
 
 // historyChains computes the identities and history chains of c's
@@ -477,13 +481,13 @@ func (g *Gateway) join(ctx context.Context, tenant, id string, c *conversation, 
 		return resolved{}, false, nil
 	}
 	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version,
-		named: sig.owns(id)}
+		named: sig.owns(id), row: &m.s}
 	// The request's session: only now may it follow the request's model,
 	// system prompt and tools.
 	if moved, err := g.follow(ctx, tenant, m.s, c); err != nil {
 		return resolved{}, false, err
 	} else if moved != nil {
-		res.version, res.created = moved.Version, moved.CreatedAt
+		res.version, res.created, res.row = moved.Version, moved.CreatedAt, moved
 	}
 	if m.repeat {
 		res.history, res.repeat, res.repeatD = historyRepeated, len(m.log)-m.k, m.log[m.k:]
