@@ -13,18 +13,26 @@ import (
 // never cut): at most about 4 KiB of facts per placeholder.
 const maxKeptErrors = 3
 
+// maxKeptTests bounds the test lines a placeholder keeps (failing ones
+// first; each at most probes.MaxURL bytes, a longer one left out): one
+// pytest run of a module names a few dozen at most; a whole suite's names
+// are one expand away. With them a placeholder keeps at most about 10 KiB
+// of facts.
+const maxKeptTests = 20
+
 // keptFacts is what a placeholder keeps of the output it prunes, so masking
 // keeps the artifact (the summary's trail, reading the placeholder later,
 // finds it too): a line "exit code N" when status says and the output
 // prints one, the first lines of its errors and its first URLs
-// (probes.Facts), each on a line of its own; "" when there are none.
+// (probes.Facts), the lines naming a test and its result (probes.TestLines),
+// each on a line of its own; "" when there are none.
 func keptFacts(content string, isErr, status bool) string {
 	code, errs, urls := probes.Facts(content, isErr, maxKeptErrors)
 	var b strings.Builder
 	if status && code != "" {
 		b.WriteString("\nexit code " + code)
 	}
-	for _, e := range append(errs, urls...) {
+	for _, e := range append(append(errs, probes.TestLines(content, maxKeptTests)...), urls...) {
 		b.WriteString("\n" + e)
 	}
 	return b.String()

@@ -9,7 +9,8 @@ import (
 )
 
 // TestPrunedOutputKeepsItsArtifacts: a pruned tool output keeps, in its
-// placeholder, its exit code and the first lines of its errors (masking
+// placeholder, its exit code, the first lines of its errors and the tests
+// it names with their results, failing first (masking
 // that keeps the artifact: the recall bench's error lines, and the trail of
 // a later summary that reads the placeholder); a long observation sent as
 // user text keeps the error lines of the middle it loses. A duplicate's
@@ -20,7 +21,7 @@ func TestPrunedOutputKeepsItsArtifacts(t *testing.T) {
 		noise + "E   AssertionError: assert 2 == 3\n<returncode>1</returncode>"
 	b := (&builder{}).user("Fix the bug.")
 	b.assistant("Run it.", "c0").result("c0", failing)
-	b.assistant("Again.", "c1").result("c1", noise+"all fine\n<returncode>0</returncode>")
+	b.assistant("Again.", "c1").result("c1", noise+"tests/test_a.py::test_one PASSED\n"+noise+"FAILED tests/test_a.py::test_two - assert 1\nall fine\n<returncode>0</returncode>")
 	// A text-mode harness: the observation is the next user message.
 	b.assistant("```bash\npython t.py\n```")
 	b.user("<returncode>1</returncode>\n<output>\n" + noise + "KeyError: 'missing'\n" + noise + "done\n</output>")
@@ -53,7 +54,7 @@ func TestPrunedOutputKeepsItsArtifacts(t *testing.T) {
 			t.Errorf("placeholder of a failed output lacks %q:\n%s", want, got)
 		}
 	}
-	if got := text("m5"); !strings.Contains(got, "\nexit code 0") {
+	if got := text("m5"); !strings.Contains(got, "\nexit code 0") || !strings.Contains(got, "\nFAILED tests/test_a.py::test_two\ntests/test_a.py::test_one PASSED") {
 		t.Errorf("placeholder of a passing output: %s", got)
 	}
 	if got := text("m7"); !strings.Contains(got, "\nKeyError: 'missing'") || !strings.Contains(got, "<returncode>1</returncode>") {

@@ -32,7 +32,8 @@ type SummaryInput struct {
 	Instructions string
 	MaxTokens    int
 	// TrailMaxTokens is the budget of the summary's exact artifact trail,
-	// on top of MaxTokens (TrailBudget; 0: TrailTokens says).
+	// on top of MaxTokens (TrailBudget; 0: TrailTokens says; negative: no
+	// room for a trail, the summary has none).
 	TrailMaxTokens int
 	// ID is the summary's own id, which its first line names
 	// (SummaryHeader), in the wording of the expand tool when ExpandTool
@@ -433,7 +434,7 @@ func placeholderFor(m *chat.Message, why string, facts bool, names map[string]st
 			kept = keptFacts(tr.Content, tr.IsError, true)
 		}
 		if kept != "" {
-			desc += "; its exit code, first error lines and URLs follow"
+			desc += "; its exit code, first error lines, tests and URLs follow"
 		}
 		text := "[contextd pruned this output of " + tool + " (" + desc + ")" + expand + kept
 		out.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
@@ -474,7 +475,7 @@ func headTail(m *chat.Message, facts, tool bool) (chat.Message, bool) {
 			kept = keptFacts(part.Text[len(head):len(part.Text)-len(tail)], false, false)
 		}
 		if kept != "" {
-			among = "; the first error lines and URLs among them follow"
+			among = "; the first error lines, tests and URLs among them follow"
 		}
 		text := fmt.Sprintf("%s\n[contextd pruned %d characters here%s. %s to read them.]%s\n%s",
 			head, len(part.Text)-len(head)-len(tail), among, expandCall(tool, m.ID), kept, tail)
@@ -571,7 +572,7 @@ func (p *planner) summarize() error {
 	// head it summarizes needs, within its budget (TrailSize, trailCut): a
 	// large budget that the trail does not fill would leave only the
 	// latest step verbatim.
-	trail := TrailBudget(p.req.Policy, p.req.Window)
+	trail := min(TrailBudget(p.req.Policy, p.req.Window), p.trailRoom())
 	cutFor := func(reserve int) int {
 		budget := min(p.req.Policy.KeepRecentTokens, p.target-p.req.Fixed-headKept-int64(p.req.Policy.SummaryMaxTokens+reserve))
 		return p.cutBefore(budget)
@@ -594,7 +595,7 @@ func (p *planner) summarize() error {
 		measure := func(cut int) int {
 			summarized, _, _, previous := p.headBefore(cut)
 			return p.req.TrailSize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, Messages: summarized,
-				MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trail, ID: "sum_0_0", ExpandTool: p.req.Policy.ExposeExpandTool, Count: p.req.CountText})
+				MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trailMax(trail), ID: "sum_0_0", ExpandTool: p.req.Policy.ExposeExpandTool, Count: p.req.CountText})
 		}
 		if c := trailCut(cut, trail, cutFor, measure); c < cut {
 			cut = c
@@ -607,7 +608,7 @@ func (p *planner) summarize() error {
 	sumID := p.req.NewID(chat.KindSummary) // the summary names its own id
 	tool := p.req.Policy.ExposeExpandTool
 	text, err := p.req.Summarize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous,
-		Messages: summarized, Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trail,
+		Messages: summarized, Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trailMax(trail),
 		ID: sumID, ExpandTool: tool, Count: p.req.CountText})
 	if err != nil {
 		p.plan.SummaryFailed = err

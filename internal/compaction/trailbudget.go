@@ -7,7 +7,10 @@ package compaction
 // do. The trail takes only what it needs (the planner asks TrailSize), so
 // the budget costs nothing where it is not used: 0.30 kept 96.5 % of the
 // commands verbatim in view at 16k on the corpus (make bench-recall) for
-// +4.3 % on the bill; 0.20 kept 83 %.
+// +4.3 % on the bill; 0.20 kept 83 %. With the denser trail lines and the
+// extractive prose at a quarter of its cap, nothing folds at 16k (100 %,
+// +2.8 %), and 12k keeps 95 % for +4.5 %. It is never more than the
+// request has left (trailRoom).
 const TrailShare = 0.30
 
 // TrailBudget is the tokens the trail may take in a summary of a session
@@ -23,10 +26,40 @@ func TrailBudget(p Policy, window int64) int {
 func fixedTrailBudget(summaryMaxTokens int) int { return min(summaryMaxTokens, 4000) }
 
 // TrailTokens is the trail's budget of a summary input: its TrailMaxTokens
-// when set, else min(MaxTokens, 4000).
+// when set (0 when it is negative: no room), else min(MaxTokens, 4000).
 func (in SummaryInput) TrailTokens() int {
-	if in.TrailMaxTokens > 0 {
-		return in.TrailMaxTokens
+	if in.TrailMaxTokens != 0 {
+		return max(in.TrailMaxTokens, 0)
 	}
 	return fixedTrailBudget(in.MaxTokens)
+}
+
+// trailMax is the SummaryInput.TrailMaxTokens of a trail budget: a budget
+// of 0 (trailRoom found no room) is no trail, not the fixed budget an unset
+// TrailMaxTokens stands for.
+func trailMax(budget int) int {
+	if budget <= 0 {
+		return -1
+	}
+	return budget
+}
+
+// trailRoom is the most the trail of a summary may take and the request
+// still fit: the usable window less the fixed part, what stays verbatim
+// at the deepest cut (the latest step, the original task, pinned messages,
+// what the person said and their tool-pair partners) and the summary's own
+// cap. The trail's budget is a share of the window; at a small window, with
+// a large latest step, that share can be more than is left, and the
+// summary with its trail made the request too large where the summary
+// alone fit (8k: 7,272 tokens for 6,964 usable).
+func (p *planner) trailRoom() int {
+	deep := p.cutBefore(0)
+	keep := p.keptBefore(deep)
+	var must int64
+	for i, m := range p.view {
+		if i >= deep || keep[m.ID] {
+			must += m.Tokens
+		}
+	}
+	return int(max(0, p.req.Usable()-p.req.Fixed-must-int64(p.req.Policy.SummaryMaxTokens)))
 }

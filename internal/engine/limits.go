@@ -127,7 +127,7 @@ const (
 func countCost(fr tokens.Framing, text, system string, tools []chat.Tool, msgs []chat.Message) int {
 	n := textBytes(text, system, nil, msgs) + tokens.ToolBytes(fr, tools) + messageCost*len(msgs)
 	for i := range msgs {
-		n += partCost * len(msgs[i].Parts)
+		n += partCost*len(msgs[i].Parts) + len(msgs[i].Metadata[chat.MetaCarried]) // tokenized too (tokens.CountMessage)
 		for _, p := range msgs[i].Parts {
 			if p.ToolCall != nil {
 				n += toolCallCost

@@ -591,7 +591,7 @@ type anStream struct {
 	done   bool
 }
 
-func (anthropicMessages) stream(*conversation) streamer { return &anStream{} }
+func (anthropicMessages) stream(*conversation, string) streamer { return &anStream{} }
 
 func (s *anStream) event(name string, data []byte) (bool, bool) {
 	var ev struct {

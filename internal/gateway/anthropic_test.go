@@ -24,7 +24,7 @@ func TestAnthropicUsage(t *testing.T) {
 	u, _ = d.answer(fixture(t, "usage/anthropic_answer_nocache.json"))
 	checkBilled(t, "answer without caching", u, 2095, 0, 0, 3, 2095)
 	for _, name := range []string{"usage/anthropic_stream.sse", "usage/anthropic_stream_cumulative.sse"} {
-		checkBilled(t, name, streamFixture(t, d.stream(nil), name), 4, 17836, 1873, 96, 4+17836+1873)
+		checkBilled(t, name, streamFixture(t, d.stream(nil, ""), name), 4, 17836, 1873, 96, 4+17836+1873)
 	}
 }
 

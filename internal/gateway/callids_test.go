@@ -16,7 +16,7 @@ import (
 // with nothing to name goes as it came, and an id the provider sent is
 // kept.
 func TestStreamedCallIDs(t *testing.T) {
-	st := openAIChat{newMemo(1 << 20)}.stream(&conversation{})
+	st := openAIChat{newMemo(1 << 20)}.stream(&conversation{}, "k/1")
 	rw := st.(eventRewriter)
 	events := []string{
 		`{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`,
@@ -74,5 +74,34 @@ func TestStreamedCallIDs(t *testing.T) {
 	}
 	if raw := rawOf(&reply[0], doorOpenAIChat); !bytes.Contains(raw, []byte(client[0])) {
 		t.Errorf("the reply's raw JSON lacks the id: %s", raw)
+	}
+}
+
+// TestStreamedCallIDsPerTenant: a stream's invented ids derive from its
+// request, so the same request again in the same tenant gets the same
+// ids, and the exchange's next answer (the expand loop's) others; two
+// tenants whose sessions share a name (X-Contextd-Session is the tenant's
+// own) and a history are two conversations, and get different ids. Before,
+// the seed was the request key alone (session name and history), and the
+// two tenants' answers named their calls alike.
+func TestStreamedCallIDsPerTenant(t *testing.T) {
+	first := func(x *exchange) string {
+		st := x.newStream().(*oaStream)
+		return st.nameCall(0, 0, 0)
+	}
+	d := openAIChat{newMemo(1 << 20)}
+	ex := func(tenant string) *exchange {
+		return &exchange{d: d, c: &conversation{}, tenant: tenant, key: requestKey("main", [][32]byte{{1}})}
+	}
+	a, again, b := ex("tenant-a"), ex("tenant-a"), ex("tenant-b")
+	idA, idAgain, idB := first(a), first(again), first(b)
+	if idA != idAgain {
+		t.Errorf("the same request in the same tenant: %q, then %q", idA, idAgain)
+	}
+	if idA == idB {
+		t.Errorf("two tenants' sessions of one name and history got the same id %q", idA)
+	}
+	if next := first(a); next == idA {
+		t.Errorf("the exchange's second answer got its first's id %q", next)
 	}
 }

@@ -58,8 +58,10 @@ type door interface {
 	build(b *requestBody, c *conversation, view []chat.Message, hints engine.CacheHints) error
 	// answer reads a non-streamed answer: the usage and the reply.
 	answer(body []byte) (usage, []chat.Message)
-	// stream follows a streamed answer.
-	stream(c *conversation) streamer
+	// stream follows a streamed answer; seed names it among the answers
+	// of every request (exchange.newStream): what the door makes up for
+	// it (callids.go) derives from seed, so a retry makes up the same.
+	stream(c *conversation, seed string) streamer
 	// toolJSON writes a tool definition contextd adds (expandloop.go);
 	// toolChoiceNone is the tool_choice that allows no tool call.
 	toolJSON(t chat.Tool) json.RawMessage

@@ -62,6 +62,8 @@ type exchange struct {
 	// the end of the keepalive the expand loop started (keepalive.go).
 	hold          *hold
 	stopKeepalive func()
+	// answers counts the upstream answers read (answerSeed).
+	answers int
 
 	// record: the recording started (from relay's answering, or the
 	// stage itself), once.

@@ -108,16 +108,24 @@ func (k *keepalive) stop() {
 
 func (k *keepalive) Header() http.Header { return k.header }
 
-// streamStarted reports whether w is a keepalive that has sent its headers
-// early: what follows must be SSE.
-func streamStarted(w http.ResponseWriter) bool {
+// commitAnswer sends the headers of a 200 answer to w, SSE or not; false
+// when w is a keepalive that has begun the stream and the answer is not
+// SSE, which then cannot follow (nothing is written: the caller answers an
+// error). The check and the commit are one step under the lock the ticker
+// commits under, so it cannot begin the stream in between.
+func commitAnswer(w http.ResponseWriter, sse bool) bool {
 	k, ok := w.(*keepalive)
 	if !ok {
-		return false
+		w.WriteHeader(http.StatusOK)
+		return true
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.byTicker
+	if k.byTicker && !sse {
+		return false
+	}
+	k.writeHeader(http.StatusOK)
+	return true
 }
 
 func (k *keepalive) WriteHeader(status int) {

@@ -54,3 +54,15 @@ func TestKeepaliveNeverMixesJSONIntoAStream(t *testing.T) {
 		})
 	}
 }
+
+// streamStarted reports whether w is a keepalive that has sent its headers
+// early: what follows must be SSE.
+func streamStarted(w http.ResponseWriter) bool {
+	k, ok := w.(*keepalive)
+	if !ok {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.byTicker
+}

@@ -457,7 +457,7 @@ func (openAIChat) answer(body []byte) (usage, []chat.Message) {
 // oaReply is the domain message of an answer's message (nil when it is not
 // one), stamped as the client's echo of it will be.
 func oaReply(raw json.RawMessage) []chat.Message {
-	raw = withCallIDs(raw)
+	raw = withCallIDs(raw, "")
 	var m oaMessage
 	if json.Unmarshal(raw, &m) != nil || m.Role != "assistant" {
 		return nil
@@ -480,7 +480,8 @@ type oaStream struct {
 	// named: the tool calls of the event just seen that the gateway gave
 	// an id (callids.go).
 	named   []namedCall
-	tag     string
+	seed    string // names the answer (door.stream)
+	tag     string // of the ids it gives, made from seed
 	role    string
 	content strings.Builder
 	calls   []oaToolCall
@@ -488,7 +489,9 @@ type oaStream struct {
 	done    bool
 }
 
-func (openAIChat) stream(c *conversation) streamer { return &oaStream{wantsUsage: c.wantsUsage} }
+func (openAIChat) stream(c *conversation, seed string) streamer {
+	return &oaStream{wantsUsage: c.wantsUsage, seed: seed}
+}
 
 func (s *oaStream) event(_ string, data []byte) (bool, bool) {
 	s.named = nil
@@ -640,8 +643,12 @@ func (openAIChat) echo(data []byte, _, _ json.RawMessage) ([]byte, bool) { retur
 
 // withCallIDs gives the tool calls of an answer's message that came
 // without an id (as some OpenAI-compatible servers send them) one of the
-// gateway's, so their results can name them.
-func withCallIDs(raw json.RawMessage) json.RawMessage {
+// gateway's, so their results can name them: a digest of seed (the
+// answer's: exchange.answerSeed) and the message. Without a seed (an
+// answer whose body the exchange has not named: the ids are there already,
+// or a test) the message's digest alone, which the same call made again
+// in a later turn shares.
+func withCallIDs(raw json.RawMessage, seed string) json.RawMessage {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
 		return raw
@@ -652,6 +659,9 @@ func withCallIDs(raw json.RawMessage) json.RawMessage {
 	}
 	changed := false
 	tag := sourceDigest(raw) // the same message gets the same ids
+	if seed != "" {
+		tag = callTag(seed, raw)
+	}
 	for i, c := range calls {
 		var id string
 		if json.Unmarshal(c["id"], &id); id == "" {

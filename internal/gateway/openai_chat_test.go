@@ -17,7 +17,7 @@ func TestOpenAIChatUsage(t *testing.T) {
 	u, _ = d.answer(fixture(t, "usage/chat_answer_nocache.json"))
 	checkBilled(t, "answer without caching", u, 812, 0, 0, 3, 812)
 	for _, wants := range []bool{true, false} {
-		u := streamFixture(t, d.stream(&conversation{wantsUsage: wants}), "usage/chat_stream.sse")
+		u := streamFixture(t, d.stream(&conversation{wantsUsage: wants}, ""), "usage/chat_stream.sse")
 		checkBilled(t, "stream", u, 19722-18944, 18944, 0, 7, 19722)
 	}
 	// A broken upstream's cached figure above the prompt is capped: the

@@ -477,7 +477,7 @@ type rStream struct {
 	done  bool
 }
 
-func (openAIResponses) stream(*conversation) streamer { return &rStream{} }
+func (openAIResponses) stream(*conversation, string) streamer { return &rStream{} }
 
 func (s *rStream) event(name string, data []byte) (bool, bool) {
 	var ev struct {

@@ -13,7 +13,7 @@ func TestOpenAIResponsesUsage(t *testing.T) {
 	if len(reply) == 0 {
 		t.Errorf("answer: no reply read")
 	}
-	checkBilled(t, "stream", streamFixture(t, d.stream(nil), "usage/responses_stream.sse"), 24311-23552, 23552, 0, 418, 24311)
+	checkBilled(t, "stream", streamFixture(t, d.stream(nil, ""), "usage/responses_stream.sse"), 24311-23552, 23552, 0, 418, 24311)
 }
 
 // TestOpenAIResponsesRoundTrip: a Codex request (environment context,

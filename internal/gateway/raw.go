@@ -32,7 +32,9 @@ type rawEnvelope struct {
 
 // setRaw keeps raw on m unless generated (what the door would write from m
 // alone) says the same: then nothing is kept, so plain text and tool calls
-// cost no second copy. Both are compared as canonical JSON.
+// cost no second copy. Both are compared as canonical JSON. What raw
+// carries that the model reads beyond m's parts is kept for counting
+// (setCarried).
 func setRaw(m *chat.Message, door string, raw, generated json.RawMessage) {
 	if canonicalEqual(raw, generated) {
 		return
@@ -41,6 +43,7 @@ func setRaw(m *chat.Message, door string, raw, generated json.RawMessage) {
 	// places marks per request), so they are not kept.
 	env, _ := json.Marshal(rawEnvelope{Door: door, JSON: withoutCacheControl(raw)})
 	setMeta(m, metaRaw, string(env))
+	setCarried(m, raw)
 }
 
 // rawOf is the provider JSON kept on m for door, or nil. Only an original

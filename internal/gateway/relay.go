@@ -88,7 +88,7 @@ func (x *exchange) relayResponse(resp *http.Response, out *outcome) {
 		return
 	}
 	if rw, ok := x.d.(answerRewriter); ok {
-		body = rw.clientAnswer(body)
+		body = rw.clientAnswer(body, x.answerSeed())
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(resp.StatusCode)
@@ -106,7 +106,7 @@ func (x *exchange) relayEvents(resp *http.Response, out *outcome) {
 	rc := http.NewResponseController(w)
 	w.WriteHeader(resp.StatusCode)
 	_ = rc.Flush()
-	st := x.d.stream(x.c)
+	st := x.newStream()
 	events := newSSEReader(resp.Body)
 	for {
 		ev, fields, end := events.next()
@@ -145,22 +145,24 @@ func (x *exchange) relayEvents(resp *http.Response, out *outcome) {
 // its SSE events, held whole).
 func (x *exchange) relayHeld(a answer, out *outcome) {
 	w, rd := x.w, a.held
-	if !rd.sse && streamStarted(w) {
-		// A JSON answer to a streamed request, once the stream began: it
-		// cannot go out as events.
-		writeError(w, x.shape, http.StatusBadGateway, errUpstream, "the provider answered the streamed request without a stream")
-		return
-	}
 	setRounds(w, a.rounds)
 	copyResponseHeaders(w.Header(), rd.header)
 	withoutToolHeaders(w.Header())
 	if !rd.sse {
 		if rw, ok := x.d.(answerRewriter); ok {
-			rd.body = rw.clientAnswer(rd.body)
+			rd.body = rw.clientAnswer(rd.body, rd.seed) // as roundTrip named them
 		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(rd.body)))
 	}
-	w.WriteHeader(http.StatusOK)
+	// Whether the keepalive began the stream and the headers going out
+	// are one step (commitAnswer): the ticker cannot begin it in between,
+	// so an answer whose recording starts below is the one the client gets.
+	if !commitAnswer(w, rd.sse) {
+		// A JSON answer to a streamed request, once the stream began: it
+		// cannot go out as events, and is not recorded.
+		writeError(w, x.shape, http.StatusBadGateway, errUpstream, "the provider answered the streamed request without a stream")
+		return
+	}
 	out.reply = rd.reply
 	x.answering(out)
 	if _, err := w.Write(rd.body); err != nil {

@@ -30,6 +30,8 @@ type round struct {
 	// unreadable: the provider's error body could not be read whole
 	// (over maxErrorBytes, or cut).
 	unreadable bool
+	// seed names a JSON answer's calls (exchange.answerSeed).
+	seed string
 }
 
 // roundTrip is the stage the expand loop wraps: body sent, the answer
@@ -61,12 +63,19 @@ func (x *exchange) roundTrip(body []byte) (round, error) {
 		if err != nil || len(b) > maxAnswerBytes {
 			return rd, unreadable(upstreamReason(err))
 		}
+		// Its calls get their ids before its reply is read, so the
+		// reply, the next round and the client's copy (relayHeld) name
+		// them alike.
+		if rw, ok := x.d.(answerRewriter); ok {
+			rd.seed = x.answerSeed()
+			b = rw.clientAnswer(b, rd.seed)
+		}
 		rd.body = b
 		rd.u, rd.reply = x.d.answer(b)
 		return rd, nil
 	}
 	rd.sse = true
-	st := x.d.stream(x.c)
+	st := x.newStream()
 	events := newSSEReader(resp.Body)
 	var held []byte
 	complete := false

@@ -160,3 +160,42 @@ func (x *extractor) urls(text string, base Event) {
 		x.add(e)
 	}
 }
+
+// TestLines returns the lines of an output that name a test with its
+// result (pytest, unittest, Go), verbatim as Extract reads them, failing
+// ones first, then in order, at most max: a pruned output's stand-in keeps
+// them, so the tests it ran survive its masking. It reads the output's
+// head and tail as Extract does. A line longer than MaxURL (a pytest id
+// with a long parameter) is left out, never cut, so the lines take at most
+// max*MaxURL bytes; the work is linear in the scan window (a verbose run
+// names thousands of tests: each line is looked up once, and each list
+// stops at max).
+func TestLines(out string, max int) []string {
+	out = scanWindow(out)
+	var failed, passed []string
+	seen := map[string]bool{}
+	add := func(line string, pass bool) {
+		line = strings.TrimSpace(line)
+		list := &failed
+		if pass {
+			list = &passed
+		}
+		if len(*list) >= max || len(line) > MaxURL || seen[line] {
+			return
+		}
+		seen[line] = true
+		*list = append(*list, line)
+	}
+	for _, m := range pytestRe.FindAllStringSubmatch(out, -1) {
+		verdict := m[2] + m[3]
+		add(m[0], verdict == "PASSED" || verdict == "XFAIL" || verdict == "XPASS")
+	}
+	for _, m := range unittestRe.FindAllStringSubmatch(out, -1) {
+		add(m[0], m[3] == "ok" || m[3] == "expected failure" || m[3] == "skipped")
+	}
+	for _, m := range goTestRe.FindAllStringSubmatch(out, -1) {
+		add(m[0], m[1] == "PASS")
+	}
+	all := append(failed, passed...)
+	return all[:min(len(all), max)]
+}

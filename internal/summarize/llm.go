@@ -186,8 +186,9 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	prose = urlRe.ReplaceAllString(prose, " ")
 	carried := append(previousFiles(parseSections(in.Previous)), pathRe.FindAllString(prose, maxFiles)...)
 	trail := trailOf(in)
+	inSummary, inTrail := heldPaths(summary), heldPaths(trail)
 	for _, f := range writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), countOrEstimate(in)) {
-		if !strings.Contains(summary, f) && !strings.Contains(trail, f) {
+		if !inSummary(f) && !inTrail(f) {
 			missing = append(missing, "- "+f)
 		}
 	}

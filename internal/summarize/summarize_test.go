@@ -2,6 +2,7 @@ package summarize_test
 
 import (
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 
@@ -148,5 +149,128 @@ func TestPinFactsFiles(t *testing.T) {
 	files, _, _ = strings.Cut(files, "\n\n## ")
 	if files != "- docs/a.md\n- lib/tokens.go" { // tests/test_parser.py is in the trail
 		t.Errorf("pinned files %q", files)
+	}
+}
+
+// TestFilesKeepAPathInsideALongerOne: a path the trail names only inside a
+// longer path (lib/x.py in lib/x.py.orig, x.py in lib/x.py) is not in the
+// trail, and Files lists it; before the whole-path measure it was dropped,
+// named nowhere in the summary.
+func TestFilesKeepAPathInsideALongerOne(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	call := chat.Message{ID: "msg_2", Role: chat.RoleAssistant, Parts: []chat.Part{
+		{Type: chat.PartText, Text: "I changed lib/x.py; the backup stays."},
+		{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c1", Name: "bash", Arguments: `{"command":"cp lib/x.py.orig /tmp/keep.txt"}`}}}}
+	result := chat.Message{ID: "msg_3", Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c1", Content: "ok"}}}}
+	in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", OriginalTask: "Fix it.", MaxTokens: 800, Count: count, Messages: []chat.Message{call, result}}
+	out, err := summarize.Extractive{}.Summarize(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, files, _ := strings.Cut(out, "## Files\n")
+	files, _, _ = strings.Cut(files, "\n## ")
+	if !strings.Contains(files+"\n", "- lib/x.py\n") {
+		t.Errorf("Files dropped lib/x.py, which the trail names only inside lib/x.py.orig:\n%s", out)
+	}
+	if strings.Contains(files, "lib/x.py.orig") {
+		t.Errorf("Files repeats a path the trail names:\n%s", out)
+	}
+	for _, c := range []struct {
+		text, path string
+		want       bool
+	}{
+		{"- ran: cp lib/x.py.orig /tmp — msg_2", "lib/x.py", false},
+		{"- edited: pkg/a.go — msg_2", "a.go", false},
+		{"- edited: pkg/a.go — msg_2", "pkg/a.go", true},
+		{"- ran: cat pkg/a.go. — msg_2", "pkg/a.go", true},
+		{"- ran: cat pkg/a.go…", "pkg/a.go", false},
+	} {
+		if got := summarize.HoldsPath(c.text, c.path); got != c.want {
+			t.Errorf("HoldsPath(%q, %q) = %v, want %v", c.text, c.path, got, c.want)
+		}
+	}
+}
+
+// TestProseWithinAQuarter: the extractive summary's sections (all but
+// Files and the trail) take at most a quarter of summary_max_tokens, and
+// Files about half (its paths counted one by one), so the summary without
+// its trail stays within the cap: what the agent acted on is in the trail,
+// exactly.
+func TestProseWithinAQuarter(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	var msgs []chat.Message
+	for i := range 120 {
+		msgs = append(msgs, chat.Message{ID: fmt.Sprintf("msg_%d", i+2), Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText,
+			Text: fmt.Sprintf("Let me check pkg/mod%03d/file.go next: the issue is in step %d, so I will fix it and then run the tests.", i, i)}}})
+	}
+	const maxTokens = 800
+	out, err := summarize.Extractive{}.Summarize(t.Context(), compaction.SummaryInput{Round: 1, ID: "sum_1_1", OriginalTask: "Fix it.",
+		MaxTokens: maxTokens, Count: count, Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ = strings.Cut(out, "\n## "+summarize.SecTrail+"\n")
+	prose, files, ok := strings.Cut(out, "\n## "+summarize.SecFiles+"\n")
+	if !ok {
+		t.Fatalf("no Files section:\n%s", out)
+	}
+	_, prose, _ = strings.Cut(prose, "\n## ") // the header names the round and the id
+	if n := count(prose); n > maxTokens/4 || n < maxTokens/8 {
+		t.Errorf("sections of %d tokens, want them filled to at most a quarter of %d:\n%s", n, maxTokens, prose)
+	}
+	if n := count(files); n < maxTokens/4 || count(out) > maxTokens {
+		t.Errorf("Files of %d tokens, the summary without its trail %d: want Files filled, the whole within %d:\n%s", n, count(out), maxTokens, out)
+	}
+}
+
+// TestHeldPathsIsHoldsPath: heldPaths, which reads a text once for many
+// paths, answers as holdsPath does, on texts and paths built from the
+// bytes that decide it (path bytes, dots, slashes, spaces, an ellipsis,
+// a letter beyond ASCII, a backslash).
+func TestHeldPathsIsHoldsPath(t *testing.T) {
+	pieces := []string{"a", "b.go", ".", "/", "-", " ", "…", "é", `\`, ", ", "x.py", "~"}
+	r := rand.New(rand.NewSource(1))
+	build := func(n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString(pieces[r.Intn(len(pieces))])
+		}
+		return b.String()
+	}
+	for range 3000 {
+		text := build(r.Intn(12))
+		held := summarize.HeldPaths(text)
+		for range 10 {
+			path := build(1 + r.Intn(4))
+			if r.Intn(2) == 0 && len(text) > 0 { // a piece of the text itself
+				i := r.Intn(len(text))
+				path = text[i:min(len(text), i+1+r.Intn(8))]
+			}
+			if got, want := held(path), summarize.HoldsPath(text, path); got != want {
+				t.Fatalf("heldPaths(%q)(%q) = %v, holdsPath %v", text, path, got, want)
+			}
+		}
+	}
+}
+
+// TestFilesKeepsAUnicodePathWhole: a path with letters beyond ASCII is
+// listed whole, never from the middle of a word ("es/x.py" out of
+// "src/données/x.py"), and a path inside a longer one after such a letter
+// is not held by it.
+func TestFilesKeepsAUnicodePathWhole(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", OriginalTask: "Fix it.", MaxTokens: 800, Count: count, Messages: []chat.Message{
+		{ID: "msg_2", Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "I changed src/données/x.py and modèle.py."}}}}}
+	out, err := summarize.Extractive{}.Summarize(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, files, _ := strings.Cut(out, "## Files\n")
+	files, _, _ = strings.Cut(files, "\n## ")
+	if strings.TrimSpace(files) != "- src/données/x.py\n- modèle.py" {
+		t.Errorf("Files %q, want the two paths whole", files)
+	}
+	if summarize.HoldsPath("- edited: modèle.py — msg_2", "le.py") || summarize.HeldPaths("- edited: modèle.py — msg_2")("le.py") {
+		t.Error("le.py is held by modèle.py")
 	}
 }

@@ -36,6 +36,7 @@ const (
 	tagEdited  = "edited"
 	tagDeleted = "deleted"
 	tagRan     = "ran"
+	tagWrote   = "wrote" // a command that created, changed or deleted the files it names
 	tagPassed  = "test passed"
 	tagFailed  = "test failed"
 	tagError   = "error"
@@ -55,7 +56,7 @@ const metaSep = " — "
 // folded every edit and error before them), then the rest.
 func (l trailLine) rank() int {
 	switch l.tag {
-	case tagError, tagFailed, tagCreated, tagEdited, tagDeleted, tagUser:
+	case tagError, tagFailed, tagCreated, tagEdited, tagDeleted, tagWrote, tagUser:
 		return 0
 	case tagURL:
 		return 1
@@ -74,7 +75,11 @@ type trailLine struct {
 }
 
 func (l trailLine) render() string {
-	return "- " + l.tag + ": " + l.text + metaSep + l.meta
+	text := l.text
+	if quoted(l) {
+		text = quote + text + quote
+	}
+	return "- " + l.tag + ": " + text + metaSep + l.meta
 }
 
 // parseTrail reads the trail section of a previous summary: its lines, in
@@ -118,8 +123,15 @@ func parseTrail(summary string) ([]trailLine, int, []string) {
 			continue
 		}
 		l := trailLine{tag: tag, text: rest[:j], meta: rest[j+len(metaSep):]}
-		l.key = keyOf(l.tag, strings.TrimSuffix(l.text, "…"))
-		out = append(out, l)
+		texts := []string{l.text}
+		if groupTag(tag) {
+			texts = splitGroup(l.text) // a group's line, or a quoted text
+		}
+		for _, text := range texts {
+			l.text = text
+			l.key = keyOf(l.tag, strings.TrimSuffix(l.text, "…"))
+			out = append(out, l)
+		}
 	}
 	return out, folded, ids
 }
@@ -134,7 +146,7 @@ func trailFiles(summary string) []string {
 		switch lines[i].tag {
 		case tagRead, tagCreated, tagEdited, tagDeleted:
 			out = append(out, lines[i].text)
-		case tagRan:
+		case tagRan, tagWrote:
 			out = append(out, pathRe.FindAllString(urlRe.ReplaceAllString(lines[i].text, " "), -1)...)
 		}
 	}
@@ -192,6 +204,8 @@ func keyOf(tag, text string) string {
 		return "file\x00" + text
 	case tagPassed, tagFailed:
 		return "test\x00" + text
+	case tagWrote:
+		return tagRan + "\x00" + text // a command, whatever it did
 	}
 	return tag + "\x00" + text
 }
@@ -210,7 +224,21 @@ func trailLines(msgs []chat.Message) []trailLine {
 		}
 	}
 	var out []trailLine
-	ran := map[string][]string{} // message id → the commands it ran
+	// The lines in out of the commands of each call (message id and call
+	// id: one message may hold a command and an editor's call on the same
+	// file, and the command did not write it).
+	ran := map[string][]int{}
+	callOf := func(ref string, e probes.Event) string { return ref + "\x00" + e.CallID }
+	// namedBy returns the line of a command of call that names path as a
+	// whole, or -1.
+	namedBy := func(call, path string) int {
+		for _, i := range ran[call] {
+			if holdsPath(out[i].text, path) {
+				return i
+			}
+		}
+		return -1
+	}
 	for _, e := range probes.Extract(msgs) {
 		ref := e.MsgID
 		if o, ok := original[ref]; ok {
@@ -222,8 +250,14 @@ func trailLines(msgs []chat.Message) []trailLine {
 		var l trailLine
 		switch e.Kind {
 		case probes.File:
-			if e.Action == probes.Read && slices.ContainsFunc(ran[ref], func(c string) bool { return strings.Contains(c, e.Text) }) {
-				continue // the command that read it names it, with its id
+			if i := namedBy(callOf(ref, e), e.Text); i >= 0 && e.Hash == "" {
+				// The command that read or wrote it names it, with its id;
+				// one that wrote it says so in its tag (and ranks as the
+				// change it made).
+				if e.Action != probes.Read {
+					out[i].tag = tagWrote
+				}
+				continue
 			}
 			l = trailLine{tag: map[string]string{probes.Read: tagRead, probes.Create: tagCreated, probes.Edit: tagEdited, probes.Delete: tagDeleted}[e.Action], text: e.Text, meta: ref}
 			if e.Hash != "" {
@@ -231,7 +265,7 @@ func trailLines(msgs []chat.Message) []trailLine {
 			}
 		case probes.Command:
 			l = trailLine{tag: tagRan, text: e.Text, meta: ref}
-			ran[ref] = append(ran[ref], e.Text)
+			ran[callOf(ref, e)] = append(ran[callOf(ref, e)], len(out))
 			if e.Status != "" && e.Status != "0" {
 				l.meta = "exit " + e.Status + ", " + ref
 			}
@@ -297,7 +331,8 @@ func mergeTrail(prev, next []trailLine) []trailLine {
 // (count measures text). The oldest fold into one line that counts them
 // and names the message ids they came from (each one expand away), within
 // a quarter of the budget (the newest ids first; the rest are behind the
-// summary's own id, which the line names too).
+// summary's own id, which the line names too); what it leaves of its
+// quarter goes to lines.
 func Trail(in compaction.SummaryInput, budget int, count func(string) int) string {
 	prev, folded, foldIDs := parseTrail(cut(in.Previous, MaxSectionChars))
 	slices.Reverse(foldIDs) // a fold line names them newest first; foldIDs runs oldest first
@@ -315,64 +350,143 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		return ""
 	}
 	used := count(trailHeader)
+	// Each line's cost alone, and each group's (groups: the leader's index
+	// of each line; a group costs less than its lines alone).
 	costs := make([]int, len(lines))
+	leader := groups(lines)
+	groupCost := map[int]int{}
 	total := 0
 	for i, l := range lines {
 		costs[i] = count(l.render() + "\n")
-		total += costs[i]
+		if leader[i] == i {
+			groupCost[i] = count(renderGroup(lines, leader, i, nil))
+			total += groupCost[i]
+		}
 	}
 	kept := make([]bool, len(lines))
-	if folded > 0 || used+total > budget {
-		// Folding: the kept lines get three quarters of the budget, the
-		// newest first; a line that does not fit folds and older, shorter
-		// ones may still fit.
-		used += count(foldLine(in, folded+len(lines), nil))
+	// fill keeps lines within room, what failed and changed first, the
+	// newest first within each rank, a group whole when it fits; a line
+	// that does not fit folds and older, shorter ones may still fit. A
+	// group's lines kept one by one are counted as lines alone, which
+	// their group line never exceeds.
+	fill := func(room, pad int) {
 		for rank := range 3 {
 			for i := len(lines) - 1; i >= 0; i-- {
-				if !kept[i] && lines[i].rank() == rank && used+costs[i] <= budget*3/4 {
-					used += costs[i]
+				if kept[i] || lines[i].rank() != rank {
+					continue
+				}
+				if g := leader[i]; (i+1 == len(lines) || leader[i+1] != g) && i > g && !kept[g] && used+groupCost[g]+pad <= room {
+					used += groupCost[g] + pad // the whole group, from its newest line
+					for j := g; j <= i; j++ {
+						kept[j] = true
+					}
+					continue
+				}
+				if used+costs[i]+pad <= room {
+					used += costs[i] + pad
 					kept[i] = true
 				}
 			}
 		}
-	} else {
+	}
+	// fold is the fold line of what kept leaves out: its count, and the
+	// message ids of those lines, newest first, deduplicated, within idCap
+	// tokens, or only those of only (when not nil).
+	fold := func(idCap int, only []string) (string, []string, int) {
+		n, ids := folded, slices.Clone(foldIDs)
+		for i, l := range lines {
+			if !kept[i] {
+				n++
+				ids = append(ids, l.idOf())
+			}
+		}
+		var named []string
+		seen := map[string]bool{}
+		var onlySet map[string]bool // only, looked up once an id
+		if only != nil {
+			onlySet = make(map[string]bool, len(only))
+			for _, id := range only {
+				onlySet[id] = true
+			}
+		}
+		idTokens := 0
+		for i := len(ids) - 1; i >= 0; i-- {
+			id := ids[i]
+			if id == "" || seen[id] || !strings.HasPrefix(id, "msg_") || only != nil && !onlySet[id] {
+				continue
+			}
+			c := count(id + ", ")
+			if idTokens+c > idCap {
+				break
+			}
+			seen[id] = true
+			idTokens += c
+			named = append(named, id)
+		}
+		return foldLine(in, n, named), named, idTokens
+	}
+	render := func(line string) string {
+		var b strings.Builder
+		b.WriteString(trailHeader)
+		b.WriteString(line)
+		for i := range lines {
+			if leader[i] == i {
+				b.WriteString(renderGroup(lines, leader, i, kept))
+			}
+		}
+		return b.String()
+	}
+	if folded == 0 && used+total <= budget {
 		for i := range kept {
 			kept[i] = true
 		}
-	}
-	for i, l := range lines {
-		if !kept[i] {
-			folded++
-			foldIDs = append(foldIDs, l.idOf())
+		if all := render(""); count(all) <= budget {
+			return all
 		}
+		clear(kept) // the whole counts more than its lines: it folds
 	}
-	// The newest ids first, deduplicated, within a quarter of the budget.
-	var named []string
-	seen := map[string]bool{}
-	idTokens := 0
-	for i := len(foldIDs) - 1; i >= 0; i-- {
-		id := foldIDs[i]
-		if id == "" || seen[id] || !strings.HasPrefix(id, "msg_") {
-			continue
+	// fitted renders the trail with the fold line of what kept leaves out,
+	// naming ids within idCap (or only those of only); when the whole is
+	// over the budget all the same (the fold line's own words, a whole
+	// that counts more than its parts), it names fewer, the oldest going
+	// first.
+	fitted := func(idCap int, only []string) (string, []string) {
+		line, named, _ := fold(idCap, only)
+		s := render(line)
+		for over := count(s) - budget; over > 0 && len(named) > 0; over = count(s) - budget {
+			k := len(named)
+			for drop := 0; k > 0 && drop < over; k-- {
+				drop += count(named[k-1] + ", ")
+			}
+			named = named[:k:k] // not nil: fold names only these
+			line, _, _ = fold(idCap, named)
+			s = render(line)
 		}
-		c := count(id + ", ")
-		if idTokens+c > budget/4 {
-			break
-		}
-		seen[id] = true
-		idTokens += c
-		named = append(named, id)
+		return s, named
 	}
-	var b strings.Builder
-	b.WriteString(trailHeader)
-	b.WriteString(foldLine(in, folded, named))
-	for i, l := range lines {
-		if kept[i] {
-			b.WriteString(l.render())
-			b.WriteByte('\n')
-		}
+	// Folding: the kept lines get three quarters of the budget; the fold
+	// line names the ids of what folds within the last quarter, newest
+	// first. What the fold line leaves of its quarter then goes to lines
+	// too (the newest of what folded, by rank; each counted a token more,
+	// as a count of the whole can exceed the sum of its lines'), and the
+	// fold line names only ids it named already, so it does not grow; if
+	// the whole is over the budget all the same, the first fill stands.
+	// The whole trail is counted two to four times (fitted counts again
+	// only what is over).
+	est := count(foldLine(in, folded+len(lines), nil))
+	if used += est; used > budget {
+		return "" // not even the fold line fits: no room for a trail
 	}
-	return b.String()
+	fill(budget*3/4, 0)
+	first, named := fitted(budget/4, nil)
+	if used = count(first); used >= budget {
+		return first
+	}
+	fill(budget, 1)
+	if second, _ := fitted(budget/4, named); count(second) <= budget {
+		return second
+	}
+	return first
 }
 
 // foldLine counts n folded lines and names ids (newest first).

@@ -2,6 +2,7 @@ package summarize_test
 
 import (
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 
@@ -122,8 +123,8 @@ func TestTrailFillsItsBudget(t *testing.T) {
 // TestTrailKeepsWhatFailedAndChangedFirst: over its budget, the trail keeps
 // the error lines, failing tests and file changes before the commands and
 // reads, newest first within each; a command's exit status shows only when
-// it is not 0; a read is left out when the command that read the file
-// names it; a fold line written before folds were "other lines" is read.
+// it is not 0; a read or an edit is left out when the command that made
+// it names the file (an edit makes it a "wrote" line, kept first); a fold line written before folds were "other lines" is read.
 func TestTrailKeepsWhatFailedAndChangedFirst(t *testing.T) {
 	count := func(s string) int { return len(s) / 4 }
 	call := func(id, cmd string) chat.Message {
@@ -141,8 +142,11 @@ func TestTrailKeepsWhatFailedAndChangedFirst(t *testing.T) {
 		msgs = append(msgs, call(fmt.Sprintf("msg_%d", 8+2*i), fmt.Sprintf("ls /repo/dir%02d", i)), result(fmt.Sprintf("msg_%d", 9+2*i), fmt.Sprintf("msg_%d", 8+2*i), "<returncode>0</returncode>"))
 	}
 	prev := "[contextd summary, round 1.]\n## Trail\n- folded: 4 older lines, from messages msg_1. Call ExpandMessage with message id sum_1_1 to read what they came from.\n"
-	trail := summarize.Trail(compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: prev, Messages: msgs}, 200, count)
-	for _, want := range []string{"- error: ValueError: bad x — msg_5\n", "- edited: /repo/a.py — msg_6\n", "- ran: ls /repo/dir29 — msg_66\n", "msg_1."} {
+	trail := summarize.Trail(compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: prev, Messages: msgs}, 208, count)
+	if n := count(trail); n > 208 {
+		t.Errorf("trail of %d tokens for 208", n)
+	}
+	for _, want := range []string{"- error: ValueError: bad x — msg_5\n", "- wrote: sed -i s/1/2/ /repo/a.py — msg_6\n", "- ran: ls /repo/dir29 — msg_66\n", "msg_1."} {
 		if !strings.Contains(trail, want) {
 			t.Errorf("trail lacks %q:\n%s", want, trail)
 		}
@@ -156,7 +160,7 @@ func TestTrailKeepsWhatFailedAndChangedFirst(t *testing.T) {
 			t.Errorf("trail lacks %q:\n%s", want, all)
 		}
 	}
-	if strings.Contains(all, "- read: /repo/a.py") {
+	if strings.Contains(all, "- read: /repo/a.py") || strings.Contains(trail, "- edited: /repo/a.py") {
 		t.Errorf("a read its command names is listed again:\n%s", all)
 	}
 }
@@ -218,5 +222,197 @@ func TestTrailURLsDoNotCrowdOutChanges(t *testing.T) {
 	}
 	if !strings.Contains(trail, "https://example.com/page/299") {
 		t.Errorf("the newest links should still fill what is left:\n%s", trail)
+	}
+}
+
+// TestTrailGroupsLinesOfOneOutput: the tests one output names with one
+// result, and the files of one patch, share a line (their texts separated
+// by ", ", each verbatim); a chained summary splits the line again and
+// merges each: a test that fails later leaves its group for a line of its
+// own.
+func TestTrailGroupsLinesOfOneOutput(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	call := func(id, name, args string) chat.Message {
+		return chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + id, Name: name, Arguments: args}}}}
+	}
+	result := func(id, call, out string) chat.Message {
+		return chat.Message{ID: id, Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c" + call, Content: out}}}}
+	}
+	run := "tests/test_a.py::test_one PASSED\ntests/test_a.py::test_two PASSED\ntests/test_a.py::test_three PASSED\n"
+	round1 := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, Count: count, Messages: []chat.Message{
+		call("msg_2", "Bash", `{"command":"python -m pytest -v tests/test_a.py"}`), result("msg_3", "msg_2", run),
+		call("msg_4", "apply_patch", `{"input":"*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Update File: src/b.py\n@@\n-x\n+y\n*** End Patch"}`), result("msg_5", "msg_4", "Done"),
+	}}
+	s1, err := summarize.Extractive{}.Summarize(t.Context(), round1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, trail, _ := strings.Cut(s1, "## "+summarize.SecTrail)
+	for _, want := range []string{
+		"- test passed: tests/test_a.py::test_one, tests/test_a.py::test_two, tests/test_a.py::test_three — msg_3\n",
+		"- edited: src/a.py, src/b.py — msg_4\n",
+	} {
+		if !strings.Contains(trail, want) {
+			t.Errorf("round 1 lacks %q:\n%s", want, trail)
+		}
+	}
+	round2 := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, Count: count, Previous: s1, Messages: []chat.Message{
+		call("msg_7", "Bash", `{"command":"python -m pytest -v tests/test_a.py -k two"}`), result("msg_8", "msg_7", "tests/test_a.py::test_two FAILED\n"),
+	}}
+	s2, _ := summarize.Extractive{}.Summarize(t.Context(), round2)
+	_, trail, _ = strings.Cut(s2, "## "+summarize.SecTrail)
+	for _, want := range []string{
+		"- test passed: tests/test_a.py::test_one, tests/test_a.py::test_three — msg_3\n",
+		"- edited: src/a.py, src/b.py — msg_4\n",
+		"- test failed: tests/test_a.py::test_two — msg_8\n",
+	} {
+		if !strings.Contains(trail, want) {
+			t.Errorf("round 2 lacks %q:\n%s", want, trail)
+		}
+	}
+	// Over a small budget, a group that does not fit whole keeps its
+	// newest lines that fit: the budget holds.
+	var many strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&many, "tests/t.py::test_%02d PASSED\n", i)
+	}
+	round1.Messages = []chat.Message{call("msg_2", "Bash", `{"command":"pytest -v"}`), result("msg_3", "msg_2", many.String())}
+	small := summarize.Trail(round1, 130, count)
+	if count(small) > 130 || !strings.Contains(small, "test_19") || strings.Contains(small, "test_00") {
+		t.Errorf("over budget (%d tokens), or not the newest of the group kept:\n%s", count(small), small)
+	}
+}
+
+// TestTrailWroteIsTheCommandsOwn: a command's line says it wrote a file
+// only when that command's own call changed it; an editor's call in the same
+// message that changed the file the command read keeps its own line.
+func TestTrailWroteIsTheCommandsOwn(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	msgs := []chat.Message{{ID: "msg_2", Role: chat.RoleAssistant, Parts: []chat.Part{
+		{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c1", Name: "Bash", Arguments: `{"command":"cat /repo/a.py"}`}},
+		{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c2", Name: "Edit", Arguments: `{"file_path":"/repo/a.py","old_string":"x","new_string":"y"}`}},
+	}}, {ID: "msg_3", Role: chat.RoleAssistant, Parts: []chat.Part{
+		{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c3", Name: "Bash", Arguments: `{"command":"touch /repo/b.py"}`}},
+	}}}
+	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, 1000, count)
+	for _, want := range []string{"- ran: cat /repo/a.py — msg_2\n", "- edited: /repo/a.py — msg_2\n", "- wrote: touch /repo/b.py — msg_3\n"} {
+		if !strings.Contains(trail, want) {
+			t.Errorf("trail lacks %q:\n%s", want, trail)
+		}
+	}
+}
+
+// TestTrailFoldLineLeavesRoomToLines: what the fold line does not take of
+// its quarter goes to lines: the commands of one message fold behind one
+// id, a short fold line, and the trail fills its budget (it kept three
+// quarters before), never more.
+func TestTrailFoldLineLeavesRoomToLines(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	var cmds strings.Builder
+	for i := range 80 {
+		fmt.Fprintf(&cmds, "```bash\nls /repo/dir%02d\n```\n", i)
+	}
+	msgs := []chat.Message{{ID: "msg_2", Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: cmds.String()}}}}
+	const budget = 400
+	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, budget, count)
+	if n := count(trail); n > budget || n < budget*7/8 {
+		t.Errorf("trail of %d tokens for a budget of %d: want it filled, within it\n%s", n, budget, trail)
+	}
+	if !strings.Contains(trail, "- folded: ") || !strings.Contains(trail, "ls /repo/dir79 — msg_2") {
+		t.Errorf("want the newest kept and the rest folded:\n%s", trail)
+	}
+}
+
+// TestTrailLineHoldingTheSeparator: a file whose path holds ", " (a
+// Windows folder "Docs, 2024") has a line of its own, and a chained
+// summary reads it back as one path, not as two files: a later edit of it
+// replaces its line, and the previous trail's files are that path.
+func TestTrailLineHoldingTheSeparator(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	edit := func(id, path string) chat.Message {
+		return chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{
+			ID: "c" + id, Name: "Edit", Arguments: fmt.Sprintf(`{"file_path":%q,"old_string":"x","new_string":"y"}`, path)}}}}
+	}
+	const odd = `C:\Users\ann\Docs, 2024\notes.txt`
+	round1 := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, Count: count, Messages: []chat.Message{
+		edit("msg_2", odd), edit("msg_3", "src/a.py"), edit("msg_4", `"quoted".txt`)}}
+	s1, err := summarize.Extractive{}.Summarize(t.Context(), round1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	round2 := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, Count: count, Previous: s1, Messages: []chat.Message{edit("msg_9", odd)}}
+	s2, _ := summarize.Extractive{}.Summarize(t.Context(), round2)
+	_, trail, _ := strings.Cut(s2, "## "+summarize.SecTrail)
+	if n := strings.Count(trail, "Docs, 2024"); n != 1 || !strings.Contains(trail, odd) || !strings.Contains(trail, "msg_9") || strings.Contains(trail, "msg_2") {
+		t.Errorf("want the path once, from msg_9:\n%s", trail)
+	}
+	if !strings.Contains(trail, `"quoted".txt`) {
+		t.Errorf("a path with quotes lost them:\n%s", trail)
+	}
+	if strings.Contains(s2, "- 2024") || strings.Contains(s2, `- C:\Users\ann\Docs`+"\n") {
+		t.Errorf("a piece of the path is listed as a file:\n%s", s2)
+	}
+}
+
+// TestTrailWithinItsBudget: whatever the lines, the budget and how text is
+// counted (a count of a whole may exceed the sum of its lines'), the trail,
+// and the trail of a summary that chains it, take at most their budget
+// (its budget can be all the request has left, trailRoom). The fold line's
+// ", from messages" and a header with a fold line over three quarters of a
+// small budget made it overrun (1,290 bytes for 1,284; 321 for 290).
+func TestTrailWithinItsBudget(t *testing.T) {
+	counts := []struct {
+		name  string
+		count func(string) int
+	}{
+		{"len4", func(s string) int { return len(s) / 4 }},
+		{"words", func(s string) int { return len(strings.Fields(s)) }},
+		{"ceil", func(s string) int { return (len(s) + 3) / 4 }},
+		{"bytes", func(s string) int { return len(s) }},
+	}
+	r := rand.New(rand.NewSource(1))
+	bad := 0
+	for iter := range 40 {
+		var msgs []chat.Message
+		n := 1 + r.Intn(40)
+		for i := range n {
+			id := fmt.Sprintf("msg_%d", 2*i+2)
+			var out strings.Builder
+			k := r.Intn(30)
+			for j := range k {
+				v := "PASSED"
+				if r.Intn(5) == 0 {
+					v = "FAILED"
+				}
+				fmt.Fprintf(&out, "tests/test_%d.py::test_%d_%s %s\n", i, j, strings.Repeat("x", r.Intn(20)), v)
+			}
+			if r.Intn(3) == 0 {
+				fmt.Fprintf(&out, "ValueError: bad %d\nhttps://example.com/%d\n", i, i)
+			}
+			cmd := fmt.Sprintf("pytest -v tests/test_%d.py && sed -i s/a/b/ src/f%d.py", i, i)
+			msgs = append(msgs,
+				chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + id, Name: "Bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}}}},
+				chat.Message{ID: fmt.Sprintf("msg_%d", 2*i+3), Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c" + id, Content: out.String()}}}})
+		}
+		for _, c := range counts {
+			name, count := c.name, c.count
+			budget := r.Intn(1500)
+			in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}
+			tr := summarize.Trail(in, budget, count)
+			if count(tr) > budget {
+				bad++
+				if bad < 6 {
+					t.Errorf("iter %d %s: %d > %d\n%s", iter, name, count(tr), budget, tr)
+				}
+			}
+			in2 := compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: "[x]\n" + tr, Messages: msgs[len(msgs)/2:]}
+			tr2 := summarize.Trail(in2, budget, count)
+			if count(tr2) > budget {
+				bad++
+				if bad < 6 {
+					t.Errorf("chained iter %d %s: %d > %d\n%s", iter, name, count(tr2), budget, tr2)
+				}
+			}
+		}
 	}
 }

@@ -68,3 +68,70 @@ func TestSummaryStaysWithinTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestTrailFitsWhatIsLeft: at a small window with a large original task and
+// a large latest step, the trail takes no more than the request has left
+// after what stays verbatim and the summary's cap (its budget, a share of
+// the window, was more): the request fits. Without the room measured, the
+// summary with its trail made it too large where the summary alone fit.
+// With a latest step so large that no room is left for a trail at all, the
+// summary has none (a budget of 0 was read as unset and took the fixed
+// 800 tokens: 7,514 tokens for 6,964 usable).
+func TestTrailFitsWhatIsLeft(t *testing.T) {
+	for _, plan := range []int{330, 420} {
+		t.Run(fmt.Sprint(plan), func(t *testing.T) { trailFitsWhatIsLeft(t, plan) })
+	}
+}
+
+func trailFitsWhatIsLeft(t *testing.T, planSteps int) {
+	countText := func(s string) int { return len(s)/4 + 1 }
+	count := func(m *chat.Message) int64 {
+		n := 4
+		for _, p := range m.Parts {
+			switch p.Type {
+			case chat.PartText:
+				n += countText(p.Text)
+			case chat.PartToolCall:
+				n += countText(p.ToolCall.Name + p.ToolCall.Arguments)
+			case chat.PartToolResult:
+				n += countText(p.ToolResult.Content)
+			}
+		}
+		return int64(n)
+	}
+	var msgs []chat.Message
+	add := func(m chat.Message) {
+		m.ID, m.Kind = fmt.Sprintf("msg_%d", len(msgs)+1), chat.KindNormal
+		m.Tokens = count(&m)
+		msgs = append(msgs, m)
+	}
+	add(chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the parser. " + strings.Repeat("The grammar reads each clause. ", 240)}}})
+	for i := range 60 {
+		cmd := fmt.Sprintf("cd /repo && grep -n pattern%d src/module%d/file%d.py | head -%d", i, i, i, 10+i)
+		add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{
+			ID: fmt.Sprintf("c%d", i), Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}}}})
+		add(chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
+			ToolCallID: fmt.Sprintf("c%d", i), Content: fmt.Sprintf("error: no match in file%d\nexit code: 1", i)}}}})
+	}
+	add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "My plan: " + strings.Repeat("rewrite the clause reader step by step. ", planSteps)}}})
+	const w = 8192
+	p := compaction.Defaults(w)
+	ids := 0
+	req := compaction.Request{View: msgs, OriginalTaskID: "msg_1", Fixed: 100, Window: w, Policy: p, Target: p.Target, Round: 1,
+		Tiers: []compaction.Tier{compaction.TierPrune, compaction.TierSummarize, compaction.TierDropMiddle},
+		Count: count, CountText: countText, TrailSize: summarize.TrailSize,
+		Summarize: func(in compaction.SummaryInput) (string, error) {
+			return summarize.Extractive{}.Summarize(t.Context(), in)
+		},
+		NewID: func(k chat.Kind) string { ids++; return fmt.Sprintf("%s_%d", k, ids) }}
+	plan, err := compaction.PlanCompaction(req)
+	if err != nil {
+		t.Fatalf("window %d: %v", w, err)
+	}
+	if plan.TokensAfter > req.Usable() {
+		t.Errorf("%d tokens after %v, %d usable", plan.TokensAfter, plan.Tiers, req.Usable())
+	}
+	if room := strings.Contains(plan.Summary, "## "+summarize.SecTrail); room != (planSteps < 400) {
+		t.Errorf("a trail in the summary: %v, want %v\n%s", room, !room, plan.Summary)
+	}
+}

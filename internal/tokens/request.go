@@ -84,6 +84,7 @@ func CountRequest(enc *Encoding, fr Framing, system string, tools []chat.Tool, m
 		mc := &rc.PerMsg[len(lead)+i]
 		if fr.template != nil {
 			*mc = fr.template.message(enc, msgs, i, true)
+			addCarried(enc, fr, &msgs[i], mc)
 		} else {
 			*mc = CountMessage(enc, fr, &msgs[i])
 		}
@@ -105,15 +106,17 @@ func CountSystem(enc *Encoding, fr Framing, system string) int64 {
 	return int64(fr.PerMessage + enc.Count(string(chat.RoleSystem)) + enc.Count(system))
 }
 
-// CountMessage counts one message: per-message framing, its role, its name
-// and every part.
+// CountMessage counts one message: per-message framing, its role, its name,
+// every part and what it carries beyond its parts (chat.MetaCarried).
 //
 // With a model's chat template, the message is counted as it renders in the
 // middle of a conversation; see docs/tokens.md for the few cases where a whole
 // request renders it differently.
 func CountMessage(enc *Encoding, fr Framing, m *chat.Message) MessageCount {
 	if fr.template != nil {
-		return fr.template.message(enc, []chat.Message{*m}, 0, false)
+		mc := fr.template.message(enc, []chat.Message{*m}, 0, false)
+		addCarried(enc, fr, m, &mc)
+		return mc
 	}
 	mc := MessageCount{Parts: make([]PartCount, len(m.Parts))}
 	framing := int64(fr.PerMessage + enc.Count(string(m.Role)))
@@ -139,7 +142,21 @@ func CountMessage(enc *Encoding, fr Framing, m *chat.Message) MessageCount {
 	}
 	mc.Framing = framing
 	mc.Tokens = framing + content
+	addCarried(enc, fr, m, &mc)
 	return mc
+}
+
+// addCarried adds to mc what m carries beyond its parts (chat.MetaCarried:
+// reasoning items, thinking blocks): its text, and a message's framing for
+// a piece the provider frames as an item of its own.
+func addCarried(enc *Encoding, fr Framing, m *chat.Message, mc *MessageCount) {
+	for _, c := range m.Carried() {
+		if c.Item {
+			mc.Framing += int64(fr.PerMessage)
+			mc.Tokens += int64(fr.PerMessage)
+		}
+		mc.Tokens += int64(enc.Count(c.Text))
+	}
 }
 
 // ImageTokens follows OpenAI's vision rule: "low" detail costs 85 tokens;

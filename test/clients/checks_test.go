@@ -215,35 +215,33 @@ func (r *rig) check(t *testing.T, typed map[string][]string) {
 			continue
 		}
 		usable := r.usable(keysOf(s)[0])
-		// Every request whose view a report anchors is within 1 point of
-		// the provider's count. The first request after a compaction is
-		// contextd's own count of a view the provider has not counted yet;
-		// with Codex it falls short by 0.4–1.1 points, more with each
-		// chained summary (an open gap of issue 29): it is held to 2
-		// points, and logged.
+		// Every request is within 1 point of the provider's count, the
+		// first one after a compaction too, whose view no report has
+		// anchored yet (contextd's own count of it: before reasoning items
+		// and thinking blocks were counted it fell short by up to 1.1
+		// points with Codex). Its figure is logged apart.
 		worst, at := 0.0, -1
 		worstFresh, atFresh := 0.0, -1
 		for i := range usedPct {
 			want := float64(counted[i]) * 100 / float64(usable)
 			d := math.Abs(usedPct[i] - want)
-			if fresh[i] {
-				if d > worstFresh {
-					worstFresh, atFresh = d, i
-				}
-			} else if d > worst {
+			if fresh[i] && d > worstFresh {
+				worstFresh, atFresh = d, i
+			}
+			if d > worst {
 				worst, at = d, i
 			}
 		}
 		if worst > 1 {
-			t.Errorf("conversation %s: used %% is off the provider's count by up to %.1f points (request %d: %.1f %% shown, the provider counted %d tokens = %.1f %% of %d usable)",
-				conv, worst, at, usedPct[at], counted[at], float64(counted[at])*100/float64(usable), usable)
+			which := ""
+			if fresh[at] {
+				which = ", the first after a compaction"
+			}
+			t.Errorf("conversation %s: used %% is off the provider's count by up to %.1f points (request %d%s: %.1f %% shown, the provider counted %d tokens = %.1f %% of %d usable)",
+				conv, worst, at, which, usedPct[at], counted[at], float64(counted[at])*100/float64(usable), usable)
 		}
 		if atFresh >= 0 {
 			t.Logf("conversation %s: right after a compaction, used %% is off the provider's count by up to %.1f points (request %d)", conv, worstFresh, atFresh)
-		}
-		if worstFresh > 2 {
-			t.Errorf("conversation %s: right after a compaction, used %% is off the provider's count by %.1f points (request %d: %.1f %% shown, the provider counted %d tokens = %.1f %% of %d usable)",
-				conv, worstFresh, atFresh, usedPct[atFresh], counted[atFresh], float64(counted[atFresh])*100/float64(usable), usable)
 		}
 		compactions := r.compactions(keysOf(s)...)
 		t.Logf("conversation %s: %d requests, %d compactions, largest request %d tokens of a %d window", conv, len(counted), compactions, slices.Max(append(counted, 0)), r.window)
