@@ -28,9 +28,12 @@ type PrepareInput struct {
 	// (the gateway's match, SessionRow): the call starts from it instead
 	// of reading the row again (a read, on PostgreSQL a round trip, less).
 	// It is as safe as a row read here: the transaction locks the session
-	// and takes the cached view only at the version it locks, so a row
-	// another write has overtaken costs a read of the view, never a stale
-	// one. Only the first attempt uses it.
+	// and takes the cached view only at the version and incarnation
+	// (creation time, model, view epoch) it locks, so a row another write
+	// has overtaken, or one of a session deleted and created again under
+	// its id, costs a read of the view, never a stale one
+	// (TestPrepareFromARowOfAReplacedSession). Only the first attempt uses
+	// it.
 	Read *store.Session
 }
 
@@ -190,7 +193,10 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		if err != nil {
 			return err
 		}
-		if cached != nil && s.Version == cur.Version && int64(len(cached)) == s.ActiveCount {
+		// The cached view only at the version and incarnation it locks: a
+		// version alone is no identity (the row may be one read before a
+		// delete and a create of the same id, PrepareInput.Read).
+		if cached != nil && s.Version == cur.Version && stampOf(&s) == stampOf(&cur) && int64(len(cached)) == s.ActiveCount {
 			pr.view = cached[:len(cached):len(cached)] // shared: appending copies
 		} else if pr.view, err = tx.ViewMessages(ctx, tenant, id); err != nil {
 			return err

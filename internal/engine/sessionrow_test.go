@@ -1,9 +1,14 @@
 package engine_test
 
 import (
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/store"
 
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
 )
 
@@ -56,6 +61,64 @@ func TestPrepareFromAnOvertakenRow(t *testing.T) {
 		}
 		if n := len(res.Messages); n != 4 || res.Messages[3].Parts[0].Text != "four" {
 			t.Errorf("with another session's row: %d messages, want 4 ending in four", n)
+		}
+	})
+}
+
+// TestPrepareFromARowOfAReplacedSession: another replica deletes the
+// session and creates one of the same id, brought to the same version and
+// the same count of active messages, between the caller's read of the row
+// (PrepareInput.Read) and PrepareContext: the call works on the new
+// session's view, never on the deleted one's that this replica's view
+// cache holds at that version (a version is no identity across a delete
+// and a create; the session's creation time is). The deleted session's
+// view is one the next message takes past the answer's size cap, the new
+// one's is small: working on the deleted view refuses the call.
+func TestPrepareFromARowOfAReplacedSession(t *testing.T) {
+	models, encodings := testModels(t)
+	backendStores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		limits := engine.WithLimits(engine.Limits{MaxResponseBytes: 64 << 10})
+		e := engine.New(encodings, models, st, limits)
+		replica := engine.New(encodings, models, st, limits)
+		const id = "replaced"
+		off := false
+		policy := compaction.Overrides{AutoCompact: &off}
+		if _, err := e.CreateSession(ctx, tenant, engine.NewSession{ID: id, Model: "gpt-4o", Policy: policy}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.PrepareContext(ctx, tenant, id, engine.PrepareInput{Messages: []chat.Message{userMsg(strings.Repeat("deleted ", 6000))}}); err != nil {
+			t.Fatal(err)
+		}
+		// This replica's view cache holds the session's view at its version.
+		if _, err := e.PrepareContext(ctx, tenant, id, engine.PrepareInput{}); err != nil {
+			t.Fatal(err)
+		}
+		row, err := e.SessionRow(ctx, tenant, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := replica.DeleteSession(ctx, tenant, id); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond) // another creation time, at the stores' microseconds
+		if _, err := replica.CreateSession(ctx, tenant, engine.NewSession{ID: id, Model: "gpt-4o", Policy: policy}); err != nil {
+			t.Fatal(err)
+		}
+		now, err := replica.PrepareContext(ctx, tenant, id, engine.PrepareInput{Messages: []chat.Message{userMsg("new")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now.Status.Version != row.Version || now.Status.LogCount != row.LogCount {
+			t.Fatalf("the new session is at version %d (%d messages), the row at %d (%d): the case is not set up",
+				now.Status.Version, now.Status.LogCount, row.Version, row.LogCount)
+		}
+		res, err := e.PrepareContext(ctx, tenant, id, engine.PrepareInput{Messages: []chat.Message{userMsg(strings.Repeat("next ", 4000))}, Read: &row})
+		if err != nil {
+			t.Fatalf("prepare from the row of a deleted session of the same id: %v", err)
+		}
+		if len(res.Messages) != 2 || res.Messages[0].Parts[0].Text != "new" {
+			t.Errorf("view from the row of a deleted session of the same id: %d messages, want the new one's and the next", len(res.Messages))
 		}
 	})
 }
