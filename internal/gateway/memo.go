@@ -41,12 +41,15 @@ type memoHash uint64
 // choose bytes that collide (a collision would only cost a parse).
 var memoSeed = maphash.MakeSeed()
 
-// memoRef is what a memo entry is looked up by: the hash, and the bytes
-// the entry must have been made of (raw, or the run's items in order).
+// memoRef is what a memo entry is looked up by: the hash, and the door
+// and bytes the entry must have been made of (raw, or the run's items in
+// order). The doors share one memo: the same bytes are another message
+// at another door.
 type memoRef struct {
-	h   memoHash
-	raw []byte
-	run []json.RawMessage
+	h    memoHash
+	door string
+	raw  []byte
+	run  []json.RawMessage
 }
 
 // same reports whether b, the bytes an entry was made of (memoRef.bytes),
@@ -56,6 +59,10 @@ func (k memoRef) same(b []byte) bool {
 		return false
 	}
 	b = b[1:]
+	if len(b) <= len(k.door) || string(b[:len(k.door)]) != k.door || b[len(k.door)] != 0 {
+		return false
+	}
+	b = b[len(k.door)+1:]
 	if k.run == nil {
 		return string(b) == string(k.raw)
 	}
@@ -77,14 +84,16 @@ func (k memoRef) kind() byte {
 	return 'r'
 }
 
-// bytes is a copy of k's bytes for an entry to keep: its kind, then the
-// message's bytes, or each of the run's items after its length.
+// bytes is a copy of k's bytes for an entry to keep: its kind, its door
+// and a zero byte, then the message's bytes, or each of the run's items
+// after its length.
 func (k memoRef) bytes() []byte {
-	n := 1 + len(k.raw)
+	n := 2 + len(k.door) + len(k.raw)
 	for _, r := range k.run {
 		n += binary.MaxVarintLen64 + len(r)
 	}
 	b := append(make([]byte, 0, n), k.kind())
+	b = append(append(b, k.door...), 0)
 	if k.run == nil {
 		return append(b, k.raw...)
 	}
@@ -156,7 +165,7 @@ func memoKey(door string, raw []byte) memoRef {
 	h.WriteString(door)
 	h.WriteByte(0)
 	h.Write(raw)
-	return memoRef{h: memoHash(h.Sum64()), raw: raw}
+	return memoRef{h: memoHash(h.Sum64()), door: door, raw: raw}
 }
 
 // runKey is the reference of a run of a door's items, hashed without
@@ -170,7 +179,7 @@ func runKey(door string, raws []json.RawMessage) memoRef {
 		h.WriteByte(',')
 		h.Write(r)
 	}
-	return memoRef{h: memoHash(h.Sum64()), run: raws}
+	return memoRef{h: memoHash(h.Sum64()), door: door, run: raws}
 }
 
 // get is what the memo holds of k's bytes (memoKey, runKey).

@@ -100,8 +100,8 @@ func TestMemoWarmIsCold(t *testing.T) {
 }
 
 // TestMemoHashCollisionMisses: an entry whose hash the request's bytes
-// share but whose bytes differ is not taken, for a message or a run; an
-// entry of the same bytes is.
+// share but whose bytes or door differ is not taken, for a message or a
+// run; an entry of the same bytes at the same door is.
 func TestMemoHashCollisionMisses(t *testing.T) {
 	m := newMemo(memoBytes)
 	d := openAIChat{m}
@@ -121,6 +121,14 @@ func TestMemoHashCollisionMisses(t *testing.T) {
 	other.raw = one.raw[:len(one.raw)-1]
 	if _, ok := m.get(other); ok {
 		t.Error("a prefix of the bytes took the entry")
+	}
+	// The doors share the memo: the same bytes at another door are
+	// another message (an Anthropic message is not parsed as a Chat
+	// Completions one), even of the same hash.
+	atAnthropic := memoKey(doorAnthropic, one.raw)
+	atAnthropic.h = one.h
+	if _, ok := m.get(atAnthropic); ok {
+		t.Error("the same bytes at another door of the same hash took the entry")
 	}
 	_ = c
 
