@@ -12,9 +12,9 @@ import (
 // what a door with an empty memo (a cold replica) makes of it: the same
 // messages, identities, details, stored digests and history chains. The
 // warm door saw an earlier request of the conversation, one whose messages
-// differ from the request's only by a byte (a memo that took an entry by
-// its hash without comparing the bytes, or compared a prefix, gives the
-// request the earlier text), and the request itself.
+// differ from the request's only by a byte, and the request itself. (Bytes
+// one apart have other hashes, so this does not test the comparison that
+// confirms a hit: TestMemoHashCollisionMisses forges the hash for that.)
 func TestMemoWarmIsCold(t *testing.T) {
 	type doorCase struct {
 		name string
