@@ -197,9 +197,7 @@ func rToDomain(memo *memo, raws []json.RawMessage, items []rItem, offset int) (m
 	var groupRaw []json.RawMessage
 	var groupExtra []string
 	take := func(e memoEntry, run []json.RawMessage) {
-		out.msgs = append(out.msgs, e.msgs...)
-		out.ids = append(out.ids, e.ids...)
-		out.details = append(out.details, e.details...)
+		out.take(e)
 		runs = append(runs, run)
 	}
 	flush := func() {
