@@ -94,6 +94,9 @@ func (g *Gateway) recordProviderDrop(ctx context.Context, tenant string, c *conv
 		return nil, nil
 	}
 	res.version = out.Version
+	if out.Edited > 0 {
+		res.row = nil // the row the match read is behind the record: PrepareContext reads its own
+	}
 	return out.Compaction, nil
 }
 
