@@ -1,5 +1,7 @@
 package chat
 
+import "strings"
+
 // Provider compaction: a provider that compacts a conversation itself
 // sends the compacted state as an item the client sends back verbatim:
 // Anthropic's server-side compaction, a `compaction` block in an assistant
@@ -31,6 +33,9 @@ func (m *Message) ProviderDropped() bool {
 // ProviderCompacted reports whether m carries a compaction item before
 // which the provider reads nothing (CarriedText.Compaction).
 func (m *Message) ProviderCompacted() bool {
+	if !strings.Contains(m.Metadata[MetaCarried], `"c":true`) {
+		return false // the usual case, without decoding
+	}
 	for _, c := range m.Carried() {
 		if c.Compaction {
 			return true

@@ -80,9 +80,12 @@ func CountRequest(enc *Encoding, fr Framing, system string, tools []chat.Tool, m
 	}
 	rc.PerMsg = make([]MessageCount, len(lead)+len(msgs))
 	copy(rc.PerMsg, lead)
+	// The provider reads nothing before its latest compaction block
+	// (chat/providercompaction.go).
+	from := chat.ProviderReadsFrom(msgs)
 	for i := range msgs {
 		mc := &rc.PerMsg[len(lead)+i]
-		if msgs[i].ProviderDropped() {
+		if i < from || msgs[i].ProviderDropped() {
 			*mc = droppedCount(&msgs[i])
 			continue
 		}

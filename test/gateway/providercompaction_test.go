@@ -235,3 +235,33 @@ func TestProviderCompactionInANewConversation(t *testing.T) {
 	}
 	s.checkUpstream()
 }
+
+// TestCountTokensAfterACompactionBlock: contextd's answer to
+// count_tokens for a history with a compaction block counts, as the API
+// reads it, nothing before the block: the same as the history from the
+// block on. Without the fix it counted the whole history.
+func TestCountTokensAfterACompactionBlock(t *testing.T) {
+	s := start(t, nil)
+	tail := []map[string]any{
+		{"role": "assistant", "content": []map[string]any{{"type": "compaction", "content": "Summary: calc.py is fixed."}, {"type": "text", "text": "turn 1 done"}}},
+		anText("user", "Turn 2: now mul()."),
+	}
+	count := func(msgs []map[string]any) int64 {
+		t.Helper()
+		resp, out := s.post("/v1/messages/count_tokens", map[string]any{"model": "claude-sonnet-4-5", "messages": msgs}, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, out)
+		}
+		var v struct {
+			InputTokens int64 `json:"input_tokens"`
+		}
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v.InputTokens
+	}
+	full := append([]map[string]any{anText("user", "Turn 0: here is the output.\n"+bigResult(0))}, tail...)
+	if got, want := count(full), count(tail); got != want {
+		t.Errorf("count_tokens: %d with the messages before the block, %d without them", got, want)
+	}
+}
