@@ -608,6 +608,7 @@ func (s *anStream) event(name string, data []byte) (bool, bool) {
 			Thinking    string `json:"thinking"`
 			Signature   string `json:"signature"`
 			Content     string `json:"content"` // compaction_delta
+			Encrypted   string `json:"encrypted_content"`
 		} `json:"delta"`
 		Usage *anUsage `json:"usage"`
 	}
@@ -644,6 +645,9 @@ func (s *anStream) event(name string, data []byte) (bool, bool) {
 			s.texts[ev.Index].WriteString(ev.Delta.Thinking)
 		case "compaction_delta":
 			s.texts[ev.Index].WriteString(ev.Delta.Content)
+			if ev.Delta.Encrypted != "" {
+				b["encrypted_content"] = ev.Delta.Encrypted // the latest stands
+			}
 		case "input_json_delta":
 			s.inputs[ev.Index].WriteString(ev.Delta.PartialJSON)
 		case "signature_delta":

@@ -42,6 +42,51 @@ func TestProviderCompactionItemsCounted(t *testing.T) {
 	}
 
 	encrypted := strings.Repeat("QUJD", 400) // 1,600 bytes
+
+	// A block whose summary is hidden (content null): its encrypted
+	// content's share; one with both: its summary.
+	for _, tc := range []struct {
+		block string
+		want  int64
+	}{
+		{`{"type":"compaction","content":null,"encrypted_content":"` + encrypted + `"}`, 1600 * 3 / 16},
+		{`{"type":"compaction","content":"` + summary + `","encrypted_content":"` + encrypted + `"}`, int64(enc.Count(summary))},
+	} {
+		m := parseFixture(t, anthropicMessages{newMemo(memoBytes)}, []byte(`{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[
+			{"role":"user","content":"fix calc.py"},
+			{"role":"assistant","content":[`+tc.block+`,{"type":"text","text":"done"}]},
+			{"role":"user","content":"now mul()"}]}`))
+		if chat.ProviderReadsFrom(m) != 1 {
+			t.Errorf("%s: not a point the provider reads from", tc.block[:40])
+		}
+		if got := count(&m[1]) - count(&plain); got != tc.want {
+			t.Errorf("%s: counts %d tokens, want %d", tc.block[:40], got, tc.want)
+		}
+	}
+
+	// Streamed: the summary comes in compaction_delta events (or with
+	// the block's start), the encrypted content's latest stands.
+	st := anthropicMessages{}.stream(nil, "")
+	for _, ev := range []string{
+		`{"type":"message_start","message":{"usage":{"input_tokens":10,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"compaction","content":null}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"compaction_delta","content":"` + summary + `","encrypted_content":"opaque"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"done"}}`,
+		`{"type":"content_block_stop","index":1}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}`,
+		`{"type":"message_stop"}`,
+	} {
+		st.event("", []byte(ev))
+	}
+	_, reply, ok := st.result()
+	if !ok || len(reply) != 1 || !reply[0].ProviderCompacted() || count(&reply[0])-count(&plain) != int64(enc.Count(summary)) {
+		t.Errorf("streamed reply %+v (ok %v): want one message carrying the compaction's summary", reply, ok)
+	}
+	if raw := rawOf(&reply[0], doorAnthropic); !strings.Contains(string(raw), `"encrypted_content":"opaque"`) {
+		t.Errorf("streamed reply's blocks %s lost the encrypted content", raw)
+	}
 	responses := func(content string) []chat.Message {
 		return parseFixture(t, openAIResponses{newMemo(memoBytes)}, []byte(`{"model":"gpt-4o","input":[
 			{"role":"user","content":"fix calc.py"},
