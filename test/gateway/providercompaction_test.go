@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+	"github.com/contextd/contextd/internal/pgtest"
 )
 
 // Provider compaction items (issue 29 item 5). Anthropic's server-side
@@ -37,9 +38,18 @@ func anText(role, text string) map[string]any {
 // used count was the whole history's (the provider's report, under half
 // of it, is not an anchor): about 5× the provider's.
 func TestAnthropicCompactionBlockNotCharged(t *testing.T) {
-	for _, stream := range []bool{false, true} {
-		t.Run(map[bool]string{false: "json", true: "stream"}[stream], func(t *testing.T) {
-			s := start(t, nil)
+	for _, tc := range []struct {
+		name   string
+		stream bool
+		pg     bool
+	}{{"json", false, false}, {"stream", true, false}, {"postgres", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var env map[string]string
+			if tc.pg {
+				env = map[string]string{"CONTEXTD_DATABASE_URL": pgtest.URL(t)}
+			}
+			s := start(t, env)
+			stream := tc.stream
 			session, msgs := compactedConversation(t, s, "claude-sonnet-4-5", stream, func(turn int) string {
 				return fmt.Sprintf("Turn %d: now the tests for mul().", turn)
 			})
