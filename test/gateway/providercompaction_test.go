@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
 	"os"
 	"reflect"
 	"strings"
@@ -273,5 +274,72 @@ func TestCountTokensAfterACompactionBlock(t *testing.T) {
 	full := append([]map[string]any{anText("user", "Turn 0: here is the output.\n"+bigResult(0))}, tail...)
 	if got, want := count(full), count(tail); got != want {
 		t.Errorf("count_tokens: %d with the messages before the block, %d without them", got, want)
+	}
+}
+
+// TestCompactedResponsesInput: a Codex-like client compacts its
+// conversation through POST /v1/responses/compact (passed through,
+// nothing recorded) and sends the compacted input — the user message the
+// compaction kept, the `compaction` item, the next prompt — as its next
+// request. The item goes upstream byte for byte, in its place, and is
+// counted by its length (3/16 of its encrypted_content) until the
+// provider's report anchors the session. It is a conversation whose
+// history no longer extends its session's log: a fork of the session
+// whose log starts with the messages the compaction kept (named from the
+// signal's session when there is one), not yet a client-side compaction
+// recorded in that session (docs/gateway.md, Known limits).
+func TestCompactedResponsesInput(t *testing.T) {
+	for _, signalled := range []bool{true, false} {
+		t.Run(map[bool]string{true: "signal", false: "none"}[signalled], func(t *testing.T) {
+			s := start(t, nil)
+			var sig map[string]string
+			if signalled {
+				sig = map[string]string{"X-Contextd-Session": "cx-compact"}
+			}
+			user := func(text string) map[string]any {
+				return map[string]any{"role": "user", "content": text}
+			}
+			task := "Fix the failing test in calc.py."
+			input := []any{user(task), user("Here is the output.\n" + bigResult(0))}
+			resp, out := s.post("/v1/responses", map[string]any{"model": "gpt-4o", "input": input}, sig)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%d %s", resp.StatusCode, out)
+			}
+			first := resp.Header.Get("X-Contextd-Session")
+			resp, out = s.post("/v1/responses/compact", map[string]any{"model": "gpt-4o", "input": input}, sig)
+			if resp.StatusCode != http.StatusAccepted || resp.Header.Get("X-Fake-Endpoint") != "POST /v1/responses/compact" {
+				t.Fatalf("compact: %d %s", resp.StatusCode, out)
+			}
+			encrypted := strings.Repeat("gAAAAABpZ2VuY3J5cHRlZA", 200) // 4,400 bytes
+			item := map[string]any{"type": "compaction", "id": "cmp_0a1", "encrypted_content": encrypted}
+			compacted := []any{user(task), item, user("Now the tests for mul().")}
+			body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "input": compacted})
+			resp, out = s.post("/v1/responses", body, sig)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%d %s", resp.StatusCode, out)
+			}
+			history := resp.Header.Get("X-Contextd-History")
+			t.Logf("history %q, session %q (first %q), %s%% used", history, resp.Header.Get("X-Contextd-Session"), first, resp.Header.Get("X-Contextd-Used-Percent"))
+			reqs := s.fake.Requests()
+			last := reqs[len(reqs)-1]
+			var got, want struct {
+				Input json.RawMessage `json:"input"`
+			}
+			_ = json.Unmarshal(last.Raw, &got)
+			_ = json.Unmarshal(body, &want)
+			if !reflect.DeepEqual(withoutMarks(got.Input), withoutMarks(want.Input)) {
+				t.Fatalf("upstream input differs from the client's: %s", got.Input)
+			}
+			itemJSON, _ := json.Marshal(item)
+			if !bytes.Contains(last.Raw, itemJSON) {
+				t.Fatalf("the compaction item did not go upstream as sent")
+			}
+			// The compacted input shares the kept user message with the
+			// session: a fork of it (named by the signal when there is one).
+			if want := map[bool]string{true: "forked; from=cx-compact", false: "forked"}[signalled]; history != want {
+				t.Errorf("history %q, want %q", history, want)
+			}
+			s.checkUpstream()
+		})
 	}
 }
