@@ -17,10 +17,6 @@ type CarriedText struct {
 	// (a Responses reasoning item), not as a block of its message (an
 	// Anthropic thinking block).
 	Item bool `json:"i,omitempty"`
-	// Compaction: it is an Anthropic `compaction` block, before which
-	// the provider reads nothing (providercompaction.go). A Responses
-	// `compaction` item is not: the input before it is read.
-	Compaction bool `json:"c,omitempty"`
 	// Tokens is an estimate counted beside Text, for what contextd cannot
 	// read (an encrypted compaction item: its length's share).
 	Tokens int64 `json:"n,omitempty"`

@@ -1,7 +1,5 @@
 package chat
 
-import "strings"
-
 // Provider compaction: a provider that compacts a conversation itself
 // sends the compacted state as an item the client sends back verbatim:
 // Anthropic's server-side compaction, a `compaction` block in an assistant
@@ -9,7 +7,7 @@ import "strings"
 // OpenAI's /v1/responses/compact, an item of type `compaction` (its
 // encrypted_content) in the compacted input the client sends next. The
 // gateway carries such an item with its message (MetaCarried) and counts
-// it; for Anthropic's (CarriedText.Compaction) it marks the messages
+// it; for Anthropic's (MetaProviderCompaction) it marks the messages
 // before it MetaProviderDropped: they still go upstream as the client sent
 // them, but they count nothing, as the provider does not read them.
 
@@ -30,18 +28,21 @@ func (m *Message) ProviderDropped() bool {
 	return ok
 }
 
-// ProviderCompacted reports whether m carries a compaction item before
-// which the provider reads nothing (CarriedText.Compaction).
+// MetaProviderCompaction is the metadata key of a message carrying an
+// Anthropic compaction block, before which the provider reads nothing. (A
+// Responses compaction item is not such a point: the input before it, the
+// messages the compaction kept, is read.)
+const MetaProviderCompaction = "contextd.provider_compaction"
+
+// ProviderCompacted reports whether m carries a compaction block before
+// which the provider reads nothing (MetaProviderCompaction), as an
+// original (a placeholder or summary is contextd's own).
 func (m *Message) ProviderCompacted() bool {
-	if !strings.Contains(m.Metadata[MetaCarried], `"c":true`) {
-		return false // the usual case, without decoding
+	if m.Kind != "" && m.Kind != KindNormal {
+		return false
 	}
-	for _, c := range m.Carried() {
-		if c.Compaction {
-			return true
-		}
-	}
-	return false
+	_, ok := m.Metadata[MetaProviderCompaction]
+	return ok
 }
 
 // ProviderReadsFrom is the index of the latest message of msgs carrying a

@@ -40,7 +40,11 @@ func setCarried(m *chat.Message, raw json.RawMessage) {
 		var parts []string
 		switch it.Type {
 		case "compaction":
-			texts = append(texts, compactionCarried(it))
+			text, stops := compactionCarried(it)
+			texts = append(texts, text)
+			if stops {
+				setMeta(m, chat.MetaProviderCompaction, "1")
+			}
 			continue
 		case "thinking":
 			parts = append(parts, it.Thinking)
