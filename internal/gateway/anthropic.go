@@ -220,6 +220,7 @@ func anToDomain(role string, raws []json.RawMessage, blocks []anBlock) []anDomai
 		raw, _ := json.Marshal(curRaw)
 		gen, _ := json.Marshal(anFromDomain(&cur))
 		setRaw(&cur, doorAnthropic, raw, gen)
+		pinCompaction(&cur) // providercompaction.go
 		d := stamp(&cur, extra)
 		out = append(out, anDomain{msg: cur, digest: d, mark: marked, raws: curRaw})
 		cur, curRaw, extra, marked = chat.Message{}, nil, nil, nil

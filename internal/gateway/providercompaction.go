@@ -133,3 +133,14 @@ func compactionDigest(typ string, raw json.RawMessage) []string {
 	}
 	return []string{sourceDigest(raw)}
 }
+
+// pinCompaction pins a message carrying a compaction block, the state the
+// provider reads from: a summary of contextd's in its place would leave
+// the provider reading the whole history again. A message that also calls
+// tools is not pinned (a call and its results go together, pin.go): the
+// tiers may then take it, with its results.
+func pinCompaction(m *chat.Message) {
+	if m.ProviderCompacted() && !hasToolCall(m) {
+		m.Pinned = true
+	}
+}

@@ -343,3 +343,62 @@ func TestCompactedResponsesInput(t *testing.T) {
 		})
 	}
 }
+
+// TestProviderDroppedMessagesSurviveCompaction: after the provider's
+// compaction, the conversation grows past contextd's own threshold (a
+// window of 7,000 tokens) and contextd compacts what follows the block;
+// the messages before it, which the provider no longer reads, are never
+// summarized or pruned: they go upstream as the client sent them, every
+// call. Without their pin, the summarize tier took them first (the
+// oldest), although they counted nothing.
+func TestProviderDroppedMessagesSurviveCompaction(t *testing.T) {
+	models := t.TempDir() + "/models.json"
+	if err := os.WriteFile(models, []byte(`{"models": [{"name": "small-claude", "provider": "anthropic", "context_window": 7000, "max_output_tokens": 500, "encoding": "cl100k_base"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, map[string]string{"CONTEXTD_MODELS_FILE": models})
+	var msgs []map[string]any
+	compacted := false
+	for turn := range 9 {
+		var content []map[string]any
+		if turn == 2 {
+			content = append(content, map[string]any{"type": "compaction", "content": "Summary: calc.py's add() is fixed."})
+			s.fake.Script(gatewaytest.Reply{Text: fmt.Sprintf("turn %d done", turn), Compaction: "Summary: calc.py's add() is fixed."})
+		} else {
+			s.fake.Script(gatewaytest.Reply{Text: fmt.Sprintf("turn %d done", turn)})
+		}
+		msgs = append(msgs, anText("user", fmt.Sprintf("Turn %d: here is the output.\n%s", turn, bigResult(turn))))
+		resp, out := s.post("/v1/messages", map[string]any{"model": "small-claude", "max_tokens": 500, "messages": msgs}, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: %d %s", turn, resp.StatusCode, out)
+		}
+		compacted = compacted || resp.Header.Get("X-Contextd-Compacted") == "true"
+		content = append(content, map[string]any{"type": "text", "text": fmt.Sprintf("turn %d done", turn)})
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": content})
+		if turn < 3 {
+			continue
+		}
+		reqs := s.fake.Requests()
+		var got struct {
+			Messages json.RawMessage `json:"messages"`
+		}
+		_ = json.Unmarshal(reqs[len(reqs)-1].Raw, &got)
+		sent, _ := json.Marshal(msgs[:6])
+		var head []json.RawMessage
+		_ = json.Unmarshal(got.Messages, &head)
+		if len(head) < 6 {
+			for i, h := range head {
+				t.Logf("%d: %.200s", i, h)
+			}
+			t.Fatalf("turn %d: %d messages upstream", turn, len(head))
+		}
+		gotHead, _ := json.Marshal(head[:6])
+		if !reflect.DeepEqual(withoutMarks(gotHead), withoutMarks(sent)) {
+			t.Fatalf("turn %d: the messages up to the compaction block did not go upstream as the client sent them: %.300s", turn, gotHead)
+		}
+	}
+	if !compacted {
+		t.Fatal("contextd never compacted: the test tests nothing")
+	}
+	s.checkUpstream()
+}
