@@ -1,0 +1,100 @@
+package costbench
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/summarize"
+)
+
+// TestJudgeTracksTheView runs the judge against the fake LLM (a real HTTP
+// server speaking OpenAI's wire format, answering from the context it is
+// sent) on one transcript at 16k, masking and extractive summary: a probe
+// in view is judged correct, one compacted out of view is judged wrong, and
+// the judge's calls and tokens are counted apart from the strategy's bill.
+func TestJudgeTracksTheView(t *testing.T) {
+	var files []string
+	for _, f := range corpus(t) {
+		if strings.Contains(f, "pydicom-1139") {
+			files = append(files, f)
+		}
+	}
+	var strategies []RecallStrategy
+	for _, s := range RecallStrategies() {
+		if strings.Contains(s.Name, "masking") || strings.Contains(s.Name, "extractive") {
+			strategies = append(strategies, s)
+		}
+	}
+	j := &Judge{Fake: true, keep: true}
+	rs, err := RunRecall(t.Context(), files, []int64{8192}, strategies, t.TempDir(), j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	PrintJudge(&b, rs, "fake")
+	t.Logf("\n%s", b.String())
+	var inViewCorrect, lostWrong *Verdict
+	for _, r := range rs {
+		s := r.Judge
+		if s.Asked == 0 || s.Calls != s.Asked || s.Input == 0 || s.Asked > DefaultJudgeSample*r.Compactions {
+			t.Errorf("%s: %d asked in %d calls (%d input tokens) over %d compactions", r.Strategy, s.Asked, s.Calls, s.Input, r.Compactions)
+		}
+		for i := range s.Verdicts {
+			v := &s.Verdicts[i]
+			if v.InView && v.Correct && inViewCorrect == nil {
+				inViewCorrect = v
+			}
+			if !v.InView && !v.Correct && lostWrong == nil {
+				lostWrong = v
+			}
+			if !v.InView && v.Correct {
+				t.Errorf("%s: judged correct out of view: %q → %q", r.Strategy, v.Question, v.Answer)
+			}
+		}
+	}
+	if inViewCorrect == nil || lostWrong == nil {
+		t.Fatalf("want a probe in view judged correct and one out of view judged wrong; got %v and %v", inViewCorrect, lostWrong)
+	}
+	t.Logf("in view, correct: %q → %q", inViewCorrect.Question, inViewCorrect.Answer)
+	t.Logf("out of view, wrong: %q → %q", lostWrong.Question, lostWrong.Answer)
+}
+
+// TestJudgeNeedsAnLLM: a judge without an LLM configured (the extractive
+// summarizer, or a provider without an endpoint) is refused, before any
+// replay, with ErrNoJudgeModel.
+func TestJudgeNeedsAnLLM(t *testing.T) {
+	for _, j := range []*Judge{
+		{Spec: "extractive"},
+		{Spec: ""},
+		{Spec: "openai:gpt-4o-mini"},
+		{Spec: "anthropic:claude", Endpoints: map[string]summarize.Endpoint{summarize.ProviderOpenAI: {BaseURL: "http://localhost:1/v1/"}}},
+	} {
+		_, err := RunRecall(t.Context(), corpus(t)[:1], []int64{16_384}, RecallStrategies()[:1], t.TempDir(), j)
+		if !errors.Is(err, ErrNoJudgeModel) {
+			t.Errorf("judge %q: err = %v, want ErrNoJudgeModel", j.Spec, err)
+		}
+	}
+}
+
+// TestJudgeScoringRule: verbatim (white space aside), never a part.
+func TestJudgeScoringRule(t *testing.T) {
+	for _, c := range []struct {
+		answer, want string
+		ok           bool
+	}{
+		{"The error was: TypeError: bad operand  type", "TypeError: bad operand type", true},
+		{"TypeError: bad operand", "TypeError: bad operand type", false},
+		{"not in context", "/testbed/src/calc.py", false},
+		{"It edited /testbed/src/calc.py", "/testbed/src/calc.py", true},
+	} {
+		if got := judgeCorrect(c.answer, c.want); got != c.ok {
+			t.Errorf("judgeCorrect(%q, %q) = %v", c.answer, c.want, got)
+		}
+	}
+	for want, hint := range map[string]string{"/testbed/src/calc.py": "calc.py", "python reproduce.py --fast": "python reproduce.py", "ls -la": "", "cat foo.py": "", "done": ""} {
+		if got, _ := hintOf(want); got != hint {
+			t.Errorf("hintOf(%q) = %q, want %q", want, got, hint)
+		}
+	}
+}
