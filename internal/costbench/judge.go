@@ -170,7 +170,7 @@ func question(p probes.Probe) (q, want string, ok bool) {
 	if len(p.Needles) == 0 {
 		return "", "", false
 	}
-	want, _ = probes.Head(p.Needles[0])
+	want = answerLine(p)
 	hint, ends := hintOf(want)
 	if hint == "" {
 		return "", "", false
@@ -197,6 +197,24 @@ var questions = map[probes.Kind]string{
 	probes.FailingTest: "Which test is still failing, the one whose name %s, and what is the next step? Give its full name.",
 	probes.User:        "What did the user ask in their message that %s? Quote its first line.",
 	probes.Standing:    "What do the standing instructions say in their line that %s? Quote the line.",
+}
+
+// answerLine is the text a correct answer holds: the first line of the
+// probe's answer (probes.Head: at most probes.MaxHead bytes); for a
+// message (what the user asked, standing instructions) its first line of
+// three words or more, as a tag (<pr_description>) opens many.
+func answerLine(p probes.Probe) string {
+	text := p.Needles[0]
+	if p.Kind == probes.User || p.Kind == probes.Standing {
+		for line := range strings.Lines(text) {
+			if len(strings.Fields(line)) >= 3 {
+				text = line
+				break
+			}
+		}
+	}
+	head, _ := probes.Head(text)
+	return head
 }
 
 // hintOf returns what a question quotes of its answer: the first two
@@ -257,7 +275,7 @@ func pick(ps []probes.Probe, n int) (picked []int) {
 		if len(p.Needles) == 0 {
 			continue
 		}
-		want, _ := probes.Head(p.Needles[0])
+		want := answerLine(p)
 		words := strings.Fields(want)
 		for k := 1; k <= len(words); k++ {
 			seen[key{p.Kind, strings.Join(words[:k], " "), false}]++

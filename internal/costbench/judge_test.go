@@ -10,13 +10,14 @@ import (
 
 // TestJudgeTracksTheView runs the judge against the fake LLM (a real HTTP
 // server speaking OpenAI's wire format, answering from the context it is
-// sent) on one transcript at 16k, masking and extractive summary: a probe
+// sent) on one transcript at 8k (where some probes leave the view), masking
+// and extractive summary, 16 questions a compaction: a probe
 // in view is judged correct, one compacted out of view is judged wrong, and
 // the judge's calls and tokens are counted apart from the strategy's bill.
 func TestJudgeTracksTheView(t *testing.T) {
 	var files []string
 	for _, f := range corpus(t) {
-		if strings.Contains(f, "pydicom-1139") {
+		if strings.Contains(f, "sqlfluff-1763") {
 			files = append(files, f)
 		}
 	}
@@ -26,7 +27,7 @@ func TestJudgeTracksTheView(t *testing.T) {
 			strategies = append(strategies, s)
 		}
 	}
-	j := &Judge{Fake: true, keep: true}
+	j := &Judge{Fake: true, Sample: 16, keep: true}
 	rs, err := RunRecall(t.Context(), files, []int64{8192}, strategies, t.TempDir(), j)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +38,7 @@ func TestJudgeTracksTheView(t *testing.T) {
 	var inViewCorrect, lostWrong *Verdict
 	for _, r := range rs {
 		s := r.Judge
-		if s.Asked == 0 || s.Calls != s.Asked || s.Input == 0 || s.Asked > DefaultJudgeSample*r.Compactions {
+		if s.Asked == 0 || s.Calls != s.Asked || s.Input == 0 || s.Asked > j.sample()*r.Compactions {
 			t.Errorf("%s: %d asked in %d calls (%d input tokens) over %d compactions", r.Strategy, s.Asked, s.Calls, s.Input, r.Compactions)
 		}
 		for i := range s.Verdicts {
