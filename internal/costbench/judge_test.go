@@ -71,10 +71,12 @@ func TestJudgeNeedsAnLLM(t *testing.T) {
 		{Spec: "openai:gpt-4o-mini"},
 		{Spec: "anthropic:claude", Endpoints: map[string]summarize.Endpoint{summarize.ProviderOpenAI: {BaseURL: "http://localhost:1/v1/"}}},
 	} {
-		_, err := RunRecall(t.Context(), corpus(t)[:1], []int64{16_384}, RecallStrategies()[:1], t.TempDir(), j)
-		if !errors.Is(err, ErrNoJudgeModel) {
-			t.Errorf("judge %q: err = %v, want ErrNoJudgeModel", j.Spec, err)
-		}
+		t.Run(j.Spec, func(t *testing.T) {
+			_, err := RunRecall(t.Context(), corpus(t)[:1], []int64{16_384}, RecallStrategies()[:1], t.TempDir(), j)
+			if !errors.Is(err, ErrNoJudgeModel) {
+				t.Errorf("judge %q: err = %v, want ErrNoJudgeModel", j.Spec, err)
+			}
+		})
 	}
 }
 
