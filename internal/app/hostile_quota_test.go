@@ -119,7 +119,7 @@ func TestHostileLogQuota(t *testing.T) {
 			t.Fatalf("%d appends acknowledged, %d stored, %d bytes (%d each) against a quota of %d: want every one stored, and no room for another",
 				ok, stored, used, perMessage, quota)
 		}
-		// Refused before anything is written: a tenant at its quota is
+		// Refused with nothing written: a tenant at its quota is
 		// refused even a small append, and the log does not move.
 		_, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "s0", Messages: []*contextdv1.Message{user(strings.Repeat("y", int(quota-used)+1))}})
 		if status.Code(err) != codes.ResourceExhausted {

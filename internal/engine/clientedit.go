@@ -170,15 +170,12 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 		if err != nil {
 			return err
 		}
-		// The client's versions are stored messages of the tenant's, as an
-		// append's are: within its log quota (quotas.go).
-		if err := chargeLog(ctx, tx, tenant, e.limits.MaxLogBytesPerTenant, false); err != nil {
-			return err
-		}
 		if err := tx.InsertMessages(ctx, tenant, id, counted); err != nil {
 			return err
 		}
-		if err := chargeLog(ctx, tx, tenant, e.limits.MaxLogBytesPerTenant, true); err != nil {
+		// The client's versions are stored messages of the tenant's, as an
+		// append's are: within its log quota (quotas.go).
+		if err := chargeLog(ctx, tx, tenant, e.limits.MaxLogBytesPerTenant); err != nil {
 			return err
 		}
 		if err := tx.ReplaceView(ctx, tenant, id, rec.ViewAfter); err != nil {

@@ -24,6 +24,17 @@ type PrepareInput struct {
 	// NoLedger: the caller does not read Status.Ledger (the gateway), so
 	// it is not read (a read, on PostgreSQL a round trip, less).
 	NoLedger bool
+	// Read, when set, is the session's row as the caller has just read it
+	// (the gateway's match, SessionRow): the call starts from it instead
+	// of reading the row again (a read, on PostgreSQL a round trip, less).
+	// It is as safe as a row read here: the transaction locks the session
+	// and takes the cached view only at the version and incarnation
+	// (creation time, model, view epoch) it locks, so a row another write
+	// has overtaken, or one of a session deleted and created again under
+	// its id, costs a read of the view, never a stale one
+	// (TestPrepareFromARowOfAReplacedSession). Only the first attempt uses
+	// it.
+	Read *store.Session
 }
 
 // PrepareResult is what to send to the model, and the status.
@@ -107,6 +118,7 @@ func (e *Engine) PrepareContext(ctx context.Context, tenant, id string, in Prepa
 	}
 	for attempt := 1; ; attempt++ {
 		res, err := e.prepareOnce(ctx, tenant, id, in, hash, since)
+		in.Read = nil // a second attempt reads the row again
 		if errors.Is(err, errStale) && attempt < 3 {
 			continue
 		}
@@ -122,7 +134,7 @@ func (e *Engine) PrepareContext(ctx context.Context, tenant, id string, in Prepa
 var errDecided = errors.New("compaction needed")
 
 func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareInput, hash string, since *viewToken) (PrepareResult, error) {
-	cur, err := e.readSession(ctx, tenant, id)
+	cur, err := e.startingRow(ctx, tenant, id, in.Read)
 	if err != nil {
 		return PrepareResult{}, err
 	}
@@ -181,7 +193,10 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		if err != nil {
 			return err
 		}
-		if cached != nil && s.Version == cur.Version && int64(len(cached)) == s.ActiveCount {
+		// The cached view only at the version and incarnation it locks: a
+		// version alone is no identity (the row may be one read before a
+		// delete and a create of the same id, PrepareInput.Read).
+		if cached != nil && s.Version == cur.Version && stampOf(&s) == stampOf(&cur) && int64(len(cached)) == s.ActiveCount {
 			pr.view = cached[:len(cached):len(cached)] // shared: appending copies
 		} else if pr.view, err = tx.ViewMessages(ctx, tenant, id); err != nil {
 			return err

@@ -29,13 +29,15 @@ func (e *Engine) checkViewMessages(s *store.Session, msgs []chat.Message) error 
 }
 
 // chargeLog refuses an append that leaves the tenant storing more than
-// quota bytes of log (0: no quota). It is called twice: before the insert
-// (a tenant already at its quota is refused before anything is written),
-// and after it, when the store's count includes the batch (the count is
-// the store's own measure of stored rows, kept by the database on every
-// insert and delete; see store.Tx.LogBytes). Either refusal rolls the
-// transaction back.
-func chargeLog(ctx context.Context, tx store.Tx, tenant string, quota int64, inserted bool) error {
+// quota bytes of log (0: no quota). It is called after the insert, when
+// the store's count includes the batch (the count is the store's own
+// measure of stored rows, kept by the database on every insert and
+// delete; see store.Tx.LogBytes); the refusal rolls the transaction back,
+// so nothing of the append is stored. A tenant already at its quota is
+// refused too: a batch of messages adds bytes. (It was also called before
+// the insert, for that case: a read, on PostgreSQL a round trip, in every
+// write transaction that the check after the insert already covers.)
+func chargeLog(ctx context.Context, tx store.Tx, tenant string, quota int64) error {
 	if quota <= 0 {
 		return nil
 	}
@@ -43,7 +45,7 @@ func chargeLog(ctx context.Context, tx store.Tx, tenant string, quota int64, ins
 	if err != nil {
 		return err
 	}
-	if n > quota || (!inserted && n == quota) {
+	if n > quota {
 		return fmt.Errorf("tenant %q would store %d bytes of messages; %s allows %d; delete sessions or wait for retention: %w",
 			tenant, n, limitLogBytes, quota, ErrResourceExhausted)
 	}

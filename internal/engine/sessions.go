@@ -629,13 +629,10 @@ func (a stagedAppend) write(ctx context.Context, tx store.Tx, s *store.Session) 
 	if len(a.msgs) == 0 {
 		return nil
 	}
-	if err := chargeLog(ctx, tx, s.Tenant, a.logQuota, false); err != nil {
-		return err
-	}
 	if err := tx.InsertMessages(ctx, s.Tenant, s.ID, a.msgs); err != nil {
 		return err
 	}
-	if err := chargeLog(ctx, tx, s.Tenant, a.logQuota, true); err != nil {
+	if err := chargeLog(ctx, tx, s.Tenant, a.logQuota); err != nil {
 		return err
 	}
 	if err := tx.AppendView(ctx, s.Tenant, s.ID, a.entries); err != nil {

@@ -78,6 +78,10 @@ type resolved struct {
 	from  string
 	named bool
 	fresh []chat.Message
+	// row is the session's row as the match read it (or as following the
+	// request left it), which PrepareContext starts from
+	// (engine.PrepareInput.Read); nil for a session this request made.
+	row *store.Session
 }
 
 // historyChains computes the identities and history chains of c's
@@ -367,7 +371,7 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 			// A repeat's log is the request's history and the replies it
 			// got: a session whose log goes on further (a stranger that
 			// shares the request's opening and went on) is not read.
-			if s, err := g.cfg.Engine.GetSession(ctx, tenant, h.SessionID); errors.Is(err, store.ErrNotFound) {
+			if s, err := g.cfg.Engine.SessionRow(ctx, tenant, h.SessionID); errors.Is(err, store.ErrNotFound) {
 				continue
 			} else if err != nil {
 				return resolved{}, hideSession(err, resolved{id: h.SessionID, named: sig.owns(h.SessionID)})
@@ -419,21 +423,21 @@ type logMatch struct {
 // request against its log (the identities of its client messages, kept by
 // logCache: one indexed read when nothing is new).
 func (g *Gateway) match(ctx context.Context, tenant, id string, c *conversation, noRepeat bool) (*logMatch, error) {
-	s, err := g.cfg.Engine.GetSession(ctx, tenant, id)
+	s, err := g.cfg.Engine.SessionRow(ctx, tenant, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	log, details, replies, closed, err := g.digests.get(ctx, g.cfg.Engine, tenant, s.Session)
+	log, details, replies, closed, err := g.digests.get(ctx, g.cfg.Engine, tenant, s)
 	if err != nil {
 		return nil, err
 	}
 	if len(c.details) != len(c.msgs) {
 		c.details = detailsOf(c.msgs)
 	}
-	m := &logMatch{s: s.Session, log: log, replies: replies}
+	m := &logMatch{s: s, log: log, replies: replies}
 	// The same identities and details that agree (detailOf): results of
 	// calls whose ids a provider reused are not the same message.
 	for m.k < len(log) && m.k < len(c.ids) && log[m.k] == c.ids[m.k] && detailsAgree(details[m.k], c.details[m.k]) {
@@ -477,13 +481,13 @@ func (g *Gateway) join(ctx context.Context, tenant, id string, c *conversation, 
 		return resolved{}, false, nil
 	}
 	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version,
-		named: sig.owns(id)}
+		named: sig.owns(id), row: &m.s}
 	// The request's session: only now may it follow the request's model,
 	// system prompt and tools.
 	if moved, err := g.follow(ctx, tenant, m.s, c); err != nil {
 		return resolved{}, false, err
 	} else if moved != nil {
-		res.version, res.created = moved.Version, moved.CreatedAt
+		res.version, res.created, res.row = moved.Version, moved.CreatedAt, moved
 	}
 	if m.repeat {
 		res.history, res.repeat, res.repeatD = historyRepeated, len(m.log)-m.k, m.log[m.k:]

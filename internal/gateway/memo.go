@@ -1,8 +1,9 @@
 package gateway
 
 import (
-	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
+	"hash/maphash"
 	"maps"
 	"slices"
 	"sync"
@@ -11,17 +12,96 @@ import (
 )
 
 // memo keeps the domain messages a door made of a provider message (or of
-// a run of Responses items), keyed by a digest of its bytes: a client
-// resends its whole history every call, so only what is new is parsed and
-// compared (setRaw). Bounded by the bytes it keeps; when full it starts
-// over. Entries are copied in; what get returns shares their parts and
+// a run of Responses items), keyed by its bytes: a client resends its
+// whole history every call, so only what is new is parsed and compared
+// (setRaw). Bounded by the bytes it keeps; when full it starts over.
+// Entries are copied in; what get returns shares their parts and
 // metadata, which no caller changes (historyStamp copies a message before
 // it is stamped to be appended).
+//
+// An entry is found by a fast hash of the bytes (maphash, seeded per
+// process) and taken only when the bytes it was made of are the request's,
+// compared in full: a resent message costs a hash and a comparison, not a
+// SHA-256 (which was most of parsing a request of resent messages,
+// docs/performance.md), and what it yields is exactly what parsing those
+// bytes yields (TestMemoWarmIsCold). Two byte strings of one hash share a
+// slot; the later one replaces the other.
 type memo struct {
 	mu      sync.Mutex
 	maxSize int
 	size    int
-	entries map[[32]byte]memoEntry
+	entries map[memoHash]memoEntry
+}
+
+// memoHash is a door's hash of a message's bytes (memoKey) or of a run of
+// Responses items (runKey).
+type memoHash uint64
+
+// memoSeed seeds the memo's hashes: random per process, so no client can
+// choose bytes that collide (a collision would only cost a parse).
+var memoSeed = maphash.MakeSeed()
+
+// memoRef is what a memo entry is looked up by: the hash, and the door
+// and bytes the entry must have been made of (raw, or the run's items in
+// order). The doors share one memo: the same bytes are another message
+// at another door.
+type memoRef struct {
+	h    memoHash
+	door string
+	raw  []byte
+	run  []json.RawMessage
+}
+
+// same reports whether b, the bytes an entry was made of (memoRef.bytes),
+// are k's.
+func (k memoRef) same(b []byte) bool {
+	if len(b) == 0 || b[0] != k.kind() {
+		return false
+	}
+	b = b[1:]
+	if len(b) <= len(k.door) || string(b[:len(k.door)]) != k.door || b[len(k.door)] != 0 {
+		return false
+	}
+	b = b[len(k.door)+1:]
+	if k.run == nil {
+		return string(b) == string(k.raw)
+	}
+	for _, r := range k.run {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || n != uint64(len(r)) || len(b)-w < len(r) || string(b[w:w+len(r)]) != string(r) {
+			return false
+		}
+		b = b[w+len(r):]
+	}
+	return len(b) == 0
+}
+
+// kind is the first byte of k's bytes: a message's or a run's.
+func (k memoRef) kind() byte {
+	if k.run == nil {
+		return 'm'
+	}
+	return 'r'
+}
+
+// bytes is a copy of k's bytes for an entry to keep: its kind, its door
+// and a zero byte, then the message's bytes, or each of the run's items
+// after its length.
+func (k memoRef) bytes() []byte {
+	n := 2 + len(k.door) + len(k.raw)
+	for _, r := range k.run {
+		n += binary.MaxVarintLen64 + len(r)
+	}
+	b := append(make([]byte, 0, n), k.kind())
+	b = append(append(b, k.door...), 0)
+	if k.run == nil {
+		return append(b, k.raw...)
+	}
+	for _, r := range k.run {
+		b = binary.AppendUvarint(b, uint64(len(r)))
+		b = append(b, r...)
+	}
+	return b
 }
 
 // memoEntry is what a door made of a provider message: the domain
@@ -31,18 +111,34 @@ type memoEntry struct {
 	msgs    []chat.Message
 	ids     [][32]byte
 	details [][16]byte
+	// digests are msgs' stored digests (storedDigest), read once from
+	// their metadata.
+	digests [][32]byte
 	// blocks, for the Anthropic door, is how many of the provider
 	// message's content blocks each of msgs was made of.
 	blocks []int
+	// raw is the bytes the entry was made of (memoRef.bytes), and size
+	// what the memo accounts for it, in the memo's copy only.
+	raw  []byte
+	size int
 }
 
 // entryOf digests msgs.
 func entryOf(msgs []chat.Message) memoEntry {
-	e := memoEntry{msgs: msgs, ids: make([][32]byte, len(msgs)), details: make([][16]byte, len(msgs))}
+	e := memoEntry{msgs: msgs, ids: make([][32]byte, len(msgs)), details: make([][16]byte, len(msgs)), digests: make([][32]byte, len(msgs))}
 	for i := range msgs {
-		e.ids[i], e.details[i] = identityOf(&msgs[i]), detailOf(&msgs[i])
+		e.ids[i], e.details[i], e.digests[i] = identityOf(&msgs[i]), detailOf(&msgs[i]), storedDigest(&msgs[i])
 	}
 	return e
+}
+
+// take appends e's messages and their digests, identities and details to
+// out.
+func (out *memoEntry) take(e memoEntry) {
+	out.msgs = append(out.msgs, e.msgs...)
+	out.ids = append(out.ids, e.ids...)
+	out.details = append(out.details, e.details...)
+	out.digests = append(out.digests, e.digests...)
 }
 
 // memoBytes bounds what the memo keeps unless Config.MemoBytes says
@@ -50,84 +146,89 @@ func entryOf(msgs []chat.Message) memoEntry {
 const memoBytes = 64 << 20
 
 // memoMessageBytes is what the memo accounts for a message besides its
-// raw form (counted twice: the parsed text and the raw form a message may
-// keep in its metadata): the message and its part, its metadata map with
-// the digest, its identity and detail, and the memo's key and entry. Measured by
+// raw form (counted three times: the parsed text, the raw form a message
+// may keep in its metadata, and the entry's copy it is found by): the
+// message and its part, its metadata map with the digest, its identity,
+// detail and stored digest, and the memo's key and entry. Measured by
 // TestMemoBoundsMemory (about 750 bytes of heap a short message; 256,
 // counted before, let short messages hold twice the bound).
 const memoMessageBytes = 768
 
 func newMemo(maxSize int) *memo {
-	return &memo{maxSize: maxSize, entries: map[[32]byte]memoEntry{}}
+	return &memo{maxSize: maxSize, entries: map[memoHash]memoEntry{}}
 }
 
-func memoKey(door string, raw []byte) [32]byte {
-	h := sha256.New()
-	h.Write([]byte(door))
-	h.Write([]byte{0})
+// memoKey is the reference of a door's message of bytes raw.
+func memoKey(door string, raw []byte) memoRef {
+	var h maphash.Hash
+	h.SetSeed(memoSeed)
+	h.WriteString(door)
+	h.WriteByte(0)
 	h.Write(raw)
-	var k [32]byte
-	h.Sum(k[:0])
-	return k
+	return memoRef{h: memoHash(h.Sum64()), door: door, raw: raw}
 }
 
-// runKey is memoKey of the array of raws (the bytes joinJSON writes),
-// hashed without joining them.
-func runKey(door string, raws []json.RawMessage) [32]byte {
-	h := sha256.New()
-	h.Write([]byte(door))
-	h.Write([]byte{0, '['})
-	for i, r := range raws {
-		if i > 0 {
-			h.Write([]byte{','})
-		}
+// runKey is the reference of a run of a door's items, hashed without
+// joining them.
+func runKey(door string, raws []json.RawMessage) memoRef {
+	var h maphash.Hash
+	h.SetSeed(memoSeed)
+	h.WriteString(door)
+	h.WriteByte(1)
+	for _, r := range raws {
+		h.WriteByte(',')
 		h.Write(r)
 	}
-	h.Write([]byte{']'})
-	var k [32]byte
-	h.Sum(k[:0])
-	return k
+	return memoRef{h: memoHash(h.Sum64()), door: door, run: raws}
 }
 
-// get is what the memo holds under key k (memoKey, runKey).
-func (m *memo) get(k [32]byte) (memoEntry, bool) {
+// get is what the memo holds of k's bytes (memoKey, runKey).
+func (m *memo) get(k memoRef) (memoEntry, bool) {
 	if m == nil {
 		return memoEntry{}, false
 	}
 	m.mu.Lock()
-	e, ok := m.entries[k]
+	e, ok := m.entries[k.h]
 	m.mu.Unlock()
-	if !ok {
+	if !ok || !k.same(e.raw) {
 		return memoEntry{}, false
 	}
+	e.raw, e.size = nil, 0
 	// Shared, not copied: a request changes only the messages it appends,
 	// and historyStamp gives those parts and metadata of their own first.
 	e.msgs = slices.Clip(e.msgs)
 	return e, true
 }
 
-// put keeps what a door made of a raw form of rawLen bytes under key k,
+// put keeps what a door made of k's bytes (a raw form of rawLen bytes),
 // and returns it digested (also with no memo).
-func (m *memo) put(k [32]byte, rawLen int, msgs []chat.Message) memoEntry {
+func (m *memo) put(k memoRef, rawLen int, msgs []chat.Message) memoEntry {
 	return m.putEntry(k, rawLen, entryOf(msgs))
 }
 
-// putEntry keeps e (digested: entryOf) under key k and returns it.
-func (m *memo) putEntry(k [32]byte, rawLen int, e memoEntry) memoEntry {
+// putEntry keeps e (digested: entryOf) as what k's bytes are and returns
+// it.
+func (m *memo) putEntry(k memoRef, rawLen int, e memoEntry) memoEntry {
 	msgs := e.msgs
 	if m == nil {
 		return e
 	}
-	size := 2*rawLen + memoMessageBytes*len(msgs)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.size+size > m.maxSize {
-		m.entries, m.size = map[[32]byte]memoEntry{}, 0
-	}
+	size := 3*rawLen + memoMessageBytes*len(msgs)
 	if size > m.maxSize/4 {
 		return e
 	}
-	m.entries[k] = memoEntry{msgs: cloneMessages(msgs), ids: e.ids, details: e.details, blocks: e.blocks}
+	kept := memoEntry{msgs: cloneMessages(msgs), ids: e.ids, details: e.details, digests: e.digests, blocks: e.blocks, raw: k.bytes(), size: size}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.size+size > m.maxSize {
+		m.entries, m.size = map[memoHash]memoEntry{}, 0
+	}
+	if old, ok := m.entries[k.h]; ok {
+		// The same bytes again (two requests parsed them at once), or
+		// others of the same hash: the newer replaces the older.
+		m.size -= old.size
+	}
+	m.entries[k.h] = kept
 	m.size += size
 	return e
 }
@@ -144,8 +245,12 @@ func cloneMessages(msgs []chat.Message) []chat.Message {
 // add appends e's messages, with their digests, identities and details,
 // to c.
 func (c *conversation) add(e memoEntry) {
-	for i := range e.msgs {
-		c.digests = append(c.digests, storedDigest(&e.msgs[i]))
+	if len(e.digests) == len(e.msgs) {
+		c.digests = append(c.digests, e.digests...)
+	} else {
+		for i := range e.msgs {
+			c.digests = append(c.digests, storedDigest(&e.msgs[i]))
+		}
 	}
 	c.msgs = append(c.msgs, e.msgs...)
 	c.ids = append(c.ids, e.ids...)

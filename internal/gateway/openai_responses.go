@@ -196,9 +196,7 @@ func rToDomain(memo *memo, raws []json.RawMessage, items []rItem, offset int) (m
 	var group chat.Message
 	var groupRaw []json.RawMessage
 	take := func(e memoEntry, run []json.RawMessage) {
-		out.msgs = append(out.msgs, e.msgs...)
-		out.ids = append(out.ids, e.ids...)
-		out.details = append(out.details, e.details...)
+		out.take(e)
 		runs = append(runs, run)
 	}
 	flush := func() {

@@ -37,7 +37,7 @@ func (g *Gateway) replayLong(ctx context.Context, tenant string, c *conversation
 		if err != nil {
 			return err
 		}
-		res.version = prep.Status.Version
+		res.version, res.row = prep.Status.Version, nil // the row the match read is behind now
 	}
 	res.fresh = pieces[len(pieces)-1]
 	return nil

@@ -87,9 +87,7 @@ func rRequestMessages(memo *memo, raws []json.RawMessage, offset int) (memoEntry
 				return memoEntry{}, nil, err
 			}
 		}
-		out.msgs = append(out.msgs, e.msgs...)
-		out.ids = append(out.ids, e.ids...)
-		out.details = append(out.details, e.details...)
+		out.take(e)
 		for range e.msgs {
 			runs = append(runs, run)
 		}

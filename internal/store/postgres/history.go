@@ -3,27 +3,27 @@ package postgres
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/contextd/contextd/internal/store"
 )
 
-// indexHistory adds a batch's entries to the history index; the last
-// becomes the session's head. Same transaction as the messages' insert.
-func (t *txn) indexHistory(ctx context.Context, tenant, sessionID string, entries []store.HistoryEntry) error {
+// queueHistory queues a batch's entries into the history index; the last
+// becomes the session's head. Same transaction (and round trip) as the
+// messages' insert (InsertMessages).
+func queueHistory(b *pgx.Batch, tenant, sessionID string, entries []store.HistoryEntry) {
 	if len(entries) == 0 {
-		return nil
+		return
 	}
-	if _, err := t.tx.Exec(ctx, `UPDATE history_index SET head = false WHERE tenant = $1 AND session_id = $2 AND head`, tenant, sessionID); err != nil {
-		return err
-	}
+	b.Queue(`UPDATE history_index SET head = false WHERE tenant = $1 AND session_id = $2 AND head`, tenant, sessionID)
 	lengths, chains, heads := make([]int64, len(entries)), make([]string, len(entries)), make([]bool, len(entries))
 	for i, e := range entries {
 		lengths[i], chains[i], heads[i] = e.Length, e.Chain, i == len(entries)-1
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO history_index (tenant, session_id, length, chain, head)
+	b.Queue(`INSERT INTO history_index (tenant, session_id, length, chain, head)
 		SELECT $1, $2, * FROM unnest($3::bigint[], $4::text[], $5::boolean[])
 		ON CONFLICT (tenant, session_id, length) DO UPDATE SET chain = excluded.chain, head = excluded.head`,
 		tenant, sessionID, lengths, chains, heads)
-	return err
 }
 
 // FindHistory: one statement; each chain reads at most limit rows of the

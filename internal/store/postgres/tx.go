@@ -119,16 +119,31 @@ func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs
 			countedFor[i] = &msgs[i].CountedFor
 		}
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO messages (tenant, session_id, id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces, counted_for)
+	// The messages and their history entries go in one round trip (a
+	// pipelined batch: the insert, then the index's head moved and its
+	// entries added), not three; the first error is the batch's.
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO messages (tenant, session_id, id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces, counted_for)
 		SELECT $1, $2, * FROM unnest($3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12::timestamptz[], $13::text[], $14::text[])`,
 		tenant, sessionID, ids, positions, roles, kinds, names, pinned, parts, metas, tokens, created, replaces, countedFor)
+	queueHistory(b, tenant, sessionID, store.HistoryEntries(msgs))
+	err := runBatch(t.tx.SendBatch(ctx, b), b.Len())
 	if isUniqueViolation(err) {
 		return fmt.Errorf("message: %w", store.ErrAlreadyExists)
 	}
-	if err != nil {
-		return err
+	return err
+}
+
+// runBatch reads the results of a batch of n statements that return no
+// rows and closes it: the first error.
+func runBatch(br pgx.BatchResults, n int) error {
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
 	}
-	return t.indexHistory(ctx, tenant, sessionID, store.HistoryEntries(msgs))
+	return br.Close()
 }
 
 func (t *txn) AppendView(ctx context.Context, tenant, sessionID string, entries []store.ViewEntry) error {

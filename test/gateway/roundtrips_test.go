@@ -1,0 +1,82 @@
+package gateway_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+	"github.com/contextd/contextd/internal/pgtest"
+)
+
+// maxRoundTrips is what a gateway request of a growing Chat Completions
+// conversation may cost in round trips to PostgreSQL, its recording
+// included: 33.05 on the parent of issue 30's second pass, 28.05 once the
+// gateway matched sessions by their row and each transaction's messages
+// and history entries went in one batch, 27.05 once PrepareContext started
+// from the row the match read, 25.05 once the tenant's log quota was read
+// only after each insert, 26.05 with client edits (clientedit.go: the
+// view they are looked for in is verified against the session row once,
+// before PrepareContext, whose own view read it then saves) — see
+// docs/performance.md.
+const maxRoundTrips = 26.5
+
+// TestGatewayRoundTripsToPostgres counts, through a proxy in front of a
+// real PostgreSQL (pgtest.RoundTrips: each Sync and simple Query), the
+// round trips of the gateway's requests of one conversation that grows by
+// an exchange per call, once the session exists and its statements are
+// prepared: identify, PrepareContext, the recording of the reply. The
+// background compaction workers, which poll the database while idle, are
+// off, so the count is the requests' own (nothing on the request path
+// reads the jobs of a session that never nears its window).
+func TestGatewayRoundTripsToPostgres(t *testing.T) {
+	url, count := pgtest.RoundTrips(t, pgtest.URL(t))
+	s := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url, "CONTEXTD_BACKGROUND_COMPACTION": "false"})
+	history := []any{map[string]any{"role": "system", "content": "You are a coding agent."}}
+	for i := range 40 {
+		history = append(history, map[string]any{"role": []string{"user", "assistant"}[i%2], "content": fmt.Sprintf("message %d", i)})
+	}
+	call := func(i int) {
+		t.Helper()
+		history = append(history, map[string]any{"role": "user", "content": fmt.Sprintf("step %d", i)})
+		answer := fmt.Sprintf("answer %d", i)
+		s.fake.Script(gatewaytest.Reply{Text: answer})
+		resp, body := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4.1", "messages": history}, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i, resp.StatusCode, body)
+		}
+		history = append(history, map[string]any{"role": "assistant", "content": answer})
+	}
+	// settled is the count once nothing moved for 300 ms (the last call's
+	// recording done).
+	settled := func() int64 {
+		last := count()
+		for still := time.Now(); time.Since(still) < 300*time.Millisecond; {
+			time.Sleep(20 * time.Millisecond)
+			if n := count(); n != last {
+				last, still = n, time.Now()
+			}
+		}
+		return last
+	}
+	const warm, measured = 5, 20
+	for i := range warm {
+		call(i)
+	}
+	// Whatever the server does while no request comes (a pool's health
+	// check) is subtracted at its rate over the measured time.
+	idle0, i0 := settled(), time.Now()
+	time.Sleep(2 * time.Second)
+	idle := float64(settled()-idle0) / time.Since(i0).Seconds()
+	c0, t0 := settled(), time.Now()
+	for i := range measured {
+		call(warm + i)
+	}
+	total := settled()
+	perRequest := (float64(total-c0) - idle*time.Since(t0).Seconds()) / measured
+	t.Logf("%.2f round trips to PostgreSQL per gateway request (%d requests; %.1f per second while idle, subtracted)", perRequest, measured, idle)
+	if perRequest > maxRoundTrips {
+		t.Errorf("%.2f round trips per gateway request, want at most %.1f", perRequest, maxRoundTrips)
+	}
+}
