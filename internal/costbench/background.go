@@ -103,7 +103,7 @@ func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if answer, ok := fakeAnswer(body); ok {
-		writeCompletion(w, answer, int64(len(body)/4), int64(len(answer)/4+1))
+		writeCompletion(w, answer, int64(len(body)/4), int64((len(answer)+3)/4))
 		return
 	}
 	writeCompletion(w, "## Original task\n"+llmMarker+"\n## Completed work\n- steps so far\n## Current state\nworking\n## Pending work\n- go on", 2000, 300)

@@ -5,20 +5,26 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/contextd/contextd/internal/probes"
 )
 
 // fakeAnswer answers a judge's question (a chat completion whose system
 // prompt is judgeSystem) as the fake LLM: with the latest fakeLines lines
-// of the context that hold the question's quoted hint (« »), else the
+// of the context that hold the question's quoted hint (« »), each quoted
+// from probes.MaxHead bytes before the hint to as many after it, else the
 // latest line holding the most of its words, else "not in context". So
-// what it answers tracks what is in the view. Work is linear in the
-// context. ok is false for any other request (a summary).
+// what it answers tracks what is in the view. Like a model, it answers
+// within the request's max_completion_tokens (at 4 bytes a token, as it
+// bills). Work is linear in the context. ok is false for any other request
+// (a summary).
 func fakeAnswer(body []byte) (answer string, ok bool) {
 	var req struct {
 		Messages []struct {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
+		MaxTokens int `json:"max_completion_tokens"`
 	}
 	if json.Unmarshal(body, &req) != nil || len(req.Messages) < 2 || contentText(req.Messages[0].Content) != judgeSystem {
 		return "", false
@@ -40,8 +46,8 @@ func fakeAnswer(body []byte) (answer string, ok bool) {
 	best, bestScore := "", 0
 	for line := range strings.Lines(ctx) {
 		line = strings.TrimSpace(line)
-		if strings.Contains(line, hint) {
-			whole = append(whole, line)
+		if i := strings.Index(line, hint); i >= 0 {
+			whole = append(whole, line[max(0, i-probes.MaxHead):min(len(line), i+len(hint)+probes.MaxHead)])
 			continue
 		}
 		score := 0
@@ -57,11 +63,16 @@ func fakeAnswer(body []byte) (answer string, ok bool) {
 	switch {
 	case len(whole) > 0:
 		slices.Reverse(whole)
-		return strings.Join(whole[:min(len(whole), fakeLines)], "\n"), true
+		answer = strings.Join(whole[:min(len(whole), fakeLines)], "\n")
 	case best != "":
-		return best, true
+		answer = best
+	default:
+		answer = "not in context"
 	}
-	return "not in context", true
+	if req.MaxTokens > 0 && len(answer) > 4*req.MaxTokens {
+		answer = answer[:4*req.MaxTokens]
+	}
+	return strings.ToValidUTF8(answer, ""), true
 }
 
 // fakeLines is the most lines the fake answers with.

@@ -25,6 +25,13 @@ const DefaultJudgeSample = 8
 // judgeAnswerTokens bounds each answer.
 const judgeAnswerTokens = 256
 
+// judgeAnswerBytes is the longest answer scored, twice what the cap's
+// tokens hold at the usual 4 bytes a token: a longer one (or one billed
+// more output tokens than the cap) came from a provider that ignored the
+// cap, and is judged wrong, since an answer that dumps the context it was
+// given would hold every probe in view.
+const judgeAnswerBytes = 8 * judgeAnswerTokens
+
 // Judge asks sampled probes as questions of a model over the view actually
 // sent after each compaction (Factory's probe evaluation) and scores each
 // answer against the original, deterministically (judgeCorrect).
@@ -245,7 +252,8 @@ const minHint = 6
 
 // judgeCorrect is the scoring rule: the answer holds the probe's answer
 // text (its first line, at most probes.MaxHead bytes) verbatim, runs of
-// white space counting as one space.
+// white space counting as one space (and, judgeView, it is within the cap:
+// judgeAnswerBytes).
 func judgeCorrect(answer, want string) bool {
 	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	return want != "" && strings.Contains(norm(answer), norm(want))
@@ -350,7 +358,9 @@ func (j *Judge) judgeView(ctx context.Context, a summarize.Asker, system string,
 		s.Calls++
 		s.Input += u.Input + u.CacheRead + u.CacheWrite
 		s.Output += u.Output
-		v := Verdict{Probe: p, Type: judgeType(p.Kind), Question: q, Answer: answer, InView: status[i].InView == 1, Correct: judgeCorrect(answer, want)}
+		withinCap := u.Output <= judgeAnswerTokens && len(answer) <= judgeAnswerBytes
+		v := Verdict{Probe: p, Type: judgeType(p.Kind), Question: q, Answer: answer, InView: status[i].InView == 1,
+			Correct: withinCap && judgeCorrect(answer, want)}
 		s.Asked++
 		s.typ(v.Type)[0]++
 		if v.Correct {

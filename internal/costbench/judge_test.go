@@ -1,7 +1,11 @@
 package costbench
 
 import (
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -12,8 +16,9 @@ import (
 // server speaking OpenAI's wire format, answering from the context it is
 // sent) on one transcript at 8k (where some probes leave the view), masking
 // and extractive summary, 16 questions a compaction: a probe
-// in view is judged correct, one compacted out of view is judged wrong, and
-// the judge's calls and tokens are counted apart from the strategy's bill.
+// in view is judged correct, one compacted out of view is judged wrong, the
+// fake answers within the cap as a model must, and the judge's calls and
+// tokens are counted apart from the strategy's bill.
 func TestJudgeTracksTheView(t *testing.T) {
 	var files []string
 	for _, f := range corpus(t) {
@@ -51,6 +56,9 @@ func TestJudgeTracksTheView(t *testing.T) {
 			}
 			if !v.InView && v.Correct {
 				t.Errorf("%s: judged correct out of view: %q → %q", r.Strategy, v.Question, v.Answer)
+			}
+			if len(v.Answer) > 4*judgeAnswerTokens {
+				t.Errorf("%s: the fake answered %d bytes, more than a model holds in %d tokens: %q", r.Strategy, len(v.Answer), judgeAnswerTokens, v.Question)
 			}
 		}
 	}
@@ -99,5 +107,51 @@ func TestJudgeScoringRule(t *testing.T) {
 		if got, _ := hintOf(want); got != hint {
 			t.Errorf("hintOf(%q) = %q, want %q", want, got, hint)
 		}
+	}
+}
+
+// TestJudgeRejectsADumpedContext: a provider that ignores the answer cap
+// and answers with the whole prompt it was sent (so every probe in view is
+// in the answer) scores nothing, whether it bills its output honestly (more
+// tokens than the cap) or not (more bytes than the cap's tokens hold). A
+// real HTTP server speaking OpenAI's wire format, through the real client.
+func TestJudgeRejectsADumpedContext(t *testing.T) {
+	var files []string
+	for _, f := range corpus(t) {
+		if strings.Contains(f, "sqlfluff-1763") {
+			files = append(files, f)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		billed func(answer string) int64
+	}{
+		{"billed", func(answer string) int64 { return int64(len(answer) / 4) }},
+		{"unbilled", func(string) int64 { return 1 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				var req struct {
+					Messages []struct {
+						Content json.RawMessage `json:"content"`
+					} `json:"messages"`
+				}
+				_ = json.Unmarshal(body, &req)
+				answer := contentText(req.Messages[len(req.Messages)-1].Content)
+				w.Header().Set("Content-Type", "application/json")
+				writeCompletion(w, answer, int64(len(body)/4), c.billed(answer))
+			}))
+			defer echo.Close()
+			j := &Judge{Spec: "openai:echo", Endpoints: map[string]summarize.Endpoint{summarize.ProviderOpenAI: {BaseURL: echo.URL + "/v1/", APIKey: "k"}}, Sample: 4}
+			rs, err := RunRecall(t.Context(), files, []int64{16_384}, RecallStrategies()[:1], t.TempDir(), j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := rs[0].Judge
+			if s.InView == 0 || s.Correct != 0 {
+				t.Errorf("echoing the context: %d of %d asked judged correct (%d in view), want none", s.Correct, s.Asked, s.InView)
+			}
+		})
 	}
 }
