@@ -2,17 +2,22 @@ package summarize
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/contextd/contextd/internal/compaction"
 )
 
 // TestAsk asks one question through each provider's client over real
 // HTTP, to a local server speaking that provider's wire format: the system
-// prompt and the question arrive, the answer and the usage come back.
+// prompt, the question and the answer's cap arrive, the answer and the
+// usage come back; a summary (SummarizeMetered, through Ask) likewise,
+// capped at its MaxTokens.
 func TestAsk(t *testing.T) {
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -38,11 +43,15 @@ func TestAsk(t *testing.T) {
 	aep.BaseURL = srv.URL
 	for _, c := range []struct {
 		name string
-		a    Asker
+		a    interface {
+			Asker
+			Metered
+		}
 		want Usage
+		cap  string // the answer's cap on the wire
 	}{
-		{"openai", NewOpenAI(ep, "m"), Usage{Model: "m", Input: 100, CacheRead: 20, Output: 7}},
-		{"anthropic", NewAnthropic(aep, "m"), Usage{Model: "m", Input: 100, CacheRead: 20, Output: 7}},
+		{"openai", NewOpenAI(ep, "m"), Usage{Model: "m", Input: 100, CacheRead: 20, Output: 7}, `"max_completion_tokens":%d`},
+		{"anthropic", NewAnthropic(aep, "m"), Usage{Model: "m", Input: 100, CacheRead: 20, Output: 7}, `"max_tokens":%d`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got = nil
@@ -50,8 +59,18 @@ func TestAsk(t *testing.T) {
 			if err != nil || answer != "/src/calc.py" || u != c.want {
 				t.Fatalf("Ask = %q, %+v, %v; want /src/calc.py, %+v", answer, u, err, c.want)
 			}
-			if len(got) != 1 || !strings.Contains(got[0], "SYSTEM-PROMPT") || !strings.Contains(got[0], "which file?") {
+			if len(got) != 1 || !strings.Contains(got[0], "SYSTEM-PROMPT") || !strings.Contains(got[0], "which file?") ||
+				!strings.Contains(got[0], fmt.Sprintf(c.cap, 64)) {
 				t.Errorf("request: %q", got)
+			}
+			// A summary goes the same way, capped at its MaxTokens.
+			got = nil
+			summary, u, err := c.a.SummarizeMetered(t.Context(), compaction.SummaryInput{Round: 1, OriginalTask: "fix the build", MaxTokens: 500})
+			if err != nil || summary != "/src/calc.py" || u != c.want {
+				t.Fatalf("SummarizeMetered = %q, %+v, %v", summary, u, err)
+			}
+			if len(got) != 1 || !strings.Contains(got[0], "You compact the history") || !strings.Contains(got[0], fmt.Sprintf(c.cap, 500)) {
+				t.Errorf("summary request: %q", got)
 			}
 		})
 	}
