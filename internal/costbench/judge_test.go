@@ -18,7 +18,8 @@ import (
 // and extractive summary, 16 questions a compaction: a probe
 // in view is judged correct, one compacted out of view is judged wrong, the
 // fake answers within the cap as a model must, and the judge's calls and
-// tokens are counted apart from the strategy's bill.
+// tokens are counted apart from the strategy's bill (the same replays
+// without the judge bill and score the same).
 func TestJudgeTracksTheView(t *testing.T) {
 	var files []string
 	for _, f := range corpus(t) {
@@ -60,6 +61,19 @@ func TestJudgeTracksTheView(t *testing.T) {
 			if len(v.Answer) > 4*judgeAnswerTokens {
 				t.Errorf("%s: the fake answered %d bytes, more than a model holds in %d tokens: %q", r.Strategy, len(v.Answer), judgeAnswerTokens, v.Question)
 			}
+		}
+	}
+	// The same replays without the judge: the strategies' calls, bills and
+	// recall are the judge's business in no way.
+	plain, err := RunRecall(t.Context(), files, []int64{8192}, strategies, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rs {
+		p := plain[i]
+		if r.Calls != p.Calls || r.Compactions != p.Compactions || r.Input != p.Input || r.Prefix != p.Prefix || r.All() != p.All() {
+			t.Errorf("%s with the judge: %d calls, %d compactions, %d input (%d prefix), %+v; without: %d, %d, %d (%d), %+v", r.Strategy,
+				r.Calls, r.Compactions, r.Input, r.Prefix, r.All(), p.Calls, p.Compactions, p.Input, p.Prefix, p.All())
 		}
 	}
 	if inViewCorrect == nil || lostWrong == nil {
