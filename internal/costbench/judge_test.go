@@ -127,8 +127,9 @@ func TestJudgeScoringRule(t *testing.T) {
 // TestJudgeRejectsADumpedContext: a provider that ignores the answer cap
 // and answers with the whole prompt it was sent (so every probe in view is
 // in the answer) scores nothing, whether it bills its output honestly (more
-// tokens than the cap) or not (more bytes than the cap's tokens hold). A
-// real HTTP server speaking OpenAI's wire format, through the real client.
+// tokens than the cap) or not (more bytes than the cap's tokens hold); nor
+// does one that echoes the question. A real HTTP server speaking OpenAI's
+// wire format, through the real client.
 func TestJudgeRejectsADumpedContext(t *testing.T) {
 	var files []string
 	for _, f := range corpus(t) {
@@ -136,12 +137,17 @@ func TestJudgeRejectsADumpedContext(t *testing.T) {
 			files = append(files, f)
 		}
 	}
+	whole := func(prompt string) string { return prompt }
+	question := func(prompt string) string { _, q, _ := strings.Cut(prompt, "Question: "); return q }
 	for _, c := range []struct {
 		name   string
+		answer func(prompt string) string
 		billed func(answer string) int64
 	}{
-		{"billed", func(answer string) int64 { return int64(len(answer) / 4) }},
-		{"unbilled", func(string) int64 { return 1 }},
+		{"the prompt, billed", whole, func(answer string) int64 { return int64(len(answer) / 4) }},
+		{"the prompt, unbilled", whole, func(string) int64 { return 1 }},
+		// The question's hint never gives its answer away.
+		{"the question", question, func(answer string) int64 { return int64(len(answer) / 4) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -152,7 +158,7 @@ func TestJudgeRejectsADumpedContext(t *testing.T) {
 					} `json:"messages"`
 				}
 				_ = json.Unmarshal(body, &req)
-				answer := contentText(req.Messages[len(req.Messages)-1].Content)
+				answer := c.answer(contentText(req.Messages[len(req.Messages)-1].Content))
 				w.Header().Set("Content-Type", "application/json")
 				writeCompletion(w, answer, int64(len(body)/4), c.billed(answer))
 			}))
@@ -164,7 +170,7 @@ func TestJudgeRejectsADumpedContext(t *testing.T) {
 			}
 			s := rs[0].Judge
 			if s.InView == 0 || s.Correct != 0 {
-				t.Errorf("echoing the context: %d of %d asked judged correct (%d in view), want none", s.Correct, s.Asked, s.InView)
+				t.Errorf("echoing %s: %d of %d asked judged correct (%d in view), want none", c.name, s.Correct, s.Asked, s.InView)
 			}
 		})
 	}
