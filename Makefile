@@ -63,8 +63,9 @@ soak: ## 30 minutes of chaos: 3 replicas on a throwaway PostgreSQL, 24 agents, f
 soak-short: ## The soak for 3 minutes (CI).
 	go run ./cmd/soak -duration 3m
 
-bench-recall: ## Replay the corpus and score what the agent can still answer after each compaction, per strategy.
-	go run ./cmd/costbench -recall
+bench-recall: ## Replay the corpus and score what the agent can still answer after each compaction, per strategy (JUDGE=1: also ask the configured LLM summarizer's model; JUDGE=fake: the fake LLM).
+	$(if $(filter-out 1 fake,$(JUDGE)),$(error JUDGE=$(JUDGE): 1 (the configured LLM, billed) or fake))
+	go run ./cmd/costbench -recall $(if $(JUDGE),-judge) $(if $(filter fake,$(JUDGE)),-judge-fake)
 
 run: ## Run the server with embedded storage.
 	go run ./cmd/server

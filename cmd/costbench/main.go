@@ -9,7 +9,12 @@
 // probes (internal/probes) after every compaction: in view, one expand
 // away, or lost, and checks that no summary cut a word, an identifier or a
 // path (exit status 1 if one did) (`make bench-recall`; -strategies for a
-// subset).
+// subset). With -recall -judge it also asks a sample of the probes (at most
+// -judge-sample per compaction) as questions of the LLM configured as the
+// server's summarizer (CONTEXTD_SUMMARIZER=openai:MODEL or anthropic:MODEL
+// with its CONTEXTD_*_BASE_URL and API key) over the view sent, and scores
+// the answers against the originals; -judge-fake asks the bench's fake LLM
+// (`make bench-recall JUDGE=1`, `JUDGE=fake`).
 package main
 
 import (
@@ -23,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/costbench"
 )
 
@@ -32,9 +38,16 @@ func main() {
 	summaries := flag.Bool("summaries", false, "compare summary modes (background compaction) instead of strategies")
 	recall := flag.Bool("recall", false, "score what the agent can still answer after each compaction (probes), per strategy")
 	only := flag.String("strategies", "", "with -recall: comma-separated words; only the strategies whose name contains one (e.g. extractive,masking)")
+	judge := flag.Bool("judge", false, "with -recall: ask sampled probes as questions of the configured LLM summarizer's model (CONTEXTD_SUMMARIZER, CONTEXTD_OPENAI_*/CONTEXTD_ANTHROPIC_*) over the view after each compaction")
+	judgeFake := flag.Bool("judge-fake", false, "with -recall -judge: ask the bench's fake LLM instead")
+	judgeSample := flag.Int("judge-sample", costbench.DefaultJudgeSample, "with -judge: most probes asked per compaction")
 	llmDelay := flag.Duration("llm-delay", 2*time.Second, "with -summaries: how long the fake LLM summarizer takes")
 	turn := flag.Duration("turn", time.Second, "with -summaries: how long the agent's own model takes between calls")
 	flag.Parse()
+	if (*judge || *judgeFake) && !*recall {
+		fmt.Fprintln(os.Stderr, "costbench: -judge and -judge-fake need -recall")
+		os.Exit(2)
+	}
 	var windows []int64
 	for _, w := range strings.Split(*windowList, ",") {
 		n, err := strconv.ParseInt(strings.TrimSpace(w), 10, 64)
@@ -74,13 +87,25 @@ func main() {
 			fmt.Fprintf(os.Stderr, "costbench: -strategies: %q names none of the strategies\n", *only)
 			os.Exit(2)
 		}
-		rs, err := costbench.RunRecall(context.Background(), files, windows, strategies, os.TempDir())
+		j, err := newJudge(*judge, *judgeFake, *judgeSample)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "costbench:", err)
+			os.Exit(2)
+		}
+		rs, err := costbench.RunRecall(context.Background(), files, windows, strategies, os.TempDir(), j)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "costbench:", err)
 			os.Exit(1)
 		}
 		fmt.Printf("%d transcripts of %s; probes scored after every compaction\n\n", len(files), *corpus)
 		costbench.PrintRecall(os.Stdout, rs)
+		if j != nil {
+			model := j.Spec
+			if j.Fake {
+				model = "the bench's fake LLM"
+			}
+			costbench.PrintJudge(os.Stdout, rs, model)
+		}
 		for _, r := range rs {
 			if len(r.Cuts) > 0 {
 				os.Exit(1) // a summary cut a word, an identifier or a path (printed above)
@@ -95,4 +120,28 @@ func main() {
 	}
 	fmt.Printf("%d transcripts of %s; previous request fully cached, the next hits the common prefix\n\n", len(files), *corpus)
 	costbench.Print(os.Stdout, results)
+}
+
+// newJudge returns the judge the flags ask for (nil: none), its model the
+// server's configured LLM summarizer (the settings of internal/app), or the
+// fake's.
+func newJudge(on, fake bool, sample int) (*costbench.Judge, error) {
+	if !on {
+		if fake {
+			return nil, fmt.Errorf("-judge-fake needs -judge")
+		}
+		return nil, nil
+	}
+	if sample < 1 {
+		return nil, fmt.Errorf("-judge-sample: %d is not a number of probes (1 or more)", sample)
+	}
+	j := &costbench.Judge{Fake: fake, Sample: sample}
+	if !fake {
+		cfg, err := app.ParseConfig(nil, app.LookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		j.Spec, j.Endpoints = cfg.Summarizer, app.SummarizerEndpoints(cfg)
+	}
+	return j, j.Check()
 }

@@ -2,7 +2,6 @@ package costbench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -87,7 +86,8 @@ func (r SummaryResult) LLMShare() float64 {
 // llmMarker is in every summary the fake LLM writes.
 const llmMarker = "(fake LLM summary)"
 
-// fakeLLM answers OpenAI chat completions after a delay.
+// fakeLLM answers OpenAI chat completions after a delay: a summary, or a
+// judge's question from the context it is given (fakeAnswer).
 type fakeLLM struct {
 	delay time.Duration
 	calls atomic.Int64
@@ -95,19 +95,18 @@ type fakeLLM struct {
 
 func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.calls.Add(1)
-	_, _ = io.Copy(io.Discard, r.Body)
+	body, _ := io.ReadAll(r.Body)
 	select {
 	case <-time.After(f.delay):
 	case <-r.Context().Done():
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id": "chatcmpl-bench", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant",
-			"content": "## Original task\n" + llmMarker + "\n## Completed work\n- steps so far\n## Current state\nworking\n## Pending work\n- go on"}}},
-		"usage": map[string]any{"prompt_tokens": 2000, "completion_tokens": 300, "total_tokens": 2300},
-	})
+	if answer, ok := fakeAnswer(body); ok {
+		writeCompletion(w, answer, int64(len(body)/4), int64((len(answer)+3)/4))
+		return
+	}
+	writeCompletion(w, "## Original task\n"+llmMarker+"\n## Completed work\n- steps so far\n## Current state\nworking\n## Pending work\n- go on", 2000, 300)
 }
 
 // RunSummaryModes replays every file at window under every mode: all

@@ -91,6 +91,8 @@ type RecallResult struct {
 	// says what any of them cut (a word, an identifier, a path).
 	Summaries int
 	Cuts      []string
+	// Judge sums the judged probes (RunRecall with a judge).
+	Judge JudgeStats
 }
 
 // Anthropic is the bill in units of uncached input tokens (as Result).
@@ -115,6 +117,7 @@ func (r *RecallResult) merge(o RecallResult) {
 	r.Invalid += o.Invalid
 	r.Summaries += o.Summaries
 	r.Cuts = append(r.Cuts, o.Cuts...)
+	r.Judge.merge(o.Judge)
 	for c, v := range o.ByClass {
 		r.class(c).add(*v)
 	}
@@ -146,14 +149,22 @@ func (r *RecallResult) kind(k probes.Kind) *Recall {
 // RunRecall replays every file at every window with every strategy, each
 // replay in a fresh embedded store under tmp, as many at once as
 // GOMAXPROCS, and scores the probes after every compaction. One fake LLM
-// summarizer (answering at once) serves the LLM strategy.
-func RunRecall(ctx context.Context, files []string, windows []int64, strategies []RecallStrategy, tmp string) ([]RecallResult, error) {
+// summarizer (answering at once) serves the LLM strategy. With a judge
+// (nil: none), a sample of the probes is also asked of its model over the
+// view after every compaction (Judge).
+func RunRecall(ctx context.Context, files []string, windows []int64, strategies []RecallStrategy, tmp string, judge *Judge) ([]RecallResult, error) {
 	models, encodings, loaded, err := setup(files, windows)
 	if err != nil {
 		return nil, err
 	}
 	srv := httptest.NewServer(&fakeLLM{})
 	defer srv.Close()
+	var asker summarize.Asker
+	if judge != nil {
+		if asker, err = judge.asker(srv.URL + "/v1/"); err != nil {
+			return nil, err
+		}
+	}
 	eps := map[string]summarize.Endpoint{summarize.ProviderOpenAI: {BaseURL: srv.URL + "/v1/", APIKey: "bench", Timeout: 30 * time.Second}}
 	out := make([]RecallResult, len(windows)*len(strategies))
 	for k := range out {
@@ -179,7 +190,7 @@ func RunRecall(ctx context.Context, files []string, windows []int64, strategies 
 					return err
 				}
 				defer done()
-				r, err := replayRecall(ctx, e, w, s, loaded[i].system, loaded[i].msgs)
+				r, err := replayRecall(ctx, e, w, s, loaded[i].system, loaded[i].msgs, judge, asker)
 				if err != nil {
 					return fmt.Errorf("%s, %s at %d: %w", filepath.Base(f), s.Name, w, err)
 				}
@@ -198,7 +209,7 @@ func RunRecall(ctx context.Context, files []string, windows []int64, strategies 
 
 // replayRecall drives one transcript as an agent loop (as replay does) and
 // scores the probes of what was appended so far after every compaction.
-func replayRecall(ctx context.Context, e *engine.Engine, window int64, s RecallStrategy, system string, msgs []chat.Message) (RecallResult, error) {
+func replayRecall(ctx context.Context, e *engine.Engine, window int64, s RecallStrategy, system string, msgs []chat.Message, judge *Judge, asker summarize.Asker) (RecallResult, error) {
 	r := RecallResult{Strategy: s.Name, Window: window}
 	model, policy := modelName(window), s.Policy
 	if s.DropMiddle {
@@ -272,7 +283,12 @@ func replayRecall(ctx context.Context, e *engine.Engine, window int64, s RecallS
 				}
 			}
 		}
-		return scoreView(ctx, e, v.ID, view, probes.Of(events, appended), expanded, &r)
+		ps := probes.Of(events, appended)
+		status, err := scoreView(ctx, e, v.ID, view, ps, expanded, &r)
+		if err != nil || judge == nil {
+			return err
+		}
+		return judge.judgeView(ctx, asker, system, view, ps, status, &r)
 	}
 	for _, m := range msgs {
 		if m.Role == chat.RoleAssistant && len(pending) > 0 {
@@ -301,8 +317,9 @@ func replayRecall(ctx context.Context, e *engine.Engine, window int64, s RecallS
 // scoreView classifies every probe against a view: in view (its message is
 // there, or its needles are verbatim in what is sent; InSummary when only a
 // summary holds them), one expand away (a placeholder or summary of the
-// view names an id whose originals hold it), or lost.
-func scoreView(ctx context.Context, e *engine.Engine, session string, view []chat.Message, ps []probes.Probe, expanded map[string]string, r *RecallResult) error {
+// view names an id whose originals hold it), or lost; it returns each
+// probe's score.
+func scoreView(ctx context.Context, e *engine.Engine, session string, view []chat.Message, ps []probes.Probe, expanded map[string]string, r *RecallResult) ([]Recall, error) {
 	ids := map[string]bool{}
 	var sent, summaries strings.Builder
 	var synthetic []string
@@ -326,7 +343,7 @@ func scoreView(ctx context.Context, e *engine.Engine, session string, view []cha
 		for token := ""; ; {
 			x, err := e.ExpandMessage(ctx, store.DefaultTenant, session, id, token)
 			if err != nil {
-				return fmt.Errorf("expand %s: %w", id, err)
+				return nil, fmt.Errorf("expand %s: %w", id, err)
 			}
 			for j := range x.Originals {
 				b.WriteString("\x00id:" + x.Originals[j].ID + "\x00")
@@ -351,7 +368,8 @@ func scoreView(ctx context.Context, e *engine.Engine, session string, view []cha
 		}
 		return true
 	}
-	for _, p := range ps {
+	status := make([]Recall, len(ps))
+	for i, p := range ps {
 		var one Recall
 		one.Seen = 1
 		switch {
@@ -364,8 +382,9 @@ func scoreView(ctx context.Context, e *engine.Engine, session string, view []cha
 		}
 		r.class(p.Class()).add(one)
 		r.kind(p.Kind).add(one)
+		status[i] = one
 	}
-	return nil
+	return status, nil
 }
 
 // namesID reports whether text names message id (not as the prefix of a

@@ -24,7 +24,7 @@ func TestRecall(t *testing.T) {
 			}
 		}
 	}
-	rs, err := RunRecall(t.Context(), files, []int64{16_384}, RecallStrategies(), t.TempDir())
+	rs, err := RunRecall(t.Context(), files, []int64{16_384}, RecallStrategies(), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,20 +76,11 @@ func (o *OpenAI) Summarize(ctx context.Context, in compaction.SummaryInput) (str
 // SummarizeMetered implements Metered: the usage comes from the response's
 // usage block (prompt_tokens includes the cached ones).
 func (o *OpenAI) SummarizeMetered(ctx context.Context, in compaction.SummaryInput) (string, Usage, error) {
-	resp, err := o.client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
-		Model:               o.model,
-		Messages:            []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(systemPrompt), openai.UserMessage(userPrompt(in))},
-		MaxCompletionTokens: openai.Int(int64(in.MaxTokens)),
-	})
-	if err != nil {
-		return "", Usage{}, fmt.Errorf("openai-compatible summarizer (%s): %w", o.model, err)
+	text, u, err := o.Ask(ctx, systemPrompt, userPrompt(in), in.MaxTokens)
+	if err == nil && text == "" {
+		err = fmt.Errorf("openai-compatible model (%s): %w", o.model, ErrEmptyAnswer)
 	}
-	cached := resp.Usage.PromptTokensDetails.CachedTokens
-	u := Usage{Model: o.model, Input: resp.Usage.PromptTokens - cached, CacheRead: cached, Output: resp.Usage.CompletionTokens}
-	if len(resp.Choices) == 0 || strings.TrimSpace(resp.Choices[0].Message.Content) == "" {
-		return "", u, fmt.Errorf("openai-compatible summarizer (%s): %w", o.model, ErrEmptyAnswer)
-	}
-	return strings.TrimSpace(resp.Choices[0].Message.Content), u, nil
+	return text, u, err
 }
 
 // Anthropic summarizes with Anthropic's Messages API.
@@ -124,28 +115,11 @@ func (a *Anthropic) Summarize(ctx context.Context, in compaction.SummaryInput) (
 
 // SummarizeMetered implements Metered, from the response's usage block.
 func (a *Anthropic) SummarizeMetered(ctx context.Context, in compaction.SummaryInput) (string, Usage, error) {
-	resp, err := a.client.Messages.New(ctx, anthropic.MessageNewParams{
-		Model:     a.model,
-		MaxTokens: int64(in.MaxTokens),
-		System:    []anthropic.TextBlockParam{{Text: systemPrompt}},
-		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(userPrompt(in)))},
-	})
-	if err != nil {
-		return "", Usage{}, fmt.Errorf("anthropic summarizer (%s): %w", a.model, err)
+	text, u, err := a.Ask(ctx, systemPrompt, userPrompt(in), in.MaxTokens)
+	if err == nil && text == "" {
+		err = fmt.Errorf("anthropic model (%s): %w", a.model, ErrEmptyAnswer)
 	}
-	u := Usage{Model: a.model, Input: resp.Usage.InputTokens, CacheRead: resp.Usage.CacheReadInputTokens,
-		CacheWrite: resp.Usage.CacheCreationInputTokens, Output: resp.Usage.OutputTokens}
-	var parts []string
-	for _, block := range resp.Content {
-		if block.Type == "text" {
-			parts = append(parts, block.Text)
-		}
-	}
-	text := strings.TrimSpace(strings.Join(parts, "\n"))
-	if text == "" {
-		return "", u, fmt.Errorf("anthropic summarizer (%s): %w", a.model, ErrEmptyAnswer)
-	}
-	return text, u, nil
+	return text, u, err
 }
 
 // Usage is what one LLM call was billed, from the provider's usage block.
