@@ -37,6 +37,12 @@ var kindToProto = map[chat.Kind]contextdv1.MessageKind{
 	chat.KindPlaceholder: contextdv1.MessageKind_MESSAGE_KIND_PLACEHOLDER,
 }
 
+// gatewayOnlyMetadata are the metadata keys an API client may not set: the
+// gateway's marks of what a provider's compaction dropped, which count
+// nothing (chat/providercompaction.go) — set by a client, its whole session
+// would count 0 tokens, never be compacted and pass the view's bounds.
+var gatewayOnlyMetadata = []string{chat.MetaProviderDropped, chat.MetaProviderCompaction}
+
 // messagesFromProto converts request messages. Requests have passed
 // protovalidate; what it cannot express is reported as field violations.
 func messagesFromProto(field string, in []*contextdv1.Message) ([]chat.Message, error) {
@@ -45,6 +51,11 @@ func messagesFromProto(field string, in []*contextdv1.Message) ([]chat.Message, 
 		role, ok := roleFromProto[m.GetRole()]
 		if !ok {
 			return nil, chat.Invalid(fmt.Sprintf("%s[%d].role", field, i), "must be one of ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT, ROLE_TOOL")
+		}
+		for _, k := range gatewayOnlyMetadata {
+			if _, ok := m.GetMetadata()[k]; ok {
+				return nil, chat.Invalid(fmt.Sprintf("%s[%d].metadata[%s]", field, i, k), "is set by the gateway only (what a provider's compaction dropped counts nothing)")
+			}
 		}
 		msg := chat.Message{
 			Role: role, Name: m.GetName(), Pinned: m.GetPinned(), Kind: chat.KindNormal,
