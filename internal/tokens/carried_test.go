@@ -45,3 +45,45 @@ func TestCarriedCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestCarriedEstimateBounded: a carried piece's estimate ("n", what
+// contextd cannot read: an encrypted compaction item's share of its
+// length) counts at most the bytes the message's metadata holds, all
+// pieces together — a token stands for at least a byte of what is sent —
+// so an estimate of 2^63-1 (an API client may set contextd.carried) does
+// not wrap the count negative, and a negative one counts nothing.
+func TestCarriedEstimateBounded(t *testing.T) {
+	enc, err := tokens.LoadEncoding("o200k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := tokens.DefaultFraming
+	bare := chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "done"}}}
+	base := tokens.CountMessage(enc, fr, &bare).Tokens
+	for _, tc := range []struct {
+		carried  string
+		min, max int64 // beyond base and the items' framing
+	}{
+		{`[{"i":true,"n":12}]`, 12, 12},
+		{`[{"i":true,"n":-5}]`, 0, 0},
+		{`[{"i":true,"n":9223372036854775807}]`, 1, 0},
+		{`[{"i":true,"n":9223372036854775807},{"i":true,"n":9223372036854775807}]`, 1, 0},
+	} {
+		m := bare
+		m.Metadata = map[string]string{chat.MetaCarried: tc.carried}
+		bytes := int64(len(chat.MetaCarried) + len(tc.carried))
+		hi := tc.max
+		if hi == 0 && tc.min > 0 {
+			hi = bytes
+		}
+		items := int64(fr.PerMessage) * int64(len(m.Carried()))
+		for name, got := range map[string]int64{
+			"CountMessage": tokens.CountMessage(enc, fr, &m).Tokens,
+			"CountRequest": tokens.CountRequest(enc, fr, "", nil, []chat.Message{m}).PerMsg[0].Tokens,
+		} {
+			if extra := got - base - items; extra < tc.min || extra > hi {
+				t.Errorf("%s: %s counts %d beyond the message; want %d to %d", tc.carried, name, extra, tc.min, hi)
+			}
+		}
+	}
+}

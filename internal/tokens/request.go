@@ -159,13 +159,30 @@ func CountMessage(enc *Encoding, fr Framing, m *chat.Message) MessageCount {
 // addCarried adds to mc what m carries beyond its parts (chat.MetaCarried:
 // reasoning items, thinking blocks): its text, and a message's framing for
 // a piece the provider frames as an item of its own.
+//
+// A piece's estimate (chat.CarriedText.Tokens) counts, all pieces together,
+// at most the bytes of m's metadata, where what it stands for is kept (the
+// gateway's raw: a token stands for at least a byte of what is sent), so
+// an API client's contextd.carried cannot wrap a count negative.
 func addCarried(enc *Encoding, fr Framing, m *chat.Message, mc *MessageCount) {
+	budget := int64(-1) // the metadata's bytes, summed once a piece estimates
 	for _, c := range m.Carried() {
 		if c.Item {
 			mc.Framing += int64(fr.PerMessage)
 			mc.Tokens += int64(fr.PerMessage)
 		}
-		mc.Tokens += int64(enc.Count(c.Text)) + max(c.Tokens, 0)
+		mc.Tokens += int64(enc.Count(c.Text))
+		if c.Tokens > 0 {
+			if budget < 0 {
+				budget = 0
+				for k, v := range m.Metadata {
+					budget += int64(len(k) + len(v))
+				}
+			}
+			n := min(c.Tokens, budget)
+			mc.Tokens += n
+			budget -= n
+		}
 	}
 }
 
