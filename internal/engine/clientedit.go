@@ -138,7 +138,9 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 	news := make([]chat.Message, len(edits))
 	for i, ed := range edits {
 		m := ed.new
-		m.ID, m.Position, m.Kind, m.Pinned, m.CreatedAt = fmt.Sprintf("edit_%d_%d", round, i+1), 0, chat.KindNormal, ed.old.Pinned || ed.new.Pinned, now
+		// Pinned: the client's version's pin, or the stored one's — not
+		// the pin of a provider's drop, which only the caller renews.
+		m.ID, m.Position, m.Kind, m.Pinned, m.CreatedAt = fmt.Sprintf("edit_%d_%d", round, i+1), 0, chat.KindNormal, ed.new.Pinned || ed.old.Pinned && !ed.old.ProviderDropped(), now
 		// The edit stands for the log's original (an edit of an edit, for
 		// the same original).
 		orig := ed.old.ID

@@ -34,9 +34,12 @@ import (
 //     provider already dropped; they still go upstream as the client sent
 //     them (build sends the client's blocks), since the client sent them.
 //
-// Work: one scan of the request's messages for the item; when there is
-// one, one RecordClientEdits of the view's messages before it (those not
-// yet recorded: once per compaction), bounded by the view.
+// Work: one scan of the request's messages for the item, and one
+// RecordClientEdits (after recordEdits': its view is cached) that records
+// the view's messages before the item not yet recorded (once per
+// compaction) and those recorded that the request's history no longer has
+// an item after: bounded by the view, and its writes by the tenant's log
+// quota (ErrResourceExhausted: not recorded, logged, the request goes on).
 
 // compactionCarried is what a compaction item carries for counting, and
 // whether the provider reads nothing before it. An Anthropic block (it has
@@ -63,32 +66,45 @@ func compactionCarried(it carriedItem) (chat.CarriedText, bool) {
 // recordProviderDrop records the messages of res's session that the
 // request's latest provider compaction item leaves behind (those before
 // its message, in the client's history) as dropped by the provider, and
-// moves res to the version that leaves. Like recordEdits, only a version
-// conflict, a session gone or the client gone fails the request.
+// moves res to the version that leaves. A message recorded dropped that
+// the request's history holds after its latest item, or with no item at
+// all (the client rewound past the block, or keeps its message without
+// it), is read by the provider again: recorded back, counted and no longer
+// pinned by the drop. Like recordEdits, only a version conflict, a session
+// gone or the client gone fails the request. Work: one Client call per
+// view message (the view recordEdits read, cached).
 func (g *Gateway) recordProviderDrop(ctx context.Context, tenant string, c *conversation, res *resolved) (*store.Compaction, error) {
-	from := chat.ProviderReadsFrom(c.msgs)
-	if from == 0 || res.made || res.repeat > 0 || len(c.chains) != len(c.msgs) {
+	if res.made || res.repeat > 0 || len(c.chains) != len(c.msgs) {
 		return nil, nil
+	}
+	from := chat.ProviderReadsFrom(c.msgs)
+	reason := "the provider compacted the conversation after this message: it no longer reads it"
+	if from == 0 {
+		reason = "the client's history holds no provider compaction after this message: the provider reads it again"
 	}
 	out, err := g.cfg.Engine.RecordClientEdits(ctx, tenant, res.id, engine.ClientEditInput{
 		Client: func(stored *chat.Message) (chat.Message, bool) {
-			if stored.ProviderDropped() {
-				return chat.Message{}, false
-			}
 			n, _, ok := sentPlace(stored)
 			client := clientOf(stored, c)
-			if !ok || client == nil || n-1 >= from {
+			if !ok || client == nil || stored.ProviderDropped() == (n-1 < from) {
 				return chat.Message{}, false
 			}
 			m := clientCopy(stored, client)
-			m.Metadata[chat.MetaProviderDropped] = "1"
-			m.Pinned = true
+			if n-1 < from {
+				m.Metadata[chat.MetaProviderDropped] = "1"
+				m.Pinned = true
+				return m, true
+			}
+			delete(m.Metadata, chat.MetaProviderDropped)
+			m.Pinned = false // the drop's pin; the client's own again:
+			pin([]chat.Message{m}, c.pins)
+			pinCompaction(&m)
 			return m, true
 		},
 		Expected: res.version,
 		Created:  res.created,
 		Tier:     engine.ProviderCompactionTier,
-		Reason:   "the provider compacted the conversation after this message: it no longer reads it",
+		Reason:   reason,
 	})
 	switch {
 	case err != nil && (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound) || ctx.Err() != nil):

@@ -38,6 +38,7 @@ type editedMessage struct {
 	Role   string `json:"role"`
 	Kind   string `json:"kind"`
 	Tokens int64  `json:"tokens,string"`
+	Pinned bool   `json:"pinned"`
 	Parts  []struct {
 		Text *struct {
 			Text string `json:"text"`

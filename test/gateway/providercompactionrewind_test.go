@@ -1,0 +1,98 @@
+package gateway_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+)
+
+// TestProviderCompactionRewound: after a turn answered with a compaction
+// block (the messages before it recorded as dropped by the provider,
+// counting nothing), the client rewinds to before the block (Claude
+// Code's rewind, an edited prompt): its history no longer holds the
+// block, or the client keeps the block's message without the block: the
+// provider reads every message again, and the session the request lands
+// in counts them — its view's own count (not only the used figure, which
+// the provider's report anchors) is the provider's, and no message stays
+// pinned by the drop. Without the fix the stripped case kept the three
+// messages before the block at 0 tokens, pinned: the view counted 57
+// tokens where the provider read 2,256, and contextd could never compact
+// them.
+func TestProviderCompactionRewound(t *testing.T) {
+	for _, how := range []string{"rewind", "stripped"} {
+		t.Run(how, func(t *testing.T) { providerCompactionRewound(t, how) })
+	}
+}
+
+func providerCompactionRewound(t *testing.T, how string) {
+	s := start(t, nil)
+	const model = "claude-sonnet-4-5"
+	var msgs []map[string]any
+	session := ""
+	post := func(turn int) string {
+		t.Helper()
+		resp, out := s.post("/v1/messages", map[string]any{"model": model, "max_tokens": 500, "messages": msgs}, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: %d %s", turn, resp.StatusCode, out)
+		}
+		t.Logf("turn %d: session %s, history %q", turn, resp.Header.Get("X-Contextd-Session"), resp.Header.Get("X-Contextd-History"))
+		if id := resp.Header.Get("X-Contextd-Session"); id != "" {
+			session = id
+		}
+		return session
+	}
+	for turn := range 2 {
+		compaction := ""
+		if turn == 1 {
+			compaction = "Summary: calc.py's add() is fixed."
+		}
+		s.fake.Script(gatewaytest.Reply{Text: fmt.Sprintf("turn %d done", turn), Compaction: compaction})
+		msgs = append(msgs, anText("user", fmt.Sprintf("Turn %d: here is the output.\n%s", turn, bigResult(turn))))
+		post(turn)
+		content := []map[string]any{{"type": "text", "text": fmt.Sprintf("turn %d done", turn)}}
+		if compaction != "" {
+			content = append([]map[string]any{{"type": "compaction", "content": compaction}}, content...)
+		}
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": content})
+	}
+	s.fake.Script(gatewaytest.Reply{Text: "turn 2 done"})
+	msgs = append(msgs, anText("user", "Turn 2: now mul()."))
+	post(2) // records the messages before the block as dropped
+	if u := s.used(session, 6); u > 1000 {
+		t.Fatalf("the block's drop was not recorded: %d tokens used", u)
+	}
+
+	switch how {
+	case "rewind":
+		// Rewind to before the block: the client's history is turn 0's
+		// exchange and turn 1's prompt, edited.
+		msgs = append(msgs[:2], anText("user", "Turn 1: instead, look at mul() first.\n"+bigResult(1)))
+	case "stripped":
+		// The client keeps the block's message without the block.
+		msgs[3] = anText("assistant", "turn 1 done")
+		msgs = append(msgs, anText("assistant", "turn 2 done"), anText("user", "Turn 3: and div()."))
+	}
+	s.fake.Script(gatewaytest.Reply{Text: "turn 1b done"})
+	post(3)
+	reqs := s.fake.Requests()
+	bill := reqs[len(reqs)-1].Bill.Input()
+	if used := s.used(session, len(msgs)+1); math.Abs(float64(used-bill)) > max(0.01*float64(bill), 12) {
+		t.Errorf("after the %s: used %d tokens; the provider counted %d", how, used, bill)
+	}
+	// The view's own count, not the used figure the provider's report
+	// anchors: every message counts again (within the fake's rule of
+	// counting), and those the drop pinned are not.
+	var view int64
+	for i, m := range s.messagesOf(session, "MESSAGE_VIEW_ACTIVE") {
+		view += m.Tokens
+		if i < 3 && (m.Tokens == 0 || m.Pinned) {
+			t.Errorf("view message %d %s (%s) counts %d tokens, pinned %v", i, m.ID, m.Role, m.Tokens, m.Pinned)
+		}
+	}
+	if view < bill*8/10 {
+		t.Errorf("after the %s: the view counts %d tokens; the provider counted %d", how, view, bill)
+	}
+	s.checkUpstream()
+}
