@@ -30,7 +30,9 @@ type carriedItem struct {
 // of raw (a JSON array of a message's items or blocks, as sent upstream);
 // nothing when there are none. An encrypted reasoning item or a redacted
 // thinking block carries nothing contextd can read: it counts as nothing.
-func setCarried(m *chat.Message, raw json.RawMessage) {
+// anthropic: raw is an Anthropic message's blocks (a compaction block is a
+// point the provider reads from), not Responses items.
+func setCarried(m *chat.Message, raw json.RawMessage, anthropic bool) {
 	var items []carriedItem
 	if json.Unmarshal(raw, &items) != nil {
 		return
@@ -40,7 +42,7 @@ func setCarried(m *chat.Message, raw json.RawMessage) {
 		var parts []string
 		switch it.Type {
 		case "compaction":
-			text, stops := compactionCarried(it)
+			text, stops := compactionCarried(it, anthropic)
 			texts = append(texts, text)
 			if stops {
 				setMeta(m, chat.MetaProviderCompaction, "1")

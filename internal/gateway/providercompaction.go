@@ -42,20 +42,20 @@ import (
 // quota (ErrResourceExhausted: not recorded, logged, the request goes on).
 
 // compactionCarried is what a compaction item carries for counting, and
-// whether the provider reads nothing before it. An Anthropic block (it has
-// a "content" key: its summary, null when the summary is hidden) is a
-// block of its message, before which the API reads nothing; it counts its
-// summary. A Responses item (no "content") stands for the items the
+// whether the provider reads nothing before it. An Anthropic block (of an
+// Anthropic message, anthropic: its "content" is its summary, null or
+// left out when hidden — the door tells, not the key, which an SDK that
+// omits null fields leaves out) is a block of its message, before which
+// the API reads nothing; it counts its summary. A Responses item (no "content") stands for the items the
 // compaction replaced, which the client no longer sends; what the input
 // holds before it (the user messages the compaction kept) is read; it is
 // framed as an item. What contextd cannot read — an encrypted_content of
 // n bytes (base64), when there is no summary — counts 3n/16 tokens: its
 // ciphertext is 3/4 of n bytes, about the size of the text it hides, at 4
 // bytes a token.
-func compactionCarried(it carriedItem) (chat.CarriedText, bool) {
+func compactionCarried(it carriedItem, anthropic bool) (chat.CarriedText, bool) {
 	var text string
 	_ = json.Unmarshal(it.Content, &text)
-	anthropic := len(it.Content) > 0
 	c := chat.CarriedText{Text: text, Item: !anthropic}
 	if text == "" {
 		c.Tokens = int64(len(it.EncryptedContent)) * 3 / 16

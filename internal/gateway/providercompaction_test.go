@@ -51,6 +51,10 @@ func TestProviderCompactionItemsCounted(t *testing.T) {
 	}{
 		{`{"type":"compaction","content":null,"encrypted_content":"` + encrypted + `"}`, 1600 * 3 / 16},
 		{`{"type":"compaction","content":"` + summary + `","encrypted_content":"` + encrypted + `"}`, int64(enc.Count(summary))},
+		// A client (an SDK that omits null fields) may send the block
+		// without its content key: still an Anthropic block, of its
+		// message, that the provider reads from.
+		{`{"type":"compaction","encrypted_content":"` + encrypted + `"}`, 1600 * 3 / 16},
 	} {
 		m := parseFixture(t, anthropicMessages{newMemo(memoBytes)}, []byte(`{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[
 			{"role":"user","content":"fix calc.py"},

@@ -43,7 +43,7 @@ func setRaw(m *chat.Message, door string, raw, generated json.RawMessage) {
 	// places marks per request), so they are not kept.
 	env, _ := json.Marshal(rawEnvelope{Door: door, JSON: withoutCacheControl(raw)})
 	setMeta(m, metaRaw, string(env))
-	setCarried(m, raw)
+	setCarried(m, raw, door == doorAnthropic)
 }
 
 // rawOf is the provider JSON kept on m for door, or nil. Only an original
