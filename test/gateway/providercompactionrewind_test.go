@@ -96,3 +96,77 @@ func providerCompactionRewound(t *testing.T, how string) {
 	}
 	s.checkUpstream()
 }
+
+// TestProviderCompactionMoves: a second compaction block, later in the
+// conversation, moves the point the provider reads from: the messages
+// between the two blocks (the first block's message included) are
+// recorded as dropped too, each once — two records of tier
+// provider_compaction, the first of 3 messages and the second of the 4
+// after them, a view of exactly the client's messages, every one before
+// the second block counting nothing — and the used count is the
+// provider's.
+func TestProviderCompactionMoves(t *testing.T) {
+	s := start(t, nil)
+	var msgs []map[string]any
+	session := ""
+	for turn := range 6 {
+		compaction := ""
+		if turn == 1 || turn == 3 {
+			compaction = fmt.Sprintf("Summary %d: calc.py's add() is fixed.", turn)
+		}
+		s.fake.Script(gatewaytest.Reply{Text: fmt.Sprintf("turn %d done", turn), Compaction: compaction})
+		msgs = append(msgs, anText("user", fmt.Sprintf("Turn %d: here is the output.\n%s", turn, bigResult(turn))))
+		resp, out := s.post("/v1/messages", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 500, "messages": msgs}, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: %d %s", turn, resp.StatusCode, out)
+		}
+		if id := resp.Header.Get("X-Contextd-Session"); id != "" {
+			session = id
+		}
+		content := []map[string]any{{"type": "text", "text": fmt.Sprintf("turn %d done", turn)}}
+		if compaction != "" {
+			content = append([]map[string]any{{"type": "compaction", "content": compaction}}, content...)
+		}
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": content})
+	}
+	reqs := s.fake.Requests()
+	bill := reqs[len(reqs)-1].Bill.Input()
+	if used := s.used(session, len(msgs)); math.Abs(float64(used-bill)) > max(0.01*float64(bill), 12) {
+		t.Errorf("used %d tokens; the provider counted %d", used, bill)
+	}
+	view := s.messagesOf(session, "MESSAGE_VIEW_ACTIVE")
+	if len(view) != len(msgs) {
+		t.Fatalf("view of %d messages, the client has %d", len(view), len(msgs))
+	}
+	seen := map[string]bool{}
+	for i, m := range view {
+		if seen[m.ID] {
+			t.Errorf("view message %d (%s) twice", i, m.ID)
+		}
+		seen[m.ID] = true
+		// The second block is in message 7 (turn 3's answer).
+		if dropped := i < 7; dropped != (m.Tokens == 0) {
+			t.Errorf("view message %d (%s %s) counts %d tokens", i, m.Role, m.ID, m.Tokens)
+		}
+	}
+	var comps struct {
+		Compactions []struct {
+			Tiers []string `json:"tiers"`
+			Items []struct {
+				NewID string `json:"newId"`
+			} `json:"items"`
+		} `json:"compactions"`
+	}
+	s.rpc("ListCompactions", map[string]any{"sessionId": session}, &comps)
+	var sizes []int
+	for _, c := range comps.Compactions {
+		if len(c.Tiers) != 1 || c.Tiers[0] != "provider_compaction" {
+			t.Errorf("a compaction of tiers %v", c.Tiers)
+		}
+		sizes = append(sizes, len(c.Items))
+	}
+	if fmt.Sprint(sizes) != "[3 4]" && fmt.Sprint(sizes) != "[4 3]" {
+		t.Errorf("records of %v messages; want one of 3, one of 4", sizes)
+	}
+	s.checkUpstream()
+}
