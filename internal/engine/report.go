@@ -43,6 +43,11 @@ type ReportInput struct {
 	// count that calibrates, and the session is not anchored (its view is
 	// not what was sent). Not in the API.
 	AddedLocalTokens int64
+	// Compacted: the provider compacted the request itself and reported
+	// the input of the compacted one (Anthropic's compaction block: its
+	// iteration is left out of the usage), not of what was sent: the call
+	// is in the ledger; nothing is calibrated or anchored. Not in the API.
+	Compacted bool
 }
 
 // reportKey is where a report's idempotency key is kept: beside the
@@ -227,6 +232,9 @@ func (e *Engine) reportInTx(ctx context.Context, tx store.Tx, s *store.Session, 
 	case in.Version != nil && *in.Version != s.Version:
 		return out, fmt.Errorf("session %q moved on from version %d to %d; report with view_token instead: %w",
 			id, *in.Version, s.Version, ErrFailedPrecondition)
+	}
+	if in.Compacted {
+		out.skipped = "the provider compacted the request and reported the compacted one's input: the call is in the ledger; nothing was calibrated or anchored"
 	}
 	if out.skipped == "" && local < 0 {
 		// The whole active view sums to ActiveTokens: only a prefix

@@ -160,3 +160,20 @@ func pinCompaction(m *chat.Message) {
 		m.Pinned = true
 	}
 }
+
+// compactedCall reports whether the provider answered with a compaction
+// block (reply: the call's answer). Anthropic leaves the compaction's own
+// iteration out of the top-level usage, so the call's input tokens are of
+// the compacted request (its system, tools and the summary), not of the
+// view contextd sent: the call goes into the ledger, but neither anchors
+// the session nor teaches the tenant's calibration of the model
+// (engine/report.go). The next request, which carries the block, counts
+// from it.
+func compactedCall(reply []chat.Message) bool {
+	for i := range reply {
+		if reply[i].ProviderCompacted() {
+			return true
+		}
+	}
+	return false
+}

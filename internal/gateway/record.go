@@ -98,6 +98,7 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 	for i := range us {
 		u := us[(i+1)%len(us)]
 		report := u.report(prep.ViewToken)
+		report.Compacted = compactedCall(reply) // providercompaction.go
 		if res.repeat > 0 {
 			// A repeated request sent a prefix of the view: the call goes
 			// into the ledger, nothing else.

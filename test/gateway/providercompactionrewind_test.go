@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/contextd/contextd/internal/gateway/gatewaytest"
@@ -169,4 +170,56 @@ func TestProviderCompactionMoves(t *testing.T) {
 		t.Errorf("records of %v messages; want one of 3, one of 4", sizes)
 	}
 	s.checkUpstream()
+}
+
+// TestProviderCompactionCallTeachesNothing: the call the provider answers
+// with a compaction block reports (as Anthropic's API does: the
+// compaction's iteration is left out of the top-level usage) the input of
+// the compacted request — the system prompt and the summary — not of the
+// request contextd sent. It goes into the ledger but neither anchors the
+// session nor teaches the tenant's calibration of the model: a count of
+// the same request in the tenant, before and after the call, is the same.
+// Without it, with a system prompt large enough that the report was above
+// half of contextd's count, the sample moved the tenant's ratio for every
+// session of the model.
+func TestProviderCompactionCallTeachesNothing(t *testing.T) {
+	s := start(t, nil)
+	const model = "claude-sonnet-4-5"
+	system := bigResult(7) + bigResult(8) + bigResult(10) + bigResult(11)
+	probe := func() string {
+		t.Helper()
+		var out struct {
+			Usage struct {
+				Used   string `json:"usedTokens"`
+				Source string `json:"estimateSource"`
+			} `json:"usage"`
+		}
+		s.rpc("GetContextUsage", map[string]any{"inline": map[string]any{"model": model, "systemPrompt": system,
+			"messages": []map[string]any{{"role": "ROLE_USER", "parts": []map[string]any{{"text": map[string]any{"text": bigResult(9)}}}}}}}, &out)
+		return out.Usage.Used + " " + out.Usage.Source
+	}
+	var msgs []map[string]any
+	session := ""
+	var before string
+	for turn := range 2 {
+		compaction := ""
+		if turn == 1 {
+			compaction = "Summary: calc.py's add() is fixed."
+			before = probe()
+		}
+		s.fake.Script(gatewaytest.Reply{Text: fmt.Sprintf("turn %d done", turn), Compaction: compaction})
+		msgs = append(msgs, anText("user", fmt.Sprintf("Turn %d: here is the output.\n%s", turn, bigResult(turn))))
+		resp, out := s.post("/v1/messages", map[string]any{"model": model, "max_tokens": 500, "system": system, "messages": msgs}, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: %d %s", turn, resp.StatusCode, out)
+		}
+		if id := resp.Header.Get("X-Contextd-Session"); id != "" {
+			session = id
+		}
+		msgs = append(msgs, anText("assistant", fmt.Sprintf("turn %d done", turn)))
+		s.used(session, len(msgs))
+	}
+	if after := probe(); after != before || !strings.HasSuffix(before, "CALIBRATED") {
+		t.Errorf("the tenant's count of a request: %s before the compacting call, %s after", before, after)
+	}
 }

@@ -32,3 +32,16 @@ func dropped(path string, body map[string]any) int {
 	}
 	return n
 }
+
+// compactedInput is what the provider bills as the input of a call it
+// answers with a compaction block (reply.Compaction): the compaction's own
+// iteration is left out of the top-level usage, and the message iteration
+// reads the request without its messages, which the summary replaces.
+func compactedInput(path string, body map[string]any, raw []byte, reply Reply) (int, bool) {
+	if reply.Compaction == "" || !anthropicPath(path) {
+		return 0, false
+	}
+	msgs, _ := body["messages"].([]any)
+	b, _ := json.Marshal(msgs)
+	return len(raw) - len(b) + len(reply.Compaction), true
+}

@@ -207,6 +207,9 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 		}
 	}
 	in, out := int64((len(raw)-dropped(r.URL.Path, body))/4), int64(len(reply.Text)/4+1+4*len(reply.ToolCalls))
+	if n, ok := compactedInput(r.URL.Path, body, raw, reply); ok {
+		in = int64(n / 4)
+	}
 	bill := Bill{Uncached: in, Output: out}
 	status, hang := f.Status, f.Hang
 	msg := fmt.Sprintf("fake upstream failure %d", status)
