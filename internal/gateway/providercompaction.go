@@ -60,7 +60,11 @@ func compactionCarried(it carriedItem, anthropic bool) (chat.CarriedText, bool) 
 	if text == "" {
 		c.Tokens = int64(len(it.EncryptedContent)) * 3 / 16
 	}
-	return c, anthropic
+	// A block with neither summary nor encrypted content (a failed
+	// compaction) holds nothing the provider could read instead of the
+	// history: the history before it is charged (counting it is the safe
+	// side; not counting it, contextd would never compact it).
+	return c, anthropic && (text != "" || it.EncryptedContent != "")
 }
 
 // recordProviderDrop records the messages of res's session that the

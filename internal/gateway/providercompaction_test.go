@@ -68,6 +68,18 @@ func TestProviderCompactionItemsCounted(t *testing.T) {
 		}
 	}
 
+	// A failed compaction (the API's block with a null summary and null
+	// encrypted content) holds no state to read from instead of the
+	// history: not a point the provider reads from, so the messages
+	// before it are charged.
+	failed := parseFixture(t, anthropicMessages{newMemo(memoBytes)}, []byte(`{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[
+		{"role":"user","content":"fix calc.py"},
+		{"role":"assistant","content":[{"type":"compaction","content":null,"encrypted_content":null},{"type":"text","text":"done"}]},
+		{"role":"user","content":"now mul()"}]}`))
+	if got := chat.ProviderReadsFrom(failed); got != 0 {
+		t.Errorf("a failed compaction block: the provider reads from message %d, want 0", got)
+	}
+
 	// Streamed: the summary comes in compaction_delta events (or with
 	// the block's start), the encrypted content's latest stands.
 	st := anthropicMessages{}.stream(nil, "")
