@@ -88,6 +88,9 @@ func (g *Gateway) recordProviderDrop(ctx context.Context, tenant string, c *conv
 	}
 	out, err := g.cfg.Engine.RecordClientEdits(ctx, tenant, res.id, engine.ClientEditInput{
 		Client: func(stored *chat.Message) (chat.Message, bool) {
+			if from == 0 && !stored.ProviderDropped() {
+				return chat.Message{}, false // the usual case: a map lookup
+			}
 			n, _, ok := sentPlace(stored)
 			client := clientOf(stored, c)
 			if !ok || client == nil || stored.ProviderDropped() == (n-1 < from) {
