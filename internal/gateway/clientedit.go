@@ -71,7 +71,9 @@ func (g *Gateway) recordEdits(ctx context.Context, tenant string, c *conversatio
 		return nil, nil
 	}
 	res.version = out.Version
-	res.row = nil // the row the match read is behind the edits: PrepareContext reads its own
+	if out.Edited > 0 {
+		res.row = nil // the row the match read is behind the edits: PrepareContext reads its own
+	}
 	return out.Compaction, nil
 }
 
