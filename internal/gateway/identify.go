@@ -396,11 +396,11 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 			how = historyForked
 		}
 	}
-	id := ""
+	id := "gw-" + randomID()
 	if sig.id != "" {
-		id = forkID(sig.id, c)
-	} else {
-		id = "gw-" + randomID()
+		if id, err = g.freeFork(ctx, tenant, sig.id, c, noRepeat); err != nil {
+			return resolved{}, err
+		}
 	}
 	res, err := g.make(ctx, tenant, id, d, c, sig, how)
 	if err == nil && sig.id != "" && how != historyNew {
@@ -568,6 +568,31 @@ func forkID(base string, c *conversation) string {
 		base = base[:115] // ids are at most 128 bytes
 	}
 	return base + "~" + encodeID(h.Sum(nil))[:12]
+}
+
+// maxForkChain bounds the forks freeFork reads for one request: one per
+// time the conversation came back to the same history (a client that
+// compacts its history to the same summary again) before this request.
+const maxForkChain = 64
+
+// freeFork is the fork of base the request goes on in: forkID's, unless
+// a session by that id holds a history the request neither extends nor
+// repeats (the conversation came back to this very history before and
+// went on from it: a client that compacted its history to the same
+// summary twice). Then the request forks that fork, and so on: the same
+// request (a retry, another replica) names the same session every time.
+// CreateSession answers a create of an existing id with the same settings
+// as made, so the id must be free or joinable before make creates it.
+func (g *Gateway) freeFork(ctx context.Context, tenant, base string, c *conversation, noRepeat bool) (string, error) {
+	id := forkID(base, c)
+	for range maxForkChain {
+		m, err := g.match(ctx, tenant, id, c, noRepeat)
+		if err != nil || m == nil || m.extends || m.repeat {
+			return id, err
+		}
+		id = forkID(id, c)
+	}
+	return "", fmt.Errorf("session %q: the conversation came back to the same history more than %d times: %w", base, maxForkChain, store.ErrVersionConflict)
 }
 
 func randomID() string {
