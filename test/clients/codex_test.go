@@ -17,7 +17,7 @@ var codexModel = model{Name: "gpt-5-codex", Provider: "openai", ContextWindow: 3
 // codexConfig is CODEX_HOME/config.toml: contextd as the model provider,
 // as docs/gateway.md gives it, plus what keeps Codex on loopback and
 // non-interactive.
-func codexConfig(front string) string {
+func codexConfig(front string, window int64) string {
 	return fmt.Sprintf(`model = %q
 model_provider = "contextd"
 model_context_window = %d
@@ -37,7 +37,7 @@ enabled = false
 plugins = false
 remote_plugin = false
 apps = false
-`, codexModel.Name, codexModel.ContextWindow, front)
+`, codexModel.Name, window, front)
 }
 
 func (r *rig) codexEnv(home, codexHome string) []string {
@@ -84,7 +84,7 @@ func TestCodex(t *testing.T) {
 	bin := filepath.Join(clis(t), "node_modules", ".bin", "codex")
 	r := startRig(t, codexModel, nil)
 	dir, home, codexHome := newWorkspace(t), t.TempDir(), t.TempDir()
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(r.front)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(r.front, codexModel.ContextWindow)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r.conversations(t, dir, func(conv, text, resume string) (string, string) {
