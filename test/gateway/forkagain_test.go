@@ -21,9 +21,11 @@ import (
 // the signal and the history alone, named the first fork again
 // (CreateSession answers a create of an existing id with the same settings
 // as made): the request was answered from that fork, its retry too, and
-// the next request forked again ("edited") — with PostgreSQL and Codex CLI
-// (16k window, 40 KB tool outputs), the request after Codex's second
-// compaction met a version conflict on every try: 409 until Codex gave up.
+// the next request forked again ("edited"). With Codex CLI (test/clients
+// on SQLite, 16k window, 40 KB tool outputs) the request after Codex's
+// second compaction met a version conflict on every try: 409 until Codex
+// gave up. The test runs on PostgreSQL; it fails without the fix on
+// SQLite too.
 func TestClientCompactsToTheSameHistoryTwice(t *testing.T) {
 	s := start(t, map[string]string{"CONTEXTD_DATABASE_URL": pgtest.URL(t)})
 	header := map[string]string{"Session_id": "019a0000-0000-7000-8000-000000000029"}
