@@ -59,11 +59,7 @@ func (e *Engine) RecordExchange(ctx context.Context, tenant, id string, in Excha
 	var invalid []string
 	valid := in.Reports[:0:0]
 	for i, r := range in.Reports {
-		err := checkReported(r)
-		if err == nil && r.InputTokens+r.CacheReadTokens+r.CacheCreationTokens <= 0 {
-			err = chat.Invalid("input_tokens", "the provider's input tokens (with cache reads and writes) must be positive")
-		}
-		if err != nil {
+		if err := checkReported(r); err != nil {
 			invalid = append(invalid, fmt.Sprintf("usage report %d not recorded: %v", i, err))
 			continue
 		}
@@ -139,6 +135,12 @@ func (e *Engine) recordExchangeOnce(ctx context.Context, tenant, id string, in E
 			rep, err := e.reportInTx(ctx, tx, &s, r)
 			if err != nil {
 				return err
+			}
+			if rep.replayed {
+				// Recorded before, under its idempotency key: nothing
+				// to write, nothing to announce.
+				out.Warnings = append(out.Warnings, "a usage report was recorded before under its idempotency key: not recorded again")
+				continue
 			}
 			if rep.skipped != "" {
 				out.Warnings = append(out.Warnings, rep.skipped)

@@ -12,10 +12,6 @@ func replyMsg(text string) chat.Message {
 	return chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
 }
 
-// TestRecordExchangeIsOneTransaction: a relayed call's usage reports and
-// its reply are recorded in one transaction, both or neither; a reply
-// whose session's log grew meanwhile (its own retry, or a request that
-// carried it) is not appended, its reports are.
 // onePreparedTurn is a session of e with one user turn prepared: what a
 // model call's recording follows.
 func onePreparedTurn(t *testing.T, e *engine.Engine) (engine.SessionView, engine.PrepareResult) {
@@ -31,6 +27,10 @@ func onePreparedTurn(t *testing.T, e *engine.Engine) (engine.SessionView, engine
 	return v, prep
 }
 
+// TestRecordExchangeIsOneTransaction: a relayed call's usage reports and
+// its reply are recorded in one transaction, both or neither; a reply
+// whose session's log grew meanwhile (its own retry, or a request that
+// carried it) is not appended, its reports are.
 func TestRecordExchangeIsOneTransaction(t *testing.T) {
 	models, encodings := testModels(t)
 	backendStores(t, func(t *testing.T, st store.Store) {
@@ -159,6 +159,37 @@ func TestRecordExchangeKeepsTheBillOfARefusedReply(t *testing.T) {
 		in.Reports = nil
 		if _, err := e.RecordExchange(ctx, tenant, v.ID, in); err == nil {
 			t.Fatal("a refused reply alone was not refused")
+		}
+	})
+}
+
+// TestRecordExchangeSkipsAReplayedReport: a usage report whose idempotency
+// key was recorded before is not recorded again — the exchange answers a
+// warning, the ledger keeps one call. Before, the replayed report (which
+// has nothing to record) was kept, and its recording after the commit
+// called a nil function: a panic.
+func TestRecordExchangeSkipsAReplayedReport(t *testing.T) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
+		ctx := t.Context()
+		v, prep := onePreparedTurn(t, e)
+		rep := engine.ReportInput{InputTokens: prep.Status.Usage.Used, OutputTokens: 5, ViewToken: prep.ViewToken, IdempotencyKey: "call-1"}
+		if _, err := e.ReportUsage(ctx, tenant, v.ID, rep); err != nil {
+			t.Fatal(err)
+		}
+		out, err := e.RecordExchange(ctx, tenant, v.ID, engine.ExchangeInput{Reports: []engine.ReportInput{rep},
+			LogCount: prep.Status.LogCount, Created: prep.Status.Created, Model: prep.Status.Usage.Model})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Warnings) == 0 {
+			t.Error("a replayed report was taken without a warning")
+		}
+		s, err := e.GetSession(ctx, tenant, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Ledger.Calls.Calls != 1 {
+			t.Errorf("the ledger holds %d calls, want 1", s.Ledger.Calls.Calls)
 		}
 	})
 }

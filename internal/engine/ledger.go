@@ -61,7 +61,8 @@ const maxCallCostNanoUSD = 1e15
 // proto's validation says the same; this holds for in-process callers).
 const maxReportedTokens = 100_000_000
 
-// checkReported refuses token figures no provider reports for one call.
+// checkReported refuses token figures no provider reports for one call,
+// and a call with no input at all.
 func checkReported(in ReportInput) error {
 	for _, f := range []struct {
 		name string
@@ -71,6 +72,9 @@ func checkReported(in ReportInput) error {
 		if f.n < 0 || f.n > maxReportedTokens {
 			return chat.Invalid(f.name, "must be between 0 and %d for one call", maxReportedTokens)
 		}
+	}
+	if in.InputTokens+in.CacheReadTokens+in.CacheCreationTokens <= 0 {
+		return chat.Invalid("input_tokens", "the provider's input tokens (with cache reads and writes) must be positive")
 	}
 	return nil
 }

@@ -36,6 +36,10 @@ func (e *Engine) checkAnswerSize(after *store.Session, view []chat.Message, sinc
 	if since != nil && since.continues(after) {
 		send, delta = view[min(int(since.last), len(view)):], " after the view of view_token"
 	}
+	tooBig := func() error {
+		return fmt.Errorf("the %d messages%s PrepareContext would return are more than %s (%d bytes) allows in one response; nothing was changed: send the view_token of the view you hold to receive only what changed, compact, or raise %s and your client's receive limit together: %w",
+			len(send), delta, limitResponseBytes, limit, limitResponseBytes, ErrResourceExhausted)
+	}
 	n, from := prepareOverhead, 0
 	if len(send) == len(view) {
 		// The view's cached prefix is sized once (viewEntry.answer).
@@ -43,13 +47,11 @@ func (e *Engine) checkAnswerSize(after *store.Session, view []chat.Message, sinc
 		n, from = n+sized, k
 	}
 	if n > limit {
-		return fmt.Errorf("the %d messages%s PrepareContext would return are more than %s (%d bytes) allows in one response; nothing was changed: send the view_token of the view you hold to receive only what changed, compact, or raise %s and your client's receive limit together: %w",
-			len(send), delta, limitResponseBytes, limit, limitResponseBytes, ErrResourceExhausted)
+		return tooBig()
 	}
 	for i := from; i < len(send); i++ {
 		if n += messageBytes(&send[i]); n > limit {
-			return fmt.Errorf("the %d messages%s PrepareContext would return are more than %s (%d bytes) allows in one response; nothing was changed: send the view_token of the view you hold to receive only what changed, compact, or raise %s and your client's receive limit together: %w",
-				len(send), delta, limitResponseBytes, limit, limitResponseBytes, ErrResourceExhausted)
+			return tooBig()
 		}
 	}
 	return nil

@@ -119,10 +119,6 @@ func (e *Engine) ReportUsage(ctx context.Context, tenant, id string, in ReportIn
 	if err := checkReported(in); err != nil {
 		return Usage{}, err
 	}
-	provider := in.InputTokens + in.CacheReadTokens + in.CacheCreationTokens
-	if provider <= 0 {
-		return Usage{}, chat.Invalid("input_tokens", "the provider's input tokens (with cache reads and writes) must be positive")
-	}
 	var final store.Session
 	var out reported
 	sent := false // announced with the commit

@@ -53,8 +53,6 @@ type commitQueue struct {
 	// groups and calls count transactions committed (or tried) and the
 	// functions they ran, for BenchmarkGroupCommit and the tests.
 	groups, calls int64
-	// relaxed counts the transactions begun with synchronous=NORMAL.
-	relaxed int64
 }
 
 // take removes and returns up to maxGroup queued calls.
@@ -335,8 +333,5 @@ func (s *Store) begin(ctx context.Context, resendable bool) (*sql.Tx, func(), er
 		end()
 		return nil, nil, err
 	}
-	s.queue.mu.Lock()
-	s.queue.relaxed++
-	s.queue.mu.Unlock()
 	return tx, end, nil
 }
