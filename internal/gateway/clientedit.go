@@ -45,34 +45,39 @@ func (g *Gateway) minEditBytes(model string) int64 {
 }
 
 // recordEdits records the client's versions of the stored messages of
-// res's session, and moves res to the version that leaves. A session
-// this request made, or a repeat answered from the session, has none. Only
-// a version conflict or a session gone (prepare matches again) or the
-// client gone fails the request; other failures are logged.
+// res's session (recordClient).
 func (g *Gateway) recordEdits(ctx context.Context, tenant string, c *conversation, res *resolved) (*store.Compaction, error) {
-	if res.made || res.repeat > 0 || len(c.chains) != len(c.msgs) {
-		return nil, nil
-	}
-	out, err := g.cfg.Engine.RecordClientEdits(ctx, tenant, res.id, engine.ClientEditInput{
+	return g.recordClient(ctx, tenant, c, res, engine.ClientEditInput{
 		Client:   func(stored *chat.Message) (chat.Message, bool) { return clientVersion(stored, c) },
 		Max:      maxClientEdits,
 		MinBytes: g.minEditBytes(c.model),
-		Expected: res.version,
-		Created:  res.created,
-	})
+	}, "gateway client edits not recorded")
+}
+
+// recordClient records in (engine.RecordClientEdits) in res's session at
+// the version its match read, and moves res to the version that leaves. A
+// session this request made, or a repeat answered from the session, has
+// nothing to record. Only a version conflict or a session gone (prepare
+// matches again) or the client gone fails the request; other failures
+// are logged (notRecorded) and the request goes on: recording is not what
+// the client asked for, its messages go upstream as sent, and a later
+// request records them (they are found again).
+func (g *Gateway) recordClient(ctx context.Context, tenant string, c *conversation, res *resolved, in engine.ClientEditInput, notRecorded string) (*store.Compaction, error) {
+	if res.made || res.repeat > 0 || len(c.chains) != len(c.msgs) {
+		return nil, nil
+	}
+	in.Expected, in.Created = res.version, res.created
+	out, err := g.cfg.Engine.RecordClientEdits(ctx, tenant, res.id, in)
 	switch {
 	case err != nil && (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound) || ctx.Err() != nil):
 		return nil, err // matched again (prepare's loop), or the client went away
 	case err != nil:
-		// Recording is not what the client asked for: the request goes
-		// on, its messages upstream as sent, and a later request records
-		// them (they are found again).
-		g.log.WarnContext(ctx, "gateway client edits not recorded", "session", res.id, "error", err.Error())
+		g.log.WarnContext(ctx, notRecorded, "session", res.id, "error", err.Error())
 		return nil, nil
 	}
 	res.version = out.Version
 	if out.Edited > 0 {
-		res.row = nil // the row the match read is behind the edits: PrepareContext reads its own
+		res.row = nil // the row the match read is behind the record: PrepareContext reads its own
 	}
 	return out.Compaction, nil
 }

@@ -17,21 +17,23 @@ import (
 //
 // The contract:
 //   - parse reads a request body's conversation and changes nothing in
-//     fields. Bad input is a *chat.InvalidError naming the field (the
+//     the body. Bad input is a *chat.InvalidError naming the field (the
 //     client gets 400), never a panic. What the shape carries that the
 //     domain does not (images' data, thinking blocks, reasoning items,
 //     unknown fields) rides in the messages' metadata (raw.go), and the
-//     client's own JSON of each message in c.raws, so build can send it
-//     back byte for byte. A request whose conversation the provider holds
+//     client's own JSON of each message in the conversation (c.raws for
+//     Chat Completions, c.runs for Responses, c.blocks for Anthropic), so
+//     build can send it back byte for byte. A request whose conversation the provider holds
 //     (Responses' previous_response_id) sets c.passthrough: it is
 //     forwarded unchanged and not managed.
-//   - build writes view (the prepared view, or the view and the expand
-//     loop's turns) into fields, replacing the conversation's field alone:
+//   - build splices view (the prepared view, or the view and the expand
+//     loop's turns) into the request body in place of the conversation's
+//     member alone (requestBody.splice; encode writes the body once):
 //     every other field goes upstream as the client sent it (a door may
 //     ask for what it needs to record, as Chat Completions asks for the
 //     stream's usage chunk, and its stream drops it again). A message the
 //     client sent in this request that was not compacted goes as the
-//     client sent it. build may be called again on the same fields.
+//     client sent it. build may be called again on the same body.
 //   - answer reads a non-streamed answer and never fails: a usage the
 //     provider did not report has ok false, a reply it cannot read is
 //     nil. stream returns a new streamer for one streamed answer.

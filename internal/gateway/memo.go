@@ -245,13 +245,7 @@ func cloneMessages(msgs []chat.Message) []chat.Message {
 // add appends e's messages, with their digests, identities and details,
 // to c.
 func (c *conversation) add(e memoEntry) {
-	if len(e.digests) == len(e.msgs) {
-		c.digests = append(c.digests, e.digests...)
-	} else {
-		for i := range e.msgs {
-			c.digests = append(c.digests, storedDigest(&e.msgs[i]))
-		}
-	}
+	c.digests = append(c.digests, e.digests...) // every entry carries them (entryOf, take)
 	c.msgs = append(c.msgs, e.msgs...)
 	c.ids = append(c.ids, e.ids...)
 	c.details = append(c.details, e.details...)

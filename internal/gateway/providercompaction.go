@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"maps"
 	"strconv"
 	"strings"
@@ -75,18 +74,15 @@ func compactionCarried(it carriedItem, anthropic bool) (chat.CarriedText, bool) 
 // all (the client rewound past the block, or keeps its message without
 // it), is read by the provider again: recorded back, counted and no longer
 // pinned by the drop. Like recordEdits, only a version conflict, a session
-// gone or the client gone fails the request. Work: one Client call per
-// view message (the view recordEdits read, cached).
+// gone or the client gone fails the request (recordClient). Work: one
+// Client call per view message (the view recordEdits read, cached).
 func (g *Gateway) recordProviderDrop(ctx context.Context, tenant string, c *conversation, res *resolved) (*store.Compaction, error) {
-	if res.made || res.repeat > 0 || len(c.chains) != len(c.msgs) {
-		return nil, nil
-	}
 	from := chat.ProviderReadsFrom(c.msgs)
 	reason := "the provider compacted the conversation after this message: it no longer reads it"
 	if from == 0 {
 		reason = "the client's history holds no provider compaction after this message: the provider reads it again"
 	}
-	out, err := g.cfg.Engine.RecordClientEdits(ctx, tenant, res.id, engine.ClientEditInput{
+	return g.recordClient(ctx, tenant, c, res, engine.ClientEditInput{
 		Client: func(stored *chat.Message) (chat.Message, bool) {
 			if from == 0 && !stored.ProviderDropped() {
 				return chat.Message{}, false // the usual case: a map lookup
@@ -108,23 +104,9 @@ func (g *Gateway) recordProviderDrop(ctx context.Context, tenant string, c *conv
 			pinCompaction(&m)
 			return m, true
 		},
-		Expected: res.version,
-		Created:  res.created,
-		Tier:     engine.ProviderCompactionTier,
-		Reason:   reason,
-	})
-	switch {
-	case err != nil && (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound) || ctx.Err() != nil):
-		return nil, err
-	case err != nil:
-		g.log.WarnContext(ctx, "gateway provider compaction not recorded", "session", res.id, "error", err.Error())
-		return nil, nil
-	}
-	res.version = out.Version
-	if out.Edited > 0 {
-		res.row = nil // the row the match read is behind the record: PrepareContext reads its own
-	}
-	return out.Compaction, nil
+		Tier:   engine.ProviderCompactionTier,
+		Reason: reason,
+	}, "gateway provider compaction not recorded")
 }
 
 // dropFresh marks the messages about to be appended that are before the
