@@ -65,23 +65,7 @@ func (x *extractor) output(out string, isErr bool, base Event) {
 			x.open = rest
 		}
 	}
-	for _, m := range pytestRe.FindAllStringSubmatch(out, -1) {
-		name, verdict := m[1], m[2]
-		if name == "" {
-			name, verdict = m[4], m[3]
-		}
-		x.test(name, verdict == "PASSED" || verdict == "XFAIL", base)
-	}
-	for _, m := range unittestRe.FindAllStringSubmatch(out, -1) {
-		if m[1] != "" {
-			x.test(m[1]+" ("+m[2]+")", m[3] == "ok" || m[3] == "expected failure" || m[3] == "skipped", base)
-		} else {
-			x.test(m[5]+" ("+m[6]+")", false, base)
-		}
-	}
-	for _, m := range goTestRe.FindAllStringSubmatch(out, -1) {
-		x.test(m[2], m[1] == "PASS", base)
-	}
+	eachTest(out, func(_, name string, pass bool) { x.test(name, pass, base) })
 	for _, l := range errorLines(out, isErr, -1) {
 		e := base
 		e.Kind, e.Text, e.Cut = Error, l.text, l.cut
@@ -186,16 +170,31 @@ func TestLines(out string, max int) []string {
 		seen[line] = true
 		*list = append(*list, line)
 	}
-	for _, m := range pytestRe.FindAllStringSubmatch(out, -1) {
-		verdict := m[2] + m[3]
-		add(m[0], verdict == "PASSED" || verdict == "XFAIL" || verdict == "XPASS")
-	}
-	for _, m := range unittestRe.FindAllStringSubmatch(out, -1) {
-		add(m[0], m[3] == "ok" || m[3] == "expected failure" || m[3] == "skipped")
-	}
-	for _, m := range goTestRe.FindAllStringSubmatch(out, -1) {
-		add(m[0], m[1] == "PASS")
-	}
+	eachTest(out, func(line, _ string, pass bool) { add(line, pass) })
 	all := append(failed, passed...)
 	return all[:min(len(all), max)]
+}
+
+// eachTest calls f with every line of out that names a test with its
+// result (pytest, unittest, Go): the line, the test's name and whether it
+// passed — one verdict rule for the probes (Extract) and a pruned
+// output's test lines (TestLines).
+func eachTest(out string, f func(line, name string, pass bool)) {
+	for _, m := range pytestRe.FindAllStringSubmatch(out, -1) {
+		name, verdict := m[1], m[2]
+		if name == "" {
+			name, verdict = m[4], m[3]
+		}
+		f(m[0], name, verdict == "PASSED" || verdict == "XFAIL")
+	}
+	for _, m := range unittestRe.FindAllStringSubmatch(out, -1) {
+		if m[1] != "" {
+			f(m[0], m[1]+" ("+m[2]+")", m[3] == "ok" || m[3] == "expected failure" || m[3] == "skipped")
+		} else {
+			f(m[0], m[5]+" ("+m[6]+")", false)
+		}
+	}
+	for _, m := range goTestRe.FindAllStringSubmatch(out, -1) {
+		f(m[0], m[2], m[1] == "PASS")
+	}
 }

@@ -7,7 +7,6 @@ package summarize
 import (
 	"context"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -421,8 +420,6 @@ func dedupe(items []string) []string {
 	}
 	return out
 }
-
-func sortedKeys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
 
 // proseCap is the tokens the extractive summary's sections may take: a
 // quarter of summary_max_tokens. Its lists accumulate across rounds

@@ -515,12 +515,6 @@ func expandSentence(in compaction.SummaryInput) string {
 	return strings.TrimSuffix(strings.TrimSuffix(s, "\n"), " to read them.]")
 }
 
-// WithTrail returns summary with its trail (Trail) in place of any trail
-// section it carried (an LLM may echo the previous one).
-func WithTrail(summary string, in compaction.SummaryInput) string {
-	return withTrail(summary, trailOf(in))
-}
-
 // TrailSize is the tokens the trail of a summary of in takes (the
 // planner's compaction.Request.TrailSize).
 func TrailSize(in compaction.SummaryInput) int { return countOrEstimate(in)(trailOf(in)) }
