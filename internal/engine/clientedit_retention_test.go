@@ -27,8 +27,7 @@ func TestRetentionSweepsSupersededClientEdits(t *testing.T) {
 	backendStores(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		e := engine.New(encodings, models, st)
-		off := false
-		v := agentSession(t, e, compaction.Overrides{AutoCompact: &off}, 4)
+		v := agentSession(t, e, compaction.Overrides{AutoCompact: ptr(false)}, 4)
 		version := 0
 		client := func(stored *chat.Message) (chat.Message, bool) {
 			orig := stored.ID

@@ -28,12 +28,9 @@ func resultText(m *chat.Message) string {
 // nothing, a summary later covers the edited messages, and reverting the
 // edits restores the view and its count exactly.
 func TestClientEditsAreCompactionsByTheClient(t *testing.T) {
-	models, encodings := testModels(t)
-	backendStores(t, func(t *testing.T, st store.Store) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
 		ctx := t.Context()
-		e := engine.New(encodings, models, st)
-		off := false
-		v := agentSession(t, e, compaction.Overrides{AutoCompact: &off}, 4)
+		v := agentSession(t, e, compaction.Overrides{AutoCompact: ptr(false)}, 4)
 		start, err := e.GetSession(ctx, tenant, v.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -184,12 +181,9 @@ func sumOf(msgs []chat.Message) int64 {
 // MinBytes in all are not recorded (nothing written) until the client's
 // changes add up; past Max, those that change the most go first.
 func TestSmallClientEditsWaitForMore(t *testing.T) {
-	models, encodings := testModels(t)
-	backendStores(t, func(t *testing.T, st store.Store) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
 		ctx := t.Context()
-		e := engine.New(encodings, models, st)
-		off := false
-		v := agentSession(t, e, compaction.Overrides{AutoCompact: &off}, 4)
+		v := agentSession(t, e, compaction.Overrides{AutoCompact: ptr(false)}, 4)
 		grow := map[string]int{} // log id of a result → bytes the client adds to it
 		client := func(stored *chat.Message) (chat.Message, bool) {
 			orig := stored.ID

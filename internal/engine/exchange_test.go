@@ -99,10 +99,8 @@ func TestRecordExchangeIsOneTransaction(t *testing.T) {
 // whole exchange failed and the reply was not stored, where the gateway's
 // separate ReportUsage and AppendMessages had stored it.
 func TestRecordExchangeLeavesOutUnrecordableReports(t *testing.T) {
-	models, encodings := testModels(t)
-	backendStores(t, func(t *testing.T, st store.Store) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
 		ctx := t.Context()
-		e := engine.New(encodings, models, st)
 		v, prep := onePreparedTurn(t, e)
 		in := engine.ExchangeInput{
 			Reports: []engine.ReportInput{{InputTokens: 0, OutputTokens: 5, ViewToken: prep.ViewToken},
@@ -132,10 +130,8 @@ func TestRecordExchangeLeavesOutUnrecordableReports(t *testing.T) {
 // is recorded all the same — the provider billed it. Before, the refusal
 // failed the whole exchange and the ledger lost every call of it.
 func TestRecordExchangeKeepsTheBillOfARefusedReply(t *testing.T) {
-	models, encodings := testModels(t)
-	backendStores(t, func(t *testing.T, st store.Store) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
 		ctx := t.Context()
-		e := engine.New(encodings, models, st)
 		v, prep := onePreparedTurn(t, e)
 		in := engine.ExchangeInput{
 			Reports:  []engine.ReportInput{{InputTokens: prep.Status.Usage.Used, OutputTokens: 2, ViewToken: prep.ViewToken}},

@@ -6,7 +6,6 @@ import (
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
-	"github.com/contextd/contextd/internal/store"
 )
 
 // TestProviderCompactionRecord: the messages a provider's compaction
@@ -18,12 +17,9 @@ import (
 // originals. Before, a version took its original's pin only, and the
 // record was always a client_edit.
 func TestProviderCompactionRecord(t *testing.T) {
-	models, encodings := testModels(t)
-	backendStores(t, func(t *testing.T, st store.Store) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
 		ctx := t.Context()
-		e := engine.New(encodings, models, st)
-		off := false
-		v := agentSession(t, e, compaction.Overrides{AutoCompact: &off}, 4)
+		v := agentSession(t, e, compaction.Overrides{AutoCompact: ptr(false)}, 4)
 		start, err := e.GetSession(ctx, tenant, v.ID)
 		if err != nil {
 			t.Fatal(err)
