@@ -10,33 +10,52 @@ import (
 	"github.com/contextd/contextd/internal/summarize"
 )
 
+// quarterText counts a text as a quarter of its bytes, plus one.
+func quarterText(s string) int { return len(s)/4 + 1 }
+
+// quarterCount counts a message by quarterText, with 4 tokens of framing.
+func quarterCount(m *chat.Message) int64 {
+	n := 4
+	for _, p := range m.Parts {
+		switch p.Type {
+		case chat.PartText:
+			n += quarterText(p.Text)
+		case chat.PartToolCall:
+			n += quarterText(p.ToolCall.Name + p.ToolCall.Arguments)
+		case chat.PartToolResult:
+			n += quarterText(p.ToolResult.Content)
+		}
+	}
+	return int64(n)
+}
+
+// extractiveRequest is a compaction of msgs at window w with every tier,
+// the extractive summary and its real trail (TrailSize), counted by
+// quarterCount.
+func extractiveRequest(t *testing.T, msgs []chat.Message, w int64) compaction.Request {
+	p := compaction.Defaults(w)
+	ids := 0
+	return compaction.Request{View: msgs, OriginalTaskID: "msg_1", Fixed: 100, Window: w, Policy: p, Target: p.Target, Round: 1,
+		Tiers: []compaction.Tier{compaction.TierPrune, compaction.TierSummarize, compaction.TierDropMiddle},
+		Count: quarterCount, CountText: quarterText, TrailSize: summarize.TrailSize,
+		Summarize: func(in compaction.SummaryInput) (string, error) {
+			return summarize.Extractive{}.Summarize(t.Context(), in)
+		},
+		NewID: func(k chat.Kind) string { ids++; return fmt.Sprintf("%s_%d", k, ids) }}
+}
+
 // TestSummaryStaysWithinTarget: with the extractive summary and its real
 // trail (Request.TrailSize), a compaction that summarizes leaves the view
 // within the target, whatever the session's length: the cut leaves room
 // for the trail of the head it actually summarizes. A shorter head's trail
 // may not fold where a longer one's did, and so needs more.
 func TestSummaryStaysWithinTarget(t *testing.T) {
-	countText := func(s string) int { return len(s)/4 + 1 }
-	count := func(m *chat.Message) int64 {
-		n := 4
-		for _, p := range m.Parts {
-			switch p.Type {
-			case chat.PartText:
-				n += countText(p.Text)
-			case chat.PartToolCall:
-				n += countText(p.ToolCall.Name + p.ToolCall.Arguments)
-			case chat.PartToolResult:
-				n += countText(p.ToolResult.Content)
-			}
-		}
-		return int64(n)
-	}
 	for _, w := range []int64{8000, 16000, 32000, 128000} {
 		for _, steps := range []int{10, 25, 40, 60, 200} {
 			var msgs []chat.Message
 			add := func(m chat.Message) {
 				m.ID, m.Kind = fmt.Sprintf("msg_%d", len(msgs)+1), chat.KindNormal
-				m.Tokens = count(&m)
+				m.Tokens = quarterCount(&m)
 				msgs = append(msgs, m)
 			}
 			add(chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the bug in the parser."}}})
@@ -50,14 +69,7 @@ func TestSummaryStaysWithinTarget(t *testing.T) {
 					ToolCallID: fmt.Sprintf("c%d", i), Content: out}}}})
 			}
 			p := compaction.Defaults(w)
-			ids := 0
-			req := compaction.Request{View: msgs, OriginalTaskID: "msg_1", Fixed: 100, Window: w, Policy: p, Target: p.Target, Round: 1,
-				Tiers: []compaction.Tier{compaction.TierPrune, compaction.TierSummarize, compaction.TierDropMiddle},
-				Count: count, CountText: countText, TrailSize: summarize.TrailSize,
-				Summarize: func(in compaction.SummaryInput) (string, error) {
-					return summarize.Extractive{}.Summarize(t.Context(), in)
-				},
-				NewID: func(k chat.Kind) string { ids++; return fmt.Sprintf("%s_%d", k, ids) }}
+			req := extractiveRequest(t, msgs, w)
 			plan, err := compaction.PlanCompaction(req)
 			if err != nil {
 				t.Fatalf("window %d, %d steps: %v", w, steps, err)
@@ -84,25 +96,10 @@ func TestTrailFitsWhatIsLeft(t *testing.T) {
 }
 
 func trailFitsWhatIsLeft(t *testing.T, planSteps int) {
-	countText := func(s string) int { return len(s)/4 + 1 }
-	count := func(m *chat.Message) int64 {
-		n := 4
-		for _, p := range m.Parts {
-			switch p.Type {
-			case chat.PartText:
-				n += countText(p.Text)
-			case chat.PartToolCall:
-				n += countText(p.ToolCall.Name + p.ToolCall.Arguments)
-			case chat.PartToolResult:
-				n += countText(p.ToolResult.Content)
-			}
-		}
-		return int64(n)
-	}
 	var msgs []chat.Message
 	add := func(m chat.Message) {
 		m.ID, m.Kind = fmt.Sprintf("msg_%d", len(msgs)+1), chat.KindNormal
-		m.Tokens = count(&m)
+		m.Tokens = quarterCount(&m)
 		msgs = append(msgs, m)
 	}
 	add(chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the parser. " + strings.Repeat("The grammar reads each clause. ", 240)}}})
@@ -115,15 +112,7 @@ func trailFitsWhatIsLeft(t *testing.T, planSteps int) {
 	}
 	add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "My plan: " + strings.Repeat("rewrite the clause reader step by step. ", planSteps)}}})
 	const w = 8192
-	p := compaction.Defaults(w)
-	ids := 0
-	req := compaction.Request{View: msgs, OriginalTaskID: "msg_1", Fixed: 100, Window: w, Policy: p, Target: p.Target, Round: 1,
-		Tiers: []compaction.Tier{compaction.TierPrune, compaction.TierSummarize, compaction.TierDropMiddle},
-		Count: count, CountText: countText, TrailSize: summarize.TrailSize,
-		Summarize: func(in compaction.SummaryInput) (string, error) {
-			return summarize.Extractive{}.Summarize(t.Context(), in)
-		},
-		NewID: func(k chat.Kind) string { ids++; return fmt.Sprintf("%s_%d", k, ids) }}
+	req := extractiveRequest(t, msgs, w)
 	plan, err := compaction.PlanCompaction(req)
 	if err != nil {
 		t.Fatalf("window %d: %v", w, err)
