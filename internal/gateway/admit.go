@@ -30,7 +30,7 @@ func (x *exchange) admit() bool {
 		x.g.writeDomainError(x.r.Context(), x.w, x.shape, err)
 		return false
 	}
-	x.tenant, x.rb, x.fields, x.c = tenant, rb, rb.fields, c
+	x.tenant, x.rb, x.c = tenant, rb, c
 	return true
 }
 

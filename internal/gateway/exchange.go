@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -40,7 +39,6 @@ type exchange struct {
 	// door parsed it.
 	tenant string
 	rb     *requestBody
-	fields map[string]json.RawMessage // rb's members
 	c      *conversation
 
 	// identify: what the client says of the conversation's identity.

@@ -157,7 +157,7 @@ func (l *expandLoop) answer(held *round, err error) answer {
 func (l *expandLoop) alone() ([]byte, error) {
 	x := l.x
 	l.viewOnly, l.toolOn, l.extra, l.used = true, false, nil, 0
-	x.client.restore(x.fields)
+	x.client.restore(x.rb.fields)
 	if err := x.d.build(x.rb, x.c, x.prep.Messages, x.prep.Cache); err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func (l *expandLoop) next(ctx context.Context, rd round) ([]byte, error) {
 	l.extra = append(append(l.extra[:len(l.extra):len(l.extra)], rd.reply...), results...)
 	if stop && l.toolOn {
 		l.toolOn = false
-		if err := withoutExpandTool(l.x.d, l.x.fields); err != nil {
+		if err := withoutExpandTool(l.x.d, l.x.rb.fields); err != nil {
 			return nil, err
 		}
 	}

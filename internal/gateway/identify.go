@@ -38,7 +38,7 @@ func (x *exchange) identify() bool {
 	if x.c.passthrough != "" {
 		return true
 	}
-	sig, err := signalOf(x.tenant, x.d.name(), x.r, x.fields)
+	sig, err := signalOf(x.tenant, x.d.name(), x.r, x.rb.fields)
 	if err != nil {
 		writeError(x.w, x.shape, http.StatusBadRequest, errInvalid, err.Error())
 		return false

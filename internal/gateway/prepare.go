@@ -48,14 +48,14 @@ func (x *exchange) prepare() bool {
 	g.digests.extend(x.tenant, res.id, res.created, storedTail(prep.Messages, res.fresh))
 	prep.Messages = asSent(prep.Messages, c)
 	x.res, x.prep, x.key = res, prep, key
-	x.client = toolsOf(x.fields)
+	x.client = toolsOf(x.rb.fields)
 	x.expanding = len(prep.Tools) > 0
-	x.toolOn = x.expanding && !manyChoices(x.fields)
+	x.toolOn = x.expanding && !manyChoices(x.rb.fields)
 	if x.expanding && !x.toolOn {
 		w.Header().Add(HeaderWarning, "n > 1: the expand tool is not offered (one answer is expanded at a time)")
 	}
 	if x.toolOn {
-		if err := withExtraTools(x.d, x.fields, prep.Tools); err != nil {
+		if err := withExtraTools(x.d, x.rb.fields, prep.Tools); err != nil {
 			g.writeDomainError(ctx, w, x.shape, err)
 			return false
 		}
