@@ -78,6 +78,9 @@ type resolved struct {
 	from  string
 	named bool
 	fresh []chat.Message
+	// restart: the request is the client's compaction of the session's
+	// history (clientcompaction.go), all of it fresh.
+	restart bool
 	// row is the session's row as the match read it (or as following the
 	// request left it), which PrepareContext starts from
 	// (engine.PrepareInput.Read); nil for a session this request made.
@@ -355,6 +358,9 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 		}
 		if m == nil {
 			return g.make(ctx, tenant, sig.id, d, c, sig, historyNew)
+		}
+		if res, ok, err := g.compacted(ctx, tenant, sig.id, c, sig, m); err != nil || ok {
+			return res, err
 		}
 		shared, left = max(shared, int64(m.k)), true
 	}

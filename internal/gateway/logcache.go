@@ -146,6 +146,9 @@ func (lc *logCache) update(ent *logEntry, size int64, chain string) {
 
 // add appends a client message of the log to ent (under ent.mu).
 func (ent *logEntry) add(m *chat.Message) {
+	if restarts(m) { // the client compacted its history (clientcompaction.go)
+		ent.digests, ent.details, ent.replies = nil, nil, nil
+	}
 	ent.digests = append(ent.digests, identityOf(m))
 	ent.details = append(ent.details, detailOf(m))
 	ent.replies = append(ent.replies, m.Metadata[metaReply] != "")

@@ -113,6 +113,15 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		key := requestKey(res.id, c.digests)
 		pin(res.fresh, c.pins)
 		dropFresh(res.fresh, c) // providercompaction.go
+		// A client's compaction of its history (clientcompaction.go).
+		compacted, err := g.recordCompaction(ctx, tenant, &res)
+		edits.add(res.id, compacted)
+		if err != nil {
+			if (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound)) && retry.again(ctx) {
+				continue
+			}
+			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
+		}
 		if err := g.replayLong(ctx, tenant, c, &res, key); err != nil {
 			if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 				continue

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/watch"
+)
+
+// A client compaction is a compaction by the client of its whole history:
+// Codex CLI's auto-compaction, a Responses input after
+// /v1/responses/compact, Claude Code's /compact. The client's next request
+// is a new, short history (what it kept, its summary or the provider's
+// compaction item, the next prompt) that no longer extends the session's
+// log. The gateway recognizes it (gateway/clientcompaction.go) and records
+// it in the same session: RecordClientCompaction covers the whole active
+// view (every message the client no longer sends as the session holds it;
+// the log keeps the originals, byte for byte, expandable), recorded as a
+// compaction of tier "client_compaction" (RevertCompaction restores the
+// view before it, keeping what was appended since), and the caller then
+// appends the client's new history, which is what the view holds and what
+// the used percentage counts.
+
+// ClientCompactionTier names the record of a client's compaction of its
+// history.
+const ClientCompactionTier = "client_compaction"
+
+// ClientCompactionInput is a RecordClientCompaction request.
+type ClientCompactionInput struct {
+	// Expected and Created: the session as the caller matched it (its
+	// version and incarnation); the compaction is recorded only on that
+	// version (ErrVersionConflict otherwise).
+	Expected int64
+	Created  time.Time
+	// Reason names the record's items (default: the client compacted its
+	// history and no longer sends this message).
+	Reason string
+}
+
+// RecordClientCompaction empties the active view of session id at version
+// expected, recorded as one compaction of tier ClientCompactionTier whose
+// items name each message it covers (a client edit's original; a summary
+// or placeholder of contextd's by itself). An empty view records nothing
+// (Edited 0, the version unchanged). Work: the view (from the view cache
+// when it holds that version), one transaction that writes the empty
+// view, the record (one item per view message) and the session row;
+// nothing is counted or copied. A session that moved since expected is
+// ErrVersionConflict, so two replicas never record one compaction twice.
+func (e *Engine) RecordClientCompaction(ctx context.Context, tenant, id string, in ClientCompactionInput) (ClientEditResult, error) {
+	expected := in.Expected
+	view, err := e.viewAt(ctx, tenant, id, expected, in.Created)
+	if err != nil {
+		return ClientEditResult{}, err
+	}
+	if len(view) == 0 {
+		return ClientEditResult{Version: expected}, nil
+	}
+	s, err := e.readSession(ctx, tenant, id)
+	if err != nil {
+		return ClientEditResult{}, err
+	}
+	if err := checkVersion(id, s.Version, &expected); err != nil {
+		return ClientEditResult{}, err
+	}
+	round := s.CompactionRound + 1
+	now := e.timestamp()
+	reason := cmp.Or(in.Reason, "the client compacted its history and no longer sends this message")
+	rec := &store.Compaction{ID: fmt.Sprintf("cmp_%d", round), Round: round, Tiers: []string{ClientCompactionTier},
+		CreatedAt: now, ExpiresAt: now.Add(e.revertWindow), ViewBefore: idsOf(view), ViewAfter: []string{},
+		TokensBefore: sumTokens(view)}
+	for i := range view {
+		m := &view[i]
+		orig := m.ID
+		if o := m.Metadata[EditOfMetadata]; o != "" {
+			orig = o // a client edit stands for the log's original
+		}
+		rec.Items = append(rec.Items, store.CompactionItem{Tier: ClientCompactionTier, Replaced: []string{orig},
+			Reason: reason, TokensBefore: m.Tokens})
+	}
+	var final store.Session
+	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		s, err := lockForEdit(ctx, tx, tenant, id, &expected)
+		if err != nil {
+			return err
+		}
+		if err := tx.ReplaceView(ctx, tenant, id, nil); err != nil {
+			return err
+		}
+		if err := tx.InsertCompaction(ctx, tenant, id, rec); err != nil {
+			return err
+		}
+		s.Version++
+		s.ViewEpoch++ // the view's messages changed (an anchor described the old ones)
+		s.CompactionRound = round
+		s.ActiveTokens, s.ActiveBytes, s.ActiveCount, s.ViewSeq = 0, 0, 0, 0
+		s.UpdatedAt = now
+		final = s
+		return tx.UpdateSession(ctx, &s)
+	})
+	if err != nil {
+		return ClientEditResult{}, err
+	}
+	e.views.put(&final, nil, nil, 0)
+	e.sweepViews(ctx, tenant, id)
+	e.notify(ctx, tenant, id, final.Version, watch.EventCompacted)
+	return ClientEditResult{Edited: len(view), Version: final.Version, Compaction: rec}, nil
+}

@@ -1,0 +1,210 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// Client compactions (engine/clientcompaction.go): a client that compacts
+// its own history — Codex CLI's auto-compaction (the initial context, the
+// user messages it kept, its summary as a user message), a Responses
+// input after /v1/responses/compact (the kept user messages, the
+// `compaction` item, the next prompt), Claude Code's /compact (a history
+// whose first user message is the summary) — sends a history that no
+// longer extends its session's log. In the session its signal names
+// (sig.id) that request is a client compaction, recorded in the same
+// session, when (clientCompacts)
+//
+//   - it neither extends nor repeats the log, holds no more messages than
+//     the log, and its text is at most 1/compactedShare of the session's
+//     active view (a request much shorter than what the session holds);
+//   - and either it carries a summary the log does not hold (a provider
+//     compaction item, a compaction block, or a user message with a
+//     client's summary preamble, clientSummaryMarkers), or the messages it
+//     keeps from the log (by identity) are in the log's order and leave out
+//     a message of the log before the last of them (not a prefix of it).
+//
+// A rewind or an edit (the log's first messages, then new ones: the
+// client dropped or edited its last message(s) and goes on) is neither,
+// and starts a session of its own as before (historyRewound, Edited,
+// Forked). A request without a signal is looked up by its history only:
+// a compacted history is a new conversation there (historyForked or new).
+//
+// Recorded: the whole active view is covered, in one transaction, as a
+// compaction of tier engine.ClientCompactionTier (the originals stay in
+// the log), and the request's whole history is appended as new, the first
+// message marked metaHistoryRestart: the session's client history (the
+// log cache's identities, logCache.get) restarts there, and the history
+// index's heads are the new history's chains, so the client's next
+// request, which extends the compacted history, extends this session
+// (historyExtended). If the request fails after the record, the record is
+// reverted (unedit). Work: one pass over the log's identities (held by
+// the log cache) and one set of them, only for a signalled request that no
+// longer extends its session; then one RecordClientCompaction.
+
+// historyCompacted: the request is the client's compaction of its
+// history, recorded in the same session (X-Contextd-History).
+const historyCompacted = "compacted"
+
+// metaHistoryRestart marks the first message of a client's compacted
+// history in the log: the session's client history starts again there.
+const metaHistoryRestart = "contextd.gateway.history_restart"
+
+// metaCompactionItem marks a message carrying a provider compaction item
+// or block (carried.go), read or not.
+const metaCompactionItem = "contextd.gateway.compaction_item"
+
+// compactedShare: a client compaction's request is at most 1/2 of the
+// session's active view (its estimated tokens, at 4 bytes a token).
+const compactedShare = 2
+
+// clientSummaryMarkers are the preambles with which clients introduce the
+// summary of their compacted history.
+var clientSummaryMarkers = []string{
+	// Codex CLI (codex-rs core/templates/compact/summary_prefix.md).
+	"Another language model started to solve this problem and produced a summary",
+	// Claude Code's /compact and auto-compact.
+	"This session is being continued from a previous conversation",
+}
+
+// clientCompacts reports whether the request c, which neither extends nor
+// repeats the session's log as m matched them, is the client's compaction
+// of that history (the rule above).
+func clientCompacts(m *logMatch, c *conversation) bool {
+	if m == nil || m.extends || m.repeat || len(c.msgs) == 0 || len(c.msgs) > len(m.log) {
+		return false
+	}
+	if approxTokens(c.msgs)*compactedShare > m.s.ActiveTokens {
+		return false
+	}
+	in := make(map[[32]byte]bool, len(m.log))
+	for _, d := range m.log {
+		in[d] = true
+	}
+	summary := false
+	for i := range c.msgs {
+		if !in[c.ids[i]] && carriesSummary(&c.msgs[i]) {
+			summary = true
+			break
+		}
+	}
+	return summary || skipsLog(m.log, in, c.ids)
+}
+
+// carriesSummary reports whether m carries a compacted history's summary:
+// a provider compaction item or block, or a user message with a client's
+// summary preamble.
+func carriesSummary(m *chat.Message) bool {
+	if m.Metadata[metaCompactionItem] != "" || m.ProviderCompacted() {
+		return true
+	}
+	if m.Role != chat.RoleUser {
+		return false
+	}
+	for _, p := range m.Parts {
+		for _, mark := range clientSummaryMarkers {
+			if p.Type == chat.PartText && strings.Contains(p.Text, mark) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// skipsLog reports whether the messages of ids the log holds (in) are in
+// the log's order and leave out a message of the log before the last of
+// them: the client kept some of its history, not a prefix of it.
+func skipsLog(log [][32]byte, in map[[32]byte]bool, ids [][32]byte) bool {
+	j, kept, skipped := 0, 0, false
+	for _, id := range ids {
+		if !in[id] {
+			continue
+		}
+		from := j
+		for j < len(log) && log[j] != id {
+			j++
+		}
+		if j == len(log) {
+			return false // out of the log's order
+		}
+		skipped = skipped || j > from
+		j++
+		kept++
+	}
+	return kept > 0 && skipped
+}
+
+// approxTokens estimates msgs' tokens at 4 bytes a token: their parts'
+// text, tool calls and results, and what they carry.
+func approxTokens(msgs []chat.Message) int64 {
+	var n, carried int64
+	for i := range msgs {
+		for _, p := range msgs[i].Parts {
+			n += int64(len(p.Text))
+			if p.ToolCall != nil {
+				n += int64(len(p.ToolCall.Name) + len(p.ToolCall.Arguments))
+			}
+			if p.ToolResult != nil {
+				n += int64(len(p.ToolResult.Content))
+			}
+		}
+		for _, t := range msgs[i].Carried() {
+			n += int64(len(t.Text))
+			carried += t.Tokens
+		}
+	}
+	return n/4 + carried
+}
+
+// compacted resolves the request to session id as its client's
+// compaction (ok), when m says it is one (clientCompacts): the request's
+// whole history is new, its first message restarts the client history.
+// The compaction itself is recorded by recordCompaction (prepare).
+func (g *Gateway) compacted(ctx context.Context, tenant, id string, c *conversation, sig signal, m *logMatch) (res resolved, ok bool, err error) {
+	if !clientCompacts(m, c) {
+		return resolved{}, false, nil
+	}
+	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version, named: sig.owns(id), row: &m.s,
+		history: historyCompacted, restart: true}
+	if moved, err := g.follow(ctx, tenant, m.s, c); err != nil {
+		return resolved{}, false, err
+	} else if moved != nil {
+		res.version, res.created, res.row = moved.Version, moved.CreatedAt, moved
+	}
+	res.fresh = c.msgs
+	historyStamp(c, res.fresh, 0)
+	setMeta(&res.fresh[0], metaHistoryRestart, "1")
+	return res, true, nil
+}
+
+// recordCompaction records the client's compaction res resolved (nothing
+// for another request) in res's session at the version its match read,
+// and moves res to the version that leaves. Unlike a client edit it is
+// not optional: the view must not hold the old history when the new one
+// is appended, so every failure fails the request (a version conflict or
+// a session gone matches again, in prepare's loop).
+func (g *Gateway) recordCompaction(ctx context.Context, tenant string, res *resolved) (*store.Compaction, error) {
+	if !res.restart {
+		return nil, nil
+	}
+	out, err := g.cfg.Engine.RecordClientCompaction(ctx, tenant, res.id, engine.ClientCompactionInput{
+		Expected: res.version, Created: res.created})
+	if err != nil {
+		return nil, err
+	}
+	res.version = out.Version
+	if out.Edited > 0 {
+		res.row = nil // the row the match read is behind the record
+	}
+	return out.Compaction, nil
+}
+
+// restarts reports whether a log message starts a client's compacted
+// history (logCache.get).
+func restarts(m *chat.Message) bool {
+	return m.Metadata[metaHistoryRestart] != ""
+}

@@ -1,0 +1,214 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Client compactions (issue 29 items 3 and 5): a client that compacts its
+// own history — a summary and the messages it kept instead of the history
+// — stays in its session (the signal's), recorded there as a compaction of
+// tier client_compaction; a rewind or an edit is still a fork.
+
+// checkClientCompaction checks that session id recorded a client
+// compaction and that its log still holds the original whose text
+// contains original, expandable.
+func checkClientCompaction(t *testing.T, s *server, id, original string) {
+	t.Helper()
+	var cmps struct {
+		Compactions []struct {
+			Tiers []string `json:"tiers"`
+		} `json:"compactions"`
+	}
+	s.rpc("ListCompactions", map[string]any{"sessionId": id}, &cmps)
+	found := false
+	for _, c := range cmps.Compactions {
+		found = found || slices.Contains(c.Tiers, "client_compaction")
+	}
+	if !found {
+		t.Errorf("session %s: compactions %+v, want a client_compaction", id, cmps.Compactions)
+	}
+	var page struct {
+		Messages []editedMessage `json:"messages"`
+	}
+	s.rpc("GetMessages", map[string]any{"sessionId": id, "view": "MESSAGE_VIEW_LOG", "pageSize": 1000}, &page)
+	for _, m := range page.Messages {
+		for _, p := range m.Parts {
+			if p.Text == nil || !strings.Contains(p.Text.Text, original) {
+				continue
+			}
+			var x struct {
+				Message editedMessage `json:"message"`
+			}
+			s.rpc("ExpandMessage", map[string]any{"sessionId": id, "messageId": m.ID}, &x)
+			if len(x.Message.Parts) == 0 || x.Message.Parts[0].Text == nil || !strings.Contains(x.Message.Parts[0].Text.Text, original) {
+				t.Errorf("ExpandMessage(%s): %+v, want the original", m.ID, x.Message)
+			}
+			return
+		}
+	}
+	t.Errorf("session %s: the log no longer holds the original %.40q", id, original)
+}
+
+// historyClient is a Chat Completions client that keeps its history.
+type historyClient struct {
+	t    *testing.T
+	s    *server
+	sig  map[string]string
+	msgs []map[string]any
+}
+
+func (c *historyClient) user(text string) {
+	c.msgs = append(c.msgs, map[string]any{"role": "user", "content": text})
+}
+
+// send posts the history and keeps the reply; it returns the response's
+// session, history and used percentage.
+func (c *historyClient) send() (id, history string, used float64) {
+	c.t.Helper()
+	resp, out := c.s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": c.msgs}, c.sig)
+	if resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	var r struct {
+		Choices []struct {
+			Message map[string]any `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || len(r.Choices) == 0 {
+		c.t.Fatalf("reply %s: %v", out, err)
+	}
+	c.msgs = append(c.msgs, map[string]any{"role": "assistant", "content": r.Choices[0].Message["content"]})
+	used, _ = strconv.ParseFloat(resp.Header.Get("X-Contextd-Used-Percent"), 64)
+	return resp.Header.Get("X-Contextd-Session"), resp.Header.Get("X-Contextd-History"), used
+}
+
+// rounds adds n rounds of multi-KB outputs, each extending session want.
+func (c *historyClient) rounds(from, n int, want string) float64 {
+	c.t.Helper()
+	var used float64
+	for i := from; i < from+n; i++ {
+		c.user(fmt.Sprintf("Round %d, the output:\n%s", i, bigResult(i)))
+		id, history, u := c.send()
+		if id != want || history != "extended" && !(i == 0 && history == "new") {
+			c.t.Fatalf("round %d: history %q in %q, want extended in %q", i, history, id, want)
+		}
+		used = u
+	}
+	return used
+}
+
+// TestClientCompactsItsHistory: a Chat Completions client with a signal
+// replaces its history by what it keeps and a summary, twice: first
+// keeping its task and its latest output (a subset of the log, not a
+// prefix) with a summary of its own words, later by Codex's summary alone.
+// Each time: the same session (history "compacted"), the used percentage
+// drops to what the client sends, the originals stay in the log
+// (expandable), what goes upstream is the client's history, and the next
+// requests extend the session. Without the fix each compaction was a
+// fork: a new session (cx-chat~…) holding a copy.
+func TestClientCompactsItsHistory(t *testing.T) {
+	s := start(t, nil)
+	c := &historyClient{t: t, s: s, sig: map[string]string{"X-Contextd-Session": "cx-chat"}}
+	c.msgs = append(c.msgs, map[string]any{"role": "system", "content": "You are a coding agent."})
+	task := "Fix the failing tests in calc.py."
+	c.user(task)
+	before := c.rounds(0, 6, "cx-chat")
+	kept := c.msgs[len(c.msgs)-2] // the latest output
+	c.msgs = []map[string]any{c.msgs[0], c.msgs[1], kept}
+	c.user("Summary of the work so far: add() and sub() are fixed, mul() is next.")
+	c.user("Go on with mul().")
+	sent := len(c.msgs)
+	id, history, after := c.send()
+	if id != "cx-chat" || history != "compacted" {
+		t.Fatalf("first compaction: history %q in %q, want compacted in cx-chat", history, id)
+	}
+	if after >= before/2 {
+		t.Errorf("used %.1f %% after the compaction, %.1f %% before: want it to drop", after, before)
+	}
+	checkUpstreamCount(t, s, sent)
+	checkClientCompaction(t, s, "cx-chat", bigResult(2))
+	before = c.rounds(6, 5, "cx-chat")
+	// The second compaction: Codex's summary, nothing kept.
+	c.msgs = c.msgs[:1]
+	c.user("Another language model started to solve this problem and produced a summary of its thinking process. Here is the summary: mul() and div() are fixed.")
+	c.user("Now run the whole suite.")
+	id, history, after = c.send()
+	if id != "cx-chat" || history != "compacted" {
+		t.Fatalf("second compaction: history %q in %q, want compacted in cx-chat", history, id)
+	}
+	if after >= before/2 {
+		t.Errorf("used %.1f %% after the second compaction, %.1f %% before: want it to drop", after, before)
+	}
+	c.rounds(11, 2, "cx-chat")
+	checkClientCompaction(t, s, "cx-chat", bigResult(8))
+	s.checkUpstream()
+}
+
+// checkUpstreamCount checks that the latest upstream request held the
+// client's n messages.
+func checkUpstreamCount(t *testing.T, s *server, n int) {
+	t.Helper()
+	reqs := s.fake.Requests()
+	var got struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	_ = json.Unmarshal(reqs[len(reqs)-1].Raw, &got)
+	if len(got.Messages) != n {
+		t.Errorf("upstream: %d messages, the client sent %d", len(got.Messages), n)
+	}
+}
+
+// TestClientRewindIsStillAFork: the other side of the rule. A signalled
+// client that drops its last messages and goes on (a rewind: a prefix of
+// the log and new messages), or edits its last prompt, is much shorter
+// than its session too, but keeps no summary and no subset of the log
+// other than a prefix: a session of its own, as before.
+func TestClientRewindIsStillAFork(t *testing.T) {
+	for _, edit := range []bool{false, true} {
+		t.Run(map[bool]string{false: "rewind", true: "edit"}[edit], func(t *testing.T) {
+			s := start(t, nil)
+			c := &historyClient{t: t, s: s, sig: map[string]string{"X-Contextd-Session": "cx-rewind"}}
+			c.user("Fix the failing tests in calc.py.")
+			c.rounds(0, 6, "cx-rewind")
+			if edit {
+				c.msgs = c.msgs[:3] // the task, its first output, and the reply
+				c.user("Round 1, the output (again):\n" + bigResult(1))
+			} else {
+				c.msgs = c.msgs[:2]
+				c.user("Forget that output: start with sub().")
+			}
+			id, history, _ := c.send()
+			if id == "cx-rewind" || history == "compacted" || history == "extended" {
+				t.Fatalf("history %q in %q: want a fork of cx-rewind", history, id)
+			}
+			s.checkUpstream()
+		})
+	}
+}
+
+// TestUnsignalledCompactionForks: without a signal the conversation is
+// found by its history only, and a compacted history is another one: a
+// new session (docs/gateway.md, Known limits).
+func TestUnsignalledCompactionForks(t *testing.T) {
+	s := start(t, nil)
+	c := &historyClient{t: t, s: s}
+	c.user("Fix the failing tests in calc.py.")
+	c.user("Round 0, the output:\n" + bigResult(0))
+	first, _, _ := c.send()
+	for i := 1; i < 5; i++ {
+		c.user(fmt.Sprintf("Round %d, the output:\n%s", i, bigResult(i)))
+		c.send()
+	}
+	c.msgs = c.msgs[:1]
+	c.user("Another language model started to solve this problem and produced a summary of its thinking process. Here is the summary: add() is fixed.")
+	id, history, _ := c.send()
+	if id == first || history == "compacted" {
+		t.Fatalf("history %q in %q: an unsignalled compaction is a session of its own", history, id)
+	}
+}
