@@ -21,7 +21,10 @@ import (
 //
 //   - it neither extends nor repeats the log, holds no more messages than
 //     the log, and its text is at most 1/compactedShare of the session's
-//     active view (a request much shorter than what the session holds);
+//     active view (a request much shorter than what the session holds), or
+//     the view is empty (a twin of the request recorded the compaction and
+//     has yet to append: the twin's append and this one's are one, by
+//     their idempotency key);
 //   - and either it carries a summary the log does not hold (a provider
 //     compaction item, a compaction block, or a user message with a
 //     client's summary preamble, clientSummaryMarkers), or the messages it
@@ -78,7 +81,9 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 	if m == nil || m.extends || m.repeat || len(c.msgs) == 0 || len(c.msgs) > len(m.log) {
 		return false
 	}
-	if approxTokens(c.msgs)*compactedShare > m.s.ActiveTokens {
+	// An empty view: a client compaction recorded by a twin of this
+	// request (a retry, another replica) whose append is still to come.
+	if m.s.ActiveCount > 0 && approxTokens(c.msgs)*compactedShare > m.s.ActiveTokens {
 		return false
 	}
 	in := make(map[[32]byte]bool, len(m.log))

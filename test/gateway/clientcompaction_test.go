@@ -7,7 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/contextd/contextd/internal/pgtest"
 )
 
 // Client compactions (issue 29 items 3 and 5): a client that compacts its
@@ -211,4 +214,58 @@ func TestUnsignalledCompactionForks(t *testing.T) {
 	if id == first || history == "compacted" {
 		t.Fatalf("history %q in %q: an unsignalled compaction is a session of its own", history, id)
 	}
+}
+
+// TestClientCompactionAcrossReplicas: the compacted request reaches two
+// replicas on one PostgreSQL database at once (a client's retry racing
+// it): both answer in the signal's session, the compaction is recorded
+// once (the version check: the second replica matches again, and finds
+// the view empty or the log restarted), and the compacted history is in
+// the log once.
+func TestClientCompactionAcrossReplicas(t *testing.T) {
+	url := pgtest.URL(t)
+	a := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url})
+	b := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url})
+	c := &historyClient{t: t, s: a, sig: map[string]string{"X-Contextd-Session": "cx-replicas"}}
+	c.user("Fix the failing tests in calc.py.")
+	c.rounds(0, 6, "cx-replicas")
+	logLen := len(a.logOf("cx-replicas"))
+	c.msgs = c.msgs[:1]
+	summary := "Another language model started to solve this problem and produced a summary of its thinking process. Here is the summary: add() is fixed."
+	c.user(summary)
+	body := map[string]any{"model": "gpt-4o", "messages": c.msgs}
+	var wg sync.WaitGroup
+	for _, s := range []*server{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, raw := s.post("/v1/chat/completions", body, c.sig)
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Contextd-Session") != "cx-replicas" {
+				t.Errorf("%d in %q (%s): %s", resp.StatusCode, resp.Header.Get("X-Contextd-Session"), resp.Header.Get("X-Contextd-History"), raw)
+			}
+		}()
+	}
+	wg.Wait()
+	var cmps struct {
+		Compactions []struct {
+			Tiers []string `json:"tiers"`
+		} `json:"compactions"`
+	}
+	a.rpc("ListCompactions", map[string]any{"sessionId": "cx-replicas"}, &cmps)
+	if len(cmps.Compactions) != 1 || !slices.Equal(cmps.Compactions[0].Tiers, []string{"client_compaction"}) {
+		t.Errorf("compactions %+v, want one client compaction", cmps.Compactions)
+	}
+	a.waitLogLen("cx-replicas", logLen+2)
+	log := a.logOf("cx-replicas")
+	n := 0
+	for _, l := range log {
+		if strings.Contains(l, "Here is the summary: add() is fixed.") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the summary is in the log %d times, want once: %q", n, log[logLen:])
+	}
+	a.checkUpstream()
+	b.checkUpstream()
 }
