@@ -20,9 +20,9 @@ import (
 // session, when (clientCompacts)
 //
 //   - it neither extends nor repeats the log, holds no more messages than
-//     the log, and its text is at most 1/compactedShare of the session's
-//     active view (a request much shorter than what the session holds), or
-//     the view is empty (a twin of the request recorded the compaction and
+//     the log, and is much shorter than what the session holds: at most
+//     1/compactedShare of the log's messages, or its text at most
+//     1/compactedShare of the session's active view, or the view is empty (a twin of the request recorded the compaction and
 //     has yet to append: the twin's append and this one's are one, by
 //     their idempotency key);
 //   - and either it carries a summary the log does not hold (a provider
@@ -61,8 +61,9 @@ const metaHistoryRestart = "contextd.gateway.history_restart"
 // or block (carried.go), read or not.
 const metaCompactionItem = "contextd.gateway.compaction_item"
 
-// compactedShare: a client compaction's request is at most 1/2 of the
-// session's active view (its estimated tokens, at 4 bytes a token).
+// compactedShare: a client compaction's request holds at most 1/2 of the
+// log's messages, or at most 1/2 of the session's active view's tokens
+// (its estimate, at 4 bytes a token).
 const compactedShare = 2
 
 // clientSummaryMarkers are the preambles with which clients introduce the
@@ -81,9 +82,12 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 	if m == nil || m.extends || m.repeat || len(c.msgs) == 0 || len(c.msgs) > len(m.log) {
 		return false
 	}
-	// An empty view: a client compaction recorded by a twin of this
-	// request (a retry, another replica) whose append is still to come.
-	if m.s.ActiveCount > 0 && approxTokens(c.msgs)*compactedShare > m.s.ActiveTokens {
+	// Much shorter: half the log's messages or half the view's tokens
+	// (contextd may have compacted the view already, and a client keeps
+	// files it read: Claude Code's /compact). An empty view: a client
+	// compaction recorded by a twin of this request (a retry, another
+	// replica) whose append is still to come.
+	if len(c.msgs)*compactedShare > len(m.log) && m.s.ActiveCount > 0 && approxTokens(c.msgs)*compactedShare > m.s.ActiveTokens {
 		return false
 	}
 	in := make(map[[32]byte]bool, len(m.log))

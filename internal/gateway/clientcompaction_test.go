@@ -10,10 +10,11 @@ import (
 
 // TestClientCompactsRule: both sides of the rule (clientcompaction.go).
 // Of a log of a task and six rounds of outputs and replies, a request
-// that keeps a subset that is not a prefix, or carries a client's summary
-// or a compaction item, is a client compaction; a rewind or an edit (a
-// prefix and new messages), a reordered subset, a request as long as the
-// view, or one that extends the log, is not.
+// much shorter than the session (half its messages, or half its view's
+// tokens) that keeps a subset that is not a prefix, or carries a client's
+// summary or a compaction item, is a client compaction; a rewind or an
+// edit (a prefix and new messages), a reordered subset, a request nearly
+// as long as the log, or one that extends the log, is not.
 func TestClientCompactsRule(t *testing.T) {
 	user := func(text string) chat.Message {
 		return chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
@@ -41,6 +42,7 @@ func TestClientCompactsRule(t *testing.T) {
 		{"kept subset, not a prefix", []chat.Message{log[0], log[5], user("Summary: a, b done."), user("Go on.")}, true},
 		{"Codex's summary, the task kept", []chat.Message{log[0], summary, user("Go on.")}, true},
 		{"Codex's summary alone", []chat.Message{summary}, true},
+		{"a summary and files read again (Claude Code), few messages", []chat.Message{summary, log[12], user("Read: " + big + big + big + big + big)}, true},
 		{"a compaction item", []chat.Message{log[0], item, user("Go on.")}, true},
 		{"a rewind", []chat.Message{log[0], log[1], user("Start over with sub().")}, false},
 		{"an edit of the last prompt", []chat.Message{log[0], log[1], log[2], user("b, again" + big[:200])}, false},

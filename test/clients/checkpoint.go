@@ -18,10 +18,12 @@ import (
 // compactionPrompts are the CLIs' requests for a summary of the history.
 var compactionPrompts = []string{
 	"CONTEXT CHECKPOINT COMPACTION", // Codex CLI (codex-rs core/templates/compact/prompt.md)
+	// Claude Code's /compact.
+	"Your task is to create a detailed summary of the conversation so far",
 }
 
 // checkpointMark is the provider's summary: the last call it answered.
-var checkpointMark = regexp.MustCompile(`CHECKPOINT after (call_r\d+of\d+_\d+)`)
+var checkpointMark = regexp.MustCompile(`CHECKPOINT after ((?:call|toolu)_r\d+of\d+_\d+)`)
 
 // asksCompaction reports whether text (the last user message) is a CLI's
 // request for a summary of its history.

@@ -54,6 +54,31 @@ func TestCodexCompactsItself(t *testing.T) {
 	}
 }
 
+// TestClaudeCodeCompacts is TestClaudeCode with `claude -p /compact
+// --resume ID` between the two turns: Claude Code asks for a summary and
+// starts the second turn from a history whose first user message is that
+// summary ("This session is being continued from a previous
+// conversation…"), under the same X-Claude-Code-Session-Id. The
+// compacted history is recorded in the conversation's session: one
+// session per conversation, as the suite checks.
+func TestClaudeCodeCompacts(t *testing.T) {
+	bin := filepath.Join(clis(t), "node_modules", ".bin", "claude")
+	r := startRig(t, claudeModel, nil)
+	dir, home := newWorkspace(t), t.TempDir()
+	r.conversations(t, dir, func(conv, text, resume string) (string, string) {
+		if resume != "" {
+			answer, _ := r.claudeTurn(conv, bin, dir, home, "/compact", resume)
+			t.Logf("%s: /compact answered %q", conv, tail(answer))
+		}
+		return r.claudeTurn(conv, bin, dir, home, text, resume)
+	})
+	n := r.provider.compactionAsks()
+	t.Logf("Claude Code asked for %d summaries of its history", n)
+	if n < 2 {
+		t.Errorf("Claude Code asked for %d summaries: /compact did not reach the model", n)
+	}
+}
+
 // TestClaudeCodeLargeOutputs is TestClaudeCode with a 128k window, files
 // of 50 KB that imitate contextd's placeholders, summaries and a client's
 // scaffolding tags (read whole: a tool output of 50 KB), and a first
