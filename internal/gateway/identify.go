@@ -71,6 +71,9 @@ type resolved struct {
 	// it is sent without those replies and nothing is stored.
 	repeat  int
 	repeatD [][32]byte // the identities of those replies
+	// tail: the request's own messages sent after them, not stored (a
+	// summary request, summaryrequest.go).
+	tail []chat.Message
 	history string
 	// from is the session this one forked from, when the caller may know
 	// it (its own signal's); named: the response may name the session (the
@@ -360,6 +363,9 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 			return g.make(ctx, tenant, sig.id, d, c, sig, historyNew)
 		}
 		if res, ok, err := g.compacted(ctx, tenant, sig.id, c, sig, m); err != nil || ok {
+			return res, err
+		}
+		if res, ok, err := g.aside(ctx, tenant, sig.id, c, sig, m, noRepeat); err != nil || ok {
 			return res, err
 		}
 		shared, left = max(shared, int64(m.k)), true

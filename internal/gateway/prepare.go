@@ -75,7 +75,9 @@ func (x *exchange) prepare() bool {
 	if res.from != "" {
 		h.Set(HeaderHistory, res.history+"; from="+res.from)
 	}
-	h.Set(HeaderUsed, strconv.FormatFloat(prep.Status.Usage.PercentUsed, 'f', 1, 64))
+	if res.history != historyAside { // an aside is not the session's view (summaryrequest.go)
+		h.Set(HeaderUsed, strconv.FormatFloat(prep.Status.Usage.PercentUsed, 'f', 1, 64))
+	}
 	h.Set(HeaderCompacted, strconv.FormatBool(prep.Status.Compacted))
 	for _, warn := range prep.Status.Warnings {
 		h.Add(HeaderWarning, headerSafe(warn))
@@ -169,6 +171,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 				noRepeat = true
 				continue
 			}
+			prep.Messages = append(prep.Messages[:len(prep.Messages):len(prep.Messages)], res.tail...) // summaryrequest.go
 		}
 		return res, prep, key, nil
 	}
