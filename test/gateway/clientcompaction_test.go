@@ -269,3 +269,43 @@ func TestClientCompactionAcrossReplicas(t *testing.T) {
 	a.checkUpstream()
 	b.checkUpstream()
 }
+
+// TestSummaryRequestIsAnAside: a signalled client asks for the summary it
+// will compact with, as Claude Code's /compact does: its history without
+// its final reply, and the compaction prompt. It is answered in the
+// signal's session (history "aside"), nothing stored, the upstream
+// request the session's view without that reply and with the prompt, no
+// used percentage; the compacted history that follows is a client
+// compaction in the same session. Without the fix the summary request
+// was a fork (edited; from=cc-compact), a session of its own.
+func TestSummaryRequestIsAnAside(t *testing.T) {
+	s := start(t, nil)
+	c := &historyClient{t: t, s: s, sig: map[string]string{"X-Contextd-Session": "cc-compact"}}
+	c.user("Fix the failing tests in calc.py.")
+	c.rounds(0, 6, "cc-compact")
+	logLen := len(c.msgs) // the task, and six outputs and replies
+	s.waitLogLen("cc-compact", logLen)
+	c.msgs = c.msgs[:len(c.msgs)-1] // without the final reply
+	c.user("Your task is to create a detailed summary of the conversation so far, paying close attention to the user's explicit requests.")
+	sent := len(c.msgs)
+	resp, out := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": c.msgs}, c.sig)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	if h, id := resp.Header.Get("X-Contextd-History"), resp.Header.Get("X-Contextd-Session"); h != "aside" || id != "cc-compact" {
+		t.Fatalf("the summary request: history %q in %q, want aside in cc-compact", h, id)
+	}
+	if u := resp.Header.Get("X-Contextd-Used-Percent"); u != "" {
+		t.Errorf("an aside says %s %% used: it is not the session's view", u)
+	}
+	checkUpstreamCount(t, s, sent)
+	if got := len(s.logOf("cc-compact")); got != logLen {
+		t.Errorf("the log has %d messages after the aside, had %d: nothing is stored", got, logLen)
+	}
+	c.msgs = []map[string]any{{"role": "user", "content": "This session is being continued from a previous conversation that ran out of context. Summary: tests 1 to 6 pass."}}
+	c.user("Now the docs.")
+	if id, history, _ := c.send(); id != "cc-compact" || history != "compacted" {
+		t.Errorf("the compacted history: %q in %q, want compacted in cc-compact", history, id)
+	}
+	s.checkUpstream()
+}
