@@ -136,6 +136,16 @@ func TestClientCompactsItsHistory(t *testing.T) {
 	}
 	checkUpstreamCount(t, s, sent)
 	checkClientCompaction(t, s, "cx-chat", bigResult(2))
+	// Exact: the session counts what a session of the compacted history
+	// from the start counts, token for token.
+	resp, out := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": c.msgs[:sent]}, map[string]string{"X-Contextd-Session": "control"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("control: %d %s", resp.StatusCode, out)
+	}
+	s.waitLogLen("control", sent)
+	if a, b := s.usedTokens("cx-chat"), s.usedTokens("control"); a != b {
+		t.Errorf("the compacted session counts %d tokens, a session of the compacted history from the start %d", a, b)
+	}
 	before = c.rounds(6, 5, "cx-chat")
 	// The second compaction: Codex's summary, nothing kept.
 	c.msgs = c.msgs[:1]
