@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/contextd/contextd/internal/store"
@@ -43,7 +44,10 @@ type ClientCompactionInput struct {
 // RecordClientCompaction empties the active view of session id at version
 // expected, recorded as one compaction of tier ClientCompactionTier whose
 // items name each message it covers (a client edit's original; a summary
-// or placeholder of contextd's by itself). An empty view records nothing
+// or placeholder of contextd's by itself), each with the log's next
+// position as its new message (the first of the compacted history the
+// caller appends next), so a purge keeps the originals while that message
+// is kept. An empty view records nothing
 // (Edited 0, the version unchanged). Work: the view (from the view cache
 // when it holds that version), one transaction that writes the empty
 // view, the record (one item per view message) and the session row;
@@ -71,20 +75,25 @@ func (e *Engine) RecordClientCompaction(ctx context.Context, tenant, id string, 
 	rec := &store.Compaction{ID: fmt.Sprintf("cmp_%d", round), Round: round, Tiers: []string{ClientCompactionTier},
 		CreatedAt: now, ExpiresAt: now.Add(e.revertWindow), ViewBefore: idsOf(view), ViewAfter: []string{},
 		TokensBefore: sumTokens(view)}
-	for i := range view {
-		m := &view[i]
-		orig := m.ID
-		if o := m.Metadata[EditOfMetadata]; o != "" {
-			orig = o // a client edit stands for the log's original
-		}
-		rec.Items = append(rec.Items, store.CompactionItem{Tier: ClientCompactionTier, Replaced: []string{orig},
-			Reason: reason, TokensBefore: m.Tokens})
-	}
 	var final store.Session
 	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		s, err := lockForEdit(ctx, tx, tenant, id, &expected)
 		if err != nil {
 			return err
+		}
+		// The items' new message is the log's next one, the first of the
+		// compacted history the caller appends: retention keeps the
+		// originals while it is kept (store.Retained's edges).
+		next := "msg_" + strconv.FormatInt(s.LogCount+1, 10)
+		rec.Items = rec.Items[:0]
+		for i := range view {
+			m := &view[i]
+			orig := m.ID
+			if o := m.Metadata[EditOfMetadata]; o != "" {
+				orig = o // a client edit stands for the log's original
+			}
+			rec.Items = append(rec.Items, store.CompactionItem{Tier: ClientCompactionTier, NewID: next, Replaced: []string{orig},
+				Reason: reason, TokensBefore: m.Tokens})
 		}
 		if err := tx.ReplaceView(ctx, tenant, id, nil); err != nil {
 			return err

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -59,8 +60,12 @@ func TestClientCompactionCoversTheView(t *testing.T) {
 		}
 		rec := page.Compactions[len(page.Compactions)-1]
 		var covered []string
+		next := fmt.Sprintf("msg_%d", len(log)+1) // the compacted history's first message
 		for _, it := range rec.Items {
 			covered = append(covered, it.Replaced...)
+			if it.NewID != next {
+				t.Errorf("item %+v: new message %q, want %s", it, it.NewID, next)
+			}
 		}
 		if !slices.Equal(rec.Tiers, []string{engine.ClientCompactionTier}) || len(covered) != len(before) || !slices.Contains(covered, "msg_3") {
 			t.Errorf("record %v covers %v; want tier client_compaction over the view's %d messages, msg_3 for its edit", rec.Tiers, covered, len(before))
@@ -84,6 +89,9 @@ func TestClientCompactionCoversTheView(t *testing.T) {
 			t.Fatal(err)
 		}
 		view := activeOf(t, e, v.ID)
+		if view[0].ID != next {
+			t.Errorf("the compacted history starts at %s, the record names %s", view[0].ID, next)
+		}
 		s, _ = e.GetSession(ctx, tenant, v.ID)
 		if len(res.Messages) != 2 || len(view) != 2 || s.ActiveTokens != sumOf(view) {
 			t.Errorf("after the append: %d messages sent, a view of %d, %d tokens (the view sums %d)", len(res.Messages), len(view), s.ActiveTokens, sumOf(view))
