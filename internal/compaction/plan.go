@@ -251,12 +251,16 @@ func callNames(view []chat.Message) map[string]string {
 	return names
 }
 
-// replace swaps view[i] for a synthetic message and records it.
+// replace swaps view[i] for a synthetic message and records it. A repl
+// with Tokens already counted them (masked; the count reads neither its id
+// nor its pin); one without is counted here.
 func (p *planner) replace(i int, repl chat.Message, tier Tier, reason string) {
 	orig := p.view[i]
 	repl.ID = p.req.NewID(repl.Kind)
 	repl.Pinned = false
-	repl.Tokens = p.req.Count(&repl)
+	if repl.Tokens == 0 {
+		repl.Tokens = p.req.Count(&repl)
+	}
 	p.view[i] = repl
 	p.viewTokens += repl.Tokens - orig.Tokens
 	if p.pruned == nil {
