@@ -264,12 +264,11 @@ func rToDomain(memo *memo, raws []json.RawMessage, items []rItem, offset int) (m
 }
 
 // rFinish keeps the raw items of m when m does not write them again, and
-// stamps its digest.
+// stamps its digest. The memo is not asked for raws first: a request's
+// run is one message, which rRequestMessages just looked up and missed
+// (and an answer's output has no memo).
 func rFinish(memo *memo, m chat.Message, raws []json.RawMessage, extra []string) memoEntry {
 	key := runKey(doorOpenAIResponses, raws)
-	if done, ok := memo.get(key); ok {
-		return done
-	}
 	raw, _ := json.Marshal(raws)
 	gen, _ := json.Marshal(rFromDomain(&m, nil))
 	setRaw(&m, doorOpenAIResponses, raw, gen)
