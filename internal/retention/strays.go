@@ -1,6 +1,7 @@
 package retention
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -25,39 +26,61 @@ import (
 // deleted.
 const StrayAge = 15 * time.Minute
 
-// strayBatch bounds the generations one pass looks at and the rows one
-// transaction deletes (as the engine's rewrites stage and sweep them).
+// strayBatch bounds the sessions one pass looks at (two index probes
+// each) and the rows one transaction deletes (as the engine's rewrites
+// stage and sweep them).
 const strayBatch = 1000
 
+// maxSeen bounds the stray generations Strays remembers between passes
+// (about 100 bytes each): past it, a newly found one is remembered at a
+// later pass.
+const maxSeen = 10 * strayBatch
+
 // Strays remembers, between passes, when each stray generation was first
-// seen. It holds at most strayBatch of them.
+// seen, and where the last pass stopped: a pass looks at the next Sessions
+// sessions (strayBatch when 0) in key order, not at every session, so its
+// work is bounded however many sessions the store holds; the passes go
+// round all of them (a round), and start over at the end. A generation is
+// deleted when a pass finds it again at least Age after one first found
+// it, and forgotten when a whole round did not find it.
 type Strays struct {
-	Age  time.Duration
-	seen map[store.ViewGen]time.Time
+	Age      time.Duration
+	Sessions int
+	seen     map[store.ViewGen]seenStray
+	next     store.StrayCursor
+	round    int
 }
 
-// Sweep lists the stray generations at now, deletes those seen Age ago or
-// earlier, in batches, and remembers the others; it reports the
-// generations and rows it deleted.
+// seenStray is when a generation was first found stray, and the last
+// round that found it.
+type seenStray struct {
+	first time.Time
+	round int
+}
+
+// Sweep lists the stray generations of the next sessions at now, deletes
+// those seen Age ago or earlier, in batches, and remembers the others; it
+// reports the generations and rows it deleted.
 func (x *Strays) Sweep(ctx context.Context, st store.Store, now time.Time) (gens, rows int, err error) {
-	found, err := st.StrayViewGens(ctx, strayBatch)
+	found, next, err := st.StrayViewGens(ctx, x.next, cmp.Or(x.Sessions, strayBatch))
 	if err != nil {
 		return 0, 0, err
 	}
-	seen := make(map[store.ViewGen]time.Time, len(found))
+	if x.seen == nil {
+		x.seen = map[store.ViewGen]seenStray{}
+	}
 	for _, g := range found {
-		first, ok := x.seen[g]
-		if !ok || now.Sub(first) < x.Age {
-			if !ok {
-				first = now
+		seen, ok := x.seen[g]
+		if !ok || now.Sub(seen.first) < x.Age {
+			if ok || len(x.seen) < maxSeen {
+				x.seen[g] = seenStray{first: cmp.Or(seen.first, now), round: x.round}
 			}
-			seen[g] = first
 			continue
 		}
+		delete(x.seen, g)
 		for {
 			n, err := st.DropViewGen(ctx, g, strayBatch)
 			if err != nil {
-				x.seen = seen
 				return gens, rows, err
 			}
 			if rows += n; n < strayBatch {
@@ -66,6 +89,14 @@ func (x *Strays) Sweep(ctx context.Context, st store.Store, now time.Time) (gens
 		}
 		gens++
 	}
-	x.seen = seen
+	if x.next = next; next == (store.StrayCursor{}) {
+		// The round is over: what it did not find is gone.
+		for g, seen := range x.seen {
+			if seen.round < x.round {
+				delete(x.seen, g)
+			}
+		}
+		x.round++
+	}
 	return gens, rows, nil
 }
