@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -74,14 +73,13 @@ func TestJobLockIsTheTenants(t *testing.T) {
 	}
 }
 
-// TestPassedOverJobHiddenUntilItsTxEnds shows why a concurrent leaser may
-// find nothing while a job is due (storetest's JobLeasesAreExclusive, and
-// store.JobTx.NextJob): A leases j1 of tenant t (its tenant's lock held to
-// A's commit); B's pick locks j2, finds t's lock taken and passes j2 over,
-// but holds j2's row to the end of its own transaction; so a leaser C,
-// after A committed, finds nothing until B's transaction ends, and j2
-// then.
-func TestPassedOverJobHiddenUntilItsTxEnds(t *testing.T) {
+// TestPassedOverJobIsLetGo: A leases j1 of tenant t (its tenant's lock
+// held to A's commit); B's pick locks j2, finds t's lock taken and passes
+// j2 over; a leaser C, after A committed, leases j2 while B's transaction
+// is still open. Before, B held j2's row to the end of its transaction,
+// and C found nothing while j2 was due (what made storetest's
+// JobLeasesAreExclusive find "23 of 24 jobs leased" under load).
+func TestPassedOverJobIsLetGo(t *testing.T) {
 	s, at := lockStore(t)
 	ctx := t.Context()
 	for i, id := range []string{"j1", "j2"} {
@@ -135,15 +133,11 @@ func TestPassedOverJobHiddenUntilItsTxEnds(t *testing.T) {
 	}
 	var got string
 	err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) (err error) { got, err = next(tx); return err })
-	if !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("C's NextJob while B holds the row it passed over = %q, %v; want nothing found", got, err)
-	}
 	close(bRelease)
 	if err := <-bDone; err != nil {
 		t.Fatal(err)
 	}
-	err = s.InTx(ctx, func(ctx context.Context, tx store.Tx) (err error) { got, err = next(tx); return err })
 	if err != nil || got != "j2" {
-		t.Fatalf("C's NextJob once B's transaction ended = %q, %v; want j2", got, err)
+		t.Fatalf("C's NextJob while B's transaction, which passed j2 over, is open = %q, %v; want j2", got, err)
 	}
 }

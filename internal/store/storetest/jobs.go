@@ -177,11 +177,11 @@ func testJobs(t *testing.T, s store.Store) {
 // workers of many replicas do, each leasing until it finds nothing, then
 // once more from one worker, as the next look of an idle worker does: no
 // job is leased twice, and every job is leased. A concurrent leaser may
-// find nothing while jobs remain: on PostgreSQL a job another leaser's
-// pick locked and passed over (its tenant's lock held elsewhere) is
-// skipped until that transaction ends. Under load the concurrent workers
-// all stopped once with a job so hidden ("23 of 24 jobs leased"): the
-// next look leases it.
+// find nothing while jobs remain: on PostgreSQL it skips a job for the
+// moment another leaser's pick holds it. Under load the concurrent
+// workers all stopped once with a job so skipped ("23 of 24 jobs
+// leased"; then a pick that passed a job over held it to the end of its
+// transaction, TestPassedOverJobIsLetGo): the next look leases it.
 func testJobLeasesAreExclusive(t *testing.T, s store.Store) {
 	const jobs, workers = 24, 6
 	for i := range jobs {
