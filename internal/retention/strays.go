@@ -31,21 +31,33 @@ const StrayAge = 15 * time.Minute
 // stage and sweep them).
 const strayBatch = 1000
 
+// strayPassBatches bounds the listings of strayBatch sessions one pass
+// makes: a pass goes round a store of up to 100,000 sessions (200,000
+// index probes in 100 statements), as the sweep did before its listing had
+// a cursor, and a larger one over several passes. One listing a pass went
+// round 1,000 sessions an hour (CONTEXTD_RETENTION_INTERVAL's default):
+// 100,000 sessions in four days, and a generation abandoned there was
+// deleted a round after it was found, up to eight days.
+const strayPassBatches = 100
+
 // maxSeen bounds the stray generations Strays remembers between passes
 // (about 100 bytes each): past it, a newly found one is remembered at a
 // later pass.
 const maxSeen = 10 * strayBatch
 
 // Strays remembers, between passes, when each stray generation was first
-// seen, and where the last pass stopped: a pass looks at the next Sessions
-// sessions (strayBatch when 0) in key order, not at every session, so its
-// work is bounded however many sessions the store holds; the passes go
-// round all of them (a round), and start over at the end. A generation is
-// deleted when a pass finds it again at least Age after one first found
-// it, and forgotten when a whole round did not find it.
+// seen, and where the last pass stopped: a pass looks at the next
+// sessions in key order, Batches listings (strayPassBatches when 0) of
+// Sessions each (strayBatch when 0), stopping at the end of the round, not
+// at every session in one statement, so its work is bounded however many
+// sessions the store holds; the passes go round all of them (a round), and
+// start over at the end. A generation is deleted when a pass finds it again
+// at least Age after one first found it, and forgotten when a whole round
+// did not find it.
 type Strays struct {
 	Age      time.Duration
 	Sessions int
+	Batches  int
 	seen     map[store.ViewGen]seenStray
 	next     store.StrayCursor
 	round    int
@@ -58,13 +70,26 @@ type seenStray struct {
 	round int
 }
 
-// Sweep lists the stray generations of the next sessions at now, deletes
-// those seen Age ago or earlier, in batches, and remembers the others; it
-// reports the generations and rows it deleted.
+// Sweep lists the stray generations of the next sessions at now, a batch
+// of sessions at a time up to the end of the round, deletes those seen Age
+// ago or earlier, in batches, and remembers the others; it reports the
+// generations and rows it deleted.
 func (x *Strays) Sweep(ctx context.Context, st store.Store, now time.Time) (gens, rows int, err error) {
+	for range cmp.Or(x.Batches, strayPassBatches) {
+		g, r, end, err := x.batch(ctx, st, now)
+		if gens, rows = gens+g, rows+r; err != nil || end {
+			return gens, rows, err
+		}
+	}
+	return gens, rows, nil
+}
+
+// batch is one listing of Sweep and what it deletes; end says the round
+// ended with it.
+func (x *Strays) batch(ctx context.Context, st store.Store, now time.Time) (gens, rows int, end bool, err error) {
 	found, next, err := st.StrayViewGens(ctx, x.next, cmp.Or(x.Sessions, strayBatch))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	if x.seen == nil {
 		x.seen = map[store.ViewGen]seenStray{}
@@ -81,7 +106,7 @@ func (x *Strays) Sweep(ctx context.Context, st store.Store, now time.Time) (gens
 		for {
 			n, err := st.DropViewGen(ctx, g, strayBatch)
 			if err != nil {
-				return gens, rows, err
+				return gens, rows, false, err
 			}
 			if rows += n; n < strayBatch {
 				break
@@ -97,6 +122,7 @@ func (x *Strays) Sweep(ctx context.Context, st store.Store, now time.Time) (gens
 			}
 		}
 		x.round++
+		return gens, rows, true, nil
 	}
-	return gens, rows, nil
+	return gens, rows, false, nil
 }

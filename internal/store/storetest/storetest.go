@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"StrayViewGens", testStrayViewGens},
 		{"AbandonedStagingSwept", testAbandonedStagingSwept},
 		{"StrayPassesAreBounded", testStrayPassesAreBounded},
+		{"StrayPassGoesRound", testStrayPassGoesRound},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

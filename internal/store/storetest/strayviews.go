@@ -152,7 +152,7 @@ func testStrayPassesAreBounded(t *testing.T, s store.Store) {
 		}
 		cursor = next
 	}
-	sweep := retention.Strays{Age: time.Minute, Sessions: 2}
+	sweep := retention.Strays{Age: time.Minute, Sessions: 2, Batches: 1}
 	for range 3 { // a first round: each seen once
 		if gens, rows, err := sweep.Sweep(ctx, s, epoch); err != nil || gens != 0 || rows != 0 {
 			t.Fatalf("first round: %d generations, %d rows, %v; want nothing yet", gens, rows, err)
@@ -165,5 +165,43 @@ func testStrayPassesAreBounded(t *testing.T, s store.Store) {
 	}
 	if g := strays(t, s); len(g) != 0 {
 		t.Fatalf("stray generations after two rounds: %v", g)
+	}
+}
+
+// testStrayPassGoesRound: a pass of retention's sweep lists batch after
+// batch up to the end of the round, at most Batches of them: told 2
+// sessions a listing, one pass goes round 5 sessions, and the next, an
+// age later, deletes the generations of all 5; told 2 listings a pass, a
+// pass looks at 4 sessions, the next at the fifth (the round's end: it
+// stops there, not looking at a session twice). Before, a pass made one
+// listing: 5 sessions took 3 passes, and a store of 100,000 sessions took
+// 100 hours at the default interval.
+func testStrayPassGoesRound(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	var want []store.ViewGen
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		ids := viewOf(t, s, id)
+		gen := store.NewViewGen()
+		stage(t, s, id, gen, ids[:1])
+		want = append(want, store.ViewGen{Tenant: "t1", SessionID: id, Gen: gen})
+	}
+	capped := retention.Strays{Age: time.Minute, Sessions: 2, Batches: 2}
+	round := retention.Strays{Age: time.Minute, Sessions: 2}
+	for _, x := range []*retention.Strays{&capped, &capped, &round} {
+		if gens, rows, err := x.Sweep(ctx, s, epoch); err != nil || gens != 0 || rows != 0 {
+			t.Fatalf("a first look: %d generations, %d rows, %v; want nothing yet", gens, rows, err)
+		}
+	}
+	if gens, rows, err := capped.Sweep(ctx, s, epoch.Add(time.Hour)); err != nil || gens != 4 || rows != 4 {
+		t.Fatalf("a pass of 2 listings of 2 sessions, an age later: %d generations, %d rows, %v; want 4 of each", gens, rows, err)
+	}
+	if g := strays(t, s); !slices.Equal(g, want[4:]) {
+		t.Fatalf("stray generations after a pass of 4 sessions = %v; want %v", g, want[4:])
+	}
+	if gens, rows, err := round.Sweep(ctx, s, epoch.Add(time.Hour)); err != nil || gens != 1 || rows != 1 {
+		t.Fatalf("a pass round 5 sessions, an age later: %d generations, %d rows, %v; want the fifth's", gens, rows, err)
+	}
+	if g := strays(t, s); len(g) != 0 {
+		t.Fatalf("stray generations after a pass round every session: %v", g)
 	}
 }
