@@ -119,6 +119,17 @@ func TestPassedOverJobIsLetGo(t *testing.T) {
 	}
 	aPicked, bPicked := make(chan string, 1), make(chan string, 1)
 	aRelease, bRelease := make(chan struct{}), make(chan struct{})
+	// A failure lets the held transactions go before the store closes
+	// (its pool waits for them): else the test hangs, its failure unsaid.
+	t.Cleanup(func() {
+		for _, c := range []chan struct{}{aRelease, bRelease} {
+			select {
+			case <-c:
+			default:
+				close(c)
+			}
+		}
+	})
 	aDone := held("A", aPicked, aRelease)
 	if id := <-aPicked; id != "j1" {
 		t.Fatalf("A picked %q; want j1", id)
