@@ -26,7 +26,7 @@ import (
 // deleted.
 const StrayAge = 15 * time.Minute
 
-// strayBatch bounds the sessions one pass looks at (two index probes
+// strayBatch bounds the sessions one listing looks at (two index probes
 // each) and the rows one transaction deletes (as the engine's rewrites
 // stage and sweep them).
 const strayBatch = 1000
@@ -34,7 +34,8 @@ const strayBatch = 1000
 // strayPassBatches bounds the listings of strayBatch sessions one pass
 // makes: a pass goes round a store of up to 100,000 sessions (200,000
 // index probes in 100 statements), as the sweep did before its listing had
-// a cursor, and a larger one over several passes. One listing a pass went
+// a cursor, and a larger one over several passes; it deletes at most the
+// maxSeen generations remembered before it. One listing a pass went
 // round 1,000 sessions an hour (CONTEXTD_RETENTION_INTERVAL's default):
 // 100,000 sessions in four days, and a generation abandoned there was
 // deleted a round after it was found, up to eight days.
