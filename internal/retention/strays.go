@@ -3,6 +3,7 @@ package retention
 import (
 	"cmp"
 	"context"
+	"hash/maphash"
 	"time"
 
 	"github.com/contextd/contextd/internal/store"
@@ -42,8 +43,12 @@ const strayBatch = 1000
 const strayPassBatches = 100
 
 // maxSeen bounds the stray generations Strays remembers between passes
-// (about 100 bytes each): past it, a newly found one is remembered at a
-// later pass.
+// (about 100 bytes each: a generation is remembered by a 64-bit hash, not
+// its tenant and session ids, which no limit bounds but the request's
+// size): past it, a newly found one is remembered at a later pass. Two
+// generations of one hash (under one chance in 10^11 with 10,000
+// remembered) share when they were first seen: one could be deleted
+// early, which a live rewrite survives (its flip is retried).
 const maxSeen = 10 * strayBatch
 
 // Strays remembers, between passes, when each stray generation was first
@@ -59,7 +64,8 @@ type Strays struct {
 	Age      time.Duration
 	Sessions int
 	Batches  int
-	seen     map[store.ViewGen]seenStray
+	seen     map[uint64]seenStray // by the hash of the generation (seed)
+	seed     maphash.Seed
 	next     store.StrayCursor
 	round    int
 }
@@ -93,17 +99,18 @@ func (x *Strays) batch(ctx context.Context, st store.Store, now time.Time) (gens
 		return 0, 0, false, err
 	}
 	if x.seen == nil {
-		x.seen = map[store.ViewGen]seenStray{}
+		x.seen, x.seed = map[uint64]seenStray{}, maphash.MakeSeed()
 	}
 	for _, g := range found {
-		seen, ok := x.seen[g]
+		k := maphash.Comparable(x.seed, g)
+		seen, ok := x.seen[k]
 		if !ok || now.Sub(seen.first) < x.Age {
 			if ok || len(x.seen) < maxSeen {
-				x.seen[g] = seenStray{first: cmp.Or(seen.first, now), round: x.round}
+				x.seen[k] = seenStray{first: cmp.Or(seen.first, now), round: x.round}
 			}
 			continue
 		}
-		delete(x.seen, g)
+		delete(x.seen, k)
 		for {
 			n, err := st.DropViewGen(ctx, g, strayBatch)
 			if err != nil {
