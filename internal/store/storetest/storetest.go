@@ -58,6 +58,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"DropDuringFlip", testDropDuringFlip},
 		{"StrayViewGens", testStrayViewGens},
 		{"AbandonedStagingSwept", testAbandonedStagingSwept},
+		{"ForkSharesPrefix", testForkSharesPrefix},
+		{"ForkOutlivesParent", testForkOutlivesParent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

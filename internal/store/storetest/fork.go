@@ -1,0 +1,193 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// forkLog is a log of n messages of size bytes each, at positions 1..n;
+// message i's text is tagged with texts[i] when given (a fork's edit).
+func forkLog(n, size int, texts map[int]string) []chat.Message {
+	msgs := make([]chat.Message, n)
+	for i := range msgs {
+		text := fmt.Sprintf("message %d: %s", i+1, strings.Repeat(string(rune('a'+i%26)), size))
+		if s, ok := texts[i+1]; ok {
+			text = s
+		}
+		msgs[i] = sized(fmt.Sprintf("msg_%d", i+1), int64(i+1), text, epoch)
+		msgs[i].Metadata = map[string]string{"contextd.history": fmt.Sprint(i + 1)}
+	}
+	return msgs
+}
+
+// insertFork stores msgs as the first messages and the view of session
+// id, forked from p.
+func insertFork(t *testing.T, s store.Store, tenant, id string, msgs []chat.Message, p store.SharedPrefix) {
+	t.Helper()
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.InsertForkMessages(ctx, tenant, id, msgs, p); err != nil {
+			return err
+		}
+		return tx.AppendView(ctx, tenant, id, store.Entries(idsOf(msgs), 0))
+	})
+}
+
+func idsOf(msgs []chat.Message) []string {
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+// sameMessages fails unless every read of session id (its view in and
+// out of a transaction, its log, MessagesByID) returns want.
+func sameMessages(t *testing.T, s store.Store, tenant, id string, want []chat.Message) {
+	t.Helper()
+	ctx := t.Context()
+	strip := func(msgs []chat.Message) []chat.Message {
+		out := make([]chat.Message, len(msgs))
+		for i, m := range msgs {
+			out[i] = chat.Message{ID: m.ID, Position: m.Position, Role: m.Role, Parts: m.Parts, Metadata: m.Metadata, Tokens: m.Tokens}
+		}
+		return out
+	}
+	check := func(what string, got []chat.Message, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s of %s: %v", what, id, err)
+		}
+		if !reflect.DeepEqual(strip(got), strip(want)) {
+			t.Errorf("%s of %s: %d messages, not the %d stored (or other parts)", what, id, len(got), len(want))
+		}
+	}
+	got, err := s.LogMessages(ctx, tenant, id, 0, 1000)
+	check("LogMessages", got, err)
+	got, _, err = s.ActiveMessages(ctx, tenant, id, 0, 1000)
+	check("ActiveMessages", got, err)
+	got, err = s.MessagesByID(ctx, tenant, id, idsOf(want))
+	check("MessagesByID", got, err)
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		got, err := tx.ViewMessages(ctx, tenant, id)
+		check("ViewMessages", got, err)
+		got, err = tx.MessagesByID(ctx, tenant, id, idsOf(want))
+		check("Tx.MessagesByID", got, err)
+		return nil
+	})
+	// Sizes are those of the messages' parts, shared or not: a page ends
+	// at the same byte budget in a fork as in its parent.
+	for _, sizes := range []func(context.Context, string, string, int64, int) ([]store.RowSize, error){s.LogSizes, s.ActiveSizes} {
+		rows, err := sizes(ctx, tenant, id, 0, 1000)
+		if err != nil || len(rows) != len(want) {
+			t.Fatalf("sizes of %s: %d rows, %v", id, len(rows), err)
+		}
+		for i, r := range rows {
+			if min := int64(len(want[i].Parts[0].Text)); r.Bytes < min {
+				t.Errorf("size of %s/%s = %d, less than its text's %d", id, r.ID, r.Bytes, min)
+			}
+		}
+	}
+}
+
+// testForkSharesPrefix: a fork of a 1 MB log that repeats its first
+// messages stores them once: the tenant's log grows by a small fraction
+// of the shared bytes (the rows' ids and metadata), plus the messages the
+// fork changed or added; a fork of that fork shares them too. Every read
+// of either returns what was inserted, with its full size.
+func testForkSharesPrefix(t *testing.T, s store.Store) {
+	const n, size = 10, 100_000
+	create(t, s, session("t", "parent", epoch))
+	parent := forkLog(n, size, nil)
+	insertMessages(t, s, "t", "parent", parent)
+	before := logBytes(t, s, "t")
+
+	// The fork edits message 8 and goes on with message 11.
+	edited := map[int]string{8: "an edit"}
+	fork := append(forkLog(n, size, edited)[:8], sized("msg_9", 9, "goes on", epoch))
+	create(t, s, session("t", "fork", epoch))
+	insertFork(t, s, "t", "fork", fork, store.SharedPrefix{SessionID: "parent", Length: n})
+	shared := storedBytes(t, s, "t", "parent") * 7 / n // messages 1..7
+	added := logBytes(t, s, "t") - before
+	if own := int64(len("an edit") + len("goes on")); added-own > shared/100 {
+		t.Errorf("the fork added %d bytes for %d shared (%.2f %%); want under 1 %%", added, shared, 100*float64(added-own)/float64(shared))
+	}
+	sameMessages(t, s, "t", "fork", fork)
+	sameMessages(t, s, "t", "parent", parent)
+
+	// A fork of the fork shares the same rows (never a chain of them),
+	// and what the fork changed is not the parent's.
+	create(t, s, session("t", "fork2", epoch))
+	before = logBytes(t, s, "t")
+	insertFork(t, s, "t", "fork2", fork[:8], store.SharedPrefix{SessionID: "fork", Length: 9})
+	if added := logBytes(t, s, "t") - before; added > shared/100 {
+		t.Errorf("the fork's fork added %d bytes for %d shared", added, shared)
+	}
+	sameMessages(t, s, "t", "fork2", fork[:8])
+
+	// Another tenant's identical log is not shared.
+	create(t, s, session("t2", "fork", epoch))
+	insertFork(t, s, "t2", "fork", parent, store.SharedPrefix{SessionID: "parent", Length: n})
+	if got := logBytes(t, s, "t2"); got < int64(n*size) {
+		t.Errorf("tenant t2 stores %d bytes for a %d-byte log: it shares another tenant's", got, n*size)
+	}
+	sameMessages(t, s, "t2", "fork", parent)
+}
+
+// testForkOutlivesParent: when the parent's rows go (its session deleted
+// and purged, or its id made again), the fork's messages are copied into
+// its own rows first: every read still returns them, and the tenant's
+// count is exactly what its rows now hold. A parent and fork purged
+// together leave nothing counted.
+func testForkOutlivesParent(t *testing.T, s store.Store) {
+	const n, size = 6, 10_000
+	for _, how := range []string{"purge", "create again", "purge both"} {
+		t.Run(how, func(t *testing.T) {
+			tenant := strings.ReplaceAll(how, " ", "-")
+			create(t, s, session(tenant, "parent", epoch))
+			parent := forkLog(n, size, nil)
+			insertMessages(t, s, tenant, "parent", parent)
+			fork := forkLog(n, size, map[int]string{n: "an edit"})
+			for _, id := range []string{"fork", "fork2"} {
+				create(t, s, session(tenant, id, epoch))
+				insertFork(t, s, tenant, id, fork, store.SharedPrefix{SessionID: "parent", Length: n})
+			}
+			mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+				if err := tx.DeleteSession(ctx, tenant, "parent"); err != nil {
+					return err
+				}
+				if how == "purge both" {
+					return tx.DeleteSession(ctx, tenant, "fork")
+				}
+				return nil
+			})
+			switch how {
+			case "create again":
+				create(t, s, session(tenant, "parent", epoch.Add(time.Hour)))
+			default:
+				if p, err := s.Purge(t.Context(), time.Now().Add(time.Hour), time.Now().Add(48*time.Hour)); err != nil || p.Sessions == 0 {
+					t.Fatalf("purge: %+v, %v", p, err)
+				}
+			}
+			if got, err := s.LogMessages(t.Context(), tenant, "parent", 0, 10); err != nil || len(got) != 0 {
+				t.Fatalf("the parent's log still holds %d messages (%v)", len(got), err)
+			}
+			live := []string{"fork", "fork2"}
+			if how == "purge both" {
+				live = live[1:]
+			}
+			for _, id := range live {
+				sameMessages(t, s, tenant, id, fork)
+			}
+			if got, want := logBytes(t, s, tenant), storedBytes(t, s, tenant, live...); got != want {
+				t.Errorf("LogBytes = %d after the parent went; the rows hold %d", got, want)
+			}
+		})
+	}
+}
