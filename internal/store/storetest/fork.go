@@ -191,3 +191,52 @@ func testForkOutlivesParent(t *testing.T, s store.Store) {
 		})
 	}
 }
+
+// testForkRacesParentDelete: a fork stored while its parent's rows go
+// (the deleted parent's id made again, which deletes its archive) keeps
+// every message whichever transaction commits first: the fork's insert
+// holds the rows it names, so a delete after it waits and then copies
+// them; a delete first leaves the fork nothing to name, and it stores its
+// own. Each case holds its first transaction open while the second starts.
+func testForkRacesParentDelete(t *testing.T, s store.Store) {
+	const n, size = 4, 5_000
+	for _, forkFirst := range []bool{true, false} {
+		tenant := fmt.Sprintf("race-%v", forkFirst)
+		create(t, s, session(tenant, "parent", epoch))
+		parent := forkLog(n, size, nil)
+		insertMessages(t, s, tenant, "parent", parent)
+		create(t, s, session(tenant, "fork", epoch))
+		mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, tenant, "parent") })
+		fork := func(ctx context.Context, tx store.Tx) error {
+			if err := tx.InsertForkMessages(ctx, tenant, "fork", parent, store.SharedPrefix{SessionID: "parent", Length: n}); err != nil {
+				return err
+			}
+			return tx.AppendView(ctx, tenant, "fork", store.Entries(idsOf(parent), 0))
+		}
+		recreate := func(ctx context.Context, tx store.Tx) error {
+			return tx.InsertSession(ctx, session(tenant, "parent", epoch.Add(time.Hour)))
+		}
+		first, second := fork, recreate
+		if !forkFirst {
+			first, second = recreate, fork
+		}
+		started, done := make(chan struct{}), make(chan error, 1)
+		go func() {
+			<-started
+			done <- s.InTx(context.Background(), second)
+		}()
+		mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+			err := first(ctx, tx)
+			close(started)
+			time.Sleep(200 * time.Millisecond) // the second transaction waits, or runs
+			return err
+		})
+		if err := <-done; err != nil {
+			t.Fatalf("fork first %v: the second transaction: %v", forkFirst, err)
+		}
+		sameMessages(t, s, tenant, "fork", parent)
+		if got, want := logBytes(t, s, tenant), storedBytes(t, s, tenant, "fork"); got != want {
+			t.Errorf("fork first %v: LogBytes = %d; the rows hold %d", forkFirst, got, want)
+		}
+	}
+}

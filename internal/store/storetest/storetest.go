@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"AbandonedStagingSwept", testAbandonedStagingSwept},
 		{"ForkSharesPrefix", testForkSharesPrefix},
 		{"ForkOutlivesParent", testForkOutlivesParent},
+		{"ForkRacesParentDelete", testForkRacesParentDelete},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
