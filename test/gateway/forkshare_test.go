@@ -35,8 +35,16 @@ func longText(i, size int) string {
 // expands to the original, a compaction summarizes shared messages (whose
 // originals expand in full) and its revert brings the fork's view back,
 // message for message. Then the parent is deleted: the fork keeps every
-// message. PostgreSQL (a real cluster): the test reads tenant_usage.
+// message. Both ways a fork is made: found by its history (no signal),
+// and the fork of the caller's own session (X-Contextd-Session, freeFork).
+// PostgreSQL (a real cluster): the test reads tenant_usage.
 func TestForkSharesHistory(t *testing.T) {
+	for name, header := range map[string]map[string]string{"history": nil, "signal": {"X-Contextd-Session": "conv-1"}} {
+		t.Run(name, func(t *testing.T) { forkSharesHistory(t, header) })
+	}
+}
+
+func forkSharesHistory(t *testing.T, header map[string]string) {
 	url := pgtest.URL(t)
 	models := filepath.Join(t.TempDir(), "models.json")
 	if err := os.WriteFile(models, []byte(bigModels), 0o600); err != nil {
@@ -62,18 +70,20 @@ func TestForkSharesHistory(t *testing.T) {
 		t.Helper()
 		msgs = append(msgs, map[string]any{"role": "user", "content": text})
 		s.fake.Script(gatewaytest.Reply{Text: reply})
-		resp, body := s.post("/v1/chat/completions", map[string]any{"model": "big-gpt", "messages": msgs}, nil)
+		resp, body := s.post("/v1/chat/completions", map[string]any{"model": "big-gpt", "messages": msgs}, header)
 		if resp.StatusCode != 200 {
 			t.Fatalf("%d %.500s", resp.StatusCode, body)
 		}
 		msgs = append(msgs, map[string]any{"role": "assistant", "content": reply})
-		return resp.Header.Get("X-Contextd-Session") + " " + resp.Header.Get("X-Contextd-History")
+		return resp.Header.Get("X-Contextd-Session") + " " + strings.TrimSuffix(strings.Fields(resp.Header.Get("X-Contextd-History"))[0], ";")
 	}
 	parent := ""
 	for i := range turns {
 		got := ask(longText(i, size), fmt.Sprintf("answer %d", i))
 		if i == 0 {
-			parent = strings.Fields(got)[0]
+			if parent = strings.Fields(got)[0]; header != nil && parent != header["X-Contextd-Session"] {
+				t.Fatalf("the conversation is in %q, not the session it names", parent)
+			}
 		}
 	}
 	s.waitLogLen(parent, 2*turns)
