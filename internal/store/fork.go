@@ -24,7 +24,8 @@ type ForkTx interface {
 	// message is stored as InsertMessages stores it. Reads of the session
 	// (views, log, sizes, MessagesByID) cannot tell the difference, and the
 	// parts stay readable when p's row goes (copy-on-delete). Its work is
-	// one indexed read a message up to p.Length.
+	// a primary-key probe a message up to p.Length (on PostgreSQL all in one
+	// round trip).
 	InsertForkMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message, p SharedPrefix) error
 }
 
@@ -35,27 +36,40 @@ type SharedBody struct {
 	Bytes         int64
 }
 
-// ShareBodies is InsertForkMessages' lookup: for each of the messages of
-// session sessionID at a position up to p.Length, find returns the row
-// holding p's parts at that position if they are parts (ok false: not the
-// same, or gone); the others hold their own.
-func ShareBodies(msgs []chat.Message, sessionID string, p SharedPrefix, find func(pos int64, parts string) (SharedBody, bool, error)) ([]SharedBody, error) {
-	refs := make([]SharedBody, len(msgs))
+// ShareBodies is InsertForkMessages' lookup: of the messages of session
+// sessionID, those at a position up to p.Length are candidates, and find
+// returns, by position, the rows holding p's parts at those positions
+// that are the candidates' parts (a position missing: not the same, or
+// gone); the others hold their own.
+func ShareBodies(msgs []chat.Message, sessionID string, p SharedPrefix, find func(positions []int64, parts []string) (map[int64]SharedBody, error)) ([]SharedBody, error) {
+	var positions []int64
+	var parts []string
 	for i := range msgs {
 		m := &msgs[i]
 		if p.SessionID == "" || p.SessionID == sessionID || m.Position < 1 || m.Position > p.Length {
 			continue
 		}
-		parts, err := EncodeJSON(m.Parts)
+		enc, err := EncodeJSON(m.Parts)
 		if err != nil {
 			return nil, err
 		}
-		ref, ok, err := find(m.Position, parts)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			ref.Bytes = int64(len(parts))
+		positions, parts = append(positions, m.Position), append(parts, enc)
+	}
+	refs := make([]SharedBody, len(msgs))
+	if len(positions) == 0 {
+		return refs, nil
+	}
+	found, err := find(positions, parts)
+	if err != nil {
+		return nil, err
+	}
+	size := make(map[int64]int64, len(positions))
+	for i, pos := range positions {
+		size[pos] = int64(len(parts[i]))
+	}
+	for i := range msgs {
+		if ref, ok := found[msgs[i].Position]; ok && msgs[i].Position > 0 {
+			ref.Bytes = size[msgs[i].Position]
 			refs[i] = ref
 		}
 	}
