@@ -1,16 +1,18 @@
 package gateway_test
 
 import (
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 
 	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 	"github.com/contextd/contextd/internal/pgtest"
+	"github.com/contextd/contextd/internal/store/sqlite"
 )
 
 // bigModels is a registry file with a window a 1 MB history fits in, so
@@ -37,29 +39,41 @@ func longText(i, size int) string {
 // message for message. Then the parent is deleted: the fork keeps every
 // message. Both ways a fork is made: found by its history (no signal),
 // and the fork of the caller's own session (X-Contextd-Session, freeFork).
-// PostgreSQL (a real cluster): the test reads tenant_usage.
+// On SQLite and PostgreSQL (a real cluster); the test reads tenant_usage
+// and deletes the parent's row as retention's purge does.
 func TestForkSharesHistory(t *testing.T) {
-	for name, header := range map[string]map[string]string{"history": nil, "signal": {"X-Contextd-Session": "conv-1"}} {
-		t.Run(name, func(t *testing.T) { forkSharesHistory(t, header) })
+	for _, backend := range []string{"sqlite", "postgres"} {
+		for name, header := range map[string]map[string]string{"history": nil, "signal": {"X-Contextd-Session": "conv-1"}} {
+			t.Run(backend+"/"+name, func(t *testing.T) { forkSharesHistory(t, backend, header) })
+		}
 	}
 }
 
-func forkSharesHistory(t *testing.T, header map[string]string) {
-	url := pgtest.URL(t)
+func forkSharesHistory(t *testing.T, backend string, header map[string]string) {
 	models := filepath.Join(t.TempDir(), "models.json")
 	if err := os.WriteFile(models, []byte(bigModels), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url, "CONTEXTD_MODELS_FILE": models})
-	db, err := pgx.Connect(t.Context(), url)
+	env := map[string]string{"CONTEXTD_MODELS_FILE": models}
+	driver, dsn := "pgx", ""
+	if backend == "postgres" {
+		dsn = pgtest.URL(t)
+		env["CONTEXTD_DATABASE_URL"] = dsn
+	} else {
+		dir := t.TempDir()
+		env["CONTEXTD_DATA_DIR"] = dir
+		driver, dsn = "sqlite", filepath.Join(dir, sqlite.FileName)+"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
+	}
+	s := start(t, env)
+	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close(t.Context())
+	defer db.Close()
 	stored := func() int64 {
 		t.Helper()
 		var n int64
-		if err := db.QueryRow(t.Context(), `SELECT coalesce(sum(log_bytes), 0) FROM tenant_usage`).Scan(&n); err != nil {
+		if err := db.QueryRow(`SELECT coalesce(sum(log_bytes), 0) FROM tenant_usage`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -102,6 +116,15 @@ func forkSharesHistory(t *testing.T, header map[string]string) {
 	t.Logf("a fork sharing %d bytes added %d (%.3f %%)", shared, added, 100*float64(added)/float64(shared))
 	if added*100 > shared {
 		t.Errorf("the fork added %d bytes for %d shared; want under 1 %%", added, shared)
+	}
+
+	// The fork's history is indexed: the conversation goes on in it.
+	if got := strings.Fields(ask("and then?", "then this")); got[len(got)-1] != "extended" {
+		t.Errorf("the turn after the fork landed as %q, not extended", got)
+	}
+	s.waitLogLen(fork, 2*turns)
+	if n := len(s.logOf(fork)); n != 2*turns {
+		t.Errorf("the fork's log holds %d messages, want %d", n, 2*turns)
 	}
 
 	// A shared message, expanded through the fork, is the original.
@@ -152,10 +175,14 @@ func forkSharesHistory(t *testing.T, header map[string]string) {
 
 	// The parent goes: the fork keeps its messages.
 	s.rpc("DeleteSession", map[string]any{"sessionId": parent}, nil)
-	if _, err := db.Exec(t.Context(), `DELETE FROM sessions WHERE id = $1`, parent); err != nil { // what retention's purge does at its cutoff
+	if _, err := db.Exec(`DELETE FROM sessions WHERE id = '` + parent + `'`); err != nil { // what retention's purge does at its cutoff
 		t.Fatal(err)
 	}
-	if after := texts(s.messagesOf(fork, "MESSAGE_VIEW_LOG")); len(after) != 2*turns-2 || after[2] != longText(1, size) {
+	var left int
+	if err := db.QueryRow(`SELECT count(*) FROM messages WHERE session_id = '` + parent + `'`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("the parent's messages did not go with it: %d left (%v)", left, err)
+	}
+	if after := texts(s.messagesOf(fork, "MESSAGE_VIEW_LOG")); len(after) != 2*turns || after[2] != longText(1, size) {
 		t.Errorf("after its parent went, the fork's log holds %d messages (the second: %d bytes)", len(after), len(after[min(2, len(after)-1)]))
 	}
 	s.checkUpstream()
