@@ -147,7 +147,7 @@ func testForkSharesPrefix(t *testing.T, s store.Store) {
 // together leave nothing counted.
 func testForkOutlivesParent(t *testing.T, s store.Store) {
 	const n, size = 6, 10_000
-	for _, how := range []string{"purge", "create again", "purge both"} {
+	for _, how := range []string{"purge", "create again", "purge both", "purge messages"} {
 		t.Run(how, func(t *testing.T) {
 			tenant := strings.ReplaceAll(how, " ", "-")
 			create(t, s, session(tenant, "parent", epoch))
@@ -159,6 +159,11 @@ func testForkOutlivesParent(t *testing.T, s store.Store) {
 				insertFork(t, s, tenant, id, fork, store.SharedPrefix{SessionID: "parent", Length: n})
 			}
 			mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+				if how == "purge messages" {
+					// The parent lives on without its old messages in its view:
+					// retention deletes them, the parent's rows alone.
+					return tx.ReplaceView(ctx, tenant, "parent", []string{parent[n-1].ID})
+				}
 				if err := tx.DeleteSession(ctx, tenant, "parent"); err != nil {
 					return err
 				}
@@ -171,11 +176,15 @@ func testForkOutlivesParent(t *testing.T, s store.Store) {
 			case "create again":
 				create(t, s, session(tenant, "parent", epoch.Add(time.Hour)))
 			default:
-				if p, err := s.Purge(t.Context(), time.Now().Add(time.Hour), time.Now().Add(48*time.Hour)); err != nil || p.Sessions == 0 {
+				if p, err := s.Purge(t.Context(), time.Now().Add(time.Hour), time.Now().Add(48*time.Hour)); err != nil || p.Sessions+p.Messages == 0 {
 					t.Fatalf("purge: %+v, %v", p, err)
 				}
 			}
-			if got, err := s.LogMessages(t.Context(), tenant, "parent", 0, 10); err != nil || len(got) != 0 {
+			kept := 0 // the parent's messages left
+			if how == "purge messages" {
+				kept = 1
+			}
+			if got, err := s.LogMessages(t.Context(), tenant, "parent", 0, 10); err != nil || len(got) != kept {
 				t.Fatalf("the parent's log still holds %d messages (%v)", len(got), err)
 			}
 			live := []string{"fork", "fork2"}
@@ -184,6 +193,9 @@ func testForkOutlivesParent(t *testing.T, s store.Store) {
 			}
 			for _, id := range live {
 				sameMessages(t, s, tenant, id, fork)
+			}
+			if how == "purge messages" {
+				live = append(live, "parent")
 			}
 			if got, want := logBytes(t, s, tenant), storedBytes(t, s, tenant, live...); got != want {
 				t.Errorf("LogBytes = %d after the parent went; the rows hold %d", got, want)
