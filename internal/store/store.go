@@ -183,8 +183,8 @@ type Tx interface {
 	// message's parts, metadata, replaced ids and id: RowSize's measure),
 	// counted by the store on every insert and delete of a message, this
 	// transaction's included; parts a fork shares (ForkTx) count once, in
-	// the row that holds them, and again in each row they are copied to
-	// when that row goes. On PostgreSQL it holds the tenant's count
+	// the row that holds them (when it goes, in the one row they are
+	// copied to, which the others then name). On PostgreSQL it holds the tenant's count
 	// until the transaction ends (so does any insert or delete of the
 	// tenant's messages): concurrent writers of one tenant cannot both pass
 	// a quota. SQLite's single writer does so already.

@@ -6,9 +6,11 @@
 -- that holds its own parts, never another reference), with their size
 -- (body_bytes) so that RowSize reads no other row. Readers take the parts
 -- from that row. When that row is deleted (purge, a deleted session's
--- archive going), the trigger below copies its parts into every row that
--- names it (copy-on-delete) and counts the copies in tenant_usage, so a
--- fork never loses a message its parent loses. A fork's insert locks the
+-- archive going), the trigger below copies its parts into one row that
+-- names it (the heir, copy-on-delete), makes the others name the heir, and
+-- counts the copy in tenant_usage: a fork never loses a message its parent
+-- loses, and parts shared by N forks are stored once, not N times, after
+-- the parent goes (its work: one copy and one small update a naming row). A fork's insert locks the
 -- rows it names (FOR SHARE): a concurrent delete waits for it and then
 -- sees its rows.
 ALTER TABLE messages ADD COLUMN body_session text;
@@ -17,12 +19,25 @@ ALTER TABLE messages ADD COLUMN body_bytes bigint NOT NULL DEFAULT 0;
 CREATE INDEX messages_body_refs ON messages (tenant, body_session, body_id) WHERE body_session IS NOT NULL;
 
 -- +goose StatementBegin
+-- For each removed row that others name, its heir is the first of them (by
+-- session and id): the others are made to name the heir, which takes the
+-- removed row's parts (disjoint rows: one statement updates each once).
 CREATE FUNCTION messages_body_copied() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    WITH copied AS (
-        UPDATE messages m SET parts = r.parts, body_session = NULL, body_id = NULL, body_bytes = 0
-        FROM removed r
-        WHERE r.body_session IS NULL AND m.tenant = r.tenant AND m.body_session = r.session_id AND m.body_id = r.id
+    WITH heir AS (
+        SELECT DISTINCT ON (m.tenant, m.body_session, m.body_id) m.tenant, m.session_id, m.id, m.body_session, m.body_id, r.parts
+        FROM removed r JOIN messages m ON m.tenant = r.tenant AND m.body_session = r.session_id AND m.body_id = r.id
+        WHERE r.body_session IS NULL
+        ORDER BY m.tenant, m.body_session, m.body_id, m.session_id, m.id),
+    renamed AS (
+        UPDATE messages m SET body_session = h.session_id, body_id = h.id
+        FROM heir h
+        WHERE m.tenant = h.tenant AND m.body_session = h.body_session AND m.body_id = h.body_id
+            AND (m.session_id, m.id) <> (h.session_id, h.id)),
+    copied AS (
+        UPDATE messages m SET parts = h.parts, body_session = NULL, body_id = NULL, body_bytes = 0
+        FROM heir h
+        WHERE m.tenant = h.tenant AND m.session_id = h.session_id AND m.id = h.id
         RETURNING m.tenant, octet_length(m.parts) AS bytes)
     UPDATE tenant_usage u SET log_bytes = u.log_bytes + c.bytes
     FROM (SELECT tenant, sum(bytes) AS bytes FROM copied GROUP BY tenant) c

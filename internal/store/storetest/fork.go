@@ -142,9 +142,10 @@ func testForkSharesPrefix(t *testing.T, s store.Store) {
 
 // testForkOutlivesParent: when the parent's rows go (its session deleted
 // and purged, or its id made again), the fork's messages are copied into
-// its own rows first: every read still returns them, and the tenant's
-// count is exactly what its rows now hold. A parent and fork purged
-// together leave nothing counted.
+// one of them first (the other fork names it): every read still returns
+// them, and the tenant's count is exactly what the rows now hold, the
+// shared messages once. A parent and fork purged together leave nothing
+// counted.
 func testForkOutlivesParent(t *testing.T, s store.Store) {
 	const n, size = 6, 10_000
 	for _, how := range []string{"purge", "create again", "purge both", "purge messages"} {
@@ -194,10 +195,13 @@ func testForkOutlivesParent(t *testing.T, s store.Store) {
 			for _, id := range live {
 				sameMessages(t, s, tenant, id, fork)
 			}
+			// The forks' sizes count the shared messages (1..n-1) each; the
+			// rows hold them once.
+			twice := int64(len(live)-1) * partsBytes(t, fork[:n-1])
 			if how == "purge messages" {
 				live = append(live, "parent")
 			}
-			if got, want := logBytes(t, s, tenant), storedBytes(t, s, tenant, live...); got != want {
+			if got, want := logBytes(t, s, tenant), storedBytes(t, s, tenant, live...)-twice; got != want {
 				t.Errorf("LogBytes = %d after the parent went; the rows hold %d", got, want)
 			}
 		})
@@ -251,4 +255,69 @@ func testForkRacesParentDelete(t *testing.T, s store.Store) {
 			t.Errorf("fork first %v: LogBytes = %d; the rows hold %d", forkFirst, got, want)
 		}
 	}
+}
+
+// testForkHeir: when a row that many forks name goes, its parts are
+// copied once, into one of them (the heir), and the others name the heir:
+// the tenant's count grows by the shared bytes once, not once a fork (a
+// tenant under a quota could otherwise fork a log many times for a few
+// bytes each and, by deleting the parent, store it as many times over the
+// quota, all in one purge statement). Every fork still reads every
+// message, also after the heir's own session goes in its turn.
+func testForkHeir(t *testing.T, s store.Store) {
+	const n, size, forks = 4, 20_000, 8
+	const tenant = "heir"
+	create(t, s, session(tenant, "parent", epoch))
+	parent := forkLog(n, size, nil)
+	insertMessages(t, s, tenant, "parent", parent)
+	ids := make([]string, forks)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("fork%d", i)
+		create(t, s, session(tenant, ids[i], epoch))
+		insertFork(t, s, tenant, ids[i], parent, store.SharedPrefix{SessionID: "parent", Length: n})
+	}
+	shared := storedBytes(t, s, tenant, "parent")
+	before := logBytes(t, s, tenant)
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, tenant, "parent") })
+	if _, err := s.Purge(t.Context(), time.Now().Add(time.Hour), time.Now().Add(48*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.LogMessages(t.Context(), tenant, "parent", 0, 10); err != nil || len(got) != 0 {
+		t.Fatalf("the parent's log still holds %d messages (%v)", len(got), err)
+	}
+	// The parent's rows went (their bytes with them) and one copy came.
+	if grown := logBytes(t, s, tenant) - before; grown > shared/10 {
+		t.Errorf("the parent's %d shared bytes, gone, made the tenant's count grow by %d (%d forks): copied into every fork", shared, grown, forks)
+	}
+	for _, id := range ids {
+		sameMessages(t, s, tenant, id, parent)
+	}
+	// Each fork's session goes in turn; the others keep every message,
+	// and the count stays what one copy holds.
+	for i, id := range ids[:forks-1] {
+		mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, tenant, id) })
+		if _, err := s.Purge(t.Context(), time.Now().Add(time.Hour), time.Now().Add(48*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		for _, other := range ids[i+1:] {
+			sameMessages(t, s, tenant, other, parent)
+		}
+	}
+	if got, want := logBytes(t, s, tenant), storedBytes(t, s, tenant, ids[forks-1]); got != want {
+		t.Errorf("LogBytes = %d with one fork left; its rows hold %d", got, want)
+	}
+}
+
+// partsBytes is the size of msgs' stored parts.
+func partsBytes(t *testing.T, msgs []chat.Message) int64 {
+	t.Helper()
+	var n int64
+	for _, m := range msgs {
+		enc, err := store.EncodeJSON(m.Parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int64(len(enc))
+	}
+	return n
 }

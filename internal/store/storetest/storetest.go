@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ForkSharesPrefix", testForkSharesPrefix},
 		{"ForkOutlivesParent", testForkOutlivesParent},
 		{"ForkRacesParentDelete", testForkRacesParentDelete},
+		{"ForkHeir", testForkHeir},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
