@@ -22,8 +22,16 @@ CREATE INDEX messages_body_refs ON messages (tenant, body_session, body_id) WHER
 -- For each removed row that others name, its heir is the first of them (by
 -- session and id): the others are made to name the heir, which takes the
 -- removed row's parts (disjoint rows: one statement updates each once).
+-- The rows naming a removed row are locked first (in key order), so none
+-- of them, the heir above all, is deleted between the choice and the
+-- copy; one deleted meanwhile is not locked, and the next statement (its
+-- own snapshot) does not see it.
 CREATE FUNCTION messages_body_copied() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    PERFORM 1 FROM removed r JOIN messages m ON m.tenant = r.tenant AND m.body_session = r.session_id AND m.body_id = r.id
+        WHERE r.body_session IS NULL
+        ORDER BY m.tenant, m.session_id, m.id
+        FOR UPDATE OF m;
     WITH heir AS (
         SELECT DISTINCT ON (m.tenant, m.body_session, m.body_id) m.tenant, m.session_id, m.id, m.body_session, m.body_id, r.parts
         FROM removed r JOIN messages m ON m.tenant = r.tenant AND m.body_session = r.session_id AND m.body_id = r.id

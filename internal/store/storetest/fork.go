@@ -321,3 +321,48 @@ func partsBytes(t *testing.T, msgs []chat.Message) int64 {
 	}
 	return n
 }
+
+// testForkHeirRacesItsDelete: the heir's own rows going while the row it
+// inherits goes (another fork's id made again, holding its transaction
+// open, while the parent's is made again) must not leave the other forks
+// naming a row that is gone: they keep every message.
+func testForkHeirRacesItsDelete(t *testing.T, s store.Store) {
+	const n, size = 3, 5_000
+	const tenant = "heir-race"
+	create(t, s, session(tenant, "parent", epoch))
+	parent := forkLog(n, size, nil)
+	insertMessages(t, s, tenant, "parent", parent)
+	for _, id := range []string{"fork1", "fork2"} { // fork1 is the heir
+		create(t, s, session(tenant, id, epoch))
+		insertFork(t, s, tenant, id, parent, store.SharedPrefix{SessionID: "parent", Length: n})
+	}
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.DeleteSession(ctx, tenant, "parent"); err != nil {
+			return err
+		}
+		return tx.DeleteSession(ctx, tenant, "fork1")
+	})
+	recreate := func(id string) func(ctx context.Context, tx store.Tx) error {
+		return func(ctx context.Context, tx store.Tx) error {
+			return tx.InsertSession(ctx, session(tenant, id, epoch.Add(time.Hour)))
+		}
+	}
+	started, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		<-started
+		done <- s.InTx(context.Background(), recreate("parent"))
+	}()
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		err := recreate("fork1")(ctx, tx)
+		close(started)
+		time.Sleep(300 * time.Millisecond) // the parent's delete picks its heir meanwhile
+		return err
+	})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	sameMessages(t, s, tenant, "fork2", parent)
+	if got, want := logBytes(t, s, tenant), storedBytes(t, s, tenant, "fork2"); got != want {
+		t.Errorf("LogBytes = %d; fork2's rows hold %d", got, want)
+	}
+}

@@ -62,6 +62,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ForkOutlivesParent", testForkOutlivesParent},
 		{"ForkRacesParentDelete", testForkRacesParentDelete},
 		{"ForkHeir", testForkHeir},
+		{"ForkHeirRacesItsDelete", testForkHeirRacesItsDelete},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
