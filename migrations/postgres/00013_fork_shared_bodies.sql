@@ -10,9 +10,9 @@
 -- names it (the heir, copy-on-delete), makes the others name the heir, and
 -- counts the copy in tenant_usage: a fork never loses a message its parent
 -- loses, and parts shared by N forks are stored once, not N times, after
--- the parent goes (its work: one copy and one small update a naming row). A fork's insert locks the
--- rows it names (FOR SHARE): a concurrent delete waits for it and then
--- sees its rows.
+-- the parent goes (its work: one copy and one small update a naming row).
+-- A fork's insert locks the rows it names (FOR KEY SHARE): a concurrent
+-- delete waits for it and then sees its rows.
 ALTER TABLE messages ADD COLUMN body_session text;
 ALTER TABLE messages ADD COLUMN body_id text;
 ALTER TABLE messages ADD COLUMN body_bytes bigint NOT NULL DEFAULT 0;

@@ -8,6 +8,7 @@ import (
 	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/postgres"
+	"github.com/contextd/contextd/internal/store/storetest"
 )
 
 // TestJobLockIsTheTenants: the advisory lock a lease takes on a tenant's
@@ -65,4 +66,15 @@ func TestJobLockIsTheTenants(t *testing.T) {
 	if err != nil || j.ID != "j1" {
 		t.Fatalf("NextJob while another tenant compacts a session named after victim = %q, %v; want j1", j.ID, err)
 	}
+}
+
+// TestForkLeavesParentWritable: a fork's lock on the parent's rows it
+// names keeps them from being deleted, not from being updated.
+func TestForkLeavesParentWritable(t *testing.T) {
+	s, err := postgres.Open(t.Context(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	storetest.ForkLeavesParentWritable(t, s)
 }

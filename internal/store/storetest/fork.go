@@ -366,3 +366,44 @@ func testForkHeirRacesItsDelete(t *testing.T, s store.Store) {
 		t.Errorf("LogBytes = %d; fork2's rows hold %d", got, want)
 	}
 }
+
+// ForkLeavesParentWritable (stores with concurrent writers: PostgreSQL):
+// while a fork's transaction holds the parent's rows it names (against
+// their delete), the parent's own writes of those rows (SetMessageTokens:
+// a revert, a change of model) go on; they do not wait for the fork's
+// commit.
+func ForkLeavesParentWritable(t *testing.T, s store.Store) {
+	const tenant = "fork-writable"
+	create(t, s, session(tenant, "parent", epoch))
+	parent := forkLog(3, 1_000, nil)
+	insertMessages(t, s, tenant, "parent", parent)
+	create(t, s, session(tenant, "fork", epoch))
+	locked, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.InTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+			if err := tx.InsertForkMessages(ctx, tenant, "fork", parent, store.SharedPrefix{SessionID: "parent", Length: 3}); err != nil {
+				return err
+			}
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	select {
+	case <-locked:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		return tx.SetMessageTokens(ctx, tenant, "parent", map[string]int64{parent[0].ID: 7}, "")
+	})
+	cancel()
+	close(release)
+	if derr := <-done; derr != nil {
+		t.Fatal(derr)
+	}
+	if err != nil {
+		t.Fatalf("the parent's SetMessageTokens while a fork's transaction named its rows: %v", err)
+	}
+}
