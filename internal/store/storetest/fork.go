@@ -407,3 +407,50 @@ func ForkLeavesParentWritable(t *testing.T, s store.Store) {
 		t.Fatalf("the parent's SetMessageTokens while a fork's transaction named its rows: %v", err)
 	}
 }
+
+// ForksPurgedTogether stores a parent and n forks of its first message
+// (sessions created in the order of their ids), deletes them all and
+// purges them in one run: nothing of the tenant is left, nothing counted.
+func ForksPurgedTogether(t testing.TB, s store.Store, n int) {
+	const tenant = "purged-together"
+	ctx := context.Background()
+	parent := forkLog(1, 1_000, nil)
+	ids := []string{"a-parent"}
+	for i := range n {
+		ids = append(ids, fmt.Sprintf("f%06d", i))
+	}
+	for i, id := range ids {
+		if err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			if err := tx.InsertSession(ctx, session(tenant, id, epoch)); err != nil {
+				return err
+			}
+			if i == 0 {
+				return tx.InsertMessages(ctx, tenant, id, parent)
+			}
+			return tx.InsertForkMessages(ctx, tenant, id, parent, store.SharedPrefix{SessionID: ids[0], Length: 1})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		for _, id := range ids {
+			if err := tx.DeleteSession(ctx, tenant, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Purge(ctx, time.Now().Add(time.Hour), time.Now().Add(48*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var left int64
+	if err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		left, err = tx.LogBytes(ctx, tenant)
+		return err
+	}); err != nil || left != 0 {
+		t.Fatalf("after the purge the tenant counts %d bytes (%v)", left, err)
+	}
+}

@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ForkRacesParentDelete", testForkRacesParentDelete},
 		{"ForkHeir", testForkHeir},
 		{"ForkHeirRacesItsDelete", testForkHeirRacesItsDelete},
+		{"ForksPurgedTogether", func(t *testing.T, s store.Store) { ForksPurgedTogether(t, s, 20) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
