@@ -32,6 +32,9 @@ BEGIN
         WHERE r.body_session IS NULL
         ORDER BY m.tenant, m.session_id, m.id
         FOR UPDATE OF m;
+    IF NOT FOUND THEN
+        RETURN NULL; -- no row named a removed one: the common delete costs one join
+    END IF;
     WITH heir AS (
         SELECT DISTINCT ON (m.tenant, m.body_session, m.body_id) m.tenant, m.session_id, m.id, m.body_session, m.body_id, r.parts
         FROM removed r JOIN messages m ON m.tenant = r.tenant AND m.body_session = r.session_id AND m.body_id = r.id
