@@ -132,7 +132,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			}
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
-		in := engine.PrepareInput{Messages: res.fresh, NoLedger: true, Read: res.row} // the gateway sends no ledger; the row its match read
+		in := engine.PrepareInput{Messages: res.fresh, NoLedger: true, Read: res.row, Shared: res.shared} // the gateway sends no ledger; the row its match read
 		if len(res.fresh) > 0 {
 			in.IdempotencyKey, in.ExpectedVersion = "gw-"+key, &res.version
 		}

@@ -132,7 +132,8 @@ type Calibration struct {
 
 // RowSize is a message's place in the active view (Cursor: its ordinal) or
 // the log (its position), its id, and the bytes it is stored in (parts,
-// metadata, replaced ids and id; the content itself is not read).
+// metadata, replaced ids and id; the content itself is not read). A fork's
+// row that shares its parent's parts (ForkTx) counts them too.
 type RowSize struct {
 	Cursor int64
 	ID     string
@@ -181,7 +182,9 @@ type Tx interface {
 	// LogBytes returns the bytes a tenant's log holds (every stored
 	// message's parts, metadata, replaced ids and id: RowSize's measure),
 	// counted by the store on every insert and delete of a message, this
-	// transaction's included. On PostgreSQL it holds the tenant's count
+	// transaction's included; parts a fork shares (ForkTx) count once, in
+	// the row that holds them (when it goes, in the one row they are
+	// copied to, which the others then name). On PostgreSQL it holds the tenant's count
 	// until the transaction ends (so does any insert or delete of the
 	// tenant's messages): concurrent writers of one tenant cannot both pass
 	// a quota. SQLite's single writer does so already.
@@ -261,6 +264,7 @@ type Tx interface {
 	PutPreparedView(ctx context.Context, tenant, sessionID string, v PreparedView) error
 
 	JobTx
+	ForkTx
 }
 
 // Store keeps sessions and messages.

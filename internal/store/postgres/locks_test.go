@@ -8,6 +8,7 @@ import (
 	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/postgres"
+	"github.com/contextd/contextd/internal/store/storetest"
 )
 
 // lockStore opens a store on a fresh database, and the time its tests
@@ -151,4 +152,15 @@ func TestPassedOverJobIsLetGo(t *testing.T) {
 	if err != nil || got != "j2" {
 		t.Fatalf("C's NextJob while B's transaction, which passed j2 over, is open = %q, %v; want j2", got, err)
 	}
+}
+
+// TestForkLeavesParentWritable: a fork's lock on the parent's rows it
+// names keeps them from being deleted, not from being updated.
+func TestForkLeavesParentWritable(t *testing.T) {
+	s, err := postgres.Open(t.Context(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	storetest.ForkLeavesParentWritable(t, s)
 }
