@@ -55,17 +55,21 @@ type ClientCompactionInput struct {
 // ErrVersionConflict, so two replicas never record one compaction twice.
 func (e *Engine) RecordClientCompaction(ctx context.Context, tenant, id string, in ClientCompactionInput) (ClientEditResult, error) {
 	expected := in.Expected
-	view, err := e.viewAt(ctx, tenant, id, expected, in.Created)
+	view, read, err := e.viewAt(ctx, tenant, id, expected, in.Created)
 	if err != nil {
 		return ClientEditResult{}, err
 	}
 	if len(view) == 0 {
 		return ClientEditResult{Version: expected}, nil
 	}
-	s, err := e.readSession(ctx, tenant, id)
-	if err != nil {
-		return ClientEditResult{}, err
+	if read == nil { // the view came from the cache
+		row, err := e.readSession(ctx, tenant, id)
+		if err != nil {
+			return ClientEditResult{}, err
+		}
+		read = &row
 	}
+	s := *read
 	if err := checkVersion(id, s.Version, &expected); err != nil {
 		return ClientEditResult{}, err
 	}
