@@ -28,8 +28,9 @@ import (
 //   - and either it carries a summary the log does not hold (a provider
 //     compaction item, a compaction block, or a user message with a
 //     client's summary preamble, clientSummaryMarkers), or the messages it
-//     keeps from the log (by identity) are in the log's order and leave out
-//     a message of the log before the last of them (not a prefix of it).
+//     keeps from the log (by identity) start with the log's first, are in
+//     the log's order and leave out a message of the log before the last
+//     of them (not a prefix of it).
 //
 // A rewind or an edit (the log's first messages, then new ones: the
 // client dropped or edited its last message(s) and goes on) is neither,
@@ -46,8 +47,9 @@ import (
 // request, which extends the compacted history, extends this session
 // (historyExtended). If the request fails after the record, the record is
 // reverted (unedit). Work: one pass over the log's identities (held by
-// the log cache) and one set of them, only for a signalled request that no
-// longer extends its session; then one RecordClientCompaction.
+// the log cache) and one set of the request's, only for a signalled
+// request that no longer extends its session and is much shorter than it;
+// then one RecordClientCompaction.
 
 // historyCompacted: the request is the client's compaction of its
 // history, recorded in the same session (X-Contextd-History).
@@ -90,18 +92,28 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 	if len(c.msgs)*compactedShare > len(m.log) && m.s.ActiveCount > 0 && approxTokens(c.msgs)*compactedShare > m.s.ActiveTokens {
 		return false
 	}
-	in := make(map[[32]byte]bool, len(m.log))
-	for _, d := range m.log {
-		in[d] = true
+	// Which of the request's identities the log holds: a set of the
+	// request's (bounded by the request, not by the log, which a short
+	// request may name however long it is), one pass over the log.
+	in := make(map[[32]byte]bool, len(c.ids))
+	for _, d := range c.ids {
+		in[d] = false
 	}
-	summary := false
-	for i := range c.msgs {
-		if !in[c.ids[i]] && carriesSummary(&c.msgs[i]) {
-			summary = true
-			break
+	for _, d := range m.log {
+		if _, ok := in[d]; ok {
+			in[d] = true
 		}
 	}
-	return summary || skipsLog(m.log, in, c.ids)
+	for i := range c.msgs {
+		if !in[c.ids[i]] && carriesSummary(&c.msgs[i]) {
+			return true
+		}
+	}
+	// Without a summary, a kept subset starts with the log's opening (a
+	// client keeps its initial context): a short request that quotes one
+	// of the log's later messages (a client's side request — a title, a
+	// topic — on a prompt typed before) is not one.
+	return m.k > 0 && skipsLog(m.log, in, c.ids)
 }
 
 // carriesSummary reports whether m carries a compacted history's summary:

@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -49,6 +52,11 @@ func TestClientCompactsRule(t *testing.T) {
 		{"a reordered subset", []chat.Message{log[0], log[5], log[3], user("Go on.")}, false},
 		{"as long as the view", append([]chat.Message{log[0]}, append(log[3:13:13], summary)...), false},
 		{"extends the log", append(log[:len(log):len(log)], user("Next.")), false},
+		// A client's side request (a title, a topic) on a prompt the user
+		// typed before: one of the log's later messages, without its
+		// opening, is no kept subset.
+		{"a side request quoting an earlier prompt", []chat.Message{user("Write a title for this conversation."), log[5]}, false},
+		{"an earlier prompt alone", []chat.Message{log[5]}, false},
 	}
 	for _, tc := range cases {
 		c := &conversation{msgs: tc.req}
@@ -65,5 +73,36 @@ func TestClientCompactsRule(t *testing.T) {
 		if got := clientCompacts(m, c); got != tc.want {
 			t.Errorf("%s: clientCompacts %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestClientCompactsRuleBounded: the rule's memory is bounded by the
+// request, not by the log: a three-message request against a session of
+// 200,000 logged messages allocates a set of its own identities, not of
+// the log's (which cost 10 MB a request, for any signalled request much
+// shorter than its session).
+func TestClientCompactsRuleBounded(t *testing.T) {
+	ids := make([][32]byte, 200_000)
+	for i := range ids {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(i))
+		ids[i] = sha256.Sum256(b[:])
+	}
+	c := &conversation{msgs: []chat.Message{
+		{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the tests."}}},
+		{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Summary: a, b done."}}},
+		{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Go on."}}},
+	}}
+	historyChains("chat", signal{}, c)
+	m := &logMatch{s: store.Session{ActiveTokens: 1 << 30, ActiveCount: int64(len(ids))}, log: ids}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const n = 5
+	for range n {
+		clientCompacts(m, c)
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 64<<10 {
+		t.Errorf("clientCompacts allocates %d bytes a request against a log of %d messages: want it bounded by the request's 3", per, len(ids))
 	}
 }
