@@ -23,11 +23,16 @@ const replayBytesPerToken = 3
 // replayLong appends all but the last piece of res.fresh, when it is
 // longer than about a window, and leaves the last piece in res.fresh at
 // the session's new version. Each piece has its own idempotency key, so a
-// retried request appends it once.
+// retried request appends it once. A client's compacted history
+// (res.restart, clientcompaction.go) is never cut: the request reverts its
+// record of the compaction when it fails, and pieces appended before the
+// failure would stay in a view restored to the old history, the session's
+// client history restarted at their first (the client's next request
+// would extend them, its compaction lost).
 func (g *Gateway) replayLong(ctx context.Context, tenant string, c *conversation, res *resolved, key string) error {
 	m, _ := g.cfg.Models.Lookup(c.model)
 	budget := int64(m.ContextWindow) * replayBytesPerToken
-	if budget <= 0 || len(res.fresh) < 2 {
+	if budget <= 0 || len(res.fresh) < 2 || res.restart {
 		return nil
 	}
 	pieces := splitReplay(res.fresh, budget)

@@ -319,3 +319,55 @@ func TestSummaryRequestIsAnAside(t *testing.T) {
 	}
 	s.checkUpstream()
 }
+
+// TestFailedClientCompactionChangesNothing: a client compaction whose
+// request fails after the record (its compacted history is over the
+// model's window: PrepareContext refuses it) changes nothing: the answer
+// is an error, the record is reverted (reverted_at set), the session's view
+// and log are what they were, and the client's next compaction, one that
+// fits, is recorded in the same session. Without the fix the gateway fed
+// the long compacted history in pieces (replayLong): the summary was
+// appended, restart-marked, before the last piece failed, so the reverted
+// view held the old history and the summary, and the next compaction
+// extended it (history "extended", the old history counted again).
+func TestFailedClientCompactionChangesNothing(t *testing.T) {
+	s := start(t, nil)
+	c := &historyClient{t: t, s: s, sig: map[string]string{"X-Contextd-Session": "cx-fail"}}
+	c.user("Fix the failing tests in calc.py.")
+	c.rounds(0, 6, "cx-fail")
+	logLen := len(c.msgs)
+	s.waitLogLen("cx-fail", logLen)
+	used := s.usedTokens("cx-fail")
+	summary := "Another language model started to solve this problem and produced a summary of its thinking process. Here is the summary: add() is fixed."
+	huge := strings.Repeat("a line of a file far too large for any window, read whole\n", 12_000) // 700 KB: over gpt-4o's 128k tokens
+	body := map[string]any{"model": "gpt-4o", "messages": []map[string]any{
+		{"role": "user", "content": summary}, {"role": "user", "content": huge}}}
+	resp, out := s.post("/v1/chat/completions", body, c.sig)
+	if resp.StatusCode == http.StatusOK {
+		t.Fatalf("an over-window compacted history answered %d (%s): want an error", resp.StatusCode, resp.Header.Get("X-Contextd-History"))
+	}
+	var cmps struct {
+		Compactions []struct {
+			Tiers      []string `json:"tiers"`
+			RevertedAt string   `json:"revertedAt"`
+		} `json:"compactions"`
+	}
+	s.rpc("ListCompactions", map[string]any{"sessionId": "cx-fail"}, &cmps)
+	for _, cm := range cmps.Compactions {
+		if slices.Contains(cm.Tiers, "client_compaction") && cm.RevertedAt == "" {
+			t.Errorf("the failed request's client compaction is still applied: %+v (%s)", cmps.Compactions, out)
+		}
+	}
+	if got := s.usedTokens("cx-fail"); got != used {
+		t.Errorf("the session counts %d tokens after the failed compaction, %d before", got, used)
+	}
+	if got := len(s.logOf("cx-fail")); got != logLen {
+		t.Errorf("the log has %d messages after the failed compaction, %d before: %.80q", got, logLen, s.logOf("cx-fail")[logLen:])
+	}
+	c.msgs = []map[string]any{{"role": "user", "content": summary}}
+	c.user("Go on with sub().")
+	if id, history, _ := c.send(); id != "cx-fail" || history != "compacted" {
+		t.Errorf("the compaction that fits: %q in %q, want compacted in cx-fail", history, id)
+	}
+	s.checkUpstream()
+}
