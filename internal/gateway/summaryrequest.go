@@ -19,8 +19,9 @@ import (
 // the log's last messages, is answered from that session, nothing stored
 // (historyAside): the view without the messages the request leaves out
 // (as a repeat's, stripReplies), then the request's own messages after
-// the prefix, as the client sent them. The call goes into the session's
-// ledger. When the left-out messages are not the view's tail (a
+// the prefix, as the client sent them, with the request's own model,
+// system prompt and tools (the session's stay as they are). The call goes
+// into the session's ledger. When the left-out messages are not the view's tail (a
 // compaction moved them), the request is a fork as before. Codex asks
 // with its whole history and the prompt as a new message: an extension,
 // recorded as usual.
@@ -67,12 +68,9 @@ func (g *Gateway) aside(ctx context.Context, tenant, id string, c *conversation,
 	if noRepeat || m == nil || m.extends || m.k == 0 || n-m.k > maxAsideTail || len(m.log)-m.k > maxRepeatTail || !asksSummary(&c.msgs[n-1]) {
 		return resolved{}, false, nil
 	}
-	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version, named: sig.owns(id), row: &m.s,
-		history: historyAside, repeat: len(m.log) - m.k, repeatD: m.log[m.k:], tail: c.msgs[m.k:]}
-	if moved, err := g.follow(ctx, tenant, m.s, c); err != nil {
-		return resolved{}, false, err
-	} else if moved != nil {
-		res.version, res.created, res.row = moved.Version, moved.CreatedAt, moved
-	}
-	return res, true, nil
+	// Not followed (the session's model, system prompt and tools stay
+	// its own): nothing is stored, and the request goes upstream with
+	// its own (the door builds it from the request).
+	return resolved{id: id, created: m.s.CreatedAt, version: m.s.Version, named: sig.owns(id), row: &m.s,
+		history: historyAside, repeat: len(m.log) - m.k, repeatD: m.log[m.k:], tail: c.msgs[m.k:]}, true, nil
 }

@@ -371,3 +371,47 @@ func TestFailedClientCompactionChangesNothing(t *testing.T) {
 	}
 	s.checkUpstream()
 }
+
+// TestSummaryRequestLeavesTheSessionAlone: a summary request whose system
+// prompt and model are not the session's (a client may ask for its
+// summary with a prompt of its own) is still an aside, and changes
+// nothing: the session's system prompt, model and version are what they
+// were, and the upstream request carries the request's system prompt.
+// Without the fix the aside followed the request (as an extension does):
+// the session's system prompt and model became the summary request's,
+// its version moved, and the client's next request moved them back.
+func TestSummaryRequestLeavesTheSessionAlone(t *testing.T) {
+	s := start(t, nil)
+	c := &historyClient{t: t, s: s, sig: map[string]string{"X-Contextd-Session": "cc-alone"}}
+	c.msgs = append(c.msgs, map[string]any{"role": "system", "content": "You are a coding agent."})
+	c.user("Fix the failing tests in calc.py.")
+	c.rounds(0, 6, "cc-alone")
+	s.waitLogLen("cc-alone", len(c.msgs)-1)
+	type session struct {
+		Session struct {
+			Model        string `json:"model"`
+			SystemPrompt string `json:"systemPrompt"`
+			Version      string `json:"version"`
+		} `json:"session"`
+	}
+	var before, after session
+	s.rpc("GetSession", map[string]any{"sessionId": "cc-alone"}, &before)
+	msgs := append([]map[string]any{{"role": "system", "content": "You summarize conversations."}}, c.msgs[1:len(c.msgs)-1]...)
+	msgs = append(msgs, map[string]any{"role": "user", "content": "Your task is to create a detailed summary of the conversation so far."})
+	resp, out := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o-mini", "messages": msgs}, c.sig)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	if h, id := resp.Header.Get("X-Contextd-History"), resp.Header.Get("X-Contextd-Session"); h != "aside" || id != "cc-alone" {
+		t.Fatalf("the summary request: history %q in %q, want aside in cc-alone", h, id)
+	}
+	s.rpc("GetSession", map[string]any{"sessionId": "cc-alone"}, &after)
+	if after.Session != before.Session {
+		t.Errorf("the session after the aside: %+v, before: %+v; want it unchanged", after.Session, before.Session)
+	}
+	reqs := s.fake.Requests()
+	if raw := string(reqs[len(reqs)-1].Raw); !strings.Contains(raw, "You summarize conversations.") || strings.Contains(raw, "You are a coding agent.") {
+		t.Errorf("upstream: %.300s; want the summary request's system prompt", raw)
+	}
+	s.checkUpstream()
+}
