@@ -126,11 +126,8 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 		pending, edits = len(edits)-in.Max, edits[:in.Max]
 		slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(a.at, b.at) })
 	}
-	s, err := e.readSession(ctx, tenant, id)
+	s, err := e.sessionAt(ctx, tenant, id, expected)
 	if err != nil {
-		return ClientEditResult{}, err
-	}
-	if err := checkVersion(id, s.Version, &expected); err != nil {
 		return ClientEditResult{}, err
 	}
 	round := s.CompactionRound + 1
@@ -177,8 +174,28 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 	}
 	rec.ViewAfter = idsOf(after)
 	rec.TokensBefore, rec.TokensAfter = sumTokens(view), sumTokens(after)
+	final, err := e.commitClientView(ctx, tenant, id, expected, round, now, counted, after, rec)
+	if err != nil {
+		return ClientEditResult{}, err
+	}
+	return ClientEditResult{Edited: len(edits), Pending: pending, Version: final.Version, Compaction: rec}, nil
+}
+
+// sessionAt reads session id, which must be at version expected.
+func (e *Engine) sessionAt(ctx context.Context, tenant, id string, expected int64) (store.Session, error) {
+	s, err := e.readSession(ctx, tenant, id)
+	if err != nil {
+		return store.Session{}, err
+	}
+	return s, checkVersion(id, s.Version, &expected)
+}
+
+// commitClientView writes the client's versions counted, the view after
+// that holds them, and rec, the record of the change, in one transaction
+// on the session at version expected, and announces it.
+func (e *Engine) commitClientView(ctx context.Context, tenant, id string, expected int64, round int, now time.Time, counted, after []chat.Message, rec *store.Compaction) (store.Session, error) {
 	var final store.Session
-	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		s, err := lockForEdit(ctx, tx, tenant, id, &expected)
 		if err != nil {
 			return err
@@ -208,12 +225,12 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 		return tx.UpdateSession(ctx, &s)
 	})
 	if err != nil {
-		return ClientEditResult{}, err
+		return store.Session{}, err
 	}
 	e.views.put(&final, after, viewOrds(len(after)), messagesBytes(after))
 	e.sweepViews(ctx, tenant, id)
 	e.notify(ctx, tenant, id, final.Version, watch.EventCompacted)
-	return ClientEditResult{Edited: len(edits), Pending: pending, Version: final.Version, Compaction: rec}, nil
+	return final, nil
 }
 
 // viewAt is the active view of session id at version expected of

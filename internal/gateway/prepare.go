@@ -113,6 +113,16 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		key := requestKey(res.id, c.digests)
 		pin(res.fresh, c.pins)
 		dropFresh(res.fresh, c) // providercompaction.go
+		// The client's version of the last reply, before anything is
+		// appended after it (picks.go).
+		picked, err := g.recordPick(ctx, tenant, c, &res)
+		edits.add(res.id, picked)
+		if err != nil {
+			if (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound)) && retry.again(ctx) {
+				continue
+			}
+			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
+		}
 		if err := g.replayLong(ctx, tenant, c, &res, key); err != nil {
 			if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 				continue
