@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+	"github.com/contextd/contextd/internal/pgtest"
 )
 
 // Picks (issue 29 item 3): the client's pick or merge of the gateway's
@@ -192,5 +193,61 @@ func TestUnrelatedReplyIsNotAPick(t *testing.T) {
 				t.Errorf("%d sessions, want 2", len(list.Sessions))
 			}
 		})
+	}
+}
+
+// TestPickAcrossReplicas: the turn after a pick reaches another replica
+// (one PostgreSQL database), whose log cache is cold: it reads the log,
+// where the message after the pick says what the client's version stands
+// for, and the request extends the session — found by the history index
+// without a signal, or named by X-Contextd-Session. Before, the pick
+// itself was a fork.
+func TestPickAcrossReplicas(t *testing.T) {
+	url := pgtest.URL(t)
+	for _, named := range []bool{false, true} {
+		for name, tc := range map[string]pickTurn{"prefill-merged": prefillTurn(`{"port": 8080, "name": "contextd"}`), "n3-choice2": choiceTurn()} {
+			t.Run(name+map[bool]string{true: "/named", false: "/index"}[named], func(t *testing.T) {
+				a := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url})
+				b := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url})
+				var sig map[string]string
+				if named {
+					sig = map[string]string{"X-Contextd-Session": "pick-" + strings.ReplaceAll(name, "-", "")}
+				}
+				// A conversation of its own words on the shared database.
+				task := "(" + t.Name() + ") "
+				first, second := tc.first(false), tc.second(tc.kept)
+				for _, body := range []map[string]any{first, second} {
+					msgs := body["messages"].([]any)
+					for i, m := range msgs {
+						if mm := m.(map[string]any); mm["role"] == "user" && mm["content"] == pickTask {
+							msgs[i] = map[string]any{"role": "user", "content": task + pickTask}
+						}
+					}
+				}
+				a.fake.Script(gatewaytest.Reply{Text: tc.script, More: tc.more}, gatewaytest.Reply{Text: `"level": "info"`})
+				b.fake.Script(gatewaytest.Reply{Text: "done"})
+				resp, raw := a.post(tc.path, first, sig)
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("first: %d %s", resp.StatusCode, raw)
+				}
+				id := resp.Header.Get("X-Contextd-Session")
+				a.waitLogLen(id, tc.logLen)
+				resp, raw = a.post(tc.path, second, sig)
+				if h := resp.Header.Get("X-Contextd-History"); resp.StatusCode != http.StatusOK || h != "extended" {
+					t.Fatalf("second: %d history %q: %s", resp.StatusCode, h, raw)
+				}
+				a.waitLogLen(id, tc.logLen+2)
+				second["messages"] = append(second["messages"].([]any), map[string]any{"role": "assistant", "content": `"level": "info"`},
+					map[string]any{"role": "user", "content": "Thanks"})
+				resp, raw = b.post(tc.path, second, sig)
+				if h := resp.Header.Get("X-Contextd-History"); resp.StatusCode != http.StatusOK || h != "extended" {
+					t.Fatalf("third, on the other replica: %d history %q: %s", resp.StatusCode, h, raw)
+				}
+				b.waitLogLen(id, tc.logLen+4)
+				if n := len(b.logOf(id)); n != tc.logLen+4 {
+					t.Errorf("the session's log holds %d messages, want %d", n, tc.logLen+4)
+				}
+			})
+		}
 	}
 }
