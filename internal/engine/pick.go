@@ -40,22 +40,39 @@ type PickInput struct {
 // transaction; memory: the view.
 func (e *Engine) RecordPick(ctx context.Context, tenant, id string, in PickInput) (ClientEditResult, error) {
 	expected := in.Expected
-	if len(in.Replaced) == 0 || in.Version.Role != chat.RoleAssistant {
-		return ClientEditResult{}, chat.Invalid("version", "a pick is an assistant message in place of at least one")
-	}
 	view, err := e.viewAt(ctx, tenant, id, expected, in.Created)
 	if err != nil {
 		return ClientEditResult{}, err
 	}
-	n := len(in.Replaced)
-	if len(view) < n || !slices.Equal(idsOf(view[len(view)-n:]), in.Replaced) {
-		return ClientEditResult{Version: expected}, nil
+	p, err := e.planPick(ctx, view, in, func() (string, int, error) {
+		s, err := e.sessionAt(ctx, tenant, id, expected)
+		return s.Model, s.CompactionRound + 1, err
+	})
+	if err != nil || p == nil {
+		return ClientEditResult{Version: expected}, err
 	}
-	s, err := e.sessionAt(ctx, tenant, id, expected)
+	final, err := e.commitClientView(ctx, tenant, id, expected, p)
 	if err != nil {
 		return ClientEditResult{}, err
 	}
-	round := s.CompactionRound + 1
+	return ClientEditResult{Edited: 1, Version: final.Version, Compaction: p.rec}, nil
+}
+
+// planPick plans in on view; nil when the view does not end with the
+// messages it replaces. at says the session's model and the record's
+// round.
+func (e *Engine) planPick(ctx context.Context, view []chat.Message, in PickInput, at func() (string, int, error)) (*editPlan, error) {
+	if len(in.Replaced) == 0 || in.Version.Role != chat.RoleAssistant {
+		return nil, chat.Invalid("version", "a pick is an assistant message in place of at least one")
+	}
+	n := len(in.Replaced)
+	if len(view) < n || !slices.Equal(idsOf(view[len(view)-n:]), in.Replaced) {
+		return nil, nil
+	}
+	model, round, err := at()
+	if err != nil {
+		return nil, err
+	}
 	now := e.timestamp()
 	m := in.Version
 	m.ID, m.Position, m.Kind, m.Pinned, m.CreatedAt = fmt.Sprintf("edit_%d_1", round), 0, chat.KindNormal, false, now
@@ -65,9 +82,9 @@ func (e *Engine) RecordPick(ctx context.Context, tenant, id string, in PickInput
 		m.Metadata = map[string]string{}
 	}
 	m.Metadata[EditOfMetadata] = in.Replaced[n-1] // the reply
-	counted, err := e.recount(ctx, s.Model, []chat.Message{m})
+	counted, err := e.recount(ctx, model, []chat.Message{m})
 	if err != nil {
-		return ClientEditResult{}, err
+		return nil, err
 	}
 	tail := view[len(view)-n:]
 	after := append(slices.Clone(view[:len(view)-n]), counted[0])
@@ -76,9 +93,5 @@ func (e *Engine) RecordPick(ctx context.Context, tenant, id string, in PickInput
 		TokensBefore: sumTokens(view), TokensAfter: sumTokens(after)}
 	rec.Items = []store.CompactionItem{{Tier: ClientEditTier, NewID: counted[0].ID, Replaced: m.Replaces,
 		Reason: "the client kept its own version of this reply", TokensBefore: sumTokens(tail), TokensAfter: counted[0].Tokens}}
-	final, err := e.commitClientView(ctx, tenant, id, expected, round, now, counted, after, rec)
-	if err != nil {
-		return ClientEditResult{}, err
-	}
-	return ClientEditResult{Edited: 1, Version: final.Version, Compaction: rec}, nil
+	return &editPlan{counted: counted, after: after, rec: rec}, nil
 }
