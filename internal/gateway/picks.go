@@ -168,33 +168,18 @@ func (g *Gateway) identifyPick(ctx context.Context, tenant string, c *conversati
 	return resolved{}, false, nil
 }
 
-// recordPick records the client's version of the turn res picks
-// (engine.RecordPick) at the version its match read, before anything is
-// appended, and moves res to the version that leaves. As with client
-// edits (recordClient), only a version conflict, a session gone or the
-// client gone fails the request; other failures are logged.
-func (g *Gateway) recordPick(ctx context.Context, tenant string, c *conversation, res *resolved) (*store.Compaction, error) {
-	if res.pick == nil || res.made || res.repeat > 0 {
-		return nil, nil
+// pickEdit is the edit that records the client's version of the turn
+// res picks (engine.RecordPick's, in PrepareContext's transaction), nil
+// when it picks none.
+func pickEdit(c *conversation, res *resolved) *engine.PickInput {
+	if res.pick == nil {
+		return nil
 	}
 	k := res.pick.k
 	v := c.msgs[k]
 	v.Parts, v.Metadata = slices.Clone(v.Parts), maps.Clone(v.Metadata) // the door's memo shares them
 	setMeta(&v, store.HistoryMetadata, strconv.Itoa(k+1)+":"+c.chains[k])
-	out, err := g.cfg.Engine.RecordPick(ctx, tenant, res.id, engine.PickInput{Replaced: res.pick.ids, Version: v,
-		Expected: res.version, Created: res.created})
-	switch {
-	case err != nil && (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound) || ctx.Err() != nil):
-		return nil, err
-	case err != nil:
-		g.log.WarnContext(ctx, "gateway pick not recorded", "session", res.id, "error", err.Error())
-		return nil, nil
-	}
-	res.version = out.Version
-	if out.Edited > 0 {
-		res.row = nil
-	}
-	return out.Compaction, nil
+	return &engine.PickInput{Replaced: res.pick.ids, Version: v}
 }
 
 // metaChoices, on a recorded reply, lists the identities (hex, comma
