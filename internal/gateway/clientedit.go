@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,6 +66,37 @@ func (g *Gateway) viewEdits(c *conversation, res *resolved) []engine.ViewEdit {
 			MinBytes: g.minEditBytes(c.model),
 		}},
 		engine.ViewEdit{Client: providerDrops(c)})
+}
+
+// prepareEdited runs PrepareContext with in's edits. When they would take
+// the tenant past a limit (its log quota: engine.ErrResourceExhausted),
+// the client's versions of stored messages and the provider's drops are
+// left out (logged) and the call is made again: recording them is not
+// what the client asked for, their messages go upstream as sent (asSent),
+// and a later request records them (they are found again). A pick is
+// never left out: the request joined the session by it, and its first new
+// message says so to the log cache of every replica (metaPicked), so
+// without it the view would hold the gateway's version of the reply (the
+// first of n choices) in the client's place, upstream and for good. A
+// request whose pick the quota cannot take fails, changing nothing
+// (TestEditsPastTheLogQuota).
+func (g *Gateway) prepareEdited(ctx context.Context, tenant, id string, in engine.PrepareInput) (engine.PrepareResult, error) {
+	prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, id, in)
+	if !errors.Is(err, engine.ErrResourceExhausted) {
+		return prep, err
+	}
+	var picks []engine.ViewEdit
+	for _, ed := range in.Edits {
+		if ed.Pick != nil {
+			picks = append(picks, ed)
+		}
+	}
+	if len(picks) == len(in.Edits) {
+		return prep, err
+	}
+	g.log.WarnContext(ctx, "gateway client edits not recorded", "session", id, "error", err.Error())
+	in.Edits = picks
+	return g.cfg.Engine.PrepareContext(ctx, tenant, id, in)
 }
 
 // clientVersion is the request's message at stored's place in the

@@ -122,16 +122,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		if len(res.fresh) > 0 || len(edits) > 0 {
 			in.ExpectedVersion = &res.version
 		}
-		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
-		if errors.Is(err, engine.ErrResourceExhausted) && len(edits) > 0 {
-			// The edits would take the tenant past its log quota:
-			// recording them is not what the client asked for, its
-			// messages go upstream as sent, and a later request records
-			// them (they are found again).
-			g.log.WarnContext(ctx, "gateway client edits not recorded", "session", res.id, "error", err.Error())
-			in.Edits = nil
-			prep, err = g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
-		}
+		prep, err := g.prepareEdited(ctx, tenant, res.id, in) // clientedit.go
 		if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 			g.unmake(ctx, tenant, res)
 			continue

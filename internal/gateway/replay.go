@@ -32,7 +32,7 @@ func (g *Gateway) replayLong(ctx context.Context, tenant string, c *conversation
 	}
 	pieces := splitReplay(res.fresh, budget)
 	for i, p := range pieces[:len(pieces)-1] {
-		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, engine.PrepareInput{Messages: p,
+		prep, err := g.prepareEdited(ctx, tenant, res.id, engine.PrepareInput{Messages: p,
 			IdempotencyKey: "gw-" + key + "-" + strconv.Itoa(i), ExpectedVersion: &res.version, Edits: *edits})
 		if err != nil {
 			return err
