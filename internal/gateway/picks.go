@@ -103,11 +103,16 @@ func isToolCall(p chat.Part) bool { return p.Type == chat.PartToolCall }
 
 // joinPick joins the request to m's session as the pick m.pick: the
 // request's messages after the client's version are new, and the first
-// of them says what the version stands for (metaPicked).
+// of them says what the version stands for (metaPicked). They are a copy
+// of the request's: the mark is this attempt's, and an attempt after a
+// version conflict that lands elsewhere (a twin took the session, the
+// request starts a session of its own) must not carry it, or the log
+// cache would drop the messages before it there
+// (TestPickLostToATwinLeavesNoMark).
 func joinPick(c *conversation, m *logMatch, res *resolved) {
 	k := m.pick.k
 	res.pick = m.pick
-	res.fresh = c.msgs[k+1:]
+	res.fresh = slices.Clone(c.msgs[k+1:])
 	historyStamp(c, res.fresh, k+1)
 	setMeta(&res.fresh[0], metaPicked, strconv.Itoa(len(m.pick.ids))+":"+hex.EncodeToString(c.ids[k][:]))
 	res.history = historyExtended

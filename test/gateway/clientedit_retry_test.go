@@ -31,33 +31,7 @@ func TestRetriedRequestKeepsNoEdits(t *testing.T) {
 	s := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url, "CONTEXTD_MAX_VIEW_BYTES": "40000"})
 	id, before, second := s.overBoundTurn(editDoors["chat"])
 
-	ctx := t.Context()
-	db, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close(context.Background())
-	lock, err := db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback(context.Background())
-	if _, err := lock.Exec(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, id); err != nil {
-		t.Fatal(err)
-	}
-	mon, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mon.Close(context.Background())
-	// Backends of the test's database waiting for a lock.
-	waiting := func() int {
-		var n int
-		if err := mon.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	waiting, release := holdSession(t, url, id)
 
 	served := make(chan int, 1)
 	go func() {
@@ -102,9 +76,7 @@ func TestRetriedRequestKeepsNoEdits(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := lock.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if code := <-updated; code != http.StatusOK {
 		t.Fatalf("UpdateSession: %d", code)
 	}
@@ -115,6 +87,44 @@ func TestRetriedRequestKeepsNoEdits(t *testing.T) {
 	if n := s.compactionCount(id); n != 0 {
 		t.Errorf("%d compactions after the failed request, want none", n)
 	}
+}
+
+// holdSession holds session id's row (SELECT ... FOR UPDATE, in a
+// transaction of the test's) until release; waiting is how many backends
+// of the test's database wait for a lock.
+func holdSession(t *testing.T, url, id string) (waiting func() int, release func()) {
+	t.Helper()
+	ctx := t.Context()
+	db, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	lock, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Exec(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, id); err != nil {
+		t.Fatal(err)
+	}
+	mon, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mon.Close(context.Background()) })
+	waiting = func() int {
+		var n int
+		if err := mon.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	release = func() {
+		if err := lock.Rollback(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return waiting, release
 }
 
 // compactionCount is how many compactions ListCompactions lists.
