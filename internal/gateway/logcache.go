@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -146,6 +147,14 @@ func (lc *logCache) update(ent *logEntry, size int64, chain string) {
 
 // add appends a client message of the log to ent (under ent.mu).
 func (ent *logEntry) add(m *chat.Message) {
+	if n, id, ok := pickedOf(m); ok && n <= len(ent.digests) {
+		// The client's version of the turn before m stands for its last
+		// n messages (picks.go). Clipped: get's callers hold the slices.
+		keep := len(ent.digests) - n
+		ent.digests = append(slices.Clip(ent.digests[:keep]), id)
+		ent.details = append(slices.Clip(ent.details[:keep]), [16]byte{})
+		ent.replies = append(slices.Clip(ent.replies[:keep]), false)
+	}
 	ent.digests = append(ent.digests, identityOf(m))
 	ent.details = append(ent.details, detailOf(m))
 	ent.replies = append(ent.replies, m.Metadata[metaReply] != "")
