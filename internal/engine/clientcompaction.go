@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
-	"github.com/contextd/contextd/internal/watch"
 )
 
 // A client compaction is a compaction by the client of its whole history:
@@ -47,77 +47,62 @@ type ClientCompactionInput struct {
 // or placeholder of contextd's by itself), each with the log's next
 // position as its new message (the first of the compacted history the
 // caller appends next), so a purge keeps the originals while that message
-// is kept. An empty view records nothing
-// (Edited 0, the version unchanged). Work: the view (from the view cache
-// when it holds that version), one transaction that writes the empty
-// view, the record (one item per view message) and the session row;
-// nothing is counted or copied. A session that moved since expected is
-// ErrVersionConflict, so two replicas never record one compaction twice.
+// is kept. An empty view records nothing (Edited 0, the version
+// unchanged). Work: the view (from the view cache when it holds that
+// version), one transaction that writes the empty view, the record (one
+// item per view message) and the session row; nothing is counted or
+// copied. A session that moved since expected is ErrVersionConflict, so
+// two replicas never record one compaction twice. The gateway records it
+// with the append of the compacted history instead, in PrepareContext's
+// transaction (ViewEdit.Compaction).
 func (e *Engine) RecordClientCompaction(ctx context.Context, tenant, id string, in ClientCompactionInput) (ClientEditResult, error) {
 	expected := in.Expected
 	view, read, err := e.viewAt(ctx, tenant, id, expected, in.Created)
 	if err != nil {
 		return ClientEditResult{}, err
 	}
-	if len(view) == 0 {
-		return ClientEditResult{Version: expected}, nil
-	}
-	if read == nil { // the view came from the cache
-		row, err := e.readSession(ctx, tenant, id)
+	if read == nil && len(view) > 0 { // the view came from the cache
+		row, err := e.sessionAt(ctx, tenant, id, expected)
 		if err != nil {
 			return ClientEditResult{}, err
 		}
 		read = &row
 	}
-	s := *read
-	if err := checkVersion(id, s.Version, &expected); err != nil {
+	p := e.planClientCompaction(view, in, read)
+	if p == nil {
+		return ClientEditResult{Version: expected}, nil
+	}
+	final, err := e.commitClientView(ctx, tenant, id, expected, p)
+	if err != nil {
 		return ClientEditResult{}, err
+	}
+	return ClientEditResult{Edited: len(view), Version: final.Version, Compaction: p.rec}, nil
+}
+
+// planClientCompaction plans the record of a client's compaction of view,
+// on session s (its round and log count: the items' new message is the
+// log's next one, the first of the compacted history appended after it,
+// so retention keeps the originals while it is kept: store.Retained's
+// edges); nil for an empty view.
+func (e *Engine) planClientCompaction(view []chat.Message, in ClientCompactionInput, s *store.Session) *editPlan {
+	if len(view) == 0 {
+		return nil
 	}
 	round := s.CompactionRound + 1
 	now := e.timestamp()
 	reason := cmp.Or(in.Reason, "the client compacted its history and no longer sends this message")
+	next := "msg_" + strconv.FormatInt(s.LogCount+1, 10)
 	rec := &store.Compaction{ID: fmt.Sprintf("cmp_%d", round), Round: round, Tiers: []string{ClientCompactionTier},
 		CreatedAt: now, ExpiresAt: now.Add(e.revertWindow), ViewBefore: idsOf(view), ViewAfter: []string{},
 		TokensBefore: sumTokens(view)}
-	var final store.Session
-	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		s, err := lockForEdit(ctx, tx, tenant, id, &expected)
-		if err != nil {
-			return err
+	for i := range view {
+		m := &view[i]
+		orig := m.ID
+		if o := m.Metadata[EditOfMetadata]; o != "" {
+			orig = o // a client edit stands for the log's original
 		}
-		// The items' new message is the log's next one, the first of the
-		// compacted history the caller appends: retention keeps the
-		// originals while it is kept (store.Retained's edges).
-		next := "msg_" + strconv.FormatInt(s.LogCount+1, 10)
-		rec.Items = rec.Items[:0]
-		for i := range view {
-			m := &view[i]
-			orig := m.ID
-			if o := m.Metadata[EditOfMetadata]; o != "" {
-				orig = o // a client edit stands for the log's original
-			}
-			rec.Items = append(rec.Items, store.CompactionItem{Tier: ClientCompactionTier, NewID: next, Replaced: []string{orig},
-				Reason: reason, TokensBefore: m.Tokens})
-		}
-		if err := tx.ReplaceView(ctx, tenant, id, nil); err != nil {
-			return err
-		}
-		if err := tx.InsertCompaction(ctx, tenant, id, rec); err != nil {
-			return err
-		}
-		s.Version++
-		s.ViewEpoch++ // the view's messages changed (an anchor described the old ones)
-		s.CompactionRound = round
-		s.ActiveTokens, s.ActiveBytes, s.ActiveCount, s.ViewSeq = 0, 0, 0, 0
-		s.UpdatedAt = now
-		final = s
-		return tx.UpdateSession(ctx, &s)
-	})
-	if err != nil {
-		return ClientEditResult{}, err
+		rec.Items = append(rec.Items, store.CompactionItem{Tier: ClientCompactionTier, NewID: next, Replaced: []string{orig},
+			Reason: reason, TokensBefore: m.Tokens})
 	}
-	e.views.put(&final, nil, nil, 0)
-	e.sweepViews(ctx, tenant, id)
-	e.notify(ctx, tenant, id, final.Version, watch.EventCompacted)
-	return ClientEditResult{Edited: len(view), Version: final.Version, Compaction: rec}, nil
+	return &editPlan{rec: rec}
 }

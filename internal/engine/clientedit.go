@@ -94,6 +94,35 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 	if err != nil {
 		return ClientEditResult{}, err
 	}
+	p, pending, err := e.planClientEdits(ctx, view, in, func() (string, int, error) {
+		if read != nil { // viewAt read it, at expected
+			return read.Model, read.CompactionRound + 1, nil
+		}
+		s, err := e.sessionAt(ctx, tenant, id, expected)
+		return s.Model, s.CompactionRound + 1, err
+	})
+	if err != nil || p == nil {
+		return ClientEditResult{Version: expected, Pending: pending}, err
+	}
+	final, err := e.commitClientView(ctx, tenant, id, expected, p)
+	if err != nil {
+		return ClientEditResult{}, err
+	}
+	return ClientEditResult{Edited: len(p.rec.Items), Pending: pending, Version: final.Version, Compaction: p.rec}, nil
+}
+
+// editPlan is a client edit planned on a view: the versions to store
+// (counted), the view after, and the record.
+type editPlan struct {
+	counted, after []chat.Message
+	rec            *store.Compaction
+}
+
+// planClientEdits plans in's edits of view; nil when there is nothing
+// to record (pending: how many wait). at says the session's model and the
+// round the record takes; it is called only when there is something to
+// record.
+func (e *Engine) planClientEdits(ctx context.Context, view []chat.Message, in ClientEditInput, at func() (string, int, error)) (*editPlan, int, error) {
 	type edit struct {
 		at       int
 		old, new chat.Message
@@ -117,7 +146,7 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 		changed += ed.delta
 	}
 	if len(edits) == 0 || changed < in.MinBytes {
-		return ClientEditResult{Version: expected, Pending: len(edits)}, nil
+		return nil, len(edits), nil
 	}
 	pending := 0
 	if in.Max > 0 && len(edits) > in.Max {
@@ -126,18 +155,10 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 		pending, edits = len(edits)-in.Max, edits[:in.Max]
 		slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(a.at, b.at) })
 	}
-	s := read
-	if s == nil { // the view came from the cache
-		row, err := e.readSession(ctx, tenant, id)
-		if err != nil {
-			return ClientEditResult{}, err
-		}
-		if err := checkVersion(id, row.Version, &expected); err != nil {
-			return ClientEditResult{}, err
-		}
-		s = &row
+	model, round, err := at()
+	if err != nil {
+		return nil, pending, err
 	}
-	round := s.CompactionRound + 1
 	now := e.timestamp()
 	news := make([]chat.Message, len(edits))
 	for i, ed := range edits {
@@ -162,9 +183,9 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 		m.Metadata[EditOfMetadata] = orig
 		news[i] = m
 	}
-	counted, err := e.recount(ctx, s.Model, news) // in chunks within the count limits
+	counted, err := e.recount(ctx, model, news) // in chunks within the count limits
 	if err != nil {
-		return ClientEditResult{}, err
+		return nil, pending, err
 	}
 	after := append([]chat.Message(nil), view...)
 	tier, reason := cmp.Or(in.Tier, ClientEditTier), cmp.Or(in.Reason, "the client sent a newer version of this message")
@@ -181,43 +202,67 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 	}
 	rec.ViewAfter = idsOf(after)
 	rec.TokensBefore, rec.TokensAfter = sumTokens(view), sumTokens(after)
+	return &editPlan{counted: counted, after: after, rec: rec}, pending, nil
+}
+
+// sessionAt reads session id, which must be at version expected.
+func (e *Engine) sessionAt(ctx context.Context, tenant, id string, expected int64) (store.Session, error) {
+	s, err := e.readSession(ctx, tenant, id)
+	if err != nil {
+		return store.Session{}, err
+	}
+	return s, checkVersion(id, s.Version, &expected)
+}
+
+// commitClientView writes the client edits p in one transaction on the
+// session at version expected, and announces them.
+func (e *Engine) commitClientView(ctx context.Context, tenant, id string, expected int64, p *editPlan) (store.Session, error) {
 	var final store.Session
-	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		s, err := lockForEdit(ctx, tx, tenant, id, &expected)
 		if err != nil {
 			return err
 		}
-		if err := tx.InsertMessages(ctx, tenant, id, counted); err != nil {
+		if err := e.applyEdit(ctx, tx, &s, p); err != nil {
 			return err
 		}
-		// The client's versions are stored messages of the tenant's, as an
-		// append's are: within its log quota (quotas.go).
-		if err := chargeLog(ctx, tx, tenant, e.limits.MaxLogBytesPerTenant); err != nil {
-			return err
-		}
-		if err := tx.ReplaceView(ctx, tenant, id, rec.ViewAfter); err != nil {
-			return err
-		}
-		if err := tx.InsertCompaction(ctx, tenant, id, rec); err != nil {
-			return err
-		}
-		s.Version++
-		s.ViewEpoch++ // the view's messages changed (an anchor described the old ones)
-		s.CompactionRound = round
-		s.ActiveTokens = rec.TokensAfter
-		s.ActiveBytes = viewBytes(after)
-		s.ActiveCount, s.ViewSeq = int64(len(after)), int64(len(after))
-		s.UpdatedAt = now
 		final = s
 		return tx.UpdateSession(ctx, &s)
 	})
 	if err != nil {
-		return ClientEditResult{}, err
+		return store.Session{}, err
 	}
-	e.views.put(&final, after, viewOrds(len(after)), messagesBytes(after))
+	e.views.put(&final, p.after, viewOrds(len(p.after)), messagesBytes(p.after))
 	e.sweepViews(ctx, tenant, id)
 	e.notify(ctx, tenant, id, final.Version, watch.EventCompacted)
-	return ClientEditResult{Edited: len(edits), Pending: pending, Version: final.Version, Compaction: rec}, nil
+	return final, nil
+}
+
+// applyEdit writes p in tx on s (locked, at the version p was planned
+// on), and moves s as it leaves the session; the caller updates its row.
+func (e *Engine) applyEdit(ctx context.Context, tx store.Tx, s *store.Session, p *editPlan) error {
+	if err := tx.InsertMessages(ctx, s.Tenant, s.ID, p.counted); err != nil {
+		return err
+	}
+	// The client's versions are stored messages of the tenant's, as an
+	// append's are: within its log quota (quotas.go).
+	if err := chargeLog(ctx, tx, s.Tenant, e.limits.MaxLogBytesPerTenant); err != nil {
+		return err
+	}
+	if err := tx.ReplaceView(ctx, s.Tenant, s.ID, p.rec.ViewAfter); err != nil {
+		return err
+	}
+	if err := tx.InsertCompaction(ctx, s.Tenant, s.ID, p.rec); err != nil {
+		return err
+	}
+	s.Version++
+	s.ViewEpoch++ // the view's messages changed (an anchor described the old ones)
+	s.CompactionRound = p.rec.Round
+	s.ActiveTokens = p.rec.TokensAfter
+	s.ActiveBytes = viewBytes(p.after)
+	s.ActiveCount, s.ViewSeq = int64(len(p.after)), int64(len(p.after))
+	s.UpdatedAt = p.rec.CreatedAt
+	return nil
 }
 
 // viewAt is the active view of session id at version expected of

@@ -40,6 +40,11 @@ type PrepareInput struct {
 	// hold alike at the same positions is stored once (store.ForkTx,
 	// docs/storage.md).
 	Shared store.SharedPrefix
+	// Edits are client edits recorded in the call's own transaction,
+	// before the append, in order, each on the view the one before leaves
+	// (prepareedits.go): planned on the session at ExpectedVersion (which
+	// they require), so a call that fails records none of them.
+	Edits []ViewEdit
 }
 
 // PrepareResult is what to send to the model, and the status.
@@ -85,6 +90,10 @@ type prepared struct {
 	hints *preparedHints
 	// noLedger: the answer goes without the ledger (PrepareInput.NoLedger).
 	noLedger bool
+	// edits are the client edits planned (PrepareInput.Edits) on the
+	// session as edBase was, which the transactions write first.
+	edits  []*editPlan
+	edBase store.Session
 }
 
 // PrepareContext is the one call an agent makes before each model call:
@@ -164,12 +173,20 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 	if err != nil {
 		return PrepareResult{}, err
 	}
+	edits, edited, err := e.planPrepareEdits(ctx, id, cur, cached, in)
+	if err != nil {
+		return PrepareResult{}, err
+	}
 	var pr prepared
 	sent := false // the append's announcement went with its commit
 	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		pr, sent = prepared{cals: cals, noLedger: in.NoLedger}, false
+		pr, sent = prepared{cals: cals, noLedger: in.NoLedger, edits: edits, edBase: cur}, false
 		s, err := lockedSession(ctx, tx, tenant, id) // locks the session
 		if err != nil {
+			return err
+		}
+		base := s.Version // the version the append expects, before the edits
+		if err := e.writeEdits(ctx, tx, &s, &pr, store.ErrVersionConflict); err != nil {
 			return err
 		}
 		pr.before = s
@@ -185,8 +202,8 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 				return err
 			}
 		}
-		if len(msgs) > 0 && in.ExpectedVersion != nil && *in.ExpectedVersion != s.Version {
-			return fmt.Errorf("session %q is at version %d, not the expected %d: %w", id, s.Version, *in.ExpectedVersion, store.ErrVersionConflict)
+		if len(msgs) > 0 && in.ExpectedVersion != nil && *in.ExpectedVersion != base {
+			return fmt.Errorf("session %q is at version %d, not the expected %d: %w", id, base, *in.ExpectedVersion, store.ErrVersionConflict)
 		}
 		if len(msgs) > 0 && s.Model != cur.Model {
 			if msgs, err = e.countMessages(ctx, s.Model, in.Messages); err != nil {
@@ -202,7 +219,9 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		// The cached view only at the version and incarnation it locks: a
 		// version alone is no identity (the row may be one read before a
 		// delete and a create of the same id, PrepareInput.Read).
-		if cached != nil && s.Version == cur.Version && stampOf(&s) == stampOf(&cur) && int64(len(cached)) == s.ActiveCount {
+		if len(edits) > 0 {
+			pr.view = edited[:len(edited):len(edited)] // the edits' view, of the version they were planned on
+		} else if cached != nil && s.Version == cur.Version && stampOf(&s) == stampOf(&cur) && int64(len(cached)) == s.ActiveCount {
 			pr.view = cached[:len(cached):len(cached)] // shared: appending copies
 		} else if pr.view, err = tx.ViewMessages(ctx, tenant, id); err != nil {
 			return err
@@ -237,6 +256,9 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		}
 		pr.hints = &preparedHints{hints: h, version: pr.after.Version, token: token, before: row}
 		if len(staged.msgs) == 0 {
+			if len(edits) > 0 {
+				return tx.UpdateSession(ctx, &pr.before)
+			}
 			return nil
 		}
 		s = pr.before
@@ -261,8 +283,14 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		return PrepareResult{}, err
 	}
 	if pr.compact == nil {
+		if len(edits) > 0 {
+			e.editsWritten(ctx, &pr.after, pr.view)
+			e.notify(ctx, tenant, id, pr.after.Version, watch.EventCompacted)
+		}
 		if len(pr.appended) > 0 {
-			e.views.appended(&pr.before, &pr.after, pr.appended)
+			if len(edits) == 0 {
+				e.views.appended(&pr.before, &pr.after, pr.appended)
+			}
 			if !sent {
 				e.notify(ctx, tenant, id, pr.after.Version, watch.EventAppended)
 			}
@@ -319,7 +347,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		}
 		return append(ws, deferredWarning(pr.usage))
 	}
-	if deferred && len(pr.input) == 0 && c.stale == "" {
+	if deferred && len(pr.input) == 0 && c.stale == "" && len(pr.edits) == 0 {
 		// Nothing to append and nothing to compact: no write at all.
 		pr.status.Warnings = append(pr.status.Warnings, p.result.Warnings...)
 		pr.status.Warnings = waitNote(pr.status.Warnings)
@@ -335,6 +363,9 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		}
 		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {
+			return err
+		}
+		if err := e.writeEdits(ctx, tx, &s, &pr, errStale); err != nil {
 			return err
 		}
 		if s.Version != pr.before.Version && !unchangedButVersion(pr.before, s) {
@@ -401,6 +432,9 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 	}
 	event := watch.EventCompacted
 	switch {
+	case len(pr.edits) > 0 && (deferred || paused):
+		event = watch.EventCompacted // the edits
+		e.editsWritten(ctx, &final, res.view)
 	case deferred:
 		event = watch.EventAppended
 		e.views.appended(&pr.before, &final, pr.appended)
@@ -412,7 +446,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		e.metrics.Compacted(res.Compaction.Tiers, res.Compaction.TokensBefore-res.Compaction.TokensAfter)
 		e.sweepViews(ctx, tenant, id) // the view the compaction replaced
 	}
-	if !deferred { // a deferred compaction changed nothing but the append, announced above
+	if !deferred || len(pr.edits) > 0 { // a deferred compaction changed nothing but the append, announced above
 		e.notify(ctx, tenant, id, final.Version, event)
 	}
 	// Committed: what fails from here on is a warning on the answer (the

@@ -2,11 +2,10 @@ package gateway
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
-	"github.com/contextd/contextd/internal/engine"
-	"github.com/contextd/contextd/internal/store"
 )
 
 // Client compactions (engine/clientcompaction.go): a client that compacts
@@ -45,11 +44,12 @@ import (
 // log cache's identities, logCache.get) restarts there, and the history
 // index's heads are the new history's chains, so the client's next
 // request, which extends the compacted history, extends this session
-// (historyExtended). If the request fails after the record, the record is
-// reverted (unedit). Work: one pass over the log's identities (held by
+// (historyExtended). The record goes with the append of the compacted
+// history, in one transaction (engine.ViewEdit.Compaction): a request that
+// fails records neither. Work: one pass over the log's identities (held by
 // the log cache) and one set of the request's, only for a signalled
 // request that no longer extends its session and is much shorter than it;
-// then one RecordClientCompaction.
+// then the record, planned on the view PrepareContext reads anyway.
 
 // historyCompacted: the request is the client's compaction of its
 // history, recorded in the same session (X-Contextd-History).
@@ -184,7 +184,8 @@ func approxTokens(msgs []chat.Message) int64 {
 // compacted resolves the request to session id as its client's
 // compaction (ok), when m says it is one (clientCompacts): the request's
 // whole history is new, its first message restarts the client history.
-// The compaction itself is recorded by recordCompaction (prepare).
+// The compaction itself is recorded with the append, in PrepareContext's
+// transaction (viewEdits: engine.ViewEdit.Compaction).
 func (g *Gateway) compacted(ctx context.Context, tenant, id string, c *conversation, sig signal, m *logMatch) (res resolved, ok bool, err error) {
 	if !clientCompacts(m, c) {
 		return resolved{}, false, nil
@@ -196,32 +197,12 @@ func (g *Gateway) compacted(ctx context.Context, tenant, id string, c *conversat
 	} else if moved != nil {
 		res.version, res.created, res.row = moved.Version, moved.CreatedAt, moved
 	}
-	res.fresh = c.msgs
+	// A copy: the restart's mark stays on this attempt, never on the
+	// request's messages another attempt (after a conflict) matches.
+	res.fresh = slices.Clone(c.msgs)
 	historyStamp(c, res.fresh, 0)
 	setMeta(&res.fresh[0], metaHistoryRestart, "1")
 	return res, true, nil
-}
-
-// recordCompaction records the client's compaction res resolved (nothing
-// for another request) in res's session at the version its match read,
-// and moves res to the version that leaves. Unlike a client edit it is
-// not optional: the view must not hold the old history when the new one
-// is appended, so every failure fails the request (a version conflict or
-// a session gone matches again, in prepare's loop).
-func (g *Gateway) recordCompaction(ctx context.Context, tenant string, res *resolved) (*store.Compaction, error) {
-	if !res.restart {
-		return nil, nil
-	}
-	out, err := g.cfg.Engine.RecordClientCompaction(ctx, tenant, res.id, engine.ClientCompactionInput{
-		Expected: res.version, Created: res.created})
-	if err != nil {
-		return nil, err
-	}
-	res.version = out.Version
-	if out.Edited > 0 {
-		res.row = nil // the row the match read is behind the record
-	}
-	return out.Compaction, nil
 }
 
 // restarts reports whether a log message starts a client's compacted

@@ -17,8 +17,8 @@ import (
 // identity and place in the history, other content: Qwen Code's cleared
 // tool results, Claude Code's schema defaults filled into old tool calls)
 // is the same conversation, and the client's version is recorded as an
-// edit of that message before the request's new messages are appended, so
-// the used percentage and this request's compaction decision count what
+// edit of that message, in the transaction that appends the request's new
+// messages and before them (viewEdits), so the used percentage and this request's compaction decision count what
 // the client sends. What goes upstream for it was already the client's
 // bytes (asSent).
 
@@ -44,78 +44,65 @@ func (g *Gateway) minEditBytes(model string) int64 {
 	return max(256, int64(m.ContextWindow)*4/editShare)
 }
 
-// recordEdits records the client's versions of the stored messages of
-// res's session (recordClient).
-func (g *Gateway) recordEdits(ctx context.Context, tenant string, c *conversation, res *resolved) (*store.Compaction, error) {
-	return g.recordClient(ctx, tenant, c, res, engine.ClientEditInput{
-		Client:   func(stored *chat.Message) (chat.Message, bool) { return clientVersion(stored, c) },
-		Max:      maxClientEdits,
-		MinBytes: g.minEditBytes(c.model),
-	}, "gateway client edits not recorded")
-}
-
-// recordClient records in (engine.RecordClientEdits) in res's session at
-// the version its match read, and moves res to the version that leaves. A
-// session this request made, or a repeat answered from the session, has
-// nothing to record. Only a version conflict or a session gone (prepare
-// matches again) or the client gone fails the request; other failures
-// are logged (notRecorded) and the request goes on: recording is not what
-// the client asked for, its messages go upstream as sent, and a later
-// request records them (they are found again).
-func (g *Gateway) recordClient(ctx context.Context, tenant string, c *conversation, res *resolved, in engine.ClientEditInput, notRecorded string) (*store.Compaction, error) {
+// viewEdits are the edits a request records with its append
+// (engine.PrepareInput.Edits, in PrepareContext's own transaction, so a
+// request that fails records none): the client's version of the last
+// reply (picks.go), the client's versions of the stored messages of res's
+// session, and what a provider's compaction dropped
+// (providercompaction.go). A session this request made, or a repeat
+// answered from the session, has nothing to record.
+func (g *Gateway) viewEdits(c *conversation, res *resolved) []engine.ViewEdit {
 	if res.made || res.repeat > 0 || len(c.chains) != len(c.msgs) {
-		return nil, nil
+		return nil
 	}
-	in.Expected, in.Created = res.version, res.created
-	out, err := g.cfg.Engine.RecordClientEdits(ctx, tenant, res.id, in)
-	switch {
-	case err != nil && (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound) || ctx.Err() != nil):
-		return nil, err // matched again (prepare's loop), or the client went away
-	case err != nil:
-		g.log.WarnContext(ctx, notRecorded, "session", res.id, "error", err.Error())
-		return nil, nil
+	if res.restart {
+		// The client's compaction of its history (clientcompaction.go):
+		// the whole view, recorded alone; nothing else of it is the
+		// client's version of a message the view holds.
+		return []engine.ViewEdit{{Compaction: &engine.ClientCompactionInput{}}}
 	}
-	res.version = out.Version
-	if out.Edited > 0 {
-		res.row = nil // the row the match read is behind the record: PrepareContext reads its own
+	var out []engine.ViewEdit
+	if p := pickEdit(c, res); p != nil {
+		out = append(out, engine.ViewEdit{Pick: p})
 	}
-	return out.Compaction, nil
+	return append(out,
+		engine.ViewEdit{Client: &engine.ClientEditInput{
+			Client:   func(stored *chat.Message) (chat.Message, bool) { return clientVersion(stored, c) },
+			Max:      maxClientEdits,
+			MinBytes: g.minEditBytes(c.model),
+		}},
+		engine.ViewEdit{Client: providerDrops(c)})
 }
 
-// recordedEdits are the client edits a request recorded, oldest first:
-// its session's id and the record of each.
-type recordedEdits []struct {
-	id  string
-	rec *store.Compaction
-}
-
-// add notes the edits rec (nil: none) recorded in session id.
-func (r *recordedEdits) add(id string, rec *store.Compaction) {
-	if rec != nil {
-		*r = append(*r, struct {
-			id  string
-			rec *store.Compaction
-		}{id, rec})
+// prepareEdited runs PrepareContext with in's edits. When they would take
+// the tenant past a limit (its log quota: engine.ErrResourceExhausted),
+// the client's versions of stored messages and the provider's drops are
+// left out (logged) and the call is made again: recording them is not
+// what the client asked for, their messages go upstream as sent (asSent),
+// and a later request records them (they are found again). A pick is
+// never left out: the request joined the session by it, and its first new
+// message says so to the log cache of every replica (metaPicked), so
+// without it the view would hold the gateway's version of the reply (the
+// first of n choices) in the client's place, upstream and for good. A
+// request whose pick the quota cannot take fails, changing nothing
+// (TestEditsPastTheLogQuota).
+func (g *Gateway) prepareEdited(ctx context.Context, tenant, id string, in engine.PrepareInput) (engine.PrepareResult, error) {
+	prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, id, in)
+	if !errors.Is(err, engine.ErrResourceExhausted) {
+		return prep, err
 	}
-}
-
-// unedit reverts the edits a request recorded, newest first, when it
-// fails, so the failed request changes nothing: those of every attempt (a
-// version conflict after the edits sends the request to match again,
-// where nothing is left to edit). A later compaction of the session keeps
-// them (it is the newest applied); they are what the client's next
-// request records anyway.
-func (g *Gateway) unedit(ctx context.Context, tenant string, edits recordedEdits) {
-	if len(edits) == 0 {
-		return
-	}
-	ctx, cancel := detach(ctx)
-	defer cancel()
-	for _, e := range slices.Backward(edits) {
-		if _, err := g.cfg.Engine.RevertCompaction(ctx, tenant, e.id, e.rec.ID); err != nil {
-			g.log.WarnContext(ctx, "gateway client edits of a failed request not reverted", "session", e.id, "compaction", e.rec.ID, "error", err.Error())
+	var picks []engine.ViewEdit // and a client compaction, which its first message names too (clientcompaction.go)
+	for _, ed := range in.Edits {
+		if ed.Pick != nil || ed.Compaction != nil {
+			picks = append(picks, ed)
 		}
 	}
+	if len(picks) == len(in.Edits) {
+		return prep, err
+	}
+	g.log.WarnContext(ctx, "gateway client edits not recorded", "session", id, "error", err.Error())
+	in.Edits = picks
+	return g.cfg.Engine.PrepareContext(ctx, tenant, id, in)
 }
 
 // clientVersion is the request's message at stored's place in the

@@ -87,6 +87,9 @@ type resolved struct {
 	// shared: the log this session (made by the request) forked from and
 	// how much of it the request repeats, stored once (PrepareInput.Shared).
 	shared store.SharedPrefix
+	// pick: the request's message at pick.k is the client's version of
+	// the log's last assistant turn (picks.go).
+	pick *pick
 	// row is the session's row as the match read it (or as following the
 	// request left it), which PrepareContext starts from
 	// (engine.PrepareInput.Read); nil for a session this request made.
@@ -379,6 +382,10 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 		}
 		left = true
 	}
+	// The client's version of a session's last reply (picks.go).
+	if res, ok, err := g.identifyPick(ctx, tenant, c, sig, shared, noRepeat, until); err != nil || ok {
+		return res, err
+	}
 	// A request answered before, again.
 	if !noRepeat {
 		reps, err := g.repeats(ctx, tenant, c)
@@ -441,6 +448,7 @@ type logMatch struct {
 	k       int        // the request's first k messages are the log's first k
 	extends bool       // the log is a prefix of the request's history
 	repeat  bool       // the request is the log but for its last replies
+	pick    *pick      // the request picks the log's last reply (picks.go)
 }
 
 // match reads session id (nil when it does not exist) and matches the
@@ -479,6 +487,9 @@ func (g *Gateway) match(ctx context.Context, tenant, id string, c *conversation,
 		}
 	}
 	m.repeat = !noRepeat && m.k == len(c.ids) && m.k < len(log) && !slices.Contains(replies[m.k:], false)
+	if m.pick, err = g.pickOf(ctx, tenant, m, c); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -501,7 +512,7 @@ func (g *Gateway) join(ctx context.Context, tenant, id string, c *conversation, 
 		// it is answered from.
 		m.repeat = false
 	}
-	if !m.extends && !m.repeat {
+	if !m.extends && !m.repeat && m.pick == nil {
 		return resolved{}, false, nil
 	}
 	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version,
@@ -515,6 +526,10 @@ func (g *Gateway) join(ctx context.Context, tenant, id string, c *conversation, 
 	}
 	if m.repeat {
 		res.history, res.repeat, res.repeatD = historyRepeated, len(m.log)-m.k, m.log[m.k:]
+		return res, true, nil
+	}
+	if !m.extends {
+		joinPick(c, m, &res)
 		return res, true, nil
 	}
 	res.fresh = c.msgs[m.k:]
@@ -611,7 +626,7 @@ func (g *Gateway) freeFork(ctx context.Context, tenant, base string, c *conversa
 	id := forkID(base, c)
 	for range maxForkChain {
 		m, err := g.match(ctx, tenant, id, c, noRepeat)
-		if err != nil || m == nil || m.extends || m.repeat {
+		if err != nil || m == nil || m.extends || m.repeat || m.pick != nil {
 			return id, err
 		}
 		id = forkID(id, c)

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -148,6 +149,14 @@ func (lc *logCache) update(ent *logEntry, size int64, chain string) {
 func (ent *logEntry) add(m *chat.Message) {
 	if restarts(m) { // the client compacted its history (clientcompaction.go)
 		ent.digests, ent.details, ent.replies = nil, nil, nil
+	}
+	if n, id, ok := pickedOf(m); ok && n <= len(ent.digests) {
+		// The client's version of the turn before m stands for its last
+		// n messages (picks.go). Clipped: get's callers hold the slices.
+		keep := len(ent.digests) - n
+		ent.digests = append(slices.Clip(ent.digests[:keep]), id)
+		ent.details = append(slices.Clip(ent.details[:keep]), [16]byte{})
+		ent.replies = append(slices.Clip(ent.replies[:keep]), false)
 	}
 	ent.digests = append(ent.digests, identityOf(m))
 	ent.details = append(ent.details, detailOf(m))

@@ -451,7 +451,13 @@ func (openAIChat) answer(body []byte) (usage, []chat.Message) {
 	if len(resp.Choices) == 0 {
 		return u, nil
 	}
-	return u, oaReply(resp.Choices[0].Message)
+	reply := oaReply(resp.Choices[0].Message)
+	others := make([]json.RawMessage, 0, len(resp.Choices)-1)
+	for _, ch := range resp.Choices[1:] {
+		others = append(others, ch.Message)
+	}
+	noteChoices(reply, others) // picks.go
+	return u, reply
 }
 
 // oaReply is the domain message of an answer's message (nil when it is not
@@ -485,8 +491,18 @@ type oaStream struct {
 	role    string
 	content strings.Builder
 	calls   []oaToolCall
-	u       usage
-	done    bool
+	// others: the other choices' text and calls (picks.go), at most
+	// maxChoices.
+	others map[int]*oaChoice
+	u      usage
+	done   bool
+}
+
+// oaChoice is a streamed choice after the first, as far as its identity
+// goes: its text and its calls' ids and names.
+type oaChoice struct {
+	content strings.Builder
+	calls   []oaToolCall
 }
 
 func (openAIChat) stream(c *conversation, seed string) streamer {
@@ -527,6 +543,18 @@ func (s *oaStream) event(_ string, data []byte) (bool, bool) {
 	}
 	for pos, ch := range chunk.Choices {
 		if ch.Index != 0 {
+			o := s.other(ch.Index)
+			if o == nil {
+				continue
+			}
+			o.content.WriteString(ch.Delta.Content)
+			o.content.WriteString(ch.Delta.Refusal)
+			for _, tc := range ch.Delta.ToolCalls {
+				if c := callAt(&o.calls, tc.Index); c != nil {
+					c.ID += tc.ID
+					c.Function.Name += tc.Function.Name
+				}
+			}
 			continue
 		}
 		if ch.Delta.Role != "" {
@@ -535,13 +563,10 @@ func (s *oaStream) event(_ string, data []byte) (bool, bool) {
 		s.content.WriteString(ch.Delta.Content)
 		s.content.WriteString(ch.Delta.Refusal)
 		for j, tc := range ch.Delta.ToolCalls {
-			if tc.Index < 0 || tc.Index > 1024 {
+			c := callAt(&s.calls, tc.Index)
+			if c == nil {
 				continue
 			}
-			for len(s.calls) <= tc.Index {
-				s.calls = append(s.calls, oaToolCall{Type: "function"})
-			}
-			c := &s.calls[tc.Index]
 			if tc.ID != "" {
 				c.ID = tc.ID
 			}
@@ -571,7 +596,46 @@ func (s *oaStream) result() (usage, []chat.Message, bool) {
 		}
 	}
 	raw, _ := json.Marshal(msg)
-	return s.u, oaReply(raw), true
+	reply := oaReply(raw)
+	var others []json.RawMessage
+	for i := 1; i <= maxChoices; i++ {
+		if o := s.others[i]; o != nil {
+			m := map[string]any{"role": "assistant", "content": o.content.String()}
+			if len(o.calls) > 0 {
+				m["tool_calls"] = o.calls
+			}
+			b, _ := json.Marshal(m)
+			others = append(others, b)
+		}
+	}
+	noteChoices(reply, others) // picks.go
+	return s.u, reply, true
+}
+
+// callAt is the call of index i of a streamed choice's calls, made when
+// it is new; nil for an index past 1024.
+func callAt(calls *[]oaToolCall, i int) *oaToolCall {
+	if i < 0 || i > 1024 {
+		return nil
+	}
+	for len(*calls) <= i {
+		*calls = append(*calls, oaToolCall{Type: "function"})
+	}
+	return &(*calls)[i]
+}
+
+// other is the streamed choice of index i (nil past maxChoices).
+func (s *oaStream) other(i int) *oaChoice {
+	if i < 1 || i > maxChoices {
+		return nil
+	}
+	if s.others == nil {
+		s.others = map[int]*oaChoice{}
+	}
+	if s.others[i] == nil {
+		s.others[i] = &oaChoice{}
+	}
+	return s.others[i]
 }
 
 // withoutEmpty drops null values and empty arrays from an object's fields

@@ -91,19 +91,12 @@ func (x *exchange) prepare() bool {
 // of the previous call, say) is never appended twice: the request is
 // matched again, with a jittered backoff until the request's deadline
 // (conflicts.go; a conversation that starts like many others may meet
-// several that took the session it matched).
-func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, sig signal) (_ resolved, _ engine.PrepareResult, _ string, err error) {
+// several that took the session it matched). The client's edits are
+// recorded in the same transaction as the append: a request that fails
+// changes nothing.
+func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, sig signal) (resolved, engine.PrepareResult, string, error) {
 	noRepeat := false
 	var retry conflicts
-	// The client edits every attempt recorded: a request that fails in
-	// the end, after a version conflict sent it to match again, changed
-	// nothing (clientedit.go).
-	var edits recordedEdits
-	defer func() {
-		if err != nil {
-			g.unedit(ctx, tenant, edits)
-		}
-	}()
 	for {
 		res, err := g.identify(ctx, tenant, d, c, sig, noRepeat)
 		if (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound)) && retry.again(ctx) {
@@ -115,39 +108,24 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		key := requestKey(res.id, c.digests)
 		pin(res.fresh, c.pins)
 		dropFresh(res.fresh, c, len(c.msgs)-len(res.fresh)) // providercompaction.go
-		// A client's compaction of its history (clientcompaction.go).
-		compacted, err := g.recordCompaction(ctx, tenant, &res)
-		edits.add(res.id, compacted)
-		if err != nil {
-			if (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound)) && retry.again(ctx) {
-				continue
-			}
-			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
-		}
-		if err := g.replayLong(ctx, tenant, c, &res, key); err != nil {
+		// The client's edits, and its compaction of its history
+		// (clientcompaction.go), go with the first append (clientedit.go).
+		edits := g.viewEdits(c, &res)
+		if err := g.replayLong(ctx, tenant, c, &res, key, &edits); err != nil {
 			if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 				continue
 			}
 			g.unmake(ctx, tenant, res)
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
-		edited, err := g.recordEdits(ctx, tenant, c, &res)
-		edits.add(res.id, edited)
-		if err == nil {
-			edited, err = g.recordProviderDrop(ctx, tenant, c, &res) // providercompaction.go
-			edits.add(res.id, edited)
-		}
-		if err != nil {
-			if (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound)) && retry.again(ctx) {
-				continue
-			}
-			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
-		}
-		in := engine.PrepareInput{Messages: res.fresh, NoLedger: true, Read: res.row, Shared: res.shared} // the gateway sends no ledger; the row its match read
+		in := engine.PrepareInput{Messages: res.fresh, NoLedger: true, Read: res.row, Edits: edits, Shared: res.shared} // the gateway sends no ledger; the row its match read
 		if len(res.fresh) > 0 {
-			in.IdempotencyKey, in.ExpectedVersion = "gw-"+key, &res.version
+			in.IdempotencyKey = "gw-" + key
 		}
-		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
+		if len(res.fresh) > 0 || len(edits) > 0 {
+			in.ExpectedVersion = &res.version
+		}
+		prep, err := g.prepareEdited(ctx, tenant, res.id, in) // clientedit.go
 		if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 			g.unmake(ctx, tenant, res)
 			continue

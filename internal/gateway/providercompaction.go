@@ -1,13 +1,11 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"maps"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
-	"github.com/contextd/contextd/internal/store"
 )
 
 // Provider compaction items (chat/providercompaction.go): a provider that
@@ -31,8 +29,8 @@ import (
 //     provider already dropped; they still go upstream as the client sent
 //     them (build sends the client's blocks), since the client sent them.
 //
-// Work: one scan of the request's messages for the item, and one
-// RecordClientEdits (after recordEdits': its view is cached) that records
+// Work: one scan of the request's messages for the item, and one client
+// edit in PrepareContext (after the client's own edits) that records
 // the view's messages before the item not yet recorded (once per
 // compaction) and those recorded that the request's history no longer has
 // an item after: bounded by the view, and its writes by the tenant's log
@@ -64,23 +62,21 @@ func compactionCarried(it carriedItem, anthropic bool) (chat.CarriedText, bool) 
 	return c, anthropic && (text != "" || it.EncryptedContent != "")
 }
 
-// recordProviderDrop records the messages of res's session that the
-// request's latest provider compaction item leaves behind (those before
-// its message, in the client's history) as dropped by the provider, and
-// moves res to the version that leaves. A message recorded dropped that
+// providerDrops is the edit (PrepareInput.Edits) that records the
+// messages of the request's session that its latest provider compaction
+// item leaves behind (those before its message, in the client's history)
+// as dropped by the provider. A message recorded dropped that
 // the request's history holds after its latest item, or with no item at
 // all (the client rewound past the block, or keeps its message without
 // it), is read by the provider again: recorded back, counted and no longer
-// pinned by the drop. Like recordEdits, only a version conflict, a session
-// gone or the client gone fails the request (recordClient). Work: one
-// Client call per view message (the view recordEdits read, cached).
-func (g *Gateway) recordProviderDrop(ctx context.Context, tenant string, c *conversation, res *resolved) (*store.Compaction, error) {
+// pinned by the drop. Work: one Client call per view message.
+func providerDrops(c *conversation) *engine.ClientEditInput {
 	from := chat.ProviderReadsFrom(c.msgs)
 	reason := "the provider compacted the conversation after this message: it no longer reads it"
 	if from == 0 {
 		reason = "the client's history holds no provider compaction after this message: the provider reads it again"
 	}
-	return g.recordClient(ctx, tenant, c, res, engine.ClientEditInput{
+	return &engine.ClientEditInput{
 		Client: func(stored *chat.Message) (chat.Message, bool) {
 			if from == 0 && !stored.ProviderDropped() {
 				return chat.Message{}, false // the usual case: a map lookup
@@ -104,7 +100,7 @@ func (g *Gateway) recordProviderDrop(ctx context.Context, tenant string, c *conv
 		},
 		Tier:   engine.ProviderCompactionTier,
 		Reason: reason,
-	}, "gateway provider compaction not recorded")
+	}
 }
 
 // dropFresh marks the messages about to be appended that are before the

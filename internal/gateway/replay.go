@@ -24,12 +24,11 @@ const replayBytesPerToken = 3
 // longer than about a window, and leaves the last piece in res.fresh at
 // the session's new version. Each piece has its own idempotency key, so a
 // retried request appends it once. A client's compacted history
-// (res.restart, clientcompaction.go) is never cut: the request reverts its
-// record of the compaction when it fails, and pieces appended before the
-// failure would stay in a view restored to the old history, the session's
-// client history restarted at their first (the client's next request
-// would extend them, its compaction lost).
-func (g *Gateway) replayLong(ctx context.Context, tenant string, c *conversation, res *resolved, key string) error {
+// (res.restart, clientcompaction.go) is never cut: its record goes with
+// the append of the whole compacted history, in one transaction, and
+// pieces appended apart would restart the session's client history at
+// their first.
+func (g *Gateway) replayLong(ctx context.Context, tenant string, c *conversation, res *resolved, key string, edits *[]engine.ViewEdit) error {
 	m, _ := g.cfg.Models.Lookup(c.model)
 	budget := int64(m.ContextWindow) * replayBytesPerToken
 	if budget <= 0 || len(res.fresh) < 2 || res.restart {
@@ -37,11 +36,12 @@ func (g *Gateway) replayLong(ctx context.Context, tenant string, c *conversation
 	}
 	pieces := splitReplay(res.fresh, budget)
 	for i, p := range pieces[:len(pieces)-1] {
-		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, engine.PrepareInput{Messages: p,
-			IdempotencyKey: "gw-" + key + "-" + strconv.Itoa(i), ExpectedVersion: &res.version, Shared: res.shared})
+		prep, err := g.prepareEdited(ctx, tenant, res.id, engine.PrepareInput{Messages: p,
+			IdempotencyKey: "gw-" + key + "-" + strconv.Itoa(i), ExpectedVersion: &res.version, Edits: *edits, Shared: res.shared})
 		if err != nil {
 			return err
 		}
+		*edits = nil                                    // recorded with the first piece
 		res.version, res.row = prep.Status.Version, nil // the row the match read is behind now
 	}
 	res.fresh = pieces[len(pieces)-1]

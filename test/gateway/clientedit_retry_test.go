@@ -13,49 +13,25 @@ import (
 	"github.com/contextd/contextd/internal/pgtest"
 )
 
-// TestRetriedRequestKeepsNoEdits: a request records its client edits,
-// another write moves the session before its append (the append meets a
-// version conflict and the request is matched again, where nothing is
-// left to edit), and the append then fails: the request changed nothing,
-// the edits of its first attempt are reverted too. Before, only the edits
-// of the last attempt were reverted, and those of the first stayed.
+// TestRetriedRequestKeepsNoEdits: a request's client edits and its append
+// are one transaction (PrepareContext's, engine.PrepareInput.Edits): while
+// the request is inside it, its edits are not visible, another write of
+// the session (UpdateSession) waits for it, and when the append then
+// fails the request changed nothing — no edit to revert. Before, the edits
+// were committed first and reverted after the failure, best-effort (and
+// with a version conflict in between, only the last attempt's were).
 //
-// The interleaving is made, not hoped for: the test holds a lock on the
-// rows of the session's view, so the request, once its edits are
-// committed, waits in the sweep of the view they replaced; meanwhile an
-// UpdateSession (labels) queues on the session's row ahead of the append.
+// The interleaving is made, not hoped for: the test holds the session's
+// row, so the request, matched and its edits found, waits to lock it in
+// its transaction; meanwhile an UpdateSession (labels) queues on the row
+// too. Fails before: the request's edits were committed (and listed, if
+// reverted) before its append failed.
 func TestRetriedRequestKeepsNoEdits(t *testing.T) {
 	url := pgtest.URL(t)
 	s := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url, "CONTEXTD_MAX_VIEW_BYTES": "40000"})
 	id, before, second := s.overBoundTurn(editDoors["chat"])
 
-	ctx := t.Context()
-	db, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close(context.Background())
-	lock, err := db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback(context.Background())
-	if _, err := lock.Exec(ctx, `SELECT 1 FROM view_entries WHERE session_id = $1 FOR SHARE`, id); err != nil {
-		t.Fatal(err)
-	}
-	mon, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mon.Close(context.Background())
-	// Backends of the test's database waiting for a lock.
-	waiting := func() int {
-		var n int
-		if err := mon.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	waiting, release := holdSession(t, url, id)
 
 	served := make(chan int, 1)
 	go func() {
@@ -72,13 +48,16 @@ func TestRetriedRequestKeepsNoEdits(t *testing.T) {
 		resp.Body.Close()
 		served <- resp.StatusCode
 	}()
-	// The edits are committed; the request waits in the sweep.
+	// The request waits for the session: none of its edits is visible.
 	deadline := time.Now().Add(20 * time.Second)
-	for s.compactionCount(id) == 0 || waiting() < 1 {
+	for waiting() < 1 {
 		if time.Now().After(deadline) {
-			t.Fatal("the request's edits were not recorded")
+			t.Fatal("the request did not wait for the session's row")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	if n := s.compactionCount(id); n != 0 {
+		t.Fatalf("%d compactions visible while the request's transaction is open, want none", n)
 	}
 	updated := make(chan int, 1)
 	go func() {
@@ -97,9 +76,7 @@ func TestRetriedRequestKeepsNoEdits(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := lock.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if code := <-updated; code != http.StatusOK {
 		t.Fatalf("UpdateSession: %d", code)
 	}
@@ -107,6 +84,47 @@ func TestRetriedRequestKeepsNoEdits(t *testing.T) {
 		t.Fatalf("the request over the view bound: %d", code)
 	}
 	s.checkNoEdits(id, before)
+	if n := s.compactionCount(id); n != 0 {
+		t.Errorf("%d compactions after the failed request, want none", n)
+	}
+}
+
+// holdSession holds session id's row (SELECT ... FOR UPDATE, in a
+// transaction of the test's) until release; waiting is how many backends
+// of the test's database wait for a lock.
+func holdSession(t *testing.T, url, id string) (waiting func() int, release func()) {
+	t.Helper()
+	ctx := t.Context()
+	db, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	lock, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Exec(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, id); err != nil {
+		t.Fatal(err)
+	}
+	mon, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mon.Close(context.Background()) })
+	waiting = func() int {
+		var n int
+		if err := mon.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	release = func() {
+		if err := lock.Rollback(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return waiting, release
 }
 
 // compactionCount is how many compactions ListCompactions lists.
