@@ -18,12 +18,15 @@ import (
 // append, only on that version.
 
 // ViewEdit is one client edit of PrepareInput.Edits: RecordClientEdits'
-// (Client) or RecordPick's (Pick). Their Expected and Created are not
-// read: the call's ExpectedVersion and the session it reads stand for
+// (Client), RecordPick's (Pick) or RecordClientCompaction's (Compaction,
+// which must be the call's only edit: its items name the log's next
+// message, the first the call appends). Their Expected and Created are
+// not read: the call's ExpectedVersion and the session it reads stand for
 // them.
 type ViewEdit struct {
-	Client *ClientEditInput
-	Pick   *PickInput
+	Client     *ClientEditInput
+	Pick       *PickInput
+	Compaction *ClientCompactionInput
 }
 
 // planPrepareEdits plans in.Edits on view (cached: the view of cur, nil
@@ -48,6 +51,11 @@ func (e *Engine) planPrepareEdits(ctx context.Context, id string, cur store.Sess
 			p, _, err = e.planClientEdits(ctx, view, *ed.Client, at)
 		case ed.Pick != nil:
 			p, err = e.planPick(ctx, view, *ed.Pick, at)
+		case ed.Compaction != nil:
+			if len(in.Edits) != 1 {
+				return nil, nil, chat.Invalid("edits", "a client compaction is the call's only edit")
+			}
+			p = e.planClientCompaction(view, *ed.Compaction, &cur)
 		}
 		if err != nil {
 			return nil, nil, err

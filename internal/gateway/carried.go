@@ -44,6 +44,7 @@ func setCarried(m *chat.Message, raw json.RawMessage, anthropic bool) {
 		case "compaction":
 			text, stops := compactionCarried(it, anthropic)
 			texts = append(texts, text)
+			setMeta(m, metaCompactionItem, "1")
 			if stops {
 				setMeta(m, chat.MetaProviderCompaction, "1")
 			}

@@ -55,6 +55,12 @@ func (g *Gateway) viewEdits(c *conversation, res *resolved) []engine.ViewEdit {
 	if res.made || res.repeat > 0 || len(c.chains) != len(c.msgs) {
 		return nil
 	}
+	if res.restart {
+		// The client's compaction of its history (clientcompaction.go):
+		// the whole view, recorded alone; nothing else of it is the
+		// client's version of a message the view holds.
+		return []engine.ViewEdit{{Compaction: &engine.ClientCompactionInput{}}}
+	}
 	var out []engine.ViewEdit
 	if p := pickEdit(c, res); p != nil {
 		out = append(out, engine.ViewEdit{Pick: p})
@@ -85,9 +91,9 @@ func (g *Gateway) prepareEdited(ctx context.Context, tenant, id string, in engin
 	if !errors.Is(err, engine.ErrResourceExhausted) {
 		return prep, err
 	}
-	var picks []engine.ViewEdit
+	var picks []engine.ViewEdit // and a client compaction, which its first message names too (clientcompaction.go)
 	for _, ed := range in.Edits {
-		if ed.Pick != nil {
+		if ed.Pick != nil || ed.Compaction != nil {
 			picks = append(picks, ed)
 		}
 	}

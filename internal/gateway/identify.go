@@ -71,6 +71,9 @@ type resolved struct {
 	// it is sent without those replies and nothing is stored.
 	repeat  int
 	repeatD [][32]byte // the identities of those replies
+	// tail: the request's own messages sent after them, not stored (a
+	// summary request, summaryrequest.go).
+	tail    []chat.Message
 	history string
 	// from is the session this one forked from, when the caller may know
 	// it (its own signal's); named: the response may name the session (the
@@ -78,6 +81,9 @@ type resolved struct {
 	from  string
 	named bool
 	fresh []chat.Message
+	// restart: the request is the client's compaction of the session's
+	// history (clientcompaction.go), all of it fresh.
+	restart bool
 	// shared: the log this session (made by the request) forked from and
 	// how much of it the request repeats, stored once (PrepareInput.Shared).
 	shared store.SharedPrefix
@@ -364,6 +370,12 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 		}
 		if m == nil {
 			return g.make(ctx, tenant, sig.id, d, c, sig, historyNew)
+		}
+		if res, ok, err := g.compacted(ctx, tenant, sig.id, c, sig, m); err != nil || ok {
+			return res, err
+		}
+		if res, ok, err := g.aside(ctx, tenant, sig.id, c, sig, m, noRepeat); err != nil || ok {
+			return res, err
 		}
 		if int64(m.k) > shared {
 			shared, base = int64(m.k), sig.id

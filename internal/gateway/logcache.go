@@ -147,6 +147,9 @@ func (lc *logCache) update(ent *logEntry, size int64, chain string) {
 
 // add appends a client message of the log to ent (under ent.mu).
 func (ent *logEntry) add(m *chat.Message) {
+	if restarts(m) { // the client compacted its history (clientcompaction.go)
+		ent.digests, ent.details, ent.replies = nil, nil, nil
+	}
 	if n, id, ok := pickedOf(m); ok && n <= len(ent.digests) {
 		// The client's version of the turn before m stands for its last
 		// n messages (picks.go). Clipped: get's callers hold the slices.

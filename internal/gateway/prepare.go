@@ -75,7 +75,9 @@ func (x *exchange) prepare() bool {
 	if res.from != "" {
 		h.Set(HeaderHistory, res.history+"; from="+res.from)
 	}
-	h.Set(HeaderUsed, strconv.FormatFloat(prep.Status.Usage.PercentUsed, 'f', 1, 64))
+	if res.history != historyAside { // an aside is not the session's view (summaryrequest.go)
+		h.Set(HeaderUsed, strconv.FormatFloat(prep.Status.Usage.PercentUsed, 'f', 1, 64))
+	}
 	h.Set(HeaderCompacted, strconv.FormatBool(prep.Status.Compacted))
 	for _, warn := range prep.Status.Warnings {
 		h.Add(HeaderWarning, headerSafe(warn))
@@ -106,7 +108,8 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		key := requestKey(res.id, c.digests)
 		pin(res.fresh, c.pins)
 		dropFresh(res.fresh, c, len(c.msgs)-len(res.fresh)) // providercompaction.go
-		// The client's edits go with the first append (clientedit.go).
+		// The client's edits, and its compaction of its history
+		// (clientcompaction.go), go with the first append (clientedit.go).
 		edits := g.viewEdits(c, &res)
 		if err := g.replayLong(ctx, tenant, c, &res, key, &edits); err != nil {
 			if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
@@ -146,6 +149,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 				noRepeat = true
 				continue
 			}
+			prep.Messages = append(prep.Messages[:len(prep.Messages):len(prep.Messages)], res.tail...) // summaryrequest.go
 		}
 		return res, prep, key, nil
 	}

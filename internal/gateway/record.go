@@ -102,8 +102,13 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 		if res.repeat > 0 {
 			// A repeated request sent a prefix of the view: the call goes
 			// into the ledger, nothing else.
-			n := int64(len(prep.Messages))
+			n := int64(len(prep.Messages) - len(res.tail))
 			report.ViewToken, report.MessageCount = "", &n
+			if len(res.tail) > 0 {
+				// A summary request sent its own messages after the view's
+				// prefix (summaryrequest.go): not anchored.
+				report.AddedLocalTokens += max(1, approxTokens(res.tail))
+			}
 		}
 		if u.ok {
 			in.Reports = append(in.Reports, report)

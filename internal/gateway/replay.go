@@ -23,11 +23,15 @@ const replayBytesPerToken = 3
 // replayLong appends all but the last piece of res.fresh, when it is
 // longer than about a window, and leaves the last piece in res.fresh at
 // the session's new version. Each piece has its own idempotency key, so a
-// retried request appends it once.
+// retried request appends it once. A client's compacted history
+// (res.restart, clientcompaction.go) is never cut: its record goes with
+// the append of the whole compacted history, in one transaction, and
+// pieces appended apart would restart the session's client history at
+// their first.
 func (g *Gateway) replayLong(ctx context.Context, tenant string, c *conversation, res *resolved, key string, edits *[]engine.ViewEdit) error {
 	m, _ := g.cfg.Models.Lookup(c.model)
 	budget := int64(m.ContextWindow) * replayBytesPerToken
-	if budget <= 0 || len(res.fresh) < 2 {
+	if budget <= 0 || len(res.fresh) < 2 || res.restart {
 		return nil
 	}
 	pieces := splitReplay(res.fresh, budget)

@@ -24,7 +24,7 @@ func (p *Provider) messages(w http.ResponseWriter, r *http.Request) {
 	c.Problems = append(c.Problems, gatewaytest.CheckMessages(c.Body, p.recall)...)
 	msgs, _ := c.Body["messages"].([]any)
 	var texts []string
-	lastCall := ""
+	lastCall, latestCall, lastUser := "", "", ""
 	for i, x := range msgs {
 		m, _ := x.(map[string]any)
 		if m["role"] != "user" {
@@ -35,14 +35,21 @@ func (p *Provider) messages(w http.ResponseWriter, r *http.Request) {
 			case "text":
 				t, _ := b["text"].(string)
 				texts = append(texts, t)
-			case "tool_result":
 				if i == len(msgs)-1 {
-					lastCall, _ = b["tool_use_id"].(string)
+					lastUser += t
+				}
+			case "tool_result":
+				latestCall, _ = b["tool_use_id"].(string)
+				if i == len(msgs)-1 {
+					lastCall = latestCall
 				}
 			}
 		}
 	}
 	c.Texts = humanTexts(texts)
+	// Claude Code's /compact asks for a summary between turns: answered
+	// with the checkpoint and the user's requests verbatim (checkpoint.go).
+	c.Compaction = asksCompaction(lastUser)
 	var tools []tool
 	toolList, _ := c.Body["tools"].([]any)
 	for _, x := range toolList {
@@ -61,8 +68,11 @@ func (p *Provider) messages(w http.ResponseWriter, r *http.Request) {
 	if th, ok := c.Body["thinking"].(map[string]any); ok && th["type"] == "enabled" {
 		thinking = true
 	}
-	c.Side = step.side
+	c.Side = step.side || c.Compaction
 	switch {
+	case c.Compaction:
+		outText = checkpoint(latestCall) + " The user's requests, verbatim:\n" + strings.Join(c.Texts, "\n")
+		content = append(content, map[string]any{"type": "text", "text": outText})
 	case step.side:
 		outText = "Checklist"
 		content = append(content, map[string]any{"type": "text", "text": outText})

@@ -27,16 +27,26 @@ func (p *Provider) responses(w http.ResponseWriter, r *http.Request) {
 	c := p.receiveOpenAI(r, "responses", func(body map[string]any) []string { return gatewaytest.CheckResponses(body, p.recall) })
 	input, _ := c.Body["input"].([]any)
 	var texts []string
-	lastCall := ""
+	lastCall, latestCall, lastUser := "", "", ""
 	for i, x := range input {
 		it, _ := x.(map[string]any)
 		typ, _ := it["type"].(string)
 		switch {
 		case (typ == "message" || typ == "") && it["role"] == "user":
 			texts = append(texts, contentTexts(it["content"])...)
-		case strings.HasSuffix(typ, "_call_output") && i == len(input)-1:
-			lastCall, _ = it["call_id"].(string)
+			if i == len(input)-1 {
+				lastUser = strings.Join(contentTexts(it["content"]), "\n")
+			}
+		case strings.HasSuffix(typ, "_call_output"):
+			latestCall, _ = it["call_id"].(string)
+			if i == len(input)-1 {
+				lastCall = latestCall
+			}
 		}
+	}
+	compaction := asksCompaction(lastUser) // checkpoint.go
+	if call := resumedCall(lastUser); call != "" {
+		lastCall = call
 	}
 	if s, ok := c.Body["input"].(string); ok {
 		texts = append(texts, s)
@@ -57,10 +67,10 @@ func (p *Provider) responses(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	step := nextStep(lastCall, c.Texts)
-	if len(tools) == 0 {
+	if len(tools) == 0 || compaction {
 		step.side = true
 	}
-	c.Side = step.side
+	c.Side, c.Compaction = step.side, compaction
 	ws := workspaceOf(c.Texts)
 	var output []map[string]any
 	outText := ""
@@ -76,6 +86,9 @@ func (p *Provider) responses(w http.ResponseWriter, r *http.Request) {
 			"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}})
 	}
 	switch {
+	case compaction:
+		outText = checkpoint(latestCall)
+		addText(outText)
 	case step.side:
 		outText = "Checklist"
 		addText(outText)

@@ -56,6 +56,9 @@ type Call struct {
 	// Texts are the human-typed prompts the request carries (user text
 	// parts that contain a TASK= marker).
 	Texts []string
+	// Compaction: the request asks for a summary of the history (a
+	// CLI's compaction prompt, checkpoint.go).
+	Compaction bool
 }
 
 // Provider is the scripted fake provider.

@@ -29,6 +29,56 @@ func TestCodexSmallWindow(t *testing.T) {
 	})
 }
 
+// TestCodexCompactsItself is TestCodex with Codex's own auto-compaction
+// at 12,000 tokens (model_auto_compact_token_limit) of the 32k window: it
+// asks for a summary every few rounds and goes on from the user messages
+// it kept and that summary (the provider's checkpoint, checkpoint.go).
+// Each of those histories is a client compaction recorded in the
+// conversation's session: one session per conversation, as the suite
+// checks. Before, each was a fork (a session of its own).
+func TestCodexCompactsItself(t *testing.T) {
+	bin := filepath.Join(clis(t), "node_modules", ".bin", "codex")
+	r := startRig(t, codexModel, nil)
+	dir, home, codexHome := newWorkspace(t), t.TempDir(), t.TempDir()
+	config := "model_auto_compact_token_limit = 12000\n" + codexConfig(r.front, codexModel.ContextWindow)
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.conversations(t, dir, func(conv, text, resume string) (string, string) {
+		return r.codexTurn(conv, bin, dir, home, codexHome, text, resume)
+	})
+	n := r.provider.compactionAsks()
+	t.Logf("Codex asked for %d summaries of its history", n)
+	if n < 2 {
+		t.Errorf("Codex asked for %d summaries of its history: the test is meant to make it compact itself several times", n)
+	}
+}
+
+// TestClaudeCodeCompacts is TestClaudeCode with `claude -p /compact
+// --resume ID` between the two turns: Claude Code asks for a summary and
+// starts the second turn from a history whose first user message is that
+// summary ("This session is being continued from a previous
+// conversation…"), under the same X-Claude-Code-Session-Id. The
+// compacted history is recorded in the conversation's session: one
+// session per conversation, as the suite checks.
+func TestClaudeCodeCompacts(t *testing.T) {
+	bin := filepath.Join(clis(t), "node_modules", ".bin", "claude")
+	r := startRig(t, claudeModel, nil)
+	dir, home := newWorkspace(t), t.TempDir()
+	r.conversations(t, dir, func(conv, text, resume string) (string, string) {
+		if resume != "" {
+			answer, _ := r.claudeTurn(conv, bin, dir, home, "/compact", resume)
+			t.Logf("%s: /compact answered %q", conv, tail(answer))
+		}
+		return r.claudeTurn(conv, bin, dir, home, text, resume)
+	})
+	n := r.provider.compactionAsks()
+	t.Logf("Claude Code asked for %d summaries of its history", n)
+	if n < 2 {
+		t.Errorf("Claude Code asked for %d summaries: /compact did not reach the model", n)
+	}
+}
+
 // TestClaudeCodeLargeOutputs is TestClaudeCode with a 128k window, files
 // of 50 KB that imitate contextd's placeholders, summaries and a client's
 // scaffolding tags (read whole: a tool output of 50 KB), and a first

@@ -283,11 +283,13 @@ func TestCountTokensAfterACompactionBlock(t *testing.T) {
 // compaction kept, the `compaction` item, the next prompt — as its next
 // request. The item goes upstream byte for byte, in its place, and is
 // counted by its length (3/16 of its encrypted_content) until the
-// provider's report anchors the session. It is a conversation whose
-// history no longer extends its session's log: a fork of the session
-// whose log starts with the messages the compaction kept (named from the
-// signal's session when there is one), not yet a client-side compaction
-// recorded in that session (docs/gateway.md, Known limits).
+// provider's report anchors the session. With a signal it is a client
+// compaction recorded in the signal's session (history "compacted", tier
+// client_compaction, the originals still in the log), and the next
+// request, which extends the compacted input, extends that session.
+// Before, it was a fork (a new session holding a copy). Without a signal
+// it is a fork of the session whose log starts with the kept message
+// (docs/gateway.md, Known limits).
 func TestCompactedResponsesInput(t *testing.T) {
 	for _, signalled := range []bool{true, false} {
 		t.Run(map[bool]string{true: "signal", false: "none"}[signalled], func(t *testing.T) {
@@ -300,7 +302,10 @@ func TestCompactedResponsesInput(t *testing.T) {
 				return map[string]any{"role": "user", "content": text}
 			}
 			task := "Fix the failing test in calc.py."
-			input := []any{user(task), user("Here is the output.\n" + bigResult(0))}
+			input := []any{user(task)}
+			for i := range 4 {
+				input = append(input, user("Here is the output.\n"+bigResult(i)))
+			}
 			resp, out := s.post("/v1/responses", map[string]any{"model": "gpt-4o", "input": input}, sig)
 			if resp.StatusCode != 200 {
 				t.Fatalf("%d %s", resp.StatusCode, out)
@@ -334,10 +339,36 @@ func TestCompactedResponsesInput(t *testing.T) {
 			if !bytes.Contains(last.Raw, itemJSON) {
 				t.Fatalf("the compaction item did not go upstream as sent")
 			}
-			// The compacted input shares the kept user message with the
-			// session: a fork of it (named by the signal when there is one).
-			if want := map[bool]string{true: "forked; from=cx-compact", false: "forked"}[signalled]; history != want {
-				t.Errorf("history %q, want %q", history, want)
+			if !signalled {
+				// The compacted input shares the kept user message with the
+				// session: a fork of it.
+				if history != "forked" {
+					t.Errorf("history %q, want forked", history)
+				}
+				s.checkUpstream()
+				return
+			}
+			if history != "compacted" || resp.Header.Get("X-Contextd-Session") != first {
+				t.Fatalf("history %q in session %q, want compacted in %q", history, resp.Header.Get("X-Contextd-Session"), first)
+			}
+			checkClientCompaction(t, s, first, bigResult(3))
+			// The next request extends the compacted input: the same session.
+			var reply struct {
+				Output []json.RawMessage `json:"output"`
+			}
+			if err := json.Unmarshal(out, &reply); err != nil || len(reply.Output) == 0 {
+				t.Fatalf("reply %s: %v", out, err)
+			}
+			for _, o := range reply.Output {
+				compacted = append(compacted, o)
+			}
+			compacted = append(compacted, user("And for div()."))
+			resp, out = s.post("/v1/responses", map[string]any{"model": "gpt-4o", "input": compacted}, sig)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%d %s", resp.StatusCode, out)
+			}
+			if h, id := resp.Header.Get("X-Contextd-History"), resp.Header.Get("X-Contextd-Session"); h != "extended" || id != first {
+				t.Errorf("the request after the compaction: history %q in %q, want extended in %q", h, id, first)
 			}
 			s.checkUpstream()
 		})

@@ -1,0 +1,212 @@
+package gateway
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+)
+
+// Client compactions (engine/clientcompaction.go): a client that compacts
+// its own history — Codex CLI's auto-compaction (the initial context, the
+// user messages it kept, its summary as a user message), a Responses
+// input after /v1/responses/compact (the kept user messages, the
+// `compaction` item, the next prompt), Claude Code's /compact (a history
+// whose first user message is the summary) — sends a history that no
+// longer extends its session's log. In the session its signal names
+// (sig.id) that request is a client compaction, recorded in the same
+// session, when (clientCompacts)
+//
+//   - it neither extends nor repeats the log, holds no more messages than
+//     the log, and is much shorter than what the session holds: at most
+//     1/compactedShare of the log's messages, or its text at most
+//     1/compactedShare of the session's active view, or the view is empty (a twin of the request recorded the compaction and
+//     has yet to append: the twin's append and this one's are one, by
+//     their idempotency key);
+//   - and either it carries a summary the log does not hold (a provider
+//     compaction item, a compaction block, or a user message with a
+//     client's summary preamble, clientSummaryMarkers), or the messages it
+//     keeps from the log (by identity) start with the log's first, are in
+//     the log's order and leave out a message of the log before the last
+//     of them (not a prefix of it).
+//
+// A rewind or an edit (the log's first messages, then new ones: the
+// client dropped or edited its last message(s) and goes on) is neither,
+// and starts a session of its own as before (historyRewound, Edited,
+// Forked). A request without a signal is looked up by its history only:
+// a compacted history is a new conversation there (historyForked or new).
+//
+// Recorded: the whole active view is covered, in one transaction, as a
+// compaction of tier engine.ClientCompactionTier (the originals stay in
+// the log), and the request's whole history is appended as new, the first
+// message marked metaHistoryRestart: the session's client history (the
+// log cache's identities, logCache.get) restarts there, and the history
+// index's heads are the new history's chains, so the client's next
+// request, which extends the compacted history, extends this session
+// (historyExtended). The record goes with the append of the compacted
+// history, in one transaction (engine.ViewEdit.Compaction): a request that
+// fails records neither. Work: one pass over the log's identities (held by
+// the log cache) and one set of the request's, only for a signalled
+// request that no longer extends its session and is much shorter than it;
+// then the record, planned on the view PrepareContext reads anyway.
+
+// historyCompacted: the request is the client's compaction of its
+// history, recorded in the same session (X-Contextd-History).
+const historyCompacted = "compacted"
+
+// metaHistoryRestart marks the first message of a client's compacted
+// history in the log: the session's client history starts again there.
+const metaHistoryRestart = "contextd.gateway.history_restart"
+
+// metaCompactionItem marks a message carrying a provider compaction item
+// or block (carried.go), read or not.
+const metaCompactionItem = "contextd.gateway.compaction_item"
+
+// compactedShare: a client compaction's request holds at most 1/2 of the
+// log's messages, or at most 1/2 of the session's active view's tokens
+// (its estimate, at 4 bytes a token).
+const compactedShare = 2
+
+// clientSummaryMarkers are the preambles with which clients introduce the
+// summary of their compacted history.
+var clientSummaryMarkers = []string{
+	// Codex CLI (codex-rs core/templates/compact/summary_prefix.md).
+	"Another language model started to solve this problem and produced a summary",
+	// Claude Code's /compact and auto-compact.
+	"This session is being continued from a previous conversation",
+}
+
+// clientCompacts reports whether the request c, which neither extends nor
+// repeats the session's log as m matched them, is the client's compaction
+// of that history (the rule above).
+func clientCompacts(m *logMatch, c *conversation) bool {
+	if m == nil || m.extends || m.repeat || len(c.msgs) == 0 || len(c.msgs) > len(m.log) {
+		return false
+	}
+	// Much shorter: half the log's messages or half the view's tokens
+	// (contextd may have compacted the view already, and a client keeps
+	// files it read: Claude Code's /compact). An empty view: a client
+	// compaction recorded by a twin of this request (a retry, another
+	// replica) whose append is still to come.
+	if len(c.msgs)*compactedShare > len(m.log) && m.s.ActiveCount > 0 && approxTokens(c.msgs)*compactedShare > m.s.ActiveTokens {
+		return false
+	}
+	// Which of the request's identities the log holds: a set of the
+	// request's (bounded by the request, not by the log, which a short
+	// request may name however long it is), one pass over the log.
+	in := make(map[[32]byte]bool, len(c.ids))
+	for _, d := range c.ids {
+		in[d] = false
+	}
+	for _, d := range m.log {
+		if _, ok := in[d]; ok {
+			in[d] = true
+		}
+	}
+	for i := range c.msgs {
+		if !in[c.ids[i]] && carriesSummary(&c.msgs[i]) {
+			return true
+		}
+	}
+	// Without a summary, a kept subset starts with the log's opening (a
+	// client keeps its initial context): a short request that quotes one
+	// of the log's later messages (a client's side request — a title, a
+	// topic — on a prompt typed before) is not one.
+	return m.k > 0 && skipsLog(m.log, in, c.ids)
+}
+
+// carriesSummary reports whether m carries a compacted history's summary:
+// a provider compaction item or block, or a user message with a client's
+// summary preamble.
+func carriesSummary(m *chat.Message) bool {
+	if m.Metadata[metaCompactionItem] != "" || m.ProviderCompacted() {
+		return true
+	}
+	if m.Role != chat.RoleUser {
+		return false
+	}
+	for _, p := range m.Parts {
+		for _, mark := range clientSummaryMarkers {
+			if p.Type == chat.PartText && strings.Contains(p.Text, mark) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// skipsLog reports whether the messages of ids the log holds (in) are in
+// the log's order and leave out a message of the log before the last of
+// them: the client kept some of its history, not a prefix of it.
+func skipsLog(log [][32]byte, in map[[32]byte]bool, ids [][32]byte) bool {
+	j, kept, skipped := 0, 0, false
+	for _, id := range ids {
+		if !in[id] {
+			continue
+		}
+		from := j
+		for j < len(log) && log[j] != id {
+			j++
+		}
+		if j == len(log) {
+			return false // out of the log's order
+		}
+		skipped = skipped || j > from
+		j++
+		kept++
+	}
+	return kept > 0 && skipped
+}
+
+// approxTokens estimates msgs' tokens at 4 bytes a token: their parts'
+// text, tool calls and results, and what they carry.
+func approxTokens(msgs []chat.Message) int64 {
+	var n, carried int64
+	for i := range msgs {
+		for _, p := range msgs[i].Parts {
+			n += int64(len(p.Text))
+			if p.ToolCall != nil {
+				n += int64(len(p.ToolCall.Name) + len(p.ToolCall.Arguments))
+			}
+			if p.ToolResult != nil {
+				n += int64(len(p.ToolResult.Content))
+			}
+		}
+		for _, t := range msgs[i].Carried() {
+			n += int64(len(t.Text))
+			carried += t.Tokens
+		}
+	}
+	return n/4 + carried
+}
+
+// compacted resolves the request to session id as its client's
+// compaction (ok), when m says it is one (clientCompacts): the request's
+// whole history is new, its first message restarts the client history.
+// The compaction itself is recorded with the append, in PrepareContext's
+// transaction (viewEdits: engine.ViewEdit.Compaction).
+func (g *Gateway) compacted(ctx context.Context, tenant, id string, c *conversation, sig signal, m *logMatch) (res resolved, ok bool, err error) {
+	if !clientCompacts(m, c) {
+		return resolved{}, false, nil
+	}
+	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version, named: sig.owns(id), row: &m.s,
+		history: historyCompacted, restart: true}
+	if moved, err := g.follow(ctx, tenant, m.s, c); err != nil {
+		return resolved{}, false, err
+	} else if moved != nil {
+		res.version, res.created, res.row = moved.Version, moved.CreatedAt, moved
+	}
+	// A copy: the restart's mark stays on this attempt, never on the
+	// request's messages another attempt (after a conflict) matches.
+	res.fresh = slices.Clone(c.msgs)
+	historyStamp(c, res.fresh, 0)
+	setMeta(&res.fresh[0], metaHistoryRestart, "1")
+	return res, true, nil
+}
+
+// restarts reports whether a log message starts a client's compacted
+// history (logCache.get).
+func restarts(m *chat.Message) bool {
+	return m.Metadata[metaHistoryRestart] != ""
+}

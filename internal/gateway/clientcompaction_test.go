@@ -1,0 +1,108 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// TestClientCompactsRule: both sides of the rule (clientcompaction.go).
+// Of a log of a task and six rounds of outputs and replies, a request
+// much shorter than the session (half its messages, or half its view's
+// tokens) that keeps a subset that is not a prefix, or carries a client's
+// summary or a compaction item, is a client compaction; a rewind or an
+// edit (a prefix and new messages), a reordered subset, a request nearly
+// as long as the log, or one that extends the log, is not.
+func TestClientCompactsRule(t *testing.T) {
+	user := func(text string) chat.Message {
+		return chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
+	}
+	reply := func(text string) chat.Message {
+		return chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
+	}
+	big := strings.Repeat("output line of a tool, several words long\n", 100)
+	log := []chat.Message{user("Fix the tests.")}
+	for i := range 6 {
+		log = append(log, user(string(rune('a'+i))+big), reply("ok "+string(rune('a'+i))))
+	}
+	var view int64
+	for i := range log {
+		view += approxTokens(log[i : i+1])
+	}
+	item := reply("")
+	item.Metadata = map[string]string{metaCompactionItem: "1"}
+	summary := user("Another language model started to solve this problem and produced a summary of its thinking process: a and b are done.")
+	cases := []struct {
+		name string
+		req  []chat.Message
+		want bool
+	}{
+		{"kept subset, not a prefix", []chat.Message{log[0], log[5], user("Summary: a, b done."), user("Go on.")}, true},
+		{"Codex's summary, the task kept", []chat.Message{log[0], summary, user("Go on.")}, true},
+		{"Codex's summary alone", []chat.Message{summary}, true},
+		{"a summary and files read again (Claude Code), few messages", []chat.Message{summary, log[12], user("Read: " + big + big + big + big + big)}, true},
+		{"a compaction item", []chat.Message{log[0], item, user("Go on.")}, true},
+		{"a rewind", []chat.Message{log[0], log[1], user("Start over with sub().")}, false},
+		{"an edit of the last prompt", []chat.Message{log[0], log[1], log[2], user("b, again" + big[:200])}, false},
+		{"a reordered subset", []chat.Message{log[0], log[5], log[3], user("Go on.")}, false},
+		{"as long as the view", append([]chat.Message{log[0]}, append(log[3:13:13], summary)...), false},
+		{"extends the log", append(log[:len(log):len(log)], user("Next.")), false},
+		// A client's side request (a title, a topic) on a prompt the user
+		// typed before: one of the log's later messages, without its
+		// opening, is no kept subset.
+		{"a side request quoting an earlier prompt", []chat.Message{user("Write a title for this conversation."), log[5]}, false},
+		{"an earlier prompt alone", []chat.Message{log[5]}, false},
+	}
+	for _, tc := range cases {
+		c := &conversation{msgs: tc.req}
+		historyChains("chat", signal{}, c)
+		ids := make([][32]byte, len(log))
+		for i := range log {
+			ids[i] = identityOf(&log[i])
+		}
+		k := 0
+		for k < len(ids) && k < len(c.ids) && ids[k] == c.ids[k] {
+			k++
+		}
+		m := &logMatch{s: store.Session{ActiveTokens: view, ActiveCount: int64(len(log))}, log: ids, k: k, extends: k == len(ids)}
+		if got := clientCompacts(m, c); got != tc.want {
+			t.Errorf("%s: clientCompacts %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestClientCompactsRuleBounded: the rule's memory is bounded by the
+// request, not by the log: a three-message request against a session of
+// 200,000 logged messages allocates a set of its own identities, not of
+// the log's (which cost 10 MB a request, for any signalled request much
+// shorter than its session).
+func TestClientCompactsRuleBounded(t *testing.T) {
+	ids := make([][32]byte, 200_000)
+	for i := range ids {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(i))
+		ids[i] = sha256.Sum256(b[:])
+	}
+	c := &conversation{msgs: []chat.Message{
+		{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the tests."}}},
+		{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Summary: a, b done."}}},
+		{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Go on."}}},
+	}}
+	historyChains("chat", signal{}, c)
+	m := &logMatch{s: store.Session{ActiveTokens: 1 << 30, ActiveCount: int64(len(ids))}, log: ids}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const n = 5
+	for range n {
+		clientCompacts(m, c)
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 64<<10 {
+		t.Errorf("clientCompacts allocates %d bytes a request against a log of %d messages: want it bounded by the request's 3", per, len(ids))
+	}
+}

@@ -1,0 +1,76 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+
+	"github.com/contextd/contextd/internal/chat"
+)
+
+// A client's request for the summary it compacts its history with.
+// Claude Code's /compact asks for it with its history up to its last tool
+// result and the compaction prompt instead of its final reply: a history
+// that no longer extends the session's log, a fork until now (a session
+// of its own, holding a copy, for one call whose answer never comes back
+// as a reply: the client puts the summary into the first message of its
+// compacted history). In the session the request's signal names, a
+// request whose last message asks for a summary (summaryPrompts), that
+// shares a prefix with the log and leaves out at most maxRepeatTail of
+// the log's last messages, is answered from that session, nothing stored
+// (historyAside): the view without the messages the request leaves out
+// (as a repeat's, stripReplies), then the request's own messages after
+// the prefix, as the client sent them, with the request's own model,
+// system prompt and tools (the session's stay as they are). The call goes
+// into the session's ledger. When the left-out messages are not the view's tail (a
+// compaction moved them), the request is a fork as before. Codex asks
+// with its whole history and the prompt as a new message: an extension,
+// recorded as usual.
+
+// historyAside: the request asks for a summary of the session's history
+// (a client about to compact it): answered from the session, nothing
+// stored.
+const historyAside = "aside"
+
+// maxAsideTail bounds the request's own messages after the shared prefix
+// that an aside sends (the compaction prompt, and what a client puts
+// beside it).
+const maxAsideTail = 4
+
+// summaryPrompts are the clients' requests for a summary of their history.
+var summaryPrompts = []string{
+	// Claude Code's /compact and auto-compact.
+	"Your task is to create a detailed summary of the conversation so far",
+	// Codex CLI (codex-rs core/templates/compact/prompt.md).
+	"CONTEXT CHECKPOINT COMPACTION",
+}
+
+// asksSummary reports whether m is a user message asking for a summary
+// of the conversation (summaryPrompts).
+func asksSummary(m *chat.Message) bool {
+	if m.Role != chat.RoleUser {
+		return false
+	}
+	for _, p := range m.Parts {
+		for _, s := range summaryPrompts {
+			if p.Type == chat.PartText && strings.Contains(p.Text, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// aside resolves the request to session id as a summary request (ok),
+// when m says it is one: the session's view is sent without the log's
+// messages after the shared prefix, and the request's own after it.
+func (g *Gateway) aside(ctx context.Context, tenant, id string, c *conversation, sig signal, m *logMatch, noRepeat bool) (res resolved, ok bool, err error) {
+	n := len(c.msgs)
+	if noRepeat || m == nil || m.extends || m.k == 0 || n-m.k > maxAsideTail || len(m.log)-m.k > maxRepeatTail || !asksSummary(&c.msgs[n-1]) {
+		return resolved{}, false, nil
+	}
+	// Not followed (the session's model, system prompt and tools stay
+	// its own): nothing is stored, and the request goes upstream with
+	// its own (the door builds it from the request).
+	return resolved{id: id, created: m.s.CreatedAt, version: m.s.Version, named: sig.owns(id), row: &m.s,
+		history: historyAside, repeat: len(m.log) - m.k, repeatD: m.log[m.k:], tail: c.msgs[m.k:]}, true, nil
+}

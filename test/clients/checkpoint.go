@@ -1,0 +1,65 @@
+package clients
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Client compactions: a CLI that compacts its own history (Codex's
+// auto-compaction past model_auto_compact_token_limit) first asks the
+// model for a summary (its compaction prompt as the last user message),
+// then goes on from a history of the user messages it kept and that
+// summary, without the tool calls and results the provider reads its
+// round from. The provider answers the compaction prompt with a checkpoint
+// naming the latest tool call it answered, and reads its round from the
+// checkpoint of a history that ends with one: the task goes on where it
+// was, as a model goes on from its summary.
+
+// compactionPrompts are the CLIs' requests for a summary of the history.
+var compactionPrompts = []string{
+	"CONTEXT CHECKPOINT COMPACTION", // Codex CLI (codex-rs core/templates/compact/prompt.md)
+	// Claude Code's /compact.
+	"Your task is to create a detailed summary of the conversation so far",
+}
+
+// checkpointMark is the provider's summary: the last call it answered.
+var checkpointMark = regexp.MustCompile(`CHECKPOINT after ((?:call|toolu)_r\d+of\d+_\d+)`)
+
+// asksCompaction reports whether text (the last user message) is a CLI's
+// request for a summary of its history.
+func asksCompaction(text string) bool {
+	for _, p := range compactionPrompts {
+		if strings.Contains(text, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkpoint is the summary the provider answers a compaction prompt
+// with, lastCall the latest tool call of the history.
+func checkpoint(lastCall string) string {
+	return "Progress summary: CHECKPOINT after " + lastCall + " (every earlier round is done)."
+}
+
+// resumedCall is the call a history that ends with the provider's
+// checkpoint (text, the last user message) goes on after; "" otherwise.
+func resumedCall(text string) string {
+	if m := checkpointMark.FindStringSubmatch(text); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// compactionAsks is how many requests asked for a summary of the history.
+func (p *Provider) compactionAsks() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, c := range p.calls {
+		if c.Compaction {
+			n++
+		}
+	}
+	return n
+}
