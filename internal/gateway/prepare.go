@@ -134,7 +134,12 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		}
 		in := engine.PrepareInput{Messages: res.fresh, NoLedger: true, Read: res.row} // the gateway sends no ledger; the row its match read
 		if len(res.fresh) > 0 {
-			in.IdempotencyKey, in.ExpectedVersion = "gw-"+key, &res.version
+			// The version its history was matched at, and no idempotency
+			// key: a request that lost the race to append (a retry, or
+			// the same request on another replica) conflicts and is
+			// matched again, where its messages are found stored, so
+			// nothing is appended twice without a key's read and write.
+			in.ExpectedVersion = &res.version
 		}
 		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, in)
 		if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
@@ -189,8 +194,8 @@ func manyChoices(fields map[string]json.RawMessage) bool {
 }
 
 // requestKey is the digest of a request's whole history in its session:
-// the idempotency key of its append, so a client's retry (or two replicas
-// serving the same request) appends its new messages once.
+// what names the ids of its answer's calls (answerSeed) and its long
+// history's pieces (replayLong), so the same request again gets the same.
 func requestKey(id string, digests [][32]byte) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%d:%s:%d:", len(id), id, len(digests))
