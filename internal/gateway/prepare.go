@@ -112,7 +112,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		}
 		key := requestKey(res.id, c.digests)
 		pin(res.fresh, c.pins)
-		dropFresh(res.fresh, c) // providercompaction.go
+		dropFresh(res.fresh, c, len(c.msgs)-len(res.fresh)) // providercompaction.go
 		if err := g.replayLong(ctx, tenant, c, &res, key); err != nil {
 			if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 				continue

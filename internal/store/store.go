@@ -335,14 +335,17 @@ type Store interface {
 	// current one (left by ReplaceView and FlipView, or staged by a
 	// rewrite that never flipped), and reports how many.
 	SweepViews(ctx context.Context, tenant, sessionID string, limit int) (int, error)
-	// StrayViewGens returns at most limit view generations, across every
-	// session, that are not their session's current view: replaced ones
-	// SweepViews has not deleted yet, ones a live rewrite is staging, and
-	// ones a rewrite staged and never flipped (its replica killed between
-	// batches), which nothing else would ever delete. It finds at most two
-	// of a session at a time (the nearest below and above its current one),
-	// each by an index probe, never by reading a view.
-	StrayViewGens(ctx context.Context, limit int) ([]ViewGen, error)
+	// StrayViewGens returns the view generations that are not their
+	// session's current view — replaced ones SweepViews has not deleted
+	// yet, ones a live rewrite is staging, and ones a rewrite staged and
+	// never flipped (its replica killed between batches), which nothing
+	// else would ever delete — of at most sessions sessions: the next ones
+	// after after in (tenant, id) order (from the first when after is
+	// zero). It finds at most two of a session at a time (the nearest below
+	// and above its current one), each by an index probe, never by reading
+	// a view, and reports where it stopped: the last session it looked at,
+	// or zero when it reached the end (the next call starts over).
+	StrayViewGens(ctx context.Context, after StrayCursor, sessions int) ([]ViewGen, StrayCursor, error)
 	// DropViewGen deletes, in one short transaction of its own, at most
 	// limit rows of view generation g unless it is its session's current
 	// one (read holding the session's row, as SweepViews does), and
@@ -358,6 +361,10 @@ type ViewGen struct {
 	Tenant, SessionID string
 	Gen               int64
 }
+
+// StrayCursor is where a call of StrayViewGens stopped: the last session
+// it looked at; zero, the first session.
+type StrayCursor struct{ Tenant, ID string }
 
 // NewViewGen returns a fresh view generation: random, so that concurrent
 // rewrites of one session never stage into the same one.
@@ -377,6 +384,33 @@ type Rows interface {
 	Next() bool
 	Scan(dest ...any) error
 	Err() error
+}
+
+// ScanStrayViewGens reads StrayViewGens' rows of (tenant, id, the
+// nearest generation below the current one, the nearest above; each NULL
+// when there is none) for a call that looked at most sessions: the
+// generations and where the call stopped (zero when it found fewer
+// sessions: the end).
+func ScanStrayViewGens(rows Rows, sessions int) ([]ViewGen, StrayCursor, error) {
+	var out []ViewGen
+	var last StrayCursor
+	n := 0
+	for rows.Next() {
+		var below, above *int64
+		if err := rows.Scan(&last.Tenant, &last.ID, &below, &above); err != nil {
+			return nil, StrayCursor{}, err
+		}
+		n++
+		for _, g := range []*int64{below, above} {
+			if g != nil {
+				out = append(out, ViewGen{Tenant: last.Tenant, SessionID: last.ID, Gen: *g})
+			}
+		}
+	}
+	if n < sessions {
+		last = StrayCursor{}
+	}
+	return out, last, rows.Err()
 }
 
 // ScanRowSizes reads rows of (cursor, id, bytes).

@@ -59,6 +59,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"DropDuringFlip", testDropDuringFlip},
 		{"StrayViewGens", testStrayViewGens},
 		{"AbandonedStagingSwept", testAbandonedStagingSwept},
+		{"StrayPassesAreBounded", testStrayPassesAreBounded},
+		{"StrayPassGoesRound", testStrayPassGoesRound},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
