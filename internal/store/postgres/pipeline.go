@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -152,14 +153,26 @@ func (p *pipe) commit(ctx context.Context) error {
 	return err
 }
 
-// rollback ends the transaction when anything was sent. If it cannot, the
-// connection is left in it, and the pool destroys it on release instead
-// of reusing it.
+// rollbackWait bounds the ROLLBACK of a caller whose context is done.
+const rollbackWait = time.Second
+
+// rollback ends the transaction when anything was sent, within the
+// caller's context — a ROLLBACK without one would wait for a database the
+// network lost as long as TCP does, holding the call and its connection —
+// or, when that context is done already, within rollbackWait. If it
+// cannot, the connection is left in the transaction (or closed), and the
+// pool destroys it on release instead of reusing it.
 func (p *pipe) rollback(ctx context.Context) {
 	p.queued = nil
-	if p.begun {
-		p.conn.Exec(context.WithoutCancel(ctx), "ROLLBACK") //nolint:errcheck // see above
+	if !p.begun {
+		return
 	}
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), rollbackWait)
+		defer cancel()
+	}
+	p.conn.Exec(ctx, "ROLLBACK") //nolint:errcheck // see above
 }
 
 // inTx runs fn in a pipelined transaction on a connection of pool.
