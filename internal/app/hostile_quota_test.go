@@ -74,61 +74,83 @@ func logBytesOf(t *testing.T, env map[string]string, tenant string) int64 {
 // against a tenant quota of 12,000 bytes of stored log: the tenant ends at
 // or under the quota with no room for one more, every refusal is
 // ResourceExhausted naming CONTEXTD_MAX_LOG_BYTES_PER_TENANT, and what was
-// acknowledged is exactly what the logs hold. On both stores.
+// acknowledged is exactly what the logs hold. On both stores, through
+// AppendMessages and through PrepareContext, whose transaction PostgreSQL
+// pipelines (store.Pipelined: the insert is sent with the quota's read,
+// which must see it).
 func TestHostileLogQuota(t *testing.T) {
 	const quota, body = 12000, 1000
-	onBothStoresEnv(t, map[string]string{"CONTEXTD_MAX_LOG_BYTES_PER_TENANT": fmt.Sprint(quota)}, func(t *testing.T, env map[string]string) {
-		client := contextdv1.NewContextServiceClient(startServer(t, env))
-		ctx := t.Context()
-		for i := range 6 {
-			if _, err := client.CreateSession(ctx, &contextdv1.CreateSessionRequest{Id: fmt.Sprint("s", i), Model: "gpt-4o"}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		codesSeen := map[codes.Code]int{}
-		for i := range 36 {
-			wg.Go(func() {
-				_, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: fmt.Sprint("s", i%6),
-					Messages: []*contextdv1.Message{user(strings.Repeat("x", body))}})
-				mu.Lock()
-				defer mu.Unlock()
-				codesSeen[status.Code(err)]++
-				if status.Code(err) == codes.ResourceExhausted && !strings.Contains(status.Convert(err).Message(), "CONTEXTD_MAX_LOG_BYTES_PER_TENANT") {
-					t.Errorf("refusal does not name the setting: %v", err)
-				}
+	for _, via := range []struct {
+		name   string
+		append func(ctx context.Context, client contextdv1.ContextServiceClient, id string, msgs []*contextdv1.Message) error
+	}{
+		{"AppendMessages", func(ctx context.Context, client contextdv1.ContextServiceClient, id string, msgs []*contextdv1.Message) error {
+			_, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: id, Messages: msgs})
+			return err
+		}},
+		{"PrepareContext", func(ctx context.Context, client contextdv1.ContextServiceClient, id string, msgs []*contextdv1.Message) error {
+			_, err := client.PrepareContext(ctx, &contextdv1.PrepareContextRequest{SessionId: id, Messages: msgs})
+			return err
+		}},
+	} {
+		t.Run(via.name, func(t *testing.T) {
+			onBothStoresEnv(t, map[string]string{"CONTEXTD_MAX_LOG_BYTES_PER_TENANT": fmt.Sprint(quota)}, func(t *testing.T, env map[string]string) {
+				testLogQuota(t, env, quota, body, via.append)
 			})
+		})
+	}
+}
+
+func testLogQuota(t *testing.T, env map[string]string, quota, body int64, appendVia func(context.Context, contextdv1.ContextServiceClient, string, []*contextdv1.Message) error) {
+	client := contextdv1.NewContextServiceClient(startServer(t, env))
+	ctx := t.Context()
+	for i := range 6 {
+		if _, err := client.CreateSession(ctx, &contextdv1.CreateSessionRequest{Id: fmt.Sprint("s", i), Model: "gpt-4o"}); err != nil {
+			t.Fatal(err)
 		}
-		wg.Wait()
-		ok := codesSeen[codes.OK]
-		if ok == 0 || ok+codesSeen[codes.ResourceExhausted] != 36 {
-			t.Fatalf("answers %v", codesSeen)
-		}
-		stored := 0
-		for i := range 6 {
-			page, err := client.GetMessages(ctx, &contextdv1.GetMessagesRequest{SessionId: fmt.Sprint("s", i), View: contextdv1.MessageView_MESSAGE_VIEW_LOG, PageSize: 100})
-			if err != nil {
-				t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codesSeen := map[codes.Code]int{}
+	for i := range 36 {
+		wg.Go(func() {
+			err := appendVia(ctx, client, fmt.Sprint("s", i%6), []*contextdv1.Message{user(strings.Repeat("x", int(body)))})
+			mu.Lock()
+			defer mu.Unlock()
+			codesSeen[status.Code(err)]++
+			if status.Code(err) == codes.ResourceExhausted && !strings.Contains(status.Convert(err).Message(), "CONTEXTD_MAX_LOG_BYTES_PER_TENANT") {
+				t.Errorf("refusal does not name the setting: %v", err)
 			}
-			stored += len(page.GetMessages())
+		})
+	}
+	wg.Wait()
+	ok := codesSeen[codes.OK]
+	if ok == 0 || ok+codesSeen[codes.ResourceExhausted] != 36 {
+		t.Fatalf("answers %v", codesSeen)
+	}
+	stored := 0
+	for i := range 6 {
+		page, err := client.GetMessages(ctx, &contextdv1.GetMessagesRequest{SessionId: fmt.Sprint("s", i), View: contextdv1.MessageView_MESSAGE_VIEW_LOG, PageSize: 100})
+		if err != nil {
+			t.Fatal(err)
 		}
-		used := logBytesOf(t, env, "default")
-		perMessage := used / int64(ok)
-		if stored != ok || used > quota || used+perMessage <= quota {
-			t.Fatalf("%d appends acknowledged, %d stored, %d bytes (%d each) against a quota of %d: want every one stored, and no room for another",
-				ok, stored, used, perMessage, quota)
-		}
-		// Refused with nothing written: a tenant at its quota is
-		// refused even a small append, and the log does not move.
-		_, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "s0", Messages: []*contextdv1.Message{user(strings.Repeat("y", int(quota-used)+1))}})
-		if status.Code(err) != codes.ResourceExhausted {
-			t.Fatalf("an append past the quota: %v", err)
-		}
-		if after := logBytesOf(t, env, "default"); after != used {
-			t.Fatalf("a refused append changed the tenant's log bytes: %d, then %d", used, after)
-		}
-	})
+		stored += len(page.GetMessages())
+	}
+	used := logBytesOf(t, env, "default")
+	perMessage := used / int64(ok)
+	if stored != ok || used > quota || used+perMessage <= quota {
+		t.Fatalf("%d appends acknowledged, %d stored, %d bytes (%d each) against a quota of %d: want every one stored, and no room for another",
+			ok, stored, used, perMessage, quota)
+	}
+	// Refused with nothing written: a tenant at its quota is
+	// refused even a small append, and the log does not move.
+	err := appendVia(ctx, client, "s0", []*contextdv1.Message{user(strings.Repeat("y", int(quota-used)+1))})
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("an append past the quota: %v", err)
+	}
+	if after := logBytesOf(t, env, "default"); after != used {
+		t.Fatalf("a refused append changed the tenant's log bytes: %d, then %d", used, after)
+	}
 }
 
 // TestHostileViewMessages: against CONTEXTD_MAX_VIEW_MESSAGES=5, a view of

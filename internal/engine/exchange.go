@@ -124,7 +124,9 @@ func (e *Engine) recordExchangeOnce(ctx context.Context, tenant, id string, in E
 	var reports []reported
 	var before, final store.Session
 	sent := false // announced with the commit
-	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	// Pipelined: every write's error is returned as it is, and nothing
+	// goes on after one (store.Pipelined).
+	err := e.store.InTx(store.Pipelined(ctx), func(ctx context.Context, tx store.Tx) error {
 		out, reports, sent = ExchangeResult{}, nil, false
 		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {

@@ -119,9 +119,11 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
 		in := engine.PrepareInput{Messages: res.fresh, NoLedger: true, Read: res.row, Edits: edits, Shared: res.shared} // the gateway sends no ledger; the row its match read
-		if len(res.fresh) > 0 {
-			in.IdempotencyKey = "gw-" + key
-		}
+		// No idempotency key: a request that lost the race to append (a
+		// retry, or the same request on another replica) conflicts on the
+		// version its history was matched at and is matched again, where
+		// its messages are found stored, so nothing is appended twice
+		// without a key's read and write.
 		if len(res.fresh) > 0 || len(edits) > 0 {
 			in.ExpectedVersion = &res.version
 		}
@@ -179,8 +181,8 @@ func manyChoices(fields map[string]json.RawMessage) bool {
 }
 
 // requestKey is the digest of a request's whole history in its session:
-// the idempotency key of its append, so a client's retry (or two replicas
-// serving the same request) appends its new messages once.
+// what names the ids of its answer's calls (answerSeed) and its long
+// history's pieces (replayLong), so the same request again gets the same.
 func requestKey(id string, digests [][32]byte) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%d:%s:%d:", len(id), id, len(digests))

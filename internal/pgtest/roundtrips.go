@@ -22,9 +22,24 @@ import (
 // ends.
 func RoundTrips(t testing.TB, url string) (string, func() int64) {
 	t.Helper()
+	var n atomic.Int64
+	proxied := proxy(t, url, func(client, server net.Conn, wg *sync.WaitGroup) {
+		go func() { defer wg.Done(); _, _ = io.Copy(client, server); client.Close() }()
+		go func() { defer wg.Done(); _ = countFrontend(server, client, &n); server.Close() }()
+	})
+	return proxied, n.Load
+}
+
+// proxy listens on a loopback port for the database of url and, for each
+// connection a client makes to it, dials the database and hands both ends
+// to relay, which starts two goroutines (wg counts them: wg.Add(2) is
+// done) that copy between them. The proxy and its connections are closed
+// when the test ends. It returns the URL to give the client.
+func proxy(t testing.TB, url string, relay func(client, server net.Conn, wg *sync.WaitGroup)) string {
+	t.Helper()
 	cfg, err := pgconn.ParseConfig(url)
 	if err != nil {
-		t.Fatalf("round trips: %v", err)
+		t.Fatalf("proxy: %v", err)
 	}
 	network, addr := "tcp", net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))
 	if strings.HasPrefix(cfg.Host, "/") {
@@ -32,9 +47,8 @@ func RoundTrips(t testing.TB, url string) (string, func() int64) {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("round trips: %v", err)
+		t.Fatalf("proxy: %v", err)
 	}
-	var n atomic.Int64
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var conns []net.Conn
@@ -64,8 +78,7 @@ func RoundTrips(t testing.TB, url string) (string, func() int64) {
 			conns = append(conns, client, server)
 			mu.Unlock()
 			wg.Add(2)
-			go func() { defer wg.Done(); _, _ = io.Copy(client, server); client.Close() }()
-			go func() { defer wg.Done(); _ = countFrontend(server, client, &n); server.Close() }()
+			relay(client, server, &wg)
 		}
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
@@ -73,7 +86,7 @@ func RoundTrips(t testing.TB, url string) (string, func() int64) {
 	if cfg.Password != "" {
 		proxied += " password=" + cfg.Password
 	}
-	return proxied, n.Load
+	return proxied
 }
 
 // countFrontend copies a client's messages to the server, counting its

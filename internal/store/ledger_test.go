@@ -2,6 +2,7 @@ package store
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -23,5 +24,19 @@ func TestIDRuns(t *testing.T) {
 		if back := DecodeIDRuns(got); !reflect.DeepEqual(back, tc.ids) {
 			t.Errorf("DecodeIDRuns(%q) = %q, want %q", got, back, tc.ids)
 		}
+	}
+}
+
+// BenchmarkDecodeIDRuns: the cache-hints row of a 1,000-message view
+// (one run and a few odd ids), read by every PrepareContext.
+func BenchmarkDecodeIDRuns(b *testing.B) {
+	ids := []string{"sum_1"}
+	for n := 1; n <= 1000; n++ {
+		ids = append(ids, "msg_"+strconv.Itoa(n))
+	}
+	enc := EncodeIDRuns(append(ids, "x"))
+	b.ReportAllocs()
+	for b.Loop() {
+		DecodeIDRuns(enc)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // reports increment the same row and never lose one another. Totals
 // saturate at store.LedgerCap instead of overflowing.
 func (t *txn) AddLedger(ctx context.Context, tenant, sessionID string, kind store.LedgerKind, l store.LedgerTotals) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO session_ledger AS l (tenant, session_id, kind, calls, input_tokens,
+	return t.write(ctx, nil, `INSERT INTO session_ledger AS l (tenant, session_id, kind, calls, input_tokens,
 			cache_read_tokens, cache_write_tokens, output_tokens, cost_nano_usd, unpriced_calls)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (tenant, session_id, kind) DO UPDATE SET
@@ -25,7 +25,6 @@ func (t *txn) AddLedger(ctx context.Context, tenant, sessionID string, kind stor
 			cost_nano_usd = LEAST(l.cost_nano_usd + excluded.cost_nano_usd, 4000000000000000000),
 			unpriced_calls = LEAST(l.unpriced_calls + excluded.unpriced_calls, 4000000000000000000)`,
 		tenant, sessionID, string(kind), l.Calls, l.Input, l.CacheRead, l.CacheWrite, l.Output, l.CostNanoUSD, l.Unpriced)
-	return err
 }
 
 // GetLedger returns a session's ledger.
@@ -67,9 +66,8 @@ func (t *txn) GetPreparedView(ctx context.Context, tenant, sessionID string) (st
 }
 
 func (t *txn) PutPreparedView(ctx context.Context, tenant, sessionID string, v store.PreparedView) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO prepared_views (tenant, session_id, fixed, message_ids, view_token) VALUES ($1, $2, $3, $4, $5)
+	return t.write(ctx, nil, `INSERT INTO prepared_views (tenant, session_id, fixed, message_ids, view_token) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (tenant, session_id) DO UPDATE SET fixed = excluded.fixed, message_ids = excluded.message_ids,
 			view_token = excluded.view_token`,
 		tenant, sessionID, v.Fixed, store.EncodeIDRuns(v.IDs), v.ViewToken)
-	return err
 }

@@ -67,15 +67,7 @@ func (s *Store) Close() error { s.pool.Close(); return nil }
 // InTx runs fn in one transaction.
 func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) (err error) {
 	defer unavailable(&err)
-	opts := pgx.TxOptions{}
-	if store.IsResendable(ctx) {
-		// The commit does not wait for its WAL to be flushed (store.Resendable);
-		// sent with BEGIN, so it costs no round trip.
-		opts.BeginQuery = "BEGIN; SET LOCAL synchronous_commit = off"
-	}
-	return pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
-		return fn(ctx, &txn{tx: tx})
-	})
+	return inTx(ctx, s.pool, fn) // pipeline.go
 }
 
 const sessionCols = `tenant, id, model, system_prompt, tools, policy, labels::text, version, system_tokens,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
@@ -14,7 +15,7 @@ import (
 
 // txn implements store.Tx over one pgx transaction.
 type txn struct {
-	tx pgx.Tx
+	tx *pipe
 }
 
 func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
@@ -52,23 +53,37 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 	return err
 }
 
+// updateSession writes every mutable field of a live session ($1, $2).
+const updateSession = `UPDATE sessions SET model = $3, system_prompt = $4, tools = $5, policy = $6,
+		labels = $7::jsonb, version = $8, system_tokens = $9, tools_tokens = $10, active_tokens = $11,
+		active_count = $12, log_count = $13, view_seq = $14, updated_at = $16, compaction_round = $17,
+		auto_paused_below = $18, view_epoch = $19, anchor_input = $20, anchor_local = $21, anchor_count = $22,
+		anchor_epoch = $23, active_bytes = $24 WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND $15::timestamptz IS NOT NULL`
+
 func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 	args, err := sessionArgs(s)
 	if err != nil {
 		return err
 	}
-	tag, err := t.tx.Exec(ctx, `UPDATE sessions SET model = $3, system_prompt = $4, tools = $5, policy = $6,
-		labels = $7::jsonb, version = $8, system_tokens = $9, tools_tokens = $10, active_tokens = $11,
-		active_count = $12, log_count = $13, view_seq = $14, updated_at = $16, compaction_round = $17,
-		auto_paused_below = $18, view_epoch = $19, anchor_input = $20, anchor_local = $21, anchor_count = $22,
-		anchor_epoch = $23, active_bytes = $24 WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND $15::timestamptz IS NOT NULL`, args...)
-	if err != nil {
-		return err
+	notFound := fmt.Errorf("session %q: %w", s.ID, store.ErrNotFound)
+	if store.IsPipelined(ctx) {
+		// Queued, it may go in one pipeline with COMMIT: the server
+		// itself must fail the transaction when no row was updated (a
+		// count checked here would come after the commit), so the
+		// statement divides by the count of rows it updated.
+		return t.write(ctx, func(_ pgconn.CommandTag, err error) error {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "22012" { // division_by_zero
+				return notFound
+			}
+			return err
+		}, `WITH u AS (`+updateSession+` RETURNING 1) SELECT 1 / count(*) FROM u`, args...)
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("session %q: %w", s.ID, store.ErrNotFound)
+	tag, err := t.tx.Exec(ctx, updateSession, args...)
+	if err == nil && tag.RowsAffected() == 0 {
+		return notFound
 	}
-	return nil
+	return err
 }
 
 func (t *txn) DeleteSession(ctx context.Context, tenant, id string) error {
@@ -140,11 +155,12 @@ func (t *txn) insertMessages(ctx context.Context, tenant, sessionID string, msgs
 		tenant, sessionID, ids, positions, roles, kinds, names, pinned, parts, metas, tokens, created, replaces, countedFor,
 		bodySessions, bodyIDs, bodyBytes)
 	queueHistory(b, tenant, sessionID, store.HistoryEntries(msgs))
-	err := runBatch(t.tx.SendBatch(ctx, b), b.Len())
-	if isUniqueViolation(err) {
-		return fmt.Errorf("message: %w", store.ErrAlreadyExists)
-	}
-	return err
+	return t.writeBatch(ctx, b, func(err error) error {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("message: %w", store.ErrAlreadyExists)
+		}
+		return err
+	})
 }
 
 // runBatch reads the results of a batch of n statements that return no
@@ -164,10 +180,9 @@ func (t *txn) AppendView(ctx context.Context, tenant, sessionID string, entries 
 	for i, e := range entries {
 		ords[i], ids[i] = e.Ord, e.MessageID
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO view_entries (tenant, session_id, gen, ord, message_id)
+	return t.write(ctx, nil, `INSERT INTO view_entries (tenant, session_id, gen, ord, message_id)
 		SELECT $1, $2, coalesce((SELECT view_gen FROM sessions WHERE tenant = $1 AND id = $2), 0), * FROM unnest($3::bigint[], $4::text[])`,
 		tenant, sessionID, ords, ids)
-	return err
 }
 
 // StageView writes entries into generation gen.
@@ -239,11 +254,10 @@ func (t *txn) PutToolCalls(ctx context.Context, tenant, sessionID string, calls 
 	for i, c := range calls {
 		ids[i], pos[i], res[i] = c.CallID, c.Position, c.ResultPosition
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO tool_calls (tenant, session_id, call_id, position, result_position)
+	return t.write(ctx, nil, `INSERT INTO tool_calls (tenant, session_id, call_id, position, result_position)
 		SELECT $1, $2, * FROM unnest($3::text[], $4::bigint[], $5::bigint[])
 		ON CONFLICT (tenant, session_id, call_id) DO UPDATE SET result_position = excluded.result_position`,
 		tenant, sessionID, ids, pos, res)
-	return err
 }
 
 func (t *txn) GetIdempotency(ctx context.Context, tenant, sessionID, key string) (store.Idempotency, error) {
@@ -257,12 +271,13 @@ func (t *txn) GetIdempotency(ctx context.Context, tenant, sessionID, key string)
 }
 
 func (t *txn) PutIdempotency(ctx context.Context, tenant, sessionID string, rec store.Idempotency) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO idempotency_keys (tenant, session_id, key, request_hash, response)
+	return t.write(ctx, func(_ pgconn.CommandTag, err error) error {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("idempotency key: %w", store.ErrAlreadyExists)
+		}
+		return err
+	}, `INSERT INTO idempotency_keys (tenant, session_id, key, request_hash, response)
 		VALUES ($1, $2, $3, $4, $5)`, tenant, sessionID, rec.Key, rec.RequestHash, rec.Response)
-	if isUniqueViolation(err) {
-		return fmt.Errorf("idempotency key: %w", store.ErrAlreadyExists)
-	}
-	return err
 }
 
 func (t *txn) LockCompaction(ctx context.Context, tenant, sessionID string) error {
@@ -375,6 +390,5 @@ func (t *txn) LogBytes(ctx context.Context, tenant string) (int64, error) {
 // Notify sends a notification on channel that PostgreSQL delivers when the
 // transaction commits, and never if it rolls back (store.TxNotifier).
 func (t *txn) Notify(ctx context.Context, channel, payload string) error {
-	_, err := t.tx.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
-	return err
+	return t.write(ctx, nil, "SELECT pg_notify($1, $2)", channel, payload)
 }

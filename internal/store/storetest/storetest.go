@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ToolCalls", testToolCalls},
 		{"Idempotency", testIdempotency},
 		{"Rollback", testRollback},
+		{"Pipelined", testPipelined},
 		{"ConcurrentCallsFailAlone", testConcurrentCallsFailAlone},
 		{"CompactionsAndViews", testCompactionsAndViews},
 		{"CompactionPaging", testCompactionPaging},

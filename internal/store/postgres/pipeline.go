@@ -1,0 +1,247 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contextd/contextd/internal/store"
+)
+
+// pipe is one transaction on one pooled connection whose statements are
+// pipelined: BEGIN (and SET LOCAL for a store.Resendable write) goes with
+// the transaction's first statement, and the writes a store.Pipelined
+// transaction queues (txn.write) go with its next statement that must be
+// answered, or with COMMIT — one round trip each time, where each
+// statement was one. A read always follows, in the same pipeline, every
+// write queued before it, so it sees them; a queued write's error is the
+// error of that read (or of the commit), and the transaction is rolled
+// back as for any error.
+type pipe struct {
+	conn   *pgxpool.Conn
+	queued []queuedWrite
+	begun  bool // something was sent: the connection may be in the transaction
+	// opening is how many of the first queued statements open the
+	// transaction (BEGIN, SET LOCAL): a transaction with nothing more
+	// has nothing to send.
+	opening int
+}
+
+// queuedWrite is a statement not sent yet, and what to make of its result
+// (nil: its error as it is).
+type queuedWrite struct {
+	sql   string
+	args  []any
+	check func(pgconn.CommandTag, error) error
+}
+
+func (p *pipe) queue(sql string, check func(pgconn.CommandTag, error) error, args ...any) {
+	p.queued = append(p.queued, queuedWrite{sql: sql, args: args, check: check})
+}
+
+// send sends what is queued, then last (when not empty) in the same
+// pipeline, and reads the queued statements' results: the first error.
+// The batch's results are open for last's when err is nil.
+func (p *pipe) send(ctx context.Context, last string, args ...any) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	for _, q := range p.queued {
+		b.Queue(q.sql, q.args...)
+	}
+	if last != "" {
+		b.Queue(last, args...)
+	}
+	queued := p.queued
+	p.queued, p.begun = nil, true
+	br := p.conn.SendBatch(ctx, b)
+	var first error
+	for _, q := range queued {
+		tag, err := br.Exec()
+		if q.check != nil {
+			err = q.check(tag, err)
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		br.Close()
+		return nil, first
+	}
+	return br, nil
+}
+
+// flush sends what is queued and waits for it.
+func (p *pipe) flush(ctx context.Context) error {
+	if len(p.queued) == 0 {
+		return nil
+	}
+	br, err := p.send(ctx, "")
+	if err != nil {
+		return err
+	}
+	return br.Close()
+}
+
+func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if len(p.queued) == 0 {
+		p.begun = true
+		return p.conn.Exec(ctx, sql, args...)
+	}
+	br, err := p.send(ctx, sql, args...)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+func (p *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if len(p.queued) == 0 {
+		p.begun = true
+		return p.conn.QueryRow(ctx, sql, args...)
+	}
+	br, err := p.send(ctx, sql, args...)
+	if err != nil {
+		return errRow{err}
+	}
+	return batchRow{row: br.QueryRow(), br: br}
+}
+
+func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := p.flush(ctx); err != nil {
+		return nil, err
+	}
+	p.begun = true
+	return p.conn.Query(ctx, sql, args...)
+}
+
+func (p *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if err := p.flush(ctx); err != nil {
+		return pgx.FailedBatchResults(b, err)
+	}
+	p.begun = true
+	return p.conn.SendBatch(ctx, b)
+}
+
+// commit sends what is queued with COMMIT. A transaction that sent
+// nothing (fn made no statement) has nothing to commit.
+func (p *pipe) commit(ctx context.Context) error {
+	if !p.begun && len(p.queued) == p.opening {
+		p.queued = nil
+		return nil
+	}
+	p.queue("COMMIT", func(tag pgconn.CommandTag, err error) error {
+		if err == nil && tag.String() == "ROLLBACK" {
+			return pgx.ErrTxCommitRollback
+		}
+		return err
+	})
+	br, err := p.send(ctx, "")
+	if err == nil {
+		err = br.Close()
+	}
+	if err != nil {
+		p.rollback(ctx)
+	}
+	return err
+}
+
+// rollbackWait bounds the ROLLBACK of a caller whose context is done.
+const rollbackWait = time.Second
+
+// rollback ends the transaction when anything was sent, within the
+// caller's context — a ROLLBACK without one would wait for a database the
+// network lost as long as TCP does, holding the call and its connection —
+// or, when that context is done already, within rollbackWait. If it
+// cannot, the connection is left in the transaction (or closed), and the
+// pool destroys it on release instead of reusing it.
+func (p *pipe) rollback(ctx context.Context) {
+	p.queued = nil
+	if !p.begun {
+		return
+	}
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), rollbackWait)
+		defer cancel()
+	}
+	p.conn.Exec(ctx, "ROLLBACK") //nolint:errcheck // see above
+}
+
+// inTx runs fn in a pipelined transaction on a connection of pool.
+func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(context.Context, store.Tx) error) error {
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	p := &pipe{conn: c}
+	p.queue("BEGIN", nil)
+	if store.IsResendable(ctx) {
+		// The commit does not wait for its WAL to be flushed
+		// (store.Resendable).
+		p.queue("SET LOCAL synchronous_commit = off", nil)
+	}
+	p.opening = len(p.queued)
+	if err := fn(ctx, &txn{tx: p}); err != nil {
+		p.rollback(ctx)
+		return err
+	}
+	return p.commit(ctx)
+}
+
+// write runs a statement that returns nothing the caller reads: queued
+// when the transaction is store.Pipelined, else now; check makes its
+// result an error (nil: the error as it is).
+func (t *txn) write(ctx context.Context, check func(pgconn.CommandTag, error) error, sql string, args ...any) error {
+	if store.IsPipelined(ctx) {
+		t.tx.queue(sql, check, args...)
+		return nil
+	}
+	tag, err := t.tx.Exec(ctx, sql, args...)
+	if check != nil {
+		err = check(tag, err)
+	}
+	return err
+}
+
+// writeBatch runs b's statements, which return nothing the caller reads,
+// as write does: queued when the transaction is store.Pipelined, else in
+// one round trip now; check makes the first error the caller's.
+func (t *txn) writeBatch(ctx context.Context, b *pgx.Batch, check func(error) error) error {
+	if store.IsPipelined(ctx) {
+		c := func(_ pgconn.CommandTag, err error) error { return check(err) }
+		for _, q := range b.QueuedQueries {
+			t.tx.queue(q.SQL, c, q.Arguments...)
+		}
+		return nil
+	}
+	return check(runBatch(t.tx.SendBatch(ctx, b), b.Len()))
+}
+
+// batchRow is the row of a pipeline's last statement: the pipeline is
+// closed once it is read.
+type batchRow struct {
+	row pgx.Row
+	br  pgx.BatchResults
+}
+
+func (r batchRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if cerr := r.br.Close(); err == nil || (errors.Is(err, pgx.ErrNoRows) && cerr != nil) {
+		err = cerr
+	}
+	return err
+}
+
+// errRow is a row whose statement was not run: an error before it.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
