@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -335,6 +336,18 @@ func scoreView(ctx context.Context, e *engine.Engine, session string, view []cha
 			synthetic = append(synthetic, m.ID)
 		}
 	}
+	// A summary's trail names the earlier summaries whose originals hold
+	// what it folded or shows only densely (the fold line, a dense line's
+	// head): they are one expand away too.
+	for i := range view {
+		if m := &view[i]; m.Kind == chat.KindSummary {
+			for _, id := range summaryIDRe.FindAllString(m.Text(), -1) {
+				if !ids[id] && !slices.Contains(synthetic, id) {
+					synthetic = append(synthetic, id)
+				}
+			}
+		}
+	}
 	for _, id := range synthetic {
 		if _, ok := expanded[id]; ok {
 			continue
@@ -386,6 +399,9 @@ func scoreView(ctx context.Context, e *engine.Engine, session string, view []cha
 	}
 	return status, nil
 }
+
+// summaryIDRe matches a summary's message id (engine: sum_<round>_<n>).
+var summaryIDRe = regexp.MustCompile(`\bsum_[0-9]+_[0-9]+\b`)
 
 // namesID reports whether text names message id (not as the prefix of a
 // longer id): ExpandMessage, and the expand tool, read any message by id.

@@ -22,7 +22,8 @@ import (
 // its latest facts) instead of summarizing it. Within the trail's budget
 // (compaction.TrailBudget) what failed and what changed are kept first
 // (errors, failing tests, files created, edited or deleted, the person's
-// messages), then URLs, then the rest, newest first; what does not fit folds
+// messages), then URLs, then the rest, newest first, the older lines by
+// their texts alone (traildense.go); only what does not fit even so folds
 // into one line that counts it and names its message ids and the summary's.
 const SecTrail = "Trail"
 
@@ -72,6 +73,10 @@ const maxTrailLines = 2000
 // a command, a test, ...), so a newer fact replaces an older one.
 type trailLine struct {
 	key, tag, text, meta string
+	// bare: read back from a dense form (traildense.go), with no facts;
+	// meta is the id of the summary whose originals hold it. It is only
+	// ever shown dense.
+	bare bool
 }
 
 func (l trailLine) render() string {
@@ -93,12 +98,22 @@ func parseTrail(summary string) ([]trailLine, int, []string) {
 	var out []trailLine
 	var ids []string
 	folded := 0
+	denseOf, denseID := "", "" // the tag of the dense texts being read, and the summary they are behind
 	for _, line := range strings.Split(summary[i+len(SecTrail)+5:], "\n") {
 		if strings.HasPrefix(line, "## ") {
 			break
 		}
+		if text, ok := strings.CutPrefix(line, denseIndent); ok && denseOf != "" && text != "" {
+			out = append(out, trailLine{key: keyOf(denseOf, strings.TrimSuffix(text, "…")), tag: denseOf, text: text, meta: denseID, bare: true})
+			continue
+		}
 		body, ok := strings.CutPrefix(line, "- ")
+		denseOf = ""
 		if !ok {
+			continue
+		}
+		if tag, id, ok := denseTag(body); ok {
+			denseOf, denseID = tag, id
 			continue
 		}
 		tag, rest, ok := strings.Cut(body, ": ")
@@ -327,12 +342,15 @@ func mergeTrail(prev, next []trailLine) []trailLine {
 }
 
 // Trail renders the trail of a summary of in: the previous summary's trail
-// merged with the events of in.Messages, newest kept within budget tokens
-// (count measures text). The oldest fold into one line that counts them
-// and names the message ids they came from (each one expand away), within
-// a quarter of the budget (the newest ids first; the rest are behind the
-// summary's own id, which the line names too); what it leaves of its
-// quarter goes to lines.
+// merged with the events of in.Messages, within budget tokens (count
+// measures text). When not every line fits whole, what failed and changed
+// (rank 0) stays whole first; every other line is shown at least in the
+// dense form (its text alone, verbatim, under one line per tag that names
+// the summary's id: traildense.go), newest first, and the newest then get
+// their whole line back within what is left. Only what does not fit even
+// densely folds into one line that counts it and names the message ids it
+// came from, newest first, within an eighth of the budget (the rest are
+// behind the summary's own id, which the line names too).
 func Trail(in compaction.SummaryInput, budget int, count func(string) int) string {
 	prev, folded, foldIDs := parseTrail(cut(in.Previous, MaxSectionChars))
 	slices.Reverse(foldIDs) // a fold line names them newest first; foldIDs runs oldest first
@@ -349,53 +367,119 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 	if len(lines) == 0 && folded == 0 {
 		return ""
 	}
-	used := count(trailHeader)
-	// Each line's cost alone, and each group's (groups: the leader's index
-	// of each line; a group costs less than its lines alone).
+	header := count(trailHeader)
+	// Each line's cost whole and dense, and each group's whole (groups:
+	// the leader's index of each line; a group costs less than its lines
+	// alone). A line read back from a dense form has no facts: it is
+	// only ever shown dense.
 	costs := make([]int, len(lines))
+	denseCosts := make([]int, len(lines))
 	leader := groups(lines)
 	groupCost := map[int]int{}
-	total := 0
 	for i, l := range lines {
 		costs[i] = count(l.render() + "\n")
+		denseCosts[i] = count(denseItem(l.text))
 		if leader[i] == i {
 			groupCost[i] = count(renderGroup(lines, leader, i, nil))
-			total += groupCost[i]
 		}
 	}
-	kept := make([]bool, len(lines))
-	// fill keeps lines within room, what failed and changed first, the
-	// newest first within each rank, a group whole when it fits; a line
-	// that does not fit folds and older, shorter ones may still fit. A
-	// group's lines kept one by one are counted as lines alone, which
-	// their group line never exceeds.
-	fill := func(room, pad int) {
+	headCost := map[string]int{}
+	for _, l := range lines {
+		if _, ok := headCost[l.tag]; !ok {
+			headCost[l.tag] = count(denseHead(l.tag, in.ID))
+		}
+	}
+	kept := make([]bool, len(lines))  // shown whole
+	dense := make([]bool, len(lines)) // shown dense
+	used := 0
+	render := func(line string) string {
+		var b strings.Builder
+		b.WriteString(trailHeader)
+		b.WriteString(line)
+		b.WriteString(renderDense(lines, dense, in.ID))
+		for i := range lines {
+			if leader[i] == i {
+				b.WriteString(renderGroup(lines, leader, i, kept))
+			}
+		}
+		return b.String()
+	}
+	if folded == 0 {
+		used = header
+		for i, l := range lines {
+			if l.bare {
+				dense[i] = true
+			} else {
+				kept[i] = true
+			}
+		}
+		if all := render(""); count(all) <= budget {
+			return all
+		}
+	}
+	// place shows every line it can within room: rank 0 whole first (a
+	// group whole when it fits), then each line of any rank whole when
+	// its group fits whole, else dense, newest first within each rank;
+	// then the newest dense lines get their whole line back. A line that
+	// does not fit folds and older, shorter ones may still fit. Each line
+	// is counted a token more than alone (a count of a whole can exceed
+	// the sum of its parts').
+	headUsed := map[string]bool{}
+	place := func(room int) {
+		clear(kept)
+		clear(dense)
+		clear(headUsed)
+		used = header + count(foldLine(in, folded+len(lines), nil))
+		whole := func(i int) bool {
+			if lines[i].bare {
+				return false
+			}
+			if g := leader[i]; (i+1 == len(lines) || leader[i+1] != g) && i > g && !kept[g] && !dense[g] && used+groupCost[g]+1 <= room {
+				used += groupCost[g] + 1 // the whole group, from its newest line
+				for j := g; j <= i; j++ {
+					kept[j] = true
+				}
+				return true
+			}
+			if lines[i].rank() == 0 && used+costs[i]+1 <= room {
+				used += costs[i] + 1
+				kept[i] = true
+				return true
+			}
+			return false
+		}
 		for rank := range 3 {
 			for i := len(lines) - 1; i >= 0; i-- {
-				if kept[i] || lines[i].rank() != rank {
+				if kept[i] || dense[i] || lines[i].rank() != rank || whole(i) {
 					continue
 				}
-				if g := leader[i]; (i+1 == len(lines) || leader[i+1] != g) && i > g && !kept[g] && used+groupCost[g]+pad <= room {
-					used += groupCost[g] + pad // the whole group, from its newest line
-					for j := g; j <= i; j++ {
-						kept[j] = true
-					}
-					continue
+				c := denseCosts[i] + 1
+				if !headUsed[lines[i].tag] {
+					c += headCost[lines[i].tag]
 				}
-				if used+costs[i]+pad <= room {
-					used += costs[i] + pad
-					kept[i] = true
+				if used+c <= room {
+					used += c
+					dense[i] = true
+					headUsed[lines[i].tag] = true
+				}
+			}
+		}
+		for rank := range 3 {
+			for i := len(lines) - 1; i >= 0; i-- {
+				if dense[i] && lines[i].rank() == rank && !lines[i].bare && used-denseCosts[i]+costs[i] <= room {
+					used += costs[i] - denseCosts[i]
+					dense[i], kept[i] = false, true
 				}
 			}
 		}
 	}
-	// fold is the fold line of what kept leaves out: its count, and the
-	// message ids of those lines, newest first, deduplicated, within idCap
-	// tokens, or only those of only (when not nil).
-	fold := func(idCap int, only []string) (string, []string, int) {
+	// fold is the fold line of what kept and dense leave out: its count,
+	// and the message ids of those lines, newest first, deduplicated,
+	// within idCap tokens, or only those of only (when not nil).
+	fold := func(idCap int, only []string) (string, []string) {
 		n, ids := folded, slices.Clone(foldIDs)
 		for i, l := range lines {
-			if !kept[i] {
+			if !kept[i] && !dense[i] {
 				n++
 				ids = append(ids, l.idOf())
 			}
@@ -412,7 +496,7 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		idTokens := 0
 		for i := len(ids) - 1; i >= 0; i-- {
 			id := ids[i]
-			if id == "" || seen[id] || !strings.HasPrefix(id, "msg_") || only != nil && !onlySet[id] {
+			if id == "" || seen[id] || !strings.HasPrefix(id, "msg_") && !strings.HasPrefix(id, "sum_") || only != nil && !onlySet[id] {
 				continue
 			}
 			c := count(id + ", ")
@@ -423,35 +507,15 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 			idTokens += c
 			named = append(named, id)
 		}
-		return foldLine(in, n, named), named, idTokens
+		return foldLine(in, n, named), named
 	}
-	render := func(line string) string {
-		var b strings.Builder
-		b.WriteString(trailHeader)
-		b.WriteString(line)
-		for i := range lines {
-			if leader[i] == i {
-				b.WriteString(renderGroup(lines, leader, i, kept))
-			}
-		}
-		return b.String()
-	}
-	if folded == 0 && used+total <= budget {
-		for i := range kept {
-			kept[i] = true
-		}
-		if all := render(""); count(all) <= budget {
-			return all
-		}
-		clear(kept) // the whole counts more than its lines: it folds
-	}
-	// fitted renders the trail with the fold line of what kept leaves out,
-	// naming ids within idCap (or only those of only); when the whole is
-	// over the budget all the same (the fold line's own words, a whole
-	// that counts more than its parts), it names fewer, the oldest going
-	// first.
+	// fitted renders the trail with the fold line naming ids within
+	// idCap (or only those of only); when the whole is over the budget
+	// all the same (the fold line's own words, a whole that counts more
+	// than its parts), it names fewer, the oldest going first, then shows
+	// fewer lines, the oldest of the last rank going first.
 	fitted := func(idCap int, only []string) (string, []string) {
-		line, named, _ := fold(idCap, only)
+		line, named := fold(idCap, only)
 		s := render(line)
 		for over := count(s) - budget; over > 0 && len(named) > 0; over = count(s) - budget {
 			k := len(named)
@@ -459,31 +523,55 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 				drop += count(named[k-1] + ", ")
 			}
 			named = named[:k:k] // not nil: fold names only these
-			line, _, _ = fold(idCap, named)
+			line, _ = fold(idCap, named)
+			s = render(line)
+		}
+		for over := count(s) - budget; over > 0; over = count(s) - budget {
+			dropped := 0
+			for rank := 2; rank >= 0 && dropped < over; rank-- {
+				for i := 0; i < len(lines) && dropped < over; i++ {
+					if lines[i].rank() == rank && (kept[i] || dense[i]) {
+						dropped += denseCosts[i] + 1
+						kept[i], dense[i] = false, false
+					}
+				}
+			}
+			if dropped == 0 {
+				return "", nil
+			}
+			named = []string{}
+			line, _ = fold(0, named)
 			s = render(line)
 		}
 		return s, named
 	}
-	// Folding: the kept lines get three quarters of the budget; the fold
-	// line names the ids of what folds within the last quarter, newest
-	// first. What the fold line leaves of its quarter then goes to lines
-	// too (the newest of what folded, by rank; each counted a token more,
-	// as a count of the whole can exceed the sum of its lines'), and the
-	// fold line names only ids it named already, so it does not grow; if
-	// the whole is over the budget all the same, the first fill stands.
-	// The whole trail is counted two to four times (fitted counts again
-	// only what is over).
-	est := count(foldLine(in, folded+len(lines), nil))
-	if used += est; used > budget {
+	if header+count(foldLine(in, folded+len(lines), nil)) > budget {
 		return "" // not even the fold line fits: no room for a trail
 	}
-	fill(budget*3/4, 0)
+	place(budget)
+	shown := true
+	for i := range lines {
+		shown = shown && (kept[i] || dense[i])
+	}
+	if folded == 0 && shown {
+		s, _ := fitted(0, nil)
+		return s
+	}
+	// Something folds: the ids it came from get a quarter of the budget;
+	// what the fold line leaves of it then goes to lines, the fold line
+	// naming only ids it named already (so it does not grow); over the
+	// budget all the same, the first choice stands.
+	place(budget - budget/4)
 	first, named := fitted(budget/4, nil)
-	if used = count(first); used >= budget {
+	idTokens := 0
+	for _, id := range named {
+		idTokens += count(id + ", ")
+	}
+	if count(first) >= budget-1 || idTokens >= budget/4 {
 		return first
 	}
-	fill(budget, 1)
-	if second, _ := fitted(budget/4, named); count(second) <= budget {
+	place(budget - idTokens - 1)
+	if second, _ := fitted(budget/4, named); second != "" && count(second) <= budget {
 		return second
 	}
 	return first

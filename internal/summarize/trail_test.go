@@ -51,16 +51,16 @@ func TestTrailMergesAndFolds(t *testing.T) {
 		t.Errorf("round 2 repeats a line:\n%s", trail)
 	}
 
-	// Many commands over a small budget: the newest stay, the oldest fold
-	// into a line naming their ids, newest first.
+	// Many commands over a small budget: the newest stay (dense), the
+	// oldest fold into a line naming their ids, newest first.
 	var many []chat.Message
-	for i := range 60 {
+	for i := range 200 {
 		many = append(many, call(fmt.Sprintf("msg_%d", 100+2*i), "Bash", fmt.Sprintf(`{"command":"make step%02d"}`, i)))
 		many = append(many, result(fmt.Sprintf("msg_%d", 101+2*i), fmt.Sprintf("msg_%d", 100+2*i), "exit code: 0"))
 	}
 	s3, _ := summarize.Extractive{}.Summarize(t.Context(), compaction.SummaryInput{Round: 3, ID: "sum_3_1", MaxTokens: 400, Count: count, Previous: s2, Messages: many})
 	_, trail, _ = strings.Cut(s3, "## "+summarize.SecTrail)
-	if count(trail) > 400 || !strings.Contains(trail, "make step59") || strings.Contains(trail, "make step00") {
+	if count(trail) > 400 || !strings.Contains(trail, "\n  make step199\n") || strings.Contains(trail, "make step00") {
 		t.Errorf("over budget (%d tokens) or not the newest kept:\n%s", count(trail), trail)
 	}
 	if !strings.Contains(trail, "- folded: ") || !strings.Contains(trail, "other lines, from messages msg_") || !strings.Contains(trail, "message id sum_3_1") {
@@ -110,7 +110,7 @@ func TestTrailFillsItsBudget(t *testing.T) {
 	if count(trail) > 100 {
 		t.Errorf("over budget: %d tokens\n%s", count(trail), trail)
 	}
-	for _, want := range []string{"- ran: ls d10 — msg_12\n", "- ran: ls d09 — msg_11\n", "- folded: "} {
+	for _, want := range []string{"\n  ls d10\n", "\n  ls d09\n", "- folded: "} {
 		if !strings.Contains(trail, want) {
 			t.Errorf("trail lacks %q:\n%s", want, trail)
 		}
@@ -146,7 +146,7 @@ func TestTrailKeepsWhatFailedAndChangedFirst(t *testing.T) {
 	if n := count(trail); n > 208 {
 		t.Errorf("trail of %d tokens for 208", n)
 	}
-	for _, want := range []string{"- error: ValueError: bad x — msg_5\n", "- wrote: sed -i s/1/2/ /repo/a.py — msg_6\n", "- ran: ls /repo/dir29 — msg_66\n", "msg_1."} {
+	for _, want := range []string{"- error: ValueError: bad x — msg_5\n", "- wrote: sed -i s/1/2/ /repo/a.py — msg_6\n", "\n  ls /repo/dir29\n", "msg_1."} {
 		if !strings.Contains(trail, want) {
 			t.Errorf("trail lacks %q:\n%s", want, trail)
 		}
@@ -318,7 +318,7 @@ func TestTrailFoldLineLeavesRoomToLines(t *testing.T) {
 	if n := count(trail); n > budget || n < budget*7/8 {
 		t.Errorf("trail of %d tokens for a budget of %d: want it filled, within it\n%s", n, budget, trail)
 	}
-	if !strings.Contains(trail, "- folded: ") || !strings.Contains(trail, "ls /repo/dir79 — msg_2") {
+	if !strings.Contains(trail, "- folded: ") || !strings.Contains(trail, "\n  ls /repo/dir79\n") {
 		t.Errorf("want the newest kept and the rest folded:\n%s", trail)
 	}
 }

@@ -1,0 +1,72 @@
+package summarize_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/summarize"
+)
+
+// TestTrailNamesEveryCommandAtSmallWindows: at the 8k window's trail
+// budget, a trail of 170 commands names every one verbatim (the older ones
+// dense, their texts alone), where whole lines folded a fifth of them into
+// a count; a chained summary reads the dense texts back, so they stay
+// named, once each (a command run again moves to its newest place), and
+// what folds at last is named by the summary that showed it.
+func TestTrailNamesEveryCommandAtSmallWindows(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	budget := compaction.TrailBudget(compaction.Defaults(8192), 8192)
+	cmd := func(i int) string { return fmt.Sprintf("sed -n '%d,%dp' src/pkg%02d/module.py", 10*i, 10*i+40, i%50) }
+	run := func(id int, c string) []chat.Message {
+		call := fmt.Sprintf("msg_%d", id)
+		return []chat.Message{
+			{ID: call, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + call, Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, c)}}}},
+			{ID: fmt.Sprintf("msg_%d", id+1), Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c" + call, Content: "x = 1\n<returncode>0</returncode>"}}}},
+		}
+	}
+	var msgs []chat.Message
+	for i := range 170 {
+		msgs = append(msgs, run(2+2*i, cmd(i))...)
+	}
+	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, budget, count)
+	if n := count(trail); n > budget {
+		t.Fatalf("trail of %d tokens for %d", n, budget)
+	}
+	missing := func(trail string, n int) []int {
+		var out []int
+		for i := range n {
+			if !strings.Contains(trail, cmd(i)+"\n") && !strings.Contains(trail, cmd(i)+" — ") {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	if m := missing(trail, 170); len(m) > 0 || strings.Contains(trail, "- folded: ") {
+		t.Errorf("at %d tokens the trail left out %d of 170 commands (%v):\n%s", budget, len(m), m, trail)
+	}
+	// Round 2: ten more commands and command 0 again.
+	var more []chat.Message
+	for i := 170; i < 180; i++ {
+		more = append(more, run(2+2*i, cmd(i))...)
+	}
+	more = append(more, run(400, cmd(0))...)
+	trail2 := summarize.Trail(compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: "[x]\n" + trail, Messages: more}, budget, count)
+	if n := count(trail2); n > budget {
+		t.Fatalf("chained trail of %d tokens for %d", n, budget)
+	}
+	if m := missing(trail2, 180); len(m) > 0 {
+		t.Errorf("the chained trail left out %d of 180 commands (%v):\n%s", len(m), m, trail2)
+	}
+	if n := strings.Count(trail2, cmd(0)); n != 1 {
+		t.Errorf("command 0 named %d times, want once:\n%s", n, trail2)
+	}
+	// Round 3 over a budget half as large: what folds is named by the
+	// summary that showed it densely, one expand away.
+	trail3 := summarize.Trail(compaction.SummaryInput{Round: 3, ID: "sum_3_1", Previous: "[x]\n" + trail2, Messages: run(500, "make all")}, budget/2, count)
+	if n := count(trail3); n > budget/2 || !strings.Contains(trail3, "- folded: ") || !strings.Contains(trail3, "sum_2_1") || !strings.Contains(trail3, "make all") {
+		t.Errorf("want a fold line naming sum_2_1 within %d tokens (%d):\n%s", budget/2, n, trail3)
+	}
+}
