@@ -343,14 +343,15 @@ func mergeTrail(prev, next []trailLine) []trailLine {
 
 // Trail renders the trail of a summary of in: the previous summary's trail
 // merged with the events of in.Messages, within budget tokens (count
-// measures text). When not every line fits whole, what failed and changed
-// (rank 0) stays whole first; every other line is shown at least in the
-// dense form (its text alone, verbatim, under one line per tag that names
-// the summary's id: traildense.go), newest first, and the newest then get
-// their whole line back within what is left. Only what does not fit even
-// densely folds into one line that counts it and names the message ids it
-// came from, newest first, within an eighth of the budget (the rest are
-// behind the summary's own id, which the line names too).
+// measures text). When not every line fits whole, what changed stays
+// whole first (its line names the message that made the change); every
+// other line is shown at least in the dense form (its text alone,
+// verbatim, under one line per tag that names the summary's id:
+// traildense.go), by rank, newest first, and the newest then get their
+// whole line back within what is left. Only what does not fit even densely
+// folds into one line that counts it and names the message ids it came
+// from, newest first, within a quarter of the budget (the rest are behind
+// the summary's own id, which the line names too).
 func Trail(in compaction.SummaryInput, budget int, count func(string) int) string {
 	prev, folded, foldIDs := parseTrail(cut(in.Previous, MaxSectionChars))
 	slices.Reverse(foldIDs) // a fold line names them newest first; foldIDs runs oldest first
@@ -417,9 +418,9 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 			return all
 		}
 	}
-	// place shows every line it can within room: rank 0 whole first (a
-	// group whole when it fits), then each line of any rank whole when
-	// its group fits whole, else dense, newest first within each rank;
+	// place shows every line it can within room, by rank, newest first
+	// within each: a group whole when it fits, a change whole when it
+	// fits, else dense;
 	// then the newest dense lines get their whole line back. A line that
 	// does not fit folds and older, shorter ones may still fit. Each line
 	// is counted a token more than alone (a count of a whole can exceed
@@ -441,7 +442,7 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 				}
 				return true
 			}
-			if lines[i].rank() == 0 && used+costs[i]+1 <= room {
+			if changes(lines[i].tag) && used+costs[i]+1 <= room {
 				used += costs[i] + 1
 				kept[i] = true
 				return true

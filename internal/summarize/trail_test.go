@@ -146,7 +146,7 @@ func TestTrailKeepsWhatFailedAndChangedFirst(t *testing.T) {
 	if n := count(trail); n > 208 {
 		t.Errorf("trail of %d tokens for 208", n)
 	}
-	for _, want := range []string{"- error: ValueError: bad x — msg_5\n", "- wrote: sed -i s/1/2/ /repo/a.py — msg_6\n", "\n  ls /repo/dir29\n", "msg_1."} {
+	for _, want := range []string{"\n  ValueError: bad x\n", "- wrote: sed -i s/1/2/ /repo/a.py — msg_6\n", "\n  ls /repo/dir29\n", "msg_1."} {
 		if !strings.Contains(trail, want) {
 			t.Errorf("trail lacks %q:\n%s", want, trail)
 		}

@@ -58,3 +58,14 @@ func denseTag(body string) (string, string, bool) {
 	}
 	return tag, id, true
 }
+
+// changes reports whether lines of tag say a file's change and where it
+// was made (its message id, which the dense form leaves out): they stay
+// whole first when lines fold.
+func changes(tag string) bool {
+	switch tag {
+	case tagCreated, tagEdited, tagDeleted, tagWrote:
+		return true
+	}
+	return false
+}
