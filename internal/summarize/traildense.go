@@ -69,3 +69,18 @@ func changes(tag string) bool {
 	}
 	return false
 }
+
+// TrailShape counts the lines of a summary's trail by how they are shown:
+// whole, dense and folded into the count of its fold line (the recall
+// bench reports how often a trail folds).
+func TrailShape(summary string) (whole, dense, folded int) {
+	lines, folded, _ := parseTrail(cut(summary, MaxSectionChars))
+	for _, l := range lines {
+		if l.bare {
+			dense++
+		} else {
+			whole++
+		}
+	}
+	return whole, dense, folded
+}

@@ -69,4 +69,11 @@ func TestTrailNamesEveryCommandAtSmallWindows(t *testing.T) {
 	if n := count(trail3); n > budget/2 || !strings.Contains(trail3, "- folded: ") || !strings.Contains(trail3, "sum_2_1") || !strings.Contains(trail3, "make all") {
 		t.Errorf("want a fold line naming sum_2_1 within %d tokens (%d):\n%s", budget/2, n, trail3)
 	}
+	// TrailShape reads what the recall bench reports of each trail.
+	if whole, dense, folded := summarize.TrailShape("[x]\n" + trail2); whole+dense != 180 || dense == 0 || folded != 0 {
+		t.Errorf("trail 2: %d whole, %d dense, %d folded; want 180 shown, some dense, none folded", whole, dense, folded)
+	}
+	if _, _, folded := summarize.TrailShape("[x]\n" + trail3); folded == 0 {
+		t.Errorf("trail 3 folds nothing by TrailShape")
+	}
 }
