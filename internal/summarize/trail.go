@@ -22,9 +22,10 @@ import (
 // its latest facts) instead of summarizing it. Within the trail's budget
 // (compaction.TrailBudget) what failed and what changed are kept first
 // (errors, failing tests, files created, edited or deleted, the person's
-// messages), then URLs, then the rest, newest first, the older lines by
-// their texts alone (traildense.go); only what does not fit even so folds
-// into one line that counts it and names its message ids and the summary's.
+// messages), then URLs, then the rest, newest first, all but changes and
+// the newest lines by their texts alone (traildense.go); only what does not
+// fit even so folds into one line that counts it and names its message ids
+// and the summary's.
 const SecTrail = "Trail"
 
 // trailHeader is the section's title line and the sentence under it.
@@ -343,15 +344,15 @@ func mergeTrail(prev, next []trailLine) []trailLine {
 
 // Trail renders the trail of a summary of in: the previous summary's trail
 // merged with the events of in.Messages, within budget tokens (count
-// measures text). When not every line fits whole, what changed stays
-// whole first (its line names the message that made the change); every
-// other line is shown at least in the dense form (its text alone,
-// verbatim, under one line per tag that names the summary's id:
-// traildense.go), by rank, newest first, and the newest then get their
-// whole line back within what is left. Only what does not fit even densely
-// folds into one line that counts it and names the message ids it came
-// from, newest first, within a quarter of the budget (the rest are behind
-// the summary's own id, which the line names too).
+// measures text). What changed is shown whole first (its line names the
+// message that made the change); every other line is shown in the dense
+// form (its text alone, verbatim, under one line per tag that names the
+// summary's id: traildense.go), by rank, newest first, and the newest then
+// get their whole line back within 1/wholeShare of the budget (a short
+// trail is all whole). Only what does not fit even densely folds into one
+// line that counts it and names the message ids it came from, newest
+// first, within a quarter of the budget (the rest are behind the summary's
+// own id, which the line names too).
 func Trail(in compaction.SummaryInput, budget int, count func(string) int) string {
 	prev, folded, foldIDs := parseTrail(cut(in.Previous, MaxSectionChars))
 	slices.Reverse(foldIDs) // a fold line names them newest first; foldIDs runs oldest first
@@ -405,24 +406,12 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		}
 		return b.String()
 	}
-	if folded == 0 {
-		used = header
-		for i, l := range lines {
-			if l.bare {
-				dense[i] = true
-			} else {
-				kept[i] = true
-			}
-		}
-		if all := render(""); count(all) <= budget {
-			return all
-		}
-	}
+
 	// place shows every line it can within room, by rank, newest first
 	// within each: a group whole when it fits, a change whole when it
-	// fits, else dense;
-	// then the newest dense lines get their whole line back. A line that
-	// does not fit folds and older, shorter ones may still fit. Each line
+	// fits, else dense; then the newest dense lines get their whole line
+	// back within 1/wholeShare of the budget. A line that does not fit
+	// folds and older, shorter ones may still fit. Each line
 	// is counted a token more than alone (a count of a whole can exceed
 	// the sum of its parts').
 	headUsed := map[string]bool{}
@@ -442,7 +431,7 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 				}
 				return true
 			}
-			if changes(lines[i].tag) && used+costs[i]+1 <= room {
+			if wholeFirst(lines[i]) && used+costs[i]+1 <= room {
 				used += costs[i] + 1
 				kept[i] = true
 				return true
@@ -465,6 +454,7 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 				}
 			}
 		}
+		room = min(room, used+budget/wholeShare)
 		for rank := range 3 {
 			for i := len(lines) - 1; i >= 0; i-- {
 				if dense[i] && lines[i].rank() == rank && !lines[i].bare && used-denseCosts[i]+costs[i] <= room {

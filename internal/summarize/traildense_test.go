@@ -77,3 +77,36 @@ func TestTrailNamesEveryCommandAtSmallWindows(t *testing.T) {
 		t.Errorf("trail 3 folds nothing by TrailShape")
 	}
 }
+
+// TestTrailIsDenseWhereWholeLinesSayNoMore: a trail that would fit whole
+// shows its older commands dense all the same (every one verbatim, for
+// fewer tokens: each is re-sent in every request until the next
+// compaction), keeps a file's change whole with the message that made it,
+// and the newest command whole; a short trail is all whole.
+func TestTrailIsDenseWhereWholeLinesSayNoMore(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	call := func(id, name, args string) chat.Message {
+		return chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + id, Name: name, Arguments: args}}}}
+	}
+	msgs := []chat.Message{call("msg_2", "Edit", `{"file_path":"/repo/a.go","old_string":"x","new_string":"y"}`)}
+	for i := range 60 {
+		msgs = append(msgs, call(fmt.Sprintf("msg_%d", 3+i), "Bash", fmt.Sprintf(`{"command":"grep -n func%02d /repo/pkg/file.go"}`, i)))
+	}
+	in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}
+	trail := summarize.Trail(in, 4000, count)
+	for i := range 60 {
+		if !strings.Contains(trail, fmt.Sprintf("grep -n func%02d /repo/pkg/file.go", i)) {
+			t.Errorf("command %d not named:\n%s", i, trail)
+		}
+	}
+	if !strings.Contains(trail, "- edited: /repo/a.go — msg_2\n") || !strings.Contains(trail, "- ran: grep -n func59 /repo/pkg/file.go — msg_62\n") || !strings.Contains(trail, "\n  grep -n func00 /repo/pkg/file.go\n") {
+		t.Errorf("want the edit and the newest command whole, the oldest dense:\n%s", trail)
+	}
+	if strings.Contains(trail, "- folded: ") || count(trail) > 60*14 {
+		t.Errorf("a trail of %d tokens for 60 short commands (whole, about 17 each):\n%s", count(trail), trail)
+	}
+	short := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs[:4]}, 4000, count)
+	if strings.Contains(short, "earlier (behind") || !strings.Contains(short, "- ran: grep -n func00 /repo/pkg/file.go — msg_3\n") {
+		t.Errorf("a short trail should be all whole:\n%s", short)
+	}
+}
