@@ -170,7 +170,9 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	// path: a path read out of one would lose its scheme and host's slash.
 	prose, _, _ := strings.Cut(in.Previous, "\n## "+SecTrail+"\n")
 	prose = urlRe.ReplaceAllString(prose, " ")
-	carried := append(previousFiles(parseSections(in.Previous)), pathRe.FindAllString(prose, maxFiles)...)
+	// And the paths its trail showed, which this trail may fold (as the
+	// extractive Files carries them).
+	carried := append(append(previousFiles(parseSections(in.Previous)), pathRe.FindAllString(prose, maxFiles)...), trailFiles(in.Previous)...)
 	trail := trailOf(in)
 	inSummary, inTrail := heldPaths(summary), heldPaths(trail)
 	for _, f := range writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), countOrEstimate(in)) {

@@ -189,6 +189,14 @@ func TestFilesCarryWhatTheTrailFolds(t *testing.T) {
 	if !strings.Contains(prose, "- tests/custom_pk/tests.py\n") {
 		t.Errorf("Files lost a path the previous trail showed:\n%s", out)
 	}
+	// An LLM's summary the same: its pinned Files carry the path (they did
+	// not: files 96 % in view at 8k on the corpus with the fake LLM, 100 %
+	// with the extractive summary).
+	llm := summarize.PinFacts("## Current state\nworking", in)
+	prose, trail, _ = strings.Cut(llm, "## "+summarize.SecTrail)
+	if strings.Contains(trail, "tests/custom_pk/tests.py") || !strings.Contains(prose, "- tests/custom_pk/tests.py") {
+		t.Errorf("an LLM summary's Files lost a path the previous trail showed:\n%s", llm)
+	}
 }
 
 // TestTrailURLsDoNotCrowdOutChanges: a page of links fetched late (an
