@@ -35,7 +35,7 @@ func TestExtractive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"round 2", "## Original task\n(the conversation's first user message, kept verbatim in the view)", "## Completed work", "\n  cat src/parser.py\n", "## Trail",
+	for _, want := range []string{"round 2", "## Original task\n(the conversation's first user message, kept verbatim in the view)", "## Completed work", "- ran: cat src/parser.py", "## Trail",
 		"src/parser.py", "tests/test_parser.py", "## Decisions", "use the new API", "The issue is in the parser.",
 		"## Errors and resolutions", "AssertionError: expected 3 → Fixed the off-by-one.", "## Current state",
 		"## Pending work", "Next I need to update the docs.", "`bash`: ls"} {

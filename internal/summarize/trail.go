@@ -104,7 +104,7 @@ func parseTrail(summary string) ([]trailLine, int, []string) {
 		if strings.HasPrefix(line, "## ") {
 			break
 		}
-		if text, ok := strings.CutPrefix(line, denseIndent); ok && denseOf != "" && text != "" {
+		if text, ok := denseText(line); ok && denseOf != "" {
 			out = append(out, trailLine{key: keyOf(denseOf, strings.TrimSuffix(text, "…")), tag: denseOf, text: text, meta: denseID, bare: true})
 			continue
 		}
@@ -414,6 +414,17 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 	// folds and older, shorter ones may still fit. Each line
 	// is counted a token more than alone (a count of a whole can exceed
 	// the sum of its parts').
+	// A short trail is all whole: its whole lines take at most
+	// 1/wholeShort of the budget.
+	if folded == 0 {
+		used = header
+		for i, l := range lines {
+			dense[i], kept[i] = l.bare, !l.bare
+		}
+		if all := render(""); count(all) <= budget/wholeShort {
+			return all
+		}
+	}
 	headUsed := map[string]bool{}
 	place := func(room int) {
 		clear(kept)

@@ -60,7 +60,7 @@ func TestTrailMergesAndFolds(t *testing.T) {
 	}
 	s3, _ := summarize.Extractive{}.Summarize(t.Context(), compaction.SummaryInput{Round: 3, ID: "sum_3_1", MaxTokens: 400, Count: count, Previous: s2, Messages: many})
 	_, trail, _ = strings.Cut(s3, "## "+summarize.SecTrail)
-	if count(trail) > 400 || !strings.Contains(trail, "\n  make step199\n") || strings.Contains(trail, "make step00") {
+	if count(trail) > 400 || !strings.Contains(trail, "\nmake step199\n") || strings.Contains(trail, "make step00") {
 		t.Errorf("over budget (%d tokens) or not the newest kept:\n%s", count(trail), trail)
 	}
 	if !strings.Contains(trail, "- folded: ") || !strings.Contains(trail, "other lines, from messages msg_") || !strings.Contains(trail, "message id sum_3_1") {
@@ -110,7 +110,7 @@ func TestTrailFillsItsBudget(t *testing.T) {
 	if count(trail) > 100 {
 		t.Errorf("over budget: %d tokens\n%s", count(trail), trail)
 	}
-	for _, want := range []string{"\n  ls d10\n", "\n  ls d09\n", "- folded: "} {
+	for _, want := range []string{"\nls d10\n", "\nls d09\n", "- folded: "} {
 		if !strings.Contains(trail, want) {
 			t.Errorf("trail lacks %q:\n%s", want, trail)
 		}
@@ -146,7 +146,7 @@ func TestTrailKeepsWhatFailedAndChangedFirst(t *testing.T) {
 	if n := count(trail); n > 208 {
 		t.Errorf("trail of %d tokens for 208", n)
 	}
-	for _, want := range []string{"\n  ValueError: bad x\n", "- wrote: sed -i s/1/2/ /repo/a.py — msg_6\n", "\n  ls /repo/dir29\n", "msg_1."} {
+	for _, want := range []string{"\nValueError: bad x\n", "- wrote: sed -i s/1/2/ /repo/a.py — msg_6\n", "\nls /repo/dir29\n", "msg_1."} {
 		if !strings.Contains(trail, want) {
 			t.Errorf("trail lacks %q:\n%s", want, trail)
 		}
@@ -318,7 +318,7 @@ func TestTrailFoldLineLeavesRoomToLines(t *testing.T) {
 	count := func(s string) int { return len(s) / 4 }
 	var cmds strings.Builder
 	for i := range 80 {
-		fmt.Fprintf(&cmds, "```bash\nls /repo/dir%02d\n```\n", i)
+		fmt.Fprintf(&cmds, "```bash\nls -la /repo/some/longer/directory/dir%03d\n```\n", i)
 	}
 	msgs := []chat.Message{{ID: "msg_2", Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: cmds.String()}}}}
 	const budget = 400
@@ -326,7 +326,7 @@ func TestTrailFoldLineLeavesRoomToLines(t *testing.T) {
 	if n := count(trail); n > budget || n < budget*7/8 {
 		t.Errorf("trail of %d tokens for a budget of %d: want it filled, within it\n%s", n, budget, trail)
 	}
-	if !strings.Contains(trail, "- folded: ") || !strings.Contains(trail, "\n  ls /repo/dir79\n") {
+	if !strings.Contains(trail, "- folded: ") || !strings.Contains(trail, "\nls -la /repo/some/longer/directory/dir079\n") {
 		t.Errorf("want the newest kept and the rest folded:\n%s", trail)
 	}
 }

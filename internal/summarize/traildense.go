@@ -14,14 +14,34 @@ import "strings"
 // denseMark ends the head line of a tag's dense texts, before the id.
 const denseMark = ", earlier (behind "
 
-// denseIndent opens each dense text's line.
+// denseIndent opens a dense text's line when the text could be read as
+// something else: one that starts with white space, "-" or "#" (a trail
+// line, a section), or is empty. Others are written as they are: the
+// indent cost a token a text.
 const denseIndent = "  "
 
 // denseHead is the head line of the dense texts of tag in summary id.
 func denseHead(tag, id string) string { return "- " + tag + denseMark + id + "):\n" }
 
 // denseItem is one dense text's line.
-func denseItem(text string) string { return denseIndent + text + "\n" }
+func denseItem(text string) string {
+	if text == "" || strings.ContainsAny(text[:1], " \t-#") {
+		return denseIndent + text + "\n"
+	}
+	return text + "\n"
+}
+
+// denseText returns the text of a line under a dense head, or false when
+// the line is not one (a trail line, a section, an empty line).
+func denseText(line string) (string, bool) {
+	if text, ok := strings.CutPrefix(line, denseIndent); ok {
+		return text, text != ""
+	}
+	if line == "" || strings.ContainsAny(line[:1], " \t-#") {
+		return "", false
+	}
+	return line, true
+}
 
 // renderDense renders the lines marked dense: one head line per tag, in
 // the order of each tag's first dense line, and under it that tag's
@@ -81,6 +101,10 @@ func wholeFirst(l trailLine) bool {
 // same) billed 3.0 % more at 8k, 1.5 % more at 12k and 1.8 % more at 16k on
 // the corpus than a sixty-fourth; a sixteenth 1.2 %, 0.7 % and 1.0 % more.
 const wholeShare = 64
+
+// wholeShort: a trail whose whole lines take at most 1/wholeShort of its
+// budget is all whole (a few lines, each with its facts).
+const wholeShort = 8
 
 // TrailShape counts the lines of a summary's trail by how they are shown:
 // whole, dense and folded into the count of its fold line (the recall

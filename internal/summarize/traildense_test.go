@@ -99,7 +99,7 @@ func TestTrailIsDenseWhereWholeLinesSayNoMore(t *testing.T) {
 			t.Errorf("command %d not named:\n%s", i, trail)
 		}
 	}
-	if !strings.Contains(trail, "- edited: /repo/a.go — msg_2\n") || !strings.Contains(trail, "- ran: grep -n func59 /repo/pkg/file.go — msg_62\n") || !strings.Contains(trail, "\n  grep -n func00 /repo/pkg/file.go\n") {
+	if !strings.Contains(trail, "- edited: /repo/a.go — msg_2\n") || !strings.Contains(trail, "- ran: grep -n func59 /repo/pkg/file.go — msg_62\n") || !strings.Contains(trail, "\ngrep -n func00 /repo/pkg/file.go\n") {
 		t.Errorf("want the edit and the newest command whole, the oldest dense:\n%s", trail)
 	}
 	if strings.Contains(trail, "- folded: ") || count(trail) > 60*14 {
@@ -108,5 +108,23 @@ func TestTrailIsDenseWhereWholeLinesSayNoMore(t *testing.T) {
 	short := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs[:4]}, 4000, count)
 	if strings.Contains(short, "earlier (behind") || !strings.Contains(short, "- ran: grep -n func00 /repo/pkg/file.go — msg_3\n") {
 		t.Errorf("a short trail should be all whole:\n%s", short)
+	}
+}
+
+// TestDenseTextsReadBack: a chained summary reads a dense list back text
+// by text, written as it is or, when it starts with "-", "#" or white
+// space, after two spaces; a trail line after the list ends it.
+func TestDenseTextsReadBack(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	prev := "[x]\n## Trail\n- ran, earlier (behind sum_1_1):\nls a\n  - odd name\n  #hash\n- edited: x.go — msg_3\n"
+	tr := summarize.Trail(compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: prev}, 4000, count)
+	whole, dense, _ := summarize.TrailShape("[y]\n" + tr)
+	for _, want := range []string{"ls a", "- odd name", "#hash", "x.go — msg_3"} {
+		if !strings.Contains(tr, want) {
+			t.Errorf("lost %q:\n%s", want, tr)
+		}
+	}
+	if whole+dense != 4 || strings.Contains(tr, "- ran: - odd") {
+		t.Errorf("%d whole and %d dense lines, want 4 (3 commands, 1 edit):\n%s", whole, dense, tr)
 	}
 }
