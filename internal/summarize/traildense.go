@@ -2,14 +2,16 @@ package summarize
 
 import "strings"
 
-// The dense form of trail lines: when not every line fits whole, the
-// older lines of a tag are shown by their texts alone, verbatim and whole
-// (a path, a command's head, a test id), one a line under a head line per
-// tag that names the summary's id (expanding it reads what they came
-// from), without a line's facts (its exit status, its message id). A text
-// costs about two tokens more than itself, a whole line about eight more:
-// at small windows the trail names every command, read and passing test
-// where it folded a fifth of them into a count.
+// The dense form of trail lines: all but a file's changes and the newest
+// lines (within 1/wholeShare of the budget) are shown by their texts
+// alone, verbatim and whole (a path, a command's head, a test id, an
+// error's first line), one a line under a head line per tag that names the
+// summary's id (expanding it reads what they came from), without a line's
+// facts (its exit status, its message id). A text costs about a token more
+// than itself (its newline), a whole line about eight more: at small
+// windows the trail names every command, read and passing test where it
+// folded a fifth of them into a count, and everywhere it is re-sent for
+// less.
 
 // denseMark ends the head line of a tag's dense texts, before the id.
 const denseMark = ", earlier (behind "
