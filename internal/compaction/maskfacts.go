@@ -41,10 +41,15 @@ func keptFacts(content string, isErr, status bool) string {
 // masked returns the stand-in build makes of m with the facts it keeps,
 // unless that takes as many tokens as m (an output made of little but error
 // lines and URLs): then the one without them. Masking never grows the view.
+// The stand-in with its facts comes counted (Tokens), and replace does not
+// count it again.
 func (p *planner) masked(m *chat.Message, build func(facts bool) (chat.Message, bool)) (chat.Message, bool) {
 	repl, ok := build(true)
-	if ok && p.req.Count(&repl) >= m.Tokens {
+	if !ok {
+		return repl, false
+	}
+	if repl.Tokens = p.req.Count(&repl); repl.Tokens >= m.Tokens {
 		return build(false)
 	}
-	return repl, ok
+	return repl, true
 }

@@ -42,6 +42,10 @@ type SummaryInput struct {
 	ExpandTool bool
 	// Count returns the tokens of a text in the session's encoding.
 	Count func(string) int
+	// Trail is the summary's trail when the planner made it already, for
+	// this input (Request.Trail, measuring the cut); nil: the summarizer
+	// makes it.
+	Trail *string
 }
 
 // Request is everything the planner needs; it does no I/O of its own (the
@@ -66,10 +70,12 @@ type Request struct {
 	Count        func(*chat.Message) int64
 	CountText    func(string) int
 	Summarize    func(SummaryInput) (string, error)
-	// TrailSize returns the tokens the trail of a summary of in takes
+	// Trail returns the trail of a summary of in and the tokens it takes
 	// (internal/summarize), so the cut leaves room for what it needs
-	// rather than its whole budget; nil: the whole budget.
-	TrailSize func(SummaryInput) int
+	// rather than its whole budget; the summary of the cut chosen is
+	// written with the trail measured for it (SummaryInput.Trail), not
+	// made again. nil: the whole budget, and the summarizer makes it.
+	Trail func(SummaryInput) (text string, tokens int)
 	// NewID returns a fresh message id for a synthetic message of a kind.
 	NewID func(kind chat.Kind) string
 }
@@ -251,12 +257,16 @@ func callNames(view []chat.Message) map[string]string {
 	return names
 }
 
-// replace swaps view[i] for a synthetic message and records it.
+// replace swaps view[i] for a synthetic message and records it. A repl
+// with Tokens already counted them (masked; the count reads neither its id
+// nor its pin); one without is counted here.
 func (p *planner) replace(i int, repl chat.Message, tier Tier, reason string) {
 	orig := p.view[i]
 	repl.ID = p.req.NewID(repl.Kind)
 	repl.Pinned = false
-	repl.Tokens = p.req.Count(&repl)
+	if repl.Tokens == 0 {
+		repl.Tokens = p.req.Count(&repl)
+	}
 	p.view[i] = repl
 	p.viewTokens += repl.Tokens - orig.Tokens
 	if p.pruned == nil {
@@ -591,11 +601,20 @@ func (p *planner) summarize() error {
 	if len(replaced) == 0 {
 		return nil
 	}
-	if p.req.TrailSize != nil {
+	sumID := p.req.NewID(chat.KindSummary) // the summary names its own id, and so does its trail
+	tool := p.req.Policy.ExposeExpandTool
+	input := func(summarized []chat.Message, previous string) SummaryInput {
+		return SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, Messages: summarized,
+			Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trailMax(trail),
+			ID: sumID, ExpandTool: tool, Count: p.req.CountText}
+	}
+	trails := map[int]string{} // the trail measured of each cut (at most 1 + maxTrailCuts)
+	if p.req.Trail != nil {
 		measure := func(cut int) int {
 			summarized, _, _, previous := p.headBefore(cut)
-			return p.req.TrailSize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, Messages: summarized,
-				MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trailMax(trail), ID: "sum_0_0", ExpandTool: p.req.Policy.ExposeExpandTool, Count: p.req.CountText})
+			text, tokens := p.req.Trail(input(summarized, previous))
+			trails[cut] = text
+			return tokens
 		}
 		if c := trailCut(cut, trail, cutFor, measure); c < cut {
 			cut = c
@@ -605,11 +624,11 @@ func (p *planner) summarize() error {
 			}
 		}
 	}
-	sumID := p.req.NewID(chat.KindSummary) // the summary names its own id
-	tool := p.req.Policy.ExposeExpandTool
-	text, err := p.req.Summarize(SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous,
-		Messages: summarized, Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trailMax(trail),
-		ID: sumID, ExpandTool: tool, Count: p.req.CountText})
+	in := input(summarized, previous)
+	if t, ok := trails[cut]; ok {
+		in.Trail = &t
+	}
+	text, err := p.req.Summarize(in)
 	if err != nil {
 		p.plan.SummaryFailed = err
 		return nil

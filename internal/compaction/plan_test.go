@@ -141,6 +141,29 @@ func TestPruneOldToolResults(t *testing.T) {
 	}
 }
 
+// TestPruneCountsEachPlaceholderOnce: a masked placeholder (an old tool
+// output, a long message's head and tail) is counted once, by masked, not
+// again when it replaces its message. Counting it again in replace made
+// it two calls a placeholder.
+func TestPruneCountsEachPlaceholderOnce(t *testing.T) {
+	long := "HEAD " + strings.Repeat("middle ", 2000) + " TAIL"
+	b := (&builder{}).user("Fix the bug.").assistant(long).steps(12, 2000, "c")
+	req := request(b, 8000, compaction.TierPrune)
+	calls := 0
+	req.Count = func(m *chat.Message) int64 { calls++; return count(m) }
+	plan := mustPlan(t, req)
+	reasons := map[string]int{}
+	for _, it := range plan.Items {
+		reasons[it.Reason]++
+	}
+	if reasons["old tool output"] == 0 || reasons["long message: kept head and tail"] == 0 {
+		t.Fatalf("placeholders %v; want both kinds masking makes", reasons)
+	}
+	if calls != len(plan.Items) {
+		t.Errorf("%d counts for %d placeholders; want one each", calls, len(plan.Items))
+	}
+}
+
 func TestPruneDuplicatesKeepsNewest(t *testing.T) {
 	same := strings.Repeat("identical listing\n", 100)
 	b := (&builder{}).user("Fix the bug.")

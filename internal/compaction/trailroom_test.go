@@ -1,20 +1,21 @@
 package compaction_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/contextd/contextd/internal/compaction"
 )
 
 // TestSummaryLeavesRoomForTheTrailItNeeds: the cut leaves room for the
-// trail the summarized head needs (Request.TrailSize), not for its whole
+// trail the summarized head needs (Request.Trail), not for its whole
 // budget (30 % of the usable window, which alone would leave only the
 // latest step verbatim), and never more room than the budget.
 func TestSummaryLeavesRoomForTheTrailItNeeds(t *testing.T) {
-	summarized := func(size func(compaction.SummaryInput) int) (int, int) {
+	summarized := func(size func(compaction.SummaryInput) (string, int)) (int, int) {
 		b := (&builder{}).user("Fix the bug.").steps(80, 400, "c")
 		req := request(b, 16_000, compaction.TierSummarize)
-		req.TrailSize = size
+		req.Trail = size
 		plan := mustPlan(t, req)
 		for _, it := range plan.Items {
 			if it.Tier == compaction.TierSummarize {
@@ -25,8 +26,8 @@ func TestSummaryLeavesRoomForTheTrailItNeeds(t *testing.T) {
 		return 0, 0
 	}
 	whole, wholeView := summarized(nil)
-	small, smallView := summarized(func(compaction.SummaryInput) int { return 50 })
-	huge, _ := summarized(func(compaction.SummaryInput) int { return 1 << 30 })
+	small, smallView := summarized(func(compaction.SummaryInput) (string, int) { return "", 50 })
+	huge, _ := summarized(func(compaction.SummaryInput) (string, int) { return "", 1 << 30 })
 	if small >= whole || smallView <= wholeView {
 		t.Errorf("a trail of 50 tokens: %d messages summarized (view %d), with room for the whole budget %d (view %d); want fewer summarized", small, smallView, whole, wholeView)
 	}
@@ -35,5 +36,38 @@ func TestSummaryLeavesRoomForTheTrailItNeeds(t *testing.T) {
 	}
 	if p := compaction.Defaults(16_000); compaction.TrailBudget(p, 16_000) != int(0.35*float64(16_000-p.ReservedOutputTokens)) {
 		t.Errorf("trail budget %d, want 35 %% of the usable window", compaction.TrailBudget(p, 16_000))
+	}
+}
+
+// TestSummaryTakesTheTrailOfItsCut: the summary of the cut chosen is
+// written with the trail the planner measured for that very input
+// (SummaryInput.Trail, its own id included), not made again: the trail is
+// made once a measured cut, at most three, and none for the summary.
+// Before, the summarizer made the chosen cut's trail a second time (and
+// the cut was measured under a stand-in id).
+func TestSummaryTakesTheTrailOfItsCut(t *testing.T) {
+	b := (&builder{}).user("Fix the bug.").steps(80, 400, "c")
+	req := request(b, 16_000, compaction.TierSummarize)
+	trailOf := func(in compaction.SummaryInput) string {
+		return fmt.Sprintf("trail of %s: %d messages after %q", in.ID, len(in.Messages), in.Previous)
+	}
+	made := 0
+	req.Trail = func(in compaction.SummaryInput) (string, int) { made++; return trailOf(in), 10 * len(in.Messages) }
+	summarize := req.Summarize
+	var got *string
+	var want string
+	req.Summarize = func(in compaction.SummaryInput) (string, error) {
+		got, want = in.Trail, trailOf(in)
+		return summarize(in)
+	}
+	plan := mustPlan(t, req)
+	if plan.Summary == "" {
+		t.Fatalf("no summary: %+v", plan.Items)
+	}
+	if got == nil || *got != want {
+		t.Errorf("the summarizer got the trail %v; want the one measured for its input, %q", got, want)
+	}
+	if made < 1 || made > 3 {
+		t.Errorf("the trail was made %d times; want once a cut measured (1 to 3)", made)
 	}
 }

@@ -90,7 +90,7 @@ type ClientEditResult struct {
 // (nothing written).
 func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in ClientEditInput) (ClientEditResult, error) {
 	expected := in.Expected
-	view, err := e.viewAt(ctx, tenant, id, expected, in.Created)
+	view, read, err := e.viewAt(ctx, tenant, id, expected, in.Created)
 	if err != nil {
 		return ClientEditResult{}, err
 	}
@@ -126,12 +126,16 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 		pending, edits = len(edits)-in.Max, edits[:in.Max]
 		slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(a.at, b.at) })
 	}
-	s, err := e.readSession(ctx, tenant, id)
-	if err != nil {
-		return ClientEditResult{}, err
-	}
-	if err := checkVersion(id, s.Version, &expected); err != nil {
-		return ClientEditResult{}, err
+	s := read
+	if s == nil { // the view came from the cache
+		row, err := e.readSession(ctx, tenant, id)
+		if err != nil {
+			return ClientEditResult{}, err
+		}
+		if err := checkVersion(id, row.Version, &expected); err != nil {
+			return ClientEditResult{}, err
+		}
+		s = &row
 	}
 	round := s.CompactionRound + 1
 	now := e.timestamp()
@@ -219,23 +223,24 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 // viewAt is the active view of session id at version expected of
 // incarnation created: from the view cache when it holds that version
 // (nothing read), else read (the session and the view, which
-// PrepareContext then finds cached).
-func (e *Engine) viewAt(ctx context.Context, tenant, id string, expected int64, created time.Time) ([]chat.Message, error) {
+// PrepareContext then finds cached); the session's row when it read it
+// (nil from the cache), which the caller then need not read again.
+func (e *Engine) viewAt(ctx context.Context, tenant, id string, expected int64, created time.Time) ([]chat.Message, *store.Session, error) {
 	if ent := e.views.get(tenant, id); ent != nil && ent.version == expected && ent.stamp.created.Equal(created) {
-		return ent.msgs, nil
+		return ent.msgs, nil, nil
 	}
 	s, err := e.readSession(ctx, tenant, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := checkVersion(id, s.Version, &expected); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	view, _, s, err := e.viewOf(ctx, s)
 	if err == nil {
 		err = checkVersion(id, s.Version, &expected)
 	}
-	return view, err
+	return view, &s, err
 }
 
 func abs(n int) int {

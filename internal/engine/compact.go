@@ -248,7 +248,7 @@ func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (plan
 		Count:     func(msg *chat.Message) int64 { return tokens.CountMessage(enc, fr, msg).Tokens },
 		CountText: enc.Count,
 		Summarize: summarizeFn,
-		TrailSize: summarize.TrailSize,
+		Trail:     summarize.TrailSize,
 		NewID: func(k chat.Kind) string {
 			seq++
 			prefix := "ph"

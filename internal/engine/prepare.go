@@ -35,6 +35,11 @@ type PrepareInput struct {
 	// (TestPrepareFromARowOfAReplacedSession). Only the first attempt uses
 	// it.
 	Read *store.Session
+	// Shared, for the appends of a fork's history, names the session it
+	// forked from and how much of that log it shares: what the two logs
+	// hold alike at the same positions is stored once (store.ForkTx,
+	// docs/storage.md).
+	Shared store.SharedPrefix
 }
 
 // PrepareResult is what to send to the model, and the status.
@@ -193,6 +198,7 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		if err != nil {
 			return err
 		}
+		staged.shared = in.Shared
 		// The cached view only at the version and incarnation it locks: a
 		// version alone is no identity (the row may be one read before a
 		// delete and a create of the same id, PrepareInput.Read).
@@ -342,6 +348,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		if err != nil {
 			return err
 		}
+		staged.shared = in.Shared
 		if err := staged.write(ctx, tx, &s); err != nil {
 			return err
 		}

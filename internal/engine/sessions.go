@@ -582,6 +582,8 @@ type stagedAppend struct {
 	// logQuota is the tenant's MaxLogBytesPerTenant for an append (0 for
 	// what contextd writes on its own, such as interrupted results).
 	logQuota int64
+	// shared: the messages may repeat that log's (PrepareInput.Shared).
+	shared store.SharedPrefix
 }
 
 // stageAppend checks an append against s and lays it out (stored at now),
@@ -629,7 +631,7 @@ func (a stagedAppend) write(ctx context.Context, tx store.Tx, s *store.Session) 
 	if len(a.msgs) == 0 {
 		return nil
 	}
-	if err := tx.InsertMessages(ctx, s.Tenant, s.ID, a.msgs); err != nil {
+	if err := a.insert(ctx, tx, s); err != nil {
 		return err
 	}
 	if err := chargeLog(ctx, tx, s.Tenant, a.logQuota); err != nil {

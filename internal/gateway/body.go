@@ -19,7 +19,8 @@ type requestBody struct {
 	// order is their order in raw (encode keeps it, then adds new members).
 	fields map[string]json.RawMessage
 	order  []string
-	// arrays are the elements of the members raw holds as arrays.
+	// arrays are the elements of the conversation's member (messages or
+	// input: conversational) when raw holds it as an array.
 	arrays map[string]scannedArray
 	// spliced are the members encode writes as an array of these elements
 	// instead of their value in fields.
@@ -34,8 +35,9 @@ type scannedArray struct {
 }
 
 // array is the elements of member key when it is an array; ok is false
-// when it is absent or another value. Elements of a member as raw holds it
-// come from the one scan; a member the gateway replaced is split anew.
+// when it is absent or another value. Elements of the conversation's
+// member as raw holds it come from the one scan; another member, or one
+// the gateway replaced, is split anew.
 func (b *requestBody) array(key string) ([]json.RawMessage, bool) {
 	v, ok := b.fields[key]
 	if !ok {

@@ -47,12 +47,20 @@ func scanBody(body []byte) (*requestBody, error) {
 		}
 		vstart := s.i
 		if s.peek() == '[' {
-			elems := []json.RawMessage{}
-			if at, ok := s.array(&elems); !ok {
+			// Only a conversation's elements are kept (conversational):
+			// the other arrays (tools, include, stop) are checked, not
+			// split, as no door reads their elements.
+			var elems *[]json.RawMessage
+			if conversational(key) {
+				elems = &[]json.RawMessage{}
+			}
+			if at, ok := s.array(elems); !ok {
 				field = key + "[" + strconv.Itoa(at) + "]"
 				return false
 			}
-			rb.arrays[key] = scannedArray{src: body[vstart:s.i:s.i], elems: elems}
+			if elems != nil {
+				rb.arrays[key] = scannedArray{src: body[vstart:s.i:s.i], elems: *elems}
+			}
 		} else if !s.value() {
 			field = key
 			return false
@@ -73,6 +81,11 @@ func scanBody(body []byte) (*requestBody, error) {
 	}
 	return rb, s.end()
 }
+
+// conversational reports whether a top-level member named key is a
+// door's conversation (requestBody.array): messages (Chat Completions,
+// Anthropic) or input (Responses).
+func conversational(key string) bool { return key == "messages" || key == "input" }
 
 // memberName is a member name's text (q quoted, checked).
 func memberName(q []byte) (string, error) {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 )
@@ -66,6 +67,25 @@ func TestScanBodyAgreesWithEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal(got.encode(), &back); err != nil || len(back) != len(want) {
 			t.Errorf("%.60q: encode wrote %s", in, got.encode())
 		}
+	}
+}
+
+// TestScanBodySplitsOnlyTheConversation: the scan keeps the elements of
+// the conversation's member (messages, input) and of no other array: a
+// request's tools (hundreds of schemas for some agents) are checked, not
+// collected, as no door reads them one by one. Collecting every array's
+// elements made the tools' and include's splits here.
+func TestScanBodySplitsOnlyTheConversation(t *testing.T) {
+	b := mustScan(t, `{"model":"m","tools":[{"name":"a"},{"name":"b"}],"include":["x"],"messages":[{"a":1}],"input":[{"b":2},{"c":3}]}`)
+	split := map[string]int{}
+	for k, a := range b.arrays {
+		split[k] = len(a.elems)
+	}
+	if want := map[string]int{"messages": 1, "input": 2}; !maps.Equal(split, want) {
+		t.Errorf("the scan split %v; want only the conversation's %v", split, want)
+	}
+	if tools, ok := b.array("tools"); !ok || len(tools) != 2 {
+		t.Errorf("tools split on demand into %d elements (%v); want 2", len(tools), ok)
 	}
 }
 

@@ -78,6 +78,9 @@ type resolved struct {
 	from  string
 	named bool
 	fresh []chat.Message
+	// shared: the log this session (made by the request) forked from and
+	// how much of it the request repeats, stored once (PrepareInput.Shared).
+	shared store.SharedPrefix
 	// row is the session's row as the match read it (or as following the
 	// request left it), which PrepareContext starts from
 	// (engine.PrepareInput.Read); nil for a session this request made.
@@ -252,7 +255,8 @@ const maxHeadProbe = 8
 // heads of the index among c's chains, longest first. The last chains are
 // read first; the rest, only when none of them is a head. shared is the
 // longest of c's histories any session holds (a fork's shared prefix).
-func (g *Gateway) candidates(ctx context.Context, tenant string, c *conversation) (heads []store.HistoryHit, shared int64, err error) {
+// base is a session holding the longest of those prefixes (shared).
+func (g *Gateway) candidates(ctx context.Context, tenant string, c *conversation) (heads []store.HistoryHit, shared int64, base string, err error) {
 	n := len(c.chains)
 	for end := n; end > 0; {
 		start := max(0, end-maxHeadProbe)
@@ -261,17 +265,19 @@ func (g *Gateway) candidates(ctx context.Context, tenant string, c *conversation
 		}
 		hits, err := g.cfg.Engine.FindHistory(ctx, tenant, c.chains[start:end], 0)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, "", err
 		}
 		for _, h := range hits {
-			shared = max(shared, h.Length)
+			if h.Length > shared {
+				shared, base = h.Length, h.SessionID
+			}
 		}
 		if len(hits) > 0 && hits[0].Head {
-			return hits, shared, nil
+			return hits, shared, base, nil
 		}
 		end = start
 	}
-	return nil, shared, nil
+	return nil, shared, base, nil
 }
 
 // headsOf is the sessions of hits' longest head.
@@ -328,7 +334,7 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 		return res, err
 	}
 	// The session whose log is the longest prefix of the request.
-	hits, shared, err := g.candidates(ctx, tenant, c)
+	hits, shared, base, err := g.candidates(ctx, tenant, c)
 	if err != nil {
 		return resolved{}, err
 	}
@@ -356,7 +362,10 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 		if m == nil {
 			return g.make(ctx, tenant, sig.id, d, c, sig, historyNew)
 		}
-		shared, left = max(shared, int64(m.k)), true
+		if int64(m.k) > shared {
+			shared, base = int64(m.k), sig.id
+		}
+		left = true
 	}
 	// A request answered before, again.
 	if !noRepeat {
@@ -405,6 +414,9 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 	res, err := g.make(ctx, tenant, id, d, c, sig, how)
 	if err == nil && sig.id != "" && how != historyNew {
 		res.from = sig.id
+	}
+	if err == nil && res.made && how != historyNew {
+		res.shared = store.SharedPrefix{SessionID: base, Length: shared}
 	}
 	return res, err
 }
@@ -506,7 +518,7 @@ func (g *Gateway) join(ctx context.Context, tenant, id string, c *conversation, 
 // its messages that session's log holds; "" when it would start a session
 // of its own. Nothing is created or changed (count_tokens).
 func (g *Gateway) landing(ctx context.Context, tenant string, c *conversation, sig signal) (string, int, error) {
-	hits, _, err := g.candidates(ctx, tenant, c)
+	hits, _, _, err := g.candidates(ctx, tenant, c)
 	if err != nil {
 		return "", 0, err
 	}

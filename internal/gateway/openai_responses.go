@@ -113,35 +113,22 @@ func rInput(b *requestBody) ([]json.RawMessage, error) {
 	if raws, ok := b.array("input"); ok {
 		return raws, nil
 	}
-	raws, _, err := rItems(b.fields["input"])
-	return raws, err
+	return rStringInput(b.fields["input"])
 }
 
-// rItems reads input: a string (one user message) or an array of items.
-func rItems(input json.RawMessage) ([]json.RawMessage, []rItem, error) {
+// rStringInput reads an input that is not an array (rInput): a string is
+// one user message; anything else is refused.
+func rStringInput(input json.RawMessage) ([]json.RawMessage, error) {
 	input = bytes.TrimSpace(input)
 	if len(input) == 0 || string(input) == "null" {
-		return nil, nil, chat.Invalid("input", "is required")
+		return nil, chat.Invalid("input", "is required")
 	}
-	if input[0] == '"' {
-		var s string
-		if err := json.Unmarshal(input, &s); err != nil {
-			return nil, nil, chat.Invalid("input", "must be a string or an array of items")
-		}
-		raw, _ := json.Marshal(map[string]string{"role": "user", "content": s})
-		return []json.RawMessage{raw}, []rItem{{Role: "user", Content: mustJSON(s)}}, nil
+	var s string
+	if input[0] != '"' || json.Unmarshal(input, &s) != nil {
+		return nil, chat.Invalid("input", "must be a string or an array of items")
 	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(input, &raws); err != nil {
-		return nil, nil, chat.Invalid("input", "must be a string or an array of items")
-	}
-	items := make([]rItem, len(raws))
-	for i, r := range raws {
-		if err := json.Unmarshal(r, &items[i]); err != nil || items[i].Type == "" && items[i].Role == "" {
-			return nil, nil, chat.Invalid(fmt.Sprintf("input[%d]", i), "must be an item with a type or a role")
-		}
-	}
-	return raws, items, nil
+	raw, _ := json.Marshal(map[string]string{"role": "user", "content": s})
+	return []json.RawMessage{raw}, nil
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -264,12 +251,11 @@ func rToDomain(memo *memo, raws []json.RawMessage, items []rItem, offset int) (m
 }
 
 // rFinish keeps the raw items of m when m does not write them again, and
-// stamps its digest.
+// stamps its digest. The memo is not asked for raws first: a request's
+// run is one message, which rRequestMessages just looked up and missed
+// (and an answer's output has no memo).
 func rFinish(memo *memo, m chat.Message, raws []json.RawMessage, extra []string) memoEntry {
 	key := runKey(doorOpenAIResponses, raws)
-	if done, ok := memo.get(key); ok {
-		return done
-	}
 	raw, _ := json.Marshal(raws)
 	gen, _ := json.Marshal(rFromDomain(&m, nil))
 	setRaw(&m, doorOpenAIResponses, raw, gen)

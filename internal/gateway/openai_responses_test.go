@@ -1,6 +1,11 @@
 package gateway
 
-import "testing"
+import (
+	"errors"
+	"testing"
+
+	"github.com/contextd/contextd/internal/chat"
+)
 
 // TestOpenAIResponsesUsage: Responses' input_tokens includes
 // input_tokens_details.cached_tokens; the door reports the uncached rest
@@ -21,4 +26,20 @@ func TestOpenAIResponsesUsage(t *testing.T) {
 // back as the client sent it.
 func TestOpenAIResponsesRoundTrip(t *testing.T) {
 	roundTrip(t, openAIResponses{}, "requests/responses.json", "input")
+}
+
+// TestOpenAIResponsesInputShapes: input is an array of items or a string
+// (one user message); anything else, or none, is refused naming input.
+func TestOpenAIResponsesInputShapes(t *testing.T) {
+	c, err := openAIResponses{}.parse(mustScan(t, `{"model":"m","input":"fix the bug"}`))
+	if err != nil || len(c.msgs) != 1 || c.msgs[0].Role != chat.RoleUser || c.msgs[0].Parts[0].Text != "fix the bug" {
+		t.Fatalf("a string input: %+v, %v; want one user message", c, err)
+	}
+	for _, body := range []string{`{"model":"m"}`, `{"model":"m","input":null}`, `{"model":"m","input":5}`, `{"model":"m","input":{"role":"user"}}`} {
+		_, err := openAIResponses{}.parse(mustScan(t, body))
+		var invalid *chat.InvalidError
+		if !errors.As(err, &invalid) || len(invalid.Violations) != 1 || invalid.Violations[0].Field != "input" {
+			t.Errorf("%s: %v; want input refused", body, err)
+		}
+	}
 }

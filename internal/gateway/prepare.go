@@ -112,7 +112,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		}
 		key := requestKey(res.id, c.digests)
 		pin(res.fresh, c.pins)
-		dropFresh(res.fresh, c) // providercompaction.go
+		dropFresh(res.fresh, c, len(c.msgs)-len(res.fresh)) // providercompaction.go
 		if err := g.replayLong(ctx, tenant, c, &res, key); err != nil {
 			if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 				continue
@@ -132,7 +132,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			}
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
-		in := engine.PrepareInput{Messages: res.fresh, NoLedger: true, Read: res.row} // the gateway sends no ledger; the row its match read
+		in := engine.PrepareInput{Messages: res.fresh, NoLedger: true, Read: res.row, Shared: res.shared} // the gateway sends no ledger; the row its match read
 		if len(res.fresh) > 0 {
 			in.IdempotencyKey, in.ExpectedVersion = "gw-"+key, &res.version
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"strconv"
-	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
@@ -111,18 +109,13 @@ func (g *Gateway) recordProviderDrop(ctx context.Context, tenant string, c *conv
 
 // dropFresh marks the messages about to be appended that are before the
 // request's latest provider compaction item (a request whose earlier
-// messages were never stored): appended counting nothing, pinned.
-func dropFresh(fresh []chat.Message, c *conversation) {
+// messages were never stored): appended counting nothing, pinned. fresh
+// is c.msgs from index k on (identify), so fresh[i] is the request's
+// message k+i.
+func dropFresh(fresh []chat.Message, c *conversation, k int) {
 	from := chat.ProviderReadsFrom(c.msgs)
-	if from == 0 {
-		return
-	}
-	for i := range fresh {
+	for i := range min(len(fresh), from-k) {
 		m := &fresh[i]
-		l, _, _ := strings.Cut(m.Metadata[store.HistoryMetadata], ":")
-		if n, err := strconv.Atoi(l); err != nil || n-1 >= from {
-			continue
-		}
 		m.Metadata = maps.Clone(m.Metadata) // the door's memo may share it
 		m.Metadata[chat.MetaProviderDropped] = "1"
 		m.Pinned = true

@@ -33,7 +33,7 @@ func (g *Gateway) replayLong(ctx context.Context, tenant string, c *conversation
 	pieces := splitReplay(res.fresh, budget)
 	for i, p := range pieces[:len(pieces)-1] {
 		prep, err := g.cfg.Engine.PrepareContext(ctx, tenant, res.id, engine.PrepareInput{Messages: p,
-			IdempotencyKey: "gw-" + key + "-" + strconv.Itoa(i), ExpectedVersion: &res.version})
+			IdempotencyKey: "gw-" + key + "-" + strconv.Itoa(i), ExpectedVersion: &res.version, Shared: res.shared})
 		if err != nil {
 			return err
 		}

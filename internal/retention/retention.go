@@ -33,7 +33,8 @@ func Run(ctx context.Context, st store.Store, every, keep time.Duration, idle Id
 	t := time.NewTicker(every)
 	defer t.Stop()
 	// A first look at startup: what a crash of this replica left is then
-	// swept at the first tick (if the interval is at least StrayAge).
+	// swept at the first tick (if the interval is at least StrayAge, and
+	// the store holds at most the 100,000 sessions a pass looks at).
 	strays := Strays{Age: StrayAge}
 	sweepStrays(ctx, st, &strays, log)
 	for {

@@ -67,7 +67,10 @@ type JobTx interface {
 	// tenants with the fewest running jobs first, then the longest waiting.
 	// On PostgreSQL the row is locked (others skip it) until the
 	// transaction ends, and so is the tenant's running count: concurrent
-	// leases never put a tenant past perTenant.
+	// leases never put a tenant past perTenant. A concurrent leaser may
+	// thus find nothing while a job is due, skipping it for the moment
+	// another leaser's pick holds it (one passed over is let go at once);
+	// a worker's next look (Background.Poll) finds it.
 	NextJob(ctx context.Context, now time.Time, perTenant int) (Job, error)
 	// CountJobs returns how many jobs are queued or running, for the
 	// tenant and in all.

@@ -132,7 +132,8 @@ type Calibration struct {
 
 // RowSize is a message's place in the active view (Cursor: its ordinal) or
 // the log (its position), its id, and the bytes it is stored in (parts,
-// metadata, replaced ids and id; the content itself is not read).
+// metadata, replaced ids and id; the content itself is not read). A fork's
+// row that shares its parent's parts (ForkTx) counts them too.
 type RowSize struct {
 	Cursor int64
 	ID     string
@@ -181,7 +182,9 @@ type Tx interface {
 	// LogBytes returns the bytes a tenant's log holds (every stored
 	// message's parts, metadata, replaced ids and id: RowSize's measure),
 	// counted by the store on every insert and delete of a message, this
-	// transaction's included. On PostgreSQL it holds the tenant's count
+	// transaction's included; parts a fork shares (ForkTx) count once, in
+	// the row that holds them (when it goes, in the one row they are
+	// copied to, which the others then name). On PostgreSQL it holds the tenant's count
 	// until the transaction ends (so does any insert or delete of the
 	// tenant's messages): concurrent writers of one tenant cannot both pass
 	// a quota. SQLite's single writer does so already.
@@ -261,6 +264,7 @@ type Tx interface {
 	PutPreparedView(ctx context.Context, tenant, sessionID string, v PreparedView) error
 
 	JobTx
+	ForkTx
 }
 
 // Store keeps sessions and messages.
@@ -335,14 +339,17 @@ type Store interface {
 	// current one (left by ReplaceView and FlipView, or staged by a
 	// rewrite that never flipped), and reports how many.
 	SweepViews(ctx context.Context, tenant, sessionID string, limit int) (int, error)
-	// StrayViewGens returns at most limit view generations, across every
-	// session, that are not their session's current view: replaced ones
-	// SweepViews has not deleted yet, ones a live rewrite is staging, and
-	// ones a rewrite staged and never flipped (its replica killed between
-	// batches), which nothing else would ever delete. It finds at most two
-	// of a session at a time (the nearest below and above its current one),
-	// each by an index probe, never by reading a view.
-	StrayViewGens(ctx context.Context, limit int) ([]ViewGen, error)
+	// StrayViewGens returns the view generations that are not their
+	// session's current view — replaced ones SweepViews has not deleted
+	// yet, ones a live rewrite is staging, and ones a rewrite staged and
+	// never flipped (its replica killed between batches), which nothing
+	// else would ever delete — of at most sessions sessions: the next ones
+	// after after in (tenant, id) order (from the first when after is
+	// zero). It finds at most two of a session at a time (the nearest below
+	// and above its current one), each by an index probe, never by reading
+	// a view, and reports where it stopped: the last session it looked at,
+	// or zero when it reached the end (the next call starts over).
+	StrayViewGens(ctx context.Context, after StrayCursor, sessions int) ([]ViewGen, StrayCursor, error)
 	// DropViewGen deletes, in one short transaction of its own, at most
 	// limit rows of view generation g unless it is its session's current
 	// one (read holding the session's row, as SweepViews does), and
@@ -358,6 +365,10 @@ type ViewGen struct {
 	Tenant, SessionID string
 	Gen               int64
 }
+
+// StrayCursor is where a call of StrayViewGens stopped: the last session
+// it looked at; zero, the first session.
+type StrayCursor struct{ Tenant, ID string }
 
 // NewViewGen returns a fresh view generation: random, so that concurrent
 // rewrites of one session never stage into the same one.
@@ -377,6 +388,33 @@ type Rows interface {
 	Next() bool
 	Scan(dest ...any) error
 	Err() error
+}
+
+// ScanStrayViewGens reads StrayViewGens' rows of (tenant, id, the
+// nearest generation below the current one, the nearest above; each NULL
+// when there is none) for a call that looked at most sessions: the
+// generations and where the call stopped (zero when it found fewer
+// sessions: the end).
+func ScanStrayViewGens(rows Rows, sessions int) ([]ViewGen, StrayCursor, error) {
+	var out []ViewGen
+	var last StrayCursor
+	n := 0
+	for rows.Next() {
+		var below, above *int64
+		if err := rows.Scan(&last.Tenant, &last.ID, &below, &above); err != nil {
+			return nil, StrayCursor{}, err
+		}
+		n++
+		for _, g := range []*int64{below, above} {
+			if g != nil {
+				out = append(out, ViewGen{Tenant: last.Tenant, SessionID: last.ID, Gen: *g})
+			}
+		}
+	}
+	if n < sessions {
+		last = StrayCursor{}
+	}
+	return out, last, rows.Err()
 }
 
 // ScanRowSizes reads rows of (cursor, id, bytes).

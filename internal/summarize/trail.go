@@ -605,12 +605,19 @@ func expandSentence(in compaction.SummaryInput) string {
 	return strings.TrimSuffix(strings.TrimSuffix(s, "\n"), " to read them.]")
 }
 
-// TrailSize is the tokens the trail of a summary of in takes (the
-// planner's compaction.Request.TrailSize).
-func TrailSize(in compaction.SummaryInput) int { return countOrEstimate(in)(trailOf(in)) }
+// TrailSize is the trail of a summary of in and the tokens it takes (the
+// planner's compaction.Request.Trail).
+func TrailSize(in compaction.SummaryInput) (string, int) {
+	trail := trailOf(in)
+	return trail, countOrEstimate(in)(trail)
+}
 
-// trailOf is the trail of a summary of in, within its budget.
+// trailOf is the trail of a summary of in, within its budget: the
+// planner's when it made it (in.Trail, for this very input).
 func trailOf(in compaction.SummaryInput) string {
+	if in.Trail != nil {
+		return *in.Trail
+	}
 	return Trail(in, in.TrailTokens(), countOrEstimate(in))
 }
 

@@ -11,21 +11,27 @@ import (
 	"github.com/contextd/contextd/internal/summarize"
 )
 
+// trailCount counts a text as a quarter of its bytes.
+func trailCount(s string) int { return len(s) / 4 }
+
+// trailCall is message id calling tool name with args (call id "c" + id).
+func trailCall(id, name, args string) chat.Message {
+	return chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + id, Name: name, Arguments: args}}}}
+}
+
+// trailResult is message id answering the call of message call with out.
+func trailResult(id, call, out string) chat.Message {
+	return chat.Message{ID: id, Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c" + call, Content: out}}}}
+}
+
 // TestTrailMergesAndFolds: a chained summary merges the previous trail (a
 // file's newer change replaces its line, a later read does not hide it) and
 // folds its oldest lines into one that names their message ids, newest
 // first, within the budget.
 func TestTrailMergesAndFolds(t *testing.T) {
-	count := func(s string) int { return len(s) / 4 }
-	call := func(id, name, args string) chat.Message {
-		return chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + id, Name: name, Arguments: args}}}}
-	}
-	result := func(id, call, out string) chat.Message {
-		return chat.Message{ID: id, Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c" + call, Content: out}}}}
-	}
-	round1 := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, Count: count, Messages: []chat.Message{
-		call("msg_2", "Edit", `{"file_path":"/repo/a.go","old_string":"x","new_string":"y"}`), result("msg_3", "msg_2", "ok"),
-		call("msg_4", "Bash", `{"command":"go test ./..."}`), result("msg_5", "msg_4", "--- FAIL: TestA (0.01s)\nexit status 1"),
+	round1 := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, Count: trailCount, Messages: []chat.Message{
+		trailCall("msg_2", "Edit", `{"file_path":"/repo/a.go","old_string":"x","new_string":"y"}`), trailResult("msg_3", "msg_2", "ok"),
+		trailCall("msg_4", "Bash", `{"command":"go test ./..."}`), trailResult("msg_5", "msg_4", "--- FAIL: TestA (0.01s)\nexit status 1"),
 	}}
 	s1, err := summarize.Extractive{}.Summarize(t.Context(), round1)
 	if err != nil {
@@ -36,9 +42,9 @@ func TestTrailMergesAndFolds(t *testing.T) {
 			t.Errorf("round 1 lacks %q:\n%s", want, s1)
 		}
 	}
-	round2 := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, Count: count, Previous: s1, Messages: []chat.Message{
-		call("msg_7", "Read", `{"file_path":"/repo/a.go"}`), result("msg_8", "msg_7", "package a"),
-		call("msg_9", "Bash", `{"command":"go test ./..."}`), result("msg_10", "msg_9", "--- PASS: TestA (0.01s)\nok"),
+	round2 := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, Count: trailCount, Previous: s1, Messages: []chat.Message{
+		trailCall("msg_7", "Read", `{"file_path":"/repo/a.go"}`), trailResult("msg_8", "msg_7", "package a"),
+		trailCall("msg_9", "Bash", `{"command":"go test ./..."}`), trailResult("msg_10", "msg_9", "--- PASS: TestA (0.01s)\nok"),
 	}}
 	s2, _ := summarize.Extractive{}.Summarize(t.Context(), round2)
 	_, trail, _ := strings.Cut(s2, "## "+summarize.SecTrail)
@@ -55,13 +61,13 @@ func TestTrailMergesAndFolds(t *testing.T) {
 	// oldest fold into a line naming their ids, newest first.
 	var many []chat.Message
 	for i := range 200 {
-		many = append(many, call(fmt.Sprintf("msg_%d", 100+2*i), "Bash", fmt.Sprintf(`{"command":"make step%02d"}`, i)))
-		many = append(many, result(fmt.Sprintf("msg_%d", 101+2*i), fmt.Sprintf("msg_%d", 100+2*i), "exit code: 0"))
+		many = append(many, trailCall(fmt.Sprintf("msg_%d", 100+2*i), "Bash", fmt.Sprintf(`{"command":"make step%02d"}`, i)))
+		many = append(many, trailResult(fmt.Sprintf("msg_%d", 101+2*i), fmt.Sprintf("msg_%d", 100+2*i), "exit code: 0"))
 	}
-	s3, _ := summarize.Extractive{}.Summarize(t.Context(), compaction.SummaryInput{Round: 3, ID: "sum_3_1", MaxTokens: 400, Count: count, Previous: s2, Messages: many})
+	s3, _ := summarize.Extractive{}.Summarize(t.Context(), compaction.SummaryInput{Round: 3, ID: "sum_3_1", MaxTokens: 400, Count: trailCount, Previous: s2, Messages: many})
 	_, trail, _ = strings.Cut(s3, "## "+summarize.SecTrail)
-	if count(trail) > 400 || !strings.Contains(trail, "\nmake step199\n") || strings.Contains(trail, "make step00") {
-		t.Errorf("over budget (%d tokens) or not the newest kept:\n%s", count(trail), trail)
+	if trailCount(trail) > 400 || !strings.Contains(trail, "\nmake step199\n") || strings.Contains(trail, "make step00") {
+		t.Errorf("over budget (%d tokens) or not the newest kept:\n%s", trailCount(trail), trail)
 	}
 	if !strings.Contains(trail, "- folded: ") || !strings.Contains(trail, "other lines, from messages msg_") || !strings.Contains(trail, "message id sum_3_1") {
 		t.Errorf("no fold line naming ids and the summary:\n%s", trail)
@@ -77,10 +83,9 @@ func TestTrailMergesAndFolds(t *testing.T) {
 // the trail through its placeholder (its exit code and error lines), named
 // by the original's id, which expands to the output itself.
 func TestTrailReadsPlaceholders(t *testing.T) {
-	count := func(s string) int { return len(s) / 4 }
 	ph := chat.Message{ID: "ph_1_3", Kind: chat.KindPlaceholder, Replaces: []string{"msg_5"}, Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c4",
 		Content: "[contextd pruned this output of bash (900 tokens; its exit code and first error lines follow). Call ExpandMessage with message id msg_5 to read it.]\nexit code 1\nValueError: boom"}}}}
-	in := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, Count: count, Messages: []chat.Message{
+	in := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, Count: trailCount, Messages: []chat.Message{
 		{ID: "msg_4", Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c4", Name: "bash", Arguments: `{"command":"python run.py"}`}}}},
 		ph,
 	}}
@@ -96,7 +101,6 @@ func TestTrailReadsPlaceholders(t *testing.T) {
 // TestTrailFillsItsBudget: when the newest line does not fit, older and
 // shorter ones still do; what folds is counted and named.
 func TestTrailFillsItsBudget(t *testing.T) {
-	count := func(s string) int { return len(s) / 4 }
 	var msgs []chat.Message
 	for i := range 12 {
 		cmd := fmt.Sprintf("ls d%02d", i)
@@ -106,9 +110,9 @@ func TestTrailFillsItsBudget(t *testing.T) {
 		msgs = append(msgs, chat.Message{ID: fmt.Sprintf("msg_%d", 2+i), Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall,
 			ToolCall: &chat.ToolCall{ID: fmt.Sprintf("c%d", i), Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}}}})
 	}
-	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, 100, count)
-	if count(trail) > 100 {
-		t.Errorf("over budget: %d tokens\n%s", count(trail), trail)
+	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, 100, trailCount)
+	if trailCount(trail) > 100 {
+		t.Errorf("over budget: %d tokens\n%s", trailCount(trail), trail)
 	}
 	for _, want := range []string{"\nls d10\n", "\nls d09\n", "- folded: "} {
 		if !strings.Contains(trail, want) {
@@ -126,24 +130,18 @@ func TestTrailFillsItsBudget(t *testing.T) {
 // it is not 0; a read or an edit is left out when the command that made
 // it names the file (an edit makes it a "wrote" line, kept first); a fold line written before folds were "other lines" is read.
 func TestTrailKeepsWhatFailedAndChangedFirst(t *testing.T) {
-	count := func(s string) int { return len(s) / 4 }
-	call := func(id, cmd string) chat.Message {
-		return chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + id, Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}}}}
-	}
-	result := func(id, call, out string) chat.Message {
-		return chat.Message{ID: id, Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c" + call, Content: out}}}}
-	}
+	bash := func(id, cmd string) chat.Message { return trailCall(id, "bash", fmt.Sprintf(`{"command":%q}`, cmd)) }
 	msgs := []chat.Message{
-		call("msg_2", "cat /repo/a.py"), result("msg_3", "msg_2", "x = 1\n<returncode>0</returncode>"),
-		call("msg_4", "python /repo/a.py"), result("msg_5", "msg_4", "ValueError: bad x\n<returncode>1</returncode>"),
-		call("msg_6", "sed -i s/1/2/ /repo/a.py"), result("msg_7", "msg_6", "<returncode>0</returncode>"),
+		bash("msg_2", "cat /repo/a.py"), trailResult("msg_3", "msg_2", "x = 1\n<returncode>0</returncode>"),
+		bash("msg_4", "python /repo/a.py"), trailResult("msg_5", "msg_4", "ValueError: bad x\n<returncode>1</returncode>"),
+		bash("msg_6", "sed -i s/1/2/ /repo/a.py"), trailResult("msg_7", "msg_6", "<returncode>0</returncode>"),
 	}
 	for i := range 30 {
-		msgs = append(msgs, call(fmt.Sprintf("msg_%d", 8+2*i), fmt.Sprintf("ls /repo/dir%02d", i)), result(fmt.Sprintf("msg_%d", 9+2*i), fmt.Sprintf("msg_%d", 8+2*i), "<returncode>0</returncode>"))
+		msgs = append(msgs, bash(fmt.Sprintf("msg_%d", 8+2*i), fmt.Sprintf("ls /repo/dir%02d", i)), trailResult(fmt.Sprintf("msg_%d", 9+2*i), fmt.Sprintf("msg_%d", 8+2*i), "<returncode>0</returncode>"))
 	}
 	prev := "[contextd summary, round 1.]\n## Trail\n- folded: 4 older lines, from messages msg_1. Call ExpandMessage with message id sum_1_1 to read what they came from.\n"
-	trail := summarize.Trail(compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: prev, Messages: msgs}, 208, count)
-	if n := count(trail); n > 208 {
+	trail := summarize.Trail(compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: prev, Messages: msgs}, 208, trailCount)
+	if n := trailCount(trail); n > 208 {
 		t.Errorf("trail of %d tokens for 208", n)
 	}
 	for _, want := range []string{"\nValueError: bad x\n", "- wrote: sed -i s/1/2/ /repo/a.py — msg_6\n", "\nls /repo/dir29\n", "msg_1."} {
@@ -154,7 +152,7 @@ func TestTrailKeepsWhatFailedAndChangedFirst(t *testing.T) {
 	if strings.Contains(trail, "ls /repo/dir00") || strings.Contains(trail, "exit 0") {
 		t.Errorf("the oldest commands should fold first, exit 0 go unsaid:\n%s", trail)
 	}
-	all := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs[:4]}, 1000, count)
+	all := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs[:4]}, 1000, trailCount)
 	for _, want := range []string{"- ran: cat /repo/a.py — msg_2\n", "- ran: python /repo/a.py — exit 1, msg_4\n"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("trail lacks %q:\n%s", want, all)
@@ -170,14 +168,13 @@ func TestTrailKeepsWhatFailedAndChangedFirst(t *testing.T) {
 // comes back in Files once this trail folds it; TestCacheAwareSaves lost
 // tests/custom_pk/tests.py that way.
 func TestFilesCarryWhatTheTrailFolds(t *testing.T) {
-	count := func(s string) int { return len(s) / 4 }
 	prev := "[contextd summary, round 1.]\n## Files\n(none)\n## Trail\n- ran: python -m pytest tests/custom_pk/tests.py — exit 1, msg_3\n- edited: src/app.py — msg_5\n"
 	var msgs []chat.Message
 	for i := range 40 {
 		msgs = append(msgs, chat.Message{ID: fmt.Sprintf("msg_%d", 10+i), Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall,
 			ToolCall: &chat.ToolCall{ID: fmt.Sprintf("c%d", i), Name: "bash", Arguments: fmt.Sprintf(`{"command":"ls dir%02d"}`, i)}}}})
 	}
-	in := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, TrailMaxTokens: 120, Count: count, Previous: prev, Messages: msgs}
+	in := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, TrailMaxTokens: 120, Count: trailCount, Previous: prev, Messages: msgs}
 	out, err := summarize.Extractive{}.Summarize(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +200,6 @@ func TestFilesCarryWhatTheTrailFolds(t *testing.T) {
 // adversarial or merely long output: hundreds of URLs) folds before the
 // files the agent edited and the errors it saw, which no command rebuilds.
 func TestTrailURLsDoNotCrowdOutChanges(t *testing.T) {
-	count := func(s string) int { return len(s) / 4 }
 	var links strings.Builder
 	for i := range 300 {
 		fmt.Fprintf(&links, "<a href=\"https://example.com/page/%03d\">%d</a>\n", i, i)
@@ -217,7 +213,7 @@ func TestTrailURLsDoNotCrowdOutChanges(t *testing.T) {
 		{ID: "msg_6", Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c3", Name: "WebFetch", Arguments: `{"url":"https://example.com/"}`}}}},
 		{ID: "msg_7", Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c3", Content: links.String()}}}},
 	}
-	in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, TrailMaxTokens: 600, Count: count, Messages: msgs}
+	in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, TrailMaxTokens: 600, Count: trailCount, Messages: msgs}
 	out, err := summarize.Extractive{}.Summarize(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -239,17 +235,10 @@ func TestTrailURLsDoNotCrowdOutChanges(t *testing.T) {
 // merges each: a test that fails later leaves its group for a line of its
 // own.
 func TestTrailGroupsLinesOfOneOutput(t *testing.T) {
-	count := func(s string) int { return len(s) / 4 }
-	call := func(id, name, args string) chat.Message {
-		return chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + id, Name: name, Arguments: args}}}}
-	}
-	result := func(id, call, out string) chat.Message {
-		return chat.Message{ID: id, Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c" + call, Content: out}}}}
-	}
 	run := "tests/test_a.py::test_one PASSED\ntests/test_a.py::test_two PASSED\ntests/test_a.py::test_three PASSED\n"
-	round1 := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, Count: count, Messages: []chat.Message{
-		call("msg_2", "Bash", `{"command":"python -m pytest -v tests/test_a.py"}`), result("msg_3", "msg_2", run),
-		call("msg_4", "apply_patch", `{"input":"*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Update File: src/b.py\n@@\n-x\n+y\n*** End Patch"}`), result("msg_5", "msg_4", "Done"),
+	round1 := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, Count: trailCount, Messages: []chat.Message{
+		trailCall("msg_2", "Bash", `{"command":"python -m pytest -v tests/test_a.py"}`), trailResult("msg_3", "msg_2", run),
+		trailCall("msg_4", "apply_patch", `{"input":"*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Update File: src/b.py\n@@\n-x\n+y\n*** End Patch"}`), trailResult("msg_5", "msg_4", "Done"),
 	}}
 	s1, err := summarize.Extractive{}.Summarize(t.Context(), round1)
 	if err != nil {
@@ -264,8 +253,8 @@ func TestTrailGroupsLinesOfOneOutput(t *testing.T) {
 			t.Errorf("round 1 lacks %q:\n%s", want, trail)
 		}
 	}
-	round2 := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, Count: count, Previous: s1, Messages: []chat.Message{
-		call("msg_7", "Bash", `{"command":"python -m pytest -v tests/test_a.py -k two"}`), result("msg_8", "msg_7", "tests/test_a.py::test_two FAILED\n"),
+	round2 := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, Count: trailCount, Previous: s1, Messages: []chat.Message{
+		trailCall("msg_7", "Bash", `{"command":"python -m pytest -v tests/test_a.py -k two"}`), trailResult("msg_8", "msg_7", "tests/test_a.py::test_two FAILED\n"),
 	}}
 	s2, _ := summarize.Extractive{}.Summarize(t.Context(), round2)
 	_, trail, _ = strings.Cut(s2, "## "+summarize.SecTrail)
@@ -284,10 +273,10 @@ func TestTrailGroupsLinesOfOneOutput(t *testing.T) {
 	for i := range 20 {
 		fmt.Fprintf(&many, "tests/t.py::test_%02d PASSED\n", i)
 	}
-	round1.Messages = []chat.Message{call("msg_2", "Bash", `{"command":"pytest -v"}`), result("msg_3", "msg_2", many.String())}
-	small := summarize.Trail(round1, 130, count)
-	if count(small) > 130 || !strings.Contains(small, "test_19") || strings.Contains(small, "test_00") {
-		t.Errorf("over budget (%d tokens), or not the newest of the group kept:\n%s", count(small), small)
+	round1.Messages = []chat.Message{trailCall("msg_2", "Bash", `{"command":"pytest -v"}`), trailResult("msg_3", "msg_2", many.String())}
+	small := summarize.Trail(round1, 130, trailCount)
+	if trailCount(small) > 130 || !strings.Contains(small, "test_19") || strings.Contains(small, "test_00") {
+		t.Errorf("over budget (%d tokens), or not the newest of the group kept:\n%s", trailCount(small), small)
 	}
 }
 
@@ -295,14 +284,13 @@ func TestTrailGroupsLinesOfOneOutput(t *testing.T) {
 // only when that command's own call changed it; an editor's call in the same
 // message that changed the file the command read keeps its own line.
 func TestTrailWroteIsTheCommandsOwn(t *testing.T) {
-	count := func(s string) int { return len(s) / 4 }
 	msgs := []chat.Message{{ID: "msg_2", Role: chat.RoleAssistant, Parts: []chat.Part{
 		{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c1", Name: "Bash", Arguments: `{"command":"cat /repo/a.py"}`}},
 		{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c2", Name: "Edit", Arguments: `{"file_path":"/repo/a.py","old_string":"x","new_string":"y"}`}},
 	}}, {ID: "msg_3", Role: chat.RoleAssistant, Parts: []chat.Part{
 		{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c3", Name: "Bash", Arguments: `{"command":"touch /repo/b.py"}`}},
 	}}}
-	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, 1000, count)
+	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, 1000, trailCount)
 	for _, want := range []string{"- ran: cat /repo/a.py — msg_2\n", "- edited: /repo/a.py — msg_2\n", "- wrote: touch /repo/b.py — msg_3\n"} {
 		if !strings.Contains(trail, want) {
 			t.Errorf("trail lacks %q:\n%s", want, trail)
@@ -315,15 +303,14 @@ func TestTrailWroteIsTheCommandsOwn(t *testing.T) {
 // id, a short fold line, and the trail fills its budget (it kept three
 // quarters before), never more.
 func TestTrailFoldLineLeavesRoomToLines(t *testing.T) {
-	count := func(s string) int { return len(s) / 4 }
 	var cmds strings.Builder
 	for i := range 80 {
 		fmt.Fprintf(&cmds, "```bash\nls -la /repo/some/longer/directory/dir%03d\n```\n", i)
 	}
 	msgs := []chat.Message{{ID: "msg_2", Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: cmds.String()}}}}
 	const budget = 400
-	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, budget, count)
-	if n := count(trail); n > budget || n < budget*7/8 {
+	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, budget, trailCount)
+	if n := trailCount(trail); n > budget || n < budget*7/8 {
 		t.Errorf("trail of %d tokens for a budget of %d: want it filled, within it\n%s", n, budget, trail)
 	}
 	if !strings.Contains(trail, "- folded: ") || !strings.Contains(trail, "\nls -la /repo/some/longer/directory/dir079\n") {
@@ -336,19 +323,18 @@ func TestTrailFoldLineLeavesRoomToLines(t *testing.T) {
 // summary reads it back as one path, not as two files: a later edit of it
 // replaces its line, and the previous trail's files are that path.
 func TestTrailLineHoldingTheSeparator(t *testing.T) {
-	count := func(s string) int { return len(s) / 4 }
 	edit := func(id, path string) chat.Message {
 		return chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{
 			ID: "c" + id, Name: "Edit", Arguments: fmt.Sprintf(`{"file_path":%q,"old_string":"x","new_string":"y"}`, path)}}}}
 	}
 	const odd = `C:\Users\ann\Docs, 2024\notes.txt`
-	round1 := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, Count: count, Messages: []chat.Message{
+	round1 := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, Count: trailCount, Messages: []chat.Message{
 		edit("msg_2", odd), edit("msg_3", "src/a.py"), edit("msg_4", `"quoted".txt`)}}
 	s1, err := summarize.Extractive{}.Summarize(t.Context(), round1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	round2 := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, Count: count, Previous: s1, Messages: []chat.Message{edit("msg_9", odd)}}
+	round2 := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, Count: trailCount, Previous: s1, Messages: []chat.Message{edit("msg_9", odd)}}
 	s2, _ := summarize.Extractive{}.Summarize(t.Context(), round2)
 	_, trail, _ := strings.Cut(s2, "## "+summarize.SecTrail)
 	if n := strings.Count(trail, "Docs, 2024"); n != 1 || !strings.Contains(trail, odd) || !strings.Contains(trail, "msg_9") || strings.Contains(trail, "msg_2") {

@@ -37,7 +37,7 @@ func extractiveRequest(t *testing.T, msgs []chat.Message, w int64) compaction.Re
 	ids := 0
 	return compaction.Request{View: msgs, OriginalTaskID: "msg_1", Fixed: 100, Window: w, Policy: p, Target: p.Target, Round: 1,
 		Tiers: []compaction.Tier{compaction.TierPrune, compaction.TierSummarize, compaction.TierDropMiddle},
-		Count: quarterCount, CountText: quarterText, TrailSize: summarize.TrailSize,
+		Count: quarterCount, CountText: quarterText, Trail: summarize.TrailSize,
 		Summarize: func(in compaction.SummaryInput) (string, error) {
 			return summarize.Extractive{}.Summarize(t.Context(), in)
 		},
@@ -122,5 +122,50 @@ func trailFitsWhatIsLeft(t *testing.T, planSteps int) {
 	}
 	if room := strings.Contains(plan.Summary, "## "+summarize.SecTrail); room != (planSteps < 400) {
 		t.Errorf("a trail in the summary: %v, want %v\n%s", room, !room, plan.Summary)
+	}
+}
+
+// TestSummaryWithThePlannersTrail: the extractive summary written with
+// the trail the planner measured for its cut (SummaryInput.Trail) is byte
+// for byte the one the summarizer writes making the trail itself, at every
+// window and length of TestSummaryStaysWithinTarget's sessions.
+func TestSummaryWithThePlannersTrail(t *testing.T) {
+	summaries := 0
+	for _, w := range []int64{8000, 16000, 32000} {
+		for _, steps := range []int{10, 40, 200} {
+			var msgs []chat.Message
+			for i := range steps {
+				call := chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{
+					ID: fmt.Sprintf("c%d", i), Name: "bash", Arguments: fmt.Sprintf(`{"command":"python -m pytest tests/test_mod%d.py -x"}`, i)}}}}
+				out := chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
+					ToolCallID: fmt.Sprintf("c%d", i), Content: fmt.Sprintf("E   AssertionError: %s\n<returncode>1</returncode>", strings.Repeat("x", 300))}}}}
+				msgs = append(msgs, call, out)
+			}
+			msgs = append([]chat.Message{{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the bug in the parser."}}}}, msgs...)
+			for i := range msgs {
+				msgs[i].ID, msgs[i].Kind = fmt.Sprintf("msg_%d", i+1), chat.KindNormal
+				msgs[i].Tokens = quarterCount(&msgs[i])
+			}
+			req := extractiveRequest(t, msgs, w)
+			req.Summarize = func(in compaction.SummaryInput) (string, error) {
+				summaries++
+				if in.Trail == nil {
+					t.Errorf("window %d, %d steps: the summarizer got no trail", w, steps)
+				}
+				with, _ := summarize.Extractive{}.Summarize(t.Context(), in)
+				in.Trail = nil
+				without, _ := summarize.Extractive{}.Summarize(t.Context(), in)
+				if with != without {
+					t.Errorf("window %d, %d steps: the summary with the planner's trail differs:\n%s\nwant\n%s", w, steps, with, without)
+				}
+				return with, nil
+			}
+			if _, err := compaction.PlanCompaction(req); err != nil {
+				t.Fatalf("window %d, %d steps: %v", w, steps, err)
+			}
+		}
+	}
+	if summaries < 3 {
+		t.Errorf("%d summaries written; the sessions were meant to need several", summaries)
 	}
 }

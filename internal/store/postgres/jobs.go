@@ -70,8 +70,15 @@ func (t *txn) DeleteJob(ctx context.Context, tenant, sessionID, id string) (bool
 // statement that starts after it, which sees every lease committed before.
 // The lock is only tried: a tenant whose lock another leaser holds, or that
 // is at its cap after all, is left out and the pick is made again, so no
-// two leasers wait on each other (at most jobPickTries picks).
+// two leasers wait on each other (at most jobPickTries picks). A job so
+// passed over is let go at once (a rollback to the savepoint before the
+// pick releases its row, and the tenant's lock if it was taken): held to
+// the end of the transaction, other leasers skipped it meanwhile and could
+// all find nothing while it was due (TestPassedOverJobIsLetGo).
 func (t *txn) NextJob(ctx context.Context, now time.Time, perTenant int) (store.Job, error) {
+	if _, err := t.tx.Exec(ctx, `SAVEPOINT next_job`); err != nil {
+		return store.Job{}, err
+	}
 	skip := []string{}
 	for range jobPickTries {
 		j, err := scanJob(t.tx.QueryRow(ctx, `SELECT `+jobCols+` FROM compaction_jobs j
@@ -96,6 +103,9 @@ func (t *txn) NextJob(ctx context.Context, now time.Time, perTenant int) (store.
 			if busy < perTenant {
 				return j, nil
 			}
+		}
+		if _, err := t.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT next_job`); err != nil {
+			return store.Job{}, err
 		}
 		skip = append(skip, j.Tenant)
 	}

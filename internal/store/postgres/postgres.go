@@ -82,7 +82,14 @@ const sessionCols = `tenant, id, model, system_prompt, tools, policy, labels::te
 	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at, compaction_round, auto_paused_below,
 	view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes`
 
-const messageCols = `id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces, counted_for`
+// messageCols are a message row's columns (the row is m). A fork's row
+// that shares its parts (migration 00013) reads them from the row it
+// names: a probe by primary key, made only for such rows.
+const messageCols = `m.id, m.position, m.role, m.kind, m.name, m.pinned, ` + partsOf + `, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for`
+
+// partsOf is row m's parts, its own or those of the row it shares.
+const partsOf = `CASE WHEN m.body_session IS NULL THEN m.parts ELSE (SELECT b.parts FROM messages b
+	WHERE b.tenant = m.tenant AND b.session_id = m.body_session AND b.id = m.body_id) END`
 
 const compactionCols = `id, round, tiers, tokens_before, tokens_after, items, summary, view_before, view_after, created_at, expires_at, reverted_at`
 
@@ -215,7 +222,7 @@ func (m multiScanner) Scan(dest ...any) error { return m.row.Scan(append(dest, m
 // ActiveMessages returns the active view after ordinal `after`.
 func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) (_ []chat.Message, _ []int64, err error) {
 	defer unavailable(&err)
-	rows, err := s.pool.Query(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
+	rows, err := s.pool.Query(ctx, `SELECT v.ord, `+messageCols+`
 		FROM `+viewMessages+`
 		WHERE v.tenant = $1 AND v.session_id = $2 AND v.gen = `+currentGen+` AND v.ord > $3 ORDER BY v.ord LIMIT $4`, tenant, sessionID, after, limit)
 	if err != nil {
@@ -238,8 +245,8 @@ func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, af
 // LogMessages returns the log after position `after`.
 func (s *Store) LogMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) (_ []chat.Message, err error) {
 	defer unavailable(&err)
-	return collectMessages(s.pool.Query(ctx, `SELECT `+messageCols+` FROM messages
-		WHERE tenant = $1 AND session_id = $2 AND position > $3 ORDER BY position LIMIT $4`, tenant, sessionID, after, limit))
+	return collectMessages(s.pool.Query(ctx, `SELECT `+messageCols+` FROM messages m
+		WHERE m.tenant = $1 AND m.session_id = $2 AND m.position > $3 ORDER BY m.position LIMIT $4`, tenant, sessionID, after, limit))
 }
 
 func isUniqueViolation(err error) bool {
@@ -279,7 +286,7 @@ func messagesByID(ctx context.Context, q querier, tenant, sessionID string, ids 
 	// One primary-key lookup an id (as viewMessages): with young tables'
 	// statistics, id = ANY($3) was planned as a scan of all of the
 	// session's messages for every call.
-	msgs, err := collectMessages(q.Query(ctx, `SELECT m.* FROM (SELECT DISTINCT id FROM unnest($3::text[]) AS u(id)) want CROSS JOIN LATERAL (SELECT `+messageCols+`
+	msgs, err := collectMessages(q.Query(ctx, `SELECT `+messageCols+` FROM (SELECT DISTINCT id FROM unnest($3::text[]) AS u(id)) want CROSS JOIN LATERAL (SELECT *
 		FROM messages WHERE tenant = $1 AND session_id = $2 AND id = want.id OFFSET 0) m`, tenant, sessionID, ids))
 	if err != nil {
 		return nil, err
@@ -354,7 +361,8 @@ func (s *Store) LatestCompaction(ctx context.Context, tenant, sessionID string) 
 
 // rowBytes is a message row's stored size; octet_length of a TOASTed value
 // reads its header, not the value.
-const rowBytes = `octet_length(m.parts) + octet_length(m.metadata) + octet_length(m.replaces) + octet_length(m.id)`
+// A fork's row that shares its parts adds their size (body_bytes).
+const rowBytes = `octet_length(m.parts) + m.body_bytes + octet_length(m.metadata) + octet_length(m.replaces) + octet_length(m.id)`
 
 // ActiveSizes returns the sizes of the active view's rows after ordinal
 // `after`.

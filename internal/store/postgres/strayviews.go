@@ -9,25 +9,23 @@ import (
 	"github.com/contextd/contextd/internal/store"
 )
 
-// StrayViewGens returns at most limit view generations that are not their
-// session's current one, at most two a session: the nearest below and
-// above the current one, each a probe of the key (tenant, session_id,
-// gen, ord).
-func (s *Store) StrayViewGens(ctx context.Context, limit int) ([]store.ViewGen, error) {
-	rows, err := s.pool.Query(ctx, `SELECT s.tenant, s.id, g.gen FROM sessions s CROSS JOIN LATERAL (
+// StrayViewGens returns the view generations that are not their
+// session's current one, of at most sessions sessions after after in key
+// order (a range of the primary key), at most two a session: the nearest
+// below and above the current one, each a probe of the key (tenant,
+// session_id, gen, ord).
+func (s *Store) StrayViewGens(ctx context.Context, after store.StrayCursor, sessions int) ([]store.ViewGen, store.StrayCursor, error) {
+	rows, err := s.pool.Query(ctx, `SELECT s.tenant, s.id,
 		(SELECT v.gen FROM view_entries v WHERE v.tenant = s.tenant AND v.session_id = s.id
-			AND v.gen < s.view_gen ORDER BY v.gen DESC LIMIT 1)
-		UNION ALL
+			AND v.gen < s.view_gen ORDER BY v.gen DESC LIMIT 1),
 		(SELECT v.gen FROM view_entries v WHERE v.tenant = s.tenant AND v.session_id = s.id
-			AND v.gen > s.view_gen ORDER BY v.gen LIMIT 1)) g LIMIT $1`, limit)
+			AND v.gen > s.view_gen ORDER BY v.gen LIMIT 1)
+		FROM sessions s WHERE (s.tenant, s.id) > ($1, $2) ORDER BY s.tenant, s.id LIMIT $3`, after.Tenant, after.ID, sessions)
 	if err != nil {
-		return nil, err
+		return nil, store.StrayCursor{}, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.ViewGen, error) {
-		var g store.ViewGen
-		err := r.Scan(&g.Tenant, &g.SessionID, &g.Gen)
-		return g, err
-	})
+	defer rows.Close()
+	return store.ScanStrayViewGens(rows, sessions)
 }
 
 // DropViewGen deletes at most limit rows of generation g, unless it is its

@@ -94,7 +94,14 @@ func (t *txn) DeleteUnusedSession(ctx context.Context, tenant, id string, create
 }
 
 func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message) error {
+	return t.insertMessages(ctx, tenant, sessionID, msgs, nil)
+}
+
+// insertMessages inserts msgs; a message with a shared body (refs[i].id
+// set; refs may be nil) is stored without its parts (fork.go).
+func (t *txn) insertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message, refs []store.SharedBody) error {
 	n := len(msgs)
+	bodySessions, bodyIDs, bodyBytes := make([]*string, n), make([]*string, n), make([]int64, n)
 	ids, roles, kinds, names, parts, metas := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	replaces := make([]string, n)
 	countedFor := make([]*string, n) // NULL when unknown
@@ -102,8 +109,11 @@ func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs
 	pinned := make([]bool, n)
 	created := make([]any, n)
 	for i, m := range msgs {
-		p, err := store.EncodeJSON(m.Parts)
-		if err != nil {
+		var p string
+		var err error
+		if refs != nil && refs[i].ID != "" {
+			bodySessions[i], bodyIDs[i], bodyBytes[i] = &refs[i].SessionID, &refs[i].ID, refs[i].Bytes
+		} else if p, err = store.EncodeJSON(m.Parts); err != nil {
 			return err
 		}
 		md, err := store.EncodeJSON(m.Metadata)
@@ -123,9 +133,12 @@ func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs
 	// pipelined batch: the insert, then the index's head moved and its
 	// entries added), not three; the first error is the batch's.
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO messages (tenant, session_id, id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces, counted_for)
-		SELECT $1, $2, * FROM unnest($3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12::timestamptz[], $13::text[], $14::text[])`,
-		tenant, sessionID, ids, positions, roles, kinds, names, pinned, parts, metas, tokens, created, replaces, countedFor)
+	b.Queue(`INSERT INTO messages (tenant, session_id, id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces, counted_for,
+		body_session, body_id, body_bytes)
+		SELECT $1, $2, * FROM unnest($3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::text[], $10::text[], $11::bigint[], $12::timestamptz[], $13::text[], $14::text[],
+		$15::text[], $16::text[], $17::bigint[])`,
+		tenant, sessionID, ids, positions, roles, kinds, names, pinned, parts, metas, tokens, created, replaces, countedFor,
+		bodySessions, bodyIDs, bodyBytes)
 	queueHistory(b, tenant, sessionID, store.HistoryEntries(msgs))
 	err := runBatch(t.tx.SendBatch(ctx, b), b.Len())
 	if isUniqueViolation(err) {
@@ -258,7 +271,7 @@ func (t *txn) LockCompaction(ctx context.Context, tenant, sessionID string) erro
 }
 
 func (t *txn) ViewMessages(ctx context.Context, tenant, sessionID string) ([]chat.Message, error) {
-	return collectMessages(t.tx.Query(ctx, `SELECT m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
+	return collectMessages(t.tx.Query(ctx, `SELECT `+messageCols+`
 		FROM `+viewMessages+`
 		WHERE v.tenant = $1 AND v.session_id = $2 AND v.gen = `+currentGen+` ORDER BY v.ord`, tenant, sessionID))
 }

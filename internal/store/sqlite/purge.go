@@ -23,7 +23,7 @@ const (
 func (s *Store) Purge(ctx context.Context, cutoff, now time.Time) (store.Purged, error) {
 	var p store.Purged
 	var err error
-	if p.Sessions, err = s.purgeExec(ctx, `DELETE FROM sessions WHERE deleted_at IS NOT NULL AND deleted_at < ?`, cutoff.UnixNano()); err != nil {
+	if p.Sessions, err = s.purgeDeletedSessions(ctx, cutoff); err != nil { // fork.go
 		return p, err
 	}
 	var afterTenant, afterID string

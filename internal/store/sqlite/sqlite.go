@@ -108,7 +108,14 @@ const sessionCols = `tenant, id, model, system_prompt, tools, policy, labels, ve
 	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at, compaction_round, auto_paused_below,
 	view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes`
 
-const messageCols = `id, position, role, kind, name, pinned, parts, metadata, tokens, created_at, replaces, counted_for`
+// messageCols are a message row's columns (the row is m). A fork's row
+// that shares its parts (migration 00013) reads them from the row it
+// names: a probe by primary key, made only for such rows.
+const messageCols = `m.id, m.position, m.role, m.kind, m.name, m.pinned, ` + partsOf + `, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for`
+
+// partsOf is row m's parts, its own or those of the row it shares.
+const partsOf = `CASE WHEN m.body_session IS NULL THEN m.parts ELSE (SELECT b.parts FROM messages b
+	WHERE b.tenant = m.tenant AND b.session_id = m.body_session AND b.id = m.body_id) END`
 
 const compactionCols = `id, round, tiers, tokens_before, tokens_after, items, summary, view_before, view_after, created_at, expires_at, reverted_at`
 
@@ -243,7 +250,7 @@ func (m multiScanner) Scan(dest ...any) error { return m.row.Scan(append(dest, m
 
 // ActiveMessages returns the active view after ordinal `after`.
 func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, []int64, error) {
-	rows, err := reads{s}.QueryContext(ctx, `SELECT v.ord, m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
+	rows, err := reads{s}.QueryContext(ctx, `SELECT v.ord, `+messageCols+`
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
 		WHERE v.tenant = ? AND v.session_id = ? AND v.gen = `+currentGen+` AND v.ord > ? ORDER BY v.ord LIMIT ?`, tenant, sessionID, after, limit)
 	if err != nil {
@@ -265,8 +272,8 @@ func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, af
 
 // LogMessages returns the log after position `after`.
 func (s *Store) LogMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) ([]chat.Message, error) {
-	return collectMessages(reads{s}.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
-		WHERE tenant = ? AND session_id = ? AND position > ? ORDER BY position LIMIT ?`, tenant, sessionID, after, limit))
+	return collectMessages(reads{s}.QueryContext(ctx, `SELECT `+messageCols+` FROM messages m
+		WHERE m.tenant = ? AND m.session_id = ? AND m.position > ? ORDER BY m.position LIMIT ?`, tenant, sessionID, after, limit))
 }
 
 func isUniqueViolation(err error) bool {
@@ -297,8 +304,8 @@ func messagesByID(ctx context.Context, q querier, tenant, sessionID string, ids 
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := collectMessages(q.QueryContext(ctx, `SELECT `+messageCols+` FROM messages
-		WHERE tenant = ? AND session_id = ? AND id IN (SELECT value FROM json_each(?))`, tenant, sessionID, list))
+	msgs, err := collectMessages(q.QueryContext(ctx, `SELECT `+messageCols+` FROM messages m
+		WHERE m.tenant = ? AND m.session_id = ? AND m.id IN (SELECT value FROM json_each(?))`, tenant, sessionID, list))
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +389,8 @@ func (s *Store) LatestCompaction(ctx context.Context, tenant, sessionID string) 
 
 // rowBytes is a message row's stored size; octet_length reads a value's
 // size from the record header, not the value.
-const rowBytes = `octet_length(m.parts) + octet_length(m.metadata) + octet_length(m.replaces) + octet_length(m.id)`
+// A fork's row that shares its parts adds their size (body_bytes).
+const rowBytes = `octet_length(m.parts) + m.body_bytes + octet_length(m.metadata) + octet_length(m.replaces) + octet_length(m.id)`
 
 // ActiveSizes returns the sizes of the active view's rows after ordinal
 // `after`.

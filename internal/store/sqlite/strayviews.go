@@ -6,31 +6,23 @@ import (
 	"github.com/contextd/contextd/internal/store"
 )
 
-// StrayViewGens returns at most limit view generations that are not their
-// session's current one, at most two a session: the nearest below and
-// above the current one, each a probe of the key (tenant, session_id,
-// gen, ord).
-func (s *Store) StrayViewGens(ctx context.Context, limit int) ([]store.ViewGen, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT tenant, id, gen FROM (
-		SELECT s.tenant, s.id, (SELECT v.gen FROM view_entries v WHERE v.tenant = s.tenant AND v.session_id = s.id
-			AND v.gen < s.view_gen ORDER BY v.gen DESC LIMIT 1) AS gen FROM sessions s
-		UNION ALL
-		SELECT s.tenant, s.id, (SELECT v.gen FROM view_entries v WHERE v.tenant = s.tenant AND v.session_id = s.id
-			AND v.gen > s.view_gen ORDER BY v.gen LIMIT 1) AS gen FROM sessions s
-	) WHERE gen IS NOT NULL LIMIT ?`, limit)
+// StrayViewGens returns the view generations that are not their
+// session's current one, of at most sessions sessions after after in key
+// order (a range of the primary key), at most two a session: the nearest
+// below and above the current one, each a probe of the key (tenant,
+// session_id, gen, ord).
+func (s *Store) StrayViewGens(ctx context.Context, after store.StrayCursor, sessions int) ([]store.ViewGen, store.StrayCursor, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT s.tenant, s.id,
+		(SELECT v.gen FROM view_entries v WHERE v.tenant = s.tenant AND v.session_id = s.id
+			AND v.gen < s.view_gen ORDER BY v.gen DESC LIMIT 1),
+		(SELECT v.gen FROM view_entries v WHERE v.tenant = s.tenant AND v.session_id = s.id
+			AND v.gen > s.view_gen ORDER BY v.gen LIMIT 1)
+		FROM sessions s WHERE (s.tenant, s.id) > (?, ?) ORDER BY s.tenant, s.id LIMIT ?`, after.Tenant, after.ID, sessions)
 	if err != nil {
-		return nil, err
+		return nil, store.StrayCursor{}, err
 	}
 	defer rows.Close()
-	var out []store.ViewGen
-	for rows.Next() {
-		var g store.ViewGen
-		if err := rows.Scan(&g.Tenant, &g.SessionID, &g.Gen); err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
+	return store.ScanStrayViewGens(rows, sessions)
 }
 
 // DropViewGen deletes at most limit rows of generation g, unless it is its

@@ -95,11 +95,24 @@ func (t *txn) DeleteUnusedSession(ctx context.Context, tenant, id string, create
 }
 
 func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message) error {
+	return t.insertMessages(ctx, tenant, sessionID, msgs, nil)
+}
+
+// insertMessages inserts msgs; a message with a shared body (refs[i].id
+// set; refs may be nil) is stored without its parts (fork.go).
+func (t *txn) insertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message, refs []store.SharedBody) error {
 	err := execBatched(ctx, t.tx, `INSERT INTO messages (tenant, session_id, id, position, role, kind, name,
-		pinned, parts, metadata, tokens, created_at, replaces, counted_for) VALUES `, "", 14, len(msgs),
+		pinned, parts, metadata, tokens, created_at, replaces, counted_for, body_session, body_id, body_bytes) VALUES `, "", 17, len(msgs),
 		func(i int, args []any) ([]any, error) {
 			m := &msgs[i]
-			parts, err := store.EncodeJSON(m.Parts)
+			var ref store.SharedBody
+			if refs != nil {
+				ref = refs[i]
+			}
+			parts, err := "", error(nil)
+			if ref.ID == "" {
+				parts, err = store.EncodeJSON(m.Parts)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -116,7 +129,7 @@ func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs
 				countedFor = m.CountedFor
 			}
 			return append(args, tenant, sessionID, m.ID, m.Position, string(m.Role), string(m.Kind), m.Name,
-				m.Pinned, parts, meta, m.Tokens, m.CreatedAt.UnixNano(), replaces, countedFor), nil
+				m.Pinned, parts, meta, m.Tokens, m.CreatedAt.UnixNano(), replaces, countedFor, sessionArg(ref), idArg(ref), ref.Bytes), nil
 		})
 	if isUniqueViolation(err) {
 		return fmt.Errorf("message: %w", store.ErrAlreadyExists)
@@ -239,7 +252,7 @@ func (t *txn) PutIdempotency(ctx context.Context, tenant, sessionID string, rec 
 func (t *txn) LockCompaction(context.Context, string, string) error { return nil }
 
 func (t *txn) ViewMessages(ctx context.Context, tenant, sessionID string) ([]chat.Message, error) {
-	return collectMessages(t.tx.QueryContext(ctx, `SELECT m.id, m.position, m.role, m.kind, m.name, m.pinned, m.parts, m.metadata, m.tokens, m.created_at, m.replaces, m.counted_for
+	return collectMessages(t.tx.QueryContext(ctx, `SELECT `+messageCols+`
 		FROM view_entries v JOIN messages m ON m.tenant = v.tenant AND m.session_id = v.session_id AND m.id = v.message_id
 		WHERE v.tenant = ? AND v.session_id = ? AND v.gen = `+currentGen+` ORDER BY v.ord`, tenant, sessionID))
 }

@@ -58,6 +58,14 @@ func Run(t *testing.T, newStore NewStore) {
 		{"DropDuringFlip", testDropDuringFlip},
 		{"StrayViewGens", testStrayViewGens},
 		{"AbandonedStagingSwept", testAbandonedStagingSwept},
+		{"StrayPassesAreBounded", testStrayPassesAreBounded},
+		{"StrayPassGoesRound", testStrayPassGoesRound},
+		{"ForkSharesPrefix", testForkSharesPrefix},
+		{"ForkOutlivesParent", testForkOutlivesParent},
+		{"ForkRacesParentDelete", testForkRacesParentDelete},
+		{"ForkHeir", testForkHeir},
+		{"ForkHeirRacesItsDelete", testForkHeirRacesItsDelete},
+		{"ForksPurgedTogether", func(t *testing.T, s store.Store) { ForksPurgedTogether(t, s, 20) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

@@ -42,9 +42,9 @@ func stage(t *testing.T, s store.Store, id string, gen int64, ids []string) {
 
 func strays(t *testing.T, s store.Store) []store.ViewGen {
 	t.Helper()
-	gens, err := s.StrayViewGens(t.Context(), 100)
-	if err != nil {
-		t.Fatal(err)
+	gens, next, err := s.StrayViewGens(t.Context(), store.StrayCursor{}, 100)
+	if err != nil || next != (store.StrayCursor{}) {
+		t.Fatalf("StrayViewGens of every session: cursor %v, %v; want it at the end", next, err)
 	}
 	return gens
 }
@@ -119,5 +119,89 @@ func testAbandonedStagingSwept(t *testing.T, s store.Store) {
 	}
 	if got := fmt.Sprint(activeIDs(t, s, "t1", "a")); got != fmt.Sprint(ids) {
 		t.Fatalf("the view of the session whose staging was swept: %s; want %v", got, ids)
+	}
+}
+
+// testStrayPassesAreBounded: a listing looks at the sessions after its
+// cursor, at most as many as it is told, and says where it stopped (zero
+// at the end); retention's sweep, told 2 sessions a pass, goes round 5 in
+// 3 passes and deletes, a round later, only the generations of the
+// sessions each pass looks at. Before, every listing probed every session.
+func testStrayPassesAreBounded(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	names := []string{"a", "b", "c", "d", "e"}
+	var want []store.ViewGen
+	for _, id := range names {
+		ids := viewOf(t, s, id)
+		gen := store.NewViewGen()
+		stage(t, s, id, gen, ids[:1])
+		want = append(want, store.ViewGen{Tenant: "t1", SessionID: id, Gen: gen})
+	}
+	var cursor store.StrayCursor
+	for pass, wantGens := range [][]store.ViewGen{want[:2], want[2:4], want[4:]} {
+		gens, next, err := s.StrayViewGens(ctx, cursor, 2)
+		if err != nil || !slices.Equal(gens, wantGens) {
+			t.Fatalf("pass %d: %v, %v; want %v", pass, gens, err, wantGens)
+		}
+		wantNext := store.StrayCursor{Tenant: "t1", ID: wantGens[len(wantGens)-1].SessionID}
+		if pass == 2 {
+			wantNext = store.StrayCursor{}
+		}
+		if next != wantNext {
+			t.Fatalf("pass %d stopped at %v; want %v", pass, next, wantNext)
+		}
+		cursor = next
+	}
+	sweep := retention.Strays{Age: time.Minute, Sessions: 2, Batches: 1}
+	for range 3 { // a first round: each seen once
+		if gens, rows, err := sweep.Sweep(ctx, s, epoch); err != nil || gens != 0 || rows != 0 {
+			t.Fatalf("first round: %d generations, %d rows, %v; want nothing yet", gens, rows, err)
+		}
+	}
+	for pass, wantGens := range []int{2, 2, 1} {
+		if gens, rows, err := sweep.Sweep(ctx, s, epoch.Add(time.Hour)); err != nil || gens != wantGens || rows != wantGens {
+			t.Fatalf("second round, pass %d: %d generations, %d rows, %v; want %d of each", pass, gens, rows, err, wantGens)
+		}
+	}
+	if g := strays(t, s); len(g) != 0 {
+		t.Fatalf("stray generations after two rounds: %v", g)
+	}
+}
+
+// testStrayPassGoesRound: a pass of retention's sweep lists batch after
+// batch up to the end of the round, at most Batches of them: told 2
+// sessions a listing, one pass goes round 5 sessions, and the next, an
+// age later, deletes the generations of all 5; told 2 listings a pass, a
+// pass looks at 4 sessions, the next at the fifth (the round's end: it
+// stops there, not looking at a session twice). Before, a pass made one
+// listing: 5 sessions took 3 passes, and a store of 100,000 sessions took
+// 100 hours at the default interval.
+func testStrayPassGoesRound(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	var want []store.ViewGen
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		ids := viewOf(t, s, id)
+		gen := store.NewViewGen()
+		stage(t, s, id, gen, ids[:1])
+		want = append(want, store.ViewGen{Tenant: "t1", SessionID: id, Gen: gen})
+	}
+	capped := retention.Strays{Age: time.Minute, Sessions: 2, Batches: 2}
+	round := retention.Strays{Age: time.Minute, Sessions: 2}
+	for _, x := range []*retention.Strays{&capped, &capped, &round} {
+		if gens, rows, err := x.Sweep(ctx, s, epoch); err != nil || gens != 0 || rows != 0 {
+			t.Fatalf("a first look: %d generations, %d rows, %v; want nothing yet", gens, rows, err)
+		}
+	}
+	if gens, rows, err := capped.Sweep(ctx, s, epoch.Add(time.Hour)); err != nil || gens != 4 || rows != 4 {
+		t.Fatalf("a pass of 2 listings of 2 sessions, an age later: %d generations, %d rows, %v; want 4 of each", gens, rows, err)
+	}
+	if g := strays(t, s); !slices.Equal(g, want[4:]) {
+		t.Fatalf("stray generations after a pass of 4 sessions = %v; want %v", g, want[4:])
+	}
+	if gens, rows, err := round.Sweep(ctx, s, epoch.Add(time.Hour)); err != nil || gens != 1 || rows != 1 {
+		t.Fatalf("a pass round 5 sessions, an age later: %d generations, %d rows, %v; want the fifth's", gens, rows, err)
+	}
+	if g := strays(t, s); len(g) != 0 {
+		t.Fatalf("stray generations after a pass round every session: %v", g)
 	}
 }

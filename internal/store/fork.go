@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+
+	"github.com/contextd/contextd/internal/chat"
+)
+
+// SharedPrefix names the log a new session's first messages repeat: the
+// session it forked from (a client rewound or edited a message and went
+// on) and how many of its log's first messages the fork shares.
+type SharedPrefix struct {
+	SessionID string
+	Length    int64
+}
+
+// ForkTx is what a transaction does for a fork (docs/storage.md).
+type ForkTx interface {
+	// InsertForkMessages is InsertMessages for the first messages of a
+	// session that forked from p: a message at a position up to p.Length
+	// whose stored parts would be byte for byte those of p's message at
+	// that position is stored once, not again (its row names the row that
+	// holds them, which it locks until the transaction ends). Every other
+	// message is stored as InsertMessages stores it. Reads of the session
+	// (views, log, sizes, MessagesByID) cannot tell the difference, and the
+	// parts stay readable when p's row goes (copy-on-delete). Its work is
+	// a primary-key probe a message up to p.Length (on PostgreSQL all in one
+	// round trip).
+	InsertForkMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message, p SharedPrefix) error
+}
+
+// SharedBody names the row that holds a fork's message's parts (ID empty:
+// the message holds its own) and their size.
+type SharedBody struct {
+	SessionID, ID string
+	Bytes         int64
+}
+
+// ShareBodies is InsertForkMessages' lookup: of the messages of session
+// sessionID, those at a position up to p.Length are candidates, and find
+// returns, by position, the rows holding p's parts at those positions
+// that are the candidates' parts (a position missing: not the same, or
+// gone); the others hold their own.
+func ShareBodies(msgs []chat.Message, sessionID string, p SharedPrefix, find func(positions []int64, parts []string) (map[int64]SharedBody, error)) ([]SharedBody, error) {
+	var positions []int64
+	var parts []string
+	for i := range msgs {
+		m := &msgs[i]
+		if p.SessionID == "" || p.SessionID == sessionID || m.Position < 1 || m.Position > p.Length {
+			continue
+		}
+		enc, err := EncodeJSON(m.Parts)
+		if err != nil {
+			return nil, err
+		}
+		positions, parts = append(positions, m.Position), append(parts, enc)
+	}
+	refs := make([]SharedBody, len(msgs))
+	if len(positions) == 0 {
+		return refs, nil
+	}
+	found, err := find(positions, parts)
+	if err != nil {
+		return nil, err
+	}
+	size := make(map[int64]int64, len(positions))
+	for i, pos := range positions {
+		size[pos] = int64(len(parts[i]))
+	}
+	for i := range msgs {
+		if ref, ok := found[msgs[i].Position]; ok && msgs[i].Position > 0 {
+			ref.Bytes = size[msgs[i].Position]
+			refs[i] = ref
+		}
+	}
+	return refs, nil
+}
