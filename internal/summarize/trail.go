@@ -359,6 +359,7 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 	from := trailFrom(in.Messages)
 	folded += from // messages beyond the read bound: behind the summary's id
 	lines := mergeTrail(prev, trailLines(in.Messages[from:]))
+	lines, folded, foldIDs = foldBroken(lines, folded, foldIDs)
 	if len(lines) > maxTrailLines {
 		folded += len(lines) - maxTrailLines
 		for _, l := range lines[:len(lines)-maxTrailLines] {
@@ -577,6 +578,26 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		return second
 	}
 	return first
+}
+
+// foldBroken folds the lines whose text holds a line break (a path or a
+// URL read out of a tool call's arguments can): written whole or dense,
+// the rest of the text was read back by a chained summary as lines of
+// their own (a forged command under a forged dense head, a "## " line
+// that ended the trail and dropped every line after it) and the text
+// itself as its first line, cut. Such a line is counted in the fold line,
+// which names its message id (one expand away).
+func foldBroken(lines []trailLine, folded int, foldIDs []string) ([]trailLine, int, []string) {
+	out := lines[:0]
+	for _, l := range lines {
+		if strings.ContainsAny(l.text, "\r\n") {
+			folded++
+			foldIDs = append(foldIDs, l.idOf())
+			continue
+		}
+		out = append(out, l)
+	}
+	return out, folded, foldIDs
 }
 
 // foldLine counts n folded lines and names ids (newest first).
