@@ -74,9 +74,10 @@ const maxTrailLines = 2000
 // a command, a test, ...), so a newer fact replaces an older one.
 type trailLine struct {
 	key, tag, text, meta string
-	// bare: read back from a dense form (traildense.go), with no facts;
-	// meta is the id of the summary whose originals hold it. It is only
-	// ever shown dense.
+	// bare: read back from a dense form (traildense.go), with no facts
+	// but a command's exit status; meta is that status, if any, and the
+	// id of the summary whose originals hold it ("exit 2, sum_1_1"). It
+	// is only ever shown dense.
 	bare bool
 }
 
@@ -99,13 +100,13 @@ func parseTrail(summary string) ([]trailLine, int, []string) {
 	var out []trailLine
 	var ids []string
 	folded := 0
-	denseOf, denseID := "", "" // the tag of the dense texts being read, and the summary they are behind
+	denseOf, denseMeta := "", "" // the tag of the dense texts being read, and their meta (exit status, the summary they are behind)
 	for _, line := range strings.Split(summary[i+len(SecTrail)+5:], "\n") {
 		if strings.HasPrefix(line, "## ") {
 			break
 		}
 		if text, ok := denseText(line); ok && denseOf != "" {
-			out = append(out, trailLine{key: keyOf(denseOf, strings.TrimSuffix(text, "…")), tag: denseOf, text: text, meta: denseID, bare: true})
+			out = append(out, trailLine{key: keyOf(denseOf, strings.TrimSuffix(text, "…")), tag: denseOf, text: text, meta: denseMeta, bare: true})
 			continue
 		}
 		body, ok := strings.CutPrefix(line, "- ")
@@ -113,8 +114,11 @@ func parseTrail(summary string) ([]trailLine, int, []string) {
 		if !ok {
 			continue
 		}
-		if tag, id, ok := denseTag(body); ok {
-			denseOf, denseID = tag, id
+		if kind, id, ok := denseTag(body); ok {
+			denseOf, denseMeta = kind, id
+			if tag, status, ok := strings.Cut(kind, denseExit); ok {
+				denseOf, denseMeta = tag, "exit "+status+", "+id
+			}
 			continue
 		}
 		tag, rest, ok := strings.Cut(body, ": ")
@@ -386,10 +390,10 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 			groupCost[i] = count(renderGroup(lines, leader, i, nil))
 		}
 	}
-	headCost := map[string]int{}
+	headCost := map[string]int{} // by denseKind
 	for _, l := range lines {
-		if _, ok := headCost[l.tag]; !ok {
-			headCost[l.tag] = count(denseHead(l.tag, in.ID))
+		if _, ok := headCost[denseKind(l)]; !ok {
+			headCost[denseKind(l)] = count(denseHead(denseKind(l), in.ID))
 		}
 	}
 	kept := make([]bool, len(lines))  // shown whole
@@ -456,13 +460,13 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 					continue
 				}
 				c := denseCosts[i] + 1
-				if !headUsed[lines[i].tag] {
-					c += headCost[lines[i].tag]
+				if !headUsed[denseKind(lines[i])] {
+					c += headCost[denseKind(lines[i])]
 				}
 				if used+c <= room {
 					used += c
 					dense[i] = true
-					headUsed[lines[i].tag] = true
+					headUsed[denseKind(lines[i])] = true
 				}
 			}
 		}

@@ -5,9 +5,10 @@ import "strings"
 // The dense form of trail lines: all but a file's changes and the newest
 // lines (within 1/wholeShare of the budget) are shown by their texts
 // alone, verbatim and whole (a path, a command's head, a test id, an
-// error's first line), one a line under a head line per tag that names the
-// summary's id (expanding it reads what they came from), without a line's
-// facts (its exit status, its message id). A text costs about a token more
+// error's first line), one a line under a head line per tag (and exit
+// status other than 0: denseKind) that names the summary's id (expanding
+// it reads what they came from), without a line's other facts (its
+// message id, a file's hash). A text costs about a token more
 // than itself (its newline), a whole line about eight more: at small
 // windows the trail names every command, read and passing test where it
 // folded a fifth of them into a count, and everywhere it is re-sent for
@@ -22,8 +23,24 @@ const denseMark = ", earlier (behind "
 // indent cost a token a text.
 const denseIndent = "  "
 
-// denseHead is the head line of the dense texts of tag in summary id.
-func denseHead(tag, id string) string { return "- " + tag + denseMark + id + "):\n" }
+// denseHead is the head line of the dense texts of kind (denseKind) in
+// summary id.
+func denseHead(kind, id string) string { return "- " + kind + denseMark + id + "):\n" }
+
+// denseExit joins a tag and a command's exit status in a dense kind.
+const denseExit = ", exit "
+
+// denseKind is what a dense text is listed under: its tag and, for a
+// command that printed an exit status other than 0, that status ("ran,
+// exit 2"). Listed with the rest under its tag alone, a command that
+// failed read as one that printed none, which the trail's header says a
+// line shows (TestDenseTextsKeepTheirExitStatus).
+func denseKind(l trailLine) string {
+	if status, _, ok := strings.Cut(l.meta, ", "); ok && strings.HasPrefix(status, "exit ") {
+		return l.tag + denseExit + strings.TrimPrefix(status, "exit ")
+	}
+	return l.tag
+}
 
 // denseItem is one dense text's line.
 func denseItem(text string) string {
@@ -45,9 +62,9 @@ func denseText(line string) (string, bool) {
 	return line, true
 }
 
-// renderDense renders the lines marked dense: one head line per tag, in
-// the order of each tag's first dense line, and under it that tag's
-// texts, oldest first.
+// renderDense renders the lines marked dense: one head line per kind
+// (denseKind), in the order of each kind's first dense line, and under it
+// that kind's texts, oldest first.
 func renderDense(lines []trailLine, dense []bool, id string) string {
 	var tags []string
 	texts := map[string][]string{}
@@ -55,10 +72,11 @@ func renderDense(lines []trailLine, dense []bool, id string) string {
 		if !dense[i] {
 			continue
 		}
-		if _, ok := texts[l.tag]; !ok {
-			tags = append(tags, l.tag)
+		k := denseKind(l)
+		if _, ok := texts[k]; !ok {
+			tags = append(tags, k)
 		}
-		texts[l.tag] = append(texts[l.tag], l.text)
+		texts[k] = append(texts[k], l.text)
 	}
 	var b strings.Builder
 	for _, tag := range tags {
@@ -70,8 +88,9 @@ func renderDense(lines []trailLine, dense []bool, id string) string {
 	return b.String()
 }
 
-// denseTag returns the tag of a dense head line's body ("ran, earlier
-// (behind sum_3_1):") and the summary id it names, or false.
+// denseTag returns the kind of a dense head line's body ("ran, earlier
+// (behind sum_3_1):", "ran, exit 2, earlier (behind sum_3_1):") and the
+// summary id it names, or false.
 func denseTag(body string) (string, string, bool) {
 	tag, rest, ok := strings.Cut(body, denseMark)
 	id, ok2 := strings.CutSuffix(rest, "):")

@@ -163,3 +163,35 @@ func TestTrailFoldsATextWithALineBreak(t *testing.T) {
 		t.Errorf("want the line folded, named by its message id:\n%s", trail)
 	}
 }
+
+// TestDenseTextsKeepTheirExitStatus: the trail's header says a command's
+// exit status shows when it printed one other than 0. A failing command
+// listed densely with the rest, its text alone, read as one that printed
+// none: it is listed under a head of its own that says its status, and a
+// chained summary reads the status back.
+func TestDenseTextsKeepTheirExitStatus(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	var msgs []chat.Message
+	for i := range 60 {
+		id := fmt.Sprintf("msg_%d", 2+2*i)
+		status := 0
+		if i == 5 || i == 7 {
+			status = 2
+		}
+		msgs = append(msgs,
+			chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + id, Name: "bash", Arguments: fmt.Sprintf(`{"command":"make step%02d"}`, i)}}}},
+			chat.Message{ID: fmt.Sprintf("msg_%d", 3+2*i), Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c" + id, Content: fmt.Sprintf("ok\n<returncode>%d</returncode>", status)}}}})
+	}
+	const failing = "- ran, exit 2, earlier (behind sum_1_1):\nmake step05\nmake step07\n"
+	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, 2000, count)
+	if !strings.Contains(trail, failing) || !strings.Contains(trail, "\nmake step06\n") || count(trail) > 2000 {
+		t.Errorf("want the failing commands dense under their status:\n%s", trail)
+	}
+	trail2 := summarize.Trail(compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: "[x]\n" + trail}, 2000, count)
+	if !strings.Contains(trail2, strings.ReplaceAll(failing, "sum_1_1", "sum_2_1")) {
+		t.Errorf("a chained summary lost the status:\n%s", trail2)
+	}
+	if whole, dense, _ := summarize.TrailShape("[x]\n" + trail2); whole+dense != 60 {
+		t.Errorf("%d whole, %d dense, want 60:\n%s", whole, dense, trail2)
+	}
+}
