@@ -91,19 +91,35 @@ func (l trailLine) render() string {
 
 // parseTrail reads the trail section of a previous summary: its lines, in
 // order, how many older ones it had folded and the message ids it named
-// for them.
+// for them. It reads the summary whole, line by line (it is a message of
+// the view, within the window), and keeps its last maxTrailLines lines
+// (between maxTrailLines and twice as many while it reads): the older
+// ones are counted as folded, their ids named after those the newer
+// lines'. Cut to its head and tail, as it was (50,000 bytes), a long
+// trail lost its middle lines uncounted, and the line across the cut
+// came back as one text holding two halves and the cut's marker.
 func parseTrail(summary string) ([]trailLine, int, []string) {
 	i := strings.Index(summary, "\n## "+SecTrail+"\n")
 	if i < 0 {
 		return nil, 0, nil
 	}
 	var out []trailLine
-	var ids []string
+	var ids, droppedIDs []string
 	folded := 0
+	drop := func(n int) {
+		for _, l := range out[:n] {
+			folded++
+			droppedIDs = append(droppedIDs, l.idOf())
+		}
+		out = append(out[:0], out[n:]...)
+	}
 	denseOf, denseMeta := "", "" // the tag of the dense texts being read, and their meta (exit status, the summary they are behind)
-	for _, line := range strings.Split(summary[i+len(SecTrail)+5:], "\n") {
+	for line := range strings.SplitSeq(summary[i+len(SecTrail)+5:], "\n") {
 		if strings.HasPrefix(line, "## ") {
 			break
+		}
+		if len(out) >= 2*maxTrailLines {
+			drop(len(out) - maxTrailLines)
 		}
 		if text, ok := denseText(line); ok && denseOf != "" {
 			out = append(out, trailLine{key: keyOf(denseOf, strings.TrimSuffix(text, "…")), tag: denseOf, text: text, meta: denseMeta, bare: true})
@@ -153,14 +169,20 @@ func parseTrail(summary string) ([]trailLine, int, []string) {
 			out = append(out, l)
 		}
 	}
-	return out, folded, ids
+	if len(out) > maxTrailLines {
+		drop(len(out) - maxTrailLines)
+	}
+	// ids run newest first: the dropped lines' (newer than what the fold
+	// line counted), then the fold line's.
+	slices.Reverse(droppedIDs)
+	return out, folded, append(droppedIDs, ids...)
 }
 
 // trailFiles returns the paths a summary's trail shows, newest first: its
 // file lines', and those its commands name (a Files section leaves out what
 // the trail shows, and carries it on once a later trail folds it).
 func trailFiles(summary string) []string {
-	lines, _, _ := parseTrail(cut(summary, MaxSectionChars))
+	lines, _, _ := parseTrail(summary)
 	var out []string
 	for i := len(lines) - 1; i >= 0; i-- {
 		switch lines[i].tag {
@@ -358,7 +380,7 @@ func mergeTrail(prev, next []trailLine) []trailLine {
 // first, within a quarter of the budget (the rest are behind the summary's
 // own id, which the line names too).
 func Trail(in compaction.SummaryInput, budget int, count func(string) int) string {
-	prev, folded, foldIDs := parseTrail(cut(in.Previous, MaxSectionChars))
+	prev, folded, foldIDs := parseTrail(in.Previous)
 	slices.Reverse(foldIDs) // a fold line names them newest first; foldIDs runs oldest first
 	from := trailFrom(in.Messages)
 	folded += from // messages beyond the read bound: behind the summary's id

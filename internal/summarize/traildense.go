@@ -131,7 +131,7 @@ const wholeShort = 8
 // whole, dense and folded into the count of its fold line (the recall
 // bench reports how often a trail folds).
 func TrailShape(summary string) (whole, dense, folded int) {
-	lines, folded, _ := parseTrail(cut(summary, MaxSectionChars))
+	lines, folded, _ := parseTrail(summary)
 	for _, l := range lines {
 		if l.bare {
 			dense++

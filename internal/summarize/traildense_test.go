@@ -195,3 +195,39 @@ func TestDenseTextsKeepTheirExitStatus(t *testing.T) {
 		t.Errorf("%d whole, %d dense, want 60:\n%s", whole, dense, trail2)
 	}
 }
+
+// TestChainedTrailReadsALongPreviousWhole: at a 200k window the trail's
+// budget is about 60,000 tokens, and a trail of 1,900 commands takes more
+// than 100,000 bytes. The chained summary read the previous one cut to its
+// head and tail (50,000 bytes): the commands in the middle were lost,
+// uncounted, and the line across the cut came back as one command holding
+// two halves of paths and the cut's marker. It reads it whole.
+func TestChainedTrailReadsALongPreviousWhole(t *testing.T) {
+	count := func(s string) int { return len(s)/4 + 1 }
+	budget := compaction.TrailBudget(compaction.Defaults(200_000), 200_000)
+	cmd := func(i int) string {
+		return fmt.Sprintf("grep -rn symbol%05d /repo/src/very/long/path/to/some/module%05d.py", i, i)
+	}
+	var msgs []chat.Message
+	for i := range 1900 {
+		id := fmt.Sprintf("msg_%d", 2+i)
+		msgs = append(msgs, chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + id, Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd(i))}}}})
+	}
+	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, budget, count)
+	if len(trail) < 100_000 || strings.Contains(trail, "- folded: ") {
+		t.Fatalf("want a trail of all 1,900 commands over 100,000 bytes: %d bytes", len(trail))
+	}
+	trail2 := summarize.Trail(compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: "[x]\n" + trail, Messages: msgs[:1]}, budget, count)
+	if strings.Contains(trail2, "characters cut") {
+		t.Errorf("the chained trail holds the cut's marker")
+	}
+	var missing []int
+	for i := range 1900 {
+		if !strings.Contains(trail2, "\n"+cmd(i)+"\n") && !strings.Contains(trail2, cmd(i)+" — ") {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) > 0 || count(trail2) > budget {
+		t.Errorf("the chained trail (%d tokens for %d) left out %d of 1,900 commands: %v", count(trail2), budget, len(missing), missing[:min(len(missing), 5)])
+	}
+}
