@@ -2,6 +2,7 @@ package summarize_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -229,5 +230,71 @@ func TestChainedTrailReadsALongPreviousWhole(t *testing.T) {
 	}
 	if len(missing) > 0 || count(trail2) > budget {
 		t.Errorf("the chained trail (%d tokens for %d) left out %d of 1,900 commands: %v", count(trail2), budget, len(missing), missing[:min(len(missing), 5)])
+	}
+}
+
+// TestTrailStaysWithinItsBudgetOnHostileTexts: over random sessions of
+// texts that look like a trail's own lines (a section, a dense head, a
+// fold line), start with "-", "#" or white space, hold a line break, are
+// one long word or exit with a status, and random budgets, every trail of
+// three chained summaries is within its budget, and every dense text or
+// whole line it shows reads back as a text of the session, whole.
+func TestTrailStaysWithinItsBudgetOnHostileTexts(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []string{"## Trail", "- ran, earlier (behind sum_1_1):", "- ran, exit 2, earlier (behind sum_1_1):", "- folded: 9 other lines",
+		"#", "-x", "(exact,", "ls", "make test", "grep -rn foo /a/b/c.go", strings.Repeat("z", 700), "a\nb", "## Files\n- /etc"}
+	for iter := range 200 {
+		var msgs []chat.Message
+		texts := map[string]bool{}
+		for i := range rng.IntN(300) {
+			id := fmt.Sprintf("msg_%d", 2+2*i)
+			w := words[rng.IntN(len(words))] + fmt.Sprint(rng.IntN(40))
+			var args string
+			switch rng.IntN(3) {
+			case 0:
+				args = fmt.Sprintf(`{"file_path":%q}`, "/r/"+w)
+				texts["/r/"+w] = true
+			default:
+				args = fmt.Sprintf(`{"command":%q}`, w)
+				texts[w] = true
+			}
+			msgs = append(msgs,
+				chat.Message{ID: id, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + id, Name: "Tool", Arguments: args}}}},
+				chat.Message{ID: fmt.Sprintf("msg_%d", 3+2*i), Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c" + id, Content: fmt.Sprintf("<returncode>%d</returncode>", rng.IntN(3))}}}})
+		}
+		budget := rng.IntN(1500)
+		prev := ""
+		for round := 1; round <= 3; round++ {
+			in := compaction.SummaryInput{Round: round, ID: fmt.Sprintf("sum_%d_1", round), Previous: prev, Messages: msgs[:len(msgs)*round/3]}
+			tr := summarize.Trail(in, budget, count)
+			if c := count(tr); c > budget {
+				t.Fatalf("iter %d round %d: %d tokens for %d:\n%s", iter, round, c, budget, tr)
+			}
+			dense := false
+			for line := range strings.SplitSeq(tr, "\n") {
+				body, whole := strings.CutPrefix(line, "- ")
+				switch {
+				case line == "" || strings.HasPrefix(line, "## ") || strings.HasPrefix(line, "(exact,") || strings.HasPrefix(body, "folded: "):
+				case whole && strings.HasSuffix(body, "):"):
+					dense = true
+				case whole:
+					dense = false
+					_, text, _ := strings.Cut(body, ": ")
+					text = text[:strings.LastIndex(text, " — ")]
+					if !texts[strings.TrimSuffix(text, "…")] && !texts[strings.Trim(text, `"`)] && !strings.Contains(text, ", ") && !strings.HasSuffix(text, "…") {
+						t.Fatalf("iter %d round %d: whole line %q is no text of the session:\n%s", iter, round, line, tr)
+					}
+				case dense:
+					text, _ := strings.CutPrefix(line, "  ")
+					if !texts[text] && !strings.HasSuffix(text, "…") {
+						t.Fatalf("iter %d round %d: dense text %q is no text of the session:\n%s", iter, round, text, tr)
+					}
+				default:
+					t.Fatalf("iter %d round %d: line %q outside a dense list:\n%s", iter, round, line, tr)
+				}
+			}
+			prev = "[x]\n" + tr
+		}
 	}
 }
