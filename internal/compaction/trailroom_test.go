@@ -34,8 +34,8 @@ func TestSummaryLeavesRoomForTheTrailItNeeds(t *testing.T) {
 	if huge != whole {
 		t.Errorf("a trail larger than its budget: %d summarized, want %d (room for the budget, no more)", huge, whole)
 	}
-	if p := compaction.Defaults(16_000); compaction.TrailBudget(p, 16_000) != int(0.30*float64(16_000-p.ReservedOutputTokens)) {
-		t.Errorf("trail budget %d, want 30 %% of the usable window", compaction.TrailBudget(p, 16_000))
+	if p := compaction.Defaults(16_000); compaction.TrailBudget(p, 16_000) != int(0.35*float64(16_000-p.ReservedOutputTokens)) {
+		t.Errorf("trail budget %d, want 35 %% of the usable window", compaction.TrailBudget(p, 16_000))
 	}
 }
 

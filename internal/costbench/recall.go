@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -91,6 +92,9 @@ type RecallResult struct {
 	// says what any of them cut (a word, an identifier, a path).
 	Summaries int
 	Cuts      []string
+	// Trails: of those summaries, how many fold lines of their trail, and
+	// the trail lines they show whole, dense and folded (summarize.TrailShape).
+	Folding, Whole, Dense, Folded int
 	// Judge sums the judged probes (RunRecall with a judge).
 	Judge JudgeStats
 }
@@ -117,6 +121,10 @@ func (r *RecallResult) merge(o RecallResult) {
 	r.Invalid += o.Invalid
 	r.Summaries += o.Summaries
 	r.Cuts = append(r.Cuts, o.Cuts...)
+	r.Folding += o.Folding
+	r.Whole += o.Whole
+	r.Dense += o.Dense
+	r.Folded += o.Folded
 	r.Judge.merge(o.Judge)
 	for c, v := range o.ByClass {
 		r.class(c).add(*v)
@@ -310,6 +318,11 @@ func replayRecall(ctx context.Context, e *engine.Engine, window int64, s RecallS
 	r.Summaries = len(summaries)
 	for _, sum := range summaries {
 		r.Cuts = append(r.Cuts, cutWords(sum, originals.String())...)
+		whole, dense, folded := summarize.TrailShape(sum)
+		r.Whole, r.Dense, r.Folded = r.Whole+whole, r.Dense+dense, r.Folded+folded
+		if folded > 0 {
+			r.Folding++
+		}
 	}
 	return r, nil
 }
@@ -333,6 +346,18 @@ func scoreView(ctx context.Context, e *engine.Engine, session string, view []cha
 		}
 		if m.Kind == chat.KindSummary || m.Kind == chat.KindPlaceholder {
 			synthetic = append(synthetic, m.ID)
+		}
+	}
+	// A summary's trail names the earlier summaries whose originals hold
+	// what it folded or shows only densely (the fold line, a dense line's
+	// head): they are one expand away too.
+	for i := range view {
+		if m := &view[i]; m.Kind == chat.KindSummary {
+			for _, id := range summaryIDRe.FindAllString(m.Text(), -1) {
+				if !ids[id] && !slices.Contains(synthetic, id) {
+					synthetic = append(synthetic, id)
+				}
+			}
 		}
 	}
 	for _, id := range synthetic {
@@ -386,6 +411,9 @@ func scoreView(ctx context.Context, e *engine.Engine, session string, view []cha
 	}
 	return status, nil
 }
+
+// summaryIDRe matches a summary's message id (engine: sum_<round>_<n>).
+var summaryIDRe = regexp.MustCompile(`\bsum_[0-9]+_[0-9]+\b`)
 
 // namesID reports whether text names message id (not as the prefix of a
 // longer id): ExpandMessage, and the expand tool, read any message by id.
@@ -516,6 +544,12 @@ func PrintRecall(w io.Writer, results []RecallResult) {
 		}
 	}
 	fmt.Fprintf(w, "\nNo summary cuts a word, an identifier or a path: %d summaries checked against their originals, %d cuts.\n", summaries, cuts)
+	fmt.Fprintln(w, "\nTrails: summaries whose trail folds lines into a count; trail lines shown whole, dense (text alone) and folded")
+	for _, r := range results {
+		if r.Summaries > 0 {
+			fmt.Fprintf(w, "%dk, %s: %d of %d fold; lines %d whole, %d dense, %d folded\n", r.Window/1024, r.Strategy, r.Folding, r.Summaries, r.Whole, r.Dense, r.Folded)
+		}
+	}
 	fmt.Fprintln(w, "\nBy kind: in view / within one expand (probes)")
 	fmt.Fprintln(w)
 	kinds := []probes.Kind{probes.File, probes.Command, probes.Test, probes.Error, probes.URL, probes.User, probes.Standing, probes.LastEdit, probes.FailingTest}

@@ -134,17 +134,29 @@ type Metered interface {
 	SummarizeMetered(ctx context.Context, in compaction.SummaryInput) (string, Usage, error)
 }
 
+// humanIn says, for each message of in.Messages, whether a person wrote
+// it (chat.HumanAuthoredIn, the conversation's first message being the
+// original task, which the view keeps): a framework's observation sent as
+// user text (mini-swe-agent's <returncode>, SWE-agent's prompt line) is
+// not, and pinned as "the latest user request" it re-sent a command's
+// output in every request until the next compaction.
+func humanIn(in compaction.SummaryInput) []bool {
+	msgs := make([]chat.Message, 0, len(in.Messages)+1)
+	msgs = append(msgs, chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "task"}}})
+	return chat.HumanAuthoredIn(append(msgs, in.Messages...))[1:]
+}
+
 // PinFacts makes sure an LLM summary kept what must survive: the latest
-// user request and the file paths written in the
+// request a person wrote and the file paths written in the
 // summarized work and carried by the previous summary (most recent first,
 // within the files budget, as the extractive summary keeps them). Whatever
 // is missing is appended verbatim.
 func PinFacts(summary string, in compaction.SummaryInput) string {
 	var add []string
 	latest := ""
-	for i := range in.Messages {
-		if m := &in.Messages[i]; m.Role == chat.RoleUser && toolResult(m) == nil {
-			latest = textOf(m)
+	for i, human := range humanIn(in) {
+		if human {
+			latest = textOf(&in.Messages[i])
 		}
 	}
 	// The original task is not repeated: every tier keeps it in the view.
@@ -158,7 +170,9 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	// path: a path read out of one would lose its scheme and host's slash.
 	prose, _, _ := strings.Cut(in.Previous, "\n## "+SecTrail+"\n")
 	prose = urlRe.ReplaceAllString(prose, " ")
-	carried := append(previousFiles(parseSections(in.Previous)), pathRe.FindAllString(prose, maxFiles)...)
+	// And the paths its trail showed, which this trail may fold (as the
+	// extractive Files carries them).
+	carried := append(append(previousFiles(parseSections(in.Previous)), pathRe.FindAllString(prose, maxFiles)...), trailFiles(in.Previous)...)
 	trail := trailOf(in)
 	inSummary, inTrail := heldPaths(summary), heldPaths(trail)
 	for _, f := range writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), countOrEstimate(in)) {

@@ -274,3 +274,23 @@ func TestFilesKeepsAUnicodePathWhole(t *testing.T) {
 		t.Error("le.py is held by modèle.py")
 	}
 }
+
+// TestPinFactsPinsWhatAPersonWrote: the latest request an LLM summary pins
+// is the latest message a person wrote, not a framework's observation sent
+// as user text (mini-swe-agent's <returncode> output), which it re-sent in
+// every request until the next compaction: 60 of 243 LLM summaries at 8k on
+// the corpus pinned a command's output as "Latest user request".
+func TestPinFactsPinsWhatAPersonWrote(t *testing.T) {
+	user := func(id, text string) chat.Message {
+		return chat.Message{ID: id, Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
+	}
+	in := compaction.SummaryInput{OriginalTask: "Fix the parser bug.", MaxTokens: 800, Messages: []chat.Message{
+		user("msg_4", "Also keep the old API working."),
+		{ID: "msg_5", Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "```bash\ngrep -n parse src/parser.py\n```"}}},
+		user("msg_6", "<returncode>0</returncode>\n<output>\n12:def parse(s):\n</output>"),
+	}}
+	got := summarize.PinFacts("Working on the parser.", in)
+	if !strings.Contains(got, "## Latest user request (verbatim)\nAlso keep the old API working.") || strings.Contains(got, "def parse(s)") {
+		t.Errorf("want the person's request pinned, not the observation:\n%s", got)
+	}
+}

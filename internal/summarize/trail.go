@@ -22,8 +22,10 @@ import (
 // its latest facts) instead of summarizing it. Within the trail's budget
 // (compaction.TrailBudget) what failed and what changed are kept first
 // (errors, failing tests, files created, edited or deleted, the person's
-// messages), then URLs, then the rest, newest first; what does not fit folds
-// into one line that counts it and names its message ids and the summary's.
+// messages), then URLs, then the rest, newest first, all but changes and
+// the newest lines by their texts alone (traildense.go); only what does not
+// fit even so folds into one line that counts it and names its message ids
+// and the summary's.
 const SecTrail = "Trail"
 
 // trailHeader is the section's title line and the sentence under it.
@@ -72,6 +74,11 @@ const maxTrailLines = 2000
 // a command, a test, ...), so a newer fact replaces an older one.
 type trailLine struct {
 	key, tag, text, meta string
+	// bare: read back from a dense form (traildense.go), with no facts
+	// but a command's exit status; meta is that status, if any, and the
+	// id of the summary whose originals hold it ("exit 2, sum_1_1"). It
+	// is only ever shown dense.
+	bare bool
 }
 
 func (l trailLine) render() string {
@@ -84,21 +91,50 @@ func (l trailLine) render() string {
 
 // parseTrail reads the trail section of a previous summary: its lines, in
 // order, how many older ones it had folded and the message ids it named
-// for them.
+// for them. It reads the summary whole, line by line (it is a message of
+// the view, within the window), and keeps its last maxTrailLines lines
+// (between maxTrailLines and twice as many while it reads): the older
+// ones are counted as folded, their ids named after those the newer
+// lines'. Cut to its head and tail, as it was (50,000 bytes), a long
+// trail lost its middle lines uncounted, and the line across the cut
+// came back as one text holding two halves and the cut's marker.
 func parseTrail(summary string) ([]trailLine, int, []string) {
 	i := strings.Index(summary, "\n## "+SecTrail+"\n")
 	if i < 0 {
 		return nil, 0, nil
 	}
 	var out []trailLine
-	var ids []string
+	var ids, droppedIDs []string
 	folded := 0
-	for _, line := range strings.Split(summary[i+len(SecTrail)+5:], "\n") {
+	drop := func(n int) {
+		for _, l := range out[:n] {
+			folded++
+			droppedIDs = append(droppedIDs, l.idOf())
+		}
+		out = append(out[:0], out[n:]...)
+	}
+	denseOf, denseMeta := "", "" // the tag of the dense texts being read, and their meta (exit status, the summary they are behind)
+	for line := range strings.SplitSeq(summary[i+len(SecTrail)+5:], "\n") {
 		if strings.HasPrefix(line, "## ") {
 			break
 		}
+		if len(out) >= 2*maxTrailLines {
+			drop(len(out) - maxTrailLines)
+		}
+		if text, ok := denseText(line); ok && denseOf != "" {
+			out = append(out, trailLine{key: keyOf(denseOf, strings.TrimSuffix(text, "…")), tag: denseOf, text: text, meta: denseMeta, bare: true})
+			continue
+		}
 		body, ok := strings.CutPrefix(line, "- ")
+		denseOf = ""
 		if !ok {
+			continue
+		}
+		if kind, id, ok := denseTag(body); ok {
+			denseOf, denseMeta = kind, id
+			if tag, status, ok := strings.Cut(kind, denseExit); ok {
+				denseOf, denseMeta = tag, "exit "+status+", "+id
+			}
 			continue
 		}
 		tag, rest, ok := strings.Cut(body, ": ")
@@ -133,14 +169,20 @@ func parseTrail(summary string) ([]trailLine, int, []string) {
 			out = append(out, l)
 		}
 	}
-	return out, folded, ids
+	if len(out) > maxTrailLines {
+		drop(len(out) - maxTrailLines)
+	}
+	// ids run newest first: the dropped lines' (newer than what the fold
+	// line counted), then the fold line's.
+	slices.Reverse(droppedIDs)
+	return out, folded, append(droppedIDs, ids...)
 }
 
 // trailFiles returns the paths a summary's trail shows, newest first: its
 // file lines', and those its commands name (a Files section leaves out what
 // the trail shows, and carries it on once a later trail folds it).
 func trailFiles(summary string) []string {
-	lines, _, _ := parseTrail(cut(summary, MaxSectionChars))
+	lines, _, _ := parseTrail(summary)
 	var out []string
 	for i := len(lines) - 1; i >= 0; i-- {
 		switch lines[i].tag {
@@ -327,18 +369,23 @@ func mergeTrail(prev, next []trailLine) []trailLine {
 }
 
 // Trail renders the trail of a summary of in: the previous summary's trail
-// merged with the events of in.Messages, newest kept within budget tokens
-// (count measures text). The oldest fold into one line that counts them
-// and names the message ids they came from (each one expand away), within
-// a quarter of the budget (the newest ids first; the rest are behind the
-// summary's own id, which the line names too); what it leaves of its
-// quarter goes to lines.
+// merged with the events of in.Messages, within budget tokens (count
+// measures text). What changed is shown whole first (its line names the
+// message that made the change); every other line is shown in the dense
+// form (its text alone, verbatim, under one line per tag that names the
+// summary's id: traildense.go), by rank, newest first, and the newest then
+// get their whole line back within 1/wholeShare of the budget (a short
+// trail is all whole). Only what does not fit even densely folds into one
+// line that counts it and names the message ids it came from, newest
+// first, within a quarter of the budget (the rest are behind the summary's
+// own id, which the line names too).
 func Trail(in compaction.SummaryInput, budget int, count func(string) int) string {
-	prev, folded, foldIDs := parseTrail(cut(in.Previous, MaxSectionChars))
+	prev, folded, foldIDs := parseTrail(in.Previous)
 	slices.Reverse(foldIDs) // a fold line names them newest first; foldIDs runs oldest first
 	from := trailFrom(in.Messages)
 	folded += from // messages beyond the read bound: behind the summary's id
 	lines := mergeTrail(prev, trailLines(in.Messages[from:]))
+	lines, folded, foldIDs = foldBroken(lines, folded, foldIDs)
 	if len(lines) > maxTrailLines {
 		folded += len(lines) - maxTrailLines
 		for _, l := range lines[:len(lines)-maxTrailLines] {
@@ -349,53 +396,119 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 	if len(lines) == 0 && folded == 0 {
 		return ""
 	}
-	used := count(trailHeader)
-	// Each line's cost alone, and each group's (groups: the leader's index
-	// of each line; a group costs less than its lines alone).
+	header := count(trailHeader)
+	// Each line's cost whole and dense, and each group's whole (groups:
+	// the leader's index of each line; a group costs less than its lines
+	// alone). A line read back from a dense form has no facts: it is
+	// only ever shown dense.
 	costs := make([]int, len(lines))
+	denseCosts := make([]int, len(lines))
 	leader := groups(lines)
 	groupCost := map[int]int{}
-	total := 0
 	for i, l := range lines {
 		costs[i] = count(l.render() + "\n")
+		denseCosts[i] = count(denseItem(l.text))
 		if leader[i] == i {
 			groupCost[i] = count(renderGroup(lines, leader, i, nil))
-			total += groupCost[i]
 		}
 	}
-	kept := make([]bool, len(lines))
-	// fill keeps lines within room, what failed and changed first, the
-	// newest first within each rank, a group whole when it fits; a line
-	// that does not fit folds and older, shorter ones may still fit. A
-	// group's lines kept one by one are counted as lines alone, which
-	// their group line never exceeds.
-	fill := func(room, pad int) {
+	headCost := map[string]int{} // by denseKind
+	for _, l := range lines {
+		if _, ok := headCost[denseKind(l)]; !ok {
+			headCost[denseKind(l)] = count(denseHead(denseKind(l), in.ID))
+		}
+	}
+	kept := make([]bool, len(lines))  // shown whole
+	dense := make([]bool, len(lines)) // shown dense
+	used := 0
+	render := func(line string) string {
+		var b strings.Builder
+		b.WriteString(trailHeader)
+		b.WriteString(line)
+		b.WriteString(renderDense(lines, dense, in.ID))
+		for i := range lines {
+			if leader[i] == i {
+				b.WriteString(renderGroup(lines, leader, i, kept))
+			}
+		}
+		return b.String()
+	}
+
+	// place shows every line it can within room, by rank, newest first
+	// within each: a group whole when it fits, a change whole when it
+	// fits, else dense; then the newest dense lines get their whole line
+	// back within 1/wholeShare of the budget. A line that does not fit
+	// folds and older, shorter ones may still fit. Each line
+	// is counted a token more than alone (a count of a whole can exceed
+	// the sum of its parts').
+	// A short trail is all whole: its whole lines take at most
+	// 1/wholeShort of the budget.
+	if folded == 0 {
+		used = header
+		for i, l := range lines {
+			dense[i], kept[i] = l.bare, !l.bare
+		}
+		if all := render(""); count(all) <= budget/wholeShort {
+			return all
+		}
+	}
+	headUsed := map[string]bool{}
+	place := func(room int) {
+		clear(kept)
+		clear(dense)
+		clear(headUsed)
+		used = header + count(foldLine(in, folded+len(lines), nil))
+		whole := func(i int) bool {
+			if lines[i].bare {
+				return false
+			}
+			if g := leader[i]; (i+1 == len(lines) || leader[i+1] != g) && i > g && !kept[g] && !dense[g] && used+groupCost[g]+1 <= room {
+				used += groupCost[g] + 1 // the whole group, from its newest line
+				for j := g; j <= i; j++ {
+					kept[j] = true
+				}
+				return true
+			}
+			if wholeFirst(lines[i]) && used+costs[i]+1 <= room {
+				used += costs[i] + 1
+				kept[i] = true
+				return true
+			}
+			return false
+		}
 		for rank := range 3 {
 			for i := len(lines) - 1; i >= 0; i-- {
-				if kept[i] || lines[i].rank() != rank {
+				if kept[i] || dense[i] || lines[i].rank() != rank || whole(i) {
 					continue
 				}
-				if g := leader[i]; (i+1 == len(lines) || leader[i+1] != g) && i > g && !kept[g] && used+groupCost[g]+pad <= room {
-					used += groupCost[g] + pad // the whole group, from its newest line
-					for j := g; j <= i; j++ {
-						kept[j] = true
-					}
-					continue
+				c := denseCosts[i] + 1
+				if !headUsed[denseKind(lines[i])] {
+					c += headCost[denseKind(lines[i])]
 				}
-				if used+costs[i]+pad <= room {
-					used += costs[i] + pad
-					kept[i] = true
+				if used+c <= room {
+					used += c
+					dense[i] = true
+					headUsed[denseKind(lines[i])] = true
+				}
+			}
+		}
+		room = min(room, used+budget/wholeShare)
+		for rank := range 3 {
+			for i := len(lines) - 1; i >= 0; i-- {
+				if dense[i] && lines[i].rank() == rank && !lines[i].bare && used-denseCosts[i]+costs[i] <= room {
+					used += costs[i] - denseCosts[i]
+					dense[i], kept[i] = false, true
 				}
 			}
 		}
 	}
-	// fold is the fold line of what kept leaves out: its count, and the
-	// message ids of those lines, newest first, deduplicated, within idCap
-	// tokens, or only those of only (when not nil).
-	fold := func(idCap int, only []string) (string, []string, int) {
+	// fold is the fold line of what kept and dense leave out: its count,
+	// and the message ids of those lines, newest first, deduplicated,
+	// within idCap tokens, or only those of only (when not nil).
+	fold := func(idCap int, only []string) (string, []string) {
 		n, ids := folded, slices.Clone(foldIDs)
 		for i, l := range lines {
-			if !kept[i] {
+			if !kept[i] && !dense[i] {
 				n++
 				ids = append(ids, l.idOf())
 			}
@@ -412,7 +525,7 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		idTokens := 0
 		for i := len(ids) - 1; i >= 0; i-- {
 			id := ids[i]
-			if id == "" || seen[id] || !strings.HasPrefix(id, "msg_") || only != nil && !onlySet[id] {
+			if id == "" || seen[id] || !strings.HasPrefix(id, "msg_") && !strings.HasPrefix(id, "sum_") || only != nil && !onlySet[id] {
 				continue
 			}
 			c := count(id + ", ")
@@ -423,35 +536,15 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 			idTokens += c
 			named = append(named, id)
 		}
-		return foldLine(in, n, named), named, idTokens
+		return foldLine(in, n, named), named
 	}
-	render := func(line string) string {
-		var b strings.Builder
-		b.WriteString(trailHeader)
-		b.WriteString(line)
-		for i := range lines {
-			if leader[i] == i {
-				b.WriteString(renderGroup(lines, leader, i, kept))
-			}
-		}
-		return b.String()
-	}
-	if folded == 0 && used+total <= budget {
-		for i := range kept {
-			kept[i] = true
-		}
-		if all := render(""); count(all) <= budget {
-			return all
-		}
-		clear(kept) // the whole counts more than its lines: it folds
-	}
-	// fitted renders the trail with the fold line of what kept leaves out,
-	// naming ids within idCap (or only those of only); when the whole is
-	// over the budget all the same (the fold line's own words, a whole
-	// that counts more than its parts), it names fewer, the oldest going
-	// first.
+	// fitted renders the trail with the fold line naming ids within
+	// idCap (or only those of only); when the whole is over the budget
+	// all the same (the fold line's own words, a whole that counts more
+	// than its parts), it names fewer, the oldest going first, then shows
+	// fewer lines, the oldest of the last rank going first.
 	fitted := func(idCap int, only []string) (string, []string) {
-		line, named, _ := fold(idCap, only)
+		line, named := fold(idCap, only)
 		s := render(line)
 		for over := count(s) - budget; over > 0 && len(named) > 0; over = count(s) - budget {
 			k := len(named)
@@ -459,34 +552,78 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 				drop += count(named[k-1] + ", ")
 			}
 			named = named[:k:k] // not nil: fold names only these
-			line, _, _ = fold(idCap, named)
+			line, _ = fold(idCap, named)
+			s = render(line)
+		}
+		for over := count(s) - budget; over > 0; over = count(s) - budget {
+			dropped := 0
+			for rank := 2; rank >= 0 && dropped < over; rank-- {
+				for i := 0; i < len(lines) && dropped < over; i++ {
+					if lines[i].rank() == rank && (kept[i] || dense[i]) {
+						dropped += denseCosts[i] + 1
+						kept[i], dense[i] = false, false
+					}
+				}
+			}
+			if dropped == 0 {
+				return "", nil
+			}
+			named = []string{}
+			line, _ = fold(0, named)
 			s = render(line)
 		}
 		return s, named
 	}
-	// Folding: the kept lines get three quarters of the budget; the fold
-	// line names the ids of what folds within the last quarter, newest
-	// first. What the fold line leaves of its quarter then goes to lines
-	// too (the newest of what folded, by rank; each counted a token more,
-	// as a count of the whole can exceed the sum of its lines'), and the
-	// fold line names only ids it named already, so it does not grow; if
-	// the whole is over the budget all the same, the first fill stands.
-	// The whole trail is counted two to four times (fitted counts again
-	// only what is over).
-	est := count(foldLine(in, folded+len(lines), nil))
-	if used += est; used > budget {
+	if header+count(foldLine(in, folded+len(lines), nil)) > budget {
 		return "" // not even the fold line fits: no room for a trail
 	}
-	fill(budget*3/4, 0)
+	place(budget)
+	shown := true
+	for i := range lines {
+		shown = shown && (kept[i] || dense[i])
+	}
+	if folded == 0 && shown {
+		s, _ := fitted(0, nil)
+		return s
+	}
+	// Something folds: the ids it came from get a quarter of the budget;
+	// what the fold line leaves of it then goes to lines, the fold line
+	// naming only ids it named already (so it does not grow); over the
+	// budget all the same, the first choice stands.
+	place(budget - budget/4)
 	first, named := fitted(budget/4, nil)
-	if used = count(first); used >= budget {
+	idTokens := 0
+	for _, id := range named {
+		idTokens += count(id + ", ")
+	}
+	if count(first) >= budget-1 || idTokens >= budget/4 {
 		return first
 	}
-	fill(budget, 1)
-	if second, _ := fitted(budget/4, named); count(second) <= budget {
+	place(budget - idTokens - 1)
+	if second, _ := fitted(budget/4, named); second != "" && count(second) <= budget {
 		return second
 	}
 	return first
+}
+
+// foldBroken folds the lines whose text holds a line break (a path or a
+// URL read out of a tool call's arguments can): written whole or dense,
+// the rest of the text was read back by a chained summary as lines of
+// their own (a forged command under a forged dense head, a "## " line
+// that ended the trail and dropped every line after it) and the text
+// itself as its first line, cut. Such a line is counted in the fold line,
+// which names its message id (one expand away).
+func foldBroken(lines []trailLine, folded int, foldIDs []string) ([]trailLine, int, []string) {
+	out := lines[:0]
+	for _, l := range lines {
+		if strings.ContainsAny(l.text, "\r\n") {
+			folded++
+			foldIDs = append(foldIDs, l.idOf())
+			continue
+		}
+		out = append(out, l)
+	}
+	return out, folded, foldIDs
 }
 
 // foldLine counts n folded lines and names ids (newest first).

@@ -2,6 +2,7 @@ package summarize_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -167,5 +168,50 @@ func TestSummaryWithThePlannersTrail(t *testing.T) {
 	}
 	if summaries < 3 {
 		t.Errorf("%d summaries written; the sessions were meant to need several", summaries)
+	}
+}
+
+// TestSummaryFitsSmallWindows: at small windows, and with much of the
+// window reserved for output, a compaction that summarizes (with the
+// trail's budget a share of the usable window) leaves a view within the
+// usable window. The target it may overshoot there (docs/compaction.md,
+// "Budget"): the summary's cap and a full trail can take most of it.
+func TestSummaryFitsSmallWindows(t *testing.T) {
+	for _, w := range []int64{4096, 6000, 8192, 12288} {
+		for _, reserved := range []int64{15, 30, 50} {
+			for _, steps := range []int{25, 200} {
+				for _, latest := range []int64{0, 25} { // the original task's and the latest step's share of the usable window, in %
+					var msgs []chat.Message
+					add := func(m chat.Message) {
+						m.ID, m.Kind = fmt.Sprintf("msg_%d", len(msgs)+1), chat.KindNormal
+						m.Tokens = quarterCount(&m)
+						msgs = append(msgs, m)
+					}
+					usable := w - w*reserved/100 - 100
+					add(chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the parser. " + strings.Repeat("The grammar reads each clause. ", int(usable*latest/100*4/31))}}})
+					for i := range steps {
+						cmd := fmt.Sprintf("python -m pytest tests/test_mod%d.py -x --tb=long %s", i, strings.Repeat("-k word ", 30))
+						add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{
+							ID: fmt.Sprintf("c%d", i), Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}}}})
+						out := fmt.Sprintf("ValueError: %s\nerror: %s\n<returncode>1</returncode>", strings.Repeat("bad value word ", 40), strings.Repeat("another ", 50))
+						add(chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
+							ToolCallID: fmt.Sprintf("c%d", i), Content: out}}}})
+					}
+					if latest > 0 {
+						add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "My plan: " + strings.Repeat("rewrite the clause reader step by step. ", int(usable*latest/100*4/40))}}})
+					}
+					req := extractiveRequest(t, msgs, w)
+					req.Policy.ReservedOutputTokens = w * reserved / 100
+					req.Policy.KeepHumanTokens = (w - req.Policy.ReservedOutputTokens) / 4
+					plan, err := compaction.PlanCompaction(req)
+					if err != nil {
+						t.Fatalf("window %d, %d %% reserved, %d steps, latest %d %%: %v", w, reserved, steps, latest, err)
+					}
+					if plan.TokensAfter > req.Usable() || steps == 200 && !slices.Contains(plan.Tiers, compaction.TierSummarize) {
+						t.Errorf("window %d, %d %% reserved, %d steps, latest %d %%: %d tokens after %v, %d usable", w, reserved, steps, latest, plan.TokensAfter, plan.Tiers, req.Usable())
+					}
+				}
+			}
+		}
 	}
 }
