@@ -227,23 +227,12 @@ func clientForm(tail []chat.Message, v *chat.Message) bool {
 	if !slices.Equal(callsOf(v), callsOf(reply)) {
 		return false
 	}
-	t, cont := strings.TrimSpace(textOf(v)), textOf(reply)
+	t, cont := strings.TrimSpace(v.Text()), reply.Text()
 	var prefill strings.Builder
 	for i := range tail[:len(tail)-1] {
-		prefill.WriteString(textOf(&tail[i]))
+		prefill.WriteString(tail[i].Text())
 	}
 	return t == strings.TrimSpace(cont) || len(tail) > 1 && t == strings.TrimSpace(prefill.String()+cont)
-}
-
-// textOf is a message's text parts, concatenated.
-func textOf(m *chat.Message) string {
-	var b strings.Builder
-	for _, p := range m.Parts {
-		if p.Type == chat.PartText {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
 }
 
 // callsOf is a message's tool calls, by id and name.
