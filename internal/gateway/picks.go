@@ -91,15 +91,13 @@ func (g *Gateway) pickOf(ctx context.Context, tenant string, m *logMatch, c *con
 		t := &tail[i]
 		last := i == n-1
 		if t.Role != chat.RoleAssistant || t.Kind != "" && t.Kind != chat.KindNormal || t.Metadata[engine.InterruptedMetadata] != "" ||
-			identityOf(t) != m.log[m.k+i] || (t.Metadata[metaReply] != "") != last || !last && slices.ContainsFunc(t.Parts, isToolCall) {
+			identityOf(t) != m.log[m.k+i] || (t.Metadata[metaReply] != "") != last || !last && hasToolCall(t) {
 			return nil, nil
 		}
 		p.ids = append(p.ids, t.ID)
 	}
 	return p, nil
 }
-
-func isToolCall(p chat.Part) bool { return p.Type == chat.PartToolCall }
 
 // joinPick joins the request to m's session as the pick m.pick: the
 // request's messages after the client's version are new, and the first
