@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,11 +177,9 @@ func pickEdit(c *conversation, res *resolved) *engine.PickInput {
 	if res.pick == nil {
 		return nil
 	}
-	k := res.pick.k
-	v := c.msgs[k]
-	v.Parts, v.Metadata = slices.Clone(v.Parts), maps.Clone(v.Metadata) // the door's memo shares them
-	setMeta(&v, store.HistoryMetadata, strconv.Itoa(k+1)+":"+c.chains[k])
-	return &engine.PickInput{Replaced: res.pick.ids, Version: v}
+	v := []chat.Message{c.msgs[res.pick.k]}
+	historyStamp(c, v, res.pick.k)
+	return &engine.PickInput{Replaced: res.pick.ids, Version: v[0]}
 }
 
 // metaChoices, on a recorded reply, lists the identities (hex, comma
