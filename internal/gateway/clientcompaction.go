@@ -191,7 +191,7 @@ func (g *Gateway) compacted(ctx context.Context, tenant, id string, c *conversat
 		return resolved{}, false, nil
 	}
 	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version, named: sig.owns(id), row: &m.s,
-		history: historyCompacted, restart: true}
+		history: historyCompacted}
 	if moved, err := g.follow(ctx, tenant, m.s, c); err != nil {
 		return resolved{}, false, err
 	} else if moved != nil {

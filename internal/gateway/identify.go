@@ -81,9 +81,6 @@ type resolved struct {
 	from  string
 	named bool
 	fresh []chat.Message
-	// restart: the request is the client's compaction of the session's
-	// history (clientcompaction.go), all of it fresh.
-	restart bool
 	// shared: the log this session (made by the request) forked from and
 	// how much of it the request repeats, stored once (PrepareInput.Shared).
 	shared store.SharedPrefix

@@ -27,14 +27,14 @@ const replayBytesPerToken = 3
 // the pieces that are stored and splits only what is left, so it appends
 // each message once (a key naming the piece by its index would name other
 // messages in a retry's split and refuse it). A client's compacted history
-// (res.restart, clientcompaction.go) is never cut: its record goes with
+// (historyCompacted, clientcompaction.go) is never cut: its record goes with
 // the append of the whole compacted history, in one transaction, and
 // pieces appended apart would restart the session's client history at
 // their first.
 func (g *Gateway) replayLong(ctx context.Context, tenant string, c *conversation, res *resolved, edits *[]engine.ViewEdit) error {
 	m, _ := g.cfg.Models.Lookup(c.model)
 	budget := int64(m.ContextWindow) * replayBytesPerToken
-	if budget <= 0 || len(res.fresh) < 2 || res.restart {
+	if budget <= 0 || len(res.fresh) < 2 || res.history == historyCompacted {
 		return nil
 	}
 	pieces := splitReplay(res.fresh, budget)
