@@ -371,8 +371,8 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 		if res, ok, err := g.compacted(ctx, tenant, sig.id, c, sig, m); err != nil || ok {
 			return res, err
 		}
-		if res, ok, err := g.aside(ctx, tenant, sig.id, c, sig, m, noRepeat); err != nil || ok {
-			return res, err
+		if res, ok := aside(sig.id, c, sig, m, noRepeat); ok {
+			return res, nil
 		}
 		if int64(m.k) > shared {
 			shared, base = int64(m.k), sig.id
