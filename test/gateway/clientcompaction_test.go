@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/pgtest"
 )
@@ -220,9 +221,13 @@ func TestUnsignalledCompactionForks(t *testing.T) {
 // TestClientCompactionAcrossReplicas: the compacted request reaches two
 // replicas on one PostgreSQL database at once (a client's retry racing
 // it): both answer in the signal's session, the compaction is recorded
-// once (the version check: the second replica matches again, and finds
-// the view empty or the log restarted), and the compacted history is in
-// the log once.
+// once (the version check: the second replica matches again and finds the
+// compacted history stored, recorded in the same transaction as its
+// record), and the compacted history is in the log once.
+//
+// The race is made: the test holds the session's row, so both requests,
+// matched as the same compaction, wait for it in PrepareContext's
+// transaction.
 func TestClientCompactionAcrossReplicas(t *testing.T) {
 	url := pgtest.URL(t)
 	a := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url})
@@ -235,17 +240,28 @@ func TestClientCompactionAcrossReplicas(t *testing.T) {
 	summary := "Another language model started to solve this problem and produced a summary of its thinking process. Here is the summary: add() is fixed."
 	c.user(summary)
 	body := map[string]any{"model": "gpt-4o", "messages": c.msgs}
+	waiting, release := holdSession(t, url, "cx-replicas")
 	var wg sync.WaitGroup
 	for _, s := range []*server{a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, raw := s.post("/v1/chat/completions", body, c.sig)
-			if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Contextd-Session") != "cx-replicas" {
+		wg.Go(func() {
+			resp, raw, err := s.send("/v1/chat/completions", body, c.sig)
+			if err != nil {
+				t.Error(err)
+			} else if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Contextd-Session") != "cx-replicas" {
 				t.Errorf("%d in %q (%s): %s", resp.StatusCode, resp.Header.Get("X-Contextd-Session"), resp.Header.Get("X-Contextd-History"), raw)
 			}
-		}()
+		})
 	}
+	deadline := time.Now().Add(20 * time.Second)
+	for waiting() < 2 {
+		if time.Now().After(deadline) {
+			release()
+			wg.Wait()
+			t.Fatal("the two requests did not wait for the session's row")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	release()
 	wg.Wait()
 	if tiers := a.compactionTiers("cx-replicas"); len(tiers) != 1 || !slices.Equal(tiers[0], []string{"client_compaction"}) {
 		t.Errorf("compactions of tiers %q, want one client compaction", tiers)

@@ -34,7 +34,10 @@ func TestConcurrentRetriesOfAnExtension(t *testing.T) {
 		codes, landed := make([]int, 6), make([]string, 6)
 		for i := range codes {
 			wg.Go(func() {
-				resp, _ := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": history}, nil)
+				resp, _, err := s.send("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": history}, nil)
+				if err != nil {
+					return // codes[i] stays 0
+				}
 				codes[i] = resp.StatusCode
 				landed[i] = resp.Header.Get("X-Contextd-Session")
 			})
