@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"slices"
-	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
 )
@@ -120,20 +119,7 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 // a provider compaction item or block, or a user message with a client's
 // summary preamble.
 func carriesSummary(m *chat.Message) bool {
-	if m.Metadata[metaCompactionItem] != "" || m.ProviderCompacted() {
-		return true
-	}
-	if m.Role != chat.RoleUser {
-		return false
-	}
-	for _, p := range m.Parts {
-		for _, mark := range clientSummaryMarkers {
-			if p.Type == chat.PartText && strings.Contains(p.Text, mark) {
-				return true
-			}
-		}
-	}
-	return false
+	return m.Metadata[metaCompactionItem] != "" || userSays(m, clientSummaryMarkers)
 }
 
 // skipsLog reports whether the messages of ids the log holds (in) are in

@@ -45,12 +45,16 @@ var summaryPrompts = []string{
 
 // asksSummary reports whether m is a user message asking for a summary
 // of the conversation (summaryPrompts).
-func asksSummary(m *chat.Message) bool {
+func asksSummary(m *chat.Message) bool { return userSays(m, summaryPrompts) }
+
+// userSays reports whether m is a user message with a text part that
+// contains one of texts.
+func userSays(m *chat.Message, texts []string) bool {
 	if m.Role != chat.RoleUser {
 		return false
 	}
 	for _, p := range m.Parts {
-		for _, s := range summaryPrompts {
+		for _, s := range texts {
 			if p.Type == chat.PartText && strings.Contains(p.Text, s) {
 				return true
 			}
