@@ -145,20 +145,12 @@ func skipsLog(log [][32]byte, in map[[32]byte]bool, ids [][32]byte) bool {
 	return kept > 0 && skipped
 }
 
-// approxTokens estimates msgs' tokens at 4 bytes a token: their parts'
-// text, tool calls and results, and what they carry.
+// approxTokens estimates msgs' tokens at 4 bytes a token: what they say
+// (messageSize) and what they carry.
 func approxTokens(msgs []chat.Message) int64 {
 	var n, carried int64
 	for i := range msgs {
-		for _, p := range msgs[i].Parts {
-			n += int64(len(p.Text))
-			if p.ToolCall != nil {
-				n += int64(len(p.ToolCall.Name) + len(p.ToolCall.Arguments))
-			}
-			if p.ToolResult != nil {
-				n += int64(len(p.ToolResult.Content))
-			}
-		}
+		n += messageSize(&msgs[i])
 		for _, t := range msgs[i].Carried() {
 			n += int64(len(t.Text))
 			carried += t.Tokens
