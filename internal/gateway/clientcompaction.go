@@ -20,9 +20,11 @@ import (
 //   - it neither extends nor repeats the log, holds no more messages than
 //     the log, and is much shorter than what the session holds: at most
 //     1/compactedShare of the log's messages, or its text at most
-//     1/compactedShare of the session's active view, or the view is empty (a twin of the request recorded the compaction and
-//     has yet to append: the twin's append and this one's are one, by
-//     their idempotency key);
+//     1/compactedShare of the session's active view, or the view is empty
+//     (nothing to weigh the text against; a twin of the request, a retry
+//     or another replica, never leaves it so: its record and its append
+//     are one transaction, and this request, matched again after it,
+//     extends the compacted history it appended);
 //   - and either it carries a summary the log does not hold (a provider
 //     compaction item, a compaction block, or a user message with a
 //     client's summary preamble, clientSummaryMarkers), or the messages it
@@ -85,9 +87,8 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 	}
 	// Much shorter: half the log's messages or half the view's tokens
 	// (contextd may have compacted the view already, and a client keeps
-	// files it read: Claude Code's /compact). An empty view: a client
-	// compaction recorded by a twin of this request (a retry, another
-	// replica) whose append is still to come.
+	// files it read: Claude Code's /compact). An empty view (a cleared
+	// session) has nothing to weigh the request against: short enough.
 	if len(c.msgs)*compactedShare > len(m.log) && m.s.ActiveCount > 0 && approxTokens(c.msgs)*compactedShare > m.s.ActiveTokens {
 		return false
 	}
