@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
-	"github.com/contextd/contextd/internal/store"
 )
 
 // Picks: the gateway's own last reply is the client's to pick or merge.
@@ -138,7 +136,7 @@ func pickedOf(m *chat.Message) (int, [32]byte, bool) {
 // whose log holds the request's history up to its shared part and then
 // at most maxPickTail messages (the sessions the index holds that
 // history in, at most one indexed read and, for each, one session row
-// read before its log is matched).
+// read, joinHit).
 func (g *Gateway) identifyPick(ctx context.Context, tenant string, c *conversation, sig signal, shared int64, noRepeat bool, until time.Time) (resolved, bool, error) {
 	k := int(shared)
 	if k == 0 || k+1 >= len(c.msgs) || k > len(c.chains) || c.msgs[k].Role != chat.RoleAssistant {
@@ -152,17 +150,9 @@ func (g *Gateway) identifyPick(ctx context.Context, tenant string, c *conversati
 		if h.Head || h.Length != shared || g.busy(ctx, tenant, h.SessionID, until) {
 			continue
 		}
-		hidden := resolved{id: h.SessionID, named: sig.owns(h.SessionID)}
-		if s, err := g.cfg.Engine.SessionRow(ctx, tenant, h.SessionID); errors.Is(err, store.ErrNotFound) {
-			continue
-		} else if err != nil {
-			return resolved{}, false, hideSession(err, hidden)
-		} else if s.LogCount > h.Length+maxPickTail {
-			continue
-		}
-		res, ok, _, err := g.tryJoin(ctx, tenant, h.SessionID, c, sig, noRepeat)
+		res, ok, err := g.joinHit(ctx, tenant, h, c, sig, noRepeat, maxPickTail)
 		if err != nil {
-			return resolved{}, false, hideSession(err, hidden)
+			return resolved{}, false, err
 		}
 		if ok && res.pick != nil {
 			return res, true, nil
