@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"slices"
-	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
 )
@@ -21,9 +20,11 @@ import (
 //   - it neither extends nor repeats the log, holds no more messages than
 //     the log, and is much shorter than what the session holds: at most
 //     1/compactedShare of the log's messages, or its text at most
-//     1/compactedShare of the session's active view, or the view is empty (a twin of the request recorded the compaction and
-//     has yet to append: the twin's append and this one's are one, by
-//     their idempotency key);
+//     1/compactedShare of the session's active view, or the view is empty
+//     (nothing to weigh the text against; a twin of the request, a retry
+//     or another replica, never leaves it so: its record and its append
+//     are one transaction, and this request, matched again after it,
+//     extends the compacted history it appended);
 //   - and either it carries a summary the log does not hold (a provider
 //     compaction item, a compaction block, or a user message with a
 //     client's summary preamble, clientSummaryMarkers), or the messages it
@@ -86,9 +87,8 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 	}
 	// Much shorter: half the log's messages or half the view's tokens
 	// (contextd may have compacted the view already, and a client keeps
-	// files it read: Claude Code's /compact). An empty view: a client
-	// compaction recorded by a twin of this request (a retry, another
-	// replica) whose append is still to come.
+	// files it read: Claude Code's /compact). An empty view (a cleared
+	// session) has nothing to weigh the request against: short enough.
 	if len(c.msgs)*compactedShare > len(m.log) && m.s.ActiveCount > 0 && approxTokens(c.msgs)*compactedShare > m.s.ActiveTokens {
 		return false
 	}
@@ -120,20 +120,7 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 // a provider compaction item or block, or a user message with a client's
 // summary preamble.
 func carriesSummary(m *chat.Message) bool {
-	if m.Metadata[metaCompactionItem] != "" || m.ProviderCompacted() {
-		return true
-	}
-	if m.Role != chat.RoleUser {
-		return false
-	}
-	for _, p := range m.Parts {
-		for _, mark := range clientSummaryMarkers {
-			if p.Type == chat.PartText && strings.Contains(p.Text, mark) {
-				return true
-			}
-		}
-	}
-	return false
+	return m.Metadata[metaCompactionItem] != "" || userSays(m, clientSummaryMarkers)
 }
 
 // skipsLog reports whether the messages of ids the log holds (in) are in
@@ -159,20 +146,12 @@ func skipsLog(log [][32]byte, in map[[32]byte]bool, ids [][32]byte) bool {
 	return kept > 0 && skipped
 }
 
-// approxTokens estimates msgs' tokens at 4 bytes a token: their parts'
-// text, tool calls and results, and what they carry.
+// approxTokens estimates msgs' tokens at 4 bytes a token: what they say
+// (messageSize) and what they carry.
 func approxTokens(msgs []chat.Message) int64 {
 	var n, carried int64
 	for i := range msgs {
-		for _, p := range msgs[i].Parts {
-			n += int64(len(p.Text))
-			if p.ToolCall != nil {
-				n += int64(len(p.ToolCall.Name) + len(p.ToolCall.Arguments))
-			}
-			if p.ToolResult != nil {
-				n += int64(len(p.ToolResult.Content))
-			}
-		}
+		n += messageSize(&msgs[i])
 		for _, t := range msgs[i].Carried() {
 			n += int64(len(t.Text))
 			carried += t.Tokens
@@ -191,7 +170,7 @@ func (g *Gateway) compacted(ctx context.Context, tenant, id string, c *conversat
 		return resolved{}, false, nil
 	}
 	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version, named: sig.owns(id), row: &m.s,
-		history: historyCompacted, restart: true}
+		history: historyCompacted}
 	if moved, err := g.follow(ctx, tenant, m.s, c); err != nil {
 		return resolved{}, false, err
 	} else if moved != nil {

@@ -55,7 +55,7 @@ func (g *Gateway) viewEdits(c *conversation, res *resolved) []engine.ViewEdit {
 	if res.made || res.repeat > 0 || len(c.chains) != len(c.msgs) {
 		return nil
 	}
-	if res.restart {
+	if res.history == historyCompacted {
 		// The client's compaction of its history (clientcompaction.go):
 		// the whole view, recorded alone; nothing else of it is the
 		// client's version of a message the view holds.

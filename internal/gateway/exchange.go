@@ -45,7 +45,8 @@ type exchange struct {
 	sig signal
 
 	// prepare: the session the request landed in, PrepareContext's
-	// answer, the request's idempotency key; the client's own tools (the
+	// answer, the request's key (requestKey: it seeds the ids of its
+	// answer's calls); the client's own tools (the
 	// expand loop restores them), whether the expand loop runs and whether
 	// its tool is offered, and the body to send.
 	res       resolved

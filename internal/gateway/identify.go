@@ -81,9 +81,6 @@ type resolved struct {
 	from  string
 	named bool
 	fresh []chat.Message
-	// restart: the request is the client's compaction of the session's
-	// history (clientcompaction.go), all of it fresh.
-	restart bool
 	// shared: the log this session (made by the request) forked from and
 	// how much of it the request repeats, stored once (PrepareInput.Shared).
 	shared store.SharedPrefix
@@ -374,8 +371,8 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 		if res, ok, err := g.compacted(ctx, tenant, sig.id, c, sig, m); err != nil || ok {
 			return res, err
 		}
-		if res, ok, err := g.aside(ctx, tenant, sig.id, c, sig, m, noRepeat); err != nil || ok {
-			return res, err
+		if res, ok := aside(sig.id, c, sig, m, noRepeat); ok {
+			return res, nil
 		}
 		if int64(m.k) > shared {
 			shared, base = int64(m.k), sig.id
@@ -399,15 +396,8 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 			// A repeat's log is the request's history and the replies it
 			// got: a session whose log goes on further (a stranger that
 			// shares the request's opening and went on) is not read.
-			if s, err := g.cfg.Engine.SessionRow(ctx, tenant, h.SessionID); errors.Is(err, store.ErrNotFound) {
-				continue
-			} else if err != nil {
-				return resolved{}, hideSession(err, resolved{id: h.SessionID, named: sig.owns(h.SessionID)})
-			} else if s.LogCount > h.Length+maxRepeatTail {
-				continue
-			}
-			if res, ok, _, err := g.tryJoin(ctx, tenant, h.SessionID, c, sig, false); err != nil || ok && res.repeat > 0 {
-				return res, hideSession(err, resolved{id: h.SessionID, named: sig.owns(h.SessionID)})
+			if res, ok, err := g.joinHit(ctx, tenant, h, c, sig, false, maxRepeatTail); err != nil || ok && res.repeat > 0 {
+				return res, err
 			}
 		}
 	}
@@ -462,6 +452,11 @@ func (g *Gateway) match(ctx context.Context, tenant, id string, c *conversation,
 	if err != nil {
 		return nil, err
 	}
+	return g.matchRow(ctx, tenant, s, c, noRepeat)
+}
+
+// matchRow is match of the session whose row is s.
+func (g *Gateway) matchRow(ctx context.Context, tenant string, s store.Session, c *conversation, noRepeat bool) (*logMatch, error) {
 	log, details, replies, closed, err := g.digests.get(ctx, g.cfg.Engine, tenant, s)
 	if err != nil {
 		return nil, err
@@ -502,6 +497,28 @@ func (g *Gateway) tryJoin(ctx context.Context, tenant, id string, c *conversatio
 	}
 	res, ok, err = g.join(ctx, tenant, id, c, sig, m)
 	return res, ok, m, err
+}
+
+// joinHit tries to join the request to the session of h (a session whose
+// log holds the request's history, or a prefix of it, up to h.Length),
+// when its log holds at most tail messages more: one read of the session's
+// row, and its log matched only then. Errors do not name a stranger's
+// session.
+func (g *Gateway) joinHit(ctx context.Context, tenant string, h store.HistoryHit, c *conversation, sig signal, noRepeat bool, tail int64) (resolved, bool, error) {
+	hidden := resolved{id: h.SessionID, named: sig.owns(h.SessionID)}
+	s, err := g.cfg.Engine.SessionRow(ctx, tenant, h.SessionID)
+	if errors.Is(err, store.ErrNotFound) || err == nil && s.LogCount > h.Length+tail {
+		return resolved{}, false, nil
+	}
+	if err != nil {
+		return resolved{}, false, hideSession(err, hidden)
+	}
+	m, err := g.matchRow(ctx, tenant, s, c, noRepeat)
+	if err != nil {
+		return resolved{}, false, hideSession(err, hidden)
+	}
+	res, ok, err := g.join(ctx, tenant, h.SessionID, c, sig, m)
+	return res, ok, hideSession(err, hidden)
 }
 
 // join joins the request to session id as m matched them, when the

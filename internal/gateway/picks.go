@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
-	"github.com/contextd/contextd/internal/store"
 )
 
 // Picks: the gateway's own last reply is the client's to pick or merge.
@@ -25,9 +22,10 @@ import (
 // from the log only in the assistant turn at the log's end, which is the
 // gateway's reply (with the client's prefill before it): the request is
 // the same conversation. The client's version is recorded in place of
-// that turn (engine.RecordPick, a client edit: counted exactly, the
-// originals kept in the log and expandable) and the request's new
-// messages are appended after it.
+// that turn (PrepareInput.Edits' ViewEdit.Pick, what engine.RecordPick
+// records alone: a client edit, counted exactly, the originals kept in the
+// log and expandable) and the request's new messages are appended after
+// it, in one transaction.
 //
 // The rule: when a session's log is the request's history up to place k,
 // and from k on holds only an assistant turn — at most maxPickTail
@@ -91,15 +89,13 @@ func (g *Gateway) pickOf(ctx context.Context, tenant string, m *logMatch, c *con
 		t := &tail[i]
 		last := i == n-1
 		if t.Role != chat.RoleAssistant || t.Kind != "" && t.Kind != chat.KindNormal || t.Metadata[engine.InterruptedMetadata] != "" ||
-			identityOf(t) != m.log[m.k+i] || (t.Metadata[metaReply] != "") != last || !last && slices.ContainsFunc(t.Parts, isToolCall) {
+			identityOf(t) != m.log[m.k+i] || (t.Metadata[metaReply] != "") != last || !last && hasToolCall(t) {
 			return nil, nil
 		}
 		p.ids = append(p.ids, t.ID)
 	}
 	return p, nil
 }
-
-func isToolCall(p chat.Part) bool { return p.Type == chat.PartToolCall }
 
 // joinPick joins the request to m's session as the pick m.pick: the
 // request's messages after the client's version are new, and the first
@@ -140,7 +136,7 @@ func pickedOf(m *chat.Message) (int, [32]byte, bool) {
 // whose log holds the request's history up to its shared part and then
 // at most maxPickTail messages (the sessions the index holds that
 // history in, at most one indexed read and, for each, one session row
-// read before its log is matched).
+// read, joinHit).
 func (g *Gateway) identifyPick(ctx context.Context, tenant string, c *conversation, sig signal, shared int64, noRepeat bool, until time.Time) (resolved, bool, error) {
 	k := int(shared)
 	if k == 0 || k+1 >= len(c.msgs) || k > len(c.chains) || c.msgs[k].Role != chat.RoleAssistant {
@@ -154,17 +150,9 @@ func (g *Gateway) identifyPick(ctx context.Context, tenant string, c *conversati
 		if h.Head || h.Length != shared || g.busy(ctx, tenant, h.SessionID, until) {
 			continue
 		}
-		hidden := resolved{id: h.SessionID, named: sig.owns(h.SessionID)}
-		if s, err := g.cfg.Engine.SessionRow(ctx, tenant, h.SessionID); errors.Is(err, store.ErrNotFound) {
-			continue
-		} else if err != nil {
-			return resolved{}, false, hideSession(err, hidden)
-		} else if s.LogCount > h.Length+maxPickTail {
-			continue
-		}
-		res, ok, _, err := g.tryJoin(ctx, tenant, h.SessionID, c, sig, noRepeat)
+		res, ok, err := g.joinHit(ctx, tenant, h, c, sig, noRepeat, maxPickTail)
 		if err != nil {
-			return resolved{}, false, hideSession(err, hidden)
+			return resolved{}, false, err
 		}
 		if ok && res.pick != nil {
 			return res, true, nil
@@ -174,17 +162,15 @@ func (g *Gateway) identifyPick(ctx context.Context, tenant string, c *conversati
 }
 
 // pickEdit is the edit that records the client's version of the turn
-// res picks (engine.RecordPick's, in PrepareContext's transaction), nil
+// res picks (ViewEdit.Pick: RecordPick's, in PrepareContext's transaction), nil
 // when it picks none.
 func pickEdit(c *conversation, res *resolved) *engine.PickInput {
 	if res.pick == nil {
 		return nil
 	}
-	k := res.pick.k
-	v := c.msgs[k]
-	v.Parts, v.Metadata = slices.Clone(v.Parts), maps.Clone(v.Metadata) // the door's memo shares them
-	setMeta(&v, store.HistoryMetadata, strconv.Itoa(k+1)+":"+c.chains[k])
-	return &engine.PickInput{Replaced: res.pick.ids, Version: v}
+	v := []chat.Message{c.msgs[res.pick.k]}
+	historyStamp(c, v, res.pick.k)
+	return &engine.PickInput{Replaced: res.pick.ids, Version: v[0]}
 }
 
 // metaChoices, on a recorded reply, lists the identities (hex, comma
@@ -227,23 +213,12 @@ func clientForm(tail []chat.Message, v *chat.Message) bool {
 	if !slices.Equal(callsOf(v), callsOf(reply)) {
 		return false
 	}
-	t, cont := strings.TrimSpace(textOf(v)), textOf(reply)
+	t, cont := strings.TrimSpace(v.Text()), reply.Text()
 	var prefill strings.Builder
 	for i := range tail[:len(tail)-1] {
-		prefill.WriteString(textOf(&tail[i]))
+		prefill.WriteString(tail[i].Text())
 	}
 	return t == strings.TrimSpace(cont) || len(tail) > 1 && t == strings.TrimSpace(prefill.String()+cont)
-}
-
-// textOf is a message's text parts, concatenated.
-func textOf(m *chat.Message) string {
-	var b strings.Builder
-	for _, p := range m.Parts {
-		if p.Type == chat.PartText {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
 }
 
 // callsOf is a message's tool calls, by id and name.

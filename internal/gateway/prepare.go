@@ -111,7 +111,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		// The client's edits, and its compaction of its history
 		// (clientcompaction.go), go with the first append (clientedit.go).
 		edits := g.viewEdits(c, &res)
-		if err := g.replayLong(ctx, tenant, c, &res, key, &edits); err != nil {
+		if err := g.replayLong(ctx, tenant, c, &res, &edits); err != nil {
 			if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 				continue
 			}
@@ -181,8 +181,8 @@ func manyChoices(fields map[string]json.RawMessage) bool {
 }
 
 // requestKey is the digest of a request's whole history in its session:
-// what names the ids of its answer's calls (answerSeed) and its long
-// history's pieces (replayLong), so the same request again gets the same.
+// what names the ids of its answer's calls (answerSeed), so the same
+// request again gets the same.
 func requestKey(id string, digests [][32]byte) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%d:%s:%d:", len(id), id, len(digests))

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
@@ -22,22 +21,26 @@ const replayBytesPerToken = 3
 
 // replayLong appends all but the last piece of res.fresh, when it is
 // longer than about a window, and leaves the last piece in res.fresh at
-// the session's new version. Each piece has its own idempotency key, so a
-// retried request appends it once. A client's compacted history
-// (res.restart, clientcompaction.go) is never cut: its record goes with
+// the session's new version. Each piece is appended at the version the
+// one before left (ExpectedVersion), with no idempotency key: a retried
+// request, or the same request on another replica, is matched again past
+// the pieces that are stored and splits only what is left, so it appends
+// each message once (a key naming the piece by its index would name other
+// messages in a retry's split and refuse it). A client's compacted history
+// (historyCompacted, clientcompaction.go) is never cut: its record goes with
 // the append of the whole compacted history, in one transaction, and
 // pieces appended apart would restart the session's client history at
 // their first.
-func (g *Gateway) replayLong(ctx context.Context, tenant string, c *conversation, res *resolved, key string, edits *[]engine.ViewEdit) error {
+func (g *Gateway) replayLong(ctx context.Context, tenant string, c *conversation, res *resolved, edits *[]engine.ViewEdit) error {
 	m, _ := g.cfg.Models.Lookup(c.model)
 	budget := int64(m.ContextWindow) * replayBytesPerToken
-	if budget <= 0 || len(res.fresh) < 2 || res.restart {
+	if budget <= 0 || len(res.fresh) < 2 || res.history == historyCompacted {
 		return nil
 	}
 	pieces := splitReplay(res.fresh, budget)
-	for i, p := range pieces[:len(pieces)-1] {
+	for _, p := range pieces[:len(pieces)-1] {
 		prep, err := g.prepareEdited(ctx, tenant, res.id, engine.PrepareInput{Messages: p,
-			IdempotencyKey: "gw-" + key + "-" + strconv.Itoa(i), ExpectedVersion: &res.version, Edits: *edits, Shared: res.shared})
+			ExpectedVersion: &res.version, Edits: *edits, Shared: res.shared})
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -46,12 +45,16 @@ var summaryPrompts = []string{
 
 // asksSummary reports whether m is a user message asking for a summary
 // of the conversation (summaryPrompts).
-func asksSummary(m *chat.Message) bool {
+func asksSummary(m *chat.Message) bool { return userSays(m, summaryPrompts) }
+
+// userSays reports whether m is a user message with a text part that
+// contains one of texts.
+func userSays(m *chat.Message, texts []string) bool {
 	if m.Role != chat.RoleUser {
 		return false
 	}
 	for _, p := range m.Parts {
-		for _, s := range summaryPrompts {
+		for _, s := range texts {
 			if p.Type == chat.PartText && strings.Contains(p.Text, s) {
 				return true
 			}
@@ -63,14 +66,14 @@ func asksSummary(m *chat.Message) bool {
 // aside resolves the request to session id as a summary request (ok),
 // when m says it is one: the session's view is sent without the log's
 // messages after the shared prefix, and the request's own after it.
-func (g *Gateway) aside(ctx context.Context, tenant, id string, c *conversation, sig signal, m *logMatch, noRepeat bool) (res resolved, ok bool, err error) {
+func aside(id string, c *conversation, sig signal, m *logMatch, noRepeat bool) (resolved, bool) {
 	n := len(c.msgs)
 	if noRepeat || m == nil || m.extends || m.k == 0 || n-m.k > maxAsideTail || len(m.log)-m.k > maxRepeatTail || !asksSummary(&c.msgs[n-1]) {
-		return resolved{}, false, nil
+		return resolved{}, false
 	}
 	// Not followed (the session's model, system prompt and tools stay
 	// its own): nothing is stored, and the request goes upstream with
 	// its own (the door builds it from the request).
 	return resolved{id: id, created: m.s.CreatedAt, version: m.s.Version, named: sig.owns(id), row: &m.s,
-		history: historyAside, repeat: len(m.log) - m.k, repeatD: m.log[m.k:], tail: c.msgs[m.k:]}, true, nil
+		history: historyAside, repeat: len(m.log) - m.k, repeatD: m.log[m.k:], tail: c.msgs[m.k:]}, true
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/pgtest"
 )
@@ -23,18 +24,9 @@ import (
 // contains original, expandable.
 func checkClientCompaction(t *testing.T, s *server, id, original string) {
 	t.Helper()
-	var cmps struct {
-		Compactions []struct {
-			Tiers []string `json:"tiers"`
-		} `json:"compactions"`
-	}
-	s.rpc("ListCompactions", map[string]any{"sessionId": id}, &cmps)
-	found := false
-	for _, c := range cmps.Compactions {
-		found = found || slices.Contains(c.Tiers, "client_compaction")
-	}
-	if !found {
-		t.Errorf("session %s: compactions %+v, want a client_compaction", id, cmps.Compactions)
+	tiers := s.compactionTiers(id)
+	if !slices.ContainsFunc(tiers, func(ts []string) bool { return slices.Contains(ts, "client_compaction") }) {
+		t.Errorf("session %s: compactions of tiers %q, want a client_compaction", id, tiers)
 	}
 	var page struct {
 		Messages []editedMessage `json:"messages"`
@@ -229,9 +221,13 @@ func TestUnsignalledCompactionForks(t *testing.T) {
 // TestClientCompactionAcrossReplicas: the compacted request reaches two
 // replicas on one PostgreSQL database at once (a client's retry racing
 // it): both answer in the signal's session, the compaction is recorded
-// once (the version check: the second replica matches again, and finds
-// the view empty or the log restarted), and the compacted history is in
-// the log once.
+// once (the version check: the second replica matches again and finds the
+// compacted history stored, recorded in the same transaction as its
+// record), and the compacted history is in the log once.
+//
+// The race is made: the test holds the session's row, so both requests,
+// matched as the same compaction, wait for it in PrepareContext's
+// transaction.
 func TestClientCompactionAcrossReplicas(t *testing.T) {
 	url := pgtest.URL(t)
 	a := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url})
@@ -244,26 +240,31 @@ func TestClientCompactionAcrossReplicas(t *testing.T) {
 	summary := "Another language model started to solve this problem and produced a summary of its thinking process. Here is the summary: add() is fixed."
 	c.user(summary)
 	body := map[string]any{"model": "gpt-4o", "messages": c.msgs}
+	waiting, release := holdSession(t, url, "cx-replicas")
 	var wg sync.WaitGroup
 	for _, s := range []*server{a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, raw := s.post("/v1/chat/completions", body, c.sig)
-			if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Contextd-Session") != "cx-replicas" {
+		wg.Go(func() {
+			resp, raw, err := s.send("/v1/chat/completions", body, c.sig)
+			if err != nil {
+				t.Error(err)
+			} else if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Contextd-Session") != "cx-replicas" {
 				t.Errorf("%d in %q (%s): %s", resp.StatusCode, resp.Header.Get("X-Contextd-Session"), resp.Header.Get("X-Contextd-History"), raw)
 			}
-		}()
+		})
 	}
+	deadline := time.Now().Add(20 * time.Second)
+	for waiting() < 2 {
+		if time.Now().After(deadline) {
+			release()
+			wg.Wait()
+			t.Fatal("the two requests did not wait for the session's row")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	release()
 	wg.Wait()
-	var cmps struct {
-		Compactions []struct {
-			Tiers []string `json:"tiers"`
-		} `json:"compactions"`
-	}
-	a.rpc("ListCompactions", map[string]any{"sessionId": "cx-replicas"}, &cmps)
-	if len(cmps.Compactions) != 1 || !slices.Equal(cmps.Compactions[0].Tiers, []string{"client_compaction"}) {
-		t.Errorf("compactions %+v, want one client compaction", cmps.Compactions)
+	if tiers := a.compactionTiers("cx-replicas"); len(tiers) != 1 || !slices.Equal(tiers[0], []string{"client_compaction"}) {
+		t.Errorf("compactions of tiers %q, want one client compaction", tiers)
 	}
 	a.waitLogLen("cx-replicas", logLen+2)
 	log := a.logOf("cx-replicas")
@@ -323,13 +324,14 @@ func TestSummaryRequestIsAnAside(t *testing.T) {
 // TestFailedClientCompactionChangesNothing: a client compaction whose
 // request fails after the record (its compacted history is over the
 // model's window: PrepareContext refuses it) changes nothing: the answer
-// is an error, the record is reverted (reverted_at set), the session's view
-// and log are what they were, and the client's next compaction, one that
-// fits, is recorded in the same session. Without the fix the gateway fed
-// the long compacted history in pieces (replayLong): the summary was
-// appended, restart-marked, before the last piece failed, so the reverted
-// view held the old history and the summary, and the next compaction
-// extended it (history "extended", the old history counted again).
+// is an error, no client compaction is recorded (the record goes with the
+// append, in PrepareContext's transaction), the session's view and log are
+// what they were, and the client's next compaction, one that fits, is
+// recorded in the same session. Without the fix the gateway fed the long
+// compacted history in pieces (replayLong): the summary was appended,
+// restart-marked, before the last piece failed, so the view held the old
+// history and the summary, and the next compaction extended it (history
+// "extended", the old history counted again).
 func TestFailedClientCompactionChangesNothing(t *testing.T) {
 	s := start(t, nil)
 	c := &historyClient{t: t, s: s, sig: map[string]string{"X-Contextd-Session": "cx-fail"}}
@@ -346,16 +348,9 @@ func TestFailedClientCompactionChangesNothing(t *testing.T) {
 	if resp.StatusCode == http.StatusOK {
 		t.Fatalf("an over-window compacted history answered %d (%s): want an error", resp.StatusCode, resp.Header.Get("X-Contextd-History"))
 	}
-	var cmps struct {
-		Compactions []struct {
-			Tiers      []string `json:"tiers"`
-			RevertedAt string   `json:"revertedAt"`
-		} `json:"compactions"`
-	}
-	s.rpc("ListCompactions", map[string]any{"sessionId": "cx-fail"}, &cmps)
-	for _, cm := range cmps.Compactions {
-		if slices.Contains(cm.Tiers, "client_compaction") && cm.RevertedAt == "" {
-			t.Errorf("the failed request's client compaction is still applied: %+v (%s)", cmps.Compactions, out)
+	for _, tiers := range s.compactionTiers("cx-fail") {
+		if slices.Contains(tiers, "client_compaction") {
+			t.Errorf("the failed request recorded a client compaction (%s)", out)
 		}
 	}
 	if got := s.usedTokens("cx-fail"); got != used {

@@ -54,11 +54,21 @@ func start(t testing.TB, env map[string]string) *server {
 // body.
 func (s *server) post(path string, body any, header map[string]string) (*http.Response, []byte) {
 	s.t.Helper()
+	resp, out, err := s.send(path, body, header)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return resp, out
+}
+
+// send is post for a goroutine other than the test's: it returns what
+// fails instead of failing the test.
+func (s *server) send(path string, body any, header map[string]string) (*http.Response, []byte, error) {
 	b, ok := body.([]byte)
 	if !ok {
 		var err error
 		if b, err = json.Marshal(body); err != nil {
-			s.t.Fatal(err)
+			return nil, nil, err
 		}
 	}
 	req, _ := http.NewRequest(http.MethodPost, s.url(path), bytes.NewReader(b))
@@ -74,11 +84,11 @@ func (s *server) post(path string, body any, header map[string]string) (*http.Re
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		s.t.Fatal(err)
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp, out
+	out, err := io.ReadAll(resp.Body)
+	return resp, out, err
 }
 
 // rpc calls one of contextd's own RPCs over Connect (HTTP/JSON).

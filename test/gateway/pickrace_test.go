@@ -1,9 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -55,18 +52,11 @@ func TestPickLostToATwinLeavesNoMark(t *testing.T) {
 	send := func(s *server, body map[string]any) chan answer {
 		out := make(chan answer, 1)
 		go func() {
-			bb, _ := json.Marshal(body)
-			req, _ := http.NewRequest(http.MethodPost, s.url(tc.path), bytes.NewReader(bb))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("anthropic-version", "2023-06-01")
-			req.Header.Set("x-api-key", "sk-ant-test")
-			resp, err := http.DefaultClient.Do(req)
+			resp, raw, err := s.send(tc.path, body, nil)
 			if err != nil {
-				out <- answer{}
+				out <- answer{body: []byte(err.Error())}
 				return
 			}
-			defer resp.Body.Close()
-			raw, _ := io.ReadAll(resp.Body)
 			out <- answer{resp.StatusCode, resp.Header.Get("X-Contextd-History"), resp.Header.Get("X-Contextd-Session"), raw}
 		}()
 		return out
