@@ -241,20 +241,39 @@ func (e *Engine) commitClientView(ctx context.Context, tenant, id string, expect
 // applyEdit writes p in tx on s (locked, at the version p was planned
 // on), and moves s as it leaves the session; the caller updates its row.
 func (e *Engine) applyEdit(ctx context.Context, tx store.Tx, s *store.Session, p *editPlan) error {
-	if err := tx.InsertMessages(ctx, s.Tenant, s.ID, p.counted); err != nil {
-		return err
+	return e.applyEdits(ctx, tx, s, []*editPlan{p})
+}
+
+// applyEdits writes plans (each planned on the view the one before
+// leaves) in tx on s as applyEdit does one: each plan's messages, record
+// and counters, but the view only once, the last plan's (the ones between
+// would be generations replaced in the same transaction), and the quota
+// read once.
+func (e *Engine) applyEdits(ctx context.Context, tx store.Tx, s *store.Session, plans []*editPlan) error {
+	for _, p := range plans {
+		if err := tx.InsertMessages(ctx, s.Tenant, s.ID, p.counted); err != nil {
+			return err
+		}
 	}
 	// The client's versions are stored messages of the tenant's, as an
 	// append's are: within its log quota (quotas.go).
 	if err := chargeLog(ctx, tx, s.Tenant, e.limits.MaxLogBytesPerTenant); err != nil {
 		return err
 	}
-	if err := tx.ReplaceView(ctx, s.Tenant, s.ID, p.rec.ViewAfter); err != nil {
+	if err := tx.ReplaceView(ctx, s.Tenant, s.ID, plans[len(plans)-1].rec.ViewAfter); err != nil {
 		return err
 	}
-	if err := tx.InsertCompaction(ctx, s.Tenant, s.ID, p.rec); err != nil {
-		return err
+	for _, p := range plans {
+		if err := tx.InsertCompaction(ctx, s.Tenant, s.ID, p.rec); err != nil {
+			return err
+		}
+		editMoves(s, p)
 	}
+	return nil
+}
+
+// editMoves moves s as plan p leaves the session.
+func editMoves(s *store.Session, p *editPlan) {
 	s.Version++
 	s.ViewEpoch++ // the view's messages changed (an anchor described the old ones)
 	s.CompactionRound = p.rec.Round
@@ -262,7 +281,6 @@ func (e *Engine) applyEdit(ctx context.Context, tx store.Tx, s *store.Session, p
 	s.ActiveBytes = viewBytes(p.after)
 	s.ActiveCount, s.ViewSeq = int64(len(p.after)), int64(len(p.after))
 	s.UpdatedAt = p.rec.CreatedAt
-	return nil
 }
 
 // viewAt is the active view of session id at version expected of

@@ -81,12 +81,7 @@ func (e *Engine) writeEdits(ctx context.Context, tx store.Tx, s *store.Session, 
 	if s.Version != pr.edBase.Version || stampOf(s) != stampOf(&pr.edBase) {
 		return fmt.Errorf("session %q moved since the edits were found: %w", s.ID, moved)
 	}
-	for _, p := range pr.edits {
-		if err := e.applyEdit(ctx, tx, s, p); err != nil {
-			return err
-		}
-	}
-	return nil
+	return e.applyEdits(ctx, tx, s, pr.edits)
 }
 
 // editsWritten caches the view a call with edits committed (final's) and
