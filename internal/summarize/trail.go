@@ -668,9 +668,9 @@ func expandSentence(in compaction.SummaryInput) string {
 	return strings.TrimSuffix(strings.TrimSuffix(s, "\n"), " to read them.]")
 }
 
-// TrailSize is the trail of a summary of in and the tokens it takes (the
+// MeasureTrail is the trail of a summary of in and the tokens it takes (the
 // planner's compaction.Request.Trail).
-func TrailSize(in compaction.SummaryInput) (string, int) {
+func MeasureTrail(in compaction.SummaryInput) (string, int) {
 	trail := trailOf(in)
 	return trail, countOrEstimate(in)(trail)
 }
