@@ -9,7 +9,9 @@ import (
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/store/postgres"
 )
 
 // TestPrepareRecordsEditsWithTheAppend: client edits passed to
@@ -162,5 +164,48 @@ func TestPrepareWritesTheEditsViewOnce(t *testing.T) {
 	}
 	if len(page.Compactions) != 3 || cleared != 3 {
 		t.Fatalf("%d records, %d cleared results in the view; want 3 and 3", len(page.Compactions), cleared)
+	}
+}
+
+// TestPrepareEditsRoundTripsToPostgres counts, through a proxy in front
+// of a real PostgreSQL (pgtest.RoundTrips), the round trips of a
+// PrepareContext call that records a client edit with its append: the
+// view's new generation, its flip and the edit's record ride with the
+// transaction's reads and its commit (store.Pipelined): 24 round trips
+// for the whole call (its reads, the sweep of the replaced generation);
+// before, 28 (the view's stage, its flip and the record each went in a
+// round trip of its own).
+func TestPrepareEditsRoundTripsToPostgres(t *testing.T) {
+	url, trips := pgtest.RoundTrips(t, pgtest.URL(t))
+	s, err := postgres.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	models, encodings := testModels(t)
+	e := engine.New(encodings, models, s)
+	ctx := t.Context()
+	v := agentSession(t, e, compaction.Overrides{}, 4)
+	start, err := e.GetSession(ctx, tenant, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := engine.ViewEdit{Client: &engine.ClientEditInput{Client: func(stored *chat.Message) (chat.Message, bool) {
+		if stored.Role != chat.RoleTool || !strings.HasPrefix(resultText(stored), "step 0:") {
+			return chat.Message{}, false
+		}
+		m := *stored
+		m.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: stored.Parts[0].ToolResult.ToolCallID, Content: "step 0: cleared"}}}
+		return m, true
+	}}}
+	expected := start.Version
+	before := trips()
+	if _, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("go on")}, ExpectedVersion: &expected, Edits: []engine.ViewEdit{edit}}); err != nil {
+		t.Fatal(err)
+	}
+	n := trips() - before
+	t.Logf("%d round trips", n)
+	if n > 24 {
+		t.Errorf("%d round trips to PostgreSQL for an edit with its append, want at most 24", n)
 	}
 }
