@@ -24,8 +24,9 @@ type ForkTx interface {
 	// message is stored as InsertMessages stores it. Reads of the session
 	// (views, log, sizes, MessagesByID) cannot tell the difference, and the
 	// parts stay readable when p's row goes (copy-on-delete). Its work is
-	// a primary-key probe a message up to p.Length (on PostgreSQL all in one
-	// round trip).
+	// a primary-key probe a message up to p.Length (on PostgreSQL one
+	// query, after the writes a pipelined transaction queued before it,
+	// which go in a round trip of their own).
 	InsertForkMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message, p SharedPrefix) error
 }
 
