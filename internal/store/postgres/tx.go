@@ -124,12 +124,12 @@ func (t *txn) insertMessages(ctx context.Context, tenant, sessionID string, msgs
 	pinned := make([]bool, n)
 	created := make([]any, n)
 	for i, m := range msgs {
-		var p string
-		var err error
+		p, err := store.PartsArg(&msgs[i], refs, i)
+		if err != nil {
+			return err
+		}
 		if refs != nil && refs[i].ID != "" {
 			bodySessions[i], bodyIDs[i], bodyBytes[i] = &refs[i].SessionID, &refs[i].ID, refs[i].Bytes
-		} else if p, err = store.EncodeJSON(m.Parts); err != nil {
-			return err
 		}
 		md, err := store.EncodeJSON(m.Metadata)
 		if err != nil {
