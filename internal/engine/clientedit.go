@@ -94,13 +94,7 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 	if err != nil {
 		return ClientEditResult{}, err
 	}
-	p, pending, err := e.planClientEdits(ctx, view, in, func() (string, int, error) {
-		if read != nil { // viewAt read it, at expected
-			return read.Model, read.CompactionRound + 1, nil
-		}
-		s, err := e.sessionAt(ctx, tenant, id, expected)
-		return s.Model, s.CompactionRound + 1, err
-	})
+	p, pending, err := e.planClientEdits(ctx, view, in, e.roundAt(ctx, tenant, id, expected, read))
 	if err != nil || p == nil {
 		return ClientEditResult{Version: expected, Pending: pending}, err
 	}
@@ -203,6 +197,19 @@ func (e *Engine) planClientEdits(ctx context.Context, view []chat.Message, in Cl
 	rec.ViewAfter = idsOf(after)
 	rec.TokensBefore, rec.TokensAfter = sumTokens(view), sumTokens(after)
 	return &editPlan{counted: counted, after: after, rec: rec}, pending, nil
+}
+
+// roundAt is planning's at for session id at version expected: its model
+// and the round its record takes, from read (the row viewAt read, at
+// expected) or, when viewAt read none, from the row read then.
+func (e *Engine) roundAt(ctx context.Context, tenant, id string, expected int64, read *store.Session) func() (string, int, error) {
+	return func() (string, int, error) {
+		if read != nil {
+			return read.Model, read.CompactionRound + 1, nil
+		}
+		s, err := e.sessionAt(ctx, tenant, id, expected)
+		return s.Model, s.CompactionRound + 1, err
+	}
 }
 
 // sessionAt reads session id, which must be at version expected.

@@ -44,13 +44,7 @@ func (e *Engine) RecordPick(ctx context.Context, tenant, id string, in PickInput
 	if err != nil {
 		return ClientEditResult{}, err
 	}
-	p, err := e.planPick(ctx, view, in, func() (string, int, error) {
-		if read != nil { // viewAt read it, at expected
-			return read.Model, read.CompactionRound + 1, nil
-		}
-		s, err := e.sessionAt(ctx, tenant, id, expected)
-		return s.Model, s.CompactionRound + 1, err
-	})
+	p, err := e.planPick(ctx, view, in, e.roundAt(ctx, tenant, id, expected, read))
 	if err != nil || p == nil {
 		return ClientEditResult{Version: expected}, err
 	}
