@@ -29,15 +29,15 @@ type ViewEdit struct {
 	Compaction *ClientCompactionInput
 }
 
-// planPrepareEdits plans in.Edits on view (cached: the view of cur, nil
+// planPrepareEdits plans in.Edits on view (cached: the view of cur; moved
 // when the session moved since the row was read), each on the view the
 // one before leaves; the plans and the view after them (nil: no edit to
-// record).
-func (e *Engine) planPrepareEdits(ctx context.Context, id string, cur store.Session, view []chat.Message, in PrepareInput) ([]*editPlan, []chat.Message, error) {
+// record). An empty view is no move: its edits plan nothing.
+func (e *Engine) planPrepareEdits(ctx context.Context, id string, cur store.Session, view []chat.Message, moved bool, in PrepareInput) ([]*editPlan, []chat.Message, error) {
 	if len(in.Edits) == 0 {
 		return nil, nil, nil
 	}
-	if in.ExpectedVersion == nil || view == nil || cur.Version != *in.ExpectedVersion {
+	if in.ExpectedVersion == nil || moved || cur.Version != *in.ExpectedVersion {
 		return nil, nil, fmt.Errorf("session %q moved since the edits were found: %w", id, store.ErrVersionConflict)
 	}
 	round := cur.CompactionRound
