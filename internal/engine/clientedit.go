@@ -207,18 +207,12 @@ func (e *Engine) roundAt(ctx context.Context, tenant, id string, expected int64,
 		if read != nil {
 			return read.Model, read.CompactionRound + 1, nil
 		}
-		s, err := e.sessionAt(ctx, tenant, id, expected)
+		s, err := e.readSession(ctx, tenant, id)
+		if err == nil {
+			err = checkVersion(id, s.Version, &expected)
+		}
 		return s.Model, s.CompactionRound + 1, err
 	}
-}
-
-// sessionAt reads session id, which must be at version expected.
-func (e *Engine) sessionAt(ctx context.Context, tenant, id string, expected int64) (store.Session, error) {
-	s, err := e.readSession(ctx, tenant, id)
-	if err != nil {
-		return store.Session{}, err
-	}
-	return s, checkVersion(id, s.Version, &expected)
 }
 
 // commitClientView writes the client edits p in one transaction on the
@@ -230,7 +224,7 @@ func (e *Engine) commitClientView(ctx context.Context, tenant, id string, expect
 		if err != nil {
 			return err
 		}
-		if err := e.applyEdit(ctx, tx, &s, p); err != nil {
+		if err := e.applyEdits(ctx, tx, &s, []*editPlan{p}); err != nil {
 			return err
 		}
 		final = s
@@ -245,17 +239,12 @@ func (e *Engine) commitClientView(ctx context.Context, tenant, id string, expect
 	return final, nil
 }
 
-// applyEdit writes p in tx on s (locked, at the version p was planned
-// on), and moves s as it leaves the session; the caller updates its row.
-func (e *Engine) applyEdit(ctx context.Context, tx store.Tx, s *store.Session, p *editPlan) error {
-	return e.applyEdits(ctx, tx, s, []*editPlan{p})
-}
-
 // applyEdits writes plans (each planned on the view the one before
-// leaves) in tx on s as applyEdit does one: each plan's messages, record
-// and counters, but the view only once, the last plan's (the ones between
-// would be generations replaced in the same transaction), and the quota
-// read once.
+// leaves) in tx on s (locked, at the version the first was planned on),
+// and moves s as they leave the session; the caller updates its row. Each
+// plan's messages, record and counters, but the view only once, the last
+// plan's (the ones between would be generations replaced in the same
+// transaction), and the quota read once.
 func (e *Engine) applyEdits(ctx context.Context, tx store.Tx, s *store.Session, plans []*editPlan) error {
 	for _, p := range plans {
 		if err := tx.InsertMessages(ctx, s.Tenant, s.ID, p.counted); err != nil {

@@ -18,11 +18,11 @@ import (
 // append, only on that version.
 
 // ViewEdit is one client edit of PrepareInput.Edits: RecordClientEdits'
-// (Client), RecordPick's (Pick) or RecordClientCompaction's (Compaction,
-// which must be the call's only edit: its items name the log's next
-// message, the first the call appends). Their Expected and Created are
-// not read: the call's ExpectedVersion and the session it reads stand for
-// them.
+// (Client: its Expected and Created are not read, the call's
+// ExpectedVersion and the session it reads stand for them), a pick
+// (pick.go) or a client compaction (clientcompaction.go: the call's only
+// edit, its items name the log's next message, the first the call
+// appends).
 type ViewEdit struct {
 	Client     *ClientEditInput
 	Pick       *PickInput

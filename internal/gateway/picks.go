@@ -25,7 +25,7 @@ import (
 // from the log only in the assistant turn at the log's end, which is the
 // gateway's reply (with the client's prefill before it): the request is
 // the same conversation. The client's version is recorded in place of
-// that turn (engine.RecordPick, a client edit: counted exactly, the
+// that turn (engine.ViewEdit.Pick, a client edit: counted exactly, the
 // originals kept in the log and expandable) and the request's new
 // messages are appended after it.
 //
@@ -174,7 +174,7 @@ func (g *Gateway) identifyPick(ctx context.Context, tenant string, c *conversati
 }
 
 // pickEdit is the edit that records the client's version of the turn
-// res picks (engine.RecordPick's, in PrepareContext's transaction), nil
+// res picks (engine.ViewEdit.Pick, in PrepareContext's transaction), nil
 // when it picks none.
 func pickEdit(c *conversation, res *resolved) *engine.PickInput {
 	if res.pick == nil {
