@@ -579,7 +579,7 @@ func (p *planner) summarize() error {
 	// than the tail alone needs, which keeps the view after a summary under
 	// the target and the bill of the trail within 5 % (with room for the
 	// summary only, +6.7 % at 16k on the corpus). The trail takes what the
-	// head it summarizes needs, within its budget (TrailSize, trailCut): a
+	// head it summarizes needs, within its budget (Request.Trail, trailCut): a
 	// large budget that the trail does not fill would leave only the
 	// latest step verbatim.
 	trail := min(TrailBudget(p.req.Policy, p.req.Window), p.trailRoom())

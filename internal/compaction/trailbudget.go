@@ -4,12 +4,12 @@ package compaction
 // reserved output) that the exact artifact trail of a summary may take
 // (internal/summarize writes it after the rest of the summary). It scales
 // with the window, as the artifacts an agent makes between two compactions
-// do. The trail takes only what it needs (the planner asks TrailSize), so
-// the budget costs nothing where it is not used: 0.30 kept 96.5 % of the
-// commands verbatim in view at 16k on the corpus (make bench-recall) for
-// +4.3 % on the bill; 0.20 kept 83 %. With the trail's older lines shown
-// dense (their texts alone, internal/summarize), which made the trail
-// cheaper, 0.35 keeps 89 % of the commands in view at 8k and 99.9 % at
+// do. The trail takes only what it needs (the planner asks Request.Trail,
+// summarize.MeasureTrail), so the budget costs nothing where it is not
+// used: 0.30 kept 96.5 % of the commands verbatim in view at 16k on the
+// corpus (make bench-recall) for +4.3 % on the bill; 0.20 kept 83 %.
+// With the trail's older lines shown dense (their texts alone,
+// internal/summarize), which made the trail cheaper, 0.35 keeps 89 % of the commands in view at 8k and 99.9 % at
 // 12k for +2.1 % and +3.3 % on the bill against before the trail (0.30:
 // 85 % and 98 %, +1.3 % and +2.9 %; 0.40: 91 % and 100 %, +3.1 % and
 // +3.5 %, but at 8,000 tokens the view after a summary then overshot the

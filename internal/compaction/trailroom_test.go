@@ -9,7 +9,7 @@ import (
 
 // TestSummaryLeavesRoomForTheTrailItNeeds: the cut leaves room for the
 // trail the summarized head needs (Request.Trail), not for its whole
-// budget (30 % of the usable window, which alone would leave only the
+// budget (35 % of the usable window, which alone would leave only the
 // latest step verbatim), and never more room than the budget.
 func TestSummaryLeavesRoomForTheTrailItNeeds(t *testing.T) {
 	summarized := func(size func(compaction.SummaryInput) (string, int)) (int, int) {

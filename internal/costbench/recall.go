@@ -335,12 +335,17 @@ func replayRecall(ctx context.Context, e *engine.Engine, window int64, s RecallS
 func scoreView(ctx context.Context, e *engine.Engine, session string, view []chat.Message, ps []probes.Probe, expanded map[string]string, r *RecallResult) ([]Recall, error) {
 	ids := map[string]bool{}
 	var sent, summaries strings.Builder
-	var synthetic []string
+	var synthetic, named []string
 	for i := range view {
 		m := &view[i]
 		ids[m.ID] = true
 		if m.Kind == chat.KindSummary {
 			summaries.WriteString(renderMessage(m))
+			// A summary's trail names the earlier summaries whose
+			// originals hold what it folded or shows only densely (the
+			// fold line, a dense line's head): they are one expand away
+			// too.
+			named = append(named, summaryIDRe.FindAllString(m.Text(), -1)...)
 		} else {
 			sent.WriteString(renderMessage(m))
 		}
@@ -348,16 +353,11 @@ func scoreView(ctx context.Context, e *engine.Engine, session string, view []cha
 			synthetic = append(synthetic, m.ID)
 		}
 	}
-	// A summary's trail names the earlier summaries whose originals hold
-	// what it folded or shows only densely (the fold line, a dense line's
-	// head): they are one expand away too.
-	for i := range view {
-		if m := &view[i]; m.Kind == chat.KindSummary {
-			for _, id := range summaryIDRe.FindAllString(m.Text(), -1) {
-				if !ids[id] && !slices.Contains(synthetic, id) {
-					synthetic = append(synthetic, id)
-				}
-			}
+	seen := map[string]bool{}
+	for _, id := range named { // those the view does not hold, each once
+		if !ids[id] && !seen[id] {
+			seen[id] = true
+			synthetic = append(synthetic, id)
 		}
 	}
 	for _, id := range synthetic {

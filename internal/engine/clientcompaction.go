@@ -2,10 +2,8 @@ package engine
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
@@ -17,66 +15,31 @@ import (
 // is a new, short history (what it kept, its summary or the provider's
 // compaction item, the next prompt) that no longer extends the session's
 // log. The gateway recognizes it (gateway/clientcompaction.go) and records
-// it in the same session: RecordClientCompaction covers the whole active
-// view (every message the client no longer sends as the session holds it;
-// the log keeps the originals, byte for byte, expandable), recorded as a
-// compaction of tier "client_compaction" (RevertCompaction restores the
-// view before it, keeping what was appended since), and the caller then
-// appends the client's new history, which is what the view holds and what
-// the used percentage counts.
+// it in the same session, in PrepareContext's transaction
+// (ViewEdit.Compaction): it covers the whole active view (every message
+// the client no longer sends as the session holds it; the log keeps the
+// originals, byte for byte, expandable), recorded as a compaction of tier
+// "client_compaction" (RevertCompaction restores the view before it,
+// keeping what was appended since), and the same call appends the
+// client's new history, which is what the view holds and what the used
+// percentage counts.
 
 // ClientCompactionTier names the record of a client's compaction of its
 // history.
 const ClientCompactionTier = "client_compaction"
 
-// ClientCompactionInput is a RecordClientCompaction request.
+// ClientCompactionInput is a client compaction (ViewEdit.Compaction): it
+// empties the active view, recorded as one compaction of tier
+// ClientCompactionTier whose items name each message it covers (a client
+// edit's original; a summary or placeholder of contextd's by itself), each
+// with the log's next position as its new message (the first of the
+// compacted history the call appends), so a purge keeps the originals
+// while that message is kept. An empty view records nothing. Work: the
+// record (one item per view message); nothing is counted or copied.
 type ClientCompactionInput struct {
-	// Expected and Created: the session as the caller matched it (its
-	// version and incarnation); the compaction is recorded only on that
-	// version (ErrVersionConflict otherwise).
-	Expected int64
-	Created  time.Time
 	// Reason names the record's items (default: the client compacted its
 	// history and no longer sends this message).
 	Reason string
-}
-
-// RecordClientCompaction empties the active view of session id at version
-// expected, recorded as one compaction of tier ClientCompactionTier whose
-// items name each message it covers (a client edit's original; a summary
-// or placeholder of contextd's by itself), each with the log's next
-// position as its new message (the first of the compacted history the
-// caller appends next), so a purge keeps the originals while that message
-// is kept. An empty view records nothing (Edited 0, the version
-// unchanged). Work: the view (from the view cache when it holds that
-// version), one transaction that writes the empty view, the record (one
-// item per view message) and the session row; nothing is counted or
-// copied. A session that moved since expected is ErrVersionConflict, so
-// two replicas never record one compaction twice. The gateway records it
-// with the append of the compacted history instead, in PrepareContext's
-// transaction (ViewEdit.Compaction).
-func (e *Engine) RecordClientCompaction(ctx context.Context, tenant, id string, in ClientCompactionInput) (ClientEditResult, error) {
-	expected := in.Expected
-	view, read, err := e.viewAt(ctx, tenant, id, expected, in.Created)
-	if err != nil {
-		return ClientEditResult{}, err
-	}
-	if read == nil && len(view) > 0 { // the view came from the cache
-		row, err := e.sessionAt(ctx, tenant, id, expected)
-		if err != nil {
-			return ClientEditResult{}, err
-		}
-		read = &row
-	}
-	p := e.planClientCompaction(view, in, read)
-	if p == nil {
-		return ClientEditResult{Version: expected}, nil
-	}
-	final, err := e.commitClientView(ctx, tenant, id, expected, p)
-	if err != nil {
-		return ClientEditResult{}, err
-	}
-	return ClientEditResult{Edited: len(view), Version: final.Version, Compaction: p.rec}, nil
 }
 
 // planClientCompaction plans the record of a client's compaction of view,

@@ -12,13 +12,14 @@ import (
 	"github.com/contextd/contextd/internal/store"
 )
 
-// TestClientCompactionCoversTheView: RecordClientCompaction at a stale
-// version changes nothing; at the session's version it empties the view
-// in one record of tier client_compaction whose items name every message
-// the view held (a client edit by its original), the log unchanged and
-// each original expandable; an empty view records nothing; the client's
-// compacted history appended after it is the whole view and its count;
-// and reverting the record restores the view before it, with what was
+// TestClientCompactionCoversTheView: a client's compaction passed to
+// PrepareContext (ViewEdit.Compaction) at a stale version changes
+// nothing; at the session's version it empties the view in one record of
+// tier client_compaction whose items name every message the view held (a
+// client edit by its original), the log unchanged and each original
+// expandable; an empty view records nothing; the client's compacted
+// history appended after it is the whole view and its count; and
+// reverting the record restores the view before it, with what was
 // appended since.
 func TestClientCompactionCoversTheView(t *testing.T) {
 	backends(t, func(t *testing.T, e *engine.Engine) {
@@ -43,12 +44,17 @@ func TestClientCompactionCoversTheView(t *testing.T) {
 		}
 		before := activeOf(t, e, v.ID)
 		log := logOf(t, e, v.ID)
-		if _, err := e.RecordClientCompaction(ctx, tenant, v.ID, engine.ClientCompactionInput{Expected: edit.Version - 1, Created: start.CreatedAt}); !errors.Is(err, store.ErrVersionConflict) {
+		compact := func(expected int64) (int64, error) {
+			res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{ExpectedVersion: &expected,
+				Edits: []engine.ViewEdit{{Compaction: &engine.ClientCompactionInput{}}}})
+			return res.Status.Version, err
+		}
+		if _, err := compact(edit.Version - 1); !errors.Is(err, store.ErrVersionConflict) {
 			t.Fatalf("stale version: %v, want a version conflict", err)
 		}
-		out, err := e.RecordClientCompaction(ctx, tenant, v.ID, engine.ClientCompactionInput{Expected: edit.Version, Created: start.CreatedAt})
-		if err != nil || out.Edited != len(before) || out.Version != edit.Version+1 || out.Compaction == nil {
-			t.Fatalf("compaction: %+v, %v; want %d covered at version %d", out, err, len(before), edit.Version+1)
+		version, err := compact(edit.Version)
+		if err != nil || version != edit.Version+1 {
+			t.Fatalf("compaction: version %d, %v; want %d", version, err, edit.Version+1)
 		}
 		s, _ := e.GetSession(ctx, tenant, v.ID)
 		if n := len(activeOf(t, e, v.ID)); n != 0 || s.ActiveTokens != 0 || s.ActiveCount != 0 {
@@ -78,13 +84,15 @@ func TestClientCompactionCoversTheView(t *testing.T) {
 			t.Errorf("expand msg_3: %v", err)
 		}
 		// Nothing left to cover: nothing recorded.
-		again, err := e.RecordClientCompaction(ctx, tenant, v.ID, engine.ClientCompactionInput{Expected: out.Version, Created: start.CreatedAt})
-		if err != nil || again.Edited != 0 || again.Version != out.Version || again.Compaction != nil {
-			t.Errorf("an empty view: %+v, %v; want nothing recorded", again, err)
+		if again, err := compact(version); err != nil || again != version {
+			t.Errorf("an empty view: version %d, %v; want nothing recorded (%d)", again, err, version)
+		}
+		if again, _ := e.ListCompactions(ctx, tenant, v.ID, engine.Page{}); len(again.Compactions) != len(page.Compactions) {
+			t.Errorf("an empty view: %d records, had %d", len(again.Compactions), len(page.Compactions))
 		}
 		// The client's compacted history is the view and its count.
 		compacted := []chat.Message{userMsg("Fix the failing test in src/app.py."), userMsg("Summary: steps 0 to 3 are done.")}
-		res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: compacted, ExpectedVersion: &out.Version})
+		res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: compacted, ExpectedVersion: &version})
 		if err != nil {
 			t.Fatal(err)
 		}

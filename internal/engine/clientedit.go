@@ -94,13 +94,7 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 	if err != nil {
 		return ClientEditResult{}, err
 	}
-	p, pending, err := e.planClientEdits(ctx, view, in, func() (string, int, error) {
-		if read != nil { // viewAt read it, at expected
-			return read.Model, read.CompactionRound + 1, nil
-		}
-		s, err := e.sessionAt(ctx, tenant, id, expected)
-		return s.Model, s.CompactionRound + 1, err
-	})
+	p, pending, err := e.planClientEdits(ctx, view, in, e.roundAt(ctx, tenant, id, expected, read))
 	if err != nil || p == nil {
 		return ClientEditResult{Version: expected, Pending: pending}, err
 	}
@@ -205,13 +199,20 @@ func (e *Engine) planClientEdits(ctx context.Context, view []chat.Message, in Cl
 	return &editPlan{counted: counted, after: after, rec: rec}, pending, nil
 }
 
-// sessionAt reads session id, which must be at version expected.
-func (e *Engine) sessionAt(ctx context.Context, tenant, id string, expected int64) (store.Session, error) {
-	s, err := e.readSession(ctx, tenant, id)
-	if err != nil {
-		return store.Session{}, err
+// roundAt is planning's at for session id at version expected: its model
+// and the round its record takes, from read (the row viewAt read, at
+// expected) or, when viewAt read none, from the row read then.
+func (e *Engine) roundAt(ctx context.Context, tenant, id string, expected int64, read *store.Session) func() (string, int, error) {
+	return func() (string, int, error) {
+		if read != nil {
+			return read.Model, read.CompactionRound + 1, nil
+		}
+		s, err := e.readSession(ctx, tenant, id)
+		if err == nil {
+			err = checkVersion(id, s.Version, &expected)
+		}
+		return s.Model, s.CompactionRound + 1, err
 	}
-	return s, checkVersion(id, s.Version, &expected)
 }
 
 // commitClientView writes the client edits p in one transaction on the
@@ -223,7 +224,7 @@ func (e *Engine) commitClientView(ctx context.Context, tenant, id string, expect
 		if err != nil {
 			return err
 		}
-		if err := e.applyEdit(ctx, tx, &s, p); err != nil {
+		if err := e.applyEdits(ctx, tx, &s, []*editPlan{p}); err != nil {
 			return err
 		}
 		final = s
@@ -238,23 +239,37 @@ func (e *Engine) commitClientView(ctx context.Context, tenant, id string, expect
 	return final, nil
 }
 
-// applyEdit writes p in tx on s (locked, at the version p was planned
-// on), and moves s as it leaves the session; the caller updates its row.
-func (e *Engine) applyEdit(ctx context.Context, tx store.Tx, s *store.Session, p *editPlan) error {
-	if err := tx.InsertMessages(ctx, s.Tenant, s.ID, p.counted); err != nil {
-		return err
+// applyEdits writes plans (each planned on the view the one before
+// leaves) in tx on s (locked, at the version the first was planned on),
+// and moves s as they leave the session; the caller updates its row. Each
+// plan's messages, record and counters, but the view only once, the last
+// plan's (the ones between would be generations replaced in the same
+// transaction), and the quota read once.
+func (e *Engine) applyEdits(ctx context.Context, tx store.Tx, s *store.Session, plans []*editPlan) error {
+	for _, p := range plans {
+		if err := tx.InsertMessages(ctx, s.Tenant, s.ID, p.counted); err != nil {
+			return err
+		}
 	}
 	// The client's versions are stored messages of the tenant's, as an
 	// append's are: within its log quota (quotas.go).
 	if err := chargeLog(ctx, tx, s.Tenant, e.limits.MaxLogBytesPerTenant); err != nil {
 		return err
 	}
-	if err := tx.ReplaceView(ctx, s.Tenant, s.ID, p.rec.ViewAfter); err != nil {
+	if err := tx.ReplaceView(ctx, s.Tenant, s.ID, plans[len(plans)-1].rec.ViewAfter); err != nil {
 		return err
 	}
-	if err := tx.InsertCompaction(ctx, s.Tenant, s.ID, p.rec); err != nil {
-		return err
+	for _, p := range plans {
+		if err := tx.InsertCompaction(ctx, s.Tenant, s.ID, p.rec); err != nil {
+			return err
+		}
+		editMoves(s, p)
 	}
+	return nil
+}
+
+// editMoves moves s as plan p leaves the session.
+func editMoves(s *store.Session, p *editPlan) {
 	s.Version++
 	s.ViewEpoch++ // the view's messages changed (an anchor described the old ones)
 	s.CompactionRound = p.rec.Round
@@ -262,7 +277,6 @@ func (e *Engine) applyEdit(ctx context.Context, tx store.Tx, s *store.Session, p
 	s.ActiveBytes = viewBytes(p.after)
 	s.ActiveCount, s.ViewSeq = int64(len(p.after)), int64(len(p.after))
 	s.UpdatedAt = p.rec.CreatedAt
-	return nil
 }
 
 // viewAt is the active view of session id at version expected of

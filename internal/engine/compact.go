@@ -248,7 +248,7 @@ func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (plan
 		Count:     func(msg *chat.Message) int64 { return tokens.CountMessage(enc, fr, msg).Tokens },
 		CountText: enc.Count,
 		Summarize: summarizeFn,
-		Trail:     summarize.TrailSize,
+		Trail:     summarize.MeasureTrail,
 		NewID: func(k chat.Kind) string {
 			seq++
 			prefix := "ph"

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
@@ -20,45 +19,17 @@ import (
 // originals kept in the log and expandable), but one version stands for
 // several messages of the view, as a summary does.
 
-// PickInput is a RecordPick request.
+// PickInput is a pick (ViewEdit.Pick): recorded in place of the view's
+// last messages Replaced, in PrepareContext's transaction. When the view
+// does not end with them (a compaction took them into a summary), nothing
+// is written: the summary stands for them. Work: one count of one message;
+// memory: the view after it.
 type PickInput struct {
 	// Replaced are the ids of the log messages the client's version
 	// stands for, in order: they must be the active view's last messages.
 	Replaced []string
 	// Version is the client's version (its metadata is kept).
 	Version chat.Message
-	// Expected and Created: the session as the caller matched it.
-	Expected int64
-	Created  time.Time
-}
-
-// RecordPick records in.Version in place of the view's last messages
-// in.Replaced, at version in.Expected. When the view does not end with
-// them (a compaction took them into a summary), nothing is written
-// (Edited 0): the summary stands for them. Work: one read of the view (none
-// when the engine's view cache holds it), one count of one message and one
-// transaction; memory: the view.
-func (e *Engine) RecordPick(ctx context.Context, tenant, id string, in PickInput) (ClientEditResult, error) {
-	expected := in.Expected
-	view, read, err := e.viewAt(ctx, tenant, id, expected, in.Created)
-	if err != nil {
-		return ClientEditResult{}, err
-	}
-	p, err := e.planPick(ctx, view, in, func() (string, int, error) {
-		if read != nil { // viewAt read it, at expected
-			return read.Model, read.CompactionRound + 1, nil
-		}
-		s, err := e.sessionAt(ctx, tenant, id, expected)
-		return s.Model, s.CompactionRound + 1, err
-	})
-	if err != nil || p == nil {
-		return ClientEditResult{Version: expected}, err
-	}
-	final, err := e.commitClientView(ctx, tenant, id, expected, p)
-	if err != nil {
-		return ClientEditResult{}, err
-	}
-	return ClientEditResult{Edited: 1, Version: final.Version, Compaction: p.rec}, nil
 }
 
 // planPick plans in on view; nil when the view does not end with the

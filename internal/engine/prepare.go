@@ -155,8 +155,9 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 	// The view as of a version (from the cache when it has it); the
 	// transaction reads it again only if the session moved since.
 	cached, _, read, err := e.viewOf(ctx, cur)
+	moved := errors.Is(err, store.ErrVersionConflict) // cached nil: also an empty view
 	switch {
-	case errors.Is(err, store.ErrVersionConflict):
+	case moved:
 		cached = nil // the transaction reads the view
 	case err != nil:
 		return PrepareResult{}, err
@@ -173,7 +174,7 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 	if err != nil {
 		return PrepareResult{}, err
 	}
-	edits, edited, err := e.planPrepareEdits(ctx, id, cur, cached, in)
+	edits, edited, err := e.planPrepareEdits(ctx, id, cur, cached, moved, in)
 	if err != nil {
 		return PrepareResult{}, err
 	}

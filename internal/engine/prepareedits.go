@@ -18,26 +18,26 @@ import (
 // append, only on that version.
 
 // ViewEdit is one client edit of PrepareInput.Edits: RecordClientEdits'
-// (Client), RecordPick's (Pick) or RecordClientCompaction's (Compaction,
-// which must be the call's only edit: its items name the log's next
-// message, the first the call appends). Their Expected and Created are
-// not read: the call's ExpectedVersion and the session it reads stand for
-// them.
+// (Client: its Expected and Created are not read, the call's
+// ExpectedVersion and the session it reads stand for them), a pick
+// (pick.go) or a client compaction (clientcompaction.go: the call's only
+// edit, its items name the log's next message, the first the call
+// appends).
 type ViewEdit struct {
 	Client     *ClientEditInput
 	Pick       *PickInput
 	Compaction *ClientCompactionInput
 }
 
-// planPrepareEdits plans in.Edits on view (cached: the view of cur, nil
+// planPrepareEdits plans in.Edits on view (cached: the view of cur; moved
 // when the session moved since the row was read), each on the view the
 // one before leaves; the plans and the view after them (nil: no edit to
-// record).
-func (e *Engine) planPrepareEdits(ctx context.Context, id string, cur store.Session, view []chat.Message, in PrepareInput) ([]*editPlan, []chat.Message, error) {
+// record). An empty view is no move: its edits plan nothing.
+func (e *Engine) planPrepareEdits(ctx context.Context, id string, cur store.Session, view []chat.Message, moved bool, in PrepareInput) ([]*editPlan, []chat.Message, error) {
 	if len(in.Edits) == 0 {
 		return nil, nil, nil
 	}
-	if in.ExpectedVersion == nil || view == nil || cur.Version != *in.ExpectedVersion {
+	if in.ExpectedVersion == nil || moved || cur.Version != *in.ExpectedVersion {
 		return nil, nil, fmt.Errorf("session %q moved since the edits were found: %w", id, store.ErrVersionConflict)
 	}
 	round := cur.CompactionRound
@@ -81,12 +81,7 @@ func (e *Engine) writeEdits(ctx context.Context, tx store.Tx, s *store.Session, 
 	if s.Version != pr.edBase.Version || stampOf(s) != stampOf(&pr.edBase) {
 		return fmt.Errorf("session %q moved since the edits were found: %w", s.ID, moved)
 	}
-	for _, p := range pr.edits {
-		if err := e.applyEdit(ctx, tx, s, p); err != nil {
-			return err
-		}
-	}
-	return nil
+	return e.applyEdits(ctx, tx, s, pr.edits)
 }
 
 // editsWritten caches the view a call with edits committed (final's) and

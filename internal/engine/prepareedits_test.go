@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -8,7 +9,9 @@ import (
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/store/postgres"
 )
 
 // TestPrepareRecordsEditsWithTheAppend: client edits passed to
@@ -87,4 +90,122 @@ func TestPrepareRecordsEditsWithTheAppend(t *testing.T) {
 			t.Errorf("the view counts %d tokens, the session %d", sum, after.ActiveTokens)
 		}
 	})
+}
+
+// viewWrites counts the views a transaction replaces and the tenant's log
+// size it reads.
+type viewWrites struct {
+	store.Store
+	replaced, quota int
+}
+
+func (v *viewWrites) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) error {
+	return v.Store.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return fn(ctx, viewWritesTx{tx, v}) })
+}
+
+type viewWritesTx struct {
+	store.Tx
+	v *viewWrites
+}
+
+func (t viewWritesTx) ReplaceView(ctx context.Context, tenant, id string, ids []string) error {
+	t.v.replaced++
+	return t.Tx.ReplaceView(ctx, tenant, id, ids)
+}
+
+func (t viewWritesTx) LogBytes(ctx context.Context, tenant string) (int64, error) {
+	t.v.quota++
+	return t.Tx.LogBytes(ctx, tenant)
+}
+
+// TestPrepareWritesTheEditsViewOnce: three client edits in one
+// PrepareContext call write the view once (the last edit's) and read the
+// tenant's log quota once, with a record each and the view holding all
+// three versions; before, each edit wrote a view generation of its own
+// (the ones between replaced in the same transaction) and read the quota.
+func TestPrepareWritesTheEditsViewOnce(t *testing.T) {
+	models, encodings := testModels(t)
+	w := &viewWrites{Store: openSQLite(t)}
+	e := engine.New(encodings, models, w, engine.WithLimits(engine.Limits{MaxLogBytesPerTenant: 1 << 30}))
+	ctx := t.Context()
+	v := agentSession(t, e, compaction.Overrides{}, 4)
+	start, err := e.GetSession(ctx, tenant, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var edits []engine.ViewEdit
+	for _, step := range []string{"step 0:", "step 1:", "step 2:"} {
+		edits = append(edits, engine.ViewEdit{Client: &engine.ClientEditInput{Client: func(stored *chat.Message) (chat.Message, bool) {
+			if stored.Role != chat.RoleTool || !strings.HasPrefix(resultText(stored), step) {
+				return chat.Message{}, false
+			}
+			m := *stored
+			m.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: stored.Parts[0].ToolResult.ToolCallID, Content: step + " cleared"}}}
+			return m, true
+		}}})
+	}
+	w.replaced, w.quota = 0, 0
+	expected := start.Version
+	if _, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{ExpectedVersion: &expected, Edits: edits}); err != nil {
+		t.Fatal(err)
+	}
+	if w.replaced != 1 || w.quota != 1 {
+		t.Errorf("three edits replaced the view %d times and read the quota %d times, want once each", w.replaced, w.quota)
+	}
+	page, err := e.ListCompactions(ctx, tenant, v.ID, engine.Page{Size: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleared := 0
+	for _, m := range activeOf(t, e, v.ID) {
+		if strings.HasSuffix(resultText(&m), " cleared") {
+			cleared++
+		}
+	}
+	if len(page.Compactions) != 3 || cleared != 3 {
+		t.Fatalf("%d records, %d cleared results in the view; want 3 and 3", len(page.Compactions), cleared)
+	}
+}
+
+// TestPrepareEditsRoundTripsToPostgres counts, through a proxy in front
+// of a real PostgreSQL (pgtest.RoundTrips), the round trips of a
+// PrepareContext call that records a client edit with its append: the
+// view's new generation, its flip and the edit's record ride with the
+// transaction's reads and its commit (store.Pipelined): 24 round trips
+// for the whole call (its reads, the sweep of the replaced generation);
+// before, 28 (the view's stage, its flip and the record each went in a
+// round trip of its own).
+func TestPrepareEditsRoundTripsToPostgres(t *testing.T) {
+	url, trips := pgtest.RoundTrips(t, pgtest.URL(t))
+	s, err := postgres.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	models, encodings := testModels(t)
+	e := engine.New(encodings, models, s)
+	ctx := t.Context()
+	v := agentSession(t, e, compaction.Overrides{}, 4)
+	start, err := e.GetSession(ctx, tenant, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := engine.ViewEdit{Client: &engine.ClientEditInput{Client: func(stored *chat.Message) (chat.Message, bool) {
+		if stored.Role != chat.RoleTool || !strings.HasPrefix(resultText(stored), "step 0:") {
+			return chat.Message{}, false
+		}
+		m := *stored
+		m.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: stored.Parts[0].ToolResult.ToolCallID, Content: "step 0: cleared"}}}
+		return m, true
+	}}}
+	expected := start.Version
+	before := trips()
+	if _, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{userMsg("go on")}, ExpectedVersion: &expected, Edits: []engine.ViewEdit{edit}}); err != nil {
+		t.Fatal(err)
+	}
+	n := trips() - before
+	t.Logf("%d round trips", n)
+	if n > 24 {
+		t.Errorf("%d round trips to PostgreSQL for an edit with its append, want at most 24", n)
+	}
 }

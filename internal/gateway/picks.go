@@ -22,10 +22,9 @@ import (
 // from the log only in the assistant turn at the log's end, which is the
 // gateway's reply (with the client's prefill before it): the request is
 // the same conversation. The client's version is recorded in place of
-// that turn (PrepareInput.Edits' ViewEdit.Pick, what engine.RecordPick
-// records alone: a client edit, counted exactly, the originals kept in the
-// log and expandable) and the request's new messages are appended after
-// it, in one transaction.
+// that turn (engine.ViewEdit.Pick, a client edit: counted exactly, the
+// originals kept in the log and expandable) and the request's new
+// messages are appended after it, in one transaction.
 //
 // The rule: when a session's log is the request's history up to place k,
 // and from k on holds only an assistant turn — at most maxPickTail
@@ -162,7 +161,7 @@ func (g *Gateway) identifyPick(ctx context.Context, tenant string, c *conversati
 }
 
 // pickEdit is the edit that records the client's version of the turn
-// res picks (ViewEdit.Pick: RecordPick's, in PrepareContext's transaction), nil
+// res picks (engine.ViewEdit.Pick, in PrepareContext's transaction), nil
 // when it picks none.
 func pickEdit(c *conversation, res *resolved) *engine.PickInput {
 	if res.pick == nil {

@@ -24,8 +24,9 @@ type ForkTx interface {
 	// message is stored as InsertMessages stores it. Reads of the session
 	// (views, log, sizes, MessagesByID) cannot tell the difference, and the
 	// parts stay readable when p's row goes (copy-on-delete). Its work is
-	// a primary-key probe a message up to p.Length (on PostgreSQL all in one
-	// round trip).
+	// a primary-key probe a message up to p.Length (on PostgreSQL one
+	// query, after the writes a pipelined transaction queued before it,
+	// which go in a round trip of their own).
 	InsertForkMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message, p SharedPrefix) error
 }
 
@@ -34,6 +35,10 @@ type ForkTx interface {
 type SharedBody struct {
 	SessionID, ID string
 	Bytes         int64
+	// Parts are the message's parts as ShareBodies encoded them to look
+	// them up ("": not a candidate), which a message that holds its own
+	// stores as they are, not encoded again.
+	Parts string
 }
 
 // ShareBodies is InsertForkMessages' lookup: of the messages of session
@@ -44,6 +49,7 @@ type SharedBody struct {
 func ShareBodies(msgs []chat.Message, sessionID string, p SharedPrefix, find func(positions []int64, parts []string) (map[int64]SharedBody, error)) ([]SharedBody, error) {
 	var positions []int64
 	var parts []string
+	var at []int // the candidates' indices in msgs
 	for i := range msgs {
 		m := &msgs[i]
 		if p.SessionID == "" || p.SessionID == sessionID || m.Position < 1 || m.Position > p.Length {
@@ -53,7 +59,7 @@ func ShareBodies(msgs []chat.Message, sessionID string, p SharedPrefix, find fun
 		if err != nil {
 			return nil, err
 		}
-		positions, parts = append(positions, m.Position), append(parts, enc)
+		positions, parts, at = append(positions, m.Position), append(parts, enc), append(at, i)
 	}
 	refs := make([]SharedBody, len(msgs))
 	if len(positions) == 0 {
@@ -63,15 +69,29 @@ func ShareBodies(msgs []chat.Message, sessionID string, p SharedPrefix, find fun
 	if err != nil {
 		return nil, err
 	}
-	size := make(map[int64]int64, len(positions))
-	for i, pos := range positions {
-		size[pos] = int64(len(parts[i]))
-	}
-	for i := range msgs {
-		if ref, ok := found[msgs[i].Position]; ok && msgs[i].Position > 0 {
-			ref.Bytes = size[msgs[i].Position]
+	for k, i := range at {
+		if ref, ok := found[positions[k]]; ok {
+			ref.Bytes = int64(len(parts[k]))
 			refs[i] = ref
+		} else {
+			refs[i].Parts = parts[k]
 		}
 	}
 	return refs, nil
+}
+
+// PartsArg is the parts column of msgs[i] (m) as InsertForkMessages and
+// InsertMessages store it, by refs (nil: none shared): "" when it names a
+// row that holds them, else its parts encoded, as ShareBodies encoded them
+// when it did.
+func PartsArg(m *chat.Message, refs []SharedBody, i int) (string, error) {
+	switch {
+	case refs == nil:
+		return EncodeJSON(m.Parts)
+	case refs[i].ID != "":
+		return "", nil
+	case refs[i].Parts != "":
+		return refs[i].Parts, nil
+	}
+	return EncodeJSON(m.Parts)
 }

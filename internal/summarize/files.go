@@ -170,7 +170,7 @@ func holdsPath(text, path string) bool {
 // before the dot too), so a path of path bytes is one lookup; a path with
 // another byte (a space, a backslash, a letter beyond ASCII) is looked for
 // in text (holdsPath). The Files section tests up to maxFiles paths against
-// a trail of up to 30 % of the window: 400 paths over 600 KiB take 2.7 ms,
+// a trail of up to 35 % of the window (TrailShare): 400 paths over 600 KiB take 2.7 ms,
 // 64 ms with holdsPath each (BenchmarkHeldPaths, one run, machine shared).
 func heldPaths(text string) func(path string) bool {
 	runs := map[string]bool{}

@@ -16,6 +16,10 @@ func Handoff(view []chat.Message) string {
 	task, latest := "", ""
 	var summaries []string
 	var rest []chat.Message
+	// The latest request is one a person wrote: not a framework's
+	// observation sent as user text (mini-swe-agent's <returncode>), as
+	// PinFacts keeps it.
+	human := chat.HumanAuthoredIn(view)
 	for i := range view {
 		m := &view[i]
 		if m.Kind == chat.KindSummary {
@@ -26,7 +30,9 @@ func Handoff(view []chat.Message) string {
 			if task == "" {
 				task = textOf(m)
 			}
-			latest = textOf(m)
+			if human[i] {
+				latest = textOf(m)
+			}
 		}
 		rest = append(rest, *m)
 	}

@@ -73,6 +73,25 @@ func TestHandoff(t *testing.T) {
 	}
 }
 
+// TestHandoffNamesWhatAPersonWrote: the hand-off's CURRENT is the latest
+// request a person wrote, not a framework's observation sent as user text
+// (mini-swe-agent's <returncode>), as PinFacts keeps it.
+func TestHandoffNamesWhatAPersonWrote(t *testing.T) {
+	user := func(text string) chat.Message {
+		return chat.Message{Role: chat.RoleUser, Kind: chat.KindNormal, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
+	}
+	view := []chat.Message{
+		user("Fix the parser bug."),
+		user("Also keep the old API working."),
+		{Role: chat.RoleAssistant, Kind: chat.KindNormal, Parts: []chat.Part{{Type: chat.PartText, Text: "```bash\ngrep -n parse src/parser.py\n```"}}},
+		user("<returncode>0</returncode>\n<output>\n12:def parse(s):\n</output>"),
+	}
+	doc := summarize.Handoff(view)
+	if !strings.Contains(doc, "## CURRENT\nLatest request: Also keep the old API working.") {
+		t.Errorf("want the person's request as CURRENT, not the observation:\n%s", doc)
+	}
+}
+
 // TestFilesSection: the summary lists the paths the assistant wrote (text
 // and tool-call arguments), most recently mentioned first, after them those
 // an earlier round carried (also from the legacy "files touched" bullet);

@@ -412,6 +412,19 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 			groupCost[i] = count(renderGroup(lines, leader, i, nil))
 		}
 	}
+	// total is at most what the all-whole trail counts (below): the
+	// header and its groups of whole lines, a token off each for what a
+	// whole may merge across a line break.
+	total := header - 1
+	for g, c := range groupCost {
+		total += c - 1
+		for i := g; i < len(lines) && leader[i] == g; i++ {
+			if lines[i].bare { // shown dense: its group counts less
+				total -= c - 1
+				break
+			}
+		}
+	}
 	headCost := map[string]int{} // by denseKind
 	for _, l := range lines {
 		if _, ok := headCost[denseKind(l)]; !ok {
@@ -434,17 +447,10 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		return b.String()
 	}
 
-	// place shows every line it can within room, by rank, newest first
-	// within each: a group whole when it fits, a change whole when it
-	// fits, else dense; then the newest dense lines get their whole line
-	// back within 1/wholeShare of the budget. A line that does not fit
-	// folds and older, shorter ones may still fit. Each line
-	// is counted a token more than alone (a count of a whole can exceed
-	// the sum of its parts').
 	// A short trail is all whole: its whole lines take at most
-	// 1/wholeShort of the budget.
-	if folded == 0 {
-		used = header
+	// 1/wholeShort of the budget (rendered only when total, at most its
+	// count, says it may).
+	if folded == 0 && total <= budget/wholeShort {
 		for i, l := range lines {
 			dense[i], kept[i] = l.bare, !l.bare
 		}
@@ -452,12 +458,20 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 			return all
 		}
 	}
+	base := header + count(foldLine(in, folded+len(lines), nil)) // the header and the fold line of every line
 	headUsed := map[string]bool{}
+	// place shows every line it can within room, by rank, newest first
+	// within each: a group whole when it fits, a change whole when it
+	// fits, else dense; then the newest dense lines get their whole line
+	// back within 1/wholeShare of the budget. A line that does not fit
+	// folds and older, shorter ones may still fit. Each line
+	// is counted a token more than alone (a count of a whole can exceed
+	// the sum of its parts').
 	place := func(room int) {
 		clear(kept)
 		clear(dense)
 		clear(headUsed)
-		used = header + count(foldLine(in, folded+len(lines), nil))
+		used = base
 		whole := func(i int) bool {
 			if lines[i].bare {
 				return false
@@ -546,7 +560,9 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 	fitted := func(idCap int, only []string) (string, []string) {
 		line, named := fold(idCap, only)
 		s := render(line)
-		for over := count(s) - budget; over > 0 && len(named) > 0; over = count(s) - budget {
+		n := count(s)
+		for ; n > budget && len(named) > 0; n = count(s) {
+			over := n - budget
 			k := len(named)
 			for drop := 0; k > 0 && drop < over; k-- {
 				drop += count(named[k-1] + ", ")
@@ -555,8 +571,8 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 			line, _ = fold(idCap, named)
 			s = render(line)
 		}
-		for over := count(s) - budget; over > 0; over = count(s) - budget {
-			dropped := 0
+		for ; n > budget; n = count(s) {
+			over, dropped := n-budget, 0
 			for rank := 2; rank >= 0 && dropped < over; rank-- {
 				for i := 0; i < len(lines) && dropped < over; i++ {
 					if lines[i].rank() == rank && (kept[i] || dense[i]) {
@@ -574,7 +590,7 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		}
 		return s, named
 	}
-	if header+count(foldLine(in, folded+len(lines), nil)) > budget {
+	if base > budget {
 		return "" // not even the fold line fits: no room for a trail
 	}
 	place(budget)
@@ -652,9 +668,9 @@ func expandSentence(in compaction.SummaryInput) string {
 	return strings.TrimSuffix(strings.TrimSuffix(s, "\n"), " to read them.]")
 }
 
-// TrailSize is the trail of a summary of in and the tokens it takes (the
+// MeasureTrail is the trail of a summary of in and the tokens it takes (the
 // planner's compaction.Request.Trail).
-func TrailSize(in compaction.SummaryInput) (string, int) {
+func MeasureTrail(in compaction.SummaryInput) (string, int) {
 	trail := trailOf(in)
 	return trail, countOrEstimate(in)(trail)
 }

@@ -410,3 +410,29 @@ func TestTrailWithinItsBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestTrailCountsALongTrailOnce: a trail that folds nothing but is too
+// long to be all whole is rendered and counted whole once (the trail it
+// returns): not first as the all-whole candidate too (the sum of its
+// groups' counts already says that one is over 1/8 of the budget), nor
+// twice when it fits. Before, 4 times.
+func TestTrailCountsALongTrailOnce(t *testing.T) {
+	var msgs []chat.Message
+	for i := range 40 {
+		msgs = append(msgs, trailCall(fmt.Sprintf("msg_%d", i+1), "Bash", fmt.Sprintf(`{"command":"go test ./pkg/module%d/... -run TestSomething"}`, i)))
+	}
+	wholes := 0
+	count := func(s string) int {
+		if strings.HasPrefix(s, "\n## Trail\n") && strings.Contains(s, "- ran") {
+			wholes++
+		}
+		return trailCount(s)
+	}
+	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, 4000, count)
+	if !strings.Contains(trail, "module39") || strings.Contains(trail, "folded") {
+		t.Fatalf("want every line shown, none folded:\n%s", trail)
+	}
+	if wholes != 1 {
+		t.Errorf("the whole trail was counted %d times, want once", wholes)
+	}
+}

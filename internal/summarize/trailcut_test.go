@@ -31,14 +31,14 @@ func quarterCount(m *chat.Message) int64 {
 }
 
 // extractiveRequest is a compaction of msgs at window w with every tier,
-// the extractive summary and its real trail (TrailSize), counted by
+// the extractive summary and its real trail (MeasureTrail), counted by
 // quarterCount.
 func extractiveRequest(t *testing.T, msgs []chat.Message, w int64) compaction.Request {
 	p := compaction.Defaults(w)
 	ids := 0
 	return compaction.Request{View: msgs, OriginalTaskID: "msg_1", Fixed: 100, Window: w, Policy: p, Target: p.Target, Round: 1,
 		Tiers: []compaction.Tier{compaction.TierPrune, compaction.TierSummarize, compaction.TierDropMiddle},
-		Count: quarterCount, CountText: quarterText, Trail: summarize.TrailSize,
+		Count: quarterCount, CountText: quarterText, Trail: summarize.MeasureTrail,
 		Summarize: func(in compaction.SummaryInput) (string, error) {
 			return summarize.Extractive{}.Summarize(t.Context(), in)
 		},
@@ -46,7 +46,7 @@ func extractiveRequest(t *testing.T, msgs []chat.Message, w int64) compaction.Re
 }
 
 // TestSummaryStaysWithinTarget: with the extractive summary and its real
-// trail (Request.TrailSize), a compaction that summarizes leaves the view
+// trail (Request.Trail), a compaction that summarizes leaves the view
 // within the target, whatever the session's length: the cut leaves room
 // for the trail of the head it actually summarizes. A shorter head's trail
 // may not fold where a longer one's did, and so needs more.

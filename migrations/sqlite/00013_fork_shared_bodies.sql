@@ -24,10 +24,8 @@ CREATE TRIGGER messages_body_copied AFTER DELETE ON messages
 WHEN OLD.body_session IS NULL AND EXISTS (SELECT 1 FROM messages WHERE tenant = OLD.tenant AND body_session = OLD.session_id AND body_id = OLD.id)
 BEGIN
     UPDATE tenant_usage SET log_bytes = log_bytes + octet_length(OLD.parts) WHERE tenant = OLD.tenant;
-    UPDATE messages SET
-        body_session = (SELECT h.session_id FROM messages h WHERE h.tenant = OLD.tenant AND h.body_session = OLD.session_id AND h.body_id = OLD.id
-            ORDER BY h.session_id, h.id LIMIT 1),
-        body_id = (SELECT h.id FROM messages h WHERE h.tenant = OLD.tenant AND h.body_session = OLD.session_id AND h.body_id = OLD.id
+    UPDATE messages SET (body_session, body_id) = (SELECT h.session_id, h.id FROM messages h
+            WHERE h.tenant = OLD.tenant AND h.body_session = OLD.session_id AND h.body_id = OLD.id
             ORDER BY h.session_id, h.id LIMIT 1)
     WHERE tenant = OLD.tenant AND body_session = OLD.session_id AND body_id = OLD.id
         AND (session_id, id) <> (SELECT h.session_id, h.id FROM messages h WHERE h.tenant = OLD.tenant AND h.body_session = OLD.session_id AND h.body_id = OLD.id

@@ -76,9 +76,9 @@ func (t *txn) DeleteJob(ctx context.Context, tenant, sessionID, id string) (bool
 // the end of the transaction, other leasers skipped it meanwhile and could
 // all find nothing while it was due (TestPassedOverJobIsLetGo).
 func (t *txn) NextJob(ctx context.Context, now time.Time, perTenant int) (store.Job, error) {
-	if _, err := t.tx.Exec(ctx, `SAVEPOINT next_job`); err != nil {
-		return store.Job{}, err
-	}
+	// The savepoint and each rollback to it are queued: they go with the
+	// next statement (the pick), not in a round trip of their own.
+	t.tx.queue(`SAVEPOINT next_job`, nil)
 	skip := []string{}
 	for range jobPickTries {
 		j, err := scanJob(t.tx.QueryRow(ctx, `SELECT `+jobCols+` FROM compaction_jobs j
@@ -104,9 +104,7 @@ func (t *txn) NextJob(ctx context.Context, now time.Time, perTenant int) (store.
 				return j, nil
 			}
 		}
-		if _, err := t.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT next_job`); err != nil {
-			return store.Job{}, err
-		}
+		t.tx.queue(`ROLLBACK TO SAVEPOINT next_job`, nil)
 		skip = append(skip, j.Tenant)
 	}
 	return store.Job{}, store.ErrNotFound

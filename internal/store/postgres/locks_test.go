@@ -164,3 +164,45 @@ func TestForkLeavesParentWritable(t *testing.T) {
 	t.Cleanup(func() { s.Close() })
 	storetest.ForkLeavesParentWritable(t, s)
 }
+
+// TestNextJobRoundTrips counts, through a proxy in front of the database
+// (pgtest.RoundTrips: each Sync), the round trips of a transaction that
+// leases a job: NextJob's savepoint rides with the pick, 8 in all; before,
+// 10 (the savepoint's Exec a round trip of its own). A pick passed over
+// costs its rollback to the savepoint no round trip either.
+func TestNextJobRoundTrips(t *testing.T) {
+	url, trips := pgtest.RoundTrips(t, pgtest.URL(t))
+	s, err := postgres.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ctx := t.Context()
+	if err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.InsertSession(ctx, &store.Session{Tenant: "t", ID: "s", Model: "gpt-4o", Version: 1, CreatedAt: at, UpdatedAt: at}); err != nil {
+			return err
+		}
+		return tx.PutJob(ctx, &store.Job{Tenant: "t", SessionID: "s", ID: "j", State: store.JobQueued, Epoch: 1,
+			CreatedAt: at, UpdatedAt: at, LeaseUntil: time.Unix(0, 0).UTC(), NotBefore: time.Unix(0, 0).UTC()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	now := at.Add(time.Hour)
+	before := trips()
+	if err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		j, err := tx.NextJob(ctx, now, 10)
+		if err != nil {
+			return err
+		}
+		j.State, j.Owner, j.LeaseUntil = store.JobRunning, "a", now.Add(time.Hour)
+		return tx.PutJob(ctx, &j)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := trips() - before; n > 8 {
+		t.Errorf("%d round trips to lease a job, want at most 8", n)
+	} else {
+		t.Logf("%d round trips to lease a job", n)
+	}
+}

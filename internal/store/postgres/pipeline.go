@@ -16,8 +16,10 @@ import (
 // pipelined: BEGIN (and SET LOCAL for a store.Resendable write) goes with
 // the transaction's first statement, and the writes a store.Pipelined
 // transaction queues (txn.write) go with its next statement that must be
-// answered, or with COMMIT — one round trip each time, where each
-// statement was one. A read always follows, in the same pipeline, every
+// answered (Exec, QueryRow), or with COMMIT — one round trip each time,
+// where each statement was one. A Query or SendBatch sends what is queued
+// first, in a round trip of its own, then itself in another (its rows are
+// read from the connection, not a batch). A read always follows, in the same pipeline, every
 // write queued before it, so it sees them; a queued write's error is the
 // error of that read (or of the commit), and the transaction is rolled
 // back as for any error.

@@ -124,12 +124,12 @@ func (t *txn) insertMessages(ctx context.Context, tenant, sessionID string, msgs
 	pinned := make([]bool, n)
 	created := make([]any, n)
 	for i, m := range msgs {
-		var p string
-		var err error
+		p, err := store.PartsArg(&msgs[i], refs, i)
+		if err != nil {
+			return err
+		}
 		if refs != nil && refs[i].ID != "" {
 			bodySessions[i], bodyIDs[i], bodyBytes[i] = &refs[i].SessionID, &refs[i].ID, refs[i].Bytes
-		} else if p, err = store.EncodeJSON(m.Parts); err != nil {
-			return err
 		}
 		md, err := store.EncodeJSON(m.Metadata)
 		if err != nil {
@@ -191,9 +191,8 @@ func (t *txn) StageView(ctx context.Context, tenant, sessionID string, gen int64
 	for i, e := range entries {
 		ords[i], ids[i] = e.Ord, e.MessageID
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO view_entries (tenant, session_id, gen, ord, message_id)
+	return t.write(ctx, nil, `INSERT INTO view_entries (tenant, session_id, gen, ord, message_id)
 		SELECT $1, $2, $3, * FROM unnest($4::bigint[], $5::text[])`, tenant, sessionID, gen, ords, ids)
-	return err
 }
 
 // FlipView makes gen the session's view if it holds count entries.
@@ -206,8 +205,7 @@ func (t *txn) FlipView(ctx context.Context, tenant, sessionID string, gen int64,
 	if n != count {
 		return fmt.Errorf("view generation %d holds %d of %d entries: %w", gen, n, count, store.ErrVersionConflict)
 	}
-	_, err := t.tx.Exec(ctx, `UPDATE sessions SET view_gen = $3 WHERE tenant = $1 AND id = $2`, tenant, sessionID, gen)
-	return err
+	return t.write(ctx, nil, `UPDATE sessions SET view_gen = $3 WHERE tenant = $1 AND id = $2`, tenant, sessionID, gen)
 }
 
 func (t *txn) ToolCalls(ctx context.Context, tenant, sessionID string, ids []string) (map[string]store.ToolCall, error) {
@@ -325,13 +323,14 @@ func (t *txn) InsertCompaction(ctx context.Context, tenant, sessionID string, c 
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.Exec(ctx, `INSERT INTO compactions (tenant, session_id, `+compactionCols+`)
+	return t.write(ctx, func(_ pgconn.CommandTag, err error) error {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("compaction %q: %w", c.ID, store.ErrAlreadyExists)
+		}
+		return err
+	}, `INSERT INTO compactions (tenant, session_id, `+compactionCols+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, tenant, sessionID, c.ID, c.Round,
 		j.Tiers, c.TokensBefore, c.TokensAfter, j.Items, c.Summary, j.ViewBefore, j.ViewAfter, c.CreatedAt, c.ExpiresAt, c.RevertedAt)
-	if isUniqueViolation(err) {
-		return fmt.Errorf("compaction %q: %w", c.ID, store.ErrAlreadyExists)
-	}
-	return err
 }
 
 func (t *txn) GetCompaction(ctx context.Context, tenant, sessionID, id string) (store.Compaction, error) {

@@ -10,19 +10,13 @@ import (
 	"github.com/contextd/contextd/internal/store"
 )
 
-// sessionArg and idArg are the columns naming r (NULL: none).
-func sessionArg(r store.SharedBody) any {
+// bodyArg is col, a column naming r (r.SessionID or r.ID), or NULL when
+// r names no row.
+func bodyArg(col string, r store.SharedBody) any {
 	if r.ID == "" {
 		return nil
 	}
-	return r.SessionID
-}
-
-func idArg(r store.SharedBody) any {
-	if r.ID == "" {
-		return nil
-	}
-	return r.ID
+	return col
 }
 
 // sharedBodyQuery finds the row holding the parts of the parent's message

@@ -109,10 +109,7 @@ func (t *txn) insertMessages(ctx context.Context, tenant, sessionID string, msgs
 			if refs != nil {
 				ref = refs[i]
 			}
-			parts, err := "", error(nil)
-			if ref.ID == "" {
-				parts, err = store.EncodeJSON(m.Parts)
-			}
+			parts, err := store.PartsArg(m, refs, i)
 			if err != nil {
 				return nil, err
 			}
@@ -129,7 +126,7 @@ func (t *txn) insertMessages(ctx context.Context, tenant, sessionID string, msgs
 				countedFor = m.CountedFor
 			}
 			return append(args, tenant, sessionID, m.ID, m.Position, string(m.Role), string(m.Kind), m.Name,
-				m.Pinned, parts, meta, m.Tokens, m.CreatedAt.UnixNano(), replaces, countedFor, sessionArg(ref), idArg(ref), ref.Bytes), nil
+				m.Pinned, parts, meta, m.Tokens, m.CreatedAt.UnixNano(), replaces, countedFor, bodyArg(ref.SessionID, ref), bodyArg(ref.ID, ref), ref.Bytes), nil
 		})
 	if isUniqueViolation(err) {
 		return fmt.Errorf("message: %w", store.ErrAlreadyExists)
