@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -29,7 +30,12 @@ import (
 //     client's summary preamble, clientSummaryMarkers), or the messages it
 //     keeps from the log (by identity) start with the log's first, are in
 //     the log's order and leave out a message of the log before the last
-//     of them (not a prefix of it).
+//     of them (not a prefix of it), or it is the compacted history again
+//     (compactsAgain): the log restarted at a client compaction, and the
+//     request repeats at most the messages that compaction appended (the
+//     same kept messages, the same summary: a client that compacts to the
+//     same history twice — a model that writes the same summary, Codex's
+//     compaction with nothing new to keep), then goes on or not.
 //
 // A rewind or an edit (the log's first messages, then new ones: the
 // client dropped or edited its last message(s) and goes on) is neither,
@@ -57,6 +63,8 @@ const historyCompacted = "compacted"
 
 // metaHistoryRestart marks the first message of a client's compacted
 // history in the log: the session's client history starts again there.
+// Its value is how many messages the compacted history holds (restartLen;
+// "1" in logs written before it said).
 const metaHistoryRestart = "contextd.gateway.history_restart"
 
 // metaCompactionItem marks a message carrying a provider compaction item
@@ -92,6 +100,9 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 	if len(c.msgs)*compactedShare > len(m.log) && m.s.ActiveCount > 0 && approxTokens(c.msgs)*compactedShare > m.s.ActiveTokens {
 		return false
 	}
+	if compactsAgain(m) {
+		return true
+	}
 	// Which of the request's identities the log holds: a set of the
 	// request's (bounded by the request, not by the log, which a short
 	// request may name however long it is), one pass over the log.
@@ -114,6 +125,26 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 	// of the log's later messages (a client's side request — a title, a
 	// topic — on a prompt typed before) is not one.
 	return m.k > 0 && skipsLog(m.log, in, c.ids)
+}
+
+// compactsAgain reports whether the request, which neither extends nor
+// repeats the log and is much shorter than it, is the client's compacted
+// history again: the log (the client history since its latest restart)
+// starts with the messages a client compaction appended (m.restart), and
+// the request repeats them or fewer of them, its own messages after that.
+// A rewind that keeps more of the history since the restart goes on past
+// them (m.k > m.restart): a fork, as a rewind that is not much shorter.
+func compactsAgain(m *logMatch) bool {
+	return m.restart > 0 && m.k > 0 && m.k <= m.restart
+}
+
+// restartLen is how many messages the client compaction whose first
+// message is m appended (compacted's mark; 1 when the mark does not say).
+func restartLen(m *chat.Message) int {
+	if n, err := strconv.Atoi(m.Metadata[metaHistoryRestart]); err == nil && n > 0 {
+		return n
+	}
+	return 1
 }
 
 // carriesSummary reports whether m carries a compacted history's summary:
@@ -201,7 +232,7 @@ func (g *Gateway) compacted(ctx context.Context, tenant, id string, c *conversat
 	// request's messages another attempt (after a conflict) matches.
 	res.fresh = slices.Clone(c.msgs)
 	historyStamp(c, res.fresh, 0)
-	setMeta(&res.fresh[0], metaHistoryRestart, "1")
+	setMeta(&res.fresh[0], metaHistoryRestart, strconv.Itoa(len(res.fresh)))
 	return res, true, nil
 }
 
