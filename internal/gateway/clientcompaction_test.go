@@ -38,25 +38,36 @@ func TestClientCompactsRule(t *testing.T) {
 	item.Metadata = map[string]string{metaCompactionItem: "1"}
 	summary := user("Another language model started to solve this problem and produced a summary of its thinking process: a and b are done.")
 	cases := []struct {
-		name string
-		req  []chat.Message
-		want bool
+		name    string
+		req     []chat.Message
+		want    bool
+		restart int // the log's first messages a client compaction appended
 	}{
-		{"kept subset, not a prefix", []chat.Message{log[0], log[5], user("Summary: a, b done."), user("Go on.")}, true},
-		{"Codex's summary, the task kept", []chat.Message{log[0], summary, user("Go on.")}, true},
-		{"Codex's summary alone", []chat.Message{summary}, true},
-		{"a summary and files read again (Claude Code), few messages", []chat.Message{summary, log[12], user("Read: " + big + big + big + big + big)}, true},
-		{"a compaction item", []chat.Message{log[0], item, user("Go on.")}, true},
-		{"a rewind", []chat.Message{log[0], log[1], user("Start over with sub().")}, false},
-		{"an edit of the last prompt", []chat.Message{log[0], log[1], log[2], user("b, again" + big[:200])}, false},
-		{"a reordered subset", []chat.Message{log[0], log[5], log[3], user("Go on.")}, false},
-		{"as long as the view", append([]chat.Message{log[0]}, append(log[3:13:13], summary)...), false},
-		{"extends the log", append(log[:len(log):len(log)], user("Next.")), false},
+		{"kept subset, not a prefix", []chat.Message{log[0], log[5], user("Summary: a, b done."), user("Go on.")}, true, 0},
+		{"Codex's summary, the task kept", []chat.Message{log[0], summary, user("Go on.")}, true, 0},
+		{"Codex's summary alone", []chat.Message{summary}, true, 0},
+		{"a summary and files read again (Claude Code), few messages", []chat.Message{summary, log[12], user("Read: " + big + big + big + big + big)}, true, 0},
+		{"a compaction item", []chat.Message{log[0], item, user("Go on.")}, true, 0},
+		{"a rewind", []chat.Message{log[0], log[1], user("Start over with sub().")}, false, 0},
+		{"an edit of the last prompt", []chat.Message{log[0], log[1], log[2], user("b, again" + big[:200])}, false, 0},
+		{"a reordered subset", []chat.Message{log[0], log[5], log[3], user("Go on.")}, false, 0},
+		{"as long as the view", append([]chat.Message{log[0]}, append(log[3:13:13], summary)...), false, 0},
+		{"extends the log", append(log[:len(log):len(log)], user("Next.")), false, 0},
 		// A client's side request (a title, a topic) on a prompt the user
 		// typed before: one of the log's later messages, without its
 		// opening, is no kept subset.
-		{"a side request quoting an earlier prompt", []chat.Message{user("Write a title for this conversation."), log[5]}, false},
-		{"an earlier prompt alone", []chat.Message{log[5]}, false},
+		{"a side request quoting an earlier prompt", []chat.Message{user("Write a title for this conversation."), log[5]}, false, 0},
+		{"an earlier prompt alone", []chat.Message{log[5]}, false, 0},
+		// The log restarted at a client compaction of its first three
+		// messages: that compacted history again, or fewer of it, then
+		// the client's own or none, is another (compactsAgain); a rewind
+		// past it, or one not much shorter than the log, is not.
+		{"the compacted history again", log[0:3:3], true, 3},
+		{"the compacted history again, then a prompt", append(log[0:3:3], user("Go on.")), true, 3},
+		{"part of the compacted history, then a prompt", []chat.Message{log[0], user("Go on.")}, true, 3},
+		{"a rewind past the compacted history", append(log[0:5:5], user("Start over with sub().")), false, 3},
+		{"the compacted history again, not much shorter", append(log[0:3:3], user("w"+big), user("x"+big), user("y"+big), user("z"+big)), false, 3},
+		{"a rewind, no restart", log[0:3:3], false, 0},
 	}
 	for _, tc := range cases {
 		c := &conversation{msgs: tc.req}
@@ -69,7 +80,7 @@ func TestClientCompactsRule(t *testing.T) {
 		for k < len(ids) && k < len(c.ids) && ids[k] == c.ids[k] {
 			k++
 		}
-		m := &logMatch{s: store.Session{ActiveTokens: view, ActiveCount: int64(len(log))}, log: ids, k: k, extends: k == len(ids)}
+		m := &logMatch{s: store.Session{ActiveTokens: view, ActiveCount: int64(len(log))}, log: ids, k: k, extends: k == len(ids), restart: tc.restart}
 		if got := clientCompacts(m, c); got != tc.want {
 			t.Errorf("%s: clientCompacts %v, want %v", tc.name, got, tc.want)
 		}
