@@ -100,7 +100,7 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 	if len(c.msgs)*compactedShare > len(m.log) && m.s.ActiveCount > 0 && approxTokens(c.msgs)*compactedShare > m.s.ActiveTokens {
 		return false
 	}
-	if compactsAgain(m) {
+	if compactsAgain(m, c) {
 		return true
 	}
 	// Which of the request's identities the log holds: a set of the
@@ -134,8 +134,10 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 // the request repeats them or fewer of them, its own messages after that.
 // A rewind that keeps more of the history since the restart goes on past
 // them (m.k > m.restart): a fork, as a rewind that is not much shorter.
-func compactsAgain(m *logMatch) bool {
-	return m.restart > 0 && m.k > 0 && m.k <= m.restart
+// A request that asks for a summary (asksSummary) is not one: it is the
+// client's summary request, an aside or an extension (summaryrequest.go).
+func compactsAgain(m *logMatch, c *conversation) bool {
+	return m.restart > 0 && m.k > 0 && m.k <= m.restart && !asksSummary(&c.msgs[len(c.msgs)-1])
 }
 
 // restartLen is how many messages the client compaction whose first

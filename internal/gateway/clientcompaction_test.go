@@ -68,6 +68,7 @@ func TestClientCompactsRule(t *testing.T) {
 		{"a rewind past the compacted history", append(log[0:5:5], user("Start over with sub().")), false, 3},
 		{"the compacted history again, not much shorter", append(log[0:3:3], user("w"+big), user("x"+big), user("y"+big), user("z"+big)), false, 3},
 		{"a rewind, no restart", log[0:3:3], false, 0},
+		{"the compacted history again, asking for a summary", append(log[0:3:3], user("Your task is to create a detailed summary of the conversation so far.")), false, 3},
 	}
 	for _, tc := range cases {
 		c := &conversation{msgs: tc.req}
