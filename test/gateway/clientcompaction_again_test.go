@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,21 +22,20 @@ const codexSummary = "Another language model started to solve this problem and p
 	"Here is the summary: add() and sub() are fixed, mul() is next; the tests in test_calc.py cover all four."
 
 // clientCompactions counts session id's compactions of tier
-// client_compaction.
-func clientCompactions(s *server, id string) int {
+// client_compaction, and all of them.
+func clientCompactions(s *server, id string) (client, all int) {
 	var cmps struct {
 		Compactions []struct {
 			Tiers []string `json:"tiers"`
 		} `json:"compactions"`
 	}
 	s.rpc("ListCompactions", map[string]any{"sessionId": id}, &cmps)
-	n := 0
 	for _, c := range cmps.Compactions {
 		if slices.Contains(c.Tiers, "client_compaction") {
-			n++
+			client++
 		}
 	}
-	return n
+	return client, len(cmps.Compactions)
 }
 
 // TestClientCompactsToTheSameHistoryAgain: a signalled Chat Completions
@@ -43,38 +44,58 @@ func clientCompactions(s *server, id string) int {
 // the very same history, four times: alone (as Codex sends it) or with a
 // new prompt after it. Each is recorded in the same session (history
 // "compacted", one client_compaction each), what goes upstream is the
-// client's history, and the next requests extend the session. Without the
-// fix the second compaction was a rewind of the session's client history
-// to its restart: a fork ("rewound" in cx-again~…), and each later one a
-// fork of that fork, until the chain was refused (409 after 64).
+// client's history, and the next requests extend the session — also
+// through a window so small that contextd compacts the rounds between
+// (the view is then not much longer than the compacted history; the log
+// is). Without the fix the second compaction was a rewind of the
+// session's client history to its restart: a fork ("edited" in
+// cx-again~…), and each later one a fork of that fork, until the chain was
+// refused (409 after 64).
 func TestClientCompactsToTheSameHistoryAgain(t *testing.T) {
-	s := start(t, nil)
-	c := &historyClient{t: t, s: s, sig: map[string]string{"X-Contextd-Session": "cx-again"}}
-	c.msgs = append(c.msgs, map[string]any{"role": "system", "content": "You are a coding agent."})
-	c.user("Fix the failing tests in calc.py.")
-	c.rounds(0, 6, "cx-again")
-	compacted := slices.Clone(c.msgs[:2])
-	compacted = append(compacted, map[string]any{"role": "user", "content": codexSummary})
-	round := 6
-	for n := range 4 {
-		c.msgs = slices.Clone(compacted)
-		if n%2 == 1 {
-			c.user("Go on with mul().")
-		}
-		sent := len(c.msgs)
-		id, history, _ := c.send()
-		if id != "cx-again" || history != "compacted" {
-			t.Fatalf("compaction %d: history %q in %q, want compacted in cx-again", n, history, id)
-		}
-		checkUpstreamCount(t, s, sent)
-		c.rounds(round, 4, "cx-again")
-		round += 4
+	for _, small := range []bool{false, true} {
+		t.Run(map[bool]string{false: "gpt-4o", true: "6k window"}[small], func(t *testing.T) {
+			var env map[string]string
+			c := &historyClient{t: t, sig: map[string]string{"X-Contextd-Session": "cx-again"}}
+			if small {
+				models := filepath.Join(t.TempDir(), "models.json")
+				if err := os.WriteFile(models, []byte(`{"models": [{"name": "small", "provider": "openai", "context_window": 6000, "max_output_tokens": 500, "encoding": "o200k_base", "exact": true}]}`), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				env, c.model = map[string]string{"CONTEXTD_MODELS_FILE": models}, "small"
+			}
+			s := start(t, env)
+			c.s = s
+			c.msgs = append(c.msgs, map[string]any{"role": "system", "content": "You are a coding agent."})
+			c.user("Fix the failing tests in calc.py.")
+			c.rounds(0, 6, "cx-again")
+			compacted := slices.Clone(c.msgs[:2])
+			compacted = append(compacted, map[string]any{"role": "user", "content": codexSummary})
+			round := 6
+			for n := range 4 {
+				c.msgs = slices.Clone(compacted)
+				if n%2 == 1 {
+					c.user("Go on with mul().")
+				}
+				sent := len(c.msgs)
+				id, history, _ := c.send()
+				if id != "cx-again" || history != "compacted" {
+					t.Fatalf("compaction %d: history %q in %q, want compacted in cx-again", n, history, id)
+				}
+				checkUpstreamCount(t, s, sent)
+				c.rounds(round, 4, "cx-again")
+				round += 4
+			}
+			client, all := clientCompactions(s, "cx-again")
+			if client != 4 {
+				t.Errorf("cx-again: %d client compactions recorded, want 4", client)
+			}
+			if small && all == client {
+				t.Errorf("cx-again: %d compactions, all the client's: the 6k window is meant to make contextd compact too", all)
+			}
+			checkClientCompaction(t, s, "cx-again", bigResult(8))
+			s.checkUpstream()
+		})
 	}
-	if n := clientCompactions(s, "cx-again"); n != 4 {
-		t.Errorf("cx-again: %d client compactions recorded, want 4", n)
-	}
-	checkClientCompaction(t, s, "cx-again", bigResult(8))
-	s.checkUpstream()
 }
 
 // TestRewindAfterClientCompactionIsStillAFork: the other side. After a
