@@ -87,7 +87,7 @@ func (p *Provider) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case compaction:
-		outText = checkpoint(latestCall)
+		outText = checkpoint(p.checkpointCall(latestCall))
 		addText(outText)
 	case step.side:
 		outText = "Checklist"
