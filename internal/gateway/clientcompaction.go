@@ -25,7 +25,11 @@ import (
 //     1/compactedShare of the session's active view, or the view is empty (a twin of the request recorded the compaction and
 //     has yet to append: the twin's append and this one's are one, by
 //     their idempotency key);
-//   - and either it carries a summary the log does not hold (a provider
+//   - and either it carries a summary the log does not hold, or holds only
+//     among the messages its latest client compaction appended (the same
+//     summary again, whatever the client kept around it: Codex keeps the
+//     user messages typed since and puts its initial context after those
+//     it kept before) (a provider
 //     compaction item, a compaction block, or a user message with a
 //     client's summary preamble, clientSummaryMarkers), or the messages it
 //     keeps from the log (by identity) start with the log's first, are in
@@ -116,7 +120,7 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 		}
 	}
 	for i := range c.msgs {
-		if !in[c.ids[i]] && carriesSummary(&c.msgs[i]) {
+		if (!in[c.ids[i]] || m.restart > 0 && slices.Contains(m.log[:m.restart], c.ids[i])) && carriesSummary(&c.msgs[i]) {
 			return true
 		}
 	}

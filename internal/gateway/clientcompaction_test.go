@@ -68,6 +68,7 @@ func TestClientCompactsRule(t *testing.T) {
 		{"a rewind past the compacted history", append(log[0:5:5], user("Start over with sub().")), false, 3},
 		{"the compacted history again, not much shorter", append(log[0:3:3], user("w"+big), user("x"+big), user("y"+big), user("z"+big)), false, 3},
 		{"a rewind, no restart", log[0:3:3], false, 0},
+
 		{"the compacted history again, asking for a summary", append(log[0:3:3], user("Your task is to create a detailed summary of the conversation so far.")), false, 3},
 	}
 	for _, tc := range cases {
@@ -116,5 +117,45 @@ func TestClientCompactsRuleBounded(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 64<<10 {
 		t.Errorf("clientCompacts allocates %d bytes a request against a log of %d messages: want it bounded by the request's 3", per, len(ids))
+	}
+}
+
+// TestSameSummaryAgain: a log restarted at a client compaction of an
+// opening, a task and a summary, then rounds and a prompt typed since. A
+// request with that summary again, its kept messages reordered and the
+// prompt typed since kept (Codex CLI's second turn puts its initial
+// context after the messages it kept), is another client compaction; the
+// same request against a log whose summary came after the compacted
+// history (not the compaction's own) is not.
+func TestSameSummaryAgain(t *testing.T) {
+	user := func(text string) chat.Message {
+		return chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
+	}
+	big := strings.Repeat("output line of a tool, several words long\n", 100)
+	opening, task, typed := user("<environment_context>cwd</environment_context>"), user("Fix the tests."), user("Now recheck.")
+	summary := user("Another language model started to solve this problem and produced a summary of its thinking process: a and b are done.")
+	for _, tc := range []struct {
+		name string
+		log  []chat.Message
+		want bool
+	}{
+		{"the compaction's summary", []chat.Message{opening, task, summary}, true},
+		{"a summary after the compaction", []chat.Message{opening, task, user("Go on."), summary}, false},
+	} {
+		log := tc.log
+		for i := range 6 {
+			log = append(log, user(string(rune('a'+i))+big))
+		}
+		log = append(log, typed)
+		ids := make([][32]byte, len(log))
+		for i := range log {
+			ids[i] = identityOf(&log[i])
+		}
+		c := &conversation{msgs: []chat.Message{task, opening, typed, summary}}
+		historyChains("responses", signal{}, c)
+		m := &logMatch{s: store.Session{ActiveTokens: approxTokens(log), ActiveCount: int64(len(log))}, log: ids, restart: 3}
+		if got := clientCompacts(m, c); got != tc.want {
+			t.Errorf("%s: clientCompacts %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

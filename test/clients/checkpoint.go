@@ -59,6 +59,31 @@ func (p *Provider) checkpointCall(latest string) string {
 	return p.issued[p.conv]
 }
 
+// sameCheckpoint is the provider's summary when it writes the same one
+// each time (Provider.sameSummary).
+const sameCheckpoint = "Progress summary: CHECKPOINT after the latest call (every earlier round is done)."
+
+// summary is the provider's answer to a compaction prompt of a request
+// whose latest call output is latest ("" when it shows none).
+func (p *Provider) summary(latest string) string {
+	if p.sameSummary {
+		return sameCheckpoint
+	}
+	return checkpoint(p.checkpointCall(latest))
+}
+
+// resumedCall is the call a history whose last user message is text goes
+// on after: the one its checkpoint names, or for the same summary each
+// time, the latest round's call the provider made in this turn.
+func (p *Provider) resumedCall(text string) string {
+	if strings.Contains(text, sameCheckpoint) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.issued[p.conv]
+	}
+	return resumedCall(text)
+}
+
 // resumedCall is the call a history that ends with the provider's
 // checkpoint (text, the last user message) goes on after; "" otherwise.
 func resumedCall(text string) string {

@@ -81,6 +81,10 @@ type Provider struct {
 	// (by SetConv's label): what a model remembers from a summary that
 	// names its trail (checkpointCall).
 	issued map[string]string
+	// sameSummary: the provider answers every compaction prompt with the
+	// same summary (sameCheckpoint), as a model may, and goes on from it
+	// at the latest round it made (checkpoint.go).
+	sameSummary bool
 }
 
 // SetConv labels the requests that follow with the conversation the test

@@ -115,18 +115,19 @@ func largeWorkspace(t *testing.T, size int) string {
 
 // TestCodexLargeOutputsSmallWindow is TestCodex with tool outputs of
 // 40 KB through a 16k window and Codex's default auto-compaction (no
-// model_auto_compact_token_limit): it compacts its history every round or
-// two, and the provider's checkpoint summary (checkpoint.go) is the same
-// each time, so a later compacted history is the very history the first
-// compaction started (the initial context, the kept user messages, the
-// same summary). Each is a client compaction in the conversation's
-// session: one session per conversation, as the suite checks. Before,
-// each was a fork of the one before, until the chain was refused (409).
+// model_auto_compact_token_limit), and a provider that writes the same
+// summary each time (sameSummary, checkpoint.go), as a model may: each
+// compacted history after the first is the very history the first
+// compaction started (the initial context, the task, the same summary).
+// Each is a client compaction in the conversation's session: one session
+// per conversation, as the suite checks. Before, each was a fork of the
+// one before, until the chain was refused (409 at the 65th).
 func TestCodexLargeOutputsSmallWindow(t *testing.T) {
 	bin := filepath.Join(clis(t), "node_modules", ".bin", "codex")
 	m := codexModel
 	m.ContextWindow = 16000
 	r := startRig(t, m, nil)
+	r.provider.sameSummary = true
 	dir, home, codexHome := largeWorkspace(t, 40<<10), t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(r.front, m.ContextWindow)), 0o600); err != nil {
 		t.Fatal(err)
