@@ -167,3 +167,40 @@ func TestSameHistoryForkedAgainIsNeverRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestSameSummaryAroundNewPrompts: Codex CLI's second turn compacts to
+// the message it kept before, its initial context again, the prompt typed
+// since and the same summary: not the compacted history's prefix, and a
+// summary the log already holds, but only among the messages the first
+// compaction appended — another client compaction in the same session.
+// Without the fix: a fork ("forked" in cx-turns~…).
+func TestSameSummaryAroundNewPrompts(t *testing.T) {
+	s := start(t, nil)
+	c := &historyClient{t: t, s: s, sig: map[string]string{"X-Contextd-Session": "cx-turns"}}
+	c.msgs = append(c.msgs, map[string]any{"role": "system", "content": "You are a coding agent."})
+	env := map[string]any{"role": "user", "content": "<environment_context>\n  <cwd>/work</cwd>\n</environment_context>"}
+	task := map[string]any{"role": "user", "content": "Fix the failing tests in calc.py."}
+	summary := map[string]any{"role": "user", "content": codexSummary}
+	c.msgs = append(c.msgs, env, task)
+	c.rounds(0, 6, "cx-turns")
+	c.msgs = []map[string]any{c.msgs[0], env, task, summary}
+	if id, history, _ := c.send(); id != "cx-turns" || history != "compacted" {
+		t.Fatalf("first compaction: history %q in %q, want compacted in cx-turns", history, id)
+	}
+	typed := "Now recheck the notes with the words amber falcon."
+	c.user(typed)
+	if id, history, _ := c.send(); id != "cx-turns" || history != "extended" {
+		t.Fatalf("the second turn: history %q in %q, want extended in cx-turns", history, id)
+	}
+	c.rounds(6, 6, "cx-turns")
+	c.msgs = []map[string]any{c.msgs[0], task, env, {"role": "user", "content": typed}, summary}
+	id, history, _ := c.send()
+	if id != "cx-turns" || history != "compacted" {
+		t.Fatalf("second compaction: history %q in %q, want compacted in cx-turns", history, id)
+	}
+	c.rounds(12, 2, "cx-turns")
+	if n, _ := clientCompactions(s, "cx-turns"); n != 2 {
+		t.Errorf("cx-turns: %d client compactions, want 2", n)
+	}
+	s.checkUpstream()
+}
