@@ -29,7 +29,8 @@ import (
 //     among the messages its latest client compaction appended (the same
 //     summary again, whatever the client kept around it: Codex keeps the
 //     user messages typed since and puts its initial context after those
-//     it kept before) (a provider
+//     it kept before; not when the request repeats more of the log than
+//     the compacted history: a rewind) (a provider
 //     compaction item, a compaction block, or a user message with a
 //     client's summary preamble, clientSummaryMarkers), or the messages it
 //     keeps from the log (by identity) start with the log's first, are in
@@ -119,8 +120,12 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 			in[d] = true
 		}
 	}
+	// The latest compaction's own summary again counts as not held, unless
+	// the request goes on past the compacted history as the log does (a
+	// rewind that keeps more than it: a fork).
+	again := m.restart > 0 && m.k <= m.restart
 	for i := range c.msgs {
-		if (!in[c.ids[i]] || m.restart > 0 && slices.Contains(m.log[:m.restart], c.ids[i])) && carriesSummary(&c.msgs[i]) {
+		if (!in[c.ids[i]] || again && slices.Contains(m.log[:m.restart], c.ids[i])) && carriesSummary(&c.msgs[i]) {
 			return true
 		}
 	}

@@ -137,10 +137,13 @@ func TestSameSummaryAgain(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		log  []chat.Message
+		req  []chat.Message // nil: the task, the opening, the prompt typed since, the summary
 		want bool
 	}{
-		{"the compaction's summary", []chat.Message{opening, task, summary}, true},
-		{"a summary after the compaction", []chat.Message{opening, task, user("Go on."), summary}, false},
+		{"the compaction's summary", []chat.Message{opening, task, summary}, nil, true},
+		{"a summary after the compaction", []chat.Message{opening, task, user("Go on."), summary}, nil, false},
+		// A rewind past the compacted history, which carries its summary.
+		{"a rewind past the compacted history", []chat.Message{opening, summary, task}, []chat.Message{opening, summary, task, user("a" + big), user("Start over.")}, false},
 	} {
 		log := tc.log
 		for i := range 6 {
@@ -151,9 +154,15 @@ func TestSameSummaryAgain(t *testing.T) {
 		for i := range log {
 			ids[i] = identityOf(&log[i])
 		}
-		c := &conversation{msgs: []chat.Message{task, opening, typed, summary}}
+		c := &conversation{msgs: tc.req}
+		if c.msgs == nil {
+			c.msgs = []chat.Message{task, opening, typed, summary}
+		}
 		historyChains("responses", signal{}, c)
 		m := &logMatch{s: store.Session{ActiveTokens: approxTokens(log), ActiveCount: int64(len(log))}, log: ids, restart: 3}
+		for m.k < len(ids) && m.k < len(c.ids) && ids[m.k] == c.ids[m.k] {
+			m.k++
+		}
 		if got := clientCompacts(m, c); got != tc.want {
 			t.Errorf("%s: clientCompacts %v, want %v", tc.name, got, tc.want)
 		}
