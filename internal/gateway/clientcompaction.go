@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"slices"
+	"strconv"
 
 	"github.com/contextd/contextd/internal/chat"
 )
@@ -25,12 +26,22 @@ import (
 //     or another replica, never leaves it so: its record and its append
 //     are one transaction, and this request, matched again after it,
 //     extends the compacted history it appended);
-//   - and either it carries a summary the log does not hold (a provider
+//   - and either it carries a summary the log does not hold, or holds only
+//     among the messages its latest client compaction appended (the same
+//     summary again, whatever the client kept around it: Codex keeps the
+//     user messages typed since and puts its initial context after those
+//     it kept before; not when the request repeats more of the log than
+//     the compacted history: a rewind) (a provider
 //     compaction item, a compaction block, or a user message with a
 //     client's summary preamble, clientSummaryMarkers), or the messages it
 //     keeps from the log (by identity) start with the log's first, are in
 //     the log's order and leave out a message of the log before the last
-//     of them (not a prefix of it).
+//     of them (not a prefix of it), or it is the compacted history again
+//     (compactsAgain): the log restarted at a client compaction, and the
+//     request repeats at most the messages that compaction appended (the
+//     same kept messages, the same summary: a client that compacts to the
+//     same history twice — a model that writes the same summary, Codex's
+//     compaction with nothing new to keep), then goes on or not.
 //
 // A rewind or an edit (the log's first messages, then new ones: the
 // client dropped or edited its last message(s) and goes on) is neither,
@@ -58,6 +69,8 @@ const historyCompacted = "compacted"
 
 // metaHistoryRestart marks the first message of a client's compacted
 // history in the log: the session's client history starts again there.
+// Its value is how many messages the compacted history holds (restartLen;
+// "1" in logs written before it said).
 const metaHistoryRestart = "contextd.gateway.history_restart"
 
 // metaCompactionItem marks a message carrying a provider compaction item
@@ -92,6 +105,9 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 	if len(c.msgs)*compactedShare > len(m.log) && m.s.ActiveCount > 0 && approxTokens(c.msgs)*compactedShare > m.s.ActiveTokens {
 		return false
 	}
+	if compactsAgain(m, c) {
+		return true
+	}
 	// Which of the request's identities the log holds: a set of the
 	// request's (bounded by the request, not by the log, which a short
 	// request may name however long it is), one pass over the log.
@@ -104,8 +120,12 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 			in[d] = true
 		}
 	}
+	// The latest compaction's own summary again counts as not held, unless
+	// the request goes on past the compacted history as the log does (a
+	// rewind that keeps more than it: a fork).
+	again := m.restart > 0 && m.k <= m.restart
 	for i := range c.msgs {
-		if !in[c.ids[i]] && carriesSummary(&c.msgs[i]) {
+		if (!in[c.ids[i]] || again && slices.Contains(m.log[:m.restart], c.ids[i])) && carriesSummary(&c.msgs[i]) {
 			return true
 		}
 	}
@@ -114,6 +134,28 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 	// of the log's later messages (a client's side request — a title, a
 	// topic — on a prompt typed before) is not one.
 	return m.k > 0 && skipsLog(m.log, in, c.ids)
+}
+
+// compactsAgain reports whether the request, which neither extends nor
+// repeats the log and is much shorter than it, is the client's compacted
+// history again: the log (the client history since its latest restart)
+// starts with the messages a client compaction appended (m.restart), and
+// the request repeats them or fewer of them, its own messages after that.
+// A rewind that keeps more of the history since the restart goes on past
+// them (m.k > m.restart): a fork, as a rewind that is not much shorter.
+// A request that asks for a summary (asksSummary) is not one: it is the
+// client's summary request, an aside or an extension (summaryrequest.go).
+func compactsAgain(m *logMatch, c *conversation) bool {
+	return m.restart > 0 && m.k > 0 && m.k <= m.restart && !asksSummary(&c.msgs[len(c.msgs)-1])
+}
+
+// restartLen is how many messages the client compaction whose first
+// message is m appended (compacted's mark; 1 when the mark does not say).
+func restartLen(m *chat.Message) int {
+	if n, err := strconv.Atoi(m.Metadata[metaHistoryRestart]); err == nil && n > 0 {
+		return n
+	}
+	return 1
 }
 
 // carriesSummary reports whether m carries a compacted history's summary:
@@ -180,7 +222,7 @@ func (g *Gateway) compacted(ctx context.Context, tenant, id string, c *conversat
 	// request's messages another attempt (after a conflict) matches.
 	res.fresh = slices.Clone(c.msgs)
 	historyStamp(c, res.fresh, 0)
-	setMeta(&res.fresh[0], metaHistoryRestart, "1")
+	setMeta(&res.fresh[0], metaHistoryRestart, strconv.Itoa(len(res.fresh)))
 	return res, true, nil
 }
 

@@ -38,25 +38,38 @@ func TestClientCompactsRule(t *testing.T) {
 	item.Metadata = map[string]string{metaCompactionItem: "1"}
 	summary := user("Another language model started to solve this problem and produced a summary of its thinking process: a and b are done.")
 	cases := []struct {
-		name string
-		req  []chat.Message
-		want bool
+		name    string
+		req     []chat.Message
+		want    bool
+		restart int // the log's first messages a client compaction appended
 	}{
-		{"kept subset, not a prefix", []chat.Message{log[0], log[5], user("Summary: a, b done."), user("Go on.")}, true},
-		{"Codex's summary, the task kept", []chat.Message{log[0], summary, user("Go on.")}, true},
-		{"Codex's summary alone", []chat.Message{summary}, true},
-		{"a summary and files read again (Claude Code), few messages", []chat.Message{summary, log[12], user("Read: " + big + big + big + big + big)}, true},
-		{"a compaction item", []chat.Message{log[0], item, user("Go on.")}, true},
-		{"a rewind", []chat.Message{log[0], log[1], user("Start over with sub().")}, false},
-		{"an edit of the last prompt", []chat.Message{log[0], log[1], log[2], user("b, again" + big[:200])}, false},
-		{"a reordered subset", []chat.Message{log[0], log[5], log[3], user("Go on.")}, false},
-		{"as long as the view", append([]chat.Message{log[0]}, append(log[3:13:13], summary)...), false},
-		{"extends the log", append(log[:len(log):len(log)], user("Next.")), false},
+		{"kept subset, not a prefix", []chat.Message{log[0], log[5], user("Summary: a, b done."), user("Go on.")}, true, 0},
+		{"Codex's summary, the task kept", []chat.Message{log[0], summary, user("Go on.")}, true, 0},
+		{"Codex's summary alone", []chat.Message{summary}, true, 0},
+		{"a summary and files read again (Claude Code), few messages", []chat.Message{summary, log[12], user("Read: " + big + big + big + big + big)}, true, 0},
+		{"a compaction item", []chat.Message{log[0], item, user("Go on.")}, true, 0},
+		{"a rewind", []chat.Message{log[0], log[1], user("Start over with sub().")}, false, 0},
+		{"an edit of the last prompt", []chat.Message{log[0], log[1], log[2], user("b, again" + big[:200])}, false, 0},
+		{"a reordered subset", []chat.Message{log[0], log[5], log[3], user("Go on.")}, false, 0},
+		{"as long as the view", append([]chat.Message{log[0]}, append(log[3:13:13], summary)...), false, 0},
+		{"extends the log", append(log[:len(log):len(log)], user("Next.")), false, 0},
 		// A client's side request (a title, a topic) on a prompt the user
 		// typed before: one of the log's later messages, without its
 		// opening, is no kept subset.
-		{"a side request quoting an earlier prompt", []chat.Message{user("Write a title for this conversation."), log[5]}, false},
-		{"an earlier prompt alone", []chat.Message{log[5]}, false},
+		{"a side request quoting an earlier prompt", []chat.Message{user("Write a title for this conversation."), log[5]}, false, 0},
+		{"an earlier prompt alone", []chat.Message{log[5]}, false, 0},
+		// The log restarted at a client compaction of its first three
+		// messages: that compacted history again, or fewer of it, then
+		// the client's own or none, is another (compactsAgain); a rewind
+		// past it, or one not much shorter than the log, is not.
+		{"the compacted history again", log[0:3:3], true, 3},
+		{"the compacted history again, then a prompt", append(log[0:3:3], user("Go on.")), true, 3},
+		{"part of the compacted history, then a prompt", []chat.Message{log[0], user("Go on.")}, true, 3},
+		{"a rewind past the compacted history", append(log[0:5:5], user("Start over with sub().")), false, 3},
+		{"the compacted history again, not much shorter", append(log[0:3:3], user("w"+big), user("x"+big), user("y"+big), user("z"+big)), false, 3},
+		{"a rewind, no restart", log[0:3:3], false, 0},
+
+		{"the compacted history again, asking for a summary", append(log[0:3:3], user("Your task is to create a detailed summary of the conversation so far.")), false, 3},
 	}
 	for _, tc := range cases {
 		c := &conversation{msgs: tc.req}
@@ -69,7 +82,7 @@ func TestClientCompactsRule(t *testing.T) {
 		for k < len(ids) && k < len(c.ids) && ids[k] == c.ids[k] {
 			k++
 		}
-		m := &logMatch{s: store.Session{ActiveTokens: view, ActiveCount: int64(len(log))}, log: ids, k: k, extends: k == len(ids)}
+		m := &logMatch{s: store.Session{ActiveTokens: view, ActiveCount: int64(len(log))}, log: ids, k: k, extends: k == len(ids), restart: tc.restart}
 		if got := clientCompacts(m, c); got != tc.want {
 			t.Errorf("%s: clientCompacts %v, want %v", tc.name, got, tc.want)
 		}
@@ -104,5 +117,54 @@ func TestClientCompactsRuleBounded(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 64<<10 {
 		t.Errorf("clientCompacts allocates %d bytes a request against a log of %d messages: want it bounded by the request's 3", per, len(ids))
+	}
+}
+
+// TestSameSummaryAgain: a log restarted at a client compaction of an
+// opening, a task and a summary, then rounds and a prompt typed since. A
+// request with that summary again, its kept messages reordered and the
+// prompt typed since kept (Codex CLI's second turn puts its initial
+// context after the messages it kept), is another client compaction; the
+// same request against a log whose summary came after the compacted
+// history (not the compaction's own) is not.
+func TestSameSummaryAgain(t *testing.T) {
+	user := func(text string) chat.Message {
+		return chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
+	}
+	big := strings.Repeat("output line of a tool, several words long\n", 100)
+	opening, task, typed := user("<environment_context>cwd</environment_context>"), user("Fix the tests."), user("Now recheck.")
+	summary := user("Another language model started to solve this problem and produced a summary of its thinking process: a and b are done.")
+	for _, tc := range []struct {
+		name string
+		log  []chat.Message
+		req  []chat.Message // nil: the task, the opening, the prompt typed since, the summary
+		want bool
+	}{
+		{"the compaction's summary", []chat.Message{opening, task, summary}, nil, true},
+		{"a summary after the compaction", []chat.Message{opening, task, user("Go on."), summary}, nil, false},
+		// A rewind past the compacted history, which carries its summary.
+		{"a rewind past the compacted history", []chat.Message{opening, summary, task}, []chat.Message{opening, summary, task, user("a" + big), user("Start over.")}, false},
+	} {
+		log := tc.log
+		for i := range 6 {
+			log = append(log, user(string(rune('a'+i))+big))
+		}
+		log = append(log, typed)
+		ids := make([][32]byte, len(log))
+		for i := range log {
+			ids[i] = identityOf(&log[i])
+		}
+		c := &conversation{msgs: tc.req}
+		if c.msgs == nil {
+			c.msgs = []chat.Message{task, opening, typed, summary}
+		}
+		historyChains("responses", signal{}, c)
+		m := &logMatch{s: store.Session{ActiveTokens: approxTokens(log), ActiveCount: int64(len(log))}, log: ids, restart: 3}
+		for m.k < len(ids) && m.k < len(c.ids) && ids[m.k] == c.ids[m.k] {
+			m.k++
+		}
+		if got := clientCompacts(m, c); got != tc.want {
+			t.Errorf("%s: clientCompacts %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

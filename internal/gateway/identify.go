@@ -435,10 +435,13 @@ type logMatch struct {
 	s       store.Session
 	log     [][32]byte // the identities of the log's client messages
 	replies []bool     // log[i] is a reply the gateway recorded
-	k       int        // the request's first k messages are the log's first k
-	extends bool       // the log is a prefix of the request's history
-	repeat  bool       // the request is the log but for its last replies
-	pick    *pick      // the request picks the log's last reply (picks.go)
+	// restart: how many of the log's first messages the client's latest
+	// compaction of its history appended (0: the log never restarted).
+	restart int
+	k       int   // the request's first k messages are the log's first k
+	extends bool  // the log is a prefix of the request's history
+	repeat  bool  // the request is the log but for its last replies
+	pick    *pick // the request picks the log's last reply (picks.go)
 }
 
 // match reads session id (nil when it does not exist) and matches the
@@ -457,14 +460,14 @@ func (g *Gateway) match(ctx context.Context, tenant, id string, c *conversation,
 
 // matchRow is match of the session whose row is s.
 func (g *Gateway) matchRow(ctx context.Context, tenant string, s store.Session, c *conversation, noRepeat bool) (*logMatch, error) {
-	log, details, replies, closed, err := g.digests.get(ctx, g.cfg.Engine, tenant, s)
+	log, details, replies, closed, restart, err := g.digests.get(ctx, g.cfg.Engine, tenant, s)
 	if err != nil {
 		return nil, err
 	}
 	if len(c.details) != len(c.msgs) {
 		c.details = detailsOf(c.msgs)
 	}
-	m := &logMatch{s: s, log: log, replies: replies}
+	m := &logMatch{s: s, log: log, replies: replies, restart: restart}
 	// The same identities and details that agree (detailOf): results of
 	// calls whose ids a provider reused are not the same message.
 	for m.k < len(log) && m.k < len(c.ids) && log[m.k] == c.ids[m.k] && detailsAgree(details[m.k], c.details[m.k]) {
@@ -627,8 +630,10 @@ func forkID(base string, c *conversation) string {
 }
 
 // maxForkChain bounds the forks freeFork reads for one request: one per
-// time the conversation came back to the same history (a client that
-// compacts its history to the same summary again) before this request.
+// time the conversation came back to the same history and went on from
+// it (a client that rewinds to the same message again and again) before
+// this request. A client that compacts its history to the same history
+// again stays in its session (compactsAgain) and makes none.
 const maxForkChain = 64
 
 // freeFork is the fork of base the request goes on in: forkID's, unless
@@ -639,6 +644,11 @@ const maxForkChain = 64
 // request (a retry, another replica) names the same session every time.
 // CreateSession answers a create of an existing id with the same settings
 // as made, so the id must be free or joinable before make creates it.
+// Past maxForkChain forks of the same history the request goes on in a
+// session of a random id (base~r<random>), never refused: a retry of it
+// finds that session by its history (its head, or a repeat), as any
+// unsignalled request finds its own; only a twin racing it at once (another
+// replica) may make another.
 func (g *Gateway) freeFork(ctx context.Context, tenant, base string, c *conversation, noRepeat bool) (string, error) {
 	id := forkID(base, c)
 	for range maxForkChain {
@@ -648,7 +658,10 @@ func (g *Gateway) freeFork(ctx context.Context, tenant, base string, c *conversa
 		}
 		id = forkID(id, c)
 	}
-	return "", fmt.Errorf("session %q: the conversation came back to the same history more than %d times: %w", base, maxForkChain, store.ErrVersionConflict)
+	if len(base) > 100 {
+		base = base[:100] // ids are at most 128 bytes
+	}
+	return base + "~r" + randomID(), nil
 }
 
 func randomID() string {

@@ -48,6 +48,9 @@ type logEntry struct {
 	// it has none: appended through the API).
 	chain   string
 	digests [][32]byte
+	// restart is how many of digests' first messages the client's latest
+	// compaction of its history appended (0: none restarted the log).
+	restart int
 	details [][16]byte // detailOf each message (what its identity leaves out)
 	replies []bool     // digests[i] is a reply the gateway recorded
 	// closed holds the tool calls contextd closed with an interrupted
@@ -149,6 +152,7 @@ func (lc *logCache) update(ent *logEntry, size int64, chain string) {
 func (ent *logEntry) add(m *chat.Message) {
 	if restarts(m) { // the client compacted its history (clientcompaction.go)
 		ent.digests, ent.details, ent.replies = nil, nil, nil
+		ent.restart = restartLen(m)
 	}
 	if n, id, ok := pickedOf(m); ok && n <= len(ent.digests) {
 		// The client's version of the turn before m stands for its last
@@ -168,8 +172,9 @@ func (ent *logEntry) add(m *chat.Message) {
 }
 
 // get returns the digests of the client-visible messages of s's log, in
-// order (interrupted tool results contextd inserted are not the client's).
-func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s store.Session) ([][32]byte, [][16]byte, []bool, map[string]bool, error) {
+// order (interrupted tool results contextd inserted are not the client's),
+// and how many of the first the client's latest compaction appended.
+func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s store.Session) ([][32]byte, [][16]byte, []bool, map[string]bool, int, error) {
 	ent := lc.entry(tenant, s.ID, s.CreatedAt, true)
 	ent.mu.Lock()
 	defer ent.mu.Unlock()
@@ -177,7 +182,7 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 	for ent.last < s.LogCount {
 		msgs, err := e.LogTail(ctx, tenant, s.ID, ent.last, 1000)
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return nil, nil, nil, nil, 0, err
 		}
 		if len(msgs) == 0 {
 			break
@@ -209,7 +214,7 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 	if added {
 		lc.update(ent, ent.bytes(), ent.chain)
 	}
-	return out, details, replies, closed, nil
+	return out, details, replies, closed, min(ent.restart, len(out)), nil
 }
 
 // extend records msgs, just stored with their log positions, after what

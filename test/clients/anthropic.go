@@ -71,7 +71,7 @@ func (p *Provider) messages(w http.ResponseWriter, r *http.Request) {
 	c.Side = step.side || c.Compaction
 	switch {
 	case c.Compaction:
-		outText = checkpoint(latestCall) + " The user's requests, verbatim:\n" + strings.Join(c.Texts, "\n")
+		outText = p.summary(latestCall) + " The user's requests, verbatim:\n" + strings.Join(c.Texts, "\n")
 		content = append(content, map[string]any{"type": "text", "text": outText})
 	case step.side:
 		outText = "Checklist"

@@ -42,6 +42,48 @@ func checkpoint(lastCall string) string {
 	return "Progress summary: CHECKPOINT after " + lastCall + " (every earlier round is done)."
 }
 
+// checkpointCall is the call a compaction prompt's checkpoint names:
+// latest, the latest call output the request shows, or else the latest
+// round's call the provider made in this turn. contextd may have
+// summarized every call and output of the view away (a 16k window with
+// 40 KB outputs); its summary's trail names the commands run, from which
+// a model knows where it was, so the provider does too. Before, the
+// checkpoint named no call, the task started over from round 1 after each
+// compaction, and Codex compacted to the same history forever.
+func (p *Provider) checkpointCall(latest string) string {
+	if latest != "" {
+		return latest
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.issued[p.conv]
+}
+
+// sameCheckpoint is the provider's summary when it writes the same one
+// each time (Provider.sameSummary).
+const sameCheckpoint = "Progress summary: CHECKPOINT after the latest call (every earlier round is done)."
+
+// summary is the provider's answer to a compaction prompt of a request
+// whose latest call output is latest ("" when it shows none).
+func (p *Provider) summary(latest string) string {
+	if p.sameSummary {
+		return sameCheckpoint
+	}
+	return checkpoint(p.checkpointCall(latest))
+}
+
+// resumedCall is the call a history whose last user message is text goes
+// on after: the one its checkpoint names, or for the same summary each
+// time, the latest round's call the provider made in this turn.
+func (p *Provider) resumedCall(text string) string {
+	if strings.Contains(text, sameCheckpoint) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.issued[p.conv]
+	}
+	return resumedCall(text)
+}
+
 // resumedCall is the call a history that ends with the provider's
 // checkpoint (text, the last user message) goes on after; "" otherwise.
 func resumedCall(text string) string {

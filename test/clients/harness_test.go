@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -257,6 +258,13 @@ func (r *rig) run(conv, dir string, env []string, name string, args ...string) s
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = outFile, &stderr
 	cmd.Stdin = strings.NewReader("")
+	// At the deadline the whole process group goes, not only the node
+	// wrapper: Codex's native binary, left behind, held stderr's pipe
+	// open, and the turn waited for it (and it went on calling the
+	// gateway) past the deadline.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()
 	err = cmd.Run()
 	out, _ := os.ReadFile(outFile.Name())

@@ -45,7 +45,7 @@ func (p *Provider) responses(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	compaction := asksCompaction(lastUser) // checkpoint.go
-	if call := resumedCall(lastUser); call != "" {
+	if call := p.resumedCall(lastUser); call != "" {
 		lastCall = call
 	}
 	if s, ok := c.Body["input"].(string); ok {
@@ -87,7 +87,7 @@ func (p *Provider) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case compaction:
-		outText = checkpoint(latestCall)
+		outText = p.summary(latestCall)
 		addText(outText)
 	case step.side:
 		outText = "Checklist"

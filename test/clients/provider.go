@@ -77,6 +77,14 @@ type Provider struct {
 	reasoning map[string]string
 	seq       int
 	conv      string
+	// issued is the latest round's call the provider made in each turn
+	// (by SetConv's label): what a model remembers from a summary that
+	// names its trail (checkpointCall).
+	issued map[string]string
+	// sameSummary: the provider answers every compaction prompt with the
+	// same summary (sameCheckpoint), as a model may, and goes on from it
+	// at the latest round it made (checkpoint.go).
+	sameSummary bool
 }
 
 // SetConv labels the requests that follow with the conversation the test
@@ -320,7 +328,12 @@ func (p *Provider) nextID(prefix string, round, of int) string {
 	if round == 0 {
 		return fmt.Sprintf("%s%04d", prefix, p.seq)
 	}
-	return fmt.Sprintf("%sr%dof%d_%04d", prefix, round, of, p.seq)
+	id := fmt.Sprintf("%sr%dof%d_%04d", prefix, round, of, p.seq)
+	if p.issued == nil {
+		p.issued = map[string]string{}
+	}
+	p.issued[p.conv] = id
+	return id
 }
 
 var (

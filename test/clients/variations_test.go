@@ -47,11 +47,7 @@ func TestCodexCompactsItself(t *testing.T) {
 	r.conversations(t, dir, func(conv, text, resume string) (string, string) {
 		return r.codexTurn(conv, bin, dir, home, codexHome, text, resume)
 	})
-	n := r.provider.compactionAsks()
-	t.Logf("Codex asked for %d summaries of its history", n)
-	if n < 2 {
-		t.Errorf("Codex asked for %d summaries of its history: the test is meant to make it compact itself several times", n)
-	}
+	r.wantCodexCompactions(t)
 }
 
 // TestClaudeCodeCompacts is TestClaudeCode with `claude -p /compact
@@ -115,4 +111,39 @@ func largeWorkspace(t *testing.T, size int) string {
 		}
 	}
 	return dir
+}
+
+// TestCodexLargeOutputsSmallWindow is TestCodex with tool outputs of
+// 40 KB through a 16k window and Codex's default auto-compaction (no
+// model_auto_compact_token_limit), and a provider that writes the same
+// summary each time (sameSummary, checkpoint.go), as a model may: each
+// compacted history after the first is the very history the first
+// compaction started (the initial context, the task, the same summary).
+// Each is a client compaction in the conversation's session: one session
+// per conversation, as the suite checks. Before, each was a fork of the
+// one before, until the chain was refused (409 at the 65th).
+func TestCodexLargeOutputsSmallWindow(t *testing.T) {
+	bin := filepath.Join(clis(t), "node_modules", ".bin", "codex")
+	m := codexModel
+	m.ContextWindow = 16000
+	r := startRig(t, m, nil)
+	r.provider.sameSummary = true
+	dir, home, codexHome := largeWorkspace(t, 40<<10), t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(r.front, m.ContextWindow)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.conversations(t, dir, func(conv, text, resume string) (string, string) {
+		return r.codexTurn(conv, bin, dir, home, codexHome, text, resume)
+	})
+	r.wantCodexCompactions(t)
+}
+
+// wantCodexCompactions checks that Codex compacted its history several
+// times, as the tests that make it compact mean it to.
+func (r *rig) wantCodexCompactions(t *testing.T) {
+	n := r.provider.compactionAsks()
+	t.Logf("Codex asked for %d summaries of its history", n)
+	if n < 2 {
+		t.Errorf("Codex asked for %d summaries of its history: the test is meant to make it compact itself several times", n)
+	}
 }

@@ -52,10 +52,11 @@ func checkClientCompaction(t *testing.T, s *server, id, original string) {
 
 // historyClient is a Chat Completions client that keeps its history.
 type historyClient struct {
-	t    *testing.T
-	s    *server
-	sig  map[string]string
-	msgs []map[string]any
+	t     *testing.T
+	s     *server
+	sig   map[string]string
+	msgs  []map[string]any
+	model string // gpt-4o when empty
 }
 
 func (c *historyClient) user(text string) {
@@ -66,7 +67,11 @@ func (c *historyClient) user(text string) {
 // session, history and used percentage.
 func (c *historyClient) send() (id, history string, used float64) {
 	c.t.Helper()
-	resp, out := c.s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": c.msgs}, c.sig)
+	model := c.model
+	if model == "" {
+		model = "gpt-4o"
+	}
+	resp, out := c.s.post("/v1/chat/completions", map[string]any{"model": model, "messages": c.msgs}, c.sig)
 	if resp.StatusCode != http.StatusOK {
 		c.t.Fatalf("%d %s", resp.StatusCode, out)
 	}
