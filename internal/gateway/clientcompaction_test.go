@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
@@ -170,14 +169,13 @@ func TestSameSummaryAgain(t *testing.T) {
 	}
 }
 
-// TestSameSummaryAgainLinear: the check for the compaction's own summary
-// again is one pass over the log, not one over the compacted history per
-// request message. A request of 40,000 messages the log holds (its first
-// not the log's, none a summary) against a log of 80,000 restarted at a
-// compaction of 60,000 took 2.4e9 identity comparisons (4.7 s here)
-// when each message searched the compacted history; one pass takes
-// milliseconds. The bound below is far above that and far below the former,
-// on a shared machine: it checks the work's order, not a speed.
+// TestSameSummaryAgainLinear: a request of 40,000 messages the log holds
+// (its first not the log's, none a summary) against a log of 80,000
+// restarted at a compaction of 60,000 is no compaction. When each message
+// searched the compacted history this took 2.4e9 identity comparisons
+// (4.7 s here); clientCompacts now makes one pass over the log. No time is
+// asserted (speed is for benchmarks): the test holds the answer on the
+// large input, and its run time shows the order of the work.
 func TestSameSummaryAgainLinear(t *testing.T) {
 	const logLen, restart, reqLen = 80_000, 60_000, 40_000
 	ids := make([][32]byte, logLen)
@@ -193,11 +191,7 @@ func TestSameSummaryAgainLinear(t *testing.T) {
 	}
 	c.ids[0] = sha256.Sum256([]byte("another opening"))
 	m := &logMatch{s: store.Session{ActiveTokens: 1 << 40, ActiveCount: logLen}, log: ids, restart: restart}
-	start := time.Now()
 	if clientCompacts(m, c) {
 		t.Fatal("clientCompacts: a request without a summary that keeps the log's end is not a compaction")
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("clientCompacts took %v for a request of %d messages against a log of %d: want one pass over the log", d, reqLen, logLen)
 	}
 }
