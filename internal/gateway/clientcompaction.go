@@ -59,7 +59,7 @@ import (
 // (historyExtended). The record goes with the append of the compacted
 // history, in one transaction (engine.ViewEdit.Compaction): a request that
 // fails records neither. Work: one pass over the log's identities (held by
-// the log cache) and one set of the request's, only for a signalled
+// the log cache) and at most two sets of the request's, only for a signalled
 // request that no longer extends its session and is much shorter than it;
 // then the record, planned on the view PrepareContext reads anyway.
 
@@ -115,17 +115,26 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 	for _, d := range c.ids {
 		in[d] = false
 	}
-	for _, d := range m.log {
-		if _, ok := in[d]; ok {
-			in[d] = true
-		}
-	}
 	// The latest compaction's own summary again counts as not held, unless
 	// the request goes on past the compacted history as the log does (a
-	// rewind that keeps more than it: a fork).
+	// rewind that keeps more than it: a fork). Which of the request's
+	// identities the compacted history holds (own) is read in the same
+	// pass, into a set bounded by the request.
 	again := m.restart > 0 && m.k <= m.restart
+	var own map[[32]byte]bool
+	if again {
+		own = make(map[[32]byte]bool)
+	}
+	for i, d := range m.log {
+		if _, ok := in[d]; ok {
+			in[d] = true
+			if again && i < m.restart {
+				own[d] = true
+			}
+		}
+	}
 	for i := range c.msgs {
-		if (!in[c.ids[i]] || again && slices.Contains(m.log[:m.restart], c.ids[i])) && carriesSummary(&c.msgs[i]) {
+		if (!in[c.ids[i]] || own[c.ids[i]]) && carriesSummary(&c.msgs[i]) {
 			return true
 		}
 	}
