@@ -122,15 +122,24 @@ func Ledger(t testing.TB, addr string, ids ...string) (calls int64, bill gateway
 	return calls, bill
 }
 
-// syncBuffer is a log's buffer written by the server's goroutines.
+// syncBuffer is a log's buffer written by the server's goroutines. It
+// keeps the last of what was written, at most maxLogBytes and a line
+// (a benchmark's millions of requests are not held).
 type syncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
+// maxLogBytes bounds the log a test keeps.
+const maxLogBytes = 4 << 20
+
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.buf.Len()+len(p) > maxLogBytes {
+		rest := b.buf.Bytes()[b.buf.Len()/2:]
+		b.buf = *bytes.NewBuffer(append([]byte("[earlier lines dropped]\n"), rest...))
+	}
 	return b.buf.Write(p)
 }
 
