@@ -318,13 +318,23 @@ func (g *Gateway) busy(ctx context.Context, tenant, id string, until time.Time) 
 		t := time.NewTimer(max(0, time.Until(until)))
 		defer t.Stop()
 		select {
-		case <-v.(chan struct{}):
+		case <-v.(*hold).pending:
 		case <-t.C:
 		case <-ctx.Done():
 		}
 	}
-	_, ok := g.inflight.Load(tenant + "\x00" + id)
-	return ok
+	v, ok := g.inflight.Load(tenant + "\x00" + id)
+	if !ok || !v.(*hold).abandoned() {
+		return ok
+	}
+	// The call's client went away (a client that gave up on a hanging
+	// provider, and retries): the call appends nothing more unless its
+	// answer is being recorded (answering marked it before its last byte),
+	// so the session is not kept from the client's retry, which would
+	// otherwise go on in a copy of the session while the call unwinds
+	// (TestBusyFreesAbandonedCalls).
+	_, recording := g.inflight.Load(recordingKey(tenant, id))
+	return recording
 }
 
 // identify finds the request's session, creating it when needed, and
@@ -686,7 +696,7 @@ func (g *Gateway) awaitReply(ctx context.Context, tenant string, c *conversation
 		}
 		t := time.NewTimer(maxRecordWait)
 		select {
-		case <-v.(chan struct{}):
+		case <-v.(*hold).pending:
 		case <-t.C: // matched as it is: at worst the reply comes from the client
 		case <-ctx.Done():
 			t.Stop()

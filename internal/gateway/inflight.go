@@ -1,38 +1,43 @@
 package gateway
 
 import (
+	"context"
 	"slices"
 	"sync"
 )
 
 // The in-flight map (Gateway.inflight) says which sessions have a call
 // upstream or an answer being recorded, and which replies are being
-// recorded. An exchange's entries share one channel, closed when they are
-// released: forward holds the session (its call is upstream), relay marks
+// recorded. An exchange's entries are its hold, whose channel is closed
+// when they are released: forward holds the session (its call is upstream), relay marks
 // it recording and its reply's history just before the answer's last
 // byte goes out (answering), record releases them when the answer is
 // recorded (or serveDoor's close, when there is nothing to record).
-// identify reads them: busy skips a session whose call is upstream and
-// waits for one being recorded; awaitReply waits for a reply the request
-// carries.
+// identify reads them: busy skips a session whose call is upstream
+// (unless its client went away: hold.abandoned) and waits for one being
+// recorded; awaitReply waits for a reply the request carries.
 
 // hold is an exchange's entries in the in-flight map.
 type hold struct {
 	inflight *sync.Map
 	pending  chan struct{}
-	names    []string
-	release  func()
+	// gone is the client's request's end: a call whose client went away
+	// keeps its session busy only while its answer is recorded (busy).
+	gone    <-chan struct{}
+	names   []string
+	release func()
 	// recording: record took the entries over; its recording releases
 	// them.
 	recording bool
 }
 
-// hold marks the session busy until the exchange's answer is recorded.
-func (g *Gateway) hold(tenant, id string) *hold {
-	h := &hold{inflight: &g.inflight, pending: make(chan struct{})}
+// hold marks the session busy until the exchange's answer is recorded,
+// or its client (ctx) went away with no answer being recorded.
+func (g *Gateway) hold(ctx context.Context, tenant, id string) *hold {
+	h := &hold{inflight: &g.inflight, pending: make(chan struct{}), gone: ctx.Done()}
 	h.release = sync.OnceFunc(func() {
 		for _, n := range h.names {
-			h.inflight.CompareAndDelete(n, h.pending)
+			h.inflight.CompareAndDelete(n, h)
 		}
 		close(h.pending)
 	})
@@ -45,8 +50,18 @@ func (h *hold) mark(name string) {
 	if slices.Contains(h.names, name) {
 		return
 	}
-	h.inflight.Store(name, h.pending)
+	h.inflight.Store(name, h)
 	h.names = append(h.names, name)
+}
+
+// abandoned reports whether the exchange's client went away.
+func (h *hold) abandoned() bool {
+	select {
+	case <-h.gone:
+		return true
+	default:
+		return false
+	}
 }
 
 // releaseUnlessRecording releases the entries unless a recording holds

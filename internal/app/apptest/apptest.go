@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,9 +44,19 @@ func Start(t testing.TB, env map[string]string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server's log is kept and printed when the test fails: a
+	// recording's failure is logged, never answered (gateway/record.go).
+	logs := &syncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("contextd's log:\n%s", logs.String())
+		}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil))) }()
+	go func() {
+		done <- app.Run(ctx, cfg, slog.New(slog.NewJSONHandler(logs, nil)))
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -109,4 +120,31 @@ func Ledger(t testing.TB, addr string, ids ...string) (calls int64, bill gateway
 		bill.Output += n(c.OutputTokens)
 	}
 	return calls, bill
+}
+
+// syncBuffer is a log's buffer written by the server's goroutines. It
+// keeps the last of what was written, at most maxLogBytes and a line
+// (a benchmark's millions of requests are not held).
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// maxLogBytes bounds the log a test keeps.
+const maxLogBytes = 4 << 20
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len()+len(p) > maxLogBytes {
+		rest := b.buf.Bytes()[b.buf.Len()/2:]
+		b.buf = *bytes.NewBuffer(append([]byte("[earlier lines dropped]\n"), rest...))
+	}
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
