@@ -324,17 +324,13 @@ func (g *Gateway) busy(ctx context.Context, tenant, id string, until time.Time) 
 		}
 	}
 	v, ok := g.inflight.Load(tenant + "\x00" + id)
-	if !ok || !v.(*hold).abandoned() {
-		return ok
-	}
-	// The call's client went away (a client that gave up on a hanging
-	// provider, and retries): the call appends nothing more unless its
-	// answer is being recorded (answering marked it before its last byte),
-	// so the session is not kept from the client's retry, which would
-	// otherwise go on in a copy of the session while the call unwinds
+	// A call whose client went away (a client that gave up on a hanging
+	// provider, and retries) appends nothing more unless it claimed its
+	// reply (hold.claimReply, decided with free under one lock), so the
+	// session is not kept from the client's retry, which would otherwise
+	// go on in a copy of the session while the call unwinds
 	// (TestBusyFreesAbandonedCalls).
-	_, recording := g.inflight.Load(recordingKey(tenant, id))
-	return recording
+	return ok && !v.(*hold).free()
 }
 
 // identify finds the request's session, creating it when needed, and

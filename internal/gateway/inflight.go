@@ -29,6 +29,11 @@ type hold struct {
 	// recording: record took the entries over; its recording releases
 	// them.
 	recording bool
+	// mu orders claimReply against free: once busy found the session free
+	// (its client gone, no reply claimed), the exchange never records a
+	// reply, and once a reply is claimed the session is never free.
+	mu      sync.Mutex
+	replied bool
 }
 
 // hold marks the session busy until the exchange's answer is recorded,
@@ -62,6 +67,29 @@ func (h *hold) abandoned() bool {
 	default:
 		return false
 	}
+}
+
+// free reports whether the session may go to another request: the
+// exchange's client went away and its reply was not claimed (claimReply),
+// so the exchange appends nothing more to the session.
+func (h *hold) free() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.replied && h.abandoned()
+}
+
+// claimReply says whether the exchange may record its reply: yes once
+// claimed; not when its client went away before the claim (the client
+// never had the answer whole, and free may have let its retry, or another
+// request of the same history, into the session, whose own reply is the
+// one the client will carry). Its usage is recorded either way.
+func (h *hold) claimReply() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.replied && !h.abandoned() {
+		h.replied = true
+	}
+	return h.replied
 }
 
 // releaseUnlessRecording releases the entries unless a recording holds

@@ -29,21 +29,69 @@ func TestBusyFreesAbandonedCalls(t *testing.T) {
 	if g.busy(ctx, "t", "s", soon()) {
 		t.Fatal("a call whose client went away keeps its session busy")
 	}
-	// Its answer went out whole and is being recorded: busy until the
+	// A call that claimed its reply (its answer went out whole) before its
+	// client went away, and whose answer is being recorded: busy until the
 	// recording ends (here it does not, within until).
-	h.mark(recordingKey("t", "s"))
-	h.recording = true
-	if !g.busy(ctx, "t", "s", soon()) {
+	client3, leave3 := context.WithCancel(ctx)
+	h3 := g.hold(client3, "t", "s3")
+	defer h3.release()
+	h3.claimReply()
+	leave3()
+	h3.mark(recordingKey("t", "s3"))
+	h3.recording = true
+	if !g.busy(ctx, "t", "s3", soon()) {
 		t.Fatal("a session whose answer is being recorded is not busy")
 	}
 	go func() {
 		time.Sleep(20 * time.Millisecond)
-		h.release()
+		h3.release()
 	}()
-	if g.busy(ctx, "t", "s", time.Now().Add(10*time.Second)) {
+	if g.busy(ctx, "t", "s3", time.Now().Add(10*time.Second)) {
 		t.Fatal("a session whose recording ended is busy")
 	}
 	if g.busy(ctx, "t", "other", soon()) {
 		t.Fatal("a session with no call is busy")
+	}
+}
+
+// TestAbandonedCallClaimsNoReply: once busy has let another request into
+// the session of a call whose client went away, that call records no
+// reply (the client never had it whole; the other request's is the one
+// it will carry), and a call that claimed its reply before its client
+// went away keeps the session busy. Before, an abandoned call whose
+// answer came after busy found the session free recorded its reply in
+// the session the retry had joined, so the retry's own reply was left
+// out and the client's next request, carrying it, forked.
+func TestAbandonedCallClaimsNoReply(t *testing.T) {
+	g := &Gateway{}
+	ctx := context.Background()
+	soon := func() time.Time { return time.Now().Add(50 * time.Millisecond) }
+
+	client, leave := context.WithCancel(ctx)
+	h := g.hold(client, "t", "s")
+	defer h.release()
+	leave()
+	if g.busy(ctx, "t", "s", soon()) {
+		t.Fatal("a call whose client went away keeps its session busy")
+	}
+	if h.claimReply() {
+		t.Fatal("a call whose session went to another request may still record its reply")
+	}
+	if g.busy(ctx, "t", "s", soon()) {
+		t.Fatal("a refused claim made the session busy again")
+	}
+
+	client2, leave2 := context.WithCancel(ctx)
+	h2 := g.hold(client2, "t", "s2")
+	defer h2.release()
+	if !h2.claimReply() {
+		t.Fatal("a call whose client is there may not record its reply")
+	}
+	leave2()
+	if !g.busy(ctx, "t", "s2", soon()) {
+		t.Fatal("a call that claimed its reply before its client went away does not keep its session busy")
+	}
+	if !h2.claimReply() {
+		t.Fatal("a claimed reply was taken back")
 	}
 }

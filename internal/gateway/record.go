@@ -31,6 +31,9 @@ func (x *exchange) record(out outcome) {
 		return
 	}
 	x.recording = true
+	if !x.hold.claimReply() {
+		out.reply = nil // its client went away first (hold.claimReply)
+	}
 	ctx, tenant, res, prep := x.r.Context(), x.tenant, x.res, x.prep
 	h := x.hold
 	h.mark(recordingKey(tenant, res.id))
@@ -58,6 +61,9 @@ func (x *exchange) record(out outcome) {
 func (x *exchange) answering(out *outcome) {
 	if x.hold == nil || x.recording {
 		return
+	}
+	if !x.hold.claimReply() {
+		out.reply = nil // its client went away first (hold.claimReply)
 	}
 	x.hold.mark(recordingKey(x.tenant, x.res.id))
 	if x.res.repeat == 0 && len(out.reply) > 0 {
