@@ -199,3 +199,21 @@ func (s *server) waitLog(id string, want []string) []string {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// firstExchange makes a Chat Completions conversation whose first call
+// ("q0", answered "a0") is recorded: its session and the history so far.
+func (s *server) firstExchange() (string, []any) {
+	s.t.Helper()
+	history := []any{map[string]any{"role": "user", "content": "q0"}}
+	s.fake.Script(gatewaytest.Reply{Text: "a0"})
+	resp, body := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": history}, nil)
+	if resp.StatusCode != http.StatusOK {
+		s.t.Fatalf("first call: %d %s", resp.StatusCode, body)
+	}
+	session := resp.Header.Get("X-Contextd-Session")
+	want := []string{"user: q0", "assistant: a0"}
+	if got := s.waitLog(session, want); !slices.Equal(got, want) {
+		s.t.Fatalf("log after the first call:\n got %q\nwant %q", got, want)
+	}
+	return session, history
+}

@@ -106,17 +106,7 @@ func TestConcurrentIdenticalRequests(t *testing.T) {
 // log did not grow, and this call's reply is still recorded.
 func TestReplyAfterALateReport(t *testing.T) {
 	bothStores(t, func(t *testing.T, s *server) {
-		history := []any{map[string]any{"role": "user", "content": "q0"}}
-		s.fake.Script(gatewaytest.Reply{Text: "a0"})
-		resp, body := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": history}, nil)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("first call: %d %s", resp.StatusCode, body)
-		}
-		session := resp.Header.Get("X-Contextd-Session")
-		want := []string{"user: q0", "assistant: a0"}
-		if got := s.waitLog(session, want); !slices.Equal(got, want) {
-			t.Fatalf("log after the first call:\n got %q\nwant %q", got, want)
-		}
+		session, history := s.firstExchange()
 		// While the provider answers the second call, a report comes in
 		// (as the other replica's would, late).
 		// (The hook runs in the fake's handler: it reports what went wrong
@@ -137,7 +127,7 @@ func TestReplyAfterALateReport(t *testing.T) {
 		})
 		history = append(history, map[string]any{"role": "assistant", "content": "a0"}, map[string]any{"role": "user", "content": "q1"})
 		s.fake.Script(gatewaytest.Reply{Text: "a1"})
-		resp, body = s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": history}, nil)
+		resp, body := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": history}, nil)
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Contextd-History") != "extended" {
 			t.Fatalf("second call: %d %s (session %s)", resp.StatusCode, body, resp.Header.Get("X-Contextd-Session"))
 		}
@@ -147,7 +137,7 @@ func TestReplyAfterALateReport(t *testing.T) {
 		if err := <-reports; err != nil {
 			t.Fatal(err)
 		}
-		want = append(want, "user: q1", "assistant: a1")
+		want := []string{"user: q0", "assistant: a0", "user: q1", "assistant: a1"}
 		if got := s.waitLog(session, want); !slices.Equal(got, want) {
 			t.Errorf("log:\n got %q\nwant %q", got, want)
 		}

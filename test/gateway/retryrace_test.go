@@ -5,8 +5,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-
-	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 )
 
 // TestConcurrentRetriesOfAnExtension: a request that extends a session,
@@ -18,17 +16,7 @@ import (
 // version, each appended the message again.
 func TestConcurrentRetriesOfAnExtension(t *testing.T) {
 	bothStores(t, func(t *testing.T, s *server) {
-		history := []any{map[string]any{"role": "user", "content": "q0"}}
-		s.fake.Script(gatewaytest.Reply{Text: "a0"})
-		resp, body := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": history}, nil)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("first call: %d %s", resp.StatusCode, body)
-		}
-		session := resp.Header.Get("X-Contextd-Session")
-		want := []string{"user: q0", "assistant: a0"}
-		if got := s.waitLog(session, want); !slices.Equal(got, want) {
-			t.Fatalf("log after the first call:\n got %q\nwant %q", got, want)
-		}
+		session, history := s.firstExchange()
 		history = append(history, map[string]any{"role": "assistant", "content": "a0"}, map[string]any{"role": "user", "content": "q1"})
 		var wg sync.WaitGroup
 		codes, landed := make([]int, 6), make([]string, 6)
@@ -50,7 +38,7 @@ func TestConcurrentRetriesOfAnExtension(t *testing.T) {
 		}
 		// The fake answers "ok" once its script is empty: one reply
 		// recorded, after the one q1.
-		want = append(want, "user: q1", "assistant: ok")
+		want := []string{"user: q0", "assistant: a0", "user: q1", "assistant: ok"}
 		// Each request's usage and reply are recorded in one transaction
 		// (RecordExchange): once the ledgers hold all seven calls, every
 		// recording has landed. A request is answered in the session
