@@ -43,32 +43,16 @@ func TestJobLockIsTheTenants(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	locked, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- s.InTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
-			if err := tx.LockCompaction(ctx, "jobs-running", "victim"); err != nil {
-				return err
-			}
-			close(locked)
-			<-release
-			return nil
-		})
-	}()
-	select {
-	case <-locked:
-	case err := <-done:
-		t.Fatal(err)
-	}
+	release := storetest.HoldTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.LockCompaction(ctx, "jobs-running", "victim")
+	})
 	var j store.Job
 	err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		j, err = tx.NextJob(ctx, at.Add(time.Hour), 2)
 		return err
 	})
-	close(release)
-	if derr := <-done; derr != nil {
-		t.Fatal(derr)
-	}
+	release()
 	if err != nil || j.ID != "j1" {
 		t.Fatalf("NextJob while another tenant compacts a session named after victim = %q, %v; want j1", j.ID, err)
 	}

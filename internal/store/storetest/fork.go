@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -378,31 +379,15 @@ func ForkLeavesParentWritable(t *testing.T, s store.Store) {
 	parent := forkLog(3, 1_000, nil)
 	insertMessages(t, s, tenant, "parent", parent)
 	create(t, s, session(tenant, "fork", epoch))
-	locked, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- s.InTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
-			if err := tx.InsertForkMessages(ctx, tenant, "fork", parent, store.SharedPrefix{SessionID: "parent", Length: 3}); err != nil {
-				return err
-			}
-			close(locked)
-			<-release
-			return nil
-		})
-	}()
-	select {
-	case <-locked:
-	case err := <-done:
-		t.Fatal(err)
-	}
+	release := HoldTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.InsertForkMessages(ctx, tenant, "fork", parent, store.SharedPrefix{SessionID: "parent", Length: 3})
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		return tx.SetMessageTokens(ctx, tenant, "parent", map[string]int64{parent[0].ID: 7}, "")
 	})
 	cancel()
-	close(release)
-	if derr := <-done; derr != nil {
-		t.Fatal(derr)
-	}
+	release()
 	if err != nil {
 		t.Fatalf("the parent's SetMessageTokens while a fork's transaction named its rows: %v", err)
 	}
@@ -453,4 +438,33 @@ func ForksPurgedTogether(t testing.TB, s store.Store, n int) {
 	}); err != nil || left != 0 {
 		t.Fatalf("after the purge the tenant counts %d bytes (%v)", left, err)
 	}
+}
+
+// HoldTx runs fn in a transaction of its own and holds that transaction
+// open (its locks held) until the returned release, which commits it and
+// fails t if it failed; fn failing fails t at once.
+func HoldTx(t testing.TB, s store.Store, fn func(ctx context.Context, tx store.Tx) error) (release func()) {
+	t.Helper()
+	locked, held, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.InTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+			if err := fn(ctx, tx); err != nil {
+				return err
+			}
+			close(locked)
+			<-held
+			return nil
+		})
+	}()
+	select {
+	case <-locked:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	return sync.OnceFunc(func() {
+		close(held)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
