@@ -375,8 +375,12 @@ func TestFailedClientCompactionChangesNothing(t *testing.T) {
 // TestSummaryRequestLeavesTheSessionAlone: a summary request whose system
 // prompt and model are not the session's (a client may ask for its
 // summary with a prompt of its own) is still an aside, and changes
-// nothing: the session's system prompt, model and version are what they
-// were, and the upstream request carries the request's system prompt.
+// nothing but the ledger: the session's system prompt, model, log and
+// used tokens are what they were, its version moved once (the aside's
+// call in the ledger, which the version names), and the upstream request
+// carries the request's system prompt. The test waits for each call's
+// ledger entry (recorded just after the reply is relayed) before it
+// reads the session, or it raced the aside's record.
 // Without the fix the aside followed the request (as an extension does):
 // the session's system prompt and model became the summary request's,
 // its version moved, and the client's next request moved them back.
@@ -392,9 +396,14 @@ func TestSummaryRequestLeavesTheSessionAlone(t *testing.T) {
 			Model        string `json:"model"`
 			SystemPrompt string `json:"systemPrompt"`
 			Version      string `json:"version"`
+			LogCount     string `json:"logCount"`
+			Usage        struct {
+				Used string `json:"usedTokens"`
+			} `json:"usage"`
 		} `json:"session"`
 	}
 	var before, after session
+	s.checkLedger("cc-alone")
 	s.rpc("GetSession", map[string]any{"sessionId": "cc-alone"}, &before)
 	msgs := append([]map[string]any{{"role": "system", "content": "You summarize conversations."}}, c.msgs[1:len(c.msgs)-1]...)
 	msgs = append(msgs, map[string]any{"role": "user", "content": "Your task is to create a detailed summary of the conversation so far."})
@@ -405,9 +414,14 @@ func TestSummaryRequestLeavesTheSessionAlone(t *testing.T) {
 	if h, id := resp.Header.Get("X-Contextd-History"), resp.Header.Get("X-Contextd-Session"); h != "aside" || id != "cc-alone" {
 		t.Fatalf("the summary request: history %q in %q, want aside in cc-alone", h, id)
 	}
+	s.checkLedger("cc-alone") // the aside's call is billed to the session
 	s.rpc("GetSession", map[string]any{"sessionId": "cc-alone"}, &after)
-	if after.Session != before.Session {
-		t.Errorf("the session after the aside: %+v, before: %+v; want it unchanged", after.Session, before.Session)
+	v0, _ := strconv.ParseInt(before.Session.Version, 10, 64)
+	v1, _ := strconv.ParseInt(after.Session.Version, 10, 64)
+	want := before.Session
+	want.Version = strconv.FormatInt(v0+1, 10)
+	if after.Session != want || v1 != v0+1 {
+		t.Errorf("the session after the aside: %+v, before: %+v; want it unchanged but for the ledger's version", after.Session, before.Session)
 	}
 	reqs := s.fake.Requests()
 	if raw := string(reqs[len(reqs)-1].Raw); !strings.Contains(raw, "You summarize conversations.") || strings.Contains(raw, "You are a coding agent.") {
