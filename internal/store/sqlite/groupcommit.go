@@ -150,6 +150,7 @@ func (s *Store) runGroup() {
 		} else {
 			err = s.runCall(c, tx)
 		}
+		s.counted() // COMMIT or ROLLBACK
 		if err == nil {
 			s.count(1)
 			if err = tx.Commit(); err != nil {
@@ -163,6 +164,7 @@ func (s *Store) runGroup() {
 	}
 	var committed []*txCall
 	abort := func(err error) {
+		s.counted()
 		_ = tx.Rollback()
 		for _, c := range committed {
 			c.done <- err
@@ -178,6 +180,7 @@ func (s *Store) runGroup() {
 			c.done <- fmt.Errorf("waiting to write: %w", err)
 			continue
 		}
+		s.counted()
 		if _, err := tx.ExecContext(ctx, `SAVEPOINT call`); err != nil {
 			c.done <- err
 			abort(fmt.Errorf("savepoint: %w", err))
@@ -189,6 +192,8 @@ func (s *Store) runGroup() {
 			// rolled the whole transaction back on an I/O error), nothing
 			// of the group is stored.
 			c.done <- err
+			s.counted()
+			s.counted()
 			if rerr := undo(ctx, tx); rerr != nil {
 				abort(fmt.Errorf("rolling back a failed call: %w", rerr))
 				failRest(group[i+1:], rerr)
@@ -196,6 +201,7 @@ func (s *Store) runGroup() {
 			}
 			continue
 		}
+		s.counted()
 		if _, err := tx.ExecContext(ctx, `RELEASE call`); err != nil {
 			committed = append(committed, c)
 			abort(fmt.Errorf("release: %w", err))
@@ -204,6 +210,7 @@ func (s *Store) runGroup() {
 		}
 		committed = append(committed, c)
 	}
+	s.counted() // COMMIT or ROLLBACK
 	if len(committed) == 0 {
 		_ = tx.Rollback()
 		return
@@ -249,6 +256,7 @@ type uncancelled struct {
 }
 
 func (u uncancelled) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	u.s.counted()
 	ctx = context.WithoutCancel(ctx)
 	if st := u.s.txStmt(ctx, u.tx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
@@ -257,6 +265,7 @@ func (u uncancelled) QueryRowContext(ctx context.Context, query string, args ...
 }
 
 func (u uncancelled) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	u.s.counted()
 	ctx = context.WithoutCancel(ctx)
 	if st := u.s.txStmt(ctx, u.tx, query); st != nil {
 		return st.QueryContext(ctx, args...)
@@ -265,6 +274,7 @@ func (u uncancelled) QueryContext(ctx context.Context, query string, args ...any
 }
 
 func (u uncancelled) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	u.s.counted()
 	ctx = context.WithoutCancel(ctx)
 	if st := u.s.txStmt(ctx, u.tx, query); st != nil {
 		return st.ExecContext(ctx, args...)
@@ -309,6 +319,7 @@ func resendable(group []*txCall) bool {
 // to FULL when the transaction has ended (end), before the connection
 // serves anyone else.
 func (s *Store) begin(ctx context.Context, resendable bool) (*sql.Tx, func(), error) {
+	s.counted() // BEGIN
 	if !resendable {
 		tx, err := s.db.BeginTx(ctx, nil)
 		return tx, func() {}, err
@@ -317,11 +328,13 @@ func (s *Store) begin(ctx context.Context, resendable bool) (*sql.Tx, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
+	s.counted()
 	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
 		conn.Close()
 		return nil, nil, err
 	}
 	end := func() {
+		s.counted()
 		if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
 			// Never hand a connection that skips syncs back to the pool.
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })

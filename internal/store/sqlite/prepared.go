@@ -89,6 +89,7 @@ func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt 
 type reads struct{ s *Store }
 
 func (r reads) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	r.s.counted()
 	if st := r.s.cached(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
@@ -96,6 +97,7 @@ func (r reads) QueryRowContext(ctx context.Context, query string, args ...any) *
 }
 
 func (r reads) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	r.s.counted()
 	if st := r.s.cached(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -105,6 +107,7 @@ func (r reads) QueryContext(ctx context.Context, query string, args ...any) (*sq
 // queryRow is QueryRowContext through the prepared statement of query; a
 // failed prepare is the row's error.
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) scanner {
+	s.counted()
 	st, err := s.stmt(ctx, query)
 	if err != nil {
 		return errRow{err}

@@ -36,6 +36,8 @@ type Store struct {
 	queue commitQueue
 	// prepared are the hot reads' statements (prepared.go).
 	prepared prepared
+	// counts are the statements run (statements.go).
+	counts counters
 }
 
 var _ store.Store = (*Store)(nil)
