@@ -428,8 +428,8 @@ const currentGen = `(SELECT view_gen FROM sessions WHERE tenant = ?1 AND id = ?2
 func (s *Store) SweepViews(ctx context.Context, tenant, sessionID string, limit int) (int, error) {
 	var n int64
 	err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		res, err := tx.(*txn).tx.ExecContext(ctx, `DELETE FROM view_entries WHERE rowid IN (SELECT v.rowid FROM view_entries v
-			WHERE v.tenant = ? AND v.session_id = ? AND v.gen <> `+currentGen+` LIMIT ?)`, tenant, sessionID, limit)
+		res, err := tx.(*txn).tx.ExecContext(ctx, `DELETE FROM view_entries WHERE tenant = ?1 AND session_id = ?2 AND (gen, ord) IN (SELECT v.gen, v.ord FROM view_entries v
+			WHERE v.tenant = ?1 AND v.session_id = ?2 AND v.gen <> `+currentGen+` LIMIT ?3)`, tenant, sessionID, limit)
 		if err != nil {
 			return err
 		}
