@@ -23,10 +23,16 @@ CREATE INDEX history_index_chain ON history_index (tenant, chain, head);
 CREATE INDEX history_index_head ON history_index (tenant, session_id) WHERE head = 1;
 
 -- A new head (an append's last entry) takes the mark from the old one,
--- before it is inserted (or, on a conflict, updated in place).
+-- before it is inserted (or, on a conflict, updated in place). The old head
+-- is found by the partial index, named: on a WITHOUT ROWID table the
+-- planner prefers the primary key's prefix (tenant, session_id), which
+-- reads every entry of the session (a trigger's UPDATE may not name an
+-- index itself, its subquery may).
 -- +goose StatementBegin
 CREATE TRIGGER history_head_moved BEFORE INSERT ON history_index WHEN NEW.head = 1 BEGIN
-    UPDATE history_index SET head = 0 WHERE tenant = NEW.tenant AND session_id = NEW.session_id AND head = 1;
+    UPDATE history_index SET head = 0 WHERE tenant = NEW.tenant AND session_id = NEW.session_id AND length IN
+        (SELECT h.length FROM history_index h INDEXED BY history_index_head
+         WHERE h.tenant = NEW.tenant AND h.session_id = NEW.session_id AND h.head = 1);
 END;
 -- +goose StatementEnd
 
