@@ -153,6 +153,8 @@ func (s *Store) runGroup() {
 			s.count(1)
 			if err = tx.Commit(); err != nil {
 				err = fmt.Errorf("commit: %w", err)
+			} else {
+				s.committed()
 			}
 		} else {
 			_ = tx.Rollback()
@@ -217,6 +219,8 @@ func (s *Store) runGroup() {
 	err = tx.Commit()
 	if err != nil {
 		err = fmt.Errorf("commit: %w", err)
+	} else {
+		s.committed()
 	}
 	for _, c := range committed {
 		c.done <- err

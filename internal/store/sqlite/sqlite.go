@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +43,11 @@ type Store struct {
 	resendable prepared
 	// counts are the statements run (statements.go).
 	counts counters
+	// wrote wakes the checkpointer (checkpoint.go); stop ends it and
+	// stopped is closed when it has.
+	wrote   chan struct{}
+	stop    context.CancelFunc
+	stopped chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -78,15 +84,20 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		return nil, err
 	}
 	fast.SetMaxIdleConns(1)
-	return &Store{db: db, writer: make(chan struct{}, 1), queue: commitQueue{hold: groupHold},
-		prepared: prepared{db: db}, resendable: prepared{db: fast}}, nil
+	s := &Store{db: db, writer: make(chan struct{}, 1), queue: commitQueue{hold: groupHold},
+		prepared: prepared{db: db}, resendable: prepared{db: fast}, wrote: make(chan struct{}, 1), stopped: make(chan struct{})}
+	var bg context.Context
+	bg, s.stop = context.WithCancel(context.WithoutCancel(ctx))
+	go s.checkpointer(bg, s.stopped)
+	return s, nil
 }
 
 // openPool opens a pool of connections to the database file at abs, each
 // with the store's pragmas and the given synchronous level.
 func openPool(ctx context.Context, abs, synchronous string) (*sql.DB, error) {
 	q := url.Values{}
-	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", "synchronous(" + synchronous + ")", "busy_timeout(30000)"} {
+	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", "synchronous(" + synchronous + ")", "busy_timeout(30000)",
+		"wal_autocheckpoint(" + strconv.Itoa(walBackstopPages) + ")"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
@@ -107,6 +118,8 @@ func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
 // Close closes the database.
 func (s *Store) Close() error {
+	s.stop()
+	<-s.stopped
 	s.prepared.close()
 	s.resendable.close()
 	return errors.Join(s.resendable.db.Close(), s.db.Close())
