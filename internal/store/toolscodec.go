@@ -21,10 +21,14 @@ import (
 
 // toolsCacheBytes bounds the texts the codec keeps (and about as much again
 // of their tools); past it, it starts over. toolsCacheMin: shorter texts
-// are decoded each time, which costs less than the lookup.
+// are decoded each time, which costs less than the lookup; toolsCacheMax:
+// longer ones too, so that one session's tools (CONTEXTD_MAX_COUNT_BYTES
+// lets 8 MB of them through, longer once escaped) neither pass the bound
+// nor wipe everyone else's (TestToolsCodecBounded).
 const (
 	toolsCacheBytes = 8 << 20
 	toolsCacheMin   = 1024
+	toolsCacheMax   = toolsCacheBytes / 4
 )
 
 type toolsEntry struct {
@@ -42,7 +46,7 @@ var toolsCache = struct {
 
 // decodeTools reads a stored tools text.
 func decodeTools(text string) ([]chat.Tool, error) {
-	if len(text) < toolsCacheMin {
+	if len(text) < toolsCacheMin || len(text) > toolsCacheMax {
 		var tools []chat.Tool
 		return tools, DecodeJSON(text, &tools)
 	}
@@ -73,7 +77,7 @@ func encodeTools(tools []chat.Tool) (string, error) {
 		return e.text, nil
 	}
 	text, err := EncodeJSON(tools)
-	if err != nil || len(text) < toolsCacheMin {
+	if err != nil || len(text) < toolsCacheMin || len(text) > toolsCacheMax {
 		return text, err
 	}
 	keepTools(&toolsEntry{text: text, tools: append([]chat.Tool(nil), tools...)}, h)
