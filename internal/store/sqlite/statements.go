@@ -10,8 +10,8 @@ import (
 // (contextd_sqlite_statements_total): every statement of a write
 // transaction (its BEGIN, savepoints and COMMIT included) and every read
 // outside one that goes through reads or queryRow — the hot paths'; the
-// rare maintenance statements (retention's purge, the stray views' sweep)
-// are not counted.
+// statements run on the pool directly are not: a fork's transaction,
+// retention's purge, the stray views' scan, GetCompaction's read.
 type counters struct {
 	statements atomic.Int64
 }
