@@ -45,3 +45,37 @@ func TestCheckpointsOffTheCommits(t *testing.T) {
 		t.Fatalf("the WAL holds %d KB after %d appends: not checkpointed while they came", fi.Size()>>10, appends)
 	}
 }
+
+// TestCloseStopsTheCheckpointer: Close ends the checkpointer, even with a
+// checkpoint pending after a commit, and does not wait for it; a commit's
+// wake-up after Close blocks nothing, and a second Close answers.
+func TestCloseStopsTheCheckpointer(t *testing.T) {
+	s, err := Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	createSessions(t, s, 1)
+	if err := s.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error { return appendOne(ctx, tx, "s0", 1) }); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return: the checkpointer goes on")
+	}
+	select {
+	case <-s.stopped:
+	default:
+		t.Fatal("the checkpointer still runs after Close")
+	}
+	s.committed()
+	s.committed()
+	if err := s.Close(); err != nil {
+		t.Fatalf("a second Close: %v", err)
+	}
+}
