@@ -100,6 +100,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if pg, ok := st.(*postgres.Store); ok {
 		notifier = watch.PGNotifier{Pool: pg.Pool(), Log: log}
 	}
+	if lite, ok := st.(*sqlite.Store); ok {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "contextd_sqlite_statements_total",
+			Help: "Statements run by the embedded SQLite store: those of its group-committed write transactions (BEGIN and COMMIT included) and of its hot reads; forks, retention and the view sweeps' reads are not counted."},
+			func() float64 { return float64(lite.Statements()) }))
+	}
 	summarizers, err := summarize.NewSet(cfg.Summarizer, summarizerEndpoints(cfg))
 	if err != nil {
 		return fmt.Errorf("CONTEXTD_SUMMARIZER: %w", err)

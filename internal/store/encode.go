@@ -88,7 +88,7 @@ type SessionJSON struct {
 func EncodeSession(s *Session) (SessionJSON, error) {
 	var j SessionJSON
 	var err error
-	if j.Tools, err = EncodeJSON(s.Tools); err != nil {
+	if j.Tools, err = encodeTools(s.Tools); err != nil {
 		return j, err
 	}
 	if j.Policy, err = EncodePolicy(s.Policy); err != nil {
@@ -100,10 +100,10 @@ func EncodeSession(s *Session) (SessionJSON, error) {
 
 // DecodeInto sets s's structured fields from their stored text.
 func (j SessionJSON) DecodeInto(s *Session) error {
-	if err := DecodeJSON(j.Tools, &s.Tools); err != nil {
+	var err error
+	if s.Tools, err = decodeTools(j.Tools); err != nil {
 		return err
 	}
-	var err error
 	if s.Labels, err = DecodeStringMap(j.Labels); err != nil {
 		return err
 	}

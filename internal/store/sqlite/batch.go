@@ -28,13 +28,20 @@ const batchValues = 256
 // values each, batchValues values a statement (at most batchRows rows);
 // row(i, args) appends row i's values.
 func execBatched(ctx context.Context, tx querier, head, tail string, cols, n int, row func(i int, args []any) ([]any, error)) error {
+	return execBatchedAfter(ctx, tx, head, tail, nil, cols, n, row)
+}
+
+// execBatchedAfter is execBatched for a statement whose head binds lead
+// (its ?1, ?2, ... before the rows' plain ?s) in every statement.
+func execBatchedAfter(ctx context.Context, tx querier, head, tail string, lead []any, cols, n int, row func(i int, args []any) ([]any, error)) error {
 	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
-	rows := max(1, min(batchRows, batchValues/cols))
+	rows := max(1, min(batchRows, (batchValues-len(lead))/cols))
 	for start := 0; start < n; start += rows {
 		end := min(start+rows, n)
 		var q strings.Builder
 		q.WriteString(head)
-		args := make([]any, 0, (end-start)*cols)
+		args := make([]any, 0, len(lead)+(end-start)*cols)
+		args = append(args, lead...)
 		for i := start; i < end; i++ {
 			if i > start {
 				q.WriteString(", ")

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"fmt"
 	"sync"
 	"time"
@@ -134,26 +133,28 @@ func (s *Store) runGroup() {
 	// interrupt it (SQLite would roll back the whole group), so statements
 	// run without cancellation; a caller already gone is skipped.
 	ctx := context.Background()
-	tx, end, err := s.begin(ctx, resendable(group))
+	tx, pool, err := s.begin(ctx, resendable(group))
 	if err != nil {
 		for _, c := range group {
 			c.done <- fmt.Errorf("begin: %w", err)
 		}
 		return
 	}
-	defer end()
 	if len(group) == 1 { // alone: no savepoint
 		c := group[0]
 		err := c.ctx.Err()
 		if err != nil {
 			err = fmt.Errorf("waiting to write: %w", err)
 		} else {
-			err = s.runCall(c, tx)
+			err = s.runCall(c, tx, pool)
 		}
+		s.counted() // COMMIT or ROLLBACK
 		if err == nil {
 			s.count(1)
 			if err = tx.Commit(); err != nil {
 				err = fmt.Errorf("commit: %w", err)
+			} else {
+				s.committed()
 			}
 		} else {
 			_ = tx.Rollback()
@@ -163,6 +164,7 @@ func (s *Store) runGroup() {
 	}
 	var committed []*txCall
 	abort := func(err error) {
+		s.counted()
 		_ = tx.Rollback()
 		for _, c := range committed {
 			c.done <- err
@@ -178,17 +180,20 @@ func (s *Store) runGroup() {
 			c.done <- fmt.Errorf("waiting to write: %w", err)
 			continue
 		}
+		s.counted()
 		if _, err := tx.ExecContext(ctx, `SAVEPOINT call`); err != nil {
 			c.done <- err
 			abort(fmt.Errorf("savepoint: %w", err))
 			failRest(group[i+1:], err)
 			return
 		}
-		if err := s.runCall(c, tx); err != nil {
+		if err := s.runCall(c, tx, pool); err != nil {
 			// The call changes nothing; if the savepoint is gone (SQLite
 			// rolled the whole transaction back on an I/O error), nothing
 			// of the group is stored.
 			c.done <- err
+			s.counted()
+			s.counted()
 			if rerr := undo(ctx, tx); rerr != nil {
 				abort(fmt.Errorf("rolling back a failed call: %w", rerr))
 				failRest(group[i+1:], rerr)
@@ -196,6 +201,7 @@ func (s *Store) runGroup() {
 			}
 			continue
 		}
+		s.counted()
 		if _, err := tx.ExecContext(ctx, `RELEASE call`); err != nil {
 			committed = append(committed, c)
 			abort(fmt.Errorf("release: %w", err))
@@ -204,6 +210,7 @@ func (s *Store) runGroup() {
 		}
 		committed = append(committed, c)
 	}
+	s.counted() // COMMIT or ROLLBACK
 	if len(committed) == 0 {
 		_ = tx.Rollback()
 		return
@@ -212,6 +219,8 @@ func (s *Store) runGroup() {
 	err = tx.Commit()
 	if err != nil {
 		err = fmt.Errorf("commit: %w", err)
+	} else {
+		s.committed()
 	}
 	for _, c := range committed {
 		c.done <- err
@@ -229,13 +238,13 @@ func (s *Store) count(n int) {
 // runCall runs one call's function; a panic is its error (the group goes
 // on without it). The function gets its caller's context (its own waits
 // end with it), its statements run uncancelled.
-func (s *Store) runCall(c *txCall, tx *sql.Tx) (err error) {
+func (s *Store) runCall(c *txCall, tx *sql.Tx, pool *prepared) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("transaction function panicked: %v", p)
 		}
 	}()
-	return c.fn(c.ctx, &txn{tx: uncancelled{s: s, tx: tx}})
+	return c.fn(c.ctx, &txn{tx: uncancelled{s: s, pool: pool, tx: tx}})
 }
 
 // uncancelled runs a transaction's statements whatever their context: a
@@ -244,29 +253,33 @@ func (s *Store) runCall(c *txCall, tx *sql.Tx) (err error) {
 // go through the store's prepared statements (prepared.go), so the writer's
 // turn is not spent parsing SQL.
 type uncancelled struct {
-	s  *Store
-	tx *sql.Tx
+	s    *Store
+	pool *prepared // the transaction's pool's statements
+	tx   *sql.Tx
 }
 
 func (u uncancelled) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	u.s.counted()
 	ctx = context.WithoutCancel(ctx)
-	if st := u.s.txStmt(ctx, u.tx, query); st != nil {
+	if st := u.pool.txStmt(ctx, u.tx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return u.tx.QueryRowContext(ctx, query, args...)
 }
 
 func (u uncancelled) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	u.s.counted()
 	ctx = context.WithoutCancel(ctx)
-	if st := u.s.txStmt(ctx, u.tx, query); st != nil {
+	if st := u.pool.txStmt(ctx, u.tx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return u.tx.QueryContext(ctx, query, args...)
 }
 
 func (u uncancelled) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	u.s.counted()
 	ctx = context.WithoutCancel(ctx)
-	if st := u.s.txStmt(ctx, u.tx, query); st != nil {
+	if st := u.pool.txStmt(ctx, u.tx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
 	return u.tx.ExecContext(ctx, query, args...)
@@ -300,38 +313,23 @@ func resendable(group []*txCall) bool {
 	return true
 }
 
-// begin starts a group's transaction. A resendable group's commits with
+// begin starts a group's transaction, in the pool that suits it, and
+// returns that pool's prepared statements. A resendable group commits with
 // synchronous=NORMAL: in WAL mode the commit is written to the WAL without
 // an fsync (a process that dies loses nothing; an operating system that
 // does may lose the commits since the last sync, which the next FULL
-// commit or checkpoint makes). SQLite refuses to change the level inside
-// a transaction, so it is set on the connection before BEGIN and set back
-// to FULL when the transaction has ended (end), before the connection
-// serves anyone else.
-func (s *Store) begin(ctx context.Context, resendable bool) (*sql.Tx, func(), error) {
-	if !resendable {
-		tx, err := s.db.BeginTx(ctx, nil)
-		return tx, func() {}, err
+// commit or checkpoint makes). SQLite refuses to change the level inside a
+// transaction, and it is a connection's: such groups run on the store's
+// second pool, whose connections are opened at NORMAL and never serve
+// another write, instead of setting the level before BEGIN and back after
+// the transaction (two statements a group, parsed each time:
+// TestGatewayStatementsOnSQLite).
+func (s *Store) begin(ctx context.Context, resendable bool) (*sql.Tx, *prepared, error) {
+	s.counted() // BEGIN
+	pool := &s.prepared
+	if resendable {
+		pool = &s.resendable
 	}
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
-		conn.Close()
-		return nil, nil, err
-	}
-	end := func() {
-		if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
-			// Never hand a connection that skips syncs back to the pool.
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		conn.Close()
-	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		end()
-		return nil, nil, err
-	}
-	return tx, end, nil
+	tx, err := pool.db.BeginTx(ctx, nil)
+	return tx, pool, err
 }

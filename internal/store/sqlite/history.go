@@ -9,13 +9,12 @@ import (
 )
 
 // indexHistory adds a batch's entries to the history index; the last
-// becomes the session's head. Same transaction as the messages' insert.
+// becomes the session's head, taking the mark from the old head as it is
+// written (migration 00016's trigger history_head_moved: one statement
+// less on every append). Same transaction as the messages' insert.
 func (t *txn) indexHistory(ctx context.Context, tenant, sessionID string, entries []store.HistoryEntry) error {
 	if len(entries) == 0 {
 		return nil
-	}
-	if _, err := t.tx.ExecContext(ctx, `UPDATE history_index SET head = 0 WHERE tenant = ? AND session_id = ? AND head = 1`, tenant, sessionID); err != nil {
-		return err
 	}
 	last := len(entries) - 1
 	return execBatched(ctx, t.tx, `INSERT INTO history_index (tenant, session_id, length, chain, head) VALUES `,

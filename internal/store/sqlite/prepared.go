@@ -18,28 +18,30 @@ const idleConns = 8
 // SQLite spent 28 % of GetContextUsage's CPU, and a quarter of the CPU
 // inside the gateway's write transactions, in sqlite3_prepare
 // (docs/performance.md). Reads outside transactions (reads) and the
-// statements of transactions (groupcommit.go) go through it.
+// statements of transactions (groupcommit.go) go through it. A statement
+// belongs to its pool (db): the store keeps one cache per pool.
 type prepared struct {
+	db    *sql.DB
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
 }
 
 // stmt returns the prepared statement of query, preparing it on first use.
 // A failed prepare is not kept (the next call tries again).
-func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	s.prepared.mu.Lock()
-	defer s.prepared.mu.Unlock()
-	if st, ok := s.prepared.stmts[query]; ok {
+func (p *prepared) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st, ok := p.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := s.db.PrepareContext(ctx, query)
+	st, err := p.db.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	if s.prepared.stmts == nil {
-		s.prepared.stmts = map[string]*sql.Stmt{}
+	if p.stmts == nil {
+		p.stmts = map[string]*sql.Stmt{}
 	}
-	s.prepared.stmts[query] = st
+	p.stmts[query] = st
 	return st, nil
 }
 
@@ -54,34 +56,44 @@ const (
 // cached is query's prepared statement, or nil when it is not cached (too
 // long, the cache full, or the prepare failed: the caller runs the query as
 // is, and meets the error then).
-func (s *Store) cached(ctx context.Context, query string) *sql.Stmt {
+func (p *prepared) cached(ctx context.Context, query string) *sql.Stmt {
 	if len(query) > maxPreparedBytes {
 		return nil
 	}
-	s.prepared.mu.Lock()
-	st, ok := s.prepared.stmts[query]
-	full := len(s.prepared.stmts) >= maxPrepared
-	s.prepared.mu.Unlock()
+	p.mu.Lock()
+	st, ok := p.stmts[query]
+	full := len(p.stmts) >= maxPrepared
+	p.mu.Unlock()
 	if ok {
 		return st
 	}
 	if full {
 		return nil
 	}
-	st, err := s.stmt(ctx, query)
+	st, err := p.stmt(ctx, query)
 	if err != nil {
 		return nil
 	}
 	return st
 }
 
-// txStmt is query prepared for the transaction tx (reused on the
-// transaction's connection once prepared there), or nil (see cached).
-func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
-	if st := s.cached(ctx, query); st != nil {
+// txStmt is query prepared for the transaction tx of p's pool (reused on
+// the transaction's connection once prepared there), or nil (see cached).
+func (p *prepared) txStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+	if st := p.cached(ctx, query); st != nil {
 		return tx.StmtContext(ctx, st)
 	}
 	return nil
+}
+
+// close closes the prepared statements (before the database).
+func (p *prepared) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, st := range p.stmts {
+		_ = st.Close()
+	}
+	p.stmts = nil
 }
 
 // reads runs the store's reads outside transactions through the prepared
@@ -89,14 +101,16 @@ func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt 
 type reads struct{ s *Store }
 
 func (r reads) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := r.s.cached(ctx, query); st != nil {
+	r.s.counted()
+	if st := r.s.prepared.cached(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return r.s.db.QueryRowContext(ctx, query, args...)
 }
 
 func (r reads) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := r.s.cached(ctx, query); st != nil {
+	r.s.counted()
+	if st := r.s.prepared.cached(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return r.s.db.QueryContext(ctx, query, args...)
@@ -105,21 +119,12 @@ func (r reads) QueryContext(ctx context.Context, query string, args ...any) (*sq
 // queryRow is QueryRowContext through the prepared statement of query; a
 // failed prepare is the row's error.
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) scanner {
-	st, err := s.stmt(ctx, query)
+	s.counted()
+	st, err := s.prepared.stmt(ctx, query)
 	if err != nil {
 		return errRow{err}
 	}
 	return st.QueryRowContext(ctx, args...)
-}
-
-// closePrepared closes the prepared statements (before the database).
-func (s *Store) closePrepared() {
-	s.prepared.mu.Lock()
-	defer s.prepared.mu.Unlock()
-	for _, st := range s.prepared.stmts {
-		_ = st.Close()
-	}
-	s.prepared.stmts = nil
 }
 
 // errRow is a row whose Scan answers err.

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,17 @@ type Store struct {
 	queue commitQueue
 	// prepared are the hot reads' statements (prepared.go).
 	prepared prepared
+	// resendable is the pool of the groups of store.Resendable calls
+	// (begin, groupcommit.go): the same file, its connections opened with
+	// synchronous=NORMAL, and its own prepared statements.
+	resendable prepared
+	// counts are the statements run (statements.go).
+	counts counters
+	// wrote wakes the checkpointer (checkpoint.go); stop ends it and
+	// stopped is closed when it has.
+	wrote   chan struct{}
+	stop    context.CancelFunc
+	stopped chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -49,11 +61,6 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	q := url.Values{}
-	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(30000)"} {
-		q.Add("_pragma", p)
-	}
-	q.Set("_txlock", "immediate")
 	// The path is escaped as a URI path: a '#' or '?' in the directory's
 	// name would otherwise end the file name there, and the database would
 	// be opened elsewhere (TestOpenEscapesPath).
@@ -61,6 +68,39 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	db, err := openPool(ctx, abs, "FULL")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := migrations.UpSQLite(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	db.SetMaxIdleConns(idleConns)
+	// The resendable groups' pool: one writer at a time uses it.
+	fast, err := openPool(ctx, abs, "NORMAL")
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	fast.SetMaxIdleConns(1)
+	s := &Store{db: db, writer: make(chan struct{}, 1), queue: commitQueue{hold: groupHold},
+		prepared: prepared{db: db}, resendable: prepared{db: fast}, wrote: make(chan struct{}, 1), stopped: make(chan struct{})}
+	var bg context.Context
+	bg, s.stop = context.WithCancel(context.WithoutCancel(ctx))
+	go s.checkpointer(bg, s.stopped)
+	return s, nil
+}
+
+// openPool opens a pool of connections to the database file at abs, each
+// with the store's pragmas and the given synchronous level.
+func openPool(ctx context.Context, abs, synchronous string) (*sql.DB, error) {
+	q := url.Values{}
+	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", "synchronous(" + synchronous + ")", "busy_timeout(30000)",
+		"wal_autocheckpoint(" + strconv.Itoa(walBackstopPages) + ")"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
 	dsn := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath() + "?" + q.Encode()
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -70,12 +110,7 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	if _, err := migrations.UpSQLite(ctx, db); err != nil {
-		db.Close()
-		return nil, err
-	}
-	db.SetMaxIdleConns(idleConns)
-	return &Store{db: db, writer: make(chan struct{}, 1), queue: commitQueue{hold: groupHold}}, nil
+	return db, nil
 }
 
 // Ping checks the database.
@@ -83,8 +118,11 @@ func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
 // Close closes the database.
 func (s *Store) Close() error {
-	s.closePrepared()
-	return s.db.Close()
+	s.stop()
+	<-s.stopped
+	s.prepared.close()
+	s.resendable.close()
+	return errors.Join(s.resendable.db.Close(), s.db.Close())
 }
 
 // lockWriter waits for this process's write turn; the returned func ends it.
@@ -426,8 +464,8 @@ const currentGen = `(SELECT view_gen FROM sessions WHERE tenant = ?1 AND id = ?2
 func (s *Store) SweepViews(ctx context.Context, tenant, sessionID string, limit int) (int, error) {
 	var n int64
 	err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		res, err := tx.(*txn).tx.ExecContext(ctx, `DELETE FROM view_entries WHERE rowid IN (SELECT v.rowid FROM view_entries v
-			WHERE v.tenant = ? AND v.session_id = ? AND v.gen <> `+currentGen+` LIMIT ?)`, tenant, sessionID, limit)
+		res, err := tx.(*txn).tx.ExecContext(ctx, `DELETE FROM view_entries WHERE tenant = ?1 AND session_id = ?2 AND (gen, ord) IN (SELECT v.gen, v.ord FROM view_entries v
+			WHERE v.tenant = ?1 AND v.session_id = ?2 AND v.gen <> `+currentGen+` LIMIT ?3)`, tenant, sessionID, limit)
 		if err != nil {
 			return err
 		}

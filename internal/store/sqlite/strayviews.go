@@ -31,7 +31,7 @@ func (s *Store) StrayViewGens(ctx context.Context, after store.StrayCursor, sess
 func (s *Store) DropViewGen(ctx context.Context, g store.ViewGen, limit int) (int, error) {
 	var n int64
 	err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		res, err := tx.(*txn).tx.ExecContext(ctx, `DELETE FROM view_entries WHERE rowid IN (SELECT v.rowid FROM view_entries v
+		res, err := tx.(*txn).tx.ExecContext(ctx, `DELETE FROM view_entries WHERE tenant = ?1 AND session_id = ?2 AND gen = ?3 AND ord IN (SELECT v.ord FROM view_entries v
 			WHERE v.tenant = ?1 AND v.session_id = ?2 AND v.gen = ?3 AND v.gen IS NOT `+currentGen+` LIMIT ?4)`,
 			g.Tenant, g.SessionID, g.Gen, limit)
 		if err != nil {

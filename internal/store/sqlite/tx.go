@@ -137,22 +137,16 @@ func (t *txn) insertMessages(ctx context.Context, tenant, sessionID string, msgs
 	return t.indexHistory(ctx, tenant, sessionID, store.HistoryEntries(msgs))
 }
 
+// AppendView adds entries to the session's current view generation, read
+// by the insert itself (a session not stored: generation 0) rather than
+// by a statement of its own before it: one statement, not two, on every
+// append (TestGatewayStatementsOnSQLite).
 func (t *txn) AppendView(ctx context.Context, tenant, sessionID string, entries []store.ViewEntry) error {
-	gen, err := t.viewGen(ctx, tenant, sessionID)
-	if err != nil {
-		return err
-	}
-	return t.StageView(ctx, tenant, sessionID, gen, entries)
-}
-
-// viewGen is the session's view generation (0 for a session not stored).
-func (t *txn) viewGen(ctx context.Context, tenant, sessionID string) (int64, error) {
-	var gen int64
-	err := t.tx.QueryRowContext(ctx, `SELECT view_gen FROM sessions WHERE tenant = ? AND id = ?`, tenant, sessionID).Scan(&gen)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	return gen, err
+	return execBatchedAfter(ctx, t.tx, `INSERT INTO view_entries (tenant, session_id, gen, ord, message_id)
+		SELECT ?1, ?2, coalesce(`+currentGen+`, 0), column1, column2 FROM (VALUES `, `)`, []any{tenant, sessionID}, 2, len(entries),
+		func(i int, args []any) ([]any, error) {
+			return append(args, entries[i].Ord, entries[i].MessageID), nil
+		})
 }
 
 // StageView writes entries into generation gen.

@@ -1,0 +1,102 @@
+package gateway_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+)
+
+// maxStatements is what a gateway request of a growing Chat Completions
+// conversation may cost in SQLite statements, its recording included
+// (contextd_sqlite_statements_total: every statement of its write
+// transactions, BEGIN and COMMIT included, and its reads): 29 on the parent
+// of this test, 27 once AppendView read the view generation in its insert,
+// 25 once the history head moved by a trigger (migration 00016), 23 once
+// resendable transactions ran on a pool opened at synchronous=NORMAL
+// instead of setting it before and after each — see docs/performance.md
+// ("SQLite statements per gateway request").
+const maxStatements = 23
+
+// TestGatewayStatementsOnSQLite counts, by the embedded store's own
+// counter (served on the metrics listener), the SQLite statements of the
+// gateway's requests of one conversation that grows by an exchange per
+// call, once the session exists: identify, PrepareContext, the recording
+// of the reply. The background compaction workers, which poll the
+// database while idle, are off, so the count is the requests' own.
+func TestGatewayStatementsOnSQLite(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := l.Addr().String()
+	l.Close()
+	s := start(t, map[string]string{"CONTEXTD_METRICS_ADDR": metrics, "CONTEXTD_BACKGROUND_COMPACTION": "false"})
+	count := func() int64 {
+		t.Helper()
+		resp, err := http.Get("http://" + metrics + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "contextd_sqlite_statements_total "); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return int64(f)
+			}
+		}
+		t.Fatalf("no contextd_sqlite_statements_total on /metrics (%v)", sc.Err())
+		return 0
+	}
+	history := []any{map[string]any{"role": "system", "content": "You are a coding agent."}}
+	for i := range 40 {
+		history = append(history, map[string]any{"role": []string{"user", "assistant"}[i%2], "content": fmt.Sprintf("message %d", i)})
+	}
+	call := func(i int) {
+		t.Helper()
+		history = append(history, map[string]any{"role": "user", "content": fmt.Sprintf("step %d", i)})
+		answer := fmt.Sprintf("answer %d", i)
+		s.fake.Script(gatewaytest.Reply{Text: answer})
+		resp, body := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4.1", "messages": history}, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i, resp.StatusCode, body)
+		}
+		history = append(history, map[string]any{"role": "assistant", "content": answer})
+	}
+	// settled is the count once nothing moved for 300 ms (the last call's
+	// recording done).
+	settled := func() int64 {
+		last := count()
+		for still := time.Now(); time.Since(still) < 300*time.Millisecond; {
+			time.Sleep(20 * time.Millisecond)
+			if n := count(); n != last {
+				last, still = n, time.Now()
+			}
+		}
+		return last
+	}
+	const warm, measured = 5, 20
+	for i := range warm {
+		call(i)
+	}
+	c0 := settled()
+	for i := range measured {
+		call(warm + i)
+	}
+	perRequest := float64(settled()-c0) / measured
+	t.Logf("%.2f SQLite statements per gateway request (%d requests)", perRequest, measured)
+	if perRequest > maxStatements {
+		t.Errorf("%.2f SQLite statements per gateway request, want at most %d", perRequest, maxStatements)
+	}
+}
