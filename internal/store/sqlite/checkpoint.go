@@ -13,10 +13,14 @@ import (
 // inside its commits). Instead the store's own goroutine runs a PASSIVE
 // checkpoint (it waits for no reader and blocks no writer) checkpointEvery
 // after a commit; the commit's own checkpoint is kept only as a backstop,
-// at walBackstopPages, for a checkpointer that cannot keep up.
+// at walBackstopPages, for a checkpointer that cannot keep up. A WAL
+// that grew past that (a reader held its snapshot through many commits)
+// is cut back to walKeepBytes when it is next reset, instead of keeping
+// its largest size on disk for good.
 const (
 	checkpointEvery  = 100 * time.Millisecond
-	walBackstopPages = 16000 // 64 MB of 4 KiB pages
+	walBackstopPages = 16000            // 64 MB of 4 KiB pages
+	walKeepBytes     = 16 * 1024 * 1024 // journal_size_limit
 )
 
 // checkpointer runs until ctx ends: after a commit (wrote), it waits

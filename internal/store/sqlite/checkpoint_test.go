@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"testing"
@@ -77,5 +78,59 @@ func TestCloseStopsTheCheckpointer(t *testing.T) {
 	s.committed()
 	if err := s.Close(); err != nil {
 		t.Fatalf("a second Close: %v", err)
+	}
+}
+
+// TestWALShrinksAfterAHeldSnapshot: a reader that holds its snapshot
+// through many commits keeps the checkpointer from resetting the WAL, so
+// it grows past walKeepBytes; once the reader ends, the WAL is cut back to
+// walKeepBytes (journal_size_limit) at its next reset instead of keeping
+// its largest size on disk. Without the pragma it stays at its peak.
+func TestWALShrinksAfterAHeldSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	createSessions(t, s, 1)
+	reader, err := s.db.BeginTx(t.Context(), &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := reader.QueryRow(`SELECT count(*) FROM sessions`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	wal := filepath.Join(dir, FileName+"-wal")
+	size := func() int64 {
+		fi, err := os.Stat(wal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	ctx := store.Resendable(t.Context())
+	pos := int64(0)
+	appendNext := func() {
+		pos++
+		if err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return appendOne(ctx, tx, "s0", pos) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for size() < 2*walKeepBytes {
+		appendNext()
+	}
+	peak := size()
+	if err := reader.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for size() > walKeepBytes && time.Now().Before(deadline) {
+		appendNext() // a write after a complete checkpoint resets the WAL
+		time.Sleep(checkpointEvery)
+	}
+	if got := size(); got > walKeepBytes {
+		t.Fatalf("the WAL is %d KB after the reader ended (peak %d KB): want it cut back to %d KB", got>>10, peak>>10, walKeepBytes>>10)
 	}
 }

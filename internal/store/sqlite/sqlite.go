@@ -97,7 +97,7 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 func openPool(ctx context.Context, abs, synchronous string) (*sql.DB, error) {
 	q := url.Values{}
 	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", "synchronous(" + synchronous + ")", "busy_timeout(30000)",
-		"wal_autocheckpoint(" + strconv.Itoa(walBackstopPages) + ")"} {
+		"wal_autocheckpoint(" + strconv.Itoa(walBackstopPages) + ")", "journal_size_limit(" + strconv.Itoa(walKeepBytes) + ")"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
