@@ -102,4 +102,3 @@ func TestRetryStormPastTheForkBudget(t *testing.T) {
 		})
 	}
 }
-
