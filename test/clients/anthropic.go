@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/contextd/contextd/internal/gateway/gatewaytest"
@@ -159,8 +160,15 @@ func anthropicSegments(body map[string]any) []segment {
 	for _, x := range msgs {
 		m, _ := x.(map[string]any)
 		role, _ := m["role"].(string)
-		segs = append(segs, segment{key: role + ":", text: role, frame: framing})
-		for _, b := range gatewaytest.Blocks(m["content"]) {
+		blocks := gatewaytest.Blocks(m["content"])
+		// A message of tool results alone is read as those results: no
+		// message of the role around them.
+		if slices.ContainsFunc(blocks, func(b map[string]any) bool { return b["type"] != "tool_result" }) {
+			segs = append(segs, segment{key: role + ":", text: role, frame: framing})
+		} else {
+			segs = append(segs, segment{key: role + ":"})
+		}
+		for _, b := range blocks {
 			s := item(b, hasMark(b))
 			s.frame -= framing // the message's, counted once above
 			segs = append(segs, s)

@@ -49,7 +49,9 @@ func TestFramingIsTheProvidersCount(t *testing.T) {
 			map[string]any{"role": "user", "content": "Fix the failing test in calc.py."},
 			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "I will run the tests."},
 				map[string]any{"type": "tool_use", "id": "toolu_1", "name": "shell", "input": map[string]any{"cmd": "pytest -q"}}}},
-			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "1 failed, 3 passed"},
+			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "1 failed, 3 passed"}}},
+			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_2", "name": "shell", "input": map[string]any{"cmd": "cat calc.py"}}}},
+			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_2", "content": "def add(a, b): return a - b"},
 				map[string]any{"type": "text", "text": "Go on."}}}}}
 	for _, tc := range []struct {
 		door, path string
