@@ -29,11 +29,6 @@ type pickTurn struct {
 	more   []gatewaytest.Reply
 	want   string // what the active view holds in the reply's place
 	logLen int    // the log's messages after the first request
-	// uncompared: the control session's count is not compared with the
-	// picked one's (the control's report is not anchored: contextd's
-	// approximate count of its text is off the fake's bytes/4 by more
-	// than the anchor's bound, while the picked session's is anchored).
-	uncompared bool
 }
 
 const pickTask = "Write the config of the service as one JSON object, with its port and its name, and nothing else"
@@ -59,12 +54,6 @@ func prefillTurnOf(prefill, script, kept string) pickTurn {
 		},
 		kept: kept, script: script, want: kept, logLen: 3,
 	}
-}
-
-// uncompared is tc without the control count's comparison.
-func uncompared(tc pickTurn) pickTurn {
-	tc.uncompared = true
-	return tc
 }
 
 func choiceTurn() pickTurn {
@@ -104,8 +93,8 @@ func TestClientPicksTheReply(t *testing.T) {
 		// The client joins the prefill and the continuation with a
 		// separator of its own: a newline, or a space where the
 		// continuation has none.
-		"prefill-joined-newline": uncompared(prefillTurnOf("{", ` "port": 8080, "name": "contextd"}`, "{\n"+`"port": 8080, "name": "contextd"}`)),
-		"prefill-joined-space":   uncompared(prefillTurnOf("Here is the config", `{"port": 8080, "name": "contextd"}`, "Here is the config "+`{"port": 8080, "name": "contextd"}`)),
+		"prefill-joined-newline": prefillTurnOf("{", ` "port": 8080, "name": "contextd"}`, "{\n"+`"port": 8080, "name": "contextd"}`),
+		"prefill-joined-space":   prefillTurnOf("Here is the config", `{"port": 8080, "name": "contextd"}`, "Here is the config "+`{"port": 8080, "name": "contextd"}`),
 	}
 	for name, tc := range turns {
 		for _, stream := range []bool{false, true} {
@@ -160,7 +149,9 @@ func TestClientPicksTheReply(t *testing.T) {
 				// 4 a token): the picked session's carries one more cache
 				// mark (Anthropic's cache_control, where its previous
 				// call's view ended), which a provider does not count.
-				before := s.usedTokens(id)
+				// Both are read after the control's call: each call's
+				// report moves the model's calibration, which scales what
+				// each session counts past its anchor (the reply).
 				resp, _ = s.post(tc.path, tc.second(tc.kept), map[string]string{"X-Contextd-Session": "control"})
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("control: %d", resp.StatusCode)
@@ -168,7 +159,7 @@ func TestClientPicksTheReply(t *testing.T) {
 				s.waitLogLen("control", 4)
 				reqs := s.fake.Requests()
 				marks := int64(len(reqs[1].Raw)/4 - len(reqs[len(reqs)-1].Raw)/4)
-				if b := s.usedTokens("control"); !tc.uncompared && before != b+marks {
+				if before, b := s.usedTokens(id), s.usedTokens("control"); before != b+marks {
 					t.Errorf("the picked session counts %d tokens, a session of the client's history from the start %d (+%d of cache marks)", before, b, marks)
 				}
 				// The next turn extends the session again.
