@@ -223,6 +223,13 @@ func item(v any, mark bool) segment {
 	}
 	read(v, "")
 	frame := int64(framing)
+	if m, ok := v.(map[string]any); ok {
+		if _, role := m["role"].(string); role {
+			if _, named := m["name"].(string); named {
+				frame += perName // a message's name (a call's is its own)
+			}
+		}
+	}
 	// The published rule's framing of what the item holds beyond its
 	// texts: 3 a tool call, and the role of an item that has none of
 	// its own (a Responses call is the assistant's, a result the tool's;
@@ -258,6 +265,10 @@ func item(v any, mark bool) segment {
 	walk(v)
 	return segment{key: canonical(v), text: text.String(), mark: mark, frame: frame}
 }
+
+// perName is the tokens a message's name costs beyond its text (the
+// published rule's tokens_per_name).
+const perName = 1
 
 // perToolCall is the tokens a tool call costs beyond its name and
 // arguments (the published rule's framing of a call).
