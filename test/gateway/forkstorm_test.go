@@ -96,8 +96,32 @@ func TestRetryStormPastTheForkBudget(t *testing.T) {
 				t.Fatalf("goes on: history %q in %q, want extended in %s", history, got, ids[0])
 			}
 			c.msgs = rewind()
-			if got, history, _ := c.send(); got == ids[0] || history == "extended" {
-				t.Fatalf("the next rewind: history %q in %q, want a session of its own", history, got)
+			next, history, _ := c.send()
+			if next == ids[0] || history == "extended" {
+				t.Fatalf("the next rewind: history %q in %q, want a session of its own", history, next)
+			}
+			// A numbered fork that ended leaves a gap: the storm's session
+			// deleted, the next rewind after that one went on lands in the
+			// gap (the search stops there), never refused, and goes on
+			// there; the session after the gap keeps its log.
+			c.user("The next rewind goes on.")
+			if got, history, _ := c.send(); got != next || history != "extended" {
+				t.Fatalf("the next rewind goes on: history %q in %q, want extended in %s", history, got, next)
+			}
+			s.rpc("DeleteSession", map[string]any{"sessionId": ids[0]}, nil)
+			s.waitLogLen(next, 5) // the rewind, its reply, the next prompt and its reply
+			kept := len(s.logOf(next))
+			c.msgs = rewind()
+			gap, history, _ := c.send()
+			if gap == next || history == "extended" || !strings.HasPrefix(gap, "storm~") {
+				t.Fatalf("a rewind with a gap before the latest: history %q in %q, want a fork of storm of its own", history, gap)
+			}
+			c.user("The rewind in the gap goes on.")
+			if got, history, _ := c.send(); got != gap || history != "extended" {
+				t.Fatalf("the rewind in the gap goes on: history %q in %q, want extended in %s", history, got, gap)
+			}
+			if n := len(s.logOf(next)); n != kept {
+				t.Errorf("the session after the gap: %d messages in its log, had %d", n, kept)
 			}
 		})
 	}
