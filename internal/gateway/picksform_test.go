@@ -34,6 +34,8 @@ func TestClientFormJoins(t *testing.T) {
 		{"the answer", "Here is, the answer", nil, false},
 		{"the answer", "Here is the answer, and mine", nil, false},
 		{"the answer", "Here is", nil, false},
+		{"the answer", "the answer Here is", nil, false},
+		{"the answer", "the answer\nHere is", nil, false},
 	} {
 		v := text(chat.RoleAssistant, tc.kept)
 		if tc.parts != nil {
@@ -42,6 +44,16 @@ func TestClientFormJoins(t *testing.T) {
 		tail := []chat.Message{text(chat.RoleAssistant, "Here is"), text(chat.RoleAssistant, tc.cont)}
 		if got := clientForm(tail, &v); got != tc.want {
 			t.Errorf("prefill %q, continuation %q, kept %q %q: clientForm %v, want %v", "Here is", tc.cont, tc.kept, tc.parts, got, tc.want)
+		}
+	}
+	// A reply without a prefill: its text alone, never with the client's
+	// own words before or after it, whatever joins them.
+	tail := []chat.Message{text(chat.RoleAssistant, "the answer")}
+	for kept, want := range map[string]bool{"the answer": true, " the answer\n": true, "the answer\nMy note.": false,
+		"My note.\nthe answer": false, "the answer the answer": false} {
+		v := text(chat.RoleAssistant, kept)
+		if got := clientForm(tail, &v); got != want {
+			t.Errorf("reply %q, kept %q: clientForm %v, want %v", "the answer", kept, got, want)
 		}
 	}
 }
