@@ -31,20 +31,27 @@ import (
 //     summary again, whatever the client kept around it: Codex keeps the
 //     user messages typed since and puts its initial context after those
 //     it kept before; not when the request repeats more of the log than
-//     the compacted history: a rewind) (a provider
+//     the compacted history: a rewind; nor where the request still shares
+//     it with the log, or after a message the log does not hold: an edit
+//     of a message after it or before it) (a provider
 //     compaction item, a compaction block, or a user message with a
 //     client's summary preamble, clientSummaryMarkers), or the messages it
 //     keeps from the log (by identity) start with the log's first, are in
-//     the log's order and leave out a message of the log before the last
-//     of them (not a prefix of it), or it is the compacted history again
-//     (compactsAgain): the log restarted at a client compaction, and the
-//     request repeats at most the messages that compaction appended (the
-//     same kept messages, the same summary: a client that compacts to the
-//     same history twice — a model that writes the same summary, Codex's
-//     compaction with nothing new to keep), then goes on or not.
+//     the log's order, come before the client's own and leave out a
+//     message of the log before the last of them (not a prefix of it), or
+//     it is the compacted history again (compactsAgain): the log restarted
+//     at a client compaction, and the request repeats the messages that
+//     compaction appended (the same kept messages, the same summary: a
+//     client that compacts to the same history twice — a model that
+//     writes the same summary, Codex's compaction with nothing new to
+//     keep), then goes on or not, or fewer of them with the summary and
+//     nothing else.
 //
 // A rewind or an edit (the log's first messages, then new ones: the
-// client dropped or edited its last message(s) and goes on) is neither,
+// client dropped or edited its last message(s) and goes on; after a
+// restart, an edit of a message of the compacted history, or a rewind to
+// the history before it, which starts as the compacted history does) is
+// neither,
 // and starts a session of its own as before (historyRewound, Edited,
 // Forked). A request without a signal is looked up by its history only:
 // a compacted history is a new conversation there (historyForked or new).
@@ -133,10 +140,18 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 			}
 		}
 	}
+	// The latest compaction's summary again counts only when the client
+	// wrote it again, not where the request still shares it with the log
+	// (before m.k: an edit of a later message), and only after messages
+	// the log holds (the ones it kept): a request that edits one of them
+	// (the compacted history's first message) and keeps the summary
+	// after it is an edit, a fork as anywhere else.
+	held := true // every message before i is in the log
 	for i := range c.msgs {
-		if (!in[c.ids[i]] || own[c.ids[i]]) && carriesSummary(&c.msgs[i]) {
+		if carriesSummary(&c.msgs[i]) && (!in[c.ids[i]] || own[c.ids[i]] && held && i >= m.k) {
 			return true
 		}
+		held = held && in[c.ids[i]]
 	}
 	// Without a summary, a kept subset starts with the log's opening (a
 	// client keeps its initial context): a short request that quotes one
@@ -149,13 +164,24 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 // repeats the log and is much shorter than it, is the client's compacted
 // history again: the log (the client history since its latest restart)
 // starts with the messages a client compaction appended (m.restart), and
-// the request repeats them or fewer of them, its own messages after that.
-// A rewind that keeps more of the history since the restart goes on past
-// them (m.k > m.restart): a fork, as a rewind that is not much shorter.
+// the request repeats them, its own messages after that or none, or fewer
+// of them with the summary and nothing after. A rewind that keeps more of
+// the history since the restart goes on past them (m.k > m.restart): a
+// fork, as a rewind that is not much shorter; one that leaves them before
+// their end and goes on is an edit of one of them (m.k < m.restart).
 // A request that asks for a summary (asksSummary) is not one: it is the
 // client's summary request, an aside or an extension (summaryrequest.go).
 func compactsAgain(m *logMatch, c *conversation) bool {
-	return m.restart > 0 && m.k > 0 && m.k <= m.restart && !asksSummary(&c.msgs[len(c.msgs)-1])
+	if m.restart == 0 || m.k == 0 || m.k > m.restart || asksSummary(&c.msgs[len(c.msgs)-1]) {
+		return false
+	}
+	// The whole compacted history again, then the client's own or nothing;
+	// or fewer of its messages, with its summary, and nothing after them.
+	// A request that leaves the compacted history before its end and goes
+	// on (an edit of the prompt that came with it, a rewind to the history
+	// before the restart, which starts as the compacted history does) is
+	// an edit or a fork, as anywhere else.
+	return m.k == m.restart || m.k == len(c.msgs) && slices.ContainsFunc(c.msgs, func(x chat.Message) bool { return carriesSummary(&x) })
 }
 
 // restartLen is how many messages the client compaction whose first
@@ -174,14 +200,23 @@ func carriesSummary(m *chat.Message) bool {
 	return m.Metadata[metaCompactionItem] != "" || userSays(m, clientSummaryMarkers)
 }
 
-// skipsLog reports whether the messages of ids the log holds (in) are in
-// the log's order and leave out a message of the log before the last of
-// them: the client kept some of its history, not a prefix of it.
+// skipsLog reports whether the messages of ids the log holds (in) come
+// first, are in the log's order and leave out a message of the log before
+// the last of them: the client kept some of its history, not a prefix of
+// it, then wrote its own.
 func skipsLog(log [][32]byte, in map[[32]byte]bool, ids [][32]byte) bool {
-	j, kept, skipped := 0, 0, false
+	j, kept, skipped, own := 0, 0, false, false
 	for _, id := range ids {
 		if !in[id] {
+			own = true
 			continue
+		}
+		if own {
+			// One of the log's messages after the client's own: a history
+			// of its own that reads like the log here and there (a rewind
+			// to before the restart whose reply says what a later one
+			// said), not what a client kept.
+			return false
 		}
 		from := j
 		for j < len(log) && log[j] != id {

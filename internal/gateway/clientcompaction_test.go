@@ -64,7 +64,10 @@ func TestClientCompactsRule(t *testing.T) {
 		// past it, or one not much shorter than the log, is not.
 		{"the compacted history again", log[0:3:3], true, 3},
 		{"the compacted history again, then a prompt", append(log[0:3:3], user("Go on.")), true, 3},
-		{"part of the compacted history, then a prompt", []chat.Message{log[0], user("Go on.")}, true, 3},
+		// Part of the compacted history, then the client's own: an edit
+		// of the compacted history (its prompt), as anywhere else.
+		{"part of the compacted history, then a prompt", []chat.Message{log[0], user("Go on.")}, false, 3},
+		{"a rewind before the restart quoting a later reply", []chat.Message{log[0], user("an output before the restart"), log[4], user("Go on.")}, false, 3},
 		{"a rewind past the compacted history", append(log[0:5:5], user("Start over with sub().")), false, 3},
 		{"the compacted history again, not much shorter", append(log[0:3:3], user("w"+big), user("x"+big), user("y"+big), user("z"+big)), false, 3},
 		{"a rewind, no restart", log[0:3:3], false, 0},
@@ -144,6 +147,12 @@ func TestSameSummaryAgain(t *testing.T) {
 		{"a summary after the compaction", []chat.Message{opening, task, user("Go on."), summary}, nil, false},
 		// A rewind past the compacted history, which carries its summary.
 		{"a rewind past the compacted history", []chat.Message{opening, summary, task}, []chat.Message{opening, summary, task, user("a" + big), user("Start over.")}, false},
+		// The compaction's summary where the request still shares it with
+		// the log (an edit of the message after it), or after an edit of
+		// the compacted history's first message: an edit, a fork.
+		{"an edit after the summary", []chat.Message{opening, summary, task}, []chat.Message{opening, summary, user("Fix the tests in util.py.")}, false},
+		{"the first message edited, the summary kept", []chat.Message{opening, task, summary}, []chat.Message{user("<environment_context>cwd2</environment_context>"), task, summary}, false},
+		{"the compacted history again, fewer of it", []chat.Message{opening, task, summary}, []chat.Message{opening, summary}, true},
 	} {
 		log := tc.log
 		for i := range 6 {

@@ -651,10 +651,7 @@ const maxForkChain = 64
 // CreateSession answers a create of an existing id with the same settings
 // as made, so the id must be free or joinable before make creates it.
 // Past maxForkChain forks of the same history the request goes on in a
-// session of a random id (base~r<random>), never refused: a retry of it
-// finds that session by its history (its head, or a repeat), as any
-// unsignalled request finds its own; only a twin racing it at once (another
-// replica) may make another.
+// numbered fork (overflowFork), never refused.
 func (g *Gateway) freeFork(ctx context.Context, tenant, base string, c *conversation, noRepeat bool) (string, error) {
 	id := forkID(base, c)
 	for range maxForkChain {
@@ -664,10 +661,85 @@ func (g *Gateway) freeFork(ctx context.Context, tenant, base string, c *conversa
 		}
 		id = forkID(id, c)
 	}
+	return g.overflowFork(ctx, tenant, base, c, noRepeat)
+}
+
+// maxOverflowProbes bounds the session rows overflowFork reads: enough to
+// find the first free of 2^31 numbered forks.
+const maxOverflowProbes = 64
+
+// overflowFork is the session past the fork chain the request goes on
+// in: the numbered forks of base and the request's history
+// (overflowID(base, c, 0), 1, 2, …) are made in order, so the first free
+// number is found by a doubling and then a halving search of their rows
+// (at most 2·log2(n)+2 reads for n of them); the request joins the
+// latest when it extends or repeats it (a twin of the request made it:
+// identical requests at once, a retry storm, land in one session, on any
+// replica, whose twin's call may still be out) and takes the first free
+// number otherwise. A numbered fork that ended leaves a gap the search
+// may stop at: the request then goes on in it or next to it, never
+// refused.
+func (g *Gateway) overflowFork(ctx context.Context, tenant, base string, c *conversation, noRepeat bool) (string, error) {
+	probes := 0
+	taken := func(n int) (bool, error) {
+		probes++
+		_, err := g.cfg.Engine.SessionRow(ctx, tenant, overflowID(base, c, n))
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	lo, hi := -1, 0 // lo is taken (or -1), hi is free once the doubling stops
+	for {
+		ok, err := taken(hi)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			break
+		}
+		if probes >= maxOverflowProbes/2 {
+			return base + "~r" + randomID(), nil // 2^31 forks of one history: never refused
+		}
+		lo, hi = hi, 2*hi+1
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, err := taken(mid)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if lo >= 0 {
+		id := overflowID(base, c, lo)
+		m, err := g.match(ctx, tenant, id, c, noRepeat)
+		if err != nil {
+			return "", err
+		}
+		if m != nil && (m.extends || m.repeat || m.pick != nil) {
+			return id, nil
+		}
+	}
+	return overflowID(base, c, hi), nil
+}
+
+// overflowID names the numbered fork n of base for the request's history
+// (overflowFork): <base>~r<digest>, at most 128 bytes.
+func overflowID(base string, c *conversation, n int) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "contextd-overflow-v1:%d:%s:%d:", len(base), base, n)
+	if k := len(c.chains); k > 0 {
+		h.Write([]byte(c.chains[k-1]))
+	}
 	if len(base) > 100 {
 		base = base[:100] // ids are at most 128 bytes
 	}
-	return base + "~r" + randomID(), nil
+	return base + "~r" + encodeID(h.Sum(nil))[:20]
 }
 
 func randomID() string {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
@@ -33,8 +34,10 @@ import (
 // assistant message at k followed by more messages, and that message is
 // the turn in the client's form, it is the client's version of the turn.
 // The client's form of a turn is one of: the prefill and the reply's text
-// as one (concatenated), the reply's text alone (each compared without
-// the whitespace around it, with the reply's tool calls, by id and name),
+// as one (concatenated, or joined by whitespace of the client's: a space,
+// a newline), the reply's text alone (each compared without the
+// whitespace around it and between the pieces, with the reply's tool
+// calls, by id and name),
 // or another choice of the answer that was recorded (metaChoices: the
 // identities of the choices after the first, which the door notes on the
 // reply). A client-authored message is never replaced alone (the turn
@@ -212,12 +215,36 @@ func clientForm(tail []chat.Message, v *chat.Message) bool {
 	if !slices.Equal(callsOf(v), callsOf(reply)) {
 		return false
 	}
-	t, cont := strings.TrimSpace(v.Text()), reply.Text()
-	var prefill strings.Builder
-	for i := range tail[:len(tail)-1] {
-		prefill.WriteString(tail[i].Text())
+	t := v.Text()
+	if joined(t, []string{reply.Text()}) {
+		return true
 	}
-	return t == strings.TrimSpace(cont) || len(tail) > 1 && t == strings.TrimSpace(prefill.String()+cont)
+	if len(tail) == 1 {
+		return false
+	}
+	pieces := make([]string, 0, len(tail))
+	for i := range tail {
+		pieces = append(pieces, tail[i].Text())
+	}
+	return joined(t, pieces)
+}
+
+// joined reports whether t is pieces in order, with nothing between them
+// but whitespace (none, or a separator the client put there: prefill "Here
+// is" and continuation " the answer" or "the answer", joined with a space
+// or a newline), and nothing around them but whitespace. Each piece is
+// matched whole, so a text the client wrote itself is not one. Work:
+// linear in t.
+func joined(t string, pieces []string) bool {
+	t = strings.TrimSpace(t)
+	for _, p := range pieces {
+		p = strings.TrimSpace(p)
+		if !strings.HasPrefix(t, p) {
+			return false
+		}
+		t = strings.TrimLeftFunc(t[len(p):], unicode.IsSpace)
+	}
+	return t == ""
 }
 
 // callsOf is a message's tool calls, by id and name.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/contextd/contextd/internal/gateway/gatewaytest"
@@ -143,20 +144,35 @@ func anthropicSegments(body map[string]any) []segment {
 	for _, t := range tools {
 		segs = append(segs, segment{key: canonical(t), text: canonical(t), mark: hasMark(t)})
 	}
+	var system []string
 	for _, b := range gatewaytest.Blocks(body["system"]) {
 		t, _ := b["text"].(string)
 		segs = append(segs, segment{key: t, text: t, mark: hasMark(b)})
+		system = append(system, t)
+	}
+	if len(system) > 0 {
+		// One system message of its blocks' texts.
+		first := len(segs) - len(system)
+		segs[first].text = "system" + sep + segs[first].text
+		segs[first].frame = framing
 	}
 	msgs, _ := body["messages"].([]any)
 	for _, x := range msgs {
 		m, _ := x.(map[string]any)
 		role, _ := m["role"].(string)
-		segs = append(segs, segment{key: role + ":", text: strings.Repeat(" x", framing) + role})
-		for _, b := range gatewaytest.Blocks(m["content"]) {
+		blocks := gatewaytest.Blocks(m["content"])
+		// A message of tool results alone is read as those results: no
+		// message of the role around them.
+		if slices.ContainsFunc(blocks, func(b map[string]any) bool { return b["type"] != "tool_result" }) {
+			segs = append(segs, segment{key: role + ":", text: role, frame: framing})
+		} else {
+			segs = append(segs, segment{key: role + ":"})
+		}
+		for _, b := range blocks {
 			s := item(b, hasMark(b))
-			s.text = s.text[len(strings.Repeat(" x", framing)):]
+			s.frame -= framing // the message's, counted once above
 			segs = append(segs, s)
 		}
 	}
-	return segs
+	return append(segs, priming)
 }

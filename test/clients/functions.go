@@ -15,8 +15,8 @@ import (
 // (the description's final period dropped); with properties 3 more; per
 // property 3 plus "key:type:description" and the rest of the property as
 // compact JSON; an enum 3 per value less 3; and 12 for the whole list.
-// The overheads are written as " x" (one o200k token each), so the
-// segment's text counts what the provider counts.
+// The overheads are the segment's frame, and each text is counted by
+// itself (sep), so the segment counts what the provider counts.
 
 // functionsEnd is the tokens the list of functions costs once.
 const functionsEnd = 12
@@ -25,23 +25,23 @@ const functionsEnd = 12
 // Completions' {"type":"function","function":{...}} or Responses' flat
 // {"type":"function","name",...}) by the rule; any other tool (a
 // built-in, Codex's namespace of tools) is its JSON.
-func functionText(t any) string {
+func functionText(t any) (string, int64) {
 	obj, _ := t.(map[string]any)
 	if obj["type"] != "function" {
-		return canonical(t)
+		return canonical(t), 0
 	}
 	fn, ok := obj["function"].(map[string]any)
 	if !ok {
 		fn = obj
 	}
 	if _, ok := fn["name"].(string); !ok {
-		return canonical(t)
+		return canonical(t), 0
 	}
 	overhead := 7
 	var b strings.Builder
 	name, _ := fn["name"].(string)
 	desc, _ := fn["description"].(string)
-	fmt.Fprintf(&b, "%s:%s\n", name, strings.TrimSuffix(desc, "."))
+	fmt.Fprintf(&b, "%s:%s"+sep, name, strings.TrimSuffix(desc, "."))
 	params, _ := fn["parameters"].(map[string]any)
 	props, _ := params["properties"].(map[string]any)
 	if len(props) > 0 {
@@ -56,17 +56,17 @@ func functionText(t any) string {
 			p, ok := props[k].(map[string]any)
 			if !ok {
 				j, _ := json.Marshal(props[k])
-				fmt.Fprintf(&b, "%s:%s\n", k, j)
+				fmt.Fprintf(&b, "%s:%s"+sep, k, j)
 				continue
 			}
 			if values, ok := p["enum"].([]any); ok {
 				overhead += 3*len(values) - 3
 				for _, v := range values {
-					b.WriteString(scalar(v) + "\n")
+					b.WriteString(scalar(v) + sep)
 				}
 			}
 			pd, _ := p["description"].(string)
-			fmt.Fprintf(&b, "%s:%s:%s\n", k, scalar(p["type"]), strings.TrimSuffix(pd, "."))
+			fmt.Fprintf(&b, "%s:%s:%s"+sep, k, scalar(p["type"]), strings.TrimSuffix(pd, "."))
 			rest := map[string]any{}
 			for pk, pv := range p {
 				if pk != "type" && pk != "description" && pk != "enum" {
@@ -76,11 +76,11 @@ func functionText(t any) string {
 			if len(rest) > 0 {
 				j, _ := json.Marshal(rest)
 				b.Write(j)
-				b.WriteByte('\n')
+				b.WriteString(sep)
 			}
 		}
 	}
-	return strings.Repeat(" x", max(overhead, 0)) + "\n" + b.String()
+	return b.String(), int64(max(overhead, 0))
 }
 
 // scalar is a type or enum value as read: a string as is, a list joined
@@ -109,10 +109,11 @@ func toolSegments(body map[string]any) []segment {
 	tools, _ := body["tools"].([]any)
 	segs := make([]segment, len(tools))
 	for i, t := range tools {
-		segs[i] = segment{key: canonical(t), text: functionText(t)}
+		text, frame := functionText(t)
+		segs[i] = segment{key: canonical(t), text: text, frame: frame}
 	}
 	if len(segs) > 0 {
-		segs[len(segs)-1].text += strings.Repeat(" x", functionsEnd)
+		segs[len(segs)-1].frame += functionsEnd
 	}
 	return segs
 }

@@ -167,7 +167,7 @@ func contentTexts(content any) []string {
 func responsesSegments(body map[string]any) []segment {
 	var segs []segment
 	if s, ok := body["instructions"].(string); ok {
-		segs = append(segs, segment{key: s, text: s})
+		segs = append(segs, systemSegment(s, s, false))
 	}
 	segs = append(segs, toolSegments(body)...)
 	switch in := body["input"].(type) {
@@ -178,7 +178,7 @@ func responsesSegments(body map[string]any) []segment {
 			segs = append(segs, item(it, false))
 		}
 	}
-	return segs
+	return append(segs, priming)
 }
 
 // chat serves OpenAI's POST /v1/chat/completions (what Qwen Code uses).
@@ -272,5 +272,5 @@ func chatSegments(body map[string]any) []segment {
 	for _, m := range msgs {
 		segs = append(segs, item(m, false))
 	}
-	return segs
+	return append(segs, priming)
 }

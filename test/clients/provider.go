@@ -146,11 +146,24 @@ func (p *Provider) unknown(w http.ResponseWriter, r *http.Request) {
 type segment struct {
 	key, text string
 	mark      bool
+	// frame is the tokens the segment costs beyond its text (a message's
+	// or item's framing).
+	frame int64
 }
 
 // framing is the tokens each message or item costs beyond its content
 // (OpenAI's published rule: <|start|>role<|message|>...<|end|>).
 const framing = 3
+
+// priming is the tokens every request costs after its last message (the
+// published rule's <|start|>assistant<|message|>): a segment of its own,
+// last, never cached.
+var priming = segment{key: "\x00priming", frame: 3}
+
+// sep separates the strings a segment's text holds: each is counted by
+// itself (the published rule counts each value apart; joined, their
+// tokens would merge across the seams).
+const sep = "\x00"
 
 // prefixes returns the running digest and token count at the end of each
 // segment.
@@ -161,7 +174,10 @@ func (p *Provider) prefixes(segs []segment) ([][32]byte, []int64) {
 	n := int64(0)
 	for _, s := range segs {
 		h = sha256.Sum256(append(h[:], s.key...))
-		n += int64(p.enc.Count(s.text))
+		n += s.frame
+		for _, t := range strings.Split(s.text, sep) {
+			n += int64(p.enc.Count(t))
+		}
 		sums = append(sums, h)
 		counts = append(counts, n)
 	}
@@ -194,18 +210,75 @@ func item(v any, mark bool) segment {
 			switch key {
 			case "text", "content", "output", "arguments", "name", "role", "thinking", "input", "summary", "refusal":
 				text.WriteString(x)
-				text.WriteByte('\n')
+				text.WriteString(sep)
 			}
 		}
 		if key == "input" {
 			if m, ok := v.(map[string]any); ok {
 				b, _ := json.Marshal(m)
 				text.Write(b)
+				text.WriteString(sep)
 			}
 		}
 	}
 	read(v, "")
-	return segment{key: canonical(v), text: strings.Repeat(" x", framing) + text.String(), mark: mark}
+	frame := int64(framing)
+	if m, ok := v.(map[string]any); ok {
+		if _, role := m["role"].(string); role {
+			if _, named := m["name"].(string); named {
+				frame += perName // a message's name (a call's is its own)
+			}
+		}
+	}
+	// The published rule's framing of what the item holds beyond its
+	// texts: 3 a tool call, and the role of an item that has none of
+	// its own (a Responses call is the assistant's, a result the tool's;
+	// an Anthropic tool_result block is a message of its own).
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			switch x["type"] {
+			case "function_call", "custom_tool_call":
+				frame += perToolCall
+				text.WriteString("assistant" + sep)
+			case "function_call_output", "custom_tool_call_output":
+				text.WriteString("tool" + sep)
+			case "tool_use":
+				frame += perToolCall
+			case "tool_result":
+				frame += framing
+				text.WriteString("tool" + sep)
+			}
+			if calls, ok := x["tool_calls"].([]any); ok {
+				frame += perToolCall * int64(len(calls))
+			}
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return segment{key: canonical(v), text: text.String(), mark: mark, frame: frame}
+}
+
+// perName is the tokens a message's name costs beyond its text (the
+// published rule's tokens_per_name).
+const perName = 1
+
+// perToolCall is the tokens a tool call costs beyond its name and
+// arguments (the published rule's framing of a call).
+const perToolCall = 3
+
+// systemSegment is a system prompt sent apart from the messages
+// (Anthropic's system, Responses' instructions): framed as the system
+// message it is read as.
+func systemSegment(key, text string, mark bool) segment {
+	return segment{key: key, text: "system" + sep + text, mark: mark, frame: framing}
 }
 
 // minCacheable is the shortest prefix either provider caches.

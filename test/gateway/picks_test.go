@@ -34,19 +34,25 @@ type pickTurn struct {
 const pickTask = "Write the config of the service as one JSON object, with its port and its name, and nothing else"
 
 func prefillTurn(kept string) pickTurn {
+	return prefillTurnOf("{", `"port": 8080, "name": "contextd"}`, kept)
+}
+
+// prefillTurnOf is a prefill turn of prefill, the continuation the fake
+// answers (script) and the client's version of the turn (kept).
+func prefillTurnOf(prefill, script, kept string) pickTurn {
 	msgs := func(tail ...any) []any {
 		return append([]any{map[string]any{"role": "user", "content": pickTask}}, tail...)
 	}
 	return pickTurn{path: "/v1/messages",
 		first: func(stream bool) map[string]any {
 			return map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": stream, "system": "You write JSON.",
-				"messages": msgs(map[string]any{"role": "assistant", "content": "{"})}
+				"messages": msgs(map[string]any{"role": "assistant", "content": prefill})}
 		},
 		second: func(kept any) map[string]any {
 			return map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": "You write JSON.",
 				"messages": msgs(map[string]any{"role": "assistant", "content": kept}, map[string]any{"role": "user", "content": "Now add the log level"})}
 		},
-		kept: kept, script: `"port": 8080, "name": "contextd"}`, want: kept, logLen: 3,
+		kept: kept, script: script, want: kept, logLen: 3,
 	}
 }
 
@@ -71,8 +77,9 @@ func choiceTurn() pickTurn {
 }
 
 // TestClientPicksTheReply: the client's version of the gateway's last
-// reply — the prefill merged with its continuation, the continuation
-// alone, the second of three choices — extends the session the reply was
+// reply — the prefill merged with its continuation (as they are, or
+// joined by the client's newline or space), the continuation alone, the
+// second of three choices — extends the session the reply was
 // recorded in (one session, history "extended"), goes upstream as the
 // client sent it, and is what the active view holds in the reply's place
 // (the log keeps what was recorded), counted as a session of that history
@@ -83,6 +90,11 @@ func TestClientPicksTheReply(t *testing.T) {
 		"prefill-merged":       prefillTurn(`{"port": 8080, "name": "contextd"}`),
 		"prefill-continuation": prefillTurn(`"port": 8080, "name": "contextd"}`),
 		"n3-choice2":           choiceTurn(),
+		// The client joins the prefill and the continuation with a
+		// separator of its own: a newline, or a space where the
+		// continuation has none.
+		"prefill-joined-newline": prefillTurnOf("{", ` "port": 8080, "name": "contextd"}`, "{\n"+`"port": 8080, "name": "contextd"}`),
+		"prefill-joined-space":   prefillTurnOf("Here is the config", `{"port": 8080, "name": "contextd"}`, "Here is the config "+`{"port": 8080, "name": "contextd"}`),
 	}
 	for name, tc := range turns {
 		for _, stream := range []bool{false, true} {
@@ -137,7 +149,9 @@ func TestClientPicksTheReply(t *testing.T) {
 				// 4 a token): the picked session's carries one more cache
 				// mark (Anthropic's cache_control, where its previous
 				// call's view ended), which a provider does not count.
-				before := s.usedTokens(id)
+				// Both are read after the control's call: each call's
+				// report moves the model's calibration, which scales what
+				// each session counts past its anchor (the reply).
 				resp, _ = s.post(tc.path, tc.second(tc.kept), map[string]string{"X-Contextd-Session": "control"})
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("control: %d", resp.StatusCode)
@@ -145,7 +159,7 @@ func TestClientPicksTheReply(t *testing.T) {
 				s.waitLogLen("control", 4)
 				reqs := s.fake.Requests()
 				marks := int64(len(reqs[1].Raw)/4 - len(reqs[len(reqs)-1].Raw)/4)
-				if b := s.usedTokens("control"); before != b+marks {
+				if before, b := s.usedTokens(id), s.usedTokens("control"); before != b+marks {
 					t.Errorf("the picked session counts %d tokens, a session of the client's history from the start %d (+%d of cache marks)", before, b, marks)
 				}
 				// The next turn extends the session again.
