@@ -582,9 +582,11 @@ func (p *planner) summarize() error {
 	// head it summarizes needs, within its budget (Request.Trail, trailCut): a
 	// large budget that the trail does not fill would leave only the
 	// latest step verbatim.
-	trail := min(TrailBudget(p.req.Policy, p.req.Window), p.trailRoom())
+	// When the request has less left than the trail's budget, the
+	// summary's cap gives way first (trailAndCap).
+	trail, summaryCap := p.trailAndCap()
 	cutFor := func(reserve int) int {
-		budget := min(p.req.Policy.KeepRecentTokens, p.target-p.req.Fixed-headKept-int64(p.req.Policy.SummaryMaxTokens+reserve))
+		budget := min(p.req.Policy.KeepRecentTokens, p.target-p.req.Fixed-headKept-int64(summaryCap+reserve))
 		return p.cutBefore(budget)
 	}
 	cut := cutFor(trail)
@@ -605,7 +607,7 @@ func (p *planner) summarize() error {
 	tool := p.req.Policy.ExposeExpandTool
 	input := func(summarized []chat.Message, previous string) SummaryInput {
 		return SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, Messages: summarized,
-			Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trailMax(trail),
+			Instructions: p.req.Instructions, MaxTokens: summaryCap, TrailMaxTokens: trailMax(trail),
 			ID: sumID, ExpandTool: tool, Count: p.req.CountText}
 	}
 	trails := map[int]string{} // the trail measured of each cut (at most 1 + maxTrailCuts)

@@ -2,6 +2,7 @@ package compaction_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/contextd/contextd/internal/compaction"
@@ -69,5 +70,52 @@ func TestSummaryTakesTheTrailOfItsCut(t *testing.T) {
 	}
 	if made < 1 || made > 3 {
 		t.Errorf("the trail was made %d times; want once a cut measured (1 to 3)", made)
+	}
+}
+
+// TestSummaryCapGivesWayToTheTrail: when the request has less left for the
+// trail than its budget (a large original task and latest step at 8k),
+// the summary's cap gives the trail what it lacks, down to a quarter of
+// the cap, and the request still fits; with room to spare, both keep
+// theirs. Before, the trail alone gave way, and what it could not hold
+// folded for good in every later summary (a chained summary merges the
+// trail it reads), while the prose is written anew each time.
+func TestSummaryCapGivesWayToTheTrail(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		task, latest int // bytes
+		squeezed     bool
+	}{{"squeezed", 4000, 16000, true}, {"room to spare", 40, 400, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			b := (&builder{}).user("Fix the bug. "+strings.Repeat("x", c.task)).steps(60, 400, "c").assistant("My plan: " + strings.Repeat("y", c.latest))
+			const w = 8192
+			req := request(b, w, compaction.TierSummarize)
+			req.Trail = func(compaction.SummaryInput) (string, int) { return "", 1 << 30 } // as much as it may take
+			var got compaction.SummaryInput
+			summarize := req.Summarize
+			req.Summarize = func(in compaction.SummaryInput) (string, error) { got = in; return summarize(in) }
+			plan := mustPlan(t, req)
+			if plan.Summary == "" {
+				t.Fatalf("no summary: %+v", plan.Items)
+			}
+			budget, cap := compaction.TrailBudget(req.Policy, w), req.Policy.SummaryMaxTokens
+			if plan.TokensAfter > usable(req) {
+				t.Errorf("%d tokens after, %d usable", plan.TokensAfter, usable(req))
+			}
+			if !c.squeezed {
+				if got.MaxTokens != cap || got.TrailMaxTokens != budget {
+					t.Errorf("cap %d and trail %d; want %d and %d (room to spare)", got.MaxTokens, got.TrailMaxTokens, cap, budget)
+				}
+				return
+			}
+			// What is left after what stays verbatim, with the whole cap.
+			left := int(usable(req) - req.Fixed - b.msgs[0].Tokens - b.msgs[len(b.msgs)-1].Tokens - int64(cap))
+			if left <= 0 || left+cap-cap/4 >= budget {
+				t.Fatalf("the case left %d tokens for the trail; want a squeeze (0 < left, left + 3/4 cap < %d)", left, budget)
+			}
+			if got.MaxTokens != cap/4 || got.TrailMaxTokens != left+cap-cap/4 {
+				t.Errorf("cap %d and trail %d; want %d and %d (the cap gives way, down to a quarter)", got.MaxTokens, got.TrailMaxTokens, cap/4, left+cap-cap/4)
+			}
+		})
 	}
 }

@@ -87,16 +87,21 @@ func TestSummaryStaysWithinTarget(t *testing.T) {
 // after what stays verbatim and the summary's cap (its budget, a share of
 // the window, was more): the request fits. Without the room measured, the
 // summary with its trail made it too large where the summary alone fit.
-// With a latest step so large that no room is left for a trail at all, the
-// summary has none (a budget of 0 was read as unset and took the fixed
-// 800 tokens: 7,514 tokens for 6,964 usable).
+// With a latest step that leaves the trail no room after the summary's
+// whole cap, the cap gives way to it (trailAndCap: 420 steps of plan);
+// with one so large that no room is left even then (480), the summary has
+// none (a budget of 0 was read as unset and took the fixed 800 tokens:
+// 7,514 tokens for 6,964 usable).
 func TestTrailFitsWhatIsLeft(t *testing.T) {
-	for _, plan := range []int{330, 420} {
-		t.Run(fmt.Sprint(plan), func(t *testing.T) { trailFitsWhatIsLeft(t, plan) })
+	for _, c := range []struct {
+		plan  int
+		trail bool
+	}{{330, true}, {420, true}, {480, false}} {
+		t.Run(fmt.Sprint(c.plan), func(t *testing.T) { trailFitsWhatIsLeft(t, c.plan, c.trail) })
 	}
 }
 
-func trailFitsWhatIsLeft(t *testing.T, planSteps int) {
+func trailFitsWhatIsLeft(t *testing.T, planSteps int, wantTrail bool) {
 	var msgs []chat.Message
 	add := func(m chat.Message) {
 		m.ID, m.Kind = fmt.Sprintf("msg_%d", len(msgs)+1), chat.KindNormal
@@ -121,7 +126,7 @@ func trailFitsWhatIsLeft(t *testing.T, planSteps int) {
 	if plan.TokensAfter > req.Usable() {
 		t.Errorf("%d tokens after %v, %d usable", plan.TokensAfter, plan.Tiers, req.Usable())
 	}
-	if room := strings.Contains(plan.Summary, "## "+summarize.SecTrail); room != (planSteps < 400) {
+	if room := strings.Contains(plan.Summary, "## "+summarize.SecTrail); room != wantTrail {
 		t.Errorf("a trail in the summary: %v, want %v\n%s", room, !room, plan.Summary)
 	}
 }
