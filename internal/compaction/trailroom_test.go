@@ -13,7 +13,7 @@ import (
 // budget (35 % of the usable window, which alone would leave only the
 // latest step verbatim), and never more room than the budget.
 func TestSummaryLeavesRoomForTheTrailItNeeds(t *testing.T) {
-	summarized := func(size func(compaction.SummaryInput) (string, int)) (int, int) {
+	summarized := func(size func(compaction.SummaryInput) compaction.MeasuredTrail) (int, int) {
 		b := (&builder{}).user("Fix the bug.").steps(80, 400, "c")
 		req := request(b, 16_000, compaction.TierSummarize)
 		req.Trail = size
@@ -27,8 +27,10 @@ func TestSummaryLeavesRoomForTheTrailItNeeds(t *testing.T) {
 		return 0, 0
 	}
 	whole, wholeView := summarized(nil)
-	small, smallView := summarized(func(compaction.SummaryInput) (string, int) { return "", 50 })
-	huge, _ := summarized(func(compaction.SummaryInput) (string, int) { return "", 1 << 30 })
+	small, smallView := summarized(func(compaction.SummaryInput) compaction.MeasuredTrail { return compaction.MeasuredTrail{Tokens: 50} })
+	huge, _ := summarized(func(compaction.SummaryInput) compaction.MeasuredTrail {
+		return compaction.MeasuredTrail{Tokens: 1 << 30}
+	})
 	if small >= whole || smallView <= wholeView {
 		t.Errorf("a trail of 50 tokens: %d messages summarized (view %d), with room for the whole budget %d (view %d); want fewer summarized", small, smallView, whole, wholeView)
 	}
@@ -53,7 +55,10 @@ func TestSummaryTakesTheTrailOfItsCut(t *testing.T) {
 		return fmt.Sprintf("trail of %s: %d messages after %q", in.ID, len(in.Messages), in.Previous)
 	}
 	made := 0
-	req.Trail = func(in compaction.SummaryInput) (string, int) { made++; return trailOf(in), 10 * len(in.Messages) }
+	req.Trail = func(in compaction.SummaryInput) compaction.MeasuredTrail {
+		made++
+		return compaction.MeasuredTrail{Text: trailOf(in), Tokens: 10 * len(in.Messages)}
+	}
 	summarize := req.Summarize
 	var got *string
 	var want string
@@ -90,7 +95,9 @@ func TestSummaryCapGivesWayToTheTrail(t *testing.T) {
 			b := (&builder{}).user("Fix the bug. "+strings.Repeat("x", c.task)).steps(60, 400, "c").assistant("My plan: " + strings.Repeat("y", c.latest))
 			const w = 8192
 			req := request(b, w, compaction.TierSummarize)
-			req.Trail = func(compaction.SummaryInput) (string, int) { return "", 1 << 30 } // as much as it may take
+			req.Trail = func(compaction.SummaryInput) compaction.MeasuredTrail {
+				return compaction.MeasuredTrail{Tokens: 1 << 30}
+			} // as much as it may take
 			var got compaction.SummaryInput
 			summarize := req.Summarize
 			req.Summarize = func(in compaction.SummaryInput) (string, error) { got = in; return summarize(in) }
@@ -117,5 +124,36 @@ func TestSummaryCapGivesWayToTheTrail(t *testing.T) {
 				t.Errorf("cap %d and trail %d; want %d and %d (the cap gives way, down to a quarter)", got.MaxTokens, got.TrailMaxTokens, cap/4, left+cap-cap/4)
 			}
 		})
+	}
+}
+
+// TestSummaryKeepsWhatItsTrailFolded: the lines a summary's trail folded
+// (MeasuredTrail.Folded) are kept in its metadata (MetaTrailFolded), never
+// in its text, and the next summary that integrates it is given them
+// (SummaryInput.PreviousFolded), so its trail can show them again.
+func TestSummaryKeepsWhatItsTrailFolded(t *testing.T) {
+	b := (&builder{}).user("Fix the bug.").steps(80, 400, "c")
+	req := request(b, 16_000, compaction.TierSummarize)
+	req.Trail = func(in compaction.SummaryInput) compaction.MeasuredTrail {
+		return compaction.MeasuredTrail{Text: "\n## Trail\n- folded: 3 other lines.\n", Tokens: 10, Folded: "- ran: make a — m2\n"}
+	}
+	plan := mustPlan(t, req)
+	if len(plan.New) != 1 || plan.New[0].Metadata[compaction.MetaTrailFolded] != "- ran: make a — m2\n" {
+		t.Fatalf("the summary keeps %v; want its trail's folded lines", plan.New)
+	}
+	if strings.Contains(plan.Summary, "make a") {
+		t.Errorf("the folded lines are in the summary's text:\n%s", plan.Summary)
+	}
+	view := append(plan.View, (&builder{next: 500}).steps(80, 400, "d").msgs...)
+	req2 := request(&builder{msgs: view}, 16_000, compaction.TierSummarize)
+	req2.Round = 2
+	var got []string
+	req2.Trail = func(in compaction.SummaryInput) compaction.MeasuredTrail {
+		got = append(got, in.PreviousFolded)
+		return compaction.MeasuredTrail{Tokens: 10}
+	}
+	mustPlan(t, req2)
+	if len(got) == 0 || got[0] != "- ran: make a — m2\n" {
+		t.Errorf("the next summary was given %q; want the previous one's folded lines", got)
 	}
 }

@@ -1,0 +1,52 @@
+package summarize_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/summarize"
+)
+
+// TestSqueezedTrailComesBack: a trail squeezed to a small budget folds most
+// of its commands, and keeps them whole beside the summary
+// (MeasuredTrail.Folded, never in its text); the next summary, with its
+// whole budget, reads them back (SummaryInput.PreviousFolded) and shows
+// every one of them again, its fold line counting none. Before, a chained
+// summary had only the fold line's count: what one squeeze folded was
+// never shown again.
+func TestSqueezedTrailComesBack(t *testing.T) {
+	var msgs []chat.Message
+	for i := range 40 {
+		id, res := fmt.Sprintf("msg_%d", 2*i+2), fmt.Sprintf("msg_%d", 2*i+3)
+		msgs = append(msgs, trailCall(id, "Bash", fmt.Sprintf(`{"command":"grep -n pattern%d src/module%d/file.py"}`, i, i)), trailResult(res, id, "no match"))
+	}
+	squeezed := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 200, TrailMaxTokens: 150, Count: trailCount, Messages: msgs}
+	m1 := summarize.MeasureTrail(squeezed)
+	if !strings.Contains(m1.Text, "- folded: ") || m1.Folded == "" || strings.Contains(m1.Text, m1.Folded) {
+		t.Fatalf("the squeezed trail folds nothing or shows what it folded:\n%s\nfolded:\n%s", m1.Text, m1.Folded)
+	}
+	squeezed.Trail = &m1.Text
+	s1, err := summarize.Extractive{}.Summarize(t.Context(), squeezed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, TrailMaxTokens: 4000, Count: trailCount, Previous: s1, PreviousFolded: m1.Folded,
+		Messages: []chat.Message{trailCall("msg_90", "Bash", `{"command":"make lint"}`), trailResult("msg_91", "msg_90", "ok")}}
+	m2 := summarize.MeasureTrail(next)
+	for i := range 40 {
+		if cmd := fmt.Sprintf("grep -n pattern%d src/module%d/file.py", i, i); !strings.Contains(m2.Text, cmd+"\n") && !strings.Contains(m2.Text, cmd+" — ") {
+			t.Errorf("the next trail lacks %q", cmd)
+		}
+	}
+	if strings.Contains(m2.Text, "- folded: ") || m2.Folded != "" {
+		t.Errorf("the next trail, with room, still folds:\n%s\nfolded:\n%s", m2.Text, m2.Folded)
+	}
+	// Without what the squeezed one folded, its lines stay a count.
+	next.PreviousFolded = ""
+	if m := summarize.MeasureTrail(next); !strings.Contains(m.Text, "- folded: ") {
+		t.Errorf("without PreviousFolded the trail shows what it cannot know:\n%s", m.Text)
+	}
+}
