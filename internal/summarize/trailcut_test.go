@@ -220,3 +220,72 @@ func TestSummaryFitsSmallWindows(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryOvershootIsBounded: where what stays verbatim, the summary's
+// cap and the trail's budget are more than the target leaves (small
+// windows, a large original task or latest step), the view after a
+// summary may end above the target, but never by more than that: at most
+// the fixed part, the original task, the latest step, the summary's cap
+// and the trail's budget (and never above the usable window). The trail
+// takes what it needs within its budget, so it is the most the trail's
+// share can push a compaction over its target.
+func TestSummaryOvershootIsBounded(t *testing.T) {
+	over, cases := 0, 0
+	for _, w := range []int64{4096, 6000, 8192, 12288, 16384} {
+		for _, reserved := range []int64{15, 30, 50} {
+			for _, steps := range []int{25, 200} {
+				for _, task := range []int64{0, 25} { // the original task's share of the usable window, in %
+					for _, latest := range []int64{0, 25} { // the latest step's
+						var msgs []chat.Message
+						add := func(m chat.Message) {
+							m.ID, m.Kind = fmt.Sprintf("msg_%d", len(msgs)+1), chat.KindNormal
+							m.Tokens = quarterCount(&m)
+							msgs = append(msgs, m)
+						}
+						usable := w - w*reserved/100 - 100
+						add(chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the parser. " + strings.Repeat("The grammar reads each clause. ", int(usable*task/100*4/31))}}})
+						for i := range steps {
+							cmd := fmt.Sprintf("python -m pytest tests/test_mod%d.py -x --tb=long %s", i, strings.Repeat("-k word ", 30))
+							add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{
+								ID: fmt.Sprintf("c%d", i), Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}}}})
+							out := fmt.Sprintf("ValueError: %s\nerror: %s\n<returncode>1</returncode>", strings.Repeat("bad value word ", 40), strings.Repeat("another ", 50))
+							add(chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
+								ToolCallID: fmt.Sprintf("c%d", i), Content: out}}}})
+						}
+						if latest > 0 {
+							add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "My plan: " + strings.Repeat("rewrite the clause reader step by step. ", int(usable*latest/100*4/40))}}})
+						}
+						req := extractiveRequest(t, msgs, w)
+						req.Policy.ReservedOutputTokens = w * reserved / 100
+						req.Policy.KeepHumanTokens = (w - req.Policy.ReservedOutputTokens) / 4
+						plan, err := compaction.PlanCompaction(req)
+						if err != nil {
+							t.Fatalf("window %d, %d %% reserved, %d steps, task %d %%, latest %d %%: %v", w, reserved, steps, task, latest, err)
+						}
+						if !slices.Contains(plan.Tiers, compaction.TierSummarize) {
+							continue
+						}
+						cases++
+						must := msgs[0].Tokens
+						for i := len(msgs) - 1; i > 0; i-- {
+							must += msgs[i].Tokens
+							if msgs[i].Role == chat.RoleAssistant {
+								break
+							}
+						}
+						target := int64(req.Target * float64(req.Usable()))
+						bound := max(target, req.Fixed+must+int64(req.Policy.SummaryMaxTokens+compaction.TrailBudget(req.Policy, w)))
+						if plan.TokensAfter > target {
+							over++
+						}
+						if plan.TokensAfter > min(bound, req.Usable()) {
+							t.Errorf("window %d, %d %% reserved, %d steps, task %d %%, latest %d %%: %d tokens after, bound %d (target %d, usable %d)",
+								w, reserved, steps, task, latest, plan.TokensAfter, bound, target, req.Usable())
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d of %d summaries above the target, none above the bound", over, cases)
+}
