@@ -50,6 +50,10 @@ type SummaryInput struct {
 	// this input (Request.Trail, measuring the cut); nil: the summarizer
 	// makes it.
 	Trail *string
+	// Kept is what the view keeps verbatim after the summary (the tail
+	// and the messages kept before the cut): the trail leaves out a line
+	// whose command, file, test, error or URL these show again.
+	Kept []chat.Message
 }
 
 // Request is everything the planner needs; it does no I/O of its own (the
@@ -609,16 +613,16 @@ func (p *planner) summarize() error {
 	}
 	sumID := p.req.NewID(chat.KindSummary) // the summary names its own id, and so does its trail
 	tool := p.req.Policy.ExposeExpandTool
-	input := func(summarized []chat.Message, previous, folded string) SummaryInput {
+	input := func(cut int, summarized []chat.Message, previous, folded string) SummaryInput {
 		return SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, PreviousFolded: folded, Messages: summarized,
 			Instructions: p.req.Instructions, MaxTokens: summaryCap, TrailMaxTokens: trailMax(trail),
-			ID: sumID, ExpandTool: tool, Count: p.req.CountText}
+			ID: sumID, ExpandTool: tool, Count: p.req.CountText, Kept: p.keptWith(cut)}
 	}
 	trails := map[int]MeasuredTrail{} // the trail measured of each cut (at most 1 + maxTrailCuts)
 	if p.req.Trail != nil {
 		measure := func(cut int) int {
 			summarized, _, _, previous, folded := p.headBefore(cut)
-			t := p.req.Trail(input(summarized, previous, folded))
+			t := p.req.Trail(input(cut, summarized, previous, folded))
 			trails[cut] = t
 			return t.Tokens
 		}
@@ -630,7 +634,7 @@ func (p *planner) summarize() error {
 			}
 		}
 	}
-	in := input(summarized, previous, folded)
+	in := input(cut, summarized, previous, folded)
 	var meta map[string]string
 	if t, ok := trails[cut]; ok {
 		in.Trail = &t.Text

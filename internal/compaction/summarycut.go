@@ -48,6 +48,19 @@ func (p *planner) keptBefore(cut int) map[string]bool {
 	return keep
 }
 
+// keptWith is what the view keeps verbatim with a summary of the view
+// before cut: the messages kept before it and the tail.
+func (p *planner) keptWith(cut int) []chat.Message {
+	keep := p.keptBefore(cut)
+	var out []chat.Message
+	for _, m := range p.view[:cut] {
+		if keep[m.ID] {
+			out = append(out, m)
+		}
+	}
+	return append(out, p.view[cut:]...)
+}
+
 // headBefore is what a summary of the view before cut stands for: the
 // messages it summarizes (the originals of what this plan pruned), the ids
 // it replaces, their tokens, the previous summary's text and what its

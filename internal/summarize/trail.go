@@ -392,7 +392,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (stri
 	slices.Reverse(foldIDs) // a fold line names them newest first; foldIDs runs oldest first
 	from := trailFrom(in.Messages)
 	folded += from // messages beyond the read bound: behind the summary's id
-	lines := mergeTrail(prev, trailLines(in.Messages[from:]))
+	lines := shownAgain(mergeTrail(prev, trailLines(in.Messages[from:])), in.Kept)
 	lines, folded, foldIDs = foldBroken(lines, folded, foldIDs)
 	if len(lines) > maxTrailLines {
 		folded += len(lines) - maxTrailLines

@@ -3,6 +3,7 @@ package summarize
 import (
 	"slices"
 
+	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
 )
 
@@ -53,4 +54,20 @@ func foldedLines(text string, lines []trailLine) string {
 		b = append(b, l...)
 	}
 	return string(b)
+}
+
+// shownAgain returns lines less those whose command, file, test, error or
+// URL the messages the view keeps verbatim show again (SummaryInput.Kept):
+// the view holds them, and once those messages are summarized in turn the
+// next trail reads them there. A file's change stays (its line names the
+// message that made it).
+func shownAgain(lines []trailLine, kept []chat.Message) []trailLine {
+	if len(kept) == 0 {
+		return lines
+	}
+	again := map[string]bool{}
+	for _, l := range trailLines(kept) {
+		again[l.key] = true
+	}
+	return slices.DeleteFunc(lines, func(l trailLine) bool { return again[l.key] && !wholeFirst(l) })
 }

@@ -50,3 +50,35 @@ func TestSqueezedTrailComesBack(t *testing.T) {
 		t.Errorf("without PreviousFolded the trail shows what it cannot know:\n%s", m.Text)
 	}
 }
+
+// TestTrailLeavesOutWhatTheViewShowsAgain: a command the kept tail runs
+// again, and an error it prints again, are not on the trail (the view holds
+// them verbatim; the next trail reads them there once they are summarized),
+// while a file's change stays and what the tail does not show stays.
+func TestTrailLeavesOutWhatTheViewShowsAgain(t *testing.T) {
+	msgs := []chat.Message{
+		trailCall("msg_2", "Bash", `{"command":"pytest tests/test_a.py"}`), trailResult("msg_3", "msg_2", "E   ValueError: bad input\n<returncode>1</returncode>"),
+		trailCall("msg_4", "Edit", `{"file_path":"/repo/a.py","old_string":"x","new_string":"y"}`), trailResult("msg_5", "msg_4", "ok"),
+		trailCall("msg_6", "Bash", `{"command":"ls src"}`), trailResult("msg_7", "msg_6", "a.py"),
+	}
+	kept := []chat.Message{
+		trailCall("msg_8", "Bash", `{"command":"pytest tests/test_a.py"}`), trailResult("msg_9", "msg_8", "E   ValueError: bad input\n<returncode>1</returncode>"),
+		trailCall("msg_10", "Edit", `{"file_path":"/repo/a.py","old_string":"y","new_string":"z"}`), trailResult("msg_11", "msg_10", "ok"),
+	}
+	in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, TrailMaxTokens: 2000, Count: trailCount, Messages: msgs, Kept: kept}
+	got := summarize.MeasureTrail(in).Text
+	for _, gone := range []string{"pytest tests/test_a.py", "ValueError: bad input"} {
+		if strings.Contains(got, gone) {
+			t.Errorf("the trail repeats %q, which the view keeps:\n%s", gone, got)
+		}
+	}
+	for _, stays := range []string{"- edited: /repo/a.py — msg_4", "ls src"} {
+		if !strings.Contains(got, stays) {
+			t.Errorf("the trail lacks %q:\n%s", stays, got)
+		}
+	}
+	in.Kept = nil
+	if got := summarize.MeasureTrail(in).Text; !strings.Contains(got, "pytest tests/test_a.py") {
+		t.Errorf("without what the view keeps, the trail lacks the command:\n%s", got)
+	}
+}
