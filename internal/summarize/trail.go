@@ -380,19 +380,21 @@ func mergeTrail(prev, next []trailLine) []trailLine {
 // first, within a quarter of the budget (the rest are behind the summary's
 // own id, which the line names too).
 func Trail(in compaction.SummaryInput, budget int, count func(string) int) string {
-	s, _ := trail(in, budget, count)
+	s, _, _ := trail(in, budget, count)
 	return s
 }
 
-// trail is Trail and the lines it placed or folded (those it shows are in
-// its text; the others folded: foldedLines).
-func trail(in compaction.SummaryInput, budget int, count func(string) int) (string, []trailLine) {
+// trail is Trail, the lines it placed or folded (those it shows are in its
+// text; the others folded: foldedLines) and those it left out because the
+// view shows them again (shownAgain).
+func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ string, placed, again []trailLine) {
 	prev, folded, foldIDs := parseTrail(in.Previous)
 	prev, folded = restoreFolded(in.PreviousFolded, prev, folded)
 	slices.Reverse(foldIDs) // a fold line names them newest first; foldIDs runs oldest first
 	from := trailFrom(in.Messages)
 	folded += from // messages beyond the read bound: behind the summary's id
-	lines := shownAgain(mergeTrail(prev, trailLines(in.Messages[from:])), in.Kept)
+	var lines []trailLine
+	lines, again = shownAgain(mergeTrail(prev, trailLines(in.Messages[from:])), in.Kept)
 	lines, folded, foldIDs = foldBroken(lines, folded, foldIDs)
 	if len(lines) > maxTrailLines {
 		folded += len(lines) - maxTrailLines
@@ -402,7 +404,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (stri
 		lines = lines[len(lines)-maxTrailLines:]
 	}
 	if len(lines) == 0 && folded == 0 {
-		return "", nil
+		return "", nil, again
 	}
 	header := count(trailHeader)
 	// Each line's cost whole and dense, and each group's whole (groups:
@@ -463,7 +465,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (stri
 			dense[i], kept[i] = l.bare, !l.bare
 		}
 		if all := render(""); count(all) <= budget/wholeShort {
-			return all, lines
+			return all, lines, again
 		}
 	}
 	base := header + count(foldLine(in, folded+len(lines), nil)) // the header and the fold line of every line
@@ -599,7 +601,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (stri
 		return s, named
 	}
 	if base > budget {
-		return "", lines // not even the fold line fits: no room for a trail
+		return "", lines, again // not even the fold line fits: no room for a trail
 	}
 	place(budget)
 	shown := true
@@ -608,7 +610,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (stri
 	}
 	if folded == 0 && shown {
 		s, _ := fitted(0, nil)
-		return s, lines
+		return s, lines, again
 	}
 	// Something folds: the ids it came from get a quarter of the budget;
 	// what the fold line leaves of it then goes to lines, the fold line
@@ -621,13 +623,13 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (stri
 		idTokens += count(id + ", ")
 	}
 	if count(first) >= budget-1 || idTokens >= budget/4 {
-		return first, lines
+		return first, lines, again
 	}
 	place(budget - idTokens - 1)
 	if second, _ := fitted(budget/4, named); second != "" && count(second) <= budget {
-		return second, lines
+		return second, lines, again
 	}
-	return first, lines
+	return first, lines, again
 }
 
 // foldBroken folds the lines whose text holds a line break (a path or a
@@ -682,8 +684,8 @@ func MeasureTrail(in compaction.SummaryInput) compaction.MeasuredTrail {
 	if in.Trail != nil {
 		return compaction.MeasuredTrail{Text: *in.Trail, Tokens: countOrEstimate(in)(*in.Trail)}
 	}
-	text, lines := trail(in, in.TrailTokens(), countOrEstimate(in))
-	return compaction.MeasuredTrail{Text: text, Tokens: countOrEstimate(in)(text), Folded: foldedLines(text, lines)}
+	text, lines, again := trail(in, in.TrailTokens(), countOrEstimate(in))
+	return compaction.MeasuredTrail{Text: text, Tokens: countOrEstimate(in)(text), Folded: foldedLines(text, lines, again)}
 }
 
 // trailOf is the trail of a summary of in, within its budget: the

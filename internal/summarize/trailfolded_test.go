@@ -82,3 +82,66 @@ func TestTrailLeavesOutWhatTheViewShowsAgain(t *testing.T) {
 		t.Errorf("without what the view keeps, the trail lacks the command:\n%s", got)
 	}
 }
+
+// TestShownAgainComesBackWhenTheViewLosesIt: what a trail leaves out
+// because the messages the view keeps show it again is kept whole beside
+// the summary (MeasuredTrail.Folded), so that once those messages leave
+// the view without being summarized (drop_middle drops whole turns after a
+// summary; masking keeps only the first error lines of an output), the
+// next summary shows it again. Before, the line was in neither the view
+// nor any later trail: the command and the error its head ran and printed
+// were lost from view for good.
+func TestShownAgainComesBackWhenTheViewLosesIt(t *testing.T) {
+	msgs := []chat.Message{
+		trailCall("msg_2", "Bash", `{"command":"pytest tests/test_a.py"}`), trailResult("msg_3", "msg_2", "E   ValueError: bad input\n<returncode>1</returncode>"),
+		trailCall("msg_6", "Bash", `{"command":"ls src"}`), trailResult("msg_7", "msg_6", "a.py"),
+	}
+	kept := []chat.Message{
+		trailCall("msg_8", "Bash", `{"command":"pytest tests/test_a.py"}`), trailResult("msg_9", "msg_8", "E   ValueError: bad input\n<returncode>1</returncode>"),
+	}
+	first := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, TrailMaxTokens: 2000, Count: trailCount, Messages: msgs, Kept: kept}
+	m1 := summarize.MeasureTrail(first)
+	if strings.Contains(m1.Text, "pytest tests/test_a.py") {
+		t.Fatalf("the trail shows %q, which the view keeps:\n%s", "pytest tests/test_a.py", m1.Text)
+	}
+	if !strings.Contains(m1.Folded, "pytest tests/test_a.py") || !strings.Contains(m1.Folded, "ValueError: bad input") {
+		t.Errorf("the lines the view shows again are not kept beside the summary:\n%s", m1.Folded)
+	}
+	first.Trail = &m1.Text
+	s1, err := summarize.Extractive{}.Summarize(t.Context(), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kept turn was dropped to fit (drop_middle), then summarized as
+	// the placeholder that stands for it.
+	dropped := chat.Message{ID: "ph_2_1", Role: chat.RoleUser, Kind: chat.KindPlaceholder, Parts: []chat.Part{{Type: chat.PartText,
+		Text: "[contextd dropped 2 messages (80 tokens) here so the request fits the window. Call ExpandMessage with message id ph_2_1 to read them.]"}}}
+	next := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, TrailMaxTokens: 2000, Count: trailCount, Previous: s1, PreviousFolded: m1.Folded,
+		Messages: []chat.Message{dropped, trailCall("msg_90", "Bash", `{"command":"make lint"}`), trailResult("msg_91", "msg_90", "ok")}}
+	m2 := summarize.MeasureTrail(next)
+	for _, want := range []string{"pytest tests/test_a.py", "ValueError: bad input", "ls src", "make lint"} {
+		if !strings.Contains(m2.Text, want) {
+			t.Errorf("the next trail lacks %q:\n%s", want, m2.Text)
+		}
+	}
+	if strings.Contains(m2.Text, "- folded: ") {
+		t.Errorf("the next trail, with room, folds:\n%s", m2.Text)
+	}
+}
+
+// TestFoldedLinesAreBounded: what a summary keeps beside it, its folded
+// lines and those the view showed again together, is at most
+// compaction.MaxFoldedBytes, the newest kept.
+func TestFoldedLinesAreBounded(t *testing.T) {
+	var msgs, kept []chat.Message
+	for i := range 400 {
+		cmd := fmt.Sprintf(`{"command":"grep -rn pattern%03d src/%s"}`, i, strings.Repeat("d", 80))
+		msgs = append(msgs, trailCall(fmt.Sprintf("msg_%d", 2*i+2), "Bash", cmd), trailResult(fmt.Sprintf("msg_%d", 2*i+3), fmt.Sprintf("msg_%d", 2*i+2), "no match"))
+		kept = append(kept, trailCall(fmt.Sprintf("msg_%d", 2*i+1002), "Bash", cmd), trailResult(fmt.Sprintf("msg_%d", 2*i+1003), fmt.Sprintf("msg_%d", 2*i+1002), "no match"))
+	}
+	in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, TrailMaxTokens: 2000, Count: trailCount, Messages: msgs, Kept: kept}
+	m := summarize.MeasureTrail(in)
+	if len(m.Folded) > compaction.MaxFoldedBytes || !strings.Contains(m.Folded, "pattern399") || strings.Contains(m.Folded, "pattern000") {
+		t.Errorf("%d bytes kept beside the summary (at most %d, the newest first):\n%.300s", len(m.Folded), compaction.MaxFoldedBytes, m.Folded)
+	}
+}
