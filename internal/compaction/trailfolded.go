@@ -22,9 +22,11 @@ type MeasuredTrail struct {
 	Folded string
 }
 
-// foldedMeta is the metadata of a summary whose trail folded folded.
+// foldedMeta is the metadata of a summary whose trail folded folded: none
+// past MaxFoldedBytes (Request.Trail is the caller's; the bound is kept
+// here, TestSummaryFoldedIsBounded).
 func foldedMeta(folded string) map[string]string {
-	if folded == "" {
+	if folded == "" || len(folded) > MaxFoldedBytes {
 		return nil
 	}
 	return map[string]string{MetaTrailFolded: folded}

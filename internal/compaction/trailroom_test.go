@@ -157,3 +157,20 @@ func TestSummaryKeepsWhatItsTrailFolded(t *testing.T) {
 		t.Errorf("the next summary was given %q; want the previous one's folded lines", got)
 	}
 }
+
+// TestSummaryFoldedIsBounded: a summary keeps its trail's folded lines
+// only within compaction.MaxFoldedBytes, whatever Request.Trail returns
+// (it is a field of the request: the bound is the planner's, not each
+// caller's to keep); past it, none.
+func TestSummaryFoldedIsBounded(t *testing.T) {
+	b := (&builder{}).user("Fix the bug.").steps(80, 400, "c")
+	req := request(b, 16_000, compaction.TierSummarize)
+	huge := strings.Repeat("- ran: make a — m2\n", 4000)
+	req.Trail = func(in compaction.SummaryInput) compaction.MeasuredTrail {
+		return compaction.MeasuredTrail{Text: "\n## Trail\n- folded: 4000 other lines.\n", Tokens: 10, Folded: huge}
+	}
+	plan := mustPlan(t, req)
+	if len(plan.New) != 1 || len(plan.New[0].Metadata[compaction.MetaTrailFolded]) > compaction.MaxFoldedBytes {
+		t.Fatalf("the summary keeps %d bytes of folded lines; want at most %d", len(plan.New[0].Metadata[compaction.MetaTrailFolded]), compaction.MaxFoldedBytes)
+	}
+}
