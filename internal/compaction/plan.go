@@ -28,9 +28,13 @@ type SummaryInput struct {
 	Round        int
 	OriginalTask string
 	Previous     string // the summary of round Round-1, if it is being integrated
-	Messages     []chat.Message
-	Instructions string
-	MaxTokens    int
+	// PreviousFolded is what the previous summary's trail folded, its
+	// lines whole (its MetaTrailFolded): the trail shows them again where
+	// it has room (trailfolded.go).
+	PreviousFolded string
+	Messages       []chat.Message
+	Instructions   string
+	MaxTokens      int
 	// TrailMaxTokens is the budget of the summary's exact artifact trail,
 	// on top of MaxTokens (TrailBudget; 0: TrailTokens says; negative: no
 	// room for a trail, the summary has none).
@@ -46,6 +50,10 @@ type SummaryInput struct {
 	// this input (Request.Trail, measuring the cut); nil: the summarizer
 	// makes it.
 	Trail *string
+	// Kept is what the view keeps verbatim after the summary (the tail
+	// and the messages kept before the cut): the trail leaves out a line
+	// whose command, file, test, error or URL these show again.
+	Kept []chat.Message
 }
 
 // Request is everything the planner needs; it does no I/O of its own (the
@@ -75,7 +83,7 @@ type Request struct {
 	// rather than its whole budget; the summary of the cut chosen is
 	// written with the trail measured for it (SummaryInput.Trail), not
 	// made again. nil: the whole budget, and the summarizer makes it.
-	Trail func(SummaryInput) (text string, tokens int)
+	Trail func(SummaryInput) MeasuredTrail
 	// NewID returns a fresh message id for a synthetic message of a kind.
 	NewID func(kind chat.Kind) string
 }
@@ -582,9 +590,11 @@ func (p *planner) summarize() error {
 	// head it summarizes needs, within its budget (Request.Trail, trailCut): a
 	// large budget that the trail does not fill would leave only the
 	// latest step verbatim.
-	trail := min(TrailBudget(p.req.Policy, p.req.Window), p.trailRoom())
+	// When the request has less left than the trail's budget, the
+	// summary's cap gives way first (trailAndCap).
+	trail, summaryCap := p.trailAndCap()
 	cutFor := func(reserve int) int {
-		budget := min(p.req.Policy.KeepRecentTokens, p.target-p.req.Fixed-headKept-int64(p.req.Policy.SummaryMaxTokens+reserve))
+		budget := min(p.req.Policy.KeepRecentTokens, p.target-p.req.Fixed-headKept-int64(summaryCap+reserve))
 		return p.cutBefore(budget)
 	}
 	cut := cutFor(trail)
@@ -597,36 +607,38 @@ func (p *planner) summarize() error {
 			task = joinText(&p.view[i])
 		}
 	}
-	summarized, replaced, before, previous := p.headBefore(cut)
+	summarized, replaced, before, previous, folded := p.headBefore(cut)
 	if len(replaced) == 0 {
 		return nil
 	}
 	sumID := p.req.NewID(chat.KindSummary) // the summary names its own id, and so does its trail
 	tool := p.req.Policy.ExposeExpandTool
-	input := func(summarized []chat.Message, previous string) SummaryInput {
-		return SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, Messages: summarized,
-			Instructions: p.req.Instructions, MaxTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trailMax(trail),
-			ID: sumID, ExpandTool: tool, Count: p.req.CountText}
+	input := func(cut int, summarized []chat.Message, previous, folded string) SummaryInput {
+		return SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, PreviousFolded: folded, Messages: summarized,
+			Instructions: p.req.Instructions, MaxTokens: summaryCap, TrailMaxTokens: trailMax(trail),
+			ID: sumID, ExpandTool: tool, Count: p.req.CountText, Kept: p.keptWith(cut)}
 	}
-	trails := map[int]string{} // the trail measured of each cut (at most 1 + maxTrailCuts)
+	trails := map[int]MeasuredTrail{} // the trail measured of each cut (at most 1 + maxTrailCuts)
 	if p.req.Trail != nil {
 		measure := func(cut int) int {
-			summarized, _, _, previous := p.headBefore(cut)
-			text, tokens := p.req.Trail(input(summarized, previous))
-			trails[cut] = text
-			return tokens
+			summarized, _, _, previous, folded := p.headBefore(cut)
+			t := p.req.Trail(input(cut, summarized, previous, folded))
+			trails[cut] = t
+			return t.Tokens
 		}
 		if c := trailCut(cut, trail, cutFor, measure); c < cut {
 			cut = c
-			summarized, replaced, before, previous = p.headBefore(cut)
+			summarized, replaced, before, previous, folded = p.headBefore(cut)
 			if len(replaced) == 0 {
 				return nil
 			}
 		}
 	}
-	in := input(summarized, previous)
+	in := input(cut, summarized, previous, folded)
+	var meta map[string]string
 	if t, ok := trails[cut]; ok {
-		in.Trail = &t
+		in.Trail = &t.Text
+		meta = foldedMeta(t.Folded)
 	}
 	text, err := p.req.Summarize(in)
 	if err != nil {
@@ -637,7 +649,7 @@ func (p *planner) summarize() error {
 		// An LLM's summary has no header of its own.
 		text = header + text
 	}
-	sum := chat.Message{ID: sumID, Role: chat.RoleUser, Kind: chat.KindSummary, Parts: []chat.Part{{Type: chat.PartText, Text: text}}}
+	sum := chat.Message{ID: sumID, Role: chat.RoleUser, Kind: chat.KindSummary, Parts: []chat.Part{{Type: chat.PartText, Text: text}}, Metadata: meta}
 	sum.Tokens = p.req.Count(&sum)
 	if sum.Tokens >= before {
 		return nil // nothing to gain

@@ -48,10 +48,24 @@ func (p *planner) keptBefore(cut int) map[string]bool {
 	return keep
 }
 
+// keptWith is what the view keeps verbatim with a summary of the view
+// before cut: the messages kept before it and the tail.
+func (p *planner) keptWith(cut int) []chat.Message {
+	keep := p.keptBefore(cut)
+	var out []chat.Message
+	for _, m := range p.view[:cut] {
+		if keep[m.ID] {
+			out = append(out, m)
+		}
+	}
+	return append(out, p.view[cut:]...)
+}
+
 // headBefore is what a summary of the view before cut stands for: the
 // messages it summarizes (the originals of what this plan pruned), the ids
-// it replaces, their tokens and the previous summary's text.
-func (p *planner) headBefore(cut int) (summarized []chat.Message, replaced []string, before int64, previous string) {
+// it replaces, their tokens, the previous summary's text and what its
+// trail folded (MetaTrailFolded).
+func (p *planner) headBefore(cut int) (summarized []chat.Message, replaced []string, before int64, previous, folded string) {
 	keep := p.keptBefore(cut)
 	for _, m := range p.view[:cut] {
 		if keep[m.ID] {
@@ -59,7 +73,7 @@ func (p *planner) headBefore(cut int) (summarized []chat.Message, replaced []str
 		}
 		switch orig, ok := p.pruned[m.ID]; {
 		case m.Kind == chat.KindSummary:
-			previous = joinText(&m)
+			previous, folded = joinText(&m), m.Metadata[MetaTrailFolded]
 		case ok:
 			summarized = append(summarized, orig)
 		default:
@@ -68,7 +82,7 @@ func (p *planner) headBefore(cut int) (summarized []chat.Message, replaced []str
 		replaced = append(replaced, m.ID)
 		before += m.Tokens
 	}
-	return summarized, replaced, before, previous
+	return summarized, replaced, before, previous, folded
 }
 
 // maxTrailCuts bounds the heads trailCut measures after the first.

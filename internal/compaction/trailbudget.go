@@ -52,6 +52,31 @@ func trailMax(budget int) int {
 	return budget
 }
 
+// minProseShare: when the request has less room left than the trail's
+// budget, the summary's cap gives way to the trail, down to
+// 1/minProseShare of summary_max_tokens (trailAndCap).
+const minProseShare = 4
+
+// trailAndCap returns the trail's budget of a summary and the cap of the
+// rest of it (SummaryInput.MaxTokens). The trail takes its budget within
+// what the request has left (trailRoom, which reserves the summary's whole
+// cap); when that is less, the cap gives the trail what it lacks, down to
+// a quarter of the cap: the two together take no more room than before,
+// but what the trail cannot hold folds for good (a chained summary merges
+// the trail it reads, and a folded line is only counted there), where
+// prose is written anew each time. At 8k on the corpus one large latest
+// step left a trail 1,092 tokens of its 2,437 once and folded 52 lines
+// that never came back (make bench-recall: "behind an older summary").
+func (p *planner) trailAndCap() (trail, summaryCap int) {
+	budget, room, summaryCap := TrailBudget(p.req.Policy, p.req.Window), p.leftForTrail(), p.req.Policy.SummaryMaxTokens
+	if short := budget - room; short > 0 {
+		give := min(short, summaryCap-summaryCap/minProseShare)
+		summaryCap -= give
+		room += give
+	}
+	return min(budget, max(room, 0)), summaryCap
+}
+
 // trailRoom is the most the trail of a summary may take and the request
 // still fit: the usable window less the fixed part, what stays verbatim
 // at the deepest cut (the latest step, the original task, pinned messages,
@@ -60,7 +85,11 @@ func trailMax(budget int) int {
 // a large latest step, that share can be more than is left, and the
 // summary with its trail made the request too large where the summary
 // alone fit (8k: 7,272 tokens for 6,964 usable).
-func (p *planner) trailRoom() int {
+func (p *planner) trailRoom() int { return max(0, p.leftForTrail()) }
+
+// leftForTrail is trailRoom before it is bounded at 0: negative when what
+// must stay and the summary's cap are more than the usable window.
+func (p *planner) leftForTrail() int {
 	deep := p.cutBefore(0)
 	keep := p.keptBefore(deep)
 	var must int64
@@ -69,5 +98,5 @@ func (p *planner) trailRoom() int {
 			must += m.Tokens
 		}
 	}
-	return int(max(0, p.req.Usable()-p.req.Fixed-must-int64(p.req.Policy.SummaryMaxTokens)))
+	return int(p.req.Usable() - p.req.Fixed - must - int64(p.req.Policy.SummaryMaxTokens))
 }

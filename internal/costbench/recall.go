@@ -87,6 +87,13 @@ type RecallResult struct {
 	// ByClass and ByKind count probes after every compaction.
 	ByClass map[probes.Class]*Recall
 	ByKind  map[probes.Kind]*Recall
+	// OverTarget counts the compactions whose request is above the
+	// target a compaction aims at (the cache target of the usable window:
+	// every strategy here is cache-aware), OverWarning those above the
+	// warning threshold (the next call compacts again).
+	OverTarget, OverWarning int
+	// Misses counts the probes not in view by kind and why (recallmiss.go).
+	Misses map[probes.Kind]map[string]int
 	// Summaries counts the distinct summary texts the replays produced,
 	// each checked against its transcript's originals (cutWords): Cuts
 	// says what any of them cut (a word, an identifier, a path).
@@ -126,6 +133,9 @@ func (r *RecallResult) merge(o RecallResult) {
 	r.Dense += o.Dense
 	r.Folded += o.Folded
 	r.Judge.merge(o.Judge)
+	r.mergeMisses(o)
+	r.OverTarget += o.OverTarget
+	r.OverWarning += o.OverWarning
 	for c, v := range o.ByClass {
 		r.class(c).add(*v)
 	}
@@ -284,6 +294,12 @@ func replayRecall(ctx context.Context, e *engine.Engine, window int64, s RecallS
 			return nil
 		}
 		r.Compactions++
+		if !s.DropMiddle && used > int64(def.CacheTarget*float64(usable)) {
+			r.OverTarget++
+		}
+		if !s.DropMiddle && used > int64(def.WarningThreshold*float64(usable)) {
+			r.OverWarning++
+		}
 		for _, m := range view {
 			if m.Kind == chat.KindSummary {
 				if t := m.Text(); !slices.Contains(summaries, t) {
@@ -385,14 +401,8 @@ func scoreView(ctx context.Context, e *engine.Engine, session string, view []cha
 		behind.WriteString(expanded[id])
 	}
 	sentText, sumText, behindText := sent.String(), summaries.String(), behind.String()
-	all := func(text string, needles []string) bool {
-		for _, n := range needles {
-			if !strings.Contains(text, n) {
-				return false
-			}
-		}
-		return true
-	}
+	all := holdsAll
+	kinds := syntheticKinds(view, named)
 	status := make([]Recall, len(ps))
 	for i, p := range ps {
 		var one Recall
@@ -404,6 +414,9 @@ func scoreView(ctx context.Context, e *engine.Engine, session string, view []cha
 			one.InView, one.InSummary = 1, 1
 		case strings.Contains(behindText, "\x00id:"+p.Origin+"\x00") || all(behindText, p.Needles) || namesID(sentText+sumText, p.Origin):
 			one.OneExpand = 1
+		}
+		if one.InView == 0 {
+			r.addMiss(p.Kind, missReason(p, synthetic, kinds, expanded, func(id string) bool { return namesID(sentText+sumText, id) }), 1)
 		}
 		r.class(p.Class()).add(one)
 		r.kind(p.Kind).add(one)

@@ -154,9 +154,19 @@ func TestLLMSummarizers(t *testing.T) {
 						t.Errorf("the LLM summary was not used: warnings %v\n%s", res.Status.Warnings, summary)
 					}
 					// The task is not repeated (every tier keeps it in the
-					// view); the trail lists what the calls did.
-					if strings.Contains(summary, "Fix the failing test in src/app.py.") || !strings.Contains(summary, "\n## Trail\n") {
-						t.Errorf("pinned facts missing:\n%s", summary)
+					// view); the trail lists what the calls did, but for
+					// what the messages the view keeps show again (every
+					// call reads the same file): those lines are kept
+					// beside the summary (compaction.MetaTrailFolded).
+					again := ""
+					for _, m := range res.Messages {
+						if m.Kind == chat.KindSummary {
+							again = m.Metadata[compaction.MetaTrailFolded]
+						}
+					}
+					if strings.Contains(summary, "Fix the failing test in src/app.py.") ||
+						!strings.Contains(summary, "\n## Trail\n") && !strings.Contains(again, "## shown again\n- read: x") {
+						t.Errorf("pinned facts missing:\n%s\nbeside it:\n%s", summary, again)
 					}
 					body, _ := fake.lastBody.Load().(map[string]any)
 					if body["model"] == nil || !strings.Contains(fake.lastAuth.Load().(string), "test-key") {

@@ -2,6 +2,7 @@ package summarize
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -73,5 +74,48 @@ func TestAsk(t *testing.T) {
 				t.Errorf("summary request: %q", got)
 			}
 		})
+	}
+}
+
+// TestSummaryCutAtMaxTokensEndsWhole: an LLM's summary that stopped at its
+// max_tokens (OpenAI's finish_reason "length", Anthropic's stop_reason
+// "max_tokens") loses the line the cap cut, so no summary ends inside a
+// word or a path; one cut line alone is an empty answer (the extractive
+// summary then). Where the summary's cap gives way to the trail the model
+// is asked for a quarter of summary_max_tokens (200 of 800), and the cut
+// line went into the view as is.
+func TestSummaryCutAtMaxTokensEndsWhole(t *testing.T) {
+	answer := "Fixed the parser in /src/calc.py.\nNext: run the tests in /src/te"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/chat/completions"):
+			_ = json.NewEncoder(w).Encode(map[string]any{"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+				"choices": []any{map[string]any{"index": 0, "finish_reason": "length", "message": map[string]any{"role": "assistant", "content": answer}}},
+				"usage":   map[string]any{"prompt_tokens": 120, "completion_tokens": 200, "total_tokens": 320}})
+		case strings.HasSuffix(r.URL.Path, "/messages"):
+			_ = json.NewEncoder(w).Encode(map[string]any{"id": "m", "type": "message", "role": "assistant", "model": "m", "stop_reason": "max_tokens",
+				"content": []any{map[string]any{"type": "text", "text": answer}},
+				"usage":   map[string]any{"input_tokens": 100, "output_tokens": 200}})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	ep := Endpoint{BaseURL: srv.URL + "/v1/", APIKey: "k", Timeout: 10 * time.Second}
+	aep := ep
+	aep.BaseURL = srv.URL
+	for name, m := range map[string]Metered{"openai": NewOpenAI(ep, "m"), "anthropic": NewAnthropic(aep, "m")} {
+		in := compaction.SummaryInput{Round: 1, OriginalTask: "fix the build", MaxTokens: 200}
+		got, u, err := m.SummarizeMetered(t.Context(), in)
+		if err != nil || got != "Fixed the parser in /src/calc.py." || u.Output != 200 {
+			t.Errorf("%s: %q, %+v, %v; want the whole first line, the call billed", name, got, u, err)
+		}
+	}
+	answer = "Fixed the parser in /src/ca"
+	for name, m := range map[string]Metered{"openai": NewOpenAI(ep, "m"), "anthropic": NewAnthropic(aep, "m")} {
+		if got, _, err := m.SummarizeMetered(t.Context(), compaction.SummaryInput{Round: 1, MaxTokens: 200}); !errors.Is(err, ErrEmptyAnswer) {
+			t.Errorf("%s: one cut line gave %q, %v; want ErrEmptyAnswer", name, got, err)
+		}
 	}
 }

@@ -76,7 +76,8 @@ func (o *OpenAI) Summarize(ctx context.Context, in compaction.SummaryInput) (str
 // SummarizeMetered implements Metered: the usage comes from the response's
 // usage block (prompt_tokens includes the cached ones).
 func (o *OpenAI) SummarizeMetered(ctx context.Context, in compaction.SummaryInput) (string, Usage, error) {
-	text, u, err := o.Ask(ctx, systemPrompt, userPrompt(in), in.MaxTokens)
+	text, u, cut, err := o.ask(ctx, systemPrompt, userPrompt(in), in.MaxTokens)
+	text = wholeLines(text, cut)
 	if err == nil && text == "" {
 		err = fmt.Errorf("openai-compatible model (%s): %w", o.model, ErrEmptyAnswer)
 	}
@@ -115,11 +116,29 @@ func (a *Anthropic) Summarize(ctx context.Context, in compaction.SummaryInput) (
 
 // SummarizeMetered implements Metered, from the response's usage block.
 func (a *Anthropic) SummarizeMetered(ctx context.Context, in compaction.SummaryInput) (string, Usage, error) {
-	text, u, err := a.Ask(ctx, systemPrompt, userPrompt(in), in.MaxTokens)
+	text, u, cut, err := a.ask(ctx, systemPrompt, userPrompt(in), in.MaxTokens)
+	text = wholeLines(text, cut)
 	if err == nil && text == "" {
 		err = fmt.Errorf("anthropic model (%s): %w", a.model, ErrEmptyAnswer)
 	}
 	return text, u, err
+}
+
+// wholeLines is an LLM's summary less the line its max_tokens cut off
+// (cut), if any: a summary never cuts a word, an identifier or a path
+// (docs/compaction.md), and where the summary's cap gives way to the trail
+// (compaction's trailAndCap) the model is asked for a quarter of
+// summary_max_tokens, which an answer outruns more often. An answer of one
+// cut line leaves nothing (ErrEmptyAnswer: the extractive summary instead).
+func wholeLines(text string, cut bool) string {
+	if !cut {
+		return text
+	}
+	i := strings.LastIndexByte(text, '\n')
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimSpace(text[:i])
 }
 
 // Usage is what one LLM call was billed, from the provider's usage block.

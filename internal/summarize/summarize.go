@@ -169,6 +169,7 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 		writeSection(&b, SecFiles, fileList, true)
 		files = count(b.String())
 	}
+trim:
 	for count(out)-files > proseCap(in.MaxTokens) {
 		longest := ""
 		for _, s := range listSections {
@@ -186,8 +187,17 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 		case longest != "" && len(lists[longest]) == 1:
 			lists[longest] = nil
 		default:
-			return out // nothing left to cut
+			break trim // nothing left to cut
 		}
+		out = doc(stateChars)
+	}
+	// The prose's floor (its headings, one line of focus, a short state)
+	// and Files at their own half can be more than a small cap (one that
+	// gave way to the trail, compaction's trailAndCap, down to 200 tokens of
+	// the default 800): the oldest files go, so that the summary takes no
+	// more than the planner left it (TestSummaryOvershootIsBounded).
+	for len(fileList) > 0 && count(out) > in.MaxTokens {
+		fileList = fileList[:len(fileList)-1]
 		out = doc(stateChars)
 	}
 	return out

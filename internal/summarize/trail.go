@@ -380,11 +380,21 @@ func mergeTrail(prev, next []trailLine) []trailLine {
 // first, within a quarter of the budget (the rest are behind the summary's
 // own id, which the line names too).
 func Trail(in compaction.SummaryInput, budget int, count func(string) int) string {
+	s, _, _ := trail(in, budget, count)
+	return s
+}
+
+// trail is Trail, the lines it placed or folded (those it shows are in its
+// text; the others folded: foldedLines) and those it left out because the
+// view shows them again (shownAgain).
+func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ string, placed, again []trailLine) {
 	prev, folded, foldIDs := parseTrail(in.Previous)
+	prev, folded = restoreFolded(in.PreviousFolded, prev, folded)
 	slices.Reverse(foldIDs) // a fold line names them newest first; foldIDs runs oldest first
 	from := trailFrom(in.Messages)
 	folded += from // messages beyond the read bound: behind the summary's id
-	lines := mergeTrail(prev, trailLines(in.Messages[from:]))
+	var lines []trailLine
+	lines, again = shownAgain(mergeTrail(prev, trailLines(in.Messages[from:])), in.Kept)
 	lines, folded, foldIDs = foldBroken(lines, folded, foldIDs)
 	if len(lines) > maxTrailLines {
 		folded += len(lines) - maxTrailLines
@@ -394,7 +404,7 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		lines = lines[len(lines)-maxTrailLines:]
 	}
 	if len(lines) == 0 && folded == 0 {
-		return ""
+		return "", nil, again
 	}
 	header := count(trailHeader)
 	// Each line's cost whole and dense, and each group's whole (groups:
@@ -455,7 +465,7 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 			dense[i], kept[i] = l.bare, !l.bare
 		}
 		if all := render(""); count(all) <= budget/wholeShort {
-			return all
+			return all, lines, again
 		}
 	}
 	base := header + count(foldLine(in, folded+len(lines), nil)) // the header and the fold line of every line
@@ -591,7 +601,7 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		return s, named
 	}
 	if base > budget {
-		return "" // not even the fold line fits: no room for a trail
+		return "", lines, again // not even the fold line fits: no room for a trail
 	}
 	place(budget)
 	shown := true
@@ -600,7 +610,7 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 	}
 	if folded == 0 && shown {
 		s, _ := fitted(0, nil)
-		return s
+		return s, lines, again
 	}
 	// Something folds: the ids it came from get a quarter of the budget;
 	// what the fold line leaves of it then goes to lines, the fold line
@@ -613,13 +623,13 @@ func Trail(in compaction.SummaryInput, budget int, count func(string) int) strin
 		idTokens += count(id + ", ")
 	}
 	if count(first) >= budget-1 || idTokens >= budget/4 {
-		return first
+		return first, lines, again
 	}
 	place(budget - idTokens - 1)
 	if second, _ := fitted(budget/4, named); second != "" && count(second) <= budget {
-		return second
+		return second, lines, again
 	}
-	return first
+	return first, lines, again
 }
 
 // foldBroken folds the lines whose text holds a line break (a path or a
@@ -668,11 +678,14 @@ func expandSentence(in compaction.SummaryInput) string {
 	return strings.TrimSuffix(strings.TrimSuffix(s, "\n"), " to read them.]")
 }
 
-// MeasureTrail is the trail of a summary of in and the tokens it takes (the
-// planner's compaction.Request.Trail).
-func MeasureTrail(in compaction.SummaryInput) (string, int) {
-	trail := trailOf(in)
-	return trail, countOrEstimate(in)(trail)
+// MeasureTrail is the trail of a summary of in, the tokens it takes and the
+// lines it folded (the planner's compaction.Request.Trail).
+func MeasureTrail(in compaction.SummaryInput) compaction.MeasuredTrail {
+	if in.Trail != nil {
+		return compaction.MeasuredTrail{Text: *in.Trail, Tokens: countOrEstimate(in)(*in.Trail)}
+	}
+	text, lines, again := trail(in, in.TrailTokens(), countOrEstimate(in))
+	return compaction.MeasuredTrail{Text: text, Tokens: countOrEstimate(in)(text), Folded: foldedLines(text, lines, again)}
 }
 
 // trailOf is the trail of a summary of in, within its budget: the

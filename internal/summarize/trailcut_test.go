@@ -87,16 +87,21 @@ func TestSummaryStaysWithinTarget(t *testing.T) {
 // after what stays verbatim and the summary's cap (its budget, a share of
 // the window, was more): the request fits. Without the room measured, the
 // summary with its trail made it too large where the summary alone fit.
-// With a latest step so large that no room is left for a trail at all, the
-// summary has none (a budget of 0 was read as unset and took the fixed
-// 800 tokens: 7,514 tokens for 6,964 usable).
+// With a latest step that leaves the trail no room after the summary's
+// whole cap, the cap gives way to it (trailAndCap: 420 steps of plan);
+// with one so large that no room is left even then (480), the summary has
+// none (a budget of 0 was read as unset and took the fixed 800 tokens:
+// 7,514 tokens for 6,964 usable).
 func TestTrailFitsWhatIsLeft(t *testing.T) {
-	for _, plan := range []int{330, 420} {
-		t.Run(fmt.Sprint(plan), func(t *testing.T) { trailFitsWhatIsLeft(t, plan) })
+	for _, c := range []struct {
+		plan  int
+		trail bool
+	}{{330, true}, {420, true}, {480, false}} {
+		t.Run(fmt.Sprint(c.plan), func(t *testing.T) { trailFitsWhatIsLeft(t, c.plan, c.trail) })
 	}
 }
 
-func trailFitsWhatIsLeft(t *testing.T, planSteps int) {
+func trailFitsWhatIsLeft(t *testing.T, planSteps int, wantTrail bool) {
 	var msgs []chat.Message
 	add := func(m chat.Message) {
 		m.ID, m.Kind = fmt.Sprintf("msg_%d", len(msgs)+1), chat.KindNormal
@@ -121,7 +126,7 @@ func trailFitsWhatIsLeft(t *testing.T, planSteps int) {
 	if plan.TokensAfter > req.Usable() {
 		t.Errorf("%d tokens after %v, %d usable", plan.TokensAfter, plan.Tiers, req.Usable())
 	}
-	if room := strings.Contains(plan.Summary, "## "+summarize.SecTrail); room != (planSteps < 400) {
+	if room := strings.Contains(plan.Summary, "## "+summarize.SecTrail); room != wantTrail {
 		t.Errorf("a trail in the summary: %v, want %v\n%s", room, !room, plan.Summary)
 	}
 }
@@ -181,25 +186,7 @@ func TestSummaryFitsSmallWindows(t *testing.T) {
 		for _, reserved := range []int64{15, 30, 50} {
 			for _, steps := range []int{25, 200} {
 				for _, latest := range []int64{0, 25} { // the original task's and the latest step's share of the usable window, in %
-					var msgs []chat.Message
-					add := func(m chat.Message) {
-						m.ID, m.Kind = fmt.Sprintf("msg_%d", len(msgs)+1), chat.KindNormal
-						m.Tokens = quarterCount(&m)
-						msgs = append(msgs, m)
-					}
-					usable := w - w*reserved/100 - 100
-					add(chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the parser. " + strings.Repeat("The grammar reads each clause. ", int(usable*latest/100*4/31))}}})
-					for i := range steps {
-						cmd := fmt.Sprintf("python -m pytest tests/test_mod%d.py -x --tb=long %s", i, strings.Repeat("-k word ", 30))
-						add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{
-							ID: fmt.Sprintf("c%d", i), Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}}}})
-						out := fmt.Sprintf("ValueError: %s\nerror: %s\n<returncode>1</returncode>", strings.Repeat("bad value word ", 40), strings.Repeat("another ", 50))
-						add(chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
-							ToolCallID: fmt.Sprintf("c%d", i), Content: out}}}})
-					}
-					if latest > 0 {
-						add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "My plan: " + strings.Repeat("rewrite the clause reader step by step. ", int(usable*latest/100*4/40))}}})
-					}
+					msgs := smallWindowSession(w-w*reserved/100-100, steps, latest, latest)
 					req := extractiveRequest(t, msgs, w)
 					req.Policy.ReservedOutputTokens = w * reserved / 100
 					req.Policy.KeepHumanTokens = (w - req.Policy.ReservedOutputTokens) / 4
@@ -214,4 +201,117 @@ func TestSummaryFitsSmallWindows(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSummaryOvershootIsBounded: where what stays verbatim, the summary's
+// cap and the trail's budget are more than the target leaves (small
+// windows, a large original task or latest step), the view after a
+// summary may end above the target, but never by more than that: at most
+// the fixed part, the original task, the latest step, the summary's cap
+// and the trail's budget (and never above the usable window). The trail
+// takes what it needs within its budget, so it is the most the trail's
+// share can push a compaction over its target.
+//
+// That bound holds only because the summary's text stays within the cap it
+// was given (SummaryInput.MaxTokens) and its trail within its budget: where
+// the cap gives way to the trail (trailAndCap, down to a quarter of
+// summary_max_tokens), the two together take no more than before. So each
+// summary is checked against the cap and budget it was given, with and
+// without instructions (a Requested focus line the prose never drops):
+// with a cap of 200 the prose took 212 tokens (its floor, one focus line,
+// and Files at their own half of the cap), more than the planner left it.
+// The bound on the view alone held with or without the cap giving way.
+func TestSummaryOvershootIsBounded(t *testing.T) {
+	over, cases, squeezed := 0, 0, 0
+	focus := "Keep every detail of the pytest runs and the ValueError bad value word lines, the clause reader and the grammar. " + strings.Repeat("Mention each test module by name. ", 8)
+	for _, w := range []int64{4096, 6000, 8192, 12288, 16384} {
+		for _, reserved := range []int64{15, 30, 50} {
+			for _, steps := range []int{25, 200} {
+				for _, task := range []int64{0, 25} { // the original task's share of the usable window, in %
+					for _, latest := range []int64{0, 25} { // the latest step's
+						for _, instructions := range []string{"", focus} {
+							msgs := smallWindowSession(w-w*reserved/100-100, steps, task, latest)
+							req := extractiveRequest(t, msgs, w)
+							req.Policy.ReservedOutputTokens = w * reserved / 100
+							req.Policy.KeepHumanTokens = (w - req.Policy.ReservedOutputTokens) / 4
+							req.Instructions = instructions
+							req.Summarize = func(in compaction.SummaryInput) (string, error) {
+								text, err := summarize.Extractive{}.Summarize(t.Context(), in)
+								prose, trail := text, ""
+								if i := strings.Index(text, "\n## "+summarize.SecTrail+"\n"); i >= 0 {
+									prose, trail = text[:i], text[i:]
+								}
+								if in.MaxTokens < req.Policy.SummaryMaxTokens {
+									squeezed++
+								}
+								if n := quarterText(prose); n > in.MaxTokens {
+									t.Errorf("window %d, %d %% reserved, %d steps, task %d %%, latest %d %%, focus %v: the summary's text takes %d tokens, its cap %d:\n%s",
+										w, reserved, steps, task, latest, instructions != "", n, in.MaxTokens, prose)
+								}
+								if n := quarterText(trail); n > in.TrailTokens() {
+									t.Errorf("window %d, %d %% reserved, %d steps, task %d %%, latest %d %%, focus %v: the trail takes %d tokens, its budget %d",
+										w, reserved, steps, task, latest, instructions != "", n, in.TrailTokens())
+								}
+								return text, err
+							}
+							plan, err := compaction.PlanCompaction(req)
+							if err != nil {
+								t.Fatalf("window %d, %d %% reserved, %d steps, task %d %%, latest %d %%: %v", w, reserved, steps, task, latest, err)
+							}
+							if !slices.Contains(plan.Tiers, compaction.TierSummarize) {
+								continue
+							}
+							cases++
+							must := msgs[0].Tokens
+							for i := len(msgs) - 1; i > 0; i-- {
+								must += msgs[i].Tokens
+								if msgs[i].Role == chat.RoleAssistant {
+									break
+								}
+							}
+							target := int64(req.Target * float64(req.Usable()))
+							bound := max(target, req.Fixed+must+int64(req.Policy.SummaryMaxTokens+compaction.TrailBudget(req.Policy, w)))
+							if plan.TokensAfter > target {
+								over++
+							}
+							if plan.TokensAfter > min(bound, req.Usable()) {
+								t.Errorf("window %d, %d %% reserved, %d steps, task %d %%, latest %d %%: %d tokens after, bound %d (target %d, usable %d)",
+									w, reserved, steps, task, latest, plan.TokensAfter, bound, target, req.Usable())
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if squeezed == 0 {
+		t.Errorf("no summary had its cap give way to the trail; the cases were meant to squeeze some")
+	}
+	t.Logf("%d of %d summaries above the target, none above the bound; %d with the cap given way", over, cases, squeezed)
+}
+
+// smallWindowSession is the session of TestSummaryFitsSmallWindows and
+// TestSummaryOvershootIsBounded: an original task and a latest step taking
+// task and latest % of usable tokens, and steps failing pytest runs
+// between them.
+func smallWindowSession(usable int64, steps int, task, latest int64) []chat.Message {
+	var msgs []chat.Message
+	add := func(m chat.Message) {
+		m.ID, m.Kind = fmt.Sprintf("msg_%d", len(msgs)+1), chat.KindNormal
+		m.Tokens = quarterCount(&m)
+		msgs = append(msgs, m)
+	}
+	add(chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the parser. " + strings.Repeat("The grammar reads each clause. ", int(usable*task/100*4/31))}}})
+	for i := range steps {
+		cmd := fmt.Sprintf("python -m pytest tests/test_mod%d.py -x --tb=long %s", i, strings.Repeat("-k word ", 30))
+		add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{
+			ID: fmt.Sprintf("c%d", i), Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}}}})
+		out := fmt.Sprintf("ValueError: %s\nerror: %s\n<returncode>1</returncode>", strings.Repeat("bad value word ", 40), strings.Repeat("another ", 50))
+		add(chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
+			ToolCallID: fmt.Sprintf("c%d", i), Content: out}}}})
+	}
+	if latest > 0 {
+		add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "My plan: " + strings.Repeat("rewrite the clause reader step by step. ", int(usable*latest/100*4/40))}}})
+	}
+	return msgs
 }
