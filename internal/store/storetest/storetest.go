@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Idempotency", testIdempotency},
 		{"Rollback", testRollback},
 		{"Pipelined", testPipelined},
+		{"ReadAhead", testReadAhead},
 		{"ConcurrentCallsFailAlone", testConcurrentCallsFailAlone},
 		{"CompactionsAndViews", testCompactionsAndViews},
 		{"CompactionPaging", testCompactionPaging},
