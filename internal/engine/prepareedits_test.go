@@ -113,9 +113,9 @@ func (t viewWritesTx) ReplaceView(ctx context.Context, tenant, id string, ids []
 	return t.Tx.ReplaceView(ctx, tenant, id, ids)
 }
 
-func (t viewWritesTx) LogBytes(ctx context.Context, tenant string) (int64, error) {
+func (t viewWritesTx) CheckLogBytes(ctx context.Context, tenant string, quota int64, over error) error {
 	t.v.quota++
-	return t.Tx.LogBytes(ctx, tenant)
+	return t.Tx.CheckLogBytes(ctx, tenant, quota, over)
 }
 
 // TestPrepareWritesTheEditsViewOnce: three client edits in one

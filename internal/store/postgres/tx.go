@@ -76,8 +76,7 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 		// count checked here would come after the commit), so the
 		// statement divides by the count of rows it updated.
 		return t.write(ctx, func(_ pgconn.CommandTag, err error) error {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == "22012" { // division_by_zero
+			if isDivisionByZero(err) {
 				return notFound
 			}
 			return err
@@ -396,6 +395,25 @@ func (t *txn) LogBytes(ctx context.Context, tenant string) (int64, error) {
 		return 0, nil
 	}
 	return n, err
+}
+
+// CheckLogBytes implements store.Tx: a statement that fails on the server
+// (division by zero) when the count is over quota, so that, queued, it can
+// go in one pipeline with COMMIT (UpdateSession does the same). It holds
+// the count as LogBytes does.
+func (t *txn) CheckLogBytes(ctx context.Context, tenant string, quota int64, over error) error {
+	return t.writeAside(ctx, func(_ pgconn.CommandTag, err error) error {
+		if isDivisionByZero(err) {
+			return over
+		}
+		return err
+	}, `SELECT 1 / (CASE WHEN log_bytes > $2 THEN 0 ELSE 1 END) FROM tenant_usage WHERE tenant = $1 FOR UPDATE`, tenant, quota)
+}
+
+// isDivisionByZero: a statement made to fail on the server did.
+func isDivisionByZero(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "22012" // division_by_zero
 }
 
 // Notify sends a notification on channel that PostgreSQL delivers when the

@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"HistoryIndex", testHistoryIndex},
 		{"JobRunningCapIsExact", testJobRunningCapIsExact},
 		{"LogBytes", testLogBytes},
+		{"CheckLogBytes", testCheckLogBytes},
 		{"ViewGenerations", testViewGenerations},
 		{"SweepDuringFlip", testSweepDuringFlip},
 		{"DropDuringFlip", testDropDuringFlip},
