@@ -48,7 +48,8 @@ func (p *pipe) queue(sql string, check func(pgconn.CommandTag, error) error, arg
 }
 
 // queueAside queues a write of a table no store.ReadAhead read reads (the
-// ledger, an idempotency key, a notification): what was read ahead stays.
+// ledger, an idempotency key, the calibration, the quota's check, a
+// notification): what was read ahead stays.
 func (p *pipe) queueAside(sql string, check func(pgconn.CommandTag, error) error, args ...any) {
 	p.queued = append(p.queued, queuedWrite{sql: sql, args: args, check: check})
 }
@@ -236,7 +237,8 @@ func (t *txn) write(ctx context.Context, check func(pgconn.CommandTag, error) er
 }
 
 // writeAside is write for a table no store.ReadAhead read reads (the
-// ledger, an idempotency key, a notification): what was read ahead stays.
+// ledger, an idempotency key, the calibration, the quota's check, a
+// notification): what was read ahead stays.
 func (t *txn) writeAside(ctx context.Context, check func(pgconn.CommandTag, error) error, sql string, args ...any) error {
 	if store.IsPipelined(ctx) {
 		t.tx.queueAside(sql, check, args...)
