@@ -46,6 +46,12 @@ func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.
 	defer br.Close()
 	s, err := scanSession(br.QueryRow())
 	if err != nil {
+		// A missing session's reads ahead still ran: one that failed
+		// aborted the transaction, and its error is the answer (as
+		// batchRow.Scan's for a missing row), not ErrNotFound.
+		if cerr := br.Close(); errors.Is(err, store.ErrNotFound) && cerr != nil {
+			err = cerr
+		}
 		return s, err
 	}
 	ahead := &readAhead{tenant: tenant, id: id}
