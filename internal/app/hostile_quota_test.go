@@ -76,8 +76,9 @@ func logBytesOf(t *testing.T, env map[string]string, tenant string) int64 {
 // ResourceExhausted naming CONTEXTD_MAX_LOG_BYTES_PER_TENANT, and what was
 // acknowledged is exactly what the logs hold. On both stores, through
 // AppendMessages and through PrepareContext, whose transaction PostgreSQL
-// pipelines (store.Pipelined: the insert is sent with the quota's read,
-// which must see it).
+// pipelines (store.Pipelined: the insert and the quota's check, which
+// must see it, are sent with the commit, and the check's refusal is the
+// commit's error).
 func TestHostileLogQuota(t *testing.T) {
 	const quota, body = 12000, 1000
 	for _, via := range []struct {

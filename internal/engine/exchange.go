@@ -125,8 +125,10 @@ func (e *Engine) recordExchangeOnce(ctx context.Context, tenant, id string, in E
 	var before, final store.Session
 	sent := false // announced with the commit
 	// Pipelined: every write's error is returned as it is, and nothing
-	// goes on after one (store.Pipelined).
-	err := e.store.InTx(store.Pipelined(ctx), func(ctx context.Context, tx store.Tx) error {
+	// goes on after one (store.Pipelined). The open tool calls, which the
+	// reply's append pairs with, are read with the lock.
+	txCtx := store.WithReadAhead(store.Pipelined(ctx), store.ReadAhead{OpenToolCalls: len(counted) > 0})
+	err := e.store.InTx(txCtx, func(ctx context.Context, tx store.Tx) error {
 		out, reports, sent = ExchangeResult{}, nil, false
 		s, err := lockedSession(ctx, tx, tenant, id)
 		if err != nil {

@@ -37,17 +37,16 @@ func (e *Engine) checkViewMessages(s *store.Session, msgs []chat.Message) error 
 // refused too: a batch of messages adds bytes. (It was also called before
 // the insert, for that case: a read, on PostgreSQL a round trip, in every
 // write transaction that the check after the insert already covers.)
+//
+// The check is the store's (store.Tx.CheckLogBytes), so that PostgreSQL
+// sends it with the transaction's commit in a store.Pipelined transaction
+// instead of reading the count in a round trip of its own; its refusal is
+// then the commit's error, and the transaction is rolled back all the
+// same.
 func chargeLog(ctx context.Context, tx store.Tx, tenant string, quota int64) error {
 	if quota <= 0 {
 		return nil
 	}
-	n, err := tx.LogBytes(ctx, tenant)
-	if err != nil {
-		return err
-	}
-	if n > quota {
-		return fmt.Errorf("tenant %q would store %d bytes of messages; %s allows %d; delete sessions or wait for retention: %w",
-			tenant, n, limitLogBytes, quota, ErrResourceExhausted)
-	}
-	return nil
+	return tx.CheckLogBytes(ctx, tenant, quota, fmt.Errorf("tenant %q would store more than the %d bytes of messages %s allows; delete sessions or wait for retention: %w",
+		tenant, quota, limitLogBytes, ErrResourceExhausted))
 }

@@ -9,7 +9,8 @@ type pipelinedKey struct{}
 // returns nothing the caller reads (UpdateSession, InsertMessages,
 // AppendView, StageView, FlipView's flip (its count is a read),
 // InsertCompaction, PutToolCalls, PutIdempotency, AddLedger,
-// PutPreparedView, a notification) and sends it with the transaction's next statement that
+// PutPreparedView, PutCalibration, CheckLogBytes (its refusal is the
+// server's), a notification) and sends it with the transaction's next statement that
 // must be answered (a read) or with its COMMIT, in one round trip. Every
 // read still sees every write before it; what changes is when a write's
 // error is known: from the next read, or from InTx at the commit, never

@@ -189,6 +189,11 @@ type Tx interface {
 	// tenant's messages): concurrent writers of one tenant cannot both pass
 	// a quota. SQLite's single writer does so already.
 	LogBytes(ctx context.Context, tenant string) (int64, error)
+	// CheckLogBytes fails with over when the tenant's log holds more than
+	// quota bytes (LogBytes's count and hold). In a Pipelined transaction
+	// PostgreSQL queues it: the server fails the statement, and over is the
+	// error of the transaction's next read or of its commit.
+	CheckLogBytes(ctx context.Context, tenant string, quota int64, over error) error
 	// UpdateSession writes every mutable field of s.
 	UpdateSession(ctx context.Context, s *Session) error
 	// DeleteSession marks a session deleted; it is ErrNotFound from then on.

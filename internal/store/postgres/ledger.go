@@ -2,9 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/contextd/contextd/internal/store"
 )
@@ -13,7 +10,7 @@ import (
 // reports increment the same row and never lose one another. Totals
 // saturate at store.LedgerCap instead of overflowing.
 func (t *txn) AddLedger(ctx context.Context, tenant, sessionID string, kind store.LedgerKind, l store.LedgerTotals) error {
-	return t.write(ctx, nil, `INSERT INTO session_ledger AS l (tenant, session_id, kind, calls, input_tokens,
+	return t.writeAside(ctx, nil, `INSERT INTO session_ledger AS l (tenant, session_id, kind, calls, input_tokens,
 			cache_read_tokens, cache_write_tokens, output_tokens, cost_nano_usd, unpriced_calls)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (tenant, session_id, kind) DO UPDATE SET
@@ -54,15 +51,10 @@ func (s *Store) GetLedger(ctx context.Context, tenant, sessionID string) (_ stor
 }
 
 func (t *txn) GetPreparedView(ctx context.Context, tenant, sessionID string) (store.PreparedView, error) {
-	var v store.PreparedView
-	var ids string
-	err := t.tx.QueryRow(ctx, `SELECT fixed, message_ids, view_token FROM prepared_views WHERE tenant = $1 AND session_id = $2`,
-		tenant, sessionID).Scan(&v.Fixed, &ids, &v.ViewToken)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return v, store.ErrNotFound
+	if v, ok, err := t.aheadView(tenant, sessionID); ok {
+		return v, err
 	}
-	v.IDs = store.DecodeIDRuns(ids)
-	return v, err
+	return scanPreparedView(t.tx.QueryRow(ctx, preparedView, tenant, sessionID))
 }
 
 func (t *txn) PutPreparedView(ctx context.Context, tenant, sessionID string, v store.PreparedView) error {

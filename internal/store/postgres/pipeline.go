@@ -16,13 +16,11 @@ import (
 // pipelined: BEGIN (and SET LOCAL for a store.Resendable write) goes with
 // the transaction's first statement, and the writes a store.Pipelined
 // transaction queues (txn.write) go with its next statement that must be
-// answered (Exec, QueryRow), or with COMMIT — one round trip each time,
-// where each statement was one. A Query or SendBatch sends what is queued
-// first, in a round trip of its own, then itself in another (its rows are
-// read from the connection, not a batch). A read always follows, in the same pipeline, every
-// write queued before it, so it sees them; a queued write's error is the
-// error of that read (or of the commit), and the transaction is rolled
-// back as for any error.
+// answered (Exec, QueryRow, Query, SendBatch), or with COMMIT — one round
+// trip each time, where each statement was one. A read always follows, in
+// the same pipeline, every write queued before it, so it sees them; a
+// queued write's error is the error of that read (or of the commit), and
+// the transaction is rolled back as for any error.
 type pipe struct {
 	conn   *pgxpool.Conn
 	queued []queuedWrite
@@ -31,6 +29,9 @@ type pipe struct {
 	// transaction (BEGIN, SET LOCAL): a transaction with nothing more
 	// has nothing to send.
 	opening int
+	// ahead are the reads sent with the session's lock
+	// (store.ReadAhead), until a write that may change what they read.
+	ahead *readAhead
 }
 
 // queuedWrite is a statement not sent yet, and what to make of its result
@@ -42,6 +43,14 @@ type queuedWrite struct {
 }
 
 func (p *pipe) queue(sql string, check func(pgconn.CommandTag, error) error, args ...any) {
+	p.ahead = nil // a write: what was read ahead may have changed
+	p.queueAside(sql, check, args...)
+}
+
+// queueAside queues a write of a table no store.ReadAhead read reads (the
+// ledger, an idempotency key, the calibration, the quota's check, a
+// notification): what was read ahead stays.
+func (p *pipe) queueAside(sql string, check func(pgconn.CommandTag, error) error, args ...any) {
 	p.queued = append(p.queued, queuedWrite{sql: sql, args: args, check: check})
 }
 
@@ -49,12 +58,22 @@ func (p *pipe) queue(sql string, check func(pgconn.CommandTag, error) error, arg
 // pipeline, and reads the queued statements' results: the first error.
 // The batch's results are open for last's when err is nil.
 func (p *pipe) send(ctx context.Context, last string, args ...any) (pgx.BatchResults, error) {
+	var tail []*pgx.QueuedQuery
+	if last != "" {
+		tail = []*pgx.QueuedQuery{{SQL: last, Arguments: args}}
+	}
+	return p.sendWith(ctx, tail)
+}
+
+// sendWith is send with the statements of tail last: the batch's results
+// are open for theirs when err is nil.
+func (p *pipe) sendWith(ctx context.Context, tail []*pgx.QueuedQuery) (pgx.BatchResults, error) {
 	b := &pgx.Batch{}
 	for _, q := range p.queued {
 		b.Queue(q.sql, q.args...)
 	}
-	if last != "" {
-		b.Queue(last, args...)
+	for _, q := range tail {
+		b.Queue(q.SQL, q.Arguments...)
 	}
 	queued := p.queued
 	p.queued, p.begun = nil, true
@@ -76,19 +95,8 @@ func (p *pipe) send(ctx context.Context, last string, args ...any) (pgx.BatchRes
 	return br, nil
 }
 
-// flush sends what is queued and waits for it.
-func (p *pipe) flush(ctx context.Context) error {
-	if len(p.queued) == 0 {
-		return nil
-	}
-	br, err := p.send(ctx, "")
-	if err != nil {
-		return err
-	}
-	return br.Close()
-}
-
 func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	p.ahead = nil // may be a write
 	if len(p.queued) == 0 {
 		p.begun = true
 		return p.conn.Exec(ctx, sql, args...)
@@ -117,19 +125,40 @@ func (p *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 }
 
 func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if err := p.flush(ctx); err != nil {
+	if len(p.queued) == 0 {
+		p.begun = true
+		return p.conn.Query(ctx, sql, args...)
+	}
+	br, err := p.send(ctx, sql, args...)
+	if err != nil {
 		return nil, err
 	}
-	p.begun = true
-	return p.conn.Query(ctx, sql, args...)
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return batchRows{Rows: rows, br: br}, nil
 }
 
+// SendBatch sends b with what is queued, in one round trip; its results
+// are b's. It may write: what was read ahead is dropped.
 func (p *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if err := p.flush(ctx); err != nil {
+	p.ahead = nil
+	return p.sendBatch(ctx, b)
+}
+
+// sendBatch is SendBatch for a batch of reads: what was read ahead stays.
+func (p *pipe) sendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if len(p.queued) == 0 {
+		p.begun = true
+		return p.conn.SendBatch(ctx, b)
+	}
+	br, err := p.sendWith(ctx, b.QueuedQueries)
+	if err != nil {
 		return pgx.FailedBatchResults(b, err)
 	}
-	p.begun = true
-	return p.conn.SendBatch(ctx, b)
+	return br
 }
 
 // commit sends what is queued with COMMIT. A transaction that sent
@@ -203,11 +232,21 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(context.Context, stor
 // when the transaction is store.Pipelined, else now; check makes its
 // result an error (nil: the error as it is).
 func (t *txn) write(ctx context.Context, check func(pgconn.CommandTag, error) error, sql string, args ...any) error {
+	t.tx.ahead = nil
+	return t.writeAside(ctx, check, sql, args...)
+}
+
+// writeAside is write for a table no store.ReadAhead read reads (the
+// ledger, an idempotency key, the calibration, the quota's check, a
+// notification): what was read ahead stays.
+func (t *txn) writeAside(ctx context.Context, check func(pgconn.CommandTag, error) error, sql string, args ...any) error {
 	if store.IsPipelined(ctx) {
-		t.tx.queue(sql, check, args...)
+		t.tx.queueAside(sql, check, args...)
 		return nil
 	}
+	ahead := t.tx.ahead
 	tag, err := t.tx.Exec(ctx, sql, args...)
+	t.tx.ahead = ahead
 	if check != nil {
 		err = check(tag, err)
 	}
@@ -241,6 +280,18 @@ func (r batchRow) Scan(dest ...any) error {
 		err = cerr
 	}
 	return err
+}
+
+// batchRows are the rows of a pipeline's last statement: the pipeline is
+// closed with them.
+type batchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r batchRows) Close() {
+	r.Rows.Close()
+	r.br.Close() //nolint:errcheck // the statements before were read in send; the rows' error is Err's
 }
 
 // errRow is a row whose statement was not run: an error before it.

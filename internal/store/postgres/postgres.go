@@ -327,10 +327,15 @@ func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, a
 	return out, rows.Err()
 }
 
+const calibrationRow = `SELECT ratio, samples, updated_at FROM calibrations WHERE tenant = $1 AND model = $2`
+
 func getCalibration(ctx context.Context, q querier, tenant, model string) (store.Calibration, error) {
+	return scanCalibration(q.QueryRow(ctx, calibrationRow, tenant, model), model)
+}
+
+func scanCalibration(row pgx.Row, model string) (store.Calibration, error) {
 	c := store.Calibration{Model: model}
-	err := q.QueryRow(ctx, `SELECT ratio, samples, updated_at FROM calibrations WHERE tenant = $1 AND model = $2`,
-		tenant, model).Scan(&c.Ratio, &c.Samples, &c.UpdatedAt)
+	err := row.Scan(&c.Ratio, &c.Samples, &c.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, store.ErrNotFound
 	}

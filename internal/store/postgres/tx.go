@@ -18,9 +18,13 @@ type txn struct {
 	tx *pipe
 }
 
+// GetSession locks the session; with store.ReadAhead, the reads it names
+// go with the lock (readahead.go).
 func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
-	return scanSession(t.tx.QueryRow(ctx,
-		`SELECT `+sessionCols+` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`, tenant, id))
+	if ra := store.ReadAheadOf(ctx); ra != (store.ReadAhead{}) {
+		return t.lockReadingAhead(ctx, tenant, id, ra)
+	}
+	return scanSession(t.tx.QueryRow(ctx, lockSession, tenant, id))
 }
 
 func sessionArgs(s *store.Session) ([]any, error) {
@@ -72,8 +76,7 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 		// count checked here would come after the commit), so the
 		// statement divides by the count of rows it updated.
 		return t.write(ctx, func(_ pgconn.CommandTag, err error) error {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == "22012" { // division_by_zero
+			if isDivisionByZero(err) {
 				return notFound
 			}
 			return err
@@ -230,21 +233,14 @@ func (t *txn) ToolCalls(ctx context.Context, tenant, sessionID string, ids []str
 }
 
 func (t *txn) OpenToolCalls(ctx context.Context, tenant, sessionID string) ([]store.ToolCall, error) {
-	rows, err := t.tx.Query(ctx, `SELECT call_id, position FROM tool_calls
-		WHERE tenant = $1 AND session_id = $2 AND result_position = 0 ORDER BY position, call_id`, tenant, sessionID)
+	if calls, ok := t.aheadCalls(tenant, sessionID); ok {
+		return calls, nil
+	}
+	rows, err := t.tx.Query(ctx, openCalls, tenant, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []store.ToolCall
-	for rows.Next() {
-		var c store.ToolCall
-		if err := rows.Scan(&c.CallID, &c.Position); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return scanOpenCalls(rows)
 }
 
 func (t *txn) PutToolCalls(ctx context.Context, tenant, sessionID string, calls []store.ToolCall) error {
@@ -269,7 +265,7 @@ func (t *txn) GetIdempotency(ctx context.Context, tenant, sessionID, key string)
 }
 
 func (t *txn) PutIdempotency(ctx context.Context, tenant, sessionID string, rec store.Idempotency) error {
-	return t.write(ctx, func(_ pgconn.CommandTag, err error) error {
+	return t.writeAside(ctx, func(_ pgconn.CommandTag, err error) error {
 		if isUniqueViolation(err) {
 			return fmt.Errorf("idempotency key: %w", store.ErrAlreadyExists)
 		}
@@ -348,18 +344,33 @@ func (t *txn) MarkReverted(ctx context.Context, tenant, sessionID, id string, at
 // transaction ends, row or no row yet (a transaction-scoped advisory lock):
 // concurrent reports read-modify-write it one after the other, so no sample
 // is lost.
+//
+// The lock and the read go in one round trip, with what is queued: two
+// statements of one pipeline, so the read (a snapshot of its own, READ
+// COMMITTED) runs once the lock is granted and sees the last holder's
+// write.
 func (t *txn) GetCalibration(ctx context.Context, tenant, model string) (store.Calibration, error) {
-	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('calibration/' || $1 || '/' || $2, 0))`, tenant, model); err != nil {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('calibration/' || $1 || '/' || $2, 0))`, tenant, model)
+	b.Queue(calibrationRow, tenant, model)
+	br := t.tx.sendBatch(ctx, b) // a lock and a read: nothing read ahead changes
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
 		return store.Calibration{}, err
 	}
-	return getCalibration(ctx, t.tx, tenant, model)
+	c, err := scanCalibration(br.QueryRow(), model)
+	if cerr := br.Close(); err == nil || (errors.Is(err, store.ErrNotFound) && cerr != nil) {
+		err = cerr
+	}
+	return c, err
 }
 
+// PutCalibration writes a calibration (queued in a store.Pipelined
+// transaction: its upsert fails on nothing but the database).
 func (t *txn) PutCalibration(ctx context.Context, tenant string, c store.Calibration) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO calibrations (tenant, model, ratio, samples, updated_at) VALUES ($1, $2, $3, $4, $5)
+	return t.writeAside(ctx, nil, `INSERT INTO calibrations (tenant, model, ratio, samples, updated_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (tenant, model) DO UPDATE SET ratio = excluded.ratio, samples = excluded.samples, updated_at = excluded.updated_at`,
 		tenant, c.Model, c.Ratio, c.Samples, c.UpdatedAt)
-	return err
 }
 
 // CountSessions takes a transaction-scoped lock on the tenant's session
@@ -386,8 +397,27 @@ func (t *txn) LogBytes(ctx context.Context, tenant string) (int64, error) {
 	return n, err
 }
 
+// CheckLogBytes implements store.Tx: a statement that fails on the server
+// (division by zero) when the count is over quota, so that, queued, it can
+// go in one pipeline with COMMIT (UpdateSession does the same). It holds
+// the count as LogBytes does.
+func (t *txn) CheckLogBytes(ctx context.Context, tenant string, quota int64, over error) error {
+	return t.writeAside(ctx, func(_ pgconn.CommandTag, err error) error {
+		if isDivisionByZero(err) {
+			return over
+		}
+		return err
+	}, `SELECT 1 / (CASE WHEN log_bytes > $2 THEN 0 ELSE 1 END) FROM tenant_usage WHERE tenant = $1 FOR UPDATE`, tenant, quota)
+}
+
+// isDivisionByZero: a statement made to fail on the server did.
+func isDivisionByZero(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "22012" // division_by_zero
+}
+
 // Notify sends a notification on channel that PostgreSQL delivers when the
 // transaction commits, and never if it rolls back (store.TxNotifier).
 func (t *txn) Notify(ctx context.Context, channel, payload string) error {
-	return t.write(ctx, nil, "SELECT pg_notify($1, $2)", channel, payload)
+	return t.writeAside(ctx, nil, "SELECT pg_notify($1, $2)", channel, payload)
 }

@@ -325,6 +325,15 @@ func (t *txn) CountSessions(ctx context.Context, tenant string) (int, error) {
 	return n, err
 }
 
+// CheckLogBytes implements store.Tx.
+func (t *txn) CheckLogBytes(ctx context.Context, tenant string, quota int64, over error) error {
+	n, err := t.LogBytes(ctx, tenant)
+	if err == nil && n > quota {
+		err = over
+	}
+	return err
+}
+
 // LogBytes reads the tenant's count (migration 00012's triggers keep it).
 func (t *txn) LogBytes(ctx context.Context, tenant string) (int64, error) {
 	var n int64

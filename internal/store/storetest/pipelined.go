@@ -107,4 +107,42 @@ func testPipelined(t *testing.T, s store.Store) {
 	if log, err := s.LogMessages(t.Context(), "t", "s", 0, 100); err != nil || len(log) != len(msgs) {
 		t.Errorf("failed pipelined transactions stored messages: %d in the log, want %d (%v)", len(log), len(msgs), err)
 	}
+
+	// The calibration read in a transaction (its lock and its row, with
+	// the writes queued before them) sees the transaction's own queued
+	// write of it, and the write queued last commits.
+	cal := store.Calibration{Model: "m", Ratio: 1.5, Samples: 1, UpdatedAt: epoch}
+	err = s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.AddLedger(ctx, "t", "s", store.LedgerCalls, store.LedgerTotals{Calls: 1, Input: 10}); err != nil {
+			return err
+		}
+		if _, err := tx.GetCalibration(ctx, "t", "m"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a calibration not stored yet, after a queued write: %v, want ErrNotFound", err)
+		}
+		if err := tx.PutCalibration(ctx, "t", cal); err != nil {
+			return err
+		}
+		if got, err := tx.GetCalibration(ctx, "t", "m"); err != nil || got.Ratio != cal.Ratio {
+			t.Errorf("the calibration after its queued write, in the transaction: %+v, %v", got, err)
+		}
+		cal.Samples = 2
+		return tx.PutCalibration(ctx, "t", cal)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetCalibration(t.Context(), "t", "m"); err != nil || got.Samples != 2 {
+		t.Errorf("a calibration written last in a pipelined transaction: %+v, %v; want 2 samples", got, err)
+	}
+	// A queued write's error is the calibration read's.
+	err = s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.PutIdempotency(ctx, "t", "s", store.Idempotency{Key: "k", RequestHash: "h3", Response: []byte("{}")}); err != nil {
+			return err
+		}
+		_, err := tx.GetCalibration(ctx, "t", "m")
+		return err
+	})
+	if !errors.Is(err, store.ErrAlreadyExists) {
+		t.Errorf("a key stored twice, pipelined, then the calibration read: %v, want ErrAlreadyExists", err)
+	}
 }

@@ -1,0 +1,31 @@
+package store
+
+import "context"
+
+type readAheadKey struct{}
+
+// ReadAhead names the reads of a session that a transaction will make
+// after it locks the session (GetSession), whatever the row says: a store
+// that pipelines (PostgreSQL) sends them with the lock, in the same round
+// trip, and answers the transaction's next such read of that session from
+// them when the transaction wrote nothing in between (a write, sent or
+// queued, drops them: the read then goes to the database as before). They
+// run after the lock is granted, so they see what a read after
+// GetSession sees; a read the transaction then does not make costs the
+// database its work and no round trip. Other stores ignore it.
+type ReadAhead struct {
+	OpenToolCalls bool // OpenToolCalls
+	PreparedView  bool // GetPreparedView
+}
+
+// WithReadAhead marks the transactions run with ctx as ones that make the
+// reads r names after they lock a session.
+func WithReadAhead(ctx context.Context, r ReadAhead) context.Context {
+	return context.WithValue(ctx, readAheadKey{}, r)
+}
+
+// ReadAheadOf returns what ctx was marked with (the zero ReadAhead: none).
+func ReadAheadOf(ctx context.Context) ReadAhead {
+	r, _ := ctx.Value(readAheadKey{}).(ReadAhead)
+	return r
+}
