@@ -20,36 +20,36 @@ func TestBusyFreesAbandonedCalls(t *testing.T) {
 	ctx := context.Background()
 	soon := func() time.Time { return time.Now().Add(50 * time.Millisecond) }
 	client, leave := context.WithCancel(ctx)
-	h := g.hold(client, "t", "s")
+	h := g.hold(client, "t", "s", "")
 	defer h.release()
-	if !g.busy(ctx, "t", "s", soon()) {
+	if !g.busy(ctx, "t", "s", "", soon()) {
 		t.Fatal("a call upstream does not keep its session busy")
 	}
 	leave()
-	if g.busy(ctx, "t", "s", soon()) {
+	if g.busy(ctx, "t", "s", "", soon()) {
 		t.Fatal("a call whose client went away keeps its session busy")
 	}
 	// A call that claimed its reply (its answer went out whole) before its
 	// client went away, and whose answer is being recorded: busy until the
 	// recording ends (here it does not, within until).
 	client3, leave3 := context.WithCancel(ctx)
-	h3 := g.hold(client3, "t", "s3")
+	h3 := g.hold(client3, "t", "s3", "")
 	defer h3.release()
 	h3.claimReply()
 	leave3()
 	h3.mark(recordingKey("t", "s3"))
 	h3.recording = true
-	if !g.busy(ctx, "t", "s3", soon()) {
+	if !g.busy(ctx, "t", "s3", "", soon()) {
 		t.Fatal("a session whose answer is being recorded is not busy")
 	}
 	go func() {
 		time.Sleep(20 * time.Millisecond)
 		h3.release()
 	}()
-	if g.busy(ctx, "t", "s3", time.Now().Add(10*time.Second)) {
+	if g.busy(ctx, "t", "s3", "", time.Now().Add(10*time.Second)) {
 		t.Fatal("a session whose recording ended is busy")
 	}
-	if g.busy(ctx, "t", "other", soon()) {
+	if g.busy(ctx, "t", "other", "", soon()) {
 		t.Fatal("a session with no call is busy")
 	}
 }
@@ -68,27 +68,27 @@ func TestAbandonedCallClaimsNoReply(t *testing.T) {
 	soon := func() time.Time { return time.Now().Add(50 * time.Millisecond) }
 
 	client, leave := context.WithCancel(ctx)
-	h := g.hold(client, "t", "s")
+	h := g.hold(client, "t", "s", "")
 	defer h.release()
 	leave()
-	if g.busy(ctx, "t", "s", soon()) {
+	if g.busy(ctx, "t", "s", "", soon()) {
 		t.Fatal("a call whose client went away keeps its session busy")
 	}
 	if h.claimReply() {
 		t.Fatal("a call whose session went to another request may still record its reply")
 	}
-	if g.busy(ctx, "t", "s", soon()) {
+	if g.busy(ctx, "t", "s", "", soon()) {
 		t.Fatal("a refused claim made the session busy again")
 	}
 
 	client2, leave2 := context.WithCancel(ctx)
-	h2 := g.hold(client2, "t", "s2")
+	h2 := g.hold(client2, "t", "s2", "")
 	defer h2.release()
 	if !h2.claimReply() {
 		t.Fatal("a call whose client is there may not record its reply")
 	}
 	leave2()
-	if !g.busy(ctx, "t", "s2", soon()) {
+	if !g.busy(ctx, "t", "s2", "", soon()) {
 		t.Fatal("a call that claimed its reply before its client went away does not keep its session busy")
 	}
 	if !h2.claimReply() {
