@@ -1,0 +1,134 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+)
+
+// twinAnswer is what the twin of a call got.
+type twinAnswer struct {
+	code          int
+	session, how  string
+	reply         string
+	err           error
+	whileUpstream bool // answered while the first call was still upstream
+}
+
+// sendTwin sends an extension of the session, and its twin (the same
+// whole history) while the first is upstream: the fake holds the first
+// call until the twin is answered or two seconds passed, then answers it
+// with first (a status, or 0 for the reply "a1"). It returns the session
+// and what the twin got.
+func sendTwin(t *testing.T, s *server, first int) (string, twinAnswer) {
+	session, history := s.firstExchange()
+	if session == "" {
+		t.Fatal("the first exchange named no session")
+	}
+	history = append(history, map[string]any{"role": "assistant", "content": "a0"}, map[string]any{"role": "user", "content": "q1"})
+	body := map[string]any{"model": "gpt-4o", "messages": history}
+	var calls atomic.Int32
+	twin := make(chan twinAnswer, 1)
+	s.fake.Script(gatewaytest.Reply{Text: "a1"})
+	s.fake.Set(func(f *gatewaytest.Fake) {
+		f.Before = func(string) {
+			if calls.Add(1) != 1 {
+				s.fake.Set(func(f *gatewaytest.Fake) { f.Status = 0 }) // the twin's own call, if any
+				return
+			}
+			// The first call is upstream: its twin comes now.
+			done := make(chan twinAnswer, 1)
+			go func() {
+				var a twinAnswer
+				resp, out, err := s.send("/v1/chat/completions", body, nil)
+				if a.err = err; err == nil {
+					a.code, a.session, a.how = resp.StatusCode, resp.Header.Get("X-Contextd-Session"), resp.Header.Get("X-Contextd-History")
+					var r struct {
+						Choices []struct {
+							Message struct {
+								Content string `json:"content"`
+							} `json:"message"`
+						} `json:"choices"`
+					}
+					if json.Unmarshal(out, &r) == nil && len(r.Choices) > 0 {
+						a.reply = r.Choices[0].Message.Content
+					}
+				}
+				done <- a
+			}()
+			select {
+			case a := <-done:
+				a.whileUpstream = true
+				twin <- a
+			case <-time.After(2 * time.Second):
+				go func() { twin <- <-done }()
+			}
+			s.fake.Set(func(f *gatewaytest.Fake) { f.Status = first })
+		}
+	})
+	resp, out := s.post("/v1/chat/completions", body, nil)
+	if first == 0 && resp.StatusCode != http.StatusOK || first != 0 && resp.StatusCode != first {
+		t.Fatalf("the first call: %d %s", resp.StatusCode, out)
+	}
+	var a twinAnswer
+	select {
+	case a = <-twin:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the twin was not answered in two minutes")
+	}
+	s.fake.Set(func(f *gatewaytest.Fake) { f.Before, f.Status = nil, 0 })
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if a.session != "" {
+		t.Errorf("the twin landed in %q, a session of its own (%s), not the session of the call it repeats", a.session, a.how)
+	}
+	if a.whileUpstream {
+		t.Errorf("the twin was answered (%d, %s) while the call it repeats was upstream: it did not wait for it", a.code, a.how)
+	}
+	return session, a
+}
+
+// TestTwinWaitsForTheCall: a request whose whole history is the call
+// upstream in its session (the same request sent twice at once) waits for
+// that call's answer and is a repeat of the session: answered (the
+// provider's own answer to the view without the reply), nothing stored.
+// Without the wait (busy skipping the session), the twin went on at once
+// in a rewound fork of its own, named in X-Contextd-Session.
+// TestConcurrentRetriesOfAnExtension sees the same only when the race
+// falls that way.
+func TestTwinWaitsForTheCall(t *testing.T) {
+	bothStores(t, func(t *testing.T, s *server) {
+		session, a := sendTwin(t, s, 0)
+		if a.code != http.StatusOK || a.how != "repeated" || a.reply == "" {
+			t.Errorf("the twin: %d, history %q, reply %q; want 200, repeated, a reply", a.code, a.how, a.reply)
+		}
+		s.waitRecorded(session)
+		want := []string{"user: q0", "assistant: a0", "user: q1", "assistant: a1"}
+		if got := s.logOf(session); !slices.Equal(got, want) {
+			t.Errorf("log:\n got %q\nwant %q", got, want)
+		}
+	})
+}
+
+// TestTwinOfAFailedCall: when the call a twin waits for fails upstream,
+// the twin is no repeat (the session holds no reply to repeat, and the
+// provider's error is not the twin's): it goes upstream itself, in the
+// session, and its reply is recorded as the session's.
+func TestTwinOfAFailedCall(t *testing.T) {
+	bothStores(t, func(t *testing.T, s *server) {
+		session, a := sendTwin(t, s, http.StatusInternalServerError)
+		if a.code != http.StatusOK || a.how != "unchanged" || a.reply != "ok" {
+			t.Errorf("the twin: %d, history %q, reply %q; want 200, unchanged, the provider's reply", a.code, a.how, a.reply)
+		}
+		want := []string{"user: q0", "assistant: a0", "user: q1", "assistant: ok"}
+		if got := s.waitLog(session, want); !slices.Equal(got, want) {
+			t.Errorf("log:\n got %q\nwant %q", got, want)
+		}
+	})
+}
