@@ -1,7 +1,10 @@
 package gateway_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -23,8 +26,9 @@ type twinAnswer struct {
 // sendTwin sends an extension of the session, and its twin (the same
 // whole history) while the first is upstream: the fake holds the first
 // call until the twin is answered or two seconds passed, then answers it
-// with first (a status, or 0 for the reply "a1"). It returns the session
-// and what the twin got.
+// with first (a status, or 0 for the reply "a1"; -1: it hangs, and the
+// first's client goes away). It returns the session and what the twin
+// got.
 func sendTwin(t *testing.T, s *server, first int) (string, twinAnswer) {
 	session, history := s.firstExchange()
 	if session == "" {
@@ -33,12 +37,14 @@ func sendTwin(t *testing.T, s *server, first int) (string, twinAnswer) {
 	history = append(history, map[string]any{"role": "assistant", "content": "a0"}, map[string]any{"role": "user", "content": "q1"})
 	body := map[string]any{"model": "gpt-4o", "messages": history}
 	var calls atomic.Int32
+	client, leave := context.WithCancel(context.Background())
+	defer leave()
 	twin := make(chan twinAnswer, 1)
 	s.fake.Script(gatewaytest.Reply{Text: "a1"})
 	s.fake.Set(func(f *gatewaytest.Fake) {
 		f.Before = func(string) {
 			if calls.Add(1) != 1 {
-				s.fake.Set(func(f *gatewaytest.Fake) { f.Status = 0 }) // the twin's own call, if any
+				s.fake.Set(func(f *gatewaytest.Fake) { f.Status, f.Hang = 0, false }) // the twin's own call, if any
 				return
 			}
 			// The first call is upstream: its twin comes now.
@@ -68,12 +74,33 @@ func sendTwin(t *testing.T, s *server, first int) (string, twinAnswer) {
 			case <-time.After(2 * time.Second):
 				go func() { twin <- <-done }()
 			}
+			if first < 0 {
+				s.fake.Set(func(f *gatewaytest.Fake) { f.Hang = true })
+				time.AfterFunc(200*time.Millisecond, leave)
+				return
+			}
 			s.fake.Set(func(f *gatewaytest.Fake) { f.Status = first })
 		}
 	})
-	resp, out := s.post("/v1/chat/completions", body, nil)
-	if first == 0 && resp.StatusCode != http.StatusOK || first != 0 && resp.StatusCode != first {
-		t.Fatalf("the first call: %d %s", resp.StatusCode, out)
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(client, http.MethodPost, s.url("/v1/chat/completions"), bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer sk-test")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if first < 0 {
+		if err == nil {
+			resp.Body.Close()
+			t.Fatalf("the first call, hanging, was answered: %d", resp.StatusCode)
+		}
+	} else {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if first == 0 && resp.StatusCode != http.StatusOK || first != 0 && resp.StatusCode != first {
+			t.Fatalf("the first call: %d %s", resp.StatusCode, out)
+		}
 	}
 	var a twinAnswer
 	select {
@@ -125,6 +152,27 @@ func TestTwinOfAFailedCall(t *testing.T) {
 		session, a := sendTwin(t, s, http.StatusInternalServerError)
 		if a.code != http.StatusOK || a.how != "unchanged" || a.reply != "ok" {
 			t.Errorf("the twin: %d, history %q, reply %q; want 200, unchanged, the provider's reply", a.code, a.how, a.reply)
+		}
+		want := []string{"user: q0", "assistant: a0", "user: q1", "assistant: ok"}
+		if got := s.waitLog(session, want); !slices.Equal(got, want) {
+			t.Errorf("log:\n got %q\nwant %q", got, want)
+		}
+	})
+}
+
+// TestTwinOfAnAbandonedCall: when the client of the call a twin waits for
+// goes away (the provider hangs), the twin is not kept waiting out its
+// minute and then sent to a fork: once the abandoned call unwinds it goes
+// upstream itself, in the session, and its reply is recorded.
+func TestTwinOfAnAbandonedCall(t *testing.T) {
+	bothStores(t, func(t *testing.T, s *server) {
+		start := time.Now()
+		session, a := sendTwin(t, s, -1)
+		if a.code != http.StatusOK || a.how != "unchanged" || a.reply != "ok" {
+			t.Errorf("the twin: %d, history %q, reply %q; want 200, unchanged, the provider's reply", a.code, a.how, a.reply)
+		}
+		if d := time.Since(start); d > 30*time.Second {
+			t.Errorf("the twin was answered after %v: it waited out its minute", d)
 		}
 		want := []string{"user: q0", "assistant: a0", "user: q1", "assistant: ok"}
 		if got := s.waitLog(session, want); !slices.Equal(got, want) {
