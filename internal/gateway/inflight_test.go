@@ -95,3 +95,43 @@ func TestAbandonedCallClaimsNoReply(t *testing.T) {
 		t.Fatal("a claimed reply was taken back")
 	}
 }
+
+// TestBusyWaitsForTwins: a session whose call upstream is the request's
+// twin (the same whole history) is waited for, and free once the call is
+// released; a call of another history, or the same session id and history
+// of another tenant, is not waited for (busy, or free, at once); the wait
+// ends by until, or when the waiting request's own client goes away, and
+// the session is then busy.
+func TestBusyWaitsForTwins(t *testing.T) {
+	g := &Gateway{}
+	ctx := context.Background()
+	soon := func() time.Time { return time.Now().Add(50 * time.Millisecond) }
+	long := time.Now().Add(time.Minute)
+
+	h := g.hold(ctx, "a", "s", "H")
+	defer h.release()
+	at := time.Now()
+	if !g.busy(ctx, "a", "s", "other", long) || time.Since(at) > 10*time.Second {
+		t.Fatal("a call of another history is waited for, or not busy")
+	}
+	if g.busy(ctx, "b", "s", "H", long) || time.Since(at) > 10*time.Second {
+		t.Fatal("another tenant's call of the same session id and history is waited for, or busy")
+	}
+	at = time.Now()
+	if !g.busy(ctx, "a", "s", "H", soon()) {
+		t.Fatal("a twin's call still upstream at until: not busy")
+	}
+	if time.Since(at) < 40*time.Millisecond {
+		t.Fatal("a twin's call upstream was not waited for")
+	}
+	gone, leave := context.WithCancel(ctx)
+	time.AfterFunc(20*time.Millisecond, leave)
+	at = time.Now()
+	if !g.busy(gone, "a", "s", "H", long) || time.Since(at) > 10*time.Second {
+		t.Fatal("a request whose client went away waits on, or finds its twin's session free")
+	}
+	time.AfterFunc(20*time.Millisecond, h.release)
+	if g.busy(ctx, "a", "s", "H", long) {
+		t.Fatal("a twin's session is busy after its call was released")
+	}
+}
