@@ -48,6 +48,13 @@ type hold struct {
 // or its client (ctx) went away with no answer being recorded. history is
 // the chain of the exchange's whole history (hold.history).
 func (g *Gateway) hold(ctx context.Context, tenant, id, history string) *hold {
+	h := g.newHold(ctx, history)
+	h.mark(tenant + "\x00" + id)
+	return h
+}
+
+// newHold is a hold with no entries yet.
+func (g *Gateway) newHold(ctx context.Context, history string) *hold {
 	h := &hold{inflight: &g.inflight, pending: make(chan struct{}), gone: ctx.Done(), history: history}
 	h.release = sync.OnceFunc(func() {
 		for _, n := range h.names {
@@ -55,8 +62,21 @@ func (g *Gateway) hold(ctx context.Context, tenant, id, history string) *hold {
 		}
 		close(h.pending)
 	})
-	h.mark(tenant + "\x00" + id)
 	return h
+}
+
+// holdCall is the hold of an exchange whose call goes upstream in
+// session res. A repeat (res.repeat) appends nothing to the log (its
+// recording is its usage alone, whatever the log is then: record.go), so
+// its call does not make the session busy — only its recording, which
+// answering marks. Otherwise the conversation's next turn, sent with the
+// first answer while its twin's repeat was still upstream, found its
+// session busy and went on in a fork (TestNextTurnWhileATwinRepeats).
+func (g *Gateway) holdCall(ctx context.Context, tenant string, res resolved, c *conversation) *hold {
+	if res.repeat > 0 {
+		return g.newHold(ctx, "")
+	}
+	return g.hold(ctx, tenant, res.id, twinHistory(res, c))
 }
 
 // mark adds name to the entries (once).

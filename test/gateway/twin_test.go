@@ -180,3 +180,65 @@ func TestTwinOfAnAbandonedCall(t *testing.T) {
 		}
 	})
 }
+
+// TestNextTurnWhileATwinRepeats: the client of two identical requests at
+// once goes on with the first answer while the second (the twin, a repeat
+// of the session) is still upstream: its next turn extends the session.
+// A repeat appends nothing to the log, so its call upstream does not keep
+// the session from the conversation's next turn.
+func TestNextTurnWhileATwinRepeats(t *testing.T) {
+	bothStores(t, func(t *testing.T, s *server) {
+		session, history := s.firstExchange()
+		history = append(history, map[string]any{"role": "assistant", "content": "a0"}, map[string]any{"role": "user", "content": "q1"})
+		body := map[string]any{"model": "gpt-4o", "messages": history}
+		var calls atomic.Int32
+		repeating, release := make(chan struct{}), make(chan struct{})
+		defer close(release)
+		twin := make(chan string, 1)
+		s.fake.Script(gatewaytest.Reply{Text: "a1"})
+		s.fake.Set(func(f *gatewaytest.Fake) {
+			f.Before = func(string) {
+				switch calls.Add(1) {
+				case 1: // the first call is upstream: its twin comes now
+					go func() {
+						resp, _, err := s.send("/v1/chat/completions", body, nil)
+						if err != nil {
+							twin <- err.Error()
+							return
+						}
+						twin <- resp.Header.Get("X-Contextd-History")
+					}()
+					time.Sleep(300 * time.Millisecond)
+				case 2: // the twin's own call, upstream until the next turn is answered
+					close(repeating)
+					select {
+					case <-release:
+					case <-time.After(time.Minute):
+					}
+				}
+			}
+		})
+		defer s.fake.Set(func(f *gatewaytest.Fake) { f.Before = nil })
+		if resp, out := s.post("/v1/chat/completions", body, nil); resp.StatusCode != http.StatusOK {
+			t.Fatalf("the first call: %d %s", resp.StatusCode, out)
+		}
+		select {
+		case <-repeating:
+		case <-time.After(time.Minute):
+			t.Fatal("the twin's call did not go upstream")
+		}
+		s.waitLog(session, []string{"user: q0", "assistant: a0", "user: q1", "assistant: a1"})
+		next := append(history, map[string]any{"role": "assistant", "content": "a1"}, map[string]any{"role": "user", "content": "q2"})
+		resp, out := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": next}, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("the next turn: %d %s", resp.StatusCode, out)
+		}
+		if id, how := resp.Header.Get("X-Contextd-Session"), resp.Header.Get("X-Contextd-History"); id != "" || how != "extended" {
+			t.Errorf("the next turn, while the twin repeats: history %q in %q; want extended in the session", how, id)
+		}
+		release <- struct{}{}
+		if how := <-twin; how != "repeated" {
+			t.Errorf("the twin: %q, want repeated", how)
+		}
+	})
+}
