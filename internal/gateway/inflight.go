@@ -10,7 +10,8 @@ import (
 // The in-flight map (Gateway.inflight) says which sessions have a call
 // upstream or an answer being recorded, and which replies are being
 // recorded. An exchange's entries are its hold, whose channel is closed
-// when they are released: forward holds the session (its call is upstream), relay marks
+// when they are released: forward holds the session (its call is
+// upstream; not a repeat's, which appends nothing: holdCall), relay marks
 // it recording and its reply's history just before the answer's last
 // byte goes out (answering), record releases them when the answer is
 // recorded (or serveDoor's close, when there is nothing to record).
