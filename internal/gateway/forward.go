@@ -13,7 +13,7 @@ import "net/http"
 // session is busy (inflight.go).
 func (x *exchange) forward() answer {
 	if x.c.passthrough == "" {
-		x.hold = x.g.hold(x.r.Context(), x.tenant, x.res.id)
+		x.hold = x.g.holdCall(x.r.Context(), x.tenant, x.res, x.c)
 	}
 	if x.expanding {
 		return x.expand()

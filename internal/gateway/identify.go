@@ -310,27 +310,37 @@ func (g *Gateway) repeats(ctx context.Context, tenant string, c *conversation) (
 // lands in (nor waits for) a session whose call is still out, so none
 // waits for another conversation's upstream call. A session whose answer
 // is out and being recorded is waited for (a few writes), so a request
-// finds it as its next request will. All the waits of one request end
+// finds it as its next request will. So is a call whose whole history is
+// the request's (twin, its chain; "" for none): the request's twin (a
+// client's retry racing it, or the same request sent twice at once),
+// after whose recorded answer the request is a repeat of the session,
+// where before it went on in a session of its own
+// (TestConcurrentRetriesOfAnExtension). All the waits of one request end
 // by until (its identify's start plus maxRecordWait), however many
 // sessions it checks: sessions of the same history may be strangers'.
-func (g *Gateway) busy(ctx context.Context, tenant, id string, until time.Time) bool {
+func (g *Gateway) busy(ctx context.Context, tenant, id, twin string, until time.Time) bool {
 	if v, ok := g.inflight.Load(recordingKey(tenant, id)); ok {
-		t := time.NewTimer(max(0, time.Until(until)))
-		defer t.Stop()
-		select {
-		case <-v.(*hold).pending:
-		case <-t.C:
-		case <-ctx.Done():
+		waitHold(ctx, v.(*hold), until)
+	}
+	for {
+		v, ok := g.inflight.Load(tenant + "\x00" + id)
+		if !ok {
+			return false
+		}
+		h := v.(*hold)
+		// A call whose client went away (a client that gave up on a
+		// hanging provider, and retries) appends nothing more unless it
+		// claimed its reply (hold.claimReply, decided with free under one
+		// lock), so the session is not kept from the client's retry,
+		// which would otherwise go on in a copy of the session while the
+		// call unwinds (TestBusyFreesAbandonedCalls).
+		if h.free() {
+			return false
+		}
+		if twin == "" || h.history != twin || !waitHold(ctx, h, until) {
+			return true
 		}
 	}
-	v, ok := g.inflight.Load(tenant + "\x00" + id)
-	// A call whose client went away (a client that gave up on a hanging
-	// provider, and retries) appends nothing more unless it claimed its
-	// reply (hold.claimReply, decided with free under one lock), so the
-	// session is not kept from the client's retry, which would otherwise
-	// go on in a copy of the session while the call unwinds
-	// (TestBusyFreesAbandonedCalls).
-	return ok && !v.(*hold).free()
 }
 
 // identify finds the request's session, creating it when needed, and
@@ -357,7 +367,7 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 	heads := headsOf(hits)
 	mrand.Shuffle(len(heads), func(i, j int) { heads[i], heads[j] = heads[j], heads[i] })
 	for _, id := range heads {
-		if g.busy(ctx, tenant, id, until) {
+		if g.busy(ctx, tenant, id, wholeHistory(c), until) {
 			continue
 		}
 		if res, ok, _, err := g.tryJoin(ctx, tenant, id, c, sig, noRepeat); err != nil || ok {
@@ -396,7 +406,7 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 			return resolved{}, err
 		}
 		for _, h := range reps {
-			if h.Head || g.busy(ctx, tenant, h.SessionID, until) {
+			if h.Head || g.busy(ctx, tenant, h.SessionID, wholeHistory(c), until) {
 				continue
 			}
 			// A repeat's log is the request's history and the replies it
@@ -578,7 +588,7 @@ func (g *Gateway) landing(ctx context.Context, tenant string, c *conversation, s
 	until := time.Now().Add(maxRecordWait)
 	var ids []string
 	for _, id := range headsOf(hits) {
-		if !g.busy(ctx, tenant, id, until) {
+		if !g.busy(ctx, tenant, id, "", until) {
 			ids = append(ids, id)
 		}
 	}

@@ -4,18 +4,21 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 )
 
 // The in-flight map (Gateway.inflight) says which sessions have a call
 // upstream or an answer being recorded, and which replies are being
 // recorded. An exchange's entries are its hold, whose channel is closed
-// when they are released: forward holds the session (its call is upstream), relay marks
+// when they are released: forward holds the session (its call is
+// upstream; not a repeat's, which appends nothing: holdCall), relay marks
 // it recording and its reply's history just before the answer's last
 // byte goes out (answering), record releases them when the answer is
 // recorded (or serveDoor's close, when there is nothing to record).
 // identify reads them: busy skips a session whose call is upstream
-// (unless its client went away: hold.abandoned) and waits for one being
-// recorded; awaitReply waits for a reply the request carries.
+// (unless its client went away: hold.abandoned, or the call is the
+// request's twin: hold.history) and waits for one being recorded;
+// awaitReply waits for a reply the request carries.
 
 // hold is an exchange's entries in the in-flight map.
 type hold struct {
@@ -23,7 +26,13 @@ type hold struct {
 	pending  chan struct{}
 	// gone is the client's request's end: a call whose client went away
 	// keeps its session busy only while its answer is recorded (busy).
-	gone    <-chan struct{}
+	gone <-chan struct{}
+	// history is the chain of the exchange's whole history (twinHistory;
+	// "" for none): a request of the same history is its twin (a client's
+	// retry racing it, or the same request sent twice at once), which
+	// waits for its answer to be recorded instead of going on in a
+	// session of its own (busy).
+	history string
 	names   []string
 	release func()
 	// recording: record took the entries over; its recording releases
@@ -37,17 +46,38 @@ type hold struct {
 }
 
 // hold marks the session busy until the exchange's answer is recorded,
-// or its client (ctx) went away with no answer being recorded.
-func (g *Gateway) hold(ctx context.Context, tenant, id string) *hold {
-	h := &hold{inflight: &g.inflight, pending: make(chan struct{}), gone: ctx.Done()}
+// or its client (ctx) went away with no answer being recorded. history is
+// the chain of the exchange's whole history (hold.history).
+func (g *Gateway) hold(ctx context.Context, tenant, id, history string) *hold {
+	h := g.newHold(ctx, history)
+	h.mark(tenant + "\x00" + id)
+	return h
+}
+
+// newHold is a hold with no entries yet.
+func (g *Gateway) newHold(ctx context.Context, history string) *hold {
+	h := &hold{inflight: &g.inflight, pending: make(chan struct{}), gone: ctx.Done(), history: history}
 	h.release = sync.OnceFunc(func() {
 		for _, n := range h.names {
 			h.inflight.CompareAndDelete(n, h)
 		}
 		close(h.pending)
 	})
-	h.mark(tenant + "\x00" + id)
 	return h
+}
+
+// holdCall is the hold of an exchange whose call goes upstream in
+// session res. A repeat (res.repeat) appends nothing to the log (its
+// recording is its usage alone, whatever the log is then: record.go), so
+// its call does not make the session busy — only its recording, which
+// answering marks. Otherwise the conversation's next turn, sent with the
+// first answer while its twin's repeat was still upstream, found its
+// session busy and went on in a fork (TestNextTurnWhileATwinRepeats).
+func (g *Gateway) holdCall(ctx context.Context, tenant string, res resolved, c *conversation) *hold {
+	if res.repeat > 0 {
+		return g.newHold(ctx, "")
+	}
+	return g.hold(ctx, tenant, res.id, twinHistory(res, c))
 }
 
 // mark adds name to the entries (once).
@@ -97,6 +127,41 @@ func (h *hold) claimReply() bool {
 func (h *hold) releaseUnlessRecording() {
 	if !h.recording {
 		h.release()
+	}
+}
+
+// wholeHistory is the chain of c's whole history (its last message's),
+// "" when it has none.
+func wholeHistory(c *conversation) string {
+	if n := len(c.chains); n > 0 && n == len(c.msgs) {
+		return c.chains[n-1]
+	}
+	return ""
+}
+
+// twinHistory names the exchange's twins (hold.history): its whole
+// history, when it went on in a session it did not make. A request that
+// made its session is not waited for: identical first requests at once
+// cannot be told from strangers that start alike, and each goes on in a
+// session of its own (TestConcurrentIdenticalRequests).
+func twinHistory(res resolved, c *conversation) string {
+	if res.made {
+		return ""
+	}
+	return wholeHistory(c)
+}
+
+// waitHold waits until h is released (true), until, or ctx's end.
+func waitHold(ctx context.Context, h *hold, until time.Time) bool {
+	t := time.NewTimer(max(0, time.Until(until)))
+	defer t.Stop()
+	select {
+	case <-h.pending:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
 	}
 }
 

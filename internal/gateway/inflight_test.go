@@ -20,36 +20,36 @@ func TestBusyFreesAbandonedCalls(t *testing.T) {
 	ctx := context.Background()
 	soon := func() time.Time { return time.Now().Add(50 * time.Millisecond) }
 	client, leave := context.WithCancel(ctx)
-	h := g.hold(client, "t", "s")
+	h := g.hold(client, "t", "s", "")
 	defer h.release()
-	if !g.busy(ctx, "t", "s", soon()) {
+	if !g.busy(ctx, "t", "s", "", soon()) {
 		t.Fatal("a call upstream does not keep its session busy")
 	}
 	leave()
-	if g.busy(ctx, "t", "s", soon()) {
+	if g.busy(ctx, "t", "s", "", soon()) {
 		t.Fatal("a call whose client went away keeps its session busy")
 	}
 	// A call that claimed its reply (its answer went out whole) before its
 	// client went away, and whose answer is being recorded: busy until the
 	// recording ends (here it does not, within until).
 	client3, leave3 := context.WithCancel(ctx)
-	h3 := g.hold(client3, "t", "s3")
+	h3 := g.hold(client3, "t", "s3", "")
 	defer h3.release()
 	h3.claimReply()
 	leave3()
 	h3.mark(recordingKey("t", "s3"))
 	h3.recording = true
-	if !g.busy(ctx, "t", "s3", soon()) {
+	if !g.busy(ctx, "t", "s3", "", soon()) {
 		t.Fatal("a session whose answer is being recorded is not busy")
 	}
 	go func() {
 		time.Sleep(20 * time.Millisecond)
 		h3.release()
 	}()
-	if g.busy(ctx, "t", "s3", time.Now().Add(10*time.Second)) {
+	if g.busy(ctx, "t", "s3", "", time.Now().Add(10*time.Second)) {
 		t.Fatal("a session whose recording ended is busy")
 	}
-	if g.busy(ctx, "t", "other", soon()) {
+	if g.busy(ctx, "t", "other", "", soon()) {
 		t.Fatal("a session with no call is busy")
 	}
 }
@@ -68,30 +68,70 @@ func TestAbandonedCallClaimsNoReply(t *testing.T) {
 	soon := func() time.Time { return time.Now().Add(50 * time.Millisecond) }
 
 	client, leave := context.WithCancel(ctx)
-	h := g.hold(client, "t", "s")
+	h := g.hold(client, "t", "s", "")
 	defer h.release()
 	leave()
-	if g.busy(ctx, "t", "s", soon()) {
+	if g.busy(ctx, "t", "s", "", soon()) {
 		t.Fatal("a call whose client went away keeps its session busy")
 	}
 	if h.claimReply() {
 		t.Fatal("a call whose session went to another request may still record its reply")
 	}
-	if g.busy(ctx, "t", "s", soon()) {
+	if g.busy(ctx, "t", "s", "", soon()) {
 		t.Fatal("a refused claim made the session busy again")
 	}
 
 	client2, leave2 := context.WithCancel(ctx)
-	h2 := g.hold(client2, "t", "s2")
+	h2 := g.hold(client2, "t", "s2", "")
 	defer h2.release()
 	if !h2.claimReply() {
 		t.Fatal("a call whose client is there may not record its reply")
 	}
 	leave2()
-	if !g.busy(ctx, "t", "s2", soon()) {
+	if !g.busy(ctx, "t", "s2", "", soon()) {
 		t.Fatal("a call that claimed its reply before its client went away does not keep its session busy")
 	}
 	if !h2.claimReply() {
 		t.Fatal("a claimed reply was taken back")
+	}
+}
+
+// TestBusyWaitsForTwins: a session whose call upstream is the request's
+// twin (the same whole history) is waited for, and free once the call is
+// released; a call of another history, or the same session id and history
+// of another tenant, is not waited for (busy, or free, at once); the wait
+// ends by until, or when the waiting request's own client goes away, and
+// the session is then busy.
+func TestBusyWaitsForTwins(t *testing.T) {
+	g := &Gateway{}
+	ctx := context.Background()
+	soon := func() time.Time { return time.Now().Add(50 * time.Millisecond) }
+	long := time.Now().Add(time.Minute)
+
+	h := g.hold(ctx, "a", "s", "H")
+	defer h.release()
+	at := time.Now()
+	if !g.busy(ctx, "a", "s", "other", long) || time.Since(at) > 10*time.Second {
+		t.Fatal("a call of another history is waited for, or not busy")
+	}
+	if g.busy(ctx, "b", "s", "H", long) || time.Since(at) > 10*time.Second {
+		t.Fatal("another tenant's call of the same session id and history is waited for, or busy")
+	}
+	at = time.Now()
+	if !g.busy(ctx, "a", "s", "H", soon()) {
+		t.Fatal("a twin's call still upstream at until: not busy")
+	}
+	if time.Since(at) < 40*time.Millisecond {
+		t.Fatal("a twin's call upstream was not waited for")
+	}
+	gone, leave := context.WithCancel(ctx)
+	time.AfterFunc(20*time.Millisecond, leave)
+	at = time.Now()
+	if !g.busy(gone, "a", "s", "H", long) || time.Since(at) > 10*time.Second {
+		t.Fatal("a request whose client went away waits on, or finds its twin's session free")
+	}
+	time.AfterFunc(20*time.Millisecond, h.release)
+	if g.busy(ctx, "a", "s", "H", long) {
+		t.Fatal("a twin's session is busy after its call was released")
 	}
 }

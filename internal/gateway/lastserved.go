@@ -35,7 +35,7 @@ func (g *Gateway) identifyServed(ctx context.Context, tenant string, c *conversa
 			}
 		}
 	}
-	if g.busy(ctx, tenant, id, until) {
+	if g.busy(ctx, tenant, id, wholeHistory(c), until) {
 		return resolved{}, false, nil
 	}
 	m, err := g.match(ctx, tenant, id, c, noRepeat)

@@ -149,7 +149,7 @@ func (g *Gateway) identifyPick(ctx context.Context, tenant string, c *conversati
 		return resolved{}, false, err
 	}
 	for _, h := range hits {
-		if h.Head || h.Length != shared || g.busy(ctx, tenant, h.SessionID, until) {
+		if h.Head || h.Length != shared || g.busy(ctx, tenant, h.SessionID, wholeHistory(c), until) {
 			continue
 		}
 		res, ok, err := g.joinHit(ctx, tenant, h, c, sig, noRepeat, maxPickTail)

@@ -88,6 +88,9 @@ func TestDurabilityAfterSIGKILL(t *testing.T) {
 			// Append in the background until the kill; keep what was acked.
 			acked := make(chan string, 1_000_000)
 			done := make(chan struct{})
+			// The kill comes once 20 appends were acknowledged, mid-stream:
+			// a fixed 1.5 s gave fewer than 5 on a loaded machine.
+			enough := make(chan struct{})
 			go func() {
 				defer close(done)
 				for i := 0; ; i++ {
@@ -99,9 +102,18 @@ func TestDurabilityAfterSIGKILL(t *testing.T) {
 						return
 					}
 					acked <- text
+					if i == 19 {
+						close(enough)
+					}
 				}
 			}()
-			time.Sleep(1500 * time.Millisecond)
+			select {
+			case <-enough:
+			case <-done:
+				t.Fatal("the appends failed before the kill")
+			case <-time.After(2 * time.Minute):
+				t.Fatal("fewer than 20 appends acknowledged in two minutes")
+			}
 			if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}

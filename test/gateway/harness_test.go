@@ -171,18 +171,27 @@ func repoRoot() string {
 // input, cache reads, cache writes and output tokens.
 func (s *server) checkLedger(ids ...string) {
 	s.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	var calls int64
-	var ledger gatewaytest.Bill
-	for {
-		calls, ledger = apptest.Ledger(s.t, s.addr, ids...)
-		if calls >= int64(s.fake.Billed()) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	calls, ledger := s.waitRecorded(ids...)
 	if billed := s.fake.BilledTotals(); ledger != billed || calls != int64(s.fake.Billed()) {
 		s.t.Errorf("ledgers: %d calls, %+v; the fake billed %d calls, %+v", calls, ledger, s.fake.Billed(), billed)
+	}
+}
+
+// waitRecorded waits until the sessions' ledgers hold as many calls as
+// the fake billed (or ten seconds passed) and returns them: every call
+// (all of them billed to these sessions) is then recorded, its usage and
+// its reply in one transaction, which the gateway writes just after
+// relaying the answer. A test that reads a session's usage or log right
+// after its answer races that recording.
+func (s *server) waitRecorded(ids ...string) (int64, gatewaytest.Bill) {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		calls, ledger := apptest.Ledger(s.t, s.addr, ids...)
+		if calls >= int64(s.fake.Billed()) || time.Now().After(deadline) {
+			return calls, ledger
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
