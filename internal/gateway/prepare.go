@@ -143,7 +143,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			g.unmake(ctx, tenant, res)
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
-		if res.repeat > 0 {
+		if res.notStored() {
 			// Send the view without the replies this request does not
 			// carry; if they are not its tail (a compaction moved them),
 			// the request goes on in a session of its own.

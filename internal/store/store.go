@@ -334,6 +334,7 @@ type Store interface {
 	// takes a writer).
 	HasDueJob(ctx context.Context, now time.Time, perTenant int) (bool, error)
 	HistoryFinder
+	CallFinder
 	// SweepViews deletes, in one short transaction of its own, at most
 	// limit entries of the session's view generations other than its
 	// current one (left by ReplaceView and FlipView, or staged by a

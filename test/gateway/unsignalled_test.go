@@ -1,0 +1,203 @@
+package gateway_test
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+)
+
+// Client compactions without a session signal (gateway/unsignalled.go):
+// Qwen Code's chat compression, talking to contextd, sends nothing that
+// names its session. It asks for a summary with its whole history and a
+// directive, then goes on from the summary, a canned acknowledgement with
+// its latest tool call, and that call's result.
+
+// qwenDirective is Qwen Code's request for the summary
+// (COMPRESSION_REQUEST_DIRECTIVE, after its cache-sharing preamble).
+const qwenDirective = "Do not call tools; tool execution is disabled for this request. First, reason in your <analysis> block. Then, produce the <state_snapshot> XML."
+
+// qwenTrailer ends Qwen Code's compacted summary (RESUME_TRAILER).
+const qwenTrailer = "Resume the prior task using the summary above. Continue from the last in-flight step; do not acknowledge the summary, do not re-introduce, do not greet the user again."
+
+// compressingClient is a Chat Completions client without a signal that
+// runs tool rounds and compresses its history as Qwen Code does.
+type compressingClient struct {
+	t    *testing.T
+	s    *server
+	tag  string // names the provider's calls for this conversation
+	next int    // the provider's next call
+	msgs []any
+}
+
+func newCompressingClient(t *testing.T, s *server, tag string) *compressingClient {
+	return &compressingClient{t: t, s: s, tag: tag, msgs: []any{
+		map[string]any{"role": "system", "content": "You are Qwen Code, an interactive CLI agent."},
+		map[string]any{"role": "user", "content": "Fix the failing tests in this repository."},
+	}}
+}
+
+// call is the assistant message of the provider's call id.
+func call(text, id string) map[string]any {
+	m := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+		"id": id, "type": "function", "function": map[string]any{"name": "read_file", "arguments": `{"path":"` + id + `.go"}`}}}}
+	if text != "" {
+		m["content"] = text
+	}
+	return m
+}
+
+func result(id string, i int) map[string]any {
+	return map[string]any{"role": "tool", "tool_call_id": id, "content": bigResult(i)}
+}
+
+// send posts msgs with the fake scripted to answer reply, and returns the
+// response's history.
+func (c *compressingClient) send(msgs []any, reply gatewaytest.Reply) string {
+	c.t.Helper()
+	c.s.fake.Script(reply)
+	resp, out := c.s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": msgs}, nil)
+	if resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("%s: %d %s", c.tag, resp.StatusCode, out)
+	}
+	return resp.Header.Get("X-Contextd-History")
+}
+
+// callID is the provider's i-th call of the conversation.
+func (c *compressingClient) callID(i int) string { return fmt.Sprintf("call_%s_%d", c.tag, i) }
+
+// rounds runs n tool rounds: each request carries the result of the
+// provider's latest call, and the answer is its next call.
+func (c *compressingClient) rounds(n int) {
+	c.t.Helper()
+	for range n {
+		if c.next > 0 {
+			c.msgs = append(c.msgs, result(c.callID(c.next-1), c.next-1))
+		}
+		id := c.callID(c.next)
+		if h := c.send(c.msgs, gatewaytest.Reply{ToolCalls: []gatewaytest.ToolCall{{ID: id, Name: "read_file", Arguments: `{"path":"` + id + `.go"}`}}}); h != "extended" && c.next > 0 {
+			c.t.Fatalf("%s: round %d: history %q, want extended", c.tag, c.next, h)
+		}
+		c.msgs = append(c.msgs, call("", id))
+		c.next++
+	}
+}
+
+// compress asks for a summary (the history, the pending result and the
+// directive), then sends the compacted history: the summary, the
+// acknowledgement with the latest call, its result. It returns the
+// histories of both requests.
+func (c *compressingClient) compress(summary string) (asked, compacted string) {
+	c.t.Helper()
+	last := c.callID(c.next - 1)
+	ask := append(slices.Clone(c.msgs), result(last, c.next-1), map[string]any{"role": "user", "content": qwenDirective})
+	asked = c.send(ask, gatewaytest.Reply{Text: "<analysis>done</analysis><state_snapshot>" + summary + "</state_snapshot>"})
+	c.msgs = []any{c.msgs[0],
+		map[string]any{"role": "user", "content": "<state_snapshot>" + summary + "</state_snapshot>\n\n" + qwenTrailer},
+		call("Got it. Thanks for the additional context!", last),
+	}
+	c.msgs = append(c.msgs, result(last, c.next-1))
+	id := c.callID(c.next)
+	compacted = c.send(c.msgs, gatewaytest.Reply{ToolCalls: []gatewaytest.ToolCall{{ID: id, Name: "read_file", Arguments: `{"path":"` + id + `.go"}`}}})
+	c.msgs = append(c.msgs, call("", id))
+	c.next++
+	return asked, compacted
+}
+
+// sessionLogs are the logs of the live sessions, by id.
+func (s *server) sessionLogs() map[string][]string {
+	s.t.Helper()
+	var list struct {
+		Sessions []struct {
+			ID string `json:"id"`
+		} `json:"sessions"`
+	}
+	s.rpc("ListSessions", map[string]any{}, &list)
+	out := make(map[string][]string)
+	for _, x := range list.Sessions {
+		out[x.ID] = s.logOf(x.ID)
+	}
+	return out
+}
+
+// TestUnsignalledCompactionsStayApart: two conversations without a signal
+// with the same opening, each 8 tool rounds, compress their histories as
+// Qwen Code does, with the same summary, twice, and go on. Each summary
+// request is an aside (nothing stored); each compacted history is a client
+// compaction in its own conversation's session ("compacted"), found by
+// the calls it kept; the next requests extend it. In the end: two
+// sessions, each holding only its own calls, each with client
+// compactions. Without the rule each summary request was recorded
+// ("extended") and each compacted history was a new session ("new"): six
+// sessions.
+func TestUnsignalledCompactionsStayApart(t *testing.T) {
+	bothStores(t, func(t *testing.T, s *server) {
+		a, b := newCompressingClient(t, s, "A"), newCompressingClient(t, s, "B")
+		for round := range 2 {
+			a.rounds(8)
+			b.rounds(8)
+			for _, c := range []*compressingClient{a, b} {
+				asked, compacted := c.compress("The tests fail in calc.py; every file was read.")
+				if asked != "aside" || compacted != "compacted" {
+					t.Fatalf("%s: compression %d: the summary request %q, the compacted history %q; want aside, compacted", c.tag, round, asked, compacted)
+				}
+			}
+		}
+		a.rounds(2)
+		b.rounds(2)
+		logs := s.sessionLogs()
+		if len(logs) != 2 {
+			t.Fatalf("%d sessions, want 2 (one per conversation): %v", len(logs), slices.Collect(mapsKeys(logs)))
+		}
+		for id, log := range logs {
+			all := strings.Join(log, "\n")
+			own := "call_A_"
+			if strings.Contains(all, "call_B_") {
+				own = "call_B_"
+			}
+			if other := map[string]string{"call_A_": "call_B_", "call_B_": "call_A_"}[own]; strings.Contains(all, other) {
+				t.Errorf("session %s holds both conversations' calls:\n%s", id, all)
+			}
+			if strings.Contains(all, "state_snapshot> XML") {
+				t.Errorf("session %s holds a summary request (an aside stores nothing)", id)
+			}
+			checkClientCompaction(t, s, id, "Fix the failing tests in this repository.")
+		}
+		s.checkUpstream()
+	})
+}
+
+// TestUnsignalledCompactionOfReusedCallIDs: conversations whose provider
+// numbers its calls from 0 in each (call_0, call_1, …, as local models and
+// fakes do) share every call id. A compacted history keeps calls that two
+// sessions hold: it is no one's, and starts a session of its own rather
+// than joining a stranger's.
+func TestUnsignalledCompactionOfReusedCallIDs(t *testing.T) {
+	s := start(t, nil)
+	a, b := newCompressingClient(t, s, "X"), newCompressingClient(t, s, "X")
+	b.msgs[1] = map[string]any{"role": "user", "content": "Add a test for the parser."}
+	a.rounds(8)
+	b.rounds(8)
+	if _, compacted := a.compress("Summary of A."); compacted == "compacted" || compacted == "extended" {
+		t.Fatalf("a compacted history whose calls two sessions hold: %q, want a session of its own", compacted)
+	}
+	for id, log := range s.sessionLogs() {
+		all := strings.Join(log, "\n")
+		if strings.Contains(all, "Summary of A.") && strings.Contains(all, "Add a test for the parser.") {
+			t.Errorf("session %s holds both conversations:\n%s", id, all)
+		}
+	}
+}
+
+func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
