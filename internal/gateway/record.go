@@ -66,6 +66,9 @@ func (x *exchange) answering(out *outcome) {
 		out.reply = nil // its client went away first (hold.claimReply)
 	}
 	x.hold.mark(recordingKey(x.tenant, x.res.id))
+	if x.res.history == historyAside && x.sig.id == "" {
+		x.g.summaries.remember(x.tenant, x.res.id, out.reply) // unsignalledsummary.go
+	}
 	if !x.res.notStored() && len(out.reply) > 0 {
 		if chain := replyStamp(x.c, out.reply); chain != "" {
 			x.hold.mark(replyKey(x.tenant, chain))

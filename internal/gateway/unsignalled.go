@@ -29,12 +29,16 @@ import (
 //     conversation: a false match is worse than a fork;
 //   - the latest of those calls is among the session log's last
 //     maxKeptAge messages (a client compacts the history it is in);
-//   - the request is much shorter than the session (muchShorter, as for a
-//     signalled compaction) and, before the first message that names a
-//     kept call, holds a user message the log does not hold (its summary;
-//     the latest client compaction's own summary again counts as not
-//     held, heldByLog) — a rewind or an edit repeats the log's opening up
-//     to the calls, and is a fork as before.
+//   - the request holds, before the first message that names a kept
+//     call, a user message the log does not hold (its summary; the latest
+//     client compaction's own summary again counts as not held,
+//     heldByLog) — a rewind or an edit repeats the log's opening up to
+//     the calls, and is a fork as before. Neither "much shorter" nor "no
+//     longer", as a signalled compaction must be: Qwen Code compresses
+//     after its first round as soon as its history passes its threshold
+//     (its summary, the acknowledgement, the call and its result: more
+//     messages than the log's two), and restores the files it read after
+//     its summary; the calls it kept already say whose history it is.
 //
 // It is recorded as a signalled client compaction is (compactIn): in the
 // same session, the whole view covered, the compacted history appended
@@ -108,7 +112,10 @@ func (g *Gateway) unsignalledCompaction(ctx context.Context, tenant string, c *c
 		return resolved{}, false, nil
 	}
 	ids, first := keptCalls(c)
-	if len(ids) == 0 || first < 1 {
+	if len(ids) == 0 {
+		return g.summarizedIn(ctx, tenant, c, sig, noRepeat, until) // unsignalledsummary.go
+	}
+	if first < 1 {
 		return resolved{}, false, nil
 	}
 	hits, err := g.cfg.Engine.FindCalls(ctx, tenant, ids, maxKeptSessions)
@@ -138,11 +145,10 @@ func (g *Gateway) unsignalledCompaction(ctx context.Context, tenant string, c *c
 
 // unsignalledCompacts reports whether the request, whose first message
 // naming a kept call is c.msgs[first], is the client's compaction of the
-// history m matched: neither an extension, a repeat nor a pick of it,
-// much shorter than it, and with a user message the log does not hold
-// before that message.
+// history m matched: neither an extension, a repeat nor a pick of it, and
+// with a user message the log does not hold before that message.
 func unsignalledCompacts(m *logMatch, c *conversation, first int) bool {
-	if m.extends || m.repeat || m.pick != nil || !muchShorter(m, c) {
+	if m.extends || m.repeat || m.pick != nil {
 		return false
 	}
 	in, own := heldByLog(m, c)
