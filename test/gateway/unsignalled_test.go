@@ -201,3 +201,78 @@ func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 		}
 	}
 }
+
+// finish sends the result of the provider's latest call and keeps its
+// final answer: the turn ends with no call in flight.
+func (c *compressingClient) finish() {
+	c.t.Helper()
+	c.msgs = append(c.msgs, result(c.callID(c.next-1), c.next-1))
+	if h := c.send(c.msgs, gatewaytest.Reply{Text: "All " + c.tag + " checks pass."}); h != "extended" {
+		c.t.Fatalf("%s: the final answer: history %q, want extended", c.tag, h)
+	}
+	c.msgs = append(c.msgs, map[string]any{"role": "assistant", "content": "All " + c.tag + " checks pass."})
+}
+
+// compressBeforePrompt compresses the history before the person's next
+// prompt, as Qwen Code does on --resume: the summary request, then the
+// summary, the acknowledgement and the prompt (no call kept).
+func (c *compressingClient) compressBeforePrompt(summary, prompt string) (asked, compacted string) {
+	c.t.Helper()
+	ask := append(slices.Clone(c.msgs), map[string]any{"role": "user", "content": qwenDirective})
+	asked = c.send(ask, gatewaytest.Reply{Text: "<analysis>read</analysis>\n<state_snapshot>" + summary + "</state_snapshot>"})
+	c.msgs = []any{c.msgs[0],
+		map[string]any{"role": "user", "content": "<state_snapshot>" + summary + "</state_snapshot>\n\n" + qwenTrailer},
+		map[string]any{"role": "assistant", "content": "Got it. Thanks for the additional context!"},
+		map[string]any{"role": "user", "content": prompt},
+	}
+	compacted = c.send(c.msgs, gatewaytest.Reply{Text: "On it."})
+	c.msgs = append(c.msgs, map[string]any{"role": "assistant", "content": "On it."})
+	return asked, compacted
+}
+
+// TestUnsignalledCompactionBeforeAPrompt: a client without a signal
+// compresses its history before its next prompt, keeping no call: the
+// compacted history starts with the summary the provider wrote in answer
+// to its summary request (an aside of its session), and is recorded in
+// that session. Two conversations whose summaries come out the same are
+// no one's: the second starts a session of its own, never the first's.
+// Without the summary memory the compacted history was a new session.
+func TestUnsignalledCompactionBeforeAPrompt(t *testing.T) {
+	s := start(t, nil)
+	a := newCompressingClient(t, s, "A")
+	a.rounds(6)
+	a.finish()
+	summary := "Conversation A: the tests of calc.py were fixed, every file was read, add() subtracts no more."
+	if asked, compacted := a.compressBeforePrompt(summary, "Now add a test for subtract()."); asked != "aside" || compacted != "compacted" {
+		t.Fatalf("the summary request %q, the compacted history %q; want aside, compacted", asked, compacted)
+	}
+	if n := len(s.sessionLogs()); n != 1 {
+		t.Fatalf("%d sessions, want 1", n)
+	}
+	// Two conversations, the same summary each: no one's.
+	b, c := newCompressingClient(t, s, "B"), newCompressingClient(t, s, "C")
+	b.msgs[1] = map[string]any{"role": "user", "content": "Fix the parser."}
+	c.msgs[1] = map[string]any{"role": "user", "content": "Fix the lexer."}
+	for _, x := range []*compressingClient{b, c} {
+		x.rounds(4)
+		x.finish()
+	}
+	same := "The work so far: every file was read and every check passes; nothing is left to do here."
+	b.ask(same)
+	c.ask(same)
+	if _, compacted := b.compressBeforePrompt(same, "Now the docs."); compacted == "compacted" || compacted == "extended" {
+		t.Fatalf("a summary two sessions got: history %q, want a session of its own", compacted)
+	}
+	if n := len(s.sessionLogs()); n != 4 {
+		t.Errorf("%d sessions, want 4 (A, B, C, and B's compacted history on its own)", n)
+	}
+}
+
+// ask sends the summary request alone (the answer is summary).
+func (c *compressingClient) ask(summary string) {
+	c.t.Helper()
+	ask := append(slices.Clone(c.msgs), map[string]any{"role": "user", "content": qwenDirective})
+	if h := c.send(ask, gatewaytest.Reply{Text: "<state_snapshot>" + summary + "</state_snapshot>"}); h != "aside" {
+		c.t.Fatalf("%s: the summary request: history %q, want aside", c.tag, h)
+	}
+}
