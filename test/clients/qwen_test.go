@@ -120,8 +120,9 @@ func (r *rig) clientEdits(ids ...string) int {
 }
 
 // qwenCompressSettings is qwenSettings with Qwen Code's chat compression
-// at 20 % of a 64k window (context.autoCompactThreshold of
-// model.generationConfig.contextWindowSize: 12,800 tokens; by default
+// at 30 % of a 64k window (context.autoCompactThreshold of
+// model.generationConfig.contextWindowSize: 19,200 tokens, about every
+// other round here; by default
 // 85 %, capped at the window less 33,000; Qwen Code refuses to send past
 // the window less 23,000, so its window is not contextd's 40k, where it
 // would stop at 17,000). Qwen Code asks for a
@@ -131,7 +132,7 @@ func (r *rig) clientEdits(ids ...string) int {
 const qwenCompressSettings = `{
   "security": {"auth": {"selectedType": "openai"}},
   "model": {"generationConfig": {"contextWindowSize": 64000}},
-  "context": {"autoCompactThreshold": 0.2},
+  "context": {"autoCompactThreshold": 0.3},
   "telemetry": {"enabled": false},
   "privacy": {"usageStatisticsEnabled": false},
   "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
