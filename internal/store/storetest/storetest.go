@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Jobs", testJobs},
 		{"JobLeasesAreExclusive", testJobLeasesAreExclusive},
 		{"HistoryIndex", testHistoryIndex},
+		{"FindCalls", testFindCalls},
 		{"JobRunningCapIsExact", testJobRunningCapIsExact},
 		{"LogBytes", testLogBytes},
 		{"ViewGenerations", testViewGenerations},
