@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+	"github.com/contextd/contextd/internal/pgtest"
 )
 
 // Client compactions without a session signal (gateway/unsignalled.go):
@@ -274,5 +275,27 @@ func (c *compressingClient) ask(summary string) {
 	ask := append(slices.Clone(c.msgs), map[string]any{"role": "user", "content": qwenDirective})
 	if h := c.send(ask, gatewaytest.Reply{Text: "<state_snapshot>" + summary + "</state_snapshot>"}); h != "aside" {
 		c.t.Fatalf("%s: the summary request: history %q, want aside", c.tag, h)
+	}
+}
+
+// TestUnsignalledCompactionAcrossReplicas: the rounds go to one replica,
+// the summary request and the compacted history to another on the same
+// PostgreSQL database, which has never served the conversation: it finds
+// the session by the call the history kept (the store's index, not a
+// replica's memory) and records the compaction there.
+func TestUnsignalledCompactionAcrossReplicas(t *testing.T) {
+	url := pgtest.URL(t)
+	a := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url})
+	b := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url})
+	c := newCompressingClient(t, a, "R")
+	c.rounds(8)
+	c.s = b
+	if asked, compacted := c.compress("Replica summary: every file was read."); asked != "aside" || compacted != "compacted" {
+		t.Fatalf("on the other replica: the summary request %q, the compacted history %q; want aside, compacted", asked, compacted)
+	}
+	c.s = a
+	c.rounds(1)
+	if n := len(a.sessionLogs()); n != 1 {
+		t.Errorf("%d sessions, want 1", n)
 	}
 }
