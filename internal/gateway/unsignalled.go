@@ -56,7 +56,7 @@ import (
 //
 // Work, for a request without a session signal that extends no session
 // only: one pass over its messages for at most maxKeptCalls ids; one
-// indexed read of at most maxKeptSessions rows; then, for one session,
+// indexed read of at most maxKeptSessions rows per id; then, for one session,
 // its row and its log's identities (the log cache) and two sets bounded
 // by the request, as for a signalled compaction. The index is the store's
 // (migration 00014), so every replica finds the same session.

@@ -19,7 +19,9 @@ type CallFinder interface {
 	// FindCalls returns live sessions of the tenant whose logs hold one
 	// of ids, at most limit rows per id (an id several sessions hold —
 	// a provider that numbers its calls from 0 in every conversation —
-	// costs limit rows, not one per session), at most limit in all.
+	// costs limit rows, not one per session): at most len(ids)*limit in
+	// all. Each id has its own rows, so a second session holding the
+	// last id is read however many rows the ids before it have.
 	FindCalls(ctx context.Context, tenant string, ids []string, limit int) ([]CallHit, error)
 }
 

@@ -13,8 +13,7 @@ func (s *Store) FindCalls(ctx context.Context, tenant string, ids []string, limi
 		FROM unnest($2::text[]) AS c(id) CROSS JOIN LATERAL (
 			SELECT t.session_id, t.call_id, t.position FROM tool_calls t
 			JOIN sessions s ON s.tenant = t.tenant AND s.id = t.session_id AND s.deleted_at IS NULL
-			WHERE t.tenant = $1 AND t.call_id = c.id LIMIT $3) x
-		LIMIT $3`, tenant, ids, limit)
+			WHERE t.tenant = $1 AND t.call_id = c.id LIMIT $3) x`, tenant, ids, limit)
 	if err != nil {
 		return nil, err
 	}

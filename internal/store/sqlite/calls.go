@@ -23,7 +23,7 @@ func (s *Store) FindCalls(ctx context.Context, tenant string, ids []string, limi
 			WHERE t.tenant = ? AND t.call_id = ? LIMIT ` + strconv.Itoa(limit) + `)`
 		args = append(args, tenant, id)
 	}
-	rows, err := reads{s}.QueryContext(ctx, strings.Join(parts, " UNION ALL ")+` LIMIT `+strconv.Itoa(limit), args...)
+	rows, err := reads{s}.QueryContext(ctx, strings.Join(parts, " UNION ALL "), args...)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,9 @@ import (
 
 // testFindCalls: FindCalls finds the live sessions of the tenant that hold
 // a call, by its id; another tenant's and a deleted session's are not
-// found; an id many sessions hold reads at most limit rows.
+// found; an id many sessions hold reads at most limit rows, and the ids
+// before it do not use up its rows (a second session holding the last id
+// is found when limit ids each have a row of the first).
 func testFindCalls(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	for _, id := range []string{"a", "b", "c", "gone"} {
@@ -53,5 +55,21 @@ func testFindCalls(t *testing.T, s store.Store) {
 	}
 	if got := find(8, "call_0"); len(got) != 3 {
 		t.Errorf("an id three sessions hold: %q, want 3 rows", got)
+	}
+	// Eight calls of session d, the last of them also held by e: e's row
+	// is read though d's rows alone are eight.
+	create(t, s, session("t", "d", epoch))
+	create(t, s, session("t", "e", epoch))
+	var ids []string
+	var calls []store.ToolCall
+	for i := range 8 {
+		id := "call_d" + string(rune('0'+i))
+		ids = append(ids, id)
+		calls = append(calls, store.ToolCall{CallID: id, Position: int64(2 + 2*i), ResultPosition: int64(3 + 2*i)})
+	}
+	put("t", "d", calls...)
+	put("t", "e", store.ToolCall{CallID: ids[7], Position: 2})
+	if got := find(8, ids...); !slices.Contains(got, "e:"+ids[7]) || len(got) != 9 {
+		t.Errorf("FindCalls(8 ids of d, the last also e's, limit 8) = %q, want d's 8 rows and e:%s", got, ids[7])
 	}
 }
