@@ -30,11 +30,14 @@ import (
 //   - the latest of those calls is among the session log's last
 //     maxKeptAge messages (a client compacts the history it is in);
 //   - the request holds, before the first message that names a kept
-//     call, a user message the log does not hold (its summary; the latest
-//     client compaction's own summary again counts as not held,
-//     heldByLog) — a rewind or an edit repeats the log's opening up to
-//     the calls, and is a fork as before. Neither "much shorter" nor "no
-//     longer", as a signalled compaction must be: Qwen Code compresses
+//     call, a user message the log does not hold that carries a summary
+//     (carriesSummary: Qwen Code's resume trailer; the latest client
+//     compaction's own summary again counts as not held, heldByLog) — a
+//     rewind repeats the log's opening up to the calls, and an edit of
+//     an earlier user message that keeps the calls after it says no
+//     summary: a fork as before (TestUnsignalledEditKeepingCallsForks).
+//     Neither "much shorter" nor "no longer", as a signalled compaction
+//     must be: Qwen Code compresses
 //     after its first round as soon as its history passes its threshold
 //     (its summary, the acknowledgement, the call and its result: more
 //     messages than the log's two), and restores the files it read after
@@ -136,7 +139,7 @@ func (g *Gateway) unsignalledCompaction(ctx context.Context, tenant string, c *c
 	if err != nil || m == nil {
 		return resolved{}, false, hideSession(err, resolved{id: id, named: sig.owns(id)})
 	}
-	if m.s.LogCount-latest >= maxKeptAge || !unsignalledCompacts(m, c, first) {
+	if m.s.LogCount-latest >= maxKeptAge || !unsignalledCompacts(m, c, first, true) {
 		return resolved{}, false, nil
 	}
 	res, ok, err := g.compactIn(ctx, tenant, id, c, sig, m)
@@ -146,14 +149,15 @@ func (g *Gateway) unsignalledCompaction(ctx context.Context, tenant string, c *c
 // unsignalledCompacts reports whether the request, whose first message
 // naming a kept call is c.msgs[first], is the client's compaction of the
 // history m matched: neither an extension, a repeat nor a pick of it, and
-// with a user message the log does not hold before that message.
-func unsignalledCompacts(m *logMatch, c *conversation, first int) bool {
+// with a user message the log does not hold before that message (one
+// carrying a summary, when summary says so).
+func unsignalledCompacts(m *logMatch, c *conversation, first int, summary bool) bool {
 	if m.extends || m.repeat || m.pick != nil {
 		return false
 	}
 	in, own := heldByLog(m, c)
 	for i := range first {
-		if c.msgs[i].Role == chat.RoleUser && (!in[c.ids[i]] || own[c.ids[i]]) {
+		if c.msgs[i].Role == chat.RoleUser && (!in[c.ids[i]] || own[c.ids[i]]) && (!summary || carriesSummary(&c.msgs[i])) {
 			return true
 		}
 	}

@@ -127,7 +127,7 @@ func (g *Gateway) summarizedIn(ctx context.Context, tenant string, c *conversati
 		return resolved{}, false, nil
 	}
 	m, err := g.match(ctx, tenant, id, c, noRepeat)
-	if err != nil || m == nil || !unsignalledCompacts(m, c, 1) {
+	if err != nil || m == nil || !unsignalledCompacts(m, c, 1, false) {
 		return resolved{}, false, hideSession(err, resolved{id: id, named: sig.owns(id)})
 	}
 	res, ok, err := g.compactIn(ctx, tenant, id, c, sig, m)

@@ -1,7 +1,10 @@
 package gateway_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -297,5 +300,87 @@ func TestUnsignalledCompactionAcrossReplicas(t *testing.T) {
 	c.rounds(1)
 	if n := len(a.sessionLogs()); n != 1 {
 		t.Errorf("%d sessions, want 1", n)
+	}
+}
+
+// TestUnsignalledCompactionIsNotReverted: a compacted history without a
+// signal that made its kept call again cannot be reverted (the restored
+// view would hold the call twice, which providers reject):
+// RevertCompaction answers FAILED_PRECONDITION and the view stays the
+// compacted history (docs/gateway.md).
+func TestUnsignalledCompactionIsNotReverted(t *testing.T) {
+	s := start(t, nil)
+	c := newCompressingClient(t, s, "V")
+	c.rounds(4)
+	if asked, compacted := c.compress("Summary of V: every file was read, the tests still fail."); asked != "aside" || compacted != "compacted" {
+		t.Fatalf("the summary request %q, the compacted history %q; want aside, compacted", asked, compacted)
+	}
+	logs := s.sessionLogs()
+	if len(logs) != 1 {
+		t.Fatalf("%d sessions, want 1", len(logs))
+	}
+	for id := range logs {
+		var cmps struct {
+			Compactions []struct {
+				ID    string   `json:"id"`
+				Tiers []string `json:"tiers"`
+			} `json:"compactions"`
+		}
+		s.rpc("ListCompactions", map[string]any{"sessionId": id}, &cmps)
+		if len(cmps.Compactions) != 1 || !slices.Equal(cmps.Compactions[0].Tiers, []string{"client_compaction"}) {
+			t.Fatalf("compactions %+v, want one client_compaction", cmps.Compactions)
+		}
+		// The compacted history's reply (its next call) is recorded.
+		s.waitLogLen(id, 12)
+		if log := s.logOf(id); len(log) != 12 || !strings.Contains(log[11], c.callID(4)) {
+			t.Fatalf("log %q, want 12 messages ending with call %s", log, c.callID(4))
+		}
+		before := texts(s.messagesOf(id, "MESSAGE_VIEW_ACTIVE"))
+		b, _ := json.Marshal(map[string]any{"sessionId": id, "compactionId": cmps.Compactions[0].ID})
+		resp, err := http.Post(s.url("/contextd.v1.ContextService/RevertCompaction"), "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "failed_precondition") {
+			t.Errorf("RevertCompaction: %d %s, want failed_precondition", resp.StatusCode, body)
+		}
+		if after := texts(s.messagesOf(id, "MESSAGE_VIEW_ACTIVE")); !slices.Equal(after, before) {
+			t.Errorf("the refused revert changed the view: %q, was %q", after, before)
+		}
+	}
+}
+
+// TestUnsignalledEditKeepingCallsForks: a client without a signal that
+// changes its first prompt and sends its whole history again (its latest
+// calls kept, no summary) edits its history: a fork, a session of its
+// own, as before; the session it left keeps its view. Before, the calls it
+// kept made it that session's client compaction ("compacted"): the view
+// emptied and the whole history appended again.
+func TestUnsignalledEditKeepingCallsForks(t *testing.T) {
+	s := start(t, nil)
+	c := newCompressingClient(t, s, "E")
+	c.rounds(8)
+	logs := s.sessionLogs()
+	if len(logs) != 1 {
+		t.Fatalf("%d sessions, want 1", len(logs))
+	}
+	var id string
+	for id = range logs {
+	}
+	s.waitLogLen(id, 16)
+	view := texts(s.messagesOf(id, "MESSAGE_VIEW_ACTIVE"))
+	msgs := slices.Clone(c.msgs)
+	msgs[1] = map[string]any{"role": "user", "content": "Fix the failing tests in this repository, and the docs."}
+	msgs = append(msgs, result(c.callID(c.next-1), c.next-1))
+	if h := c.send(msgs, gatewaytest.Reply{Text: "Both fixed."}); h == "compacted" || h == "extended" {
+		t.Errorf("an edited first prompt with the calls kept: history %q, want a fork", h)
+	}
+	if n := len(s.sessionLogs()); n != 2 {
+		t.Errorf("%d sessions, want 2 (the edit a fork)", n)
+	}
+	if after := texts(s.messagesOf(id, "MESSAGE_VIEW_ACTIVE")); !slices.Equal(after, view) {
+		t.Errorf("the session the edit left: view %q, was %q", after, view)
 	}
 }
