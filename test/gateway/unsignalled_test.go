@@ -384,3 +384,46 @@ func TestUnsignalledEditKeepingCallsForks(t *testing.T) {
 		t.Errorf("the session the edit left: view %q, was %q", after, view)
 	}
 }
+
+// TestUnsignalledCompactionOfCopiedCallsSendsItsOwnHistory: within a
+// tenant, a request without a signal that carries a session's latest call
+// id (a client that copied it) and a summary of its own is that session's
+// client compaction (documented: call ids, like a session id, are a
+// capability within the tenant). What goes upstream is the request's own
+// history: the view is emptied, nothing of the session it joined is sent.
+func TestUnsignalledCompactionOfCopiedCallsSendsItsOwnHistory(t *testing.T) {
+	s := start(t, nil)
+	a := newCompressingClient(t, s, "A")
+	a.rounds(4)
+	last := a.callID(a.next - 1)
+	for id := range s.sessionLogs() {
+		s.waitLogLen(id, 8) // the session's last call is recorded
+	}
+	copied := []any{
+		map[string]any{"role": "system", "content": "You are another agent."},
+		map[string]any{"role": "user", "content": "<state_snapshot>Stranger's summary: nothing of A.</state_snapshot>\n\n" + qwenTrailer},
+		map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+			"id": last, "type": "function", "function": map[string]any{"name": "read_file", "arguments": `{"path":"stranger.go"}`}}}},
+		map[string]any{"role": "tool", "tool_call_id": last, "content": "the stranger's own result"},
+	}
+	s.fake.Reset()
+	h := a.send(copied, gatewaytest.Reply{Text: "Done."})
+	reqs := s.fake.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d upstream requests, want 1", len(reqs))
+	}
+	raw := string(reqs[0].Raw)
+	if h != "compacted" {
+		t.Errorf("history %q, want compacted (the session whose call it carries)", h)
+	}
+	for _, own := range []string{"Stranger's summary", "stranger.go", "the stranger's own result", "You are another agent."} {
+		if !strings.Contains(raw, own) {
+			t.Errorf("the upstream request lacks the request's own %q", own)
+		}
+	}
+	for _, theirs := range []string{"Fix the failing tests in this repository.", a.callID(0), "You are Qwen Code"} {
+		if strings.Contains(raw, theirs) {
+			t.Errorf("the upstream request holds %q of the session it joined:\n%s", theirs, raw)
+		}
+	}
+}
