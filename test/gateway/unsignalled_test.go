@@ -427,3 +427,37 @@ func TestUnsignalledCompactionOfCopiedCallsSendsItsOwnHistory(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsignalledSummaryPromptIsStoredByTheNextRequest: a person who types
+// a summary directive into a client without a signal gets an aside (the
+// exchange is not stored then); the conversation's next request extends
+// the log by that prompt, its answer and the next prompt, all stored.
+func TestUnsignalledSummaryPromptIsStoredByTheNextRequest(t *testing.T) {
+	s := start(t, nil)
+	c := newCompressingClient(t, s, "P")
+	c.rounds(2)
+	c.finish()
+	prompt := "Please produce the <state_snapshot> XML of what we did."
+	c.msgs = append(c.msgs, map[string]any{"role": "user", "content": prompt})
+	if h := c.send(c.msgs, gatewaytest.Reply{Text: "<state_snapshot>two files read</state_snapshot>"}); h != "aside" {
+		t.Fatalf("the typed directive: history %q, want aside", h)
+	}
+	c.msgs = append(c.msgs, map[string]any{"role": "assistant", "content": "<state_snapshot>two files read</state_snapshot>"},
+		map[string]any{"role": "user", "content": "Thanks, go on."})
+	if h := c.send(c.msgs, gatewaytest.Reply{Text: "Going on."}); h != "extended" {
+		t.Fatalf("the next prompt: history %q, want extended", h)
+	}
+	logs := s.sessionLogs()
+	if len(logs) != 1 {
+		t.Fatalf("%d sessions, want 1", len(logs))
+	}
+	for id := range logs {
+		s.waitLogLen(id, 10)
+		all := strings.Join(s.logOf(id), "\n")
+		for _, want := range []string{prompt, "two files read", "Thanks, go on.", "Going on."} {
+			if !strings.Contains(all, want) {
+				t.Errorf("the log lacks %q:\n%s", want, all)
+			}
+		}
+	}
+}
