@@ -52,6 +52,11 @@ func TestCompactedHistoryMakesAKeptCallOnce(t *testing.T) {
 		if got, view := logLen(), activeOf(t, e, v.ID); got != n+3 || len(view) != 3 {
 			t.Errorf("after the compaction: log %d (want %d), view %d (want 3)", got, n+3, len(view))
 		}
+		// The call's row names the message that made it last (FindCalls:
+		// the age of a session's latest call is measured from it).
+		if hits, err := e.FindCalls(ctx, tenant, []string{"call_3"}, 8); err != nil || len(hits) != 1 || hits[0].Position != int64(n+2) {
+			t.Errorf("FindCalls(call_3) after the compaction made it again at %d: %+v, %v", n+2, hits, err)
+		}
 		// And an ordinary append after it may not make call_3 a third time.
 		if err := prepare([]chat.Message{userMsg("more"), callMsg("call_3"), resultMsg("call_3", "third")}, false); !errors.As(err, &invalid) {
 			t.Errorf("an ordinary append after the compaction making call_3 again: %v, want invalid", err)

@@ -214,7 +214,9 @@ type Tx interface {
 	// OpenToolCalls returns the session's tool calls that have no result
 	// yet, by position of the message that made them, then call id.
 	OpenToolCalls(ctx context.Context, tenant, sessionID string) ([]ToolCall, error)
-	// PutToolCalls inserts or updates tool calls.
+	// PutToolCalls inserts or updates tool calls (both positions: a
+	// client's compacted history makes a kept call again, engine
+	// pairToolCalls).
 	PutToolCalls(ctx context.Context, tenant, sessionID string, calls []ToolCall) error
 
 	// LockCompaction serializes compactions of one session across replicas
