@@ -292,6 +292,11 @@ func TestUnsignalledCompactionAcrossReplicas(t *testing.T) {
 	b := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url})
 	c := newCompressingClient(t, a, "R")
 	c.rounds(8)
+	// Replica a records its last reply (call_R_7) just after relaying it:
+	// b, which cannot wait for a's recording, is asked once it is stored.
+	for id := range a.sessionLogs() {
+		a.waitLogLen(id, 16)
+	}
 	c.s = b
 	if asked, compacted := c.compress("Replica summary: every file was read."); asked != "aside" || compacted != "compacted" {
 		t.Fatalf("on the other replica: the summary request %q, the compacted history %q; want aside, compacted", asked, compacted)
