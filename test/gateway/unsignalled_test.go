@@ -466,3 +466,30 @@ func TestUnsignalledSummaryPromptIsStoredByTheNextRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsignalledSummaryRequestWhileAnotherReplicaRecords: ten
+// conversations run their rounds on replica a and ask for their summary
+// on replica b at once, while a may still be recording its last reply
+// (the call the summary request carries with its result). An aside
+// matched on the log before that reply was stored, and sent as the view
+// (which by then holds it) and its new messages, went upstream with the
+// call twice (the provider's 400, in 7 of 8 runs here before the fix):
+// the aside is matched again when the log grew since its match.
+func TestUnsignalledSummaryRequestWhileAnotherReplicaRecords(t *testing.T) {
+	url := pgtest.URL(t)
+	a := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url})
+	b := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url})
+	for i := range 10 {
+		tag := fmt.Sprintf("W%d", i)
+		c := newCompressingClient(t, a, tag)
+		c.msgs[1] = map[string]any{"role": "user", "content": "Task " + tag}
+		c.rounds(8)
+		c.s = b
+		last := c.callID(c.next - 1)
+		ask := append(slices.Clone(c.msgs), result(last, c.next-1), map[string]any{"role": "user", "content": qwenDirective})
+		if h := c.send(ask, gatewaytest.Reply{Text: "<state_snapshot>" + tag + " summary</state_snapshot>"}); h != "aside" {
+			t.Errorf("%s: the summary request on the other replica: history %q, want aside", tag, h)
+		}
+	}
+	b.checkUpstream()
+}
