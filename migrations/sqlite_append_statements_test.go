@@ -14,7 +14,7 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-// TestSQLiteAppendStatementsUpDownUp: migration 00016 (the history index
+// TestSQLiteAppendStatementsUpDownUp: migration 00015 (the history index
 // and the view's entries rebuilt WITHOUT ROWID, the head's trigger) keeps
 // every row of a database that holds data, going up, down and up again:
 // the rows, their heads (one a session), the indexes, and the trigger
@@ -132,15 +132,15 @@ func TestSQLiteAppendStatementsUpDownUp(t *testing.T) {
 		}
 	}
 	check("at 13", false)
-	if _, err := p.UpTo(ctx, 16); err != nil {
+	if _, err := p.UpTo(ctx, 15); err != nil {
 		t.Fatal(err)
 	}
-	check("up to 16", true)
+	check("up to 15", true)
 	if _, err := p.DownTo(ctx, 13); err != nil {
 		t.Fatal(err)
 	}
 	check("down to 13", false)
-	if _, err := p.UpTo(ctx, 16); err != nil {
+	if _, err := p.UpTo(ctx, 15); err != nil {
 		t.Fatal(err)
 	}
 	check("up again", true)

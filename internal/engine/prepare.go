@@ -216,7 +216,7 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 			}
 		}
 		pr.input, pr.at = msgs, e.timestamp()
-		staged, err := e.stageAppend(ctx, tx, &s, msgs, pr.at, true)
+		staged, err := e.stageAppend(ctx, tx, &s, msgs, pr.at, true, restartsHistory(in))
 		if err != nil {
 			return err
 		}
@@ -380,7 +380,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 			return err
 		}
 		// The same session version, so the same append as staged before.
-		staged, err := e.stageAppend(ctx, tx, &s, pr.input, pr.at, true)
+		staged, err := e.stageAppend(ctx, tx, &s, pr.input, pr.at, true, restartsHistory(in))
 		if err != nil {
 			return err
 		}

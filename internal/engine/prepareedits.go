@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
@@ -89,4 +90,11 @@ func (e *Engine) writeEdits(ctx context.Context, tx store.Tx, s *store.Session, 
 func (e *Engine) editsWritten(ctx context.Context, final *store.Session, view []chat.Message) {
 	e.views.put(final, view, viewOrds(len(view)), messagesBytes(view))
 	e.sweepViews(ctx, final.Tenant, final.ID)
+}
+
+// restartsHistory reports whether in's append is a client's compacted
+// history (ViewEdit.Compaction), which may make its kept calls again
+// (pairToolCalls).
+func restartsHistory(in PrepareInput) bool {
+	return slices.ContainsFunc(in.Edits, func(ed ViewEdit) bool { return ed.Compaction != nil })
 }

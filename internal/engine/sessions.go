@@ -566,7 +566,7 @@ func requestHash(in AppendInput) (string, error) {
 // call the batch interrupts, and updates s in memory (the caller writes it).
 // It returns the messages as stored.
 func (e *Engine) appendInTx(ctx context.Context, tx store.Tx, s *store.Session, msgs []chat.Message) ([]chat.Message, error) {
-	st, err := e.stageAppend(ctx, tx, s, msgs, e.timestamp(), false)
+	st, err := e.stageAppend(ctx, tx, s, msgs, e.timestamp(), false, false)
 	if err != nil {
 		return nil, err
 	}
@@ -590,9 +590,10 @@ type stagedAppend struct {
 // reading only.
 //
 // compacting says the append is PrepareContext's, which compacts the view
-// it leaves (see checkViewBound).
-func (e *Engine) stageAppend(ctx context.Context, tx store.Tx, s *store.Session, msgs []chat.Message, now time.Time, compacting bool) (stagedAppend, error) {
-	msgs, calls, err := e.pairToolCalls(ctx, tx, s, msgs)
+// it leaves (see checkViewBound); restart, that it is a client's compacted
+// history, which may make again the calls it kept (pairToolCalls).
+func (e *Engine) stageAppend(ctx context.Context, tx store.Tx, s *store.Session, msgs []chat.Message, now time.Time, compacting, restart bool) (stagedAppend, error) {
+	msgs, calls, err := e.pairToolCalls(ctx, tx, s, msgs, restart)
 	if err != nil {
 		return stagedAppend{}, err
 	}
@@ -664,7 +665,16 @@ const interruptedContent = "[interrupted: the conversation moved on before this 
 // contextd.interrupted) is inserted before that message, so the stored
 // conversation stays one that every provider accepts. It returns the
 // messages to store (counted) and the tool-call rows to write.
-func (e *Engine) pairToolCalls(ctx context.Context, tx store.Tx, s *store.Session, msgs []chat.Message) ([]chat.Message, []store.ToolCall, error) {
+//
+// restart: msgs are a client's compacted history (ViewEdit.Compaction),
+// whose record covers the whole view before them. A client that compacts
+// keeps its latest calls (Qwen Code keeps its last call and sends its
+// result): such a call, made before msgs, may be made once again in
+// them, and is then answered by them. A call left unanswered before msgs
+// that they do not make again is closed without a result message (the
+// compaction covers it: a result inserted now would answer a call the
+// view no longer holds).
+func (e *Engine) pairToolCalls(ctx context.Context, tx store.Tx, s *store.Session, msgs []chat.Message, restart bool) ([]chat.Message, []store.ToolCall, error) {
 	var ids []string
 	for _, m := range msgs {
 		for _, p := range m.Parts {
@@ -688,11 +698,16 @@ func (e *Engine) pairToolCalls(ctx context.Context, tx store.Tx, s *store.Sessio
 		return nil, nil, err
 	}
 	var open []string // unanswered calls, in the order they were made
-	for _, c := range openCalls {
-		known[c.CallID] = c
-		open = append(open, c.CallID)
-	}
 	changed := map[string]bool{}
+	for _, c := range openCalls {
+		if restart {
+			c.ResultPosition = max(1, s.LogCount)
+			changed[c.CallID] = true
+		} else {
+			open = append(open, c.CallID)
+		}
+		known[c.CallID] = c
+	}
 	var violations []chat.Violation
 	out := make([]chat.Message, 0, len(msgs))
 	for i, m := range msgs {
@@ -715,7 +730,7 @@ func (e *Engine) pairToolCalls(ctx context.Context, tx store.Tx, s *store.Sessio
 			field := fmt.Sprintf("messages[%d].parts[%d]", i, j)
 			switch p.Type {
 			case chat.PartToolCall:
-				if _, dup := known[p.ToolCall.ID]; dup {
+				if c, dup := known[p.ToolCall.ID]; dup && !(restart && c.Position <= s.LogCount) {
 					violations = append(violations, chat.Violation{Field: field + ".tool_call.id",
 						Description: fmt.Sprintf("tool call id %q is already used in this session", p.ToolCall.ID)})
 					continue

@@ -96,6 +96,9 @@ var clientSummaryMarkers = []string{
 	"Another language model started to solve this problem and produced a summary",
 	// Claude Code's /compact and auto-compact.
 	"This session is being continued from a previous conversation",
+	// Qwen Code's chat compression (RESUME_TRAILER, after its
+	// <state_snapshot>).
+	"Resume the prior task using the summary above.",
 }
 
 // clientCompacts reports whether the request c, which neither extends nor
@@ -105,41 +108,13 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 	if m == nil || m.extends || m.repeat || len(c.msgs) == 0 || len(c.msgs) > len(m.log) {
 		return false
 	}
-	// Much shorter: half the log's messages or half the view's tokens
-	// (contextd may have compacted the view already, and a client keeps
-	// files it read: Claude Code's /compact). An empty view (a cleared
-	// session) has nothing to weigh the request against: short enough.
-	if len(c.msgs)*compactedShare > len(m.log) && m.s.ActiveCount > 0 && approxTokens(c.msgs)*compactedShare > m.s.ActiveTokens {
+	if !muchShorter(m, c) {
 		return false
 	}
 	if compactsAgain(m, c) {
 		return true
 	}
-	// Which of the request's identities the log holds: a set of the
-	// request's (bounded by the request, not by the log, which a short
-	// request may name however long it is), one pass over the log.
-	in := make(map[[32]byte]bool, len(c.ids))
-	for _, d := range c.ids {
-		in[d] = false
-	}
-	// The latest compaction's own summary again counts as not held, unless
-	// the request goes on past the compacted history as the log does (a
-	// rewind that keeps more than it: a fork). Which of the request's
-	// identities the compacted history holds (own) is read in the same
-	// pass, into a set bounded by the request.
-	again := m.restart > 0 && m.k <= m.restart
-	var own map[[32]byte]bool
-	if again {
-		own = make(map[[32]byte]bool)
-	}
-	for i, d := range m.log {
-		if _, ok := in[d]; ok {
-			in[d] = true
-			if again && i < m.restart {
-				own[d] = true
-			}
-		}
-	}
+	in, own := heldByLog(m, c)
 	// The latest compaction's summary again counts only when the client
 	// wrote it again, not where the request still shares it with the log
 	// (before m.k: an edit of a later message), and only after messages
@@ -158,6 +133,42 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 	// of the log's later messages (a client's side request — a title, a
 	// topic — on a prompt typed before) is not one.
 	return m.k > 0 && skipsLog(m.log, in, c.ids)
+}
+
+// muchShorter reports whether the request is much shorter than what the
+// session holds: half the log's messages or half the view's tokens
+// (contextd may have compacted the view already, and a client keeps
+// files it read: Claude Code's /compact). An empty view (a cleared
+// session) has nothing to weigh the request against: short enough.
+func muchShorter(m *logMatch, c *conversation) bool {
+	return len(c.msgs)*compactedShare <= len(m.log) || m.s.ActiveCount == 0 || approxTokens(c.msgs)*compactedShare <= m.s.ActiveTokens
+}
+
+// heldByLog is which of the request's identities the log holds (in), and
+// which of them only the latest client compaction's messages hold (own:
+// that compaction's own summary again counts as not held, unless the
+// request goes on past the compacted history as the log does — a rewind
+// that keeps more than it: a fork). Sets of the request's identities
+// (bounded by the request, not by the log, which a short request may name
+// however long it is), read in one pass over the log.
+func heldByLog(m *logMatch, c *conversation) (in, own map[[32]byte]bool) {
+	in = make(map[[32]byte]bool, len(c.ids))
+	for _, d := range c.ids {
+		in[d] = false
+	}
+	again := m.restart > 0 && m.k <= m.restart
+	if again {
+		own = make(map[[32]byte]bool)
+	}
+	for i, d := range m.log {
+		if _, ok := in[d]; ok {
+			in[d] = true
+			if again && i < m.restart {
+				own[d] = true
+			}
+		}
+	}
+	return in, own
 }
 
 // compactsAgain reports whether the request, which neither extends nor
@@ -255,6 +266,12 @@ func (g *Gateway) compacted(ctx context.Context, tenant, id string, c *conversat
 	if !clientCompacts(m, c) {
 		return resolved{}, false, nil
 	}
+	return g.compactIn(ctx, tenant, id, c, sig, m)
+}
+
+// compactIn resolves the request to session id as its client's
+// compaction of the history m matched.
+func (g *Gateway) compactIn(ctx context.Context, tenant, id string, c *conversation, sig signal, m *logMatch) (res resolved, ok bool, err error) {
 	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version, named: sig.owns(id), row: &m.s,
 		history: historyCompacted}
 	if moved, err := g.follow(ctx, tenant, m.s, c); err != nil {

@@ -52,7 +52,7 @@ func (g *Gateway) minEditBytes(model string) int64 {
 // (providercompaction.go). A session this request made, or a repeat
 // answered from the session, has nothing to record.
 func (g *Gateway) viewEdits(c *conversation, res *resolved) []engine.ViewEdit {
-	if res.made || res.repeat > 0 || len(c.chains) != len(c.msgs) {
+	if res.made || res.notStored() || len(c.chains) != len(c.msgs) {
 		return nil
 	}
 	if res.history == historyCompacted {

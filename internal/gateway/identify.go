@@ -395,6 +395,11 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 		}
 		left = true
 	}
+	// A client's compaction of its history without a session signal
+	// (unsignalled.go).
+	if res, ok, err := g.unsignalledCompaction(ctx, tenant, c, sig, noRepeat, until); err != nil || ok {
+		return res, err
+	}
 	// The client's version of a session's last reply (picks.go).
 	if res, ok, err := g.identifyPick(ctx, tenant, c, sig, shared, noRepeat, until); err != nil || ok {
 		return res, err
@@ -454,10 +459,13 @@ type logMatch struct {
 	// restart: how many of the log's first messages the client's latest
 	// compaction of its history appended (0: the log never restarted).
 	restart int
-	k       int   // the request's first k messages are the log's first k
-	extends bool  // the log is a prefix of the request's history
-	repeat  bool  // the request is the log but for its last replies
-	pick    *pick // the request picks the log's last reply (picks.go)
+	k       int  // the request's first k messages are the log's first k
+	extends bool // the log is a prefix of the request's history
+	repeat  bool // the request is the log but for its last replies
+	// noRepeat: the request may not be answered from a prefix of the
+	// session's view (it was tried: the replies were not the view's tail).
+	noRepeat bool
+	pick     *pick // the request picks the log's last reply (picks.go)
 }
 
 // match reads session id (nil when it does not exist) and matches the
@@ -483,7 +491,7 @@ func (g *Gateway) matchRow(ctx context.Context, tenant string, s store.Session, 
 	if len(c.details) != len(c.msgs) {
 		c.details = detailsOf(c.msgs)
 	}
-	m := &logMatch{s: s, log: log, replies: replies, restart: restart}
+	m := &logMatch{s: s, log: log, replies: replies, restart: restart, noRepeat: noRepeat}
 	// The same identities and details that agree (detailOf): results of
 	// calls whose ids a provider reused are not the same message.
 	for m.k < len(log) && m.k < len(c.ids) && log[m.k] == c.ids[m.k] && detailsAgree(details[m.k], c.details[m.k]) {
@@ -550,6 +558,9 @@ func (g *Gateway) join(ctx context.Context, tenant, id string, c *conversation, 
 	}
 	if !m.extends && !m.repeat && m.pick == nil {
 		return resolved{}, false, nil
+	}
+	if res, ok := extensionAside(id, c, sig, m); ok { // unsignalled.go
+		return res, true, nil
 	}
 	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version,
 		named: sig.owns(id), row: &m.s}

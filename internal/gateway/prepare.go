@@ -143,7 +143,17 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			g.unmake(ctx, tenant, res)
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
-		if res.repeat > 0 {
+		if res.notStored() && len(res.repeatD) == 0 && res.row != nil && prep.Status.LogCount != res.row.LogCount {
+			// An aside that extends the log (unsignalled.go) was matched
+			// on a log that has grown since (another replica recorded a
+			// reply): the view may hold the request's new messages. Match
+			// again; past the budget, as an extension (recorded).
+			if !retry.again(ctx) {
+				noRepeat = true
+			}
+			continue
+		}
+		if res.notStored() {
 			// Send the view without the replies this request does not
 			// carry; if they are not its tail (a compaction moved them),
 			// the request goes on in a session of its own.

@@ -66,7 +66,10 @@ func (x *exchange) answering(out *outcome) {
 		out.reply = nil // its client went away first (hold.claimReply)
 	}
 	x.hold.mark(recordingKey(x.tenant, x.res.id))
-	if x.res.repeat == 0 && len(out.reply) > 0 {
+	if x.res.history == historyAside && x.sig.id == "" {
+		x.g.summaries.remember(x.tenant, x.res.id, out.reply) // unsignalledsummary.go
+	}
+	if !x.res.notStored() && len(out.reply) > 0 {
 		if chain := replyStamp(x.c, out.reply); chain != "" {
 			x.hold.mark(replyKey(x.tenant, chain))
 		}
@@ -95,7 +98,7 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 	// if the client kept it.
 	in := engine.ExchangeInput{LogCount: prep.Status.LogCount, Created: prep.Status.Created,
 		Model: prep.Status.Usage.Model}
-	if res.repeat == 0 {
+	if !res.notStored() {
 		in.Reply = reply // a repeated request's reply is not the session's
 	}
 	// One report per upstream call. The calls of an expand loop after the
@@ -105,7 +108,7 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 		u := us[(i+1)%len(us)]
 		report := u.report(prep.ViewToken)
 		report.Compacted = compactedCall(reply) // providercompaction.go
-		if res.repeat > 0 {
+		if res.notStored() {
 			// A repeated request sent a prefix of the view: the call goes
 			// into the ledger, nothing else.
 			n := int64(len(prep.Messages) - len(res.tail))

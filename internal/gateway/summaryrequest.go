@@ -41,6 +41,8 @@ var summaryPrompts = []string{
 	"Your task is to create a detailed summary of the conversation so far",
 	// Codex CLI (codex-rs core/templates/compact/prompt.md).
 	"CONTEXT CHECKPOINT COMPACTION",
+	// Qwen Code's chat compression (COMPRESSION_REQUEST_DIRECTIVE).
+	"produce the <state_snapshot> XML",
 }
 
 // asksSummary reports whether m is a user message asking for a summary

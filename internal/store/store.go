@@ -219,7 +219,9 @@ type Tx interface {
 	// OpenToolCalls returns the session's tool calls that have no result
 	// yet, by position of the message that made them, then call id.
 	OpenToolCalls(ctx context.Context, tenant, sessionID string) ([]ToolCall, error)
-	// PutToolCalls inserts or updates tool calls.
+	// PutToolCalls inserts or updates tool calls (both positions: a
+	// client's compacted history makes a kept call again, engine
+	// pairToolCalls).
 	PutToolCalls(ctx context.Context, tenant, sessionID string, calls []ToolCall) error
 
 	// LockCompaction serializes compactions of one session across replicas
@@ -339,6 +341,7 @@ type Store interface {
 	// takes a writer).
 	HasDueJob(ctx context.Context, now time.Time, perTenant int) (bool, error)
 	HistoryFinder
+	CallFinder
 	// SweepViews deletes, in one short transaction of its own, at most
 	// limit entries of the session's view generations other than its
 	// current one (left by ReplaceView and FlipView, or staged by a

@@ -2,6 +2,7 @@ package clients
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -20,7 +21,34 @@ var compactionPrompts = []string{
 	"CONTEXT CHECKPOINT COMPACTION", // Codex CLI (codex-rs core/templates/compact/prompt.md)
 	// Claude Code's /compact.
 	"Your task is to create a detailed summary of the conversation so far",
+	// Qwen Code's chat compression (COMPRESSION_REQUEST_DIRECTIVE).
+	"produce the <state_snapshot> XML",
 }
+
+// stateSnapshot is the provider's summary as Qwen Code asks for it: a
+// <state_snapshot> (Qwen Code drops a summary without one) whose goal
+// restates what the person typed (texts), the latest first (the task the
+// provider reads from the summary), as a model's does, then the
+// checkpoint.
+func stateSnapshot(texts []string, summary string) string {
+	var typed []string // each typed prompt once, in the order typed (a summary restates those before it, the latest first)
+	for _, t := range texts {
+		ps := typedPrompt.FindAllString(t, -1)
+		if strings.Contains(t, "<state_snapshot>") {
+			slices.Reverse(ps)
+		}
+		for _, p := range ps {
+			p = strings.TrimSpace(p)
+			typed = append(slices.DeleteFunc(typed, func(q string) bool { return q == p }), p)
+		}
+	}
+	slices.Reverse(typed)
+	return "<analysis>The history was read.</analysis>\n<state_snapshot>\n<overall_goal>\n" + strings.Join(typed, "\n") +
+		"\n</overall_goal>\n<current_plan>\n" + summary + "\n</current_plan>\n</state_snapshot>"
+}
+
+// typedPrompt is a prompt the person typed (prompt), within a text.
+var typedPrompt = regexp.MustCompile(`TASK=[^\n<]*`)
 
 // checkpointMark is the provider's summary: the last call it answered.
 var checkpointMark = regexp.MustCompile(`CHECKPOINT after ((?:call|toolu)_r\d+of\d+_\d+)`)

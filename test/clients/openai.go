@@ -186,18 +186,23 @@ func (p *Provider) chat(w http.ResponseWriter, r *http.Request) {
 	c := p.receiveOpenAI(r, "chat", gatewaytest.CheckChat)
 	msgs, _ := c.Body["messages"].([]any)
 	var texts []string
-	lastCall := ""
+	lastCall, latestCall, lastUser := "", "", ""
 	for i, x := range msgs {
 		m, _ := x.(map[string]any)
 		switch m["role"] {
 		case "user":
 			texts = append(texts, contentTexts(m["content"])...)
-		case "tool":
 			if i == len(msgs)-1 {
-				lastCall, _ = m["tool_call_id"].(string)
+				lastUser = strings.Join(contentTexts(m["content"]), "\n")
+			}
+		case "tool":
+			latestCall, _ = m["tool_call_id"].(string)
+			if i == len(msgs)-1 {
+				lastCall = latestCall
 			}
 		}
 	}
+	compaction := asksCompaction(lastUser) // checkpoint.go
 	c.Texts = humanTexts(texts)
 	var tools []tool
 	toolList, _ := c.Body["tools"].([]any)
@@ -208,14 +213,17 @@ func (p *Provider) chat(w http.ResponseWriter, r *http.Request) {
 		tools = append(tools, toolOf(name, fn["parameters"], false))
 	}
 	step := nextStep(lastCall, c.Texts)
-	if len(tools) == 0 {
+	if len(tools) == 0 || compaction {
 		step.side = true
 	}
-	c.Side = step.side
+	c.Side, c.Compaction = step.side, compaction
 	ws := workspaceOf(c.Texts)
 	content, outText, finish := "", "", "stop"
 	var calls []map[string]any
 	switch {
+	case compaction:
+		content = stateSnapshot(c.Texts, p.summary(latestCall))
+		outText = content
 	case step.side:
 		content = "Checklist"
 		if rf, ok := c.Body["response_format"].(map[string]any); ok && rf["type"] != "text" {

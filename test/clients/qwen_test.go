@@ -118,3 +118,58 @@ func (r *rig) clientEdits(ids ...string) int {
 	}
 	return n
 }
+
+// qwenCompressSettings is qwenSettings with Qwen Code's chat compression
+// at 30 % of a 64k window (context.autoCompactThreshold of
+// model.generationConfig.contextWindowSize: 19,200 tokens, about every
+// other round here; by default
+// 85 %, capped at the window less 33,000; Qwen Code refuses to send past
+// the window less 23,000, so its window is not contextd's 40k, where it
+// would stop at 17,000). Qwen Code asks for a
+// <state_snapshot> summary with its whole history, then goes on from the
+// summary, "Got it. Thanks for the additional context!" with its last
+// tool call, and that call's result.
+const qwenCompressSettings = `{
+  "security": {"auth": {"selectedType": "openai"}},
+  "model": {"generationConfig": {"contextWindowSize": 64000}},
+  "context": {"autoCompactThreshold": 0.3},
+  "telemetry": {"enabled": false},
+  "privacy": {"usageStatisticsEnabled": false},
+  "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+  "ui": {"hideTips": true}
+}`
+
+// TestQwenCompresses is TestQwenCode with Qwen Code compressing its own
+// chat every few rounds. Qwen Code names no session to contextd; each
+// compressed history keeps its last tool call, whose id is the
+// conversation's own, and is recorded as a client compaction in the
+// conversation's session (gateway/unsignalled.go): one session per
+// conversation, as the suite checks, and the used % follows what Qwen
+// Code sends. Before, each compression started a session of its own.
+func TestQwenCompresses(t *testing.T) {
+	bin := filepath.Join(clis(t), "node_modules", ".bin", "qwen")
+	r := startRig(t, qwenModel, nil)
+	dir, home := newWorkspace(t), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".qwen"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".qwen", "settings.json"), []byte(qwenCompressSettings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.conversations(t, dir, func(conv, text, resume string) (string, string) {
+		return r.qwenTurn(conv, bin, dir, home, text, resume)
+	})
+	asks := r.provider.compactionAsks()
+	r.mu.Lock()
+	compacted := map[string]int{}
+	for _, e := range r.exchanges {
+		if e.main && strings.HasPrefix(e.history, "compacted") {
+			compacted[e.conv[:1]]++
+		}
+	}
+	r.mu.Unlock()
+	t.Logf("Qwen Code asked for %d summaries; compressed histories recorded in their sessions: %v", asks, compacted)
+	if compacted["A"] == 0 || compacted["B"] == 0 {
+		t.Errorf("compressed histories recorded as client compactions: %v, want some in each conversation (asked for %d summaries)", compacted, asks)
+	}
+}

@@ -18,7 +18,7 @@ import (
 // (contextd_sqlite_statements_total: every statement of its write
 // transactions, BEGIN and COMMIT included, and its reads): 29 on the parent
 // of this test, 27 once AppendView read the view generation in its insert,
-// 25 once the history head moved by a trigger (migration 00016), 23 once
+// 25 once the history head moved by a trigger (migration 00015), 23 once
 // resendable transactions ran on a pool opened at synchronous=NORMAL
 // instead of setting it before and after each — see docs/performance.md
 // ("SQLite statements per gateway request").

@@ -250,7 +250,7 @@ func (t *txn) PutToolCalls(ctx context.Context, tenant, sessionID string, calls 
 	}
 	return t.write(ctx, nil, `INSERT INTO tool_calls (tenant, session_id, call_id, position, result_position)
 		SELECT $1, $2, * FROM unnest($3::text[], $4::bigint[], $5::bigint[])
-		ON CONFLICT (tenant, session_id, call_id) DO UPDATE SET result_position = excluded.result_position`,
+		ON CONFLICT (tenant, session_id, call_id) DO UPDATE SET position = excluded.position, result_position = excluded.result_position`,
 		tenant, sessionID, ids, pos, res)
 }
 

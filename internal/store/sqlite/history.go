@@ -10,7 +10,7 @@ import (
 
 // indexHistory adds a batch's entries to the history index; the last
 // becomes the session's head, taking the mark from the old head as it is
-// written (migration 00016's trigger history_head_moved: one statement
+// written (migration 00015's trigger history_head_moved: one statement
 // less on every append). Same transaction as the messages' insert.
 func (t *txn) indexHistory(ctx context.Context, tenant, sessionID string, entries []store.HistoryEntry) error {
 	if len(entries) == 0 {

@@ -212,7 +212,7 @@ func (t *txn) OpenToolCalls(ctx context.Context, tenant, sessionID string) ([]st
 
 func (t *txn) PutToolCalls(ctx context.Context, tenant, sessionID string, calls []store.ToolCall) error {
 	return execBatched(ctx, t.tx, `INSERT INTO tool_calls (tenant, session_id, call_id, position, result_position) VALUES `,
-		` ON CONFLICT (tenant, session_id, call_id) DO UPDATE SET result_position = excluded.result_position`, 5, len(calls),
+		` ON CONFLICT (tenant, session_id, call_id) DO UPDATE SET position = excluded.position, result_position = excluded.result_position`, 5, len(calls),
 		func(i int, args []any) ([]any, error) {
 			c := calls[i]
 			return append(args, tenant, sessionID, c.CallID, c.Position, c.ResultPosition), nil

@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Jobs", testJobs},
 		{"JobLeasesAreExclusive", testJobLeasesAreExclusive},
 		{"HistoryIndex", testHistoryIndex},
+		{"FindCalls", testFindCalls},
 		{"JobRunningCapIsExact", testJobRunningCapIsExact},
 		{"LogBytes", testLogBytes},
 		{"CheckLogBytes", testCheckLogBytes},
