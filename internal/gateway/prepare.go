@@ -153,6 +153,15 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			}
 			continue
 		}
+		if err := logMoved(res, prep); err != nil {
+			// Appended nothing, so nothing expected its version: match
+			// again (the request is now a repeat of the reply that came
+			// in between, say).
+			if retry.again(ctx) {
+				continue
+			}
+			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
+		}
 		if res.notStored() {
 			// Send the view without the replies this request does not
 			// carry; if they are not its tail (a compaction moved them),
@@ -165,6 +174,26 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		}
 		return res, prep, key, nil
 	}
+}
+
+// logMoved is ErrVersionConflict when the request appended nothing to
+// the session it joined (its history is the log: unchanged, or a pick)
+// and PrepareContext found the log longer than the match did: another
+// request's messages came in between (the reply of its twin, whose call
+// was answered and recorded meanwhile). The view holds them, though the
+// request does not: its answer is not the session's next turn, and
+// recorded with the log count PrepareContext returned it would be
+// appended after them (the twin's reply stored twice). An append is
+// checked by its ExpectedVersion instead; a repeat stores nothing.
+func logMoved(res resolved, prep engine.PrepareResult) error {
+	if res.row == nil || len(res.fresh) > 0 || res.repeat > 0 {
+		return nil
+	}
+	if prep.Status.LogCount == res.row.LogCount && prep.Status.Created.Equal(res.row.CreatedAt) {
+		return nil
+	}
+	return fmt.Errorf("session %q: its log moved from %d to %d messages while the request was prepared: %w",
+		res.id, res.row.LogCount, prep.Status.LogCount, store.ErrVersionConflict)
 }
 
 // stripReplies removes the replies of digests from the end of the view.

@@ -49,33 +49,12 @@ func TestRetriedRequestKeepsNoEdits(t *testing.T) {
 		served <- resp.StatusCode
 	}()
 	// The request waits for the session: none of its edits is visible.
-	deadline := time.Now().Add(20 * time.Second)
-	for waiting() < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the request did not wait for the session's row")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	awaitWaiting(t, waiting, 1, "the request")
 	if n := s.compactionCount(id); n != 0 {
 		t.Fatalf("%d compactions visible while the request's transaction is open, want none", n)
 	}
-	updated := make(chan int, 1)
-	go func() {
-		b, _ := json.Marshal(map[string]any{"sessionId": id, "updateMask": "labels", "labels": map[string]string{"moved": "yes"}})
-		resp, err := http.Post(s.url("/contextd.v1.ContextService/UpdateSession"), "application/json", bytes.NewReader(b))
-		if err != nil {
-			updated <- 0
-			return
-		}
-		resp.Body.Close()
-		updated <- resp.StatusCode
-	}()
-	for waiting() < 2 { // the update queued on the session's row
-		if time.Now().After(deadline) {
-			t.Fatal("the update did not wait for the session")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	updated := s.rpcAsync("UpdateSession", map[string]any{"sessionId": id, "updateMask": "labels", "labels": map[string]string{"moved": "yes"}})
+	awaitWaiting(t, waiting, 2, "the update") // queued on the session's row
 	release()
 	if code := <-updated; code != http.StatusOK {
 		t.Fatalf("UpdateSession: %d", code)
@@ -125,6 +104,36 @@ func holdSession(t *testing.T, url, id string) (waiting func() int, release func
 		}
 	}
 	return waiting, release
+}
+
+// awaitWaiting waits until n backends wait for a lock (holdSession's
+// waiting), at most 20 seconds; what is the last one, for the failure.
+func awaitWaiting(t *testing.T, waiting func() int, n int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for waiting() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not wait for the session's row", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// rpcAsync calls method in a goroutine of its own: its HTTP status (0
+// when it could not be sent).
+func (s *server) rpcAsync(method string, req any) <-chan int {
+	code := make(chan int, 1)
+	b, _ := json.Marshal(req)
+	go func() {
+		resp, err := http.Post(s.url("/contextd.v1.ContextService/"+method), "application/json", bytes.NewReader(b))
+		if err != nil {
+			code <- 0
+			return
+		}
+		resp.Body.Close()
+		code <- resp.StatusCode
+	}()
+	return code
 }
 
 // compactionCount is how many compactions ListCompactions lists.
