@@ -117,16 +117,30 @@ func clientCompacts(m *logMatch, c *conversation) bool {
 	in, own := heldByLog(m, c)
 	// The latest compaction's summary again counts only when the client
 	// wrote it again, not where the request still shares it with the log
-	// (before m.k: an edit of a later message), and only after messages
-	// the log holds (the ones it kept): a request that edits one of them
-	// (the compacted history's first message) and keeps the summary
-	// after it is an edit, a fork as anywhere else.
-	held := true // every message before i is in the log
+	// (before m.k: an edit of a later message), and only when the request
+	// still holds every message that came before it in the compacted
+	// history (keptBefore): a request that replaces one of them (an edit
+	// of the compacted history's first message) and keeps the summary
+	// after it is an edit, a fork as anywhere else; one that keeps them
+	// and adds messages of its own before the summary (Codex compacting
+	// again: the user's messages, a new prompt among them, then the
+	// summary) is a compaction.
+	var kept map[[32]byte]bool
 	for i := range c.msgs {
-		if carriesSummary(&c.msgs[i]) && (!in[c.ids[i]] || own[c.ids[i]] && held && i >= m.k) {
+		if !carriesSummary(&c.msgs[i]) {
+			continue
+		}
+		if !in[c.ids[i]] {
 			return true
 		}
-		held = held && in[c.ids[i]]
+		if own[c.ids[i]] && i >= m.k {
+			if kept == nil {
+				kept = keptBefore(m, in)
+			}
+			if kept[c.ids[i]] {
+				return true
+			}
+		}
 	}
 	// Without a summary, a kept subset starts with the log's opening (a
 	// client keeps its initial context): a short request that quotes one
@@ -169,6 +183,22 @@ func heldByLog(m *logMatch, c *conversation) (in, own map[[32]byte]bool) {
 		}
 	}
 	return in, own
+}
+
+// keptBefore is the latest client compaction's messages (the log's first
+// m.restart) up to the first one the request (in: its identities) does
+// not hold, that one included: a summary among them has every message
+// before it kept. One pass over those messages, once a request; the set
+// is bounded by the request's messages.
+func keptBefore(m *logMatch, in map[[32]byte]bool) map[[32]byte]bool {
+	kept := make(map[[32]byte]bool)
+	for _, l := range m.log[:min(m.restart, len(m.log))] {
+		kept[l] = true
+		if _, ok := in[l]; !ok {
+			break
+		}
+	}
+	return kept
 }
 
 // compactsAgain reports whether the request, which neither extends nor

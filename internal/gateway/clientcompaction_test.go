@@ -153,6 +153,11 @@ func TestSameSummaryAgain(t *testing.T) {
 		{"an edit after the summary", []chat.Message{opening, summary, task}, []chat.Message{opening, summary, user("Fix the tests in util.py.")}, false},
 		{"the first message edited, the summary kept", []chat.Message{opening, task, summary}, []chat.Message{user("<environment_context>cwd2</environment_context>"), task, summary}, false},
 		{"the compacted history again, fewer of it", []chat.Message{opening, task, summary}, []chat.Message{opening, summary}, true},
+		// Codex compacting again at the start of a turn: the messages it
+		// kept, the prompt typed now (not in the log), then the same
+		// summary; and the same with the compacted history's task edited.
+		{"compacted again with a new prompt", []chat.Message{opening, task, summary}, []chat.Message{task, opening, user("Recheck amber."), summary}, true},
+		{"the task edited, a new prompt, the summary kept", []chat.Message{opening, task, summary}, []chat.Message{user("Fix the tests in util.py."), opening, user("Recheck amber."), summary}, false},
 	} {
 		log := tc.log
 		for i := range 6 {
