@@ -694,8 +694,13 @@ func (e *Engine) pairToolCalls(ctx context.Context, tx store.Tx, s *store.Sessio
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkNotLegacy(ctx, tx, s, msgs, openCalls); err != nil {
-		return nil, nil, err
+	// A client's compacted history closes the open calls without a
+	// result message (below): nothing is interrupted, so there is nothing
+	// a legacy session would place elsewhere.
+	if !restart {
+		if err := checkNotLegacy(ctx, tx, s, msgs, openCalls); err != nil {
+			return nil, nil, err
+		}
 	}
 	var open []string // unanswered calls, in the order they were made
 	changed := map[string]bool{}

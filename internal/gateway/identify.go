@@ -720,7 +720,7 @@ func (g *Gateway) overflowFork(ctx context.Context, tenant, base string, c *conv
 			break
 		}
 		if probes >= maxOverflowProbes/2 {
-			return base + "~r" + randomID(), nil // 2^31 forks of one history: never refused
+			return base[:min(len(base), 100)] + "~r" + randomID(), nil // 2^31 forks of one history: never refused
 		}
 		lo, hi = hi, 2*hi+1
 	}

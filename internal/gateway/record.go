@@ -66,7 +66,7 @@ func (x *exchange) answering(out *outcome) {
 		out.reply = nil // its client went away first (hold.claimReply)
 	}
 	x.hold.mark(recordingKey(x.tenant, x.res.id))
-	if x.res.history == historyAside && x.sig.id == "" {
+	if x.res.history == historyAside && x.sig.scope == "" { // no signal nor hint: unsignalledCompaction
 		x.g.summaries.remember(x.tenant, x.res.id, out.reply) // unsignalledsummary.go
 	}
 	if !x.res.notStored() && len(out.reply) > 0 {

@@ -67,8 +67,10 @@ import (
 // maxKeptCalls bounds the call ids of a request that the lookup asks for.
 const maxKeptCalls = 8
 
-// maxKeptSessions bounds the rows the lookup reads per call id: two tell
-// that the id is not one session's.
+// maxKeptSessions bounds the rows the lookup reads per call id. Two
+// sessions tell that the id is not one session's, but one session may
+// hold a kept call twice (a compacted history makes it again,
+// pairToolCalls), so the bound is the engine's, not 2.
 const maxKeptSessions = 8
 
 // maxKeptAge: the latest call a compacted history keeps is among its
@@ -109,9 +111,12 @@ func keptCalls(c *conversation) (ids []string, first int) {
 
 // unsignalledCompaction resolves a request without a session signal, which
 // extends no session, as its session's client compaction (ok), when the
-// rule above holds.
+// rule above holds. A request with a grouping hint (prompt_cache_key,
+// user, metadata.user_id: a scope without a session) is not looked up:
+// the lookups search the tenant's sessions, whatever their signal, and
+// conversations of different signals never meet.
 func (g *Gateway) unsignalledCompaction(ctx context.Context, tenant string, c *conversation, sig signal, noRepeat bool, until time.Time) (resolved, bool, error) {
-	if sig.id != "" || len(c.msgs) < 2 || c.msgs[0].Role != chat.RoleUser {
+	if sig.id != "" || sig.scope != "" || len(c.msgs) < 2 || c.msgs[0].Role != chat.RoleUser {
 		return resolved{}, false, nil
 	}
 	ids, first := keptCalls(c)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -73,7 +74,7 @@ func encodeTools(tools []chat.Tool) (string, error) {
 	toolsCache.mu.Lock()
 	e, ok := toolsCache.byHash[h]
 	toolsCache.mu.Unlock()
-	if ok && equalTools(e.tools, tools) {
+	if ok && slices.Equal(e.tools, tools) {
 		return e.text, nil
 	}
 	text, err := EncodeJSON(tools)
@@ -110,16 +111,4 @@ func hashTools(tools []chat.Tool) uint64 {
 		}
 	}
 	return h.Sum64()
-}
-
-func equalTools(a, b []chat.Tool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

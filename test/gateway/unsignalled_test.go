@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 	"github.com/contextd/contextd/internal/pgtest"
@@ -492,4 +494,37 @@ func TestUnsignalledSummaryRequestWhileAnotherReplicaRecords(t *testing.T) {
 		}
 	}
 	b.checkUpstream()
+}
+
+// TestHintedCompactionIsNotLookedUp: a request with a grouping hint
+// (`user`) that carries a conversation's compacted history — its summary
+// and its latest call, kept — is not that conversation's compaction when
+// the conversation had no hint: the lookup by kept calls searches the
+// tenant's sessions whatever their signal, and conversations of different
+// signals never meet. Without the guard it was recorded as "compacted" in
+// the unhinted conversation's session.
+func TestHintedCompactionIsNotLookedUp(t *testing.T) {
+	s := start(t, nil)
+	a := newCompressingClient(t, s, "a")
+	a.rounds(4)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if logs := s.sessionLogs(); len(logs) == 1 && len(slices.Collect(maps.Values(logs))[0]) == len(a.msgs)-1 {
+			break // the latest call is recorded
+		}
+	}
+	last := a.callID(a.next - 1)
+	msgs := []any{a.msgs[0],
+		map[string]any{"role": "user", "content": "<state_snapshot>the tests of a pass</state_snapshot>\n\n" + qwenTrailer},
+		call("Got it. Thanks for the additional context!", last),
+		result(last, a.next-1),
+	}
+	s.fake.Script(gatewaytest.Reply{Text: "done"})
+	resp, out := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": msgs, "user": "bob"}, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	if h := resp.Header.Get("X-Contextd-History"); h == "compacted" {
+		t.Errorf("a hinted request was recorded as the compaction of an unhinted conversation (session %s)", resp.Header.Get("X-Contextd-Session"))
+	}
+	s.checkUpstream()
 }
