@@ -68,7 +68,7 @@ const minProseShare = 4
 // step left a trail 1,092 tokens of its 2,437 once and folded 52 lines
 // that never came back (make bench-recall: "behind an older summary").
 func (p *planner) trailAndCap() (trail, summaryCap int) {
-	budget, room, summaryCap := TrailBudget(p.req.Policy, p.req.Window), p.leftForTrail(), p.req.Policy.SummaryMaxTokens
+	budget, room, summaryCap := TrailBudget(p.req.Policy, p.req.Window), p.trailRoom(), p.req.Policy.SummaryMaxTokens
 	if short := budget - room; short > 0 {
 		give := min(short, summaryCap-summaryCap/minProseShare)
 		summaryCap -= give
@@ -81,15 +81,12 @@ func (p *planner) trailAndCap() (trail, summaryCap int) {
 // still fit: the usable window less the fixed part, what stays verbatim
 // at the deepest cut (the latest step, the original task, pinned messages,
 // what the person said and their tool-pair partners) and the summary's own
-// cap. The trail's budget is a share of the window; at a small window, with
-// a large latest step, that share can be more than is left, and the
-// summary with its trail made the request too large where the summary
-// alone fit (8k: 7,272 tokens for 6,964 usable).
-func (p *planner) trailRoom() int { return max(0, p.leftForTrail()) }
-
-// leftForTrail is trailRoom before it is bounded at 0: negative when what
-// must stay and the summary's cap are more than the usable window.
-func (p *planner) leftForTrail() int {
+// cap; negative when what must stay and the summary's cap are more than
+// the usable window. The trail's budget is a share of the window; at a
+// small window, with a large latest step, that share can be more than is
+// left, and the summary with its trail made the request too large where
+// the summary alone fit (8k: 7,272 tokens for 6,964 usable).
+func (p *planner) trailRoom() int {
 	deep := p.cutBefore(0)
 	keep := p.keptBefore(deep)
 	var must int64
