@@ -44,33 +44,8 @@ const maxRoundTrips = 6.5
 func TestGatewayRoundTripsToPostgres(t *testing.T) {
 	url, count := pgtest.RoundTrips(t, pgtest.URL(t))
 	s := start(t, map[string]string{"CONTEXTD_DATABASE_URL": url, "CONTEXTD_BACKGROUND_COMPACTION": "false"})
-	history := []any{map[string]any{"role": "system", "content": "You are a coding agent."}}
-	for i := range 40 {
-		history = append(history, map[string]any{"role": []string{"user", "assistant"}[i%2], "content": fmt.Sprintf("message %d", i)})
-	}
-	call := func(i int) {
-		t.Helper()
-		history = append(history, map[string]any{"role": "user", "content": fmt.Sprintf("step %d", i)})
-		answer := fmt.Sprintf("answer %d", i)
-		s.fake.Script(gatewaytest.Reply{Text: answer})
-		resp, body := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4.1", "messages": history}, nil)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("call %d: %d %s", i, resp.StatusCode, body)
-		}
-		history = append(history, map[string]any{"role": "assistant", "content": answer})
-	}
-	// settled is the count once nothing moved for 300 ms (the last call's
-	// recording done).
-	settled := func() int64 {
-		last := count()
-		for still := time.Now(); time.Since(still) < 300*time.Millisecond; {
-			time.Sleep(20 * time.Millisecond)
-			if n := count(); n != last {
-				last, still = n, time.Now()
-			}
-		}
-		return last
-	}
+	call := s.growingChat()
+	settled := func() int64 { return settledCount(count) }
 	const warm, measured = 5, 20
 	for i := range warm {
 		call(i)
@@ -90,4 +65,39 @@ func TestGatewayRoundTripsToPostgres(t *testing.T) {
 	if perRequest > maxRoundTrips {
 		t.Errorf("%.2f round trips per gateway request, want at most %.1f", perRequest, maxRoundTrips)
 	}
+}
+
+// growingChat is a Chat Completions conversation of a system prompt and
+// 40 messages that grows by an exchange per call (i names the step and
+// the fake's answer): the requests whose store work the counting tests
+// measure.
+func (s *server) growingChat() func(i int) {
+	history := []any{map[string]any{"role": "system", "content": "You are a coding agent."}}
+	for i := range 40 {
+		history = append(history, map[string]any{"role": []string{"user", "assistant"}[i%2], "content": fmt.Sprintf("message %d", i)})
+	}
+	return func(i int) {
+		s.t.Helper()
+		history = append(history, map[string]any{"role": "user", "content": fmt.Sprintf("step %d", i)})
+		answer := fmt.Sprintf("answer %d", i)
+		s.fake.Script(gatewaytest.Reply{Text: answer})
+		resp, body := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4.1", "messages": history}, nil)
+		if resp.StatusCode != http.StatusOK {
+			s.t.Fatalf("call %d: %d %s", i, resp.StatusCode, body)
+		}
+		history = append(history, map[string]any{"role": "assistant", "content": answer})
+	}
+}
+
+// settledCount is count once it has not moved for 300 ms (the last call's
+// recording done).
+func settledCount(count func() int64) int64 {
+	last := count()
+	for still := time.Now(); time.Since(still) < 300*time.Millisecond; {
+		time.Sleep(20 * time.Millisecond)
+		if n := count(); n != last {
+			last, still = n, time.Now()
+		}
+	}
+	return last
 }

@@ -2,15 +2,11 @@ package gateway_test
 
 import (
 	"bufio"
-	"fmt"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 )
 
 // maxStatements is what a gateway request of a growing Chat Completions
@@ -59,33 +55,8 @@ func TestGatewayStatementsOnSQLite(t *testing.T) {
 		t.Fatalf("no contextd_sqlite_statements_total on /metrics (%v)", sc.Err())
 		return 0
 	}
-	history := []any{map[string]any{"role": "system", "content": "You are a coding agent."}}
-	for i := range 40 {
-		history = append(history, map[string]any{"role": []string{"user", "assistant"}[i%2], "content": fmt.Sprintf("message %d", i)})
-	}
-	call := func(i int) {
-		t.Helper()
-		history = append(history, map[string]any{"role": "user", "content": fmt.Sprintf("step %d", i)})
-		answer := fmt.Sprintf("answer %d", i)
-		s.fake.Script(gatewaytest.Reply{Text: answer})
-		resp, body := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4.1", "messages": history}, nil)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("call %d: %d %s", i, resp.StatusCode, body)
-		}
-		history = append(history, map[string]any{"role": "assistant", "content": answer})
-	}
-	// settled is the count once nothing moved for 300 ms (the last call's
-	// recording done).
-	settled := func() int64 {
-		last := count()
-		for still := time.Now(); time.Since(still) < 300*time.Millisecond; {
-			time.Sleep(20 * time.Millisecond)
-			if n := count(); n != last {
-				last, still = n, time.Now()
-			}
-		}
-		return last
-	}
+	call := s.growingChat()
+	settled := func() int64 { return settledCount(count) }
 	const warm, measured = 5, 20
 	for i := range warm {
 		call(i)
