@@ -47,6 +47,20 @@ func chargeLog(ctx context.Context, tx store.Tx, tenant string, quota int64) err
 	if quota <= 0 {
 		return nil
 	}
-	return tx.CheckLogBytes(ctx, tenant, quota, fmt.Errorf("tenant %q would store more than the %d bytes of messages %s allows; delete sessions or wait for retention: %w",
-		tenant, quota, limitLogBytes, ErrResourceExhausted))
+	return tx.CheckLogBytes(ctx, tenant, quota, &logQuotaError{tenant: tenant, quota: quota})
 }
+
+// logQuotaError is chargeLog's refusal: ErrResourceExhausted (errors.Is),
+// its message written only when it is read, not in every transaction that
+// stays within the quota.
+type logQuotaError struct {
+	tenant string
+	quota  int64
+}
+
+func (e *logQuotaError) Error() string {
+	return fmt.Sprintf("tenant %q would store more than the %d bytes of messages %s allows; delete sessions or wait for retention: %v",
+		e.tenant, e.quota, limitLogBytes, ErrResourceExhausted)
+}
+
+func (e *logQuotaError) Unwrap() error { return ErrResourceExhausted }
