@@ -9,6 +9,7 @@ import (
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/probes"
+	"github.com/contextd/contextd/internal/summarize"
 )
 
 // Why a probe is not in view after a compaction (RecallResult.Misses):
@@ -18,7 +19,8 @@ const (
 	// pruned result) that does not hold it.
 	missMasked = "masked result"
 	// missFolded: behind a summary of the view whose trail folds lines
-	// into a count (the trail's budget was spent on others).
+	// into a count (summarize.TrailShape; the trail's budget was spent on
+	// others).
 	missFolded = "folded in the trail"
 	// missOlder: behind an older summary that a summary of the view names
 	// (its fold line or a dense head): folded or shown densely then, and
@@ -47,7 +49,7 @@ func syntheticKinds(view []chat.Message, named []string) map[string]string {
 			out[m.ID] = missMasked
 		case chat.KindSummary:
 			out[m.ID] = missUntrailed
-			if strings.Contains(m.Text(), "\n- folded: ") {
+			if _, _, folded := summarize.TrailShape(m.Text()); folded > 0 {
 				out[m.ID] = missFolded
 			}
 		}

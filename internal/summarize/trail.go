@@ -679,11 +679,10 @@ func expandSentence(in compaction.SummaryInput) string {
 }
 
 // MeasureTrail is the trail of a summary of in, the tokens it takes and the
-// lines it folded (the planner's compaction.Request.Trail).
+// lines it folded (the planner's compaction.Request.Trail). The planner
+// measures before it has a trail (in.Trail is nil there: it sets it on the
+// input it summarizes, from what this returned), so in.Trail is not read.
 func MeasureTrail(in compaction.SummaryInput) compaction.MeasuredTrail {
-	if in.Trail != nil {
-		return compaction.MeasuredTrail{Text: *in.Trail, Tokens: countOrEstimate(in)(*in.Trail)}
-	}
 	text, lines, again := trail(in, in.TrailTokens(), countOrEstimate(in))
 	return compaction.MeasuredTrail{Text: text, Tokens: countOrEstimate(in)(text), Folded: foldedLines(text, lines, again)}
 }
