@@ -607,34 +607,42 @@ func (p *planner) summarize() error {
 			task = joinText(&p.view[i])
 		}
 	}
-	summarized, replaced, before, previous, folded := p.headBefore(cut)
-	if len(replaced) == 0 {
+	// Each cut's head is read once (keptBefore is a pass over the view).
+	heads := map[int]head{}
+	headAt := func(cut int) head {
+		h, ok := heads[cut]
+		if !ok {
+			h = p.headBefore(cut)
+			heads[cut] = h
+		}
+		return h
+	}
+	h := headAt(cut)
+	if len(h.replaced) == 0 {
 		return nil
 	}
 	sumID := p.req.NewID(chat.KindSummary) // the summary names its own id, and so does its trail
 	tool := p.req.Policy.ExposeExpandTool
-	input := func(cut int, summarized []chat.Message, previous, folded string) SummaryInput {
-		return SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, PreviousFolded: folded, Messages: summarized,
+	input := func(h head) SummaryInput {
+		return SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: h.previous, PreviousFolded: h.folded, Messages: h.summarized,
 			Instructions: p.req.Instructions, MaxTokens: summaryCap, TrailMaxTokens: trailMax(trail),
-			ID: sumID, ExpandTool: tool, Count: p.req.CountText, Kept: p.keptWith(cut)}
+			ID: sumID, ExpandTool: tool, Count: p.req.CountText, Kept: p.keptWith(h)}
 	}
 	trails := map[int]MeasuredTrail{} // the trail measured of each cut (at most 1 + maxTrailCuts)
 	if p.req.Trail != nil {
 		measure := func(cut int) int {
-			summarized, _, _, previous, folded := p.headBefore(cut)
-			t := p.req.Trail(input(cut, summarized, previous, folded))
+			t := p.req.Trail(input(headAt(cut)))
 			trails[cut] = t
 			return t.Tokens
 		}
 		if c := trailCut(cut, trail, cutFor, measure); c < cut {
-			cut = c
-			summarized, replaced, before, previous, folded = p.headBefore(cut)
-			if len(replaced) == 0 {
+			cut, h = c, headAt(c)
+			if len(h.replaced) == 0 {
 				return nil
 			}
 		}
 	}
-	in := input(cut, summarized, previous, folded)
+	in := input(h)
 	var meta map[string]string
 	if t, ok := trails[cut]; ok {
 		in.Trail = &t.Text
@@ -651,14 +659,13 @@ func (p *planner) summarize() error {
 	}
 	sum := chat.Message{ID: sumID, Role: chat.RoleUser, Kind: chat.KindSummary, Parts: []chat.Part{{Type: chat.PartText, Text: text}}, Metadata: meta}
 	sum.Tokens = p.req.Count(&sum)
-	if sum.Tokens >= before {
+	if sum.Tokens >= h.before {
 		return nil // nothing to gain
 	}
-	keep := p.keptBefore(cut)
-	out := make([]chat.Message, 0, n-len(replaced)+1)
+	out := make([]chat.Message, 0, n-len(h.replaced)+1)
 	placed := false
 	for _, m := range p.view[:cut] {
-		if keep[m.ID] {
+		if h.keep[m.ID] {
 			out = append(out, m)
 			continue
 		}
@@ -671,8 +678,8 @@ func (p *planner) summarize() error {
 	p.setView(out)
 	p.plan.New = append(p.plan.New, sum)
 	p.plan.Summary = text
-	p.plan.Items = append(p.plan.Items, Replacement{Tier: TierSummarize, NewID: sum.ID, Replaced: replaced,
-		Reason: fmt.Sprintf("summary round %d of %d messages", p.req.Round, len(replaced)), TokensBefore: before, TokensAfter: sum.Tokens})
+	p.plan.Items = append(p.plan.Items, Replacement{Tier: TierSummarize, NewID: sum.ID, Replaced: h.replaced,
+		Reason: fmt.Sprintf("summary round %d of %d messages", p.req.Round, len(h.replaced)), TokensBefore: h.before, TokensAfter: sum.Tokens})
 	p.addTier(TierSummarize)
 	return nil
 }

@@ -48,41 +48,51 @@ func (p *planner) keptBefore(cut int) map[string]bool {
 	return keep
 }
 
-// keptWith is what the view keeps verbatim with a summary of the view
-// before cut: the messages kept before it and the tail.
-func (p *planner) keptWith(cut int) []chat.Message {
-	keep := p.keptBefore(cut)
-	var out []chat.Message
-	for _, m := range p.view[:cut] {
-		if keep[m.ID] {
-			out = append(out, m)
-		}
-	}
-	return append(out, p.view[cut:]...)
+// head is what a summary of the view before cut stands for: the messages
+// it summarizes (the originals of what this plan pruned), the ids it
+// replaces, their tokens, the previous summary's text and what its trail
+// folded (MetaTrailFolded); and keep, what stays verbatim before cut
+// (keptBefore), read once a cut.
+type head struct {
+	cut              int
+	keep             map[string]bool
+	summarized       []chat.Message
+	replaced         []string
+	before           int64
+	previous, folded string
 }
 
-// headBefore is what a summary of the view before cut stands for: the
-// messages it summarizes (the originals of what this plan pruned), the ids
-// it replaces, their tokens, the previous summary's text and what its
-// trail folded (MetaTrailFolded).
-func (p *planner) headBefore(cut int) (summarized []chat.Message, replaced []string, before int64, previous, folded string) {
-	keep := p.keptBefore(cut)
+// headBefore is the head of a summary of the view before cut.
+func (p *planner) headBefore(cut int) head {
+	h := head{cut: cut, keep: p.keptBefore(cut)}
 	for _, m := range p.view[:cut] {
-		if keep[m.ID] {
+		if h.keep[m.ID] {
 			continue
 		}
 		switch orig, ok := p.pruned[m.ID]; {
 		case m.Kind == chat.KindSummary:
-			previous, folded = joinText(&m), m.Metadata[MetaTrailFolded]
+			h.previous, h.folded = joinText(&m), m.Metadata[MetaTrailFolded]
 		case ok:
-			summarized = append(summarized, orig)
+			h.summarized = append(h.summarized, orig)
 		default:
-			summarized = append(summarized, m)
+			h.summarized = append(h.summarized, m)
 		}
-		replaced = append(replaced, m.ID)
-		before += m.Tokens
+		h.replaced = append(h.replaced, m.ID)
+		h.before += m.Tokens
 	}
-	return summarized, replaced, before, previous, folded
+	return h
+}
+
+// keptWith is what the view keeps verbatim with the summary of h: the
+// messages kept before its cut and the tail.
+func (p *planner) keptWith(h head) []chat.Message {
+	var out []chat.Message
+	for _, m := range p.view[:h.cut] {
+		if h.keep[m.ID] {
+			out = append(out, m)
+		}
+	}
+	return append(out, p.view[h.cut:]...)
 }
 
 // maxTrailCuts bounds the heads trailCut measures after the first.
