@@ -143,21 +143,16 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			g.unmake(ctx, tenant, res)
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
-		if res.notStored() && len(res.repeatD) == 0 && res.row != nil && prep.Status.LogCount != res.row.LogCount {
-			// An aside that extends the log (unsignalled.go) was matched
-			// on a log that has grown since (another replica recorded a
-			// reply): the view may hold the request's new messages. Match
-			// again; past the budget, as an extension (recorded).
-			if !retry.again(ctx) {
-				noRepeat = true
-			}
-			continue
-		}
 		if err := logMoved(res, prep); err != nil {
 			// Appended nothing, so nothing expected its version: match
 			// again (the request is now a repeat of the reply that came
-			// in between, say).
+			// in between, say). Past the budget an aside goes as an
+			// extension (recorded, its version expected).
 			if retry.again(ctx) {
+				continue
+			}
+			if res.history == historyAside {
+				noRepeat = true
 				continue
 			}
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
@@ -177,14 +172,18 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 }
 
 // logMoved is ErrVersionConflict when the request appended nothing to
-// the session it joined (its history is the log: unchanged, or a pick)
-// and PrepareContext found the log longer than the match did: another
-// request's messages came in between (the reply of its twin, whose call
-// was answered and recorded meanwhile). The view holds them, though the
-// request does not: its answer is not the session's next turn, and
-// recorded with the log count PrepareContext returned it would be
-// appended after them (the twin's reply stored twice). An append is
-// checked by its ExpectedVersion instead; a repeat stores nothing.
+// the session it joined and PrepareContext found the log other than the
+// match did (longer, or another incarnation): another request's messages
+// came in between (the reply of its twin, whose call was answered and
+// recorded meanwhile, on this replica or another). The view holds them,
+// though the request does not. Its history the log (unchanged, or a
+// pick): its answer is not the session's next turn, and recorded with
+// the log count PrepareContext returned it would be appended after them
+// (the twin's reply stored twice). An aside that extends the log
+// (summaryrequest.go): the view and its new messages would send them
+// twice. An append is checked by its ExpectedVersion instead; a repeat,
+// and an aside that leaves out the log's last messages, are sent without
+// those (stripReplies), which checks the view's tail.
 func logMoved(res resolved, prep engine.PrepareResult) error {
 	if res.row == nil || len(res.fresh) > 0 || res.repeat > 0 {
 		return nil
