@@ -387,7 +387,7 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 		if res, ok, err := g.compacted(ctx, tenant, sig.id, c, sig, m); err != nil || ok {
 			return res, err
 		}
-		if res, ok := aside(sig.id, c, sig, m, noRepeat); ok {
+		if res, ok := aside(sig.id, c, sig, m); ok {
 			return res, nil
 		}
 		if int64(m.k) > shared {
@@ -559,7 +559,7 @@ func (g *Gateway) join(ctx context.Context, tenant, id string, c *conversation, 
 	if !m.extends && !m.repeat && m.pick == nil {
 		return resolved{}, false, nil
 	}
-	if res, ok := extensionAside(id, c, sig, m); ok { // unsignalled.go
+	if res, ok := aside(id, c, sig, m); ok { // an extension without a signal: summaryrequest.go
 		return res, true, nil
 	}
 	res = resolved{id: id, created: m.s.CreatedAt, version: m.s.Version,

@@ -23,7 +23,9 @@ import (
 // into the session's ledger. When the left-out messages are not the view's tail (a
 // compaction moved them), the request is a fork as before. Codex asks
 // with its whole history and the prompt as a new message: an extension,
-// recorded as usual.
+// recorded as usual. Qwen Code asks so too, without a signal: an aside
+// (unsignalled.go), nothing stored, so the log still ends with the call
+// its compacted history keeps.
 
 // historyAside: the request asks for a summary of the session's history
 // (a client about to compact it): answered from the session, nothing
@@ -66,11 +68,14 @@ func userSays(m *chat.Message, texts []string) bool {
 }
 
 // aside resolves the request to session id as a summary request (ok),
-// when m says it is one: the session's view is sent without the log's
-// messages after the shared prefix, and the request's own after it.
-func aside(id string, c *conversation, sig signal, m *logMatch, noRepeat bool) (resolved, bool) {
+// when its last message asks for one (summaryPrompts), after at most
+// maxAsideTail messages of its own past the prefix it shares with the log
+// (asideAt says where that prefix may end): the session's view is sent
+// without the log's messages after the shared prefix (none when the
+// request extends the log), and the request's own after it.
+func aside(id string, c *conversation, sig signal, m *logMatch) (resolved, bool) {
 	n := len(c.msgs)
-	if noRepeat || m == nil || m.extends || m.k == 0 || n-m.k > maxAsideTail || len(m.log)-m.k > maxRepeatTail || !asksSummary(&c.msgs[n-1]) {
+	if m.noRepeat || !asideAt(m, sig, n) || n-m.k > maxAsideTail || !asksSummary(&c.msgs[n-1]) {
 		return resolved{}, false
 	}
 	// Not followed (the session's model, system prompt and tools stay
@@ -78,4 +83,22 @@ func aside(id string, c *conversation, sig signal, m *logMatch, noRepeat bool) (
 	// its own (the door builds it from the request).
 	return resolved{id: id, created: m.s.CreatedAt, version: m.s.Version, named: sig.owns(id), row: &m.s,
 		history: historyAside, repeat: len(m.log) - m.k, repeatD: m.log[m.k:], tail: c.msgs[m.k:]}, true
+}
+
+// asideAt reports whether the request, of n messages, may leave the log
+// where m says it does as a summary request: short of the log's end by at
+// most maxRepeatTail messages (Claude Code asks with its history up to its
+// last tool result), or past its end without a session signal (Qwen Code
+// asks with its whole history; with a signal such an extension is
+// recorded: Codex asks so, and its compaction is found by its signal). A
+// request that is the log, repeats it or picks its last reply is not one.
+func asideAt(m *logMatch, sig signal, n int) bool {
+	switch {
+	case m.extends:
+		return sig.id == "" && n > m.k
+	case m.repeat || m.pick != nil:
+		return false
+	default:
+		return m.k > 0 && len(m.log)-m.k <= maxRepeatTail
+	}
 }

@@ -51,7 +51,7 @@ import (
 //
 // The client's summary request comes first: its whole history (extending
 // the session's log) and a prompt asking for the summary
-// (summaryPrompts). Without a signal it is an aside (extensionAside):
+// (summaryPrompts). Without a signal it is an aside (summaryrequest.go):
 // answered from the session's view and the request's own new messages,
 // nothing stored, so the log still ends with the call the compacted
 // history keeps. (With a signal, such an extension is recorded as before:
@@ -167,19 +167,6 @@ func unsignalledCompacts(m *logMatch, c *conversation, first int, summary bool) 
 		}
 	}
 	return false
-}
-
-// extensionAside resolves a request without a session signal that extends
-// session id's log by a few messages, the last asking for a summary
-// (summaryPrompts), as an aside (ok): the view, then the request's new
-// messages, nothing stored.
-func extensionAside(id string, c *conversation, sig signal, m *logMatch) (resolved, bool) {
-	n := len(c.msgs)
-	if sig.id != "" || m.noRepeat || !m.extends || n == m.k || n-m.k > maxAsideTail || !asksSummary(&c.msgs[n-1]) {
-		return resolved{}, false
-	}
-	return resolved{id: id, created: m.s.CreatedAt, version: m.s.Version, named: sig.owns(id), row: &m.s,
-		history: historyAside, tail: c.msgs[m.k:]}, true
 }
 
 // notStored reports whether the request's session is only read: a repeat
