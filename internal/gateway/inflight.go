@@ -11,10 +11,11 @@ import (
 // upstream or an answer being recorded, and which replies are being
 // recorded. An exchange's entries are its hold, whose channel is closed
 // when they are released: forward holds the session (its call is
-// upstream; not a repeat's, which appends nothing: holdCall), relay marks
-// it recording and its reply's history just before the answer's last
-// byte goes out (answering), record releases them when the answer is
-// recorded (or serveDoor's close, when there is nothing to record).
+// upstream; not a repeat's or an aside's, which append nothing:
+// holdCall), relay marks it recording and its reply's history just
+// before the answer's last byte goes out (answering), record releases
+// them when the answer is recorded (or serveDoor's close, when there is
+// nothing to record).
 // identify reads them: busy skips a session whose call is upstream
 // (unless its client went away: hold.abandoned, or the call is the
 // request's twin: hold.history) and waits for one being recorded;
@@ -67,14 +68,17 @@ func (g *Gateway) newHold(ctx context.Context, history string) *hold {
 }
 
 // holdCall is the hold of an exchange whose call goes upstream in
-// session res. A repeat (res.repeat) appends nothing to the log (its
-// recording is its usage alone, whatever the log is then: record.go), so
-// its call does not make the session busy — only its recording, which
-// answering marks. Otherwise the conversation's next turn, sent with the
-// first answer while its twin's repeat was still upstream, found its
-// session busy and went on in a fork (TestNextTurnWhileATwinRepeats).
+// session res. A request that only reads its session (res.notStored: a
+// repeat, or an aside) appends nothing to the log (its recording is its
+// usage alone, whatever the log is then: record.go), so its call does not
+// make the session busy — only its recording, which answering marks.
+// Otherwise the conversation's next turn, sent with the first answer
+// while its twin's repeat was still upstream, found its session busy and
+// went on in a fork (TestNextTurnWhileATwinRepeats), and so did a round
+// sent while the client's summary request was upstream
+// (TestNextRoundWhileAnAsideIsUpstream).
 func (g *Gateway) holdCall(ctx context.Context, tenant string, res resolved, c *conversation) *hold {
-	if res.repeat > 0 {
+	if res.notStored() {
 		return g.newHold(ctx, "")
 	}
 	return g.hold(ctx, tenant, res.id, twinHistory(res, c))
