@@ -395,11 +395,6 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 		}
 		left = true
 	}
-	// A client's compaction of its history without a session signal
-	// (unsignalled.go).
-	if res, ok, err := g.unsignalledCompaction(ctx, tenant, c, sig, noRepeat, until); err != nil || ok {
-		return res, err
-	}
 	// The client's version of a session's last reply (picks.go).
 	if res, ok, err := g.identifyPick(ctx, tenant, c, sig, shared, noRepeat, until); err != nil || ok {
 		return res, err
@@ -421,6 +416,20 @@ func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conver
 				return res, err
 			}
 		}
+	}
+	// A client's compaction of its history without a session signal
+	// (unsignalled.go), after the pick and repeat lookups: those name the
+	// session the request's history is in (each one indexed read), while
+	// this one names a session by what the request kept of it (its calls,
+	// or a remembered summary). The session a request picks or repeats
+	// holds the calls the request kept (every log holds its whole client
+	// history, a fork's too), so where those are one session's the match
+	// says pick or repeat, which is no compaction; but a summary the
+	// request starts with is remembered for the session that asked for it,
+	// whichever session the request was answered in since (one that
+	// session was busy for): TestRepeatBeforeTheUnsignalledLookup.
+	if res, ok, err := g.unsignalledCompaction(ctx, tenant, c, sig, noRepeat, until); err != nil || ok {
+		return res, err
 	}
 	// A conversation of its own. It shares a prefix with a session when
 	// the index holds one of its histories: a fork.
