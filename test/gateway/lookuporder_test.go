@@ -3,10 +3,7 @@ package gateway_test
 import (
 	"net/http"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 )
@@ -29,53 +26,20 @@ func TestRepeatBeforeTheUnsignalledLookup(t *testing.T) {
 	c.rounds(3)
 	c.finish()
 	summary := "The work so far: three files were read, and the tests still fail in module two of the parser."
-	ask := append(slices.Clone(c.msgs), map[string]any{"role": "user", "content": qwenDirective})
-	if h := c.send(ask, gatewaytest.Reply{Text: "<state_snapshot>" + summary + "</state_snapshot>"}); h != "aside" {
-		t.Fatalf("the summary request: history %q, want aside", h)
-	}
+	c.ask(summary)
 	round := append(slices.Clone(c.msgs), map[string]any{"role": "user", "content": "And the docs?"})
 	compacted := []any{c.msgs[0],
 		map[string]any{"role": "user", "content": "<state_snapshot>" + summary + "</state_snapshot>\n\n" + qwenTrailer},
 		map[string]any{"role": "assistant", "content": "Got it. Thanks for the additional context!"},
 		map[string]any{"role": "user", "content": "Now fix module two."},
 	}
-	var calls atomic.Int32
-	upstream, release := make(chan struct{}), make(chan struct{})
-	free := sync.OnceFunc(func() { close(release) })
-	defer free()
-	s.fake.Set(func(f *gatewaytest.Fake) {
-		f.Before = func(string) {
-			if calls.Add(1) == 1 { // the round's call: upstream until the compacted history is answered
-				close(upstream)
-				select {
-				case <-release:
-				case <-time.After(time.Minute):
-				}
-			}
-		}
-	})
-	defer s.fake.Set(func(f *gatewaytest.Fake) { f.Before = nil })
 	s.fake.Script(gatewaytest.Reply{Text: "On it."}, gatewaytest.Reply{Text: "The docs are fine."})
-	done := make(chan string, 1)
-	go func() {
-		resp, _, err := s.send("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": round}, nil)
-		if err != nil {
-			done <- err.Error()
-			return
-		}
-		done <- resp.Header.Get("X-Contextd-History")
-	}()
-	select {
-	case <-upstream:
-	case <-time.After(time.Minute):
-		t.Fatal("the round did not go upstream")
-	}
+	held := s.sendHeld(map[string]any{"model": "gpt-4o", "messages": round}) // the session busy
 	resp, out := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": compacted}, nil)
 	if h := resp.Header.Get("X-Contextd-History"); resp.StatusCode != http.StatusOK || h != "new" {
 		t.Fatalf("the compacted history, while its session is busy: %d, history %q, want new; %s", resp.StatusCode, h, out)
 	}
-	free()
-	if h := <-done; h != "extended" {
+	if h := held(); h != "extended" {
 		t.Fatalf("the round: history %q, want extended", h)
 	}
 	s.fake.Script(gatewaytest.Reply{Text: "On it."})
