@@ -34,6 +34,17 @@ type ReportInput struct {
 	ViewToken    string
 	MessageCount *int64
 	Version      *int64
+	// ViewPrefix: the request sent only the first ViewPrefix messages of
+	// the view ViewToken names (the gateway's repeat or aside, which
+	// leaves out the view's last replies). They are the active view's
+	// first ViewPrefix while that view continues (appended to only);
+	// once it was rewritten (compacted, reverted, cleared) the call goes
+	// into the ledger, and nothing is calibrated or anchored: a count of
+	// the active view's messages (MessageCount) would name other messages
+	// then, or more than it holds, which refused the report and left the
+	// billed call out of the ledger (TestAsideBilledAfterARoundCompacted).
+	// Not in the API.
+	ViewPrefix *int64
 	// IdempotencyKey makes a retried report safe: a key the session has
 	// seen with the same report records nothing again.
 	IdempotencyKey string
@@ -210,6 +221,13 @@ func (e *Engine) reportInTx(ctx context.Context, tx store.Tx, s *store.Session, 
 		}
 		if t.continues(s) {
 			n = t.last // ordinals of one epoch run 1, 2, ...: the first t.last messages
+			if in.ViewPrefix != nil {
+				n = min(n, max(*in.ViewPrefix, 0))
+			}
+			break
+		}
+		if in.ViewPrefix != nil {
+			out.skipped = "the view the call sent a prefix of was rewritten since (the session was compacted, reverted, cleared or changed): the call is in the ledger; nothing was calibrated or anchored"
 			break
 		}
 		// The view was rewritten since: calibrate with the view the

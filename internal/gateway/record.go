@@ -110,9 +110,15 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 		report.Compacted = compactedCall(reply) // providercompaction.go
 		if res.notStored() {
 			// A repeated request sent a prefix of the view: the call goes
-			// into the ledger, nothing else.
+			// into the ledger, and calibrates as that prefix while the
+			// view continues (a request of the conversation may have
+			// compacted it meanwhile: a repeat's or an aside's call does
+			// not hold its session, holdCall).
 			n := int64(len(prep.Messages) - len(res.tail))
-			report.ViewToken, report.MessageCount = "", &n
+			report.ViewPrefix = &n
+			if report.ViewToken == "" {
+				report.MessageCount = &n // no token to name the view by
+			}
 			if len(res.tail) > 0 {
 				// A summary request sent its own messages after the view's
 				// prefix (summaryrequest.go): not anchored.
