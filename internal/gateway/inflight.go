@@ -93,6 +93,24 @@ func (h *hold) mark(name string) {
 	h.names = append(h.names, name)
 }
 
+// markRecording marks session res as being recorded by the exchange
+// (recordingKey: busy waits for it). A request that only reads its session
+// (res.notStored) does not take over another exchange's mark: its call
+// does not hold the session (holdCall), so a round of the session may be
+// recorded at the same time, and the aside's recording, ending first,
+// would remove the round's mark with its own
+// (TestAsideRecordingLeavesARoundsMark).
+func (h *hold) markRecording(tenant string, res resolved) {
+	name := recordingKey(tenant, res.id)
+	if !res.notStored() {
+		h.mark(name)
+		return
+	}
+	if _, taken := h.inflight.LoadOrStore(name, h); !taken {
+		h.names = append(h.names, name)
+	}
+}
+
 // abandoned reports whether the exchange's client went away.
 func (h *hold) abandoned() bool {
 	select {

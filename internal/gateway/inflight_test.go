@@ -135,3 +135,45 @@ func TestBusyWaitsForTwins(t *testing.T) {
 		t.Fatal("a twin's session is busy after its call was released")
 	}
 }
+
+// TestAsideRecordingLeavesARoundsMark: a repeat's or an aside's call does
+// not hold its session (holdCall), so a round of the same session may be
+// recorded at the same time. The session's recording mark (recordingKey)
+// is the round's: the aside's recording, which appends nothing, does not
+// take it over. It did (both marked the one key, the later winning), and
+// the aside's recording, ending first, removed the mark: a request then
+// found the session's call still held by the round's recording, not being
+// recorded, and went on without it (a fork) instead of waiting the few
+// writes.
+func TestAsideRecordingLeavesARoundsMark(t *testing.T) {
+	g := &Gateway{}
+	ctx := context.Background()
+	round := g.holdCall(ctx, "t", resolved{id: "s"}, &conversation{})
+	defer round.release()
+	round.claimReply()
+	round.markRecording("t", resolved{id: "s"})
+	round.recording = true
+	asideRes := resolved{id: "s", history: historyAside}
+	aside := g.holdCall(ctx, "t", asideRes, &conversation{})
+	aside.claimReply()
+	aside.markRecording("t", asideRes)
+	aside.recording = true
+	aside.release() // the aside's recording ended first
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		round.release()
+	}()
+	if g.busy(ctx, "t", "s", "", time.Now().Add(10*time.Second)) {
+		t.Fatal("a session whose round is being recorded is busy (not waited for) once an aside's recording ended")
+	}
+	// An aside recorded alone marks the session, as before.
+	alone := g.holdCall(ctx, "t", asideRes, &conversation{})
+	alone.markRecording("t", asideRes)
+	if v, ok := g.inflight.Load(recordingKey("t", "s")); !ok || v.(*hold) != alone {
+		t.Fatal("an aside being recorded alone does not mark its session")
+	}
+	alone.release()
+	if _, ok := g.inflight.Load(recordingKey("t", "s")); ok {
+		t.Fatal("an aside's recording mark outlives its recording")
+	}
+}

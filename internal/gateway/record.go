@@ -36,7 +36,7 @@ func (x *exchange) record(out outcome) {
 	}
 	ctx, tenant, res, prep := x.r.Context(), x.tenant, x.res, x.prep
 	h := x.hold
-	h.mark(recordingKey(tenant, res.id))
+	h.markRecording(tenant, res)
 	h.recording = true
 	go func() {
 		defer g.records.Done()
@@ -65,7 +65,7 @@ func (x *exchange) answering(out *outcome) {
 	if !x.hold.claimReply() {
 		out.reply = nil // its client went away first (hold.claimReply)
 	}
-	x.hold.mark(recordingKey(x.tenant, x.res.id))
+	x.hold.markRecording(x.tenant, x.res)
 	if x.res.history == historyAside && x.sig.scope == "" { // no signal nor hint: unsignalledCompaction
 		x.g.summaries.remember(x.tenant, x.res.id, out.reply) // unsignalledsummary.go
 	}
