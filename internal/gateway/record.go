@@ -67,7 +67,7 @@ func (x *exchange) answering(out *outcome) {
 	}
 	x.hold.mark(recordingKey(x.tenant, x.res.id))
 	if x.res.history == historyAside && x.sig.scope == "" { // no signal nor hint: unsignalledCompaction
-		x.g.summaries.remember(x.tenant, x.res.id, out.reply) // unsignalledsummary.go
+		x.g.rememberSummary(x.r.Context(), x.tenant, x.res.id, out.reply) // unsignalledsummary.go
 	}
 	if !x.res.notStored() && len(out.reply) > 0 {
 		if chain := replyStamp(x.c, out.reply); chain != "" {

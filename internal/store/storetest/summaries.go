@@ -1,0 +1,56 @@
+package storetest
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/contextd/contextd/internal/store"
+)
+
+// testFindSummaries: FindSummaries finds the live sessions of the tenant
+// whose latest recorded summary has a digest; a later record replaces the
+// session's earlier one; another tenant's and a deleted session's are not
+// found; a digest many sessions recorded reads at most limit rows.
+func testFindSummaries(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for _, id := range []string{"a", "b", "c", "gone"} {
+		create(t, s, session("t", id, epoch))
+	}
+	create(t, s, session("other", "a", epoch))
+	rec := func(tenant, id, digest string) {
+		t.Helper()
+		if err := s.RecordSummary(ctx, tenant, id, digest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec("t", "a", "d-old")
+	rec("t", "a", "d-a")
+	rec("t", "b", "d-same")
+	rec("t", "c", "d-same")
+	rec("t", "gone", "d-gone")
+	rec("other", "a", "d-x")
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, "t", "gone") })
+	find := func(limit int, digests ...string) []string {
+		t.Helper()
+		hits, err := s.FindSummaries(ctx, "t", digests, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, h := range hits {
+			out = append(out, h.SessionID+":"+h.Digest)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got, want := find(2, "d-a", "d-old", "d-gone", "d-x", "d-none"), []string{"a:d-a"}; !slices.Equal(got, want) {
+		t.Errorf("FindSummaries(d-a, d-old, d-gone, d-x, d-none) = %q, want %q", got, want)
+	}
+	if got, want := find(2, "d-same"), []string{"b:d-same", "c:d-same"}; !slices.Equal(got, want) {
+		t.Errorf("FindSummaries(d-same) = %q, want %q", got, want)
+	}
+	if got := find(1, "d-same"); len(got) != 1 {
+		t.Errorf("FindSummaries(d-same, limit 1) = %q, want one row", got)
+	}
+}
