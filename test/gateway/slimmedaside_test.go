@@ -1,0 +1,81 @@
+package gateway_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/gateway/gatewaytest"
+)
+
+// qwenCompressionSystem stands for Qwen Code's compression system prompt,
+// under which it sends its slimmed summary request.
+const qwenCompressionSystem = "You are a summarization assistant. Produce a <state_snapshot> of the conversation."
+
+// TestUnsignalledSlimmedSummaryRequest: Qwen Code's other summary request
+// (its compression system prompt, its history with the image of a user
+// message replaced by a placeholder, its directive) extends no session
+// but keeps the session's latest calls: an aside of that session (nothing
+// stored, the call in its ledger), sent upstream as the client sent it
+// (no image, nothing of the session's view). Its answer is the session's
+// summary: the compacted history that follows is recorded there, and one
+// session holds the conversation. Before, the request was a fork: a
+// session of its own for one call.
+func TestUnsignalledSlimmedSummaryRequest(t *testing.T) {
+	s := start(t, nil)
+	c := newCompressingClient(t, s, "M")
+	const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+	c.msgs[1] = map[string]any{"role": "user", "content": []any{
+		map[string]any{"type": "text", "text": "Fix the failing tests; the screenshot shows them."},
+		map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64," + png}},
+	}}
+	c.rounds(6)
+	// The latest call is found once it is stored (a few milliseconds after
+	// it was relayed; Qwen Code runs the tool first).
+	for id := range s.sessionLogs() {
+		s.waitLogLen(id, 12)
+	}
+	last := c.callID(c.next - 1)
+	slim := slices.Clone(c.msgs)
+	slim[0] = map[string]any{"role": "system", "content": qwenCompressionSystem}
+	slim[1] = map[string]any{"role": "user", "content": []any{
+		map[string]any{"type": "text", "text": "Fix the failing tests; the screenshot shows them."},
+		map[string]any{"type": "text", "text": "[image/png omitted for compaction]"},
+	}}
+	slim = append(slim, result(last, c.next-1), map[string]any{"role": "user", "content": qwenDirective})
+	summary := "Conversation M: the screenshot showed calc.py's failing tests; every file was read; add() is fixed."
+	if h := c.send(slim, gatewaytest.Reply{Text: "<analysis>read</analysis><state_snapshot>" + summary + "</state_snapshot>"}); h != "aside" {
+		t.Fatalf("the slimmed summary request: history %q, want aside", h)
+	}
+	reqs := s.fake.Requests()
+	up := string(reqs[len(reqs)-1].Raw)
+	if !strings.Contains(up, "You are a summarization assistant.") || !strings.Contains(up, "omitted for compaction") || strings.Contains(up, png) || strings.Count(up, "tool execution is disabled") != 1 {
+		t.Errorf("upstream, want the request as the client sent it:\n%.3000s", up)
+	}
+	logs := s.sessionLogs()
+	if len(logs) != 1 {
+		t.Fatalf("%d sessions after the slimmed summary request, want 1", len(logs))
+	}
+	var id string
+	for id = range logs {
+		if all := strings.Join(logs[id], "\n"); strings.Contains(all, "state_snapshot> XML") || strings.Contains(all, "omitted for compaction") {
+			t.Errorf("the session holds the summary request (an aside stores nothing):\n%s", all)
+		}
+	}
+	s.checkLedger(id) // the aside's call is billed to the session
+	// The compacted history keeps the call: recorded in the session.
+	c.msgs = []any{c.msgs[0],
+		map[string]any{"role": "user", "content": "<state_snapshot>" + summary + "</state_snapshot>\n\n" + qwenTrailer},
+		call("Got it. Thanks for the additional context!", last),
+		result(last, c.next-1),
+	}
+	if h := c.send(c.msgs, gatewaytest.Reply{Text: "Done."}); h != "compacted" {
+		t.Errorf("the compacted history: %q, want compacted", h)
+	}
+	if n := len(s.sessionLogs()); n != 1 {
+		t.Errorf("%d sessions, want 1", n)
+	}
+	checkClientCompaction(t, s, id, "Fix the failing tests; the screenshot shows them.")
+	s.checkUpstream()
+	s.checkLedger(id)
+}
