@@ -79,3 +79,35 @@ func TestUnsignalledSlimmedSummaryRequest(t *testing.T) {
 	s.checkUpstream()
 	s.checkLedger(id)
 }
+
+// TestUnsignalledColdSummaryRequest: without an image or file in a user
+// message Qwen Code's slimmed history is its history (a cut tool output is
+// still its call's result), under its compression system prompt: the
+// request extends the session and is an aside, answered from the view,
+// nothing stored; the compacted history that follows is recorded there.
+func TestUnsignalledColdSummaryRequest(t *testing.T) {
+	s := start(t, nil)
+	c := newCompressingClient(t, s, "K")
+	c.rounds(5)
+	last := c.callID(c.next - 1)
+	cold := slices.Clone(c.msgs)
+	cold[0] = map[string]any{"role": "system", "content": qwenCompressionSystem}
+	cold = append(cold, map[string]any{"role": "tool", "tool_call_id": last, "content": "file4.go: cut\n[...truncated for compaction]"},
+		map[string]any{"role": "user", "content": qwenDirective})
+	summary := "Conversation K: every file was read under the compression prompt; add() is fixed."
+	if h := c.send(cold, gatewaytest.Reply{Text: "<state_snapshot>" + summary + "</state_snapshot>"}); h != "aside" {
+		t.Fatalf("the cold summary request: history %q, want aside", h)
+	}
+	c.msgs = []any{c.msgs[0],
+		map[string]any{"role": "user", "content": "<state_snapshot>" + summary + "</state_snapshot>\n\n" + qwenTrailer},
+		call("Got it. Thanks for the additional context!", last),
+		result(last, c.next-1),
+	}
+	if h := c.send(c.msgs, gatewaytest.Reply{Text: "Done."}); h != "compacted" {
+		t.Errorf("the compacted history: %q, want compacted", h)
+	}
+	if n := len(s.sessionLogs()); n != 1 {
+		t.Errorf("%d sessions, want 1", n)
+	}
+	s.checkUpstream()
+}
