@@ -52,3 +52,20 @@ func TestSummaryDigests(t *testing.T) {
 		t.Errorf("a message under %d bytes: %d digests, want none", minSummary, len(ds))
 	}
 }
+
+// BenchmarkSummaryDigests: the lookup's work on a compacted history's
+// first message of 80 KB (a 20,000-token summary, Qwen Code's cap) with
+// a blank line every 400 bytes and its trailer.
+func BenchmarkSummaryDigests(b *testing.B) {
+	var sb strings.Builder
+	for sb.Len() < 80_000 {
+		sb.WriteString(strings.Repeat("state of the work, ", 20) + "\n\n")
+	}
+	text := sb.String() + "Resume the prior task using the summary above."
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if len(summaryDigests(text)) != maxSummaryCuts+1 {
+			b.Fatal("digests")
+		}
+	}
+}
