@@ -23,7 +23,8 @@ import "github.com/contextd/contextd/internal/engine"
 // into the session's ledger (not anchored: counted locally, as the
 // request's own messages), its answer is recorded as the session's latest
 // summary (unsignalledsummary.go), and what goes upstream is the request
-// as the client sent it (resolved.own), nothing of the session's view. The
+// as the client sent it (resolved.own), nothing of the session's view (nor
+// contextd_expand, which would read the session's messages into it). The
 // calls it keeps are the session's as for a compacted history, so a
 // request that copies them gets no more than its own request answered, on
 // that session's ledger, and the session named in no header.
@@ -41,8 +42,11 @@ func slimmedAside(id string, c *conversation, sig signal, m *logMatch) (resolved
 }
 
 // sendOwn makes prep send the request's own messages (res.tail) alone,
-// without cache hints for the view (resolved.own).
+// without cache hints for the view and without the tools contextd adds
+// (resolved.own): contextd_expand reads the session's stored messages,
+// and the request is not its view
+// (TestSlimmedSummaryRequestGoesWithoutExpandTool).
 func sendOwn(prep *engine.PrepareResult, res resolved) {
-	prep.Messages, prep.Delta = res.tail, false
+	prep.Messages, prep.Delta, prep.Tools = res.tail, false, nil
 	prep.Cache = engine.CacheHints{CompactionChangedFrom: -1}
 }

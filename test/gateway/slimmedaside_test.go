@@ -24,32 +24,14 @@ const qwenCompressionSystem = "You are a summarization assistant. Produce a <sta
 func TestUnsignalledSlimmedSummaryRequest(t *testing.T) {
 	s := start(t, nil)
 	c := newCompressingClient(t, s, "M")
-	const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-	c.msgs[1] = map[string]any{"role": "user", "content": []any{
-		map[string]any{"type": "text", "text": "Fix the failing tests; the screenshot shows them."},
-		map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64," + png}},
-	}}
-	c.rounds(6)
-	// The latest call is found once it is stored (a few milliseconds after
-	// it was relayed; Qwen Code runs the tool first).
-	for id := range s.sessionLogs() {
-		s.waitLogLen(id, 12)
-	}
-	last := c.callID(c.next - 1)
-	slim := slices.Clone(c.msgs)
-	slim[0] = map[string]any{"role": "system", "content": qwenCompressionSystem}
-	slim[1] = map[string]any{"role": "user", "content": []any{
-		map[string]any{"type": "text", "text": "Fix the failing tests; the screenshot shows them."},
-		map[string]any{"type": "text", "text": "[image/png omitted for compaction]"},
-	}}
-	slim = append(slim, result(last, c.next-1), map[string]any{"role": "user", "content": qwenDirective})
+	slim, last := c.slimmedRequest()
 	summary := "Conversation M: the screenshot showed calc.py's failing tests; every file was read; add() is fixed."
 	if h := c.send(slim, gatewaytest.Reply{Text: "<analysis>read</analysis><state_snapshot>" + summary + "</state_snapshot>"}); h != "aside" {
 		t.Fatalf("the slimmed summary request: history %q, want aside", h)
 	}
 	reqs := s.fake.Requests()
 	up := string(reqs[len(reqs)-1].Raw)
-	if !strings.Contains(up, "You are a summarization assistant.") || !strings.Contains(up, "omitted for compaction") || strings.Contains(up, png) || strings.Count(up, "tool execution is disabled") != 1 {
+	if !strings.Contains(up, "You are a summarization assistant.") || !strings.Contains(up, "omitted for compaction") || strings.Contains(up, screenshotPNG) || strings.Count(up, "tool execution is disabled") != 1 {
 		t.Errorf("upstream, want the request as the client sent it:\n%.3000s", up)
 	}
 	logs := s.sessionLogs()
@@ -108,6 +90,57 @@ func TestUnsignalledColdSummaryRequest(t *testing.T) {
 	}
 	if n := len(s.sessionLogs()); n != 1 {
 		t.Errorf("%d sessions, want 1", n)
+	}
+	s.checkUpstream()
+}
+
+// screenshotPNG is the image of the user message Qwen Code slims.
+const screenshotPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+// slimmedRequest runs 6 tool rounds of a conversation whose first user
+// message holds an image, and returns Qwen Code's slimmed summary request
+// of it (its compression system prompt, the image replaced by a
+// placeholder, the pending result, its directive) and the latest call.
+func (c *compressingClient) slimmedRequest() (slim []any, last string) {
+	c.t.Helper()
+	c.msgs[1] = map[string]any{"role": "user", "content": []any{
+		map[string]any{"type": "text", "text": "Fix the failing tests; the screenshot shows them."},
+		map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64," + screenshotPNG}},
+	}}
+	c.rounds(6)
+	// The latest call is found once it is stored (a few milliseconds after
+	// it was relayed; Qwen Code runs the tool first).
+	for id := range c.s.sessionLogs() {
+		c.s.waitLogLen(id, 12)
+	}
+	last = c.callID(c.next - 1)
+	slim = slices.Clone(c.msgs)
+	slim[0] = map[string]any{"role": "system", "content": qwenCompressionSystem}
+	slim[1] = map[string]any{"role": "user", "content": []any{
+		map[string]any{"type": "text", "text": "Fix the failing tests; the screenshot shows them."},
+		map[string]any{"type": "text", "text": "[image/png omitted for compaction]"},
+	}}
+	return append(slim, result(last, c.next-1), map[string]any{"role": "user", "content": qwenDirective}), last
+}
+
+// TestSlimmedSummaryRequestGoesWithoutExpandTool: the slimmed summary
+// request of a session whose policy exposes contextd_expand goes upstream
+// as the client sent it, without the tool: its messages are not the
+// session's view, and the tool would read the session's stored messages
+// into it. Before, the tool went with it (PrepareResult.Tools kept).
+func TestSlimmedSummaryRequestGoesWithoutExpandTool(t *testing.T) {
+	s := start(t, nil)
+	c := newCompressingClient(t, s, "E")
+	slim, _ := c.slimmedRequest()
+	for id := range s.sessionLogs() {
+		s.rpc("UpdateSession", map[string]any{"sessionId": id, "updateMask": "policy", "policy": map[string]any{"exposeExpandTool": true}}, nil)
+	}
+	if h := c.send(slim, gatewaytest.Reply{Text: "<state_snapshot>Conversation E: every file was read.</state_snapshot>"}); h != "aside" {
+		t.Fatalf("the slimmed summary request: history %q, want aside", h)
+	}
+	reqs := s.fake.Requests()
+	if up := string(reqs[len(reqs)-1].Raw); strings.Contains(up, "contextd_expand") {
+		t.Errorf("upstream, want the request as the client sent it, without contextd_expand:\n%.3000s", up)
 	}
 	s.checkUpstream()
 }
