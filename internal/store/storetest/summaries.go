@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/store"
 )
@@ -11,7 +12,8 @@ import (
 // testFindSummaries: FindSummaries finds the live sessions of the tenant
 // whose latest recorded summary has a digest; a later record replaces the
 // session's earlier one; another tenant's and a deleted session's are not
-// found; a digest many sessions recorded reads at most limit rows.
+// found; a digest many sessions recorded reads at most limit rows; a
+// session made again with a deleted or purged session's id has no record.
 func testFindSummaries(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	for _, id := range []string{"a", "b", "c", "gone"} {
@@ -52,5 +54,16 @@ func testFindSummaries(t *testing.T, s store.Store) {
 	}
 	if got := find(1, "d-same"); len(got) != 1 {
 		t.Errorf("FindSummaries(d-same, limit 1) = %q, want one row", got)
+	}
+	// A deleted session's record goes with it: a new session of its id
+	// does not inherit it, nor does one made after a purge.
+	create(t, s, session("t", "gone", epoch))
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, "t", "b") })
+	if _, err := s.Purge(ctx, time.Now().Add(time.Hour), time.Now().Add(48*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	create(t, s, session("t", "b", epoch))
+	if got := find(2, "d-gone", "d-same"); !slices.Equal(got, []string{"c:d-same"}) {
+		t.Errorf("FindSummaries(d-gone, d-same) after gone was made again and b purged and made again = %q, want [c:d-same]", got)
 	}
 }
