@@ -118,6 +118,9 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 				// prefix (summaryrequest.go): not anchored.
 				report.AddedLocalTokens += max(1, approxTokens(res.tail))
 			}
+			// Or its own messages alone (slimmedaside.go): no count of
+			// contextd's is of what was sent; nothing is calibrated.
+			report.Own = res.own
 		}
 		if u.ok {
 			in.Reports = append(in.Reports, report)

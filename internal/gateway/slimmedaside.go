@@ -20,8 +20,8 @@ import "github.com/contextd/contextd/internal/engine"
 // log's last maxKeptAge messages), that neither extends nor repeats that
 // log and whose last message asks for a summary (summaryPrompts), is an
 // aside of that session (slimmedAside): nothing is stored, the call goes
-// into the session's ledger (not anchored: counted locally, as the
-// request's own messages), its answer is recorded as the session's latest
+// into the session's ledger (neither anchored nor calibrating: no count of
+// contextd's is of what was sent, engine.ReportInput.Own), its answer is recorded as the session's latest
 // summary (unsignalledsummary.go), and what goes upstream is the request
 // as the client sent it (resolved.own), nothing of the session's view (nor
 // contextd_expand, which would read the session's messages into it). The

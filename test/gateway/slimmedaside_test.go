@@ -144,3 +144,33 @@ func TestSlimmedSummaryRequestGoesWithoutExpandTool(t *testing.T) {
 	}
 	s.checkUpstream()
 }
+
+// TestSlimmedSummaryRequestTeachesNothing: the slimmed summary request,
+// sent as the client sent it, is not the session's view: its call goes
+// into the session's ledger but neither anchors the session nor teaches
+// the tenant's calibration of the model (a count of the same request in
+// the tenant, before and after the call, is the same). Before, it was
+// reported as the session's system prompt and tools and none of its view,
+// then the request's own messages at a quarter token a byte: a sample of
+// another count than the one calibrated, which moved the tenant's ratio
+// (and, for an exactly counted model, was reported as the provider
+// disagreeing with contextd's count).
+func TestSlimmedSummaryRequestTeachesNothing(t *testing.T) {
+	s := start(t, nil)
+	const model = "llama-3.3-70b" // counted approximately: calibrated
+	c := newCompressingClient(t, s, "T")
+	c.model = model
+	slim, _ := c.slimmedRequest()
+	var id string
+	for id = range s.sessionLogs() {
+	}
+	s.checkLedger(id)
+	before := s.tenantCount(model, qwenCompressionSystem)
+	if h := c.send(slim, gatewaytest.Reply{Text: "<state_snapshot>Conversation T: every file was read.</state_snapshot>"}); h != "aside" {
+		t.Fatalf("the slimmed summary request: history %q, want aside", h)
+	}
+	s.checkLedger(id) // the aside's call is billed to the session
+	if after := s.tenantCount(model, qwenCompressionSystem); after != before || !strings.HasSuffix(before, "CALIBRATED") {
+		t.Errorf("the tenant's count of a request: %s before the slimmed summary request, %s after", before, after)
+	}
+}
