@@ -19,9 +19,9 @@ func (e *Engine) RecordSummary(ctx context.Context, tenant, sessionID, digest st
 	return e.store.RecordSummary(ctx, tenant, sessionID, digest)
 }
 
-// FindSummaries returns the tenant's live sessions whose latest summary's
-// digest is one of digests (the first 8), at most 2 rows per digest: one
-// indexed read of at most 16 rows.
+// FindSummaries returns the tenant's sessions, live or deleted (not yet
+// purged), whose latest summary's digest is one of digests (the first 8),
+// at most 2 rows per digest: one indexed read of at most 16 rows.
 func (e *Engine) FindSummaries(ctx context.Context, tenant string, digests []string) ([]store.SummaryHit, error) {
 	if len(digests) == 0 {
 		return nil, nil

@@ -26,7 +26,8 @@ import (
 // and after a restart (store.SummaryFinder, migration 00017). A request
 // without a signal that extends no session and keeps no call, whose first
 // user message starts with the whole of one recorded answer of exactly
-// one live session (an answer two sessions recorded is no one's), is that
+// one live session (an answer two sessions recorded is no one's, a
+// deleted session's too until it is purged: its client may go on), is that
 // session's client compaction, checked as unsignalledCompacts checks one
 // that kept calls.
 //
@@ -127,14 +128,14 @@ func (g *Gateway) summarizedIn(ctx context.Context, tenant string, c *conversati
 	if err != nil {
 		return resolved{}, false, err
 	}
-	id := ""
+	id, live := "", false
 	for _, h := range hits {
 		if id != "" && h.SessionID != id {
 			return resolved{}, false, nil // not one session's summary
 		}
-		id = h.SessionID
+		id, live = h.SessionID, h.Live
 	}
-	if id == "" || g.busy(ctx, tenant, id, "", until) {
+	if !live || g.busy(ctx, tenant, id, "", until) {
 		return resolved{}, false, nil
 	}
 	m, err := g.match(ctx, tenant, id, c, noRepeat)

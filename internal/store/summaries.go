@@ -11,27 +11,30 @@ import "context"
 type SummaryFinder interface {
 	// RecordSummary records digest as the latest summary session
 	// answered: one row per session (a later answer replaces it), gone
-	// with the session.
+	// when the session is purged (or its id made again).
 	RecordSummary(ctx context.Context, tenant, sessionID, digest string) error
-	// FindSummaries returns live sessions of the tenant whose latest
+	// FindSummaries returns sessions of the tenant, live or deleted (not
+	// yet purged: a deleted session's client may go on), whose latest
 	// summary's digest is one of digests, at most limit rows per digest
 	// (a caller that needs one session asks for 2: a second tells that
 	// the digest is not one session's).
 	FindSummaries(ctx context.Context, tenant string, digests []string, limit int) ([]SummaryHit, error)
 }
 
-// SummaryHit is a live session whose latest summary has Digest.
+// SummaryHit is a session whose latest summary has Digest; Live unless it
+// was deleted.
 type SummaryHit struct {
 	SessionID string
 	Digest    string
+	Live      bool
 }
 
-// ReadSummaryHits reads FindSummaries' rows (session_id, digest).
+// ReadSummaryHits reads FindSummaries' rows (session_id, digest, live).
 func ReadSummaryHits(rows Rows) ([]SummaryHit, error) {
 	var out []SummaryHit
 	for rows.Next() {
 		var h SummaryHit
-		if err := rows.Scan(&h.SessionID, &h.Digest); err != nil {
+		if err := rows.Scan(&h.SessionID, &h.Digest, &h.Live); err != nil {
 			return nil, err
 		}
 		out = append(out, h)

@@ -81,7 +81,7 @@ func TestUnsignalledCompactionBeforeAPromptAcrossReplicas(t *testing.T) {
 // new session.
 func TestUnsignalledCompactionBeforeAPromptAfterRestart(t *testing.T) {
 	env := map[string]string{"CONTEXTD_DATA_DIR": t.TempDir()}
-	var c, x, y *compressingClient
+	var c, x *compressingClient
 	summary := "<overall_goal>Fix calc.py.</overall_goal> Every file was read; add() subtracts no more."
 	same := "The work so far: every file was read and every check passes; nothing is left to do here."
 	t.Run("before", func(t *testing.T) {
@@ -90,14 +90,7 @@ func TestUnsignalledCompactionBeforeAPromptAfterRestart(t *testing.T) {
 		c.rounds(4)
 		c.finish()
 		c.askOn(s, summary)
-		x, y = newCompressingClient(t, s, "X"), newCompressingClient(t, s, "Y")
-		x.msgs[1] = map[string]any{"role": "user", "content": "Fix the parser."}
-		y.msgs[1] = map[string]any{"role": "user", "content": "Fix the lexer."}
-		for _, z := range []*compressingClient{x, y} {
-			z.rounds(3)
-			z.finish()
-			z.askOn(s, same)
-		}
+		x, _ = summaryTwins(t, s, same)
 	})
 	if t.Failed() {
 		return
@@ -118,4 +111,55 @@ func TestUnsignalledCompactionBeforeAPromptAfterRestart(t *testing.T) {
 			t.Errorf("session %s holds two conversations:\n%s", id, all)
 		}
 	}
+}
+
+// TestUnsignalledCompactionBeforeAPromptDeletedTwin: two conversations
+// whose summaries came out the same, one of whose sessions was deleted
+// since (its archive not yet purged): the summary is still no one's, and
+// the deleted session's client going on does not land in the other's
+// session. A deleted session's summary of its own is found, and is no
+// session to join: the conversation goes on in a session of its own. Before, the lookup read live sessions only: the summary was
+// the other's, and the deleted session's conversation was recorded as its
+// client compaction.
+func TestUnsignalledCompactionBeforeAPromptDeletedTwin(t *testing.T) {
+	s := start(t, nil)
+	same := "The work so far: every file was read and every check passes; nothing is left to do here."
+	_, y := summaryTwins(t, s, same)
+	// And a conversation of its own summary, its session deleted too.
+	c := newCompressingClient(t, s, "S")
+	c.rounds(3)
+	c.finish()
+	own := "<overall_goal>Fix calc.py.</overall_goal> Every file was read; add() subtracts no more."
+	c.askOn(s, own)
+	for id, log := range s.sessionLogs() {
+		if all := strings.Join(log, "\n"); strings.Contains(all, "Fix the lexer.") || strings.Contains(all, "call_S_0") {
+			s.rpc("DeleteSession", map[string]any{"sessionId": id}, nil)
+		}
+	}
+	if h := c.resumeOn(s, own, "Now add a test for subtract()."); h == "compacted" || h == "extended" {
+		t.Errorf("a deleted session's conversation alone: history %q, want a session of its own", h)
+	}
+	if h := y.resumeOn(s, same, "Now the docs."); h == "compacted" || h == "extended" {
+		t.Errorf("the deleted session's conversation: history %q, want a session of its own", h)
+	}
+	for id, log := range s.sessionLogs() {
+		if all := strings.Join(log, "\n"); strings.Contains(all, "Fix the parser.") && strings.Contains(all, "Now the docs.") {
+			t.Errorf("session %s holds two conversations:\n%s", id, all)
+		}
+	}
+}
+
+// summaryTwins runs two conversations on s (X fixing the parser, Y the
+// lexer) whose summary requests are both answered with summary.
+func summaryTwins(t *testing.T, s *server, summary string) (x, y *compressingClient) {
+	t.Helper()
+	x, y = newCompressingClient(t, s, "X"), newCompressingClient(t, s, "Y")
+	x.msgs[1] = map[string]any{"role": "user", "content": "Fix the parser."}
+	y.msgs[1] = map[string]any{"role": "user", "content": "Fix the lexer."}
+	for _, z := range []*compressingClient{x, y} {
+		z.rounds(3)
+		z.finish()
+		z.askOn(s, summary)
+	}
+	return x, y
 }

@@ -17,13 +17,14 @@ func (s *Store) RecordSummary(ctx context.Context, tenant, sessionID, digest str
 }
 
 // FindSummaries: one statement, each digest reading at most limit rows of
-// the index summaries_by_digest_digest (perKey).
+// the index summaries_by_digest_digest (perKey), and their sessions' rows
+// (every record has one, deleted or not, until it is purged).
 func (s *Store) FindSummaries(ctx context.Context, tenant string, digests []string, limit int) ([]store.SummaryHit, error) {
 	if len(digests) == 0 {
 		return nil, nil
 	}
-	q, args := perKey(`SELECT t.session_id, t.digest FROM summaries_by_digest t
-			JOIN sessions s ON s.tenant = t.tenant AND s.id = t.session_id AND s.deleted_at IS NULL
+	q, args := perKey(`SELECT t.session_id, t.digest, s.deleted_at IS NULL FROM summaries_by_digest t
+			JOIN sessions s ON s.tenant = t.tenant AND s.id = t.session_id
 			WHERE t.tenant = ? AND t.digest = ?`, tenant, digests, limit)
 	rows, err := reads{s}.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -9,11 +9,12 @@ import (
 	"github.com/contextd/contextd/internal/store"
 )
 
-// testFindSummaries: FindSummaries finds the live sessions of the tenant
-// whose latest recorded summary has a digest; a later record replaces the
-// session's earlier one; another tenant's and a deleted session's are not
-// found; a digest many sessions recorded reads at most limit rows; a
-// session made again with a deleted or purged session's id has no record.
+// testFindSummaries: FindSummaries finds the sessions of the tenant whose
+// latest recorded summary has a digest, a deleted one (not yet purged)
+// as not live; a later record replaces the session's earlier one; another
+// tenant's are not found; a digest many sessions recorded reads at most
+// limit rows; a session made again with a deleted or purged session's id
+// has no record.
 func testFindSummaries(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	for _, id := range []string{"a", "b", "c", "gone"} {
@@ -41,12 +42,16 @@ func testFindSummaries(t *testing.T, s store.Store) {
 		}
 		var out []string
 		for _, h := range hits {
-			out = append(out, h.SessionID+":"+h.Digest)
+			hit := h.SessionID + ":" + h.Digest
+			if !h.Live {
+				hit += " (deleted)"
+			}
+			out = append(out, hit)
 		}
 		slices.Sort(out)
 		return out
 	}
-	if got, want := find(2, "d-a", "d-old", "d-gone", "d-x", "d-none"), []string{"a:d-a"}; !slices.Equal(got, want) {
+	if got, want := find(2, "d-a", "d-old", "d-gone", "d-x", "d-none"), []string{"a:d-a", "gone:d-gone (deleted)"}; !slices.Equal(got, want) {
 		t.Errorf("FindSummaries(d-a, d-old, d-gone, d-x, d-none) = %q, want %q", got, want)
 	}
 	if got, want := find(2, "d-same"), []string{"b:d-same", "c:d-same"}; !slices.Equal(got, want) {
@@ -59,6 +64,9 @@ func testFindSummaries(t *testing.T, s store.Store) {
 	// does not inherit it, nor does one made after a purge.
 	create(t, s, session("t", "gone", epoch))
 	mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, "t", "b") })
+	if got, want := find(2, "d-same"), []string{"b:d-same (deleted)", "c:d-same"}; !slices.Equal(got, want) {
+		t.Errorf("FindSummaries(d-same) after b was deleted = %q, want %q", got, want)
+	}
 	if _, err := s.Purge(ctx, time.Now().Add(time.Hour), time.Now().Add(48*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
