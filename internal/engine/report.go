@@ -59,6 +59,13 @@ type ReportInput struct {
 	// iteration is left out of the usage), not of what was sent: the call
 	// is in the ledger; nothing is calibrated or anchored. Not in the API.
 	Compacted bool
+	// Own: the request was none of the view but the client's own messages
+	// (an aside the gateway sent as its client sent it:
+	// gateway/slimmedaside.go), which contextd did not count: the call is
+	// in the ledger; nothing is calibrated or anchored. Not in the API
+	// (omitted from reportHash's JSON when false, so a report's hash is
+	// what it was).
+	Own bool `json:",omitempty"`
 }
 
 // reportKey is where a report's idempotency key is kept: beside the
@@ -249,6 +256,9 @@ func (e *Engine) reportInTx(ctx context.Context, tx store.Tx, s *store.Session, 
 	}
 	if in.Compacted {
 		out.skipped = "the provider compacted the request and reported the compacted one's input: the call is in the ledger; nothing was calibrated or anchored"
+	}
+	if in.Own {
+		out.skipped = "the request was the client's own messages, not the view: the call is in the ledger; nothing was calibrated or anchored"
 	}
 	if out.skipped == "" && local < 0 {
 		// The whole active view sums to ActiveTokens: only a prefix

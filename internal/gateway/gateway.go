@@ -103,12 +103,9 @@ type Gateway struct {
 	client  *http.Client
 	log     *slog.Logger
 	digests *logCache
-	// summaries: the latest answers of unsignalled summary requests
-	// (unsignalledsummary.go).
-	summaries summaryMemo
-	chat      door
-	resp      door
-	msgs      door
+	chat    door
+	resp    door
+	msgs    door
 	// inflight holds, per session, a channel closed when the answer last
 	// relayed for it is recorded: the session's next request waits for
 	// it, so it finds the reply in the log. records counts the recordings

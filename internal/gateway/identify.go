@@ -73,7 +73,10 @@ type resolved struct {
 	repeatD [][32]byte // the identities of those replies
 	// tail: the request's own messages sent after them, not stored (a
 	// summary request, summaryrequest.go).
-	tail    []chat.Message
+	tail []chat.Message
+	// own: the request goes upstream as the client sent it (tail),
+	// nothing of the session's view (slimmedaside.go).
+	own     bool
 	history string
 	// from is the session this one forked from, when the caller may know
 	// it (its own signal's); named: the response may name the session (the

@@ -161,6 +161,10 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			// Send the view without the replies this request does not
 			// carry; if they are not its tail (a compaction moved them),
 			// the request goes on in a session of its own.
+			if res.own {
+				sendOwn(&prep, res) // slimmedaside.go
+				return res, prep, key, nil
+			}
 			if !stripReplies(&prep, res.repeatD) {
 				noRepeat = true
 				continue

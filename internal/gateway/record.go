@@ -67,7 +67,7 @@ func (x *exchange) answering(out *outcome) {
 	}
 	x.hold.markRecording(x.tenant, x.res)
 	if x.res.history == historyAside && x.sig.scope == "" { // no signal nor hint: unsignalledCompaction
-		x.g.summaries.remember(x.tenant, x.res.id, out.reply) // unsignalledsummary.go
+		x.g.rememberSummary(x.r.Context(), x.tenant, x.res.id, out.reply) // unsignalledsummary.go
 	}
 	if !x.res.notStored() && len(out.reply) > 0 {
 		if chain := replyStamp(x.c, out.reply); chain != "" {
@@ -124,6 +124,9 @@ func (g *Gateway) record(ctx context.Context, tenant string, res resolved, prep 
 				// prefix (summaryrequest.go): not anchored.
 				report.AddedLocalTokens += max(1, approxTokens(res.tail))
 			}
+			// Or its own messages alone (slimmedaside.go): no count of
+			// contextd's is of what was sent; nothing is calibrated.
+			report.Own = res.own
 		}
 		if u.ok {
 			in.Reports = append(in.Reports, report)

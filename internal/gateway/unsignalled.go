@@ -144,7 +144,13 @@ func (g *Gateway) unsignalledCompaction(ctx context.Context, tenant string, c *c
 	if err != nil || m == nil {
 		return resolved{}, false, hideSession(err, resolved{id: id, named: sig.owns(id)})
 	}
-	if m.s.LogCount-latest >= maxKeptAge || !unsignalledCompacts(m, c, first, true) {
+	if m.s.LogCount-latest >= maxKeptAge {
+		return resolved{}, false, nil
+	}
+	if res, ok := slimmedAside(id, c, sig, m); ok { // slimmedaside.go
+		return res, true, nil
+	}
+	if !unsignalledCompacts(m, c, first, true) {
 		return resolved{}, false, nil
 	}
 	res, ok, err := g.compactIn(ctx, tenant, id, c, sig, m)

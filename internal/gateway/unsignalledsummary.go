@@ -3,12 +3,14 @@ package gateway
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
+	"hash"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // A compacted history without a signal that keeps no call: Qwen Code
@@ -16,114 +18,124 @@ import (
 // flight, sends its summary, the acknowledgement and the prompt. Nothing
 // in it is the session's but the summary, which the provider wrote for it
 // in answer to the client's summary request, an aside of that session
-// (extensionAside). This replica remembers the latest such answers, per
-// tenant (summaryMemo: at most summariesPerTenant of them, for at most
-// summaryTenants tenants, each a prefix and a digest, not the text): a
-// request without a signal that extends no session, keeps no call, and
-// whose first user message holds the whole of one remembered answer
-// (without its <analysis> block) of exactly one session is that session's
-// client compaction, checked as unsignalledCompacts checks one that kept
-// calls. Another replica does not remember the answer: the request is a
-// new conversation there, as before (docs/gateway.md, Known limits).
-// Work: for such a request, at most summariesPerTenant substring searches
-// of a prefix in its first user message and as many digests.
+// (extensionAside). The store records, for each session, the digest of
+// the latest such answer (without its <analysis> block, trimmed:
+// summaryBody; answers under minSummary bytes are not recorded, too little
+// to tell conversations apart), before the answer's last byte goes out
+// (rememberSummary), so the client's next request finds it on any replica
+// and after a restart (store.SummaryFinder, migration 00017). A request
+// without a signal that extends no session and keeps no call, whose first
+// user message starts with the whole of one recorded answer of exactly
+// one live session (an answer two sessions recorded is no one's, a
+// deleted session's too until it is purged: its client may go on), is that
+// session's client compaction, checked as unsignalledCompacts checks one
+// that kept calls.
+//
+// Where the summary ends in the message is not read from the client's
+// words: the message's text (trimmed) starts with it and it ends at the
+// message's end or at one of its last blank lines (summaryDigests: Qwen
+// Code writes the answer, a blank line and its resume trailer), so the
+// request carries at most maxSummaryCuts+1 candidate digests.
+//
+// Work: to record, one digest of the answer and one upsert of the
+// session's row; to look up, only for a request without a signal that
+// extends no session and keeps no call, one pass over its first message's
+// text (one SHA-256 of it, a sum at each candidate end) and one indexed
+// read of at most 2 rows per candidate (16 in all).
 
 const (
-	summariesPerTenant = 16
-	summaryTenants     = 256
-	// summaryPrefix: the bytes of an answer a request's message is
-	// searched for; answers shorter than minSummary are not remembered
-	// (too little to tell conversations apart).
-	summaryPrefix = 128
-	minSummary    = 64
+	// minSummary: answers shorter than this are not recorded.
+	minSummary = 64
+	// maxSummaryCuts bounds the blank lines, from the message's end,
+	// where a summary may end (besides the message's end).
+	maxSummaryCuts = 7
 )
 
-type summaryRecord struct {
-	session string
-	prefix  string
-	size    int
-	digest  [32]byte
-}
-
-// summaryMemo remembers the latest answers of unsignalled asides.
-type summaryMemo struct {
-	mu       sync.Mutex
-	byTenant map[string][]summaryRecord
-}
-
-var analysisBlock = regexp.MustCompile(`(?s)<analysis>.*?</analysis>\s*`)
+// analysisBlock is what a client drops from the answer it keeps: an
+// <analysis> block, or an unterminated one to the end (as Qwen Code's
+// stripAnalysisBlock).
+var analysisBlock = regexp.MustCompile(`(?s)<analysis>.*?</analysis>\s*|<analysis>.*$`)
 
 // summaryBody is the text of reply without <analysis> blocks, trimmed (the
 // part a client keeps as its summary).
 func summaryBody(reply []chat.Message) string {
 	var b strings.Builder
 	for i := range reply {
-		for _, p := range reply[i].Parts {
-			if p.Type == chat.PartText {
-				b.WriteString(p.Text)
-			}
-		}
+		b.WriteString(reply[i].Text())
 	}
 	return strings.TrimSpace(analysisBlock.ReplaceAllString(b.String(), ""))
 }
 
-// remember keeps the answer reply of an aside of session id.
-func (s *summaryMemo) remember(tenant, id string, reply []chat.Message) {
+// summaryDigest is the digest of a summary as the store records it.
+func summaryDigest(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
+
+// rememberSummary records reply, the answer of an aside of session id
+// without a signal, as the session's latest summary. It runs before the
+// answer's last byte goes out, so the client's next request finds it
+// wherever it lands; a failure is logged (the request then finds no
+// session by it: a new conversation, as before).
+func (g *Gateway) rememberSummary(ctx context.Context, tenant, id string, reply []chat.Message) {
 	body := summaryBody(reply)
 	if len(body) < minSummary {
 		return
 	}
-	rec := summaryRecord{session: id, prefix: body[:min(len(body), summaryPrefix)], size: len(body), digest: sha256.Sum256([]byte(body))}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.byTenant == nil {
-		s.byTenant = make(map[string][]summaryRecord)
+	h := sha256.New()
+	h.Write([]byte(body))
+	// Durable: no client sends it again (store.Resendable).
+	if err := g.cfg.Engine.RecordSummary(store.Durable(ctx), tenant, id, summaryDigest(h)); err != nil {
+		g.log.WarnContext(ctx, "gateway: the summary of an aside was not recorded", "session", id, "err", err)
 	}
-	recs, ok := s.byTenant[tenant]
-	if !ok && len(s.byTenant) >= summaryTenants {
-		for t := range s.byTenant { // any other tenant's: a bound, not a policy
-			delete(s.byTenant, t)
-			break
-		}
-	}
-	if len(recs) >= summariesPerTenant {
-		recs = recs[1:]
-	}
-	s.byTenant[tenant] = append(recs, rec)
 }
 
-// find is the one session whose remembered answer text holds whole (""
-// when none, or more than one session's).
-func (s *summaryMemo) find(tenant, text string) string {
-	s.mu.Lock()
-	recs := append([]summaryRecord(nil), s.byTenant[tenant]...)
-	s.mu.Unlock()
-	found := ""
-	for _, r := range recs {
-		at := strings.Index(text, r.prefix)
-		if at < 0 || at+r.size > len(text) || sha256.Sum256([]byte(text[at:at+r.size])) != r.digest {
+// summaryDigests is the digests of the spans of text a summary may be: the
+// text trimmed, from its start to its end or to one of its last
+// maxSummaryCuts blank lines (each span trimmed, at least minSummary
+// bytes), in one pass.
+func summaryDigests(text string) []string {
+	text = strings.TrimSpace(text)
+	ends := []int{len(text)}
+	for end := len(text); len(ends) <= maxSummaryCuts; {
+		i := strings.LastIndex(text[:end], "\n\n")
+		if i < 0 {
+			break
+		}
+		end = len(strings.TrimRight(text[:i], " \t\r\n"))
+		ends = append(ends, end)
+	}
+	h := sha256.New()
+	var out []string
+	at := 0
+	for i := len(ends) - 1; i >= 0; i-- {
+		if ends[i] < minSummary || ends[i] == at && len(out) > 0 {
 			continue
 		}
-		if found != "" && found != r.session {
-			return ""
-		}
-		found = r.session
+		h.Write([]byte(text[at:ends[i]]))
+		at = ends[i]
+		out = append(out, summaryDigest(h))
 	}
-	return found
+	return out
 }
 
 // summarizedIn resolves a request without a signal that keeps no call as
 // the client compaction of the session whose aside answered the summary
-// its first user message holds (ok).
+// its first user message starts with (ok).
 func (g *Gateway) summarizedIn(ctx context.Context, tenant string, c *conversation, sig signal, noRepeat bool, until time.Time) (resolved, bool, error) {
-	var text strings.Builder
-	for _, p := range c.msgs[0].Parts {
-		if p.Type == chat.PartText {
-			text.WriteString(p.Text)
-		}
+	digests := summaryDigests(c.msgs[0].Text())
+	if len(digests) == 0 {
+		return resolved{}, false, nil
 	}
-	id := g.summaries.find(tenant, text.String())
-	if id == "" || g.busy(ctx, tenant, id, "", until) {
+	hits, err := g.cfg.Engine.FindSummaries(ctx, tenant, digests)
+	if err != nil {
+		return resolved{}, false, err
+	}
+	id, live := "", false
+	for _, h := range hits {
+		if id != "" && h.SessionID != id {
+			return resolved{}, false, nil // not one session's summary
+		}
+		id, live = h.SessionID, h.Live
+	}
+	if !live || g.busy(ctx, tenant, id, "", until) {
 		return resolved{}, false, nil
 	}
 	m, err := g.match(ctx, tenant, id, c, noRepeat)

@@ -342,6 +342,7 @@ type Store interface {
 	HasDueJob(ctx context.Context, now time.Time, perTenant int) (bool, error)
 	HistoryFinder
 	CallFinder
+	SummaryFinder
 	// SweepViews deletes, in one short transaction of its own, at most
 	// limit entries of the session's view generations other than its
 	// current one (left by ReplaceView and FlipView, or staged by a

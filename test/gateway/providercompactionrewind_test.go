@@ -186,18 +186,7 @@ func TestProviderCompactionCallTeachesNothing(t *testing.T) {
 	s := start(t, nil)
 	const model = "claude-sonnet-4-5"
 	system := bigResult(7) + bigResult(8) + bigResult(10) + bigResult(11)
-	probe := func() string {
-		t.Helper()
-		var out struct {
-			Usage struct {
-				Used   string `json:"usedTokens"`
-				Source string `json:"estimateSource"`
-			} `json:"usage"`
-		}
-		s.rpc("GetContextUsage", map[string]any{"inline": map[string]any{"model": model, "systemPrompt": system,
-			"messages": []map[string]any{{"role": "ROLE_USER", "parts": []map[string]any{{"text": map[string]any{"text": bigResult(9)}}}}}}}, &out)
-		return out.Usage.Used + " " + out.Usage.Source
-	}
+	probe := func() string { return s.tenantCount(model, system) }
 	var msgs []map[string]any
 	session := ""
 	var before string
@@ -222,4 +211,20 @@ func TestProviderCompactionCallTeachesNothing(t *testing.T) {
 	if after := probe(); after != before || !strings.HasSuffix(before, "CALIBRATED") {
 		t.Errorf("the tenant's count of a request: %s before the compacting call, %s after", before, after)
 	}
+}
+
+// tenantCount is the tenant's count of one request of model (system, and
+// a user message of 4 KB), and its estimate's source: what a call that
+// teaches the tenant's calibration of the model changes.
+func (s *server) tenantCount(model, system string) string {
+	s.t.Helper()
+	var out struct {
+		Usage struct {
+			Used   string `json:"usedTokens"`
+			Source string `json:"estimateSource"`
+		} `json:"usage"`
+	}
+	s.rpc("GetContextUsage", map[string]any{"inline": map[string]any{"model": model, "systemPrompt": system,
+		"messages": []map[string]any{{"role": "ROLE_USER", "parts": []map[string]any{{"text": map[string]any{"text": bigResult(9)}}}}}}}, &out)
+	return out.Usage.Used + " " + out.Usage.Source
 }

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,11 +33,13 @@ const qwenTrailer = "Resume the prior task using the summary above. Continue fro
 // compressingClient is a Chat Completions client without a signal that
 // runs tool rounds and compresses its history as Qwen Code does.
 type compressingClient struct {
-	t    *testing.T
-	s    *server
-	tag  string // names the provider's calls for this conversation
-	next int    // the provider's next call
-	msgs []any
+	t   *testing.T
+	s   *server
+	tag string // names the provider's calls for this conversation
+	// model is the conversation's ("gpt-4o" when empty).
+	model string
+	next  int // the provider's next call
+	msgs  []any
 }
 
 func newCompressingClient(t *testing.T, s *server, tag string) *compressingClient {
@@ -65,7 +68,7 @@ func result(id string, i int) map[string]any {
 func (c *compressingClient) send(msgs []any, reply gatewaytest.Reply) string {
 	c.t.Helper()
 	c.s.fake.Script(reply)
-	resp, out := c.s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": msgs}, nil)
+	resp, out := c.s.post("/v1/chat/completions", map[string]any{"model": cmp.Or(c.model, "gpt-4o"), "messages": msgs}, nil)
 	if resp.StatusCode != http.StatusOK {
 		c.t.Fatalf("%s: %d %s", c.tag, resp.StatusCode, out)
 	}

@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"JobLeasesAreExclusive", testJobLeasesAreExclusive},
 		{"HistoryIndex", testHistoryIndex},
 		{"FindCalls", testFindCalls},
+		{"FindSummaries", testFindSummaries},
 		{"JobRunningCapIsExact", testJobRunningCapIsExact},
 		{"LogBytes", testLogBytes},
 		{"CheckLogBytes", testCheckLogBytes},

@@ -1,0 +1,43 @@
+package store
+
+import "context"
+
+// SummaryFinder looks sessions up by the summary a client compacted its
+// history with: the gateway records, for a session, the digest of the
+// answer it gave to the session's summary request (an aside without a
+// signal), and a compacted history that keeps no call is looked up by the
+// digest of the summary it starts with (gateway/unsignalledsummary.go).
+// Every replica reads the same records, and they outlive a restart.
+type SummaryFinder interface {
+	// RecordSummary records digest as the latest summary session
+	// answered: one row per session (a later answer replaces it), gone
+	// when the session is purged (or its id made again).
+	RecordSummary(ctx context.Context, tenant, sessionID, digest string) error
+	// FindSummaries returns sessions of the tenant, live or deleted (not
+	// yet purged: a deleted session's client may go on), whose latest
+	// summary's digest is one of digests, at most limit rows per digest
+	// (a caller that needs one session asks for 2: a second tells that
+	// the digest is not one session's).
+	FindSummaries(ctx context.Context, tenant string, digests []string, limit int) ([]SummaryHit, error)
+}
+
+// SummaryHit is a session whose latest summary has Digest; Live unless it
+// was deleted.
+type SummaryHit struct {
+	SessionID string
+	Digest    string
+	Live      bool
+}
+
+// ReadSummaryHits reads FindSummaries' rows (session_id, digest, live).
+func ReadSummaryHits(rows Rows) ([]SummaryHit, error) {
+	var out []SummaryHit
+	for rows.Next() {
+		var h SummaryHit
+		if err := rows.Scan(&h.SessionID, &h.Digest, &h.Live); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
