@@ -44,7 +44,7 @@ type ReportInput struct {
 	// then, or more than it holds, which refused the report and left the
 	// billed call out of the ledger (TestAsideBilledAfterARoundCompacted).
 	// Not in the API.
-	ViewPrefix *int64
+	ViewPrefix *int64 `json:",omitempty"`
 	// IdempotencyKey makes a retried report safe: a key the session has
 	// seen with the same report records nothing again.
 	IdempotencyKey string

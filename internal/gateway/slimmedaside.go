@@ -11,7 +11,7 @@ import "github.com/contextd/contextd/internal/engine"
 // directive. Without images or files in a user message the slimmed
 // history is the history (a tool result is identified by its call, a call
 // by its id and name: identityOf), and the request extends the session:
-// an aside already (extensionAside). With one, it extends no session's log
+// an aside already (aside, summaryrequest.go). With one, it extends no session's log
 // and, looked up by its history, was a fork: a session for one call.
 //
 // It keeps the session's calls as a compacted history does, and asks for

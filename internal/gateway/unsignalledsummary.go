@@ -18,7 +18,7 @@ import (
 // flight, sends its summary, the acknowledgement and the prompt. Nothing
 // in it is the session's but the summary, which the provider wrote for it
 // in answer to the client's summary request, an aside of that session
-// (extensionAside). The store records, for each session, the digest of
+// (aside, summaryrequest.go). The store records, for each session, the digest of
 // the latest such answer (without its <analysis> block, trimmed:
 // summaryBody; answers under minSummary bytes are not recorded, too little
 // to tell conversations apart), before the answer's last byte goes out
