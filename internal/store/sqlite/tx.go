@@ -15,26 +15,35 @@ import (
 // holds the write lock: GetSession needs no row lock.
 type txn struct {
 	tx querier // the group's transaction, uncancelled (groupcommit.go)
+	// tools is the stored tools text of each session this call read or
+	// wrote (sessiontools.go).
+	tools map[sessionKey]string
 }
 
 func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
-	return getSession(ctx, t.tx, tenant, id)
+	s, tools, err := scanSessionTools(t.tx.QueryRowContext(ctx, getSessionQuery, tenant, id))
+	if err == nil {
+		t.sawTools(tenant, id, tools)
+	}
+	return s, err
 }
 
-func sessionArgs(s *store.Session) ([]any, error) {
+// sessionArgs are a session row's values, and the stored text of its
+// tools (the row holds toolsInRow of it).
+func sessionArgs(s *store.Session) ([]any, string, error) {
 	j, err := store.EncodeSession(s)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	tools, policy, labels := j.Tools, j.Policy, j.Labels
-	return []any{s.Model, s.SystemPrompt, tools, policy, labels, s.Version, s.SystemTokens, s.ToolsTokens,
+	return []any{s.Model, s.SystemPrompt, toolsInRow(tools), policy, labels, s.Version, s.SystemTokens, s.ToolsTokens,
 		s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CompactionRound, s.AutoPausedBelow,
 		s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch, s.ActiveBytes,
-		s.UpdatedAt.UnixNano(), s.Tenant, s.ID}, nil
+		s.UpdatedAt.UnixNano(), s.Tenant, s.ID}, tools, nil
 }
 
 func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
-	args, err := sessionArgs(s)
+	args, tools, err := sessionArgs(s)
 	if err != nil {
 		return err
 	}
@@ -49,11 +58,14 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 	if isUniqueViolation(err) {
 		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return t.writeTools(ctx, s, tools, true)
 }
 
 func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
-	args, err := sessionArgs(s)
+	args, tools, err := sessionArgs(s)
 	if err != nil {
 		return err
 	}
@@ -62,7 +74,10 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 		log_count = ?, view_seq = ?, compaction_round = ?, auto_paused_below = ?, view_epoch = ?, anchor_input = ?,
 		anchor_local = ?, anchor_count = ?, anchor_epoch = ?, active_bytes = ?, updated_at = ?
 		WHERE tenant = ? AND id = ? AND deleted_at IS NULL`, args...)
-	return affected(res, err, s.ID)
+	if err := affected(res, err, s.ID); err != nil {
+		return err
+	}
+	return t.writeTools(ctx, s, tools, false)
 }
 
 func affected(res sql.Result, err error, id string) error {
