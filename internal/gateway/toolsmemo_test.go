@@ -1,0 +1,117 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/chat"
+)
+
+// agentTools is a Chat Completions tools array of n tools of about 2 KB.
+func agentTools(n int, tag string) json.RawMessage {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"type":"function","function":{"name":"tool_%d","description":%q,"parameters":{"type":"object","properties":{"path":{"type":"string","description":%q}}}}}`,
+			i, strings.Repeat(tag+" does one thing of a coding agent's. ", 30), strings.Repeat("A path. ", 80))
+	}
+	b.WriteString("]")
+	return json.RawMessage(b.String())
+}
+
+// TestToolsMemo: the same tools bytes read again give the same tools, each
+// caller its own list (what one caller does to it reaches neither the
+// memo nor another caller); the same bytes read by another door's shape
+// are parsed as that shape; tools that fail to parse are refused each
+// time, naming the field.
+func TestToolsMemo(t *testing.T) {
+	raw := agentTools(5, "memo")
+	want, err := parseOpenAITools(raw, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := openAITools(raw, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first[0].Name = "changed"
+	first = append(first[:1], chat.Tool{Name: "appended"})
+	for range 2 {
+		got, err := openAITools(slices.Clone(raw), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("read again: %d tools (first %q), want %d (%q)", len(got), got[0].Name, len(want), want[0].Name)
+		}
+	}
+	// Flat (Responses) reading of nested tools: no name at the top, so
+	// each is counted whole under its type's name.
+	flat, err := openAITools(raw, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flat[0].Name != "function_0" {
+		t.Errorf("the same bytes read as Responses tools: first named %q, want function_0", flat[0].Name)
+	}
+	bad := json.RawMessage(`[` + strings.Repeat(`"not a tool",`, 100) + `1]`)
+	for range 2 {
+		var inv *chat.InvalidError
+		if _, err := openAITools(bad, true); !errors.As(err, &inv) || inv.Violations[0].Field != "tools[0]" {
+			t.Fatalf("invalid tools: %v, want an invalid argument naming tools[0]", err)
+		}
+	}
+}
+
+// TestToolsMemoBounded: the memo holds at most toolsMemoBytes of texts,
+// and a text longer than toolsMemoMax is parsed without being kept.
+func TestToolsMemoBounded(t *testing.T) {
+	for i := range 200 {
+		if _, err := openAITools(agentTools(30, fmt.Sprint("bounded", i)), true); err != nil {
+			t.Fatal(err)
+		}
+		toolsMemo.mu.Lock()
+		n := toolsMemo.bytes
+		toolsMemo.mu.Unlock()
+		if n > toolsMemoBytes {
+			t.Fatalf("the memo holds %d bytes of texts, bound %d", n, toolsMemoBytes)
+		}
+	}
+	huge := agentTools(toolsMemoMax/2000, "huge")
+	if len(huge) <= toolsMemoMax {
+		t.Fatalf("huge tools of %d bytes", len(huge))
+	}
+	if _, err := openAITools(huge, true); err != nil {
+		t.Fatal(err)
+	}
+	toolsMemo.mu.Lock()
+	_, kept := toolsMemo.by[toolsChat][string(huge)]
+	toolsMemo.mu.Unlock()
+	if kept {
+		t.Errorf("tools of %d bytes were kept, past toolsMemoMax %d", len(huge), toolsMemoMax)
+	}
+}
+
+// BenchmarkAgentTools: a coding agent's 30 tools (about 60 KB) read by
+// the Chat Completions door, as every request of its conversation does:
+// parsed each time, and memoized.
+func BenchmarkAgentTools(b *testing.B) {
+	raw := agentTools(30, "bench")
+	for name, read := range map[string]func(json.RawMessage, bool) ([]chat.Tool, error){"parse": parseOpenAITools, "memo": openAITools} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				if _, err := read(raw, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
