@@ -18,6 +18,8 @@ type txn struct {
 	// tools is the stored tools text of each session this call read or
 	// wrote (sessiontools.go).
 	tools map[sessionKey]string
+	// logCheck is a CheckLogBytes not yet made (logcheck.go).
+	logCheck *logCheck
 }
 
 func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
@@ -69,12 +71,18 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 	if err != nil {
 		return err
 	}
-	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET model = ?, system_prompt = ?, tools = ?, policy = ?,
+	const update = `UPDATE sessions SET model = ?, system_prompt = ?, tools = ?, policy = ?,
 		labels = ?, version = ?, system_tokens = ?, tools_tokens = ?, active_tokens = ?, active_count = ?,
 		log_count = ?, view_seq = ?, compaction_round = ?, auto_paused_below = ?, view_epoch = ?, anchor_input = ?,
 		anchor_local = ?, anchor_count = ?, anchor_epoch = ?, active_bytes = ?, updated_at = ?
-		WHERE tenant = ? AND id = ? AND deleted_at IS NULL`, args...)
-	if err := affected(res, err, s.ID); err != nil {
+		WHERE tenant = ? AND id = ? AND deleted_at IS NULL`
+	if t.logCheck != nil { // logcheck.go
+		err = t.updateSessionChecked(ctx, update, args, s.ID)
+	} else {
+		res, execErr := t.tx.ExecContext(ctx, update, args...)
+		err = affected(res, execErr, s.ID)
+	}
+	if err != nil {
 		return err
 	}
 	return t.writeTools(ctx, s, tools, false)
@@ -337,24 +345,5 @@ func (t *txn) PutCalibration(ctx context.Context, tenant string, c store.Calibra
 func (t *txn) CountSessions(ctx context.Context, tenant string) (int, error) {
 	var n int
 	err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE tenant = ? AND deleted_at IS NULL`, tenant).Scan(&n)
-	return n, err
-}
-
-// CheckLogBytes implements store.Tx.
-func (t *txn) CheckLogBytes(ctx context.Context, tenant string, quota int64, over error) error {
-	n, err := t.LogBytes(ctx, tenant)
-	if err == nil && n > quota {
-		err = over
-	}
-	return err
-}
-
-// LogBytes reads the tenant's count (migration 00012's triggers keep it).
-func (t *txn) LogBytes(ctx context.Context, tenant string) (int64, error) {
-	var n int64
-	err := t.tx.QueryRowContext(ctx, `SELECT log_bytes FROM tenant_usage WHERE tenant = ?`, tenant).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
 	return n, err
 }
