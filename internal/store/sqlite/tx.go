@@ -20,14 +20,9 @@ type txn struct {
 	tools map[sessionKey]string
 	// logCheck is a CheckLogBytes not yet made (logcheck.go).
 	logCheck *logCheck
-}
-
-func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
-	s, tools, err := scanSessionTools(t.tx.QueryRowContext(ctx, getSessionQuery, tenant, id))
-	if err == nil {
-		t.sawTools(tenant, id, tools)
-	}
-	return s, err
+	// openCalls is the open tool calls' count of each session this call
+	// read, while it wrote none of their calls (opencalls.go).
+	openCalls map[sessionKey]int64
 }
 
 // sessionArgs are a session row's values, and the stored text of its
@@ -50,6 +45,7 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 		return err
 	}
 	// A deleted session's id is free: its archive goes now (cascading).
+	t.callsWritten(s.Tenant, s.ID)
 	if _, err := t.tx.ExecContext(ctx, `DELETE FROM sessions WHERE tenant = ? AND id = ? AND deleted_at IS NOT NULL`, s.Tenant, s.ID); err != nil {
 		return err
 	}
@@ -215,25 +211,8 @@ func (t *txn) ToolCalls(ctx context.Context, tenant, sessionID string, ids []str
 	return out, err
 }
 
-func (t *txn) OpenToolCalls(ctx context.Context, tenant, sessionID string) ([]store.ToolCall, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT call_id, position FROM tool_calls
-		WHERE tenant = ? AND session_id = ? AND result_position = 0 ORDER BY position, call_id`, tenant, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.ToolCall
-	for rows.Next() {
-		var c store.ToolCall
-		if err := rows.Scan(&c.CallID, &c.Position); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
 func (t *txn) PutToolCalls(ctx context.Context, tenant, sessionID string, calls []store.ToolCall) error {
+	t.callsWritten(tenant, sessionID)
 	return execBatched(ctx, t.tx, `INSERT INTO tool_calls (tenant, session_id, call_id, position, result_position) VALUES `,
 		` ON CONFLICT (tenant, session_id, call_id) DO UPDATE SET position = excluded.position, result_position = excluded.result_position`, 5, len(calls),
 		func(i int, args []any) ([]any, error) {

@@ -41,6 +41,11 @@ func TestSQLiteSessionToolsUpDownUp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for i, result := range []int{0, 0, 5} { // two open, one answered
+		if _, err := db.ExecContext(ctx, `INSERT INTO tool_calls (tenant, session_id, call_id, position, result_position) VALUES ('t', 'long', ?, 2, ?)`, i, result); err != nil {
+			t.Fatal(err)
+		}
+	}
 	inRow := func(id string) string {
 		t.Helper()
 		var s string
@@ -87,6 +92,13 @@ func TestSQLiteSessionToolsUpDownUp(t *testing.T) {
 		}
 		if got := apart(); inRow("long") != "" || len(got) != 1 || got["long"] != long {
 			t.Fatalf("%s: the long tools were not moved apart (%d rows)", step, len(got))
+		}
+		var open, none int
+		if err := db.QueryRowContext(ctx, `SELECT (SELECT open_calls FROM sessions WHERE id = 'long'), (SELECT open_calls FROM sessions WHERE id = 'short')`).Scan(&open, &none); err != nil {
+			t.Fatal(err)
+		}
+		if open != 2 || none != 0 {
+			t.Fatalf("%s: open calls counted %d and %d, want 2 and 0", step, open, none)
 		}
 	}
 }
