@@ -17,23 +17,7 @@ import (
 // row), leaves shorter ones in place, and puts them back going down.
 func TestSQLiteSessionToolsUpDownUp(t *testing.T) {
 	ctx := context.Background()
-	dsn := "file:" + filepath.ToSlash(filepath.Join(t.TempDir(), "m.db")) + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	sub, err := fs.Sub(files, "sqlite")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 15); err != nil {
-		t.Fatal(err)
-	}
+	db, p := sqliteAt(t, 15)
 	long := `[{"name":"read","description":"` + strings.Repeat("é", 600) + `"}]` // 1,200 bytes, 600 characters
 	short := `[{"name":"read"}]`
 	for id, tools := range map[string]string{"long": long, "short": short} {
@@ -101,4 +85,28 @@ func TestSQLiteSessionToolsUpDownUp(t *testing.T) {
 			t.Fatalf("%s: open calls counted %d and %d, want 2 and 0", step, open, none)
 		}
 	}
+}
+
+// sqliteAt is a new SQLite database migrated up to version, and the
+// provider that migrates it on.
+func sqliteAt(t *testing.T, version int64) (*sql.DB, *goose.Provider) {
+	t.Helper()
+	dsn := "file:" + filepath.ToSlash(filepath.Join(t.TempDir(), "m.db")) + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	sub, err := fs.Sub(files, "sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(t.Context(), version); err != nil {
+		t.Fatal(err)
+	}
+	return db, p
 }

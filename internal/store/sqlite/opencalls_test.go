@@ -2,14 +2,11 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/contextd/contextd/internal/store"
-	"github.com/contextd/contextd/internal/store/sqlite"
 )
 
 // TestOpenCallsCounted: a transaction that read a session without open
@@ -19,17 +16,7 @@ import (
 // answered, reopened by an upsert and deleted with their session.
 func TestOpenCallsCounted(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	s, err := sqlite.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	db, err := sql.Open("sqlite", filepath.Join(dir, sqlite.FileName)+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	s, db := openWithDB(t)
 	now := time.Now().UTC()
 	tx := func(fn func(ctx context.Context, tx store.Tx) error) {
 		t.Helper()

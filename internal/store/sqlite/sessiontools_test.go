@@ -2,9 +2,7 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
-	"github.com/contextd/contextd/internal/store/sqlite"
 )
 
 // TestSessionToolsApart: a session's tools of 1 KB or more live in
@@ -23,17 +20,7 @@ import (
 // leaves no row of it there.
 func TestSessionToolsApart(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	s, err := sqlite.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	db, err := sql.Open("sqlite", filepath.Join(dir, sqlite.FileName)+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	s, db := openWithDB(t)
 	for _, q := range []string{
 		`CREATE TABLE test_tools_writes (n INTEGER NOT NULL)`,
 		`INSERT INTO test_tools_writes VALUES (0)`,
