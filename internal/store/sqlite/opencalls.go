@@ -20,9 +20,8 @@ const getSessionInTx = `SELECT ` + sessionCols + `, open_calls FROM sessions WHE
 
 func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
 	var open int64
-	s, tools, err := scanSessionTools(multiScanner{t.tx.QueryRowContext(ctx, getSessionInTx, tenant, id), []any{&open}})
+	s, err := scanSession(multiScanner{t.tx.QueryRowContext(ctx, getSessionInTx, tenant, id), []any{&open}})
 	if err == nil {
-		t.sawTools(tenant, id, tools)
 		if t.openCalls == nil {
 			t.openCalls = map[sessionKey]int64{}
 		}
@@ -51,6 +50,8 @@ func (t *txn) OpenToolCalls(ctx context.Context, tenant, sessionID string) ([]st
 	}
 	return out, rows.Err()
 }
+
+type sessionKey struct{ tenant, id string }
 
 // callsWritten forgets what the call knew of the session's open calls.
 func (t *txn) callsWritten(tenant, sessionID string) {

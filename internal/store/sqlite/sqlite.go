@@ -142,8 +142,7 @@ type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// sessionCols are a row of sessions (its tools: sessiontools.go).
-const sessionCols = `tenant, id, model, system_prompt, ` + sessionToolsCol + `, policy, labels, version, system_tokens,
+const sessionCols = `tenant, id, model, system_prompt, tools, policy, labels, version, system_tokens,
 	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at, compaction_round, auto_paused_below,
 	view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes`
 
@@ -163,12 +162,6 @@ type scanner interface{ Scan(dest ...any) error }
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
 func scanSession(row scanner) (store.Session, error) {
-	s, _, err := scanSessionTools(row)
-	return s, err
-}
-
-// scanSessionTools reads a session and the stored text of its tools.
-func scanSessionTools(row scanner) (store.Session, string, error) {
 	var s store.Session
 	var tools, policy, labels string
 	var created, updated int64
@@ -176,13 +169,13 @@ func scanSessionTools(row scanner) (store.Session, string, error) {
 		&s.SystemTokens, &s.ToolsTokens, &s.ActiveTokens, &s.ActiveCount, &s.LogCount, &s.ViewSeq, &created, &updated,
 		&s.CompactionRound, &s.AutoPausedBelow, &s.ViewEpoch, &s.AnchorInput, &s.AnchorLocal, &s.AnchorCount, &s.AnchorEpoch, &s.ActiveBytes)
 	if errors.Is(err, sql.ErrNoRows) {
-		return s, "", store.ErrNotFound
+		return s, store.ErrNotFound
 	}
 	if err != nil {
-		return s, "", err
+		return s, err
 	}
 	s.CreatedAt, s.UpdatedAt = fromNanos(created), fromNanos(updated)
-	return s, tools, store.SessionJSON{Tools: tools, Policy: policy, Labels: labels}.DecodeInto(&s)
+	return s, store.SessionJSON{Tools: tools, Policy: policy, Labels: labels}.DecodeInto(&s)
 }
 
 func scanMessage(rows scanner, extra ...any) (chat.Message, error) {

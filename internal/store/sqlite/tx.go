@@ -15,9 +15,6 @@ import (
 // holds the write lock: GetSession needs no row lock.
 type txn struct {
 	tx querier // the group's transaction, uncancelled (groupcommit.go)
-	// tools is the stored tools text of each session this call read or
-	// wrote (sessiontools.go).
-	tools map[sessionKey]string
 	// logCheck is a CheckLogBytes not yet made (logcheck.go).
 	logCheck *logCheck
 	// openCalls is the open tool calls' count of each session this call
@@ -25,22 +22,20 @@ type txn struct {
 	openCalls map[sessionKey]int64
 }
 
-// sessionArgs are a session row's values, and the stored text of its
-// tools (the row holds toolsInRow of it).
-func sessionArgs(s *store.Session) ([]any, string, error) {
+func sessionArgs(s *store.Session) ([]any, error) {
 	j, err := store.EncodeSession(s)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	tools, policy, labels := j.Tools, j.Policy, j.Labels
-	return []any{s.Model, s.SystemPrompt, toolsInRow(tools), policy, labels, s.Version, s.SystemTokens, s.ToolsTokens,
+	return []any{s.Model, s.SystemPrompt, tools, policy, labels, s.Version, s.SystemTokens, s.ToolsTokens,
 		s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CompactionRound, s.AutoPausedBelow,
 		s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch, s.ActiveBytes,
-		s.UpdatedAt.UnixNano(), s.Tenant, s.ID}, tools, nil
+		s.UpdatedAt.UnixNano(), s.Tenant, s.ID}, nil
 }
 
 func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
-	args, tools, err := sessionArgs(s)
+	args, err := sessionArgs(s)
 	if err != nil {
 		return err
 	}
@@ -56,14 +51,11 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 	if isUniqueViolation(err) {
 		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
 	}
-	if err != nil {
-		return err
-	}
-	return t.writeTools(ctx, s, tools, true)
+	return err
 }
 
 func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
-	args, tools, err := sessionArgs(s)
+	args, err := sessionArgs(s)
 	if err != nil {
 		return err
 	}
@@ -73,15 +65,10 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 		anchor_local = ?, anchor_count = ?, anchor_epoch = ?, active_bytes = ?, updated_at = ?
 		WHERE tenant = ? AND id = ? AND deleted_at IS NULL`
 	if t.logCheck != nil { // logcheck.go
-		err = t.updateSessionChecked(ctx, update, args, s.ID)
-	} else {
-		res, execErr := t.tx.ExecContext(ctx, update, args...)
-		err = affected(res, execErr, s.ID)
+		return t.updateSessionChecked(ctx, update, args, s.ID)
 	}
-	if err != nil {
-		return err
-	}
-	return t.writeTools(ctx, s, tools, false)
+	res, err := t.tx.ExecContext(ctx, update, args...)
+	return affected(res, err, s.ID)
 }
 
 func affected(res sql.Result, err error, id string) error {
