@@ -2,7 +2,8 @@
 // (make bench-gateway): Chat Completions conversations sent to a local
 // upstream that answers at once, directly and through contextd, for SQLite
 // and PostgreSQL, 1 and 16 concurrent conversations of 100 and 1,000
-// messages, and one conversation whose body is about 1 MB. Each
+// messages, one conversation whose body is about 1 MB, and one whose
+// requests carry a coding agent's 30 tools (about 59 KB). Each
 // conversation grows by one exchange per call, as an agent's does; the
 // model is gpt-4.1 (a 1M-token window), so no cell compacts and what is
 // measured is the gateway's own cost. It
