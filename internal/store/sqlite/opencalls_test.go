@@ -94,9 +94,25 @@ func TestOpenCallsCounted(t *testing.T) {
 	if calls, n := open(); len(calls) != 0 || n != 0 {
 		t.Fatalf("calls all answered: %d open calls read in %d statements, want none in none", len(calls), n)
 	}
+	// A deleted session's id made again: its calls go with the archive,
+	// and the new session has none.
+	putC := func() {
+		t.Helper()
+		tx(func(ctx context.Context, tx store.Tx) error {
+			return tx.PutToolCalls(ctx, "t", "s", []store.ToolCall{{CallID: "c", Position: 4}})
+		})
+	}
+	putC()
+	tx(func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, "t", "s") })
 	tx(func(ctx context.Context, tx store.Tx) error {
-		return tx.PutToolCalls(ctx, "t", "s", []store.ToolCall{{CallID: "c", Position: 4}})
+		return tx.InsertSession(ctx, &store.Session{Tenant: "t", ID: "s", Model: "gpt-4o", Version: 1, CreatedAt: now, UpdatedAt: now})
 	})
+	counted("the id made again", 0)
+	if calls, _ := open(); len(calls) != 0 {
+		t.Fatalf("the id made again: %d open calls", len(calls))
+	}
+	putC()
+	counted("a call of the new session", 1)
 	tx(func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, "t", "s") })
 	if _, err := s.Purge(ctx, time.Now().Add(time.Hour), time.Now()); err != nil {
 		t.Fatal(err)
