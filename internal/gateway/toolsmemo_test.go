@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -27,8 +28,9 @@ func agentTools(n int, tag string) json.RawMessage {
 }
 
 // TestToolsMemo: the same tools bytes read again give the same tools, each
-// caller its own list (what one caller does to it reaches neither the
-// memo nor another caller); the same bytes read by another door's shape
+// caller its own list, whether parsed or answered from the memo (what one
+// caller does to it reaches neither the memo nor another caller);
+// Anthropic tools keep their cache mark; the same bytes read by another door's shape
 // are parsed as that shape; tools that fail to parse are refused each
 // time, naming the field.
 func TestToolsMemo(t *testing.T) {
@@ -51,6 +53,8 @@ func TestToolsMemo(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("read again: %d tools (first %q), want %d (%q)", len(got), got[0].Name, len(want), want[0].Name)
 		}
+		// A list answered from the memo is the caller's too.
+		got[0].Name = "changed from the memo"
 	}
 	// Flat (Responses) reading of nested tools: no name at the top, so
 	// each is counted whole under its type's name.
@@ -60,6 +64,15 @@ func TestToolsMemo(t *testing.T) {
 	}
 	if flat[0].Name != "function_0" {
 		t.Errorf("the same bytes read as Responses tools: first named %q, want function_0", flat[0].Name)
+	}
+	// Anthropic tools: whether one carries a cache mark is kept with
+	// them (the gateway then leaves the marks to the client).
+	an := json.RawMessage(`[{"name":"marked","input_schema":{"type":"object"},"description":` +
+		strconv.Quote(strings.Repeat("An Anthropic tool. ", 100)) + `,"cache_control":{"type":"ephemeral"}}]`)
+	for i := range 2 {
+		if tools, marks, err := anTools(an); err != nil || !marks || len(tools) != 1 || tools[0].Name != "marked" {
+			t.Fatalf("Anthropic tools with a cache mark, read %d: %d tools, marks %v, err %v; want the one, marked", i+1, len(tools), marks, err)
+		}
 	}
 	bad := json.RawMessage(`[` + strings.Repeat(`"not a tool",`, 100) + `1]`)
 	for range 2 {
