@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"sync"
+	"unsafe"
 
 	"github.com/contextd/contextd/internal/chat"
 )
@@ -17,11 +18,14 @@ import (
 // reaches the memo). A request whose tools fail to parse is not kept: it
 // is parsed, and refused, each time.
 
-// toolsMemoBytes bounds the texts kept (and about as much again of their
-// tools); past it, the memo starts over. toolsMemoMin: shorter texts are
-// parsed each time, which costs less than the lookup; toolsMemoMax:
-// longer ones too, so one client's tools neither pass the bound nor wipe
-// everyone else's (TestToolsMemoBounded).
+// toolsMemoBytes bounds what the memo keeps: the texts and their parsed
+// tools (memoCost), whose lists can be many times their text's bytes (a
+// tool of three bytes, `{}`, is a chat.Tool of three strings); past it,
+// the memo starts over. toolsMemoMin: shorter texts are parsed each time,
+// which costs less than the lookup; toolsMemoMax: a text longer, or whose
+// tools with it cost more, is parsed each time too, so one client's tools
+// neither pass the bound nor wipe everyone else's (TestToolsMemoBounded,
+// TestToolsMemoBoundsItsTools).
 const (
 	toolsMemoBytes = 8 << 20
 	toolsMemoMin   = 1024
@@ -67,10 +71,14 @@ func memoTools(shape toolsShape, raw json.RawMessage, parse func() (parsedTools,
 	if err != nil {
 		return p, err
 	}
+	cost := memoCost(raw, p.tools)
+	if cost > toolsMemoMax {
+		return p, nil
+	}
 	kept := parsedTools{tools: append([]chat.Tool(nil), p.tools...), marks: p.marks}
 	toolsMemo.mu.Lock()
 	defer toolsMemo.mu.Unlock()
-	if toolsMemo.by[shape] == nil || toolsMemo.bytes+len(raw) > toolsMemoBytes {
+	if toolsMemo.by[shape] == nil || toolsMemo.bytes+cost > toolsMemoBytes {
 		for i := range toolsMemo.by {
 			toolsMemo.by[i] = map[string]parsedTools{}
 		}
@@ -78,9 +86,25 @@ func memoTools(shape toolsShape, raw json.RawMessage, parse func() (parsedTools,
 	}
 	if _, ok := toolsMemo.by[shape][string(raw)]; !ok {
 		toolsMemo.by[shape][string(raw)] = kept
-		toolsMemo.bytes += len(raw)
+		toolsMemo.bytes += cost
 	}
 	return p, nil
+}
+
+// memoCost is what keeping raw and its tools holds: the text (the key),
+// the list, and each non-empty string with its allocation's overhead
+// (counted as 16 bytes, more than the allocator's rounding of a small
+// string).
+func memoCost(raw json.RawMessage, tools []chat.Tool) int {
+	n := len(raw) + len(tools)*int(unsafe.Sizeof(chat.Tool{}))
+	for _, t := range tools {
+		for _, s := range [...]string{t.Name, t.Description, t.Parameters} {
+			if s != "" {
+				n += len(s) + 16
+			}
+		}
+	}
+	return n
 }
 
 // openAITools reads OpenAI tools (nested: Chat Completions; flat:

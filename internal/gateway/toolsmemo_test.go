@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ func TestToolsMemo(t *testing.T) {
 	}
 }
 
-// TestToolsMemoBounded: the memo holds at most toolsMemoBytes of texts,
+// TestToolsMemoBounded: the memo holds at most toolsMemoBytes (texts and tools),
 // and a text longer than toolsMemoMax is parsed without being kept.
 func TestToolsMemoBounded(t *testing.T) {
 	for i := range 200 {
@@ -109,6 +110,56 @@ func TestToolsMemoBounded(t *testing.T) {
 	toolsMemo.mu.Unlock()
 	if kept {
 		t.Errorf("tools of %d bytes were kept, past toolsMemoMax %d", len(huge), toolsMemoMax)
+	}
+}
+
+// TestToolsMemoBoundsItsTools: the bound holds for what the memo keeps,
+// the parsed tools with their texts — not only the texts. A text of
+// many tiny tools (`[{},{},...]`, three bytes a tool) parses to a
+// chat.Tool of three strings each, twenty times its text's bytes: the
+// heap the memo keeps after reading such texts (measured after a GC) stays
+// within toolsMemoBytes, while texts whose tools fit are still kept.
+// Counting the texts alone, the memo kept 86 MB after these 4 MB.
+func TestToolsMemoBoundsItsTools(t *testing.T) {
+	resetMemo := func() {
+		toolsMemo.mu.Lock()
+		toolsMemo.by, toolsMemo.bytes = [toolsShapes]map[string]parsedTools{}, 0
+		toolsMemo.mu.Unlock()
+	}
+	resetMemo()
+	t.Cleanup(resetMemo)
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	for i := range 4 {
+		// A distinct text of about 1 MB: 300,000 tools.
+		raw := json.RawMessage(`[{"x":` + strconv.Itoa(i) + `}` + strings.Repeat(`,{}`, 300_000) + `]`)
+		if _, err := openAITools(raw, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 8 {
+		// Texts of 20,000 tiny tools: 60 KB whose tools are about 1.8
+		// MB, kept, until they pass the bound together.
+		raw := json.RawMessage(`[{"y":` + strconv.Itoa(i) + `}` + strings.Repeat(`,{}`, 20_000) + `]`)
+		if _, err := openAITools(raw, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := heap()
+	toolsMemo.mu.Lock()
+	kept := len(toolsMemo.by[toolsChat])
+	toolsMemo.mu.Unlock()
+	if kept == 0 {
+		t.Error("the memo kept none of the texts whose tools fit")
+	}
+	if after > before && after-before > toolsMemoBytes {
+		t.Errorf("the memo keeps %.1f MB of heap after reading 4 MB of tiny tools; its bound is %d MB", float64(after-before)/1e6, toolsMemoBytes>>20)
 	}
 }
 
