@@ -50,7 +50,7 @@ bench-cost: ## Replay the corpus and compare compaction strategies by prompt-cac
 bench-background: ## Replay the corpus with a 2 s fake LLM summarizer: background compaction on and off.
 	go run ./cmd/costbench -summaries -windows 16384
 
-bench-gateway: ## Direct vs through the gateway (SQLite and PostgreSQL, 1 and 16 conversations, 100 and 1,000 messages, 1 MB): p50, p99, requests/s, CPU.
+bench-gateway: ## Direct vs through the gateway (SQLite and PostgreSQL, 1 and 16 conversations, 100 and 1,000 messages, 1 MB, 30 tools): p50, p99, requests/s, CPU.
 	go run ./cmd/gatewaybench
 
 test-clients: ## Drive the real agent CLIs (Claude Code, Codex CLI, Qwen Code, opencode, an npm openai loop; pinned in test/clients/node) through the gateway to a scripted provider.

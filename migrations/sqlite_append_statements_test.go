@@ -4,13 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite"
 )
 
@@ -22,23 +19,7 @@ import (
 // session through appends, a re-indexed head and a fork's rows.
 func TestSQLiteAppendStatementsUpDownUp(t *testing.T) {
 	ctx := context.Background()
-	dsn := "file:" + filepath.ToSlash(filepath.Join(t.TempDir(), "m.db")) + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	sub, err := fs.Sub(files, "sqlite")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 13); err != nil {
-		t.Fatal(err)
-	}
+	db, p := sqliteAt(t, 13)
 	exec := func(q string, args ...any) {
 		t.Helper()
 		if _, err := db.ExecContext(ctx, q, args...); err != nil {

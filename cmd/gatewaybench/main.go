@@ -2,7 +2,8 @@
 // (make bench-gateway): Chat Completions conversations sent to a local
 // upstream that answers at once, directly and through contextd, for SQLite
 // and PostgreSQL, 1 and 16 concurrent conversations of 100 and 1,000
-// messages, and one conversation whose body is about 1 MB. Each
+// messages, one conversation whose body is about 1 MB, and one whose
+// requests carry a coding agent's 30 tools (about 59 KB). Each
 // conversation grows by one exchange per call, as an agent's does; the
 // model is gpt-4.1 (a 1M-token window), so no cell compacts and what is
 // measured is the gateway's own cost. It
@@ -51,18 +52,59 @@ type cell struct {
 	convs, messages int
 	// contentBytes is the size of each message's text.
 	contentBytes int
+	// tools is how many tools each request declares (about 2 KB of JSON
+	// each, as a coding agent's: 30 are about 60 KB).
+	tools int
 }
 
 func (c cell) name() string {
+	name := fmt.Sprintf("%d×%d msgs", c.convs, c.messages)
 	if c.contentBytes > 1000 {
-		return fmt.Sprintf("%d×%d msgs ~%.1f MB", c.convs, c.messages, float64(c.messages*c.contentBytes)/1e6)
+		name += fmt.Sprintf(" ~%.1f MB", float64(c.messages*c.contentBytes)/1e6)
 	}
-	return fmt.Sprintf("%d×%d msgs", c.convs, c.messages)
+	if c.tools > 0 {
+		name += fmt.Sprintf(" %d tools ~%d KB", c.tools, len(toolsJSON(c.tools))/1000)
+	}
+	return name
 }
 
 var cells = []cell{
-	{1, 100, 250}, {16, 100, 250}, {1, 1000, 250}, {16, 1000, 250},
-	{1, 200, 5000}, // a 1 MB body
+	{1, 100, 250, 0}, {16, 100, 250, 0}, {1, 1000, 250, 0}, {16, 1000, 250, 0},
+	{1, 200, 5000, 0}, // a 1 MB body
+	{1, 100, 250, 30}, // a coding agent's tools
+}
+
+// toolsJSON is a "tools" array of n function tools of about 2 KB each
+// (a description and a JSON Schema of a few parameters), as the real
+// coding agents send with every request.
+func toolsJSON(n int) []byte {
+	type param struct {
+		Type        string `json:"type"`
+		Description string `json:"description"`
+	}
+	type function struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description"`
+		Parameters  map[string]any `json:"parameters"`
+	}
+	type tool struct {
+		Type     string   `json:"type"`
+		Function function `json:"function"`
+	}
+	tools := make([]tool, n)
+	for i := range tools {
+		props := map[string]any{}
+		for j := range 8 {
+			props[fmt.Sprintf("arg_%d", j)] = param{Type: "string", Description: strings.Repeat(fmt.Sprintf("Argument %d of tool %d, as a coding agent describes it. ", j, i), 2)}
+		}
+		tools[i] = tool{Type: "function", Function: function{
+			Name:        fmt.Sprintf("tool_%d", i),
+			Description: strings.Repeat(fmt.Sprintf("Tool %d does one thing of a coding agent's, described at length for the model. ", i), 8),
+			Parameters:  map[string]any{"type": "object", "properties": props, "required": []string{"arg_0"}},
+		}}
+	}
+	b, _ := json.Marshal(tools)
+	return b
 }
 
 func main() {
@@ -227,9 +269,13 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 		}
 	}
 	var last int
+	tools := []byte{}
+	if c.tools > 0 {
+		tools = slices.Concat([]byte(`,"tools":`), toolsJSON(c.tools))
+	}
 	call := func(i, step int) time.Duration {
 		add(i, "user", fmt.Sprintf("step %d", step))
-		body := slices.Concat([]byte(`{"model":"gpt-4.1","messages":[`), convs[i], []byte(`]}`))
+		body := slices.Concat([]byte(`{"model":"gpt-4.1","messages":[`), convs[i], []byte(`]`), tools, []byte(`}`))
 		if i == 0 {
 			last = len(body)
 		}

@@ -160,9 +160,9 @@ func anSystem(raw json.RawMessage) (string, bool, error) {
 	return strings.Join(texts, "\n"), marks, nil
 }
 
-// anTools reads tool definitions; server tools ({"type": ..., "name"}) are
+// parseAnTools reads tool definitions; server tools ({"type": ..., "name"}) are
 // counted by their JSON.
-func anTools(raw json.RawMessage) ([]chat.Tool, bool, error) {
+func parseAnTools(raw json.RawMessage) ([]chat.Tool, bool, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, false, nil
 	}

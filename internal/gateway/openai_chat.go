@@ -151,11 +151,11 @@ func (d openAIChat) parse(b *requestBody) (*conversation, error) {
 	return c, nil
 }
 
-// openAITools reads Chat Completions tools (nested: {"type":"function",
+// parseOpenAITools reads Chat Completions tools (nested: {"type":"function",
 // "function":{...}}) or Responses tools (flat: {"type":"function","name"}).
 // Built-in tools (web search, ...) are named by their type; they and every
 // tool of a type other than "function" are counted by their whole JSON.
-func openAITools(raw json.RawMessage, nested bool) ([]chat.Tool, error) {
+func parseOpenAITools(raw json.RawMessage, nested bool) ([]chat.Tool, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}

@@ -192,7 +192,10 @@ type Tx interface {
 	// CheckLogBytes fails with over when the tenant's log holds more than
 	// quota bytes (LogBytes's count and hold). In a Pipelined transaction
 	// PostgreSQL queues it: the server fails the statement, and over is the
-	// error of the transaction's next read or of its commit.
+	// error of the transaction's next read or of its commit; SQLite notes
+	// it, and over is the error of the next UpdateSession (whose statement
+	// reads the count) or of InTx (read at the call's end). Either way the
+	// call is rolled back, and its count is at least the one at the check.
 	CheckLogBytes(ctx context.Context, tenant string, quota int64, over error) error
 	// UpdateSession writes every mutable field of s.
 	UpdateSession(ctx context.Context, s *Session) error

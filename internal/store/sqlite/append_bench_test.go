@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"syscall"
@@ -14,13 +15,25 @@ import (
 )
 
 // BenchmarkAppendOneMessage is the store's side of a gateway append to a
-// conversation of 2,000 messages: one transaction that locks the session,
-// reads its open tool calls, inserts a message with its history entry (the
-// new head), reads the tenant's log bytes, appends its view entry and
-// writes the session row — the statements each gateway request runs twice
-// (PrepareContext's and the recording's, docs/performance.md), committed
-// without an fsync.
+// conversation of 2,000 messages: one pipelined transaction that locks the
+// session, reads its open tool calls, inserts a message with its history
+// entry (the new head), checks the tenant's log quota, appends its view
+// entry and writes the session row — the statements each gateway request
+// runs twice (PrepareContext's and the recording's, docs/performance.md),
+// committed without an fsync; without tools, and with a coding agent's 30
+// tools (about 60 KB of JSON) on the session.
 func BenchmarkAppendOneMessage(b *testing.B) {
+	for _, n := range []int{0, 30} {
+		b.Run(fmt.Sprint("tools=", n), func(b *testing.B) { benchAppend(b, n) })
+	}
+}
+
+func benchAppend(b *testing.B, nTools int) {
+	var tools []chat.Tool
+	for i := range nTools {
+		tools = append(tools, chat.Tool{Name: fmt.Sprint("tool_", i), Description: strings.Repeat("Does one thing of a coding agent's. ", 20),
+			Parameters: `{"type":"object","properties":{"path":{"type":"string","description":"` + strings.Repeat("A path. ", 150) + `"}}}`})
+	}
 	s, err := sqlite.Open(b.Context(), b.TempDir())
 	if err != nil {
 		b.Fatal(err)
@@ -34,7 +47,7 @@ func BenchmarkAppendOneMessage(b *testing.B) {
 	}
 	const start = 2000
 	err = s.InTx(b.Context(), func(ctx context.Context, tx store.Tx) error {
-		if err := tx.InsertSession(ctx, &store.Session{Tenant: "t", ID: "s", Model: "gpt-4o", Version: 1, LogCount: start, ViewSeq: start, CreatedAt: now, UpdatedAt: now}); err != nil {
+		if err := tx.InsertSession(ctx, &store.Session{Tenant: "t", ID: "s", Model: "gpt-4o", Tools: tools, Version: 1, LogCount: start, ViewSeq: start, CreatedAt: now, UpdatedAt: now}); err != nil {
 			return err
 		}
 		var msgs []chat.Message
@@ -55,9 +68,10 @@ func BenchmarkAppendOneMessage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Resendable, as the gateway's PrepareContext: no fsync, so the
-	// figure is the statements' work.
-	ctx := store.Resendable(b.Context())
+	// Resendable and pipelined, as the gateway's PrepareContext: no
+	// fsync, so the figure is the statements' work.
+	ctx := store.Pipelined(store.Resendable(b.Context()))
+	over := errors.New("over the quota")
 	cpu0 := processCPU()
 	for b.Loop() {
 		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
@@ -72,7 +86,7 @@ func BenchmarkAppendOneMessage(b *testing.B) {
 			if err := tx.InsertMessages(ctx, "t", "s", []chat.Message{m}); err != nil {
 				return err
 			}
-			if _, err := tx.LogBytes(ctx, "t"); err != nil {
+			if err := tx.CheckLogBytes(ctx, "t", 1<<40, over); err != nil {
 				return err
 			}
 			if err := tx.AppendView(ctx, "t", "s", []store.ViewEntry{{Ord: sess.ViewSeq + 1, MessageID: m.ID}}); err != nil {

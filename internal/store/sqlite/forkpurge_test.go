@@ -1,11 +1,8 @@
 package sqlite_test
 
 import (
-	"database/sql"
-	"path/filepath"
 	"testing"
 
-	"github.com/contextd/contextd/internal/store/sqlite"
 	"github.com/contextd/contextd/internal/store/storetest"
 )
 
@@ -17,17 +14,7 @@ import (
 // heir's session went: 19,900 renames.
 func TestForksPurgedTogetherIsLinear(t *testing.T) {
 	const forks = 200
-	dir := t.TempDir()
-	s, err := sqlite.Open(t.Context(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	db, err := sql.Open("sqlite", filepath.Join(dir, sqlite.FileName)+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	s, db := openWithDB(t)
 	for _, q := range []string{
 		`CREATE TABLE test_renames (n INTEGER NOT NULL)`,
 		`INSERT INTO test_renames VALUES (0)`,

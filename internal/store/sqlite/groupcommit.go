@@ -244,7 +244,11 @@ func (s *Store) runCall(c *txCall, tx *sql.Tx, pool *prepared) (err error) {
 			err = fmt.Errorf("transaction function panicked: %v", p)
 		}
 	}()
-	return c.fn(c.ctx, &txn{tx: uncancelled{s: s, pool: pool, tx: tx}})
+	t := &txn{tx: uncancelled{s: s, pool: pool, tx: tx}}
+	if err := c.fn(c.ctx, t); err != nil {
+		return err
+	}
+	return t.finish(c.ctx)
 }
 
 // uncancelled runs a transaction's statements whatever their context: a

@@ -201,10 +201,6 @@ func scanMessage(rows scanner, extra ...any) (chat.Message, error) {
 
 const getSessionQuery = `SELECT ` + sessionCols + ` FROM sessions WHERE tenant = ? AND id = ? AND deleted_at IS NULL`
 
-func getSession(ctx context.Context, q querier, tenant, id string) (store.Session, error) {
-	return scanSession(q.QueryRowContext(ctx, getSessionQuery, tenant, id))
-}
-
 // GetSession reads a session (a prepared statement: prepared.go).
 func (s *Store) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
 	return scanSession(s.queryRow(ctx, getSessionQuery, tenant, id))

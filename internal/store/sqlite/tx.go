@@ -15,10 +15,11 @@ import (
 // holds the write lock: GetSession needs no row lock.
 type txn struct {
 	tx querier // the group's transaction, uncancelled (groupcommit.go)
-}
-
-func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
-	return getSession(ctx, t.tx, tenant, id)
+	// logCheck is a CheckLogBytes not yet made (logcheck.go).
+	logCheck *logCheck
+	// openCalls is the open tool calls' count of each session this call
+	// read, while it wrote none of their calls (opencalls.go).
+	openCalls map[sessionKey]int64
 }
 
 func sessionArgs(s *store.Session) ([]any, error) {
@@ -39,6 +40,7 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 		return err
 	}
 	// A deleted session's id is free: its archive goes now (cascading).
+	t.callsWritten(s.Tenant, s.ID)
 	if _, err := t.tx.ExecContext(ctx, `DELETE FROM sessions WHERE tenant = ? AND id = ? AND deleted_at IS NOT NULL`, s.Tenant, s.ID); err != nil {
 		return err
 	}
@@ -57,11 +59,15 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 	if err != nil {
 		return err
 	}
-	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET model = ?, system_prompt = ?, tools = ?, policy = ?,
+	const update = `UPDATE sessions SET model = ?, system_prompt = ?, tools = ?, policy = ?,
 		labels = ?, version = ?, system_tokens = ?, tools_tokens = ?, active_tokens = ?, active_count = ?,
 		log_count = ?, view_seq = ?, compaction_round = ?, auto_paused_below = ?, view_epoch = ?, anchor_input = ?,
 		anchor_local = ?, anchor_count = ?, anchor_epoch = ?, active_bytes = ?, updated_at = ?
-		WHERE tenant = ? AND id = ? AND deleted_at IS NULL`, args...)
+		WHERE tenant = ? AND id = ? AND deleted_at IS NULL`
+	if t.logCheck != nil { // logcheck.go
+		return t.updateSessionChecked(ctx, update, args, s.ID)
+	}
+	res, err := t.tx.ExecContext(ctx, update, args...)
 	return affected(res, err, s.ID)
 }
 
@@ -192,25 +198,8 @@ func (t *txn) ToolCalls(ctx context.Context, tenant, sessionID string, ids []str
 	return out, err
 }
 
-func (t *txn) OpenToolCalls(ctx context.Context, tenant, sessionID string) ([]store.ToolCall, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT call_id, position FROM tool_calls
-		WHERE tenant = ? AND session_id = ? AND result_position = 0 ORDER BY position, call_id`, tenant, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.ToolCall
-	for rows.Next() {
-		var c store.ToolCall
-		if err := rows.Scan(&c.CallID, &c.Position); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
 func (t *txn) PutToolCalls(ctx context.Context, tenant, sessionID string, calls []store.ToolCall) error {
+	t.callsWritten(tenant, sessionID)
 	return execBatched(ctx, t.tx, `INSERT INTO tool_calls (tenant, session_id, call_id, position, result_position) VALUES `,
 		` ON CONFLICT (tenant, session_id, call_id) DO UPDATE SET position = excluded.position, result_position = excluded.result_position`, 5, len(calls),
 		func(i int, args []any) ([]any, error) {
@@ -322,24 +311,5 @@ func (t *txn) PutCalibration(ctx context.Context, tenant string, c store.Calibra
 func (t *txn) CountSessions(ctx context.Context, tenant string) (int, error) {
 	var n int
 	err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE tenant = ? AND deleted_at IS NULL`, tenant).Scan(&n)
-	return n, err
-}
-
-// CheckLogBytes implements store.Tx.
-func (t *txn) CheckLogBytes(ctx context.Context, tenant string, quota int64, over error) error {
-	n, err := t.LogBytes(ctx, tenant)
-	if err == nil && n > quota {
-		err = over
-	}
-	return err
-}
-
-// LogBytes reads the tenant's count (migration 00012's triggers keep it).
-func (t *txn) LogBytes(ctx context.Context, tenant string) (int64, error) {
-	var n int64
-	err := t.tx.QueryRowContext(ctx, `SELECT log_bytes FROM tenant_usage WHERE tenant = ?`, tenant).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
 	return n, err
 }
