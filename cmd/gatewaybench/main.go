@@ -73,6 +73,8 @@ func main() {
 	blockProfile := flag.String("blockprofile", "", "write a block profile of the gateway phases to this file")
 	mutexProfile := flag.String("mutexprofile", "", "write a mutex profile of the gateway phases to this file")
 	memProfile := flag.String("memprofile", "", "write an allocation profile (allocs: -sample_index=alloc_space) to this file")
+	tools := flag.Int("tools", 0, "send this many tools (about 2 KB of JSON each, as a coding agent's: 30 is about 60 KB) with every request")
+	pgWAL := flag.Bool("pgwal", false, "PostgreSQL: also measure the WAL bytes (pg_current_wal_lsn) each gateway request wrote")
 	pgXacts := flag.Bool("pgxacts", false, "PostgreSQL: also count the transactions (pg_stat_database; single statements count as one; the server's idle commits subtracted) each gateway request made; waits 11 s per reading for the statistics to be flushed")
 	flag.Parse()
 	filter, err := regexp.Compile(*only)
@@ -111,7 +113,7 @@ func main() {
 	for _, store := range strings.Split(*stores, ",") {
 		env := map[string]string{}
 		m := meter{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}},
-			calls: *calls, pgCPU: func() time.Duration { return 0 }}
+			calls: *calls, pgCPU: func() time.Duration { return 0 }, tools: toolsJSON(*tools)}
 		switch store {
 		case "sqlite":
 		case "postgres":
@@ -128,6 +130,9 @@ func main() {
 				idle = transactions(url) - idle
 				var windows int64
 				m.xacts = func() int64 { windows++; return transactions(url) - windows*idle }
+			}
+			if *pgWAL {
+				m.wal = func() int64 { return walBytes(url) }
 			}
 		default:
 			log.Fatalf("-stores: unknown store %q", store)
@@ -198,6 +203,10 @@ type meter struct {
 	// counts the transactions of contextd's database so far.
 	pgCPU func() time.Duration
 	xacts func() int64
+	// wal, when set, is the WAL position of contextd's cluster in bytes.
+	wal func() int64
+	// tools is the JSON of the tools every request carries ("" for none).
+	tools string
 }
 
 // run drives c.convs conversations of c.messages messages against url:
@@ -229,7 +238,7 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 	var last int
 	call := func(i, step int) time.Duration {
 		add(i, "user", fmt.Sprintf("step %d", step))
-		body := slices.Concat([]byte(`{"model":"gpt-4.1","messages":[`), convs[i], []byte(`]}`))
+		body := slices.Concat([]byte(`{"model":"gpt-4.1",`+m.tools+`"messages":[`), convs[i], []byte(`]}`))
 		if i == 0 {
 			last = len(body)
 		}
@@ -262,9 +271,12 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 	latencies := make([][]time.Duration, len(convs))
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	var x0 int64
+	var x0, w0 int64
 	if m.xacts != nil && gateway {
 		x0 = m.xacts()
+	}
+	if m.wal != nil && gateway {
+		w0 = m.wal()
 	}
 	cpu0, pg0, start := cpuTime(), m.pgCPU(), time.Now()
 	each(func(i int) {
@@ -277,6 +289,9 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 	if m.xacts != nil && gateway {
 		fmt.Printf("(%s: %.1f PostgreSQL transactions per request)\n", tag, float64(m.xacts()-x0)/float64(c.convs*calls))
 	}
+	if m.wal != nil && gateway {
+		fmt.Printf("(%s: %s of PostgreSQL WAL per request)\n", tag, size(int((m.wal()-w0)/int64(c.convs*calls))))
+	}
 	runtime.ReadMemStats(&m1)
 	all := slices.Concat(latencies...)
 	slices.Sort(all)
@@ -285,11 +300,45 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 		cpu: cpu / time.Duration(n), body: last, alloc: float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)}
 }
 
+// toolsJSON is n tools of about 2 KB each, as the "tools" member of a
+// Chat Completions request with its comma ("" for none).
+func toolsJSON(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	tools := make([]any, n)
+	for i := range tools {
+		props := map[string]any{}
+		for j := range 6 {
+			props[fmt.Sprintf("arg%d", j)] = map[string]any{"type": "string",
+				"description": fmt.Sprintf("Argument %d of tool %d: %s", j, i, strings.Repeat("what the argument means and how to use it. ", 4))}
+		}
+		tools[i] = map[string]any{"type": "function", "function": map[string]any{
+			"name":        fmt.Sprintf("tool_%d", i),
+			"description": fmt.Sprintf("Tool %d. %s", i, strings.Repeat("A description of what the tool does, when to call it and what it returns. ", 8)),
+			"parameters":  map[string]any{"type": "object", "properties": props, "required": []string{"arg0"}},
+		}}
+	}
+	b, _ := json.Marshal(tools)
+	return `"tools":` + string(b) + `,`
+}
+
+// walBytes is url's cluster's WAL position in bytes.
+func walBytes(url string) int64 {
+	return queryInt(url, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`)
+}
+
 // transactions reads pg_stat_database's commits and rollbacks of url's
 // database, after waiting for every backend's statistics to be flushed
-// (an idle backend flushes within 10 s).
+// (an idle backend flushes within 10 s). This connection's own query is
+// not counted: its statistics are not flushed yet.
 func transactions(url string) int64 {
 	time.Sleep(11 * time.Second)
+	return queryInt(url, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`)
+}
+
+// queryInt is the number sql reads on a connection of its own to url.
+func queryInt(url, sql string) int64 {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -297,9 +346,7 @@ func transactions(url string) int64 {
 	}
 	defer conn.Close(ctx)
 	var n int64
-	// This connection's own query is not counted: its statistics are not
-	// flushed yet.
-	if err := conn.QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`).Scan(&n); err != nil {
+	if err := conn.QueryRow(ctx, sql).Scan(&n); err != nil {
 		log.Fatal(err)
 	}
 	return n

@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Rollback", testRollback},
 		{"Pipelined", testPipelined},
 		{"ReadAhead", testReadAhead},
+		{"SessionTools", testSessionTools},
 		{"ConcurrentCallsFailAlone", testConcurrentCallsFailAlone},
 		{"CompactionsAndViews", testCompactionsAndViews},
 		{"CompactionPaging", testCompactionPaging},
