@@ -166,11 +166,6 @@ func anTools(raw json.RawMessage) ([]chat.Tool, bool, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, false, nil
 	}
-	return memoTools("anthropic", raw, func() ([]chat.Tool, bool, error) { return readAnTools(raw) })
-}
-
-// readAnTools is anTools of a list not in the memo.
-func readAnTools(raw json.RawMessage) ([]chat.Tool, bool, error) {
 	var list []json.RawMessage
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, false, chat.Invalid("tools", "must be an array of tools")

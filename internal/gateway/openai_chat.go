@@ -159,16 +159,6 @@ func openAITools(raw json.RawMessage, nested bool) ([]chat.Tool, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	door := map[bool]string{false: "responses", true: "chat"}[nested]
-	tools, _, err := memoTools(door, raw, func() ([]chat.Tool, bool, error) {
-		tools, err := readOpenAITools(raw, nested)
-		return tools, false, err
-	})
-	return tools, err
-}
-
-// readOpenAITools is openAITools of a list not in the memo.
-func readOpenAITools(raw json.RawMessage, nested bool) ([]chat.Tool, error) {
 	var list []json.RawMessage
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, chat.Invalid("tools", "must be an array of tools")
