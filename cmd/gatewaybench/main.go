@@ -113,7 +113,10 @@ func main() {
 	for _, store := range strings.Split(*stores, ",") {
 		env := map[string]string{}
 		m := meter{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}},
-			calls: *calls, pgCPU: func() time.Duration { return 0 }, tools: toolsJSON(*tools)}
+			calls: *calls, pgCPU: func() time.Duration { return 0 }}
+		if *tools > 0 {
+			m.tools = `"tools":` + string(toolsJSON(*tools)) + `,`
+		}
 		switch store {
 		case "sqlite":
 		case "postgres":
@@ -300,12 +303,9 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 		cpu: cpu / time.Duration(n), body: last, alloc: float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)}
 }
 
-// toolsJSON is n tools of about 2 KB each, as the "tools" member of a
-// Chat Completions request with its comma ("" for none).
-func toolsJSON(n int) string {
-	if n <= 0 {
-		return ""
-	}
+// toolsJSON is a "tools" array of n function tools of about 2 KB each,
+// as a coding agent sends with every request.
+func toolsJSON(n int) []byte {
 	tools := make([]any, n)
 	for i := range tools {
 		props := map[string]any{}
@@ -320,7 +320,7 @@ func toolsJSON(n int) string {
 		}}
 	}
 	b, _ := json.Marshal(tools)
-	return `"tools":` + string(b) + `,`
+	return b
 }
 
 // walBytes is url's cluster's WAL position in bytes.
