@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Pipelined", testPipelined},
 		{"ReadAhead", testReadAhead},
 		{"SessionTools", testSessionTools},
+		{"SessionToolsOfAnother", testSessionToolsOfAnother},
 		{"ConcurrentCallsFailAlone", testConcurrentCallsFailAlone},
 		{"CompactionsAndViews", testCompactionsAndViews},
 		{"CompactionPaging", testCompactionPaging},
