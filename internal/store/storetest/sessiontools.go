@@ -16,7 +16,8 @@ import (
 // column as it is: PostgreSQL's heldTools), new ones, or, within one
 // transaction, new ones and then the held ones again (the last update's
 // must be what is stored), pipelined or not; a failed transaction keeps
-// the row's tools.
+// the row's tools, and the next one that writes the failed one's tools
+// stores them.
 func testSessionTools(t *testing.T, s store.Store) {
 	held := []chat.Tool{{Name: "read", Description: "Read a file.", Parameters: `{"type":"object"}`}}
 	other := []chat.Tool{{Name: "write", Description: "Write a file.", Parameters: `{"type":"object"}`}}
@@ -88,6 +89,12 @@ func testSessionTools(t *testing.T, s store.Store) {
 			t.Fatalf("pipelined %v: %v", pipelined, err)
 		}
 		check("a failed transaction", held, 7)
+		// What the failed transaction wrote is not held by the next one:
+		// the same tools again are written.
+		if err := update(other); err != nil {
+			t.Fatal(err)
+		}
+		check("after a failed transaction, its tools again", other, 8)
 	}
 }
 
