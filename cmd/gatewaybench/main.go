@@ -289,11 +289,14 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 	})
 	wall := time.Since(start)
 	cpu := cpuTime() - cpu0 + m.pgCPU() - pg0
-	if m.xacts != nil && gateway {
-		fmt.Printf("(%s: %.1f PostgreSQL transactions per request)\n", tag, float64(m.xacts()-x0)/float64(c.convs*calls))
-	}
+	// The WAL is read before the transactions' count, which waits 11 s:
+	// what the cluster writes meanwhile (autovacuum, a checkpoint) is not
+	// the requests'.
 	if m.wal != nil && gateway {
 		fmt.Printf("(%s: %s of PostgreSQL WAL per request)\n", tag, size(int((m.wal()-w0)/int64(c.convs*calls))))
+	}
+	if m.xacts != nil && gateway {
+		fmt.Printf("(%s: %.1f PostgreSQL transactions per request)\n", tag, float64(m.xacts()-x0)/float64(c.convs*calls))
 	}
 	runtime.ReadMemStats(&m1)
 	all := slices.Concat(latencies...)
