@@ -115,6 +115,8 @@ func main() {
 	blockProfile := flag.String("blockprofile", "", "write a block profile of the gateway phases to this file")
 	mutexProfile := flag.String("mutexprofile", "", "write a mutex profile of the gateway phases to this file")
 	memProfile := flag.String("memprofile", "", "write an allocation profile (allocs: -sample_index=alloc_space) to this file")
+	tools := flag.Int("tools", 0, "send this many tools (about 2 KB of JSON each, as a coding agent's: 30 is about 60 KB) with every request of the cells that declare none (the cell's name says so)")
+	pgWAL := flag.Bool("pgwal", false, "PostgreSQL: also measure the WAL bytes (pg_current_wal_lsn) each gateway request wrote")
 	pgXacts := flag.Bool("pgxacts", false, "PostgreSQL: also count the transactions (pg_stat_database; single statements count as one; the server's idle commits subtracted) each gateway request made; waits 11 s per reading for the statistics to be flushed")
 	flag.Parse()
 	filter, err := regexp.Compile(*only)
@@ -171,11 +173,17 @@ func main() {
 				var windows int64
 				m.xacts = func() int64 { windows++; return transactions(url) - windows*idle }
 			}
+			if *pgWAL {
+				m.wal = func() int64 { return walBytes(url) }
+			}
 		default:
 			log.Fatalf("-stores: unknown store %q", store)
 		}
 		base, stop := startContextd(env, up)
 		for i, c := range cells {
+			if c.tools == 0 {
+				c.tools = *tools
+			}
 			if !filter.MatchString(store + " " + c.name()) {
 				continue
 			}
@@ -240,6 +248,8 @@ type meter struct {
 	// counts the transactions of contextd's database so far.
 	pgCPU func() time.Duration
 	xacts func() int64
+	// wal, when set, is the WAL position of contextd's cluster in bytes.
+	wal func() int64
 }
 
 // run drives c.convs conversations of c.messages messages against url:
@@ -308,9 +318,12 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 	latencies := make([][]time.Duration, len(convs))
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	var x0 int64
+	var x0, w0 int64
 	if m.xacts != nil && gateway {
 		x0 = m.xacts()
+	}
+	if m.wal != nil && gateway {
+		w0 = m.wal()
 	}
 	cpu0, pg0, start := cpuTime(), m.pgCPU(), time.Now()
 	each(func(i int) {
@@ -320,6 +333,12 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 	})
 	wall := time.Since(start)
 	cpu := cpuTime() - cpu0 + m.pgCPU() - pg0
+	// The WAL is read before the transactions' count, which waits 11 s:
+	// what the cluster writes meanwhile (autovacuum, a checkpoint) is not
+	// the requests'.
+	if m.wal != nil && gateway {
+		fmt.Printf("(%s: %s of PostgreSQL WAL per request)\n", tag, size(int((m.wal()-w0)/int64(c.convs*calls))))
+	}
 	if m.xacts != nil && gateway {
 		fmt.Printf("(%s: %.1f PostgreSQL transactions per request)\n", tag, float64(m.xacts()-x0)/float64(c.convs*calls))
 	}
@@ -331,11 +350,22 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 		cpu: cpu / time.Duration(n), body: last, alloc: float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)}
 }
 
+// walBytes is url's cluster's WAL position in bytes.
+func walBytes(url string) int64 {
+	return queryInt(url, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`)
+}
+
 // transactions reads pg_stat_database's commits and rollbacks of url's
 // database, after waiting for every backend's statistics to be flushed
-// (an idle backend flushes within 10 s).
+// (an idle backend flushes within 10 s). This connection's own query is
+// not counted: its statistics are not flushed yet.
 func transactions(url string) int64 {
 	time.Sleep(11 * time.Second)
+	return queryInt(url, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`)
+}
+
+// queryInt is the number sql reads on a connection of its own to url.
+func queryInt(url, sql string) int64 {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -343,9 +373,7 @@ func transactions(url string) int64 {
 	}
 	defer conn.Close(ctx)
 	var n int64
-	// This connection's own query is not counted: its statistics are not
-	// flushed yet.
-	if err := conn.QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`).Scan(&n); err != nil {
+	if err := conn.QueryRow(ctx, sql).Scan(&n); err != nil {
 		log.Fatal(err)
 	}
 	return n

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/contextd/contextd/internal/store"
 )
@@ -25,4 +27,24 @@ func (e *Engine) startingRow(ctx context.Context, tenant, id string, read *store
 		return *read, nil
 	}
 	return e.readSession(ctx, tenant, id)
+}
+
+// HistoryAndRow is FindHistory of chains and SessionRow of id together:
+// one round trip on a store that reads both at once
+// (store.HistoryRowFinder, PostgreSQL), two reads otherwise. A missing
+// session is store.ErrNotFound, naming it.
+func (e *Engine) HistoryAndRow(ctx context.Context, tenant string, chains []string, id string) ([]store.HistoryHit, store.Session, error) {
+	if f, ok := e.store.(store.HistoryRowFinder); ok && len(chains) > 0 {
+		hits, s, err := f.FindHistoryAndSession(ctx, tenant, chains, maxHistoryHits, id)
+		if errors.Is(err, store.ErrNotFound) {
+			err = fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+		}
+		return hits, s, err
+	}
+	hits, err := e.FindHistory(ctx, tenant, chains, 0)
+	if err != nil {
+		return nil, store.Session{}, err
+	}
+	s, err := e.readSession(ctx, tenant, id)
+	return hits, s, err
 }

@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/contextd/contextd/internal/store"
 )
 
 // The hot path of identify: a conversation this replica served last time
@@ -13,7 +16,9 @@ import (
 // session holds), since a session holding more of the request would be
 // the longer prefix; and the session is confirmed as usual (its row, one
 // indexed read, and its log's identities, nothing read when the log did
-// not grow). Whatever does not hold — another replica moved the session,
+// not grow). The index's read and the row's go in one round trip where
+// the store can (Engine.HistoryAndRow), after the session was found not
+// busy (a wait for its recording on this replica comes before both). Whatever does not hold — another replica moved the session,
 // a longer session exists, the session is busy or gone — falls back to
 // the whole lookup.
 
@@ -24,26 +29,28 @@ func (g *Gateway) identifyServed(ctx context.Context, tenant string, c *conversa
 	if id == "" {
 		return resolved{}, false, nil
 	}
-	if after := c.chains[at+1:]; len(after) > 0 {
-		hits, err := g.cfg.Engine.FindHistory(ctx, tenant, after, 0)
-		if err != nil {
-			return resolved{}, false, err
-		}
-		for _, h := range hits {
-			if h.Head {
-				return resolved{}, false, nil
-			}
-		}
-	}
 	if g.busy(ctx, tenant, id, wholeHistory(c), until) {
 		return resolved{}, false, nil
 	}
-	m, err := g.match(ctx, tenant, id, c, noRepeat)
-	if err != nil || m == nil || !m.extends || len(m.log) != at+1 {
-		// Gone, moved since (it may no longer be the longest prefix), or
-		// not taking the request: the whole lookup.
-		return resolved{}, false, hideSession(err, resolved{id: id, named: sig.owns(id)})
+	hidden := resolved{id: id, named: sig.owns(id)}
+	hits, s, err := g.cfg.Engine.HistoryAndRow(ctx, tenant, c.chains[at+1:], id)
+	if errors.Is(err, store.ErrNotFound) {
+		return resolved{}, false, nil // gone
+	}
+	if err != nil {
+		return resolved{}, false, hideSession(err, hidden)
+	}
+	for _, h := range hits {
+		if h.Head {
+			return resolved{}, false, nil
+		}
+	}
+	m, err := g.matchRow(ctx, tenant, s, c, noRepeat)
+	if err != nil || !m.extends || len(m.log) != at+1 {
+		// Moved since (it may no longer be the longest prefix), or not
+		// taking the request: the whole lookup.
+		return resolved{}, false, hideSession(err, hidden)
 	}
 	res, ok, err = g.join(ctx, tenant, id, c, sig, m)
-	return res, ok, hideSession(err, resolved{id: id, named: sig.owns(id)})
+	return res, ok, hideSession(err, hidden)
 }

@@ -142,28 +142,34 @@ func hexDigest(s string) (d [32]byte, ok bool) {
 	if len(s) != 2*len(d) {
 		return d, false
 	}
+	var bad byte // any invalid digit sets the table's high bit
 	for i := range d {
-		hi, ok1 := fromHex(s[2*i])
-		lo, ok2 := fromHex(s[2*i+1])
-		if !ok1 || !ok2 {
-			return [32]byte{}, false
-		}
-		d[i] = hi<<4 | lo
+		hi, lo := unhex[s[2*i]], unhex[s[2*i+1]]
+		bad |= hi | lo
+		d[i] = hi<<4 | lo&0x0f
+	}
+	if bad&0x80 != 0 {
+		return [32]byte{}, false
 	}
 	return d, true
 }
 
-func fromHex(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10, true
+// unhex is each byte's value as a hex digit, 0xff for a byte that is not
+// one: a table, not a comparison per digit, whose branches a digest's
+// mix of digits and letters mispredicts (hexDigest was 11 % of the
+// gateway's CPU on a growing conversation, docs/performance.md).
+var unhex = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return 0, false
-}
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c - '0'
+	}
+	for c := byte('a'); c <= 'f'; c++ {
+		t[c], t[c-'a'+'A'] = c-'a'+10, c-'a'+10
+	}
+	return t
+}()
 
 // stamp sets m's digest metadata and returns the digest.
 func stamp(m *chat.Message, extra []string) [32]byte {

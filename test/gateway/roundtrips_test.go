@@ -30,8 +30,11 @@ import (
 // calls and the hints row were read with the session's lock
 // (store.ReadAhead) and a multi-row read carried the writes queued before
 // it, 6.05 once the tenant's log quota was checked by a statement that
-// rides with COMMIT (store.Tx.CheckLogBytes) — see docs/performance.md.
-const maxRoundTrips = 6.5
+// rides with COMMIT (store.Tx.CheckLogBytes), 5.05 once the session this
+// replica served the conversation in last was confirmed by the history
+// index and its row in one pipeline (store.HistoryRowFinder) — see
+// docs/performance.md.
+const maxRoundTrips = 5.5
 
 // TestGatewayRoundTripsToPostgres counts, through a proxy in front of a
 // real PostgreSQL (pgtest.RoundTrips: each Sync and simple Query), the

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -30,15 +31,51 @@ func queueHistory(b *pgx.Batch, tenant, sessionID string, entries []store.Histor
 // index (tenant, chain, head), heads first, so a chain that many sessions
 // share (a popular opening) costs limit rows, not one per session.
 func (s *Store) FindHistory(ctx context.Context, tenant string, chains []string, limit int) ([]store.HistoryHit, error) {
-	rows, err := s.pool.Query(ctx, `SELECT x.chain, x.session_id, x.length, x.head
+	rows, err := s.pool.Query(ctx, findHistory, tenant, chains, limit)
+	if err != nil {
+		return nil, err
+	}
+	return scanHistoryHits(rows)
+}
+
+const findHistory = `SELECT x.chain, x.session_id, x.length, x.head
 		FROM unnest($2::text[]) AS c(chain) CROSS JOIN LATERAL (
 			SELECT h.chain, h.session_id, h.length, h.head FROM history_index h
 			JOIN sessions s ON s.tenant = h.tenant AND s.id = h.session_id AND s.deleted_at IS NULL
 			WHERE h.tenant = $1 AND h.chain = c.chain ORDER BY h.head DESC LIMIT $3) x
-		ORDER BY x.head DESC, x.length DESC LIMIT $3`, tenant, chains, limit)
+		ORDER BY x.head DESC, x.length DESC LIMIT $3`
+
+// FindHistoryAndSession implements store.HistoryRowFinder: the session's
+// row and the lookup are two statements of one pipeline, one round trip.
+func (s *Store) FindHistoryAndSession(ctx context.Context, tenant string, chains []string, limit int, id string) (_ []store.HistoryHit, _ store.Session, err error) {
+	defer unavailable(&err)
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+sessionCols+` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL`, tenant, id)
+	b.Queue(findHistory, tenant, chains, limit)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	row, err := scanSession(br.QueryRow())
 	if err != nil {
-		return nil, err
+		if cerr := br.Close(); errors.Is(err, store.ErrNotFound) && cerr != nil {
+			err = cerr
+		}
+		return nil, store.Session{}, err
 	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, store.Session{}, err
+	}
+	hits, err := scanHistoryHits(rows)
+	if err == nil {
+		err = br.Close()
+	}
+	if err != nil {
+		return nil, store.Session{}, err
+	}
+	return hits, row, nil
+}
+
+func scanHistoryHits(rows pgx.Rows) ([]store.HistoryHit, error) {
 	defer rows.Close()
 	var out []store.HistoryHit
 	for rows.Next() {

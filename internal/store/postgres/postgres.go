@@ -86,20 +86,25 @@ const partsOf = `CASE WHEN m.body_session IS NULL THEN m.parts ELSE (SELECT b.pa
 const compactionCols = `id, round, tiers, tokens_before, tokens_after, items, summary, view_before, view_after, created_at, expires_at, reverted_at`
 
 func scanSession(row pgx.Row) (store.Session, error) {
-	var s store.Session
-	var tools, policy, labels string
-	err := row.Scan(&s.Tenant, &s.ID, &s.Model, &s.SystemPrompt, &tools, &policy, &labels, &s.Version,
+	s, _, err := scanSessionTools(row)
+	return s, err
+}
+
+// scanSessionTools is scanSession, and the tools column's text as stored.
+func scanSessionTools(row pgx.Row) (s store.Session, tools string, err error) {
+	var policy, labels string
+	err = row.Scan(&s.Tenant, &s.ID, &s.Model, &s.SystemPrompt, &tools, &policy, &labels, &s.Version,
 		&s.SystemTokens, &s.ToolsTokens, &s.ActiveTokens, &s.ActiveCount, &s.LogCount, &s.ViewSeq,
 		&s.CreatedAt, &s.UpdatedAt, &s.CompactionRound, &s.AutoPausedBelow,
 		&s.ViewEpoch, &s.AnchorInput, &s.AnchorLocal, &s.AnchorCount, &s.AnchorEpoch, &s.ActiveBytes)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return s, store.ErrNotFound
+		return s, "", store.ErrNotFound
 	}
 	if err != nil {
-		return s, err
+		return s, "", err
 	}
 	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
-	return s, store.SessionJSON{Tools: tools, Policy: policy, Labels: labels}.DecodeInto(&s)
+	return s, tools, store.SessionJSON{Tools: tools, Policy: policy, Labels: labels}.DecodeInto(&s)
 }
 
 func scanMessage(rows pgx.Rows, extra ...any) (chat.Message, error) {

@@ -32,7 +32,8 @@ const (
 // lockReadingAhead locks the session and reads what ctx's store.ReadAhead
 // names, with what is queued, in one round trip (the reads after the
 // lock, in the same pipeline, so they run once it is granted).
-func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.ReadAhead) (store.Session, error) {
+// The tools column's text comes with the session (scanSessionTools).
+func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.ReadAhead) (store.Session, string, error) {
 	b := &pgx.Batch{}
 	b.Queue(lockSession, tenant, id)
 	if ra.OpenToolCalls {
@@ -44,7 +45,7 @@ func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.
 	t.tx.ahead = nil
 	br := t.tx.sendBatch(ctx, b)
 	defer br.Close()
-	s, err := scanSession(br.QueryRow())
+	s, tools, err := scanSessionTools(br.QueryRow())
 	if err != nil {
 		// A missing session's reads ahead still ran: one that failed
 		// aborted the transaction, and its error is the answer (as
@@ -52,31 +53,31 @@ func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.
 		if cerr := br.Close(); errors.Is(err, store.ErrNotFound) && cerr != nil {
 			err = cerr
 		}
-		return s, err
+		return s, "", err
 	}
 	ahead := &readAhead{tenant: tenant, id: id}
 	if ra.OpenToolCalls {
 		rows, err := br.Query()
 		if err != nil {
-			return store.Session{}, err
+			return store.Session{}, "", err
 		}
 		if ahead.calls, err = scanOpenCalls(rows); err != nil {
-			return store.Session{}, err
+			return store.Session{}, "", err
 		}
 		ahead.hasCalls = true
 	}
 	if ra.PreparedView {
 		ahead.view, ahead.viewErr = scanPreparedView(br.QueryRow())
 		if ahead.viewErr != nil && !errors.Is(ahead.viewErr, store.ErrNotFound) {
-			return store.Session{}, ahead.viewErr
+			return store.Session{}, "", ahead.viewErr
 		}
 		ahead.hasView = true
 	}
 	if err := br.Close(); err != nil {
-		return store.Session{}, err
+		return store.Session{}, "", err
 	}
 	t.tx.ahead = ahead
-	return s, nil
+	return s, tools, nil
 }
 
 // aheadCalls returns the open tool calls read ahead for the session, once.

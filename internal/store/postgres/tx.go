@@ -16,15 +16,37 @@ import (
 // txn implements store.Tx over one pgx transaction.
 type txn struct {
 	tx *pipe
+	// held is the tools column of the session row the transaction holds
+	// (locked, or inserted), as stored.
+	held heldTools
+}
+
+// heldTools is the tools column of a session row a transaction holds:
+// UpdateSession leaves the column out when the tools it writes are these
+// (the row is locked: no one else changed them), so the row keeps its
+// TOAST value — tens of KB of JSON with a coding agent's tools, written
+// again by every update otherwise (docs/performance.md, the fifth pass).
+type heldTools struct{ tenant, id, tools string }
+
+func (h heldTools) same(tenant, id, tools string) bool {
+	return h.id != "" && h.tenant == tenant && h.id == id && h.tools == tools
 }
 
 // GetSession locks the session; with store.ReadAhead, the reads it names
 // go with the lock (readahead.go).
 func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
+	var s store.Session
+	var tools string
+	var err error
 	if ra := store.ReadAheadOf(ctx); ra != (store.ReadAhead{}) {
-		return t.lockReadingAhead(ctx, tenant, id, ra)
+		s, tools, err = t.lockReadingAhead(ctx, tenant, id, ra)
+	} else {
+		s, tools, err = scanSessionTools(t.tx.QueryRow(ctx, lockSession, tenant, id))
 	}
-	return scanSession(t.tx.QueryRow(ctx, lockSession, tenant, id))
+	if err == nil {
+		t.held = heldTools{tenant: tenant, id: id, tools: tools}
+	}
+	return s, err
 }
 
 func sessionArgs(s *store.Session) ([]any, error) {
@@ -54,11 +76,15 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 	if isUniqueViolation(err) {
 		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
 	}
+	if err == nil {
+		t.held = heldTools{tenant: s.Tenant, id: s.ID, tools: args[4].(string)}
+	}
 	return err
 }
 
-// updateSession writes every mutable field of a live session ($1, $2).
-const updateSession = `UPDATE sessions SET model = $3, system_prompt = $4, tools = $5, policy = $6,
+// updateSession writes every mutable field of a live session ($1, $2);
+// the tools when $5 is not NULL.
+const updateSession = `UPDATE sessions SET model = $3, system_prompt = $4, tools = coalesce($5::text, tools), policy = $6,
 		labels = $7::jsonb, version = $8, system_tokens = $9, tools_tokens = $10, active_tokens = $11,
 		active_count = $12, log_count = $13, view_seq = $14, updated_at = $16, compaction_round = $17,
 		auto_paused_below = $18, view_epoch = $19, anchor_input = $20, anchor_local = $21, anchor_count = $22,
@@ -68,6 +94,11 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 	args, err := sessionArgs(s)
 	if err != nil {
 		return err
+	}
+	if tools := args[4].(string); t.held.same(s.Tenant, s.ID, tools) {
+		args[4] = nil // unchanged: the column keeps its value (heldTools)
+	} else if t.held.tenant == s.Tenant && t.held.id == s.ID {
+		t.held.tools = tools
 	}
 	notFound := fmt.Errorf("session %q: %w", s.ID, store.ErrNotFound)
 	if store.IsPipelined(ctx) {

@@ -72,6 +72,9 @@ func testHistoryIndex(t *testing.T, s store.Store) {
 	}
 	// A deleted session is not found; one made again under its id starts
 	// with no history.
+	create(t, s, session("t", "c", epoch))
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, "t", "c") })
+	checkHistoryRow(t, s, "c")
 	mustTx(t, s, func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, "t", "b") })
 	if got, want := find(chainOf(2, "shared")), []string{"a@2/false"}; !slices.Equal(got, want) {
 		t.Errorf("after deleting b: %v, want %v", got, want)

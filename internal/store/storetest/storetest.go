@@ -40,6 +40,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Rollback", testRollback},
 		{"Pipelined", testPipelined},
 		{"ReadAhead", testReadAhead},
+		{"SessionTools", testSessionTools},
+		{"SessionToolsOfAnother", testSessionToolsOfAnother},
 		{"ConcurrentCallsFailAlone", testConcurrentCallsFailAlone},
 		{"CompactionsAndViews", testCompactionsAndViews},
 		{"CompactionPaging", testCompactionPaging},
