@@ -141,3 +141,7 @@ func TrailShape(summary string) (whole, dense, folded int) {
 	}
 	return whole, dense, folded
 }
+
+// fillTries bounds the renders that give a folding trail's unused tokens
+// to lines it folded (trail's fill).
+const fillTries = 3
