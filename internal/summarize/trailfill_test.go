@@ -52,3 +52,61 @@ func TestFoldingTrailUsesItsBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestDenseWroteKeepsItsID: in a trail that folds, a command that wrote
+// files is shown dense with the id of the message that made the change
+// (a file's last edit is asked with it), under its head with its exit
+// status, about the cost of its text where a whole line took its tag too;
+// a chained summary reads the id and the status back and shows them again.
+func TestDenseWroteKeepsItsID(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	budget := compaction.TrailBudget(compaction.Defaults(8192), 8192)
+	wrote := func(i int) string {
+		return fmt.Sprintf("cat > scratch_%03d.py << 'EOF'\nprint(%d)\nEOF\npython scratch_%03d.py", i, i, i)
+	}
+	var msgs []chat.Message
+	step := func(i int, cmd, out string) {
+		call := fmt.Sprintf("msg_%d", 2+2*i)
+		msgs = append(msgs,
+			chat.Message{ID: call, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + call, Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}}}},
+			chat.Message{ID: fmt.Sprintf("msg_%d", 3+2*i), Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c" + call, Content: out}}}},
+		)
+	}
+	for i := range 300 {
+		switch {
+		case i%10 == 0:
+			step(i, wrote(i), "1\n<returncode>1</returncode>")
+		default:
+			step(i, fmt.Sprintf("grep -n 'def f%03d' src/mod%03d.py", i, i), "1: def f():\n<returncode>0</returncode>")
+		}
+	}
+	check := func(name, trail string) {
+		t.Helper()
+		if !strings.Contains(trail, "- folded: ") || count(trail) > budget {
+			t.Fatalf("%s: want a trail that folds within %d tokens (%d):\n%s", name, budget, count(trail), trail)
+		}
+		dense := 0
+		for i := 0; i < 300; i += 10 {
+			head, id := fmt.Sprintf("cat > scratch_%03d.py << 'EOF'…", i), fmt.Sprintf("msg_%d", 2+2*i)
+			switch {
+			case strings.Contains(trail, "\n"+head+" — "+id+"\n"):
+				dense++
+			case strings.Contains(trail, "\n- wrote: "+head+" — exit 1, "+id+"\n"): // the newest, whole (wholeShare)
+			case strings.Contains(trail, head):
+				t.Errorf("%s: %q shown without the id of its message, %s:\n%s", name, head, id, trail)
+			}
+		}
+		if dense < 10 || !strings.Contains(trail, "- wrote, exit 1, earlier (behind ") {
+			t.Errorf("%s: %d of 30 commands that wrote files shown dense with their ids, want 10 or more under a head with their exit status:\n%s", name, dense, trail)
+		}
+	}
+	first := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, budget, count)
+	check("first", first)
+	if _, dense, _ := summarize.TrailShape("[x]\n" + first); dense == 0 {
+		t.Errorf("TrailShape counts no dense line")
+	}
+	// Chained, with one more command: the ids and statuses read back.
+	msgs = nil
+	step(400, "ls", "a\n<returncode>0</returncode>")
+	check("chained", summarize.Trail(compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: "[x]\n" + first, Messages: msgs}, budget, count))
+}
