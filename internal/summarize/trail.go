@@ -560,7 +560,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 		idTokens := 0
 		for i := len(ids) - 1; i >= 0; i-- {
 			id := ids[i]
-			if id == "" || seen[id] || !strings.HasPrefix(id, "msg_") && !strings.HasPrefix(id, "sum_") || only != nil && !onlySet[id] {
+			if seen[id] || !messageID(id) || only != nil && !onlySet[id] {
 				continue
 			}
 			c := count(id + ", ")

@@ -103,10 +103,10 @@ func denseTag(body string) (string, string, bool) {
 // wholeFirst reports whether l is shown whole whenever it fits: a file's
 // change and where it was made (its message id, which the dense form
 // leaves out, and a last-edit probe asks). A command that wrote files is
-// not: its dense text keeps that id (denseTextOf). A command that printed an exit
-// status other than 0 whole first too kept 1.7 points fewer commands in
-// view at 8k on the corpus (make bench-recall) for 0.7 % more on the bill:
-// its error lines are kept first anyway.
+// not: its dense text keeps that id (denseTextOf). A command that printed
+// an exit status other than 0 whole first too kept 1.7 points fewer
+// commands in view at 8k on the corpus (make bench-recall) for 0.7 % more
+// on the bill: its error lines are kept first anyway.
 func wholeFirst(l trailLine) bool {
 	switch l.tag {
 	case tagCreated, tagEdited, tagDeleted:
@@ -149,16 +149,13 @@ const fillTries = 3
 
 // denseTextOf is l's dense text: its text, and for a command that wrote
 // files the id of the message that made the change after it
-// (`cd /testbed && cat > fix.py << 'EOF'… — msg_38`), which a file's last
-// edit is asked with. Shown whole first, as a change, such lines took a
-// fifth of a folding trail at 8k on the corpus (make bench-recall): the
-// tag, the separator and an exit status the head says cost about as much
-// as a command's text each.
+// (`cat > fix.py << 'EOF'… — msg_38`), which a file's last edit is asked
+// with. Shown whole first, as a change, such lines took a fifth of a
+// folding trail at 8k on the corpus (make bench-recall), their tag and
+// exit status (which the dense head says) about a third of each.
 func denseTextOf(l trailLine) string {
-	if l.tag == tagWrote && !l.bare {
-		if id := l.idOf(); id != "" {
-			return l.text + metaSep + id
-		}
+	if id := l.idOf(); l.tag == tagWrote && !l.bare && messageID(id) {
+		return l.text + metaSep + id
 	}
 	return l.text
 }
@@ -166,16 +163,15 @@ func denseTextOf(l trailLine) string {
 // denseWithID reads back a dense text of tag that ends with the id of the
 // message that made its change (denseTextOf): its text and that id.
 func denseWithID(tag, text string) (string, string, bool) {
-	if tag != tagWrote {
-		return "", "", false
-	}
 	j := strings.LastIndex(text, metaSep)
-	if j < 0 {
+	if tag != tagWrote || j < 0 || !messageID(text[j+len(metaSep):]) {
 		return "", "", false
 	}
-	id := text[j+len(metaSep):]
-	if !strings.HasPrefix(id, "msg_") && !strings.HasPrefix(id, "sum_") || strings.ContainsAny(id, " ,") {
-		return "", "", false
-	}
-	return text[:j], id, true
+	return text[:j], text[j+len(metaSep):], true
+}
+
+// messageID reports whether id is a stored message's id (a trail line of
+// messages without ids names "this summary").
+func messageID(id string) bool {
+	return (strings.HasPrefix(id, "msg_") || strings.HasPrefix(id, "sum_")) && !strings.ContainsAny(id, " ,")
 }

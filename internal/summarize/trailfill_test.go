@@ -110,3 +110,26 @@ func TestDenseWroteKeepsItsID(t *testing.T) {
 	step(400, "ls", "a\n<returncode>0</returncode>")
 	check("chained", summarize.Trail(compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: "[x]\n" + first, Messages: msgs}, budget, count))
 }
+
+// TestDenseWroteWithoutIDs: messages without ids (a hand-off, a summary
+// input of unstored messages) name "this summary": a command that wrote
+// files is then shown dense by its text alone, never with a word of that
+// phrase after it that a chained summary would read back as its text.
+func TestDenseWroteWithoutIDs(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	var msgs []chat.Message
+	for i := range 300 {
+		cmd := fmt.Sprintf("grep -n 'def f%03d' src/mod%03d.py", i, i)
+		if i%10 == 0 {
+			cmd = fmt.Sprintf("cat > scratch_%03d.py << 'EOF'\nprint(1)\nEOF", i)
+		}
+		msgs = append(msgs,
+			chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: fmt.Sprint("c", i), Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}}}},
+			chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: fmt.Sprint("c", i), Content: "ok"}}}},
+		)
+	}
+	trail := summarize.Trail(compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}, 600, count)
+	if !strings.Contains(trail, "- wrote, earlier (behind sum_1_1):\ncat > scratch_") || strings.Contains(trail, "… — summary") {
+		t.Errorf("want the commands that wrote files dense by their texts alone:\n%s", trail)
+	}
+}
