@@ -175,3 +175,16 @@ func denseWithID(tag, text string) (string, string, bool) {
 func messageID(id string) bool {
 	return (strings.HasPrefix(id, "msg_") || strings.HasPrefix(id, "sum_")) && !strings.ContainsAny(id, " ,")
 }
+
+// changeTag reports whether tag is a change's: a file created, edited or
+// deleted, or a command that wrote files. Its line names the message that
+// made the change (whole, or dense with that id: denseTextOf), which a
+// file's last edit is asked with, so it stays on the trail when the view
+// shows it again (shownAgain).
+func changeTag(tag string) bool {
+	switch tag {
+	case tagWrote, tagCreated, tagEdited, tagDeleted:
+		return true
+	}
+	return false
+}

@@ -133,3 +133,27 @@ func TestDenseWroteWithoutIDs(t *testing.T) {
 		t.Errorf("want the commands that wrote files dense by their texts alone:\n%s", trail)
 	}
 }
+
+// TestChangeStaysWhenTheViewShowsItAgain: a command that wrote files, run
+// again in the messages the view keeps, stays on the trail with the id of
+// the message that made the change, as a file's edit does: shownAgain
+// asked wholeFirst whether a line was a change, and a command that wrote
+// files was no longer shown whole first (denseTextOf).
+func TestChangeStaysWhenTheViewShowsItAgain(t *testing.T) {
+	write := `{"command":"cat > fix.py << 'EOF'\nprint(1)\nEOF"}`
+	msgs := []chat.Message{
+		trailCall("msg_2", "Bash", write), trailResult("msg_3", "msg_2", "ok"),
+		trailCall("msg_4", "Edit", `{"file_path":"/repo/a.py","old_string":"x","new_string":"y"}`), trailResult("msg_5", "msg_4", "ok"),
+	}
+	kept := []chat.Message{
+		trailCall("msg_8", "Bash", write), trailResult("msg_9", "msg_8", "ok"),
+		trailCall("msg_10", "Edit", `{"file_path":"/repo/a.py","old_string":"y","new_string":"z"}`), trailResult("msg_11", "msg_10", "ok"),
+	}
+	in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, TrailMaxTokens: 2000, Count: trailCount, Messages: msgs, Kept: kept}
+	got := summarize.MeasureTrail(in).Text
+	for _, stays := range []string{"cat > fix.py << 'EOF'… — msg_2", "/repo/a.py — msg_4"} {
+		if !strings.Contains(got, stays) {
+			t.Errorf("the trail lacks %q:\n%s", stays, got)
+		}
+	}
+}
