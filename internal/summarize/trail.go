@@ -622,16 +622,14 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 	// counted by their dense costs alone; when the trail is over the
 	// budget all the same (a count of a whole can exceed the sum of its
 	// parts'), the last added go until their costs make up what it is
-	// over, at most fillTries times, then s stands. It returns the trail
-	// and the tokens of s, what the cut leaves room for
-	// (MeasuredTrail.Placed). Work: one pass over the lines and at most
-	// fillTries renders.
+	// over, at most fillTries times, then s stands. Work: one pass over the
+	// lines and at most fillTries renders.
 	fill := func(s string, only []string) (string, int) {
 		limit := in.TrailFillLimit(budget) // within what the plan's target leaves
 		var added []int                    // the lines a try adds
 		unfilled := count(s)
-		n := unfilled // count(s)
 		for try := 0; try < fillTries; try++ {
+			n := count(s)
 			if len(added) == 0 { // the lines that fit what s leaves, by their costs
 				heads := map[string]bool{}
 				for i, l := range lines {
@@ -668,7 +666,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 			t := render(line)
 			m := count(t)
 			if m <= limit {
-				s, n, added = t, m, nil
+				s, added = t, nil
 				continue
 			}
 			for _, i := range added {
