@@ -632,7 +632,7 @@ func (p *planner) summarize() error {
 			summarized, _, _, previous, folded := p.headBefore(cut)
 			t := p.req.Trail(input(cut, summarized, previous, folded))
 			trails[cut] = t
-			return t.need()
+			return t.Tokens
 		}
 		if c := trailCut(cut, trail, cutFor, measure); c < cut {
 			cut = c

@@ -20,20 +20,6 @@ type MeasuredTrail struct {
 	Text   string
 	Tokens int
 	Folded string
-	// Placed is the tokens of the trail before it filled what placing
-	// left of its budget (internal/summarize's fill; 0: Tokens): what its
-	// lines need, which the cut leaves room for (trailCut). Sized by the
-	// filled trail, the first cut's seemed to need its whole budget and no
-	// shorter head was tried (TestFillKeepsTheTail).
-	Placed int
-}
-
-// need is the room the trail needs in the cut: its tokens before the fill.
-func (t MeasuredTrail) need() int {
-	if t.Placed > 0 {
-		return t.Placed
-	}
-	return t.Tokens
 }
 
 // foldedMeta is the metadata of a summary whose trail folded folded: none

@@ -391,15 +391,14 @@ func mergeTrail(prev, next []trailLine) []trailLine {
 // first, within a quarter of the budget (the rest are behind the summary's
 // own id, which the line names too).
 func Trail(in compaction.SummaryInput, budget int, count func(string) int) string {
-	s, _, _, _ := trail(in, budget, count)
+	s, _, _ := trail(in, budget, count)
 	return s
 }
 
 // trail is Trail, the lines it placed or folded (those it shows are in its
-// text; the others folded: foldedLines), those it left out because the
-// view shows them again (shownAgain) and, when it filled what placing left
-// of its budget (fill), the tokens of the trail placed (0: it did not).
-func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ string, placed, again []trailLine, unfilled int) {
+// text; the others folded: foldedLines) and those it left out because the
+// view shows them again (shownAgain).
+func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ string, placed, again []trailLine) {
 	prev, folded, foldIDs := parseTrail(in.Previous)
 	prev, folded = restoreFolded(in.PreviousFolded, prev, folded)
 	slices.Reverse(foldIDs) // a fold line names them newest first; foldIDs runs oldest first
@@ -416,7 +415,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 		lines = lines[len(lines)-maxTrailLines:]
 	}
 	if len(lines) == 0 && folded == 0 {
-		return "", nil, again, 0
+		return "", nil, again
 	}
 	header := count(trailHeader)
 	// Each line's cost whole and dense, and each group's whole (groups:
@@ -477,7 +476,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 			dense[i], kept[i] = l.bare, !l.bare
 		}
 		if all := render(""); count(all) <= budget/wholeShort {
-			return all, lines, again, 0
+			return all, lines, again
 		}
 	}
 	base := header + count(foldLine(in, folded+len(lines), nil)) // the header and the fold line of every line
@@ -624,10 +623,9 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 	// parts'), the last added go until their costs make up what it is
 	// over, at most fillTries times, then s stands. Work: one pass over the
 	// lines and at most fillTries renders.
-	fill := func(s string, only []string) (string, int) {
+	fill := func(s string, only []string) string {
 		limit := in.TrailFillLimit(budget) // within what the plan's target leaves
 		var added []int                    // the lines a try adds
-		unfilled := count(s)
 		for try := 0; try < fillTries; try++ {
 			n := count(s)
 			if len(added) == 0 { // the lines that fit what s leaves, by their costs
@@ -657,7 +655,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 				}
 			}
 			if len(added) == 0 {
-				return s, unfilled
+				return s
 			}
 			for _, i := range added {
 				dense[i] = true
@@ -678,10 +676,10 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 				over -= denseCosts[added[len(added)-1]]
 			}
 		}
-		return s, unfilled
+		return s
 	}
 	if base > budget {
-		return "", lines, again, 0 // not even the fold line fits: no room for a trail
+		return "", lines, again // not even the fold line fits: no room for a trail
 	}
 	place(budget)
 	shown := true
@@ -690,7 +688,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 	}
 	if folded == 0 && shown {
 		s, _ := fitted(0, nil)
-		return s, lines, again, 0
+		return s, lines, again
 	}
 	// Something folds: the ids it came from get a quarter of the budget;
 	// what the fold line leaves of it then goes to lines, the fold line
@@ -703,15 +701,13 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 		idTokens += count(id + ", ")
 	}
 	if count(first) >= budget-1 || idTokens >= budget/4 {
-		s, n := fill(first, named)
-		return s, lines, again, n
+		return fill(first, named), lines, again
 	}
 	place(budget - idTokens - 1)
 	if second, _ := fitted(budget/4, named); second != "" && count(second) <= budget {
-		s, n := fill(second, named)
-		return s, lines, again, n
+		return fill(second, named), lines, again
 	}
-	return first, lines, again, 0
+	return first, lines, again
 }
 
 // foldBroken folds the lines whose text holds a line break (a path or a
@@ -766,8 +762,8 @@ func MeasureTrail(in compaction.SummaryInput) compaction.MeasuredTrail {
 	if in.Trail != nil {
 		return compaction.MeasuredTrail{Text: *in.Trail, Tokens: countOrEstimate(in)(*in.Trail)}
 	}
-	text, lines, again, unfilled := trail(in, in.TrailTokens(), countOrEstimate(in))
-	return compaction.MeasuredTrail{Text: text, Tokens: countOrEstimate(in)(text), Folded: foldedLines(text, lines, again), Placed: unfilled}
+	text, lines, again := trail(in, in.TrailTokens(), countOrEstimate(in))
+	return compaction.MeasuredTrail{Text: text, Tokens: countOrEstimate(in)(text), Folded: foldedLines(text, lines, again)}
 }
 
 // trailOf is the trail of a summary of in, within its budget: the

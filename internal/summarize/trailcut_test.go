@@ -45,25 +45,6 @@ func extractiveRequest(t *testing.T, msgs []chat.Message, w int64) compaction.Re
 		NewID: func(k chat.Kind) string { ids++; return fmt.Sprintf("%s_%d", k, ids) }}
 }
 
-// commandSession is a task and steps bash calls of cmd(i), each answered
-// by out(i), with ids and tokens (quarterCount).
-func commandSession(steps int, cmd, out func(i int) string) []chat.Message {
-	var msgs []chat.Message
-	add := func(m chat.Message) {
-		m.ID, m.Kind = fmt.Sprintf("msg_%d", len(msgs)+1), chat.KindNormal
-		m.Tokens = quarterCount(&m)
-		msgs = append(msgs, m)
-	}
-	add(chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the bug in the parser."}}})
-	for i := range steps {
-		add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{
-			ID: fmt.Sprintf("c%d", i), Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd(i))}}}})
-		add(chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
-			ToolCallID: fmt.Sprintf("c%d", i), Content: out(i)}}}})
-	}
-	return msgs
-}
-
 // TestSummaryStaysWithinTarget: with the extractive summary and its real
 // trail (Request.Trail), a compaction that summarizes leaves the view
 // within the target, whatever the session's length: the cut leaves room
@@ -72,12 +53,22 @@ func commandSession(steps int, cmd, out func(i int) string) []chat.Message {
 func TestSummaryStaysWithinTarget(t *testing.T) {
 	for _, w := range []int64{8000, 16000, 32000, 128000} {
 		for _, steps := range []int{10, 25, 40, 60, 200} {
-			msgs := commandSession(steps, func(i int) string {
-				return fmt.Sprintf("python -m pytest tests/test_mod%d.py -x --tb=long %s", i, strings.Repeat("-k word ", 30))
-			}, func(i int) string {
-				return fmt.Sprintf("ValueError: %s\nsee https://example.com/docs/%d/%s\nerror: %s\nE   AssertionError: %s\n<returncode>1</returncode>",
+			var msgs []chat.Message
+			add := func(m chat.Message) {
+				m.ID, m.Kind = fmt.Sprintf("msg_%d", len(msgs)+1), chat.KindNormal
+				m.Tokens = quarterCount(&m)
+				msgs = append(msgs, m)
+			}
+			add(chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the bug in the parser."}}})
+			for i := range steps {
+				cmd := fmt.Sprintf("python -m pytest tests/test_mod%d.py -x --tb=long %s", i, strings.Repeat("-k word ", 30))
+				add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{
+					ID: fmt.Sprintf("c%d", i), Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}}}})
+				out := fmt.Sprintf("ValueError: %s\nsee https://example.com/docs/%d/%s\nerror: %s\nE   AssertionError: %s\n<returncode>1</returncode>",
 					strings.Repeat("bad value word ", 40), i, strings.Repeat("seg/", 60), strings.Repeat("another ", 50), strings.Repeat("x", 300))
-			})
+				add(chat.Message{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
+					ToolCallID: fmt.Sprintf("c%d", i), Content: out}}}})
+			}
 			p := compaction.Defaults(w)
 			req := extractiveRequest(t, msgs, w)
 			plan, err := compaction.PlanCompaction(req)
@@ -323,46 +314,4 @@ func smallWindowSession(usable int64, steps int, task, latest int64) []chat.Mess
 		add(chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "My plan: " + strings.Repeat("rewrite the clause reader step by step. ", int(usable*latest/100*4/40))}}})
 	}
 	return msgs
-}
-
-// TestFillKeepsTheTail: a trail that fills what placing left of its
-// budget never takes the room of the messages the view keeps verbatim
-// after the summary: the planner keeps at least as many of them as with
-// no fill (SummaryInput.TrailFillTokens -1), and the view stays within the
-// target wherever it did. Measured filled, the trail of the first cut
-// (which reserves the whole budget) seemed to need its whole budget, and
-// the planner tried no shorter head: at 12,000 tokens and a target of half
-// the window, 6 messages kept verbatim where 22 were.
-func TestFillKeepsTheTail(t *testing.T) {
-	for _, w := range []int64{8000, 12000, 16000} {
-		for _, steps := range []int{40, 160, 320} {
-			for _, outLen := range []int{50, 200, 800} {
-				msgs := commandSession(steps, func(i int) string {
-					return fmt.Sprintf("grep -rn 'def handler_%d' src/pkg%d/module_%d.py", i, i%7, i)
-				}, func(int) string { return strings.Repeat("line of output ", outLen/4) + "\n<returncode>0</returncode>" })
-				plans := map[bool]*compaction.Plan{}
-				for _, fill := range []bool{true, false} {
-					req := extractiveRequest(t, msgs, w)
-					req.Target = 0.5
-					if !fill {
-						req.Trail = func(in compaction.SummaryInput) compaction.MeasuredTrail {
-							in.TrailFillTokens = -1
-							return summarize.MeasureTrail(in)
-						}
-					}
-					plan, err := compaction.PlanCompaction(req)
-					if err != nil {
-						t.Fatalf("window %d, %d steps: %v", w, steps, err)
-					}
-					plans[fill] = plan
-				}
-				target := int64(0.5 * float64(w-compaction.Defaults(w).ReservedOutputTokens))
-				with, without := plans[true], plans[false]
-				if len(with.View) < len(without.View) || with.TokensAfter > max(target, without.TokensAfter) {
-					t.Errorf("window %d, %d steps of %d: with the fill %d messages, %d tokens; without %d, %d (target %d)",
-						w, steps, outLen, len(with.View), with.TokensAfter, len(without.View), without.TokensAfter, target)
-				}
-			}
-		}
-	}
 }
