@@ -39,13 +39,6 @@ type SummaryInput struct {
 	// on top of MaxTokens (TrailBudget; 0: TrailTokens says; negative: no
 	// room for a trail, the summary has none).
 	TrailMaxTokens int
-	// TrailFillTokens bounds what a trail that folds fills its budget up
-	// to (internal/summarize's fill): what the plan's target leaves it
-	// after the fixed part, what stays verbatim and the summary's cap
-	// (trailFillMax), so the fill never takes the view past the target;
-	// 0: its budget; negative: no fill. What the trail places before the
-	// fill is bounded by TrailMaxTokens alone (TrailFillLimit).
-	TrailFillTokens int
 	// ID is the summary's own id, which its first line names
 	// (SummaryHeader), in the wording of the expand tool when ExpandTool
 	// (the policy exposes it), of ExpandMessage otherwise.
@@ -621,10 +614,9 @@ func (p *planner) summarize() error {
 	sumID := p.req.NewID(chat.KindSummary) // the summary names its own id, and so does its trail
 	tool := p.req.Policy.ExposeExpandTool
 	input := func(cut int, summarized []chat.Message, previous, folded string) SummaryInput {
-		kept := p.keptWith(cut)
 		return SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: previous, PreviousFolded: folded, Messages: summarized,
 			Instructions: p.req.Instructions, MaxTokens: summaryCap, TrailMaxTokens: trailMax(trail),
-			TrailFillTokens: p.trailFillMax(kept, summaryCap), ID: sumID, ExpandTool: tool, Count: p.req.CountText, Kept: kept}
+			ID: sumID, ExpandTool: tool, Count: p.req.CountText, Kept: p.keptWith(cut)}
 	}
 	trails := map[int]MeasuredTrail{} // the trail measured of each cut (at most 1 + maxTrailCuts)
 	if p.req.Trail != nil {

@@ -612,8 +612,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 		return s, named
 	}
 	// fill gives what trail s (the one placed, its fold line naming only
-	// the ids of only) leaves of the budget, within what the plan's target
-	// leaves the trail (SummaryInput.TrailFillTokens), to lines it folded, dense, in
+	// the ids of only) leaves of the budget to lines it folded, dense, in
 	// the order place shows them: place counts each line a token more
 	// than alone and keeps the fold line's quarter for its ids, so a trail
 	// that folds left about a token a line unused (at 8k on the corpus 60
@@ -624,8 +623,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 	// over, at most fillTries times, then s stands. Work: one pass over the
 	// lines and at most fillTries renders.
 	fill := func(s string, only []string) string {
-		limit := in.TrailFillLimit(budget) // within what the plan's target leaves
-		var added []int                    // the lines a try adds
+		var added []int // the lines a try adds
 		for try := 0; try < fillTries; try++ {
 			n := count(s)
 			if len(added) == 0 { // the lines that fit what s leaves, by their costs
@@ -645,7 +643,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 						if !heads[denseKind(lines[i])] {
 							c += headCost[denseKind(lines[i])]
 						}
-						if est+c > limit {
+						if est+c > budget {
 							continue
 						}
 						est += c
@@ -663,16 +661,16 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 			line, _ := fold(budget/4, only)
 			t := render(line)
 			m := count(t)
-			if m <= limit {
+			if m <= budget {
 				s, added = t, nil
 				continue
 			}
 			for _, i := range added {
 				dense[i] = false
 			}
-			// Over by m-limit: the last added (the oldest of the last
+			// Over by m-budget: the last added (the oldest of the last
 			// rank) go until their texts count that much.
-			for over := m - limit; len(added) > 0 && over > 0; added = added[:len(added)-1] {
+			for over := m - budget; len(added) > 0 && over > 0; added = added[:len(added)-1] {
 				over -= denseCosts[added[len(added)-1]]
 			}
 		}

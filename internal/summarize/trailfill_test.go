@@ -157,36 +157,3 @@ func TestChangeStaysWhenTheViewShowsItAgain(t *testing.T) {
 		}
 	}
 }
-
-// TestFillStaysWithinWhatTheTargetLeaves: a trail that folds fills its
-// budget only up to SummaryInput.TrailFillTokens (what the plan's target
-// leaves it): none past it, none at all when it is negative, the placed
-// trail whole either way. Filled to its budget, the view after a summary
-// at a window of 8,000 ended above the target (TestSummaryStaysWithinTarget).
-func TestFillStaysWithinWhatTheTargetLeaves(t *testing.T) {
-	count := func(s string) int { return len(s) / 4 }
-	budget := compaction.TrailBudget(compaction.Defaults(8192), 8192)
-	var msgs []chat.Message
-	for i := range 400 {
-		call := fmt.Sprintf("msg_%d", 2+2*i)
-		msgs = append(msgs,
-			chat.Message{ID: call, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + call, Name: "bash", Arguments: fmt.Sprintf(`{"command":"grep -n 'def f%03d' src/mod%03d.py"}`, i, i)}}}},
-			chat.Message{ID: fmt.Sprintf("msg_%d", 3+2*i), Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c" + call, Content: "1: def f():\n<returncode>0</returncode>"}}}},
-		)
-	}
-	in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs, TrailFillTokens: -1}
-	placed := summarize.Trail(in, budget, count)
-	n := count(placed)
-	if !strings.Contains(placed, "- folded: ") || n >= budget-40 {
-		t.Fatalf("want a placed trail that folds and leaves 40 tokens or more of %d unused, got %d:\n%s", budget, n, placed)
-	}
-	in.TrailFillTokens = n + 30
-	filled := summarize.Trail(in, budget, count)
-	if m := count(filled); m > n+30 || m <= n {
-		t.Errorf("filled within %d: %d tokens (placed %d, budget %d)", n+30, m, n, budget)
-	}
-	in.TrailFillTokens = n - 100 // less than the placed trail: it stands
-	if got := summarize.Trail(in, budget, count); got != placed {
-		t.Errorf("with less left than the placed trail, want it as placed (%d tokens), got %d", n, count(got))
-	}
-}
