@@ -611,71 +611,6 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 		}
 		return s, named
 	}
-	// fill gives what trail s (the one placed, its fold line naming only
-	// the ids of only) leaves of the budget to lines it folded, dense, in
-	// the order place shows them: place counts each line a token more
-	// than alone and keeps the fold line's quarter for its ids, so a trail
-	// that folds left about a token a line unused (at 8k on the corpus 60
-	// to 100 of 2,437 tokens, three to five commands). The lines are
-	// counted by their dense costs alone; when the trail is over the
-	// budget all the same (a count of a whole can exceed the sum of its
-	// parts'), the last added go until their costs make up what it is
-	// over, at most fillTries times, then s stands. Work: one pass over the
-	// lines and at most fillTries renders.
-	fill := func(s string, only []string) string {
-		var added []int // the lines a try adds
-		for try := 0; try < fillTries; try++ {
-			n := count(s)
-			if len(added) == 0 { // the lines that fit what s leaves, by their costs
-				heads := map[string]bool{}
-				for i, l := range lines {
-					if dense[i] {
-						heads[denseKind(l)] = true
-					}
-				}
-				est := n
-				for rank := range 3 {
-					for i := len(lines) - 1; i >= 0; i-- {
-						if kept[i] || dense[i] || lines[i].rank() != rank {
-							continue
-						}
-						c := denseCosts[i]
-						if !heads[denseKind(lines[i])] {
-							c += headCost[denseKind(lines[i])]
-						}
-						if est+c > budget {
-							continue
-						}
-						est += c
-						heads[denseKind(lines[i])] = true
-						added = append(added, i)
-					}
-				}
-			}
-			if len(added) == 0 {
-				return s
-			}
-			for _, i := range added {
-				dense[i] = true
-			}
-			line, _ := fold(budget/4, only)
-			t := render(line)
-			m := count(t)
-			if m <= budget {
-				s, added = t, nil
-				continue
-			}
-			for _, i := range added {
-				dense[i] = false
-			}
-			// Over by m-budget: the last added (the oldest of the last
-			// rank) go until their texts count that much.
-			for over := m - budget; len(added) > 0 && over > 0; added = added[:len(added)-1] {
-				over -= denseCosts[added[len(added)-1]]
-			}
-		}
-		return s
-	}
 	if base > budget {
 		return "", lines, again // not even the fold line fits: no room for a trail
 	}
@@ -699,11 +634,11 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 		idTokens += count(id + ", ")
 	}
 	if count(first) >= budget-1 || idTokens >= budget/4 {
-		return fill(first, named), lines, again
+		return first, lines, again
 	}
 	place(budget - idTokens - 1)
 	if second, _ := fitted(budget/4, named); second != "" && count(second) <= budget {
-		return fill(second, named), lines, again
+		return second, lines, again
 	}
 	return first, lines, again
 }

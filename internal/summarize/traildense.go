@@ -143,10 +143,6 @@ func TrailShape(summary string) (whole, dense, folded int) {
 	return whole, dense, folded
 }
 
-// fillTries bounds the renders that give a folding trail's unused tokens
-// to lines it folded (trail's fill).
-const fillTries = 3
-
 // denseTextOf is l's dense text: its text, and for a command that wrote
 // files the id of the message that made the change after it
 // (`cat > fix.py << 'EOF'… — msg_38`), which a file's last edit is asked

@@ -10,49 +10,6 @@ import (
 	"github.com/contextd/contextd/internal/summarize"
 )
 
-// TestFoldingTrailUsesItsBudget: a trail that folds leaves unused no more
-// of its budget than the cheapest line it folded takes (its text alone).
-// Placing counted each line a token more than alone, so a trail of 200
-// dense commands left about 200 tokens unused while it folded commands of
-// 12 (at 8k on the corpus 60 to 100 of 2,437 tokens, three to five
-// commands a summary).
-func TestFoldingTrailUsesItsBudget(t *testing.T) {
-	count := func(s string) int { return len(s) / 4 }
-	budget := compaction.TrailBudget(compaction.Defaults(8192), 8192)
-	cmd := func(i int) string { return fmt.Sprintf("grep -n 'def f%03d' src/mod%03d.py", i, i) }
-	var msgs []chat.Message
-	for i := range 400 {
-		call := fmt.Sprintf("msg_%d", 2+2*i)
-		msgs = append(msgs,
-			chat.Message{ID: call, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c" + call, Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd(i))}}}},
-			chat.Message{ID: fmt.Sprintf("msg_%d", 3+2*i), Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c" + call, Content: "1: def f():\n<returncode>0</returncode>"}}}},
-		)
-	}
-	for _, round := range []string{"first", "chained"} {
-		in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", Messages: msgs}
-		if round == "chained" {
-			first := summarize.Trail(in, budget, count)
-			in = compaction.SummaryInput{Round: 2, ID: "sum_2_1", Previous: "[x]\n" + first, Messages: msgs[len(msgs)-20:]}
-		}
-		trail := summarize.Trail(in, budget, count)
-		n := count(trail)
-		if n > budget || !strings.Contains(trail, "- folded: ") {
-			t.Fatalf("%s: want a trail that folds within %d tokens, got %d:\n%s", round, budget, n, trail)
-		}
-		cheapest, shown := budget, 0
-		for i := range 400 {
-			if strings.Contains(trail, cmd(i)) {
-				shown++
-				continue
-			}
-			cheapest = min(cheapest, count(cmd(i)+"\n"))
-		}
-		if unused := budget - n; unused >= cheapest {
-			t.Errorf("%s: %d of %d tokens unused while a folded command takes %d (%d of 400 shown)", round, unused, budget, cheapest, shown)
-		}
-	}
-}
-
 // TestDenseWroteKeepsItsID: in a trail that folds, a command that wrote
 // files is shown dense with the id of the message that made the change
 // (a file's last edit is asked with it), under its head with its exit
