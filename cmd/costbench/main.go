@@ -100,6 +100,7 @@ func main() {
 		fmt.Printf("%d transcripts of %s; probes scored after every compaction\n\n", len(files), *corpus)
 		costbench.PrintRecall(os.Stdout, rs)
 		costbench.PrintMisses(os.Stdout, rs)
+		costbench.PrintMissesByFile(os.Stdout, rs)
 		if j != nil {
 			model := j.Spec
 			if j.Fake {

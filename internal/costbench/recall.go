@@ -94,6 +94,8 @@ type RecallResult struct {
 	OverTarget, OverWarning int
 	// Misses counts the probes not in view by kind and why (recallmiss.go).
 	Misses map[probes.Kind]map[string]int
+	// ByFile counts them by transcript (recallbyfile.go).
+	ByFile map[string]fileMisses
 	// Summaries counts the distinct summary texts the replays produced,
 	// each checked against its transcript's originals (cutWords): Cuts
 	// says what any of them cut (a word, an identifier, a path).
@@ -134,6 +136,7 @@ func (r *RecallResult) merge(o RecallResult) {
 	r.Folded += o.Folded
 	r.Judge.merge(o.Judge)
 	r.mergeMisses(o)
+	r.mergeByFile(o)
 	r.OverTarget += o.OverTarget
 	r.OverWarning += o.OverWarning
 	for c, v := range o.ByClass {
@@ -212,6 +215,7 @@ func RunRecall(ctx context.Context, files []string, windows []int64, strategies 
 				if err != nil {
 					return fmt.Errorf("%s, %s at %d: %w", filepath.Base(f), s.Name, w, err)
 				}
+				r.byFile(filepath.Base(f))
 				mu.Lock()
 				out[k].merge(r)
 				mu.Unlock()

@@ -61,3 +61,28 @@ func TestMissReasons(t *testing.T) {
 		t.Errorf("%d commands folded, want 5 (merged), in the table:\n%s", n, b.String())
 	}
 }
+
+// TestMissesByTranscript: each replay's misses are kept under its
+// transcript's name, merged across windows' replays of it, and printed
+// most commands not in view first.
+func TestMissesByTranscript(t *testing.T) {
+	one := func(name string, seen, inView int) RecallResult {
+		var r RecallResult
+		r.kind(probes.Command).add(Recall{Seen: seen, InView: inView})
+		r.class(probes.ClassOf(probes.Command)).add(Recall{Seen: seen, InView: inView})
+		r.byFile(name)
+		return r
+	}
+	r := RecallResult{Window: 8192, Strategy: "extractive summary"}
+	r.merge(one("a.jsonl", 10, 9))
+	r.merge(one("b.jsonl", 10, 4))
+	r.merge(one("b.jsonl", 10, 10))
+	r.merge(one("c.jsonl", 10, 10)) // nothing missed: not listed
+	var b strings.Builder
+	PrintMissesByFile(&b, []RecallResult{r})
+	out := b.String()
+	ia, ib := strings.Index(out, "a.jsonl: commands 1 of 10"), strings.Index(out, "b.jsonl: commands 6 of 20")
+	if ia < 0 || ib < 0 || ib > ia || strings.Contains(out, "c.jsonl") {
+		t.Errorf("want b (6 of 20) before a (1 of 10), and no c:\n%s", out)
+	}
+}

@@ -79,6 +79,9 @@ type trailLine struct {
 	// id of the summary whose originals hold it ("exit 2, sum_1_1"). It
 	// is only ever shown dense.
 	bare bool
+	// idDense: read back from the dense form of a command that wrote
+	// files, which keeps its message id (denseTextOf): it has its facts.
+	idDense bool
 }
 
 func (l trailLine) render() string {
@@ -122,6 +125,14 @@ func parseTrail(summary string) ([]trailLine, int, []string) {
 			drop(len(out) - maxTrailLines)
 		}
 		if text, ok := denseText(line); ok && denseOf != "" {
+			if t, id, ok := denseWithID(denseOf, text); ok { // a change's text and its id: its facts
+				meta := id
+				if status, _, ok := strings.Cut(denseMeta, ", "); ok && strings.HasPrefix(status, "exit ") {
+					meta = status + ", " + id
+				}
+				out = append(out, trailLine{key: keyOf(denseOf, strings.TrimSuffix(t, "…")), tag: denseOf, text: t, meta: meta, idDense: true})
+				continue
+			}
 			out = append(out, trailLine{key: keyOf(denseOf, strings.TrimSuffix(text, "…")), tag: denseOf, text: text, meta: denseMeta, bare: true})
 			continue
 		}
@@ -417,7 +428,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 	groupCost := map[int]int{}
 	for i, l := range lines {
 		costs[i] = count(l.render() + "\n")
-		denseCosts[i] = count(denseItem(l.text))
+		denseCosts[i] = count(denseItem(denseTextOf(l)))
 		if leader[i] == i {
 			groupCost[i] = count(renderGroup(lines, leader, i, nil))
 		}
@@ -549,7 +560,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 		idTokens := 0
 		for i := len(ids) - 1; i >= 0; i-- {
 			id := ids[i]
-			if id == "" || seen[id] || !strings.HasPrefix(id, "msg_") && !strings.HasPrefix(id, "sum_") || only != nil && !onlySet[id] {
+			if seen[id] || !messageID(id) || only != nil && !onlySet[id] {
 				continue
 			}
 			c := count(id + ", ")

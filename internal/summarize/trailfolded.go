@@ -94,7 +94,7 @@ func shownAgain(lines []trailLine, kept []chat.Message) (shown, again []trailLin
 	}
 	for _, l := range lines {
 		switch {
-		case !keys[l.key] || wholeFirst(l):
+		case !keys[l.key] || changeTag(l.tag):
 			shown = append(shown, l)
 		case !strings.ContainsAny(l.text, "\r\n"):
 			again = append(again, l)
