@@ -15,8 +15,8 @@ import (
 // store.ErrUnavailable, which the gateway answers with 503 and
 // Retry-After; they returned pgx's error unmarked, a 500.
 func TestFindersUnavailable(t *testing.T) {
-	url, sever := pgtest.Severable(t, pgtest.URL(t))
-	s, err := postgres.Open(t.Context(), url)
+	link := pgtest.Faulty(t, pgtest.URL(t))
+	s, err := postgres.Open(t.Context(), link.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestFindersUnavailable(t *testing.T) {
 			t.Fatalf("%s before the database went away: %v", name, err)
 		}
 	}
-	sever()
+	link.Sever()
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, store.ErrUnavailable) {
 			t.Errorf("%s after the database went away: %v, want an error wrapping store.ErrUnavailable", name, err)
