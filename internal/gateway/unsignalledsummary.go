@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"regexp"
 	"strings"
@@ -101,6 +102,15 @@ func (g *Gateway) rememberSummary(ctx context.Context, tenant, id string, reply 
 	go func() {
 		defer g.records.Done()
 		defer close(done)
+		// A panic here would end the process, not one request, as it did
+		// when the write ran in the request's goroutine: it is a failed
+		// record (as g.record's, record.go).
+		defer func() {
+			if p := recover(); p != nil {
+				g.cfg.Metrics.SummaryRecord("failed")
+				g.log.ErrorContext(ctx, "gateway: the summary's record panicked", "session", id, "panic", fmt.Sprint(p))
+			}
+		}()
 		wctx, cancel := detach(ctx)
 		defer cancel()
 		// Durable: no client sends it again (store.Resendable).
