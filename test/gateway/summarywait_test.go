@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +26,13 @@ import (
 // up after 15 s.
 func TestSummaryRecordDoesNotHoldTheAnswer(t *testing.T) {
 	link := pgtest.Faulty(t, pgtest.URL(t))
-	s := start(t, map[string]string{"CONTEXTD_DATABASE_URL": link.URL})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := l.Addr().String()
+	l.Close()
+	s := start(t, map[string]string{"CONTEXTD_DATABASE_URL": link.URL, "CONTEXTD_METRICS_ADDR": metrics})
 	// Cut the silent connections before contextd stops, so its recordings
 	// waiting on them end at once.
 	t.Cleanup(link.Sever)
@@ -64,5 +73,15 @@ func TestSummaryRecordDoesNotHoldTheAnswer(t *testing.T) {
 	t.Logf("the answer ended %v after the request (the record's bound: 2 s)", took)
 	if took > 12*time.Second {
 		t.Errorf("the answer took %v, its store silent: held past the record's bound", took)
+	}
+	// The record that did not land in time is counted (docs/operations.md).
+	mr, err := http.Get("http://" + metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Body.Close()
+	page, _ := io.ReadAll(mr.Body)
+	if want := `contextd_gateway_summary_records_total{outcome="late"} 1`; !strings.Contains(string(page), want) {
+		t.Errorf("/metrics has no %s", want)
 	}
 }
