@@ -213,7 +213,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// The OpenAI- and Anthropic-compatible gateway: the same engine,
 		// contextd's key in X-Contextd-Key (the provider's stays in
 		// Authorization or x-api-key and is forwarded).
-		gw = newGateway(cfg, eng, models, keys, log)
+		gw = newGateway(cfg, eng, models, keys, domain, log)
 		routes[gateway.Prefix] = gw
 	}
 	front, err := newFrontend(cfg, srv, routes, keys, reg, log)
@@ -324,7 +324,7 @@ func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, 
 // key).
 // newGateway builds the gateway; its rate limit is per tenant with the
 // RPCs' settings, counted apart from them.
-func newGateway(cfg Config, eng *engine.Engine, models *tokens.Registry, keys *auth.Keys, log *slog.Logger) *gateway.Gateway {
+func newGateway(cfg Config, eng *engine.Engine, models *tokens.Registry, keys *auth.Keys, metrics *telemetry.Metrics, log *slog.Logger) *gateway.Gateway {
 	var limiter *auth.RateLimiter
 	if cfg.RateLimitRPS > 0 {
 		limiter = auth.NewRateLimiter(cfg.RateLimitRPS, cfg.RateLimitBurst)
@@ -332,7 +332,7 @@ func newGateway(cfg Config, eng *engine.Engine, models *tokens.Registry, keys *a
 	return gateway.New(gateway.Config{Engine: eng, Models: models, Keys: keys, Limiter: limiter,
 		OpenAIBaseURL: cfg.OpenAIBaseURL, AnthropicBaseURL: cfg.AnthropicBaseURL,
 		OpenAIAPIKey: cfg.OpenAIAPIKey, AnthropicAPIKey: cfg.AnthropicAPIKey, LendKeys: cfg.GatewayServerKeys,
-		MaxBodyBytes: int64(cfg.MaxMessageBytes), MemoBytes: cfg.GatewayMemoBytes, StreamKeepalive: cfg.GatewayKeepalive, StreamWriteTimeout: cfg.StreamWriteTimeout, Log: log})
+		MaxBodyBytes: int64(cfg.MaxMessageBytes), MemoBytes: cfg.GatewayMemoBytes, StreamKeepalive: cfg.GatewayKeepalive, StreamWriteTimeout: cfg.StreamWriteTimeout, Metrics: metrics, Log: log})
 }
 
 func summarizerEndpoints(cfg Config) map[string]summarize.Endpoint {

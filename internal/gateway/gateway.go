@@ -36,6 +36,7 @@ import (
 
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/telemetry"
 	"github.com/contextd/contextd/internal/tokens"
 )
 
@@ -73,6 +74,8 @@ type Config struct {
 	// them; and that follows no redirect).
 	HTTPClient *http.Client
 	Log        *slog.Logger
+	// Metrics counts the gateway's own writes that failed (nil: none).
+	Metrics *telemetry.Metrics
 }
 
 // SessionLabel is the label key of the sessions the gateway makes (its

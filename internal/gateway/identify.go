@@ -322,9 +322,7 @@ func (g *Gateway) repeats(ctx context.Context, tenant string, c *conversation) (
 // by until (its identify's start plus maxRecordWait), however many
 // sessions it checks: sessions of the same history may be strangers'.
 func (g *Gateway) busy(ctx context.Context, tenant, id, twin string, until time.Time) bool {
-	if v, ok := g.inflight.Load(recordingKey(tenant, id)); ok {
-		waitHold(ctx, v.(*hold), until)
-	}
+	g.waitRecorded(ctx, tenant, id, until)
 	for {
 		v, ok := g.inflight.Load(tenant + "\x00" + id)
 		if !ok {

@@ -35,7 +35,11 @@ type hold struct {
 	// session of its own (busy).
 	history string
 	names   []string
-	release func()
+	// recorders is the session's recording mark the exchange is in
+	// (markRecording), under recordingName; nil until it records.
+	recorders     *recorders
+	recordingName string
+	release       func()
 	// recording: record took the entries over; its recording releases
 	// them.
 	recording bool
@@ -61,6 +65,9 @@ func (g *Gateway) newHold(ctx context.Context, history string) *hold {
 	h.release = sync.OnceFunc(func() {
 		for _, n := range h.names {
 			h.inflight.CompareAndDelete(n, h)
+		}
+		if h.recorders != nil {
+			h.recorders.leave(h.inflight, h.recordingName, h)
 		}
 		close(h.pending)
 	})
@@ -94,21 +101,78 @@ func (h *hold) mark(name string) {
 }
 
 // markRecording marks session res as being recorded by the exchange
-// (recordingKey: busy waits for it). A request that only reads its session
-// (res.notStored) does not take over another exchange's mark: its call
-// does not hold the session (holdCall), so a round of the session may be
-// recorded at the same time, and the aside's recording, ending first,
-// would remove the round's mark with its own
-// (TestAsideRecordingLeavesARoundsMark).
+// (recordingKey: busy waits for it), once. The mark is a set of the
+// exchanges recording the session (recorders): a round and an aside of
+// one session (an aside's call does not hold the session: holdCall), or
+// two stored exchanges sent by session id, may be recorded at once, and
+// the session is being recorded until the last of them ends. It was one
+// exchange's, the later overwriting the earlier's, so the first to end
+// removed the session's mark while the other still recorded
+// (TestAsideRecordingLeavesARoundsMark, TestTwoRecordingsKeepTheMark).
 func (h *hold) markRecording(tenant string, res resolved) {
-	name := recordingKey(tenant, res.id)
-	if !res.notStored() {
-		h.mark(name)
+	if h.recorders != nil {
 		return
 	}
-	if _, taken := h.inflight.LoadOrStore(name, h); !taken {
-		h.names = append(h.names, name)
+	name := recordingKey(tenant, res.id)
+	for {
+		v, _ := h.inflight.LoadOrStore(name, &recorders{})
+		r := v.(*recorders)
+		r.mu.Lock()
+		if !r.gone {
+			r.holds = append(r.holds, h)
+			r.mu.Unlock()
+			h.recorders, h.recordingName = r, name
+			return
+		}
+		r.mu.Unlock() // emptied and being deleted: store a new one
 	}
+}
+
+// recorders is the value of a session's recordingKey: the exchanges
+// recording an answer of the session, each until its hold is released.
+// When the last leaves, the set is gone and its entry deleted (under mu:
+// a recording that then finds it stores a new one).
+type recorders struct {
+	mu    sync.Mutex
+	holds []*hold
+	gone  bool
+}
+
+// leave removes h from the set, and the set from the map when it empties.
+func (r *recorders) leave(inflight *sync.Map, name string, h *hold) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holds = slices.DeleteFunc(r.holds, func(o *hold) bool { return o == h })
+	if len(r.holds) == 0 && !r.gone {
+		r.gone = true
+		inflight.CompareAndDelete(name, r)
+	}
+}
+
+// one is an exchange still recording the session, nil when none is.
+func (r *recorders) one() *hold {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.holds) == 0 {
+		return nil
+	}
+	return r.holds[0]
+}
+
+// waitRecorded waits until no exchange records the session (true), until,
+// or ctx's end.
+func (g *Gateway) waitRecorded(ctx context.Context, tenant, id string, until time.Time) bool {
+	v, ok := g.inflight.Load(recordingKey(tenant, id))
+	if !ok {
+		return true
+	}
+	r := v.(*recorders)
+	for h := r.one(); h != nil; h = r.one() {
+		if !waitHold(ctx, h, until) {
+			return false
+		}
+	}
+	return true
 }
 
 // abandoned reports whether the exchange's client went away.

@@ -37,7 +37,7 @@ func TestBusyFreesAbandonedCalls(t *testing.T) {
 	defer h3.release()
 	h3.claimReply()
 	leave3()
-	h3.mark(recordingKey("t", "s3"))
+	h3.markRecording("t", resolved{id: "s3"})
 	h3.recording = true
 	if !g.busy(ctx, "t", "s3", "", soon()) {
 		t.Fatal("a session whose answer is being recorded is not busy")
@@ -169,11 +169,50 @@ func TestAsideRecordingLeavesARoundsMark(t *testing.T) {
 	// An aside recorded alone marks the session, as before.
 	alone := g.holdCall(ctx, "t", asideRes, &conversation{})
 	alone.markRecording("t", asideRes)
-	if v, ok := g.inflight.Load(recordingKey("t", "s")); !ok || v.(*hold) != alone {
+	if v, ok := g.inflight.Load(recordingKey("t", "s")); !ok || v.(*recorders).one() != alone {
 		t.Fatal("an aside being recorded alone does not mark its session")
 	}
 	alone.release()
 	if _, ok := g.inflight.Load(recordingKey("t", "s")); ok {
 		t.Fatal("an aside's recording mark outlives its recording")
+	}
+}
+
+// TestTwoRecordingsKeepTheMark: two stored exchanges of one session (sent
+// by session id) recorded at once: the session is being recorded, and
+// waited for, until the last recording ends, whichever ends first. The
+// mark was one exchange's, the later overwriting the earlier's, so when
+// the later ended first the session was no longer marked while the
+// earlier still recorded, and a request went on without waiting for it.
+func TestTwoRecordingsKeepTheMark(t *testing.T) {
+	for _, laterEndsFirst := range []bool{true, false} {
+		g := &Gateway{}
+		ctx := context.Background()
+		res := resolved{id: "s"}
+		first := g.holdCall(ctx, "t", res, &conversation{})
+		second := g.holdCall(ctx, "t", res, &conversation{})
+		for _, h := range []*hold{first, second} {
+			h.claimReply()
+			h.markRecording("t", res)
+			h.markRecording("t", res) // answering's, then record's: once
+			h.recording = true
+		}
+		ends, last := second, first
+		if !laterEndsFirst {
+			ends, last = first, second
+		}
+		ends.release()
+		time.AfterFunc(20*time.Millisecond, last.release)
+		if g.busy(ctx, "t", "s", "", time.Now().Add(10*time.Second)) {
+			t.Fatalf("later ends first %v: a session whose recordings ended is busy", laterEndsFirst)
+		}
+		select {
+		case <-last.pending:
+		default:
+			t.Fatalf("later ends first %v: a session still being recorded was not waited for once the other recording ended", laterEndsFirst)
+		}
+		if _, ok := g.inflight.Load(recordingKey("t", "s")); ok {
+			t.Fatalf("later ends first %v: the recording mark outlives both recordings", laterEndsFirst)
+		}
 	}
 }

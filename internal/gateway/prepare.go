@@ -78,6 +78,9 @@ func (x *exchange) prepare() bool {
 	if res.history != historyAside { // an aside is not the session's view (summaryrequest.go)
 		h.Set(HeaderUsed, strconv.FormatFloat(prep.Status.Usage.PercentUsed, 'f', 1, 64))
 	}
+	if res.own {
+		return true // nothing of the view was sent (ownHeaders, slimmedaside.go)
+	}
 	h.Set(HeaderCompacted, strconv.FormatBool(prep.Status.Compacted))
 	for _, warn := range prep.Status.Warnings {
 		h.Add(HeaderWarning, headerSafe(warn))

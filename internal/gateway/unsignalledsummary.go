@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"regexp"
 	"strings"
@@ -69,11 +70,23 @@ func summaryBody(reply []chat.Message) string {
 // summaryDigest is the digest of a summary as the store records it.
 func summaryDigest(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
 
+// summaryRecordWait bounds how long the answer's last byte waits for its
+// summary's record (rememberSummary): one upsert of one row, milliseconds
+// on a store that answers. A store that does not (SQLite waiting out its
+// 30 s busy_timeout, a PostgreSQL that went silent) held the answer for
+// as long; past the bound the answer ends and the write goes on behind it
+// (detach's 30 s), so the client's next request, seconds later, mostly
+// still finds it.
+const summaryRecordWait = 2 * time.Second
+
 // rememberSummary records reply, the answer of an aside of session id
 // without a signal, as the session's latest summary. It runs before the
 // answer's last byte goes out, so the client's next request finds it
-// wherever it lands; a failure is logged (the request then finds no
-// session by it: a new conversation, as before).
+// wherever it lands, but waits for the write at most summaryRecordWait.
+// A write that failed or outlasted the wait is logged and counted
+// (telemetry SummaryRecord), never answered: the answer is the
+// provider's, and a request that then finds no session by the summary is
+// a new conversation, as before.
 func (g *Gateway) rememberSummary(ctx context.Context, tenant, id string, reply []chat.Message) {
 	body := summaryBody(reply)
 	if len(body) < minSummary {
@@ -81,9 +94,39 @@ func (g *Gateway) rememberSummary(ctx context.Context, tenant, id string, reply 
 	}
 	h := sha256.New()
 	h.Write([]byte(body))
-	// Durable: no client sends it again (store.Resendable).
-	if err := g.cfg.Engine.RecordSummary(store.Durable(ctx), tenant, id, summaryDigest(h)); err != nil {
-		g.log.WarnContext(ctx, "gateway: the summary of an aside was not recorded", "session", id, "err", err)
+	digest := summaryDigest(h)
+	if !g.startRecord() { // the gateway is closing: its store too
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer g.records.Done()
+		defer close(done)
+		// A panic here would end the process, not one request, as it did
+		// when the write ran in the request's goroutine: it is a failed
+		// record (as g.record's, record.go).
+		defer func() {
+			if p := recover(); p != nil {
+				g.cfg.Metrics.SummaryRecord("failed")
+				g.log.ErrorContext(ctx, "gateway: the summary's record panicked", "session", id, "panic", fmt.Sprint(p))
+			}
+		}()
+		wctx, cancel := detach(ctx)
+		defer cancel()
+		// Durable: no client sends it again (store.Resendable).
+		if err := g.cfg.Engine.RecordSummary(store.Durable(wctx), tenant, id, digest); err != nil {
+			g.cfg.Metrics.SummaryRecord("failed")
+			g.log.WarnContext(ctx, "gateway: the summary of an aside was not recorded", "session", id, "err", err)
+		}
+	}()
+	t := time.NewTimer(summaryRecordWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		g.cfg.Metrics.SummaryRecord("late")
+		g.log.WarnContext(ctx, "gateway: the summary of an aside was not recorded before its answer ended; still writing",
+			"session", id, "wait", summaryRecordWait)
 	}
 }
 

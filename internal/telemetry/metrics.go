@@ -19,6 +19,7 @@ type Metrics struct {
 	summarizerFailures *prometheus.CounterVec
 	ledger             *ledgerMetrics
 	jobs               *jobMetrics
+	gateway            *gatewayMetrics
 }
 
 // NewMetrics registers the domain metrics on reg; subscribers reports the
@@ -43,6 +44,7 @@ func NewMetrics(reg prometheus.Registerer, subscribers func() float64) *Metrics 
 			Help: "Open WatchContextStatus streams on this server."}, subscribers))
 	m.ledger = newLedgerMetrics(reg)
 	m.jobs = newJobMetrics(reg)
+	m.gateway = newGatewayMetrics(reg)
 	return m
 }
 

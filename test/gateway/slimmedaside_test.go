@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -173,4 +174,36 @@ func TestSlimmedSummaryRequestTeachesNothing(t *testing.T) {
 	if after := s.tenantCount(model, qwenCompressionSystem); after != before || !strings.HasSuffix(before, "CALIBRATED") {
 		t.Errorf("the tenant's count of a request: %s before the slimmed summary request, %s after", before, after)
 	}
+}
+
+// TestSlimmedSummaryRequestHeaders: the slimmed summary request goes
+// upstream as the client sent it, so its answer carries nothing that says
+// what contextd did to the session's view: no X-Contextd-Compacted, no
+// X-Contextd-Used-Percent, none of the session's warnings (here "auto_compact
+// is off", its window past the warning threshold), which are of a view
+// that was not sent. Its history (aside) is. Before, the session's
+// compaction status and warnings came with it.
+func TestSlimmedSummaryRequestHeaders(t *testing.T) {
+	s := start(t, nil)
+	c := newCompressingClient(t, s, "H")
+	slim, _ := c.slimmedRequest()
+	for id := range s.sessionLogs() {
+		s.rpc("UpdateSession", map[string]any{"sessionId": id, "updateMask": "policy", "policy": map[string]any{
+			"autoCompact": false, "warningThreshold": 0.01, "criticalThreshold": 0.02, "emergencyThreshold": 0.03,
+			"target": 0.002, "cacheTarget": 0.001}}, nil)
+	}
+	s.fake.Script(gatewaytest.Reply{Text: "<state_snapshot>Conversation H: every file was read.</state_snapshot>"})
+	resp, out := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": slim}, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the slimmed summary request: %d %s", resp.StatusCode, out)
+	}
+	if h := resp.Header.Get("X-Contextd-History"); h != "aside" {
+		t.Fatalf("the slimmed summary request: history %q, want aside", h)
+	}
+	for _, name := range []string{"X-Contextd-Compacted", "X-Contextd-Used-Percent", "X-Contextd-Warning"} {
+		if v := resp.Header.Values(name); len(v) > 0 {
+			t.Errorf("the slimmed summary request's answer: %s %q, want none (the view was not sent)", name, v)
+		}
+	}
+	s.checkUpstream()
 }

@@ -30,7 +30,8 @@ func queueHistory(b *pgx.Batch, tenant, sessionID string, entries []store.Histor
 // FindHistory: one statement; each chain reads at most limit rows of the
 // index (tenant, chain, head), heads first, so a chain that many sessions
 // share (a popular opening) costs limit rows, not one per session.
-func (s *Store) FindHistory(ctx context.Context, tenant string, chains []string, limit int) ([]store.HistoryHit, error) {
+func (s *Store) FindHistory(ctx context.Context, tenant string, chains []string, limit int) (_ []store.HistoryHit, err error) {
+	defer unavailable(&err)
 	rows, err := s.pool.Query(ctx, findHistory, tenant, chains, limit)
 	if err != nil {
 		return nil, err

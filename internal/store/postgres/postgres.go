@@ -59,7 +59,10 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Ping checks the connection.
-func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+func (s *Store) Ping(ctx context.Context) (err error) {
+	defer unavailable(&err)
+	return s.pool.Ping(ctx)
+}
 
 // Close closes the pool.
 func (s *Store) Close() error { s.pool.Close(); return nil }
@@ -414,6 +417,7 @@ const currentGen = `(SELECT view_gen FROM sessions WHERE tenant = $1 AND id = $2
 // SweepDuringFlip: the view was left empty). A session no longer stored
 // has only garbage.
 func (s *Store) SweepViews(ctx context.Context, tenant, sessionID string, limit int) (n int, err error) {
+	defer unavailable(&err)
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		cur := int64(-1)
 		err := tx.QueryRow(ctx, `SELECT view_gen FROM sessions WHERE tenant = $1 AND id = $2 FOR SHARE`, tenant, sessionID).Scan(&cur)
@@ -432,7 +436,8 @@ func (s *Store) SweepViews(ctx context.Context, tenant, sessionID string, limit 
 }
 
 // GetCompaction reads one compaction without locking anything.
-func (s *Store) GetCompaction(ctx context.Context, tenant, sessionID, id string) (store.Compaction, error) {
+func (s *Store) GetCompaction(ctx context.Context, tenant, sessionID, id string) (_ store.Compaction, err error) {
+	defer unavailable(&err)
 	return scanCompaction(s.pool.QueryRow(ctx, `SELECT `+compactionCols+` FROM compactions
 		WHERE tenant = $1 AND session_id = $2 AND id = $3`, tenant, sessionID, id))
 }

@@ -125,7 +125,8 @@ func (s *Store) purgeSession(ctx context.Context, tenant, sessionID string, cuto
 	return deleted, work, err
 }
 
-func (s *Store) CloseIdleSessions(ctx context.Context, label string, idleBefore, now time.Time, limit int) (int64, error) {
+func (s *Store) CloseIdleSessions(ctx context.Context, label string, idleBefore, now time.Time, limit int) (_ int64, err error) {
+	defer unavailable(&err)
 	var total int64
 	for {
 		// One batch per statement; rows a request holds are skipped (it

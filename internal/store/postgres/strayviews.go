@@ -14,7 +14,8 @@ import (
 // order (a range of the primary key), at most two a session: the nearest
 // below and above the current one, each a probe of the key (tenant,
 // session_id, gen, ord).
-func (s *Store) StrayViewGens(ctx context.Context, after store.StrayCursor, sessions int) ([]store.ViewGen, store.StrayCursor, error) {
+func (s *Store) StrayViewGens(ctx context.Context, after store.StrayCursor, sessions int) (_ []store.ViewGen, _ store.StrayCursor, err error) {
+	defer unavailable(&err)
 	rows, err := s.pool.Query(ctx, `SELECT s.tenant, s.id,
 		(SELECT v.gen FROM view_entries v WHERE v.tenant = s.tenant AND v.session_id = s.id
 			AND v.gen < s.view_gen ORDER BY v.gen DESC LIMIT 1),
@@ -33,6 +34,7 @@ func (s *Store) StrayViewGens(ctx context.Context, after store.StrayCursor, sess
 // session's row (FOR SHARE) to the end, as in SweepViews: a flip of g
 // open meanwhile commits first, and then g is left alone.
 func (s *Store) DropViewGen(ctx context.Context, g store.ViewGen, limit int) (n int, err error) {
+	defer unavailable(&err)
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		cur := int64(-1)
 		err := tx.QueryRow(ctx, `SELECT view_gen FROM sessions WHERE tenant = $1 AND id = $2 FOR SHARE`, g.Tenant, g.SessionID).Scan(&cur)

@@ -7,8 +7,9 @@ import (
 )
 
 // RecordSummary: one upsert of the session's row (migration 00017).
-func (s *Store) RecordSummary(ctx context.Context, tenant, sessionID, digest string) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO summaries_by_digest (tenant, session_id, digest) VALUES ($1, $2, $3)
+func (s *Store) RecordSummary(ctx context.Context, tenant, sessionID, digest string) (err error) {
+	defer unavailable(&err)
+	_, err = s.pool.Exec(ctx, `INSERT INTO summaries_by_digest (tenant, session_id, digest) VALUES ($1, $2, $3)
 		ON CONFLICT (tenant, session_id) DO UPDATE SET digest = EXCLUDED.digest`, tenant, sessionID, digest)
 	return err
 }
@@ -16,7 +17,8 @@ func (s *Store) RecordSummary(ctx context.Context, tenant, sessionID, digest str
 // FindSummaries: one statement; each digest reads at most limit rows of
 // the index summaries_by_digest_digest (and their sessions' rows: every
 // record has one, deleted or not, until it is purged).
-func (s *Store) FindSummaries(ctx context.Context, tenant string, digests []string, limit int) ([]store.SummaryHit, error) {
+func (s *Store) FindSummaries(ctx context.Context, tenant string, digests []string, limit int) (_ []store.SummaryHit, err error) {
+	defer unavailable(&err)
 	rows, err := s.pool.Query(ctx, `SELECT x.session_id, x.digest, x.live
 		FROM unnest($2::text[]) AS d(digest) CROSS JOIN LATERAL (
 			SELECT t.session_id, t.digest, s.deleted_at IS NULL AS live FROM summaries_by_digest t
