@@ -42,3 +42,11 @@ func IsResendable(ctx context.Context) bool {
 func Durable(ctx context.Context) context.Context {
 	return context.WithValue(ctx, resendableKey{}, false)
 }
+
+// MarkedDurability reports whether ctx was marked Resendable or Durable:
+// a gateway request's, its writes made Durable since or not (the SQLite
+// store runs such a context's reads where its writes go).
+func MarkedDurability(ctx context.Context) bool {
+	_, ok := ctx.Value(resendableKey{}).(bool)
+	return ok
+}

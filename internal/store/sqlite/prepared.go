@@ -142,8 +142,9 @@ type errRow struct{ err error }
 func (r errRow) Scan(...any) error { return r.err }
 
 // readPool is the pool a read outside transactions runs on. A gateway
-// request's reads (its context marked store.Resendable: the history
-// lookup, the session row) run on the pool of writes (begin), whose
+// request's reads (its context marked store.Resendable, or made Durable
+// since, as the recording's: store.MarkedDurability; the history lookup,
+// the session row) run on the pool of writes (begin), whose
 // connection that committed last still holds its pages in its cache
 // (database/sql hands out the connection returned last); on the API's
 // pool they found their cache emptied by each of those commits and read
@@ -152,7 +153,7 @@ func (r errRow) Scan(...any) error { return r.err }
 // pool of writes. Either way a read is never blocked by the writer: the
 // pool opens another connection when the writer holds its idle one.
 func (s *Store) readPool(ctx context.Context) *prepared {
-	if store.IsResendable(ctx) {
+	if store.MarkedDurability(ctx) {
 		return &s.writes
 	}
 	return &s.prepared
