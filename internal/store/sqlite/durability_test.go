@@ -2,8 +2,10 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -81,48 +83,57 @@ func TestDurableGroupsSyncTheWAL(t *testing.T) {
 	}
 }
 
-// TestResendableRestoresFullOnFailure: a resendable transaction whose
-// function fails, panics, or whose caller is gone when its turn comes
-// leaves every connection of the pool at synchronous=FULL for the API
-// calls after it.
-func TestResendableRestoresFullOnFailure(t *testing.T) {
+// TestFailedWALSyncStopsWrites: a durable group whose WAL could not be
+// synced after its commit answers store.ErrUnavailable (committed, its
+// durability unknown: docs/api.md) while what it wrote is stored; after a
+// failed fsync (EINVAL: the path of the WAL made os.DevNull) every later
+// group, resendable or not, is refused with errSyncFailed; a file that
+// could not be opened (nothing lost) stops nothing. Fails without the
+// check in begin (the write after the failed fsync commits) and with the
+// sync's error not marked ErrUnavailable.
+func TestFailedWALSyncStopsWrites(t *testing.T) {
 	s := openTest(t)
 	ctx := t.Context()
-	gone, cancel := context.WithCancel(store.Resendable(ctx))
-	cancel()
-	calls := []struct {
-		ctx context.Context
-		fn  func(context.Context, store.Tx) error
-	}{
-		{store.Resendable(ctx), func(context.Context, store.Tx) error { return errors.New("refused") }},
-		{store.Resendable(ctx), func(context.Context, store.Tx) error { panic("broken") }},
-		{gone, func(context.Context, store.Tx) error { return nil }},
+	createSessions(t, s, 1)
+	wal, dbFile := s.wal, s.dbFile
+	appendAt := func(ctx context.Context, pos int64) error {
+		return s.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return appendOne(ctx, tx, "s0", pos) })
 	}
-	for i, c := range calls {
-		if err := s.InTx(c.ctx, c.fn); err == nil {
-			t.Fatalf("call %d: no error", i)
-		}
-	}
-	// Hold every open connection at once, so each is checked.
-	n := max(s.db.Stats().OpenConnections, 1)
-	conns := make([]*sql.Conn, 0, n)
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for range n {
-		c, err := s.db.Conn(ctx)
-		if err != nil {
+	stored := func(pos int64) bool {
+		t.Helper()
+		var n int
+		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM messages WHERE id = ?`, fmt.Sprintf("s0-%d", pos)).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		conns = append(conns, c)
-		var level int
-		if err := c.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&level); err != nil {
-			t.Fatal(err)
+		return n == 1
+	}
+
+	// Neither file can be opened: unknown outcome, the store goes on.
+	gone := filepath.Join(t.TempDir(), "gone")
+	s.wal, s.dbFile = gone+"-wal", gone
+	if err := appendAt(ctx, 1); !errors.Is(err, store.ErrUnavailable) || errors.Is(err, errSyncFailed) {
+		t.Fatalf("a commit whose WAL could not be opened: %v, want store.ErrUnavailable", err)
+	}
+	s.wal, s.dbFile = wal, dbFile
+	if !stored(1) {
+		t.Fatal("the commit whose sync failed is not stored")
+	}
+	if err := appendAt(ctx, 2); err != nil {
+		t.Fatalf("a write after a WAL that could not be opened: %v", err)
+	}
+
+	// The fsync itself fails: unknown outcome, and every later group refused.
+	s.wal = os.DevNull
+	if err := appendAt(ctx, 3); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("a commit whose fsync failed: %v, want store.ErrUnavailable", err)
+	}
+	s.wal = wal
+	for i, c := range []context.Context{ctx, store.Resendable(ctx)} {
+		if err := appendAt(c, int64(4+i)); !errors.Is(err, errSyncFailed) {
+			t.Fatalf("write %d after a failed fsync: %v, want errSyncFailed", i, err)
 		}
-		if level != 2 {
-			t.Fatalf("a connection after failed resendable calls: synchronous=%d, want 2 (FULL)", level)
+		if stored(int64(4 + i)) {
+			t.Fatalf("write %d after a failed fsync is stored", i)
 		}
 	}
 }

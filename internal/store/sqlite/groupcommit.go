@@ -21,8 +21,8 @@ import (
 // the group's commit is durable, so InTx keeps its contract (durable when
 // it returns nil); when the commit itself fails, every caller of the group
 // gets that error and nothing of the group is stored (when the WAL's sync
-// after it fails, walsync.go, the group is stored but its callers get the
-// error: it is not known to be on disk).
+// after it fails, walsync.go, the group is stored but its callers get
+// store.ErrUnavailable: its outcome unknown, it is not known to be on disk).
 //
 // What a function sees is what the functions before it in the group wrote
 // (as if they had committed just before), which is the order the write lock
@@ -335,6 +335,9 @@ func resendable(group []*txCall) bool {
 // statements a group, parsed each time (TestGatewayStatementsOnSQLite).
 func (s *Store) begin(ctx context.Context) (*sql.Tx, *prepared, error) {
 	s.counted() // BEGIN
+	if err := s.writable(); err != nil {
+		return nil, nil, err
+	}
 	tx, err := s.writes.db.BeginTx(ctx, nil)
 	return tx, &s.writes, err
 }

@@ -47,6 +47,9 @@ type Store struct {
 	wal, dbFile string
 	// walSyncs counts the durable groups' syncs (walsync.go).
 	walSyncs atomic.Int64
+	// syncFailed is the first failed fsync of the WAL: every group is
+	// refused from then on (walsync.go).
+	syncFailed atomic.Pointer[error]
 	// counts are the statements run (statements.go).
 	counts counters
 	// wrote wakes the checkpointer (checkpoint.go); stop ends it and
