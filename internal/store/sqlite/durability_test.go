@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/store"
 )
@@ -135,5 +136,9 @@ func TestFailedWALSyncStopsWrites(t *testing.T) {
 		if stored(int64(4 + i)) {
 			t.Fatalf("write %d after a failed fsync is stored", i)
 		}
+	}
+	// The writes outside group commit (retention's purge) too.
+	if _, err := s.Purge(ctx, time.Now(), time.Now()); !errors.Is(err, errSyncFailed) {
+		t.Fatalf("a purge after a failed fsync: %v, want errSyncFailed", err)
 	}
 }

@@ -135,10 +135,17 @@ func (s *Store) Close() error {
 	return errors.Join(s.writes.db.Close(), s.db.Close())
 }
 
-// lockWriter waits for this process's write turn; the returned func ends it.
+// lockWriter waits for this process's write turn; the returned func ends
+// it. After a failed sync of the WAL (walsync.go) it refuses, as begin
+// does: a write at FULL could be acknowledged by a sync that succeeds
+// without the pages the failed one dropped.
 func (s *Store) lockWriter(ctx context.Context) (func(), error) {
 	select {
 	case s.writer <- struct{}{}:
+		if err := s.writable(); err != nil {
+			<-s.writer
+			return nil, err
+		}
 		return func() { <-s.writer }, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting to write: %w", ctx.Err())

@@ -36,7 +36,7 @@ import (
 // the same idempotency key is answered from the first). A failed fsync
 // may have dropped the file's unwritten pages (Linux marks them clean), so
 // that a later sync succeeds without them: from then on the store refuses
-// every group (begin, errSyncFailed) until contextd is restarted and
+// every write (begin, lockWriter: errSyncFailed) until contextd restarts and
 // SQLite recovers from what is on disk, as PostgreSQL panics
 // (data_sync_retry=off). A file that could not be opened (too many open
 // files) lost nothing: the next durable group's sync covers this one.
