@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"testing"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -117,5 +119,31 @@ func TestSplitReplay(t *testing.T) {
 	}
 	if n != len(msgs) || len(pieces) < 3 {
 		t.Errorf("%d pieces holding %d messages", len(pieces), n)
+	}
+}
+
+// TestHistoryChainsAsStored: the chains a request computes are the ones
+// stored (the history index and the messages' metadata hold them, so they
+// may never change): each is the hex of the first 16 bytes of SHA-256 of
+// the previous chain's bytes and the message's identity, from chainStart.
+func TestHistoryChainsAsStored(t *testing.T) {
+	c, _ := editFixture(5)
+	prev := chainStart(doorAnthropic, "")
+	for i, id := range c.ids {
+		sum := sha256.Sum256(append(prev[:], id[:]...))
+		copy(prev[:], sum[:16])
+		if want := hex.EncodeToString(prev[:]); c.chains[i] != want {
+			t.Fatalf("chain %d: %s, want %s", i, c.chains[i], want)
+		}
+	}
+}
+
+// BenchmarkHistoryChains: the chains of a request of 1,000 messages whose
+// identities the door's memo gave (historyChains' own work a request).
+func BenchmarkHistoryChains(b *testing.B) {
+	c, _ := editFixture(1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		historyChains(doorAnthropic, signal{}, c)
 	}
 }

@@ -20,7 +20,9 @@ import (
 // gets its error, while the others commit. A caller is answered only once
 // the group's commit is durable, so InTx keeps its contract (durable when
 // it returns nil); when the commit itself fails, every caller of the group
-// gets that error and nothing of the group is stored.
+// gets that error and nothing of the group is stored (when the WAL's sync
+// after it fails, walsync.go, the group is stored but its callers get
+// store.ErrUnavailable: its outcome unknown, it is not known to be on disk).
 //
 // What a function sees is what the functions before it in the group wrote
 // (as if they had committed just before), which is the order the write lock
@@ -133,7 +135,7 @@ func (s *Store) runGroup() {
 	// interrupt it (SQLite would roll back the whole group), so statements
 	// run without cancellation; a caller already gone is skipped.
 	ctx := context.Background()
-	tx, pool, err := s.begin(ctx, resendable(group))
+	tx, pool, err := s.begin(ctx)
 	if err != nil {
 		for _, c := range group {
 			c.done <- fmt.Errorf("begin: %w", err)
@@ -155,6 +157,7 @@ func (s *Store) runGroup() {
 				err = fmt.Errorf("commit: %w", err)
 			} else {
 				s.committed()
+				err = s.syncUnlessResendable(group)
 			}
 		} else {
 			_ = tx.Rollback()
@@ -221,6 +224,7 @@ func (s *Store) runGroup() {
 		err = fmt.Errorf("commit: %w", err)
 	} else {
 		s.committed()
+		err = s.syncUnlessResendable(committed)
 	}
 	for _, c := range committed {
 		c.done <- err
@@ -317,23 +321,23 @@ func resendable(group []*txCall) bool {
 	return true
 }
 
-// begin starts a group's transaction, in the pool that suits it, and
-// returns that pool's prepared statements. A resendable group commits with
-// synchronous=NORMAL: in WAL mode the commit is written to the WAL without
-// an fsync (a process that dies loses nothing; an operating system that
-// does may lose the commits since the last sync, which the next FULL
-// commit or checkpoint makes). SQLite refuses to change the level inside a
-// transaction, and it is a connection's: such groups run on the store's
-// second pool, whose connections are opened at NORMAL and never serve
-// another write, instead of setting the level before BEGIN and back after
-// the transaction (two statements a group, parsed each time:
-// TestGatewayStatementsOnSQLite).
-func (s *Store) begin(ctx context.Context, resendable bool) (*sql.Tx, *prepared, error) {
+// begin starts a group's transaction on the store's pool of writes (its
+// connections opened at synchronous=NORMAL) and returns that pool's
+// prepared statements. Every group commits there, whatever its durability:
+// SQLite empties a connection's page cache whenever another connection
+// committed since its last transaction, so writes split over two pools (the
+// gateway's resendable PrepareContext on one, its durable recording on the
+// other) re-read every page they touch from the WAL on every request. A
+// group that is not wholly resendable is made durable after its commit by
+// an fsync of the WAL (walsync.go), what synchronous=FULL does at the end
+// of a commit in WAL mode. SQLite refuses to change the level inside a
+// transaction, and setting it before BEGIN and back after cost two
+// statements a group, parsed each time (TestGatewayStatementsOnSQLite).
+func (s *Store) begin(ctx context.Context) (*sql.Tx, *prepared, error) {
 	s.counted() // BEGIN
-	pool := &s.prepared
-	if resendable {
-		pool = &s.resendable
+	if err := s.writable(); err != nil {
+		return nil, nil, err
 	}
-	tx, err := pool.db.BeginTx(ctx, nil)
-	return tx, pool, err
+	tx, err := s.writes.db.BeginTx(ctx, nil)
+	return tx, &s.writes, err
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+
+	"github.com/contextd/contextd/internal/store"
 )
 
 // idleConns is how many connections the pool keeps open between calls.
@@ -12,6 +14,11 @@ import (
 // GetContextUsage's CPU (BenchmarkUsageVsHealth). A connection costs its
 // page cache (about 2 MB at SQLite's default cache_size) once used.
 const idleConns = 8
+
+// writesIdleConns is how many connections the pool of writes keeps open:
+// the writer's, and a few for the gateway's reads that come while it
+// writes (readPool), each with its page cache (about 2 MB once used).
+const writesIdleConns = 4
 
 // prepared holds prepared statements by their text, prepared once per
 // connection by database/sql instead of parsed on every call: the pure-Go
@@ -102,25 +109,27 @@ type reads struct{ s *Store }
 
 func (r reads) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	r.s.counted()
-	if st := r.s.prepared.cached(ctx, query); st != nil {
+	p := r.s.readPool(ctx)
+	if st := p.cached(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	return r.s.db.QueryRowContext(ctx, query, args...)
+	return p.db.QueryRowContext(ctx, query, args...)
 }
 
 func (r reads) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	r.s.counted()
-	if st := r.s.prepared.cached(ctx, query); st != nil {
+	p := r.s.readPool(ctx)
+	if st := p.cached(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	return r.s.db.QueryContext(ctx, query, args...)
+	return p.db.QueryContext(ctx, query, args...)
 }
 
 // queryRow is QueryRowContext through the prepared statement of query; a
 // failed prepare is the row's error.
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) scanner {
 	s.counted()
-	st, err := s.prepared.stmt(ctx, query)
+	st, err := s.readPool(ctx).stmt(ctx, query)
 	if err != nil {
 		return errRow{err}
 	}
@@ -131,3 +140,21 @@ func (s *Store) queryRow(ctx context.Context, query string, args ...any) scanner
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
+
+// readPool is the pool a read outside transactions runs on. A gateway
+// request's reads (its context marked store.Resendable, or made Durable
+// since, as the recording's: store.MarkedDurability; the history lookup,
+// the session row) run on the pool of writes (begin), whose
+// connection that committed last still holds its pages in its cache
+// (database/sql hands out the connection returned last); on the API's
+// pool they found their cache emptied by each of those commits and read
+// the pages again from the WAL. The API's reads stay on their own pool, so
+// that many concurrent readers never open and close connections of the
+// pool of writes. Either way a read is never blocked by the writer: the
+// pool opens another connection when the writer holds its idle one.
+func (s *Store) readPool(ctx context.Context) *prepared {
+	if store.MarkedDurability(ctx) {
+		return &s.writes
+	}
+	return &s.prepared
+}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -37,10 +38,18 @@ type Store struct {
 	queue commitQueue
 	// prepared are the hot reads' statements (prepared.go).
 	prepared prepared
-	// resendable is the pool of the groups of store.Resendable calls
-	// (begin, groupcommit.go): the same file, its connections opened with
-	// synchronous=NORMAL, and its own prepared statements.
-	resendable prepared
+	// writes is the pool of the group commits' transactions (begin,
+	// groupcommit.go) and of the gateway's reads (readPool): the same
+	// file, its connections opened with synchronous=NORMAL, and its own
+	// prepared statements.
+	writes prepared
+	// wal and dbFile are the paths walsync.go syncs.
+	wal, dbFile string
+	// walSyncs counts the durable groups' syncs (walsync.go).
+	walSyncs atomic.Int64
+	// syncFailed is the first failed fsync of the WAL: every group is
+	// refused from then on (walsync.go).
+	syncFailed atomic.Pointer[error]
 	// counts are the statements run (statements.go).
 	counts counters
 	// wrote wakes the checkpointer (checkpoint.go); stop ends it and
@@ -77,15 +86,16 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		return nil, err
 	}
 	db.SetMaxIdleConns(idleConns)
-	// The resendable groups' pool: one writer at a time uses it.
+	// The pool of writes: one writer at a time uses it, and the gateway's
+	// reads beside it.
 	fast, err := openPool(ctx, abs, "NORMAL")
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	fast.SetMaxIdleConns(1)
-	s := &Store{db: db, writer: make(chan struct{}, 1), queue: commitQueue{hold: groupHold},
-		prepared: prepared{db: db}, resendable: prepared{db: fast}, wrote: make(chan struct{}, 1), stopped: make(chan struct{})}
+	fast.SetMaxIdleConns(writesIdleConns)
+	s := &Store{db: db, writer: make(chan struct{}, 1), queue: commitQueue{hold: groupHold}, wal: abs + "-wal", dbFile: abs,
+		prepared: prepared{db: db}, writes: prepared{db: fast}, wrote: make(chan struct{}, 1), stopped: make(chan struct{})}
 	var bg context.Context
 	bg, s.stop = context.WithCancel(context.WithoutCancel(ctx))
 	go s.checkpointer(bg, s.stopped)
@@ -121,14 +131,21 @@ func (s *Store) Close() error {
 	s.stop()
 	<-s.stopped
 	s.prepared.close()
-	s.resendable.close()
-	return errors.Join(s.resendable.db.Close(), s.db.Close())
+	s.writes.close()
+	return errors.Join(s.writes.db.Close(), s.db.Close())
 }
 
-// lockWriter waits for this process's write turn; the returned func ends it.
+// lockWriter waits for this process's write turn; the returned func ends
+// it. After a failed sync of the WAL (walsync.go) it refuses, as begin
+// does: a write at FULL could be acknowledged by a sync that succeeds
+// without the pages the failed one dropped.
 func (s *Store) lockWriter(ctx context.Context) (func(), error) {
 	select {
 	case s.writer <- struct{}{}:
+		if err := s.writable(); err != nil {
+			<-s.writer
+			return nil, err
+		}
 		return func() { <-s.writer }, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting to write: %w", ctx.Err())
