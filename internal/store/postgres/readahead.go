@@ -35,7 +35,8 @@ const (
 // The tools column's text comes with the session (scanSessionTools).
 func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.ReadAhead) (store.Session, string, error) {
 	b := &pgx.Batch{}
-	b.Queue(lockSession, tenant, id)
+	hint := toolsHintOf(tenant, id)
+	b.Queue(lockSession, tenant, id, hint.arg())
 	if ra.OpenToolCalls {
 		b.Queue(openCalls, tenant, id)
 	}
@@ -45,7 +46,7 @@ func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.
 	t.tx.ahead = nil
 	br := t.tx.sendBatch(ctx, b)
 	defer br.Close()
-	s, tools, err := scanSessionTools(br.QueryRow())
+	s, tools, err := scanSessionTools(br.QueryRow(), hint)
 	if err != nil {
 		// A missing session's reads ahead still ran: one that failed
 		// aborted the transaction, and its error is the answer (as

@@ -41,7 +41,8 @@ func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session,
 	if ra := store.ReadAheadOf(ctx); ra != (store.ReadAhead{}) {
 		s, tools, err = t.lockReadingAhead(ctx, tenant, id, ra)
 	} else {
-		s, tools, err = scanSessionTools(t.tx.QueryRow(ctx, lockSession, tenant, id))
+		hint := toolsHintOf(tenant, id)
+		s, tools, err = scanSessionTools(t.tx.QueryRow(ctx, lockSession, tenant, id, hint.arg()), hint)
 	}
 	if err == nil {
 		t.held = heldTools{tenant: tenant, id: id, tools: tools}
@@ -57,7 +58,19 @@ func sessionArgs(s *store.Session) ([]any, error) {
 	tools, policy, labels := j.Tools, j.Policy, j.Labels
 	return []any{s.Tenant, s.ID, s.Model, s.SystemPrompt, tools, policy, labels, s.Version, s.SystemTokens,
 		s.ToolsTokens, s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CreatedAt, s.UpdatedAt,
-		s.CompactionRound, s.AutoPausedBelow, s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch, s.ActiveBytes}, nil
+		s.CompactionRound, s.AutoPausedBelow, s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch, s.ActiveBytes,
+		nil}, nil // $25, the tools' digest: set by the caller that writes them (writeTools)
+}
+
+// writeTools sets args' digest ($25) to that of their tools ($5), which
+// the row will carry; the replica remembers them as the row's
+// (toolsdigest.go: a guess, so a transaction that then rolls back costs
+// a read of the column, nothing more).
+func writeTools(args []any) {
+	tools := args[4].(string)
+	digest := toolsDigest(tools)
+	args[24] = []byte(digest)
+	sawTools(args[0].(string), args[1].(string), digest, tools)
 }
 
 func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
@@ -65,14 +78,15 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 	if err != nil {
 		return err
 	}
+	writeTools(args)
 	// A deleted session's id is free: its archive goes now (cascading).
 	if _, err := t.tx.Exec(ctx, `DELETE FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NOT NULL`, s.Tenant, s.ID); err != nil {
 		return err
 	}
 	_, err = t.tx.Exec(ctx, `INSERT INTO sessions (tenant, id, model, system_prompt, tools, policy, labels, version,
 		system_tokens, tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at,
-		compaction_round, auto_paused_below, view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes)
-		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`, args...)
+		compaction_round, auto_paused_below, view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes, tools_digest)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`, args...)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
 	}
@@ -83,8 +97,9 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 }
 
 // updateSession writes every mutable field of a live session ($1, $2);
-// the tools when $5 is not NULL.
-const updateSession = `UPDATE sessions SET model = $3, system_prompt = $4, tools = coalesce($5::text, tools), policy = $6,
+// the tools and their digest when $5 is not NULL.
+const updateSession = `UPDATE sessions SET model = $3, system_prompt = $4, tools = coalesce($5::text, tools),
+		tools_digest = CASE WHEN $5::text IS NULL THEN tools_digest ELSE $25::bytea END, policy = $6,
 		labels = $7::jsonb, version = $8, system_tokens = $9, tools_tokens = $10, active_tokens = $11,
 		active_count = $12, log_count = $13, view_seq = $14, updated_at = $16, compaction_round = $17,
 		auto_paused_below = $18, view_epoch = $19, anchor_input = $20, anchor_local = $21, anchor_count = $22,
@@ -96,9 +111,12 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 		return err
 	}
 	if tools := args[4].(string); t.held.same(s.Tenant, s.ID, tools) {
-		args[4] = nil // unchanged: the column keeps its value (heldTools)
-	} else if t.held.tenant == s.Tenant && t.held.id == s.ID {
-		t.held.tools = tools
+		args[4] = nil // unchanged: the column keeps its value (heldTools), and its digest
+	} else {
+		writeTools(args)
+		if t.held.tenant == s.Tenant && t.held.id == s.ID {
+			t.held.tools = tools
+		}
 	}
 	notFound := fmt.Errorf("session %q: %w", s.ID, store.ErrNotFound)
 	if store.IsPipelined(ctx) {

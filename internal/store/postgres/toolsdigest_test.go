@@ -1,0 +1,110 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/store/postgres"
+)
+
+// TestToolsLeftOutForTheirDigest: each read of a session's row (the pool's,
+// the match's with the history lookup, the lock's plain and with reads
+// ahead) leaves the tools column out when the row's digest is the one the
+// replica holds, and sends it when the guess is stale (another tenant's
+// session of the same id, a transaction that wrote other tools and rolled
+// back). To see whether a read left the column out, the test makes the
+// replica's guess lie: the row's digest with another text.
+func TestToolsLeftOutForTheirDigest(t *testing.T) {
+	s, conn := storeAndConn(t)
+	tools := func(name string) []chat.Tool {
+		return []chat.Tool{{Name: name, Description: strings.Repeat(name+" ", 400), Parameters: `{"type":"object"}`}}
+	}
+	text := func(ts []chat.Tool) string {
+		b, err := json.Marshal(ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	stored, other := tools("read"), tools("write")
+	for _, tenant := range []string{"t", "u"} {
+		ts := stored
+		if tenant == "u" {
+			ts = other
+		}
+		sess := &store.Session{Tenant: tenant, ID: "s", Model: "gpt-4o", Tools: ts, Version: 1, ToolsTokens: 1}
+		if err := s.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error { return tx.InsertSession(ctx, sess) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var same bool
+	if err := conn.QueryRow(t.Context(), `SELECT bool_and(tools_digest = sha256(convert_to(tools, 'UTF8'))) FROM sessions`).Scan(&same); err != nil || !same {
+		t.Fatalf("the digests written: as migration 00018 computes them %v (%v)", same, err)
+	}
+	reads := map[string]func(ctx context.Context, tenant string) (store.Session, error){
+		"GetSession": func(ctx context.Context, tenant string) (store.Session, error) { return s.GetSession(ctx, tenant, "s") },
+		"FindHistoryAndSession": func(ctx context.Context, tenant string) (store.Session, error) {
+			_, row, err := s.FindHistoryAndSession(ctx, tenant, []string{"c"}, 4, "s")
+			return row, err
+		},
+		"lock": func(ctx context.Context, tenant string) (row store.Session, err error) {
+			err = s.InTx(ctx, func(ctx context.Context, tx store.Tx) error { row, err = tx.GetSession(ctx, tenant, "s"); return err })
+			return row, err
+		},
+		"lock reading ahead": func(ctx context.Context, tenant string) (row store.Session, err error) {
+			ctx = store.WithReadAhead(ctx, store.ReadAhead{OpenToolCalls: true, PreparedView: true})
+			err = s.InTx(ctx, func(ctx context.Context, tx store.Tx) error { row, err = tx.GetSession(ctx, tenant, "s"); return err })
+			return row, err
+		},
+	}
+	for name, read := range reads {
+		check := func(what, tenant string, want []chat.Tool) {
+			t.Helper()
+			row, err := read(t.Context(), tenant)
+			if err != nil {
+				t.Fatalf("%s, %s: %v", name, what, err)
+			}
+			if !slices.Equal(row.Tools, want) {
+				t.Errorf("%s, %s: tools %q, want %q", name, what, row.Tools[0].Name, want[0].Name)
+			}
+		}
+		// The row's digest, held with another text: the column was left out.
+		postgres.HintTools("t", "s", text(other), text(stored))
+		check("the row's digest held", "t", other)
+		// Another text under its own digest: the row's tools are sent.
+		postgres.HintTools("t", "s", text(other), text(other))
+		check("a stale guess", "t", stored)
+		// The guess is the tenant's: tenant u's session s has its own.
+		postgres.HintTools("u", "s", text(stored), text(stored))
+		check("another tenant's session of the same id", "u", other)
+	}
+	// A transaction that writes other tools and rolls back leaves the
+	// replica's guess stale: the next read sends the row's.
+	boom := errors.New("boom")
+	err := s.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error {
+		row, err := tx.GetSession(ctx, "t", "s")
+		if err != nil {
+			return err
+		}
+		row.Version++
+		row.Tools = other
+		if err := tx.UpdateSession(ctx, &row); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	for name, read := range reads {
+		if row, err := read(t.Context(), "t"); err != nil || !slices.Equal(row.Tools, stored) {
+			t.Errorf("%s after a rolled back update of the tools: %v, %v", name, row.Tools, err)
+		}
+	}
+}
