@@ -73,10 +73,13 @@ func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) err
 // sessionCols are a session row's columns, read by a statement whose $1
 // and $2 are the tenant and the id and whose $3 is the digest of the tools
 // the reader holds (toolsdigest.go): the tools column is NULL when the
-// row's digest is that one, and the row's digest comes last.
-const sessionCols = `tenant, id, model, system_prompt, CASE WHEN tools_digest = $3::bytea THEN NULL ELSE tools END, policy, labels::text, version, system_tokens,
+// row's digest is that one and of the row's version, and the row's digest
+// comes last (NULL when it is not of the row's version).
+const sessionCols = `tenant, id, model, system_prompt,
+	CASE WHEN tools_digest = $3::bytea AND tools_digest_version = version THEN NULL ELSE tools END, policy, labels::text, version, system_tokens,
 	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at, compaction_round, auto_paused_below,
-	view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes, tools_digest`
+	view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes,
+	CASE WHEN tools_digest_version = version THEN tools_digest END`
 
 // messageCols are a message row's columns (the row is m). A fork's row
 // that shares its parts (migration 00013) reads them from the row it

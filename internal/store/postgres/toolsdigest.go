@@ -17,8 +17,11 @@ import (
 // only a guess, checked by the server on every read: a guess that is
 // stale (another replica changed the tools, a transaction that wrote them
 // rolled back) or forgotten costs the column's transfer, never a wrong
-// answer. A row whose digest is NULL (no writer leaves it so) never
-// matches.
+// answer. The digest counts only when it was written at the row's version
+// (tools_digest_version): a replica of the code before migration 00018
+// (a rolling upgrade) writes the tools with a new version and leaves the
+// digest, so its rows are read whole until this code writes them again.
+// A row whose digest is NULL never matches.
 //
 // Bounds: texts shorter than toolsHintMin are not worth it (sent each
 // time); the texts kept are at most toolsHintBytes (each at most

@@ -85,8 +85,9 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 	}
 	_, err = t.tx.Exec(ctx, `INSERT INTO sessions (tenant, id, model, system_prompt, tools, policy, labels, version,
 		system_tokens, tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at,
-		compaction_round, auto_paused_below, view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes, tools_digest)
-		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`, args...)
+		compaction_round, auto_paused_below, view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes, tools_digest,
+		tools_digest_version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $8)`, args...)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
 	}
@@ -97,9 +98,10 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 }
 
 // updateSession writes every mutable field of a live session ($1, $2);
-// the tools and their digest when $5 is not NULL.
+// the tools and their digest when $5 is not NULL; the digest is of this
+// version either way (migration 00018).
 const updateSession = `UPDATE sessions SET model = $3, system_prompt = $4, tools = coalesce($5::text, tools),
-		tools_digest = CASE WHEN $5::text IS NULL THEN tools_digest ELSE $25::bytea END, policy = $6,
+		tools_digest = CASE WHEN $5::text IS NULL THEN tools_digest ELSE $25::bytea END, tools_digest_version = $8, policy = $6,
 		labels = $7::jsonb, version = $8, system_tokens = $9, tools_tokens = $10, active_tokens = $11,
 		active_count = $12, log_count = $13, view_seq = $14, updated_at = $16, compaction_round = $17,
 		auto_paused_below = $18, view_epoch = $19, anchor_input = $20, anchor_local = $21, anchor_count = $22,
