@@ -20,7 +20,9 @@ import (
 // answer. The digest counts only when it was written at the row's version
 // (tools_digest_version): a replica of the code before migration 00018
 // (a rolling upgrade) writes the tools with a new version and leaves the
-// digest, so its rows are read whole until this code writes them again.
+// digest, so its rows are read whole until this code writes their tools
+// again (an update that leaves the tools column out keeps a digest of
+// another version of no version: TestToolsDigestOfAnOlderWriter).
 // A row whose digest is NULL never matches.
 //
 // Bounds: texts shorter than toolsHintMin are not worth it (sent each

@@ -120,3 +120,61 @@ func TestToolsLeftOutForTheirDigest(t *testing.T) {
 		}
 	}
 }
+
+// TestToolsDigestOfAnOlderWriter: a row whose tools an older writer
+// changed (its digest left behind, of an older version) and that this
+// code then updates without changing the tools (the column left out,
+// heldTools) still has no digest of its version: the digest left behind
+// is of other tools, and a replica holding those would read them as the
+// row's.
+func TestToolsDigestOfAnOlderWriter(t *testing.T) {
+	s, conn := storeAndConn(t)
+	tools := func(name string) []chat.Tool {
+		return []chat.Tool{{Name: name, Description: strings.Repeat(name+" ", 400), Parameters: `{"type":"object"}`}}
+	}
+	stored, other := tools("read"), tools("write")
+	b, err := json.Marshal(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storedText := string(b)
+	if b, err = json.Marshal(other); err != nil {
+		t.Fatal(err)
+	}
+	sess := &store.Session{Tenant: "t", ID: "old", Model: "gpt-4o", Tools: stored, Version: 1, ToolsTokens: 1}
+	if err := s.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error { return tx.InsertSession(ctx, sess) }); err != nil {
+		t.Fatal(err)
+	}
+	// The older writer: the tools and the version, not the digest.
+	if _, err := conn.Exec(t.Context(), `UPDATE sessions SET tools = $1, version = version + 1 WHERE tenant = 't' AND id = 'old'`, string(b)); err != nil {
+		t.Fatal(err)
+	}
+	// This code's update of the row, its tools unchanged.
+	if err := s.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error {
+		row, err := tx.GetSession(ctx, "t", "old")
+		if err != nil {
+			return err
+		}
+		row.Version++
+		return tx.UpdateSession(ctx, &row)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var stale bool
+	if err := conn.QueryRow(t.Context(), `SELECT coalesce(tools_digest_version = version AND tools_digest <> sha256(convert_to(tools, 'UTF8')), false)
+		FROM sessions WHERE tenant = 't' AND id = 'old'`).Scan(&stale); err != nil {
+		t.Fatal(err)
+	}
+	if stale {
+		t.Error("the row's digest is of its version and not of its tools")
+	}
+	// A replica that holds the tools of the digest left behind.
+	postgres.HintTools("t", "old", storedText, storedText)
+	row, err := s.GetSession(t.Context(), "t", "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(row.Tools, other) {
+		t.Errorf("tools %q, want %q (the row's)", row.Tools[0].Name, other[0].Name)
+	}
+}

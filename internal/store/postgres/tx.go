@@ -98,10 +98,13 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 }
 
 // updateSession writes every mutable field of a live session ($1, $2);
-// the tools and their digest when $5 is not NULL; the digest is of this
-// version either way (migration 00018).
+// the tools and their digest when $5 is not NULL. The digest is of this
+// version when it was written now or was of the row's version before (a
+// digest an older writer left behind, of an older version, is of other
+// tools: it stays of no version, migration 00018).
 const updateSession = `UPDATE sessions SET model = $3, system_prompt = $4, tools = coalesce($5::text, tools),
-		tools_digest = CASE WHEN $5::text IS NULL THEN tools_digest ELSE $25::bytea END, tools_digest_version = $8, policy = $6,
+		tools_digest = CASE WHEN $5::text IS NULL THEN tools_digest ELSE $25::bytea END,
+		tools_digest_version = CASE WHEN $5::text IS NOT NULL OR tools_digest_version = version THEN $8::bigint END, policy = $6,
 		labels = $7::jsonb, version = $8, system_tokens = $9, tools_tokens = $10, active_tokens = $11,
 		active_count = $12, log_count = $13, view_seq = $14, updated_at = $16, compaction_round = $17,
 		auto_paused_below = $18, view_epoch = $19, anchor_input = $20, anchor_local = $21, anchor_count = $22,
