@@ -27,3 +27,10 @@ func HintTools(tenant, id, text, digestOf string) {
 	}
 	toolsHints.byDigest[d], toolsHints.bySession[hintKey(tenant, id)] = text, d
 }
+
+// ForgetToolsHints empties this process's memory of sessions' tools.
+func ForgetToolsHints() {
+	toolsHints.mu.Lock()
+	defer toolsHints.mu.Unlock()
+	toolsHints.byDigest, toolsHints.bySession, toolsHints.bytes = nil, nil, 0
+}

@@ -117,7 +117,7 @@ func scanSessionTools(row pgx.Row, hint toolsHint) (s store.Session, tools strin
 	switch {
 	case sent != nil:
 		tools = *sent
-		sawTools(s.Tenant, s.ID, string(digest), tools)
+		sawTools(s.Tenant, s.ID, string(digest), tools, false)
 	case hint.digest != "" && hint.digest == string(digest):
 		tools = hint.text // the row's digest is the hint's: the server left the column out
 	default:

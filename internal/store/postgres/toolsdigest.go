@@ -76,9 +76,21 @@ func toolsHintOf(tenant, id string) toolsHint {
 }
 
 // sawTools remembers that the session's row has the tools text whose
-// digest is digest.
-func sawTools(tenant, id, digest, text string) {
+// digest is digest. ofText says the caller took digest of text itself;
+// otherwise digest is the row's, and the texts are kept by digest for
+// every session of every tenant: a row whose digest is not of its tools
+// (a writer that broke the column's rule) must not put its text under
+// another's digest, so a text not yet kept is kept only if digest is its
+// SHA-256 (taken on a miss only: a row's tools sent), and a text already
+// kept under digest is the session's only if it is that text.
+func sawTools(tenant, id, digest, text string, ofText bool) {
 	if len(text) < toolsHintMin || len(text) > toolsHintMax || digest == "" {
+		return
+	}
+	toolsHints.mu.Lock()
+	kept, ok := toolsHints.byDigest[digest]
+	toolsHints.mu.Unlock()
+	if ok && kept != text || !ok && !ofText && toolsDigest(text) != digest {
 		return
 	}
 	toolsHints.mu.Lock()

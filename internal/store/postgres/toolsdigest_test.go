@@ -178,3 +178,40 @@ func TestToolsDigestOfAnOlderWriter(t *testing.T) {
 		t.Errorf("tools %q, want %q (the row's)", row.Tools[0].Name, other[0].Name)
 	}
 }
+
+// TestToolsDigestNotOfItsTools: a row whose digest, of its version, is not
+// that of its tools (a writer that broke the column's rule) puts nothing
+// in the texts this process keeps by digest for every tenant: tenant t,
+// whose session has the tools of that digest, reads its own tools, not
+// tenant u's.
+func TestToolsDigestNotOfItsTools(t *testing.T) {
+	s, conn := storeAndConn(t)
+	tools := func(name string) []chat.Tool {
+		return []chat.Tool{{Name: name, Description: strings.Repeat(name+" ", 400), Parameters: `{"type":"object"}`}}
+	}
+	mine, theirs := tools("mine"), tools("theirs")
+	for tenant, ts := range map[string][]chat.Tool{"t": mine, "u": theirs} {
+		sess := &store.Session{Tenant: tenant, ID: "s", Model: "gpt-4o", Tools: ts, Version: 1, ToolsTokens: 1}
+		if err := s.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error { return tx.InsertSession(ctx, sess) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// u's row carries t's digest, at its version.
+	if _, err := conn.Exec(t.Context(), `UPDATE sessions SET tools_digest = (SELECT tools_digest FROM sessions WHERE tenant = 't' AND id = 's')
+		WHERE tenant = 'u' AND id = 's'`); err != nil {
+		t.Fatal(err)
+	}
+	postgres.ForgetToolsHints()
+	if _, err := s.GetSession(t.Context(), "u", "s"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the first read sends t's tools, the second leaves them out
+		row, err := s.GetSession(t.Context(), "t", "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(row.Tools, mine) {
+			t.Fatalf("tenant t read tools %q, want %q", row.Tools[0].Name, mine[0].Name)
+		}
+	}
+}

@@ -70,7 +70,7 @@ func writeTools(args []any) {
 	tools := args[4].(string)
 	digest := toolsDigest(tools)
 	args[24] = []byte(digest)
-	sawTools(args[0].(string), args[1].(string), digest, tools)
+	sawTools(args[0].(string), args[1].(string), digest, tools, true)
 }
 
 func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
