@@ -32,5 +32,5 @@ func HintTools(tenant, id, text, digestOf string) {
 func ForgetToolsHints() {
 	toolsHints.mu.Lock()
 	defer toolsHints.mu.Unlock()
-	toolsHints.byDigest, toolsHints.bySession, toolsHints.bytes = nil, nil, 0
+	toolsHints.byDigest, toolsHints.bySession, toolsHints.bytes, toolsHints.keyBytes = nil, nil, 0, 0
 }

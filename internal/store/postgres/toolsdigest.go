@@ -21,22 +21,24 @@ import (
 // (tools_digest_version): a replica of the code before migration 00018
 // (a rolling upgrade) writes the tools with a new version and leaves the
 // digest, so its rows are read whole until this code writes their tools
-// again (an update that leaves the tools column out keeps a digest of
-// another version of no version: TestToolsDigestOfAnOlderWriter).
+// again (an update that leaves the tools column out does not make a
+// digest of an older version count: TestToolsDigestOfAnOlderWriter).
 // A row whose digest is NULL never matches.
 //
 // Bounds: texts shorter than toolsHintMin are not worth it (sent each
 // time); the texts kept are at most toolsHintBytes (each at most
 // toolsHintMax, so that one session's cannot wipe everyone's), a text is
 // kept once whatever the sessions that share it, and at most
-// toolsHintSessions sessions are remembered; past a bound, the set starts
-// over. One set per process (like the store's tools codec): the stores of
+// toolsHintSessions sessions are remembered, their keys (tenant and id,
+// which a client chooses) and digests at most toolsHintKeyBytes; past a
+// bound, the set starts over. One set per process (like the store's tools codec): the stores of
 // two replicas in one process share guesses, which is as safe as any.
 const (
 	toolsHintMin      = 1024
 	toolsHintBytes    = 8 << 20
 	toolsHintMax      = toolsHintBytes / 4
 	toolsHintSessions = 1 << 16
+	toolsHintKeyBytes = 4 << 20
 )
 
 var toolsHints = struct {
@@ -44,6 +46,7 @@ var toolsHints = struct {
 	bySession map[string]string // tenant NUL id → digest
 	byDigest  map[string]string // digest → text
 	bytes     int
+	keyBytes  int // bySession's keys and digests
 }{}
 
 // toolsHint is a session's tools as this replica last saw them.
@@ -97,15 +100,24 @@ func sawTools(tenant, id, digest, text string, ofText bool) {
 	defer toolsHints.mu.Unlock()
 	if _, ok := toolsHints.byDigest[digest]; !ok {
 		if toolsHints.byDigest == nil || toolsHints.bytes+len(text) > toolsHintBytes {
-			toolsHints.byDigest, toolsHints.bySession, toolsHints.bytes = map[string]string{}, map[string]string{}, 0
+			toolsHints.byDigest, toolsHints.bytes = map[string]string{}, 0
+			toolsHints.bySession, toolsHints.keyBytes = map[string]string{}, 0
 		}
 		toolsHints.byDigest[digest] = text
 		toolsHints.bytes += len(text)
 	}
-	if len(toolsHints.bySession) >= toolsHintSessions {
-		toolsHints.bySession = map[string]string{}
+	key := hintKey(tenant, id)
+	if _, ok := toolsHints.bySession[key]; !ok {
+		cost := len(key) + len(digest)
+		if cost > toolsHintKeyBytes/4 {
+			return // an id that long would wipe everyone's
+		}
+		if len(toolsHints.bySession) >= toolsHintSessions || toolsHints.keyBytes+cost > toolsHintKeyBytes {
+			toolsHints.bySession, toolsHints.keyBytes = map[string]string{}, 0
+		}
+		toolsHints.keyBytes += cost
 	}
-	toolsHints.bySession[hintKey(tenant, id)] = digest
+	toolsHints.bySession[key] = digest
 }
 
 // toolsDigest is the digest the row keeps of its tools text: SHA-256 of

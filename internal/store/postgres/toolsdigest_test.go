@@ -21,6 +21,7 @@ import (
 // back, a writer before the digest's migration). To see whether a read left the column out, the test makes the
 // replica's guess lie: the row's digest with another text.
 func TestToolsLeftOutForTheirDigest(t *testing.T) {
+	t.Cleanup(postgres.ForgetToolsHints) // its lying guesses stay in this test
 	s, conn := storeAndConn(t)
 	tools := func(name string) []chat.Tool {
 		return []chat.Tool{{Name: name, Description: strings.Repeat(name+" ", 400), Parameters: `{"type":"object"}`}}
@@ -128,6 +129,7 @@ func TestToolsLeftOutForTheirDigest(t *testing.T) {
 // is of other tools, and a replica holding those would read them as the
 // row's.
 func TestToolsDigestOfAnOlderWriter(t *testing.T) {
+	t.Cleanup(postgres.ForgetToolsHints) // its lying guesses stay in this test
 	s, conn := storeAndConn(t)
 	tools := func(name string) []chat.Tool {
 		return []chat.Tool{{Name: name, Description: strings.Repeat(name+" ", 400), Parameters: `{"type":"object"}`}}
