@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/contextd/contextd/internal/chat"
 )
@@ -19,8 +20,8 @@ import (
 // copy of the list kept shares nothing a caller can change.
 //
 // Bounds: lists of fewer than fixedMemoMin bytes are digested each time
-// (cheaper than the lookup); the parts kept are at most fixedMemoBytes in
-// all, each entry at most a quarter of it; past it, the memo starts over.
+// (cheaper than the lookup); the parts kept (their strings and the list's
+// copy, partsSize) are at most fixedMemoBytes in all, each entry at most a quarter of it; past it, the memo starts over.
 const (
 	fixedMemoMin   = 1024
 	fixedMemoBytes = 8 << 20
@@ -42,10 +43,7 @@ var fixedMemo = struct {
 // fixedDigestOf is fixedDigest of the model, system prompt and effective
 // tools, memoized.
 func fixedDigestOf(model, systemPrompt string, tools []chat.Tool) string {
-	size := len(model) + len(systemPrompt)
-	for _, t := range tools {
-		size += len(t.Name) + len(t.Description) + len(t.Parameters)
-	}
+	size := partsSize(model, systemPrompt, tools)
 	if size < fixedMemoMin || size > fixedMemoBytes/4 {
 		return computeFixedDigest(model, systemPrompt, tools)
 	}
@@ -65,7 +63,9 @@ func fixedDigestOf(model, systemPrompt string, tools []chat.Tool) string {
 	fixedMemo.mu.Lock()
 	e, ok := fixedMemo.byKey[key]
 	fixedMemo.mu.Unlock()
-	if ok && e.model == model && e.systemPrompt == systemPrompt && slices.Equal(e.tools, tools) {
+	// A nil list and an empty one are equal to slices.Equal, but not to
+	// json.Marshal (null, []): their digests differ.
+	if ok && e.model == model && e.systemPrompt == systemPrompt && (e.tools == nil) == (tools == nil) && slices.Equal(e.tools, tools) {
 		return e.digest
 	}
 	d := computeFixedDigest(model, systemPrompt, tools)
@@ -84,9 +84,13 @@ func fixedDigestOf(model, systemPrompt string, tools []chat.Tool) string {
 }
 
 // size is the bytes of e's parts (what fixedMemoBytes bounds).
-func (e *fixedEntry) size() int {
-	n := len(e.model) + len(e.systemPrompt)
-	for _, t := range e.tools {
+func (e *fixedEntry) size() int { return partsSize(e.model, e.systemPrompt, e.tools) }
+
+// partsSize is the bytes an entry of these parts keeps: their strings, and
+// the copy of the list's headers (a tool of a one-byte name keeps 49).
+func partsSize(model, systemPrompt string, tools []chat.Tool) int {
+	n := len(model) + len(systemPrompt) + len(tools)*int(unsafe.Sizeof(chat.Tool{}))
+	for _, t := range tools {
 		n += len(t.Name) + len(t.Description) + len(t.Parameters)
 	}
 	return n
