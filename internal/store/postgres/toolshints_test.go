@@ -3,6 +3,7 @@ package postgres
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -33,4 +34,38 @@ func TestToolsHintsBoundTheirSessions(t *testing.T) {
 	if len(toolsHints.bySession) == 0 {
 		t.Error("no session kept")
 	}
+}
+
+// TestToolsHintsConcurrent: sessions' tools remembered and looked up from
+// many goroutines, the set starting over all along (texts of 1 MB, the
+// bound 8 MB): every hint found is a text under its own digest (run with
+// -race).
+func TestToolsHintsConcurrent(t *testing.T) {
+	t.Cleanup(func() {
+		toolsHints.mu.Lock()
+		defer toolsHints.mu.Unlock()
+		toolsHints.byDigest, toolsHints.bySession, toolsHints.bytes, toolsHints.keyBytes = nil, nil, 0, 0
+	})
+	texts := make([]string, 12)
+	for i := range texts {
+		texts[i] = strings.Repeat(fmt.Sprint(i), 1<<20)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 300 {
+				text := texts[(g+i)%len(texts)]
+				id := fmt.Sprint(i % 7)
+				if i%2 == 0 {
+					sawTools("t", id, toolsDigest(text), text, true)
+				} else if h := toolsHintOf("t", id); h.digest != "" && toolsDigest(h.text) != h.digest {
+					t.Errorf("session %s: a text not of its digest", id)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
