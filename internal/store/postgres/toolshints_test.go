@@ -12,11 +12,7 @@ import (
 // session's id is the client's to choose, and 1,000 sessions of 64 KB ids
 // (sharing one text) must not keep 64 MB of keys.
 func TestToolsHintsBoundTheirSessions(t *testing.T) {
-	t.Cleanup(func() {
-		toolsHints.mu.Lock()
-		defer toolsHints.mu.Unlock()
-		toolsHints.byDigest, toolsHints.bySession, toolsHints.bytes, toolsHints.keyBytes = nil, nil, 0, 0
-	})
+	t.Cleanup(ForgetToolsHints)
 	text := strings.Repeat("x", 2048)
 	long := strings.Repeat("i", 64<<10)
 	for i := range 1000 {
@@ -41,11 +37,7 @@ func TestToolsHintsBoundTheirSessions(t *testing.T) {
 // bound 8 MB): every hint found is a text under its own digest (run with
 // -race).
 func TestToolsHintsConcurrent(t *testing.T) {
-	t.Cleanup(func() {
-		toolsHints.mu.Lock()
-		defer toolsHints.mu.Unlock()
-		toolsHints.byDigest, toolsHints.bySession, toolsHints.bytes, toolsHints.keyBytes = nil, nil, 0, 0
-	})
+	t.Cleanup(ForgetToolsHints)
 	texts := make([]string, 12)
 	for i := range texts {
 		texts[i] = strings.Repeat(fmt.Sprint(i), 1<<20)
