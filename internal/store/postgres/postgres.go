@@ -99,8 +99,15 @@ func scanSession(row pgx.Row, hint toolsHint) (store.Session, error) {
 	return s, err
 }
 
-// scanSessionTools is scanSession, and the tools column's text as stored.
-func scanSessionTools(row pgx.Row, hint toolsHint) (s store.Session, tools string, err error) {
+// rowTools is a session row's tools column's text as stored, and whether
+// the row's digest is of them (of the row's version: migration 00018).
+type rowTools struct {
+	text     string
+	digested bool
+}
+
+// scanSessionTools is scanSession, and the tools column as stored.
+func scanSessionTools(row pgx.Row, hint toolsHint) (s store.Session, tools rowTools, err error) {
 	var policy, labels string
 	var sent *string
 	var digest []byte
@@ -109,22 +116,22 @@ func scanSessionTools(row pgx.Row, hint toolsHint) (s store.Session, tools strin
 		&s.CreatedAt, &s.UpdatedAt, &s.CompactionRound, &s.AutoPausedBelow,
 		&s.ViewEpoch, &s.AnchorInput, &s.AnchorLocal, &s.AnchorCount, &s.AnchorEpoch, &s.ActiveBytes, &digest)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return s, "", store.ErrNotFound
+		return s, rowTools{}, store.ErrNotFound
 	}
 	if err != nil {
-		return s, "", err
+		return s, rowTools{}, err
 	}
 	switch {
 	case sent != nil:
-		tools = *sent
-		sawTools(s.Tenant, s.ID, string(digest), tools, false)
+		tools = rowTools{text: *sent, digested: digest != nil}
+		sawTools(s.Tenant, s.ID, string(digest), tools.text, false)
 	case hint.digest != "" && hint.digest == string(digest):
-		tools = hint.text // the row's digest is the hint's: the server left the column out
+		tools = rowTools{text: hint.text, digested: true} // the row's digest is the hint's: the server left the column out
 	default:
-		return s, "", fmt.Errorf("session %q: its tools were left out for a digest the reader does not hold", s.ID)
+		return s, rowTools{}, fmt.Errorf("session %q: its tools were left out for a digest the reader does not hold", s.ID)
 	}
 	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
-	return s, tools, store.SessionJSON{Tools: tools, Policy: policy, Labels: labels}.DecodeInto(&s)
+	return s, tools, store.SessionJSON{Tools: tools.text, Policy: policy, Labels: labels}.DecodeInto(&s)
 }
 
 func scanMessage(rows pgx.Rows, extra ...any) (chat.Message, error) {

@@ -33,7 +33,7 @@ const (
 // names, with what is queued, in one round trip (the reads after the
 // lock, in the same pipeline, so they run once it is granted).
 // The tools column's text comes with the session (scanSessionTools).
-func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.ReadAhead) (store.Session, string, error) {
+func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.ReadAhead) (store.Session, rowTools, error) {
 	b := &pgx.Batch{}
 	hint := toolsHintOf(tenant, id)
 	b.Queue(lockSession, tenant, id, hint.arg())
@@ -54,28 +54,28 @@ func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.
 		if cerr := br.Close(); errors.Is(err, store.ErrNotFound) && cerr != nil {
 			err = cerr
 		}
-		return s, "", err
+		return s, rowTools{}, err
 	}
 	ahead := &readAhead{tenant: tenant, id: id}
 	if ra.OpenToolCalls {
 		rows, err := br.Query()
 		if err != nil {
-			return store.Session{}, "", err
+			return store.Session{}, rowTools{}, err
 		}
 		if ahead.calls, err = scanOpenCalls(rows); err != nil {
-			return store.Session{}, "", err
+			return store.Session{}, rowTools{}, err
 		}
 		ahead.hasCalls = true
 	}
 	if ra.PreparedView {
 		ahead.view, ahead.viewErr = scanPreparedView(br.QueryRow())
 		if ahead.viewErr != nil && !errors.Is(ahead.viewErr, store.ErrNotFound) {
-			return store.Session{}, "", ahead.viewErr
+			return store.Session{}, rowTools{}, ahead.viewErr
 		}
 		ahead.hasView = true
 	}
 	if err := br.Close(); err != nil {
-		return store.Session{}, "", err
+		return store.Session{}, rowTools{}, err
 	}
 	t.tx.ahead = ahead
 	return s, tools, nil

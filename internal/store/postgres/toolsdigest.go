@@ -20,9 +20,11 @@ import (
 // answer. The digest counts only when it was written at the row's version
 // (tools_digest_version): a replica of the code before migration 00018
 // (a rolling upgrade) writes the tools with a new version and leaves the
-// digest, so its rows are read whole until this code writes their tools
-// again (an update that leaves the tools column out does not make a
-// digest of an older version count: TestToolsDigestOfAnOlderWriter).
+// digest, so its rows are read whole until this code updates them: an
+// update that leaves the tools column out (heldTools) writes the digest of
+// the tools the locked row holds when the row's did not count, and never
+// makes a digest of an older version count (it is of other tools:
+// TestToolsDigestOfAnOlderWriter).
 // A row whose digest is NULL never matches.
 //
 // Bounds: texts shorter than toolsHintMin are not worth it (sent each

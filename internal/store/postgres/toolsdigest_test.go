@@ -125,9 +125,9 @@ func TestToolsLeftOutForTheirDigest(t *testing.T) {
 // TestToolsDigestOfAnOlderWriter: a row whose tools an older writer
 // changed (its digest left behind, of an older version) and that this
 // code then updates without changing the tools (the column left out,
-// heldTools) still has no digest of its version: the digest left behind
-// is of other tools, and a replica holding those would read them as the
-// row's.
+// heldTools) gets the digest of the tools it holds, of its version: not
+// the digest left behind, of other tools, which a replica holding those
+// would read as the row's; and the row's reads leave its tools out again.
 func TestToolsDigestOfAnOlderWriter(t *testing.T) {
 	t.Cleanup(postgres.ForgetToolsHints) // its lying guesses stay in this test
 	s, conn := storeAndConn(t)
@@ -162,13 +162,13 @@ func TestToolsDigestOfAnOlderWriter(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var stale bool
-	if err := conn.QueryRow(t.Context(), `SELECT coalesce(tools_digest_version = version AND tools_digest <> sha256(convert_to(tools, 'UTF8')), false)
-		FROM sessions WHERE tenant = 't' AND id = 'old'`).Scan(&stale); err != nil {
+	var healed bool
+	if err := conn.QueryRow(t.Context(), `SELECT coalesce(tools_digest_version = version AND tools_digest = sha256(convert_to(tools, 'UTF8')), false)
+		FROM sessions WHERE tenant = 't' AND id = 'old'`).Scan(&healed); err != nil {
 		t.Fatal(err)
 	}
-	if stale {
-		t.Error("the row's digest is of its version and not of its tools")
+	if !healed {
+		t.Error("the row's digest is not of its tools at its version")
 	}
 	// A replica that holds the tools of the digest left behind.
 	postgres.HintTools("t", "old", storedText, storedText)
@@ -178,6 +178,14 @@ func TestToolsDigestOfAnOlderWriter(t *testing.T) {
 	}
 	if !slices.Equal(row.Tools, other) {
 		t.Errorf("tools %q, want %q (the row's)", row.Tools[0].Name, other[0].Name)
+	}
+	// The row's digest held (with another text, to see the column left out).
+	postgres.HintTools("t", "old", storedText, string(b))
+	if row, err = s.GetSession(t.Context(), "t", "old"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(row.Tools, stored) {
+		t.Errorf("the row's digest held: tools %q, want the column left out", row.Tools[0].Name)
 	}
 }
 
