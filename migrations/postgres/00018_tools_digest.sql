@@ -6,9 +6,13 @@
 -- (store/postgres/toolsdigest.go). Every writer of this version writes
 -- both on every insert and update of the row; a writer before it (a
 -- replica not yet upgraded) changes the version with the tools and leaves
--- them, so its row is read whole. NULL matches nothing.
+-- them, so its row is read whole. NULL matches nothing. The rows before
+-- it are left without (no backfill: an UPDATE of every row here would hold
+-- the ALTER's exclusive lock on sessions while it detoasts and hashes every
+-- session's tools, every read and write of every replica waiting); each
+-- gets its digest at its next update, which writes the digest of the tools
+-- the locked row holds when the row's does not count.
 ALTER TABLE sessions ADD COLUMN tools_digest bytea, ADD COLUMN tools_digest_version bigint;
-UPDATE sessions SET tools_digest = sha256(convert_to(tools, 'UTF8')), tools_digest_version = version;
 
 -- +goose Down
 ALTER TABLE sessions DROP COLUMN tools_digest, DROP COLUMN tools_digest_version;

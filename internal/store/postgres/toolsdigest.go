@@ -123,7 +123,7 @@ func sawTools(tenant, id, digest, text string, ofText bool) {
 }
 
 // toolsDigest is the digest the row keeps of its tools text: SHA-256 of
-// its UTF-8 bytes, as migration 00018 computes it for the rows before it.
+// its UTF-8 bytes (sha256(convert_to(tools, 'UTF8')) in SQL).
 func toolsDigest(text string) string {
 	d := sha256.Sum256([]byte(text))
 	return string(d[:])

@@ -46,7 +46,7 @@ func TestToolsLeftOutForTheirDigest(t *testing.T) {
 	}
 	var same bool
 	if err := conn.QueryRow(t.Context(), `SELECT bool_and(tools_digest = sha256(convert_to(tools, 'UTF8')) AND tools_digest_version = version) FROM sessions`).Scan(&same); err != nil || !same {
-		t.Fatalf("the digests written: as migration 00018 computes them, of the row's version %v (%v)", same, err)
+		t.Fatalf("the digests written: as SQL computes them, of the row's version %v (%v)", same, err)
 	}
 	reads := map[string]func(ctx context.Context, tenant string) (store.Session, error){
 		"GetSession": func(ctx context.Context, tenant string) (store.Session, error) { return s.GetSession(ctx, tenant, "s") },
@@ -223,5 +223,38 @@ func TestToolsDigestNotOfItsTools(t *testing.T) {
 		if !slices.Equal(row.Tools, mine) {
 			t.Fatalf("tenant t read tools %q, want %q", row.Tools[0].Name, mine[0].Name)
 		}
+	}
+}
+
+// TestToolsDigestWrittenOnUpdate: a row without a digest (one from before
+// migration 00018, which leaves them so) gets the digest of its tools, of
+// its version, at its next update, the tools column left out.
+func TestToolsDigestWrittenOnUpdate(t *testing.T) {
+	s, conn := storeAndConn(t)
+	tools := []chat.Tool{{Name: "read", Description: strings.Repeat("read ", 400), Parameters: `{"type":"object"}`}}
+	sess := &store.Session{Tenant: "t", ID: "before", Model: "gpt-4o", Tools: tools, Version: 1, ToolsTokens: 1}
+	if err := s.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error { return tx.InsertSession(ctx, sess) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(t.Context(), `UPDATE sessions SET tools_digest = NULL, tools_digest_version = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error {
+		row, err := tx.GetSession(ctx, "t", "before")
+		if err != nil {
+			return err
+		}
+		row.Version++
+		return tx.UpdateSession(ctx, &row)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var digested bool
+	if err := conn.QueryRow(t.Context(), `SELECT coalesce(tools_digest_version = version AND tools_digest = sha256(convert_to(tools, 'UTF8')), false)
+		FROM sessions WHERE tenant = 't' AND id = 'before'`).Scan(&digested); err != nil {
+		t.Fatal(err)
+	}
+	if !digested {
+		t.Error("the row's digest is not of its tools at its version after its update")
 	}
 }
