@@ -51,8 +51,15 @@ type CacheHints struct {
 
 // fixedDigest identifies what precedes the messages of every request: the
 // model, the system prompt and the tool definitions.
+// Memoized by fixedDigestOf (fixeddigest.go).
 func fixedDigest(s store.Session) string {
-	tools, _ := json.Marshal(effectiveTools(s.Tools, s.Policy))
+	return fixedDigestOf(s.Model, s.SystemPrompt, effectiveTools(s.Tools, s.Policy))
+}
+
+// computeFixedDigest is fixedDigest of its parts, computed.
+func computeFixedDigest(model, systemPrompt string, effective []chat.Tool) string {
+	s := store.Session{Model: model, SystemPrompt: systemPrompt}
+	tools, _ := json.Marshal(effective)
 	h := sha256.New()
 	fmt.Fprintf(h, "%d:%s\x00%d:%s\x00", len(s.Model), s.Model, len(s.SystemPrompt), s.SystemPrompt)
 	h.Write(tools)

@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/contextd/contextd/internal/chat/chattest"
 	"github.com/contextd/contextd/internal/store"
 )
 
 // BenchmarkDecodeTools reads a session row's tools (agentTools, 62 KB) as
 // each read of the row does.
 func BenchmarkDecodeTools(b *testing.B) {
-	tools := agentTools()
+	tools := chattest.AgentTools()
 	text, _ := json.Marshal(tools)
 	var s store.Session
 	for b.Loop() {
@@ -22,7 +23,7 @@ func BenchmarkDecodeTools(b *testing.B) {
 
 // BenchmarkEncodeTools writes them as each write of the row does.
 func BenchmarkEncodeTools(b *testing.B) {
-	tools := agentTools()
+	tools := chattest.AgentTools()
 	s := store.Session{Tools: tools}
 	for b.Loop() {
 		if _, err := store.EncodeSession(&s); err != nil {

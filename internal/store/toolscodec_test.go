@@ -2,24 +2,13 @@ package store_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/chat/chattest"
 	"github.com/contextd/contextd/internal/store"
 )
-
-// agentTools is a coding agent's tools: 30 of them, 62 KB of JSON.
-func agentTools() []chat.Tool {
-	var tools []chat.Tool
-	for i := range 30 {
-		schema := `{"type":"object","properties":{` + strings.Repeat(`"field_name_here":{"type":"string","description":"what this field of the tool means to the model, in a sentence or two."},`, 10) + `"x":{"type":"number"}},"required":["x"]}`
-		tools = append(tools, chat.Tool{Name: fmt.Sprint("tool", i), Description: strings.Repeat("Describes the tool for the model. ", 20), Parameters: schema})
-	}
-	return tools
-}
 
 // TestToolsCodecKeepsNothingShared: the session's tools codec answers from
 // the texts and tools it saw lately (toolscodec.go), and what it answers
@@ -27,7 +16,7 @@ func agentTools() []chat.Tool {
 // changes neither the next decode nor the text of the original tools, and
 // changed tools are encoded as they are now, not as the cache saw them.
 func TestToolsCodecKeepsNothingShared(t *testing.T) {
-	tools := agentTools()
+	tools := chattest.AgentTools()
 	want, _ := json.Marshal(tools)
 	for range 2 {
 		j, err := store.EncodeSession(&store.Session{Tools: tools})

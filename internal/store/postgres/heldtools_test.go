@@ -15,22 +15,29 @@ import (
 	"github.com/contextd/contextd/internal/store/postgres"
 )
 
-// TestUnchangedToolsKeepTheirTOAST: an update of a session's row whose
-// tools are those it holds leaves the tools column out, so the row keeps
-// its TOAST value (the same chunks: none written again, no WAL for them);
-// new tools are written.
-func TestUnchangedToolsKeepTheirTOAST(t *testing.T) {
+// storeAndConn opens a store on a new database, and a connection of the
+// test's own to it; both closed when the test ends.
+func storeAndConn(t *testing.T) (*postgres.Store, *pgx.Conn) {
 	url := pgtest.URL(t)
 	s, err := postgres.Open(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	conn, err := pgx.Connect(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(context.Background())
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return s, conn
+}
+
+// TestUnchangedToolsKeepTheirTOAST: an update of a session's row whose
+// tools are those it holds leaves the tools column out, so the row keeps
+// its TOAST value (the same chunks: none written again, no WAL for them);
+// new tools are written.
+func TestUnchangedToolsKeepTheirTOAST(t *testing.T) {
+	s, conn := storeAndConn(t)
 	var toast string
 	if err := conn.QueryRow(t.Context(), `SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = 'sessions'::regclass`).Scan(&toast); err != nil {
 		t.Fatal(err)

@@ -51,11 +51,12 @@ const findHistory = `SELECT x.chain, x.session_id, x.length, x.head
 func (s *Store) FindHistoryAndSession(ctx context.Context, tenant string, chains []string, limit int, id string) (_ []store.HistoryHit, _ store.Session, err error) {
 	defer unavailable(&err)
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+sessionCols+` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL`, tenant, id)
+	hint := toolsHintOf(tenant, id)
+	b.Queue(`SELECT `+sessionCols+` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL`, tenant, id, hint.arg())
 	b.Queue(findHistory, tenant, chains, limit)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
-	row, err := scanSession(br.QueryRow())
+	row, err := scanSession(br.QueryRow(), hint)
 	if err != nil {
 		if cerr := br.Close(); errors.Is(err, store.ErrNotFound) && cerr != nil {
 			err = cerr

@@ -73,9 +73,16 @@ func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) err
 	return inTx(ctx, s.pool, fn) // pipeline.go
 }
 
-const sessionCols = `tenant, id, model, system_prompt, tools, policy, labels::text, version, system_tokens,
+// sessionCols are a session row's columns, read by a statement whose $1
+// and $2 are the tenant and the id and whose $3 is the digest of the tools
+// the reader holds (toolsdigest.go): the tools column is NULL when the
+// row's digest is that one and of the row's version, and the row's digest
+// comes last (NULL when it is not of the row's version).
+const sessionCols = `tenant, id, model, system_prompt,
+	CASE WHEN tools_digest = $3::bytea AND tools_digest_version = version THEN NULL ELSE tools END, policy, labels::text, version, system_tokens,
 	tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at, compaction_round, auto_paused_below,
-	view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes`
+	view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes,
+	CASE WHEN tools_digest_version = version THEN tools_digest END`
 
 // messageCols are a message row's columns (the row is m). A fork's row
 // that shares its parts (migration 00013) reads them from the row it
@@ -88,26 +95,46 @@ const partsOf = `CASE WHEN m.body_session IS NULL THEN m.parts ELSE (SELECT b.pa
 
 const compactionCols = `id, round, tiers, tokens_before, tokens_after, items, summary, view_before, view_after, created_at, expires_at, reverted_at`
 
-func scanSession(row pgx.Row) (store.Session, error) {
-	s, _, err := scanSessionTools(row)
+// scanSession reads a row of sessionCols that was read with hint's digest
+// as $3.
+func scanSession(row pgx.Row, hint toolsHint) (store.Session, error) {
+	s, _, err := scanSessionTools(row, hint)
 	return s, err
 }
 
-// scanSessionTools is scanSession, and the tools column's text as stored.
-func scanSessionTools(row pgx.Row) (s store.Session, tools string, err error) {
+// rowTools is a session row's tools column's text as stored, and whether
+// the row's digest is of them (of the row's version: migration 00018).
+type rowTools struct {
+	text     string
+	digested bool
+}
+
+// scanSessionTools is scanSession, and the tools column as stored.
+func scanSessionTools(row pgx.Row, hint toolsHint) (s store.Session, tools rowTools, err error) {
 	var policy, labels string
-	err = row.Scan(&s.Tenant, &s.ID, &s.Model, &s.SystemPrompt, &tools, &policy, &labels, &s.Version,
+	var sent *string
+	var digest []byte
+	err = row.Scan(&s.Tenant, &s.ID, &s.Model, &s.SystemPrompt, &sent, &policy, &labels, &s.Version,
 		&s.SystemTokens, &s.ToolsTokens, &s.ActiveTokens, &s.ActiveCount, &s.LogCount, &s.ViewSeq,
 		&s.CreatedAt, &s.UpdatedAt, &s.CompactionRound, &s.AutoPausedBelow,
-		&s.ViewEpoch, &s.AnchorInput, &s.AnchorLocal, &s.AnchorCount, &s.AnchorEpoch, &s.ActiveBytes)
+		&s.ViewEpoch, &s.AnchorInput, &s.AnchorLocal, &s.AnchorCount, &s.AnchorEpoch, &s.ActiveBytes, &digest)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return s, "", store.ErrNotFound
+		return s, rowTools{}, store.ErrNotFound
 	}
 	if err != nil {
-		return s, "", err
+		return s, rowTools{}, err
+	}
+	switch {
+	case sent != nil:
+		tools = rowTools{text: *sent, digested: digest != nil}
+		sawTools(s.Tenant, s.ID, string(digest), tools.text, false)
+	case hint.digest != "" && hint.digest == string(digest):
+		tools = rowTools{text: hint.text, digested: true} // the row's digest is the hint's: the server left the column out
+	default:
+		return s, rowTools{}, fmt.Errorf("session %q: its tools were left out for a digest the reader does not hold", s.ID)
 	}
 	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
-	return s, tools, store.SessionJSON{Tools: tools, Policy: policy, Labels: labels}.DecodeInto(&s)
+	return s, tools, store.SessionJSON{Tools: tools.text, Policy: policy, Labels: labels}.DecodeInto(&s)
 }
 
 func scanMessage(rows pgx.Rows, extra ...any) (chat.Message, error) {
@@ -136,15 +163,16 @@ func scanMessage(rows pgx.Rows, extra ...any) (chat.Message, error) {
 // GetSession reads a session without locking.
 func (s *Store) GetSession(ctx context.Context, tenant, id string) (_ store.Session, err error) {
 	defer unavailable(&err)
+	hint := toolsHintOf(tenant, id)
 	return scanSession(s.pool.QueryRow(ctx,
-		`SELECT `+sessionCols+` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL`, tenant, id))
+		`SELECT `+sessionCols+` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL`, tenant, id, hint.arg()), hint)
 }
 
 // summaryCols are sessionCols of the table aliased s, with the system
 // prompt and tools left out (a listing never reads them).
 const summaryCols = `s.tenant, s.id, s.model, ''::text, '[]'::text, s.policy, s.labels::text, s.version, s.system_tokens,
 	s.tools_tokens, s.active_tokens, s.active_count, s.log_count, s.view_seq, s.created_at, s.updated_at, s.compaction_round,
-	s.auto_paused_below, s.view_epoch, s.anchor_input, s.anchor_local, s.anchor_count, s.anchor_epoch, s.active_bytes` + store.SummaryExtraCols
+	s.auto_paused_below, s.view_epoch, s.anchor_input, s.anchor_local, s.anchor_count, s.anchor_epoch, s.active_bytes, NULL::bytea` + store.SummaryExtraCols
 
 // ListSessions returns session summaries newest first.
 func (s *Store) ListSessions(ctx context.Context, tenant string, f store.ListFilter) (_ []store.SessionSummary, err error) {
@@ -191,7 +219,7 @@ func scanSummary(rows pgx.Rows) (store.SessionSummary, error) {
 	var before, after *int64
 	var created, expires, reverted *time.Time
 	extra := append([]any{&cid, &round, &tiers, &before, &after, &created, &expires, &reverted}, r.LedgerDest()...)
-	sess, err := scanSession(multiScanner{rows, extra})
+	sess, err := scanSession(multiScanner{rows, extra}, toolsHint{})
 	if err != nil {
 		return r, err
 	}

@@ -33,9 +33,10 @@ const (
 // names, with what is queued, in one round trip (the reads after the
 // lock, in the same pipeline, so they run once it is granted).
 // The tools column's text comes with the session (scanSessionTools).
-func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.ReadAhead) (store.Session, string, error) {
+func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.ReadAhead) (store.Session, rowTools, error) {
 	b := &pgx.Batch{}
-	b.Queue(lockSession, tenant, id)
+	hint := toolsHintOf(tenant, id)
+	b.Queue(lockSession, tenant, id, hint.arg())
 	if ra.OpenToolCalls {
 		b.Queue(openCalls, tenant, id)
 	}
@@ -45,7 +46,7 @@ func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.
 	t.tx.ahead = nil
 	br := t.tx.sendBatch(ctx, b)
 	defer br.Close()
-	s, tools, err := scanSessionTools(br.QueryRow())
+	s, tools, err := scanSessionTools(br.QueryRow(), hint)
 	if err != nil {
 		// A missing session's reads ahead still ran: one that failed
 		// aborted the transaction, and its error is the answer (as
@@ -53,28 +54,28 @@ func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.
 		if cerr := br.Close(); errors.Is(err, store.ErrNotFound) && cerr != nil {
 			err = cerr
 		}
-		return s, "", err
+		return s, rowTools{}, err
 	}
 	ahead := &readAhead{tenant: tenant, id: id}
 	if ra.OpenToolCalls {
 		rows, err := br.Query()
 		if err != nil {
-			return store.Session{}, "", err
+			return store.Session{}, rowTools{}, err
 		}
 		if ahead.calls, err = scanOpenCalls(rows); err != nil {
-			return store.Session{}, "", err
+			return store.Session{}, rowTools{}, err
 		}
 		ahead.hasCalls = true
 	}
 	if ra.PreparedView {
 		ahead.view, ahead.viewErr = scanPreparedView(br.QueryRow())
 		if ahead.viewErr != nil && !errors.Is(ahead.viewErr, store.ErrNotFound) {
-			return store.Session{}, "", ahead.viewErr
+			return store.Session{}, rowTools{}, ahead.viewErr
 		}
 		ahead.hasView = true
 	}
 	if err := br.Close(); err != nil {
-		return store.Session{}, "", err
+		return store.Session{}, rowTools{}, err
 	}
 	t.tx.ahead = ahead
 	return s, tools, nil

@@ -26,7 +26,13 @@ type txn struct {
 // (the row is locked: no one else changed them), so the row keeps its
 // TOAST value — tens of KB of JSON with a coding agent's tools, written
 // again by every update otherwise (docs/performance.md, the fifth pass).
-type heldTools struct{ tenant, id, tools string }
+// digested says the row's digest is of them at its version: when it is not
+// (an older writer's row, migration 00018), the update that leaves the
+// column out writes their digest.
+type heldTools struct {
+	tenant, id, tools string
+	digested          bool
+}
 
 func (h heldTools) same(tenant, id, tools string) bool {
 	return h.id != "" && h.tenant == tenant && h.id == id && h.tools == tools
@@ -36,15 +42,16 @@ func (h heldTools) same(tenant, id, tools string) bool {
 // go with the lock (readahead.go).
 func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
 	var s store.Session
-	var tools string
+	var tools rowTools
 	var err error
 	if ra := store.ReadAheadOf(ctx); ra != (store.ReadAhead{}) {
 		s, tools, err = t.lockReadingAhead(ctx, tenant, id, ra)
 	} else {
-		s, tools, err = scanSessionTools(t.tx.QueryRow(ctx, lockSession, tenant, id))
+		hint := toolsHintOf(tenant, id)
+		s, tools, err = scanSessionTools(t.tx.QueryRow(ctx, lockSession, tenant, id, hint.arg()), hint)
 	}
 	if err == nil {
-		t.held = heldTools{tenant: tenant, id: id, tools: tools}
+		t.held = heldTools{tenant: tenant, id: id, tools: tools.text, digested: tools.digested}
 	}
 	return s, err
 }
@@ -57,7 +64,19 @@ func sessionArgs(s *store.Session) ([]any, error) {
 	tools, policy, labels := j.Tools, j.Policy, j.Labels
 	return []any{s.Tenant, s.ID, s.Model, s.SystemPrompt, tools, policy, labels, s.Version, s.SystemTokens,
 		s.ToolsTokens, s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CreatedAt, s.UpdatedAt,
-		s.CompactionRound, s.AutoPausedBelow, s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch, s.ActiveBytes}, nil
+		s.CompactionRound, s.AutoPausedBelow, s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch, s.ActiveBytes,
+		nil}, nil // $25, the tools' digest: set by the caller that writes them (writeTools)
+}
+
+// writeTools sets args' digest ($25) to that of their tools ($5), which
+// the row will carry; the replica remembers them as the row's
+// (toolsdigest.go: a guess, so a transaction that then rolls back costs
+// a read of the column, nothing more).
+func writeTools(args []any) {
+	tools := args[4].(string)
+	digest := toolsDigest(tools)
+	args[24] = []byte(digest)
+	sawTools(args[0].(string), args[1].(string), digest, tools, true)
 }
 
 func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
@@ -65,26 +84,35 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 	if err != nil {
 		return err
 	}
+	writeTools(args)
 	// A deleted session's id is free: its archive goes now (cascading).
 	if _, err := t.tx.Exec(ctx, `DELETE FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NOT NULL`, s.Tenant, s.ID); err != nil {
 		return err
 	}
 	_, err = t.tx.Exec(ctx, `INSERT INTO sessions (tenant, id, model, system_prompt, tools, policy, labels, version,
 		system_tokens, tools_tokens, active_tokens, active_count, log_count, view_seq, created_at, updated_at,
-		compaction_round, auto_paused_below, view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes)
-		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`, args...)
+		compaction_round, auto_paused_below, view_epoch, anchor_input, anchor_local, anchor_count, anchor_epoch, active_bytes, tools_digest,
+		tools_digest_version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $8)`, args...)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
 	}
 	if err == nil {
-		t.held = heldTools{tenant: s.Tenant, id: s.ID, tools: args[4].(string)}
+		t.held = heldTools{tenant: s.Tenant, id: s.ID, tools: args[4].(string), digested: true}
 	}
 	return err
 }
 
 // updateSession writes every mutable field of a live session ($1, $2);
-// the tools when $5 is not NULL.
-const updateSession = `UPDATE sessions SET model = $3, system_prompt = $4, tools = coalesce($5::text, tools), policy = $6,
+// the tools when $5 is not NULL, and their digest when $25 is not NULL
+// (always with the tools; without them when the row's digest was not of
+// the tools it holds). The digest is of this version when it was written
+// now or was of the row's version before (a digest an older writer left
+// behind, of an older version, is of other tools: it stays of no version,
+// migration 00018).
+const updateSession = `UPDATE sessions SET model = $3, system_prompt = $4, tools = coalesce($5::text, tools),
+		tools_digest = coalesce($25::bytea, tools_digest),
+		tools_digest_version = CASE WHEN $25::bytea IS NOT NULL OR tools_digest_version = version THEN $8::bigint END, policy = $6,
 		labels = $7::jsonb, version = $8, system_tokens = $9, tools_tokens = $10, active_tokens = $11,
 		active_count = $12, log_count = $13, view_seq = $14, updated_at = $16, compaction_round = $17,
 		auto_paused_below = $18, view_epoch = $19, anchor_input = $20, anchor_local = $21, anchor_count = $22,
@@ -96,9 +124,16 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 		return err
 	}
 	if tools := args[4].(string); t.held.same(s.Tenant, s.ID, tools) {
+		if !t.held.digested {
+			writeTools(args) // the digest of the tools the locked row holds
+			t.held.digested = true
+		}
 		args[4] = nil // unchanged: the column keeps its value (heldTools)
-	} else if t.held.tenant == s.Tenant && t.held.id == s.ID {
-		t.held.tools = tools
+	} else {
+		writeTools(args)
+		if t.held.tenant == s.Tenant && t.held.id == s.ID {
+			t.held.tools, t.held.digested = tools, true
+		}
 	}
 	notFound := fmt.Errorf("session %q: %w", s.ID, store.ErrNotFound)
 	if store.IsPipelined(ctx) {
