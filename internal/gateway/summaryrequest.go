@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"context"
 	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/engine"
 )
 
 // A client's request for the summary it compacts its history with.
@@ -101,4 +103,26 @@ func asideAt(m *logMatch, sig signal, n int) bool {
 	default:
 		return m.k > 0 && len(m.log)-m.k <= maxRepeatTail
 	}
+}
+
+// asideFits reports whether an aside's own messages (tail) fit what its
+// view leaves free of the usable window, with the room of the log's
+// replies it leaves out (stripped from the view). The view
+// was compacted to fit without them: Qwen Code's summary request carries
+// its latest tool result and its directive, a few thousand tokens, and
+// with a view near the compaction threshold the request went upstream
+// past the window (the provider's 400; TestAsideOverTheWindow). One that
+// does not fit goes as an extension (prepare's noRepeat): recorded, and
+// compacted with its new messages like any request.
+func (g *Gateway) asideFits(ctx context.Context, prep engine.PrepareResult, tail, stripped []chat.Message) (bool, error) {
+	enc := prep.Status.Usage.Encoding
+	need, err := g.countWith(ctx, enc, tail)
+	if err != nil {
+		return false, err
+	}
+	freed, err := g.countWith(ctx, enc, stripped)
+	if err != nil {
+		return false, err
+	}
+	return need <= prep.Status.Usage.Free+freed, nil
 }
