@@ -114,15 +114,31 @@ func asideAt(m *logMatch, sig signal, n int) bool {
 // past the window (the provider's 400; TestAsideOverTheWindow). One that
 // does not fit goes as an extension (prepare's noRepeat): recorded, and
 // compacted with its new messages like any request.
+//
+// The view's usage is the provider's count where a report anchored or
+// calibrated it, and the session's encoding counts less than the provider
+// for an approximate model: the tail and the stripped replies are scaled
+// by the view's own ratio (its usage to its count with the encoding),
+// never below 1 (TestAsideOverTheWindowByTheProvidersCount: by the
+// encoding's count the tail fit, by the provider's it went past the
+// window). Counting the view again is bounded by the window.
 func (g *Gateway) asideFits(ctx context.Context, prep engine.PrepareResult, tail, stripped []chat.Message) (bool, error) {
-	enc := prep.Status.Usage.Encoding
-	need, err := g.countWith(ctx, enc, tail)
+	u := prep.Status.Usage
+	need, err := g.countWith(ctx, u.Encoding, tail)
 	if err != nil {
 		return false, err
 	}
-	freed, err := g.countWith(ctx, enc, stripped)
+	freed, err := g.countWith(ctx, u.Encoding, stripped)
 	if err != nil {
 		return false, err
 	}
-	return need <= prep.Status.Usage.Free+freed, nil
+	kept, err := g.countWith(ctx, u.Encoding, prep.Messages)
+	if err != nil {
+		return false, err
+	}
+	if local := kept + freed; local > 0 && u.MessagesTokens > local {
+		need = need * u.MessagesTokens / local
+		freed = freed * u.MessagesTokens / local
+	}
+	return need <= u.Free+freed, nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -28,19 +30,7 @@ func TestAsideOverTheWindow(t *testing.T) {
 	reply := func(i int) string {
 		return fmt.Sprintf("Step %d: ", i) + strings.Repeat(fmt.Sprintf("read module %d of the parser and noted its functions; ", i), 40)
 	}
-	msgs := []any{map[string]any{"role": "system", "content": "You are a coding agent."}}
-	for i := range 6 {
-		msgs = append(msgs, map[string]any{"role": "user", "content": fmt.Sprintf("Go on with step %d.", i)})
-		s.fake.Script(gatewaytest.Reply{Text: reply(i)})
-		resp, out := s.post("/v1/chat/completions", map[string]any{"model": "small", "messages": msgs}, nil)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("turn %d: %d %s", i, resp.StatusCode, out)
-		}
-		if resp.Header.Get("X-Contextd-Compacted") == "true" {
-			t.Fatalf("turn %d compacted: the test's turns must stay below the window", i)
-		}
-		msgs = append(msgs, map[string]any{"role": "assistant", "content": reply(i)})
-	}
+	msgs := sixTurns(t, s, "small", reply)
 	ask := append(slices.Clone(msgs),
 		map[string]any{"role": "user", "content": strings.Repeat("Here is the whole failing test output, line by line. ", 250)},
 		map[string]any{"role": "user", "content": qwenDirective})
@@ -80,4 +70,61 @@ func upstreamTokens(t *testing.T, raw []byte) int {
 		n += enc.Count(string(b))
 	}
 	return n
+}
+
+// TestAsideOverTheWindowByTheProvidersCount: as TestAsideOverTheWindow,
+// with a model counted approximately, whose provider counts more than
+// contextd's encoding does (here about 1.4 times: the fake's bytes / 4).
+// The view's usage is the provider's count (anchored, calibrated), and
+// asideFits compared the aside's own messages counted with the session's
+// encoding against it: a tail that fit by that count went upstream past
+// the window by the provider's (5,980 tokens for a usable 5,500).
+func TestAsideOverTheWindowByTheProvidersCount(t *testing.T) {
+	models := filepath.Join(t.TempDir(), "models.json")
+	if err := os.WriteFile(models, []byte(`{"models": [{"name": "approx", "provider": "openai", "context_window": 6000, "max_output_tokens": 500, "encoding": "o200k_base", "exact": false}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, map[string]string{"CONTEXTD_MODELS_FILE": models})
+	// o200k_base counts a run of spaces as one token: the fake (bytes / 4)
+	// counts these texts about 1.4 times as contextd does.
+	spaced := func(s string, n int) string { return strings.Repeat(s+";          internationalization. ", n) }
+	reply := func(i int) string {
+		return fmt.Sprintf("Step %d: ", i) + spaced(fmt.Sprintf("read module %d of the parser", i), 25)
+	}
+	msgs := sixTurns(t, s, "approx", reply)
+	ask := append(slices.Clone(msgs),
+		map[string]any{"role": "user", "content": spaced("Here is the failing test output", 220)},
+		map[string]any{"role": "user", "content": qwenDirective})
+	s.fake.Script(gatewaytest.Reply{Text: "<state_snapshot>Six modules were read; the parser's tests still fail.</state_snapshot>"})
+	resp, out := s.post("/v1/chat/completions", map[string]any{"model": "approx", "messages": ask}, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the summary request: %d %s", resp.StatusCode, out)
+	}
+	reqs := s.fake.Requests()
+	last := reqs[len(reqs)-1]
+	t.Logf("the summary request (history %q) went upstream with %d tokens by the provider's count, about %d by contextd's", resp.Header.Get("X-Contextd-History"), last.Bill.Input(), upstreamTokens(t, last.Raw))
+	if n := last.Bill.Input(); n > 6000-500 {
+		t.Errorf("the summary request went upstream with %d tokens by the provider's count, past the usable window (6,000 less 500 for the output)", n)
+	}
+	s.checkUpstream()
+}
+
+// sixTurns sends six turns of a conversation with model, each answered
+// with reply(i), none compacted, and returns its messages.
+func sixTurns(t *testing.T, s *server, model string, reply func(int) string) []any {
+	t.Helper()
+	msgs := []any{map[string]any{"role": "system", "content": "You are a coding agent."}}
+	for i := range 6 {
+		msgs = append(msgs, map[string]any{"role": "user", "content": fmt.Sprintf("Go on with step %d.", i)})
+		s.fake.Script(gatewaytest.Reply{Text: reply(i)})
+		resp, out := s.post("/v1/chat/completions", map[string]any{"model": model, "messages": msgs}, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("turn %d: %d %s", i, resp.StatusCode, out)
+		}
+		if resp.Header.Get("X-Contextd-Compacted") == "true" {
+			t.Fatalf("turn %d compacted: the test's turns must stay below the window", i)
+		}
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": reply(i)})
+	}
+	return msgs
 }
