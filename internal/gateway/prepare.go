@@ -170,7 +170,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 				noRepeat = true
 				continue
 			}
-			fits, err := g.asideFits(ctx, prep, res.tail, view[len(prep.Messages):]) // summaryrequest.go
+			fits, err := g.asideFits(ctx, c, prep, res.tail, view[len(prep.Messages):]) // summaryrequest.go
 			if err != nil {
 				return resolved{}, engine.PrepareResult{}, "", err
 			}

@@ -128,3 +128,51 @@ func sixTurns(t *testing.T, s *server, model string, reply func(int) string) []a
 	}
 	return msgs
 }
+
+// TestAsideOverTheWindowWithItsOwnTools: an aside goes upstream with the
+// request's own system prompt and tools, not the session's (which stay
+// as they are), and the view's free room is the session's: a summary
+// request whose tools the session does not have (here about 2,400
+// tokens of them, its own messages about 700) fit by its messages and
+// went upstream past the window with its tools (about 6,130 tokens for a
+// usable 5,500).
+func TestAsideOverTheWindowWithItsOwnTools(t *testing.T) {
+	s := startSmall(t)
+	reply := func(i int) string {
+		return fmt.Sprintf("Step %d: ", i) + strings.Repeat(fmt.Sprintf("read module %d of the parser and noted its functions; ", i), 40)
+	}
+	msgs := sixTurns(t, s, "small", reply)
+	var tools []any
+	for i := range 14 {
+		tools = append(tools, map[string]any{"type": "function", "function": map[string]any{
+			"name":        fmt.Sprintf("tool_%d", i),
+			"description": strings.Repeat(fmt.Sprintf("Tool %d reads a file of the repository and returns its lines. ", i), 10),
+			"parameters":  map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}}}})
+	}
+	ask := append(slices.Clone(msgs),
+		map[string]any{"role": "user", "content": strings.Repeat("Here is the whole failing test output, line by line. ", 60)},
+		map[string]any{"role": "user", "content": qwenDirective})
+	s.fake.Script(gatewaytest.Reply{Text: "<state_snapshot>Six modules were read; the parser's tests still fail.</state_snapshot>"})
+	resp, out := s.post("/v1/chat/completions", map[string]any{"model": "small", "messages": ask, "tools": tools}, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the summary request: %d %s", resp.StatusCode, out)
+	}
+	reqs := s.fake.Requests()
+	last := reqs[len(reqs)-1]
+	var body struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(last.Raw, &body); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := tokens.LoadEncoding("o200k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := upstreamTokens(t, last.Raw) + enc.Count(string(body.Tools))
+	t.Logf("the summary request (history %q) went upstream with about %d tokens, its tools %d", resp.Header.Get("X-Contextd-History"), sent, enc.Count(string(body.Tools)))
+	if sent > 6000-500 {
+		t.Errorf("the summary request went upstream with about %d tokens, past the usable window (6,000 less 500 for the output)", sent)
+	}
+	s.checkUpstream()
+}
