@@ -115,10 +115,11 @@ func asideAt(m *logMatch, sig signal, n int) bool {
 // does not fit goes as an extension (prepare's noRepeat): recorded, and
 // compacted with its new messages like any request.
 //
-// The aside goes with the request's own system prompt and tools (c's),
-// the view's usage counts the session's: what the request's take beyond
-// the session's is counted with the tail
-// (TestAsideOverTheWindowWithItsOwnTools). The view's usage is the
+// The aside goes with the request's own model, system prompt and tools
+// (c's), the view's usage counts the session's: what the request's take
+// beyond the session's is counted with the tail
+// (TestAsideOverTheWindowWithItsOwnTools), and so is what its model's
+// window lacks of the session's model's. The view's usage is the
 // provider's count where a report anchored or calibrated it, and the
 // session's encoding counts less than the provider for an approximate
 // model: what is counted here is scaled by the view's own ratio (its
@@ -150,6 +151,9 @@ func (g *Gateway) asideFits(ctx context.Context, c *conversation, prep engine.Pr
 		own = own * u.MessagesTokens / local
 	}
 	need += max(own-u.SystemTokens-u.ToolsTokens, 0)
+	if m, ok := g.cfg.Models.Lookup(c.model); ok && m.ContextWindow < u.ContextWindow {
+		need += u.ContextWindow - m.ContextWindow // a model of a smaller window (TestAsideOverItsOwnModelsWindow)
+	}
 	return need <= u.Free+freed, nil
 }
 

@@ -27,19 +27,8 @@ import (
 // for a usable 5,100.
 func TestAsideOverTheWindow(t *testing.T) {
 	s := startSmall(t)
-	reply := func(i int) string {
-		return fmt.Sprintf("Step %d: ", i) + strings.Repeat(fmt.Sprintf("read module %d of the parser and noted its functions; ", i), 40)
-	}
-	msgs := sixTurns(t, s, "small", reply)
-	ask := append(slices.Clone(msgs),
-		map[string]any{"role": "user", "content": strings.Repeat("Here is the whole failing test output, line by line. ", 250)},
-		map[string]any{"role": "user", "content": qwenDirective})
-	s.fake.Script(gatewaytest.Reply{Text: "<state_snapshot>Six modules were read; the parser's tests still fail.</state_snapshot>"})
-	resp, out := s.post("/v1/chat/completions", map[string]any{"model": "small", "messages": ask}, nil)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("the summary request: %d %s", resp.StatusCode, out)
-	}
-	reqs := s.fake.Requests()
+	msgs := sixTurns(t, s, "small", moduleReply)
+	resp, reqs := askSummary(t, s, map[string]any{"model": "small"}, msgs, strings.Repeat("Here is the whole failing test output, line by line. ", 250))
 	sent := upstreamTokens(t, reqs[len(reqs)-1].Raw)
 	t.Logf("the summary request (history %q) went upstream with about %d tokens", resp.Header.Get("X-Contextd-History"), sent)
 	if sent > 6000-900 {
@@ -92,15 +81,7 @@ func TestAsideOverTheWindowByTheProvidersCount(t *testing.T) {
 		return fmt.Sprintf("Step %d: ", i) + spaced(fmt.Sprintf("read module %d of the parser", i), 25)
 	}
 	msgs := sixTurns(t, s, "approx", reply)
-	ask := append(slices.Clone(msgs),
-		map[string]any{"role": "user", "content": spaced("Here is the failing test output", 220)},
-		map[string]any{"role": "user", "content": qwenDirective})
-	s.fake.Script(gatewaytest.Reply{Text: "<state_snapshot>Six modules were read; the parser's tests still fail.</state_snapshot>"})
-	resp, out := s.post("/v1/chat/completions", map[string]any{"model": "approx", "messages": ask}, nil)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("the summary request: %d %s", resp.StatusCode, out)
-	}
-	reqs := s.fake.Requests()
+	resp, reqs := askSummary(t, s, map[string]any{"model": "approx"}, msgs, spaced("Here is the failing test output", 220))
 	last := reqs[len(reqs)-1]
 	t.Logf("the summary request (history %q) went upstream with %d tokens by the provider's count, about %d by contextd's", resp.Header.Get("X-Contextd-History"), last.Bill.Input(), upstreamTokens(t, last.Raw))
 	if n := last.Bill.Input(); n > 6000-500 {
@@ -138,10 +119,7 @@ func sixTurns(t *testing.T, s *server, model string, reply func(int) string) []a
 // usable 5,500).
 func TestAsideOverTheWindowWithItsOwnTools(t *testing.T) {
 	s := startSmall(t)
-	reply := func(i int) string {
-		return fmt.Sprintf("Step %d: ", i) + strings.Repeat(fmt.Sprintf("read module %d of the parser and noted its functions; ", i), 40)
-	}
-	msgs := sixTurns(t, s, "small", reply)
+	msgs := sixTurns(t, s, "small", moduleReply)
 	var tools []any
 	for i := range 14 {
 		tools = append(tools, map[string]any{"type": "function", "function": map[string]any{
@@ -149,15 +127,7 @@ func TestAsideOverTheWindowWithItsOwnTools(t *testing.T) {
 			"description": strings.Repeat(fmt.Sprintf("Tool %d reads a file of the repository and returns its lines. ", i), 10),
 			"parameters":  map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}}}})
 	}
-	ask := append(slices.Clone(msgs),
-		map[string]any{"role": "user", "content": strings.Repeat("Here is the whole failing test output, line by line. ", 60)},
-		map[string]any{"role": "user", "content": qwenDirective})
-	s.fake.Script(gatewaytest.Reply{Text: "<state_snapshot>Six modules were read; the parser's tests still fail.</state_snapshot>"})
-	resp, out := s.post("/v1/chat/completions", map[string]any{"model": "small", "messages": ask, "tools": tools}, nil)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("the summary request: %d %s", resp.StatusCode, out)
-	}
-	reqs := s.fake.Requests()
+	resp, reqs := askSummary(t, s, map[string]any{"model": "small", "tools": tools}, msgs, strings.Repeat("Here is the whole failing test output, line by line. ", 60))
 	last := reqs[len(reqs)-1]
 	var body struct {
 		Tools json.RawMessage `json:"tools"`
@@ -175,4 +145,47 @@ func TestAsideOverTheWindowWithItsOwnTools(t *testing.T) {
 		t.Errorf("the summary request went upstream with about %d tokens, past the usable window (6,000 less 500 for the output)", sent)
 	}
 	s.checkUpstream()
+}
+
+// TestAsideOverItsOwnModelsWindow: an aside goes upstream with the
+// request's own model, and the view's free room is of the session's
+// model's window: a summary request for a model of a smaller window (here
+// 4,500 tokens to the session's 6,000) fit by the session's and went
+// upstream past its own model's (about 4,217 tokens for a usable 4,000).
+func TestAsideOverItsOwnModelsWindow(t *testing.T) {
+	models := filepath.Join(t.TempDir(), "models.json")
+	if err := os.WriteFile(models, []byte(`{"models": [{"name": "small", "provider": "openai", "context_window": 6000, "max_output_tokens": 500, "encoding": "o200k_base", "exact": true},
+		{"name": "smaller", "provider": "openai", "context_window": 4500, "max_output_tokens": 500, "encoding": "o200k_base", "exact": true}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, map[string]string{"CONTEXTD_MODELS_FILE": models})
+	msgs := sixTurns(t, s, "small", moduleReply)
+	resp, reqs := askSummary(t, s, map[string]any{"model": "smaller"}, msgs, strings.Repeat("Here is the whole failing test output, line by line. ", 100))
+	sent := upstreamTokens(t, reqs[len(reqs)-1].Raw)
+	t.Logf("the summary request (history %q) went upstream with about %d tokens", resp.Header.Get("X-Contextd-History"), sent)
+	if sent > 4500-500 {
+		t.Errorf("the summary request went upstream with about %d tokens, past its model's usable window (4,500 less 500 for the output)", sent)
+	}
+	s.checkUpstream()
+}
+
+// askSummary sends body with msgs, tail and Qwen Code's directive as its
+// messages (a summary request), and returns the answer and the requests
+// the fake received.
+func askSummary(t *testing.T, s *server, body map[string]any, msgs []any, tail string) (*http.Response, []gatewaytest.Request) {
+	t.Helper()
+	body["messages"] = append(slices.Clone(msgs),
+		map[string]any{"role": "user", "content": tail},
+		map[string]any{"role": "user", "content": qwenDirective})
+	s.fake.Script(gatewaytest.Reply{Text: "<state_snapshot>Six modules were read; the parser's tests still fail.</state_snapshot>"})
+	resp, out := s.post("/v1/chat/completions", body, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the summary request: %d %s", resp.StatusCode, out)
+	}
+	return resp, s.fake.Requests()
+}
+
+// moduleReply is the reply of a turn of sixTurns, about 480 tokens.
+func moduleReply(i int) string {
+	return fmt.Sprintf("Step %d: ", i) + strings.Repeat(fmt.Sprintf("read module %d of the parser and noted its functions; ", i), 40)
 }
