@@ -247,10 +247,15 @@ func (l *expandLoop) next(ctx context.Context, rd round) ([]byte, error) {
 	return l.x.rb.encode(), nil
 }
 
-// size counts msgs with the session's encoding; when that cannot count
-// (a vocabulary not imported), by bytes, 3 to a token.
+// size counts msgs with the session's encoding (countWith).
 func (l *expandLoop) size(ctx context.Context, msgs []chat.Message) (int64, error) {
-	n, err := l.x.g.cfg.Engine.CountTokens(ctx, engine.CountInput{Encoding: l.x.prep.Status.Usage.Encoding, Messages: msgs})
+	return l.x.g.countWith(ctx, l.x.prep.Status.Usage.Encoding, msgs)
+}
+
+// countWith counts msgs with encoding; when that cannot count (a
+// vocabulary not imported), by bytes, 3 to a token.
+func (g *Gateway) countWith(ctx context.Context, encoding string, msgs []chat.Message) (int64, error) {
+	n, err := g.cfg.Engine.CountTokens(ctx, engine.CountInput{Encoding: encoding, Messages: msgs})
 	if err == nil {
 		return n.Total, nil
 	}

@@ -168,11 +168,20 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 				sendOwn(&prep, res) // slimmedaside.go
 				return res, prep, key, nil
 			}
+			view := prep.Messages
 			if !stripReplies(&prep, res.repeatD) {
 				noRepeat = true
 				continue
 			}
-			prep.Messages = append(prep.Messages[:len(prep.Messages):len(prep.Messages)], res.tail...) // summaryrequest.go
+			fits, err := g.asideFits(ctx, c, prep, res.tail, view[len(prep.Messages):]) // summaryrequest.go
+			if err != nil {
+				return resolved{}, engine.PrepareResult{}, "", err
+			}
+			if !fits {
+				noRepeat = true
+				continue
+			}
+			prep.Messages = append(prep.Messages[:len(prep.Messages):len(prep.Messages)], res.tail...)
 		}
 		return res, prep, key, nil
 	}

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"context"
 	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/engine"
 )
 
 // A client's request for the summary it compacts its history with.
@@ -101,4 +103,76 @@ func asideAt(m *logMatch, sig signal, n int) bool {
 	default:
 		return m.k > 0 && len(m.log)-m.k <= maxRepeatTail
 	}
+}
+
+// asideFits reports whether an aside's own messages (tail) fit what its
+// view leaves free of the usable window, with the room of the log's
+// replies it leaves out (stripped from the view). The view
+// was compacted to fit without them: Qwen Code's summary request carries
+// its latest tool result and its directive, a few thousand tokens, and
+// with a view near the compaction threshold the request went upstream
+// past the window (the provider's 400; TestAsideOverTheWindow). One that
+// does not fit goes as an extension (prepare's noRepeat): recorded, and
+// compacted with its new messages like any request.
+//
+// The aside goes with the request's own model, system prompt and tools
+// (c's), the view's usage counts the session's: what the request's take
+// beyond the session's is counted with the tail
+// (TestAsideOverTheWindowWithItsOwnTools), and so is what its model's
+// window lacks of the session's model's. The view's usage is the
+// provider's count where a report anchored or calibrated it, and the
+// session's encoding counts less than the provider for an approximate
+// model: what is counted here is scaled by the view's own ratio (its
+// usage to its count with the encoding), never below 1
+// (TestAsideOverTheWindowByTheProvidersCount: by the encoding's count the
+// tail fit, by the provider's it went past the window). Counting the view
+// again is bounded by the window.
+func (g *Gateway) asideFits(ctx context.Context, c *conversation, prep engine.PrepareResult, tail, stripped []chat.Message) (bool, error) {
+	u := prep.Status.Usage
+	need, err := g.countWith(ctx, u.Encoding, tail)
+	if err != nil {
+		return false, err
+	}
+	freed, err := g.countWith(ctx, u.Encoding, stripped)
+	if err != nil {
+		return false, err
+	}
+	kept, err := g.countWith(ctx, u.Encoding, prep.Messages)
+	if err != nil {
+		return false, err
+	}
+	own, err := g.countOwn(ctx, u.Encoding, c.system, c.tools)
+	if err != nil {
+		return false, err
+	}
+	if local := kept + freed; local > 0 && u.MessagesTokens > local {
+		need = need * u.MessagesTokens / local
+		freed = freed * u.MessagesTokens / local
+		own = own * u.MessagesTokens / local
+	}
+	need += max(own-u.SystemTokens-u.ToolsTokens, 0)
+	if m, ok := g.cfg.Models.Lookup(c.model); ok && m.ContextWindow < u.ContextWindow {
+		need += u.ContextWindow - m.ContextWindow // a model of a smaller window (TestAsideOverItsOwnModelsWindow)
+	}
+	return need <= u.Free+freed, nil
+}
+
+// countOwn counts a request's system prompt and tools with encoding; when
+// that cannot count (a vocabulary not imported), by bytes, 3 to a token.
+func (g *Gateway) countOwn(ctx context.Context, encoding, system string, tools []chat.Tool) (int64, error) {
+	if system == "" && len(tools) == 0 {
+		return 0, nil
+	}
+	n, err := g.cfg.Engine.CountTokens(ctx, engine.CountInput{Encoding: encoding, System: system, Tools: tools})
+	if err == nil {
+		return n.Total, nil
+	}
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	b := int64(len(system))
+	for _, t := range tools {
+		b += int64(len(t.Name) + len(t.Description) + len(t.Parameters) + 64)
+	}
+	return b / 3, nil
 }

@@ -110,6 +110,10 @@ func (p *Provider) messages(w http.ResponseWriter, r *http.Request) {
 	u := c.Billed
 	usage := map[string]any{"input_tokens": u.Uncached, "cache_creation_input_tokens": u.CacheWrite,
 		"cache_read_input_tokens": u.CacheRead, "output_tokens": u.Output}
+	if p.caching == "none" {
+		delete(usage, "cache_creation_input_tokens")
+		delete(usage, "cache_read_input_tokens")
+	}
 	msg := map[string]any{"id": p.nextID("msg_", 0, 0), "type": "message", "role": "assistant", "model": c.Model,
 		"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage}
 	if stream, _ := c.Body["stream"].(bool); !stream {

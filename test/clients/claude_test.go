@@ -43,11 +43,16 @@ func (r *rig) claudeEnv(home string) []string {
 	)
 }
 
-// claudeTurn runs `claude -p` (resuming session when it is set) and
-// returns Claude Code's answer and its session id.
+// claudeTurn runs `claude -p` (resuming session when it is set, with
+// --continue for latest) and returns Claude Code's answer and its session
+// id.
 func (r *rig) claudeTurn(conv, bin, dir, home, text, resume string) (answer, session string) {
 	args := []string{"-p", text, "--dangerously-skip-permissions", "--output-format", "json", "--model", claudeModel.Name}
-	if resume != "" {
+	switch resume {
+	case "":
+	case latest:
+		args = append(args, "--continue")
+	default:
 		args = append(args, "--resume", resume)
 	}
 	out := r.run(conv, dir, r.claudeEnv(home), bin, args...)

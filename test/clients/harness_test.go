@@ -91,7 +91,16 @@ type exchange struct {
 	fresh   bool    // X-Contextd-Compacted: true — the view was compacted for this request
 	main    bool    // the request carries a TASK= prompt and tools (the agent loop, not a title or a check)
 	header  http.Header
+	// seq is the exchange's number, sent on to contextd as
+	// X-Test-Exchange, which contextd passes upstream: the provider's
+	// calls of this exchange carry it.
+	seq string
+	// body is the request's body when contextd refused it (dump).
+	body []byte
 }
+
+// headerExchange names the exchange of an upstream call (exchange.seq).
+const headerExchange = "X-Test-Exchange"
 
 // rig is contextd with the scripted provider behind it and a recording
 // proxy in front of it; the CLIs talk to the proxy.
@@ -104,6 +113,7 @@ type rig struct {
 
 	mu        sync.Mutex
 	conv      string
+	seq       int
 	exchanges []exchange
 	// outbound are the requests that tried to leave loopback (through
 	// HTTPS_PROXY, which the CLIs get): what a test without network
@@ -163,6 +173,11 @@ func (r *rig) startFront() {
 		body, _ := io.ReadAll(req.Body)
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
+		r.mu.Lock()
+		r.seq++
+		seq := strconv.Itoa(r.seq)
+		r.mu.Unlock()
+		req.Header.Set(headerExchange, seq)
 		rec := &recorder{ResponseWriter: w}
 		// Recorded even when the client hangs up mid-stream (the
 		// reverse proxy then panics with http.ErrAbortHandler).
@@ -179,7 +194,7 @@ func (r *rig) startFront() {
 			main := bytes.Contains(body, []byte("TASK=")) && len(decoded.Tools) > 0
 			r.mu.Lock()
 			r.exchanges = append(r.exchanges, exchange{conv: r.conv, path: req.URL.Path, status: rec.status,
-				session: h.Get("X-Contextd-Session"), history: h.Get("X-Contextd-History"), used: used, fresh: h.Get("X-Contextd-Compacted") == "true", main: main, header: req.Header.Clone()})
+				session: h.Get("X-Contextd-Session"), history: h.Get("X-Contextd-History"), used: used, fresh: h.Get("X-Contextd-Compacted") == "true", main: main, header: req.Header.Clone(), seq: seq, body: refusedBody(rec.status, body)})
 			r.mu.Unlock()
 		}()
 		rp.ServeHTTP(rec, req)
@@ -325,4 +340,12 @@ func (r *rig) rpc(method string, req, out any) {
 	if err := json.Unmarshal(body, out); err != nil {
 		r.t.Fatalf("%s: %v: %s", method, err, body)
 	}
+}
+
+// refusedBody is body when status is a refusal, else nil.
+func refusedBody(status int, body []byte) []byte {
+	if status >= 400 {
+		return body
+	}
+	return nil
 }

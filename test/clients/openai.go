@@ -253,6 +253,9 @@ func (p *Provider) chat(w http.ResponseWriter, r *http.Request) {
 	u := c.Billed
 	usage := map[string]any{"prompt_tokens": u.Input(), "completion_tokens": u.Output, "total_tokens": u.Input() + u.Output,
 		"prompt_tokens_details": map[string]any{"cached_tokens": u.CacheRead}}
+	if p.caching == "none" {
+		delete(usage, "prompt_tokens_details")
+	}
 	id := p.nextID("chatcmpl-", 0, 0)
 	msg := map[string]any{"role": "assistant", "content": content, "refusal": nil}
 	if len(calls) > 0 {

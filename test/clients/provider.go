@@ -85,6 +85,12 @@ type Provider struct {
 	// same summary (sameCheckpoint), as a model may, and goes on from it
 	// at the latest round it made (checkpoint.go).
 	sameSummary bool
+	// caching is how the provider caches: "" as the providers do,
+	// "none" never (every token uncached, no cache fields), "cold" a
+	// cache that never hits (Anthropic writes the marked prefix on every
+	// call, OpenAI reads nothing), as a provider whose cache expires
+	// between calls.
+	caching string
 }
 
 // SetConv labels the requests that follow with the conversation the test
@@ -300,8 +306,11 @@ func (p *Provider) billAnthropic(segs []segment) Usage {
 			last = i
 		}
 	}
+	if p.caching == "none" {
+		return Usage{Uncached: total}
+	}
 	read := int64(0)
-	for i := last; i >= 0; i-- {
+	for i := last; i >= 0 && p.caching != "cold"; i-- {
 		if p.cache[sums[i]] {
 			read = counts[i]
 			break
@@ -325,6 +334,9 @@ func (p *Provider) billOpenAI(segs []segment) Usage {
 	total := int64(0)
 	if len(counts) > 0 {
 		total = counts[len(counts)-1]
+	}
+	if p.caching == "none" || p.caching == "cold" {
+		return Usage{Uncached: total}
 	}
 	read := int64(0)
 	for i := len(sums) - 1; i >= 0; i-- {

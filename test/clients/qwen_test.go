@@ -34,10 +34,15 @@ func (r *rig) qwenEnv(home string) []string {
 }
 
 // qwenTurn runs `qwen --yolo -o json PROMPT` (with --resume ID for a
-// later turn) and returns its result and session id.
+// later turn, --continue for latest) and returns its result and session
+// id.
 func (r *rig) qwenTurn(conv, bin, dir, home, text, resume string) (answer, session string) {
 	args := []string{"--yolo", "--output-format", "json", "--model", qwenModel.Name}
-	if resume != "" {
+	switch resume {
+	case "":
+	case latest:
+		args = append(args, "--continue")
+	default:
 		args = append(args, "--resume", resume)
 	}
 	args = append(args, text)

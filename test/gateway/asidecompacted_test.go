@@ -23,11 +23,7 @@ import (
 // was refused (message_count not between 0 and the active view's count)
 // and the billed call was never in the ledger.
 func TestAsideBilledAfterARoundCompacted(t *testing.T) {
-	models := filepath.Join(t.TempDir(), "models.json")
-	if err := os.WriteFile(models, []byte(`{"models": [{"name": "small", "provider": "openai", "context_window": 6000, "max_output_tokens": 500, "encoding": "o200k_base", "exact": true}]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := start(t, map[string]string{"CONTEXTD_MODELS_FILE": models})
+	s := startSmall(t)
 	turn := func(i int) string {
 		return fmt.Sprintf("Step %d: ", i) + strings.Repeat(fmt.Sprintf("read module %d of the parser and note its functions; ", i), 40)
 	}
@@ -67,4 +63,15 @@ func TestAsideBilledAfterARoundCompacted(t *testing.T) {
 		t.Fatalf("%d sessions, want 1", len(ids))
 	}
 	s.checkLedger(ids...)
+}
+
+// startSmall is start with the model "small" (OpenAI's, a 6,000-token
+// window, 500 of output, o200k_base) in the registry.
+func startSmall(t *testing.T) *server {
+	t.Helper()
+	models := filepath.Join(t.TempDir(), "models.json")
+	if err := os.WriteFile(models, []byte(`{"models": [{"name": "small", "provider": "openai", "context_window": 6000, "max_output_tokens": 500, "encoding": "o200k_base", "exact": true}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return start(t, map[string]string{"CONTEXTD_MODELS_FILE": models})
 }
