@@ -176,23 +176,35 @@ func (p *planner) setView(view []chat.Message) {
 // whatever their size, and keep_human_tokens may exceed the window), the
 // planner plans once more keeping only the original task, pinned and the
 // latest user message, as before they were kept. That second pass, at most
-// one, repeats the tiers' work (a second summarizer call).
+// one, repeats the tiers' work (a second summarizer call). When that does
+// not fit either, a third pass does the same and then prunes the
+// scaffolding parts of the original task and the latest user message
+// (pruneScaffolding); what was typed stays verbatim.
 func PlanCompaction(req Request) (*Plan, error) {
 	first := &planner{req: &req, view: req.View}
 	kept := first.instructions()
-	plan, err := planCompaction(req, kept)
+	plan, err := planCompaction(req, kept, false)
 	if errors.Is(err, ErrTooLarge) {
 		for id := range kept {
 			if !first.baseKept(id) {
-				return planCompaction(req, map[string]bool{})
+				plan, err = planCompaction(req, map[string]bool{}, false)
+				break
 			}
 		}
+	}
+	if errors.Is(err, ErrTooLarge) {
+		// Only then: the scaffolding parts of the original task and the
+		// latest user message give way (pruneScaffolding), a third pass
+		// at most.
+		return planCompaction(req, map[string]bool{}, true)
 	}
 	return plan, err
 }
 
-// planCompaction plans keeping kept verbatim as what the person said.
-func planCompaction(req Request, kept map[string]bool) (*Plan, error) {
+// planCompaction plans keeping kept verbatim as what the person said;
+// scaffold: when nothing else fits, the scaffolding parts of the messages
+// kept verbatim are pruned (pruneScaffolding).
+func planCompaction(req Request, kept map[string]bool, scaffold bool) (*Plan, error) {
 	p := &planner{req: &req, plan: &Plan{}, kept: kept}
 	p.setView(append([]chat.Message(nil), req.View...))
 	p.plan.TokensBefore = p.used()
@@ -207,6 +219,9 @@ func planCompaction(req Request, kept map[string]bool) (*Plan, error) {
 	}
 	if req.allowed(TierDropMiddle) && p.used() > req.Usable() {
 		p.dropMiddle()
+	}
+	if scaffold && req.allowed(TierPrune) && p.used() > req.Usable() {
+		p.pruneScaffolding()
 	}
 	if p.used() > req.Usable() {
 		return nil, p.tooLarge()

@@ -13,7 +13,9 @@ import (
 //     their own results after them);
 //   - the first message is a user message;
 //   - pinned messages, the original task and the latest user message of
-//     the original view are present and unchanged.
+//     the original view are present and unchanged (the original task and
+//     the latest user message may stand behind a stand-in whose only
+//     change is that parts all scaffolding are notes: sameButScaffolding).
 //
 // Fitting the window is checked by the planner, which knows the budget.
 func Validate(before, after []chat.Message, originalTaskID string) error {
@@ -39,9 +41,13 @@ func Validate(before, after []chat.Message, originalTaskID string) error {
 		}
 	}
 	found := make(map[string]*chat.Message, len(must))
+	standIn := map[string]*chat.Message{} // ScaffoldOfKey → its stand-in
 	for i := range after {
 		if _, ok := must[after[i].ID]; ok {
 			found[after[i].ID] = &after[i]
+		}
+		if of, ok := after[i].Metadata[ScaffoldOfKey]; ok && after[i].Kind == chat.KindPlaceholder {
+			standIn[of] = &after[i]
 		}
 	}
 	for i := range before {
@@ -58,6 +64,12 @@ func Validate(before, after []chat.Message, originalTaskID string) error {
 			continue
 		}
 		got, ok := found[m.ID]
+		if s, pruned := standIn[m.ID]; !ok && pruned && !m.Pinned {
+			if err := sameButScaffolding(m, s); err != nil {
+				return fmt.Errorf("%s (%s) %w", what, m.ID, err)
+			}
+			continue
+		}
 		if !ok {
 			return fmt.Errorf("%s (%s) was removed", what, m.ID)
 		}
@@ -108,6 +120,25 @@ func ValidatePairs(view []chat.Message) error {
 			continue
 		}
 		return fmt.Errorf("tool call %q (message %s) has no result", id, view[at].ID)
+	}
+	return nil
+}
+
+// sameButScaffolding checks the stand-in s of m (pruneScaffolding): the
+// same role and name, part for part the same, except text parts of m that
+// are all scaffolding (not standing instructions) replaced by a text part.
+func sameButScaffolding(m, s *chat.Message) error {
+	if s.Role != m.Role || s.Name != m.Name || len(s.Parts) != len(m.Parts) {
+		return fmt.Errorf("was changed beyond its scaffolding")
+	}
+	for k := range m.Parts {
+		a, b := &m.Parts[k], &s.Parts[k]
+		if reflect.DeepEqual(a, b) {
+			continue
+		}
+		if a.Type != chat.PartText || b.Type != chat.PartText || !chat.Scaffolding(a.Text) || chat.StandingInstructions(a.Text) {
+			return fmt.Errorf("was changed beyond its scaffolding (part %d)", k)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,127 @@
+package compaction
+
+import (
+	"maps"
+	"sort"
+	"strconv"
+
+	"github.com/contextd/contextd/internal/chat"
+)
+
+// ScaffoldOfKey is the metadata key of a stand-in for the original task or
+// the latest user message whose scaffolding parts were pruned
+// (pruneScaffolding): it names the message it stands in for, so Validate
+// can check that everything else in it is unchanged.
+const ScaffoldOfKey = "contextd_scaffold_of"
+
+// minScaffoldTokens is the smallest scaffolding part worth a placeholder.
+const minScaffoldTokens = 50
+
+// pruneScaffolding is the last resort of a request that cannot fit: the
+// text parts of the original task and the latest user message that are,
+// all of them, blocks a client injects (chat.Scaffolding: Claude Code's
+// <system-reminder> with the files it read again after /compact, ...) are
+// replaced, largest first (the oldest first among equals), each by a short
+// note naming the message's id for ExpandMessage, until the request fits.
+// What the person typed, a part with anything but scaffolding in it and
+// standing instructions stay verbatim; pinned messages are not touched.
+// Each part is counted once and each changed message twice at most, so
+// the work is linear in the two messages' text.
+func (p *planner) pruneScaffolding() {
+	latest := ""
+	for i := range p.view {
+		m := &p.view[i]
+		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && m.Kind != chat.KindPlaceholder {
+			latest = m.ID
+		}
+	}
+	type cand struct {
+		msg, part int
+		tokens    int64
+	}
+	var cands []cand
+	for i := range p.view {
+		m := &p.view[i]
+		if m.Pinned || m.Kind != chat.KindNormal || (m.ID != latest && m.ID != p.req.OriginalTaskID) {
+			continue
+		}
+		for k, part := range m.Parts {
+			if part.Type != chat.PartText || !chat.Scaffolding(part.Text) || chat.StandingInstructions(part.Text) {
+				continue
+			}
+			if n := p.textTokens(part.Text); n >= minScaffoldTokens {
+				cands = append(cands, cand{msg: i, part: k, tokens: n})
+			}
+		}
+	}
+	sort.SliceStable(cands, func(a, b int) bool { return cands[a].tokens > cands[b].tokens })
+	tool := p.req.Policy.ExposeExpandTool
+	note := func(m *chat.Message, tokens int64) string {
+		return "[contextd pruned a block of client context here (" + strconv.FormatInt(tokens, 10) +
+			" tokens) so the request fits the window. " + expandCall(tool, m.ID) + " to read it.]"
+	}
+	over := p.used() - p.req.Usable()
+	if over <= 0 || len(cands) == 0 {
+		return
+	}
+	// First the fewest parts whose saving (estimated from the parts'
+	// counts) covers the excess; if the exact count of the changed
+	// messages still does not fit, every candidate.
+	build := func(all bool) (map[int]chat.Message, int64) {
+		chosen := map[int]map[int]int64{} // message index → part index → tokens
+		var saved int64
+		for _, c := range cands {
+			if !all && saved >= over {
+				break
+			}
+			if chosen[c.msg] == nil {
+				chosen[c.msg] = map[int]int64{}
+			}
+			chosen[c.msg][c.part] = c.tokens
+			saved += c.tokens - p.textTokens(note(&p.view[c.msg], c.tokens))
+		}
+		out := map[int]chat.Message{}
+		var delta int64
+		for i, parts := range chosen {
+			m := &p.view[i]
+			repl := chat.Message{Role: m.Role, Name: m.Name, Kind: chat.KindPlaceholder, Metadata: maps.Clone(m.Metadata),
+				Parts: append([]chat.Part(nil), m.Parts...)}
+			if repl.Metadata == nil {
+				repl.Metadata = map[string]string{}
+			}
+			repl.Metadata[ScaffoldOfKey] = m.ID
+			for k, tokens := range parts {
+				repl.Parts[k] = chat.Part{Type: chat.PartText, Text: note(m, tokens)}
+			}
+			repl.Tokens = p.req.Count(&repl)
+			delta += repl.Tokens - m.Tokens
+			out[i] = repl
+		}
+		return out, delta
+	}
+	repls, delta := build(false)
+	if delta > -over {
+		repls, _ = build(true)
+	}
+	for _, i := range sortedKeys(repls) {
+		p.replace(i, repls[i], TierPrune, "client scaffolding of a message kept verbatim, so the request fits")
+	}
+}
+
+// textTokens counts a text with CountText, or as a message of that text
+// when the request has no CountText.
+func (p *planner) textTokens(text string) int64 {
+	if p.req.CountText != nil {
+		return int64(p.req.CountText(text))
+	}
+	return p.req.Count(&chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: text}}})
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}

@@ -1,0 +1,129 @@
+package compaction_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+)
+
+// reminder is a Claude Code <system-reminder> text part of about n bytes.
+func reminder(n int, what string) chat.Part {
+	body := strings.Repeat(what+" line\n", n/(len(what)+6))
+	return chat.Part{Type: chat.PartText, Text: "<system-reminder>\nResult of calling the Read tool:\n" + body + "</system-reminder>"}
+}
+
+// afterCompact builds what Claude Code sends after /compact: a task, a
+// reply, then one user message of the files it read (system reminders of
+// 16, 12, 14 and 4 KB) around a short typed prompt.
+func afterCompact(typed string, extra ...chat.Part) *builder {
+	b := &builder{}
+	b.user("Fix the failing tests in src/app.py.")
+	b.assistant("Done: the tests pass.")
+	parts := []chat.Part{reminder(16000, "alpha"), reminder(12000, "beta"), reminder(14000, "gamma"), reminder(4000, "delta")}
+	parts = append(parts, extra...)
+	parts = append(parts, chat.Part{Type: chat.PartText, Text: typed})
+	b.add(chat.Message{Role: chat.RoleUser, Parts: parts})
+	return b
+}
+
+// The latest user message made mostly of a client's scaffolding (issue
+// 29/31): it was kept whole, so a request whose prompt is short could not
+// fit and was refused. Its scaffolding parts, largest first and only as many
+// as needed, now give way to notes naming the message's id; what was typed
+// stays verbatim.
+func TestScaffoldingOfLatestUserMessageGivesWay(t *testing.T) {
+	typed := "Now recheck the notes with the words amber falcon."
+	b := afterCompact(typed)
+	req := request(b, 8000, compaction.AllTiers...)
+	latest := b.msgs[2]
+	if latest.Tokens+req.Fixed <= usable(req) {
+		t.Fatalf("fixture: the latest message (%d tokens) fits %d usable", latest.Tokens, usable(req))
+	}
+	plan := mustPlan(t, req)
+	if plan.TokensAfter > usable(req) {
+		t.Fatalf("%d tokens after, %d usable", plan.TokensAfter, usable(req))
+	}
+	last := plan.View[len(plan.View)-1]
+	if last.Kind != chat.KindPlaceholder || last.Metadata[compaction.ScaffoldOfKey] != latest.ID {
+		t.Fatalf("the latest message is %s (%s), not a stand-in for %s", last.ID, last.Kind, latest.ID)
+	}
+	if got := last.Parts[len(last.Parts)-1]; got.Text != typed {
+		t.Fatalf("typed text changed: %q", got.Text)
+	}
+	// Largest first, only as many as needed: 16 KB and 14 KB go, 12 KB and 4 KB stay.
+	for k, pruned := range []bool{true, false, true, false} {
+		same := reflect.DeepEqual(last.Parts[k], latest.Parts[k])
+		if same == pruned {
+			t.Errorf("part %d: pruned %v, want %v", k, !same, pruned)
+		}
+		if pruned && !strings.Contains(last.Parts[k].Text, "ExpandMessage with message id "+latest.ID) {
+			t.Errorf("part %d's note does not name %s: %q", k, latest.ID, last.Parts[k].Text)
+		}
+	}
+	item := plan.Items[len(plan.Items)-1]
+	if item.Tier != compaction.TierPrune || len(item.Replaced) != 1 || item.Replaced[0] != latest.ID {
+		t.Fatalf("item %+v", item)
+	}
+	if !reflect.DeepEqual(b.msgs[2], latest) {
+		t.Fatal("the plan changed its input")
+	}
+}
+
+// A request that fits with the latest message whole keeps it whole.
+func TestScaffoldingKeptWhenTheRequestFits(t *testing.T) {
+	b := afterCompact("Now recheck.")
+	plan := mustPlan(t, request(b, 40000, compaction.AllTiers...))
+	if !reflect.DeepEqual(plan.View[len(plan.View)-1], b.msgs[2]) {
+		t.Fatal("the latest message changed though the request fits")
+	}
+}
+
+// What is not all scaffolding (a part with typed text around a reminder),
+// standing instructions and a pinned message never give way: the request
+// is refused as before.
+func TestScaffoldingPrunesNothingTyped(t *testing.T) {
+	mixed := reminder(30000, "typed")
+	mixed.Text = "Look at this log:\n" + mixed.Text
+	claudeMd := chat.Part{Type: chat.PartText, Text: "<system-reminder>\nContents of /repo/CLAUDE.md (project instructions):\n" +
+		strings.Repeat("Always run the tests.\n", 1500) + "</system-reminder>"}
+	for name, b := range map[string]*builder{
+		"mixed":    afterCompact("And this.", mixed),
+		"claudeMd": afterCompact("And this.", claudeMd),
+	} {
+		req := request(b, 8000, compaction.AllTiers...)
+		if _, err := compaction.PlanCompaction(req); !errors.Is(err, compaction.ErrTooLarge) {
+			t.Errorf("%s: %v, want ErrTooLarge", name, err)
+		}
+	}
+	b := afterCompact("Now recheck.")
+	b.msgs[2].Pinned = true
+	if _, err := compaction.PlanCompaction(request(b, 8000, compaction.AllTiers...)); !errors.Is(err, compaction.ErrTooLarge) {
+		t.Errorf("pinned: %v, want ErrTooLarge", err)
+	}
+}
+
+// Validate accepts a stand-in whose only change is scaffolding, and no other.
+func TestValidateScaffoldStandIn(t *testing.T) {
+	b := afterCompact("Now recheck.")
+	before := b.msgs
+	standIn := func(k int, text string) []chat.Message {
+		after := append([]chat.Message(nil), before...)
+		s := before[2]
+		s.ID, s.Kind = "ph-1", chat.KindPlaceholder
+		s.Metadata = map[string]string{compaction.ScaffoldOfKey: before[2].ID}
+		s.Parts = append([]chat.Part(nil), s.Parts...)
+		s.Parts[k] = chat.Part{Type: chat.PartText, Text: text}
+		after[2] = s
+		return after
+	}
+	if err := compaction.Validate(before, standIn(0, "[note]"), "m1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := compaction.Validate(before, standIn(4, "[note]"), "m1"); err == nil {
+		t.Fatal("a stand-in that changed the typed text passed")
+	}
+}
