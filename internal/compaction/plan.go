@@ -192,10 +192,10 @@ func PlanCompaction(req Request) (*Plan, error) {
 			}
 		}
 	}
-	if errors.Is(err, ErrTooLarge) {
+	if errors.Is(err, ErrTooLarge) && req.allowed(TierPrune) && len(scaffoldParts(req.View, req.OriginalTaskID)) > 0 {
 		// Only then: the scaffolding parts of the original task and the
 		// latest user message give way (pruneScaffolding), a third pass
-		// at most.
+		// at most, only when they have some.
 		return planCompaction(req, map[string]bool{}, true)
 	}
 	return plan, err

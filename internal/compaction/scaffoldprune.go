@@ -28,30 +28,14 @@ const minScaffoldTokens = 50
 // Each part is counted once and each changed message twice at most, so
 // the work is linear in the two messages' text.
 func (p *planner) pruneScaffolding() {
-	latest := ""
-	for i := range p.view {
-		m := &p.view[i]
-		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && m.Kind != chat.KindPlaceholder {
-			latest = m.ID
-		}
-	}
 	type cand struct {
 		msg, part int
 		tokens    int64
 	}
 	var cands []cand
-	for i := range p.view {
-		m := &p.view[i]
-		if m.Pinned || m.Kind != chat.KindNormal || (m.ID != latest && m.ID != p.req.OriginalTaskID) {
-			continue
-		}
-		for k, part := range m.Parts {
-			if part.Type != chat.PartText || !chat.Scaffolding(part.Text) || chat.StandingInstructions(part.Text) {
-				continue
-			}
-			if n := p.textTokens(part.Text); n >= minScaffoldTokens {
-				cands = append(cands, cand{msg: i, part: k, tokens: n})
-			}
+	for _, at := range scaffoldParts(p.view, p.req.OriginalTaskID) {
+		if n := p.textTokens(p.view[at[0]].Parts[at[1]].Text); n >= minScaffoldTokens {
+			cands = append(cands, cand{msg: at[0], part: at[1], tokens: n})
 		}
 	}
 	sort.SliceStable(cands, func(a, b int) bool { return cands[a].tokens > cands[b].tokens })
@@ -106,6 +90,34 @@ func (p *planner) pruneScaffolding() {
 	for _, i := range sortedKeys(repls) {
 		p.replace(i, repls[i], TierPrune, "client scaffolding of a message kept verbatim, so the request fits")
 	}
+}
+
+// scaffoldParts returns where (message, part) the view's scaffolding parts
+// that pruneScaffolding may prune are: the text parts of the original task
+// and the latest user message (not pinned, not a summary or placeholder)
+// that are all scaffolding and not standing instructions. One pass over
+// the view and those two messages' text.
+func scaffoldParts(view []chat.Message, originalTaskID string) [][2]int {
+	latest := ""
+	for i := range view {
+		m := &view[i]
+		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && m.Kind != chat.KindPlaceholder {
+			latest = m.ID
+		}
+	}
+	var out [][2]int
+	for i := range view {
+		m := &view[i]
+		if m.Pinned || m.Kind != chat.KindNormal || (m.ID != latest && m.ID != originalTaskID) {
+			continue
+		}
+		for k, part := range m.Parts {
+			if part.Type == chat.PartText && chat.Scaffolding(part.Text) && !chat.StandingInstructions(part.Text) {
+				out = append(out, [2]int{i, k})
+			}
+		}
+	}
+	return out
 }
 
 // textTokens counts a text with CountText, or as a message of that text
