@@ -14,9 +14,6 @@ import (
 // can check that everything else in it is unchanged.
 const ScaffoldOfKey = "contextd_scaffold_of"
 
-// minScaffoldTokens is the smallest scaffolding part worth a placeholder.
-const minScaffoldTokens = 50
-
 // pruneScaffolding is the last resort of a request that cannot fit: the
 // text parts of the original task and the latest user message that are,
 // all of them, blocks a client injects (chat.Scaffolding: Claude Code's
@@ -34,7 +31,7 @@ func (p *planner) pruneScaffolding() {
 	}
 	var cands []cand
 	for _, at := range scaffoldParts(p.view, p.req.OriginalTaskID) {
-		if n := p.textTokens(p.view[at[0]].Parts[at[1]].Text); n >= minScaffoldTokens {
+		if n := p.textTokens(p.view[at[0]].Parts[at[1]].Text); n >= minPruneTokens {
 			cands = append(cands, cand{msg: at[0], part: at[1], tokens: n})
 		}
 	}

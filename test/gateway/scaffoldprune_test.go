@@ -53,6 +53,9 @@ func TestClaudeCodeFilesAfterCompactFit(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, body) // without the fix: 400 request cannot fit the context window
 	}
 	reqs := s.fake.Requests()
+	if p := reqs[len(reqs)-1].Problems; len(p) > 0 {
+		t.Fatalf("the provider would refuse what went upstream: %v", p)
+	}
 	up, _ := json.Marshal(reqs[len(reqs)-1].Body["messages"])
 	if !strings.Contains(string(up), typed) || strings.Contains(string(up), "part-2 line") || !strings.Contains(string(up), "contextd pruned a block of client context") {
 		t.Fatalf("upstream messages: %.2000s", up)
