@@ -4,6 +4,7 @@ import (
 	"maps"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
 )
@@ -13,6 +14,12 @@ import (
 // (pruneScaffolding): it names the message it stands in for, so Validate
 // can check that everything else in it is unchanged.
 const ScaffoldOfKey = "contextd_scaffold_of"
+
+// ScaffoldNotesKey is the metadata key of a stand-in that lists, comma
+// separated, the indexes of its parts that are contextd's notes: the
+// others are the message's own, so what the person typed is told apart
+// from the notes (standInTyped).
+const ScaffoldNotesKey = "contextd_scaffold_notes"
 
 // pruneScaffolding is the last resort of a request that cannot fit: the
 // text parts of the original task and the latest user message that are,
@@ -71,9 +78,12 @@ func (p *planner) pruneScaffolding() {
 				repl.Metadata = map[string]string{}
 			}
 			repl.Metadata[ScaffoldOfKey] = m.ID
-			for k, tokens := range parts {
-				repl.Parts[k] = chat.Part{Type: chat.PartText, Text: note(m, tokens)}
+			notes := make([]string, 0, len(parts))
+			for _, k := range sortedKeys(parts) {
+				repl.Parts[k] = chat.Part{Type: chat.PartText, Text: note(m, parts[k])}
+				notes = append(notes, strconv.Itoa(k))
 			}
+			repl.Metadata[ScaffoldNotesKey] = strings.Join(notes, ",")
 			repl.Tokens = p.req.Count(&repl)
 			delta += repl.Tokens - m.Tokens
 			out[i] = repl
@@ -115,6 +125,30 @@ func scaffoldParts(view []chat.Message, originalTaskID string) [][2]int {
 		}
 	}
 	return out
+}
+
+// standInTyped reports whether m is a stand-in (pruneScaffolding) that
+// carries something the person wrote: chat.HumanAuthored of its parts
+// other than its notes. Such a stand-in is, once a newer user message
+// follows, what the person said (instructions), its notes set aside. One
+// pass over its parts.
+func standInTyped(m *chat.Message) bool {
+	if m.Kind != chat.KindPlaceholder || m.Metadata[ScaffoldOfKey] == "" {
+		return false
+	}
+	notes := map[int]bool{}
+	for _, f := range strings.Split(m.Metadata[ScaffoldNotesKey], ",") {
+		if k, err := strconv.Atoi(f); err == nil {
+			notes[k] = true
+		}
+	}
+	own := chat.Message{Role: m.Role}
+	for k, part := range m.Parts {
+		if !notes[k] {
+			own.Parts = append(own.Parts, part)
+		}
+	}
+	return chat.HumanAuthored(&own)
 }
 
 // textTokens counts a text with CountText, or as a message of that text

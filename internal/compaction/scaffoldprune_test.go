@@ -127,3 +127,58 @@ func TestValidateScaffoldStandIn(t *testing.T) {
 		t.Fatal("a stand-in that changed the typed text passed")
 	}
 }
+
+// laterRound plans b at 8000 tokens (a stand-in for its last message),
+// then a second round at 16000 with summarize only: the steps that
+// answered it, a newer prompt, and a keep_human_tokens the stand-in fits.
+func laterRound(t *testing.T, b *builder) (chat.Message, *compaction.Plan) {
+	t.Helper()
+	first := mustPlan(t, request(b, 8000, compaction.AllTiers...))
+	standIn := first.View[len(first.View)-1]
+	if standIn.Metadata[compaction.ScaffoldOfKey] == "" {
+		t.Fatalf("fixture: no stand-in: %s", ids(first.View))
+	}
+	next := &builder{next: 100}
+	next.steps(6, 3000, "s").user("Thanks; now update the changelog.")
+	b2 := &builder{msgs: append(append([]chat.Message(nil), first.View...), next.msgs...)}
+	req := request(b2, 16000, compaction.TierSummarize)
+	req.Policy.KeepHumanTokens = standIn.Tokens + 200
+	plan := mustPlan(t, req)
+	if !plan.Changed() || plan.Tiers[0] != compaction.TierSummarize {
+		t.Fatalf("fixture: want a summary, tiers %v", plan.Tiers)
+	}
+	return standIn, plan
+}
+
+// Once a newer user message follows, the stand-in is what the person said
+// with the scaffolding set aside (issue 31): within keep_human_tokens a
+// later round keeps it verbatim, its typed prompt with it, as any other
+// human message, rather than summarize it as a placeholder of contextd's.
+func TestStandInKeptAsWhatThePersonSaid(t *testing.T) {
+	typed := "Now recheck the notes with the words amber falcon."
+	standIn, plan := laterRound(t, afterCompact(typed))
+	for _, m := range plan.View {
+		if m.ID == standIn.ID {
+			if !reflect.DeepEqual(m, standIn) {
+				t.Fatal("the stand-in was changed")
+			}
+			return
+		}
+	}
+	t.Fatalf("the stand-in %s (typed %q) was summarized: view %s", standIn.ID, typed, ids(plan.View))
+}
+
+// A stand-in of a message with nothing typed (all scaffolding) is not what
+// the person said: it stays a placeholder a later round may summarize.
+func TestStandInOfNothingTypedNotKept(t *testing.T) {
+	b := &builder{}
+	b.user("Fix the failing tests in src/app.py.")
+	b.assistant("Done: the tests pass.")
+	b.add(chat.Message{Role: chat.RoleUser, Parts: []chat.Part{reminder(16000, "alpha"), reminder(12000, "beta"), reminder(14000, "gamma")}})
+	standIn, plan := laterRound(t, b)
+	for _, m := range plan.View {
+		if m.ID == standIn.ID {
+			t.Fatalf("a stand-in of nothing typed was kept as the person's: view %s", ids(plan.View))
+		}
+	}
+}
