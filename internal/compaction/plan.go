@@ -176,27 +176,30 @@ func (p *planner) setView(view []chat.Message) {
 // whatever their size, and keep_human_tokens may exceed the window), the
 // planner plans once more keeping only the original task, pinned and the
 // latest user message, as before they were kept. That second pass, at most
-// one, repeats the tiers' work (a second summarizer call). When that does
-// not fit either, a third pass does the same and then prunes the
-// scaffolding parts of the original task and the latest user message
-// (pruneScaffolding); what was typed stays verbatim.
+// one, repeats the tiers' work (a second summarizer call). When the
+// original task or the latest user message has scaffolding parts, those
+// give way first (pruneScaffolding; what was typed stays verbatim): a pass
+// keeping what the person said and then pruning them comes before the
+// pass that keeps only the original task, pinned and latest user message
+// (which prunes them too). Three passes at most (three summarizer calls).
 func PlanCompaction(req Request) (*Plan, error) {
 	first := &planner{req: &req, view: req.View}
 	kept := first.instructions()
 	plan, err := planCompaction(req, kept, false)
+	// Only then, and only when they have some: the scaffolding parts of
+	// the original task and the latest user message give way
+	// (pruneScaffolding), before what the person said does (issue 31:
+	// scaffolding may be pruned, what was typed may not).
+	scaffold := errors.Is(err, ErrTooLarge) && req.allowed(TierPrune) && len(scaffoldParts(req.View, req.OriginalTaskID)) > 0
+	if scaffold {
+		plan, err = planCompaction(req, kept, true)
+	}
 	if errors.Is(err, ErrTooLarge) {
 		for id := range kept {
 			if !first.baseKept(id) {
-				plan, err = planCompaction(req, map[string]bool{}, false)
-				break
+				return planCompaction(req, map[string]bool{}, scaffold)
 			}
 		}
-	}
-	if errors.Is(err, ErrTooLarge) && req.allowed(TierPrune) && len(scaffoldParts(req.View, req.OriginalTaskID)) > 0 {
-		// Only then: the scaffolding parts of the original task and the
-		// latest user message give way (pruneScaffolding), a third pass
-		// at most, only when they have some.
-		return planCompaction(req, map[string]bool{}, true)
 	}
 	return plan, err
 }

@@ -182,3 +182,26 @@ func TestStandInOfNothingTypedNotKept(t *testing.T) {
 		}
 	}
 }
+
+// Scaffolding may be pruned, what the person typed may not (issue 31): when
+// pruning the latest message's scaffolding lets the request fit with the
+// person's older messages kept verbatim, they are not summarized away as in
+// the pass that gives up keeping them.
+func TestScaffoldGivesWayBeforeWhatThePersonSaid(t *testing.T) {
+	b := &builder{}
+	b.user("Fix the failing tests in src/app.py.")
+	b.user("Also: never touch the vendor directory.")
+	b.steps(4, 2000, "a")
+	b.add(chat.Message{Role: chat.RoleUser, Parts: []chat.Part{reminder(16000, "alpha"), reminder(12000, "beta"),
+		reminder(14000, "gamma"), {Type: chat.PartText, Text: "Now recheck."}}})
+	plan := mustPlan(t, request(b, 8000, compaction.AllTiers...))
+	if last := plan.View[len(plan.View)-1]; last.Metadata[compaction.ScaffoldOfKey] != b.msgs[len(b.msgs)-1].ID {
+		t.Fatalf("fixture: the latest message has no stand-in: %s", ids(plan.View))
+	}
+	for _, m := range plan.View {
+		if m.ID == "m2" {
+			return
+		}
+	}
+	t.Fatalf("the person's m2 was not kept verbatim: view %s, tiers %v", ids(plan.View), plan.Tiers)
+}
