@@ -11,7 +11,7 @@ import "github.com/contextd/contextd/internal/chat"
 // placeholders are contextd's, never the person's — except a stand-in whose
 // scaffolding was pruned (pruneScaffolding): its own parts are the
 // person's message, so it counts as human when something typed is among
-// them (standInTyped) and as standing instructions when those are. Work is
+// them (StandInTyped) and as standing instructions when those are. Work is
 // one pass over the view and the text of its user messages.
 func (p *planner) instructions() map[string]bool {
 	if p.kept != nil {
@@ -22,14 +22,14 @@ func (p *planner) instructions() map[string]bool {
 	left := p.req.Policy.KeepHumanTokens
 	for i := len(p.view) - 1; i >= 0; i-- {
 		m := &p.view[i]
-		standIn := m.Kind == chat.KindPlaceholder && m.Metadata[ScaffoldOfKey] != ""
+		standIn := IsStandIn(m)
 		if m.Role != chat.RoleUser || m.Kind == chat.KindSummary || (m.Kind == chat.KindPlaceholder && !standIn) {
 			continue
 		}
 		switch {
 		case chat.StandingInstructionsIn(m):
 			p.kept[m.ID] = true
-		case (standIn && standInTyped(m) || !standIn && human[i]) && m.Tokens <= left:
+		case (standIn && StandInTyped(m) || !standIn && human[i]) && m.Tokens <= left:
 			p.kept[m.ID] = true
 			left -= m.Tokens
 		}

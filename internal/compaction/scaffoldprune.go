@@ -18,7 +18,7 @@ const ScaffoldOfKey = "contextd_scaffold_of"
 // ScaffoldNotesKey is the metadata key of a stand-in that lists, comma
 // separated, the indexes of its parts that are contextd's notes: the
 // others are the message's own, so what the person typed is told apart
-// from the notes (standInTyped).
+// from the notes (StandInTyped).
 const ScaffoldNotesKey = "contextd_scaffold_notes"
 
 // pruneScaffolding is the last resort of a request that cannot fit: the
@@ -127,13 +127,20 @@ func scaffoldParts(view []chat.Message, originalTaskID string) [][2]int {
 	return out
 }
 
-// standInTyped reports whether m is a stand-in (pruneScaffolding) that
+// IsStandIn reports whether m is a stand-in (pruneScaffolding) for a
+// message whose scaffolding was pruned.
+func IsStandIn(m *chat.Message) bool {
+	return m.Kind == chat.KindPlaceholder && m.Metadata[ScaffoldOfKey] != ""
+}
+
+// StandInTyped reports whether m is a stand-in (pruneScaffolding) that
 // carries something the person wrote: chat.HumanAuthored of its parts
-// other than its notes. Such a stand-in is, once a newer user message
-// follows, what the person said (instructions), its notes set aside. One
-// pass over its parts.
-func standInTyped(m *chat.Message) bool {
-	if m.Kind != chat.KindPlaceholder || m.Metadata[ScaffoldOfKey] == "" {
+// other than its notes. Such a stand-in is what the person said
+// (instructions), its notes set aside, and a stand-in of the original task
+// is the original task (the engine's originalTask). One pass over its
+// parts.
+func StandInTyped(m *chat.Message) bool {
+	if !IsStandIn(m) {
 		return false
 	}
 	notes := map[int]bool{}

@@ -87,3 +87,48 @@ func TestPrepareFitsAMessageOfScaffolding(t *testing.T) {
 		}
 	})
 }
+
+// The original task whose scaffolding gave way stays the original task in
+// later rounds: its stand-in is kept whatever keep_human_tokens says (here
+// 0), as the task was before, and its typed prompt with it.
+func TestStandInOfTheOriginalTaskStaysTheTask(t *testing.T) {
+	backends(t, func(t *testing.T, e *engine.Engine) {
+		ctx := t.Context()
+		none := int64(0)
+		v, err := e.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4", System: "You are a coding agent.",
+			Policy: compaction.Overrides{KeepHumanTokens: &none}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		typed := "TASK=recheck-amber Now recheck the notes with the words amber falcon."
+		res, err := e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: []chat.Message{afterCompactMessage(typed)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		standIn := res.Messages[0]
+		if standIn.Metadata[compaction.ScaffoldOfKey] == "" {
+			t.Fatalf("fixture: the task has no stand-in: %+v", standIn.Metadata)
+		}
+		var more []chat.Message
+		for i := 0; i < 8; i++ {
+			more = append(more, chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText,
+				Text: strings.Repeat("I looked at the notes again and found more. ", 60)}}}, userMsg("Go on."))
+		}
+		res, err = e.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{Messages: more})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Status.Compacted {
+			t.Fatal("fixture: the second round did not compact")
+		}
+		for _, m := range res.Messages {
+			if m.ID == standIn.ID {
+				if !reflect.DeepEqual(m.Parts, standIn.Parts) {
+					t.Fatal("the task's stand-in changed")
+				}
+				return
+			}
+		}
+		t.Fatalf("the original task's stand-in %s (typed %q) was compacted away", standIn.ID, typed)
+	})
+}
