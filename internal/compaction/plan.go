@@ -176,38 +176,29 @@ func (p *planner) setView(view []chat.Message) {
 // whatever their size, and keep_human_tokens may exceed the window), the
 // planner plans once more keeping only the original task, pinned and the
 // latest user message, as before they were kept. That second pass, at most
-// one, repeats the tiers' work (a second summarizer call). When the
-// original task or the latest user message has scaffolding parts, those
-// give way first (pruneScaffolding; what was typed stays verbatim): a pass
-// keeping what the person said and then pruning them comes before the
-// pass that keeps only the original task, pinned and latest user message
-// (which prunes them too). Three passes at most (three summarizer calls).
+// one, repeats the tiers' work (a second summarizer call). In each pass,
+// when the tiers leave the request past the window, the scaffolding parts
+// of the original task and the latest user message give way last
+// (pruneScaffolding; what was typed stays verbatim): so they go before
+// what the person said does, at no summarizer call of their own.
 func PlanCompaction(req Request) (*Plan, error) {
 	first := &planner{req: &req, view: req.View}
 	kept := first.instructions()
-	plan, err := planCompaction(req, kept, false)
-	// Only then, and only when they have some: the scaffolding parts of
-	// the original task and the latest user message give way
-	// (pruneScaffolding), before what the person said does (issue 31:
-	// scaffolding may be pruned, what was typed may not).
-	scaffold := errors.Is(err, ErrTooLarge) && req.allowed(TierPrune) && len(scaffoldParts(req.View, req.OriginalTaskID)) > 0
-	if scaffold {
-		plan, err = planCompaction(req, kept, true)
-	}
+	plan, err := planCompaction(req, kept)
 	if errors.Is(err, ErrTooLarge) {
 		for id := range kept {
 			if !first.baseKept(id) {
-				return planCompaction(req, map[string]bool{}, scaffold)
+				return planCompaction(req, map[string]bool{})
 			}
 		}
 	}
 	return plan, err
 }
 
-// planCompaction plans keeping kept verbatim as what the person said;
-// scaffold: when nothing else fits, the scaffolding parts of the messages
-// kept verbatim are pruned (pruneScaffolding).
-func planCompaction(req Request, kept map[string]bool, scaffold bool) (*Plan, error) {
+// planCompaction plans keeping kept verbatim as what the person said; when
+// nothing else fits, the scaffolding parts of the original task and the
+// latest user message are pruned (pruneScaffolding) last, in the same pass.
+func planCompaction(req Request, kept map[string]bool) (*Plan, error) {
 	p := &planner{req: &req, plan: &Plan{}, kept: kept}
 	p.setView(append([]chat.Message(nil), req.View...))
 	p.plan.TokensBefore = p.used()
@@ -223,8 +214,8 @@ func planCompaction(req Request, kept map[string]bool, scaffold bool) (*Plan, er
 	if req.allowed(TierDropMiddle) && p.used() > req.Usable() {
 		p.dropMiddle()
 	}
-	if scaffold && req.allowed(TierPrune) && p.used() > req.Usable() {
-		p.pruneScaffolding()
+	if req.allowed(TierPrune) && p.used() > req.Usable() {
+		p.pruneScaffolding() // only what the tiers left past the window: no pass or summarizer call of its own
 	}
 	if p.used() > req.Usable() {
 		return nil, p.tooLarge()

@@ -205,3 +205,34 @@ func TestScaffoldGivesWayBeforeWhatThePersonSaid(t *testing.T) {
 	}
 	t.Fatalf("the person's m2 was not kept verbatim: view %s, tiers %v", ids(plan.View), plan.Tiers)
 }
+
+// The scaffolding pass costs no summarizer call of its own: it runs after
+// the tiers of the pass that keeps what the person said, so a request
+// whose only excess is scaffolding is summarized once, and one that also
+// gives up keeping the person's older messages twice, as before.
+func TestScaffoldPassCostsNoSummarizerCall(t *testing.T) {
+	b := &builder{}
+	b.user("Fix the failing tests in src/app.py.")
+	b.user("Also: never touch the vendor directory. " + strings.Repeat("It holds third-party code. ", 1400))
+	b.steps(4, 2000, "a")
+	b.add(chat.Message{Role: chat.RoleUser, Parts: []chat.Part{reminder(16000, "alpha"), reminder(12000, "beta"),
+		reminder(14000, "gamma"), {Type: chat.PartText, Text: "Now recheck."}}})
+	for _, c := range []struct {
+		name  string
+		human int64 // keep_human_tokens
+		calls int
+	}{{"person's older message past the budget", 3000, 1}, {"person's older message past the window", 1 << 20, 2}} {
+		req := request(b, 8000, compaction.AllTiers...)
+		req.Policy.KeepHumanTokens = c.human
+		calls := 0
+		summarize := req.Summarize
+		req.Summarize = func(in compaction.SummaryInput) (string, error) { calls++; return summarize(in) }
+		plan := mustPlan(t, req)
+		if last := plan.View[len(plan.View)-1]; last.Metadata[compaction.ScaffoldOfKey] == "" {
+			t.Fatalf("%s: fixture: no stand-in: %s", c.name, ids(plan.View))
+		}
+		if calls != c.calls {
+			t.Errorf("%s: %d summarizer calls, want %d", c.name, calls, c.calls)
+		}
+	}
+}
