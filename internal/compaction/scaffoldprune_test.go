@@ -126,6 +126,11 @@ func TestValidateScaffoldStandIn(t *testing.T) {
 	if err := compaction.Validate(before, standIn(4, "[note]"), "m1"); err == nil {
 		t.Fatal("a stand-in that changed the typed text passed")
 	}
+	after := standIn(0, "[note]")
+	after[2].Metadata["interrupted"] = "true"
+	if err := compaction.Validate(before, after, "m1"); err == nil {
+		t.Fatal("a stand-in that changed the message's metadata passed")
+	}
 }
 
 // laterRound plans b at 8000 tokens (a stand-in for its last message),

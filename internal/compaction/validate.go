@@ -125,10 +125,11 @@ func ValidatePairs(view []chat.Message) error {
 }
 
 // sameButScaffolding checks the stand-in s of m (pruneScaffolding): the
-// same role and name, part for part the same, except text parts of m that
-// are all scaffolding (not standing instructions) replaced by a text part.
+// same role, name and metadata (but for the stand-in's own keys), part for
+// part the same, except text parts of m that are all scaffolding (not
+// standing instructions) replaced by a text part.
 func sameButScaffolding(m, s *chat.Message) error {
-	if s.Role != m.Role || s.Name != m.Name || len(s.Parts) != len(m.Parts) {
+	if s.Role != m.Role || s.Name != m.Name || len(s.Parts) != len(m.Parts) || !sameMetadataBut(m.Metadata, s.Metadata) {
 		return fmt.Errorf("was changed beyond its scaffolding")
 	}
 	for k := range m.Parts {
@@ -141,4 +142,26 @@ func sameButScaffolding(m, s *chat.Message) error {
 		}
 	}
 	return nil
+}
+
+// sameMetadataBut reports whether the stand-in's metadata s is m's with
+// the stand-in's own keys (ScaffoldOfKey, ScaffoldNotesKey) set, whatever
+// m held under them.
+func sameMetadataBut(m, s map[string]string) bool {
+	n := 0
+	for k, v := range s {
+		if k == ScaffoldOfKey || k == ScaffoldNotesKey {
+			continue
+		}
+		if w, ok := m[k]; !ok || w != v {
+			return false
+		}
+		n++
+	}
+	for k := range m {
+		if k != ScaffoldOfKey && k != ScaffoldNotesKey {
+			n--
+		}
+	}
+	return n == 0
 }
