@@ -238,7 +238,8 @@ func (p *planner) addTier(t Tier) {
 }
 
 // protected returns the ids that no tier may touch: pinned messages, the
-// original task, the latest user message (and, for summarize and drop, the
+// original task, the latest user message, or its stand-in whose
+// scaffolding was pruned (and, for summarize and drop, the
 // pair partners of those).
 func (p *planner) protected() map[string]bool {
 	keep := map[string]bool{}
@@ -248,8 +249,8 @@ func (p *planner) protected() map[string]bool {
 		if m.Pinned || m.ID == p.req.OriginalTaskID {
 			keep[m.ID] = true
 		}
-		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && m.Kind != chat.KindPlaceholder {
-			latestUser = m.ID
+		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && (m.Kind != chat.KindPlaceholder || IsStandIn(m)) {
+			latestUser = m.ID // a stand-in (pruneScaffolding) is the message it stands in for
 		}
 	}
 	if latestUser != "" {

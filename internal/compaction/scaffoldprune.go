@@ -78,9 +78,13 @@ func (p *planner) pruneScaffolding() {
 				repl.Metadata = map[string]string{}
 			}
 			repl.Metadata[ScaffoldOfKey] = m.ID
-			notes := make([]string, 0, len(parts))
-			for _, k := range sortedKeys(parts) {
-				repl.Parts[k] = chat.Part{Type: chat.PartText, Text: note(m, parts[k])}
+			isNote := noteParts(m) // a stand-in's notes stay notes
+			for k, tokens := range parts {
+				repl.Parts[k] = chat.Part{Type: chat.PartText, Text: note(m, tokens)}
+				isNote[k] = true
+			}
+			notes := make([]string, 0, len(isNote))
+			for _, k := range sortedKeys(isNote) {
 				notes = append(notes, strconv.Itoa(k))
 			}
 			repl.Metadata[ScaffoldNotesKey] = strings.Join(notes, ",")
@@ -101,21 +105,22 @@ func (p *planner) pruneScaffolding() {
 
 // scaffoldParts returns where (message, part) the view's scaffolding parts
 // that pruneScaffolding may prune are: the text parts of the original task
-// and the latest user message (not pinned, not a summary or placeholder)
-// that are all scaffolding and not standing instructions. One pass over
+// and the latest user message (not pinned, not a summary or placeholder
+// but a stand-in, whose blocks left may go in turn) that are all
+// scaffolding and not standing instructions. One pass over
 // the view and those two messages' text.
 func scaffoldParts(view []chat.Message, originalTaskID string) [][2]int {
 	latest := ""
 	for i := range view {
 		m := &view[i]
-		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && m.Kind != chat.KindPlaceholder {
+		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && (m.Kind != chat.KindPlaceholder || IsStandIn(m)) {
 			latest = m.ID
 		}
 	}
 	var out [][2]int
 	for i := range view {
 		m := &view[i]
-		if m.Pinned || m.Kind != chat.KindNormal || (m.ID != latest && m.ID != originalTaskID) {
+		if m.Pinned || m.Kind != chat.KindNormal && !IsStandIn(m) || (m.ID != latest && m.ID != originalTaskID) {
 			continue
 		}
 		for k, part := range m.Parts {
@@ -143,12 +148,7 @@ func StandInTyped(m *chat.Message) bool {
 	if !IsStandIn(m) {
 		return false
 	}
-	notes := map[int]bool{}
-	for _, f := range strings.Split(m.Metadata[ScaffoldNotesKey], ",") {
-		if k, err := strconv.Atoi(f); err == nil {
-			notes[k] = true
-		}
-	}
+	notes := noteParts(m)
 	own := chat.Message{Role: m.Role}
 	for k, part := range m.Parts {
 		if !notes[k] {
@@ -156,6 +156,21 @@ func StandInTyped(m *chat.Message) bool {
 		}
 	}
 	return chat.HumanAuthored(&own)
+}
+
+// noteParts returns the indexes of a stand-in's parts that are notes
+// (ScaffoldNotesKey); none for any other message.
+func noteParts(m *chat.Message) map[int]bool {
+	notes := map[int]bool{}
+	if !IsStandIn(m) {
+		return notes
+	}
+	for _, f := range strings.Split(m.Metadata[ScaffoldNotesKey], ",") {
+		if k, err := strconv.Atoi(f); err == nil {
+			notes[k] = true
+		}
+	}
+	return notes
 }
 
 // textTokens counts a text with CountText, or as a message of that text

@@ -133,6 +133,13 @@ func TestValidateScaffoldStandIn(t *testing.T) {
 	}
 }
 
+// secondRound gives the ids req makes a prefix of their own, apart from
+// the first round's.
+func secondRound(req *compaction.Request) {
+	newID := req.NewID
+	req.NewID = func(k chat.Kind) string { return "r2-" + newID(k) }
+}
+
 // laterRound plans b at 8000 tokens (a stand-in for its last message),
 // then a second round at 16000 with summarize only: the steps that
 // answered it, a newer prompt, and a keep_human_tokens the stand-in fits.
@@ -147,6 +154,7 @@ func laterRound(t *testing.T, b *builder) (chat.Message, *compaction.Plan) {
 	next.steps(6, 3000, "s").user("Thanks; now update the changelog.")
 	b2 := &builder{msgs: append(append([]chat.Message(nil), first.View...), next.msgs...)}
 	req := request(b2, 16000, compaction.TierSummarize)
+	secondRound(&req)
 	req.Policy.KeepHumanTokens = standIn.Tokens + 200
 	plan := mustPlan(t, req)
 	if !plan.Changed() || plan.Tiers[0] != compaction.TierSummarize {
@@ -239,5 +247,71 @@ func TestScaffoldPassCostsNoSummarizerCall(t *testing.T) {
 		if calls != c.calls {
 			t.Errorf("%s: %d summarizer calls, want %d", c.name, calls, c.calls)
 		}
+	}
+}
+
+// While no newer user message follows (the agent's steps answering it),
+// the stand-in is the latest user message: no tier touches it, whatever
+// keep_human_tokens says, as the message itself was kept.
+func TestStandInStaysTheLatestUserMessage(t *testing.T) {
+	typed := "Now recheck the notes with the words amber falcon."
+	first := mustPlan(t, request(afterCompact(typed), 8000, compaction.AllTiers...))
+	standIn := first.View[len(first.View)-1]
+	if standIn.Metadata[compaction.ScaffoldOfKey] == "" {
+		t.Fatalf("fixture: no stand-in: %s", ids(first.View))
+	}
+	steps := &builder{next: 100}
+	steps.steps(3, 2000, "s")
+	b := &builder{msgs: append(append([]chat.Message(nil), first.View...), steps.msgs...)}
+	req := request(b, 8000, compaction.AllTiers...)
+	secondRound(&req)
+	req.Policy.KeepHumanTokens = 0
+	plan := mustPlan(t, req)
+	if err := compaction.Validate(b.msgs, plan.View, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range plan.View {
+		if m.ID == standIn.ID {
+			return
+		}
+	}
+	t.Fatalf("the latest user message's stand-in %s was compacted: view %s, tiers %v", standIn.ID, ids(plan.View), plan.Tiers)
+}
+
+// A stand-in still past the window gives way in turn: the blocks it kept
+// become notes too, in a stand-in of the stand-in that keeps its notes and
+// the typed prompt verbatim, and that Validate accepts.
+func TestStandInGivesWayInTurn(t *testing.T) {
+	typed := "Now recheck the notes with the words amber falcon."
+	first := mustPlan(t, request(afterCompact(typed), 8000, compaction.AllTiers...))
+	standIn := first.View[len(first.View)-1]
+	steps := &builder{next: 100}
+	steps.steps(1, 200, "s")
+	b := &builder{msgs: append(append([]chat.Message(nil), first.View...), steps.msgs...)}
+	req := request(b, 8000, compaction.AllTiers...)
+	req.Policy.ReservedOutputTokens = 8000 - 3000
+	secondRound(&req)
+	if standIn.Tokens <= usable(req) {
+		t.Fatalf("fixture: the stand-in (%d tokens) fits %d usable", standIn.Tokens, usable(req))
+	}
+	plan := mustPlan(t, req)
+	if err := compaction.Validate(b.msgs, plan.View, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	var again *chat.Message
+	for i := range plan.View {
+		if plan.View[i].Metadata[compaction.ScaffoldOfKey] == standIn.ID {
+			again = &plan.View[i]
+		}
+	}
+	if again == nil {
+		t.Fatalf("no stand-in of %s: view %s", standIn.ID, ids(plan.View))
+	}
+	if got := again.Parts[len(again.Parts)-1].Text; got != typed {
+		t.Fatalf("typed text changed: %q", got)
+	}
+	if again.Metadata[compaction.ScaffoldNotesKey] == standIn.Metadata[compaction.ScaffoldNotesKey] ||
+		!strings.HasPrefix(again.Metadata[compaction.ScaffoldNotesKey], "0,") {
+		t.Fatalf("notes %q, before %q", again.Metadata[compaction.ScaffoldNotesKey], standIn.Metadata[compaction.ScaffoldNotesKey])
 	}
 }

@@ -27,8 +27,8 @@ func Validate(before, after []chat.Message, originalTaskID string) error {
 	}
 	latestUser := ""
 	for i := range before {
-		if before[i].Role == chat.RoleUser && before[i].Kind == chat.KindNormal {
-			latestUser = before[i].ID
+		if before[i].Role == chat.RoleUser && (before[i].Kind == chat.KindNormal || IsStandIn(&before[i])) {
+			latestUser = before[i].ID // or its stand-in (pruneScaffolding)
 		}
 	}
 	// The few messages that must survive, by id; one pass over after
