@@ -8,8 +8,11 @@ import "github.com/contextd/contextd/internal/chat"
 // messages (chat.HumanAuthoredIn), newest first, while they fit in the
 // policy's KeepHumanTokens. Older human messages beyond it are summarized
 // like the rest (the summary's trail names each by id). Summaries and
-// placeholders are contextd's, never the person's. Work is one pass over
-// the view and the text of its user messages.
+// placeholders are contextd's, never the person's — except a stand-in whose
+// scaffolding was pruned (pruneScaffolding): its own parts are the
+// person's message, so it counts as human when something typed is among
+// them (StandInTyped) and as standing instructions when those are. Work is
+// one pass over the view and the text of its user messages.
 func (p *planner) instructions() map[string]bool {
 	if p.kept != nil {
 		return p.kept
@@ -19,13 +22,14 @@ func (p *planner) instructions() map[string]bool {
 	left := p.req.Policy.KeepHumanTokens
 	for i := len(p.view) - 1; i >= 0; i-- {
 		m := &p.view[i]
-		if m.Role != chat.RoleUser || m.Kind == chat.KindSummary || m.Kind == chat.KindPlaceholder {
+		standIn := IsStandIn(m)
+		if m.Role != chat.RoleUser || m.Kind == chat.KindSummary || (m.Kind == chat.KindPlaceholder && !standIn) {
 			continue
 		}
 		switch {
 		case chat.StandingInstructionsIn(m):
 			p.kept[m.ID] = true
-		case human[i] && m.Tokens <= left:
+		case (standIn && StandInTyped(m) || !standIn && human[i]) && m.Tokens <= left:
 			p.kept[m.ID] = true
 			left -= m.Tokens
 		}

@@ -176,7 +176,11 @@ func (p *planner) setView(view []chat.Message) {
 // whatever their size, and keep_human_tokens may exceed the window), the
 // planner plans once more keeping only the original task, pinned and the
 // latest user message, as before they were kept. That second pass, at most
-// one, repeats the tiers' work (a second summarizer call).
+// one, repeats the tiers' work (a second summarizer call). In each pass,
+// when the tiers leave the request past the window, the scaffolding parts
+// of the original task and the latest user message give way last
+// (pruneScaffolding; what was typed stays verbatim): so they go before
+// what the person said does, at no summarizer call of their own.
 func PlanCompaction(req Request) (*Plan, error) {
 	first := &planner{req: &req, view: req.View}
 	kept := first.instructions()
@@ -191,7 +195,9 @@ func PlanCompaction(req Request) (*Plan, error) {
 	return plan, err
 }
 
-// planCompaction plans keeping kept verbatim as what the person said.
+// planCompaction plans keeping kept verbatim as what the person said; when
+// nothing else fits, the scaffolding parts of the original task and the
+// latest user message are pruned (pruneScaffolding) last, in the same pass.
 func planCompaction(req Request, kept map[string]bool) (*Plan, error) {
 	p := &planner{req: &req, plan: &Plan{}, kept: kept}
 	p.setView(append([]chat.Message(nil), req.View...))
@@ -207,6 +213,9 @@ func planCompaction(req Request, kept map[string]bool) (*Plan, error) {
 	}
 	if req.allowed(TierDropMiddle) && p.used() > req.Usable() {
 		p.dropMiddle()
+	}
+	if req.allowed(TierPrune) && p.used() > req.Usable() {
+		p.pruneScaffolding() // only what the tiers left past the window: no pass or summarizer call of its own
 	}
 	if p.used() > req.Usable() {
 		return nil, p.tooLarge()
@@ -229,7 +238,8 @@ func (p *planner) addTier(t Tier) {
 }
 
 // protected returns the ids that no tier may touch: pinned messages, the
-// original task, the latest user message (and, for summarize and drop, the
+// original task, the latest user message, or its stand-in whose
+// scaffolding was pruned (and, for summarize and drop, the
 // pair partners of those).
 func (p *planner) protected() map[string]bool {
 	keep := map[string]bool{}
@@ -239,8 +249,8 @@ func (p *planner) protected() map[string]bool {
 		if m.Pinned || m.ID == p.req.OriginalTaskID {
 			keep[m.ID] = true
 		}
-		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && m.Kind != chat.KindPlaceholder {
-			latestUser = m.ID
+		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && (m.Kind != chat.KindPlaceholder || IsStandIn(m)) {
+			latestUser = m.ID // a stand-in (pruneScaffolding) is the message it stands in for
 		}
 	}
 	if latestUser != "" {

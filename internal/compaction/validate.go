@@ -13,7 +13,9 @@ import (
 //     their own results after them);
 //   - the first message is a user message;
 //   - pinned messages, the original task and the latest user message of
-//     the original view are present and unchanged.
+//     the original view are present and unchanged (the original task and
+//     the latest user message may stand behind a stand-in whose only
+//     change is that parts all scaffolding are notes: sameButScaffolding).
 //
 // Fitting the window is checked by the planner, which knows the budget.
 func Validate(before, after []chat.Message, originalTaskID string) error {
@@ -25,8 +27,8 @@ func Validate(before, after []chat.Message, originalTaskID string) error {
 	}
 	latestUser := ""
 	for i := range before {
-		if before[i].Role == chat.RoleUser && before[i].Kind == chat.KindNormal {
-			latestUser = before[i].ID
+		if before[i].Role == chat.RoleUser && (before[i].Kind == chat.KindNormal || IsStandIn(&before[i])) {
+			latestUser = before[i].ID // or its stand-in (pruneScaffolding)
 		}
 	}
 	// The few messages that must survive, by id; one pass over after
@@ -39,9 +41,13 @@ func Validate(before, after []chat.Message, originalTaskID string) error {
 		}
 	}
 	found := make(map[string]*chat.Message, len(must))
+	standIn := map[string]*chat.Message{} // ScaffoldOfKey → its stand-in
 	for i := range after {
 		if _, ok := must[after[i].ID]; ok {
 			found[after[i].ID] = &after[i]
+		}
+		if of, ok := after[i].Metadata[ScaffoldOfKey]; ok && after[i].Kind == chat.KindPlaceholder {
+			standIn[of] = &after[i]
 		}
 	}
 	for i := range before {
@@ -58,6 +64,12 @@ func Validate(before, after []chat.Message, originalTaskID string) error {
 			continue
 		}
 		got, ok := found[m.ID]
+		if s, pruned := standIn[m.ID]; !ok && pruned && !m.Pinned {
+			if err := sameButScaffolding(m, s); err != nil {
+				return fmt.Errorf("%s (%s) %w", what, m.ID, err)
+			}
+			continue
+		}
 		if !ok {
 			return fmt.Errorf("%s (%s) was removed", what, m.ID)
 		}
@@ -110,4 +122,46 @@ func ValidatePairs(view []chat.Message) error {
 		return fmt.Errorf("tool call %q (message %s) has no result", id, view[at].ID)
 	}
 	return nil
+}
+
+// sameButScaffolding checks the stand-in s of m (pruneScaffolding): the
+// same role, name and metadata (but for the stand-in's own keys), part for
+// part the same, except text parts of m that are all scaffolding (not
+// standing instructions) replaced by a text part.
+func sameButScaffolding(m, s *chat.Message) error {
+	if s.Role != m.Role || s.Name != m.Name || len(s.Parts) != len(m.Parts) || !sameMetadataBut(m.Metadata, s.Metadata) {
+		return fmt.Errorf("was changed beyond its scaffolding")
+	}
+	for k := range m.Parts {
+		a, b := &m.Parts[k], &s.Parts[k]
+		if reflect.DeepEqual(a, b) {
+			continue
+		}
+		if a.Type != chat.PartText || b.Type != chat.PartText || !chat.Scaffolding(a.Text) || chat.StandingInstructions(a.Text) {
+			return fmt.Errorf("was changed beyond its scaffolding (part %d)", k)
+		}
+	}
+	return nil
+}
+
+// sameMetadataBut reports whether the stand-in's metadata s is m's with
+// the stand-in's own keys (ScaffoldOfKey, ScaffoldNotesKey) set, whatever
+// m held under them.
+func sameMetadataBut(m, s map[string]string) bool {
+	n := 0
+	for k, v := range s {
+		if k == ScaffoldOfKey || k == ScaffoldNotesKey {
+			continue
+		}
+		if w, ok := m[k]; !ok || w != v {
+			return false
+		}
+		n++
+	}
+	for k := range m {
+		if k != ScaffoldOfKey && k != ScaffoldNotesKey {
+			n--
+		}
+	}
+	return n == 0
 }

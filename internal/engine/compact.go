@@ -419,10 +419,13 @@ func originalTask(view []chat.Message) string {
 	first := ""
 	for i := range view {
 		m := &view[i]
-		if m.Role != chat.RoleUser || m.Kind != chat.KindNormal {
+		// A stand-in whose scaffolding was pruned (compaction.IsStandIn)
+		// is the message it stands in for, what was typed in it kept.
+		standIn := compaction.IsStandIn(m)
+		if m.Role != chat.RoleUser || m.Kind != chat.KindNormal && !standIn {
 			continue
 		}
-		if chat.HumanAuthored(m) {
+		if standIn && compaction.StandInTyped(m) || !standIn && chat.HumanAuthored(m) {
 			return m.ID
 		}
 		if first == "" {
