@@ -292,7 +292,20 @@ func (p page) screenshot(dir, name string) {
 func visible(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.WaitVisible(chromedp.CSS(sel))
 }
-func click(sel string) chromedp.Action[chromedp.Void] { return chromedp.Click(chromedp.CSS(sel)) }
+// click clicks the first node of sel. A page that redraws between the
+// node's query and the click (CDP: "Could not find node with given id")
+// has the node queried again, up to three tries in all (CI met it once).
+func click(sel string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		var err error
+		for range 3 {
+			if _, err = chromedp.Click(chromedp.CSS(sel))(ctx, t); err == nil || ctx.Err() != nil {
+				break
+			}
+		}
+		return chromedp.Void{}, err
+	}
+}
 
 func enableLog(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
 	_, err := cdp.Call(ctx, t, cdplog.Enable, cdp.Empty{})
