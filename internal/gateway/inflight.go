@@ -159,20 +159,19 @@ func (r *recorders) one() *hold {
 	return r.holds[0]
 }
 
-// waitRecorded waits until no exchange records the session (true), until,
-// or ctx's end.
-func (g *Gateway) waitRecorded(ctx context.Context, tenant, id string, until time.Time) bool {
+// waitRecorded waits until no exchange records the session, until, or
+// ctx's end.
+func (g *Gateway) waitRecorded(ctx context.Context, tenant, id string, until time.Time) {
 	v, ok := g.inflight.Load(recordingKey(tenant, id))
 	if !ok {
-		return true
+		return
 	}
 	r := v.(*recorders)
 	for h := r.one(); h != nil; h = r.one() {
 		if !waitHold(ctx, h, until) {
-			return false
+			return
 		}
 	}
-	return true
 }
 
 // abandoned reports whether the exchange's client went away.

@@ -18,9 +18,10 @@ import (
 // indexed read, and its log's identities, nothing read when the log did
 // not grow). The index's read and the row's go in one round trip where
 // the store can (Engine.HistoryAndRow), after the session was found not
-// busy (a wait for its recording on this replica comes before both). Whatever does not hold — another replica moved the session,
-// a longer session exists, the session is busy or gone — falls back to
-// the whole lookup.
+// busy (a wait for its recording on this replica comes before both).
+// Whatever does not hold — another replica moved the session, a longer
+// session exists, the session is busy or gone — falls back to the whole
+// lookup.
 
 // identifyServed joins the request to the session this replica last saw
 // its history's head in; ok false to look it up in the index.

@@ -79,7 +79,13 @@ func (x *exchange) prepare() bool {
 		h.Set(HeaderUsed, strconv.FormatFloat(prep.Status.Usage.PercentUsed, 'f', 1, 64))
 	}
 	if res.own {
-		return true // nothing of the view was sent (ownHeaders, slimmedaside.go)
+		// Sent as the client sent it (slimmedaside.go): the answer says
+		// nothing of the session's view, none of which was sent — no
+		// X-Contextd-Compacted, no X-Contextd-Used-Percent, none of the
+		// session's status warnings (a compaction deferred or paused,
+		// auto_compact off); warnings of the request itself still come
+		// (TestSlimmedSummaryRequestHeaders).
+		return true
 	}
 	h.Set(HeaderCompacted, strconv.FormatBool(prep.Status.Compacted))
 	for _, warn := range prep.Status.Warnings {
@@ -146,7 +152,11 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			g.unmake(ctx, tenant, res)
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
-		if err := logMoved(res, prep); err != nil {
+		// A request sent as its client sent it (res.own) sends nothing
+		// of the log, so the log moving changes nothing it sends: matched
+		// again, it would spend the budget and then go as a session of
+		// its own, which the slimmed aside is there to avoid.
+		if err := logMoved(res, prep); err != nil && !res.own {
 			// Appended nothing, so nothing expected its version: match
 			// again (the request is now a repeat of the reply that came
 			// in between, say). Past the budget an aside goes as an

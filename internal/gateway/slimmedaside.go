@@ -41,15 +41,6 @@ func slimmedAside(id string, c *conversation, sig signal, m *logMatch) (resolved
 		history: historyAside, tail: c.msgs, own: true}, true
 }
 
-// ownHeaders: the answer to a request sent as the client sent it
-// (resolved.own) carries X-Contextd-History (aside) and the session's
-// name when it may, not what is said of the session's view: no
-// X-Contextd-Compacted, no X-Contextd-Used-Percent and none of the
-// session's status warnings (a compaction deferred or paused, auto_compact
-// off), since no view was sent (exchange.prepare;
-// TestSlimmedSummaryRequestHeaders). Warnings of the request itself (a
-// model not in the registry) still come.
-
 // sendOwn makes prep send the request's own messages (res.tail) alone,
 // without cache hints for the view and without the tools contextd adds
 // (resolved.own): contextd_expand reads the session's stored messages,
