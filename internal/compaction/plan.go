@@ -154,7 +154,9 @@ type planner struct {
 	// placeholder.
 	pruned map[string]chat.Message
 	// kept is what instructions() keeps, computed once on the view as the
-	// plan found it (a tier only ever replaces other messages).
+	// plan found it (a tier only ever replaces other messages, but for
+	// pruneScaffolding, last in a pass, which swaps a kept message for its
+	// stand-in).
 	kept map[string]bool
 }
 

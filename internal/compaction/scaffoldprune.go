@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,7 +85,7 @@ func (p *planner) pruneScaffolding() {
 				isNote[k] = true
 			}
 			notes := make([]string, 0, len(isNote))
-			for _, k := range sortedKeys(isNote) {
+			for _, k := range slices.Sorted(maps.Keys(isNote)) {
 				notes = append(notes, strconv.Itoa(k))
 			}
 			repl.Metadata[ScaffoldNotesKey] = strings.Join(notes, ",")
@@ -98,7 +99,7 @@ func (p *planner) pruneScaffolding() {
 	if delta > -over {
 		repls, _ = build(true)
 	}
-	for _, i := range sortedKeys(repls) {
+	for _, i := range slices.Sorted(maps.Keys(repls)) {
 		p.replace(i, repls[i], TierPrune, "client scaffolding of a message kept verbatim, so the request fits")
 	}
 }
@@ -180,13 +181,4 @@ func (p *planner) textTokens(text string) int64 {
 		return int64(p.req.CountText(text))
 	}
 	return p.req.Count(&chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Type: chat.PartText, Text: text}}})
-}
-
-func sortedKeys[V any](m map[int]V) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
 }

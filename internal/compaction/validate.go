@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -148,20 +149,11 @@ func sameButScaffolding(m, s *chat.Message) error {
 // the stand-in's own keys (ScaffoldOfKey, ScaffoldNotesKey) set, whatever
 // m held under them.
 func sameMetadataBut(m, s map[string]string) bool {
-	n := 0
-	for k, v := range s {
-		if k == ScaffoldOfKey || k == ScaffoldNotesKey {
-			continue
-		}
-		if w, ok := m[k]; !ok || w != v {
-			return false
-		}
-		n++
+	strip := func(x map[string]string) map[string]string {
+		x = maps.Clone(x)
+		delete(x, ScaffoldOfKey)
+		delete(x, ScaffoldNotesKey)
+		return x
 	}
-	for k := range m {
-		if k != ScaffoldOfKey && k != ScaffoldNotesKey {
-			n--
-		}
-	}
-	return n == 0
+	return maps.Equal(strip(m), strip(s))
 }

@@ -58,10 +58,9 @@ func fixedDigest(s store.Session) string {
 
 // computeFixedDigest is fixedDigest of its parts, computed.
 func computeFixedDigest(model, systemPrompt string, effective []chat.Tool) string {
-	s := store.Session{Model: model, SystemPrompt: systemPrompt}
 	tools, _ := json.Marshal(effective)
 	h := sha256.New()
-	fmt.Fprintf(h, "%d:%s\x00%d:%s\x00", len(s.Model), s.Model, len(s.SystemPrompt), s.SystemPrompt)
+	fmt.Fprintf(h, "%d:%s\x00%d:%s\x00", len(model), model, len(systemPrompt), systemPrompt)
 	h.Write(tools)
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }

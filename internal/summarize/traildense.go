@@ -178,9 +178,5 @@ func messageID(id string) bool {
 // file's last edit is asked with, so it stays on the trail when the view
 // shows it again (shownAgain).
 func changeTag(tag string) bool {
-	switch tag {
-	case tagWrote, tagCreated, tagEdited, tagDeleted:
-		return true
-	}
-	return false
+	return tag == tagWrote || wholeFirst(trailLine{tag: tag})
 }

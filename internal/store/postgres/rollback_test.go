@@ -29,7 +29,8 @@ func TestRollbackKeepsTheDeadline(t *testing.T) {
 					s.Close()
 				}
 			})
-			proxied, freeze := pgtest.Freezable(t, url)
+			l := pgtest.Faulty(t, url)
+			proxied, freeze := l.URL, l.Silence
 			var err error
 			if s, err = postgres.Open(t.Context(), proxied); err != nil {
 				t.Fatal(err)
