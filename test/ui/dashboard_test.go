@@ -292,6 +292,7 @@ func (p page) screenshot(dir, name string) {
 func visible(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.WaitVisible(chromedp.CSS(sel))
 }
+
 // click clicks the first node of sel. A page that redraws between the
 // node's query and the click (CDP: "Could not find node with given id")
 // has the node queried again, up to three tries in all (CI met it once).
