@@ -252,17 +252,26 @@ func (l *expandLoop) size(ctx context.Context, msgs []chat.Message) (int64, erro
 	return l.x.g.countWith(ctx, l.x.prep.Status.Usage.Encoding, msgs)
 }
 
-// countWith counts msgs with encoding; when that cannot count (a
-// vocabulary not imported), by bytes, 3 to a token.
+// countWith counts msgs with encoding (count).
 func (g *Gateway) countWith(ctx context.Context, encoding string, msgs []chat.Message) (int64, error) {
-	n, err := g.cfg.Engine.CountTokens(ctx, engine.CountInput{Encoding: encoding, Messages: msgs})
+	return g.count(ctx, engine.CountInput{Encoding: encoding, Messages: msgs})
+}
+
+// count counts in; when that cannot count (a vocabulary not imported), by
+// bytes, 3 to a token.
+func (g *Gateway) count(ctx context.Context, in engine.CountInput) (int64, error) {
+	n, err := g.cfg.Engine.CountTokens(ctx, in)
 	if err == nil {
 		return n.Total, nil
 	}
 	if ctx.Err() != nil {
 		return 0, ctx.Err()
 	}
-	var b int64
+	b := int64(len(in.System))
+	for _, t := range in.Tools {
+		b += int64(len(t.Name) + len(t.Description) + len(t.Parameters) + 64)
+	}
+	msgs := in.Messages
 	for i := range msgs {
 		for _, p := range msgs[i].Parts {
 			b += int64(len(p.Text) + 64)

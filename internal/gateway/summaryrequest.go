@@ -141,7 +141,10 @@ func (g *Gateway) asideFits(ctx context.Context, c *conversation, prep engine.Pr
 	if err != nil {
 		return false, err
 	}
-	own, err := g.countOwn(ctx, u.Encoding, c.system, c.tools)
+	own := int64(0)
+	if c.system != "" || len(c.tools) > 0 {
+		own, err = g.count(ctx, engine.CountInput{Encoding: u.Encoding, System: c.system, Tools: c.tools})
+	}
 	if err != nil {
 		return false, err
 	}
@@ -155,24 +158,4 @@ func (g *Gateway) asideFits(ctx context.Context, c *conversation, prep engine.Pr
 		need += u.ContextWindow - m.ContextWindow // a model of a smaller window (TestAsideOverItsOwnModelsWindow)
 	}
 	return need <= u.Free+freed, nil
-}
-
-// countOwn counts a request's system prompt and tools with encoding; when
-// that cannot count (a vocabulary not imported), by bytes, 3 to a token.
-func (g *Gateway) countOwn(ctx context.Context, encoding, system string, tools []chat.Tool) (int64, error) {
-	if system == "" && len(tools) == 0 {
-		return 0, nil
-	}
-	n, err := g.cfg.Engine.CountTokens(ctx, engine.CountInput{Encoding: encoding, System: system, Tools: tools})
-	if err == nil {
-		return n.Total, nil
-	}
-	if ctx.Err() != nil {
-		return 0, ctx.Err()
-	}
-	b := int64(len(system))
-	for _, t := range tools {
-		b += int64(len(t.Name) + len(t.Description) + len(t.Parameters) + 64)
-	}
-	return b / 3, nil
 }
