@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"strconv"
-	"strings"
 
 	"github.com/contextd/contextd/internal/store"
 )
@@ -39,15 +37,10 @@ func (s *Store) FindHistory(ctx context.Context, tenant string, chains []string,
 	for len(chains) > 0 {
 		batch := chains[:min(len(chains), perStatement)]
 		chains = chains[len(batch):]
-		parts := make([]string, len(batch))
-		args := make([]any, 0, 3*len(batch))
-		for i, chain := range batch {
-			parts[i] = `SELECT * FROM (SELECT h.chain, h.session_id, h.length, h.head FROM history_index h
+		q, args := perKey(`SELECT h.chain, h.session_id, h.length, h.head FROM history_index h
 				JOIN sessions s ON s.tenant = h.tenant AND s.id = h.session_id AND s.deleted_at IS NULL
-				WHERE h.tenant = ? AND h.chain = ? ORDER BY h.head DESC LIMIT ` + strconv.Itoa(limit) + `)`
-			args = append(args, tenant, chain)
-		}
-		if err := s.findHistory(ctx, strings.Join(parts, " UNION ALL "), args, &out); err != nil {
+				WHERE h.tenant = ? AND h.chain = ? ORDER BY h.head DESC`, tenant, batch, limit) // calls.go
+		if err := s.findHistory(ctx, q, args, &out); err != nil {
 			return nil, err
 		}
 	}
