@@ -74,6 +74,21 @@ var cells = []cell{
 	{1, 100, 250, 30}, // a coding agent's tools
 }
 
+// measured is the cells with tools sent in those that declare none, each
+// once: -tools 30 makes the plain 1×100 cell the one that declares 30.
+func measured(tools int) []cell {
+	var out []cell
+	for _, c := range cells {
+		if c.tools == 0 {
+			c.tools = tools
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // toolsJSON is a "tools" array of n function tools of about 2 KB each
 // (a description and a JSON Schema of a few parameters), as the real
 // coding agents send with every request.
@@ -180,10 +195,7 @@ func main() {
 			log.Fatalf("-stores: unknown store %q", store)
 		}
 		base, stop := startContextd(env, up)
-		for i, c := range cells {
-			if c.tools == 0 {
-				c.tools = *tools
-			}
+		for i, c := range measured(*tools) {
 			if !filter.MatchString(store + " " + c.name()) {
 				continue
 			}
