@@ -20,7 +20,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -37,7 +36,6 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -133,7 +131,22 @@ func main() {
 	tools := flag.Int("tools", 0, "send this many tools (about 2 KB of JSON each, as a coding agent's: 30 is about 60 KB) with every request of the cells that declare none (the cell's name says so)")
 	pgWAL := flag.Bool("pgwal", false, "PostgreSQL: also measure the WAL bytes (pg_current_wal_lsn) each gateway request wrote")
 	pgXacts := flag.Bool("pgxacts", false, "PostgreSQL: also count the transactions (pg_stat_database; single statements count as one; the server's idle commits subtracted) each gateway request made; waits 11 s per reading for the statistics to be flushed")
+	external := flag.Bool("external", false, "run the upstream and each cell's load client as processes of their own (this binary re-executed), over loopback TCP; contextd stays in this process")
+	role := flag.String("role", "", "what -external runs this binary as: upstream or client (with -job)")
+	spec := flag.String("job", "", "-role client: the cell to run, as JSON")
 	flag.Parse()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	switch *role {
+	case "":
+	case "upstream":
+		serveUpstream()
+		return
+	case "client":
+		serveLoad(client, *calls, *spec)
+		return
+	default:
+		log.Fatalf("-role: unknown role %q", *role)
+	}
 	filter, err := regexp.Compile(*only)
 	if err != nil {
 		log.Fatalf("-only: %v", err)
@@ -162,15 +175,23 @@ func main() {
 		pgtest.Stop()
 		os.Exit(1)
 	}()
-	up := startUpstream()
-	fmt.Printf("gatewaybench: %d timed calls per conversation, %d CPUs, %s, upstream answers at once; PostgreSQL fsync=off\n\n",
-		*calls, runtime.NumCPU(), runtime.Version())
+	loads := func(c cell, url, tag string) load { return newLocal(client, *calls, c, url, tag) }
+	upCPU := func() time.Duration { return 0 } // in this process: counted as this process's
+	up, processes := startUpstream(), "client, upstream and contextd in this process"
+	if *external {
+		var stop func()
+		up, upCPU, stop = spawnUpstream()
+		defer stop()
+		loads = func(c cell, url, tag string) load { return spawnLoad(*calls, c, url, tag) }
+		processes = "client, upstream and contextd each a process (-external)"
+	}
+	fmt.Printf("gatewaybench: %d timed calls per conversation, %d CPUs, %s, upstream answers at once; %s; PostgreSQL fsync=off\n\n",
+		*calls, runtime.NumCPU(), runtime.Version(), processes)
 	fmt.Println("| store | conversations × messages | body | path | p50 ms | p99 ms | requests/s | share of direct | added p50 ms | CPU ms/request | allocated/request |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, store := range strings.Split(*stores, ",") {
 		env := map[string]string{}
-		m := meter{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}},
-			calls: *calls, pgCPU: func() time.Duration { return 0 }}
+		m := meter{start: loads, others: upCPU}
 		switch store {
 		case "sqlite":
 		case "postgres":
@@ -179,7 +200,7 @@ func main() {
 				log.Fatalf("postgres: %v", err)
 			}
 			env["CONTEXTD_DATABASE_URL"] = url
-			m.pgCPU = pgtest.CPUTime
+			m.others = func() time.Duration { return upCPU() + pgtest.CPUTime() }
 			if *pgXacts {
 				// What the server commits with no requests (job sweeps,
 				// retention) in one window is subtracted from each count.
@@ -254,80 +275,25 @@ type result struct {
 
 // meter runs the cells of one store.
 type meter struct {
-	client *http.Client
-	calls  int // timed calls per conversation
-	// pgCPU is PostgreSQL's CPU time so far (0 on SQLite); xacts, when set,
-	// counts the transactions of contextd's database so far.
-	pgCPU func() time.Duration
-	xacts func() int64
+	// start makes a cell's load (its untimed calls made): in this process,
+	// or in one of its own (-external).
+	start func(c cell, url, tag string) load
+	// others is the CPU time so far of the processes other than this one
+	// and the load's that serve the calls: PostgreSQL's, and the
+	// upstream's when it runs apart. xacts, when set, counts the
+	// transactions of contextd's database so far.
+	others func() time.Duration
+	xacts  func() int64
 	// wal, when set, is the WAL position of contextd's cluster in bytes.
 	wal func() int64
 }
 
-// run drives c.convs conversations of c.messages messages against url:
-// one untimed call each (concurrently), then calls timed calls each, all
-// conversations at once.
+// run measures c's conversations against url: their untimed first
+// calls, then the timed calls, with the CPU of every process that serves
+// them (this one, the load's and the upstream's when they are others, and
+// PostgreSQL's).
 func (m meter) run(c cell, url, tag string, gateway bool) result {
-	calls := m.calls
-	// Each conversation's messages as JSON array elements, extended as it
-	// grows: building a request copies them (no marshalling of the whole
-	// history per call, which would slow the client, not the paths).
-	convs := make([][]byte, c.convs)
-	add := func(i int, role, content string) {
-		m, _ := json.Marshal(map[string]string{"role": role, "content": content})
-		if len(convs[i]) > 0 {
-			convs[i] = append(convs[i], ',')
-		}
-		convs[i] = append(convs[i], m...)
-	}
-	filler := strings.Repeat("lorem ipsum dolor sit amet ", c.contentBytes/27+1)[:c.contentBytes]
-	for i := range convs {
-		add(i, "system", "You are a coding agent.")
-		for j := range c.messages - 1 {
-			add(i, []string{"user", "assistant"}[j%2], fmt.Sprintf("%s conversation %d message %d: %s", tag, i, j, filler))
-		}
-		if c.messages%2 == 0 { // the last was a user's
-			add(i, "assistant", "ok")
-		}
-	}
-	var last int
-	tools := []byte{}
-	if c.tools > 0 {
-		tools = slices.Concat([]byte(`,"tools":`), toolsJSON(c.tools))
-	}
-	call := func(i, step int) time.Duration {
-		add(i, "user", fmt.Sprintf("step %d", step))
-		body := slices.Concat([]byte(`{"model":"gpt-4.1","messages":[`), convs[i], []byte(`]`), tools, []byte(`}`))
-		if i == 0 {
-			last = len(body)
-		}
-		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer sk-bench")
-		t0 := time.Now()
-		resp, err := m.client.Do(req)
-		if err != nil {
-			log.Fatalf("%s: %v", url, err)
-		}
-		out, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		d := time.Since(t0)
-		if resp.StatusCode != http.StatusOK {
-			log.Fatalf("%s: status %d: %.300s", url, resp.StatusCode, out)
-		}
-		add(i, "assistant", "ok")
-		return d
-	}
-	each := func(fn func(i int)) {
-		var wg sync.WaitGroup
-		for i := range convs {
-			wg.Add(1)
-			go func() { defer wg.Done(); fn(i) }()
-		}
-		wg.Wait()
-	}
-	each(func(i int) { call(i, -1) })
-	latencies := make([][]time.Duration, len(convs))
+	l := m.start(c, url, tag)
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	var x0, w0 int64
@@ -337,25 +303,20 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 	if m.wal != nil && gateway {
 		w0 = m.wal()
 	}
-	cpu0, pg0, start := cpuTime(), m.pgCPU(), time.Now()
-	each(func(i int) {
-		for step := range calls {
-			latencies[i] = append(latencies[i], call(i, step))
-		}
-	})
+	cpu0, others0, start := cpuTime(), m.others(), time.Now()
+	all, last, own := l.timed()
 	wall := time.Since(start)
-	cpu := cpuTime() - cpu0 + m.pgCPU() - pg0
+	cpu := cpuTime() - cpu0 + m.others() - others0 + own
 	// The WAL is read before the transactions' count, which waits 11 s:
 	// what the cluster writes meanwhile (autovacuum, a checkpoint) is not
 	// the requests'.
 	if m.wal != nil && gateway {
-		fmt.Printf("(%s: %s of PostgreSQL WAL per request)\n", tag, size(int((m.wal()-w0)/int64(c.convs*calls))))
+		fmt.Printf("(%s: %s of PostgreSQL WAL per request)\n", tag, size(int((m.wal()-w0)/int64(len(all)))))
 	}
 	if m.xacts != nil && gateway {
-		fmt.Printf("(%s: %.1f PostgreSQL transactions per request)\n", tag, float64(m.xacts()-x0)/float64(c.convs*calls))
+		fmt.Printf("(%s: %.1f PostgreSQL transactions per request)\n", tag, float64(m.xacts()-x0)/float64(len(all)))
 	}
 	runtime.ReadMemStats(&m1)
-	all := slices.Concat(latencies...)
 	slices.Sort(all)
 	n := len(all)
 	return result{gateway: gateway, p50: all[n/2], p99: all[min(n-1, n*99/100)], rate: float64(n) / wall.Seconds(),
@@ -411,6 +372,10 @@ func startUpstream() string {
 		`"message":{"role":"assistant","content":"ok","refusal":null,"annotations":[]},"finish_reason":"stop","logprobs":null}],` +
 		`"usage":{"prompt_tokens":100,"completion_tokens":1,"total_tokens":101,"prompt_tokens_details":{"cached_tokens":0}}}`)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/cpu" { // -external: the upstream process's CPU time
+			fmt.Fprint(w, int64(cpuTime()))
+			return
+		}
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(answer)
