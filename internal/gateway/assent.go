@@ -21,12 +21,9 @@ func asSent(view []chat.Message, c *conversation) []chat.Message {
 	out := view
 	copied := false
 	for i := range view {
-		client := clientOf(&view[i], c) // clientedit.go: a client edit stands at its original's place
-		if client == nil {
-			continue
-		}
-		if view[i].Metadata[metaDigest] == client.Metadata[metaDigest] && view[i].Metadata[metaRaw] == client.Metadata[metaRaw] {
-			continue // the same bytes as stored (the usual case): nothing to change
+		client, same := c.sentOf(&view[i]) // a client edit stands at its original's place (clientOf)
+		if client == nil || same {
+			continue // not the client's, or the same bytes as stored (the usual case): nothing to change
 		}
 		if !copied {
 			out, copied = append([]chat.Message(nil), view...), true
@@ -51,4 +48,56 @@ func clientCopy(stored, client *chat.Message) chat.Message {
 		}
 	}
 	return m
+}
+
+// sentAt is a stored message's place in the client's history as a
+// request found it: looked up once a request, not again by each of its
+// readers (the edits' planning reads every message of the view, and
+// asSent every message of the prepared view: the same messages, but
+// the request's new ones).
+type sentAt struct {
+	id   string // the stored message's
+	n    int32  // the client's message n (1-based) is its; 0: none
+	same bool   // the client's bytes are the stored copy's: digest and raw JSON
+}
+
+// sentPlaces are a request's sentAt, by log position from first on.
+type sentPlaces struct {
+	first int64
+	at    []sentAt
+}
+
+// sentOf is the request's message at the place of a stored message of the
+// view (clientOf) and whether its bytes are the stored copy's, looked up
+// in the message's metadata once a request: remembered by the stored
+// message's log position and checked by its ID (a client edit, with no
+// position, is looked up each time). What it keeps is one sentAt (24
+// bytes) per log position from the first it is asked about to the last,
+// about one per message of the request.
+func (c *conversation) sentOf(stored *chat.Message) (client *chat.Message, same bool) {
+	s := &c.sent
+	k := stored.Position - s.first
+	if stored.Position > 0 && k >= 0 && k < int64(len(s.at)) && s.at[k].id == stored.ID {
+		if at := s.at[k]; at.n > 0 {
+			return &c.msgs[at.n-1], at.same
+		}
+		return nil, false
+	}
+	n := clientAt(stored, c)
+	if n > 0 {
+		client = &c.msgs[n-1]
+		same = stored.Metadata[metaDigest] == client.Metadata[metaDigest] && stored.Metadata[metaRaw] == client.Metadata[metaRaw]
+	}
+	if stored.Position <= 0 || stored.ID == "" || k < 0 && len(s.at) > 0 {
+		return client, same // no position, or before the first: not kept
+	}
+	if len(s.at) == 0 {
+		s.first, k = stored.Position, 0
+		s.at = make([]sentAt, 0, len(c.msgs)+1)
+	}
+	if k >= int64(len(s.at)) {
+		s.at = append(s.at, make([]sentAt, k+1-int64(len(s.at)))...)
+	}
+	s.at[k] = sentAt{id: stored.ID, n: int32(n), same: same}
+	return client, same
 }

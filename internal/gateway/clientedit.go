@@ -110,9 +110,9 @@ func (g *Gateway) prepareEdited(ctx context.Context, tenant, id string, in engin
 // digest: cache marks, key order and thinking do not count, as they are
 // not counted either).
 func clientVersion(stored *chat.Message, c *conversation) (chat.Message, bool) {
-	client := clientOf(stored, c)
-	if client == nil {
-		return chat.Message{}, false
+	client, same := c.sentOf(stored) // assent.go: looked up once a request, for asSent too
+	if client == nil || same {
+		return chat.Message{}, false // not the client's, or the same bytes as stored (the usual case)
 	}
 	if d := stored.Metadata[metaDigest]; d != "" && d == client.Metadata[metaDigest] || storedDigest(stored) == storedDigest(client) {
 		return chat.Message{}, false // the usual case, found by the digests' text
@@ -126,14 +126,23 @@ func clientVersion(stored *chat.Message, c *conversation) (chat.Message, bool) {
 // the view in the client's history (nil when the request has none there:
 // the message is not the client's, or the request's history is another).
 // The place is read without decoding the chain (every message of the view
-// is looked up on every request, twice): equal to the request's chain
-// there, it is a chain.
+// is looked up on every request: once, by sentOf, for the edits' planning
+// and asSent): equal to the request's chain there, it is a chain.
 func clientOf(stored *chat.Message, c *conversation) *chat.Message {
+	if n := clientAt(stored, c); n > 0 {
+		return &c.msgs[n-1]
+	}
+	return nil
+}
+
+// clientAt is clientOf's place: the client's message n (1-based), 0 when
+// the request has none at stored's place.
+func clientAt(stored *chat.Message, c *conversation) int {
 	n, chain, ok := sentPlace(stored)
 	if !ok || n > len(c.msgs) || len(c.chains) != len(c.msgs) || c.chains[n-1] != chain {
-		return nil
+		return 0
 	}
-	return &c.msgs[n-1]
+	return n
 }
 
 // sentPlace is the place in the client's history (store.HistoryMetadata:

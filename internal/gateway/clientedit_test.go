@@ -45,6 +45,7 @@ func TestClientVersion(t *testing.T) {
 	}
 	c.msgs[3].Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "call_3", Content: "[Old tool result content cleared]"}}}
 	stamp(&c.msgs[3], nil)
+	c.sent = sentPlaces{} // another request's conversation: its places are looked up again (sentOf)
 	v, ok := clientVersion(&view[3], c)
 	if !ok || v.Parts[0].ToolResult.Content != "[Old tool result content cleared]" || v.ID != "msg_4" {
 		t.Fatalf("cleared result: %+v, %v", v, ok)
@@ -60,16 +61,21 @@ func TestClientVersion(t *testing.T) {
 	}
 }
 
-// BenchmarkClientVersions: what finding client edits costs a request that
-// has none, per view of 1,000 messages (one clientVersion per message).
+// BenchmarkClientVersions: what finding client edits and putting the
+// client's versions in the view (asSent) cost a request that has none, per
+// view of 1,000 messages (one clientVersion per message, then asSent).
 func BenchmarkClientVersions(b *testing.B) {
 	c, view := editFixture(1000)
 	b.ReportAllocs()
 	for b.Loop() {
+		c.sent = sentPlaces{} // each iteration a request of its own
 		for i := range view {
 			if _, ok := clientVersion(&view[i], c); ok {
 				b.Fatal("an edit")
 			}
+		}
+		if out := asSent(view, c); &out[0] != &view[0] {
+			b.Fatal("a client version")
 		}
 	}
 }

@@ -105,6 +105,9 @@ type conversation struct {
 	// details are msgs' details (detailOf), computed when a log is first
 	// matched.
 	details [][16]byte
+	// sent are the stored messages' places in msgs, by log position, as
+	// this request found them (sentOf, assent.go).
+	sent sentPlaces
 	// clientMarks: the client placed prompt-cache marks of its own; marked
 	// are the digests of the messages it marked.
 	clientMarks bool
