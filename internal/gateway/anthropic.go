@@ -364,7 +364,7 @@ func (anthropicMessages) build(b *requestBody, c *conversation, view []chat.Mess
 		if m.Kind == "" || m.Kind == chat.KindNormal {
 			// A message the client sent in this request goes back as it
 			// sent its blocks (the gateway places the cache marks).
-			if b := c.blocks[storedDigest(m)]; b != nil {
+			if b := c.blocks[c.viewDigest(m)]; b != nil {
 				blocks = slices.Clone(b)
 			}
 		}

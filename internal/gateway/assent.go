@@ -59,6 +59,9 @@ type sentAt struct {
 	id   string // the stored message's
 	n    int32  // the client's message n (1-based) is its; 0: none
 	same bool   // the client's bytes are the stored copy's: digest and raw JSON
+	// digested: same, with a digest (the client's, stamped): the stored
+	// copy's digest is the client's message's, c.digests[n-1].
+	digested bool
 }
 
 // sentPlaces are a request's sentAt, by log position from first on.
@@ -75,18 +78,21 @@ type sentPlaces struct {
 // bytes) per log position from the first it is asked about to the last,
 // about one per message of the request.
 func (c *conversation) sentOf(stored *chat.Message) (client *chat.Message, same bool) {
-	s := &c.sent
-	k := stored.Position - s.first
-	if stored.Position > 0 && k >= 0 && k < int64(len(s.at)) && s.at[k].id == stored.ID {
-		if at := s.at[k]; at.n > 0 {
+	if at, ok := c.known(stored); ok {
+		if at.n > 0 {
 			return &c.msgs[at.n-1], at.same
 		}
 		return nil, false
 	}
+	s := &c.sent
+	k := stored.Position - s.first
 	n := clientAt(stored, c)
+	digested := false
 	if n > 0 {
 		client = &c.msgs[n-1]
-		same = stored.Metadata[metaDigest] == client.Metadata[metaDigest] && stored.Metadata[metaRaw] == client.Metadata[metaRaw]
+		d := stored.Metadata[metaDigest]
+		same = d == client.Metadata[metaDigest] && stored.Metadata[metaRaw] == client.Metadata[metaRaw]
+		digested = same && d != ""
 	}
 	if stored.Position <= 0 || stored.ID == "" || k < 0 && len(s.at) > 0 {
 		return client, same // no position, or before the first: not kept
@@ -98,6 +104,27 @@ func (c *conversation) sentOf(stored *chat.Message) (client *chat.Message, same 
 	if k >= int64(len(s.at)) {
 		s.at = append(s.at, make([]sentAt, k+1-int64(len(s.at)))...)
 	}
-	s.at[k] = sentAt{id: stored.ID, n: int32(n), same: same}
+	s.at[k] = sentAt{id: stored.ID, n: int32(n), same: same, digested: digested}
 	return client, same
+}
+
+// known is what sentOf found of stored this request, if it was asked.
+func (c *conversation) known(stored *chat.Message) (sentAt, bool) {
+	s := &c.sent
+	k := stored.Position - s.first
+	if stored.Position > 0 && k >= 0 && k < int64(len(s.at)) && s.at[k].id == stored.ID {
+		return s.at[k], true
+	}
+	return sentAt{}, false
+}
+
+// viewDigest is storedDigest of a message of the view, which a door's
+// build looks its client's own JSON up by: for a message the client sent
+// with the same bytes (asSent found it so), the client's message's digest,
+// held, instead of reading and decoding the stored copy's metadata again.
+func (c *conversation) viewDigest(m *chat.Message) [32]byte {
+	if at, ok := c.known(m); ok && at.digested && int(at.n) <= len(c.digests) {
+		return c.digests[at.n-1]
+	}
+	return storedDigest(m)
 }

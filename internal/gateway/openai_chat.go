@@ -389,7 +389,7 @@ func (openAIChat) build(b *requestBody, c *conversation, view []chat.Message, _ 
 		if m.Kind == "" || m.Kind == chat.KindNormal {
 			// A message the client sent in this request goes back as it
 			// sent it (its cache marks and field order too).
-			if raw := c.raws[storedDigest(m)]; raw != nil {
+			if raw := c.raws[c.viewDigest(m)]; raw != nil {
 				out = append(out, raw)
 				continue
 			}

@@ -384,7 +384,7 @@ func (openAIResponses) build(b *requestBody, c *conversation, view []chat.Messag
 		if m.Kind == "" || m.Kind == chat.KindNormal {
 			// Items the client sent in this request go back as it sent
 			// them.
-			if run := c.runs[storedDigest(m)]; run != nil {
+			if run := c.runs[c.viewDigest(m)]; run != nil {
 				out = append(out, run...)
 				continue
 			}
