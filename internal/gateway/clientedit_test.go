@@ -79,3 +79,48 @@ func BenchmarkClientVersions(b *testing.B) {
 		}
 	}
 }
+
+// TestSentPlacesCheckTheID: what a request found of a stored message is
+// kept by its log position, and only the message of that ID gets it: an
+// other message at the same position is looked up on its own.
+func TestSentPlacesCheckTheID(t *testing.T) {
+	c, view := editFixture(6)
+	for i := range view {
+		if client, same := c.sentOf(&view[i]); client != &c.msgs[i] || !same {
+			t.Fatalf("message %d: %v, %v", i, client, same)
+		}
+	}
+	other := view[2]
+	other.ID = "msg_other"
+	setMeta(&other, store.HistoryMetadata, "4:"+c.chains[3]) // the client's message 4, at message 3's position
+	if client, _ := c.sentOf(&other); client != &c.msgs[3] {
+		t.Errorf("another message at a kept position: the client's %v, want message 4", client)
+	}
+	none := view[4]
+	none.ID = "msg_none"
+	setMeta(&none, store.HistoryMetadata, "5:another chain")
+	if client, _ := c.sentOf(&none); client != nil {
+		t.Errorf("a message the client did not send, at a kept position: %v", client)
+	}
+}
+
+// TestViewDigest: the digest a door's build looks the client's JSON up
+// by is the stored copy's, whether the request kept it (the same bytes)
+// or not (the client's version, put in by asSent).
+func TestViewDigest(t *testing.T) {
+	c, view := editFixture(6)
+	c.msgs[3].Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "call_3", Content: "[Old tool result content cleared]"}}}
+	stamp(&c.msgs[3], nil)
+	for i := range c.msgs {
+		c.digests = append(c.digests, storedDigest(&c.msgs[i]))
+	}
+	sent := asSent(view, c)
+	for i := range sent {
+		if got, want := c.viewDigest(&sent[i]), storedDigest(&sent[i]); got != want {
+			t.Errorf("message %d: digest %x, want %x", i, got[:4], want[:4])
+		}
+	}
+	if c.viewDigest(&view[3]) == storedDigest(&c.msgs[3]) {
+		t.Errorf("the stored copy of the cleared result has the client's digest")
+	}
+}
