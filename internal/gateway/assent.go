@@ -74,7 +74,9 @@ type sentPlaces struct {
 // view (clientOf) and whether its bytes are the stored copy's, looked up
 // in the message's metadata once a request: remembered by the stored
 // message's log position and checked by its ID (a client edit, with no
-// position, is looked up each time). What it keeps is one sentAt (24
+// position, is looked up each time). An ID is "msg_" and the position in
+// every session, so what is kept holds for one session only: prepare
+// forgets it at each match (TestRetryInAnotherSessionSendsItsOwnPlaces). What it keeps is one sentAt (24
 // bytes) per log position from the first it is asked about to the last,
 // about one per message of the request.
 func (c *conversation) sentOf(stored *chat.Message) (client *chat.Message, same bool) {
