@@ -30,11 +30,12 @@ type job struct {
 }
 
 // report is what a load client process answers: the timed calls'
-// latencies, the last request's size and its CPU time in them.
+// latencies, the last request's size, its CPU time in them and the wall
+// time they took.
 type report struct {
 	Latencies []time.Duration
 	Body      int
-	CPU       time.Duration
+	CPU, Wall time.Duration
 }
 
 // self is this binary's path, to re-execute.
@@ -123,7 +124,7 @@ func spawnLoad(calls int, c cell, url, tag string) load {
 	return r
 }
 
-func (r *remote) timed() ([]time.Duration, int, time.Duration) {
+func (r *remote) timed() ([]time.Duration, int, time.Duration, time.Duration) {
 	if _, err := io.WriteString(r.stdin, "go\n"); err != nil {
 		log.Fatalf("load process: %v", err)
 	}
@@ -135,7 +136,7 @@ func (r *remote) timed() ([]time.Duration, int, time.Duration) {
 	if err := r.cmd.Wait(); err != nil {
 		log.Fatalf("load process: %v", err)
 	}
-	return rep.Latencies, rep.Body, rep.CPU
+	return rep.Latencies, rep.Body, rep.CPU, rep.Wall
 }
 
 // serveLoad is the load client process (-role client): it makes spec's
@@ -152,8 +153,8 @@ func serveLoad(client *http.Client, calls int, spec string) {
 		log.Fatalf("load process: %v", err)
 	}
 	cpu0 := cpuTime()
-	latencies, body, _ := l.timed()
-	rep := report{Latencies: latencies, Body: body, CPU: cpuTime() - cpu0}
+	latencies, body, _, wall := l.timed()
+	rep := report{Latencies: latencies, Body: body, CPU: cpuTime() - cpu0, Wall: wall}
 	if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
 		log.Fatal(err)
 	}

@@ -303,9 +303,8 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 	if m.wal != nil && gateway {
 		w0 = m.wal()
 	}
-	cpu0, others0, start := cpuTime(), m.others(), time.Now()
-	all, last, own := l.timed()
-	wall := time.Since(start)
+	cpu0, others0 := cpuTime(), m.others()
+	all, last, own, wall := l.timed()
 	cpu := cpuTime() - cpu0 + m.others() - others0 + own
 	// The WAL is read before the transactions' count, which waits 11 s:
 	// what the cluster writes meanwhile (autovacuum, a checkpoint) is not
