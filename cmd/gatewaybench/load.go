@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
 	"net/http"
 	"slices"
 	"strings"
@@ -81,13 +80,13 @@ func (l *local) call(i, step int) time.Duration {
 	t0 := time.Now()
 	resp, err := l.client.Do(req)
 	if err != nil {
-		log.Fatalf("%s: %v", l.url, err)
+		fatalf("%s: %v", l.url, err)
 	}
 	out, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	d := time.Since(t0)
 	if resp.StatusCode != http.StatusOK {
-		log.Fatalf("%s: status %d: %.300s", l.url, resp.StatusCode, out)
+		fatalf("%s: status %d: %.300s", l.url, resp.StatusCode, out)
 	}
 	l.add(i, "assistant", "ok")
 	return d

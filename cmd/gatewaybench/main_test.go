@@ -2,15 +2,21 @@ package main
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
 
 // TestMain runs the binary's -external roles when the tests re-execute
-// the test binary as the upstream or a load client (self()).
+// the test binary as the upstream or a load client (self()), and the
+// whole bench when a test runs it (GATEWAYBENCH_MAIN).
 func TestMain(m *testing.M) {
-	if slices.Contains(os.Args, "-role") {
+	if slices.Contains(os.Args, "-role") || os.Getenv("GATEWAYBENCH_MAIN") != "" {
 		main()
 		os.Exit(0)
 	}
@@ -83,5 +89,46 @@ func TestRateOfTheTimedCalls(t *testing.T) {
 	r := m.run(cell{convs: 1, messages: 2}, "", "t", false)
 	if r.rate < 450 || r.rate > 500 {
 		t.Errorf("%.0f requests/s for 10 calls in 20 ms, want 500", r.rate)
+	}
+}
+
+// TestFailedRunStopsItsCluster: a run that fails after it started the
+// throwaway PostgreSQL cluster (here a store it does not know, after
+// postgres; a load process's error fails the same way) stops the cluster,
+// which pg_ctl started apart from the bench. Fails without fatalf's stop:
+// the cluster's postmaster.pid is left, its postmaster running (stopped
+// here by its PID).
+func TestFailedRunStopsItsCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL cluster (about 2 s)")
+	}
+	if os.Getenv("CONTEXTD_TEST_DATABASE_URL") != "" {
+		t.Skip("a shared server: no cluster of the run's own")
+	}
+	tmp, err := os.MkdirTemp("", "gatewaybench-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	if err := os.Chmod(tmp, 0o755); err != nil { // run as root, the cluster runs as postgres
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self(), "-stores", "postgres,nope", "-only", "^$")
+	cmd.Env = append(os.Environ(), "GATEWAYBENCH_MAIN=1", "TMPDIR="+tmp)
+	out, err := cmd.CombinedOutput()
+	if strings.Contains(string(out), "initdb not found") {
+		t.Skip("no PostgreSQL binaries")
+	}
+	if err == nil || !strings.Contains(string(out), `unknown store "nope"`) {
+		t.Fatalf("the run: %v\n%s", err, out)
+	}
+	left, _ := filepath.Glob(filepath.Join(tmp, "contextd-pg-*", "data", "postmaster.pid"))
+	for _, f := range left {
+		b, _ := os.ReadFile(f)
+		first, _, _ := strings.Cut(string(b), "\n")
+		if pid, err := strconv.Atoi(strings.TrimSpace(first)); err == nil && pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGQUIT) // immediate shutdown
+		}
+		t.Errorf("the failed run left its cluster running: %s", f)
 	}
 }
