@@ -82,7 +82,10 @@ func BenchmarkClientVersions(b *testing.B) {
 
 // TestSentPlacesCheckTheID: what a request found of a stored message is
 // kept by its log position, and only the message of that ID gets it: an
-// other message at the same position is looked up on its own.
+// other message at the same position is looked up on its own. (The store
+// names a log message "msg_" and its position in every session, so the ID
+// does not tell sessions apart: prepare forgets the places at each match,
+// TestRetryInAnotherSessionSendsItsOwnPlaces in test/gateway.)
 func TestSentPlacesCheckTheID(t *testing.T) {
 	c, view := editFixture(6)
 	for i := range view {
