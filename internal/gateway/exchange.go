@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
@@ -33,6 +34,9 @@ type exchange struct {
 	d door
 	// shape is the door's error shape.
 	shape wireShape
+	// arrived is when the request came in: it orders the session's
+	// summary records (rememberSummary).
+	arrived time.Time
 
 	// admit: the caller's tenant, the request's body as sent (checked and
 	// split once: decode.go) and its members, and its conversation as the
@@ -98,7 +102,7 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	// (store.Resendable). The ledger, which no client resends, is written
 	// durably (record.go, the summarizer's overhead: store.Durable).
 	r = r.WithContext(store.Resendable(r.Context()))
-	x := &exchange{g: g, w: w, r: r, d: d, shape: d.shape()}
+	x := &exchange{g: g, w: w, r: r, d: d, shape: d.shape(), arrived: time.Now()}
 	defer x.close()
 	if !x.admit() || !x.identify() || !x.prepare() {
 		return
