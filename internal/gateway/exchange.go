@@ -34,8 +34,9 @@ type exchange struct {
 	d door
 	// shape is the door's error shape.
 	shape wireShape
-	// arrived is when the request came in: it orders the session's
-	// summary records (rememberSummary).
+	// arrived is when the request came in: it sets the one deadline of
+	// all its waits for replies and twins (waitsUntil), and orders the
+	// session's summary records (rememberSummary).
 	arrived time.Time
 
 	// admit: the caller's tenant, the request's body as sent (checked and
