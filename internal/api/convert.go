@@ -37,11 +37,24 @@ var kindToProto = map[chat.Kind]contextdv1.MessageKind{
 	chat.KindPlaceholder: contextdv1.MessageKind_MESSAGE_KIND_PLACEHOLDER,
 }
 
-// gatewayOnlyMetadata are the metadata keys an API client may not set: the
-// gateway's marks of what a provider's compaction dropped, which count
-// nothing (chat/providercompaction.go) — set by a client, its whole session
-// would count 0 tokens, never be compacted and pass the view's bounds.
-var gatewayOnlyMetadata = []string{chat.MetaProviderDropped, chat.MetaProviderCompaction}
+// reservedMetadata are the metadata keys contextd sets on messages it
+// makes and reads back as its own, which an API client may not set (why,
+// for the error): the gateway's marks of what a provider's compaction
+// dropped, which count nothing (chat/providercompaction.go) — set by a
+// client, its whole session would count 0 tokens, never be compacted and
+// pass the view's bounds; and compaction's marks of a stand-in
+// (compaction/scaffoldprune.go) — kept by the placeholder of a client's
+// message, they made it pass as the stand-in of the original task or of
+// the latest user message, which Validate then checked against that one,
+// and its parts as what the person typed. Refused, never stripped: the
+// client learns its message is not stored as sent. Other keys, contextd.*
+// ones included (contextd.carried is a runtime's to set), are the client's.
+var reservedMetadata = []struct{ key, why string }{
+	{chat.MetaProviderDropped, "is set by the gateway only (what a provider's compaction dropped counts nothing)"},
+	{chat.MetaProviderCompaction, "is set by the gateway only (what a provider's compaction dropped counts nothing)"},
+	{compaction.ScaffoldOfKey, "is set by compaction only (it marks the stand-in of a message whose scaffolding was pruned)"},
+	{compaction.ScaffoldNotesKey, "is set by compaction only (it marks a stand-in's notes)"},
+}
 
 // messagesFromProto converts request messages. Requests have passed
 // protovalidate; what it cannot express is reported as field violations.
@@ -52,9 +65,9 @@ func messagesFromProto(field string, in []*contextdv1.Message) ([]chat.Message, 
 		if !ok {
 			return nil, chat.Invalid(fmt.Sprintf("%s[%d].role", field, i), "must be one of ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT, ROLE_TOOL")
 		}
-		for _, k := range gatewayOnlyMetadata {
-			if _, ok := m.GetMetadata()[k]; ok {
-				return nil, chat.Invalid(fmt.Sprintf("%s[%d].metadata[%s]", field, i, k), "is set by the gateway only (what a provider's compaction dropped counts nothing)")
+		for _, r := range reservedMetadata {
+			if _, ok := m.GetMetadata()[r.key]; ok {
+				return nil, chat.Invalid(fmt.Sprintf("%s[%d].metadata[%s]", field, i, r.key), "%s", r.why)
 			}
 		}
 		msg := chat.Message{
