@@ -59,7 +59,8 @@ type Config struct {
 	LendKeys        bool
 	// MaxBodyBytes bounds a request body (the server's message limit).
 	MaxBodyBytes int64
-	// MemoBytes bounds the memo of parsed messages (memo.go); 0: 64 MiB.
+	// MemoBytes bounds the memo of parsed messages and tools lists
+	// (memo.go, toolsmemo.go); 0: 64 MiB.
 	MemoBytes int
 	// StreamKeepalive: a streamed answer the expand loop holds this long
 	// gets its headers, then an SSE comment line this often (keepalive.go;
