@@ -24,7 +24,7 @@ import (
 // summaryBody; answers under minSummary bytes are not recorded, too little
 // to tell conversations apart), before the answer's last byte goes out
 // (rememberSummary), so the client's next request finds it on any replica
-// and after a restart (store.SummaryFinder, migration 00017). A request
+// and after a restart (store.SummaryFinder, migrations 00017 and 00019). A request
 // without a signal that extends no session and keeps no call, whose first
 // user message starts with the whole of one recorded answer of exactly
 // one live session (an answer two sessions recorded is no one's, a

@@ -3,16 +3,11 @@
 -- (store/summaries.go): the digest of the latest answer each session gave
 -- to a summary request without a signal, so a compacted history that keeps
 -- no call finds its session on any replica and after a restart
--- (gateway/unsignalledsummary.go). One row per session, replaced only by
--- a newer answer's: version (the session's, when the summary request was
--- resolved), then seq (the request's arrival), so an older answer whose
--- record lands late leaves the newer one (store.SummaryRecord.Newer).
+-- (gateway/unsignalledsummary.go). One row per session.
 CREATE TABLE summaries_by_digest (
     tenant     TEXT NOT NULL,
     session_id TEXT NOT NULL,
     digest     TEXT NOT NULL,
-    version    INTEGER NOT NULL,
-    seq        INTEGER NOT NULL,
     PRIMARY KEY (tenant, session_id),
     FOREIGN KEY (tenant, session_id) REFERENCES sessions (tenant, id) ON DELETE CASCADE
 );

@@ -6,7 +6,7 @@ import (
 	"github.com/contextd/contextd/internal/store"
 )
 
-// RecordSummary: one upsert of the session's row (migration 00017), which
+// RecordSummary: one upsert of the session's row (migrations 00017, 00019), which
 // replaces it only with a newer record (store.SummaryRecord.Newer: the
 // row comparison orders by version, then seq).
 func (s *Store) RecordSummary(ctx context.Context, tenant, sessionID string, sum store.SummaryRecord) (err error) {
