@@ -83,9 +83,9 @@ func TestCreateOfASessionThatMoved(t *testing.T) {
 	var twinErr error
 	hook.armed = "s1"
 	hook.before = func() {
-		twinRes, _, _, twinErr = g.prepare(ctx, "t", openAIChat{}, twin, twinSig, waitsUntil(time.Now()))
+		twinRes, _, _, twinErr = g.prepare(ctx, "t", openAIChat{}, twin, twinSig, g.waitsUntil(time.Now()))
 	}
-	res, prep, _, err := g.prepare(ctx, "t", openAIChat{}, c, sig, waitsUntil(time.Now()))
+	res, prep, _, err := g.prepare(ctx, "t", openAIChat{}, c, sig, g.waitsUntil(time.Now()))
 	if twinErr != nil || twinRes.id != "s1" || !twinRes.made {
 		t.Fatalf("the twin: %+v, %v; want s1, made", twinRes, twinErr)
 	}

@@ -34,9 +34,10 @@ type exchange struct {
 	d door
 	// shape is the door's error shape.
 	shape wireShape
-	// arrived is when the request came in: it sets the one deadline of
-	// all its waits for replies and twins (waitsUntil), and orders the
-	// session's summary records (rememberSummary).
+	// arrived is when the request's body was in (its work begins): it
+	// sets the one deadline of all its waits for replies and twins
+	// (waitsUntil), and orders the session's summary records
+	// (rememberSummary).
 	arrived time.Time
 
 	// admit: the caller's tenant, the request's body as sent (checked and
@@ -103,9 +104,15 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	// (store.Resendable). The ledger, which no client resends, is written
 	// durably (record.go, the summarizer's overhead: store.Durable).
 	r = r.WithContext(store.Resendable(r.Context()))
-	x := &exchange{g: g, w: w, r: r, d: d, shape: d.shape(), arrived: time.Now()}
+	x := &exchange{g: g, w: w, r: r, d: d, shape: d.shape()}
 	defer x.close()
-	if !x.admit() || !x.identify() || !x.prepare() {
+	if !x.admit() {
+		return
+	}
+	// After the body: an upload slower than the waits' bound spent it
+	// before the request's work began (TestWaitsDeadlineStartsWithTheRequestsWork).
+	x.arrived = time.Now()
+	if !x.identify() || !x.prepare() {
 		return
 	}
 	x.record(x.relay(x.forward()))

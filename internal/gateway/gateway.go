@@ -118,6 +118,9 @@ type Gateway struct {
 	records  sync.WaitGroup
 	mu       sync.Mutex
 	closing  bool
+	// recordWait bounds all the waits of one request (waitsUntil):
+	// maxRecordWait; a test's shorter.
+	recordWait time.Duration
 }
 
 // startRecord counts a recording about to start; false once Wait began
@@ -183,7 +186,7 @@ func New(cfg Config) *Gateway {
 	}
 	m := newMemo(cfg.MemoBytes)
 	return &Gateway{cfg: cfg, client: client, log: log, digests: newLogCache(logCacheBytes),
-		chat: openAIChat{m}, resp: openAIResponses{m}, msgs: anthropicMessages{m}}
+		chat: openAIChat{m}, resp: openAIResponses{m}, msgs: anthropicMessages{m}, recordWait: maxRecordWait}
 }
 
 // Prefix is where the gateway is mounted.

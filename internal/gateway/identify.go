@@ -320,7 +320,7 @@ func (g *Gateway) repeats(ctx context.Context, tenant string, c *conversation) (
 // after whose recorded answer the request is a repeat of the session,
 // where before it went on in a session of its own
 // (TestConcurrentRetriesOfAnExtension). All the waits of one request end
-// by until (its arrival plus maxRecordWait: waitsUntil), however many
+// by until (maxRecordWait past its body: waitsUntil), however many
 // sessions it checks and however many times prepare's conflict loop runs
 // identify again: sessions of the same history may be strangers'.
 func (g *Gateway) busy(ctx context.Context, tenant, id, twin string, until time.Time) bool {
@@ -609,7 +609,7 @@ func (g *Gateway) landing(ctx context.Context, tenant string, c *conversation, s
 	if err != nil {
 		return "", 0, err
 	}
-	until := waitsUntil(time.Now()) // the count_tokens request's one lookup
+	until := g.waitsUntil(time.Now()) // the count_tokens request's one lookup
 	var ids []string
 	for _, id := range headsOf(hits) {
 		if !g.busy(ctx, tenant, id, "", until) {
@@ -784,14 +784,15 @@ func randomID() string {
 
 // maxRecordWait bounds how long a request waits, in all, for a reply it
 // carries to be recorded and for its twins' calls (each write has its own
-// 30 s deadline), from its arrival (waitsUntil).
+// 30 s deadline), from when its body is in (waitsUntil).
 const maxRecordWait = time.Minute
 
-// waitsUntil is the deadline of all the waits of a request that arrived at
-// arrived: set once where the request enters (serveDoor), so a request
-// whose identify runs again (a version conflict, a session that moved)
-// does not wait maxRecordWait more each time.
-func waitsUntil(arrived time.Time) time.Time { return arrived.Add(maxRecordWait) }
+// waitsUntil is the deadline of all the waits of a request whose work
+// began at from: set once, when serveDoor has its body (a slow upload
+// spends none of it), so a request whose identify runs again (a version
+// conflict, a session that moved) does not wait maxRecordWait more each
+// time.
+func (g *Gateway) waitsUntil(from time.Time) time.Time { return from.Add(g.recordWait) }
 
 // awaitReply waits while a reply the request carries is being recorded
 // (its answer reached the client before its session's log has it), so the

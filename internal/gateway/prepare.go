@@ -41,7 +41,7 @@ func (x *exchange) prepare() bool {
 		return false
 	}
 	c.pins = pins
-	res, prep, key, err := g.prepare(ctx, x.tenant, x.d, c, x.sig, waitsUntil(x.arrived))
+	res, prep, key, err := g.prepare(ctx, x.tenant, x.d, c, x.sig, g.waitsUntil(x.arrived))
 	if err != nil {
 		g.writeDomainError(ctx, w, x.shape, err)
 		return false
