@@ -37,16 +37,32 @@ func TestCountEach(t *testing.T) {
 	if got := own + each[0] + each[1] + each[2] + priming; got != all.Total {
 		t.Errorf("own %d + groups %v + priming %d = %d, want the whole count %d", own, each, priming, got, all.Total)
 	}
-	for i, msgs := range [][]chat.Message{view, left, tail} {
-		alone, err := g.countWith(ctx, enc, msgs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if each[i]+priming != alone {
-			t.Errorf("group %d: %d (+%d priming), alone %d", i, each[i], priming, alone)
+	// Each group's share is its count alone but for the priming.
+	alone := func(step string, each []int64, groups ...[]chat.Message) {
+		t.Helper()
+		for i, msgs := range groups {
+			n, err := g.countWith(ctx, enc, msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if each[i]+priming != n {
+				t.Errorf("%s: group %d: %d (+%d priming), alone %d", step, i, each[i], priming, n)
+			}
 		}
 	}
+	alone("one count", each, view, left, tail)
 	if own == 0 {
 		t.Error("the system prompt and tools counted 0")
 	}
+	// A provider's compaction block in a later group (the tail) hides, in
+	// one count, the groups before it, which the request sends whole: each
+	// group is then counted alone, the view's share its whole count.
+	compacted := text(chat.RoleAssistant, "Summary of the earlier turns.")
+	compacted.Metadata = map[string]string{chat.MetaProviderCompaction: "1"}
+	tail = append([]chat.Message{compacted}, tail...)
+	_, each, err = g.countEach(ctx, enc, "You are Qwen Code.", tools, view, left, tail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone("a compaction block in the tail", each, view, left, tail)
 }
