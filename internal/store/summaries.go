@@ -28,6 +28,9 @@ type SummaryFinder interface {
 // that asked for it was resolved, Seq the request's arrival (Unix
 // nanoseconds, the gateway's clock), which orders two requests of one
 // version (a summary request stores nothing, so several can share one).
+// Across replicas Seq is as good as their clocks' agreement: two requests
+// of one version closer in time than the replicas' clocks differ may be
+// ordered the wrong way (docs/gateway.md).
 type SummaryRecord struct {
 	Digest  string
 	Version int64
