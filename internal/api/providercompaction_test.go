@@ -26,7 +26,11 @@ import (
 // CONTEXTD_MAX_VIEW_WINDOWS. So are compaction's marks of a stand-in
 // (contextd_scaffold_of, contextd_scaffold_notes): kept by the placeholder
 // of the client's message, they made it pass as the stand-in of the
-// original task (accepted before).
+// original task (accepted before). So are the gateway's own keys
+// (contextd.gateway.*): its copy of the provider's JSON of a message,
+// contextd.gateway.raw, goes upstream in the message's place, counted as
+// its parts (accepted before: a message of one word could go upstream as
+// megabytes, uncounted).
 func TestProviderCompactionMetadataIsReserved(t *testing.T) {
 	ctx := t.Context()
 	db, err := sqlite.Open(ctx, t.TempDir())
@@ -56,7 +60,8 @@ func TestProviderCompactionMetadataIsReserved(t *testing.T) {
 		}
 		return st.Code(), ""
 	}
-	for _, key := range []string{chat.MetaProviderDropped, chat.MetaProviderCompaction, compaction.ScaffoldOfKey, compaction.ScaffoldNotesKey} {
+	for _, key := range []string{chat.MetaProviderDropped, chat.MetaProviderCompaction, compaction.ScaffoldOfKey, compaction.ScaffoldNotesKey,
+		"contextd.gateway.raw", "contextd.gateway.digest"} {
 		_, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "s", Messages: []*contextdv1.Message{msg("x"), msg(key)}})
 		if code, f := field(err); code != codes.InvalidArgument || f != "messages[1].metadata["+key+"]" {
 			t.Errorf("AppendMessages with %s: %v (field %q); want InvalidArgument naming it", key, err, f)
