@@ -184,3 +184,34 @@ func BenchmarkAgentTools(b *testing.B) {
 		})
 	}
 }
+
+// TestToolsMemoKeyedByItsBytes: a tools list's entry is taken only for
+// its own bytes at its own door, whoever sent them: other bytes of the
+// same hash (another tenant's list, through the same gateway) miss, and so
+// does a message of the same bytes.
+func TestToolsMemoKeyedByItsBytes(t *testing.T) {
+	m := newMemo(toolsMemoBytes)
+	a, b := agentTools(5, "tenant a"), agentTools(5, "tenant b")
+	if _, err := openAITools(m, a, true); err != nil {
+		t.Fatal(err)
+	}
+	ka := toolsKey(doorOpenAIChat, a)
+	if e, ok := m.get(ka); !ok || len(e.tools.tools) != 5 {
+		t.Fatalf("tools kept: %v, %d", ok, len(e.tools.tools))
+	}
+	kb := toolsKey(doorOpenAIChat, b)
+	kb.h = ka.h
+	if _, ok := m.get(kb); ok {
+		t.Error("other bytes of the same hash took the tools' entry")
+	}
+	km := memoKey(doorOpenAIChat, a)
+	km.h = ka.h
+	if _, ok := m.get(km); ok {
+		t.Error("a message of the same bytes took the tools' entry")
+	}
+	kr := toolsKey(doorOpenAIResponses, a)
+	kr.h = ka.h
+	if _, ok := m.get(kr); ok {
+		t.Error("the same bytes at another door took the tools' entry")
+	}
+}
