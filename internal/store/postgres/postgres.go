@@ -22,6 +22,7 @@ import (
 // Store is the PostgreSQL store.
 type Store struct {
 	pool *pgxpool.Pool
+	held heldRows // heldrow.go
 }
 
 var _ store.Store = (*Store)(nil)
@@ -70,7 +71,7 @@ func (s *Store) Close() error { s.pool.Close(); return nil }
 // InTx runs fn in one transaction.
 func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) (err error) {
 	defer unavailable(&err)
-	return inTx(ctx, s.pool, fn) // pipeline.go
+	return runTx(ctx, s, fn) // heldrow.go, pipeline.go
 }
 
 // sessionCols are a session row's columns, read by a statement whose $1

@@ -1,0 +1,256 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// A transaction marked store.ReadAhead{Held: true} (the gateway's
+// recording of an answer, RecordExchange) may start from the session row
+// this Store's last transaction of the session committed, with the
+// session's open tool calls at that version, instead of reading them under
+// the lock: the lock goes queued (heldGuard), with the writes after it and
+// COMMIT, in one round trip where the lock's answer took one of its own.
+// The guard locks the row only at the held version and incarnation; any
+// other (another replica's or process's write, a delete, a transaction
+// whose commit's outcome was lost) fails the transaction on the server
+// before any of its writes runs, and fn runs again on the row read under
+// the lock (inTx): a stale guess costs a retry, never a write on a row
+// other than the one it was computed from. Every change of a session's
+// row and tool calls writes the row with a new version (UpdateSession,
+// DeleteSession, purge), so the version pins the open calls too.
+// docs/performance.md, the seventh pass.
+
+// errHeldStale is the guard's failure: the row is no longer at the held
+// version (inTx runs fn again without the held row).
+var errHeldStale = errors.New("the session's held row is stale")
+
+// heldGuard locks the session's row at the version and incarnation held,
+// and fails (division by zero) when it is not there.
+const heldGuard = `SELECT 1 / count(*)::int FROM (SELECT 1 FROM sessions
+	WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND version = $3 AND created_at = $4 FOR UPDATE) held`
+
+// Bounds of a Store's held rows: past either it starts over (each row is
+// a guess; a missing one costs the round trip it saves).
+const (
+	heldMaxSessions = 4096
+	heldMaxBytes    = 16 << 20
+)
+
+type heldKey struct{ tenant, id string }
+
+// heldRow is a session row as a transaction of this Store wrote and
+// committed it (UpdateSession's arguments), and the session's open tool
+// calls at that version.
+type heldRow struct {
+	s     store.Session // Tools, Policy and Labels from json, on use
+	json  store.SessionJSON
+	tools rowTools
+	calls []store.ToolCall
+}
+
+// heldRowOverhead is what a held row counts beyond its texts.
+const heldRowOverhead = 512
+
+func (r *heldRow) size() int {
+	return len(r.json.Tools) + len(r.json.Policy) + len(r.json.Labels) + len(r.s.Model) + len(r.s.SystemPrompt) +
+		2*(len(r.s.Tenant)+len(r.s.ID)) + 48*len(r.calls) + heldRowOverhead
+}
+
+// session is the held row as a read of it under the lock returns it.
+func (r *heldRow) session() (store.Session, error) {
+	s := r.s
+	return s, r.json.DecodeInto(&s)
+}
+
+// heldRows are a Store's held rows.
+type heldRows struct {
+	mu    sync.Mutex
+	m     map[heldKey]*heldRow
+	bytes int
+}
+
+func (h *heldRows) get(k heldKey) *heldRow {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.m[k]
+}
+
+func (h *heldRows) put(k heldKey, r *heldRow) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.drop(k)
+	n := r.size()
+	if n > heldMaxBytes {
+		return
+	}
+	if h.m == nil || len(h.m) >= heldMaxSessions || h.bytes+n > heldMaxBytes {
+		h.m, h.bytes = map[heldKey]*heldRow{}, 0
+	}
+	h.m[k], h.bytes = r, h.bytes+n
+}
+
+func (h *heldRows) forget(k heldKey) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.drop(k)
+}
+
+func (h *heldRows) drop(k heldKey) {
+	if r, ok := h.m[k]; ok {
+		h.bytes -= r.size()
+		delete(h.m, k)
+	}
+}
+
+// heldTrack is what a transaction knows of the one session it locked, to
+// hold its row once it commits: the open tool calls (read ahead, or held,
+// and changed by its PutToolCalls) and the row it wrote.
+type heldTrack struct {
+	key        heldKey
+	locked     bool
+	callsKnown bool
+	calls      []store.ToolCall
+	wrote      *heldRow
+	// touched are the sessions whose rows the transaction wrote otherwise
+	// (another session, an insert, a delete): forgotten when it commits.
+	touched []heldKey
+	// usedHeld: the lock was the held row's guard; fn may be run again.
+	usedHeld bool
+}
+
+// lockHeld answers the lock of a session from the held row, the guard
+// queued (with the writes after it); ok false when none is held.
+func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bool) {
+	k := heldKey{tenant, id}
+	r := t.rows.get(k)
+	if r == nil {
+		return store.Session{}, false
+	}
+	s, err := r.session()
+	if err != nil {
+		t.rows.forget(k)
+		return store.Session{}, false
+	}
+	t.tx.queue(heldGuard, func(_ pgconn.CommandTag, err error) error {
+		if isDivisionByZero(err) {
+			return errHeldStale
+		}
+		return err
+	}, tenant, id, s.Version, s.CreatedAt)
+	// After the guard's queue (a write, which drops what was read ahead):
+	// the open calls answer the transaction's next read of them, once.
+	t.tx.ahead = &readAhead{tenant: tenant, id: id, calls: slices.Clone(r.calls), hasCalls: ra.OpenToolCalls}
+	t.held = heldTools{tenant: tenant, id: id, tools: r.tools.text, digested: r.tools.digested}
+	t.track.lockedAt(k, slices.Clone(r.calls), true)
+	t.track.usedHeld = true
+	return s, true
+}
+
+// lockedAt records the lock of k with its open calls when known.
+func (h *heldTrack) lockedAt(k heldKey, calls []store.ToolCall, known bool) {
+	if h.locked && h.key != k {
+		// A second session: neither is held.
+		h.touched = append(h.touched, h.key, k)
+		h.callsKnown, h.wrote = false, nil
+		return
+	}
+	h.key, h.locked, h.calls, h.callsKnown = k, true, calls, known
+}
+
+// putCalls applies a PutToolCalls of the locked session to its open
+// calls: a call without a result is open, one with a result is not. Calls
+// made at one position (one message's) are ordered by the database's
+// collation, which this does not know: the open calls are then unknown.
+func (h *heldTrack) putCalls(k heldKey, calls []store.ToolCall) {
+	if !h.locked || h.key != k || !h.callsKnown {
+		return
+	}
+	for _, c := range calls {
+		h.calls = slices.DeleteFunc(h.calls, func(o store.ToolCall) bool { return o.CallID == c.CallID })
+		if c.ResultPosition == 0 {
+			h.calls = append(h.calls, store.ToolCall{CallID: c.CallID, Position: c.Position})
+		}
+	}
+	slices.SortFunc(h.calls, func(a, b store.ToolCall) int { return cmp.Compare(a.Position, b.Position) })
+	for i := 1; i < len(h.calls); i++ {
+		if h.calls[i].Position == h.calls[i-1].Position {
+			h.callsKnown, h.calls = false, nil
+			return
+		}
+	}
+}
+
+// updated records UpdateSession's row of the locked session (args are
+// sessionArgs', tools the column's text after it, digested whether the
+// row's digest is theirs).
+func (h *heldTrack) updated(s *store.Session, args []any, tools string, digested bool) {
+	k := heldKey{s.Tenant, s.ID}
+	if !h.locked || h.key != k {
+		h.touched = append(h.touched, k)
+		return
+	}
+	r := &heldRow{s: *s, json: store.SessionJSON{Tools: tools, Policy: args[5].(string), Labels: args[6].(string)},
+		tools: rowTools{text: tools, digested: digested}}
+	r.s.Tools, r.s.Policy, r.s.Labels = nil, compaction.Overrides{}, nil // json's
+	// As stored: timestamptz keeps microseconds.
+	r.s.CreatedAt = r.s.CreatedAt.UTC().Truncate(time.Microsecond)
+	r.s.UpdatedAt = r.s.UpdatedAt.UTC().Truncate(time.Microsecond)
+	h.wrote = r
+}
+
+// gone records a write that leaves no row to hold (a delete, an insert).
+func (h *heldTrack) gone(k heldKey) {
+	h.touched = append(h.touched, k)
+	if h.locked && h.key == k {
+		h.wrote, h.callsKnown = nil, false
+	}
+}
+
+// committed holds what the committed transaction wrote, and forgets what
+// it changed otherwise.
+func (t *txn) committed() {
+	h := &t.track
+	for _, k := range h.touched {
+		t.rows.forget(k)
+	}
+	if h.wrote == nil {
+		return
+	}
+	if !h.callsKnown {
+		t.rows.forget(h.key)
+		return
+	}
+	r := *h.wrote
+	r.calls = slices.Clone(h.calls)
+	t.rows.put(h.key, &r)
+}
+
+// runTx runs fn in a pipelined transaction (inTx), and once more without
+// the held row when the held row's guard failed.
+func runTx(ctx context.Context, s *Store, fn func(context.Context, store.Tx) error) error {
+	err := inTx(ctx, s.pool, &s.held, false, fn)
+	if errors.Is(err, errHeldStale) {
+		err = inTx(ctx, s.pool, &s.held, true, fn)
+	}
+	return err
+}
+
+// peekAheadCalls returns the open tool calls read ahead for the session,
+// leaving them to the transaction's read.
+func (t *txn) peekAheadCalls(tenant, id string) ([]store.ToolCall, bool) {
+	a := t.tx.ahead
+	if a == nil || !a.hasCalls || a.tenant != tenant || a.id != id {
+		return nil, false
+	}
+	return slices.Clone(a.calls), true
+}

@@ -1,0 +1,225 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/pgtest"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/store/postgres"
+)
+
+// heldCtx marks a transaction as the recording marks its own: the lock
+// and the open calls may be the held row's.
+func heldCtx(ctx context.Context) context.Context {
+	return store.WithReadAhead(store.Pipelined(ctx), store.ReadAhead{OpenToolCalls: true, Held: true})
+}
+
+// lockedRow is the session's row and open calls as a transaction reads
+// them under the lock (nothing held).
+func lockedRow(t *testing.T, s *postgres.Store, tenant, id string) (store.Session, []store.ToolCall) {
+	t.Helper()
+	var row store.Session
+	var calls []store.ToolCall
+	err := s.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error {
+		var err error
+		if row, err = tx.GetSession(ctx, tenant, id); err != nil {
+			return err
+		}
+		calls, err = tx.OpenToolCalls(ctx, tenant, id)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return row, calls
+}
+
+// heldSession makes a session (tenant t, id s) whose row and open calls
+// s holds: written last by a transaction that read its open calls with
+// the lock, made a call, answered another, and updated the row.
+func heldSession(t *testing.T, s *postgres.Store) {
+	t.Helper()
+	created := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+	sess := &store.Session{Tenant: "t", ID: "s", Model: "gpt-4o", Version: 1, CreatedAt: created, UpdatedAt: created,
+		Tools: []chat.Tool{{Name: "read", Description: "reads", Parameters: `{"type":"object"}`}}, Labels: map[string]string{"b": "2", "a": "1"}}
+	if err := s.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error { return tx.InsertSession(ctx, sess) }); err != nil {
+		t.Fatal(err)
+	}
+	ctx := store.WithReadAhead(store.Pipelined(t.Context()), store.ReadAhead{OpenToolCalls: true})
+	err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		row, err := tx.GetSession(ctx, "t", "s")
+		if err != nil {
+			return err
+		}
+		if _, err := tx.OpenToolCalls(ctx, "t", "s"); err != nil {
+			return err
+		}
+		if err := tx.PutToolCalls(ctx, "t", "s", []store.ToolCall{{CallID: "c1", Position: 1}, {CallID: "c2", Position: 2}}); err != nil {
+			return err
+		}
+		if err := tx.PutToolCalls(ctx, "t", "s", []store.ToolCall{{CallID: "c1", Position: 1, ResultPosition: 3}}); err != nil {
+			return err
+		}
+		row.Version++
+		row.LogCount = 3
+		row.UpdatedAt = time.Now() // nanoseconds: stored as microseconds
+		row.Policy = compaction.Overrides{}
+		return tx.UpdateSession(ctx, &row)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHeldRowIsTheRow: a transaction marked Held starts from the row and
+// open calls its Store's last transaction of the session committed — what
+// a read under the lock returns — and locks, writes and commits in one
+// round trip (two when the lock is read: fails without the held row).
+func TestHeldRowIsTheRow(t *testing.T) {
+	url, count := pgtest.RoundTrips(t, pgtest.URL(t))
+	s, err := postgres.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	heldSession(t, s)
+	var row store.Session
+	var calls []store.ToolCall
+	runs := 0
+	held := func() {
+		t.Helper()
+		err := s.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
+			runs++
+			var err error
+			if row, err = tx.GetSession(ctx, "t", "s"); err != nil {
+				return err
+			}
+			if calls, err = tx.OpenToolCalls(ctx, "t", "s"); err != nil {
+				return err
+			}
+			next := row
+			next.Version++
+			return tx.UpdateSession(ctx, &next)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	held() // its statements prepared on the connection: a round trip of their own the first time
+	n0 := count()
+	held()
+	if trips := count() - n0; trips != 1 || runs != 2 {
+		t.Errorf("the held transaction: %d round trips, %d runs of two; want 1 and 2", trips, runs)
+	}
+	locked, lockedCalls := lockedRow(t, s, "t", "s")
+	locked.Version-- // the one the held transaction started from
+	if !reflect.DeepEqual(row, locked) {
+		t.Errorf("held row\n%+v\nwant the row as read\n%+v", row, locked)
+	}
+	if want := []store.ToolCall{{CallID: "c2", Position: 2}}; !reflect.DeepEqual(calls, want) || !reflect.DeepEqual(lockedCalls, want) {
+		t.Errorf("open calls held %v, read %v; want %v", calls, lockedCalls, want)
+	}
+}
+
+// TestHeldRowStale: a held row another writer moved on (another replica's
+// update, a delete and a new session of the same id) fails its guard
+// before any write, and the transaction runs again on the row as read:
+// the write lands on the current version, never on the held one.
+func TestHeldRowStale(t *testing.T) {
+	url := pgtest.URL(t)
+	s, err := postgres.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	other, err := postgres.Open(t.Context(), url) // another replica
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	heldSession(t, s)
+	bump := func(st *postgres.Store, logCount int64) {
+		t.Helper()
+		// Its open calls read with the lock: the row is held once committed.
+		ctx := store.WithReadAhead(t.Context(), store.ReadAhead{OpenToolCalls: true})
+		err := st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			row, err := tx.GetSession(ctx, "t", "s")
+			if err != nil {
+				return err
+			}
+			row.Version++
+			row.LogCount = logCount
+			return tx.UpdateSession(ctx, &row)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	bump(other, 7)
+	var seen []int64
+	err = s.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
+		row, err := tx.GetSession(ctx, "t", "s")
+		if err != nil {
+			return err
+		}
+		seen = append(seen, row.LogCount)
+		row.Version++
+		row.LogCount++
+		return tx.UpdateSession(ctx, &row)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(seen, []int64{3, 7}) {
+		t.Errorf("log counts seen by the runs: %v, want the held row's 3 then the stored 7", seen)
+	}
+	if row, _ := lockedRow(t, s, "t", "s"); row.Version != 4 || row.LogCount != 8 {
+		t.Errorf("stored: version %d, log count %d; want 4 and 8 (the update on the current row)", row.Version, row.LogCount)
+	}
+
+	// Deleted and made again by another replica, at the held version.
+	bump(s, 9) // held again: version 5
+	held, _ := lockedRow(t, s, "t", "s")
+	again := held
+	again.CreatedAt = held.CreatedAt.Add(time.Second)
+	err = other.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error {
+		if err := tx.DeleteSession(ctx, "t", "s"); err != nil {
+			return err
+		}
+		return tx.InsertSession(ctx, &again)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created []time.Time
+	err = s.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
+		row, err := tx.GetSession(ctx, "t", "s")
+		created = append(created, row.CreatedAt)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(created) != 2 || !created[1].Equal(again.CreatedAt) {
+		t.Errorf("a session made again at the held version: runs saw %v, want the held row's then the new one's %v", created, again.CreatedAt)
+	}
+
+	// Deleted.
+	bump(s, 10)
+	if err := other.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, "t", "s") }); err != nil {
+		t.Fatal(err)
+	}
+	err = s.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.GetSession(ctx, "t", "s")
+		return err
+	})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a deleted session's held row: %v, want ErrNotFound", err)
+	}
+}
