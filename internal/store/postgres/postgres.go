@@ -161,12 +161,16 @@ func scanMessage(rows pgx.Rows, extra ...any) (chat.Message, error) {
 	return m, err
 }
 
+// getSession reads a live session's row (sessionCols' $1, $2, $3): the
+// pool's GetSession, the match's FindHistoryAndSession, and with FOR UPDATE
+// the lock (lockSession).
+const getSession = `SELECT ` + sessionCols + ` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL`
+
 // GetSession reads a session without locking.
 func (s *Store) GetSession(ctx context.Context, tenant, id string) (_ store.Session, err error) {
 	defer unavailable(&err)
 	hint := toolsHintOf(tenant, id)
-	return scanSession(s.pool.QueryRow(ctx,
-		`SELECT `+sessionCols+` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL`, tenant, id, hint.arg()), hint)
+	return scanSession(s.pool.QueryRow(ctx, getSession, tenant, id, hint.arg()), hint)
 }
 
 // summaryCols are sessionCols of the table aliased s, with the system
