@@ -126,6 +126,11 @@ type heldTrack struct {
 	touched []heldKey
 	// usedHeld: the lock was the held row's guard; fn may be run again.
 	usedHeld bool
+	// guard is the guard's place in the pipe's queue while it is queued
+	// (pipe.queued[guard], not sent before sends reached guardSends);
+	// guardPassed: the server answered it.
+	guard, guardSends int
+	guardPassed       bool
 }
 
 // lockHeld answers the lock of a session from the held row, the guard
@@ -145,8 +150,10 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 		if isDivisionByZero(err) {
 			return errHeldStale
 		}
+		t.track.guardPassed = err == nil
 		return err
 	}, tenant, id, s.Version, s.CreatedAt)
+	t.track.guard, t.track.guardSends = len(t.tx.queued)-1, t.tx.sends
 	// After the guard's queue (a write, which drops what was read ahead):
 	// the open calls answer the transaction's next read of them, once.
 	t.tx.ahead = &readAhead{tenant: tenant, id: id, calls: slices.Clone(r.calls), hasCalls: ra.OpenToolCalls}
@@ -214,6 +221,27 @@ func (h *heldTrack) gone(k heldKey) {
 	if h.locked && h.key == k {
 		h.wrote, h.callsKnown = nil, false
 	}
+}
+
+// failedOnHeld is err, fn's, or errHeldStale when fn started from the held
+// row and the row was not the stored one: an answer computed from a stale
+// row (a refusal, a decision) is not the call's. When the guard is still
+// queued, it is sent alone (with BEGIN, not the writes after it): the
+// round trip a failed call on a held row costs to know which it is.
+func (t *txn) failedOnHeld(ctx context.Context, err error) error {
+	h := &t.track
+	if !h.usedHeld || h.guardPassed || errors.Is(err, errHeldStale) || t.tx.sends != h.guardSends {
+		return err // sent: what the guard answered is in err already
+	}
+	t.tx.queued = t.tx.queued[:h.guard+1]
+	br, serr := t.tx.send(ctx, "")
+	if serr == nil {
+		serr = br.Close()
+	}
+	if errors.Is(serr, errHeldStale) {
+		return serr
+	}
+	return err
 }
 
 // committed holds what the committed transaction wrote, and forgets what

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -208,6 +209,24 @@ func TestHeldRowStale(t *testing.T) {
 	}
 	if len(created) != 2 || !created[1].Equal(again.CreatedAt) {
 		t.Errorf("a session made again at the held version: runs saw %v, want the held row's then the new one's %v", created, again.CreatedAt)
+	}
+
+	// A refusal computed from a stale held row is not the call's: the
+	// guard is answered before it is (and the run on the stored row
+	// does not refuse).
+	bump(s, 20)
+	bump(other, 21)
+	runs := 0
+	err = s.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
+		runs++
+		row, err := tx.GetSession(ctx, "t", "s")
+		if err == nil && row.LogCount != 21 {
+			err = errors.New("refused on a log count of " + strconv.FormatInt(row.LogCount, 10))
+		}
+		return err
+	})
+	if err != nil || runs != 2 {
+		t.Errorf("a refusal on a stale held row: %v after %d runs, want none after 2", err, runs)
 	}
 
 	// Deleted.

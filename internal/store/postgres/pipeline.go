@@ -32,6 +32,8 @@ type pipe struct {
 	// ahead are the reads sent with the session's lock
 	// (store.ReadAhead), until a write that may change what they read.
 	ahead *readAhead
+	// sends counts the pipelines sent with what was queued.
+	sends int
 }
 
 // queuedWrite is a statement not sent yet, and what to make of its result
@@ -77,6 +79,7 @@ func (p *pipe) sendWith(ctx context.Context, tail []*pgx.QueuedQuery) (pgx.Batch
 	}
 	queued := p.queued
 	p.queued, p.begun = nil, true
+	p.sends++
 	br := p.conn.SendBatch(ctx, b)
 	var first error
 	for _, q := range queued {
@@ -228,6 +231,7 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, rows *heldRows, noHeld bool, 
 	if err == nil {
 		err = p.commit(ctx)
 	} else {
+		err = t.failedOnHeld(ctx, err)
 		p.rollback(ctx)
 	}
 	switch {
