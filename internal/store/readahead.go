@@ -22,7 +22,7 @@ type ReadAhead struct {
 	// the writes and COMMIT, failing the transaction when the row moved
 	// since, and fn then runs again on the row read under the lock. So fn
 	// must be one that can run twice (its state set anew each time), as
-	// any fn given to InTx should. Not with PreparedView (not held).
+	// any fn given to InTx should.
 	Held bool
 }
 

@@ -35,8 +35,10 @@ import (
 // index and its row in one pipeline (store.HistoryRowFinder), 4.05 once
 // the recording started from the row and open tool calls PrepareContext
 // committed, its lock checked by the server with its writes and COMMIT
-// (store.ReadAhead.Held) — see docs/performance.md.
-const maxRoundTrips = 4.5
+// (store.ReadAhead.Held), 3.05 once PrepareContext started from the row,
+// open tool calls and hints row the last recording committed — see
+// docs/performance.md.
+const maxRoundTrips = 3.5
 
 // TestGatewayRoundTripsToPostgres counts, through a proxy in front of a
 // real PostgreSQL (pgtest.RoundTrips: each Sync and simple Query), the

@@ -39,6 +39,17 @@ var errHeldStale = errors.New("the session's held row is stale")
 const heldGuard = `SELECT 1 / count(*)::int FROM (SELECT 1 FROM sessions
 	WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND version = $3 AND created_at = $4 FOR UPDATE) held`
 
+// The cache-hints row (prepared_views) may be written without a new
+// version of the session (GetCacheHints): a held one is checked by a
+// statement of its own after the lock's, whose snapshot is taken once the
+// lock is granted. heldHints fails when the row is not the held one,
+// heldNoHints when there is one.
+const (
+	heldHints = `SELECT 1 / (EXISTS (SELECT 1 FROM prepared_views WHERE tenant = $1 AND session_id = $2
+	AND fixed = $3 AND message_ids = $4 AND view_token = $5))::int`
+	heldNoHints = `SELECT 1 / (NOT EXISTS (SELECT 1 FROM prepared_views WHERE tenant = $1 AND session_id = $2))::int`
+)
+
 // Bounds of a Store's held rows: past either it starts over (each row is
 // a guess; a missing one costs the round trip it saves).
 const (
@@ -56,6 +67,13 @@ type heldRow struct {
 	json  store.SessionJSON
 	tools rowTools
 	calls []store.ToolCall
+	hints heldHintsRow
+}
+
+// heldHintsRow is the session's cache-hints row as a transaction knows it.
+type heldHintsRow struct {
+	known, found bool
+	view         store.PreparedView
 }
 
 // heldRowOverhead is what a held row counts beyond its texts.
@@ -63,7 +81,8 @@ const heldRowOverhead = 512
 
 func (r *heldRow) size() int {
 	return len(r.json.Tools) + len(r.json.Policy) + len(r.json.Labels) + len(r.s.Model) + len(r.s.SystemPrompt) +
-		2*(len(r.s.Tenant)+len(r.s.ID)) + 48*len(r.calls) + heldRowOverhead
+		2*(len(r.s.Tenant)+len(r.s.ID)) + 48*len(r.calls) + len(r.hints.view.Fixed) + len(r.hints.view.ViewToken) +
+		24*len(r.hints.view.IDs) + heldRowOverhead
 }
 
 // session is the held row as a read of it under the lock returns it.
@@ -120,6 +139,7 @@ type heldTrack struct {
 	locked     bool
 	callsKnown bool
 	calls      []store.ToolCall
+	hints      heldHintsRow
 	wrote      *heldRow
 	// touched are the sessions whose rows the transaction wrote otherwise
 	// (another session, an insert, a delete): forgotten when it commits.
@@ -138,7 +158,7 @@ type heldTrack struct {
 func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bool) {
 	k := heldKey{tenant, id}
 	r := t.rows.get(k)
-	if r == nil {
+	if r == nil || (ra.PreparedView && !r.hints.known) {
 		return store.Session{}, false
 	}
 	s, err := r.session()
@@ -146,21 +166,53 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 		t.rows.forget(k)
 		return store.Session{}, false
 	}
-	t.tx.queue(heldGuard, func(_ pgconn.CommandTag, err error) error {
-		if isDivisionByZero(err) {
-			return errHeldStale
+	stale := func(last bool) func(pgconn.CommandTag, error) error {
+		return func(_ pgconn.CommandTag, err error) error {
+			if isDivisionByZero(err) {
+				return errHeldStale
+			}
+			if last {
+				t.track.guardPassed = err == nil
+			}
+			return err
 		}
-		t.track.guardPassed = err == nil
-		return err
-	}, tenant, id, s.Version, s.CreatedAt)
+	}
+	t.tx.queue(heldGuard, stale(!ra.PreparedView), tenant, id, s.Version, s.CreatedAt)
+	ahead := &readAhead{tenant: tenant, id: id, calls: slices.Clone(r.calls), hasCalls: ra.OpenToolCalls}
+	if ra.PreparedView {
+		h := r.hints
+		if h.found {
+			t.tx.queue(heldHints, stale(true), tenant, id, h.view.Fixed, store.EncodeIDRuns(h.view.IDs), h.view.ViewToken)
+			ahead.view = clonePreparedView(h.view)
+		} else {
+			t.tx.queue(heldNoHints, stale(true), tenant, id)
+			ahead.viewErr = store.ErrNotFound
+		}
+		ahead.hasView = true
+	}
 	t.track.guard, t.track.guardSends = len(t.tx.queued)-1, t.tx.sends
-	// After the guard's queue (a write, which drops what was read ahead):
-	// the open calls answer the transaction's next read of them, once.
-	t.tx.ahead = &readAhead{tenant: tenant, id: id, calls: slices.Clone(r.calls), hasCalls: ra.OpenToolCalls}
+	// After the guards' queue (writes, which drop what was read ahead):
+	// the open calls and the hints row answer the transaction's next
+	// read of them, once.
+	t.tx.ahead = ahead
 	t.held = heldTools{tenant: tenant, id: id, tools: r.tools.text, digested: r.tools.digested}
 	t.track.lockedAt(k, slices.Clone(r.calls), true)
+	t.track.hints = r.hints
+	t.track.hints.view = clonePreparedView(r.hints.view)
 	t.track.usedHeld = true
 	return s, true
+}
+
+func clonePreparedView(v store.PreparedView) store.PreparedView {
+	v.IDs = slices.Clone(v.IDs)
+	return v
+}
+
+// putHints records a PutPreparedView of the locked session.
+func (h *heldTrack) putHints(k heldKey, v store.PreparedView) {
+	if h.locked && h.key == k {
+		h.hints = heldHintsRow{known: true, found: true, view: clonePreparedView(v)}
+	}
 }
 
 // lockedAt records the lock of k with its open calls when known.
@@ -172,6 +224,7 @@ func (h *heldTrack) lockedAt(k heldKey, calls []store.ToolCall, known bool) {
 		return
 	}
 	h.key, h.locked, h.calls, h.callsKnown = k, true, calls, known
+	h.hints = heldHintsRow{}
 }
 
 // putCalls applies a PutToolCalls of the locked session to its open
@@ -260,6 +313,7 @@ func (t *txn) committed() {
 	}
 	r := *h.wrote
 	r.calls = slices.Clone(h.calls)
+	r.hints = h.hints
 	t.rows.put(h.key, &r)
 }
 
@@ -273,12 +327,17 @@ func runTx(ctx context.Context, s *Store, fn func(context.Context, store.Tx) err
 	return err
 }
 
-// peekAheadCalls returns the open tool calls read ahead for the session,
-// leaving them to the transaction's read.
-func (t *txn) peekAheadCalls(tenant, id string) ([]store.ToolCall, bool) {
+// lockedAhead records the lock of the session read under it, with what
+// was read ahead (left to the transaction's reads).
+func (t *txn) lockedAhead(tenant, id string) {
+	k := heldKey{tenant, id}
 	a := t.tx.ahead
-	if a == nil || !a.hasCalls || a.tenant != tenant || a.id != id {
-		return nil, false
+	if a == nil || a.tenant != tenant || a.id != id {
+		t.track.lockedAt(k, nil, false)
+		return
 	}
-	return slices.Clone(a.calls), true
+	t.track.lockedAt(k, slices.Clone(a.calls), a.hasCalls)
+	if a.hasView && t.track.key == k {
+		t.track.hints = heldHintsRow{known: true, found: a.viewErr == nil, view: clonePreparedView(a.view)}
+	}
 }

@@ -18,7 +18,22 @@ import (
 // heldCtx marks a transaction as the recording marks its own: the lock
 // and the open calls may be the held row's.
 func heldCtx(ctx context.Context) context.Context {
-	return store.WithReadAhead(store.Pipelined(ctx), store.ReadAhead{OpenToolCalls: true, Held: true})
+	return store.WithReadAhead(store.Pipelined(ctx), store.ReadAhead{OpenToolCalls: true, PreparedView: true, Held: true})
+}
+
+// lockedHints is the session's cache-hints row as read.
+func lockedHints(t *testing.T, s *postgres.Store) store.PreparedView {
+	t.Helper()
+	var v store.PreparedView
+	err := s.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error {
+		var err error
+		v, err = tx.GetPreparedView(ctx, "t", "s")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // lockedRow is the session's row and open calls as a transaction reads
@@ -71,7 +86,10 @@ func heldSession(t *testing.T, s *postgres.Store) {
 		row.LogCount = 3
 		row.UpdatedAt = time.Now() // nanoseconds: stored as microseconds
 		row.Policy = compaction.Overrides{}
-		return tx.UpdateSession(ctx, &row)
+		if err := tx.UpdateSession(ctx, &row); err != nil {
+			return err
+		}
+		return tx.PutPreparedView(ctx, "t", "s", store.PreparedView{Fixed: "f", IDs: []string{"msg_1", "msg_2", "msg_3"}, ViewToken: "v1"})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +110,7 @@ func TestHeldRowIsTheRow(t *testing.T) {
 	heldSession(t, s)
 	var row store.Session
 	var calls []store.ToolCall
+	var hints store.PreparedView
 	runs := 0
 	held := func() {
 		t.Helper()
@@ -102,6 +121,9 @@ func TestHeldRowIsTheRow(t *testing.T) {
 				return err
 			}
 			if calls, err = tx.OpenToolCalls(ctx, "t", "s"); err != nil {
+				return err
+			}
+			if hints, err = tx.GetPreparedView(ctx, "t", "s"); err != nil {
 				return err
 			}
 			next := row
@@ -126,6 +148,9 @@ func TestHeldRowIsTheRow(t *testing.T) {
 	if want := []store.ToolCall{{CallID: "c2", Position: 2}}; !reflect.DeepEqual(calls, want) || !reflect.DeepEqual(lockedCalls, want) {
 		t.Errorf("open calls held %v, read %v; want %v", calls, lockedCalls, want)
 	}
+	if read := lockedHints(t, s); !reflect.DeepEqual(hints, read) || read.ViewToken != "v1" {
+		t.Errorf("hints row held %+v, read %+v", hints, read)
+	}
 }
 
 // TestHeldRowStale: a held row another writer moved on (another replica's
@@ -147,8 +172,9 @@ func TestHeldRowStale(t *testing.T) {
 	heldSession(t, s)
 	bump := func(st *postgres.Store, logCount int64) {
 		t.Helper()
-		// Its open calls read with the lock: the row is held once committed.
-		ctx := store.WithReadAhead(t.Context(), store.ReadAhead{OpenToolCalls: true})
+		// Its open calls and hints row read with the lock: held once
+		// committed.
+		ctx := store.WithReadAhead(t.Context(), store.ReadAhead{OpenToolCalls: true, PreparedView: true})
 		err := st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 			row, err := tx.GetSession(ctx, "t", "s")
 			if err != nil {
@@ -227,6 +253,54 @@ func TestHeldRowStale(t *testing.T) {
 	})
 	if err != nil || runs != 2 {
 		t.Errorf("a refusal on a stale held row: %v after %d runs, want none after 2", err, runs)
+	}
+
+	// The hints row written by another replica without a new version of
+	// the session.
+	bump(s, 22)
+	err = other.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.GetSession(ctx, "t", "s"); err != nil {
+			return err
+		}
+		return tx.PutPreparedView(ctx, "t", "s", store.PreparedView{Fixed: "f", IDs: []string{"msg_9"}, ViewToken: "v9"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens []string
+	err = s.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.GetSession(ctx, "t", "s"); err != nil {
+			return err
+		}
+		v, err := tx.GetPreparedView(ctx, "t", "s")
+		tokens = append(tokens, v.ViewToken)
+		return err
+	})
+	if err != nil || !reflect.DeepEqual(tokens, []string{"", "v9"}) {
+		t.Errorf("hints rows seen: %v (%v), want the held none (the session made again has none) then the stored v9", tokens, err)
+	}
+	// And changed since the held one.
+	bump(s, 23)
+	err = other.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.GetSession(ctx, "t", "s"); err != nil {
+			return err
+		}
+		return tx.PutPreparedView(ctx, "t", "s", store.PreparedView{Fixed: "f", IDs: []string{"msg_9", "msg_10"}, ViewToken: "v10"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens = nil
+	err = s.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.GetSession(ctx, "t", "s"); err != nil {
+			return err
+		}
+		v, err := tx.GetPreparedView(ctx, "t", "s")
+		tokens = append(tokens, v.ViewToken)
+		return err
+	})
+	if err != nil || !reflect.DeepEqual(tokens, []string{"v9", "v10"}) {
+		t.Errorf("hints rows seen: %v (%v), want the held v9 then the stored v10", tokens, err)
 	}
 
 	// Deleted.

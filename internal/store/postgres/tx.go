@@ -51,7 +51,7 @@ func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session,
 	var tools rowTools
 	var err error
 	ra := store.ReadAheadOf(ctx)
-	if ra.Held && !ra.PreparedView && !t.noHeld {
+	if ra.Held && !t.noHeld {
 		if s, ok := t.lockHeld(tenant, id, ra); ok {
 			return s, nil
 		}
@@ -64,8 +64,7 @@ func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session,
 	}
 	if err == nil {
 		t.held = heldTools{tenant: tenant, id: id, tools: tools.text, digested: tools.digested}
-		calls, known := t.peekAheadCalls(tenant, id)
-		t.track.lockedAt(heldKey{tenant, id}, calls, known)
+		t.lockedAhead(tenant, id)
 	}
 	return s, err
 }
