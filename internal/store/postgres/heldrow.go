@@ -197,8 +197,7 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 	t.tx.ahead = ahead
 	t.held = heldTools{tenant: tenant, id: id, tools: r.tools.text, digested: r.tools.digested}
 	t.track.lockedAt(k, slices.Clone(r.calls), true)
-	t.track.hints = r.hints
-	t.track.hints.view = clonePreparedView(r.hints.view)
+	t.track.hints = r.hints // held rows are not changed: shared
 	t.track.usedHeld = true
 	return s, true
 }
@@ -208,7 +207,9 @@ func clonePreparedView(v store.PreparedView) store.PreparedView {
 	return v
 }
 
-// putHints records a PutPreparedView of the locked session.
+// putHints records a PutPreparedView of the locked session (a copy: the
+// held hints are shared by the transactions that start from them, and
+// each hands out a copy of its own).
 func (h *heldTrack) putHints(k heldKey, v store.PreparedView) {
 	if h.locked && h.key == k {
 		h.hints = heldHintsRow{known: true, found: true, view: clonePreparedView(v)}
