@@ -14,12 +14,14 @@ import (
 	"github.com/contextd/contextd/internal/store"
 )
 
-// A transaction marked store.ReadAhead{Held: true} (the gateway's
-// recording of an answer, RecordExchange) may start from the session row
-// this Store's last transaction of the session committed, with the
-// session's open tool calls at that version, instead of reading them under
-// the lock: the lock goes queued (heldGuard), with the writes after it and
-// COMMIT, in one round trip where the lock's answer took one of its own.
+// A transaction marked store.ReadAhead{Held: true} (RecordExchange, and
+// PrepareContext) may start from the session row this Store's last
+// transaction of the session committed, with the session's open tool
+// calls at that version (and its cache-hints row, checked apart:
+// heldHints), instead of reading them under the lock: the lock goes queued
+// (heldGuard), with the writes after it and COMMIT, in one round trip
+// where the lock's answer took one of its own. A transaction that fails
+// on the held row has its guards answered before its error is (failedOnHeld).
 // The guard locks the row only at the held version and incarnation; any
 // other (another replica's or process's write, a delete, a transaction
 // whose commit's outcome was lost) fails the transaction on the server
