@@ -81,10 +81,18 @@ type heldHintsRow struct {
 // heldRowOverhead is what a held row counts beyond its texts.
 const heldRowOverhead = 512
 
+// size counts every text a held row keeps: the open calls' ids are the
+// client's, as long as a request allows each.
 func (r *heldRow) size() int {
-	return len(r.json.Tools) + len(r.json.Policy) + len(r.json.Labels) + len(r.s.Model) + len(r.s.SystemPrompt) +
-		2*(len(r.s.Tenant)+len(r.s.ID)) + 48*len(r.calls) + len(r.hints.view.Fixed) + len(r.hints.view.ViewToken) +
-		24*len(r.hints.view.IDs) + heldRowOverhead
+	n := len(r.json.Tools) + len(r.json.Policy) + len(r.json.Labels) + len(r.s.Model) + len(r.s.SystemPrompt) +
+		2*(len(r.s.Tenant)+len(r.s.ID)) + len(r.hints.view.Fixed) + len(r.hints.view.ViewToken) + heldRowOverhead
+	for _, c := range r.calls {
+		n += 48 + len(c.CallID)
+	}
+	for _, id := range r.hints.view.IDs {
+		n += 16 + len(id)
+	}
+	return n
 }
 
 // session is the held row as a read of it under the lock returns it.
