@@ -262,16 +262,16 @@ func (h *heldTrack) putCalls(k heldKey, calls []store.ToolCall) {
 }
 
 // updated records UpdateSession's row of the locked session (args are
-// sessionArgs', tools the column's text after it, digested whether the
-// row's digest is theirs).
-func (h *heldTrack) updated(s *store.Session, args []any, tools string, digested bool) {
+// sessionArgs', tools the column's text after it; the row's digest is
+// theirs).
+func (h *heldTrack) updated(s *store.Session, args []any, tools string) {
 	k := heldKey{s.Tenant, s.ID}
 	if !h.locked || h.key != k {
 		h.touched = append(h.touched, k)
 		return
 	}
 	r := &heldRow{s: *s, json: store.SessionJSON{Tools: tools, Policy: args[5].(string), Labels: args[6].(string)},
-		tools: rowTools{text: tools, digested: digested}}
+		tools: rowTools{text: tools, digested: true}}
 	r.s.Tools, r.s.Policy, r.s.Labels = nil, compaction.Overrides{}, nil // json's
 	// As stored: timestamptz keeps microseconds.
 	r.s.CreatedAt = r.s.CreatedAt.UTC().Truncate(time.Microsecond)

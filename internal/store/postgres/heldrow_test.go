@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/pgtest"
@@ -314,5 +316,171 @@ func TestHeldRowStale(t *testing.T) {
 	})
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a deleted session's held row: %v, want ErrNotFound", err)
+	}
+}
+
+// TestHeldRowToolsAfterInsert: a transaction that locks a session, makes
+// another (its tools the transaction's last written) and then updates the
+// first holds the first's row with its own tools, not the other's: the
+// held tools are the column a read returns (fails with the tools of the
+// session inserted last held).
+func TestHeldRowToolsAfterInsert(t *testing.T) {
+	s, err := postgres.Open(t.Context(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	heldSession(t, s)
+	ctx := store.WithReadAhead(store.Pipelined(t.Context()), store.ReadAhead{OpenToolCalls: true, PreparedView: true})
+	err = s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		row, err := tx.GetSession(ctx, "t", "s")
+		if err != nil {
+			return err
+		}
+		other := row
+		other.ID, other.Version = "s2", 1
+		other.Tools = []chat.Tool{{Name: "write", Description: "writes", Parameters: `{"type":"object"}`}}
+		if err := tx.InsertSession(ctx, &other); err != nil {
+			return err
+		}
+		row.Version++
+		return tx.UpdateSession(ctx, &row)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tools []chat.Tool
+	err = s.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
+		row, err := tx.GetSession(ctx, "t", "s")
+		tools = row.Tools
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools) != 1 || tools[0].Name != "read" {
+		t.Errorf("the held row's tools: %+v, want the session's own (read)", tools)
+	}
+	if row, _ := lockedRow(t, s, "t", "s"); len(row.Tools) != 1 || row.Tools[0].Name != "read" {
+		t.Errorf("the stored row's tools: %+v, want read", row.Tools)
+	}
+}
+
+// TestHeldRowGuardWaits: a held transaction whose guard waits for another
+// replica's lock of the row sees that replica's commit — an update (a new
+// version) or a cache-hints row written without one — and runs again on
+// the stored row: the guard's check is made on the row as it is once the
+// lock is granted, not as it was when the statement started.
+func TestHeldRowGuardWaits(t *testing.T) {
+	url := pgtest.URL(t)
+	s, err := postgres.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	other, err := postgres.Open(t.Context(), url) // another replica
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	watcher, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { watcher.Close(context.Background()) })
+	heldSession(t, s)
+	// The hints row read with the lock too: held with the row from now on.
+	err = s.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
+		row, err := tx.GetSession(ctx, "t", "s")
+		if err != nil {
+			return err
+		}
+		if _, err := tx.GetPreparedView(ctx, "t", "s"); err != nil {
+			return err
+		}
+		row.Version++
+		return tx.UpdateSession(ctx, &row)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// held runs a held transaction while other holds the row's lock, and
+	// other's write (write) commits once the held guard waits for it.
+	held := func(write func(ctx context.Context, tx store.Tx, row store.Session) error) (logCounts []int64, tokens []string) {
+		t.Helper()
+		locked, release := make(chan struct{}), make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			done <- other.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error {
+				row, err := tx.GetSession(ctx, "t", "s")
+				if err != nil {
+					return err
+				}
+				close(locked)
+				<-release
+				return write(ctx, tx, row)
+			})
+		}()
+		<-locked
+		heldDone := make(chan error, 1)
+		go func() {
+			heldDone <- s.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
+				row, err := tx.GetSession(ctx, "t", "s")
+				if err != nil {
+					return err
+				}
+				v, err := tx.GetPreparedView(ctx, "t", "s")
+				if err != nil && !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
+				logCounts, tokens = append(logCounts, row.LogCount), append(tokens, v.ViewToken)
+				row.Version++
+				row.LogCount++
+				return tx.UpdateSession(ctx, &row)
+			})
+		}()
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			var waiting int
+			if err := watcher.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			if waiting > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the held transaction never waited for the lock")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-heldDone; err != nil {
+			t.Fatal(err)
+		}
+		return logCounts, tokens
+	}
+
+	counts, _ := held(func(ctx context.Context, tx store.Tx, row store.Session) error {
+		row.Version++
+		row.LogCount = 7
+		return tx.UpdateSession(ctx, &row)
+	})
+	if !reflect.DeepEqual(counts, []int64{3, 7}) {
+		t.Errorf("log counts seen by the runs: %v, want the held 3 then the stored 7", counts)
+	}
+	if row, _ := lockedRow(t, s, "t", "s"); row.LogCount != 8 {
+		t.Errorf("stored log count %d, want 8 (the update of the current row)", row.LogCount)
+	}
+
+	// Held again (the run above read the hints row with the lock); the
+	// other writes the hints row alone, without a new version.
+	_, tokens := held(func(ctx context.Context, tx store.Tx, row store.Session) error {
+		return tx.PutPreparedView(ctx, "t", "s", store.PreparedView{Fixed: "f", IDs: []string{"msg_4"}, ViewToken: "v4"})
+	})
+	if !reflect.DeepEqual(tokens, []string{"v1", "v4"}) {
+		t.Errorf("hints rows seen by the runs: %v, want the held v1 then the stored v4", tokens)
 	}
 }

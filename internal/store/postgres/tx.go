@@ -137,7 +137,8 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 	if err != nil {
 		return err
 	}
-	if tools := args[4].(string); t.held.same(s.Tenant, s.ID, tools) {
+	tools := args[4].(string)
+	if t.held.same(s.Tenant, s.ID, tools) {
 		if !t.held.digested {
 			writeTools(args) // the digest of the tools the locked row holds
 			t.held.digested = true
@@ -149,7 +150,9 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 			t.held.tools, t.held.digested = tools, true
 		}
 	}
-	t.track.updated(s, args, t.held.tools, t.held.digested)
+	// The row holds these tools after it, their digest of its version
+	// (written now, or kept: t.held's, digested), whatever t.held is of.
+	t.track.updated(s, args, tools)
 	notFound := fmt.Errorf("session %q: %w", s.ID, store.ErrNotFound)
 	if store.IsPipelined(ctx) {
 		// Queued, it may go in one pipeline with COMMIT: the server
