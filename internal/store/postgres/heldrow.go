@@ -22,9 +22,10 @@ import (
 // (heldGuard), with the writes after it and COMMIT, in one round trip
 // where the lock's answer took one of its own. A transaction that fails
 // on the held row has its guards answered before its error is (failedOnHeld).
-// The guard locks the row only at the held version and incarnation; any
-// other (another replica's or process's write, a delete, a transaction
-// whose commit's outcome was lost) fails the transaction on the server
+// The guard locks the row only at the held version, incarnation and
+// update time; any other (another replica's or process's write, a delete,
+// a transaction whose commit's outcome was lost, a commit the server lost
+// and another replica's write of its version) fails the transaction on the server
 // before any of its writes runs, and fn runs again on the row read under
 // the lock (inTx): a stale guess costs a retry, never a write on a row
 // other than the one it was computed from. Every change of a session's
@@ -37,9 +38,15 @@ import (
 var errHeldStale = errors.New("the session's held row is stale")
 
 // heldGuard locks the session's row at the version and incarnation held,
-// and fails (division by zero) when it is not there.
+// and fails (division by zero) when it is not there. The version alone
+// does not name a row: a commit the server lost (synchronous_commit off,
+// store.Resendable, and a crash or a failover) leaves its version to
+// another replica's next write, with other contents; the held row's
+// updated_at (every write's own time, to the microsecond) tells them
+// apart.
 const heldGuard = `SELECT 1 / count(*)::int FROM (SELECT 1 FROM sessions
-	WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND version = $3 AND created_at = $4 FOR UPDATE) held`
+	WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND version = $3 AND created_at = $4 AND updated_at = $5
+	FOR UPDATE) held`
 
 // The cache-hints row (prepared_views) may be written without a new
 // version of the session (GetCacheHints): a held one is checked by a
@@ -187,7 +194,7 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 			return err
 		}
 	}
-	t.tx.queue(heldGuard, stale(!ra.PreparedView), tenant, id, s.Version, s.CreatedAt)
+	t.tx.queue(heldGuard, stale(!ra.PreparedView), tenant, id, s.Version, s.CreatedAt, s.UpdatedAt)
 	ahead := &readAhead{tenant: tenant, id: id, calls: slices.Clone(r.calls), hasCalls: ra.OpenToolCalls}
 	if ra.PreparedView {
 		h := r.hints

@@ -484,3 +484,69 @@ func TestHeldRowGuardWaits(t *testing.T) {
 		t.Errorf("hints rows seen by the runs: %v, want the held v1 then the stored v4", tokens)
 	}
 }
+
+// TestHeldRowLostCommit: a commit of this replica's that the server lost
+// (a resendable transaction, synchronous_commit off, and a crash or a
+// failover), then another replica's write of the session from the row
+// before it, leave the stored row at the held version with other
+// contents: the guard fails on it and the transaction runs again on the
+// stored row (fails with the guard checking the version and incarnation
+// alone: the held row's lost log count is answered).
+func TestHeldRowLostCommit(t *testing.T) {
+	url := pgtest.URL(t)
+	s, err := postgres.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	other, err := postgres.Open(t.Context(), url) // another replica
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	db, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	heldSession(t, s)
+	write := func(st *postgres.Store, ctx context.Context, logCount int64) []int64 {
+		t.Helper()
+		var seen []int64
+		err := st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			row, err := tx.GetSession(ctx, "t", "s")
+			if err != nil {
+				return err
+			}
+			if _, err := tx.GetPreparedView(ctx, "t", "s"); err != nil {
+				return err
+			}
+			seen = append(seen, row.LogCount)
+			row.Version++
+			row.LogCount = logCount
+			row.UpdatedAt = time.Now()
+			return tx.UpdateSession(ctx, &row)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seen
+	}
+	write(s, heldCtx(t.Context()), 3) // the hints row held too
+	var version int64
+	var updated time.Time
+	if err := db.QueryRow(t.Context(), `SELECT version, updated_at FROM sessions WHERE tenant = 't' AND id = 's'`).Scan(&version, &updated); err != nil {
+		t.Fatal(err)
+	}
+	write(s, heldCtx(t.Context()), 5) // held: log count 5, one version on
+	// The server loses that commit: the row is as it was before it.
+	if _, err := db.Exec(t.Context(), `UPDATE sessions SET version = $1, updated_at = $2, log_count = 3
+		WHERE tenant = 't' AND id = 's'`, version, updated); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond) // another replica's clock moved on
+	write(other, heldCtx(t.Context()), 7)
+	if seen := write(s, heldCtx(t.Context()), 8); !reflect.DeepEqual(seen, []int64{5, 7}) {
+		t.Errorf("log counts seen by the runs: %v, want the held (lost) 5 then the stored 7", seen)
+	}
+}
