@@ -168,6 +168,10 @@ type heldTrack struct {
 	// guardPassed: the server answered it.
 	guard, guardSends int
 	guardPassed       bool
+	// guardFailed: the server answered that the held row was stale;
+	// the transaction's error is then errHeldStale, whatever fn made of
+	// the error its read answered (inTx).
+	guardFailed bool
 }
 
 // lockHeld answers the lock of a session from the held row, the guard
@@ -186,6 +190,7 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 	stale := func(last bool) func(pgconn.CommandTag, error) error {
 		return func(_ pgconn.CommandTag, err error) error {
 			if isDivisionByZero(err) {
+				t.track.guardFailed = true
 				return errHeldStale
 			}
 			if last {

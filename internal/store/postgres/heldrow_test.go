@@ -550,3 +550,63 @@ func TestHeldRowLostCommit(t *testing.T) {
 		t.Errorf("log counts seen by the runs: %v, want the held (lost) 5 then the stored 7", seen)
 	}
 }
+
+// TestHeldRowStaleWhateverFnAnswers: a held transaction whose guard failed
+// runs again on the stored row whatever fn made of the error its read
+// answered (fn here takes it for a missing call and goes on): a stale
+// guess costs a retry, never the call's failure (fails answering the
+// rolled-back commit's error).
+func TestHeldRowStaleWhateverFnAnswers(t *testing.T) {
+	url := pgtest.URL(t)
+	s, err := postgres.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	other, err := postgres.Open(t.Context(), url) // another replica
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	heldSession(t, s)
+	write := func(st *postgres.Store, logCount int64) {
+		t.Helper()
+		err := st.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
+			row, err := tx.GetSession(ctx, "t", "s")
+			if err != nil {
+				return err
+			}
+			if _, err := tx.GetPreparedView(ctx, "t", "s"); err != nil {
+				return err
+			}
+			row.Version++
+			row.LogCount = logCount
+			return tx.UpdateSession(ctx, &row)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(s, 3) // the hints row held too
+	write(other, 7)
+	var seen []int64
+	err = s.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
+		row, err := tx.GetSession(ctx, "t", "s")
+		if err != nil {
+			return err
+		}
+		seen = append(seen, row.LogCount)
+		if _, err := tx.ToolCalls(ctx, "t", "s", []string{"c9"}); err != nil {
+			t.Logf("run %d: ToolCalls: %v (taken for none)", len(seen), err)
+		}
+		row.Version++
+		row.LogCount++
+		return tx.UpdateSession(ctx, &row)
+	})
+	if err != nil || !reflect.DeepEqual(seen, []int64{3, 7}) {
+		t.Errorf("runs saw log counts %v and answered %v; want 3 then 7, and no error", seen, err)
+	}
+	if row, _ := lockedRow(t, s, "t", "s"); row.LogCount != 8 {
+		t.Errorf("stored log count %d, want 8", row.LogCount)
+	}
+}

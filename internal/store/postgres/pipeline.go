@@ -234,6 +234,9 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, rows *heldRows, noHeld bool, 
 		err = t.failedOnHeld(ctx, err)
 		p.rollback(ctx)
 	}
+	if err != nil && t.track.guardFailed {
+		err = errHeldStale // fn may have taken its read's error for another
+	}
 	switch {
 	case err == nil:
 		t.committed()
