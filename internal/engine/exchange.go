@@ -126,8 +126,11 @@ func (e *Engine) recordExchangeOnce(ctx context.Context, tenant, id string, in E
 	sent := false // announced with the commit
 	// Pipelined: every write's error is returned as it is, and nothing
 	// goes on after one (store.Pipelined). The open tool calls, which the
-	// reply's append pairs with, are read with the lock.
-	txCtx := store.WithReadAhead(store.Pipelined(ctx), store.ReadAhead{OpenToolCalls: len(counted) > 0})
+	// reply's append pairs with, are read with the lock — or both are
+	// the ones this replica's PrepareContext committed, checked by the
+	// server with the writes, in one round trip (store.ReadAhead.Held): the
+	// recording is on the path of the session's next request.
+	txCtx := store.WithReadAhead(store.Pipelined(ctx), store.ReadAhead{OpenToolCalls: len(counted) > 0, Held: true})
 	err := e.store.InTx(txCtx, func(ctx context.Context, tx store.Tx) error {
 		out, reports, sent = ExchangeResult{}, nil, false
 		s, err := lockedSession(ctx, tx, tenant, id)

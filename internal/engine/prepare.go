@@ -182,8 +182,10 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 	sent := false // the append's announcement went with its commit
 	// Pipelined: every write's error is returned as it is, and nothing
 	// goes on after one (store.Pipelined). The open tool calls (the
-	// append's pairing) and the hints row are read with the lock.
-	txCtx := store.WithReadAhead(store.Pipelined(ctx), store.ReadAhead{OpenToolCalls: true, PreparedView: true})
+	// append's pairing) and the hints row are read with the lock — or are
+	// the ones this replica's recording of the last answer committed,
+	// checked by the server with the writes (store.ReadAhead.Held).
+	txCtx := store.WithReadAhead(store.Pipelined(ctx), store.ReadAhead{OpenToolCalls: true, PreparedView: true, Held: true})
 	err = e.store.InTx(txCtx, func(ctx context.Context, tx store.Tx) error {
 		pr, sent = prepared{cals: cals, noLedger: in.NoLedger, edits: edits, edBase: cur}, false
 		s, err := lockedSession(ctx, tx, tenant, id) // locks the session

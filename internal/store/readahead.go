@@ -16,6 +16,14 @@ type readAheadKey struct{}
 type ReadAhead struct {
 	OpenToolCalls bool // OpenToolCalls
 	PreparedView  bool // GetPreparedView
+	// Held lets a store that pipelines (PostgreSQL) answer the lock and
+	// the open tool calls from the row its own last transaction of the
+	// session committed, checked by the server: the lock goes queued with
+	// the writes and COMMIT, failing the transaction when the row moved
+	// since, and fn then runs again on the row read under the lock. So fn
+	// must be one that can run twice (its state set anew each time), as
+	// any fn given to InTx should.
+	Held bool
 }
 
 // WithReadAhead marks the transactions run with ctx as ones that make the

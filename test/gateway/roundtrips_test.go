@@ -32,9 +32,13 @@ import (
 // it, 6.05 once the tenant's log quota was checked by a statement that
 // rides with COMMIT (store.Tx.CheckLogBytes), 5.05 once the session this
 // replica served the conversation in last was confirmed by the history
-// index and its row in one pipeline (store.HistoryRowFinder) — see
+// index and its row in one pipeline (store.HistoryRowFinder), 4.05 once
+// the recording started from the row and open tool calls PrepareContext
+// committed, its lock checked by the server with its writes and COMMIT
+// (store.ReadAhead.Held), 3.05 once PrepareContext started from the row,
+// open tool calls and hints row the last recording committed — see
 // docs/performance.md.
-const maxRoundTrips = 5.5
+const maxRoundTrips = 3.5
 
 // TestGatewayRoundTripsToPostgres counts, through a proxy in front of a
 // real PostgreSQL (pgtest.RoundTrips: each Sync and simple Query), the

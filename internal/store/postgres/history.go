@@ -52,7 +52,7 @@ func (s *Store) FindHistoryAndSession(ctx context.Context, tenant string, chains
 	defer unavailable(&err)
 	b := &pgx.Batch{}
 	hint := toolsHintOf(tenant, id)
-	b.Queue(`SELECT `+sessionCols+` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL`, tenant, id, hint.arg())
+	b.Queue(getSession, tenant, id, hint.arg())
 	b.Queue(findHistory, tenant, chains, limit)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()

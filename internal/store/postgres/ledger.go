@@ -58,6 +58,7 @@ func (t *txn) GetPreparedView(ctx context.Context, tenant, sessionID string) (st
 }
 
 func (t *txn) PutPreparedView(ctx context.Context, tenant, sessionID string, v store.PreparedView) error {
+	t.track.putHints(heldKey{tenant, sessionID}, v)
 	return t.write(ctx, nil, `INSERT INTO prepared_views (tenant, session_id, fixed, message_ids, view_token) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (tenant, session_id) DO UPDATE SET fixed = excluded.fixed, message_ids = excluded.message_ids,
 			view_token = excluded.view_token`,

@@ -32,6 +32,8 @@ type pipe struct {
 	// ahead are the reads sent with the session's lock
 	// (store.ReadAhead), until a write that may change what they read.
 	ahead *readAhead
+	// sends counts the pipelines sent with what was queued.
+	sends int
 }
 
 // queuedWrite is a statement not sent yet, and what to make of its result
@@ -77,6 +79,7 @@ func (p *pipe) sendWith(ctx context.Context, tail []*pgx.QueuedQuery) (pgx.Batch
 	}
 	queued := p.queued
 	p.queued, p.begun = nil, true
+	p.sends++
 	br := p.conn.SendBatch(ctx, b)
 	var first error
 	for _, q := range queued {
@@ -206,8 +209,10 @@ func (p *pipe) rollback(ctx context.Context) {
 	p.conn.Exec(ctx, "ROLLBACK") //nolint:errcheck // see above
 }
 
-// inTx runs fn in a pipelined transaction on a connection of pool.
-func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(context.Context, store.Tx) error) error {
+// inTx runs fn in a pipelined transaction on a connection of pool; rows
+// are the Store's held rows (heldrow.go), which it may start from unless
+// noHeld, and which it updates once it commits.
+func inTx(ctx context.Context, pool *pgxpool.Pool, rows *heldRows, noHeld bool, fn func(context.Context, store.Tx) error) error {
 	c, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -221,11 +226,24 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(context.Context, stor
 		p.queue("SET LOCAL synchronous_commit = off", nil)
 	}
 	p.opening = len(p.queued)
-	if err := fn(ctx, &txn{tx: p}); err != nil {
+	t := &txn{tx: p, rows: rows, noHeld: noHeld}
+	err = fn(ctx, t)
+	if err == nil {
+		err = p.commit(ctx)
+	} else {
+		err = t.failedOnHeld(ctx, err)
 		p.rollback(ctx)
-		return err
 	}
-	return p.commit(ctx)
+	if err != nil && t.track.guardFailed {
+		err = errHeldStale // fn may have taken its read's error for another
+	}
+	switch {
+	case err == nil:
+		t.committed()
+	case errors.Is(err, errHeldStale):
+		rows.forget(t.track.key)
+	}
+	return err
 }
 
 // write runs a statement that returns nothing the caller reads: queued

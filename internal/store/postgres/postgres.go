@@ -22,6 +22,7 @@ import (
 // Store is the PostgreSQL store.
 type Store struct {
 	pool *pgxpool.Pool
+	held heldRows // heldrow.go
 }
 
 var _ store.Store = (*Store)(nil)
@@ -70,7 +71,7 @@ func (s *Store) Close() error { s.pool.Close(); return nil }
 // InTx runs fn in one transaction.
 func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) error) (err error) {
 	defer unavailable(&err)
-	return inTx(ctx, s.pool, fn) // pipeline.go
+	return runTx(ctx, s, fn) // heldrow.go, pipeline.go
 }
 
 // sessionCols are a session row's columns, read by a statement whose $1
@@ -160,12 +161,16 @@ func scanMessage(rows pgx.Rows, extra ...any) (chat.Message, error) {
 	return m, err
 }
 
+// getSession reads a live session's row (sessionCols' $1, $2, $3): the
+// pool's GetSession, the match's FindHistoryAndSession, and with FOR UPDATE
+// the lock (lockSession).
+const getSession = `SELECT ` + sessionCols + ` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL`
+
 // GetSession reads a session without locking.
 func (s *Store) GetSession(ctx context.Context, tenant, id string) (_ store.Session, err error) {
 	defer unavailable(&err)
 	hint := toolsHintOf(tenant, id)
-	return scanSession(s.pool.QueryRow(ctx,
-		`SELECT `+sessionCols+` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL`, tenant, id, hint.arg()), hint)
+	return scanSession(s.pool.QueryRow(ctx, getSession, tenant, id, hint.arg()), hint)
 }
 
 // summaryCols are sessionCols of the table aliased s, with the system

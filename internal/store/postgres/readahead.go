@@ -23,7 +23,7 @@ type readAhead struct {
 }
 
 const (
-	lockSession = `SELECT ` + sessionCols + ` FROM sessions WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`
+	lockSession = getSession + ` FOR UPDATE`
 	openCalls   = `SELECT call_id, position FROM tool_calls
 		WHERE tenant = $1 AND session_id = $2 AND result_position = 0 ORDER BY position, call_id`
 	preparedView = `SELECT fixed, message_ids, view_token FROM prepared_views WHERE tenant = $1 AND session_id = $2`

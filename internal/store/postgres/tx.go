@@ -19,6 +19,12 @@ type txn struct {
 	// held is the tools column of the session row the transaction holds
 	// (locked, or inserted), as stored.
 	held heldTools
+	// rows are the Store's held rows (heldrow.go), and track what this
+	// transaction holds of its session once it commits; noHeld: the lock
+	// is read, whatever is held (the held row was stale).
+	rows   *heldRows
+	track  heldTrack
+	noHeld bool
 }
 
 // heldTools is the tools column of a session row a transaction holds:
@@ -44,7 +50,13 @@ func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session,
 	var s store.Session
 	var tools rowTools
 	var err error
-	if ra := store.ReadAheadOf(ctx); ra != (store.ReadAhead{}) {
+	ra := store.ReadAheadOf(ctx)
+	if ra.Held && !t.noHeld {
+		if s, ok := t.lockHeld(tenant, id, ra); ok {
+			return s, nil
+		}
+	}
+	if ra != (store.ReadAhead{}) {
 		s, tools, err = t.lockReadingAhead(ctx, tenant, id, ra)
 	} else {
 		hint := toolsHintOf(tenant, id)
@@ -52,6 +64,7 @@ func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session,
 	}
 	if err == nil {
 		t.held = heldTools{tenant: tenant, id: id, tools: tools.text, digested: tools.digested}
+		t.lockedAhead(tenant, id)
 	}
 	return s, err
 }
@@ -100,6 +113,7 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 	if err == nil {
 		t.held = heldTools{tenant: s.Tenant, id: s.ID, tools: args[4].(string), digested: true}
 	}
+	t.track.gone(heldKey{s.Tenant, s.ID})
 	return err
 }
 
@@ -123,7 +137,8 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 	if err != nil {
 		return err
 	}
-	if tools := args[4].(string); t.held.same(s.Tenant, s.ID, tools) {
+	tools := args[4].(string)
+	if t.held.same(s.Tenant, s.ID, tools) {
 		if !t.held.digested {
 			writeTools(args) // the digest of the tools the locked row holds
 			t.held.digested = true
@@ -135,6 +150,9 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 			t.held.tools, t.held.digested = tools, true
 		}
 	}
+	// The row holds these tools after it, their digest of its version
+	// (written now, or kept: t.held's, digested), whatever t.held is of.
+	t.track.updated(s, args, tools)
 	notFound := fmt.Errorf("session %q: %w", s.ID, store.ErrNotFound)
 	if store.IsPipelined(ctx) {
 		// Queued, it may go in one pipeline with COMMIT: the server
@@ -156,6 +174,7 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 }
 
 func (t *txn) DeleteSession(ctx context.Context, tenant, id string) error {
+	t.track.gone(heldKey{tenant, id})
 	tag, err := t.tx.Exec(ctx, `UPDATE sessions SET deleted_at = now(), version = version + 1
 		WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL`, tenant, id)
 	if err != nil {
@@ -168,6 +187,7 @@ func (t *txn) DeleteSession(ctx context.Context, tenant, id string) error {
 }
 
 func (t *txn) DeleteUnusedSession(ctx context.Context, tenant, id string, created time.Time) (bool, error) {
+	t.track.gone(heldKey{tenant, id})
 	tag, err := t.tx.Exec(ctx, `UPDATE sessions SET deleted_at = now(), version = version + 1
 		WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND version = 1 AND log_count = 0 AND created_at = $3`,
 		tenant, id, created)
@@ -310,6 +330,7 @@ func (t *txn) OpenToolCalls(ctx context.Context, tenant, sessionID string) ([]st
 }
 
 func (t *txn) PutToolCalls(ctx context.Context, tenant, sessionID string, calls []store.ToolCall) error {
+	t.track.putCalls(heldKey{tenant, sessionID}, calls)
 	ids, pos, res := make([]string, len(calls)), make([]int64, len(calls)), make([]int64, len(calls))
 	for i, c := range calls {
 		ids[i], pos[i], res[i] = c.CallID, c.Position, c.ResultPosition
