@@ -215,7 +215,10 @@ func main() {
 		default:
 			log.Fatalf("-stores: unknown store %q", store)
 		}
-		base, stop := startContextd(env, up)
+		base, writer, stop := startContextd(env, up)
+		if store == "sqlite" {
+			m.writer = writer
+		}
 		for i, c := range measured(*tools) {
 			if !filter.MatchString(store + " " + c.name()) {
 				continue
@@ -286,6 +289,8 @@ type meter struct {
 	xacts  func() int64
 	// wal, when set, is the WAL position of contextd's cluster in bytes.
 	wal func() int64
+	// writer, when set, reads the SQLite writer's busy time (writer.go).
+	writer writerMeter
 }
 
 // run measures c's conversations against url: their untimed first
@@ -303,9 +308,16 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 	if m.wal != nil && gateway {
 		w0 = m.wal()
 	}
+	var busy0 writerBusy
+	if m.writer != "" && gateway {
+		busy0 = m.writer.read()
+	}
 	cpu0, others0, start := cpuTime(), m.others(), time.Now()
 	all, last, own := l.timed()
 	wall := time.Since(start)
+	if m.writer != "" && gateway {
+		fmt.Printf("(%s: %s)\n", tag, m.writer.read().since(busy0, wall, len(all)))
+	}
 	cpu := cpuTime() - cpu0 + m.others() - others0 + own
 	// The WAL is read before the transactions' count, which waits 11 s:
 	// what the cluster writes meanwhile (autovacuum, a checkpoint) is not
@@ -386,18 +398,13 @@ func startUpstream() string {
 
 // startContextd runs the server in process (its log discarded) with the
 // gateway pointed at upstream, and returns its base URL and a stop.
-func startContextd(env map[string]string, upstream string) (string, func()) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+func startContextd(env map[string]string, upstream string) (string, writerMeter, func()) {
+	addr, metrics := freeAddr(), freeAddr()
 	dir, err := os.MkdirTemp("", "gatewaybench-")
 	if err != nil {
 		log.Fatal(err)
 	}
-	all := map[string]string{"CONTEXTD_LISTEN_ADDR": addr, "CONTEXTD_DATA_DIR": dir, "CONTEXTD_METRICS_ADDR": "",
+	all := map[string]string{"CONTEXTD_LISTEN_ADDR": addr, "CONTEXTD_DATA_DIR": dir, "CONTEXTD_METRICS_ADDR": metrics,
 		"CONTEXTD_RATE_LIMIT_RPS": "0", "CONTEXTD_OPENAI_BASE_URL": upstream + "/v1"}
 	for k, v := range env {
 		all[k] = v
@@ -419,7 +426,7 @@ func startContextd(env map[string]string, upstream string) (string, func()) {
 			log.Fatal("contextd did not start")
 		}
 	}
-	return base, func() {
+	return base, writerMeter("http://" + metrics + "/metrics"), func() {
 		cancel()
 		if err := <-done; err != nil {
 			log.Printf("contextd: %v", err)

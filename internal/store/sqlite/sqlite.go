@@ -52,6 +52,8 @@ type Store struct {
 	syncFailed atomic.Pointer[error]
 	// counts are the statements run (statements.go).
 	counts counters
+	// clock is the write turn's busy time (writerbusy.go).
+	clock writerClock
 	// wrote wakes the checkpointer (checkpoint.go); stop ends it and
 	// stopped is closed when it has.
 	wrote   chan struct{}

@@ -1,0 +1,32 @@
+package sqlite
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// The writer's busy time. Every write of the store goes through one write
+// turn (groupcommit.go): whatever runs while a group holds it — the
+// calls' functions, SQLite's own work on the rows, the commit — every
+// other writer waits for, whatever the cores. What an operator sees of it
+// is its share of the wall time (contextd_sqlite_writer_busy_seconds_total,
+// docs/operations.md): near 1, the store's writes are the replica's limit,
+// and more concurrent requests only queue. The WAL's sync of a durable
+// group (walsync.go) is counted apart, since it runs after the turn
+// (syncCommitted): it holds no other writer, only its own group's callers.
+type writerClock struct {
+	busy, syncing atomic.Int64 // nanoseconds
+}
+
+// WriterBusy returns the wall time groups have held the write turn, and
+// the time spent in the WAL's syncs after their commits, since the store
+// was opened.
+func (s *Store) WriterBusy() (turn, sync time.Duration) {
+	return time.Duration(s.clock.busy.Load()), time.Duration(s.clock.syncing.Load())
+}
+
+// held adds the time since start to the write turn's.
+func (c *writerClock) held(start time.Time) { c.busy.Add(int64(time.Since(start))) }
+
+// synced adds the time since start to the syncs'.
+func (c *writerClock) synced(start time.Time) { c.syncing.Add(int64(time.Since(start))) }
