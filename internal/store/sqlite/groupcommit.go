@@ -109,9 +109,10 @@ func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) err
 			return err
 		case s.writer <- struct{}{}:
 			start := time.Now()
-			s.runGroup()
+			answer := s.runGroup()
 			s.clock.held(start)
 			<-s.writer
+			answer() // after the turn: the WAL's sync (walsync.go)
 		case <-cancelled:
 			if s.queue.remove(c) {
 				return fmt.Errorf("waiting to write: %w", ctx.Err())
@@ -127,11 +128,15 @@ func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) err
 }
 
 // runGroup runs the queued calls in one transaction; the caller holds the
-// write turn.
-func (s *Store) runGroup() {
+// write turn. The calls that committed are answered by the func it
+// returns, which the caller runs once it gave the turn up: it syncs the
+// WAL first, unless the group is resendable (syncAfterTurn), so that the
+// next group commits while this one's fsync runs.
+func (s *Store) runGroup() (answer func()) {
+	none := func() {}
 	group := s.queue.take()
 	if len(group) == 0 {
-		return
+		return none
 	}
 	// The transaction is not any caller's: a caller that goes away must not
 	// interrupt it (SQLite would roll back the whole group), so statements
@@ -142,7 +147,7 @@ func (s *Store) runGroup() {
 		for _, c := range group {
 			c.done <- fmt.Errorf("begin: %w", err)
 		}
-		return
+		return none
 	}
 	if len(group) == 1 { // alone: no savepoint
 		c := group[0]
@@ -158,14 +163,13 @@ func (s *Store) runGroup() {
 			if err = tx.Commit(); err != nil {
 				err = fmt.Errorf("commit: %w", err)
 			} else {
-				s.committed()
-				err = s.syncUnlessResendable(group)
+				return s.syncAfterTurn(group)
 			}
 		} else {
 			_ = tx.Rollback()
 		}
 		c.done <- err
-		return
+		return none
 	}
 	var committed []*txCall
 	abort := func(err error) {
@@ -190,7 +194,7 @@ func (s *Store) runGroup() {
 			c.done <- err
 			abort(fmt.Errorf("savepoint: %w", err))
 			failRest(group[i+1:], err)
-			return
+			return none
 		}
 		if err := s.runCall(c, tx, pool); err != nil {
 			// The call changes nothing; if the savepoint is gone (SQLite
@@ -202,7 +206,7 @@ func (s *Store) runGroup() {
 			if rerr := undo(ctx, tx); rerr != nil {
 				abort(fmt.Errorf("rolling back a failed call: %w", rerr))
 				failRest(group[i+1:], rerr)
-				return
+				return none
 			}
 			continue
 		}
@@ -211,26 +215,23 @@ func (s *Store) runGroup() {
 			committed = append(committed, c)
 			abort(fmt.Errorf("release: %w", err))
 			failRest(group[i+1:], err)
-			return
+			return none
 		}
 		committed = append(committed, c)
 	}
 	s.counted() // COMMIT or ROLLBACK
 	if len(committed) == 0 {
 		_ = tx.Rollback()
-		return
+		return none
 	}
 	s.count(len(committed))
-	err = tx.Commit()
-	if err != nil {
-		err = fmt.Errorf("commit: %w", err)
-	} else {
-		s.committed()
-		err = s.syncUnlessResendable(committed)
+	if err = tx.Commit(); err == nil {
+		return s.syncAfterTurn(committed)
 	}
 	for _, c := range committed {
-		c.done <- err
+		c.done <- fmt.Errorf("commit: %w", err)
 	}
+	return none
 }
 
 // count records a transaction of n committed calls.
