@@ -20,7 +20,7 @@ import (
 type writerMeter string
 
 // writerBusy is one reading of the two counters, in seconds.
-type writerBusy struct{ turn, sync float64 }
+type writerBusy struct{ turn, sync, groups, calls float64 }
 
 // read scrapes the counters.
 func (w writerMeter) read() writerBusy {
@@ -40,6 +40,10 @@ func (w writerMeter) read() writerBusy {
 			into = &b.turn
 		case "contextd_sqlite_wal_sync_seconds_total":
 			into = &b.sync
+		case "contextd_sqlite_write_groups_total":
+			into = &b.groups
+		case "contextd_sqlite_write_calls_total":
+			into = &b.calls
 		}
 		if ok && into != nil {
 			if *into, err = strconv.ParseFloat(value, 64); err != nil {
@@ -57,8 +61,9 @@ func (w writerMeter) read() writerBusy {
 // wall and n requests.
 func (b writerBusy) since(before writerBusy, wall time.Duration, n int) string {
 	turn, sync := b.turn-before.turn, b.sync-before.sync
-	return fmt.Sprintf("SQLite's write turn held %.0f %% of the wall time, %.2f ms a request; WAL syncs %.2f ms a request",
-		100*turn/wall.Seconds(), 1000*turn/float64(n), 1000*sync/float64(n))
+	groups, calls := b.groups-before.groups, b.calls-before.calls
+	return fmt.Sprintf("SQLite's write turn held %.0f %% of the wall time, %.2f ms a request, %.2f ms a group of %.1f calls, %.2f writes a request; WAL syncs %.2f ms a request",
+		100*turn/wall.Seconds(), 1000*turn/float64(n), 1000*turn/max(groups, 1), calls/max(groups, 1), calls/float64(n), 1000*sync/float64(n))
 }
 
 // freeAddr is a loopback address free a moment ago.

@@ -110,6 +110,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "contextd_sqlite_wal_sync_seconds_total",
 			Help: "Wall time of the embedded SQLite store's fsyncs of its WAL after durable commits."},
 			func() float64 { _, t := lite.WriterBusy(); return t.Seconds() }))
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "contextd_sqlite_write_groups_total",
+			Help: "Write transactions of the embedded SQLite store's group commit (each holds the calls queued when it began)."},
+			func() float64 { g, _ := lite.GroupStats(); return float64(g) }))
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "contextd_sqlite_write_calls_total",
+			Help: "Calls committed by the embedded SQLite store's group-committed write transactions."},
+			func() float64 { _, c := lite.GroupStats(); return float64(c) }))
 	}
 	summarizers, err := summarize.NewSet(cfg.Summarizer, summarizerEndpoints(cfg))
 	if err != nil {
