@@ -109,10 +109,9 @@ func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) err
 			return err
 		case s.writer <- struct{}{}:
 			start := time.Now()
-			answer := s.runGroup()
+			s.runGroup()
 			s.clock.held(start)
 			<-s.writer
-			answer() // after the turn: the WAL's sync (walsync.go)
 		case <-cancelled:
 			if s.queue.remove(c) {
 				return fmt.Errorf("waiting to write: %w", ctx.Err())
@@ -128,15 +127,11 @@ func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) err
 }
 
 // runGroup runs the queued calls in one transaction; the caller holds the
-// write turn. The calls that committed are answered by the func it
-// returns, which the caller runs once it gave the turn up: it syncs the
-// WAL first, unless the group is resendable (syncAfterTurn), so that the
-// next group commits while this one's fsync runs.
-func (s *Store) runGroup() (answer func()) {
-	none := func() {}
+// write turn.
+func (s *Store) runGroup() {
 	group := s.queue.take()
 	if len(group) == 0 {
-		return none
+		return
 	}
 	// The transaction is not any caller's: a caller that goes away must not
 	// interrupt it (SQLite would roll back the whole group), so statements
@@ -147,7 +142,7 @@ func (s *Store) runGroup() (answer func()) {
 		for _, c := range group {
 			c.done <- fmt.Errorf("begin: %w", err)
 		}
-		return none
+		return
 	}
 	if len(group) == 1 { // alone: no savepoint
 		c := group[0]
@@ -163,13 +158,14 @@ func (s *Store) runGroup() (answer func()) {
 			if err = tx.Commit(); err != nil {
 				err = fmt.Errorf("commit: %w", err)
 			} else {
-				return s.syncAfterTurn(group)
+				s.committed()
+				err = s.syncUnlessResendable(group)
 			}
 		} else {
 			_ = tx.Rollback()
 		}
 		c.done <- err
-		return none
+		return
 	}
 	var committed []*txCall
 	abort := func(err error) {
@@ -194,7 +190,7 @@ func (s *Store) runGroup() (answer func()) {
 			c.done <- err
 			abort(fmt.Errorf("savepoint: %w", err))
 			failRest(group[i+1:], err)
-			return none
+			return
 		}
 		if err := s.runCall(c, tx, pool); err != nil {
 			// The call changes nothing; if the savepoint is gone (SQLite
@@ -206,7 +202,7 @@ func (s *Store) runGroup() (answer func()) {
 			if rerr := undo(ctx, tx); rerr != nil {
 				abort(fmt.Errorf("rolling back a failed call: %w", rerr))
 				failRest(group[i+1:], rerr)
-				return none
+				return
 			}
 			continue
 		}
@@ -215,23 +211,26 @@ func (s *Store) runGroup() (answer func()) {
 			committed = append(committed, c)
 			abort(fmt.Errorf("release: %w", err))
 			failRest(group[i+1:], err)
-			return none
+			return
 		}
 		committed = append(committed, c)
 	}
 	s.counted() // COMMIT or ROLLBACK
 	if len(committed) == 0 {
 		_ = tx.Rollback()
-		return none
+		return
 	}
 	s.count(len(committed))
-	if err = tx.Commit(); err == nil {
-		return s.syncAfterTurn(committed)
+	err = tx.Commit()
+	if err != nil {
+		err = fmt.Errorf("commit: %w", err)
+	} else {
+		s.committed()
+		err = s.syncUnlessResendable(committed)
 	}
 	for _, c := range committed {
-		c.done <- fmt.Errorf("commit: %w", err)
+		c.done <- err
 	}
-	return none
 }
 
 // count records a transaction of n committed calls.

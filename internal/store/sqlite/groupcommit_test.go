@@ -216,7 +216,7 @@ func TestCancelledCallPutBackIsAnswered(t *testing.T) {
 	}()
 	waitQueued(t, s, 2)
 	grouped := make(chan struct{})
-	go func() { s.runGroup()(); close(grouped) }() // as the leader would (answering after the turn)
+	go func() { s.runGroup(); close(grouped) }() // as the leader would
 	<-running
 	cancel()
 	time.Sleep(50 * time.Millisecond) // the second caller sees its cancellation while the group holds its call
@@ -277,7 +277,7 @@ func TestPanickingCallFailsAlone(t *testing.T) {
 		waitQueued(t, s, i+1)
 	}
 	tx0, _ := s.GroupStats()
-	s.runGroup()() // as the leader would
+	s.runGroup() // as the leader would
 	<-s.writer
 	for i := range 3 {
 		if err := <-errs[i]; (i == 1) != (err != nil) {
@@ -333,7 +333,7 @@ func TestLaterCallDoesNotSeeFailedCallsWrites(t *testing.T) {
 		})
 	}()
 	waitQueued(t, s, 2)
-	s.runGroup()() // as the leader would: both in one transaction
+	s.runGroup() // as the leader would: both in one transaction
 	<-s.writer
 	if err := <-failed; !errors.Is(err, boom) {
 		t.Fatalf("failing call: %v", err)

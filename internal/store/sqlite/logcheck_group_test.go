@@ -96,7 +96,7 @@ func TestDeferredLogChecksInOneGroup(t *testing.T) {
 		go func() { errs[i] <- s.InTx(ctx, c.fn) }()
 		waitQueued(t, s, i+1)
 	}
-	s.runGroup()() // as the leader would: every call in one transaction
+	s.runGroup() // as the leader would: every call in one transaction
 	<-s.writer
 	for i, c := range calls {
 		if err := <-errs[i]; !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {

@@ -45,10 +45,8 @@ type Store struct {
 	writes prepared
 	// wal and dbFile are the paths walsync.go syncs.
 	wal, dbFile string
-	// walSyncs counts the durable groups' syncs, and syncs orders them
-	// (walsync.go).
+	// walSyncs counts the durable groups' syncs (walsync.go).
 	walSyncs atomic.Int64
-	syncs    walSyncs
 	// syncFailed is the first failed fsync of the WAL: every group is
 	// refused from then on (walsync.go).
 	syncFailed atomic.Pointer[error]
@@ -146,7 +144,6 @@ func (s *Store) Close() error {
 func (s *Store) lockWriter(ctx context.Context) (func(), error) {
 	select {
 	case s.writer <- struct{}{}:
-		s.syncsDone() // a sync after the last group's commit may still run (walsync.go)
 		if err := s.writable(); err != nil {
 			<-s.writer
 			return nil, err

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/contextd/contextd/internal/store"
 )
 
-// syncAfterTurn makes a committed group durable unless every call
+// syncUnlessResendable makes a committed group durable unless every call
 // of it is marked store.Resendable. The group committed on the pool of
 // writes, at synchronous=NORMAL: in WAL mode its frames are in the WAL
 // file but not yet on disk. An fsync of the WAL then is what
@@ -43,65 +41,14 @@ import (
 // SQLite recovers from what is on disk, as PostgreSQL panics
 // (data_sync_retry=off). A file that could not be opened (too many open
 // files) lost nothing: the next durable group's sync covers this one.
-//
-// The sync runs after the group gave up the write turn (syncAfterTurn):
-// the next group commits while it runs, and one sync covers every commit
-// made before it started (syncThrough), so that the write turn holds no
-// fsync and concurrent durable groups share theirs. The order of syncs
-// still decides: they run one at a time, and once one failed no later one
-// answers a commit as durable (a commit it would cover may follow pages the
-// failed one dropped): such a commit is answered store.ErrUnavailable, as
-// one whose own sync failed.
-func (s *Store) syncAfterTurn(group []*txCall) (answer func()) {
-	s.committed()
-	seq := s.syncs.committed.Add(1)
-	return func() {
-		var err error
-		if !resendable(group) {
-			err = s.syncThrough(seq)
-		}
-		for _, c := range group {
-			c.done <- err
-		}
-	}
-}
-
-// walSyncs orders the WAL's syncs after commits (syncAfterTurn).
-type walSyncs struct {
-	// committed counts the groups committed, each counted once its
-	// commit returned (its frames are in the WAL file).
-	committed atomic.Int64
-	// mu is held through a sync; synced is the count of commits the last
-	// successful one covers.
-	mu     sync.Mutex
-	synced int64
-}
-
-// syncThrough returns once the commit numbered seq is on disk: covered by
-// a sync that started after it, or by one it starts.
-func (s *Store) syncThrough(seq int64) error {
-	s.syncs.mu.Lock()
-	defer s.syncs.mu.Unlock()
-	if s.syncs.synced >= seq {
+func (s *Store) syncUnlessResendable(group []*txCall) error {
+	if resendable(group) {
 		return nil
 	}
-	if err := s.writable(); err != nil {
-		return fmt.Errorf("%w: committed, but after a failed sync of the WAL: %w", store.ErrUnavailable, err)
-	}
-	through := s.syncs.committed.Load()
 	if err := s.syncWAL(); err != nil {
 		return fmt.Errorf("%w: committed, but the WAL's sync after the commit failed: %w", store.ErrUnavailable, err)
 	}
-	s.syncs.synced = through
 	return nil
-}
-
-// syncsDone waits for the sync running, if any: a write outside group
-// commit (lockWriter), at synchronous=FULL, must not be acknowledged by
-// its own sync after one that failed.
-func (s *Store) syncsDone() {
-	s.syncs.mu.Lock()
-	defer s.syncs.mu.Unlock()
 }
 
 // errSyncFailed is what every group is answered once a sync of the WAL
