@@ -11,9 +11,13 @@ import (
 // other writer waits for, whatever the cores. What an operator sees of it
 // is its share of the wall time (contextd_sqlite_writer_busy_seconds_total,
 // docs/operations.md): near 1, the store's writes are the replica's limit,
-// and more concurrent requests only queue. The WAL's sync of a durable
-// group (walsync.go) is counted apart, since it runs after the turn
-// (syncCommitted): it holds no other writer, only its own group's callers.
+// and more concurrent requests only queue. The turn's time includes the
+// WAL's sync of a durable group (walsync.go), which is also counted on its
+// own. The sync stays inside the turn on purpose: run after it, the next
+// group began at once with fewer calls, so there were more commits, each
+// writing its own WAL frames, and more syncs; at 16 conversations through
+// the gateway that cost more CPU per request than the turn it freed
+// (docs/performance.md, "The single writer at 16 conversations").
 type writerClock struct {
 	busy, syncing atomic.Int64 // nanoseconds
 }
