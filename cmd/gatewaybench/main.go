@@ -10,6 +10,9 @@
 // prints p50, p99, requests/s, the gateway's share of the direct rate, the
 // CPU time per request (this process: client, upstream and contextd; plus
 // PostgreSQL's processes) and the bytes this process allocated per request.
+// Before each SQLite gateway line it says what share of the cell's wall
+// time the store's one write turn was held, per request and per group
+// (writer.go, from contextd's /metrics).
 //
 // It starts what it needs: the upstream (in process), contextd (app.Run in
 // process, embedded SQLite in a temporary directory) and a throwaway
