@@ -68,7 +68,7 @@ func upDownUp(t *testing.T, dialect goose.Dialect, db *sql.DB, dir, mark string)
 		t.Fatal(err)
 	}
 	record := func() error {
-		return exec(`INSERT INTO summaries_by_digest (tenant, session_id, digest) VALUES (`+arg(1)+`, `+arg(2)+`, `+arg(3)+`)`, "t", "s", "d")
+		return exec(`INSERT INTO summaries_by_digest (tenant, session_id, digest, version, seq) VALUES (`+arg(1)+`, `+arg(2)+`, `+arg(3)+`, 1, 1)`, "t", "s", "d")
 	}
 	if err := record(); err != nil {
 		t.Fatal(err)

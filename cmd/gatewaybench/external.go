@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,18 +29,19 @@ type job struct {
 }
 
 // report is what a load client process answers: the timed calls'
-// latencies, the last request's size and its CPU time in them.
+// latencies, the last request's size, its CPU time in them and the wall
+// time they took.
 type report struct {
 	Latencies []time.Duration
 	Body      int
-	CPU       time.Duration
+	CPU, Wall time.Duration
 }
 
 // self is this binary's path, to re-execute.
 func self() string {
 	exe, err := os.Executable()
 	if err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	return exe
 }
@@ -55,30 +55,30 @@ func spawnUpstream() (string, func() time.Duration, func()) {
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		log.Fatalf("upstream process: %v", err)
+		fatalf("upstream process: %v", err)
 	}
 	base := strings.TrimSpace(line)
 	cpu := func() time.Duration {
 		resp, err := http.Get(base + "/cpu")
 		if err != nil {
-			log.Fatalf("upstream process: %v", err)
+			fatalf("upstream process: %v", err)
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		ns, err := strconv.ParseInt(string(b), 10, 64)
 		if err != nil {
-			log.Fatalf("upstream process: /cpu: %q", b)
+			fatalf("upstream process: /cpu: %q", b)
 		}
 		return time.Duration(ns)
 	}
@@ -107,35 +107,35 @@ func spawnLoad(calls int, c cell, url, tag string) load {
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	r := &remote{cmd: cmd, stdin: stdin, out: bufio.NewReader(out)}
 	if line, err := r.out.ReadString('\n'); err != nil || line != "ready\n" {
-		log.Fatalf("load process: %q, %v", line, err)
+		fatalf("load process: %q, %v", line, err)
 	}
 	return r
 }
 
-func (r *remote) timed() ([]time.Duration, int, time.Duration) {
+func (r *remote) timed() ([]time.Duration, int, time.Duration, time.Duration) {
 	if _, err := io.WriteString(r.stdin, "go\n"); err != nil {
-		log.Fatalf("load process: %v", err)
+		fatalf("load process: %v", err)
 	}
 	var rep report
 	if err := json.NewDecoder(r.out).Decode(&rep); err != nil {
-		log.Fatalf("load process: %v", err)
+		fatalf("load process: %v", err)
 	}
 	r.stdin.Close()
 	if err := r.cmd.Wait(); err != nil {
-		log.Fatalf("load process: %v", err)
+		fatalf("load process: %v", err)
 	}
-	return rep.Latencies, rep.Body, rep.CPU
+	return rep.Latencies, rep.Body, rep.CPU, rep.Wall
 }
 
 // serveLoad is the load client process (-role client): it makes spec's
@@ -144,17 +144,17 @@ func (r *remote) timed() ([]time.Duration, int, time.Duration) {
 func serveLoad(client *http.Client, calls int, spec string) {
 	var j job
 	if err := json.Unmarshal([]byte(spec), &j); err != nil {
-		log.Fatalf("-job: %v", err)
+		fatalf("-job: %v", err)
 	}
 	l := newLocal(client, calls, cell{convs: j.Convs, messages: j.Messages, contentBytes: j.ContentBytes, tools: j.Tools}, j.URL, j.Tag)
 	fmt.Println("ready")
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
-		log.Fatalf("load process: %v", err)
+		fatalf("load process: %v", err)
 	}
 	cpu0 := cpuTime()
-	latencies, body, _ := l.timed()
-	rep := report{Latencies: latencies, Body: body, CPU: cpuTime() - cpu0}
+	latencies, body, _, wall := l.timed()
+	rep := report{Latencies: latencies, Body: body, CPU: cpuTime() - cpu0, Wall: wall}
 	if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 }

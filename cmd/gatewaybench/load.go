@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
 	"net/http"
 	"slices"
 	"strings"
@@ -17,10 +16,12 @@ import (
 // calls made.
 type load interface {
 	// timed makes the timed calls, all conversations at once, and returns
-	// their latencies, the last request's size and the CPU time the load
+	// their latencies, the last request's size, the CPU time the load
 	// spent in a process of its own (0 when it runs in this one: this
-	// process's CPU is counted by the caller).
-	timed() (latencies []time.Duration, body int, own time.Duration)
+	// process's CPU is counted by the caller) and the wall time the calls
+	// took, measured by the load: a cell's rate is its calls over that, not
+	// over what a load process's report and exit add (about 3 ms a cell).
+	timed() (latencies []time.Duration, body int, own, wall time.Duration)
 }
 
 // local is a load run by this process's goroutines with client.
@@ -79,13 +80,13 @@ func (l *local) call(i, step int) time.Duration {
 	t0 := time.Now()
 	resp, err := l.client.Do(req)
 	if err != nil {
-		log.Fatalf("%s: %v", l.url, err)
+		fatalf("%s: %v", l.url, err)
 	}
 	out, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	d := time.Since(t0)
 	if resp.StatusCode != http.StatusOK {
-		log.Fatalf("%s: status %d: %.300s", l.url, resp.StatusCode, out)
+		fatalf("%s: status %d: %.300s", l.url, resp.StatusCode, out)
 	}
 	l.add(i, "assistant", "ok")
 	return d
@@ -101,12 +102,14 @@ func (l *local) each(fn func(i int)) {
 	wg.Wait()
 }
 
-func (l *local) timed() ([]time.Duration, int, time.Duration) {
+func (l *local) timed() ([]time.Duration, int, time.Duration, time.Duration) {
 	latencies := make([][]time.Duration, len(l.convs))
+	start := time.Now()
 	l.each(func(i int) {
 		for step := range l.calls {
 			latencies[i] = append(latencies[i], l.call(i, step))
 		}
 	})
-	return slices.Concat(latencies...), l.last, 0
+	wall := time.Since(start)
+	return slices.Concat(latencies...), l.last, 0, wall
 }

@@ -39,6 +39,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -148,11 +149,11 @@ func main() {
 		serveLoad(client, *calls, *spec)
 		return
 	default:
-		log.Fatalf("-role: unknown role %q", *role)
+		fatalf("-role: unknown role %q", *role)
 	}
 	filter, err := regexp.Compile(*only)
 	if err != nil {
-		log.Fatalf("-only: %v", err)
+		fatalf("-only: %v", err)
 	}
 	if *blockProfile != "" {
 		runtime.SetBlockProfileRate(10_000)
@@ -163,19 +164,19 @@ func main() {
 	var cpuOut *os.File
 	if *cpuProfile != "" {
 		if cpuOut, err = os.Create(*cpuProfile); err != nil {
-			log.Fatal(err)
+			fatal(err)
 		}
 		if err := pprof.StartCPUProfile(cpuOut); err != nil {
-			log.Fatal(err)
+			fatal(err)
 		}
 	}
-	defer pgtest.Stop()
+	defer stopCluster()
 	// An interrupted run stops the throwaway cluster too.
 	interrupted := make(chan os.Signal, 1)
 	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-interrupted
-		pgtest.Stop()
+		stopCluster()
 		os.Exit(1)
 	}()
 	loads := func(c cell, url, tag string) load { return newLocal(client, *calls, c, url, tag) }
@@ -200,7 +201,7 @@ func main() {
 		case "postgres":
 			url, err := pgtest.Throwaway()
 			if err != nil {
-				log.Fatalf("postgres: %v", err)
+				fatalf("postgres: %v", err)
 			}
 			env["CONTEXTD_DATABASE_URL"] = url
 			m.others = func() time.Duration { return upCPU() + pgtest.CPUTime() }
@@ -216,7 +217,7 @@ func main() {
 				m.wal = func() int64 { return walBytes(url) }
 			}
 		default:
-			log.Fatalf("-stores: unknown store %q", store)
+			fatalf("-stores: unknown store %q", store)
 		}
 		base, writer, stop := startContextd(env, up)
 		if store == "sqlite" {
@@ -251,13 +252,32 @@ func main() {
 		}
 		f, err := os.Create(file)
 		if err != nil {
-			log.Fatal(err)
+			fatal(err)
 		}
 		if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
-			log.Fatal(err)
+			fatal(err)
 		}
 		f.Close()
 	}
+}
+
+// stopCluster stops the throwaway PostgreSQL cluster, once (nothing when
+// none was started: SQLite only, or a -role process).
+var stopCluster = sync.OnceFunc(pgtest.Stop)
+
+// fatalf and fatal are log.Fatalf and log.Fatal that stop the throwaway
+// cluster first: log's exit skips main's deferred stop, and a run that
+// failed (a load process's error, a store it does not know) left the
+// cluster running, started by pg_ctl apart from this process
+// (TestFailedRunStopsItsCluster).
+func fatalf(format string, args ...any) {
+	stopCluster()
+	log.Fatalf(format, args...)
+}
+
+func fatal(args ...any) {
+	stopCluster()
+	log.Fatal(args...)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -315,9 +335,8 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 	if m.writer != "" && gateway {
 		busy0 = m.writer.read()
 	}
-	cpu0, others0, start := cpuTime(), m.others(), time.Now()
-	all, last, own := l.timed()
-	wall := time.Since(start)
+	cpu0, others0 := cpuTime(), m.others()
+	all, last, own, wall := l.timed()
 	if m.writer != "" && gateway {
 		fmt.Printf("(%s: %s)\n", tag, m.writer.read().since(busy0, wall, len(all)))
 	}
@@ -357,12 +376,12 @@ func queryInt(url, sql string) int64 {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	defer conn.Close(ctx)
 	var n int64
 	if err := conn.QueryRow(ctx, sql).Scan(&n); err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	return n
 }
@@ -381,7 +400,7 @@ func cpuTime() time.Duration {
 func startUpstream() string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	answer := []byte(`{"id":"chatcmpl-bench","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,` +
 		`"message":{"role":"assistant","content":"ok","refusal":null,"annotations":[]},"finish_reason":"stop","logprobs":null}],` +
@@ -405,7 +424,7 @@ func startContextd(env map[string]string, upstream string) (string, writerMeter,
 	addr, metrics := freeAddr(), freeAddr()
 	dir, err := os.MkdirTemp("", "gatewaybench-")
 	if err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	all := map[string]string{"CONTEXTD_LISTEN_ADDR": addr, "CONTEXTD_DATA_DIR": dir, "CONTEXTD_METRICS_ADDR": metrics,
 		"CONTEXTD_RATE_LIMIT_RPS": "0", "CONTEXTD_OPENAI_BASE_URL": upstream + "/v1"}
@@ -414,7 +433,7 @@ func startContextd(env map[string]string, upstream string) (string, writerMeter,
 	}
 	cfg, err := app.ParseConfig(nil, func(k string) (string, bool) { v, ok := all[k]; return v, ok })
 	if err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -426,7 +445,7 @@ func startContextd(env map[string]string, upstream string) (string, writerMeter,
 			break
 		}
 		if time.Now().After(deadline) {
-			log.Fatal("contextd did not start")
+			fatal("contextd did not start")
 		}
 	}
 	return base, writerMeter("http://" + metrics + "/metrics"), func() {

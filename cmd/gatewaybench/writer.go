@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"log"
 	"net"
 	"net/http"
 	"strconv"
@@ -26,7 +25,7 @@ type writerBusy struct{ turn, sync, groups, calls float64 }
 func (w writerMeter) read() writerBusy {
 	resp, err := http.Get(string(w))
 	if err != nil {
-		log.Fatalf("metrics: %v", err)
+		fatalf("metrics: %v", err)
 	}
 	defer resp.Body.Close()
 	var b writerBusy
@@ -47,12 +46,12 @@ func (w writerMeter) read() writerBusy {
 		}
 		if ok && into != nil {
 			if *into, err = strconv.ParseFloat(value, 64); err != nil {
-				log.Fatalf("metrics: %s: %v", name, err)
+				fatalf("metrics: %s: %v", name, err)
 			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		log.Fatalf("metrics: %v", err)
+		fatalf("metrics: %v", err)
 	}
 	return b
 }
@@ -70,7 +69,7 @@ func (b writerBusy) since(before writerBusy, wall time.Duration, n int) string {
 func freeAddr() string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	defer l.Close()
 	return l.Addr().String()

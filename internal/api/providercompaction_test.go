@@ -10,6 +10,7 @@ import (
 	contextdv1 "github.com/contextd/contextd/gen/contextd/v1"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/store/sqlite"
 	"github.com/contextd/contextd/internal/tokens"
@@ -22,7 +23,14 @@ import (
 // AppendMessages, PrepareContext, CountTokens or GetContextUsage is InvalidArgument naming the
 // key, and the session is unchanged — otherwise a client could make its whole
 // session count 0 tokens, never be compacted and pass
-// CONTEXTD_MAX_VIEW_WINDOWS.
+// CONTEXTD_MAX_VIEW_WINDOWS. So are compaction's marks of a stand-in
+// (contextd_scaffold_of, contextd_scaffold_notes): kept by the placeholder
+// of the client's message, they made it pass as the stand-in of the
+// original task (accepted before). So are the gateway's own keys
+// (contextd.gateway.*): its copy of the provider's JSON of a message,
+// contextd.gateway.raw, goes upstream in the message's place, counted as
+// its parts (accepted before: a message of one word could go upstream as
+// megabytes, uncounted).
 func TestProviderCompactionMetadataIsReserved(t *testing.T) {
 	ctx := t.Context()
 	db, err := sqlite.Open(ctx, t.TempDir())
@@ -52,7 +60,8 @@ func TestProviderCompactionMetadataIsReserved(t *testing.T) {
 		}
 		return st.Code(), ""
 	}
-	for _, key := range []string{chat.MetaProviderDropped, chat.MetaProviderCompaction} {
+	for _, key := range []string{chat.MetaProviderDropped, chat.MetaProviderCompaction, compaction.ScaffoldOfKey, compaction.ScaffoldNotesKey,
+		"contextd.gateway.raw", "contextd.gateway.digest"} {
 		_, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "s", Messages: []*contextdv1.Message{msg("x"), msg(key)}})
 		if code, f := field(err); code != codes.InvalidArgument || f != "messages[1].metadata["+key+"]" {
 			t.Errorf("AppendMessages with %s: %v (field %q); want InvalidArgument naming it", key, err, f)

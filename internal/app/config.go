@@ -167,7 +167,7 @@ var settings = []envFlag{
 	{"CONTEXTD_MAX_COUNT_BYTES", "8388608", "what one request may cost to count, in bytes, on every RPC: its text, its tools as rendered for the model, and 256 bytes a message, 32 a part, 1024 a tool call", false},
 	{"CONTEXTD_MAX_SESSIONS_PER_TENANT", "100000", "live sessions one tenant may hold", false},
 	{"CONTEXTD_VIEW_CACHE_BYTES", "67108864", "memory for decoded active views kept between calls, in bytes (0: no cache)", false},
-	{"CONTEXTD_GATEWAY_MEMO_BYTES", "67108864", "memory for the gateway's memo of the messages clients resend, parsed, in bytes (dropped wholesale when full)", false},
+	{"CONTEXTD_GATEWAY_MEMO_BYTES", "67108864", "memory for the gateway's memo of the messages and tools lists clients resend, parsed, in bytes (dropped wholesale when full)", false},
 	{"CONTEXTD_COUNT_BUDGET_BYTES", "16777216", "bytes of large requests tokenized at once, server-wide (as much again may wait; more is refused)", false},
 	{"CONTEXTD_COUNT_LARGE_BYTES", "262144", "requests with at least this many bytes of text take their size from the count budget; smaller ones never wait", false},
 	{"CONTEXTD_MAX_RESPONSE_BYTES", "4194304", "a page of ListSessions, GetMessages or ListCompactions ends at this many bytes (or its page_size, whichever comes first), an ExpandMessage response too (next_page_token continues), so responses fit clients' default 4 MB receive limit", false},

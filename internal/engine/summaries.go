@@ -13,10 +13,10 @@ const (
 	maxSummaryHitsPerDigest = 2
 )
 
-// RecordSummary records digest as the latest summary the session answered
-// (one upsert of the session's row).
-func (e *Engine) RecordSummary(ctx context.Context, tenant, sessionID, digest string) error {
-	return e.store.RecordSummary(ctx, tenant, sessionID, digest)
+// RecordSummary records sum as the latest summary the session answered,
+// unless the session's record is newer (one upsert of the session's row).
+func (e *Engine) RecordSummary(ctx context.Context, tenant, sessionID string, sum store.SummaryRecord) error {
+	return e.store.RecordSummary(ctx, tenant, sessionID, sum)
 }
 
 // FindSummaries returns the tenant's sessions, live or deleted (not yet

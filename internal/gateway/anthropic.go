@@ -84,7 +84,7 @@ func (d anthropicMessages) parse(b *requestBody) (*conversation, error) {
 		return nil, err
 	}
 	c.system, c.clientMarks = system, marks
-	tools, marks, err := anTools(fields["tools"])
+	tools, marks, err := anTools(d.memo, fields["tools"])
 	if err != nil {
 		return nil, err
 	}

@@ -74,9 +74,14 @@ type sentPlaces struct {
 // view (clientOf) and whether its bytes are the stored copy's, looked up
 // in the message's metadata once a request: remembered by the stored
 // message's log position and checked by its ID (a client edit, with no
-// position, is looked up each time). What it keeps is one sentAt (24
-// bytes) per log position from the first it is asked about to the last,
-// about one per message of the request.
+// position, is looked up each time). An ID is "msg_" and the position in
+// every session, so what is kept holds for one session only: prepare
+// forgets it at each match (TestRetryInAnotherSessionSendsItsOwnPlaces).
+// What it keeps is one sentAt (24 bytes) per log position from the first
+// it is asked about on, at most 2n+16 of them for a request of n messages
+// (maxSentPlaces): a view's positions can lie far apart (a long log's
+// early message and its latest), and a message past that is looked up
+// each time instead (TestSentPlacesBounded).
 func (c *conversation) sentOf(stored *chat.Message) (client *chat.Message, same bool) {
 	if at, ok := c.known(stored); ok {
 		if at.n > 0 {
@@ -94,8 +99,8 @@ func (c *conversation) sentOf(stored *chat.Message) (client *chat.Message, same 
 		same = d == client.Metadata[metaDigest] && stored.Metadata[metaRaw] == client.Metadata[metaRaw]
 		digested = same && d != ""
 	}
-	if stored.Position <= 0 || stored.ID == "" || k < 0 && len(s.at) > 0 {
-		return client, same // no position, or before the first: not kept
+	if stored.Position <= 0 || stored.ID == "" || len(s.at) > 0 && (k < 0 || k >= maxSentPlaces(c)) {
+		return client, same // no position, or before the first or too far past it: not kept
 	}
 	if len(s.at) == 0 {
 		s.first, k = stored.Position, 0
@@ -107,6 +112,11 @@ func (c *conversation) sentOf(stored *chat.Message) (client *chat.Message, same 
 	s.at[k] = sentAt{id: stored.ID, n: int32(n), same: same, digested: digested}
 	return client, same
 }
+
+// maxSentPlaces bounds the places sentOf keeps for c: twice its messages
+// and a few (a session's log holds the client's messages and replies it
+// recorded, which the client resends).
+func maxSentPlaces(c *conversation) int64 { return 2*int64(len(c.msgs)) + 16 }
 
 // known is what sentOf found of stored this request, if it was asked.
 func (c *conversation) known(stored *chat.Message) (sentAt, bool) {

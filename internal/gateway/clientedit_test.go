@@ -82,7 +82,10 @@ func BenchmarkClientVersions(b *testing.B) {
 
 // TestSentPlacesCheckTheID: what a request found of a stored message is
 // kept by its log position, and only the message of that ID gets it: an
-// other message at the same position is looked up on its own.
+// other message at the same position is looked up on its own. (The store
+// names a log message "msg_" and its position in every session, so the ID
+// does not tell sessions apart: prepare forgets the places at each match,
+// TestRetryInAnotherSessionSendsItsOwnPlaces in test/gateway.)
 func TestSentPlacesCheckTheID(t *testing.T) {
 	c, view := editFixture(6)
 	for i := range view {
@@ -122,5 +125,30 @@ func TestViewDigest(t *testing.T) {
 	}
 	if c.viewDigest(&view[3]) == storedDigest(&c.msgs[3]) {
 		t.Errorf("the stored copy of the cleared result has the client's digest")
+	}
+}
+
+// TestSentPlacesBounded: what sentOf keeps is bounded by the request's
+// messages, not by how far apart the view's log positions lie (a long
+// log's early message, pinned, and its latest): a message far past the
+// first is looked up each time, and found all the same. Fails without
+// the bound: a million places kept (24 MB) for a request of six messages.
+func TestSentPlacesBounded(t *testing.T) {
+	c, view := editFixture(6)
+	if client, same := c.sentOf(&view[0]); client != &c.msgs[0] || !same {
+		t.Fatalf("message 1: %v, %v", client, same)
+	}
+	far := view[5]
+	far.Position, far.ID = 1_000_000, "msg_1000000"
+	for range 2 {
+		if client, same := c.sentOf(&far); client != &c.msgs[5] || !same {
+			t.Fatalf("a message far past the first: %v, %v", client, same)
+		}
+	}
+	if n, bound := cap(c.sent.at), 2*len(c.msgs)+16; n > bound {
+		t.Errorf("%d places kept for a request of %d messages, want at most %d", n, len(c.msgs), bound)
+	}
+	if c.viewDigest(&far) != storedDigest(&c.msgs[5]) {
+		t.Errorf("the far message's digest")
 	}
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
@@ -33,6 +34,11 @@ type exchange struct {
 	d door
 	// shape is the door's error shape.
 	shape wireShape
+	// arrived is when the request's body was in (its work begins): it
+	// sets the one deadline of all its waits for replies and twins
+	// (waitsUntil), and orders the session's summary records
+	// (rememberSummary).
+	arrived time.Time
 
 	// admit: the caller's tenant, the request's body as sent (checked and
 	// split once: decode.go) and its members, and its conversation as the
@@ -100,7 +106,13 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	r = r.WithContext(store.Resendable(r.Context()))
 	x := &exchange{g: g, w: w, r: r, d: d, shape: d.shape()}
 	defer x.close()
-	if !x.admit() || !x.identify() || !x.prepare() {
+	if !x.admit() {
+		return
+	}
+	// After the body: an upload slower than the waits' bound spent it
+	// before the request's work began (TestWaitsDeadlineStartsWithTheRequestsWork).
+	x.arrived = time.Now()
+	if !x.identify() || !x.prepare() {
 		return
 	}
 	x.record(x.relay(x.forward()))

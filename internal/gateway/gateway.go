@@ -59,7 +59,8 @@ type Config struct {
 	LendKeys        bool
 	// MaxBodyBytes bounds a request body (the server's message limit).
 	MaxBodyBytes int64
-	// MemoBytes bounds the memo of parsed messages (memo.go); 0: 64 MiB.
+	// MemoBytes bounds the memo of parsed messages and tools lists
+	// (memo.go, toolsmemo.go); 0: 64 MiB.
 	MemoBytes int
 	// StreamKeepalive: a streamed answer the expand loop holds this long
 	// gets its headers, then an SSE comment line this often (keepalive.go;
@@ -117,6 +118,9 @@ type Gateway struct {
 	records  sync.WaitGroup
 	mu       sync.Mutex
 	closing  bool
+	// recordWait bounds all the waits of one request (waitsUntil):
+	// maxRecordWait; a test's shorter.
+	recordWait time.Duration
 }
 
 // startRecord counts a recording about to start; false once Wait began
@@ -182,7 +186,7 @@ func New(cfg Config) *Gateway {
 	}
 	m := newMemo(cfg.MemoBytes)
 	return &Gateway{cfg: cfg, client: client, log: log, digests: newLogCache(logCacheBytes),
-		chat: openAIChat{m}, resp: openAIResponses{m}, msgs: anthropicMessages{m}}
+		chat: openAIChat{m}, resp: openAIResponses{m}, msgs: anthropicMessages{m}, recordWait: maxRecordWait}
 }
 
 // Prefix is where the gateway is mounted.

@@ -320,8 +320,9 @@ func (g *Gateway) repeats(ctx context.Context, tenant string, c *conversation) (
 // after whose recorded answer the request is a repeat of the session,
 // where before it went on in a session of its own
 // (TestConcurrentRetriesOfAnExtension). All the waits of one request end
-// by until (its identify's start plus maxRecordWait), however many
-// sessions it checks: sessions of the same history may be strangers'.
+// by until (maxRecordWait past its body: waitsUntil), however many
+// sessions it checks and however many times prepare's conflict loop runs
+// identify again: sessions of the same history may be strangers'.
 func (g *Gateway) busy(ctx context.Context, tenant, id, twin string, until time.Time) bool {
 	g.waitRecorded(ctx, tenant, id, until)
 	for {
@@ -348,9 +349,10 @@ func (g *Gateway) busy(ctx context.Context, tenant, id, twin string, until time.
 // identify finds the request's session, creating it when needed, and
 // says which of the request's messages are new. Nothing is appended here:
 // PrepareContext appends them (prepare).
-func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conversation, sig signal, noRepeat bool) (resolved, error) {
-	until := time.Now().Add(maxRecordWait)
-	if !g.awaitReply(ctx, tenant, c) {
+// Its waits (for a reply it carries, for a twin's call) end by until, the
+// request's one deadline for them (waitsUntil), not a bound of each call.
+func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conversation, sig signal, noRepeat bool, until time.Time) (resolved, error) {
+	if !g.awaitReply(ctx, tenant, c, until) {
 		return resolved{}, ctx.Err()
 	}
 	// The session this replica last served the request's history in.
@@ -607,7 +609,7 @@ func (g *Gateway) landing(ctx context.Context, tenant string, c *conversation, s
 	if err != nil {
 		return "", 0, err
 	}
-	until := time.Now().Add(maxRecordWait)
+	until := g.waitsUntil(time.Now()) // the count_tokens request's one lookup
 	var ids []string
 	for _, id := range headsOf(hits) {
 		if !g.busy(ctx, tenant, id, "", until) {
@@ -780,30 +782,32 @@ func randomID() string {
 	return encodeID(b[:])
 }
 
-// maxRecordWait bounds how long a request waits for a reply it carries to
-// be recorded (each write has its own 30 s deadline).
+// maxRecordWait bounds how long a request waits, in all, for a reply it
+// carries to be recorded and for its twins' calls (each write has its own
+// 30 s deadline), from when its body is in (waitsUntil).
 const maxRecordWait = time.Minute
+
+// waitsUntil is the deadline of all the waits of a request whose work
+// began at from: set once, when serveDoor has its body (a slow upload
+// spends none of it), so a request whose identify runs again (a version
+// conflict, a session that moved) does not wait maxRecordWait more each
+// time.
+func (g *Gateway) waitsUntil(from time.Time) time.Time { return from.Add(g.recordWait) }
 
 // awaitReply waits while a reply the request carries is being recorded
 // (its answer reached the client before its session's log has it), so the
-// request finds it in the log. It waits only for a reply this request
-// carries, never for a stranger's call; false when the client went away.
-func (g *Gateway) awaitReply(ctx context.Context, tenant string, c *conversation) bool {
+// request finds it in the log, at most until until (at worst the reply
+// comes from the client: matched as it is). It waits only for a reply
+// this request carries, never for a stranger's call; false when the
+// client went away.
+func (g *Gateway) awaitReply(ctx context.Context, tenant string, c *conversation, until time.Time) bool {
 	for i := len(c.chains) - 1; i >= 0; i-- {
 		v, ok := g.inflight.Load(replyKey(tenant, c.chains[i]))
 		if !ok {
 			continue
 		}
-		t := time.NewTimer(maxRecordWait)
-		select {
-		case <-v.(*hold).pending:
-		case <-t.C: // matched as it is: at worst the reply comes from the client
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		}
-		t.Stop()
-		return true
+		waitHold(ctx, v.(*hold), until)
+		return ctx.Err() == nil
 	}
 	return true
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/contextd/contextd/internal/chat"
 )
@@ -25,7 +26,8 @@ import (
 // SHA-256 (which was most of parsing a request of resent messages,
 // docs/performance.md), and what it yields is exactly what parsing those
 // bytes yields (TestMemoWarmIsCold). Two byte strings of one hash share a
-// slot; the later one replaces the other.
+// slot; the later one replaces the other. A door's tools lists are
+// entries of the same memo (toolsmemo.go), charged to the same bound.
 type memo struct {
 	mu      sync.Mutex
 	maxSize int
@@ -50,6 +52,8 @@ type memoRef struct {
 	door string
 	raw  []byte
 	run  []json.RawMessage
+	// tools: raw is a door's tools list (toolsKey), not a message.
+	tools bool
 }
 
 // same reports whether b, the bytes an entry was made of (memoRef.bytes),
@@ -76,9 +80,13 @@ func (k memoRef) same(b []byte) bool {
 	return len(b) == 0
 }
 
-// kind is the first byte of k's bytes: a message's or a run's.
+// kind is the first byte of k's bytes: a message's, a run's or a tools
+// list's.
 func (k memoRef) kind() byte {
-	if k.run == nil {
+	switch {
+	case k.tools:
+		return 't'
+	case k.run == nil:
 		return 'm'
 	}
 	return 'r'
@@ -117,6 +125,9 @@ type memoEntry struct {
 	// blocks, for the Anthropic door, is how many of the provider
 	// message's content blocks each of msgs was made of.
 	blocks []int
+	// tools, for a tools list's entry (toolsKey), is what the door parsed
+	// of it (and nothing above is set).
+	tools parsedTools
 	// raw is the bytes the entry was made of (memoRef.bytes), and size
 	// what the memo accounts for it, in the memo's copy only.
 	raw  []byte
@@ -158,14 +169,24 @@ func newMemo(maxSize int) *memo {
 	return &memo{maxSize: maxSize, entries: map[memoHash]memoEntry{}}
 }
 
-// memoKey is the reference of a door's message of bytes raw.
+// memoKey is the reference of a door's message (or tools list) of bytes
+// raw.
 func memoKey(door string, raw []byte) memoRef {
 	var h maphash.Hash
 	h.SetSeed(memoSeed)
 	h.WriteString(door)
 	h.WriteByte(0)
-	h.Write(raw)
+	maphash.WriteComparable(&h, memoSum(raw))
 	return memoRef{h: memoHash(h.Sum64()), door: door, raw: raw}
+}
+
+// memoSum hashes b in one call of the runtime's string hash (as a map of
+// strings hashes its keys): on a long text several times faster than a
+// maphash.Hash fed with it, which hashes it 128 bytes at a time
+// (BenchmarkAgentTools: a 60 KB tools list, 7.6 us a read that way). The
+// string is b's bytes, not a copy, and is not kept.
+func memoSum(b []byte) uint64 {
+	return maphash.Comparable(memoSeed, unsafe.String(unsafe.SliceData(b), len(b)))
 }
 
 // runKey is the reference of a run of a door's items, hashed without
@@ -214,10 +235,18 @@ func (m *memo) putEntry(k memoRef, rawLen int, e memoEntry) memoEntry {
 		return e
 	}
 	size := 3*rawLen + memoMessageBytes*len(msgs)
+	m.keep(k, memoEntry{msgs: cloneMessages(msgs), ids: e.ids, details: e.details, digests: e.digests, blocks: e.blocks}, size)
+	return e
+}
+
+// keep keeps kept, accounted size bytes, as what k's bytes are, unless it
+// is over a quarter of the bound (then it is made each time: one
+// request's bytes neither pass the bound nor wipe everyone else's).
+func (m *memo) keep(k memoRef, kept memoEntry, size int) {
 	if size > m.maxSize/4 {
-		return e
+		return
 	}
-	kept := memoEntry{msgs: cloneMessages(msgs), ids: e.ids, details: e.details, digests: e.digests, blocks: e.blocks, raw: k.bytes(), size: size}
+	kept.raw, kept.size = k.bytes(), size
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.size+size > m.maxSize {
@@ -230,7 +259,6 @@ func (m *memo) putEntry(k memoRef, rawLen int, e memoEntry) memoEntry {
 	}
 	m.entries[k.h] = kept
 	m.size += size
-	return e
 }
 
 func cloneMessages(msgs []chat.Message) []chat.Message {

@@ -95,7 +95,7 @@ func (d openAIChat) parse(b *requestBody) (*conversation, error) {
 		}
 	}
 	c.wantsUsage = so.IncludeUsage
-	tools, err := openAITools(fields["tools"], true)
+	tools, err := openAITools(d.memo, fields["tools"], true)
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func (d openAIResponses) parse(b *requestBody) (*conversation, error) {
 			return c, nil
 		}
 	}
-	tools, err := openAITools(fields["tools"], false)
+	tools, err := openAITools(d.memo, fields["tools"], false)
 	if err != nil {
 		return nil, err
 	}

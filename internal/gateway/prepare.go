@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/engine"
@@ -40,7 +41,7 @@ func (x *exchange) prepare() bool {
 		return false
 	}
 	c.pins = pins
-	res, prep, key, err := g.prepare(ctx, x.tenant, x.d, c, x.sig)
+	res, prep, key, err := g.prepare(ctx, x.tenant, x.d, c, x.sig, g.waitsUntil(x.arrived))
 	if err != nil {
 		g.writeDomainError(ctx, w, x.shape, err)
 		return false
@@ -103,11 +104,15 @@ func (x *exchange) prepare() bool {
 // several that took the session it matched). The client's edits are
 // recorded in the same transaction as the append: a request that fails
 // changes nothing.
-func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, sig signal) (resolved, engine.PrepareResult, string, error) {
+func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *conversation, sig signal, until time.Time) (resolved, engine.PrepareResult, string, error) {
 	noRepeat := false
 	var retry conflicts
 	for {
-		res, err := g.identify(ctx, tenant, d, c, sig, noRepeat)
+		// Each match its own places: the session matched again may be
+		// another (one made after this one was closed), whose messages
+		// have the same ids at the same positions (assent.go).
+		c.sent = sentPlaces{}
+		res, err := g.identify(ctx, tenant, d, c, sig, noRepeat, until) // every identify waits by the request's one deadline
 		if (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound)) && retry.again(ctx) {
 			continue
 		}

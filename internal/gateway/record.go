@@ -67,7 +67,8 @@ func (x *exchange) answering(out *outcome) {
 	}
 	x.hold.markRecording(x.tenant, x.res)
 	if x.res.history == historyAside && x.sig.scope == "" { // no signal nor hint: unsignalledCompaction
-		x.g.rememberSummary(x.r.Context(), x.tenant, x.res.id, out.reply) // unsignalledsummary.go
+		sum := store.SummaryRecord{Version: x.res.version, Seq: x.arrived.UnixNano()}
+		x.g.rememberSummary(x.r.Context(), x.tenant, x.res.id, sum, out.reply) // unsignalledsummary.go
 	}
 	if !x.res.notStored() && len(out.reply) > 0 {
 		if chain := replyStamp(x.c, out.reply); chain != "" {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // TestSummaryRecordPanicEndsOneRecord: a summary's record runs in a
@@ -25,7 +26,7 @@ func TestSummaryRecordPanicEndsOneRecord(t *testing.T) {
 	reply := []chat.Message{{Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText,
 		Text: "<state_snapshot>" + strings.Repeat("every file was read; ", 8) + "</state_snapshot>"}}}}
 	at := time.Now()
-	g.rememberSummary(context.Background(), "t", "s", reply)
+	g.rememberSummary(context.Background(), "t", "s", store.SummaryRecord{}, reply)
 	if took := time.Since(at); took >= summaryRecordWait {
 		t.Errorf("a record that panicked held the answer %v, its bound %v", took, summaryRecordWait)
 	}

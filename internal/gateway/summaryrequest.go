@@ -126,28 +126,19 @@ func asideAt(m *logMatch, sig signal, n int) bool {
 // usage to its count with the encoding), never below 1
 // (TestAsideOverTheWindowByTheProvidersCount: by the encoding's count the
 // tail fit, by the provider's it went past the window). Counting the view
-// again is bounded by the window.
+// again is bounded by the window: one count of the view, the replies left
+// out, the tail and the request's system prompt and tools (countEach).
 func (g *Gateway) asideFits(ctx context.Context, c *conversation, prep engine.PrepareResult, tail, stripped []chat.Message) (bool, error) {
 	u := prep.Status.Usage
-	need, err := g.countWith(ctx, u.Encoding, tail)
+	// One count of the request's system prompt and tools, the view, the
+	// replies left out and the tail (in the order they would be sent: a
+	// provider's compaction block in the view hides what is before it
+	// only), each read from its breakdown.
+	own, n, err := g.countEach(ctx, u.Encoding, c.system, c.tools, prep.Messages, stripped, tail)
 	if err != nil {
 		return false, err
 	}
-	freed, err := g.countWith(ctx, u.Encoding, stripped)
-	if err != nil {
-		return false, err
-	}
-	kept, err := g.countWith(ctx, u.Encoding, prep.Messages)
-	if err != nil {
-		return false, err
-	}
-	own := int64(0)
-	if c.system != "" || len(c.tools) > 0 {
-		own, err = g.count(ctx, engine.CountInput{Encoding: u.Encoding, System: c.system, Tools: c.tools})
-	}
-	if err != nil {
-		return false, err
-	}
+	kept, freed, need := n[0], n[1], n[2]
 	if local := kept + freed; local > 0 && u.MessagesTokens > local {
 		need = need * u.MessagesTokens / local
 		freed = freed * u.MessagesTokens / local

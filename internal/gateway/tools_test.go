@@ -15,7 +15,7 @@ func TestToolsOfOtherTypesAreCountedWhole(t *testing.T) {
 		`{"type":"namespace","name":"multi_agent_v1","description":"agents","tools":[` + nested + `]},` +
 		`{"type":"custom","name":"apply_patch","description":"patch","format":{"type":"grammar","definition":"start: x"}},` +
 		`{"type":"web_search"}]`)
-	tools, err := openAITools(raw, false)
+	tools, err := openAITools(nil, raw, false)
 	if err != nil {
 		t.Fatal(err)
 	}

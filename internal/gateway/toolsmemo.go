@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"encoding/json"
-	"sync"
 	"unsafe"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -18,52 +17,40 @@ import (
 // reaches the memo). A request whose tools fail to parse is not kept: it
 // is parsed, and refused, each time.
 
-// toolsMemoBytes bounds what the memo keeps: the texts and their parsed
-// tools (memoCost), whose lists can be many times their text's bytes (a
-// tool of three bytes, `{}`, is a chat.Tool of three strings); past it,
-// the memo starts over. toolsMemoMin: shorter texts are parsed each time,
-// which costs less than the lookup; toolsMemoMax: a text longer, or whose
-// tools with it cost more, is parsed each time too, so one client's tools
-// neither pass the bound nor wipe everyone else's (TestToolsMemoBounded,
-// TestToolsMemoBoundsItsTools).
-const (
-	toolsMemoBytes = 8 << 20
-	toolsMemoMin   = 1024
-	toolsMemoMax   = toolsMemoBytes / 4
-)
-
-// toolsShape is how a door writes its tools: one memo each, since the
-// same bytes read differently.
-type toolsShape int
-
-const (
-	toolsChat      toolsShape = iota // Chat Completions: {"type":"function","function":{...}}
-	toolsResponses                   // Responses: {"type":"function","name":...}
-	toolsAnthropic                   // Messages: {"name":...,"input_schema":...}
-	toolsShapes
-)
+// The doors' tools lists are entries of the gateway's memo (memo.go,
+// CONTEXTD_GATEWAY_MEMO_BYTES), keyed by the door and the list's bytes,
+// and charged what they keep: the text and its parsed tools (memoCost),
+// whose lists can be many times their text's bytes (a tool of three bytes,
+// `{}`, is a chat.Tool of three strings). As any entry, one that costs
+// more than a quarter of the bound is parsed each time, so one client's
+// tools neither pass the bound nor wipe everyone else's
+// (TestToolsMemoBounded, TestToolsMemoBoundsItsTools); shorter texts than
+// toolsMemoMin are parsed each time, which costs less than the lookup.
+const toolsMemoMin = 1024
 
 type parsedTools struct {
 	tools []chat.Tool
 	marks bool // Anthropic: a tool carries a cache_control mark
 }
 
-var toolsMemo struct {
-	mu    sync.Mutex
-	by    [toolsShapes]map[string]parsedTools
-	bytes int
+// toolsKey is the reference of a door's tools list of bytes raw: hashed as
+// a message of those bytes would be (a list is never a message's bytes,
+// an object; and an entry is taken only for its own kind, memoRef.same).
+func toolsKey(door string, raw []byte) memoRef {
+	k := memoKey(door, raw)
+	k.tools = true
+	return k
 }
 
-// memoTools answers parse(raw) for the door's shape from the memo when it
-// parsed the same bytes lately.
-func memoTools(shape toolsShape, raw json.RawMessage, parse func() (parsedTools, error)) (parsedTools, error) {
-	if len(raw) < toolsMemoMin || len(raw) > toolsMemoMax {
+// memoTools answers parse(raw) for the door from m when it parsed the
+// same bytes lately (no memo: parsed).
+func memoTools(m *memo, door string, raw json.RawMessage, parse func() (parsedTools, error)) (parsedTools, error) {
+	if m == nil || len(raw) < toolsMemoMin || len(raw) > m.maxSize/4 {
 		return parse()
 	}
-	toolsMemo.mu.Lock()
-	p, ok := toolsMemo.by[shape][string(raw)]
-	toolsMemo.mu.Unlock()
-	if ok {
+	k := toolsKey(door, raw)
+	if e, ok := m.get(k); ok {
+		p := e.tools
 		p.tools = append([]chat.Tool(nil), p.tools...)
 		return p, nil
 	}
@@ -71,23 +58,7 @@ func memoTools(shape toolsShape, raw json.RawMessage, parse func() (parsedTools,
 	if err != nil {
 		return p, err
 	}
-	cost := memoCost(raw, p.tools)
-	if cost > toolsMemoMax {
-		return p, nil
-	}
-	kept := parsedTools{tools: append([]chat.Tool(nil), p.tools...), marks: p.marks}
-	toolsMemo.mu.Lock()
-	defer toolsMemo.mu.Unlock()
-	if toolsMemo.by[shape] == nil || toolsMemo.bytes+cost > toolsMemoBytes {
-		for i := range toolsMemo.by {
-			toolsMemo.by[i] = map[string]parsedTools{}
-		}
-		toolsMemo.bytes = 0
-	}
-	if _, ok := toolsMemo.by[shape][string(raw)]; !ok {
-		toolsMemo.by[shape][string(raw)] = kept
-		toolsMemo.bytes += cost
-	}
+	m.keep(k, memoEntry{tools: parsedTools{tools: append([]chat.Tool(nil), p.tools...), marks: p.marks}}, memoCost(raw, p.tools))
 	return p, nil
 }
 
@@ -108,13 +79,13 @@ func memoCost(raw json.RawMessage, tools []chat.Tool) int {
 }
 
 // openAITools reads OpenAI tools (nested: Chat Completions; flat:
-// Responses), memoized.
-func openAITools(raw json.RawMessage, nested bool) ([]chat.Tool, error) {
-	shape := toolsResponses
+// Responses), memoized in m.
+func openAITools(m *memo, raw json.RawMessage, nested bool) ([]chat.Tool, error) {
+	door := doorOpenAIResponses
 	if nested {
-		shape = toolsChat
+		door = doorOpenAIChat
 	}
-	p, err := memoTools(shape, raw, func() (parsedTools, error) {
+	p, err := memoTools(m, door, raw, func() (parsedTools, error) {
 		tools, err := parseOpenAITools(raw, nested)
 		return parsedTools{tools: tools}, err
 	})
@@ -122,9 +93,9 @@ func openAITools(raw json.RawMessage, nested bool) ([]chat.Tool, error) {
 }
 
 // anTools reads Anthropic tools and whether one carries a cache mark,
-// memoized.
-func anTools(raw json.RawMessage) ([]chat.Tool, bool, error) {
-	p, err := memoTools(toolsAnthropic, raw, func() (parsedTools, error) {
+// memoized in m.
+func anTools(m *memo, raw json.RawMessage) ([]chat.Tool, bool, error) {
+	p, err := memoTools(m, doorAnthropic, raw, func() (parsedTools, error) {
 		tools, marks, err := parseAnTools(raw)
 		return parsedTools{tools: tools, marks: marks}, err
 	})

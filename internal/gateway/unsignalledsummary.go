@@ -24,7 +24,7 @@ import (
 // summaryBody; answers under minSummary bytes are not recorded, too little
 // to tell conversations apart), before the answer's last byte goes out
 // (rememberSummary), so the client's next request finds it on any replica
-// and after a restart (store.SummaryFinder, migration 00017). A request
+// and after a restart (store.SummaryFinder, migrations 00017 and 00019). A request
 // without a signal that extends no session and keeps no call, whose first
 // user message starts with the whole of one recorded answer of exactly
 // one live session (an answer two sessions recorded is no one's, a
@@ -80,21 +80,26 @@ func summaryDigest(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
 const summaryRecordWait = 2 * time.Second
 
 // rememberSummary records reply, the answer of an aside of session id
-// without a signal, as the session's latest summary. It runs before the
+// without a signal, as the session's latest summary, unless the session
+// recorded a newer one: sum (its digest left empty) orders the answer
+// among the session's (the session's version when the aside was resolved,
+// the request's arrival: store.SummaryRecord), so an older answer whose
+// record lands after a newer one's leaves it (asides do not hold their
+// session: two can be answered at once). It runs before the
 // answer's last byte goes out, so the client's next request finds it
 // wherever it lands, but waits for the write at most summaryRecordWait.
 // A write that failed or outlasted the wait is logged and counted
 // (telemetry SummaryRecord), never answered: the answer is the
 // provider's, and a request that then finds no session by the summary is
 // a new conversation, as before.
-func (g *Gateway) rememberSummary(ctx context.Context, tenant, id string, reply []chat.Message) {
+func (g *Gateway) rememberSummary(ctx context.Context, tenant, id string, sum store.SummaryRecord, reply []chat.Message) {
 	body := summaryBody(reply)
 	if len(body) < minSummary {
 		return
 	}
 	h := sha256.New()
 	h.Write([]byte(body))
-	digest := summaryDigest(h)
+	sum.Digest = summaryDigest(h)
 	if !g.startRecord() { // the gateway is closing: its store too
 		return
 	}
@@ -114,7 +119,7 @@ func (g *Gateway) rememberSummary(ctx context.Context, tenant, id string, reply 
 		wctx, cancel := detach(ctx)
 		defer cancel()
 		// Durable: no client sends it again (store.Resendable).
-		if err := g.cfg.Engine.RecordSummary(store.Durable(wctx), tenant, id, digest); err != nil {
+		if err := g.cfg.Engine.RecordSummary(store.Durable(wctx), tenant, id, sum); err != nil {
 			g.cfg.Metrics.SummaryRecord("failed")
 			g.log.WarnContext(ctx, "gateway: the summary of an aside was not recorded", "session", id, "err", err)
 		}

@@ -9,16 +9,39 @@ import "context"
 // digest of the summary it starts with (gateway/unsignalledsummary.go).
 // Every replica reads the same records, and they outlive a restart.
 type SummaryFinder interface {
-	// RecordSummary records digest as the latest summary session
-	// answered: one row per session (a later answer replaces it), gone
-	// when the session is purged (or its id made again).
-	RecordSummary(ctx context.Context, tenant, sessionID, digest string) error
+	// RecordSummary records sum as the latest summary session answered:
+	// one row per session, gone when the session is purged (or its id
+	// made again). A record replaces the session's only when it is newer
+	// (SummaryRecord.Newer): the record of an older answer that lands
+	// late (its write was slower, or its replica's) leaves the newer one.
+	RecordSummary(ctx context.Context, tenant, sessionID string, sum SummaryRecord) error
 	// FindSummaries returns sessions of the tenant, live or deleted (not
 	// yet purged: a deleted session's client may go on), whose latest
 	// summary's digest is one of digests, at most limit rows per digest
 	// (a caller that needs one session asks for 2: a second tells that
 	// the digest is not one session's).
 	FindSummaries(ctx context.Context, tenant string, digests []string, limit int) ([]SummaryHit, error)
+}
+
+// SummaryRecord is a summary a session answered, in the order of the
+// session's requests: Version is the session's version when the request
+// that asked for it was resolved, Seq the request's arrival (Unix
+// nanoseconds, the gateway's clock), which orders two requests of one
+// version (a summary request stores nothing, so several can share one).
+// Across replicas Seq is as good as their clocks' agreement: two requests
+// of one version closer in time than the replicas' clocks differ may be
+// ordered the wrong way (docs/gateway.md).
+type SummaryRecord struct {
+	Digest  string
+	Version int64
+	Seq     int64
+}
+
+// Newer reports whether r is newer than o: a higher Version, or the same
+// Version and a higher Seq. Both stores apply it in their upsert's
+// condition.
+func (r SummaryRecord) Newer(o SummaryRecord) bool {
+	return r.Version > o.Version || r.Version == o.Version && r.Seq > o.Seq
 }
 
 // SummaryHit is a session whose latest summary has Digest; Live unless it

@@ -95,6 +95,10 @@ type Fake struct {
 	// answers it (outside the fake's lock): what another client does
 	// while the provider is thinking.
 	Before func(path string)
+	// Answer, when set, answers each request by its body as sent (ok),
+	// before the script: the answer of one of several conversations at
+	// once, which a queue would hand to whichever came first.
+	Answer func(raw []byte) (Reply, bool)
 	// Endless makes a Chat Completions stream send text deltas of this
 	// many bytes, one after the other, until the client goes away; Ended
 	// then receives the number of deltas written (buffered).
@@ -200,7 +204,11 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 	f.mu.Lock()
 	f.requests = append(f.requests, Request{Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body, Raw: raw, Problems: problems})
 	reply, expanding := expandReply(f.Expand, r.URL.Path, body)
-	if !expanding {
+	answered := false
+	if !expanding && f.Answer != nil {
+		reply, answered = f.Answer(raw)
+	}
+	if !expanding && !answered {
 		reply = Reply{Text: "ok"}
 		if len(f.script) > 0 {
 			reply, f.script = f.script[0], f.script[1:]

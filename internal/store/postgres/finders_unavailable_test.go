@@ -37,7 +37,9 @@ func TestFindersUnavailable(t *testing.T) {
 			_, err := s.FindSummaries(ctx, tenant, []string{"digest"}, 2)
 			return err
 		},
-		"RecordSummary": func(ctx context.Context) error { return s.RecordSummary(ctx, tenant, "nobody", "digest") },
+		"RecordSummary": func(ctx context.Context) error {
+			return s.RecordSummary(ctx, tenant, "nobody", store.SummaryRecord{Digest: "digest"})
+		},
 		"GetCompaction": func(ctx context.Context) error { _, err := s.GetCompaction(ctx, tenant, "nobody", "c1"); return err },
 		// The background jobs' and the health check's, which the same
 		// change marks.

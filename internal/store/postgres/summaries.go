@@ -6,11 +6,14 @@ import (
 	"github.com/contextd/contextd/internal/store"
 )
 
-// RecordSummary: one upsert of the session's row (migration 00017).
-func (s *Store) RecordSummary(ctx context.Context, tenant, sessionID, digest string) (err error) {
+// RecordSummary: one upsert of the session's row (migrations 00017, 00019), which
+// replaces it only with a newer record (store.SummaryRecord.Newer: the
+// row comparison orders by version, then seq).
+func (s *Store) RecordSummary(ctx context.Context, tenant, sessionID string, sum store.SummaryRecord) (err error) {
 	defer unavailable(&err)
-	_, err = s.pool.Exec(ctx, `INSERT INTO summaries_by_digest (tenant, session_id, digest) VALUES ($1, $2, $3)
-		ON CONFLICT (tenant, session_id) DO UPDATE SET digest = EXCLUDED.digest`, tenant, sessionID, digest)
+	_, err = s.pool.Exec(ctx, `INSERT INTO summaries_by_digest AS t (tenant, session_id, digest, version, seq) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (tenant, session_id) DO UPDATE SET digest = EXCLUDED.digest, version = EXCLUDED.version, seq = EXCLUDED.seq
+		WHERE (EXCLUDED.version, EXCLUDED.seq) > (t.version, t.seq)`, tenant, sessionID, sum.Digest, sum.Version, sum.Seq)
 	return err
 }
 

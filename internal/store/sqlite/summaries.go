@@ -6,12 +6,15 @@ import (
 	"github.com/contextd/contextd/internal/store"
 )
 
-// RecordSummary: one upsert of the session's row (migration 00017), in a
-// write turn of its own.
-func (s *Store) RecordSummary(ctx context.Context, tenant, sessionID, digest string) error {
+// RecordSummary: one upsert of the session's row (migrations 00017, 00019), in a
+// write turn of its own, which replaces it only with a newer record
+// (store.SummaryRecord.Newer: the row comparison orders by version, then
+// seq).
+func (s *Store) RecordSummary(ctx context.Context, tenant, sessionID string, sum store.SummaryRecord) error {
 	return s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		_, err := tx.(*txn).tx.ExecContext(ctx, `INSERT INTO summaries_by_digest (tenant, session_id, digest) VALUES (?, ?, ?)
-			ON CONFLICT (tenant, session_id) DO UPDATE SET digest = excluded.digest`, tenant, sessionID, digest)
+		_, err := tx.(*txn).tx.ExecContext(ctx, `INSERT INTO summaries_by_digest AS t (tenant, session_id, digest, version, seq) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (tenant, session_id) DO UPDATE SET digest = excluded.digest, version = excluded.version, seq = excluded.seq
+			WHERE (excluded.version, excluded.seq) > (t.version, t.seq)`, tenant, sessionID, sum.Digest, sum.Version, sum.Seq)
 		return err
 	})
 }

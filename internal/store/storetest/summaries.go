@@ -11,7 +11,9 @@ import (
 
 // testFindSummaries: FindSummaries finds the sessions of the tenant whose
 // latest recorded summary has a digest, a deleted one (not yet purged)
-// as not live; a later record replaces the session's earlier one; another
+// as not live; a newer record replaces the session's, an older one that
+// lands after it does not (store.SummaryRecord.Newer: by version, then
+// seq); another
 // tenant's are not found; a digest many sessions recorded reads at most
 // limit rows; a session made again with a deleted or purged session's id
 // has no record.
@@ -21,14 +23,24 @@ func testFindSummaries(t *testing.T, s store.Store) {
 		create(t, s, session("t", id, epoch))
 	}
 	create(t, s, session("other", "a", epoch))
-	rec := func(tenant, id, digest string) {
+	seq := int64(0)
+	recAt := func(tenant, id, digest string, version, seq int64) {
 		t.Helper()
-		if err := s.RecordSummary(ctx, tenant, id, digest); err != nil {
+		if err := s.RecordSummary(ctx, tenant, id, store.SummaryRecord{Digest: digest, Version: version, Seq: seq}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	rec := func(tenant, id, digest string) {
+		t.Helper()
+		seq++
+		recAt(tenant, id, digest, 1, seq)
+	}
 	rec("t", "a", "d-old")
 	rec("t", "a", "d-a")
+	// Late records of older answers: of an earlier version, and of the
+	// same version but an earlier request. Neither replaces d-a.
+	recAt("t", "a", "d-late", 0, seq+100)
+	recAt("t", "a", "d-late2", 1, 1)
 	rec("t", "b", "d-same")
 	rec("t", "c", "d-same")
 	rec("t", "gone", "d-gone")
@@ -51,8 +63,8 @@ func testFindSummaries(t *testing.T, s store.Store) {
 		slices.Sort(out)
 		return out
 	}
-	if got, want := find(2, "d-a", "d-old", "d-gone", "d-x", "d-none"), []string{"a:d-a", "gone:d-gone (deleted)"}; !slices.Equal(got, want) {
-		t.Errorf("FindSummaries(d-a, d-old, d-gone, d-x, d-none) = %q, want %q", got, want)
+	if got, want := find(2, "d-a", "d-old", "d-late", "d-late2", "d-gone", "d-x", "d-none"), []string{"a:d-a", "gone:d-gone (deleted)"}; !slices.Equal(got, want) {
+		t.Errorf("FindSummaries(d-a, d-old, d-late, d-late2, d-gone, d-x, d-none) = %q, want %q", got, want)
 	}
 	if got, want := find(2, "d-same"), []string{"b:d-same", "c:d-same"}; !slices.Equal(got, want) {
 		t.Errorf("FindSummaries(d-same) = %q, want %q", got, want)
