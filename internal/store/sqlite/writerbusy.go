@@ -8,7 +8,8 @@ import (
 // The writer's busy time. Every write of the store goes through one write
 // turn (groupcommit.go): whatever runs while a group holds it — the
 // calls' functions, SQLite's own work on the rows, the commit — every
-// other writer waits for, whatever the cores. What an operator sees of it
+// other writer waits for, whatever the cores. Retention's deletes hold the
+// same turn (lockWriter, purge.go) and are counted with the groups'. What an operator sees of it
 // is its share of the wall time (contextd_sqlite_writer_busy_seconds_total,
 // docs/operations.md): near 1, the store's writes are the replica's limit,
 // and more concurrent requests only queue. The turn's time includes the
@@ -22,9 +23,9 @@ type writerClock struct {
 	busy, syncing atomic.Int64 // nanoseconds
 }
 
-// WriterBusy returns the wall time groups have held the write turn, and
-// the time spent in the WAL's syncs after their commits, since the store
-// was opened.
+// WriterBusy returns the wall time the write turn has been held (by the
+// groups and by retention), and the time spent in the WAL's syncs after
+// the groups' commits, since the store was opened.
 func (s *Store) WriterBusy() (turn, sync time.Duration) {
 	return time.Duration(s.clock.busy.Load()), time.Duration(s.clock.syncing.Load())
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/store"
 )
@@ -33,5 +34,31 @@ func TestWriterBusyCountsTheTurn(t *testing.T) {
 	}
 	if turn2, sync2 := s.WriterBusy(); turn2 <= turn1 || sync2 != sync1 {
 		t.Fatalf("a resendable call: turn %v and sync %v counted, want the turn alone", turn2-turn1, sync2-sync1)
+	}
+}
+
+// TestWriterBusyCountsRetention: retention's deletes hold the same write
+// turn as the groups (lockWriter), so every other writer waits for them
+// too; their time is the turn's, and not the groups'. Fails without
+// lockWriter's clock: a purge adds no turn time.
+func TestWriterBusyCountsRetention(t *testing.T) {
+	s := openTest(t)
+	createSessions(t, s, 1)
+	ctx := t.Context()
+	if err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error { return appendOne(ctx, tx, "s0", 1) }); err != nil {
+		t.Fatal(err)
+	}
+	turn0, sync0 := s.WriterBusy()
+	groups0, _ := s.GroupStats()
+	now := time.Now()
+	if _, err := s.Purge(ctx, now.Add(time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	turn1, sync1 := s.WriterBusy()
+	if groups1, _ := s.GroupStats(); groups1 != groups0 {
+		t.Fatalf("the purge ran %d groups, want none (it holds the turn itself)", groups1-groups0)
+	}
+	if turn1 <= turn0 || sync1 != sync0 {
+		t.Fatalf("a purge: turn %v and sync %v counted, want the turn alone", turn1-turn0, sync1-sync0)
 	}
 }
