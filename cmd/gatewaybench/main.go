@@ -322,6 +322,13 @@ type meter struct {
 // PostgreSQL's).
 func (m meter) run(c cell, url, tag string, gateway bool) result {
 	l := m.start(c, url, tag)
+	// The writer's counters are scraped outside the CPU and allocations
+	// measured: the scrape is this process's work (contextd's registry
+	// gathered and encoded, the page parsed), not the requests'.
+	var busy0 writerBusy
+	if m.writer != "" && gateway {
+		busy0 = m.writer.read()
+	}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	var x0, w0 int64
@@ -331,15 +338,8 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 	if m.wal != nil && gateway {
 		w0 = m.wal()
 	}
-	var busy0 writerBusy
-	if m.writer != "" && gateway {
-		busy0 = m.writer.read()
-	}
 	cpu0, others0 := cpuTime(), m.others()
 	all, last, own, wall := l.timed()
-	if m.writer != "" && gateway {
-		fmt.Printf("(%s: %s)\n", tag, m.writer.read().since(busy0, wall, len(all)))
-	}
 	cpu := cpuTime() - cpu0 + m.others() - others0 + own
 	// The WAL is read before the transactions' count, which waits 11 s:
 	// what the cluster writes meanwhile (autovacuum, a checkpoint) is not
@@ -351,6 +351,9 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 		fmt.Printf("(%s: %.1f PostgreSQL transactions per request)\n", tag, float64(m.xacts()-x0)/float64(len(all)))
 	}
 	runtime.ReadMemStats(&m1)
+	if m.writer != "" && gateway {
+		fmt.Printf("(%s: %s)\n", tag, m.writer.read().since(busy0, wall, len(all)))
+	}
 	slices.Sort(all)
 	n := len(all)
 	return result{gateway: gateway, p50: all[n/2], p99: all[min(n-1, n*99/100)], rate: float64(n) / wall.Seconds(),

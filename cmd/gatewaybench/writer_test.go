@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 )
@@ -22,7 +25,35 @@ func TestWriterMeterReadsContextd(t *testing.T) {
 	if after.turn <= before.turn || after.sync <= before.sync || after.calls-before.calls < 3 || after.groups <= before.groups {
 		t.Fatalf("after three gateway requests: %+v, before %+v; want the turn, the syncs, the groups and at least three calls grown", after, before)
 	}
-	if line := after.since(before, time.Second, 3); line == "" {
-		t.Fatal("no line")
+}
+
+// scrapeSink keeps the test's costly scrapes' allocations on the heap.
+var scrapeSink []byte
+
+// TestWriterScrapeNotMeasured: the writer's counters are scraped from the
+// in-process contextd, so a scrape is this process's CPU and allocations;
+// neither is counted in the cell's CPU and bytes a request. Here each
+// scrape allocates 64 MB and spends 100 ms of CPU for a cell of 10 calls
+// that cost next to nothing. Fails with the scrapes inside the window
+// (13 MB, both scrapes, and 10 ms a request were counted).
+func TestWriterScrapeNotMeasured(t *testing.T) {
+	all := "contextd_sqlite_writer_busy_seconds_total 0\ncontextd_sqlite_wal_sync_seconds_total 0\n" +
+		"contextd_sqlite_write_groups_total 0\ncontextd_sqlite_write_calls_total 0\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scrapeSink = make([]byte, 64<<20)
+		for c0 := cpuTime(); cpuTime()-c0 < 100*time.Millisecond; {
+			for i := range 1 << 16 {
+				scrapeSink[i]++
+			}
+		}
+		fmt.Fprint(w, all)
+	}))
+	defer srv.Close()
+	lat := slices.Repeat([]time.Duration{time.Millisecond}, 10)
+	m := meter{start: func(cell, string, string) load { return slowExit{latencies: lat, wall: 10 * time.Millisecond} },
+		others: func() time.Duration { return 0 }, writer: writerMeter(srv.URL + "/metrics")}
+	r := m.run(cell{convs: 1, messages: 2}, "", "t", true)
+	if r.alloc > 1<<20 || r.cpu > 5*time.Millisecond {
+		t.Errorf("%.0f bytes and %v of CPU a request counted, want the scrapes' 64 MB and 100 ms left out", r.alloc, r.cpu)
 	}
 }
