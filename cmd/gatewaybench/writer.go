@@ -18,42 +18,61 @@ import (
 // limits the cell.
 type writerMeter string
 
-// writerBusy is one reading of the two counters, in seconds.
+// writerBusy is one reading of the four counters: the turn's and the
+// syncs' seconds, the groups and their calls.
 type writerBusy struct{ turn, sync, groups, calls float64 }
 
-// read scrapes the counters.
+// read scrapes the counters; the run fails when it cannot.
 func (w writerMeter) read() writerBusy {
-	resp, err := http.Get(string(w))
+	b, err := w.scrape()
 	if err != nil {
 		fatalf("metrics: %v", err)
 	}
-	defer resp.Body.Close()
+	return b
+}
+
+// scrapeClient bounds a scrape: contextd is in this process, on loopback.
+var scrapeClient = &http.Client{Timeout: 10 * time.Second}
+
+// scrape reads the counters from the metrics page. A page that is not
+// answered 200, or that lacks one of them (renamed in internal/app, or the
+// store not SQLite), is an error, not a line of zeros.
+func (w writerMeter) scrape() (writerBusy, error) {
 	var b writerBusy
+	resp, err := scrapeClient.Get(string(w))
+	if err != nil {
+		return b, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return b, fmt.Errorf("%s: %s", w, resp.Status)
+	}
+	want := map[string]*float64{
+		"contextd_sqlite_writer_busy_seconds_total": &b.turn,
+		"contextd_sqlite_wal_sync_seconds_total":    &b.sync,
+		"contextd_sqlite_write_groups_total":        &b.groups,
+		"contextd_sqlite_write_calls_total":         &b.calls,
+	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), " ")
-		var into *float64
-		switch name {
-		case "contextd_sqlite_writer_busy_seconds_total":
-			into = &b.turn
-		case "contextd_sqlite_wal_sync_seconds_total":
-			into = &b.sync
-		case "contextd_sqlite_write_groups_total":
-			into = &b.groups
-		case "contextd_sqlite_write_calls_total":
-			into = &b.calls
+		into := want[name]
+		if !ok || into == nil {
+			continue
 		}
-		if ok && into != nil {
-			if *into, err = strconv.ParseFloat(value, 64); err != nil {
-				fatalf("metrics: %s: %v", name, err)
-			}
+		if *into, err = strconv.ParseFloat(value, 64); err != nil {
+			return b, fmt.Errorf("%s: %w", name, err)
 		}
+		delete(want, name)
 	}
 	if err := sc.Err(); err != nil {
-		fatalf("metrics: %v", err)
+		return b, err
 	}
-	return b
+	for name := range want {
+		return b, fmt.Errorf("%s: no %s", w, name)
+	}
+	return b, nil
 }
 
 // since says what the turn and the syncs took between before and b, over

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -24,6 +25,51 @@ func TestWriterMeterReadsContextd(t *testing.T) {
 	after := writer.read()
 	if after.turn <= before.turn || after.sync <= before.sync || after.calls-before.calls < 3 || after.groups <= before.groups {
 		t.Fatalf("after three gateway requests: %+v, before %+v; want the turn, the syncs, the groups and at least three calls grown", after, before)
+	}
+}
+
+// TestWriterLine: the line's figures from two readings: the turn's share
+// of the wall, its time a request and a group, the calls a group, the
+// writes a request and the syncs' time a request.
+func TestWriterLine(t *testing.T) {
+	before := writerBusy{turn: 1, sync: 0.1, groups: 10, calls: 20}
+	after := writerBusy{turn: 1.5, sync: 0.3, groups: 20, calls: 60}
+	got := after.since(before, time.Second, 20)
+	want := "SQLite's write turn held 50 % of the wall time, 25.00 ms a request, 50.00 ms a group of 4.0 calls, 2.00 writes a request; WAL syncs 10.00 ms a request"
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// TestWriterScrapeRefusesWhatItCannotRead: a metrics page answered with
+// an error status, or without one of the four counters, is an error, not
+// a reading of zeros (which printed a line saying the turn was held 0 % of
+// the time). Fails without scrape's checks of the status and of each name.
+func TestWriterScrapeRefusesWhatItCannotRead(t *testing.T) {
+	all := "contextd_sqlite_writer_busy_seconds_total 2.5\ncontextd_sqlite_wal_sync_seconds_total 0.5\n" +
+		"contextd_sqlite_write_groups_total 7\ncontextd_sqlite_write_calls_total 9\n"
+	for _, c := range []struct {
+		name, page string
+		status     int
+		ok         bool
+	}{
+		{"all four", "# HELP x y\n" + all, http.StatusOK, true},
+		{"forbidden", all, http.StatusForbidden, false},
+		{"one missing", strings.Replace(all, "contextd_sqlite_write_calls_total 9\n", "", 1), http.StatusOK, false},
+		{"not a number", strings.Replace(all, " 9\n", " nine\n", 1), http.StatusOK, false},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(c.status)
+			fmt.Fprint(w, c.page)
+		}))
+		b, err := writerMeter(srv.URL + "/metrics").scrape()
+		srv.Close()
+		if c.ok && (err != nil || b != (writerBusy{turn: 2.5, sync: 0.5, groups: 7, calls: 9})) {
+			t.Errorf("%s: %+v, %v", c.name, b, err)
+		}
+		if !c.ok && err == nil {
+			t.Errorf("%s: read %+v, want an error", c.name, b)
+		}
 	}
 }
 
