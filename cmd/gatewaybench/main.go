@@ -429,8 +429,12 @@ func startContextd(env map[string]string, upstream string) (string, writerMeter,
 	if err != nil {
 		fatal(err)
 	}
+	// The metrics listener (on loopback, for the writer's line) serves no
+	// /debug/pprof: served, it turns on the runtime's block and mutex
+	// sampling, this whole process's, for every cell (the bench's own
+	// -blockprofile and -mutexprofile say when).
 	all := map[string]string{"CONTEXTD_LISTEN_ADDR": addr, "CONTEXTD_DATA_DIR": dir, "CONTEXTD_METRICS_ADDR": metrics,
-		"CONTEXTD_RATE_LIMIT_RPS": "0", "CONTEXTD_OPENAI_BASE_URL": upstream + "/v1"}
+		"CONTEXTD_PPROF": "off", "CONTEXTD_RATE_LIMIT_RPS": "0", "CONTEXTD_OPENAI_BASE_URL": upstream + "/v1"}
 	for k, v := range env {
 		all[k] = v
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -101,5 +102,32 @@ func TestWriterScrapeNotMeasured(t *testing.T) {
 	r := m.run(cell{convs: 1, messages: 2}, "", "t", true)
 	if r.alloc > 1<<20 || r.cpu > 5*time.Millisecond {
 		t.Errorf("%.0f bytes and %v of CPU a request counted, want the scrapes' 64 MB and 100 ms left out", r.alloc, r.cpu)
+	}
+}
+
+// TestBenchContextdSamplesNoBlocking: the in-process contextd's metrics
+// listener, which the writer's line reads, does not serve /debug/pprof,
+// whose default (CONTEXTD_PPROF=loopback) turned on the block and mutex
+// profiles' sampling for the whole bench process, every cell's direct and
+// gateway calls, when no -blockprofile or -mutexprofile asked for it.
+// Fails without the bench's CONTEXTD_PPROF=off (/debug/pprof/ answered
+// 200, the mutex sampling 1 in 100).
+func TestBenchContextdSamplesNoBlocking(t *testing.T) {
+	runtime.SetMutexProfileFraction(0) // what another test's contextd set
+	runtime.SetBlockProfileRate(0)
+	up := startUpstream()
+	_, writer, stop := startContextd(map[string]string{}, up)
+	defer stop()
+	// Answered, the metrics listener is set up, and with it pprof's mux.
+	resp, err := http.Get(strings.TrimSuffix(string(writer), "/metrics") + "/debug/pprof/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/debug/pprof/ on the bench's metrics listener: %s, want 404", resp.Status)
+	}
+	if rate := runtime.SetMutexProfileFraction(-1); rate != 0 {
+		t.Errorf("mutex profile sampling 1 in %d, want off", rate)
 	}
 }
