@@ -10,6 +10,9 @@
 // prints p50, p99, requests/s, the gateway's share of the direct rate, the
 // CPU time per request (this process: client, upstream and contextd; plus
 // PostgreSQL's processes) and the bytes this process allocated per request.
+// Before each SQLite gateway line it says what share of the cell's wall
+// time the store's one write turn was held, per request and per group
+// (writer.go, from contextd's /metrics).
 //
 // It starts what it needs: the upstream (in process), contextd (app.Run in
 // process, embedded SQLite in a temporary directory) and a throwaway
@@ -216,7 +219,10 @@ func main() {
 		default:
 			fatalf("-stores: unknown store %q", store)
 		}
-		base, stop := startContextd(env, up)
+		base, writer, stop := startContextd(env, up)
+		if store == "sqlite" {
+			m.writer = writer
+		}
 		for i, c := range measured(*tools) {
 			if !filter.MatchString(store + " " + c.name()) {
 				continue
@@ -306,6 +312,8 @@ type meter struct {
 	xacts  func() int64
 	// wal, when set, is the WAL position of contextd's cluster in bytes.
 	wal func() int64
+	// writer, when set, reads the SQLite writer's busy time (writer.go).
+	writer writerMeter
 }
 
 // run measures c's conversations against url: their untimed first
@@ -314,6 +322,13 @@ type meter struct {
 // PostgreSQL's).
 func (m meter) run(c cell, url, tag string, gateway bool) result {
 	l := m.start(c, url, tag)
+	// The writer's counters are scraped outside the CPU and allocations
+	// measured: the scrape is this process's work (contextd's registry
+	// gathered and encoded, the page parsed), not the requests'.
+	var busy0 writerBusy
+	if m.writer != "" && gateway {
+		busy0 = m.writer.read()
+	}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	var x0, w0 int64
@@ -336,6 +351,9 @@ func (m meter) run(c cell, url, tag string, gateway bool) result {
 		fmt.Printf("(%s: %.1f PostgreSQL transactions per request)\n", tag, float64(m.xacts()-x0)/float64(len(all)))
 	}
 	runtime.ReadMemStats(&m1)
+	if m.writer != "" && gateway {
+		fmt.Printf("(%s: %s)\n", tag, m.writer.read().since(busy0, wall, len(all)))
+	}
 	slices.Sort(all)
 	n := len(all)
 	return result{gateway: gateway, p50: all[n/2], p99: all[min(n-1, n*99/100)], rate: float64(n) / wall.Seconds(),
@@ -405,19 +423,18 @@ func startUpstream() string {
 
 // startContextd runs the server in process (its log discarded) with the
 // gateway pointed at upstream, and returns its base URL and a stop.
-func startContextd(env map[string]string, upstream string) (string, func()) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+func startContextd(env map[string]string, upstream string) (string, writerMeter, func()) {
+	addr, metrics := freeAddr(), freeAddr()
 	dir, err := os.MkdirTemp("", "gatewaybench-")
 	if err != nil {
 		fatal(err)
 	}
-	all := map[string]string{"CONTEXTD_LISTEN_ADDR": addr, "CONTEXTD_DATA_DIR": dir, "CONTEXTD_METRICS_ADDR": "",
-		"CONTEXTD_RATE_LIMIT_RPS": "0", "CONTEXTD_OPENAI_BASE_URL": upstream + "/v1"}
+	// The metrics listener (on loopback, for the writer's line) serves no
+	// /debug/pprof: served, it turns on the runtime's block and mutex
+	// sampling, this whole process's, for every cell (the bench's own
+	// -blockprofile and -mutexprofile say when).
+	all := map[string]string{"CONTEXTD_LISTEN_ADDR": addr, "CONTEXTD_DATA_DIR": dir, "CONTEXTD_METRICS_ADDR": metrics,
+		"CONTEXTD_PPROF": "off", "CONTEXTD_RATE_LIMIT_RPS": "0", "CONTEXTD_OPENAI_BASE_URL": upstream + "/v1"}
 	for k, v := range env {
 		all[k] = v
 	}
@@ -438,7 +455,7 @@ func startContextd(env map[string]string, upstream string) (string, func()) {
 			fatal("contextd did not start")
 		}
 	}
-	return base, func() {
+	return base, writerMeter("http://" + metrics + "/metrics"), func() {
 		cancel()
 		if err := <-done; err != nil {
 			log.Printf("contextd: %v", err)

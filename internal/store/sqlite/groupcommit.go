@@ -108,7 +108,9 @@ func (s *Store) InTx(ctx context.Context, fn func(context.Context, store.Tx) err
 		case err := <-c.done:
 			return err
 		case s.writer <- struct{}{}:
+			start := time.Now()
 			s.runGroup()
+			s.clock.held(start)
 			<-s.writer
 		case <-cancelled:
 			if s.queue.remove(c) {

@@ -52,6 +52,8 @@ type Store struct {
 	syncFailed atomic.Pointer[error]
 	// counts are the statements run (statements.go).
 	counts counters
+	// clock is the write turn's busy time (writerbusy.go).
+	clock writerClock
 	// wrote wakes the checkpointer (checkpoint.go); stop ends it and
 	// stopped is closed when it has.
 	wrote   chan struct{}
@@ -136,9 +138,10 @@ func (s *Store) Close() error {
 }
 
 // lockWriter waits for this process's write turn; the returned func ends
-// it. After a failed sync of the WAL (walsync.go) it refuses, as begin
-// does: a write at FULL could be acknowledged by a sync that succeeds
-// without the pages the failed one dropped.
+// it, its time counted with the groups' (writerbusy.go). After a failed
+// sync of the WAL (walsync.go) it refuses, as begin does: a write at FULL
+// could be acknowledged by a sync that succeeds without the pages the
+// failed one dropped.
 func (s *Store) lockWriter(ctx context.Context) (func(), error) {
 	select {
 	case s.writer <- struct{}{}:
@@ -146,7 +149,8 @@ func (s *Store) lockWriter(ctx context.Context) (func(), error) {
 			<-s.writer
 			return nil, err
 		}
-		return func() { <-s.writer }, nil
+		start := time.Now()
+		return func() { s.clock.held(start); <-s.writer }, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting to write: %w", ctx.Err())
 	}

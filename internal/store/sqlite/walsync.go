@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/contextd/contextd/internal/store"
 )
@@ -57,6 +58,7 @@ var errSyncFailed = errors.New("the store stopped writing after a failed sync of
 
 // syncWAL fsyncs the WAL file (or the database file when there is none).
 func (s *Store) syncWAL() error {
+	defer s.clock.synced(time.Now())
 	f, err := os.Open(s.wal)
 	if errors.Is(err, fs.ErrNotExist) {
 		f, err = os.Open(s.dbFile)
