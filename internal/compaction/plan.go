@@ -245,17 +245,13 @@ func (p *planner) addTier(t Tier) {
 // pair partners of those).
 func (p *planner) protected() map[string]bool {
 	keep := map[string]bool{}
-	latestUser := ""
 	for i := range p.view {
 		m := &p.view[i]
 		if m.Pinned || m.ID == p.req.OriginalTaskID {
 			keep[m.ID] = true
 		}
-		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && (m.Kind != chat.KindPlaceholder || IsStandIn(m)) {
-			latestUser = m.ID // a stand-in (pruneScaffolding) is the message it stands in for
-		}
 	}
-	if latestUser != "" {
+	if latestUser := latestUserID(p.view); latestUser != "" {
 		keep[latestUser] = true
 	}
 	for id := range p.instructions() {
