@@ -650,6 +650,13 @@ func (p *planner) summarize() error {
 			}
 		}
 	}
+	if t, ok := trails[cut]; ok && p.overWithTrail(h, t) {
+		// The prose yields its cap to a trail that folds (proseYields).
+		if floor := p.req.Policy.SummaryMaxTokens / minProseShare; summaryCap > floor {
+			trail, summaryCap = trail+summaryCap-floor, floor
+			trails[cut] = p.req.Trail(input(h))
+		}
+	}
 	in := input(h)
 	var meta map[string]string
 	if t, ok := trails[cut]; ok {
