@@ -111,7 +111,7 @@ func (p *planner) trailRoom() int {
 // yielding whenever the trail folded, the prose's unused cap filled by
 // the trail took it over, 3,637 tokens for 3,400). At 8k on the corpus
 // (make bench-recall, where the view after 171 of 174 summaries is over
-// the cache target) commands in view 92.6 → 97.3 %, for 1 % more on the
+// the cache target) commands in view 92.6 → 97.3 %, for 1.5 % more on the
 // bill.
 func (p *planner) overWithTrail(h head, t MeasuredTrail) bool {
 	return t.Folds && p.used()-h.before+int64(t.Tokens) > p.target

@@ -149,11 +149,13 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 		if len(lists[SecDone]) > 0 { // the trail lists this round's calls
 			writeSection(&b, SecDone, lists[SecDone], true)
 		}
-		writeSection(&b, SecDecisions, lists[SecDecisions], true)
-		writeSection(&b, SecErrors, lists[SecErrors], true)
-		writeSection(&b, SecState, []string{clip(state, stateChars)}, false)
-		writeSection(&b, SecPending, lists[SecPending], true)
-		writeSection(&b, SecFocus, focus, true)
+		// A section with nothing in it is left out (its "(none)" was
+		// re-sent in every request until the next compaction).
+		writeListed(&b, SecDecisions, lists[SecDecisions], true)
+		writeListed(&b, SecErrors, lists[SecErrors], true)
+		writeListed(&b, SecState, []string{clip(state, stateChars)}, false)
+		writeListed(&b, SecPending, lists[SecPending], true)
+		writeListed(&b, SecFocus, focus, true)
 		if len(fileList) > 0 {
 			writeSection(&b, SecFiles, fileList, true)
 		}
@@ -215,6 +217,14 @@ func writeSection(b *strings.Builder, title string, items []string, bullets bool
 		}
 		b.WriteString(it)
 		b.WriteString("\n")
+	}
+}
+
+// writeListed is writeSection of a section that has something in it, and
+// nothing otherwise.
+func writeListed(b *strings.Builder, title string, items []string, bullets bool) {
+	if len(items) > 0 && (len(items) > 1 || strings.TrimSpace(items[0]) != "") {
+		writeSection(b, title, items, bullets)
 	}
 }
 
