@@ -651,7 +651,7 @@ func (p *planner) summarize() error {
 		}
 	}
 	if t, ok := trails[cut]; ok && p.overWithTrail(h, t) {
-		// The prose yields its cap to a trail that folds (proseYields).
+		// The prose yields its cap to a trail that folds (overWithTrail).
 		if floor := p.req.Policy.SummaryMaxTokens / minProseShare; summaryCap > floor {
 			trail, summaryCap = trail+summaryCap-floor, floor
 			trails[cut] = p.req.Trail(input(h))
