@@ -187,7 +187,7 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	// they carry over too, after its Files section.
 	// Its trail is not prose (the new trail merges it), and a URL is no
 	// path: a path read out of one would lose its scheme and host's slash.
-	prose, _, _ := strings.Cut(in.Previous, "\n## "+SecTrail+"\n")
+	prose, _ := withoutTrail(in.Previous)
 	prose = urlRe.ReplaceAllString(prose, " ")
 	// And the paths its trail showed, which this trail may fold (as the
 	// extractive Files carries them).

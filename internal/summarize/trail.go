@@ -709,6 +709,13 @@ func trailOf(in compaction.SummaryInput) string {
 	return Trail(in, in.TrailTokens(), countOrEstimate(in))
 }
 
+// withoutTrail returns summary up to its trail section (the trail is the
+// last section: withTrail), and whether it had one.
+func withoutTrail(summary string) (string, bool) {
+	prose, _, ok := strings.Cut(summary, "\n## "+SecTrail+"\n")
+	return prose, ok
+}
+
 // withTrail returns summary with trail in place of any trail section it
 // carried.
 func withTrail(summary, trail string) string {
