@@ -106,7 +106,8 @@ func (p *planner) trailRoom() int {
 // over the target, whatever the prose. The summary then takes no more room
 // than the cut reserved for it (the cap and the trail's budget), and what
 // it holds of that room is exact lines, which a chained summary merges and
-// a folded one only counts, rather than prose written anew each time. A
+// a folded one only counts, rather than prose (whose sections, at that
+// cap, the extractive summary leaves out: docs/compaction.md). A
 // view within the target stays within it (TestSummaryStaysWithinTarget:
 // yielding whenever the trail folded, the prose's unused cap filled by
 // the trail took it over, 3,637 tokens for 3,400). At 8k on the corpus

@@ -21,7 +21,7 @@ type MeasuredTrail struct {
 	Tokens int
 	Folded string
 	// Folds says the trail folded lines it holds whole (in Folded) into
-	// its count: more room would show them (proseYields).
+	// its count: more room would show them (overWithTrail).
 	Folds bool
 }
 
