@@ -1,6 +1,7 @@
 package compaction_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -13,7 +14,9 @@ import (
 // (the two take the room the cut reserved, no more); a trail that does
 // not fold, or a view the trail leaves within the target, keeps the cap.
 // Without it the summary was written at its whole cap beside a trail
-// that folded (at 8k on the corpus 92.6 % of the commands in view).
+// that folded (at 8k on the corpus 92.6 % of the commands in view); and
+// the summary is written with the trail measured again at the budget it
+// gained (without that, the budget grew and the trail did not).
 func TestProseYieldsToAFoldingTrail(t *testing.T) {
 	const window = 16_000
 	p := compaction.Defaults(window)
@@ -32,7 +35,8 @@ func TestProseYieldsToAFoldingTrail(t *testing.T) {
 			b := (&builder{}).user(c.task).steps(80, 400, "c")
 			req := request(b, window, compaction.TierSummarize)
 			req.Trail = func(in compaction.SummaryInput) compaction.MeasuredTrail {
-				return compaction.MeasuredTrail{Text: "\n## Trail\n- folded: 9 other lines.\n", Tokens: in.TrailTokens(), Folds: c.folds}
+				// The text names the budget it was measured with.
+				return compaction.MeasuredTrail{Text: fmt.Sprintf("\n## Trail\n- folded: 9 other lines (budget %d).\n", in.TrailTokens()), Tokens: in.TrailTokens(), Folds: c.folds}
 			}
 			var got compaction.SummaryInput
 			summarize := req.Summarize
@@ -45,6 +49,15 @@ func TestProseYieldsToAFoldingTrail(t *testing.T) {
 			}
 			if got.MaxTokens != c.cap || got.TrailMaxTokens != c.budget {
 				t.Errorf("cap %d and trail %d; want %d and %d", got.MaxTokens, got.TrailMaxTokens, c.cap, c.budget)
+			}
+			// The summary is written with the trail measured at the budget
+			// it gained, not the one measured before the prose yielded.
+			if want := fmt.Sprintf("(budget %d)", c.budget); got.Trail == nil || !strings.Contains(*got.Trail, want) {
+				trail := "(none)"
+				if got.Trail != nil {
+					trail = *got.Trail
+				}
+				t.Errorf("the summary's trail is not the one measured at its budget %s: %s", want, trail)
 			}
 		})
 	}
