@@ -76,8 +76,9 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 	in = boundInput(in)
 	prev := parseSections(in.Previous)
 	lists := map[string][]string{}
+	folds := map[string]listFold{} // what each list left out (listfold.go)
 	for _, s := range listSections {
-		lists[s] = append(lists[s], prev[s]...)
+		lists[s], folds[s] = splitListFold(prev[s])
 	}
 	lists[SecDone] = dropLegacyFiles(lists[SecDone])
 	count := countOrEstimate(in)
@@ -146,15 +147,15 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 		var b strings.Builder
 		b.WriteString(compaction.SummaryHeader(in.Round, in.ID, in.ExpandTool))
 		writeSection(&b, SecTask, []string{taskInView}, false)
-		if len(lists[SecDone]) > 0 { // the trail lists this round's calls
-			writeSection(&b, SecDone, lists[SecDone], true)
+		if done := withFold(folds[SecDone], lists[SecDone]); len(done) > 0 { // the trail lists this round's calls
+			writeSection(&b, SecDone, done, true)
 		}
 		// A section with nothing in it is left out (its "(none)" was
 		// re-sent in every request until the next compaction).
-		writeListed(&b, SecDecisions, lists[SecDecisions], true)
-		writeListed(&b, SecErrors, lists[SecErrors], true)
+		writeListed(&b, SecDecisions, withFold(folds[SecDecisions], lists[SecDecisions]), true)
+		writeListed(&b, SecErrors, withFold(folds[SecErrors], lists[SecErrors]), true)
 		writeListed(&b, SecState, []string{clip(state, stateChars)}, false)
-		writeListed(&b, SecPending, lists[SecPending], true)
+		writeListed(&b, SecPending, withFold(folds[SecPending], lists[SecPending]), true)
 		writeListed(&b, SecFocus, focus, true)
 		if len(fileList) > 0 {
 			writeSection(&b, SecFiles, fileList, true)
@@ -165,6 +166,8 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 	out := doc(stateChars)
 	// Cap: drop the oldest bullets of the longest list first, then shorten
 	// the text sections; the files have their own budget (filesBudget).
+	// What a list drops is folded into its fold line, never left out
+	// silently (listfold.go).
 	files := 0
 	if len(fileList) > 0 {
 		var b strings.Builder
@@ -182,12 +185,14 @@ trim:
 		switch {
 		case longest != "" && len(lists[longest]) > 1:
 			lists[longest] = lists[longest][1:]
+			folds[longest] = folds[longest].add(1, in.ID)
 		case len(focus) > 1:
 			focus = focus[:len(focus)-1]
 		case stateChars > 100:
 			stateChars /= 2
 		case longest != "" && len(lists[longest]) == 1:
 			lists[longest] = nil
+			folds[longest] = folds[longest].add(1, in.ID)
 		default:
 			break trim // nothing left to cut
 		}

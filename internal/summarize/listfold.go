@@ -1,0 +1,87 @@
+package summarize
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The extractive summary's lists (listSections) are carried from summary
+// to summary, not written anew: an entry its cap leaves out (proseCap, a
+// sixteenth of summary_max_tokens once the prose yielded to a folding
+// trail) would never come back. It is folded instead: one line a list,
+// first in its section, counts the entries left out and names the ids
+// whose originals hold them whole, newest first: this summary's (its
+// originals are the messages an entry came from and the previous summary,
+// which held the carried ones), then the ids a fold the previous summary
+// carried named, at most maxListFoldIDs (an older id is named by the
+// summary the first one stands for, one expand further).
+//
+//   - folded: 12 earlier entries, in sum_4_1, sum_2_1
+const (
+	listFoldPrefix = "folded: "
+	listFoldIn     = " earlier entries, in "
+	maxListFoldIDs = 3
+)
+
+// listFold is what one list left out: how many entries, and the ids whose
+// originals hold them, newest first.
+type listFold struct {
+	n   int
+	ids []string
+}
+
+// line is the fold's bullet text ("" when nothing is folded).
+func (f listFold) line() string {
+	if f.n == 0 {
+		return ""
+	}
+	return listFoldPrefix + strconv.Itoa(f.n) + listFoldIn + strings.Join(f.ids, ", ")
+}
+
+// add counts n more entries left out, held by id's originals.
+func (f listFold) add(n int, id string) listFold {
+	if n == 0 {
+		return f
+	}
+	ids := []string{id}
+	for _, old := range f.ids {
+		if old != id && len(ids) < maxListFoldIDs {
+			ids = append(ids, old)
+		}
+	}
+	if id == "" { // no id to name (a summary input without one): keep the older ones
+		ids = f.ids
+	}
+	return listFold{n: f.n + n, ids: ids}
+}
+
+// splitListFold takes a carried list's fold line out of items (the
+// previous summary's, parseSections) and returns what it counted.
+func splitListFold(items []string) ([]string, listFold) {
+	var f listFold
+	out := items[:0:0]
+	for _, it := range items {
+		rest, ok := strings.CutPrefix(it, listFoldPrefix)
+		n, ids, ok2 := strings.Cut(rest, listFoldIn)
+		count, err := strconv.Atoi(n)
+		if !ok || !ok2 || err != nil || count <= 0 {
+			out = append(out, it)
+			continue
+		}
+		f.n += count
+		for _, id := range strings.Split(ids, ", ") {
+			if id = strings.TrimSpace(id); id != "" && len(f.ids) < maxListFoldIDs {
+				f.ids = append(f.ids, id)
+			}
+		}
+	}
+	return out, f
+}
+
+// withFold is a list's items after its fold line, if any.
+func withFold(f listFold, items []string) []string {
+	if l := f.line(); l != "" {
+		return append([]string{l}, items...)
+	}
+	return items
+}
