@@ -16,7 +16,8 @@ import (
 // Without it the summary was written at its whole cap beside a trail
 // that folded (at 8k on the corpus 92.6 % of the commands in view); and
 // the summary is written with the trail measured again at the budget it
-// gained (without that, the budget grew and the trail did not).
+// gained (without that, the budget grew and the trail did not). An LLM
+// summarizer is still asked for summary_max_tokens (AskTokens).
 func TestProseYieldsToAFoldingTrail(t *testing.T) {
 	const window = 16_000
 	p := compaction.Defaults(window)
@@ -49,6 +50,11 @@ func TestProseYieldsToAFoldingTrail(t *testing.T) {
 			}
 			if got.MaxTokens != c.cap || got.TrailMaxTokens != c.budget {
 				t.Errorf("cap %d and trail %d; want %d and %d", got.MaxTokens, got.TrailMaxTokens, c.cap, c.budget)
+			}
+			// An LLM is still asked for summary_max_tokens (a reasoning
+			// model counts its reasoning in it), its answer held to the cap.
+			if got.AskTokens != p.SummaryMaxTokens {
+				t.Errorf("an LLM is asked for %d tokens; want summary_max_tokens, %d", got.AskTokens, p.SummaryMaxTokens)
 			}
 			// The summary is written with the trail measured at the budget
 			// it gained, not the one measured before the prose yielded.

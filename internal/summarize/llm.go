@@ -76,8 +76,8 @@ func (o *OpenAI) Summarize(ctx context.Context, in compaction.SummaryInput) (str
 // SummarizeMetered implements Metered: the usage comes from the response's
 // usage block (prompt_tokens includes the cached ones).
 func (o *OpenAI) SummarizeMetered(ctx context.Context, in compaction.SummaryInput) (string, Usage, error) {
-	text, u, cut, err := o.ask(ctx, systemPrompt, userPrompt(in), in.MaxTokens)
-	text = wholeLines(text, cut)
+	text, u, cut, err := o.ask(ctx, systemPrompt, userPrompt(in), askTokens(in))
+	text = withinCap(wholeLines(text, cut), in)
 	if err == nil && text == "" {
 		err = fmt.Errorf("openai-compatible model (%s): %w", o.model, ErrEmptyAnswer)
 	}
@@ -116,8 +116,8 @@ func (a *Anthropic) Summarize(ctx context.Context, in compaction.SummaryInput) (
 
 // SummarizeMetered implements Metered, from the response's usage block.
 func (a *Anthropic) SummarizeMetered(ctx context.Context, in compaction.SummaryInput) (string, Usage, error) {
-	text, u, cut, err := a.ask(ctx, systemPrompt, userPrompt(in), in.MaxTokens)
-	text = wholeLines(text, cut)
+	text, u, cut, err := a.ask(ctx, systemPrompt, userPrompt(in), askTokens(in))
+	text = withinCap(wholeLines(text, cut), in)
 	if err == nil && text == "" {
 		err = fmt.Errorf("anthropic model (%s): %w", a.model, ErrEmptyAnswer)
 	}

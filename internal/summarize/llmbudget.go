@@ -1,0 +1,38 @@
+package summarize
+
+import (
+	"strings"
+
+	"github.com/contextd/contextd/internal/compaction"
+)
+
+// askTokens is the max_tokens an LLM summarizer asks its model for: the
+// summary's cap, or summary_max_tokens where the cap gave way to the trail
+// (in.AskTokens; compaction's trailAndCap and overWithTrail, down to a
+// quarter: 200 of 800). A reasoning model (OpenAI's o-series, gpt-5)
+// counts its reasoning in max_completion_tokens, and at 200 it spent them
+// all there and answered nothing (the extractive summary then). The model
+// is still told to stay under the cap (userPrompt), and its answer is held
+// to it (withinCap), so the summary takes no more room than the planner
+// left it.
+func askTokens(in compaction.SummaryInput) int { return max(in.MaxTokens, in.AskTokens) }
+
+// withinCap is an LLM's answer less its last whole lines while it is over
+// the summary's cap (in.MaxTokens, in the session's count): asked for more
+// than the cap (askTokens), a model may write more. Lines go whole, so no
+// word is cut; an answer whose first line alone is over the cap leaves
+// nothing (ErrEmptyAnswer: the extractive summary then).
+func withinCap(text string, in compaction.SummaryInput) string {
+	if in.AskTokens <= in.MaxTokens {
+		return text // asked for no more than the cap: max_tokens held it
+	}
+	count := countOrEstimate(in)
+	for text != "" && count(text) > in.MaxTokens {
+		i := strings.LastIndexByte(text, '\n')
+		if i < 0 {
+			return ""
+		}
+		text = strings.TrimSpace(text[:i])
+	}
+	return text
+}
