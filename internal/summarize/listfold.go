@@ -5,11 +5,12 @@ import (
 	"strings"
 )
 
-// The extractive summary's lists (listSections) are carried from summary
-// to summary, not written anew: an entry its cap leaves out (proseCap, a
-// sixteenth of summary_max_tokens once the prose yielded to a folding
-// trail) would never come back. It is folded instead: one line a list,
-// first in its section, counts the entries left out and names the ids
+// The extractive summary's lists (listSections, and Files) are carried
+// from summary to summary, not written anew: an entry its cap leaves out
+// (proseCap, a sixteenth of summary_max_tokens once the prose yielded to a
+// folding trail; Files' own budget) would never come back. It is folded
+// instead: one line a list, on the side of its oldest entries (first in
+// the lists, last in Files, which is most recent first), counts the entries left out and names the ids
 // whose originals hold them whole, newest first: this summary's (its
 // originals are the messages an entry came from and the previous summary,
 // which held the carried ones), then the ids a fold the previous summary
@@ -19,7 +20,8 @@ import (
 //   - folded: 12 earlier entries, in sum_4_1, sum_2_1
 const (
 	listFoldPrefix = "folded: "
-	listFoldIn     = " earlier entries, in "
+	listFoldN      = " earlier entries"
+	listFoldIn     = ", in "
 	maxListFoldIDs = 3
 )
 
@@ -35,7 +37,11 @@ func (f listFold) line() string {
 	if f.n == 0 {
 		return ""
 	}
-	return listFoldPrefix + strconv.Itoa(f.n) + listFoldIn + strings.Join(f.ids, ", ")
+	line := listFoldPrefix + strconv.Itoa(f.n) + listFoldN
+	if len(f.ids) > 0 { // a hand-off has no id of its own
+		line += listFoldIn + strings.Join(f.ids, ", ")
+	}
+	return line
 }
 
 // add counts n more entries left out, held by id's originals.
@@ -62,9 +68,10 @@ func splitListFold(items []string) ([]string, listFold) {
 	out := items[:0:0]
 	for _, it := range items {
 		rest, ok := strings.CutPrefix(it, listFoldPrefix)
-		n, ids, ok2 := strings.Cut(rest, listFoldIn)
+		n, ids, ok2 := strings.Cut(rest, listFoldN)
 		count, err := strconv.Atoi(n)
-		if !ok || !ok2 || err != nil || count <= 0 {
+		ids, ok3 := strings.CutPrefix(ids, listFoldIn)
+		if !ok || !ok2 || err != nil || count <= 0 || (!ok3 && ids != "") {
 			out = append(out, it)
 			continue
 		}
@@ -76,6 +83,15 @@ func splitListFold(items []string) ([]string, listFold) {
 		}
 	}
 	return out, f
+}
+
+// foldLast is Files' paths (most recent first) before its fold line, if
+// any.
+func foldLast(f listFold, items []string) []string {
+	if l := f.line(); l != "" {
+		return append(items[:len(items):len(items)], l)
+	}
+	return items
 }
 
 // withFold is a list's items after its fold line, if any.

@@ -13,7 +13,8 @@ import (
 )
 
 // TestCarriedListsFoldWhatTheyDrop: the lists an extractive summary
-// carries from summary to summary (Decisions, Errors and resolutions) at
+// carries from summary to summary (Decisions, Errors and resolutions, and
+// Files within its own budget) at
 // the cap of a prose that yielded to a folding trail (200 of 800: its
 // sections get 50 tokens) keep what they leave out as one fold line each,
 // which counts every entry dropped and names the summary whose originals
@@ -49,7 +50,7 @@ func TestCarriedListsFoldWhatTheyDrop(t *testing.T) {
 			title, body, _ := strings.Cut(sec, "\n")
 			sections[title] = body
 		}
-		for _, title := range []string{summarize.SecDecisions, summarize.SecErrors} {
+		for _, title := range []string{summarize.SecDecisions, summarize.SecErrors, summarize.SecFiles} {
 			body := sections[title]
 			m := foldRe.FindStringSubmatch(body)
 			if m == nil {
@@ -57,9 +58,16 @@ func TestCarriedListsFoldWhatTheyDrop(t *testing.T) {
 				continue
 			}
 			folded, _ := strconv.Atoi(m[1])
-			shown := strings.Count(body, "\n- ") // the bullets after the fold line
-			if body != "" && !strings.HasPrefix(body, "- folded") {
-				t.Errorf("%s: the fold line is not first:\n%s", title, body)
+			lines := strings.Split(strings.TrimSpace(body), "\n")
+			shown := len(lines) - 1 // the entries beside the fold line
+			// The fold line is on the side of the oldest entries: first in
+			// the lists, last in Files (most recent first).
+			side := lines[0]
+			if title == summarize.SecFiles {
+				side = lines[len(lines)-1]
+			}
+			if side != m[0] {
+				t.Errorf("%s: the fold line is not on the side of the oldest entries:\n%s", title, body)
 			}
 			if folded+shown != want {
 				t.Errorf("%s: %d folded and %d shown, want %d in all:\n%s", title, folded, shown, want, out)

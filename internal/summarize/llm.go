@@ -194,7 +194,8 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	carried := append(append(previousFiles(parseSections(in.Previous)), pathRe.FindAllString(prose, maxFiles)...), trailFiles(in.Previous)...)
 	trail := trailOf(in)
 	inSummary, inTrail := heldPaths(summary), heldPaths(trail)
-	for _, f := range writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), countOrEstimate(in)) {
+	kept, _ := writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), countOrEstimate(in))
+	for _, f := range kept {
 		if !inSummary(f) && !inTrail(f) {
 			missing = append(missing, "- "+f)
 		}

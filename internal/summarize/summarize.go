@@ -84,10 +84,21 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 	count := countOrEstimate(in)
 	// The previous summary's files: its Files section, then the files its
 	// trail named (newest first), which this trail may have folded.
-	fileList := writtenPaths(in.Messages, append(previousFiles(prev), trailFiles(in.Previous)...), filesBudget(in.MaxTokens), count)
-	if trail != "" {
-		fileList = slices.DeleteFunc(fileList, heldPaths(trail))
+	// Files is carried too: what its budget leaves out folds, its fold
+	// line last (the oldest paths go), within the budget (listfold.go).
+	_, folds[SecFiles] = splitListFold(prev[SecFiles])
+	carried := append(previousFiles(prev), trailFiles(in.Previous)...)
+	fileList, leftFiles := writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), count)
+	if len(leftFiles) > 0 {
+		reserve := count("- " + folds[SecFiles].add(maxFiles*maxFiles, in.ID).line() + "\n")
+		fileList, leftFiles = writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens)-reserve, count)
 	}
+	if trail != "" {
+		held := heldPaths(trail)
+		fileList = slices.DeleteFunc(fileList, held)
+		leftFiles = slices.DeleteFunc(leftFiles, held) // the trail holds them
+	}
+	folds[SecFiles] = folds[SecFiles].add(len(leftFiles), in.ID)
 	var state string
 	for i := range in.Messages {
 		m := &in.Messages[i]
@@ -157,8 +168,8 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 		writeListed(&b, SecState, []string{clip(state, stateChars)}, false)
 		writeListed(&b, SecPending, withFold(folds[SecPending], lists[SecPending]), true)
 		writeListed(&b, SecFocus, focus, true)
-		if len(fileList) > 0 {
-			writeSection(&b, SecFiles, fileList, true)
+		if files := foldLast(folds[SecFiles], fileList); len(files) > 0 {
+			writeSection(&b, SecFiles, files, true)
 		}
 		return b.String()
 	}
@@ -169,9 +180,9 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 	// What a list drops is folded into its fold line, never left out
 	// silently (listfold.go).
 	files := 0
-	if len(fileList) > 0 {
+	if list := foldLast(folds[SecFiles], fileList); len(list) > 0 {
 		var b strings.Builder
-		writeSection(&b, SecFiles, fileList, true)
+		writeSection(&b, SecFiles, list, true)
 		files = count(b.String())
 	}
 trim:
@@ -205,6 +216,7 @@ trim:
 	// more than the planner left it (TestSummaryOvershootIsBounded).
 	for len(fileList) > 0 && count(out) > in.MaxTokens {
 		fileList = fileList[:len(fileList)-1]
+		folds[SecFiles] = folds[SecFiles].add(1, in.ID)
 		out = doc(stateChars)
 	}
 	return out
