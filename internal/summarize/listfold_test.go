@@ -90,3 +90,39 @@ func TestCarriedListsFoldWhatTheyDrop(t *testing.T) {
 	}
 	check(out2, 50, "sum_2_1, sum_1_1")
 }
+
+// TestListFoldStaysBounded: over a chain of summaries each fold line keeps
+// counting every entry left out while it names at most three ids, the
+// newest first, so the line does not grow with the chain.
+func TestListFoldStaysBounded(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	foldRe := regexp.MustCompile(`(?m)^- folded: (\d+) earlier entries, in (.+)$`)
+	prev, total := "", 0
+	for round := 1; round <= 6; round++ {
+		var msgs []chat.Message
+		for i := range 20 {
+			msgs = append(msgs, chat.Message{ID: fmt.Sprintf("msg_%d_%d", round, i), Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText,
+				Text: fmt.Sprintf("The issue is in round %d, step %d.", round, i)}}})
+		}
+		total += 20
+		id := fmt.Sprintf("sum_%d_1", round)
+		out, err := summarize.Extractive{}.Summarize(t.Context(), compaction.SummaryInput{Round: round, ID: id, OriginalTask: "Fix it.",
+			MaxTokens: 200, TrailMaxTokens: -1, Count: count, Messages: msgs, Previous: prev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, decisions, _ := strings.Cut(out, "## "+summarize.SecDecisions+"\n")
+		decisions, _, _ = strings.Cut(decisions, "\n## ")
+		m := foldRe.FindStringSubmatch(decisions)
+		if m == nil {
+			t.Fatalf("round %d: Decisions folds nothing:\n%s", round, out)
+		}
+		folded, _ := strconv.Atoi(m[1])
+		shown := len(strings.Split(strings.TrimSpace(decisions), "\n")) - 1
+		ids := strings.Split(m[2], ", ")
+		if folded+shown != total || len(ids) > 3 || ids[0] != id {
+			t.Errorf("round %d: %d folded, %d shown (want %d in all), ids %q (want at most 3, %s first)", round, folded, shown, total, ids, id)
+		}
+		prev = out
+	}
+}
