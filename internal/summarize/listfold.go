@@ -1,6 +1,7 @@
 package summarize
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -23,6 +24,14 @@ const (
 	listFoldN      = " earlier entries"
 	listFoldIn     = ", in "
 	maxListFoldIDs = 3
+	// maxListFoldCount bounds a fold's count: a previous summary (an
+	// LLM's may write anything) could count past an int, and merged
+	// counts overflowed to a negative or a small, wrong one.
+	maxListFoldCount = 1 << 30
+	// quotedEntry starts an entry a message gave that reads as a fold line
+	// (a tool's output may): the chained summary reads it as an entry,
+	// not as a count of entries and ids to expand (quoteFoldLike).
+	quotedEntry = "> "
 )
 
 // listFold is what one list left out: how many entries, and the ids whose
@@ -58,7 +67,7 @@ func (f listFold) add(n int, id string) listFold {
 	if id == "" { // no id to name (a summary input without one): keep the older ones
 		ids = f.ids
 	}
-	return listFold{n: f.n + n, ids: ids}
+	return listFold{n: min(f.n+min(n, maxListFoldCount), maxListFoldCount), ids: ids}
 }
 
 // splitListFold takes a carried list's fold line out of items (the
@@ -75,14 +84,27 @@ func splitListFold(items []string) ([]string, listFold) {
 			out = append(out, it)
 			continue
 		}
-		f.n += count
+		f.n = min(f.n+min(count, maxListFoldCount), maxListFoldCount)
 		for _, id := range strings.Split(ids, ", ") {
-			if id = strings.TrimSpace(id); id != "" && len(f.ids) < maxListFoldIDs {
+			if id = strings.TrimSpace(id); id != "" && len(f.ids) < maxListFoldIDs && !slices.Contains(f.ids, id) {
 				f.ids = append(f.ids, id)
 			}
 		}
 	}
 	return out, f
+}
+
+// quoteFoldLike marks the entries of items that splitListFold would read
+// as a fold line (quotedEntry): only the summarizer writes fold lines, a
+// message's text (a tenant's tool output) never counts entries or names
+// ids in one.
+func quoteFoldLike(items []string) []string {
+	for i, it := range items {
+		if _, f := splitListFold([]string{it}); f.n > 0 {
+			items[i] = quotedEntry + it
+		}
+	}
+	return items
 }
 
 // foldLast is Files' paths (most recent first) before its fold line, if

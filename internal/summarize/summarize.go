@@ -152,7 +152,7 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 	}
 
 	for _, s := range listSections {
-		lists[s] = dedupe(lists[s])
+		lists[s] = dedupe(quoteFoldLike(lists[s]))
 	}
 	doc := func(stateChars int) string {
 		var b strings.Builder
