@@ -20,13 +20,17 @@ func askTokens(in compaction.SummaryInput) int { return max(in.MaxTokens, in.Ask
 // withinCap is an LLM's answer less its last whole lines while it is over
 // the summary's cap (in.MaxTokens, in the session's count): asked for more
 // than the cap (askTokens), a model may write more. Lines go whole, so no
-// word is cut; an answer whose first line alone is over the cap leaves
-// nothing (ErrEmptyAnswer: the extractive summary then).
+// word is cut, and so do the headings left without their lines; an answer
+// whose first line alone is over the cap, or of which only headings are
+// left, leaves nothing (ErrEmptyAnswer: the extractive summary then).
 func withinCap(text string, in compaction.SummaryInput) string {
 	if in.AskTokens <= in.MaxTokens {
 		return text // asked for no more than the cap: max_tokens held it
 	}
 	count := countOrEstimate(in)
+	if count(text) <= in.MaxTokens {
+		return text
+	}
 	for text != "" && count(text) > in.MaxTokens {
 		i := strings.LastIndexByte(text, '\n')
 		if i < 0 {
@@ -34,5 +38,15 @@ func withinCap(text string, in compaction.SummaryInput) string {
 		}
 		text = strings.TrimSpace(text[:i])
 	}
-	return text
+	// A heading whose lines went is left out too, and an answer of
+	// headings alone is an empty one (a section written as one paragraph
+	// over the cap left "## Current state" as the summary).
+	for text != "" {
+		i := strings.LastIndexByte(text, '\n')
+		if !strings.HasPrefix(strings.TrimSpace(text[i+1:]), "#") {
+			return text
+		}
+		text = strings.TrimSpace(text[:max(i, 0)])
+	}
+	return ""
 }
