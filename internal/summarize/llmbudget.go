@@ -1,6 +1,7 @@
 package summarize
 
 import (
+	"sort"
 	"strings"
 
 	"github.com/contextd/contextd/internal/compaction"
@@ -31,13 +32,25 @@ func withinCap(text string, in compaction.SummaryInput) string {
 	if count(text) <= in.MaxTokens {
 		return text
 	}
-	for text != "" && count(text) > in.MaxTokens {
-		i := strings.LastIndexByte(text, '\n')
-		if i < 0 {
-			return ""
+	// The longest prefix of whole lines within the cap, found by bisection
+	// over the line ends: O(log lines) counts of at most the answer, which
+	// is as long as summary_max_tokens (a tenant's setting) lets it be
+	// (one count a line left out was quadratic in it).
+	var ends []int // the prefixes: text up to each newline
+	for i := range len(text) {
+		if text[i] == '\n' {
+			ends = append(ends, i)
 		}
-		text = strings.TrimSpace(text[:i])
 	}
+	fits := func(k int) bool { return count(strings.TrimSpace(text[:ends[k]])) <= in.MaxTokens }
+	k := sort.Search(len(ends), func(k int) bool { return !fits(k) }) - 1
+	for k >= 0 && !fits(k) { // a count not monotone in the prefix (never seen)
+		k--
+	}
+	if k < 0 {
+		return ""
+	}
+	text = strings.TrimSpace(text[:ends[k]])
 	// A heading whose lines went is left out too, and an answer of
 	// headings alone is an empty one (a section written as one paragraph
 	// over the cap left "## Current state" as the summary).
