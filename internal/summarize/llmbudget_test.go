@@ -58,9 +58,13 @@ func TestYieldedCapLeavesTheModelItsBudget(t *testing.T) {
 	} {
 		got = nil
 		in := compaction.SummaryInput{Round: 1, OriginalTask: "fix the build", MaxTokens: 200, AskTokens: 800, Count: count}
-		summary, _, err := c.m.SummarizeMetered(t.Context(), in)
+		summary, u, err := c.m.SummarizeMetered(t.Context(), in)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
+		}
+		// What the model wrote past the cap is billed, though left out.
+		if u.Output != 700 {
+			t.Errorf("%s: %d output tokens billed; want the answer's 700", c.name, u.Output)
 		}
 		if len(got) != 1 || !strings.Contains(got[0], c.cap) || !strings.Contains(got[0], "Stay under 200 tokens") {
 			t.Errorf("%s: asked %q; want %s, told to stay under 200", c.name, got, c.cap)
