@@ -219,6 +219,18 @@ trim:
 		folds[SecFiles] = folds[SecFiles].add(1, in.ID)
 		out = doc(stateChars)
 	}
+	// The fold lines are part of that floor (one a list): where they take
+	// the summary over its cap, each names only its newest id, whose
+	// originals hold the previous summary, whose fold line names the older
+	// ones (one expand further; TestFoldLinesStayWithinCap).
+	if count(out) > in.MaxTokens {
+		for s, f := range folds {
+			if len(f.ids) > 1 {
+				folds[s] = listFold{n: f.n, ids: f.ids[:1]}
+			}
+		}
+		out = doc(stateChars)
+	}
 	return out
 }
 
