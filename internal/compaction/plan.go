@@ -35,6 +35,12 @@ type SummaryInput struct {
 	Messages       []chat.Message
 	Instructions   string
 	MaxTokens      int
+	// AskTokens is the max_tokens an LLM summarizer asks its model for
+	// when it is more than MaxTokens: summary_max_tokens, which the cap
+	// giving way to the trail (trailAndCap, overWithTrail) does not lower,
+	// since a reasoning model counts its reasoning in it; the answer is
+	// held to MaxTokens, its last lines left out (internal/summarize).
+	AskTokens int
 	// TrailMaxTokens is the budget of the summary's exact artifact trail,
 	// on top of MaxTokens (TrailBudget; 0: TrailTokens says; negative: no
 	// room for a trail, the summary has none).
@@ -245,17 +251,13 @@ func (p *planner) addTier(t Tier) {
 // pair partners of those).
 func (p *planner) protected() map[string]bool {
 	keep := map[string]bool{}
-	latestUser := ""
 	for i := range p.view {
 		m := &p.view[i]
 		if m.Pinned || m.ID == p.req.OriginalTaskID {
 			keep[m.ID] = true
 		}
-		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && (m.Kind != chat.KindPlaceholder || IsStandIn(m)) {
-			latestUser = m.ID // a stand-in (pruneScaffolding) is the message it stands in for
-		}
 	}
-	if latestUser != "" {
+	if latestUser := latestUserID(p.view); latestUser != "" {
 		keep[latestUser] = true
 	}
 	for id := range p.instructions() {
@@ -637,7 +639,7 @@ func (p *planner) summarize() error {
 	tool := p.req.Policy.ExposeExpandTool
 	input := func(h head) SummaryInput {
 		return SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: h.previous, PreviousFolded: h.folded, Messages: h.summarized,
-			Instructions: p.req.Instructions, MaxTokens: summaryCap, TrailMaxTokens: trailMax(trail),
+			Instructions: p.req.Instructions, MaxTokens: summaryCap, AskTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trailMax(trail),
 			ID: sumID, ExpandTool: tool, Count: p.req.CountText, Kept: p.keptWith(h)}
 	}
 	trails := map[int]MeasuredTrail{} // the trail measured of each cut (at most 1 + maxTrailCuts)
@@ -652,6 +654,13 @@ func (p *planner) summarize() error {
 			if len(h.replaced) == 0 {
 				return nil
 			}
+		}
+	}
+	if t, ok := trails[cut]; ok && p.overWithTrail(h, t) {
+		// The prose yields its cap to a trail that folds (overWithTrail).
+		if floor := p.req.Policy.SummaryMaxTokens / minProseShare; summaryCap > floor {
+			trail, summaryCap = trail+summaryCap-floor, floor
+			trails[cut] = p.req.Trail(input(h))
 		}
 	}
 	in := input(h)

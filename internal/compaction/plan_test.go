@@ -346,6 +346,14 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	// A user message of no kind is the latest user message to Validate as
+	// to the planner, which keeps it (latestUserID): Validate counted only
+	// "normal" ones and checked the task in its place.
+	unkinded := append([]chat.Message(nil), orig...)
+	unkinded[3].Kind = ""
+	if err := compaction.Validate(unkinded, unkinded[:3], "m1"); err == nil || !strings.Contains(err.Error(), "the latest user message") {
+		t.Errorf("a latest user message of no kind removed: %v", err)
+	}
 	pending := (&builder{}).user("task").assistant("", "x").msgs
 	if err := compaction.ValidatePairs(pending); err != nil {
 		t.Errorf("a pending call of the last assistant message is fine: %v", err)

@@ -111,13 +111,7 @@ func (p *planner) pruneScaffolding() {
 // scaffolding and not standing instructions. One pass over
 // the view and those two messages' text.
 func scaffoldParts(view []chat.Message, originalTaskID string) [][2]int {
-	latest := ""
-	for i := range view {
-		m := &view[i]
-		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && (m.Kind != chat.KindPlaceholder || IsStandIn(m)) {
-			latest = m.ID
-		}
-	}
+	latest := latestUserID(view)
 	var out [][2]int
 	for i := range view {
 		m := &view[i]
@@ -131,6 +125,20 @@ func scaffoldParts(view []chat.Message, originalTaskID string) [][2]int {
 		}
 	}
 	return out
+}
+
+// latestUserID returns the id of the view's latest user message that is
+// not a summary or a placeholder, or of the stand-in (pruneScaffolding)
+// that is that message; "" when there is none. One pass over the view.
+func latestUserID(view []chat.Message) string {
+	latest := ""
+	for i := range view {
+		m := &view[i]
+		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && (m.Kind != chat.KindPlaceholder || IsStandIn(m)) {
+			latest = m.ID
+		}
+	}
+	return latest
 }
 
 // IsStandIn reports whether m is a stand-in (pruneScaffolding) for a

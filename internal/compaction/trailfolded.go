@@ -20,6 +20,9 @@ type MeasuredTrail struct {
 	Text   string
 	Tokens int
 	Folded string
+	// Folds says the trail folded lines it holds whole (in Folded) into
+	// its count: more room would show them (overWithTrail).
+	Folds bool
 }
 
 // foldedMeta is the metadata of a summary whose trail folded folded: none

@@ -26,12 +26,7 @@ func Validate(before, after []chat.Message, originalTaskID string) error {
 	if len(after) > 0 && len(before) > 0 && before[0].Role == chat.RoleUser && after[0].Role != chat.RoleUser {
 		return fmt.Errorf("the first message is a %s message, not a user message", after[0].Role)
 	}
-	latestUser := ""
-	for i := range before {
-		if before[i].Role == chat.RoleUser && (before[i].Kind == chat.KindNormal || IsStandIn(&before[i])) {
-			latestUser = before[i].ID // or its stand-in (pruneScaffolding)
-		}
-	}
+	latestUser := latestUserID(before) // or its stand-in (pruneScaffolding)
 	// The few messages that must survive, by id; one pass over after
 	// finds them (no index of the whole view).
 	must := map[string]*chat.Message{}

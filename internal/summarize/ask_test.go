@@ -119,3 +119,27 @@ func TestSummaryCutAtMaxTokensEndsWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptLeavesOutThePreviousTrail: the previous summary the model is
+// asked to integrate is sent without its trail, which contextd merges into
+// the new summary itself (PinFacts): sent, it asked the model to restate
+// in prose, within its cap, what the trail holds exactly. Its prose is
+// sent; a previous summary without a trail is sent as it is.
+func TestPromptLeavesOutThePreviousTrail(t *testing.T) {
+	prose := "[contextd summary, round 1.]\n\n## Current state\nworking on the parser"
+	in := compaction.SummaryInput{Round: 2, OriginalTask: "fix the build", MaxTokens: 800,
+		Previous: prose + "\n## Trail\n(exact, from the original messages)\n- ran: pytest tests/test_calc.py — exit 1, msg_3\n- edited: src/calc.py — msg_5\n"}
+	got := userPrompt(in)
+	if !strings.Contains(got, "<previous_summary>\n"+prose+"\n"+trailLeftOut+"\n</previous_summary>") {
+		t.Errorf("the previous summary's prose is not sent, or not with the note:\n%s", got)
+	}
+	for _, gone := range []string{"## Trail", "pytest tests/test_calc.py", "src/calc.py — msg_5"} {
+		if strings.Contains(got, gone) {
+			t.Errorf("the prompt holds %q of the previous trail:\n%s", gone, got)
+		}
+	}
+	in.Previous = prose
+	if got := userPrompt(in); !strings.Contains(got, "<previous_summary>\n"+prose+"\n</previous_summary>") {
+		t.Errorf("a previous summary without a trail is not sent as it is:\n%s", got)
+	}
+}

@@ -37,9 +37,10 @@ func filesBudget(maxTokens int) int { return min(maxTokens/2, maxFilesTokens) }
 // writtenPaths returns the paths written in msgs (see SecFiles), then those
 // of previous (carried over from an earlier round, already most recent
 // first), deduplicated, most recently mentioned first, and cut to the token
-// budget (count measures one "- path" line). Work is linear in the text of
-// msgs; at most maxFiles paths are kept.
-func writtenPaths(msgs []chat.Message, previous []string, budget int, count func(string) int) []string {
+// budget (count measures one "- path" line), and those the budget left
+// out (the extractive summary folds them: listfold.go). Work is linear in
+// the text of msgs; at most maxFiles paths are kept.
+func writtenPaths(msgs []chat.Message, previous []string, budget int, count func(string) int) (kept, left []string) {
 	last := map[string]int{} // path → index of the message that last wrote it
 	var order []string
 	note := func(text string, i int) {
@@ -88,20 +89,20 @@ func writtenPaths(msgs []chat.Message, previous []string, budget int, count func
 			dirs[p[i+1:]] = true
 		}
 	}
-	out := recent[:0]
+	out := recent[:0:0]
 	used := 0
 	for _, p := range recent {
 		if !strings.Contains(p, "/") && dirs[p] {
 			continue
 		}
-		c := count("- " + p + "\n")
-		if used+c > budget || len(out) == maxFiles {
-			break
+		if c := count("- " + p + "\n"); len(left) > 0 || used+c > budget || len(out) == maxFiles {
+			left = append(left, p)
+		} else {
+			used += c
+			out = append(out, p)
 		}
-		used += c
-		out = append(out, p)
 	}
-	return out
+	return out, left
 }
 
 // urlRe matches a URL, which pathRe would read a path out of (without its
@@ -109,9 +110,9 @@ func writtenPaths(msgs []chat.Message, previous []string, budget int, count func
 var urlRe = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s<>"'` + "`" + `)\]}]+`)
 
 // previousFiles reads the files a previous summary carried: its SecFiles
-// section, and the legacy Completed work bullet.
+// section (less its fold line), and the legacy Completed work bullet.
 func previousFiles(sections map[string][]string) []string {
-	out := append([]string(nil), sections[SecFiles]...)
+	out, _ := splitListFold(sections[SecFiles])
 	for _, item := range sections[SecDone] {
 		if rest, ok := strings.CutPrefix(item, legacyFilesPrefix); ok {
 			out = append(out, strings.Split(rest, ", ")...)

@@ -76,8 +76,8 @@ func (o *OpenAI) Summarize(ctx context.Context, in compaction.SummaryInput) (str
 // SummarizeMetered implements Metered: the usage comes from the response's
 // usage block (prompt_tokens includes the cached ones).
 func (o *OpenAI) SummarizeMetered(ctx context.Context, in compaction.SummaryInput) (string, Usage, error) {
-	text, u, cut, err := o.ask(ctx, systemPrompt, userPrompt(in), in.MaxTokens)
-	text = wholeLines(text, cut)
+	text, u, cut, err := o.ask(ctx, systemPrompt, userPrompt(in), askTokens(in))
+	text = withinCap(wholeLines(text, cut), in)
 	if err == nil && text == "" {
 		err = fmt.Errorf("openai-compatible model (%s): %w", o.model, ErrEmptyAnswer)
 	}
@@ -116,8 +116,8 @@ func (a *Anthropic) Summarize(ctx context.Context, in compaction.SummaryInput) (
 
 // SummarizeMetered implements Metered, from the response's usage block.
 func (a *Anthropic) SummarizeMetered(ctx context.Context, in compaction.SummaryInput) (string, Usage, error) {
-	text, u, cut, err := a.ask(ctx, systemPrompt, userPrompt(in), in.MaxTokens)
-	text = wholeLines(text, cut)
+	text, u, cut, err := a.ask(ctx, systemPrompt, userPrompt(in), askTokens(in))
+	text = withinCap(wholeLines(text, cut), in)
 	if err == nil && text == "" {
 		err = fmt.Errorf("anthropic model (%s): %w", a.model, ErrEmptyAnswer)
 	}
@@ -187,14 +187,15 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	// they carry over too, after its Files section.
 	// Its trail is not prose (the new trail merges it), and a URL is no
 	// path: a path read out of one would lose its scheme and host's slash.
-	prose, _, _ := strings.Cut(in.Previous, "\n## "+SecTrail+"\n")
+	prose, _ := withoutTrail(in.Previous)
 	prose = urlRe.ReplaceAllString(prose, " ")
 	// And the paths its trail showed, which this trail may fold (as the
 	// extractive Files carries them).
 	carried := append(append(previousFiles(parseSections(in.Previous)), pathRe.FindAllString(prose, maxFiles)...), trailFiles(in.Previous)...)
 	trail := trailOf(in)
 	inSummary, inTrail := heldPaths(summary), heldPaths(trail)
-	for _, f := range writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), countOrEstimate(in)) {
+	kept, _ := writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), countOrEstimate(in))
+	for _, f := range kept {
 		if !inSummary(f) && !inTrail(f) {
 			missing = append(missing, "- "+f)
 		}

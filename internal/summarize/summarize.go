@@ -76,17 +76,29 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 	in = boundInput(in)
 	prev := parseSections(in.Previous)
 	lists := map[string][]string{}
+	folds := map[string]listFold{} // what each list left out (listfold.go)
 	for _, s := range listSections {
-		lists[s] = append(lists[s], prev[s]...)
+		lists[s], folds[s] = splitListFold(prev[s])
 	}
 	lists[SecDone] = dropLegacyFiles(lists[SecDone])
 	count := countOrEstimate(in)
 	// The previous summary's files: its Files section, then the files its
 	// trail named (newest first), which this trail may have folded.
-	fileList := writtenPaths(in.Messages, append(previousFiles(prev), trailFiles(in.Previous)...), filesBudget(in.MaxTokens), count)
-	if trail != "" {
-		fileList = slices.DeleteFunc(fileList, heldPaths(trail))
+	// Files is carried too: what its budget leaves out folds, its fold
+	// line last (the oldest paths go), within the budget (listfold.go).
+	_, folds[SecFiles] = splitListFold(prev[SecFiles])
+	carried := append(previousFiles(prev), trailFiles(in.Previous)...)
+	fileList, leftFiles := writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), count)
+	if len(leftFiles) > 0 {
+		reserve := count("- " + folds[SecFiles].add(maxFiles*maxFiles, in.ID).line() + "\n")
+		fileList, leftFiles = writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens)-reserve, count)
 	}
+	if trail != "" {
+		held := heldPaths(trail)
+		fileList = slices.DeleteFunc(fileList, held)
+		leftFiles = slices.DeleteFunc(leftFiles, held) // the trail holds them
+	}
+	folds[SecFiles] = folds[SecFiles].add(len(leftFiles), in.ID)
 	var state string
 	for i := range in.Messages {
 		m := &in.Messages[i]
@@ -140,22 +152,24 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 	}
 
 	for _, s := range listSections {
-		lists[s] = dedupe(lists[s])
+		lists[s] = dedupe(quoteFoldLike(lists[s]))
 	}
 	doc := func(stateChars int) string {
 		var b strings.Builder
 		b.WriteString(compaction.SummaryHeader(in.Round, in.ID, in.ExpandTool))
 		writeSection(&b, SecTask, []string{taskInView}, false)
-		if len(lists[SecDone]) > 0 { // the trail lists this round's calls
-			writeSection(&b, SecDone, lists[SecDone], true)
+		if done := withFold(folds[SecDone], lists[SecDone]); len(done) > 0 { // the trail lists this round's calls
+			writeSection(&b, SecDone, done, true)
 		}
-		writeSection(&b, SecDecisions, lists[SecDecisions], true)
-		writeSection(&b, SecErrors, lists[SecErrors], true)
-		writeSection(&b, SecState, []string{clip(state, stateChars)}, false)
-		writeSection(&b, SecPending, lists[SecPending], true)
-		writeSection(&b, SecFocus, focus, true)
-		if len(fileList) > 0 {
-			writeSection(&b, SecFiles, fileList, true)
+		// A section with nothing in it is left out (its "(none)" was
+		// re-sent in every request until the next compaction).
+		writeListed(&b, SecDecisions, withFold(folds[SecDecisions], lists[SecDecisions]), true)
+		writeListed(&b, SecErrors, withFold(folds[SecErrors], lists[SecErrors]), true)
+		writeListed(&b, SecState, []string{clip(state, stateChars)}, false)
+		writeListed(&b, SecPending, withFold(folds[SecPending], lists[SecPending]), true)
+		writeListed(&b, SecFocus, focus, true)
+		if files := foldLast(folds[SecFiles], fileList); len(files) > 0 {
+			writeSection(&b, SecFiles, files, true)
 		}
 		return b.String()
 	}
@@ -163,10 +177,12 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 	out := doc(stateChars)
 	// Cap: drop the oldest bullets of the longest list first, then shorten
 	// the text sections; the files have their own budget (filesBudget).
+	// What a list drops is folded into its fold line, never left out
+	// silently (listfold.go).
 	files := 0
-	if len(fileList) > 0 {
+	if list := foldLast(folds[SecFiles], fileList); len(list) > 0 {
 		var b strings.Builder
-		writeSection(&b, SecFiles, fileList, true)
+		writeSection(&b, SecFiles, list, true)
 		files = count(b.String())
 	}
 trim:
@@ -180,12 +196,14 @@ trim:
 		switch {
 		case longest != "" && len(lists[longest]) > 1:
 			lists[longest] = lists[longest][1:]
+			folds[longest] = folds[longest].add(1, in.ID)
 		case len(focus) > 1:
 			focus = focus[:len(focus)-1]
 		case stateChars > 100:
 			stateChars /= 2
 		case longest != "" && len(lists[longest]) == 1:
 			lists[longest] = nil
+			folds[longest] = folds[longest].add(1, in.ID)
 		default:
 			break trim // nothing left to cut
 		}
@@ -198,6 +216,19 @@ trim:
 	// more than the planner left it (TestSummaryOvershootIsBounded).
 	for len(fileList) > 0 && count(out) > in.MaxTokens {
 		fileList = fileList[:len(fileList)-1]
+		folds[SecFiles] = folds[SecFiles].add(1, in.ID)
+		out = doc(stateChars)
+	}
+	// The fold lines are part of that floor (one a list): where they take
+	// the summary over its cap, each names only its newest id, whose
+	// originals hold the previous summary, whose fold line names the older
+	// ones (one expand further; TestFoldLinesStayWithinCap).
+	if count(out) > in.MaxTokens {
+		for s, f := range folds {
+			if len(f.ids) > 1 {
+				folds[s] = listFold{n: f.n, ids: f.ids[:1]}
+			}
+		}
 		out = doc(stateChars)
 	}
 	return out
@@ -215,6 +246,14 @@ func writeSection(b *strings.Builder, title string, items []string, bullets bool
 		}
 		b.WriteString(it)
 		b.WriteString("\n")
+	}
+}
+
+// writeListed is writeSection of a section that has something in it, and
+// nothing otherwise.
+func writeListed(b *strings.Builder, title string, items []string, bullets bool) {
+	if len(items) > 0 && (len(items) > 1 || strings.TrimSpace(items[0]) != "") {
+		writeSection(b, title, items, bullets)
 	}
 }
 

@@ -313,3 +313,32 @@ func TestPinFactsPinsWhatAPersonWrote(t *testing.T) {
 		t.Errorf("want the person's request pinned, not the observation:\n%s", got)
 	}
 }
+
+// TestExtractiveLeavesOutEmptySections: a section with nothing in it is not
+// written (its heading and "(none)" were re-sent in every request until
+// the next compaction: Requested focus in every summary without
+// instructions); one with something in it is.
+func TestExtractiveLeavesOutEmptySections(t *testing.T) {
+	msgs := []chat.Message{
+		{ID: "msg_2", Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: "c1", Name: "bash", Arguments: `{"command":"ls src"}`}}}},
+		{ID: "msg_3", Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: "c1", Content: "a.py"}}}},
+		{ID: "msg_4", Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: "Listed."}}},
+	}
+	in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 800, Messages: msgs}
+	got, err := summarize.Extractive{}.Summarize(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []string{"(none)", "## " + summarize.SecFocus, "## " + summarize.SecDecisions, "## " + summarize.SecPending} {
+		if strings.Contains(got, gone) {
+			t.Errorf("the summary holds %q:\n%s", gone, got)
+		}
+	}
+	if !strings.Contains(got, "## "+summarize.SecState+"\nListed.") {
+		t.Errorf("the summary lacks its state:\n%s", got)
+	}
+	in.Instructions = "keep the listing"
+	if got, _ := (summarize.Extractive{}).Summarize(t.Context(), in); !strings.Contains(got, "## "+summarize.SecFocus+"\n- instructions: keep the listing") {
+		t.Errorf("the summary lacks its focus:\n%s", got)
+	}
+}

@@ -695,7 +695,9 @@ func expandSentence(in compaction.SummaryInput) string {
 // input it summarizes, from what this returned), so in.Trail is not read.
 func MeasureTrail(in compaction.SummaryInput) compaction.MeasuredTrail {
 	text, lines, again := trail(in, in.TrailTokens(), countOrEstimate(in))
-	return compaction.MeasuredTrail{Text: text, Tokens: countOrEstimate(in)(text), Folded: foldedLines(text, lines, again)}
+	folded := foldedLines(text, lines, again)
+	return compaction.MeasuredTrail{Text: text, Tokens: countOrEstimate(in)(text), Folded: folded,
+		Folds: folded != "" && !strings.HasPrefix(folded, againHeading)}
 }
 
 // trailOf is the trail of a summary of in, within its budget: the
@@ -705,6 +707,13 @@ func trailOf(in compaction.SummaryInput) string {
 		return *in.Trail
 	}
 	return Trail(in, in.TrailTokens(), countOrEstimate(in))
+}
+
+// withoutTrail returns summary up to its trail section (the trail is the
+// last section: withTrail), and whether it had one.
+func withoutTrail(summary string) (string, bool) {
+	prose, _, ok := strings.Cut(summary, "\n## "+SecTrail+"\n")
+	return prose, ok
 }
 
 // withTrail returns summary with trail in place of any trail section it

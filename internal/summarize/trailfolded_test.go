@@ -25,7 +25,7 @@ func TestSqueezedTrailComesBack(t *testing.T) {
 	}
 	squeezed := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 200, TrailMaxTokens: 150, Count: trailCount, Messages: msgs}
 	m1 := summarize.MeasureTrail(squeezed)
-	if !strings.Contains(m1.Text, "- folded: ") || m1.Folded == "" || strings.Contains(m1.Text, m1.Folded) {
+	if !strings.Contains(m1.Text, "- folded: ") || m1.Folded == "" || !m1.Folds || strings.Contains(m1.Text, m1.Folded) {
 		t.Fatalf("the squeezed trail folds nothing or shows what it folded:\n%s\nfolded:\n%s", m1.Text, m1.Folded)
 	}
 	squeezed.Trail = &m1.Text
@@ -41,7 +41,7 @@ func TestSqueezedTrailComesBack(t *testing.T) {
 			t.Errorf("the next trail lacks %q", cmd)
 		}
 	}
-	if strings.Contains(m2.Text, "- folded: ") || m2.Folded != "" {
+	if strings.Contains(m2.Text, "- folded: ") || m2.Folded != "" || m2.Folds {
 		t.Errorf("the next trail, with room, still folds:\n%s\nfolded:\n%s", m2.Text, m2.Folded)
 	}
 	// Without what the squeezed one folded, its lines stay a count.
@@ -76,6 +76,11 @@ func TestTrailLeavesOutWhatTheViewShowsAgain(t *testing.T) {
 		if !strings.Contains(got, stays) {
 			t.Errorf("the trail lacks %q:\n%s", stays, got)
 		}
+	}
+	// What it leaves out is kept beside it (Folded) but is not folded:
+	// more room would show nothing more (compaction's overWithTrail).
+	if m := summarize.MeasureTrail(in); m.Folded == "" || m.Folds {
+		t.Errorf("left out as shown again: Folded %q, Folds %v; want the lines and no fold", m.Folded, m.Folds)
 	}
 	in.Kept = nil
 	if got := summarize.MeasureTrail(in).Text; !strings.Contains(got, "pytest tests/test_a.py") {

@@ -29,13 +29,25 @@ const MaxSectionChars = 50_000
 // noise, so older messages are left out instead.
 const minShare = 2_000
 
-// userPrompt renders the summarization request.
+// trailLeftOut stands in a previous summary sent to the model for the
+// trail left out of it (userPrompt).
+const trailLeftOut = "(its exact trail of files, commands, tests and errors is left out here: contextd merges it into the new summary itself)"
+
+// userPrompt renders the summarization request: the previous summary
+// without its trail (withoutTrail).
 func userPrompt(in compaction.SummaryInput) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "This is compaction round %d. Stay under %d tokens.\n\n", in.Round, in.MaxTokens)
 	fmt.Fprintf(&b, "<original_task>\n%s\n</original_task>\n\n", strings.TrimSuffix(cut(in.OriginalTask, MaxSectionChars), "\n"))
 	if in.Previous != "" {
-		fmt.Fprintf(&b, "<previous_summary>\n%s\n</previous_summary>\n\n", strings.TrimSuffix(cut(in.Previous, MaxSectionChars), "\n"))
+		// Its trail is not the model's to integrate: contextd merges it into
+		// the new summary's (PinFacts), and sent, it asked the model to
+		// restate in prose what the trail holds exactly.
+		prev, trail := withoutTrail(in.Previous)
+		if trail {
+			prev += "\n" + trailLeftOut
+		}
+		fmt.Fprintf(&b, "<previous_summary>\n%s\n</previous_summary>\n\n", strings.TrimSuffix(cut(prev, MaxSectionChars), "\n"))
 	}
 	if in.Instructions != "" {
 		fmt.Fprintf(&b, "<instructions>\n%s\n</instructions>\n\n", in.Instructions)

@@ -1,0 +1,128 @@
+package summarize_test
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/summarize"
+)
+
+// TestCarriedListsFoldWhatTheyDrop: the lists an extractive summary
+// carries from summary to summary (Decisions, Errors and resolutions, and
+// Files within its own budget) at
+// the cap of a prose that yielded to a folding trail (200 of 800: its
+// sections get 50 tokens) keep what they leave out as one fold line each,
+// which counts every entry dropped and names the summary whose originals
+// hold them; a chained summary merges the count and names both ids. Each
+// entry is either shown or counted, and the summary stays within its cap.
+func TestCarriedListsFoldWhatTheyDrop(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	step := func(i int) []chat.Message {
+		id := fmt.Sprintf("c%d", i)
+		return []chat.Message{
+			{ID: fmt.Sprintf("msg_%d", 3*i+2), Role: chat.RoleAssistant, Parts: []chat.Part{
+				{Type: chat.PartText, Text: fmt.Sprintf("The issue is in step %d of pkg/mod%03d/file.go.", i, i)},
+				{Type: chat.PartToolCall, ToolCall: &chat.ToolCall{ID: id, Name: "bash", Arguments: fmt.Sprintf(`{"command":"go test ./pkg/mod%03d"}`, i)}}}},
+			{ID: fmt.Sprintf("msg_%d", 3*i+3), Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult,
+				ToolResult: &chat.ToolResult{ToolCallID: id, Content: fmt.Sprintf("error: step %d failed", i), IsError: true}}}},
+		}
+	}
+	var first, second []chat.Message
+	for i := range 40 {
+		first = append(first, step(i)...)
+	}
+	for i := 40; i < 50; i++ {
+		second = append(second, step(i)...)
+	}
+	foldRe := regexp.MustCompile(`(?m)^- folded: (\d+) earlier entries, in (.+)$`)
+	check := func(out string, want int, ids string) {
+		t.Helper()
+		if n := count(out); n > 200 {
+			t.Errorf("summary of %d tokens for a cap of 200:\n%s", n, out)
+		}
+		sections := map[string]string{}
+		for _, sec := range strings.Split(out, "\n## ")[1:] {
+			title, body, _ := strings.Cut(sec, "\n")
+			sections[title] = body
+		}
+		for _, title := range []string{summarize.SecDecisions, summarize.SecErrors, summarize.SecFiles} {
+			body := sections[title]
+			m := foldRe.FindStringSubmatch(body)
+			if m == nil {
+				t.Errorf("%s folds nothing, %d entries and %d lines shown:\n%s", title, want, strings.Count(body, "\n"), out)
+				continue
+			}
+			folded, _ := strconv.Atoi(m[1])
+			lines := strings.Split(strings.TrimSpace(body), "\n")
+			shown := len(lines) - 1 // the entries beside the fold line
+			// The fold line is on the side of the oldest entries: first in
+			// the lists, last in Files (most recent first).
+			side := lines[0]
+			if title == summarize.SecFiles {
+				side = lines[len(lines)-1]
+			}
+			if side != m[0] {
+				t.Errorf("%s: the fold line is not on the side of the oldest entries:\n%s", title, body)
+			}
+			if folded+shown != want {
+				t.Errorf("%s: %d folded and %d shown, want %d in all:\n%s", title, folded, shown, want, out)
+			}
+			if m[2] != ids {
+				t.Errorf("%s: fold names %q, want %q", title, m[2], ids)
+			}
+		}
+	}
+	in := compaction.SummaryInput{Round: 1, ID: "sum_1_1", OriginalTask: "Fix it.", MaxTokens: 200, TrailMaxTokens: -1, Count: count, Messages: first}
+	out1, err := summarize.Extractive{}.Summarize(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(out1, 40, "sum_1_1")
+	in = compaction.SummaryInput{Round: 2, ID: "sum_2_1", OriginalTask: "Fix it.", MaxTokens: 200, TrailMaxTokens: -1, Count: count, Messages: second, Previous: out1}
+	out2, err := summarize.Extractive{}.Summarize(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(out2, 50, "sum_2_1, sum_1_1")
+}
+
+// TestListFoldStaysBounded: over a chain of summaries each fold line keeps
+// counting every entry left out while it names at most three ids, the
+// newest first, so the line does not grow with the chain.
+func TestListFoldStaysBounded(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	foldRe := regexp.MustCompile(`(?m)^- folded: (\d+) earlier entries, in (.+)$`)
+	prev, total := "", 0
+	for round := 1; round <= 6; round++ {
+		var msgs []chat.Message
+		for i := range 20 {
+			msgs = append(msgs, chat.Message{ID: fmt.Sprintf("msg_%d_%d", round, i), Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText,
+				Text: fmt.Sprintf("The issue is in round %d, step %d.", round, i)}}})
+		}
+		total += 20
+		id := fmt.Sprintf("sum_%d_1", round)
+		out, err := summarize.Extractive{}.Summarize(t.Context(), compaction.SummaryInput{Round: round, ID: id, OriginalTask: "Fix it.",
+			MaxTokens: 200, TrailMaxTokens: -1, Count: count, Messages: msgs, Previous: prev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, decisions, _ := strings.Cut(out, "## "+summarize.SecDecisions+"\n")
+		decisions, _, _ = strings.Cut(decisions, "\n## ")
+		m := foldRe.FindStringSubmatch(decisions)
+		if m == nil {
+			t.Fatalf("round %d: Decisions folds nothing:\n%s", round, out)
+		}
+		folded, _ := strconv.Atoi(m[1])
+		shown := len(strings.Split(strings.TrimSpace(decisions), "\n")) - 1
+		ids := strings.Split(m[2], ", ")
+		if folded+shown != total || len(ids) > 3 || ids[0] != id {
+			t.Errorf("round %d: %d folded, %d shown (want %d in all), ids %q (want at most 3, %s first)", round, folded, shown, total, ids, id)
+		}
+		prev = out
+	}
+}
