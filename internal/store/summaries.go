@@ -12,7 +12,7 @@ type SummaryFinder interface {
 	// RecordSummary records sum as the latest summary session answered:
 	// one row per session, gone when the session is purged (or its id
 	// made again). A record replaces the session's only when it is newer
-	// (SummaryRecord.Newer): the record of an older answer that lands
+	// (SummaryRecord: newer by version, then seq): the record of an older answer that lands
 	// late (its write was slower, or its replica's) leaves the newer one.
 	RecordSummary(ctx context.Context, tenant, sessionID string, sum SummaryRecord) error
 	// FindSummaries returns sessions of the tenant, live or deleted (not
@@ -31,17 +31,15 @@ type SummaryFinder interface {
 // Across replicas Seq is as good as their clocks' agreement: two requests
 // of one version closer in time than the replicas' clocks differ may be
 // ordered the wrong way (docs/gateway.md).
+//
+// A record is newer than another when its Version is higher, or its
+// Version is the same and its Seq higher; both stores replace a session's
+// record only with a newer one, in their upsert's condition (a row
+// comparison of (version, seq)).
 type SummaryRecord struct {
 	Digest  string
 	Version int64
 	Seq     int64
-}
-
-// Newer reports whether r is newer than o: a higher Version, or the same
-// Version and a higher Seq. Both stores apply it in their upsert's
-// condition.
-func (r SummaryRecord) Newer(o SummaryRecord) bool {
-	return r.Version > o.Version || r.Version == o.Version && r.Seq > o.Seq
 }
 
 // SummaryHit is a session whose latest summary has Digest; Live unless it

@@ -2,7 +2,7 @@
 -- The order of a session's summary records (store.SummaryRecord): version
 -- (the session's, when the summary request was resolved), then seq (the
 -- request's arrival, Unix nanoseconds); the upsert replaces a row only
--- with a newer record (store.SummaryRecord.Newer), so an older answer
+-- with a newer record (store.SummaryRecord), so an older answer
 -- whose record lands late leaves the newer one. A column of its own, not
 -- an edit of 00017: 00017 is released and applied. The rows before it get
 -- version -1 and seq 0, below every record (sessions start at version 1,

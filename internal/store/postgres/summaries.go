@@ -7,7 +7,7 @@ import (
 )
 
 // RecordSummary: one upsert of the session's row (migrations 00017, 00019), which
-// replaces it only with a newer record (store.SummaryRecord.Newer: the
+// replaces it only with a newer record (store.SummaryRecord: the
 // row comparison orders by version, then seq).
 func (s *Store) RecordSummary(ctx context.Context, tenant, sessionID string, sum store.SummaryRecord) (err error) {
 	defer unavailable(&err)

@@ -8,7 +8,7 @@ import (
 
 // RecordSummary: one upsert of the session's row (migrations 00017, 00019), in a
 // write turn of its own, which replaces it only with a newer record
-// (store.SummaryRecord.Newer: the row comparison orders by version, then
+// (store.SummaryRecord: the row comparison orders by version, then
 // seq).
 func (s *Store) RecordSummary(ctx context.Context, tenant, sessionID string, sum store.SummaryRecord) error {
 	return s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {

@@ -12,7 +12,7 @@ import (
 // testFindSummaries: FindSummaries finds the sessions of the tenant whose
 // latest recorded summary has a digest, a deleted one (not yet purged)
 // as not live; a newer record replaces the session's, an older one that
-// lands after it does not (store.SummaryRecord.Newer: by version, then
+// lands after it does not (store.SummaryRecord: by version, then
 // seq); another
 // tenant's are not found; a digest many sessions recorded reads at most
 // limit rows; a session made again with a deleted or purged session's id
