@@ -101,21 +101,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		notifier = watch.PGNotifier{Pool: pg.Pool(), Log: log}
 	}
 	if lite, ok := st.(*sqlite.Store); ok {
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "contextd_sqlite_statements_total",
-			Help: "Statements run by the embedded SQLite store: those of its group-committed write transactions (BEGIN and COMMIT included) and of its hot reads; forks, retention and the view sweeps' reads are not counted."},
-			func() float64 { return float64(lite.Statements()) }))
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "contextd_sqlite_writer_busy_seconds_total",
-			Help: "Wall time the embedded SQLite store's group-committed write transactions held its one write turn (begin to commit, and the WAL's sync after a durable one), and its retention's deletes, which hold the same turn: its rate is the writer's busy share, near 1 the replica's writes are its limit."},
-			func() float64 { t, _ := lite.WriterBusy(); return t.Seconds() }))
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "contextd_sqlite_wal_sync_seconds_total",
-			Help: "Wall time of the embedded SQLite store's fsyncs of its WAL after durable commits (inside the write turn)."},
-			func() float64 { _, t := lite.WriterBusy(); return t.Seconds() }))
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "contextd_sqlite_write_groups_total",
-			Help: "Write transactions of the embedded SQLite store's group commit (each holds the calls queued when it began)."},
-			func() float64 { g, _ := lite.GroupStats(); return float64(g) }))
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "contextd_sqlite_write_calls_total",
-			Help: "Calls committed by the embedded SQLite store's group-committed write transactions."},
-			func() float64 { _, c := lite.GroupStats(); return float64(c) }))
+		telemetry.RegisterSQLite(reg, lite)
 	}
 	summarizers, err := summarize.NewSet(cfg.Summarizer, summarizerEndpoints(cfg))
 	if err != nil {
