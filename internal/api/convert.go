@@ -10,6 +10,7 @@ import (
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/tokens"
 )
 
@@ -43,13 +44,21 @@ var kindToProto = map[chat.Kind]contextdv1.MessageKind{
 // for the error): the gateway's marks of what a provider's compaction
 // dropped, which count nothing (chat/providercompaction.go) — set by a
 // client, its whole session would count 0 tokens, never be compacted and
-// pass the view's bounds; and compaction's marks of a stand-in
+// pass the view's bounds; compaction's marks of a stand-in
 // (compaction/scaffoldprune.go) — kept by the placeholder of a client's
 // message, they made it pass as the stand-in of the original task or of
 // the latest user message, which Validate then checked against that one,
-// and its parts as what the person typed; and every key of the gateway's
-// own (gatewayMetadata) — contextd.gateway.raw is the provider's JSON of
-// the message, which the gateway sends upstream in its place while it
+// and its parts as what the person typed; the mark of a client's version
+// of a message (engine.EditOfMetadata), which the engine reads as "stands
+// for log message X" when it compacts; a message's place in a client's
+// history (store.HistoryMetadata), indexed at append, so set by a client
+// it planted a history chain the gateway could match a stranger's
+// conversation into; the mark of a result the server recorded for an
+// interrupted tool call (engine.InterruptedMetadata), which
+// AppendMessages answers as the server's and the gateway reads as no
+// message of the client's; and every key of the gateway's own
+// (chat.MetaGatewayPrefix) — contextd.gateway.raw is the provider's JSON
+// of the message, which the gateway sends upstream in its place while it
 // counts as its parts, so set by a client it went upstream uncounted.
 // Refused, never stripped: the client learns its message is not stored as
 // sent. Other keys, contextd.* ones included (contextd.carried is a
@@ -59,11 +68,10 @@ var reservedMetadata = []struct{ key, why string }{
 	{chat.MetaProviderCompaction, "is set by the gateway only (what a provider's compaction dropped counts nothing)"},
 	{compaction.ScaffoldOfKey, "is set by compaction only (it marks the stand-in of a message whose scaffolding was pruned)"},
 	{compaction.ScaffoldNotesKey, "is set by compaction only (it marks a stand-in's notes)"},
+	{engine.EditOfMetadata, "is set by contextd only (it marks a client's version of a log message, which stands for that message)"},
+	{store.HistoryMetadata, "is set by the gateway only (it places a message in a client's history, which the gateway matches conversations by)"},
+	{engine.InterruptedMetadata, "is set by contextd only (it marks the result contextd recorded for an interrupted tool call)"},
 }
-
-// gatewayMetadata begins every key the gateway keeps on the messages it
-// stores (gateway/raw.go and beside it).
-const gatewayMetadata = "contextd.gateway."
 
 // reservedKey is the reserved key of metadata (the first in order of the
 // gateway's), and why it is, or "".
@@ -74,7 +82,7 @@ func reservedKey(metadata map[string]string) (key, why string) {
 		}
 	}
 	for k := range metadata { // at most 64 (protovalidate)
-		if strings.HasPrefix(k, gatewayMetadata) && (key == "" || k < key) {
+		if strings.HasPrefix(k, chat.MetaGatewayPrefix) && (key == "" || k < key) {
 			key = k
 		}
 	}

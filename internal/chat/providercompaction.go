@@ -17,6 +17,11 @@ package chat
 // summarizes or prunes what the provider has already dropped.
 const MetaProviderDropped = "contextd.provider_dropped"
 
+// MetaGatewayPrefix begins every metadata key the gateway keeps on the
+// messages it stores (gateway/raw.go and beside it): they are the
+// gateway's own, which no API client may set.
+const MetaGatewayPrefix = "contextd.gateway."
+
 // ProviderDropped reports whether m is a message the provider no longer
 // reads (MetaProviderDropped), as an original (a placeholder keeps its
 // original's metadata, but is contextd's own and is read).

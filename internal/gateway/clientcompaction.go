@@ -78,11 +78,11 @@ const historyCompacted = "compacted"
 // history in the log: the session's client history starts again there.
 // Its value is how many messages the compacted history holds (restartLen;
 // "1" in logs written before it said).
-const metaHistoryRestart = "contextd.gateway.history_restart"
+const metaHistoryRestart = chat.MetaGatewayPrefix + "history_restart"
 
 // metaCompactionItem marks a message carrying a provider compaction item
 // or block (carried.go), read or not.
-const metaCompactionItem = "contextd.gateway.compaction_item"
+const metaCompactionItem = chat.MetaGatewayPrefix + "compaction_item"
 
 // compactedShare: a client compaction's request holds at most 1/2 of the
 // log's messages, or at most 1/2 of the session's active view's tokens

@@ -57,7 +57,7 @@ const maxPickTail = 4
 
 // metaPicked marks the first message appended after a pick:
 // "<messages replaced>:<hex identity of the client's version>".
-const metaPicked = "contextd.gateway.picked"
+const metaPicked = chat.MetaGatewayPrefix + "picked"
 
 // pick is the assistant turn at the end of a session's log that the
 // request's message k stands for: the log messages' ids.
@@ -178,7 +178,7 @@ func pickEdit(c *conversation, res *resolved) *engine.PickInput {
 // metaChoices, on a recorded reply, lists the identities (hex, comma
 // separated) of the other choices the same answer offered (Chat
 // Completions' n > 1), at most maxChoices.
-const metaChoices = "contextd.gateway.choices"
+const metaChoices = chat.MetaGatewayPrefix + "choices"
 
 // maxChoices bounds the choices noted on a reply (metaChoices): 65 bytes
 // of metadata each.

@@ -14,14 +14,14 @@ import (
 const (
 	// metaDigest is the message's canonical digest (digestOf), so a resent
 	// history is matched against the log without re-reading its content.
-	metaDigest = "contextd.gateway.digest"
+	metaDigest = chat.MetaGatewayPrefix + "digest"
 	// metaRaw is the provider's own JSON of the message, kept only when the
 	// domain message cannot reproduce it (images' data, thinking blocks,
 	// reasoning items, unknown fields): {"s": door, "v": JSON}.
-	metaRaw = "contextd.gateway.raw"
+	metaRaw = chat.MetaGatewayPrefix + "raw"
 	// metaReply marks an assistant reply the gateway recorded from the
 	// provider's answer.
-	metaReply = "contextd.gateway.reply"
+	metaReply = chat.MetaGatewayPrefix + "reply"
 )
 
 // rawEnvelope is metaRaw's value.

@@ -12,26 +12,33 @@ import (
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/sqlite"
 	"github.com/contextd/contextd/internal/tokens"
 )
 
-// TestProviderCompactionMetadataIsReserved: the metadata keys by which the
-// gateway marks what a provider's compaction dropped (a message counted 0
-// tokens) and where it stopped reading (nothing before it counted) are the
-// gateway's own. Over a real gRPC listener, an API client that sets either on
-// AppendMessages, PrepareContext, CountTokens or GetContextUsage is InvalidArgument naming the
-// key, and the session is unchanged — otherwise a client could make its whole
-// session count 0 tokens, never be compacted and pass
-// CONTEXTD_MAX_VIEW_WINDOWS. So are compaction's marks of a stand-in
-// (contextd_scaffold_of, contextd_scaffold_notes): kept by the placeholder
-// of the client's message, they made it pass as the stand-in of the
-// original task (accepted before). So are the gateway's own keys
-// (contextd.gateway.*): its copy of the provider's JSON of a message,
-// contextd.gateway.raw, goes upstream in the message's place, counted as
-// its parts (accepted before: a message of one word could go upstream as
-// megabytes, uncounted).
-func TestProviderCompactionMetadataIsReserved(t *testing.T) {
+// TestReservedMetadata: the metadata keys contextd sets on messages it
+// makes and reads back as its own are refused from an API client. Over a
+// real gRPC listener, a client that sets one on AppendMessages,
+// PrepareContext, CountTokens or GetContextUsage is InvalidArgument naming
+// the key, and the session is unchanged. The gateway's marks of what a
+// provider's compaction dropped (a message counted 0 tokens) and where it
+// stopped reading: otherwise a client could make its whole session count 0
+// tokens, never be compacted and pass CONTEXTD_MAX_VIEW_WINDOWS.
+// Compaction's marks of a stand-in (contextd_scaffold_of,
+// contextd_scaffold_notes): kept by the placeholder of the client's
+// message, they made it pass as the stand-in of the original task
+// (accepted before). The mark of a client's version of a log message
+// (contextd.edit_of), which the engine reads as standing for that message;
+// a message's place in a client's history (contextd.history), indexed at
+// append, which would plant a chain the gateway matches conversations
+// into; the mark of a result contextd recorded for an interrupted call
+// (contextd.interrupted) (all three accepted before). And the gateway's
+// own keys (contextd.gateway.*): its copy of the provider's JSON of a
+// message, contextd.gateway.raw, goes upstream in the message's place,
+// counted as its parts (accepted before: a message of one word could go
+// upstream as megabytes, uncounted).
+func TestReservedMetadata(t *testing.T) {
 	ctx := t.Context()
 	db, err := sqlite.Open(ctx, t.TempDir())
 	if err != nil {
@@ -61,7 +68,7 @@ func TestProviderCompactionMetadataIsReserved(t *testing.T) {
 		return st.Code(), ""
 	}
 	for _, key := range []string{chat.MetaProviderDropped, chat.MetaProviderCompaction, compaction.ScaffoldOfKey, compaction.ScaffoldNotesKey,
-		"contextd.gateway.raw", "contextd.gateway.digest"} {
+		engine.EditOfMetadata, store.HistoryMetadata, engine.InterruptedMetadata, "contextd.gateway.raw", "contextd.gateway.digest"} {
 		_, err := client.AppendMessages(ctx, &contextdv1.AppendMessagesRequest{SessionId: "s", Messages: []*contextdv1.Message{msg("x"), msg(key)}})
 		if code, f := field(err); code != codes.InvalidArgument || f != "messages[1].metadata["+key+"]" {
 			t.Errorf("AppendMessages with %s: %v (field %q); want InvalidArgument naming it", key, err, f)
