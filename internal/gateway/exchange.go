@@ -106,13 +106,7 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 	r = r.WithContext(store.Resendable(r.Context()))
 	x := &exchange{g: g, w: w, r: r, d: d, shape: d.shape()}
 	defer x.close()
-	if !x.admit() {
-		return
-	}
-	// After the body: an upload slower than the waits' bound spent it
-	// before the request's work began (TestWaitsDeadlineStartsWithTheRequestsWork).
-	x.arrived = time.Now()
-	if !x.identify() || !x.prepare() {
+	if !x.admit() || !x.identify() || !x.prepare() {
 		return
 	}
 	x.record(x.relay(x.forward()))

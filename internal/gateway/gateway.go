@@ -118,9 +118,6 @@ type Gateway struct {
 	records  sync.WaitGroup
 	mu       sync.Mutex
 	closing  bool
-	// recordWait bounds all the waits of one request (waitsUntil):
-	// maxRecordWait; a test's shorter.
-	recordWait time.Duration
 }
 
 // startRecord counts a recording about to start; false once Wait began
@@ -186,7 +183,7 @@ func New(cfg Config) *Gateway {
 	}
 	m := newMemo(cfg.MemoBytes)
 	return &Gateway{cfg: cfg, client: client, log: log, digests: newLogCache(logCacheBytes),
-		chat: openAIChat{m}, resp: openAIResponses{m}, msgs: anthropicMessages{m}, recordWait: maxRecordWait}
+		chat: openAIChat{m}, resp: openAIResponses{m}, msgs: anthropicMessages{m}}
 }
 
 // Prefix is where the gateway is mounted.

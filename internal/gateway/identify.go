@@ -792,7 +792,7 @@ const maxRecordWait = time.Minute
 // spends none of it), so a request whose identify runs again (a version
 // conflict, a session that moved) does not wait maxRecordWait more each
 // time.
-func (g *Gateway) waitsUntil(from time.Time) time.Time { return from.Add(g.recordWait) }
+func (g *Gateway) waitsUntil(from time.Time) time.Time { return from.Add(maxRecordWait) }
 
 // awaitReply waits while a reply the request carries is being recorded
 // (its answer reached the client before its session's log has it), so the

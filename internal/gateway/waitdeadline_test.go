@@ -3,13 +3,10 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
-
-	"github.com/contextd/contextd/internal/auth"
 )
 
 // TestTwinWaitsEndByTheRequestsDeadline: all the waits of one request
@@ -72,46 +69,25 @@ func (s *slowBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// TestWaitsDeadlineStartsWithTheRequestsWork: the one deadline of a
-// request's waits is set when its body has been read, not when its upload
-// began: a body slower than the bound spent it before, so the request
-// waited for no twin nor reply at all. Here the request's twin is upstream
-// (and stays) and its body takes longer than the bound to arrive: it
-// waits for the twin the whole bound after its body, then goes on in a
-// session of its own. Without the fix it waits not at all.
-func TestWaitsDeadlineStartsWithTheRequestsWork(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"sure"},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"completion_tokens":1,"total_tokens":21}}`)
-	}))
-	defer up.Close()
+// TestArrivedAfterTheBody: a request's work, and the one deadline of its
+// waits (waitsUntil of x.arrived), begins when admit has read its body, not
+// when its upload began: a body slower than the bound spent it before, so
+// the request waited for no twin nor reply at all. Here admit reads a slow
+// body; the request arrived when its last byte was in, not before. Without
+// admit setting it (serveDoor set it after admit before; a stage moved
+// ahead of the read would set it early) it is before the body.
+func TestArrivedAfterTheBody(t *testing.T) {
 	g := newInProcess(t, nil)
-	g.cfg.OpenAIBaseURL = up.URL
-	g.recordWait = time.Second
-	ctx := t.Context()
-	first, sig := chatRequest(t, g, "", "user", "hello")
-	tenant := auth.DefaultTenant // the doors' without keys
-	was, _, _, err := g.prepare(ctx, tenant, openAIChat{}, first, sig, g.waitsUntil(time.Now()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := chatRequest(t, g, "", "user", "hello", "assistant", "hi", "user", "more")
-	twin := g.hold(ctx, tenant, was.id, wholeHistory(c))
-	defer twin.release()
-	body := &slowBody{delay: g.recordWait + g.recordWait/2,
-		b: bytes.NewReader([]byte(`{"messages":[{"content":"hello","role":"user"},{"content":"hi","role":"assistant"},{"content":"more","role":"user"}],"model":"gpt-4o"}`))} // chatRequest's bytes
-	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", body).WithContext(ctx)
+	body := &slowBody{delay: 10 * time.Millisecond,
+		b: bytes.NewReader([]byte(`{"messages":[{"content":"hello","role":"user"}],"model":"gpt-4o"}`))}
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", body).WithContext(t.Context())
 	r.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
-	g.ServeHTTP(w, r)
-	waited := time.Since(body.read)
-	if w.Code != http.StatusOK {
-		t.Fatalf("%d %s", w.Code, w.Body)
+	x := &exchange{g: g, w: w, r: r, d: g.chat, shape: g.chat.shape()}
+	if !x.admit() {
+		t.Fatalf("admit refused the request: %d %s", w.Code, w.Body)
 	}
-	if waited < g.recordWait {
-		t.Errorf("the request waited %v for its twin after its body, want its whole bound %v (the upload spent it)", waited.Round(time.Millisecond), g.recordWait)
-	}
-	if s := w.Header().Get(HeaderSession); s == "" || s == was.id {
-		t.Errorf("the request went on in %q, want a session of its own (its twin's %s is busy)", s, was.id)
+	if body.read.IsZero() || x.arrived.Before(body.read) {
+		t.Errorf("the request arrived at %v, before its body was read (%v)", x.arrived, body.read)
 	}
 }
