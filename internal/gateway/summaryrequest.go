@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -149,4 +150,65 @@ func (g *Gateway) asideFits(ctx context.Context, c *conversation, prep engine.Pr
 		need += u.ContextWindow - m.ContextWindow // a model of a smaller window (TestAsideOverItsOwnModelsWindow)
 	}
 	return need <= u.Free+freed, nil
+}
+
+// countEach counts a system prompt and tools, and each group of messages,
+// in one count of them all (the groups in order, as one request): own is
+// the system prompt's and tools' tokens, each[i] the messages of group i
+// (their framing, not the reply's priming). When that cannot count, each
+// is counted by bytes, as count does. A provider's compaction block hides,
+// in one count, what is before it, the earlier groups too: when a group
+// after the first carries one, each group is counted alone
+// (TestCountEach).
+func (g *Gateway) countEach(ctx context.Context, encoding, system string, tools []chat.Tool, groups ...[]chat.Message) (own int64, each []int64, err error) {
+	for _, msgs := range groups[min(1, len(groups)):] {
+		if slices.ContainsFunc(msgs, func(m chat.Message) bool { return m.ProviderCompacted() }) {
+			return g.countApart(ctx, encoding, system, tools, groups)
+		}
+	}
+	return g.countTogether(ctx, encoding, system, tools, groups...)
+}
+
+// countApart is countEach with each group counted alone, and the system
+// prompt and tools.
+func (g *Gateway) countApart(ctx context.Context, encoding, system string, tools []chat.Tool, groups [][]chat.Message) (own int64, each []int64, err error) {
+	each = make([]int64, len(groups))
+	if own, _, err = g.countTogether(ctx, encoding, system, tools); err != nil {
+		return 0, nil, err
+	}
+	for i, msgs := range groups {
+		_, n, err := g.countTogether(ctx, encoding, "", nil, msgs)
+		if err != nil {
+			return 0, nil, err
+		}
+		each[i] = n[0]
+	}
+	return own, each, nil
+}
+
+// countTogether is countEach in one count.
+func (g *Gateway) countTogether(ctx context.Context, encoding, system string, tools []chat.Tool, groups ...[]chat.Message) (own int64, each []int64, err error) {
+	var all []chat.Message
+	for _, msgs := range groups {
+		all = append(all, msgs...)
+	}
+	each = make([]int64, len(groups))
+	n, err := g.cfg.Engine.CountTokens(ctx, engine.CountInput{Encoding: encoding, System: system, Tools: tools, Messages: all})
+	if err == nil && len(n.Breakdown.PerMsg) == len(all) {
+		per := n.Breakdown.PerMsg
+		for i, msgs := range groups {
+			for _, m := range per[:len(msgs)] {
+				each[i] += m.Tokens
+			}
+			per = per[len(msgs):]
+		}
+		return n.Breakdown.System + n.Breakdown.Tools, each, nil
+	}
+	if ctx.Err() != nil {
+		return 0, nil, ctx.Err()
+	}
+	for i, msgs := range groups {
+		each[i] = bytesTokens("", nil, msgs)
+	}
+	return bytesTokens(system, tools, nil), each, nil
 }
