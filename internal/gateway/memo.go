@@ -190,15 +190,14 @@ func memoSum(b []byte) uint64 {
 }
 
 // runKey is the reference of a run of a door's items, hashed without
-// joining them.
+// joining them: each item's memoSum, as memoKey hashes one.
 func runKey(door string, raws []json.RawMessage) memoRef {
 	var h maphash.Hash
 	h.SetSeed(memoSeed)
 	h.WriteString(door)
 	h.WriteByte(1)
 	for _, r := range raws {
-		h.WriteByte(',')
-		h.Write(r)
+		maphash.WriteComparable(&h, memoSum(r))
 	}
 	return memoRef{h: memoHash(h.Sum64()), door: door, run: raws}
 }

@@ -11,21 +11,18 @@ import (
 // JSON (30 tools, 59 KB in gatewaybench's tools cell), whose parse — an
 // encoding/json pass over each tool — was about 40 % of the gateway's own
 // CPU a request in that cell (docs/performance.md, "The session row's
-// tools"). The doors' tools are kept by their exact bytes, as parsed
-// lately, and a request whose tools are the same bytes takes a copy of
-// the list (a chat.Tool holds only strings, so nothing a caller does to it
-// reaches the memo). A request whose tools fail to parse is not kept: it
-// is parsed, and refused, each time.
-
-// The doors' tools lists are entries of the gateway's memo (memo.go,
-// CONTEXTD_GATEWAY_MEMO_BYTES), keyed by the door and the list's bytes,
-// and charged what they keep: the text and its parsed tools (memoCost),
-// whose lists can be many times their text's bytes (a tool of three bytes,
-// `{}`, is a chat.Tool of three strings). As any entry, one that costs
-// more than a quarter of the bound is parsed each time, so one client's
-// tools neither pass the bound nor wipe everyone else's
-// (TestToolsMemoBounded, TestToolsMemoBoundsItsTools); shorter texts than
-// toolsMemoMin are parsed each time, which costs less than the lookup.
+// tools"). The doors' tools lists are entries of the gateway's memo
+// (memo.go, CONTEXTD_GATEWAY_MEMO_BYTES), keyed by the door and the list's
+// exact bytes: a request whose tools are the same bytes as a list parsed
+// lately takes a copy of it (a chat.Tool holds only strings, so nothing a
+// caller does to it reaches the memo). An entry is charged what it keeps,
+// the text and its parsed tools (memoCost), whose lists can be many times
+// their text's bytes (a tool of three bytes, `{}`, is a chat.Tool of three
+// strings). As any entry, one that costs more than a quarter of the bound
+// is parsed each time, so one client's tools neither pass the bound nor
+// wipe everyone else's (TestToolsMemoBounded, TestToolsMemoBoundsItsTools);
+// so is a list that fails to parse (refused each time) and one shorter
+// than toolsMemoMin, whose parse costs less than the lookup.
 const toolsMemoMin = 1024
 
 type parsedTools struct {
