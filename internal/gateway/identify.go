@@ -352,6 +352,10 @@ func (g *Gateway) busy(ctx context.Context, tenant, id, twin string, until time.
 // Its waits (for a reply it carries, for a twin's call) end by until, the
 // request's one deadline for them (waitsUntil), not a bound of each call.
 func (g *Gateway) identify(ctx context.Context, tenant string, d door, c *conversation, sig signal, noRepeat bool, until time.Time) (resolved, error) {
+	// Each match its own places: the session matched again (prepare's
+	// loop) may be another (one made after this one was closed), whose
+	// messages have the same ids at the same positions (assent.go).
+	c.sent = sentPlaces{}
 	if !g.awaitReply(ctx, tenant, c, until) {
 		return resolved{}, ctx.Err()
 	}

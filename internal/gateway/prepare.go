@@ -108,10 +108,6 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 	noRepeat := false
 	var retry conflicts
 	for {
-		// Each match its own places: the session matched again may be
-		// another (one made after this one was closed), whose messages
-		// have the same ids at the same positions (assent.go).
-		c.sent = sentPlaces{}
 		res, err := g.identify(ctx, tenant, d, c, sig, noRepeat, until) // every identify waits by the request's one deadline
 		if (errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound)) && retry.again(ctx) {
 			continue
