@@ -2,6 +2,7 @@ package summarize
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/contextd/contextd/internal/chat"
@@ -34,13 +35,11 @@ const (
 // maxTokens may take.
 func filesBudget(maxTokens int) int { return min(maxTokens/2, maxFilesTokens) }
 
-// writtenPaths returns the paths written in msgs (see SecFiles), then those
-// of previous (carried over from an earlier round, already most recent
-// first), deduplicated, most recently mentioned first, and cut to the token
-// budget (count measures one "- path" line), and those the budget left
-// out (the extractive summary folds them: listfold.go). Work is linear in
-// the text of msgs; at most maxFiles paths are kept.
-func writtenPaths(msgs []chat.Message, previous []string, budget int, count func(string) int) (kept, left []string) {
+// recentPaths returns the paths written in msgs (see SecFiles), then
+// those of previous (carried over from an earlier round, already most
+// recent first), deduplicated, most recently mentioned first, less a bare
+// file name a listed path ends with. Work is linear in the text of msgs.
+func recentPaths(msgs []chat.Message, previous []string) []string {
 	last := map[string]int{} // path → index of the message that last wrote it
 	var order []string
 	note := func(text string, i int) {
@@ -89,20 +88,24 @@ func writtenPaths(msgs []chat.Message, previous []string, budget int, count func
 			dirs[p[i+1:]] = true
 		}
 	}
-	out := recent[:0:0]
+	return slices.DeleteFunc(recent, func(p string) bool { return !strings.Contains(p, "/") && dirs[p] })
+}
+
+// fitPaths cuts recent (recentPaths) to the token budget (count measures
+// one "- path" line) and maxFiles paths: those kept, and those the budget
+// left out (the extractive summary folds them: listfold.go). It counts
+// only while it can still keep a path.
+func fitPaths(recent []string, budget int, count func(string) int) (kept, left []string) {
 	used := 0
-	for _, p := range recent {
-		if !strings.Contains(p, "/") && dirs[p] {
-			continue
+	for i, p := range recent {
+		if i == maxFiles {
+			return recent[:i:i], recent[i:]
 		}
-		if c := count("- " + p + "\n"); len(left) > 0 || used+c > budget || len(out) == maxFiles {
-			left = append(left, p)
-		} else {
-			used += c
-			out = append(out, p)
+		if used += count("- " + p + "\n"); used > budget {
+			return recent[:i:i], recent[i:]
 		}
 	}
-	return out, left
+	return recent, nil
 }
 
 // urlRe matches a URL, which pathRe would read a path out of (without its
@@ -110,15 +113,16 @@ func writtenPaths(msgs []chat.Message, previous []string, budget int, count func
 var urlRe = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s<>"'` + "`" + `)\]}]+`)
 
 // previousFiles reads the files a previous summary carried: its SecFiles
-// section (less its fold line), and the legacy Completed work bullet.
-func previousFiles(sections map[string][]string) []string {
-	out, _ := splitListFold(sections[SecFiles])
+// section less its fold line (returned too), and the legacy Completed work
+// bullet.
+func previousFiles(sections map[string][]string) ([]string, listFold) {
+	out, fold := splitListFold(sections[SecFiles])
 	for _, item := range sections[SecDone] {
 		if rest, ok := strings.CutPrefix(item, legacyFilesPrefix); ok {
 			out = append(out, strings.Split(rest, ", ")...)
 		}
 	}
-	return out
+	return out, fold
 }
 
 // dropLegacyFiles removes the legacy files bullet from a Completed work list.

@@ -191,10 +191,11 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	prose = urlRe.ReplaceAllString(prose, " ")
 	// And the paths its trail showed, which this trail may fold (as the
 	// extractive Files carries them).
-	carried := append(append(previousFiles(parseSections(in.Previous)), pathRe.FindAllString(prose, maxFiles)...), trailFiles(in.Previous)...)
+	files, _ := previousFiles(parseSections(in.Previous))
+	carried := append(append(files, pathRe.FindAllString(prose, maxFiles)...), trailFiles(in.Previous)...)
 	trail := trailOf(in)
 	inSummary, inTrail := heldPaths(summary), heldPaths(trail)
-	kept, _ := writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), countOrEstimate(in))
+	kept, _ := fitPaths(recentPaths(in.Messages, carried), filesBudget(in.MaxTokens), countOrEstimate(in))
 	for _, f := range kept {
 		if !inSummary(f) && !inTrail(f) {
 			missing = append(missing, "- "+f)

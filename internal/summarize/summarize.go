@@ -86,12 +86,13 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 	// trail named (newest first), which this trail may have folded.
 	// Files is carried too: what its budget leaves out folds, its fold
 	// line last (the oldest paths go), within the budget (listfold.go).
-	_, folds[SecFiles] = splitListFold(prev[SecFiles])
-	carried := append(previousFiles(prev), trailFiles(in.Previous)...)
-	fileList, leftFiles := writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens), count)
+	carried, fold := previousFiles(prev)
+	folds[SecFiles] = fold
+	recent := recentPaths(in.Messages, append(carried, trailFiles(in.Previous)...))
+	fileList, leftFiles := fitPaths(recent, filesBudget(in.MaxTokens), count)
 	if len(leftFiles) > 0 {
 		reserve := count("- " + folds[SecFiles].add(maxFiles*maxFiles, in.ID).line() + "\n")
-		fileList, leftFiles = writtenPaths(in.Messages, carried, filesBudget(in.MaxTokens)-reserve, count)
+		fileList, leftFiles = fitPaths(recent, filesBudget(in.MaxTokens)-reserve, count)
 	}
 	if trail != "" {
 		held := heldPaths(trail)
@@ -158,19 +159,15 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 		var b strings.Builder
 		b.WriteString(compaction.SummaryHeader(in.Round, in.ID, in.ExpandTool))
 		writeSection(&b, SecTask, []string{taskInView}, false)
-		if done := withFold(folds[SecDone], lists[SecDone]); len(done) > 0 { // the trail lists this round's calls
-			writeSection(&b, SecDone, done, true)
-		}
 		// A section with nothing in it is left out (its "(none)" was
 		// re-sent in every request until the next compaction).
+		writeListed(&b, SecDone, withFold(folds[SecDone], lists[SecDone]), true) // the trail lists this round's calls
 		writeListed(&b, SecDecisions, withFold(folds[SecDecisions], lists[SecDecisions]), true)
 		writeListed(&b, SecErrors, withFold(folds[SecErrors], lists[SecErrors]), true)
 		writeListed(&b, SecState, []string{clip(state, stateChars)}, false)
 		writeListed(&b, SecPending, withFold(folds[SecPending], lists[SecPending]), true)
 		writeListed(&b, SecFocus, focus, true)
-		if files := foldLast(folds[SecFiles], fileList); len(files) > 0 {
-			writeSection(&b, SecFiles, files, true)
-		}
+		writeListed(&b, SecFiles, foldLast(folds[SecFiles], fileList), true)
 		return b.String()
 	}
 	stateChars := 600
@@ -182,7 +179,7 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 	files := 0
 	if list := foldLast(folds[SecFiles], fileList); len(list) > 0 {
 		var b strings.Builder
-		writeSection(&b, SecFiles, list, true)
+		writeListed(&b, SecFiles, list, true)
 		files = count(b.String())
 	}
 trim:

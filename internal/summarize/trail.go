@@ -695,9 +695,8 @@ func expandSentence(in compaction.SummaryInput) string {
 // input it summarizes, from what this returned), so in.Trail is not read.
 func MeasureTrail(in compaction.SummaryInput) compaction.MeasuredTrail {
 	text, lines, again := trail(in, in.TrailTokens(), countOrEstimate(in))
-	folded := foldedLines(text, lines, again)
-	return compaction.MeasuredTrail{Text: text, Tokens: countOrEstimate(in)(text), Folded: folded,
-		Folds: folded != "" && !strings.HasPrefix(folded, againHeading)}
+	folded, folds := foldedLines(text, lines, again)
+	return compaction.MeasuredTrail{Text: text, Tokens: countOrEstimate(in)(text), Folded: folded, Folds: folds}
 }
 
 // trailOf is the trail of a summary of in, within its budget: the

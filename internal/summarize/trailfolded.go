@@ -38,13 +38,15 @@ func restoreFolded(folded string, prev []trailLine, count int) ([]trailLine, int
 // foldedLines renders, whole and one a line, the lines of a trail that its
 // text does not show (what it folded), the newest within
 // compaction.MaxFoldedBytes, then, within what that leaves, the lines it
-// left out as shown again (after againHeading).
-func foldedLines(text string, lines, again []trailLine) string {
+// left out as shown again (after againHeading); folds says it folded a
+// line, whether or not the line fit in what is rendered.
+func foldedLines(text string, lines, again []trailLine) (folded string, folds bool) {
 	shownLines, _, _ := parseTrail(text)
 	shown := make(map[string]bool, len(shownLines))
 	for _, l := range shownLines {
 		shown[l.key] = true
 	}
+	folds = slices.ContainsFunc(lines, func(l trailLine) bool { return !shown[l.key] })
 	size := 0
 	newest := func(lines []trailLine, limit int) []byte {
 		var out []string
@@ -70,7 +72,7 @@ func foldedLines(text string, lines, again []trailLine) string {
 	if rest := newest(again, compaction.MaxFoldedBytes-len(againHeading)); len(rest) > 0 {
 		b = append(append(b, againHeading...), rest...)
 	}
-	return string(b)
+	return string(b), folds
 }
 
 // shownAgain returns lines less those whose command, file, test, error or
