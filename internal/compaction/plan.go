@@ -37,7 +37,7 @@ type SummaryInput struct {
 	MaxTokens      int
 	// AskTokens is the max_tokens an LLM summarizer asks its model for
 	// when it is more than MaxTokens: summary_max_tokens, which the cap
-	// giving way to the trail (trailAndCap, overWithTrail) does not lower,
+	// giving way to the trail (trailAndCap, yieldToTrail) does not lower,
 	// since a reasoning model counts its reasoning in it; the answer is
 	// held to MaxTokens, its last lines left out (internal/summarize).
 	AskTokens int
@@ -264,6 +264,20 @@ func (p *planner) protected() map[string]bool {
 		keep[id] = true
 	}
 	return keep
+}
+
+// latestUserID returns the id of the view's latest user message that is
+// not a summary or a placeholder, or of the stand-in (pruneScaffolding)
+// that is that message; "" when there is none. One pass over the view.
+func latestUserID(view []chat.Message) string {
+	latest := ""
+	for i := range view {
+		m := &view[i]
+		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && (m.Kind != chat.KindPlaceholder || IsStandIn(m)) {
+			latest = m.ID
+		}
+	}
+	return latest
 }
 
 // callNames maps tool call ids to tool names, for placeholder text.
@@ -656,10 +670,10 @@ func (p *planner) summarize() error {
 			}
 		}
 	}
-	if t, ok := trails[cut]; ok && p.overWithTrail(h, t) {
-		// The prose yields its cap to a trail that folds (overWithTrail).
-		if floor := p.req.Policy.SummaryMaxTokens / minProseShare; summaryCap > floor {
-			trail, summaryCap = trail+summaryCap-floor, floor
+	if t, ok := trails[cut]; ok {
+		// The prose yields its cap to a trail that folds: measured again.
+		if tr, c := p.yieldToTrail(h, t, trail, summaryCap); c < summaryCap {
+			trail, summaryCap = tr, c
 			trails[cut] = p.req.Trail(input(h))
 		}
 	}

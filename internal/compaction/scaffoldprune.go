@@ -127,20 +127,6 @@ func scaffoldParts(view []chat.Message, originalTaskID string) [][2]int {
 	return out
 }
 
-// latestUserID returns the id of the view's latest user message that is
-// not a summary or a placeholder, or of the stand-in (pruneScaffolding)
-// that is that message; "" when there is none. One pass over the view.
-func latestUserID(view []chat.Message) string {
-	latest := ""
-	for i := range view {
-		m := &view[i]
-		if m.Role == chat.RoleUser && m.Kind != chat.KindSummary && (m.Kind != chat.KindPlaceholder || IsStandIn(m)) {
-			latest = m.ID
-		}
-	}
-	return latest
-}
-
 // IsStandIn reports whether m is a stand-in (pruneScaffolding) for a
 // message whose scaffolding was pruned.
 func IsStandIn(m *chat.Message) bool {

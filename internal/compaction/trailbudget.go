@@ -54,7 +54,7 @@ func trailMax(budget int) int {
 
 // minProseShare: when the request has less room left than the trail's
 // budget (trailAndCap), or the trail folds where the view after the
-// summary is over the target anyway (overWithTrail), the summary's cap
+// summary is over the target anyway (yieldToTrail), the summary's cap
 // gives way to the trail, down to 1/minProseShare of summary_max_tokens.
 const minProseShare = 4
 
@@ -99,21 +99,27 @@ func (p *planner) trailRoom() int {
 	return int(p.req.Usable() - p.req.Fixed - must - int64(p.req.Policy.SummaryMaxTokens))
 }
 
-// overWithTrail reports whether the prose of a summary of head h yields
-// its cap to the summary's trail t, down to 1/minProseShare of
-// summary_max_tokens (the trail gains what the cap gives): when t folds
+// yieldToTrail is the second giving-way of a summary's cap (the first is
+// trailAndCap): the trail's budget and the cap of a summary of head h
+// whose trail measured t, given the ones it was measured with. The prose
+// yields its cap to the trail, down to 1/minProseShare of
+// summary_max_tokens (the trail gains what the cap gives), when t folds
 // and what stays verbatim with t alone takes the view after the summary
-// over the target, whatever the prose. The summary then takes no more room
-// than the cut reserved for it (the cap and the trail's budget), and what
-// it holds of that room is exact lines, which a chained summary merges and
-// a folded one only counts, rather than prose (whose sections, at that
-// cap, the extractive summary leaves out: docs/compaction.md). A
-// view within the target stays within it (TestSummaryStaysWithinTarget:
-// yielding whenever the trail folded, the prose's unused cap filled by
-// the trail took it over, 3,637 tokens for 3,400). At 8k on the corpus
-// (make bench-recall, where the view after 171 of 174 summaries is over
-// the cache target) commands in view 92.6 → 97.3 %, for 1.5 % more on the
-// bill.
-func (p *planner) overWithTrail(h head, t MeasuredTrail) bool {
-	return t.Folds && p.used()-h.before+int64(t.Tokens) > p.target
+// over the target, whatever the prose; otherwise both are as given. The
+// summary then takes no more room than the cut reserved for it (the cap
+// and the trail's budget), and what it holds of that room is exact lines,
+// which a chained summary merges and a folded one only counts, rather
+// than prose (whose sections, at that cap, the extractive summary leaves
+// out: docs/compaction.md). A view within the target stays within it
+// (TestSummaryStaysWithinTarget: yielding whenever the trail folded, the
+// prose's unused cap filled by the trail took it over, 3,637 tokens for
+// 3,400). At 8k on the corpus (make bench-recall, where the view after
+// 171 of 174 summaries is over the cache target) commands in view 92.6 →
+// 97.3 %, for 1.5 % more on the bill.
+func (p *planner) yieldToTrail(h head, t MeasuredTrail, trail, summaryCap int) (int, int) {
+	floor := p.req.Policy.SummaryMaxTokens / minProseShare
+	if !t.Folds || summaryCap <= floor || p.used()-h.before+int64(t.Tokens) <= p.target {
+		return trail, summaryCap
+	}
+	return trail + summaryCap - floor, floor
 }

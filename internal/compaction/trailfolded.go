@@ -21,7 +21,7 @@ type MeasuredTrail struct {
 	Tokens int
 	Folded string
 	// Folds says the trail folded lines it holds whole (in Folded) into
-	// its count: more room would show them (overWithTrail).
+	// its count: more room would show them (yieldToTrail).
 	Folds bool
 }
 

@@ -9,7 +9,7 @@ import (
 
 // askTokens is the max_tokens an LLM summarizer asks its model for: the
 // summary's cap, or summary_max_tokens where the cap gave way to the trail
-// (in.AskTokens; compaction's trailAndCap and overWithTrail, down to a
+// (in.AskTokens; compaction's trailAndCap and yieldToTrail, down to a
 // quarter: 200 of 800). A reasoning model (OpenAI's o-series, gpt-5)
 // counts its reasoning in max_completion_tokens, and at 200 it spent them
 // all there and answered nothing (the extractive summary then). The model

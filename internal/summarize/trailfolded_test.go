@@ -78,7 +78,7 @@ func TestTrailLeavesOutWhatTheViewShowsAgain(t *testing.T) {
 		}
 	}
 	// What it leaves out is kept beside it (Folded) but is not folded:
-	// more room would show nothing more (compaction's overWithTrail).
+	// more room would show nothing more (compaction's yieldToTrail).
 	if m := summarize.MeasureTrail(in); m.Folded == "" || m.Folds {
 		t.Errorf("left out as shown again: Folded %q, Folds %v; want the lines and no fold", m.Folded, m.Folds)
 	}
