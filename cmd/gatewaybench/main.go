@@ -9,15 +9,17 @@
 // measured is the gateway's own cost. It
 // prints p50, p99, requests/s, the gateway's share of the direct rate, the
 // CPU time per request (this process: client, upstream and contextd; plus
-// PostgreSQL's processes) and the bytes this process allocated per request.
-// Before each SQLite gateway line it says what share of the cell's wall
-// time the store's one write turn was held, per request and per group
-// (writer.go, from contextd's /metrics).
+// PostgreSQL's processes; with -external the upstream's and the load
+// clients' processes too) and the bytes this process allocated per request
+// (with -external, contextd's alone). Before each SQLite gateway line it
+// says what share of the cell's wall time the store's one write turn was
+// held, per request and per group (writer.go, from contextd's /metrics).
 //
-// It starts what it needs: the upstream (in process), contextd (app.Run in
-// process, embedded SQLite in a temporary directory) and a throwaway
-// PostgreSQL cluster (internal/pgtest, fsync=off: an upper bound for
-// PostgreSQL). The profiles it can write (-cpuprofile, -blockprofile,
+// It starts what it needs: the upstream (in process; with -external a
+// process of its own, as is each cell's load client: external.go),
+// contextd (app.Run, always in this process: embedded SQLite in a
+// temporary directory, or the cluster) and a throwaway PostgreSQL cluster
+// (internal/pgtest, fsync=off: an upper bound for PostgreSQL). The profiles it can write (-cpuprofile, -blockprofile,
 // -mutexprofile) cover the whole run, the direct phases too (their frames
 // are the client's and the upstream's); -only narrows the run to a cell.
 package main
@@ -421,8 +423,22 @@ func startUpstream() string {
 	return "http://" + l.Addr().String()
 }
 
-// startContextd runs the server in process (its log discarded) with the
-// gateway pointed at upstream, and returns its base URL and a stop.
+// freeAddr is a loopback address free a moment ago.
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startContextd runs contextd in this process (app.Run, its log
+// discarded), with -external too (only the upstream and the load clients
+// are processes apart): embedded SQLite in a temporary directory unless env
+// names a database (CONTEXTD_DATABASE_URL), the gateway pointed at
+// upstream. It returns its base URL, the writer meter of its metrics
+// listener (whose counters are SQLite's: writer.go) and a stop.
 func startContextd(env map[string]string, upstream string) (string, writerMeter, func()) {
 	addr, metrics := freeAddr(), freeAddr()
 	dir, err := os.MkdirTemp("", "gatewaybench-")

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -82,14 +81,4 @@ func (b writerBusy) since(before writerBusy, wall time.Duration, n int) string {
 	groups, calls := b.groups-before.groups, b.calls-before.calls
 	return fmt.Sprintf("SQLite's write turn held %.0f %% of the wall time, %.2f ms a request, %.2f ms a group of %.1f calls, %.2f writes a request; WAL syncs %.2f ms a request",
 		100*turn/wall.Seconds(), 1000*turn/float64(n), 1000*turn/max(groups, 1), calls/max(groups, 1), calls/float64(n), 1000*sync/float64(n))
-}
-
-// freeAddr is a loopback address free a moment ago.
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

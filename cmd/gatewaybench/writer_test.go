@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -74,34 +75,33 @@ func TestWriterScrapeRefusesWhatItCannotRead(t *testing.T) {
 	}
 }
 
-// scrapeSink keeps the test's costly scrapes' allocations on the heap.
-var scrapeSink []byte
-
 // TestWriterScrapeNotMeasured: the writer's counters are scraped from the
 // in-process contextd, so a scrape is this process's CPU and allocations;
-// neither is counted in the cell's CPU and bytes a request. Here each
-// scrape allocates 64 MB and spends 100 ms of CPU for a cell of 10 calls
-// that cost next to nothing. Fails with the scrapes inside the window
-// (13 MB, both scrapes, and 10 ms a request were counted).
+// neither may fall in the window a cell's CPU and bytes a request are
+// measured over. The window's two ends read the other processes' CPU
+// (meter.others), which here turns a flag on and then off; the fake
+// /metrics notes each scrape, and whether the flag was on. Both scrapes
+// (before and after the cell) happen, neither while it is measured.
+// Fails with a scrape inside the window.
 func TestWriterScrapeNotMeasured(t *testing.T) {
 	all := "contextd_sqlite_writer_busy_seconds_total 0\ncontextd_sqlite_wal_sync_seconds_total 0\n" +
 		"contextd_sqlite_write_groups_total 0\ncontextd_sqlite_write_calls_total 0\n"
+	var measuring atomic.Bool
+	var scrapes, during atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scrapeSink = make([]byte, 64<<20)
-		for c0 := cpuTime(); cpuTime()-c0 < 100*time.Millisecond; {
-			for i := range 1 << 16 {
-				scrapeSink[i]++
-			}
+		scrapes.Add(1)
+		if measuring.Load() {
+			during.Add(1)
 		}
 		fmt.Fprint(w, all)
 	}))
 	defer srv.Close()
 	lat := slices.Repeat([]time.Duration{time.Millisecond}, 10)
-	m := meter{start: func(cell, string, string) load { return slowExit{latencies: lat, wall: 10 * time.Millisecond} },
-		others: func() time.Duration { return 0 }, writer: writerMeter(srv.URL + "/metrics")}
-	r := m.run(cell{convs: 1, messages: 2}, "", "t", true)
-	if r.alloc > 1<<20 || r.cpu > 5*time.Millisecond {
-		t.Errorf("%.0f bytes and %v of CPU a request counted, want the scrapes' 64 MB and 100 ms left out", r.alloc, r.cpu)
+	m := meter{start: func(cell, string, string) load { return slowExit{latencies: lat} },
+		others: func() time.Duration { measuring.Store(!measuring.Load()); return 0 }, writer: writerMeter(srv.URL + "/metrics")}
+	m.run(cell{convs: 1, messages: 2}, "", "t", true)
+	if scrapes.Load() != 2 || during.Load() != 0 {
+		t.Errorf("%d scrapes, %d of them while the cell was measured; want 2, none", scrapes.Load(), during.Load())
 	}
 }
 
