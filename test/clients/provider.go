@@ -59,6 +59,9 @@ type Call struct {
 	// Compaction: the request asks for a summary of the history (a
 	// CLI's compaction prompt, checkpoint.go).
 	Compaction bool
+	// Cut: the provider cut the call's stream (Fault.CutAfter); it is
+	// not counted as billed.
+	Cut bool
 }
 
 // Provider is the scripted fake provider.
@@ -91,6 +94,13 @@ type Provider struct {
 	// call, OpenAI reads nothing), as a provider whose cache expires
 	// between calls.
 	caching string
+	// faults are the failures the provider answers instead of serving
+	// (faults.go), by the number of the request; received counts the
+	// requests, faulted the faults answered by exchange.
+	faults   map[int]Fault
+	received int
+	faulted  map[string]int
+	cutting  map[*http.Request]int
 }
 
 // SetConv labels the requests that follow with the conversation the test
@@ -105,9 +115,9 @@ func (p *Provider) SetConv(conv string) {
 func NewProvider(enc *tokens.Encoding, window int64) *Provider {
 	p := &Provider{enc: enc, window: window, cache: map[[32]byte]bool{}, reasoning: map[string]string{}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/messages", p.messages)
-	mux.HandleFunc("POST /v1/responses", p.responses)
-	mux.HandleFunc("POST /v1/chat/completions", p.chat)
+	mux.HandleFunc("POST /v1/messages", p.faulting(p.messages))
+	mux.HandleFunc("POST /v1/responses", p.faulting(p.responses))
+	mux.HandleFunc("POST /v1/chat/completions", p.faulting(p.chat))
 	mux.HandleFunc("/", p.unknown)
 	p.srv = httptest.NewServer(mux)
 	return p
