@@ -32,10 +32,10 @@ type turnFunc func(conv, text, resume string) (answer, clientID string)
 // of each with words of its own, and checks everything the acceptance of
 // issue 29 asks.
 func (r *rig) conversations(t *testing.T, dir string, turn turnFunc) {
-	opening := prompt("checks", firstRounds, dir, "Work through the checks of this directory one step at a time, then report.")
+	opening := prompt("checks", firstRounds, dir, "Work through the checks of this directory one step at a time, then report."+r.accent)
 	second := map[string]string{
-		"A": prompt("recheck-amber", secondRounds, dir, "Now recheck the notes with the words amber falcon."),
-		"B": prompt("recheck-cobalt", secondRounds, dir, "Now recheck the notes with the words cobalt heron."),
+		"A": prompt("recheck-amber", secondRounds, dir, "Now recheck the notes with the words amber falcon."+r.accent),
+		"B": prompt("recheck-cobalt", secondRounds, dir, "Now recheck the notes with the words cobalt heron."+r.accent),
 	}
 	typed := map[string][]string{}
 	ids := map[string]string{}

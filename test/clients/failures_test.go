@@ -68,3 +68,30 @@ func TestCodexProviderFailures(t *testing.T) {
 	})
 	r.wantFaulted(t, faults)
 }
+
+// accented is what the people of TestClaudeCodeThinkingAccented type
+// after their words: other scripts, combining marks and emoji (4-byte
+// runes, a ZWJ sequence).
+const accented = " Prüfe bitte genau — naïve café, 日本語のメモ, Ελληνικά, עברית 🚀🧪 👩‍💻 e\u0301."
+
+// TestClaudeCodeThinkingAccented: Claude Code with extended thinking
+// (signed thinking blocks before each tool call, which Anthropic refuses
+// to miss) and prompts in several scripts with emoji.
+func TestClaudeCodeThinkingAccented(t *testing.T) {
+	bin := filepath.Join(clis(t), "node_modules", ".bin", "claude")
+	r := startRig(t, claudeModel, nil)
+	r.accent, r.env = accented, []string{"MAX_THINKING_TOKENS=2048"}
+	dir, home := newWorkspace(t), t.TempDir()
+	r.conversations(t, dir, func(conv, text, resume string) (string, string) {
+		return r.claudeTurn(conv, bin, dir, home, text, resume)
+	})
+	thinking := 0
+	for _, c := range r.provider.Calls() {
+		if th, ok := c.Body["thinking"].(map[string]any); ok && th["type"] == "enabled" {
+			thinking++
+		}
+	}
+	if thinking == 0 {
+		t.Error("Claude Code asked for no thinking")
+	}
+}

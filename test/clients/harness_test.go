@@ -121,6 +121,10 @@ type rig struct {
 	outbound []string
 	outProxy string
 	registry string // a loopback npm registry without packages (opencode)
+	// accent ends every prompt the conversations type (non-ASCII words,
+	// emoji); env is added to every CLI's environment.
+	accent string
+	env    []string
 }
 
 // model is the registry entry the suite adds (CONTEXTD_MODELS_FILE): a
@@ -262,7 +266,7 @@ func (r *rig) run(conv, dir string, env []string, name string, args ...string) s
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir, cmd.Env = dir, env
+	cmd.Dir, cmd.Env = dir, append(env, r.env...)
 	// Stdout is a file, not a pipe: Node.js CLIs that exit right after a
 	// large write lose the tail of what they wrote to a pipe.
 	outFile, err := os.CreateTemp(r.t.TempDir(), "stdout")
