@@ -49,6 +49,9 @@ func (r *rig) conversations(t *testing.T, dir string, turn turnFunc) {
 			t.Errorf("%s turn 1: the answer is %q, want it to hold %q", conv, tail(answer), want)
 		}
 	}
+	if r.between != nil {
+		r.between()
+	}
 	for _, conv := range []string{"A", "B"} {
 		answer, _ := turn(conv+"2", second[conv], ids[conv])
 		typed[conv] = append(typed[conv], second[conv])

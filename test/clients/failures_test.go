@@ -6,6 +6,44 @@ import (
 	"testing"
 )
 
+// cli starts a rig for one of the real CLIs (claude, codex, qwen, set up
+// as TestClaudeCode, TestCodex and TestQwenCode set them up) and returns
+// it with the CLI's turn.
+func cli(t *testing.T, name string) (*rig, string, turnFunc) {
+	t.Helper()
+	bin := filepath.Join(clis(t), "node_modules", ".bin", name)
+	dir, home := newWorkspace(t), t.TempDir()
+	switch name {
+	case "claude":
+		r := startRig(t, claudeModel, nil)
+		return r, dir, func(conv, text, resume string) (string, string) {
+			return r.claudeTurn(conv, bin, dir, home, text, resume)
+		}
+	case "codex":
+		r := startRig(t, codexModel, nil)
+		codexHome := t.TempDir()
+		if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(r.front, codexModel.ContextWindow)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return r, dir, func(conv, text, resume string) (string, string) {
+			return r.codexTurn(conv, bin, dir, home, codexHome, text, resume)
+		}
+	case "qwen":
+		r := startRig(t, qwenModel, nil)
+		if err := os.MkdirAll(filepath.Join(home, ".qwen"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, ".qwen", "settings.json"), []byte(qwenSettings), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return r, dir, func(conv, text, resume string) (string, string) {
+			return r.qwenTurn(conv, bin, dir, home, text, resume)
+		}
+	}
+	t.Fatalf("no CLI %q", name)
+	return nil, "", nil
+}
+
 // someFaults are a provider's failures spread over both conversations'
 // turns: a rate limit with a Retry-After, an overload (Anthropic's 529,
 // a 503 for OpenAI), a server error and a stream cut after a few events,
@@ -23,50 +61,47 @@ func someFaults(overloaded int, overloadedType string) map[int]Fault {
 	}
 }
 
-// wantFaulted checks every fault was answered (the conversations were
-// long enough to meet them).
-func (r *rig) wantFaulted(t *testing.T, faults map[int]Fault) {
-	t.Helper()
-	n := 0
-	for _, v := range r.provider.Faulted() {
-		n += v
-	}
-	if n != len(faults) {
-		t.Errorf("the provider answered %d faults, want %d", n, len(faults))
+// TestProviderFailures: the provider fails now and then (someFaults) and
+// each CLI retries through contextd: every turn completes, one session
+// per conversation, the ledger is what was billed (a failure bills
+// nothing; a cut stream's usage never reached anyone), every prompt in
+// every request.
+func TestProviderFailures(t *testing.T) {
+	for _, name := range []string{"claude", "codex", "qwen"} {
+		t.Run(name, func(t *testing.T) {
+			r, dir, turn := cli(t, name)
+			faults := someFaults(503, "server_error")
+			if name == "claude" {
+				faults = someFaults(529, "overloaded_error")
+			}
+			r.provider.SetFaults(faults)
+			r.conversations(t, dir, turn)
+			n := 0
+			for _, v := range r.provider.Faulted() {
+				n += v
+			}
+			if n != len(faults) {
+				t.Errorf("the provider answered %d faults, want %d", n, len(faults))
+			}
+		})
 	}
 }
 
-// TestClaudeCodeProviderFailures: the provider fails now and then (429
-// with Retry-After, 529 overloaded, 500) and Claude Code retries: every
-// turn completes, one session per conversation, the ledger is what was
-// billed (a failure bills nothing), every prompt in every request.
-func TestClaudeCodeProviderFailures(t *testing.T) {
-	bin := filepath.Join(clis(t), "node_modules", ".bin", "claude")
-	r := startRig(t, claudeModel, nil)
-	faults := someFaults(529, "overloaded_error")
-	r.provider.SetFaults(faults)
-	dir, home := newWorkspace(t), t.TempDir()
-	r.conversations(t, dir, func(conv, text, resume string) (string, string) {
-		return r.claudeTurn(conv, bin, dir, home, text, resume)
-	})
-	r.wantFaulted(t, faults)
-}
-
-// TestCodexProviderFailures: TestClaudeCodeProviderFailures with Codex
-// (Responses, its own retries and stream retries).
-func TestCodexProviderFailures(t *testing.T) {
-	bin := filepath.Join(clis(t), "node_modules", ".bin", "codex")
-	r := startRig(t, codexModel, nil)
-	faults := someFaults(503, "server_error")
-	r.provider.SetFaults(faults)
-	dir, home, codexHome := newWorkspace(t), t.TempDir(), t.TempDir()
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(r.front, codexModel.ContextWindow)), 0o600); err != nil {
-		t.Fatal(err)
+// TestAfterRestart: contextd (SQLite) restarts between the conversations'
+// first and second turns; each second turn goes on in its conversation's
+// session (Qwen Code's found by its history alone).
+func TestAfterRestart(t *testing.T) {
+	for _, name := range []string{"claude", "codex", "qwen"} {
+		t.Run(name, func(t *testing.T) {
+			r, dir, turn := cli(t, name)
+			first := r.addr
+			r.between = r.restart
+			r.conversations(t, dir, turn)
+			if r.addr == first {
+				t.Error("contextd did not restart")
+			}
+		})
 	}
-	r.conversations(t, dir, func(conv, text, resume string) (string, string) {
-		return r.codexTurn(conv, bin, dir, home, codexHome, text, resume)
-	})
-	r.wantFaulted(t, faults)
 }
 
 // accented is what the people of TestClaudeCodeThinkingAccented type
@@ -78,13 +113,9 @@ const accented = " Prüfe bitte genau — naïve café, 日本語のメモ, Ελ
 // (signed thinking blocks before each tool call, which Anthropic refuses
 // to miss) and prompts in several scripts with emoji.
 func TestClaudeCodeThinkingAccented(t *testing.T) {
-	bin := filepath.Join(clis(t), "node_modules", ".bin", "claude")
-	r := startRig(t, claudeModel, nil)
+	r, dir, turn := cli(t, "claude")
 	r.accent, r.env = accented, []string{"MAX_THINKING_TOKENS=2048"}
-	dir, home := newWorkspace(t), t.TempDir()
-	r.conversations(t, dir, func(conv, text, resume string) (string, string) {
-		return r.claudeTurn(conv, bin, dir, home, text, resume)
-	})
+	r.conversations(t, dir, turn)
 	thinking := 0
 	for _, c := range r.provider.Calls() {
 		if th, ok := c.Body["thinking"].(map[string]any); ok && th["type"] == "enabled" {

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,6 +124,11 @@ type rig struct {
 	// emoji); env is added to every CLI's environment.
 	accent string
 	env    []string
+	// restart stops contextd and starts it again on the same data
+	// directory; between, when set, runs between the conversations'
+	// first and second turns.
+	restart func()
+	between func()
 }
 
 // model is the registry entry the suite adds (CONTEXTD_MODELS_FILE): a
@@ -162,7 +166,20 @@ func startRig(t *testing.T, m model, env map[string]string) *rig {
 	for k, v := range env {
 		all[k] = v
 	}
-	r := &rig{t: t, provider: p, addr: apptest.Start(t, all), window: m.ContextWindow}
+	if all["CONTEXTD_DATA_DIR"] == "" {
+		all["CONTEXTD_DATA_DIR"] = t.TempDir() // kept across restart
+	}
+	r := &rig{t: t, provider: p, window: m.ContextWindow}
+	var stop func()
+	r.addr, stop = apptest.StartStoppable(t, all)
+	t.Cleanup(func() { stop() })
+	r.restart = func() {
+		stop()
+		addr, stopNew := apptest.StartStoppable(t, all)
+		r.mu.Lock()
+		r.addr, stop = addr, stopNew
+		r.mu.Unlock()
+	}
 	r.startFront()
 	r.startOutProxy()
 	return r
@@ -170,9 +187,13 @@ func startRig(t *testing.T, m model, env map[string]string) *rig {
 
 // startFront starts the recording proxy in front of contextd.
 func (r *rig) startFront() {
-	target, _ := url.Parse("http://" + r.addr)
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.FlushInterval = -1
+	// The target is read at each request: contextd may have restarted
+	// on another port (restart).
+	rp := &httputil.ReverseProxy{FlushInterval: -1, Director: func(req *http.Request) {
+		r.mu.Lock()
+		req.URL.Scheme, req.URL.Host = "http", r.addr
+		r.mu.Unlock()
+	}}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		req.Body = io.NopCloser(bytes.NewReader(body))
