@@ -4,23 +4,25 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/contextd/contextd/internal/pgtest"
 )
 
 // cli starts a rig for one of the real CLIs (claude, codex, qwen, set up
 // as TestClaudeCode, TestCodex and TestQwenCode set them up) and returns
 // it with the CLI's turn.
-func cli(t *testing.T, name string) (*rig, string, turnFunc) {
+func cli(t *testing.T, name string, env map[string]string) (*rig, string, turnFunc) {
 	t.Helper()
 	bin := filepath.Join(clis(t), "node_modules", ".bin", name)
 	dir, home := newWorkspace(t), t.TempDir()
 	switch name {
 	case "claude":
-		r := startRig(t, claudeModel, nil)
+		r := startRig(t, claudeModel, env)
 		return r, dir, func(conv, text, resume string) (string, string) {
 			return r.claudeTurn(conv, bin, dir, home, text, resume)
 		}
 	case "codex":
-		r := startRig(t, codexModel, nil)
+		r := startRig(t, codexModel, env)
 		codexHome := t.TempDir()
 		if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(r.front, codexModel.ContextWindow)), 0o600); err != nil {
 			t.Fatal(err)
@@ -29,7 +31,7 @@ func cli(t *testing.T, name string) (*rig, string, turnFunc) {
 			return r.codexTurn(conv, bin, dir, home, codexHome, text, resume)
 		}
 	case "qwen":
-		r := startRig(t, qwenModel, nil)
+		r := startRig(t, qwenModel, env)
 		if err := os.MkdirAll(filepath.Join(home, ".qwen"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +71,7 @@ func someFaults(overloaded int, overloadedType string) map[int]Fault {
 func TestProviderFailures(t *testing.T) {
 	for _, name := range []string{"claude", "codex", "qwen"} {
 		t.Run(name, func(t *testing.T) {
-			r, dir, turn := cli(t, name)
+			r, dir, turn := cli(t, name, nil)
 			faults := someFaults(503, "server_error")
 			if name == "claude" {
 				faults = someFaults(529, "overloaded_error")
@@ -93,13 +95,26 @@ func TestProviderFailures(t *testing.T) {
 func TestAfterRestart(t *testing.T) {
 	for _, name := range []string{"claude", "codex", "qwen"} {
 		t.Run(name, func(t *testing.T) {
-			r, dir, turn := cli(t, name)
+			r, dir, turn := cli(t, name, nil)
 			first := r.addr
 			r.between = r.restart
 			r.conversations(t, dir, turn)
 			if r.addr == first {
 				t.Error("contextd did not restart")
 			}
+		})
+	}
+}
+
+// TestTwoReplicas: two contextd replicas on one PostgreSQL database behind
+// a round-robin: a conversation's requests alternate replicas; each
+// conversation is one session, its ledger what was billed.
+func TestTwoReplicas(t *testing.T) {
+	for _, name := range []string{"claude", "codex", "qwen"} {
+		t.Run(name, func(t *testing.T) {
+			r, dir, turn := cli(t, name, map[string]string{"CONTEXTD_DATABASE_URL": pgtest.URL(t)})
+			r.addReplica()
+			r.conversations(t, dir, turn)
 		})
 	}
 }
@@ -113,7 +128,7 @@ const accented = " Prüfe bitte genau — naïve café, 日本語のメモ, Ελ
 // (signed thinking blocks before each tool call, which Anthropic refuses
 // to miss) and prompts in several scripts with emoji.
 func TestClaudeCodeThinkingAccented(t *testing.T) {
-	r, dir, turn := cli(t, "claude")
+	r, dir, turn := cli(t, "claude", nil)
 	r.accent, r.env = accented, []string{"MAX_THINKING_TOKENS=2048"}
 	r.conversations(t, dir, turn)
 	thinking := 0

@@ -129,6 +129,12 @@ type rig struct {
 	// first and second turns.
 	restart func()
 	between func()
+	// addReplica starts another contextd on the same store (PostgreSQL):
+	// the recording proxy sends the requests round-robin to contextd and
+	// its replicas; turns counts the requests sent.
+	addReplica func()
+	replicas   []string
+	turns      int
 }
 
 // model is the registry entry the suite adds (CONTEXTD_MODELS_FILE): a
@@ -173,6 +179,12 @@ func startRig(t *testing.T, m model, env map[string]string) *rig {
 	var stop func()
 	r.addr, stop = apptest.StartStoppable(t, all)
 	t.Cleanup(func() { stop() })
+	r.addReplica = func() {
+		addr := apptest.Start(t, all)
+		r.mu.Lock()
+		r.replicas = append(r.replicas, addr)
+		r.mu.Unlock()
+	}
 	r.restart = func() {
 		stop()
 		addr, stopNew := apptest.StartStoppable(t, all)
@@ -188,10 +200,13 @@ func startRig(t *testing.T, m model, env map[string]string) *rig {
 // startFront starts the recording proxy in front of contextd.
 func (r *rig) startFront() {
 	// The target is read at each request: contextd may have restarted
-	// on another port (restart).
+	// on another port (restart), and the requests go round-robin to the
+	// replicas (addReplica).
 	rp := &httputil.ReverseProxy{FlushInterval: -1, Director: func(req *http.Request) {
 		r.mu.Lock()
-		req.URL.Scheme, req.URL.Host = "http", r.addr
+		addrs := append([]string{r.addr}, r.replicas...)
+		req.URL.Scheme, req.URL.Host = "http", addrs[r.turns%len(addrs)]
+		r.turns++
 		r.mu.Unlock()
 	}}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
