@@ -98,8 +98,6 @@ type exchange struct {
 	body []byte
 }
 
-// headerExchange names the exchange of an upstream call (exchange.seq).
-const headerExchange = "X-Test-Exchange"
 
 // rig is contextd with the scripted provider behind it and a recording
 // proxy in front of it; the CLIs talk to the proxy.

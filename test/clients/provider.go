@@ -103,6 +103,10 @@ type Provider struct {
 	cutting  map[*http.Request]int
 }
 
+// headerExchange names the exchange of an upstream call (the recording
+// proxy's exchange.seq, which contextd passes upstream).
+const headerExchange = "X-Test-Exchange"
+
 // SetConv labels the requests that follow with the conversation the test
 // runs (one CLI process at a time).
 func (p *Provider) SetConv(conv string) {
