@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,22 +40,27 @@ func (r *rig) conversations(t *testing.T, dir string, turn turnFunc) {
 	}
 	typed := map[string][]string{}
 	ids := map[string]string{}
-	for _, conv := range []string{"A", "B"} {
+	var mu sync.Mutex
+	r.each(func(conv string) {
 		answer, id := turn(conv+"1", opening, "")
+		mu.Lock()
 		typed[conv], ids[conv] = []string{opening}, id
+		mu.Unlock()
 		if id == "" {
 			t.Errorf("%s turn 1: the client named no conversation to resume", conv)
 		}
 		if want := Final("checks", firstRounds); !strings.Contains(answer, want) {
 			t.Errorf("%s turn 1: the answer is %q, want it to hold %q", conv, tail(answer), want)
 		}
-	}
+	})
 	if r.between != nil {
 		r.between()
 	}
-	for _, conv := range []string{"A", "B"} {
+	r.each(func(conv string) {
 		answer, _ := turn(conv+"2", second[conv], ids[conv])
+		mu.Lock()
 		typed[conv] = append(typed[conv], second[conv])
+		mu.Unlock()
 		task := "recheck-amber"
 		if conv == "B" {
 			task = "recheck-cobalt"
@@ -62,8 +68,27 @@ func (r *rig) conversations(t *testing.T, dir string, turn turnFunc) {
 		if want := Final(task, secondRounds); !strings.Contains(answer, want) {
 			t.Errorf("%s turn 2: the answer is %q, want it to hold %q", conv, tail(answer), want)
 		}
-	}
+	})
 	r.check(t, typed)
+}
+
+// each runs fn for conversations A and B, one after the other, or at the
+// same time when the rig runs CLIs alongside.
+func (r *rig) each(fn func(conv string)) {
+	if !r.alongside {
+		fn("A")
+		fn("B")
+		return
+	}
+	var wg sync.WaitGroup
+	for _, conv := range []string{"A", "B"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(conv)
+		}()
+	}
+	wg.Wait()
 }
 
 // check asserts the acceptance on what the provider received and what

@@ -119,6 +119,20 @@ func TestTwoReplicas(t *testing.T) {
 	}
 }
 
+// TestAlongside: the two conversations run at the same time in the same
+// directory, each its own CLI process (their first turns and then their
+// second turns overlap): each is one session, none waits on or sees the
+// other's.
+func TestAlongside(t *testing.T) {
+	for _, name := range []string{"claude", "qwen"} {
+		t.Run(name, func(t *testing.T) {
+			r, dir, turn := cli(t, name, nil)
+			r.alongside = true
+			r.conversations(t, dir, turn)
+		})
+	}
+}
+
 // accented is what the people of TestClaudeCodeThinkingAccented type
 // after their words: other scripts, combining marks and emoji (4-byte
 // runes, a ZWJ sequence).

@@ -98,7 +98,6 @@ type exchange struct {
 	body []byte
 }
 
-
 // rig is contextd with the scripted provider behind it and a recording
 // proxy in front of it; the CLIs talk to the proxy.
 type rig struct {
@@ -130,6 +129,9 @@ type rig struct {
 	// addReplica starts another contextd on the same store (PostgreSQL):
 	// the recording proxy sends the requests round-robin to contextd and
 	// its replicas; turns counts the requests sent.
+	// alongside: the CLIs run at the same time (runAlongside), each
+	// naming its conversation in its base URL.
+	alongside  bool
 	addReplica func()
 	replicas   []string
 	turns      int
@@ -214,8 +216,16 @@ func (r *rig) startFront() {
 		r.mu.Lock()
 		r.seq++
 		seq := strconv.Itoa(r.seq)
+		conv := r.conv
 		r.mu.Unlock()
 		req.Header.Set(headerExchange, seq)
+		// A CLI run by runAlongside names its conversation in its base
+		// URL's path (/c/LABEL/...): passed on as headerConv.
+		if rest, ok := strings.CutPrefix(req.URL.Path, "/c/"); ok {
+			label, path, _ := strings.Cut(rest, "/")
+			conv, req.URL.Path = label, "/"+path
+			req.Header.Set(headerConv, label)
+		}
 		rec := &recorder{ResponseWriter: w}
 		// Recorded even when the client hangs up mid-stream (the
 		// reverse proxy then panics with http.ErrAbortHandler).
@@ -231,7 +241,7 @@ func (r *rig) startFront() {
 			_ = json.Unmarshal(body, &decoded)
 			main := bytes.Contains(body, []byte("TASK=")) && len(decoded.Tools) > 0
 			r.mu.Lock()
-			r.exchanges = append(r.exchanges, exchange{conv: r.conv, path: req.URL.Path, status: rec.status,
+			r.exchanges = append(r.exchanges, exchange{conv: conv, path: req.URL.Path, status: rec.status,
 				session: h.Get("X-Contextd-Session"), history: h.Get("X-Contextd-History"), used: used, fresh: h.Get("X-Contextd-Compacted") == "true", main: main, header: req.Header.Clone(), seq: seq, body: refusedBody(rec.status, body)})
 			r.mu.Unlock()
 		}()
@@ -294,9 +304,21 @@ func (r *rig) baseEnv(home string) []string {
 func (r *rig) run(conv, dir string, env []string, name string, args ...string) string {
 	r.t.Helper()
 	r.mu.Lock()
-	r.conv = conv
+	alongside := r.alongside
+	if !alongside {
+		r.conv = conv
+	}
 	r.mu.Unlock()
-	r.provider.SetConv(conv)
+	if alongside {
+		// The conversation is named in the base URL (startFront).
+		labelled := make([]string, len(env))
+		for i, e := range env {
+			labelled[i] = strings.ReplaceAll(e, r.front, r.front+"/c/"+conv)
+		}
+		env = labelled
+	} else {
+		r.provider.SetConv(conv)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)

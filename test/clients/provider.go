@@ -107,6 +107,10 @@ type Provider struct {
 // proxy's exchange.seq, which contextd passes upstream).
 const headerExchange = "X-Test-Exchange"
 
+// headerConv names the conversation of a request when CLIs run at the
+// same time (the recording proxy sets it; SetConv's label otherwise).
+const headerConv = "X-Test-Conv"
+
 // SetConv labels the requests that follow with the conversation the test
 // runs (one CLI process at a time).
 func (p *Provider) SetConv(conv string) {
@@ -407,6 +411,9 @@ func (p *Provider) record(c Call, bill func() Usage, outText string) (Call, bool
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c.Conv = p.conv
+	if conv := c.Header.Get(headerConv); conv != "" {
+		c.Conv = conv
+	}
 	ok := len(c.Problems) == 0
 	if ok {
 		c.Billed = bill()
