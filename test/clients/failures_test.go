@@ -124,7 +124,7 @@ func TestTwoReplicas(t *testing.T) {
 // second turns overlap): each is one session, none waits on or sees the
 // other's.
 func TestAlongside(t *testing.T) {
-	for _, name := range []string{"claude", "qwen"} {
+	for _, name := range []string{"claude", "codex", "qwen"} {
 		t.Run(name, func(t *testing.T) {
 			r, dir, turn := cli(t, name, nil)
 			r.alongside = true

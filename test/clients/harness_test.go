@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -316,6 +317,10 @@ func (r *rig) run(conv, dir string, env []string, name string, args ...string) s
 			labelled[i] = strings.ReplaceAll(e, r.front, r.front+"/c/"+conv)
 		}
 		env = labelled
+		args = slices.Clone(args)
+		for i, a := range args {
+			args[i] = strings.ReplaceAll(a, r.front, r.front+"/c/"+conv)
+		}
 	} else {
 		r.provider.SetConv(conv)
 	}
