@@ -133,6 +133,23 @@ func TestAlongside(t *testing.T) {
 	}
 }
 
+// TestParallelToolCalls: the model makes two tool calls each round
+// (Claude Code with extended thinking: one signed thinking block before
+// both; Codex: one reasoning item before both): the clients run both and
+// send both results back.
+func TestParallelToolCalls(t *testing.T) {
+	for _, name := range []string{"claude", "codex", "qwen"} {
+		t.Run(name, func(t *testing.T) {
+			r, dir, turn := cli(t, name, nil)
+			r.provider.parallel = 2
+			if name == "claude" {
+				r.env = []string{"MAX_THINKING_TOKENS=2048"}
+			}
+			r.conversations(t, dir, turn)
+		})
+	}
+}
+
 // accented is what the people of TestClaudeCodeThinkingAccented type
 // after their words: other scripts, combining marks and emoji (4-byte
 // runes, a ZWJ sequence).

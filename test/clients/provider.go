@@ -101,6 +101,17 @@ type Provider struct {
 	received int
 	faulted  map[string]int
 	cutting  map[*http.Request]int
+	// parallel is how many tool calls the provider makes each round
+	// (1 when unset): the same call again under ids of its own, as a
+	// model calling tools in parallel.
+	parallel int
+}
+
+// calls is how many tool calls the provider makes in a round.
+func (p *Provider) callsPerRound() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(1, p.parallel)
 }
 
 // headerExchange names the exchange of an upstream call (the recording
