@@ -63,18 +63,28 @@ func someFaults(overloaded int, overloadedType string) map[int]Fault {
 	}
 }
 
-// TestProviderFailures: the provider fails now and then (someFaults) and
-// each CLI retries through contextd: every turn completes, one session
-// per conversation, the ledger is what was billed (a failure bills
-// nothing; a cut stream's usage never reached anyone), every prompt in
-// every request.
-func TestProviderFailures(t *testing.T) {
+// TestVaried runs each CLI with the variations of an outside check at
+// once (each held alone too; see the history of this file): the two
+// conversations at the same time (alongside), on two contextd replicas of
+// one PostgreSQL database behind a round-robin, both restarted between the
+// first and second turns; a provider that fails now and then (someFaults:
+// 429 with Retry-After, 529/503, 500, a cut stream) and makes two tool
+// calls a round (Claude Code with extended thinking, Codex with reasoning
+// items under store:false); prompts in several scripts with emoji.
+func TestVaried(t *testing.T) {
 	for _, name := range []string{"claude", "codex", "qwen"} {
 		t.Run(name, func(t *testing.T) {
-			r, dir, turn := cli(t, name, nil)
+			r, dir, turn := cli(t, name, map[string]string{"CONTEXTD_DATABASE_URL": pgtest.URL(t)})
+			first := r.addr
+			r.addReplica()
+			r.between = r.restart
+			r.alongside = true
+			r.accent = accented
+			r.provider.parallel = 2
 			faults := someFaults(503, "server_error")
 			if name == "claude" {
 				faults = someFaults(529, "overloaded_error")
+				r.env = []string{"MAX_THINKING_TOKENS=2048"}
 			}
 			r.provider.SetFaults(faults)
 			r.conversations(t, dir, turn)
@@ -85,90 +95,25 @@ func TestProviderFailures(t *testing.T) {
 			if n != len(faults) {
 				t.Errorf("the provider answered %d faults, want %d", n, len(faults))
 			}
-		})
-	}
-}
-
-// TestAfterRestart: contextd (SQLite) restarts between the conversations'
-// first and second turns; each second turn goes on in its conversation's
-// session (Qwen Code's found by its history alone).
-func TestAfterRestart(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "qwen"} {
-		t.Run(name, func(t *testing.T) {
-			r, dir, turn := cli(t, name, nil)
-			first := r.addr
-			r.between = r.restart
-			r.conversations(t, dir, turn)
 			if r.addr == first {
 				t.Error("contextd did not restart")
 			}
-		})
-	}
-}
-
-// TestTwoReplicas: two contextd replicas on one PostgreSQL database behind
-// a round-robin: a conversation's requests alternate replicas; each
-// conversation is one session, its ledger what was billed.
-func TestTwoReplicas(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "qwen"} {
-		t.Run(name, func(t *testing.T) {
-			r, dir, turn := cli(t, name, map[string]string{"CONTEXTD_DATABASE_URL": pgtest.URL(t)})
-			r.addReplica()
-			r.conversations(t, dir, turn)
-		})
-	}
-}
-
-// TestAlongside: the two conversations run at the same time in the same
-// directory, each its own CLI process (their first turns and then their
-// second turns overlap): each is one session, none waits on or sees the
-// other's.
-func TestAlongside(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "qwen"} {
-		t.Run(name, func(t *testing.T) {
-			r, dir, turn := cli(t, name, nil)
-			r.alongside = true
-			r.conversations(t, dir, turn)
-		})
-	}
-}
-
-// TestParallelToolCalls: the model makes two tool calls each round
-// (Claude Code with extended thinking: one signed thinking block before
-// both; Codex: one reasoning item before both): the clients run both and
-// send both results back.
-func TestParallelToolCalls(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "qwen"} {
-		t.Run(name, func(t *testing.T) {
-			r, dir, turn := cli(t, name, nil)
-			r.provider.parallel = 2
 			if name == "claude" {
-				r.env = []string{"MAX_THINKING_TOKENS=2048"}
+				thinking := 0
+				for _, c := range r.provider.Calls() {
+					if th, ok := c.Body["thinking"].(map[string]any); ok && th["type"] == "enabled" {
+						thinking++
+					}
+				}
+				if thinking == 0 {
+					t.Error("Claude Code asked for no thinking")
+				}
 			}
-			r.conversations(t, dir, turn)
 		})
 	}
 }
 
-// accented is what the people of TestClaudeCodeThinkingAccented type
-// after their words: other scripts, combining marks and emoji (4-byte
-// runes, a ZWJ sequence).
+// accented is what the people of TestVaried type after their words:
+// other scripts, combining marks and emoji (4-byte runes, a ZWJ
+// sequence).
 const accented = " Prüfe bitte genau — naïve café, 日本語のメモ, Ελληνικά, עברית 🚀🧪 👩‍💻 e\u0301."
-
-// TestClaudeCodeThinkingAccented: Claude Code with extended thinking
-// (signed thinking blocks before each tool call, which Anthropic refuses
-// to miss) and prompts in several scripts with emoji.
-func TestClaudeCodeThinkingAccented(t *testing.T) {
-	r, dir, turn := cli(t, "claude", nil)
-	r.accent, r.env = accented, []string{"MAX_THINKING_TOKENS=2048"}
-	r.conversations(t, dir, turn)
-	thinking := 0
-	for _, c := range r.provider.Calls() {
-		if th, ok := c.Body["thinking"].(map[string]any); ok && th["type"] == "enabled" {
-			thinking++
-		}
-	}
-	if thinking == 0 {
-		t.Error("Claude Code asked for no thinking")
-	}
-}
