@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/pgtest"
 )
@@ -67,7 +68,7 @@ func someFaults(overloaded int, overloadedType string) map[int]Fault {
 // once (each held alone too; see the history of this file): the two
 // conversations at the same time (alongside), on two contextd replicas of
 // one PostgreSQL database behind a round-robin, both restarted between the
-// first and second turns; a provider that fails now and then (someFaults:
+// first and second turns and once in the middle of the first; a provider that fails now and then (someFaults:
 // 429 with Retry-After, 529/503, 500, a cut stream) and makes two tool
 // calls a round (Claude Code with extended thinking, Codex with reasoning
 // items under store:false); prompts in several scripts with emoji.
@@ -87,7 +88,19 @@ func TestVaried(t *testing.T) {
 				r.env = []string{"MAX_THINKING_TOKENS=2048"}
 			}
 			r.provider.SetFaults(faults)
+			// And a restart in the middle of the first turns: the
+			// requests that meet it are answered 502 (unreached) and
+			// retried.
+			restarted := make(chan struct{})
+			go func() {
+				defer close(restarted)
+				for len(r.provider.Calls()) < 20 {
+					time.Sleep(5 * time.Millisecond)
+				}
+				r.restart()
+			}()
 			r.conversations(t, dir, turn)
+			<-restarted
 			n := 0
 			for _, v := range r.provider.Faulted() {
 				n += v

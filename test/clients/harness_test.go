@@ -97,6 +97,9 @@ type exchange struct {
 	seq string
 	// body is the request's body when contextd refused it (dump).
 	body []byte
+	// unreached: contextd could not be reached (a restart), the proxy
+	// answered 502.
+	unreached bool
 }
 
 // rig is contextd with the scripted provider behind it and a recording
@@ -209,6 +212,12 @@ func (r *rig) startFront() {
 		req.URL.Scheme, req.URL.Host = "http", addrs[r.turns%len(addrs)]
 		r.turns++
 		r.mu.Unlock()
+	}, ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
+		// contextd could not be reached (stopped for a restart): the
+		// client gets a 502 as from a load balancer, recorded as
+		// unreached.
+		w.(*recorder).unreached = true
+		w.WriteHeader(http.StatusBadGateway)
 	}}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
@@ -243,7 +252,7 @@ func (r *rig) startFront() {
 			main := bytes.Contains(body, []byte("TASK=")) && len(decoded.Tools) > 0
 			r.mu.Lock()
 			r.exchanges = append(r.exchanges, exchange{conv: conv, path: req.URL.Path, status: rec.status,
-				session: h.Get("X-Contextd-Session"), history: h.Get("X-Contextd-History"), used: used, fresh: h.Get("X-Contextd-Compacted") == "true", main: main, header: req.Header.Clone(), seq: seq, body: refusedBody(rec.status, body)})
+				session: h.Get("X-Contextd-Session"), history: h.Get("X-Contextd-History"), used: used, fresh: h.Get("X-Contextd-Compacted") == "true", main: main, header: req.Header.Clone(), seq: seq, body: refusedBody(rec.status, body), unreached: rec.unreached})
 			r.mu.Unlock()
 		}()
 		rp.ServeHTTP(rec, req)
@@ -259,7 +268,8 @@ func (r *rig) startFront() {
 
 type recorder struct {
 	http.ResponseWriter
-	status int
+	status    int
+	unreached bool // the proxy could not reach contextd
 }
 
 func (r *recorder) WriteHeader(code int) { r.status = code; r.ResponseWriter.WriteHeader(code) }
