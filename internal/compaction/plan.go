@@ -219,6 +219,9 @@ func planCompaction(req Request, kept map[string]bool) (*Plan, error) {
 	if req.allowed(TierPrune) && p.used() > req.Usable() {
 		p.pruneScaffolding() // only what the tiers left past the window: no pass or summarizer call of its own
 	}
+	if req.allowed(TierPrune) && p.used() > req.Usable() {
+		p.cutOversizedResults() // a protected tool result larger than the window (oversized.go)
+	}
 	if p.used() > req.Usable() {
 		return nil, p.tooLarge()
 	}
