@@ -2,6 +2,9 @@ package compaction
 
 import (
 	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/contextd/contextd/internal/chat"
 )
@@ -54,7 +57,7 @@ func headTailResult(m *chat.Message, names map[string]string, tool bool) (chat.M
 	if name == "" {
 		name = "a tool"
 	}
-	head, tail := safePrefix(tr.Content, headChars), safeSuffix(tr.Content, tailChars)
+	head, tail := boundaryHead(tr.Content, headChars), boundaryTail(tr.Content, tailChars)
 	// Plain concatenation, not fmt: the output may be megabytes.
 	text := head + "\n[contextd pruned " + strconv.Itoa(len(tr.Content)-len(head)-len(tail)) +
 		" characters of this output of " + name + " here (it was larger than the window). " +
@@ -62,4 +65,73 @@ func headTailResult(m *chat.Message, names map[string]string, tool bool) (chat.M
 	out := chat.Message{Role: m.Role, Name: m.Name, Kind: chat.KindPlaceholder, Metadata: m.Metadata,
 		Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: tr.ToolCallID, Content: text, IsError: tr.IsError}}}}
 	return out, true
+}
+
+// boundaryHead is the first n bytes of s or fewer, ending before a line
+// break (a `cat` of a file keeps whole lines), else before a space or tab
+// (whole words, identifiers and paths), else at a grapheme boundary (no
+// ZWJ sequence or combining mark split), found in the last half of the n
+// bytes; at a UTF-8 boundary when there is none. A cut mid-line misleads:
+// a tail that starts "345: config" of line 12345. Work: O(n).
+func boundaryHead(s string, n int) string {
+	h := safePrefix(s, n)
+	least := len(h) / 2
+	if i := strings.LastIndexByte(h, '\n'); i >= least {
+		return h[:i]
+	}
+	if i := strings.LastIndexAny(h, " \t"); i >= least {
+		return h[:i]
+	}
+	for i := len(h); i > least; {
+		if graphemeBreak(s, i) {
+			return h[:i]
+		}
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+	}
+	return h
+}
+
+// boundaryTail is boundaryHead's mirror: the last n bytes of s or fewer,
+// starting after a line break, else after a space or tab, else at a
+// grapheme boundary, found in the first half of those n bytes.
+func boundaryTail(s string, n int) string {
+	t := safeSuffix(s, n)
+	most := len(t) / 2
+	if j := strings.IndexByte(t, '\n'); j >= 0 && j < most {
+		return t[j+1:]
+	}
+	if j := strings.IndexAny(t, " \t"); j >= 0 && j < most {
+		return t[j+1:]
+	}
+	start := len(s) - len(t)
+	for i := start; i < start+most; {
+		if graphemeBreak(s, i) {
+			return s[i:]
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return t
+}
+
+// graphemeBreak reports whether s may be cut before byte i without
+// splitting what shows as one character: not after a zero-width joiner,
+// not before one, a combining mark, a variation selector, an emoji
+// modifier or a tag character (regional indicator pairs are not told
+// apart).
+func graphemeBreak(s string, i int) bool {
+	if i <= 0 || i >= len(s) {
+		return true
+	}
+	if prev, _ := utf8.DecodeLastRuneInString(s[:i]); prev == '\u200d' {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	switch {
+	case r == '\u200d', unicode.Is(unicode.M, r), r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF,
+		r >= 0x1F3FB && r <= 0x1F3FF, r >= 0xE0020 && r <= 0xE007F:
+		return false
+	}
+	return true
 }
