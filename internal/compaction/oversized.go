@@ -19,15 +19,29 @@ import (
 // old message does, headTail); it is reversible like any pruning.
 // Results contextd replaced already, and the protected messages (the
 // original task, pinned ones, the latest user message), are left alone.
+// Only results over tokens are cut: planCompaction cuts those larger than
+// the usable window first, before the tiers (they can never go whole, and
+// pruning, summarizing or dropping the history beside them makes no room
+// for them), and any left, largest first, last. The first pass takes only
+// the newest, protected results (ProtectRecentToolResults): an older one
+// is the prune tier's, which leaves a shorter placeholder with its facts.
 // Work: one pass over the view per result cut.
-func (p *planner) cutOversizedResults() {
+func (p *planner) cutOversizedResults(over int64) {
 	keep := p.protected()
 	names := callNames(p.view)
+	recent := map[int]bool{}
+	for i, left := len(p.view)-1, p.req.Policy.ProtectRecentToolResults; over > 0 && i >= 0 && left > 0; i-- {
+		if toolResultOf(&p.view[i]) != nil {
+			recent[i] = true
+			left--
+		}
+	}
 	for p.used() > p.req.Usable() {
 		largest := -1
 		for i := range p.view {
 			m := &p.view[i]
-			if toolResultOf(m) == nil || keep[m.ID] || m.Kind != chat.KindNormal || m.Tokens < minPruneTokens {
+			if toolResultOf(m) == nil || keep[m.ID] || m.Kind != chat.KindNormal || m.Tokens < minPruneTokens ||
+				over > 0 && (m.Tokens <= over || !recent[i]) {
 				continue
 			}
 			if largest < 0 || m.Tokens > p.view[largest].Tokens {
@@ -42,7 +56,7 @@ func (p *planner) cutOversizedResults() {
 		if !ok {
 			repl = placeholderFor(m, "", false, names, p.req.Policy.ExposeExpandTool)
 		}
-		p.replace(largest, repl, TierPrune, "tool output larger than the window: kept head and tail")
+		p.replace(largest, repl, TierPrune, "tool output past the window: kept head and tail")
 	}
 }
 
@@ -60,7 +74,7 @@ func headTailResult(m *chat.Message, names map[string]string, tool bool) (chat.M
 	head, tail := boundaryHead(tr.Content, headChars), boundaryTail(tr.Content, tailChars)
 	// Plain concatenation, not fmt: the output may be megabytes.
 	text := head + "\n[contextd pruned " + strconv.Itoa(len(tr.Content)-len(head)-len(tail)) +
-		" characters of this output of " + name + " here (it was larger than the window). " +
+		" characters of this output of " + name + " here (the request did not fit the window with it whole). " +
 		expandCall(tool, m.ID) + " to read them.]\n" + tail
 	out := chat.Message{Role: m.Role, Name: m.Name, Kind: chat.KindPlaceholder, Metadata: m.Metadata,
 		Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: tr.ToolCallID, Content: text, IsError: tr.IsError}}}}

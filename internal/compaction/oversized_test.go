@@ -63,3 +63,20 @@ func TestOversizedResultCutsAtBoundaries(t *testing.T) {
 		})
 	}
 }
+
+// TestOversizedResultCutBeforeSummary: a newest tool result larger than
+// the whole usable window can never go whole, so it keeps its head and
+// tail first; the history that fits beside it stays as it is. It was cut
+// last, after the summarizer had summarized the conversation and drop-middle
+// dropped it for room that could never be enough.
+func TestOversizedResultCutBeforeSummary(t *testing.T) {
+	b := (&builder{}).user("Fix the bug.").steps(4, 4000, "c").assistant("", "big").result("big", strings.Repeat("line of a big file\n", 10_000))
+	req := request(b, 20_000, compaction.AllTiers...)
+	plan := mustPlan(t, req)
+	if len(plan.Tiers) != 1 || plan.Tiers[0] != compaction.TierPrune {
+		t.Errorf("tiers %v, want prune alone (%d → %d tokens)", plan.Tiers, plan.TokensBefore, plan.TokensAfter)
+	}
+	if got := ids(plan.View[:len(plan.View)-1]); got != ids(b.msgs[:len(b.msgs)-1]) {
+		t.Errorf("the history beside the result changed: %s", got)
+	}
+}
