@@ -67,7 +67,7 @@ func someFaults(overloaded int, overloadedType string) map[int]Fault {
 // TestVaried runs each CLI with the variations of an outside check at
 // once (each held alone too; see the history of this file): the two
 // conversations at the same time (alongside), on two contextd replicas of
-// one PostgreSQL database behind a round-robin, both restarted between the
+// one PostgreSQL database behind a round-robin, the first restarted between the
 // first and second turns and once in the middle of the first; a provider that fails now and then (someFaults:
 // 429 with Retry-After, 529/503, 500, a cut stream) and makes two tool
 // calls a round (Claude Code with extended thinking, Codex with reasoning
@@ -91,16 +91,32 @@ func TestVaried(t *testing.T) {
 			// And a restart in the middle of the first turns: the
 			// requests that meet it are answered 502 (unreached) and
 			// retried.
-			restarted := make(chan struct{})
+			// Each variation is asserted to have happened: a fault
+			// never injected, a stream never cut, a replica never
+			// reached or a restart that came after the conversations
+			// would let the checks pass without running.
+			restarted, finished := make(chan bool, 1), make(chan struct{})
 			go func() {
-				defer close(restarted)
+				mid := false
+				defer func() { restarted <- mid }() // also when restart fails t (runtime.Goexit)
 				for len(r.provider.Calls()) < 20 {
-					time.Sleep(5 * time.Millisecond)
+					select {
+					case <-finished:
+						return
+					case <-time.After(5 * time.Millisecond):
+					}
 				}
+				r.mu.Lock()
+				before := r.addr
+				r.mu.Unlock()
 				r.restart()
+				mid = before == first // the between-turns restart came first otherwise
 			}()
 			r.conversations(t, dir, turn)
-			<-restarted
+			close(finished)
+			if !<-restarted {
+				t.Error("contextd did not restart in the middle of the first turns")
+			}
 			n := 0
 			for _, v := range r.provider.Faulted() {
 				n += v
@@ -108,6 +124,27 @@ func TestVaried(t *testing.T) {
 			if n != len(faults) {
 				t.Errorf("the provider answered %d faults, want %d", n, len(faults))
 			}
+			cuts, wantCuts := 0, 0
+			for _, c := range r.provider.Calls() {
+				if c.Cut {
+					cuts++
+				}
+			}
+			for _, f := range faults {
+				if f.CutAfter > 0 {
+					wantCuts++
+				}
+			}
+			if cuts != wantCuts {
+				t.Errorf("the provider cut %d streams, want %d (a fault on a request not streamed, or one of fewer events, cuts nothing)", cuts, wantCuts)
+			}
+			r.mu.Lock()
+			for _, addr := range append([]string{first, r.addr}, r.replicas...) {
+				if r.served[addr] == 0 {
+					t.Errorf("contextd at %s (first %s, last %s, replicas %v) answered no request", addr, first, r.addr, r.replicas)
+				}
+			}
+			r.mu.Unlock()
 			if r.addr == first {
 				t.Error("contextd did not restart")
 			}

@@ -139,6 +139,10 @@ type rig struct {
 	addReplica func()
 	replicas   []string
 	turns      int
+	// served counts the answers of status 200 by the contextd address
+	// that gave them (a replica that never answered is a variation that
+	// did not run).
+	served map[string]int
 }
 
 // model is the registry entry the suite adds (CONTEXTD_MODELS_FILE): a
@@ -189,7 +193,10 @@ func startRig(t *testing.T, m model, env map[string]string) *rig {
 		r.replicas = append(r.replicas, addr)
 		r.mu.Unlock()
 	}
+	var restarting sync.Mutex // the restart in the middle of a turn and the one between turns
 	r.restart = func() {
+		restarting.Lock()
+		defer restarting.Unlock()
 		stop()
 		addr, stopNew := apptest.StartStoppable(t, all)
 		r.mu.Lock()
@@ -212,6 +219,16 @@ func (r *rig) startFront() {
 		req.URL.Scheme, req.URL.Host = "http", addrs[r.turns%len(addrs)]
 		r.turns++
 		r.mu.Unlock()
+	}, ModifyResponse: func(resp *http.Response) error {
+		if resp.StatusCode == http.StatusOK {
+			r.mu.Lock()
+			if r.served == nil {
+				r.served = map[string]int{}
+			}
+			r.served[resp.Request.URL.Host]++
+			r.mu.Unlock()
+		}
+		return nil
 	}, ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
 		// contextd could not be reached (stopped for a restart): the
 		// client gets a 502 as from a load balancer, recorded as
