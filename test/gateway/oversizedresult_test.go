@@ -31,11 +31,15 @@ func TestToolOutputLargerThanTheWindow(t *testing.T) {
 		map[string]any{"role": "tool", "tool_call_id": "call_cat", "content": out},
 	}
 	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "shell", "parameters": map[string]any{"type": "object", "properties": map[string]any{"command": map[string]any{"type": "string"}}}}}}
+	session := "" // named by the call that made it (a later one finds it by its history)
 	for round := range 2 {
 		s.fake.Script(gatewaytest.Reply{Text: fmt.Sprintf("answer %d", round)})
 		resp, body := s.post("/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": history, "tools": tools}, nil)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("round %d: %d %s", round, resp.StatusCode, body)
+		}
+		if session == "" {
+			session = resp.Header.Get("X-Contextd-Session")
 		}
 		reqs := s.fake.Requests()
 		sent := string(reqs[len(reqs)-1].Raw)
@@ -45,6 +49,27 @@ func TestToolOutputLargerThanTheWindow(t *testing.T) {
 		}
 		if !strings.Contains(sent, "contextd pruned") {
 			t.Errorf("round %d: no placeholder says how to read the rest", round)
+		}
+		// The id the placeholder names expands to the output, byte for
+		// byte (the original is kept).
+		const how = "Call ExpandMessage with message id "
+		if i := strings.Index(sent, how); i < 0 {
+			t.Errorf("round %d: the placeholder names no id to expand", round)
+		} else {
+			id, _, _ := strings.Cut(sent[i+len(how):], " ")
+			var x struct {
+				Message struct {
+					Parts []struct {
+						ToolResult *struct {
+							Content string `json:"content"`
+						} `json:"toolResult"`
+					} `json:"parts"`
+				} `json:"message"`
+			}
+			s.rpc("ExpandMessage", map[string]any{"sessionId": session, "messageId": id}, &x)
+			if len(x.Message.Parts) != 1 || x.Message.Parts[0].ToolResult == nil || x.Message.Parts[0].ToolResult.Content != out {
+				t.Errorf("round %d: ExpandMessage(%s) is not the output whole", round, id)
+			}
 		}
 		if len(sent) > 600<<10 {
 			t.Errorf("round %d: %d bytes went upstream", round, len(sent))
