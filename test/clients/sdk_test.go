@@ -67,4 +67,16 @@ func TestOpenAISDKAgentHugeOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.conversations(t, dir, r.sdkTurn(t, dir))
+	// The variation ran: requests carried the file's head and tail
+	// around the placeholder (a script that no longer reads part-3.txt
+	// would pass the checks above without it).
+	cut := 0
+	for _, c := range r.provider.Calls() {
+		if raw := string(c.Raw); strings.Contains(raw, "big line 0: config") && strings.Contains(raw, "characters of this output of") {
+			cut++
+		}
+	}
+	if cut == 0 {
+		t.Error("no request carried the 1 MB output cut to its head and tail")
+	}
 }
