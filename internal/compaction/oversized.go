@@ -36,6 +36,15 @@ func (p *planner) cutOversizedResults(over int64) {
 			left--
 		}
 	}
+	// floor is what no tier shrinks: the fixed part and the protected
+	// messages. A head and tail that cannot fit beside it leave the short
+	// placeholder instead (a small window, a long system prompt).
+	floor := p.req.Fixed
+	for i := range p.view {
+		if keep[p.view[i].ID] {
+			floor += p.view[i].Tokens
+		}
+	}
 	for p.used() > p.req.Usable() {
 		largest := -1
 		for i := range p.view {
@@ -53,7 +62,10 @@ func (p *planner) cutOversizedResults(over int64) {
 		}
 		m := &p.view[largest]
 		repl, ok := headTailResult(m, names, p.req.Policy.ExposeExpandTool)
-		if !ok {
+		if ok {
+			repl.Tokens = p.req.Count(&repl)
+		}
+		if !ok || floor+repl.Tokens > p.req.Usable() {
 			repl = placeholderFor(m, "", false, names, p.req.Policy.ExposeExpandTool)
 		}
 		p.replace(largest, repl, TierPrune, "tool output past the window: kept head and tail")

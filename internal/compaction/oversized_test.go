@@ -80,3 +80,24 @@ func TestOversizedResultCutBeforeSummary(t *testing.T) {
 		t.Errorf("the history beside the result changed: %s", got)
 	}
 }
+
+// TestOversizedResultInASmallRoom: when even the head and tail cannot fit
+// beside what no tier shrinks (the fixed part: a long system prompt and
+// tools at a small window; a long original task), the result leaves the
+// short placeholder instead; the head and tail were refused, ErrTooLarge.
+func TestOversizedResultInASmallRoom(t *testing.T) {
+	for name, task := range map[string]string{"fixed": "Fix the bug.", "task": "Fix the bug. " + strings.Repeat("context ", 650)} {
+		t.Run(name, func(t *testing.T) {
+			b := (&builder{}).user(task).assistant("", "big").result("big", strings.Repeat("line of a big file\n", 10_000))
+			req := request(b, 2000, compaction.AllTiers...)
+			if name == "fixed" {
+				req.Fixed = 1300
+			}
+			plan := mustPlan(t, req)
+			got := plan.View[len(plan.View)-1].Parts[0].ToolResult.Content
+			if !strings.HasPrefix(got, "[contextd pruned this output of bash") {
+				t.Errorf("got %.80q", got)
+			}
+		})
+	}
+}
