@@ -211,6 +211,9 @@ func planCompaction(req Request, kept map[string]bool) (*Plan, error) {
 	p.setView(append([]chat.Message(nil), req.View...))
 	p.plan.TokensBefore = p.used()
 	p.target = int64(req.Target * float64(req.Usable()))
+	if req.allowed(TierPrune) && p.used() > req.Usable() {
+		p.cutOversizedResults(req.Usable()) // a tool result larger than the window alone (oversized.go)
+	}
 	if req.allowed(TierPrune) && p.used() > p.target {
 		p.prune()
 	}
@@ -224,6 +227,9 @@ func planCompaction(req Request, kept map[string]bool) (*Plan, error) {
 	}
 	if req.allowed(TierPrune) && p.used() > req.Usable() {
 		p.pruneScaffolding() // only what the tiers left past the window: no pass or summarizer call of its own
+	}
+	if req.allowed(TierPrune) && p.used() > req.Usable() {
+		p.cutOversizedResults(0) // protected tool results, largest first, while past the window (oversized.go)
 	}
 	if p.used() > req.Usable() {
 		return nil, p.tooLarge()

@@ -238,9 +238,22 @@ func TestAllRecentHistory(t *testing.T) {
 func TestOneHugeRecentToolOutput(t *testing.T) {
 	b := (&builder{}).user("Fix the bug.").steps(2, 100, "c").assistant("", "big").result("big", strings.Repeat("y", 40_000))
 	req := request(b, 8000, compaction.AllTiers...)
-	_, err := compaction.PlanCompaction(req)
-	if !errors.Is(err, compaction.ErrTooLarge) || !strings.Contains(err.Error(), "largest message (m7, tool)") {
-		t.Fatalf("got %v", err)
+	// The newest result is protected, and larger than the window alone:
+	// it keeps its head and tail (oversized.go). It was ErrTooLarge, on
+	// every later request of the conversation too.
+	plan0 := mustPlan(t, req)
+	if plan0.TokensAfter > usable(req) {
+		t.Fatalf("does not fit: %d > %d", plan0.TokensAfter, usable(req))
+	}
+	last := plan0.View[len(plan0.View)-1]
+	if out := last.Parts[0].ToolResult; out == nil || out.ToolCallID != "big" || !strings.HasPrefix(out.Content, "yyyy") ||
+		!strings.HasSuffix(out.Content, "yyyy") || !strings.Contains(out.Content, "contextd pruned") {
+		t.Errorf("the huge newest output: %+v", last.Parts[0])
+	}
+	// Without the prune tier it cannot fit.
+	if _, err := compaction.PlanCompaction(request(b, 8000, compaction.TierSummarize, compaction.TierDropMiddle)); !errors.Is(err, compaction.ErrTooLarge) ||
+		!strings.Contains(err.Error(), "largest message (m7, tool)") {
+		t.Fatalf("without pruning: got %v", err)
 	}
 	// The same output further back is pruned away instead.
 	b.user("Thanks, now something else.").steps(4, 100, "d")

@@ -100,6 +100,10 @@ func (p *Provider) messages(w http.ResponseWriter, r *http.Request) {
 		content = append(content, map[string]any{"type": "text", "text": text},
 			map[string]any{"type": "tool_use", "id": id, "name": tc.name, "input": input})
 		stop, outText = "tool_use", text+tc.input
+		for range p.callsPerRound() - 1 {
+			content = append(content, map[string]any{"type": "tool_use", "id": p.nextID("toolu_", step.round, step.total), "name": tc.name, "input": input})
+			outText += tc.input
+		}
 		c.Round = step.round
 	}
 	c, ok := p.record(c, func() Usage { return p.billAnthropic(anthropicSegments(c.Body)) }, outText)

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,26 +33,34 @@ type turnFunc func(conv, text, resume string) (answer, clientID string)
 // of each with words of its own, and checks everything the acceptance of
 // issue 29 asks.
 func (r *rig) conversations(t *testing.T, dir string, turn turnFunc) {
-	opening := prompt("checks", firstRounds, dir, "Work through the checks of this directory one step at a time, then report.")
+	opening := prompt("checks", firstRounds, dir, "Work through the checks of this directory one step at a time, then report."+r.accent)
 	second := map[string]string{
-		"A": prompt("recheck-amber", secondRounds, dir, "Now recheck the notes with the words amber falcon."),
-		"B": prompt("recheck-cobalt", secondRounds, dir, "Now recheck the notes with the words cobalt heron."),
+		"A": prompt("recheck-amber", secondRounds, dir, "Now recheck the notes with the words amber falcon."+r.accent),
+		"B": prompt("recheck-cobalt", secondRounds, dir, "Now recheck the notes with the words cobalt heron."+r.accent),
 	}
 	typed := map[string][]string{}
 	ids := map[string]string{}
-	for _, conv := range []string{"A", "B"} {
+	var mu sync.Mutex
+	r.each(func(conv string) {
 		answer, id := turn(conv+"1", opening, "")
+		mu.Lock()
 		typed[conv], ids[conv] = []string{opening}, id
+		mu.Unlock()
 		if id == "" {
 			t.Errorf("%s turn 1: the client named no conversation to resume", conv)
 		}
 		if want := Final("checks", firstRounds); !strings.Contains(answer, want) {
 			t.Errorf("%s turn 1: the answer is %q, want it to hold %q", conv, tail(answer), want)
 		}
+	})
+	if r.between != nil {
+		r.between()
 	}
-	for _, conv := range []string{"A", "B"} {
+	r.each(func(conv string) {
 		answer, _ := turn(conv+"2", second[conv], ids[conv])
+		mu.Lock()
 		typed[conv] = append(typed[conv], second[conv])
+		mu.Unlock()
 		task := "recheck-amber"
 		if conv == "B" {
 			task = "recheck-cobalt"
@@ -59,8 +68,27 @@ func (r *rig) conversations(t *testing.T, dir string, turn turnFunc) {
 		if want := Final(task, secondRounds); !strings.Contains(answer, want) {
 			t.Errorf("%s turn 2: the answer is %q, want it to hold %q", conv, tail(answer), want)
 		}
-	}
+	})
 	r.check(t, typed)
+}
+
+// each runs fn for conversations A and B, one after the other, or at the
+// same time when the rig runs CLIs alongside.
+func (r *rig) each(fn func(conv string)) {
+	if !r.alongside {
+		fn("A")
+		fn("B")
+		return
+	}
+	var wg sync.WaitGroup
+	for _, conv := range []string{"A", "B"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(conv)
+		}()
+	}
+	wg.Wait()
 }
 
 // check asserts the acceptance on what the provider received and what
@@ -116,7 +144,9 @@ func (r *rig) check(t *testing.T, typed map[string][]string) {
 		t.Errorf("%d times a typed prompt was missing from an upstream request", missing)
 	}
 
-	// One contextd session per conversation, none shared.
+	// One contextd session per conversation, none shared. A request the
+	// provider failed on purpose (faults.go) answers its failure.
+	faulted := r.provider.Faulted()
 	sessions := map[string]map[string]bool{}
 	seen := map[string]bool{}
 	for _, e := range exchanges {
@@ -126,7 +156,7 @@ func (r *rig) check(t *testing.T, typed map[string][]string) {
 		if !e.main || len(e.conv) < 1 {
 			continue
 		}
-		if e.status != 200 {
+		if e.status != 200 && faulted[e.seq] == 0 && !e.unreached {
 			t.Errorf("%s: %s answered %d", e.conv, e.path, e.status)
 		}
 		conv := e.conv[:1]
@@ -176,7 +206,7 @@ func (r *rig) check(t *testing.T, typed map[string][]string) {
 	var billed Usage
 	billedCalls := int64(0)
 	for _, c := range calls {
-		if len(c.Problems) == 0 && c.API != "" {
+		if len(c.Problems) == 0 && c.API != "" && !c.Cut {
 			billed.Uncached += c.Billed.Uncached
 			billed.CacheRead += c.Billed.CacheRead
 			billed.CacheWrite += c.Billed.CacheWrite
@@ -208,7 +238,7 @@ func (r *rig) check(t *testing.T, typed map[string][]string) {
 	// request that contextd recorded (an extension; an aside has none).
 	upstream := map[string]Call{}
 	for _, c := range calls {
-		if seq := c.Header.Get(headerExchange); seq != "" && len(c.Problems) == 0 {
+		if seq := c.Header.Get(headerExchange); seq != "" && len(c.Problems) == 0 && !c.Cut {
 			if _, ok := upstream[seq]; !ok {
 				upstream[seq] = c
 			}
@@ -220,7 +250,9 @@ func (r *rig) check(t *testing.T, typed map[string][]string) {
 		var counted []int64
 		answered := map[string]bool{}
 		for _, e := range exchanges {
-			if e.main && e.conv[:1] == conv && e.status == 200 && e.used >= 0 {
+			// A stream the provider cut (faults.go) has its headers and
+			// no billed call.
+			if e.main && e.conv[:1] == conv && e.status == 200 && e.used >= 0 && faulted[e.seq] == 0 {
 				c, ok := upstream[e.seq]
 				if !ok {
 					t.Errorf("%s: an answer with a used percentage, and no upstream call of its request", e.conv)
@@ -234,7 +266,7 @@ func (r *rig) check(t *testing.T, typed map[string][]string) {
 		}
 		unanswered := 0
 		for _, c := range calls {
-			if !c.Side && len(c.Problems) == 0 && strings.HasPrefix(c.Conv, conv) && !answered[c.Header.Get(headerExchange)] {
+			if !c.Side && len(c.Problems) == 0 && !c.Cut && strings.HasPrefix(c.Conv, conv) && !answered[c.Header.Get(headerExchange)] {
 				unanswered++
 			}
 		}

@@ -51,6 +51,9 @@ func (r *rig) codexTurn(conv, bin, dir, home, codexHome, text, resume string) (a
 	if resume != "" {
 		args = append(args, "resume", resume)
 	}
+	// The base URL again as an override of the config's: run names the
+	// conversation in it when CLIs run alongside.
+	args = append(args, "-c", fmt.Sprintf("model_providers.contextd.base_url=%q", r.front+"/v1"))
 	args = append(args, "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", text)
 	out := r.run(conv, dir, r.codexEnv(home, codexHome), bin, args...)
 	sc := bufio.NewScanner(strings.NewReader(out))

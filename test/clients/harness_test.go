@@ -9,10 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,10 +97,10 @@ type exchange struct {
 	seq string
 	// body is the request's body when contextd refused it (dump).
 	body []byte
+	// unreached: contextd could not be reached (a restart), the proxy
+	// answered 502.
+	unreached bool
 }
-
-// headerExchange names the exchange of an upstream call (exchange.seq).
-const headerExchange = "X-Test-Exchange"
 
 // rig is contextd with the scripted provider behind it and a recording
 // proxy in front of it; the CLIs talk to the proxy.
@@ -121,6 +121,28 @@ type rig struct {
 	outbound []string
 	outProxy string
 	registry string // a loopback npm registry without packages (opencode)
+	// accent ends every prompt the conversations type (non-ASCII words,
+	// emoji); env is added to every CLI's environment.
+	accent string
+	env    []string
+	// restart stops contextd and starts it again on the same data
+	// directory; between, when set, runs between the conversations'
+	// first and second turns.
+	restart func()
+	between func()
+	// addReplica starts another contextd on the same store (PostgreSQL):
+	// the recording proxy sends the requests round-robin to contextd and
+	// its replicas; turns counts the requests sent.
+	// alongside: the CLIs run at the same time (runAlongside), each
+	// naming its conversation in its base URL.
+	alongside  bool
+	addReplica func()
+	replicas   []string
+	turns      int
+	// served counts the answers of status 200 by the contextd address
+	// that gave them (a replica that never answered is a variation that
+	// did not run).
+	served map[string]int
 }
 
 // model is the registry entry the suite adds (CONTEXTD_MODELS_FILE): a
@@ -158,7 +180,29 @@ func startRig(t *testing.T, m model, env map[string]string) *rig {
 	for k, v := range env {
 		all[k] = v
 	}
-	r := &rig{t: t, provider: p, addr: apptest.Start(t, all), window: m.ContextWindow}
+	if all["CONTEXTD_DATA_DIR"] == "" {
+		all["CONTEXTD_DATA_DIR"] = t.TempDir() // kept across restart
+	}
+	r := &rig{t: t, provider: p, window: m.ContextWindow}
+	var stop func()
+	r.addr, stop = apptest.StartStoppable(t, all)
+	t.Cleanup(func() { stop() })
+	r.addReplica = func() {
+		addr := apptest.Start(t, all)
+		r.mu.Lock()
+		r.replicas = append(r.replicas, addr)
+		r.mu.Unlock()
+	}
+	var restarting sync.Mutex // the restart in the middle of a turn and the one between turns
+	r.restart = func() {
+		restarting.Lock()
+		defer restarting.Unlock()
+		stop()
+		addr, stopNew := apptest.StartStoppable(t, all)
+		r.mu.Lock()
+		r.addr, stop = addr, stopNew
+		r.mu.Unlock()
+	}
 	r.startFront()
 	r.startOutProxy()
 	return r
@@ -166,9 +210,32 @@ func startRig(t *testing.T, m model, env map[string]string) *rig {
 
 // startFront starts the recording proxy in front of contextd.
 func (r *rig) startFront() {
-	target, _ := url.Parse("http://" + r.addr)
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.FlushInterval = -1
+	// The target is read at each request: contextd may have restarted
+	// on another port (restart), and the requests go round-robin to the
+	// replicas (addReplica).
+	rp := &httputil.ReverseProxy{FlushInterval: -1, Director: func(req *http.Request) {
+		r.mu.Lock()
+		addrs := append([]string{r.addr}, r.replicas...)
+		req.URL.Scheme, req.URL.Host = "http", addrs[r.turns%len(addrs)]
+		r.turns++
+		r.mu.Unlock()
+	}, ModifyResponse: func(resp *http.Response) error {
+		if resp.StatusCode == http.StatusOK {
+			r.mu.Lock()
+			if r.served == nil {
+				r.served = map[string]int{}
+			}
+			r.served[resp.Request.URL.Host]++
+			r.mu.Unlock()
+		}
+		return nil
+	}, ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
+		// contextd could not be reached (stopped for a restart): the
+		// client gets a 502 as from a load balancer, recorded as
+		// unreached.
+		w.(*recorder).unreached = true
+		w.WriteHeader(http.StatusBadGateway)
+	}}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		req.Body = io.NopCloser(bytes.NewReader(body))
@@ -176,8 +243,16 @@ func (r *rig) startFront() {
 		r.mu.Lock()
 		r.seq++
 		seq := strconv.Itoa(r.seq)
+		conv := r.conv
 		r.mu.Unlock()
 		req.Header.Set(headerExchange, seq)
+		// A CLI run by runAlongside names its conversation in its base
+		// URL's path (/c/LABEL/...): passed on as headerConv.
+		if rest, ok := strings.CutPrefix(req.URL.Path, "/c/"); ok {
+			label, path, _ := strings.Cut(rest, "/")
+			conv, req.URL.Path = label, "/"+path
+			req.Header.Set(headerConv, label)
+		}
 		rec := &recorder{ResponseWriter: w}
 		// Recorded even when the client hangs up mid-stream (the
 		// reverse proxy then panics with http.ErrAbortHandler).
@@ -193,8 +268,8 @@ func (r *rig) startFront() {
 			_ = json.Unmarshal(body, &decoded)
 			main := bytes.Contains(body, []byte("TASK=")) && len(decoded.Tools) > 0
 			r.mu.Lock()
-			r.exchanges = append(r.exchanges, exchange{conv: r.conv, path: req.URL.Path, status: rec.status,
-				session: h.Get("X-Contextd-Session"), history: h.Get("X-Contextd-History"), used: used, fresh: h.Get("X-Contextd-Compacted") == "true", main: main, header: req.Header.Clone(), seq: seq, body: refusedBody(rec.status, body)})
+			r.exchanges = append(r.exchanges, exchange{conv: conv, path: req.URL.Path, status: rec.status,
+				session: h.Get("X-Contextd-Session"), history: h.Get("X-Contextd-History"), used: used, fresh: h.Get("X-Contextd-Compacted") == "true", main: main, header: req.Header.Clone(), seq: seq, body: refusedBody(rec.status, body), unreached: rec.unreached})
 			r.mu.Unlock()
 		}()
 		rp.ServeHTTP(rec, req)
@@ -210,7 +285,8 @@ func (r *rig) startFront() {
 
 type recorder struct {
 	http.ResponseWriter
-	status int
+	status    int
+	unreached bool // the proxy could not reach contextd
 }
 
 func (r *recorder) WriteHeader(code int) { r.status = code; r.ResponseWriter.WriteHeader(code) }
@@ -256,13 +332,29 @@ func (r *rig) baseEnv(home string) []string {
 func (r *rig) run(conv, dir string, env []string, name string, args ...string) string {
 	r.t.Helper()
 	r.mu.Lock()
-	r.conv = conv
+	alongside := r.alongside
+	if !alongside {
+		r.conv = conv
+	}
 	r.mu.Unlock()
-	r.provider.SetConv(conv)
+	if alongside {
+		// The conversation is named in the base URL (startFront).
+		labelled := make([]string, len(env))
+		for i, e := range env {
+			labelled[i] = strings.ReplaceAll(e, r.front, r.front+"/c/"+conv)
+		}
+		env = labelled
+		args = slices.Clone(args)
+		for i, a := range args {
+			args[i] = strings.ReplaceAll(a, r.front, r.front+"/c/"+conv)
+		}
+	} else {
+		r.provider.SetConv(conv)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir, cmd.Env = dir, env
+	cmd.Dir, cmd.Env = dir, append(env, r.env...)
 	// Stdout is a file, not a pipe: Node.js CLIs that exit right after a
 	// large write lose the tail of what they wrote to a pipe.
 	outFile, err := os.CreateTemp(r.t.TempDir(), "stdout")

@@ -111,12 +111,17 @@ func (p *Provider) responses(w http.ResponseWriter, r *http.Request) {
 			p.reasoning["fc_"+id] = rs
 			p.mu.Unlock()
 		}
-		if tc.freeform {
-			output = append(output, map[string]any{"type": "custom_tool_call", "id": "ctc_" + id, "call_id": id, "name": tc.name, "input": tc.input, "status": "completed"})
-		} else {
-			output = append(output, map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": id, "name": tc.name, "arguments": tc.input, "status": "completed"})
+		for i := range p.callsPerRound() {
+			if i > 0 {
+				id = p.nextID("call_", step.round, step.total)
+			}
+			if tc.freeform {
+				output = append(output, map[string]any{"type": "custom_tool_call", "id": "ctc_" + id, "call_id": id, "name": tc.name, "input": tc.input, "status": "completed"})
+			} else {
+				output = append(output, map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": id, "name": tc.name, "arguments": tc.input, "status": "completed"})
+			}
+			outText += tc.input
 		}
-		outText = tc.input
 		c.Round = step.round
 	}
 	c, ok := p.record(c, func() Usage { return p.billOpenAI(responsesSegments(c.Body)) }, outText)
@@ -239,10 +244,13 @@ func (p *Provider) chat(w http.ResponseWriter, r *http.Request) {
 			c.Problems = append(c.Problems, "script: "+err.Error())
 			break
 		}
-		id := p.nextID("call_", step.round, step.total)
-		calls = append(calls, map[string]any{"id": id, "type": "function", "function": map[string]any{"name": tc.name, "arguments": tc.input}})
 		content = fmt.Sprintf("Round %d of %d: running %s.", step.round, step.total, tc.name)
-		outText, finish = content+tc.input, "tool_calls"
+		outText, finish = content, "tool_calls"
+		for range p.callsPerRound() {
+			id := p.nextID("call_", step.round, step.total)
+			calls = append(calls, map[string]any{"id": id, "type": "function", "function": map[string]any{"name": tc.name, "arguments": tc.input}})
+			outText += tc.input
+		}
 		c.Round = step.round
 	}
 	c, ok := p.record(c, func() Usage { return p.billOpenAI(chatSegments(c.Body)) }, outText)

@@ -59,6 +59,9 @@ type Call struct {
 	// Compaction: the request asks for a summary of the history (a
 	// CLI's compaction prompt, checkpoint.go).
 	Compaction bool
+	// Cut: the provider cut the call's stream (Fault.CutAfter); it is
+	// not counted as billed.
+	Cut bool
 }
 
 // Provider is the scripted fake provider.
@@ -91,7 +94,33 @@ type Provider struct {
 	// call, OpenAI reads nothing), as a provider whose cache expires
 	// between calls.
 	caching string
+	// faults are the failures the provider answers instead of serving
+	// (faults.go), by the number of the request; received counts the
+	// requests, faulted the faults answered by exchange.
+	faults   map[int]Fault
+	received int
+	faulted  map[string]int
+	cutting  map[*http.Request]int
+	// parallel is how many tool calls the provider makes each round
+	// (1 when unset): the same call again under ids of its own, as a
+	// model calling tools in parallel.
+	parallel int
 }
+
+// calls is how many tool calls the provider makes in a round.
+func (p *Provider) callsPerRound() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(1, p.parallel)
+}
+
+// headerExchange names the exchange of an upstream call (the recording
+// proxy's exchange.seq, which contextd passes upstream).
+const headerExchange = "X-Test-Exchange"
+
+// headerConv names the conversation of a request when CLIs run at the
+// same time (the recording proxy sets it; SetConv's label otherwise).
+const headerConv = "X-Test-Conv"
 
 // SetConv labels the requests that follow with the conversation the test
 // runs (one CLI process at a time).
@@ -105,9 +134,9 @@ func (p *Provider) SetConv(conv string) {
 func NewProvider(enc *tokens.Encoding, window int64) *Provider {
 	p := &Provider{enc: enc, window: window, cache: map[[32]byte]bool{}, reasoning: map[string]string{}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/messages", p.messages)
-	mux.HandleFunc("POST /v1/responses", p.responses)
-	mux.HandleFunc("POST /v1/chat/completions", p.chat)
+	mux.HandleFunc("POST /v1/messages", p.faulting(p.messages))
+	mux.HandleFunc("POST /v1/responses", p.faulting(p.responses))
+	mux.HandleFunc("POST /v1/chat/completions", p.faulting(p.chat))
 	mux.HandleFunc("/", p.unknown)
 	p.srv = httptest.NewServer(mux)
 	return p
@@ -393,6 +422,9 @@ func (p *Provider) record(c Call, bill func() Usage, outText string) (Call, bool
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c.Conv = p.conv
+	if conv := c.Header.Get(headerConv); conv != "" {
+		c.Conv = conv
+	}
 	ok := len(c.Problems) == 0
 	if ok {
 		c.Billed = bill()

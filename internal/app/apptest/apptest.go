@@ -27,11 +27,21 @@ import (
 // are required).
 func Start(t testing.TB, env map[string]string) string {
 	t.Helper()
+	addr, stop := StartStoppable(t, env)
+	t.Cleanup(stop)
+	return addr
+}
+
+// StartStoppable is Start whose contextd stops when stop is called (a
+// restart between two turns: stop, then start on the same
+// CONTEXTD_DATA_DIR); stop fails t if Run failed, and is idempotent.
+func StartStoppable(t testing.TB, env map[string]string) (addr string, stop func()) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
+	addr = l.Addr().String()
 	l.Close()
 	all := map[string]string{
 		"CONTEXTD_LISTEN_ADDR": addr, "CONTEXTD_DATA_DIR": t.TempDir(), "CONTEXTD_METRICS_ADDR": "",
@@ -57,22 +67,26 @@ func Start(t testing.TB, env map[string]string) string {
 	go func() {
 		done <- app.Run(ctx, cfg, slog.New(slog.NewJSONHandler(logs, nil)))
 	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get("http://" + addr + "/v1/models")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
-				return addr
+				return addr, stop
 			}
 		}
 		if time.Now().After(deadline) {
+			stop()
 			t.Fatalf("contextd did not start: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
