@@ -126,13 +126,17 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		// (clientcompaction.go), go with the first append (clientedit.go).
 		edits := g.viewEdits(c, &res)
 		if err := g.replayLong(ctx, tenant, c, &res, &edits); err != nil {
+			if longerHeld(err, c) {
+				continue
+			}
 			if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 				continue
 			}
 			g.unmake(ctx, tenant, res)
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
-		in := engine.PrepareInput{Messages: res.fresh, NoLedger: true, Read: res.row, Edits: edits, Shared: res.shared} // the gateway sends no ledger; the row its match read
+		in := engine.PrepareInput{Messages: res.fresh, NoLedger: true, Read: res.row, Edits: edits, Shared: res.shared, // the gateway sends no ledger; the row its match read
+			NoHeads: res.noHeads}
 		// No idempotency key: a request that lost the race to append (a
 		// retry, or the same request on another replica) conflicts on the
 		// version its history was matched at and is matched again, where
@@ -142,6 +146,9 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			in.ExpectedVersion = &res.version
 		}
 		prep, err := g.prepareEdited(ctx, tenant, res.id, in) // clientedit.go
+		if longerHeld(err, c) {
+			continue
+		}
 		if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 			g.unmake(ctx, tenant, res)
 			continue
@@ -288,4 +295,17 @@ func storedTail(view, fresh []chat.Message) []chat.Message {
 		}
 	}
 	return tail
+}
+
+// longerHeld says whether err is a PrepareContext that found another
+// session holding the request's new chains as its head, after the match
+// took the held row (lastserved.go): nothing was written, and the request
+// is matched again by the index (c.noHeld), once, outside the conflicts'
+// budget.
+func longerHeld(err error, c *conversation) bool {
+	if !errors.Is(err, store.ErrLongerSession) || c.noHeld {
+		return false
+	}
+	c.noHeld = true
+	return true
 }

@@ -199,18 +199,22 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 			return err
 		}
 	}
-	t.tx.queue(heldGuard, stale(!ra.PreparedView), tenant, id, s.Version, s.CreatedAt, s.UpdatedAt)
+	heads := t.heads.due(ra)
+	t.tx.queue(heldGuard, stale(!ra.PreparedView && !heads), tenant, id, s.Version, s.CreatedAt, s.UpdatedAt)
 	ahead := &readAhead{tenant: tenant, id: id, calls: slices.Clone(r.calls), hasCalls: ra.OpenToolCalls}
 	if ra.PreparedView {
 		h := r.hints
 		if h.found {
-			t.tx.queue(heldHints, stale(true), tenant, id, h.view.Fixed, store.EncodeIDRuns(h.view.IDs), h.view.ViewToken)
+			t.tx.queue(heldHints, stale(!heads), tenant, id, h.view.Fixed, store.EncodeIDRuns(h.view.IDs), h.view.ViewToken)
 			ahead.view = clonePreparedView(h.view)
 		} else {
-			t.tx.queue(heldNoHints, stale(true), tenant, id)
+			t.tx.queue(heldNoHints, stale(!heads), tenant, id)
 			ahead.viewErr = store.ErrNotFound
 		}
 		ahead.hasView = true
+	}
+	if heads {
+		t.tx.queue(noHeadsGuard, t.heads.check(func(err error) { t.track.guardPassed = err == nil }), tenant, ra.NoHeads)
 	}
 	t.track.guard, t.track.guardSends = len(t.tx.queued)-1, t.tx.sends
 	// After the guards' queue (writes, which drop what was read ahead):

@@ -25,6 +25,7 @@ type txn struct {
 	rows   *heldRows
 	track  heldTrack
 	noHeld bool
+	heads  headsGuard // noheads.go
 }
 
 // heldTools is the tools column of a session row a transaction holds:
@@ -56,7 +57,7 @@ func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session,
 			return s, nil
 		}
 	}
-	if ra != (store.ReadAhead{}) {
+	if ra.Any() {
 		s, tools, err = t.lockReadingAhead(ctx, tenant, id, ra)
 	} else {
 		hint := toolsHintOf(tenant, id)
