@@ -18,7 +18,11 @@ import (
 // indexed read, and its log's identities, nothing read when the log did
 // not grow). The index's read and the row's go in one round trip where
 // the store can (Engine.HistoryAndRow), after the session was found not
-// busy (a wait for its recording on this replica comes before both).
+// busy (a wait for its recording on this replica comes before both); or,
+// when this replica's store holds the row its recording committed
+// (heldRow), no read: the index's lookup then goes with PrepareContext's
+// lock, which gives up, writing nothing, when a longer session exists
+// (prepare matches again by the whole lookup).
 // Whatever does not hold — another replica moved the session, a longer
 // session exists, the session is busy or gone — falls back to the whole
 // lookup.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/postgres"
 )
@@ -22,17 +21,7 @@ import (
 // without the guard (the writes commit on the session that is not the
 // longest).
 func TestNoHeadsWithTheLock(t *testing.T) {
-	url := pgtest.URL(t)
-	s, err := postgres.Open(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	other, err := postgres.Open(t.Context(), url) // another replica
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
+	url, s, other := twoReplicas(t)
 	heldSession(t, s)
 	conn, err := pgx.Connect(t.Context(), url)
 	if err != nil {
