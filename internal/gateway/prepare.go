@@ -126,7 +126,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		// (clientcompaction.go), go with the first append (clientedit.go).
 		edits := g.viewEdits(c, &res)
 		if err := g.replayLong(ctx, tenant, c, &res, &edits); err != nil {
-			if longerHeld(err, c) {
+			if staleHeld(err, c, res) {
 				continue
 			}
 			if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
@@ -146,7 +146,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			in.ExpectedVersion = &res.version
 		}
 		prep, err := g.prepareEdited(ctx, tenant, res.id, in) // clientedit.go
-		if longerHeld(err, c) {
+		if staleHeld(err, c, res) {
 			continue
 		}
 		if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
@@ -297,13 +297,19 @@ func storedTail(view, fresh []chat.Message) []chat.Message {
 	return tail
 }
 
-// longerHeld says whether err is a PrepareContext that found another
-// session holding the request's new chains as its head, after the match
-// took the held row (lastserved.go): nothing was written, and the request
-// is matched again by the index (c.noHeld), once, outside the conflicts'
-// budget.
-func longerHeld(err error, c *conversation) bool {
-	if !errors.Is(err, store.ErrLongerSession) || c.noHeld {
+// staleHeld says whether err is a PrepareContext that started from the
+// held row the match took (lastserved.go: res.noHeads) and found it was
+// not the match: another session holds the request's new chains as its
+// head (store.ErrLongerSession), or the row was stale — another replica
+// appended to the session or closed it since (a version conflict, not
+// found; a conversation a load balancer sends to each replica in turn
+// meets this on every request). Nothing was written: the request is
+// matched again by the index (c.noHeld), at once, once, outside the
+// conflicts' budget and its backoff, as the read the held row replaced
+// would have sent it to the whole lookup at once.
+func staleHeld(err error, c *conversation, res resolved) bool {
+	if res.noHeads == nil || c.noHeld || !errors.Is(err, store.ErrLongerSession) &&
+		!errors.Is(err, store.ErrVersionConflict) && !errors.Is(err, store.ErrNotFound) {
 		return false
 	}
 	c.noHeld = true
