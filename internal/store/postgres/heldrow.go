@@ -135,6 +135,31 @@ func (h *heldRows) put(k heldKey, r *heldRow) {
 	h.m[k], h.bytes = r, h.bytes+n
 }
 
+// seen drops the held row of k when a read of the stored row outside a
+// transaction (GetSession, FindHistoryAndSession) shows it stale: the
+// session gone, or at a newer version or another incarnation or write.
+// Otherwise a caller that fails on the stale row before any transaction
+// (a plan made on it found moved: engine.planPrepareEdits) would leave
+// it for the next, which pays a failed guard to learn it again. A read
+// of an older version (a snapshot taken before this Store's commit)
+// proves nothing and changes nothing.
+func (h *heldRows) seen(k heldKey, row store.Session, err error) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r, ok := h.m[k]
+	if !ok {
+		return
+	}
+	if err == nil && (row.Version < r.s.Version || row.Version == r.s.Version &&
+		row.CreatedAt.Equal(r.s.CreatedAt) && row.UpdatedAt.Equal(r.s.UpdatedAt)) {
+		return
+	}
+	h.drop(k)
+}
+
 func (h *heldRows) forget(k heldKey) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

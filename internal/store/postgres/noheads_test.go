@@ -94,3 +94,64 @@ func TestNoHeadsWithTheLock(t *testing.T) {
 	check("a stale held row, a head", with(ctx, true, "c2"), s, bump, store.ErrLongerSession)
 	check("a stale held row, no head", with(ctx, true, "c1"), s, bump, nil)
 }
+
+// TestHeldRowDroppedOnAStaleRead: a read of the stored row outside a
+// transaction that shows the held row stale (another replica's write, a
+// delete) drops it, so a caller that failed on it before any transaction
+// (the gateway's match, whose client edits were planned on it) does not
+// take it again; a read of the held row itself keeps it. Fails without
+// heldRows.seen (HeldSession still answers the stale row).
+func TestHeldRowDroppedOnAStaleRead(t *testing.T) {
+	_, s, other := twoReplicas(t)
+	heldSession(t, s)
+	held := func() int64 {
+		row, ok := s.HeldSession("t", "s")
+		if !ok {
+			return -1
+		}
+		return row.Version
+	}
+	v := held()
+	if v < 0 {
+		t.Fatal("no held row")
+	}
+	if _, err := s.GetSession(t.Context(), "t", "s"); err != nil || held() != v {
+		t.Fatalf("a read of the held row itself: held version %d, want %d (%v)", held(), v, err)
+	}
+	if _, _, err := s.FindHistoryAndSession(t.Context(), "t", []string{"cx"}, 8, "s"); err != nil || held() != v {
+		t.Fatalf("FindHistoryAndSession of the held row itself: held version %d, want %d (%v)", held(), v, err)
+	}
+	bumpOn := func(st *postgres.Store) {
+		t.Helper()
+		ctx := store.WithReadAhead(t.Context(), store.ReadAhead{OpenToolCalls: true, PreparedView: true}) // held once committed
+		if err := st.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			row, err := tx.GetSession(ctx, "t", "s")
+			if err != nil {
+				return err
+			}
+			row.Version++
+			return tx.UpdateSession(ctx, &row)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bumpOn(other)
+	if _, err := s.GetSession(t.Context(), "t", "s"); err != nil || held() != -1 {
+		t.Errorf("a read after another replica's write: held version %d, want none (%v)", held(), err)
+	}
+	bumpOn(s) // held again
+	if held() < 0 {
+		t.Fatal("no held row after s's write")
+	}
+	bumpOn(other)
+	if _, _, err := s.FindHistoryAndSession(t.Context(), "t", []string{"cx"}, 8, "s"); err != nil || held() != -1 {
+		t.Errorf("FindHistoryAndSession after another replica's write: held version %d, want none (%v)", held(), err)
+	}
+	bumpOn(s)
+	if err := other.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error { return tx.DeleteSession(ctx, "t", "s") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetSession(t.Context(), "t", "s"); !errors.Is(err, store.ErrNotFound) || held() != -1 {
+		t.Errorf("a read after another replica's delete: held version %d, want none (%v)", held(), err)
+	}
+}
