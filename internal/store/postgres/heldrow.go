@@ -189,10 +189,8 @@ type heldTrack struct {
 	// usedHeld: the lock was the held row's guard; fn may be run again.
 	usedHeld bool
 	// guard is the guard's place in the pipe's queue while it is queued
-	// (pipe.queued[guard], not sent before sends reached guardSends);
-	// guardPassed: the server answered it.
+	// (pipe.queued[guard], not sent before sends reached guardSends).
 	guard, guardSends int
-	guardPassed       bool
 	// guardFailed: the server answered that the held row was stale;
 	// the transaction's error is then errHeldStale, whatever fn made of
 	// the error its read answered (inTx).
@@ -212,34 +210,28 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 		t.rows.forget(k)
 		return store.Session{}, false
 	}
-	stale := func(last bool) func(pgconn.CommandTag, error) error {
-		return func(_ pgconn.CommandTag, err error) error {
-			if isDivisionByZero(err) {
-				t.track.guardFailed = true
-				return errHeldStale
-			}
-			if last {
-				t.track.guardPassed = err == nil
-			}
-			return err
+	stale := func(_ pgconn.CommandTag, err error) error {
+		if isDivisionByZero(err) {
+			t.track.guardFailed = true
+			return errHeldStale
 		}
+		return err
 	}
-	heads := t.heads.due(ra)
-	t.tx.queue(heldGuard, stale(!ra.PreparedView && !heads), tenant, id, s.Version, s.CreatedAt, s.UpdatedAt)
+	t.tx.queue(heldGuard, stale, tenant, id, s.Version, s.CreatedAt, s.UpdatedAt)
 	ahead := &readAhead{tenant: tenant, id: id, calls: slices.Clone(r.calls), hasCalls: ra.OpenToolCalls}
 	if ra.PreparedView {
 		h := r.hints
 		if h.found {
-			t.tx.queue(heldHints, stale(!heads), tenant, id, h.view.Fixed, store.EncodeIDRuns(h.view.IDs), h.view.ViewToken)
+			t.tx.queue(heldHints, stale, tenant, id, h.view.Fixed, store.EncodeIDRuns(h.view.IDs), h.view.ViewToken)
 			ahead.view = clonePreparedView(h.view)
 		} else {
-			t.tx.queue(heldNoHints, stale(!heads), tenant, id)
+			t.tx.queue(heldNoHints, stale, tenant, id)
 			ahead.viewErr = store.ErrNotFound
 		}
 		ahead.hasView = true
 	}
-	if heads {
-		t.tx.queue(noHeadsGuard, t.heads.check(func(err error) { t.track.guardPassed = err == nil }), tenant, ra.NoHeads)
+	if t.heads.due(ra) {
+		t.tx.queue(noHeadsGuard, t.heads.check, tenant, ra.NoHeads)
 	}
 	t.track.guard, t.track.guardSends = len(t.tx.queued)-1, t.tx.sends
 	// After the guards' queue (writes, which drop what was read ahead):
@@ -328,25 +320,22 @@ func (h *heldTrack) gone(k heldKey) {
 	}
 }
 
-// failedOnHeld is err, fn's, or errHeldStale when fn started from the held
-// row and the row was not the stored one: an answer computed from a stale
-// row (a refusal, a decision) is not the call's. When the guard is still
-// queued, it is sent alone (with BEGIN, not the writes after it): the
-// round trip a failed call on a held row costs to know which it is.
-func (t *txn) failedOnHeld(ctx context.Context, err error) error {
+// failedOnHeld has the guards answered when fn failed having started from
+// the held row and they are still queued: they are sent alone (with BEGIN,
+// not the writes after them), the round trip a failed call on a held row
+// costs to know whether the row was the stored one — an answer computed
+// from a stale row (a refusal, a decision) is not the call's. What they
+// answer is recorded (guardFailed, heads.failed), and inTx alone makes it
+// the transaction's error.
+func (t *txn) failedOnHeld(ctx context.Context) {
 	h := &t.track
-	if !h.usedHeld || h.guardPassed || errors.Is(err, errHeldStale) || t.tx.sends != h.guardSends {
-		return err // sent: what the guard answered is in err already
+	if !h.usedHeld || t.tx.sends != h.guardSends {
+		return // sent: answered already
 	}
 	t.tx.queued = t.tx.queued[:h.guard+1]
-	br, serr := t.tx.send(ctx, "")
-	if serr == nil {
-		serr = br.Close()
+	if br, err := t.tx.send(ctx, ""); err == nil {
+		br.Close() //nolint:errcheck // the guards' checks record what they answered
 	}
-	if errors.Is(serr, errHeldStale) {
-		return serr
-	}
-	return err
 }
 
 // committed holds what the committed transaction wrote, and forgets what
@@ -372,9 +361,9 @@ func (t *txn) committed() {
 // runTx runs fn in a pipelined transaction (inTx), and once more without
 // the held row when the held row's guard failed.
 func runTx(ctx context.Context, s *Store, fn func(context.Context, store.Tx) error) error {
-	err := inTx(ctx, s.pool, &s.held, false, fn)
+	err := inTx(ctx, s.pool, &s.rows, false, fn)
 	if errors.Is(err, errHeldStale) {
-		err = inTx(ctx, s.pool, &s.held, true, fn)
+		err = inTx(ctx, s.pool, &s.rows, true, fn)
 	}
 	return err
 }

@@ -46,21 +46,15 @@ func (h *headsGuard) answer(err error) error {
 	return err
 }
 
-// check is answer as a queued statement's check; passed is told its
-// other outcomes (the held row's guards: the last one sent).
-func (h *headsGuard) check(passed func(error)) func(pgconn.CommandTag, error) error {
-	return func(_ pgconn.CommandTag, err error) error {
-		if err = h.answer(err); !h.failed {
-			passed(err)
-		}
-		return err
-	}
+// check is answer as a queued statement's check.
+func (h *headsGuard) check(_ pgconn.CommandTag, err error) error {
+	return h.answer(err)
 }
 
 // HeldSession implements store.HeldRowReader: the row this Store's last
 // transaction of the session committed (heldrow.go), as a read returns it.
 func (s *Store) HeldSession(tenant, id string) (store.Session, bool) {
-	r := s.held.get(heldKey{tenant, id})
+	r := s.rows.get(heldKey{tenant, id})
 	if r == nil {
 		return store.Session{}, false
 	}

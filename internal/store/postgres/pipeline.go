@@ -231,7 +231,7 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, rows *heldRows, noHeld bool, 
 	if err == nil {
 		err = p.commit(ctx)
 	} else {
-		err = t.failedOnHeld(ctx, err)
+		t.failedOnHeld(ctx)
 		p.rollback(ctx)
 	}
 	if err != nil && t.track.guardFailed {

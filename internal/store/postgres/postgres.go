@@ -22,7 +22,7 @@ import (
 // Store is the PostgreSQL store.
 type Store struct {
 	pool *pgxpool.Pool
-	held heldRows // heldrow.go
+	rows heldRows // held rows: heldrow.go
 }
 
 var _ store.Store = (*Store)(nil)
@@ -171,7 +171,7 @@ func (s *Store) GetSession(ctx context.Context, tenant, id string) (_ store.Sess
 	defer unavailable(&err)
 	hint := toolsHintOf(tenant, id)
 	row, err := scanSession(s.pool.QueryRow(ctx, getSession, tenant, id, hint.arg()), hint)
-	s.held.seen(heldKey{tenant, id}, row, err)
+	s.rows.seen(heldKey{tenant, id}, row, err)
 	return row, err
 }
 
