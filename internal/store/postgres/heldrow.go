@@ -60,10 +60,15 @@ const (
 )
 
 // Bounds of a Store's held rows: past either it starts over (each row is
-// a guess; a missing one costs the round trip it saves).
+// a guess; a missing one costs the round trip it saves). A row over a
+// quarter of the bytes is not held, so one session's cannot wipe
+// everyone's. The tools text the tools codec keeps (toolsHintOf: a coding
+// agent's tens of KB, shared by its sessions) is not counted: a held row
+// names it by its digest.
 const (
 	heldMaxSessions = 4096
 	heldMaxBytes    = 16 << 20
+	heldMaxRow      = heldMaxBytes / 4
 )
 
 type heldKey struct{ tenant, id string }
@@ -72,11 +77,14 @@ type heldKey struct{ tenant, id string }
 // committed it (UpdateSession's arguments), and the session's open tool
 // calls at that version.
 type heldRow struct {
-	s     store.Session // Tools, Policy and Labels from json, on use
-	json  store.SessionJSON
-	tools rowTools
-	calls []store.ToolCall
-	hints heldHintsRow
+	s    store.Session // Tools, Policy and Labels from json, on use
+	json store.SessionJSON
+	// toolsDigest names the tools when the tools codec keeps their text
+	// (toolsHintOf; json.Tools is then empty): taken from it on use, a
+	// miss (the codec started over) the lock's read.
+	toolsDigest string
+	calls       []store.ToolCall
+	hints       heldHintsRow
 }
 
 // heldHintsRow is the session's cache-hints row as a transaction knows it.
@@ -102,10 +110,23 @@ func (r *heldRow) size() int {
 	return n
 }
 
-// session is the held row as a read of it under the lock returns it.
-func (r *heldRow) session() (store.Session, error) {
+// session is the held row of tenant's session id as a read of it under
+// the lock returns it, and its tools' text; ok false when the tools codec
+// no longer keeps the text the row names (or the row does not decode).
+func (r *heldRow) session(tenant, id string) (_ store.Session, tools string, ok bool) {
+	j := r.json
+	if r.toolsDigest != "" {
+		h := toolsHintOf(tenant, id)
+		if h.digest != r.toolsDigest {
+			return store.Session{}, "", false
+		}
+		j.Tools = h.text
+	}
 	s := r.s
-	return s, r.json.DecodeInto(&s)
+	if j.DecodeInto(&s) != nil {
+		return store.Session{}, "", false
+	}
+	return s, j.Tools, true
 }
 
 // heldRows are a Store's held rows.
@@ -126,7 +147,7 @@ func (h *heldRows) put(k heldKey, r *heldRow) {
 	defer h.mu.Unlock()
 	h.drop(k)
 	n := r.size()
-	if n > heldMaxBytes {
+	if n > heldMaxRow {
 		return
 	}
 	if h.m == nil || len(h.m) >= heldMaxSessions || h.bytes+n > heldMaxBytes {
@@ -205,10 +226,9 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 	if r == nil || (ra.PreparedView && !r.hints.known) {
 		return store.Session{}, false
 	}
-	s, err := r.session()
-	if err != nil {
-		t.rows.forget(k)
-		return store.Session{}, false
+	s, tools, ok := r.session(tenant, id)
+	if !ok {
+		return store.Session{}, false // read with the lock, and held again
 	}
 	stale := func(_ pgconn.CommandTag, err error) error {
 		if isDivisionByZero(err) {
@@ -238,7 +258,7 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 	// the open calls and the hints row answer the transaction's next
 	// read of them, once.
 	t.tx.ahead = ahead
-	t.held = heldTools{tenant: tenant, id: id, tools: r.tools.text, digested: r.tools.digested}
+	t.held = heldTools{tenant: tenant, id: id, tools: tools, digested: true} // every held row's were written digested
 	t.track.lockedAt(k, slices.Clone(r.calls), true)
 	t.track.hints = r.hints // held rows are not changed: shared
 	t.track.usedHeld = true
@@ -294,17 +314,19 @@ func (h *heldTrack) putCalls(k heldKey, calls []store.ToolCall) {
 	}
 }
 
-// updated records UpdateSession's row of the locked session (args are
-// sessionArgs', tools the column's text after it; the row's digest is
-// theirs).
-func (h *heldTrack) updated(s *store.Session, args []any, tools string) {
+// updated records UpdateSession's row of the locked session (j its
+// columns' JSON, j.Tools the column's text after it, digest theirs when
+// known: the row's).
+func (h *heldTrack) updated(s *store.Session, j store.SessionJSON, digest string) {
 	k := heldKey{s.Tenant, s.ID}
 	if !h.locked || h.key != k {
 		h.touched = append(h.touched, k)
 		return
 	}
-	r := &heldRow{s: *s, json: store.SessionJSON{Tools: tools, Policy: args[5].(string), Labels: args[6].(string)},
-		tools: rowTools{text: tools, digested: true}}
+	r := &heldRow{s: *s, json: j}
+	if digest != "" && len(j.Tools) >= toolsHintMin && len(j.Tools) <= toolsHintMax {
+		r.json.Tools, r.toolsDigest = "", digest // the tools codec's (toolsHintOf)
+	}
 	r.s.Tools, r.s.Policy, r.s.Labels = nil, compaction.Overrides{}, nil // json's
 	// As stored: timestamptz keeps microseconds.
 	r.s.CreatedAt = r.s.CreatedAt.UTC().Truncate(time.Microsecond)

@@ -58,6 +58,6 @@ func (s *Store) HeldSession(tenant, id string) (store.Session, bool) {
 	if r == nil {
 		return store.Session{}, false
 	}
-	row, err := r.session()
-	return row, err == nil
+	row, _, ok := r.session(tenant, id)
+	return row, ok
 }
