@@ -45,6 +45,11 @@ type PrepareInput struct {
 	// (prepareedits.go): planned on the session at ExpectedVersion (which
 	// they require), so a call that fails records none of them.
 	Edits []ViewEdit
+	// NoHeads are history chains no session may hold as its head (the
+	// request's new chains, which a longer session would hold): checked
+	// with the first transaction's lock (store.ReadAhead.NoHeads), the
+	// call then fails with store.ErrLongerSession, changing nothing.
+	NoHeads []string
 }
 
 // PrepareResult is what to send to the model, and the status.
@@ -130,6 +135,11 @@ func (e *Engine) PrepareContext(ctx context.Context, tenant, id string, in Prepa
 		}
 		since = &t
 	}
+	noHeads, err := e.noHeads(ctx, tenant, in.NoHeads)
+	if err != nil {
+		return PrepareResult{}, err
+	}
+	in.NoHeads = noHeads
 	for attempt := 1; ; attempt++ {
 		res, err := e.prepareOnce(ctx, tenant, id, in, hash, since)
 		in.Read = nil // a second attempt reads the row again
@@ -185,7 +195,7 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 	// append's pairing) and the hints row are read with the lock — or are
 	// the ones this replica's recording of the last answer committed,
 	// checked by the server with the writes (store.ReadAhead.Held).
-	txCtx := store.WithReadAhead(store.Pipelined(ctx), store.ReadAhead{OpenToolCalls: true, PreparedView: true, Held: true})
+	txCtx := store.WithReadAhead(store.Pipelined(ctx), store.ReadAhead{OpenToolCalls: true, PreparedView: true, Held: true, NoHeads: in.NoHeads})
 	err = e.store.InTx(txCtx, func(ctx context.Context, tx store.Tx) error {
 		pr, sent = prepared{cals: cals, noLedger: in.NoLedger, edits: edits, edBase: cur}, false
 		s, err := lockedSession(ctx, tx, tenant, id) // locks the session

@@ -91,6 +91,9 @@ type streamer interface {
 // conversation is a request's conversation in the domain's terms, as a
 // door parsed it.
 type conversation struct {
+	// noHeld: a longer session held the request's new chains when the
+	// match took the held row (lastserved.go): match by the index.
+	noHeld bool
 	model  string
 	stream bool
 	system string

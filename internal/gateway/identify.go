@@ -94,6 +94,10 @@ type resolved struct {
 	// request left it), which PrepareContext starts from
 	// (engine.PrepareInput.Read); nil for a session this request made.
 	row *store.Session
+	// noHeads are the request's new chains when the match did not look
+	// them up (lastserved.go, heldRow): the first PrepareContext checks
+	// them (engine.PrepareInput.NoHeads).
+	noHeads []string
 }
 
 // historyChains computes the identities and history chains of c's

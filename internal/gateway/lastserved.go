@@ -18,7 +18,11 @@ import (
 // indexed read, and its log's identities, nothing read when the log did
 // not grow). The index's read and the row's go in one round trip where
 // the store can (Engine.HistoryAndRow), after the session was found not
-// busy (a wait for its recording on this replica comes before both).
+// busy (a wait for its recording on this replica comes before both); or,
+// when this replica's store holds the row its recording committed
+// (heldRow), no read: the index's lookup then goes with PrepareContext's
+// lock, which gives up, writing nothing, when a longer session exists
+// (prepare matches again by the whole lookup).
 // Whatever does not hold — another replica moved the session, a longer
 // session exists, the session is busy or gone — falls back to the whole
 // lookup.
@@ -34,17 +38,22 @@ func (g *Gateway) identifyServed(ctx context.Context, tenant string, c *conversa
 		return resolved{}, false, nil
 	}
 	hidden := resolved{id: id, named: sig.owns(id)}
-	hits, s, err := g.cfg.Engine.HistoryAndRow(ctx, tenant, c.chains[at+1:], id)
-	if errors.Is(err, store.ErrNotFound) {
-		return resolved{}, false, nil // gone
-	}
-	if err != nil {
-		return resolved{}, false, hideSession(err, hidden)
-	}
-	for _, h := range hits {
-		if h.Head {
-			return resolved{}, false, nil
+	newChains := c.chains[at+1:]
+	s, held := g.heldRow(tenant, id, c)
+	if !held {
+		hits, row, err := g.cfg.Engine.HistoryAndRow(ctx, tenant, newChains, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return resolved{}, false, nil // gone
 		}
+		if err != nil {
+			return resolved{}, false, hideSession(err, hidden)
+		}
+		for _, h := range hits {
+			if h.Head {
+				return resolved{}, false, nil
+			}
+		}
+		s = row
 	}
 	m, err := g.matchRow(ctx, tenant, s, c, noRepeat)
 	if err != nil || !m.extends || len(m.log) != at+1 {
@@ -53,5 +62,31 @@ func (g *Gateway) identifyServed(ctx context.Context, tenant string, c *conversa
 		return resolved{}, false, hideSession(err, hidden)
 	}
 	res, ok, err = g.join(ctx, tenant, id, c, sig, m)
+	if ok && held {
+		res.noHeads = newChains
+	}
 	return res, ok, hideSession(err, hidden)
+}
+
+// heldRow is the session's row as this replica's store last committed it
+// (engine.HeldSession: PostgreSQL), to match the request against instead
+// of reading it with the index's lookup of the request's new chains,
+// which then goes with PrepareContext's lock (resolved.noHeads,
+// engine.PrepareInput.NoHeads): the transaction gives up, writing
+// nothing, when another session holds them as its head, and the request
+// is matched again by the whole lookup (prepare). Not when the request
+// changes the session's model, system prompt or tools: following them
+// (join) writes before PrepareContext, so the index is read first, as
+// before. The row is a guess the lock checks: a stale one is a version
+// conflict, and the request is matched again. ok false when the fast
+// path was given up for this request (c.noHeld) or nothing is held.
+func (g *Gateway) heldRow(tenant, id string, c *conversation) (store.Session, bool) {
+	if c.noHeld {
+		return store.Session{}, false
+	}
+	s, ok := g.cfg.Engine.HeldSession(tenant, id)
+	if !ok || s.Model != c.model || s.SystemPrompt != c.system || !sameTools(s.Tools, c.tools) {
+		return store.Session{}, false
+	}
+	return s, true
 }

@@ -122,13 +122,17 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		// (clientcompaction.go), go with the first append (clientedit.go).
 		edits := g.viewEdits(c, &res)
 		if err := g.replayLong(ctx, tenant, c, &res, &edits); err != nil {
+			if staleHeld(err, c, res) {
+				continue
+			}
 			if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 				continue
 			}
 			g.unmake(ctx, tenant, res)
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
-		in := engine.PrepareInput{Messages: res.fresh, NoLedger: true, Read: res.row, Edits: edits, Shared: res.shared} // the gateway sends no ledger; the row its match read
+		in := engine.PrepareInput{Messages: res.fresh, NoLedger: true, Read: res.row, Edits: edits, Shared: res.shared, // the gateway sends no ledger; the row its match read
+			NoHeads: res.noHeads}
 		// No idempotency key: a request that lost the race to append (a
 		// retry, or the same request on another replica) conflicts on the
 		// version its history was matched at and is matched again, where
@@ -138,6 +142,9 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			in.ExpectedVersion = &res.version
 		}
 		prep, err := g.prepareEdited(ctx, tenant, res.id, in) // clientedit.go
+		if staleHeld(err, c, res) {
+			continue
+		}
 		if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
 			g.unmake(ctx, tenant, res)
 			continue
@@ -284,4 +291,23 @@ func storedTail(view, fresh []chat.Message) []chat.Message {
 		}
 	}
 	return tail
+}
+
+// staleHeld says whether err is a PrepareContext that started from the
+// held row the match took (lastserved.go: res.noHeads) and found it was
+// not the match: another session holds the request's new chains as its
+// head (store.ErrLongerSession), or the row was stale — another replica
+// appended to the session or closed it since (a version conflict, not
+// found; a conversation a load balancer sends to each replica in turn
+// meets this on every request). Nothing was written: the request is
+// matched again by the index (c.noHeld), at once, once, outside the
+// conflicts' budget and its backoff, as the read the held row replaced
+// would have sent it to the whole lookup at once.
+func staleHeld(err error, c *conversation, res resolved) bool {
+	if res.noHeads == nil || c.noHeld || !errors.Is(err, store.ErrLongerSession) &&
+		!errors.Is(err, store.ErrVersionConflict) && !errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	c.noHeld = true
+	return true
 }

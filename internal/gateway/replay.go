@@ -40,11 +40,11 @@ func (g *Gateway) replayLong(ctx context.Context, tenant string, c *conversation
 	pieces := splitReplay(res.fresh, budget)
 	for _, p := range pieces[:len(pieces)-1] {
 		prep, err := g.prepareEdited(ctx, tenant, res.id, engine.PrepareInput{Messages: p,
-			ExpectedVersion: &res.version, Edits: *edits, Shared: res.shared})
+			ExpectedVersion: &res.version, Edits: *edits, Shared: res.shared, NoHeads: res.noHeads})
 		if err != nil {
 			return err
 		}
-		*edits = nil                                    // recorded with the first piece
+		*edits, res.noHeads = nil, nil                  // recorded, and checked, with the first piece
 		res.version, res.row = prep.Status.Version, nil // the row the match read is behind now
 	}
 	res.fresh = pieces[len(pieces)-1]

@@ -24,6 +24,18 @@ type ReadAhead struct {
 	// must be one that can run twice (its state set anew each time), as
 	// any fn given to InTx should.
 	Held bool
+	// NoHeads are history chains (store.HistoryEntry.Chain) that no
+	// session may hold as its head: the transaction fails with
+	// ErrLongerSession, writing nothing, when one does (checked with the
+	// lock, so once it is granted). Only a store that holds rows
+	// (HeldRowReader) checks them; PrepareContext checks them itself on
+	// the others.
+	NoHeads []string
+}
+
+// Any says whether r names anything.
+func (r ReadAhead) Any() bool {
+	return r.OpenToolCalls || r.PreparedView || r.Held || len(r.NoHeads) > 0
 }
 
 // WithReadAhead marks the transactions run with ctx as ones that make the

@@ -36,9 +36,11 @@ import (
 // the recording started from the row and open tool calls PrepareContext
 // committed, its lock checked by the server with its writes and COMMIT
 // (store.ReadAhead.Held), 3.05 once PrepareContext started from the row,
-// open tool calls and hints row the last recording committed — see
+// open tool calls and hints row the last recording committed, 2.05 once
+// the match took that row too and the index's lookup of the request's new
+// chains went with PrepareContext's lock (store.ReadAhead.NoHeads) — see
 // docs/performance.md.
-const maxRoundTrips = 3.5
+const maxRoundTrips = 2.5
 
 // TestGatewayRoundTripsToPostgres counts, through a proxy in front of a
 // real PostgreSQL (pgtest.RoundTrips: each Sync and simple Query), the

@@ -60,10 +60,15 @@ const (
 )
 
 // Bounds of a Store's held rows: past either it starts over (each row is
-// a guess; a missing one costs the round trip it saves).
+// a guess; a missing one costs the round trip it saves). A row over a
+// quarter of the bytes is not held, so one session's cannot wipe
+// everyone's. The tools text the tools codec keeps (toolsHintOf: a coding
+// agent's tens of KB, shared by its sessions) is not counted: a held row
+// names it by its digest.
 const (
 	heldMaxSessions = 4096
 	heldMaxBytes    = 16 << 20
+	heldMaxRow      = heldMaxBytes / 4
 )
 
 type heldKey struct{ tenant, id string }
@@ -72,11 +77,14 @@ type heldKey struct{ tenant, id string }
 // committed it (UpdateSession's arguments), and the session's open tool
 // calls at that version.
 type heldRow struct {
-	s     store.Session // Tools, Policy and Labels from json, on use
-	json  store.SessionJSON
-	tools rowTools
-	calls []store.ToolCall
-	hints heldHintsRow
+	s    store.Session // Tools, Policy and Labels from json, on use
+	json store.SessionJSON
+	// toolsDigest names the tools when the tools codec keeps their text
+	// (toolsHintOf; json.Tools is then empty): taken from it on use, a
+	// miss (the codec started over) the lock's read.
+	toolsDigest string
+	calls       []store.ToolCall
+	hints       heldHintsRow
 }
 
 // heldHintsRow is the session's cache-hints row as a transaction knows it.
@@ -102,10 +110,23 @@ func (r *heldRow) size() int {
 	return n
 }
 
-// session is the held row as a read of it under the lock returns it.
-func (r *heldRow) session() (store.Session, error) {
+// session is the held row of tenant's session id as a read of it under
+// the lock returns it, and its tools' text; ok false when the tools codec
+// no longer keeps the text the row names (or the row does not decode).
+func (r *heldRow) session(tenant, id string) (_ store.Session, tools string, ok bool) {
+	j := r.json
+	if r.toolsDigest != "" {
+		h := toolsHintOf(tenant, id)
+		if h.digest != r.toolsDigest {
+			return store.Session{}, "", false
+		}
+		j.Tools = h.text
+	}
 	s := r.s
-	return s, r.json.DecodeInto(&s)
+	if j.DecodeInto(&s) != nil {
+		return store.Session{}, "", false
+	}
+	return s, j.Tools, true
 }
 
 // heldRows are a Store's held rows.
@@ -126,13 +147,38 @@ func (h *heldRows) put(k heldKey, r *heldRow) {
 	defer h.mu.Unlock()
 	h.drop(k)
 	n := r.size()
-	if n > heldMaxBytes {
+	if n > heldMaxRow {
 		return
 	}
 	if h.m == nil || len(h.m) >= heldMaxSessions || h.bytes+n > heldMaxBytes {
 		h.m, h.bytes = map[heldKey]*heldRow{}, 0
 	}
 	h.m[k], h.bytes = r, h.bytes+n
+}
+
+// seen drops the held row of k when a read of the stored row outside a
+// transaction (GetSession, FindHistoryAndSession) shows it stale: the
+// session gone, or at a newer version or another incarnation or write.
+// Otherwise a caller that fails on the stale row before any transaction
+// (a plan made on it found moved: engine.planPrepareEdits) would leave
+// it for the next, which pays a failed guard to learn it again. A read
+// of an older version (a snapshot taken before this Store's commit)
+// proves nothing and changes nothing.
+func (h *heldRows) seen(k heldKey, row store.Session, err error) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r, ok := h.m[k]
+	if !ok {
+		return
+	}
+	if err == nil && (row.Version < r.s.Version || row.Version == r.s.Version &&
+		row.CreatedAt.Equal(r.s.CreatedAt) && row.UpdatedAt.Equal(r.s.UpdatedAt)) {
+		return
+	}
+	h.drop(k)
 }
 
 func (h *heldRows) forget(k heldKey) {
@@ -164,10 +210,8 @@ type heldTrack struct {
 	// usedHeld: the lock was the held row's guard; fn may be run again.
 	usedHeld bool
 	// guard is the guard's place in the pipe's queue while it is queued
-	// (pipe.queued[guard], not sent before sends reached guardSends);
-	// guardPassed: the server answered it.
+	// (pipe.queued[guard], not sent before sends reached guardSends).
 	guard, guardSends int
-	guardPassed       bool
 	// guardFailed: the server answered that the held row was stale;
 	// the transaction's error is then errHeldStale, whatever fn made of
 	// the error its read answered (inTx).
@@ -182,42 +226,39 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 	if r == nil || (ra.PreparedView && !r.hints.known) {
 		return store.Session{}, false
 	}
-	s, err := r.session()
-	if err != nil {
-		t.rows.forget(k)
-		return store.Session{}, false
+	s, tools, ok := r.session(tenant, id)
+	if !ok {
+		return store.Session{}, false // read with the lock, and held again
 	}
-	stale := func(last bool) func(pgconn.CommandTag, error) error {
-		return func(_ pgconn.CommandTag, err error) error {
-			if isDivisionByZero(err) {
-				t.track.guardFailed = true
-				return errHeldStale
-			}
-			if last {
-				t.track.guardPassed = err == nil
-			}
-			return err
+	stale := func(_ pgconn.CommandTag, err error) error {
+		if isDivisionByZero(err) {
+			t.track.guardFailed = true
+			return errHeldStale
 		}
+		return err
 	}
-	t.tx.queue(heldGuard, stale(!ra.PreparedView), tenant, id, s.Version, s.CreatedAt, s.UpdatedAt)
+	t.tx.queue(heldGuard, stale, tenant, id, s.Version, s.CreatedAt, s.UpdatedAt)
 	ahead := &readAhead{tenant: tenant, id: id, calls: slices.Clone(r.calls), hasCalls: ra.OpenToolCalls}
 	if ra.PreparedView {
 		h := r.hints
 		if h.found {
-			t.tx.queue(heldHints, stale(true), tenant, id, h.view.Fixed, store.EncodeIDRuns(h.view.IDs), h.view.ViewToken)
+			t.tx.queue(heldHints, stale, tenant, id, h.view.Fixed, store.EncodeIDRuns(h.view.IDs), h.view.ViewToken)
 			ahead.view = clonePreparedView(h.view)
 		} else {
-			t.tx.queue(heldNoHints, stale(true), tenant, id)
+			t.tx.queue(heldNoHints, stale, tenant, id)
 			ahead.viewErr = store.ErrNotFound
 		}
 		ahead.hasView = true
+	}
+	if t.heads.due(ra) {
+		t.tx.queue(noHeadsGuard, t.heads.check, tenant, ra.NoHeads)
 	}
 	t.track.guard, t.track.guardSends = len(t.tx.queued)-1, t.tx.sends
 	// After the guards' queue (writes, which drop what was read ahead):
 	// the open calls and the hints row answer the transaction's next
 	// read of them, once.
 	t.tx.ahead = ahead
-	t.held = heldTools{tenant: tenant, id: id, tools: r.tools.text, digested: r.tools.digested}
+	t.held = heldTools{tenant: tenant, id: id, tools: tools, digested: true} // every held row's were written digested
 	t.track.lockedAt(k, slices.Clone(r.calls), true)
 	t.track.hints = r.hints // held rows are not changed: shared
 	t.track.usedHeld = true
@@ -273,17 +314,19 @@ func (h *heldTrack) putCalls(k heldKey, calls []store.ToolCall) {
 	}
 }
 
-// updated records UpdateSession's row of the locked session (args are
-// sessionArgs', tools the column's text after it; the row's digest is
-// theirs).
-func (h *heldTrack) updated(s *store.Session, args []any, tools string) {
+// updated records UpdateSession's row of the locked session (j its
+// columns' JSON, j.Tools the column's text after it, digest theirs when
+// known: the row's).
+func (h *heldTrack) updated(s *store.Session, j store.SessionJSON, digest string) {
 	k := heldKey{s.Tenant, s.ID}
 	if !h.locked || h.key != k {
 		h.touched = append(h.touched, k)
 		return
 	}
-	r := &heldRow{s: *s, json: store.SessionJSON{Tools: tools, Policy: args[5].(string), Labels: args[6].(string)},
-		tools: rowTools{text: tools, digested: true}}
+	r := &heldRow{s: *s, json: j}
+	if digest != "" && len(j.Tools) >= toolsHintMin && len(j.Tools) <= toolsHintMax {
+		r.json.Tools, r.toolsDigest = "", digest // the tools codec's (toolsHintOf)
+	}
 	r.s.Tools, r.s.Policy, r.s.Labels = nil, compaction.Overrides{}, nil // json's
 	// As stored: timestamptz keeps microseconds.
 	r.s.CreatedAt = r.s.CreatedAt.UTC().Truncate(time.Microsecond)
@@ -299,25 +342,22 @@ func (h *heldTrack) gone(k heldKey) {
 	}
 }
 
-// failedOnHeld is err, fn's, or errHeldStale when fn started from the held
-// row and the row was not the stored one: an answer computed from a stale
-// row (a refusal, a decision) is not the call's. When the guard is still
-// queued, it is sent alone (with BEGIN, not the writes after it): the
-// round trip a failed call on a held row costs to know which it is.
-func (t *txn) failedOnHeld(ctx context.Context, err error) error {
+// failedOnHeld has the guards answered when fn failed having started from
+// the held row and they are still queued: they are sent alone (with BEGIN,
+// not the writes after them), the round trip a failed call on a held row
+// costs to know whether the row was the stored one — an answer computed
+// from a stale row (a refusal, a decision) is not the call's. What they
+// answer is recorded (guardFailed, heads.failed), and inTx alone makes it
+// the transaction's error.
+func (t *txn) failedOnHeld(ctx context.Context) {
 	h := &t.track
-	if !h.usedHeld || h.guardPassed || errors.Is(err, errHeldStale) || t.tx.sends != h.guardSends {
-		return err // sent: what the guard answered is in err already
+	if !h.usedHeld || t.tx.sends != h.guardSends {
+		return // sent: answered already
 	}
 	t.tx.queued = t.tx.queued[:h.guard+1]
-	br, serr := t.tx.send(ctx, "")
-	if serr == nil {
-		serr = br.Close()
+	if br, err := t.tx.send(ctx, ""); err == nil {
+		br.Close() //nolint:errcheck // the guards' checks record what they answered
 	}
-	if errors.Is(serr, errHeldStale) {
-		return serr
-	}
-	return err
 }
 
 // committed holds what the committed transaction wrote, and forgets what
@@ -343,9 +383,9 @@ func (t *txn) committed() {
 // runTx runs fn in a pipelined transaction (inTx), and once more without
 // the held row when the held row's guard failed.
 func runTx(ctx context.Context, s *Store, fn func(context.Context, store.Tx) error) error {
-	err := inTx(ctx, s.pool, &s.held, false, fn)
+	err := inTx(ctx, s.pool, &s.rows, false, fn)
 	if errors.Is(err, errHeldStale) {
-		err = inTx(ctx, s.pool, &s.held, true, fn)
+		err = inTx(ctx, s.pool, &s.rows, true, fn)
 	}
 	return err
 }

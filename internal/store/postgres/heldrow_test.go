@@ -160,17 +160,8 @@ func TestHeldRowIsTheRow(t *testing.T) {
 // before any write, and the transaction runs again on the row as read:
 // the write lands on the current version, never on the held one.
 func TestHeldRowStale(t *testing.T) {
-	url := pgtest.URL(t)
-	s, err := postgres.Open(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	other, err := postgres.Open(t.Context(), url) // another replica
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
+	_, s, other := twoReplicas(t)
+	var err error
 	heldSession(t, s)
 	bump := func(st *postgres.Store, logCount int64) {
 		t.Helper()
@@ -372,17 +363,8 @@ func TestHeldRowToolsAfterInsert(t *testing.T) {
 // the stored row: the guard's check is made on the row as it is once the
 // lock is granted, not as it was when the statement started.
 func TestHeldRowGuardWaits(t *testing.T) {
-	url := pgtest.URL(t)
-	s, err := postgres.Open(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	other, err := postgres.Open(t.Context(), url) // another replica
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
+	url, s, other := twoReplicas(t)
+	var err error
 	watcher, err := pgx.Connect(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
@@ -493,17 +475,7 @@ func TestHeldRowGuardWaits(t *testing.T) {
 // stored row (fails with the guard checking the version and incarnation
 // alone: the held row's lost log count is answered).
 func TestHeldRowLostCommit(t *testing.T) {
-	url := pgtest.URL(t)
-	s, err := postgres.Open(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	other, err := postgres.Open(t.Context(), url) // another replica
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
+	url, s, other := twoReplicas(t)
 	db, err := pgx.Connect(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
@@ -557,17 +529,8 @@ func TestHeldRowLostCommit(t *testing.T) {
 // guess costs a retry, never the call's failure (fails answering the
 // rolled-back commit's error).
 func TestHeldRowStaleWhateverFnAnswers(t *testing.T) {
-	url := pgtest.URL(t)
-	s, err := postgres.Open(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	other, err := postgres.Open(t.Context(), url) // another replica
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
+	_, s, other := twoReplicas(t)
+	var err error
 	heldSession(t, s)
 	write := func(st *postgres.Store, logCount int64) {
 		t.Helper()
@@ -609,4 +572,20 @@ func TestHeldRowStaleWhateverFnAnswers(t *testing.T) {
 	if row, _ := lockedRow(t, s, "t", "s"); row.LogCount != 8 {
 		t.Errorf("stored log count %d, want 8", row.LogCount)
 	}
+}
+
+// twoReplicas opens two Stores of one throwaway database, as two replicas.
+func twoReplicas(t *testing.T) (url string, s, other *postgres.Store) {
+	t.Helper()
+	url = pgtest.URL(t)
+	var err error
+	if s, err = postgres.Open(t.Context(), url); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if other, err = postgres.Open(t.Context(), url); err != nil { // another replica
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	return url, s, other
 }

@@ -57,6 +57,7 @@ func (s *Store) FindHistoryAndSession(ctx context.Context, tenant string, chains
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	row, err := scanSession(br.QueryRow(), hint)
+	s.rows.seen(heldKey{tenant, id}, row, err)
 	if err != nil {
 		if cerr := br.Close(); errors.Is(err, store.ErrNotFound) && cerr != nil {
 			err = cerr

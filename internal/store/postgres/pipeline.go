@@ -231,11 +231,13 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, rows *heldRows, noHeld bool, 
 	if err == nil {
 		err = p.commit(ctx)
 	} else {
-		err = t.failedOnHeld(ctx, err)
+		t.failedOnHeld(ctx)
 		p.rollback(ctx)
 	}
 	if err != nil && t.track.guardFailed {
 		err = errHeldStale // fn may have taken its read's error for another
+	} else if err != nil && t.heads.failed {
+		err = store.ErrLongerSession // the same
 	}
 	switch {
 	case err == nil:

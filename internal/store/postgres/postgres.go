@@ -22,7 +22,7 @@ import (
 // Store is the PostgreSQL store.
 type Store struct {
 	pool *pgxpool.Pool
-	held heldRows // heldrow.go
+	rows heldRows // held rows: heldrow.go
 }
 
 var _ store.Store = (*Store)(nil)
@@ -170,7 +170,9 @@ const getSession = `SELECT ` + sessionCols + ` FROM sessions WHERE tenant = $1 A
 func (s *Store) GetSession(ctx context.Context, tenant, id string) (_ store.Session, err error) {
 	defer unavailable(&err)
 	hint := toolsHintOf(tenant, id)
-	return scanSession(s.pool.QueryRow(ctx, getSession, tenant, id, hint.arg()), hint)
+	row, err := scanSession(s.pool.QueryRow(ctx, getSession, tenant, id, hint.arg()), hint)
+	s.rows.seen(heldKey{tenant, id}, row, err)
+	return row, err
 }
 
 // summaryCols are sessionCols of the table aliased s, with the system

@@ -37,6 +37,10 @@ func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.
 	b := &pgx.Batch{}
 	hint := toolsHintOf(tenant, id)
 	b.Queue(lockSession, tenant, id, hint.arg())
+	heads := t.heads.due(ra)
+	if heads {
+		b.Queue(noHeadsGuard, tenant, ra.NoHeads)
+	}
 	if ra.OpenToolCalls {
 		b.Queue(openCalls, tenant, id)
 	}
@@ -52,9 +56,14 @@ func (t *txn) lockReadingAhead(ctx context.Context, tenant, id string, ra store.
 		// aborted the transaction, and its error is the answer (as
 		// batchRow.Scan's for a missing row), not ErrNotFound.
 		if cerr := br.Close(); errors.Is(err, store.ErrNotFound) && cerr != nil {
-			err = cerr
+			err = t.heads.answer(cerr)
 		}
 		return s, rowTools{}, err
+	}
+	if heads {
+		if _, err := br.Exec(); err != nil {
+			return store.Session{}, rowTools{}, t.heads.answer(err)
+		}
 	}
 	ahead := &readAhead{tenant: tenant, id: id}
 	if ra.OpenToolCalls {

@@ -25,6 +25,7 @@ type txn struct {
 	rows   *heldRows
 	track  heldTrack
 	noHeld bool
+	heads  headsGuard // noheads.go
 }
 
 // heldTools is the tools column of a session row a transaction holds:
@@ -56,7 +57,7 @@ func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session,
 			return s, nil
 		}
 	}
-	if ra != (store.ReadAhead{}) {
+	if ra.Any() {
 		s, tools, err = t.lockReadingAhead(ctx, tenant, id, ra)
 	} else {
 		hint := toolsHintOf(tenant, id)
@@ -69,16 +70,16 @@ func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session,
 	return s, err
 }
 
-func sessionArgs(s *store.Session) ([]any, error) {
-	j, err := store.EncodeSession(s)
-	if err != nil {
-		return nil, err
+// sessionArgs are s's columns as the statements' arguments, and its JSON
+// columns' text (j.Tools is args[4], until a caller leaves the column out).
+func sessionArgs(s *store.Session) (args []any, j store.SessionJSON, err error) {
+	if j, err = store.EncodeSession(s); err != nil {
+		return nil, j, err
 	}
-	tools, policy, labels := j.Tools, j.Policy, j.Labels
-	return []any{s.Tenant, s.ID, s.Model, s.SystemPrompt, tools, policy, labels, s.Version, s.SystemTokens,
+	return []any{s.Tenant, s.ID, s.Model, s.SystemPrompt, j.Tools, j.Policy, j.Labels, s.Version, s.SystemTokens,
 		s.ToolsTokens, s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CreatedAt, s.UpdatedAt,
 		s.CompactionRound, s.AutoPausedBelow, s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch, s.ActiveBytes,
-		nil}, nil // $25, the tools' digest: set by the caller that writes them (writeTools)
+		nil}, j, nil // $25, the tools' digest: set by the caller that writes them (writeTools)
 }
 
 // writeTools sets args' digest ($25) to that of their tools ($5), which
@@ -93,7 +94,7 @@ func writeTools(args []any) {
 }
 
 func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
-	args, err := sessionArgs(s)
+	args, _, err := sessionArgs(s)
 	if err != nil {
 		return err
 	}
@@ -133,11 +134,11 @@ const updateSession = `UPDATE sessions SET model = $3, system_prompt = $4, tools
 		anchor_epoch = $23, active_bytes = $24 WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND $15::timestamptz IS NOT NULL`
 
 func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
-	args, err := sessionArgs(s)
+	args, j, err := sessionArgs(s)
 	if err != nil {
 		return err
 	}
-	tools := args[4].(string)
+	tools := j.Tools
 	if t.held.same(s.Tenant, s.ID, tools) {
 		if !t.held.digested {
 			writeTools(args) // the digest of the tools the locked row holds
@@ -152,7 +153,13 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 	}
 	// The row holds these tools after it, their digest of its version
 	// (written now, or kept: t.held's, digested), whatever t.held is of.
-	t.track.updated(s, args, tools)
+	digest := ""
+	if d, ok := args[24].([]byte); ok {
+		digest = string(d) // written now
+	} else if h := toolsHintOf(s.Tenant, s.ID); h.text == tools {
+		digest = h.digest // kept, as this replica last saw them
+	}
+	t.track.updated(s, j, digest)
 	notFound := fmt.Errorf("session %q: %w", s.ID, store.ErrNotFound)
 	if store.IsPipelined(ctx) {
 		// Queued, it may go in one pipeline with COMMIT: the server
