@@ -29,12 +29,9 @@ import (
 func (p *planner) cutOversizedResults(over int64) {
 	keep := p.protected()
 	names := callNames(p.view)
-	recent := map[int]bool{}
-	for i, left := len(p.view)-1, p.req.Policy.ProtectRecentToolResults; over > 0 && i >= 0 && left > 0; i-- {
-		if toolResultOf(&p.view[i]) != nil {
-			recent[i] = true
-			left--
-		}
+	var recent map[int]bool
+	if over > 0 {
+		recent = recentResults(p.view, p.req.Policy.ProtectRecentToolResults)
 	}
 	// floor is what no tier shrinks: the fixed part and the protected
 	// messages. A head and tail that cannot fit beside it leave the short
@@ -65,10 +62,12 @@ func (p *planner) cutOversizedResults(over int64) {
 		if ok {
 			repl.Tokens = p.req.Count(&repl)
 		}
+		reason := "tool output past the window: kept head and tail"
 		if !ok || floor+repl.Tokens > p.req.Usable() {
 			repl = placeholderFor(m, "", false, names, p.req.Policy.ExposeExpandTool)
+			reason = "tool output past the window: placeholder"
 		}
-		p.replace(largest, repl, TierPrune, "tool output past the window: kept head and tail")
+		p.replace(largest, repl, TierPrune, reason)
 	}
 }
 

@@ -321,6 +321,19 @@ func (p *planner) replace(i int, repl chat.Message, tier Tier, reason string) {
 	p.addTier(tier)
 }
 
+// recentResults is the positions of view's newest n tool results (the
+// ones ProtectRecentToolResults keeps from pruning).
+func recentResults(view []chat.Message, n int) map[int]bool {
+	recent := map[int]bool{}
+	for i := len(view) - 1; i >= 0 && n > 0; i-- {
+		if toolResultOf(&view[i]) != nil {
+			recent[i] = true
+			n--
+		}
+	}
+	return recent
+}
+
 func toolResultOf(m *chat.Message) *chat.ToolResult {
 	if m.Role != chat.RoleTool {
 		return nil
@@ -346,13 +359,7 @@ func (p *planner) prune() {
 	tool := p.req.Policy.ExposeExpandTool
 
 	// Newest tool results are protected.
-	protectedResults := map[int]bool{}
-	for i, left := n-1, p.req.Policy.ProtectRecentToolResults; i >= 0 && left > 0; i-- {
-		if toolResultOf(&p.view[i]) != nil {
-			protectedResults[i] = true
-			left--
-		}
-	}
+	protectedResults := recentResults(p.view, p.req.Policy.ProtectRecentToolResults)
 	prunable := func(i int) bool {
 		m := &p.view[i]
 		return !keep[m.ID] && m.Kind == chat.KindNormal && !protectedResults[i]
