@@ -572,7 +572,7 @@ func (g *Gateway) joinHit(ctx context.Context, tenant string, h store.HistoryHit
 // join joins the request to session id as m matched them, when the
 // request extends or repeats it (ok).
 func (g *Gateway) join(ctx context.Context, tenant, id string, c *conversation, sig signal, m *logMatch) (res resolved, ok bool, err error) {
-	if m.repeat && (m.s.SystemPrompt != c.system || m.s.Model != c.model || !sameTools(m.s.Tools, c.tools)) {
+	if m.repeat && len(followMask(m.s, c)) > 0 {
 		// Not the same request again: a repeat never changes the session
 		// it is answered from.
 		m.repeat = false

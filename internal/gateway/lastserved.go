@@ -85,7 +85,7 @@ func (g *Gateway) heldRow(tenant, id string, c *conversation) (store.Session, bo
 		return store.Session{}, false
 	}
 	s, ok := g.cfg.Engine.HeldSession(tenant, id)
-	if !ok || s.Model != c.model || s.SystemPrompt != c.system || !sameTools(s.Tools, c.tools) {
+	if !ok || len(followMask(s, c)) > 0 {
 		return store.Session{}, false
 	}
 	return s, true

@@ -123,6 +123,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		edits := g.viewEdits(c, &res)
 		if err := g.replayLong(ctx, tenant, c, &res, &edits); err != nil {
 			if staleHeld(err, c, res) {
+				c.noHeld = true
 				continue
 			}
 			if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
@@ -143,6 +144,7 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 		}
 		prep, err := g.prepareEdited(ctx, tenant, res.id, in) // clientedit.go
 		if staleHeld(err, c, res) {
+			c.noHeld = true
 			continue
 		}
 		if errors.Is(err, store.ErrVersionConflict) && retry.again(ctx) {
@@ -302,12 +304,9 @@ func storedTail(view, fresh []chat.Message) []chat.Message {
 // meets this on every request). Nothing was written: the request is
 // matched again by the index (c.noHeld), at once, once, outside the
 // conflicts' budget and its backoff, as the read the held row replaced
-// would have sent it to the whole lookup at once.
+// would have sent it to the whole lookup at once (the caller sets
+// c.noHeld and matches again).
 func staleHeld(err error, c *conversation, res resolved) bool {
-	if res.noHeads == nil || c.noHeld || !errors.Is(err, store.ErrLongerSession) &&
-		!errors.Is(err, store.ErrVersionConflict) && !errors.Is(err, store.ErrNotFound) {
-		return false
-	}
-	c.noHeld = true
-	return true
+	return res.noHeads != nil && !c.noHeld && (errors.Is(err, store.ErrLongerSession) ||
+		errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound))
 }

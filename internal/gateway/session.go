@@ -50,10 +50,10 @@ func (g *Gateway) create(ctx context.Context, tenant, id string, d door, c *conv
 	return v.CreatedAt, err == nil, err
 }
 
-// follow brings the session's model, system prompt and tools to the
-// request's, when the client changed them (an ordinary, versioned update),
-// and returns the session as updated (nil: unchanged).
-func (g *Gateway) follow(ctx context.Context, tenant string, s store.Session, c *conversation) (*store.Session, error) {
+// followMask names what of the session follow changes to the request's:
+// its model, system prompt and tools, where they differ (none: the
+// request keeps them all, as a repeat and the held row's match need).
+func followMask(s store.Session, c *conversation) []string {
 	var mask []string
 	if s.Model != c.model {
 		mask = append(mask, engine.FieldModel)
@@ -64,6 +64,14 @@ func (g *Gateway) follow(ctx context.Context, tenant string, s store.Session, c 
 	if !sameTools(s.Tools, c.tools) {
 		mask = append(mask, engine.FieldTools)
 	}
+	return mask
+}
+
+// follow brings the session's model, system prompt and tools to the
+// request's, when the client changed them (an ordinary, versioned update),
+// and returns the session as updated (nil: unchanged).
+func (g *Gateway) follow(ctx context.Context, tenant string, s store.Session, c *conversation) (*store.Session, error) {
+	mask := followMask(s, c)
 	if len(mask) == 0 {
 		return nil, nil
 	}

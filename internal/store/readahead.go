@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 type readAheadKey struct{}
 
@@ -48,4 +51,20 @@ func WithReadAhead(ctx context.Context, r ReadAhead) context.Context {
 func ReadAheadOf(ctx context.Context) ReadAhead {
 	r, _ := ctx.Value(readAheadKey{}).(ReadAhead)
 	return r
+}
+
+// ErrLongerSession: a transaction given ReadAhead.NoHeads found a session
+// holding one of them as its head (a longer session than the one the
+// transaction locked exists for that history). Nothing was written.
+var ErrLongerSession = errors.New("a longer session holds the history")
+
+// HeldRowReader is a store that keeps the session rows its own last
+// transactions committed (PostgreSQL: ReadAhead.Held) and checks
+// ReadAhead.NoHeads with a transaction's lock.
+type HeldRowReader interface {
+	// HeldSession is the row of tenant's session id this store's last
+	// transaction of it committed, if it holds one: a guess, checked by
+	// the lock of a transaction marked ReadAhead.Held (a stale one costs
+	// that transaction a run again, or the caller a version conflict).
+	HeldSession(tenant, id string) (Session, bool)
 }

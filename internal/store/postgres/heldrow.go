@@ -404,3 +404,14 @@ func (t *txn) lockedAhead(tenant, id string) {
 		t.track.hints = heldHintsRow{known: true, found: a.viewErr == nil, view: clonePreparedView(a.view)}
 	}
 }
+
+// HeldSession implements store.HeldRowReader: the row this Store's last
+// transaction of the session committed (heldrow.go), as a read returns it.
+func (s *Store) HeldSession(tenant, id string) (store.Session, bool) {
+	r := s.rows.get(heldKey{tenant, id})
+	if r == nil {
+		return store.Session{}, false
+	}
+	row, _, ok := r.session(tenant, id)
+	return row, ok
+}

@@ -50,14 +50,3 @@ func (h *headsGuard) answer(err error) error {
 func (h *headsGuard) check(_ pgconn.CommandTag, err error) error {
 	return h.answer(err)
 }
-
-// HeldSession implements store.HeldRowReader: the row this Store's last
-// transaction of the session committed (heldrow.go), as a read returns it.
-func (s *Store) HeldSession(tenant, id string) (store.Session, bool) {
-	r := s.rows.get(heldKey{tenant, id})
-	if r == nil {
-		return store.Session{}, false
-	}
-	row, _, ok := r.session(tenant, id)
-	return row, ok
-}
