@@ -117,6 +117,9 @@ func TestFailedRunStopsItsCluster(t *testing.T) {
 	cmd.Env = append(os.Environ(), "GATEWAYBENCH_MAIN=1", "TMPDIR="+tmp)
 	out, err := cmd.CombinedOutput()
 	if strings.Contains(string(out), "initdb not found") {
+		if os.Getenv("CONTEXTD_REQUIRE_POSTGRES") == "1" {
+			t.Fatal("PostgreSQL is required (CONTEXTD_REQUIRE_POSTGRES=1) but its binaries were not found")
+		}
 		t.Skip("no PostgreSQL binaries")
 	}
 	if err == nil || !strings.Contains(string(out), `unknown store "nope"`) {
