@@ -268,6 +268,15 @@ func (r *rig) check(t *testing.T, typed map[string][]string) {
 		for _, c := range calls {
 			if !c.Side && len(c.Problems) == 0 && !c.Cut && strings.HasPrefix(c.Conv, conv) && !answered[c.Header.Get(headerExchange)] {
 				unanswered++
+				// What the client's answer to that call's request was, to
+				// tell a flake from a bug when this fails in CI.
+				seq := c.Header.Get(headerExchange)
+				for _, e := range exchanges {
+					if e.seq == seq {
+						t.Logf("%s: upstream call of exchange %s (round %d): the client's answer: conv %s, status %d, used %.1f, main %v, history %q",
+							c.Conv, seq, c.Round, e.conv, e.status, e.used, e.main, e.history)
+					}
+				}
 			}
 		}
 		if unanswered > 0 {
