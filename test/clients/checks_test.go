@@ -94,6 +94,7 @@ func (r *rig) each(fn func(conv string)) {
 // check asserts the acceptance on what the provider received and what
 // contextd recorded.
 func (r *rig) check(t *testing.T, typed map[string][]string) {
+	r.settled(t)
 	calls := r.provider.Calls()
 	r.mu.Lock()
 	exchanges := append([]exchange(nil), r.exchanges...)

@@ -115,6 +115,9 @@ type rig struct {
 	conv      string
 	seq       int
 	exchanges []exchange
+	// handling counts the front's requests not yet recorded (settled
+	// waits for them).
+	handling sync.WaitGroup
 	// outbound are the requests that tried to leave loopback (through
 	// HTTPS_PROXY, which the CLIs get): what a test without network
 	// would hang on.
@@ -254,6 +257,8 @@ func (r *rig) startFront() {
 			req.Header.Set(headerConv, label)
 		}
 		rec := &recorder{ResponseWriter: w}
+		r.handling.Add(1)
+		defer r.handling.Done() // after the exchange is recorded (below)
 		// Recorded even when the client hangs up mid-stream (the
 		// reverse proxy then panics with http.ErrAbortHandler).
 		defer func() {
@@ -440,4 +445,22 @@ func refusedBody(status int, body []byte) []byte {
 		return body
 	}
 	return nil
+}
+
+// settled waits until every exchange the front has answered is recorded,
+// so that a check right after a run never reads the exchanges while a
+// handler is still recording one. (CI met once, under load, a
+// provider-answered call with no answer recorded for it; this is one
+// possible cause, not a confirmed one: the server sends a response's last
+// bytes only after its handler returns. The check logs what the client got
+// for such a call.)
+func (r *rig) settled(t *testing.T) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { r.handling.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Error("the front's handlers did not end within a minute of the last run")
+	}
 }

@@ -164,6 +164,7 @@ func TestQwenCompresses(t *testing.T) {
 	r.conversations(t, dir, func(conv, text, resume string) (string, string) {
 		return r.qwenTurn(conv, bin, dir, home, text, resume)
 	})
+	r.settled(t)
 	asks := r.provider.compactionAsks()
 	r.mu.Lock()
 	compacted := map[string]int{}
