@@ -51,19 +51,7 @@ func self() string {
 // stop. It stops when this process does too: it exits when its stdin
 // (this process's pipe) closes.
 func spawnUpstream() (string, func() time.Duration, func()) {
-	cmd := exec.Command(self(), "-role", "upstream")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		fatal(err)
-	}
+	cmd, stdin, out := spawn("-role", "upstream")
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		fatalf("upstream process: %v", err)
@@ -103,19 +91,7 @@ type remote struct {
 // when its untimed calls are made.
 func spawnLoad(calls int, c cell, url, tag string) load {
 	spec, _ := json.Marshal(job{Convs: c.convs, Messages: c.messages, ContentBytes: c.contentBytes, Tools: c.tools, URL: url, Tag: tag})
-	cmd := exec.Command(self(), "-role", "client", "-calls", strconv.Itoa(calls), "-job", string(spec))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		fatal(err)
-	}
+	cmd, stdin, out := spawn("-role", "client", "-calls", strconv.Itoa(calls), "-job", string(spec))
 	r := &remote{cmd: cmd, stdin: stdin, out: bufio.NewReader(out)}
 	if line, err := r.out.ReadString('\n'); err != nil || line != "ready\n" {
 		fatalf("load process: %q, %v", line, err)
@@ -157,4 +133,23 @@ func serveLoad(client *http.Client, calls int, spec string) {
 	if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
 		fatal(err)
 	}
+}
+
+// spawn starts this binary again with args (a role of -external), its
+// stderr this process's, and returns its stdin and stdout pipes.
+func spawn(args ...string) (*exec.Cmd, io.WriteCloser, io.ReadCloser) {
+	cmd := exec.Command(self(), args...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		fatal(err)
+	}
+	return cmd, stdin, out
 }

@@ -251,47 +251,15 @@ func TestHeldRowStale(t *testing.T) {
 	// The hints row written by another replica without a new version of
 	// the session.
 	bump(s, 22)
-	err = other.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error {
-		if _, err := tx.GetSession(ctx, "t", "s"); err != nil {
-			return err
-		}
-		return tx.PutPreparedView(ctx, "t", "s", store.PreparedView{Fixed: "f", IDs: []string{"msg_9"}, ViewToken: "v9"})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tokens []string
-	err = s.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
-		if _, err := tx.GetSession(ctx, "t", "s"); err != nil {
-			return err
-		}
-		v, err := tx.GetPreparedView(ctx, "t", "s")
-		tokens = append(tokens, v.ViewToken)
-		return err
-	})
+	putHints(t, other, "v9", "msg_9")
+	tokens, err := hintsSeen(t, s)
 	if err != nil || !reflect.DeepEqual(tokens, []string{"", "v9"}) {
 		t.Errorf("hints rows seen: %v (%v), want the held none (the session made again has none) then the stored v9", tokens, err)
 	}
 	// And changed since the held one.
 	bump(s, 23)
-	err = other.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error {
-		if _, err := tx.GetSession(ctx, "t", "s"); err != nil {
-			return err
-		}
-		return tx.PutPreparedView(ctx, "t", "s", store.PreparedView{Fixed: "f", IDs: []string{"msg_9", "msg_10"}, ViewToken: "v10"})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens = nil
-	err = s.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
-		if _, err := tx.GetSession(ctx, "t", "s"); err != nil {
-			return err
-		}
-		v, err := tx.GetPreparedView(ctx, "t", "s")
-		tokens = append(tokens, v.ViewToken)
-		return err
-	})
+	putHints(t, other, "v10", "msg_9", "msg_10")
+	tokens, err = hintsSeen(t, s)
 	if err != nil || !reflect.DeepEqual(tokens, []string{"v9", "v10"}) {
 		t.Errorf("hints rows seen: %v (%v), want the held v9 then the stored v10", tokens, err)
 	}
@@ -588,4 +556,34 @@ func twoReplicas(t *testing.T) (url string, s, other *postgres.Store) {
 	}
 	t.Cleanup(func() { other.Close() })
 	return url, s, other
+}
+
+// putHints writes t's session s's hints row (its view token and ids)
+// through st, another replica's store.
+func putHints(t *testing.T, st *postgres.Store, token string, ids ...string) {
+	t.Helper()
+	err := st.InTx(t.Context(), func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.GetSession(ctx, "t", "s"); err != nil {
+			return err
+		}
+		return tx.PutPreparedView(ctx, "t", "s", store.PreparedView{Fixed: "f", IDs: ids, ViewToken: token})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hintsSeen runs a held transaction on s and returns the view tokens of
+// the hints rows it read (a run again after a stale guard reads twice).
+func hintsSeen(t *testing.T, s *postgres.Store) ([]string, error) {
+	var tokens []string
+	err := s.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.GetSession(ctx, "t", "s"); err != nil {
+			return err
+		}
+		v, err := tx.GetPreparedView(ctx, "t", "s")
+		tokens = append(tokens, v.ViewToken)
+		return err
+	})
+	return tokens, err
 }
