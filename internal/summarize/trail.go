@@ -674,19 +674,7 @@ func foldLine(in compaction.SummaryInput, n int, ids []string) string {
 	} else {
 		from = " other lines"
 	}
-	return "- " + tagFolded + ": " + strconv.Itoa(n) + from + ". " + expandSentence(in) + " to read what they came from.\n"
-}
-
-// expandSentence says how to read what summary in.ID stands for, in the
-// wording of its header.
-func expandSentence(in compaction.SummaryInput) string {
-	h := compaction.SummaryHeader(in.Round, in.ID, in.ExpandTool)
-	i := strings.Index(h, "; c")
-	if i < 0 {
-		return "Expand " + in.ID
-	}
-	s := "C" + h[i+3:]
-	return strings.TrimSuffix(strings.TrimSuffix(s, "\n"), " to read them.]")
+	return "- " + tagFolded + ": " + strconv.Itoa(n) + from + ". " + compaction.ReadOn(in.Expand, in.ID, "what they came from") + "\n"
 }
 
 // MeasureTrail is the trail of a summary of in, the tokens it takes and the
