@@ -52,7 +52,7 @@ func TestGatewayPlaceholdersCallNothingWithoutTheTool(t *testing.T) {
 	ids := map[string]bool{}
 	for i, r := range s.fake.Requests() {
 		sent := string(r.Raw)
-		if strings.Contains(sent, "ExpandMessage") || strings.Contains(sent, "contextd_expand") {
+		if strings.Contains(sent, "ExpandMessage") || strings.Contains(sent, "contextd_expand") || strings.Contains(sent, "expand an id") {
 			t.Fatalf("request %d tells the model to call what it cannot: %.3000s", i, sent)
 		}
 		n := strings.Count(sent, "[contextd pruned") + strings.Count(sent, "[contextd summary") + strings.Count(sent, "[contextd dropped")
