@@ -124,6 +124,22 @@ func TestExpandWordingOfEachSurface(t *testing.T) {
 				"(506 tokens). Its id is " + id + "; rerun the call if needed.]"}
 		},
 	}, {
+		name: "older copy of a tool output",
+		plan: func(req func(*builder, int64, ...compaction.Tier) compaction.Request) (string, string) {
+			b := (&builder{}).user("Fix the bug.")
+			for i := 0; i < 12; i++ {
+				id := fmt.Sprintf("c%d", i)
+				b.assistant("Step: I'll inspect the file.", id).result(id, strings.Repeat("the same output\n", 140))
+			}
+			plan := mustPlan(t, req(b, 8000, compaction.TierPrune))
+			return textOf(&plan.View[2]), "m3"
+		},
+		want: func(id string) want {
+			return want{`identical to the newer message m25). Call contextd_expand with id "` + id + `" to read it.]`,
+				"identical to the newer message m25). Call ExpandMessage with message id " + id + " to read it.]",
+				"identical to the newer message m25). Its id is " + id + ".]"}
+		},
+	}, {
 		name: "long message's middle",
 		plan: func(req func(*builder, int64, ...compaction.Tier) compaction.Request) (string, string) {
 			b := (&builder{}).user("Fix the bug.").user(strings.Repeat("long request ", 600))

@@ -493,7 +493,11 @@ func placeholderFor(m *chat.Message, why string, facts bool, names map[string]st
 		if kept != "" {
 			desc += "; its exit code, first error lines, tests and URLs follow"
 		}
-		text := "[contextd pruned this output of " + tool + " (" + desc + "). " + readOutput(via, m.ID, "it") + "]" + kept
+		read := readOutput(via, m.ID, "it")
+		if why != "" { // a duplicate: its newer copy is in view, nothing to rerun
+			read = readOn(via, m.ID, "it")
+		}
+		text := "[contextd pruned this output of " + tool + " (" + desc + "). " + read + "]" + kept
 		out.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
 			ToolCallID: tr.ToolCallID, Content: text, IsError: tr.IsError}}}
 		return out
