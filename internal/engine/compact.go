@@ -184,6 +184,7 @@ func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (plan
 	if err != nil {
 		policy = compaction.Defaults(m.ContextWindow)
 	}
+	policy.NoExpandRPC = callsNoRPC(s)
 	target := policy.Target
 	if in.Target != nil {
 		target = *in.Target

@@ -31,6 +31,18 @@ const SecTrail = "Trail"
 // trailHeader is the section's title line and the sentence under it.
 const trailHeader = "\n## " + SecTrail + "\n(exact, from the original messages; a command's exit status shows when it printed one other than 0; expand an id to read one)\n"
 
+// trailHeaderNamed is trailHeader for a model that can call nothing.
+const trailHeaderNamed = "\n## " + SecTrail + "\n(exact, from the original messages; a command's exit status shows when it printed one other than 0; each names its message's id)\n"
+
+// trailHeaderOf is trailHeader in the wording e: a model that can call
+// nothing to expand (compaction.ExpandByNone) is not told to.
+func trailHeaderOf(e compaction.Expander) string {
+	if e == compaction.ExpandByNone {
+		return trailHeaderNamed
+	}
+	return trailHeader
+}
+
 // Tags of trail lines.
 const (
 	tagRead    = "read"
@@ -417,7 +429,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 	if len(lines) == 0 && folded == 0 {
 		return "", nil, again
 	}
-	header := count(trailHeader)
+	header := count(trailHeaderOf(in.Expand))
 	// Each line's cost whole and dense, and each group's whole (groups:
 	// the leader's index of each line; a group costs less than its lines
 	// alone). A line read back from a dense form has no facts: it is
@@ -457,7 +469,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 	used := 0
 	render := func(line string) string {
 		var b strings.Builder
-		b.WriteString(trailHeader)
+		b.WriteString(trailHeaderOf(in.Expand))
 		b.WriteString(line)
 		b.WriteString(renderDense(lines, dense, in.ID))
 		for i := range lines {
@@ -674,19 +686,7 @@ func foldLine(in compaction.SummaryInput, n int, ids []string) string {
 	} else {
 		from = " other lines"
 	}
-	return "- " + tagFolded + ": " + strconv.Itoa(n) + from + ". " + expandSentence(in) + " to read what they came from.\n"
-}
-
-// expandSentence says how to read what summary in.ID stands for, in the
-// wording of its header.
-func expandSentence(in compaction.SummaryInput) string {
-	h := compaction.SummaryHeader(in.Round, in.ID, in.ExpandTool)
-	i := strings.Index(h, "; c")
-	if i < 0 {
-		return "Expand " + in.ID
-	}
-	s := "C" + h[i+3:]
-	return strings.TrimSuffix(strings.TrimSuffix(s, "\n"), " to read them.]")
+	return "- " + tagFolded + ": " + strconv.Itoa(n) + from + ". " + compaction.ReadOn(in.Expand, in.ID, "what they came from") + "\n"
 }
 
 // MeasureTrail is the trail of a summary of in, the tokens it takes and the
