@@ -207,5 +207,5 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	if len(add) > 0 {
 		summary += "\n\n" + strings.Join(add, "\n\n")
 	}
-	return withTrail(summary, trail)
+	return withTrail(carryFolds(summary, in.Previous), trail)
 }
