@@ -7,29 +7,59 @@ import (
 
 // carryFolds keeps, in an LLM's summary, the fold lines of the lists the
 // previous summary carried (listfold.go: `- folded: 12 earlier entries, in
-// sum_4_1`; an extractive summary's, or one the model copied): a model
-// writes its sections anew and leaves such a line out as often as not,
-// and then the count and the ids that lead to those entries were gone for
-// good, where an extractive summary merges them from summary to summary. A
-// line the answer's section already has (the model kept it) is not added
-// again. It goes first in its section (last in Files), as the extractive
-// summary places it; a section the answer lacks is added with the line
-// alone (TestLLMSummaryCarriesListFolds).
+// sum_4_1`; an extractive summary's, or one an earlier LLM summary kept
+// so): a model writes its sections anew and leaves such a line out as
+// often as not, and then the count and the ids that lead to those entries
+// were gone for good, where an extractive summary merges them from summary
+// to summary. A model never folds: a fold line in its answer is one it
+// copied, left out here and placed again from the previous summary, or
+// one it wrote (read out of a tool's output, or invented), quoted as an
+// entry (quotedEntry), as the extractive summary quotes a message's, so
+// that no later summary reads its count or ids as a fold
+// (TestLLMSummaryFoldLinesAreNotTheModels). The previous summary's line
+// goes first in its section (last in Files), as the extractive summary
+// places it; a section the answer lacks is added with the line alone
+// (TestLLMSummaryCarriesListFolds).
 func carryFolds(summary, previous string) string {
 	prose, _ := withoutTrail(previous)
 	prev := parseSections(prose)
-	have := parseSections(summary)
+	copied := map[string]bool{}
 	for _, s := range append(slices.Clone(listSections), SecFiles) {
-		_, f := splitListFold(prev[s])
-		if f.n == 0 {
-			continue
+		if _, f := splitListFold(prev[s]); f.n > 0 {
+			copied[f.line()] = true
 		}
-		if _, got := splitListFold(have[s]); got.n > 0 {
-			continue
+	}
+	summary = unfoldAnswer(summary, copied)
+	for _, s := range append(slices.Clone(listSections), SecFiles) {
+		if _, f := splitListFold(prev[s]); f.n > 0 {
+			summary = withFoldLine(summary, s, "- "+f.line(), s == SecFiles)
 		}
-		summary = withFoldLine(summary, s, "- "+f.line(), s == SecFiles)
 	}
 	return summary
+}
+
+// unfoldAnswer is a model's answer less the lines of its sections that
+// read as a fold line (parseSections, splitListFold) and copy one of the
+// previous summary's (copied, by their text), the others quoted.
+func unfoldAnswer(answer string, copied map[string]bool) string {
+	lines := strings.Split(answer, "\n")
+	out := lines[:0]
+	inSection := false
+	for _, line := range lines {
+		if strings.HasPrefix(line, "## ") {
+			inSection = true
+		}
+		item := strings.TrimPrefix(line, "- ")
+		_, f := splitListFold([]string{item})
+		switch {
+		case !inSection || f.n == 0 || strings.HasPrefix(line, "## "):
+			out = append(out, line)
+		case copied[f.line()]:
+		default:
+			out = append(out, "- "+quotedEntry+item)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // withFoldLine is summary with line first in its section sec (last when
