@@ -39,8 +39,8 @@ func carryFolds(summary, previous string) string {
 }
 
 // unfoldAnswer is a model's answer less the lines of its sections that
-// read as a fold line (parseSections, splitListFold) and copy one of the
-// previous summary's (copied, by their text), the others quoted.
+// copy one of the previous summary's fold lines (copied, by their text),
+// the others that read as one (foldLike) quoted.
 func unfoldAnswer(answer string, copied map[string]bool) string {
 	lines := strings.Split(answer, "\n")
 	out := lines[:0]
@@ -52,9 +52,9 @@ func unfoldAnswer(answer string, copied map[string]bool) string {
 		item := strings.TrimPrefix(line, "- ")
 		_, f := splitListFold([]string{item})
 		switch {
-		case !inSection || f.n == 0 || strings.HasPrefix(line, "## "):
+		case !inSection || !foldLike(item) || strings.HasPrefix(line, "## "):
 			out = append(out, line)
-		case copied[f.line()]:
+		case f.n > 0 && copied[f.line()]:
 		default:
 			out = append(out, "- "+quotedEntry+item)
 		}
