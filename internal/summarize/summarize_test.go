@@ -376,3 +376,28 @@ func TestHandoffFoldsNameTheirSession(t *testing.T) {
 		t.Errorf("the hand-off keeps more than 20 issues:\n%s", doc)
 	}
 }
+
+// TestHandoffCountsWhatItLeavesOutApart: where a hand-off's list both
+// carries a fold of its session's summaries and leaves out entries of its
+// own (ISSUES keeps the last 20), the two are counted apart: the ids lead
+// to what the summaries folded, and what the document left out is in the
+// session's view (the latest summary's text), which no id of the fold
+// names. Before, one line counted both under the summaries' ids: the 5
+// issues the document left out were not behind sum_2_1.
+func TestHandoffCountsWhatItLeavesOutApart(t *testing.T) {
+	var errs strings.Builder
+	errs.WriteString("- folded: 7 earlier entries, in sum_2_1\n")
+	for i := range 25 {
+		fmt.Fprintf(&errs, "- ValueError: bad value %d\n", i)
+	}
+	prev := "[contextd summary, round 4.]\n\n## Original task\n(kept)\n\n## Errors and resolutions\n" + errs.String()
+	view := []chat.Message{
+		{ID: "msg_1", Role: chat.RoleUser, Kind: chat.KindNormal, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the parser bug."}}},
+		{ID: "sum_4_1", Role: chat.RoleUser, Kind: chat.KindSummary, Parts: []chat.Part{{Type: chat.PartText, Text: prev}}},
+	}
+	doc := summarize.Handoff(view, "s_old")
+	want := "## ISSUES\n- folded: 7 earlier entries, in sum_2_1 of session s_old\n- folded: 5 earlier entries, in session s_old\n- ValueError: bad value 5\n"
+	if !strings.Contains(doc, want) {
+		t.Errorf("hand-off lacks %q:\n%s", want, doc)
+	}
+}
