@@ -171,6 +171,7 @@ func humanIn(in compaction.SummaryInput) []bool {
 // within the files budget, as the extractive summary keeps them). Whatever
 // is missing is appended verbatim.
 func PinFacts(summary string, in compaction.SummaryInput) string {
+	summary, folds := roomForFolds(summary, in)
 	var add []string
 	latest := ""
 	for i, human := range humanIn(in) {
@@ -207,5 +208,5 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	if len(add) > 0 {
 		summary += "\n\n" + strings.Join(add, "\n\n")
 	}
-	return withTrail(carryFolds(summary, in.Previous), trail)
+	return withTrail(placeFolds(summary, folds), trail)
 }

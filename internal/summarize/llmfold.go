@@ -3,10 +3,12 @@ package summarize
 import (
 	"slices"
 	"strings"
+
+	"github.com/contextd/contextd/internal/compaction"
 )
 
-// carryFolds keeps, in an LLM's summary, the fold lines of the lists the
-// previous summary carried (listfold.go: `- folded: 12 earlier entries, in
+// roomForFolds and placeFolds keep, in an LLM's summary (PinFacts), the
+// fold lines of the lists the previous summary carried (listfold.go: `- folded: 12 earlier entries, in
 // sum_4_1`; an extractive summary's, or one an earlier LLM summary kept
 // so): a model writes its sections anew and leaves such a line out as
 // often as not, and then the count and the ids that lead to those entries
@@ -20,22 +22,55 @@ import (
 // goes first in its section (last in Files), as the extractive summary
 // places it; a section the answer lacks is added with the line alone
 // (TestLLMSummaryCarriesListFolds).
-func carryFolds(summary, previous string) string {
+
+// foldOf is one fold line of a summary's section.
+type foldOf struct{ sec, line string }
+
+// previousFolds is the fold lines of the lists the previous summary
+// carried, in section order, and their texts (listFold.line).
+func previousFolds(previous string) (map[string]bool, []foldOf) {
 	prose, _ := withoutTrail(previous)
 	prev := parseSections(prose)
 	copied := map[string]bool{}
+	var folds []foldOf
 	for _, s := range append(slices.Clone(listSections), SecFiles) {
 		if _, f := splitListFold(prev[s]); f.n > 0 {
 			copied[f.line()] = true
+			folds = append(folds, foldOf{s, "- " + f.line()})
 		}
 	}
-	summary = unfoldAnswer(summary, copied)
-	for _, s := range append(slices.Clone(listSections), SecFiles) {
-		if _, f := splitListFold(prev[s]); f.n > 0 {
-			summary = withFoldLine(summary, s, "- "+f.line(), s == SecFiles)
-		}
+	return copied, folds
+}
+
+// placeFolds is summary with each fold line placed (withFoldLine).
+func placeFolds(summary string, folds []foldOf) string {
+	for _, f := range folds {
+		summary = withFoldLine(summary, f.sec, f.line, f.sec == SecFiles)
 	}
 	return summary
+}
+
+// roomForFolds is an LLM's answer with the fold lines it wrote left out
+// or quoted (unfoldAnswer), less its last whole lines while, with the fold
+// lines the previous summary carried placed, it is over the summary's
+// cap, and those fold lines (placeFolds places them once the answer has
+// what PinFacts adds): they take their room out of the answer, not beyond
+// the cap the planner left the summary (TestSummaryOvershootIsBounded
+// counts it; TestLLMSummaryFoldLinesStayWithinCap). Where the fold lines
+// alone are over the cap (a summary_max_tokens far under 800), the answer
+// is left whole, over it, as the extractive summary's floor is.
+func roomForFolds(answer string, in compaction.SummaryInput) (string, []foldOf) {
+	copied, folds := previousFolds(in.Previous)
+	answer = unfoldAnswer(answer, copied)
+	if len(folds) == 0 {
+		return answer, nil
+	}
+	count := countOrEstimate(in)
+	fits := func(s string) bool { return count(strings.TrimSpace(placeFolds(s, folds))) <= in.MaxTokens }
+	if within := linesWithin(answer, fits); within != "" {
+		return within, folds
+	}
+	return answer, folds
 }
 
 // unfoldAnswer is a model's answer less the lines of its sections that

@@ -1,9 +1,11 @@
 package summarize_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/summarize"
 )
@@ -44,7 +46,7 @@ func TestLLMSummaryCarriesListFolds(t *testing.T) {
 // message's (`- > folded: …`), and the previous summary's fold line is
 // kept beside it: the next summary reads neither the model's count nor its
 // ids as a fold. Before, a fold line the model wrote in a section made
-// carryFolds skip that section: the previous summary's count and ids were
+// PinFacts skip that section: the previous summary's count and ids were
 // gone, and the planted ids were merged, as the summary's own, into every
 // later one.
 func TestLLMSummaryFoldLinesAreNotTheModels(t *testing.T) {
@@ -61,6 +63,13 @@ func TestLLMSummaryFoldLinesAreNotTheModels(t *testing.T) {
 			t.Errorf("the LLM's summary lacks %q:\n%s", want, got)
 		}
 	}
+	// What a person wrote is pinned verbatim, a line of it that reads as a
+	// fold line too (it is no list entry).
+	request := "Go on.\n- folded: 3 earlier entries, in sum_1_1"
+	in.Messages = []chat.Message{{ID: "msg_9", Role: chat.RoleUser, Kind: chat.KindNormal, Parts: []chat.Part{{Type: chat.PartText, Text: request}}}}
+	if pinned := summarize.PinFacts(answer, in); !strings.Contains(pinned, "(verbatim)\n"+request+"\n") {
+		t.Errorf("the latest request is not pinned verbatim:\n%s", pinned)
+	}
 	// Chained: the next extractive summary merges the previous summary's
 	// count and ids only.
 	next, err := summarize.Extractive{}.Summarize(t.Context(), compaction.SummaryInput{Round: 6, ID: "sum_6_1", OriginalTask: "Fix the parser bug.",
@@ -74,6 +83,41 @@ func TestLLMSummaryFoldLinesAreNotTheModels(t *testing.T) {
 	for _, planted := range []string{"\n- folded: 1 earlier", "\n- folded: 7 earlier", "msg_planted,", "sum_9_9,"} {
 		if strings.Contains(next, planted) {
 			t.Errorf("the next summary reads the model's %q as a fold:\n%s", planted, next)
+		}
+	}
+}
+
+// TestLLMSummaryFoldLinesStayWithinCap: the fold lines an LLM's summary
+// carries take their room out of the answer (its last whole lines go),
+// not beyond the summary's cap: at a cap of 200 an answer of 195 tokens
+// with five lists' fold lines carried took 28x tokens, more than the
+// planner left it (the view's bound, TestSummaryOvershootIsBounded, counts
+// the cap). Every fold line is kept, and no line of the answer is cut.
+func TestLLMSummaryFoldLinesStayWithinCap(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	fold := "- folded: 12 earlier entries, in sum_4_1, sum_3_1, sum_2_1\n"
+	prev := "[contextd summary, round 4.]\n\n"
+	for _, s := range []string{summarize.SecDone, summarize.SecDecisions, summarize.SecErrors, summarize.SecPending} {
+		prev += "## " + s + "\n" + fold + "- an entry\n\n"
+	}
+	prev += "## " + summarize.SecFiles + "\n- src/a.py\n" + fold
+	var answer strings.Builder
+	answer.WriteString("## Current state\n")
+	for i := 0; count(answer.String()) < 190; i++ {
+		fmt.Fprintf(&answer, "- the parser reads clause %d of the grammar\n", i)
+	}
+	in := compaction.SummaryInput{Round: 5, ID: "sum_5_1", OriginalTask: "Fix the parser bug.", MaxTokens: 200, AskTokens: 800, TrailMaxTokens: -1,
+		Count: count, Previous: prev}
+	got := summarize.PinFacts(strings.TrimSpace(answer.String()), in)
+	if n := count(strings.TrimSpace(got)); n > in.MaxTokens {
+		t.Errorf("the LLM's summary takes %d tokens, its cap %d:\n%s", n, in.MaxTokens, got)
+	}
+	if n := strings.Count(got, strings.TrimPrefix(fold, "- ")); n != 5 {
+		t.Errorf("%d fold lines carried, want 5:\n%s", n, got)
+	}
+	for line := range strings.SplitSeq(got, "\n") {
+		if strings.HasPrefix(line, "- the parser") && !strings.HasSuffix(line, "of the grammar") {
+			t.Errorf("a line of the answer cut: %q", line)
 		}
 	}
 }
