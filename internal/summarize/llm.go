@@ -171,7 +171,9 @@ func humanIn(in compaction.SummaryInput) []bool {
 // within the files budget, as the extractive summary keeps them). Whatever
 // is missing is appended verbatim.
 func PinFacts(summary string, in compaction.SummaryInput) string {
-	summary, folds := roomForFolds(summary, in)
+	// The previous summary's fold lines go into the answer's sections
+	// before anything is added, never into a request pinned verbatim.
+	summary = placeFolds(roomForFolds(summary, in))
 	var add []string
 	latest := ""
 	for i, human := range humanIn(in) {
@@ -208,5 +210,5 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	if len(add) > 0 {
 		summary += "\n\n" + strings.Join(add, "\n\n")
 	}
-	return withTrail(placeFolds(summary, folds), trail)
+	return withTrail(summary, trail)
 }

@@ -53,8 +53,8 @@ func placeFolds(summary string, folds []foldOf) string {
 // roomForFolds is an LLM's answer with the fold lines it wrote left out
 // or quoted (unfoldAnswer), less its last whole lines while, with the fold
 // lines the previous summary carried placed, it is over the summary's
-// cap, and those fold lines (placeFolds places them once the answer has
-// what PinFacts adds): they take their room out of the answer, not beyond
+// cap, and those fold lines (placeFolds places them, before PinFacts adds
+// anything): they take their room out of the answer, not beyond
 // the cap the planner left the summary (TestSummaryOvershootIsBounded
 // counts it; TestLLMSummaryFoldLinesStayWithinCap). Where the fold lines
 // alone are over the cap (a summary_max_tokens far under 800), the answer

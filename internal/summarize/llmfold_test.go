@@ -70,6 +70,14 @@ func TestLLMSummaryFoldLinesAreNotTheModels(t *testing.T) {
 	if pinned := summarize.PinFacts(answer, in); !strings.Contains(pinned, "(verbatim)\n"+request+"\n") {
 		t.Errorf("the latest request is not pinned verbatim:\n%s", pinned)
 	}
+	// A request that has a section of the name a fold line goes to is
+	// pinned as written: the line goes to the answer's section.
+	request = "Go on.\n## Decisions\n- keep the old API"
+	in.Messages[0].Parts[0].Text = request
+	if pinned := summarize.PinFacts("## Current state\nworking", in); !strings.Contains(pinned, "(verbatim)\n"+request+"\n") ||
+		!strings.Contains(pinned, "## Decisions\n- folded: 12 earlier entries, in sum_4_1, sum_2_1\n") {
+		t.Errorf("the latest request is not pinned verbatim, or the fold line is not in a section of its own:\n%s", pinned)
+	}
 	// Chained: the next extractive summary merges the previous summary's
 	// count and ids only.
 	next, err := summarize.Extractive{}.Summarize(t.Context(), compaction.SummaryInput{Round: 6, ID: "sum_6_1", OriginalTask: "Fix the parser bug.",
@@ -100,7 +108,7 @@ func TestLLMSummaryFoldLinesStayWithinCap(t *testing.T) {
 	for _, s := range []string{summarize.SecDone, summarize.SecDecisions, summarize.SecErrors, summarize.SecPending} {
 		prev += "## " + s + "\n" + fold + "- an entry\n\n"
 	}
-	prev += "## " + summarize.SecFiles + "\n- src/a.py\n" + fold
+	prev += "## " + summarize.SecFiles + "\n" + fold // no path for PinFacts to pin, which goes beyond the cap (not these lines')
 	var answer strings.Builder
 	answer.WriteString("## Current state\n")
 	for i := 0; count(answer.String()) < 190; i++ {
