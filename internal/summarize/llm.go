@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -172,8 +173,15 @@ func humanIn(in compaction.SummaryInput) []bool {
 // is missing is appended verbatim.
 func PinFacts(summary string, in compaction.SummaryInput) string {
 	// The previous summary's fold lines go into the answer's sections
-	// before anything is added, never into a request pinned verbatim.
-	summary = placeFolds(roomForFolds(summary, in))
+	// before anything is added, never into a request pinned verbatim;
+	// Files' goes last in the Files pinned below where the answer has none.
+	summary, folds := roomForFolds(summary, in)
+	filesFold := ""
+	if i := slices.IndexFunc(folds, func(f foldOf) bool { return f.sec == SecFiles }); i >= 0 && sectionAt(summary, SecFiles) < 0 {
+		filesFold = folds[i].line
+		folds = slices.Delete(slices.Clone(folds), i, i+1)
+	}
+	summary = placeFolds(summary, folds)
 	var add []string
 	latest := ""
 	for i, human := range humanIn(in) {
@@ -203,6 +211,9 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 		if !inSummary(f) && !inTrail(f) {
 			missing = append(missing, "- "+f)
 		}
+	}
+	if filesFold != "" {
+		missing = append(missing, filesFold)
 	}
 	if len(missing) > 0 {
 		add = append(add, "## "+SecFiles+"\n"+strings.Join(missing, "\n"))

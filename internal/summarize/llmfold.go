@@ -97,12 +97,28 @@ func unfoldAnswer(answer string, copied map[string]bool) string {
 	return strings.Join(out, "\n")
 }
 
+// sectionAt is where summary's section sec starts (its heading, at the
+// start of a line), -1 when it has none.
+func sectionAt(summary, sec string) int {
+	heading := "## " + sec + "\n"
+	for at := 0; ; {
+		i := strings.Index(summary[at:], heading)
+		if i < 0 {
+			return -1
+		}
+		if at+i == 0 || summary[at+i-1] == '\n' {
+			return at + i
+		}
+		at += i + 1
+	}
+}
+
 // withFoldLine is summary with line first in its section sec (last when
 // last is set), or in a new section sec at its end.
 func withFoldLine(summary, sec, line string, last bool) string {
 	heading := "## " + sec + "\n"
-	i := strings.Index(summary, heading)
-	if i < 0 || (i > 0 && summary[i-1] != '\n') {
+	i := sectionAt(summary, sec)
+	if i < 0 {
 		return strings.TrimRight(summary, "\n") + "\n\n" + heading + line
 	}
 	at := i + len(heading)

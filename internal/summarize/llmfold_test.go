@@ -129,3 +129,15 @@ func TestLLMSummaryFoldLinesStayWithinCap(t *testing.T) {
 		}
 	}
 }
+
+// TestLLMSummaryFilesFoldGoesWithThePinnedFiles: where the answer has no
+// Files section and PinFacts pins the paths it left out, Files' fold line
+// goes last in that one Files section, not in a second one of its own.
+func TestLLMSummaryFilesFoldGoesWithThePinnedFiles(t *testing.T) {
+	prev := "[contextd summary, round 4.]\n\n## Files\n- src/a.py\n- folded: 5 earlier entries, in sum_4_1\n"
+	in := compaction.SummaryInput{Round: 5, ID: "sum_5_1", OriginalTask: "Fix the parser bug.", MaxTokens: 800, TrailMaxTokens: -1, Previous: prev}
+	got := summarize.PinFacts("## Current state\nworking", in)
+	if n := strings.Count(got, "## Files\n"); n != 1 || !strings.Contains(got, "## Files\n- src/a.py\n- folded: 5 earlier entries, in sum_4_1\n") {
+		t.Errorf("%d Files sections; want one, the pinned path and then the fold line:\n%s", n, got)
+	}
+}
