@@ -3,18 +3,17 @@ package summarize
 import (
 	"slices"
 	"strings"
-
-	"github.com/contextd/contextd/internal/compaction"
 )
 
-// roomForFolds and placeFolds keep, in an LLM's summary (PinFacts), the
-// fold lines of the lists the previous summary carried (listfold.go: `- folded: 12 earlier entries, in
-// sum_4_1`; an extractive summary's, or one an earlier LLM summary kept
-// so): a model writes its sections anew and leaves such a line out as
+// PinFacts keeps, in an LLM's summary, the fold lines of the lists the
+// previous summary carried (listfold.go: `- folded: 12 earlier entries,
+// in sum_4_1`; an extractive summary's, or one an earlier LLM summary
+// kept so): a model writes its sections anew and leaves such a line out as
 // often as not, and then the count and the ids that lead to those entries
 // were gone for good, where an extractive summary merges them from summary
 // to summary. A model never folds: a fold line in its answer is one it
-// copied, left out here and placed again from the previous summary, or
+// copied, left out (unfoldAnswer) and placed again from the previous
+// summary (placeFolds, within the summary's cap: pinRoom), or
 // one it wrote (read out of a tool's output, or invented), quoted as an
 // entry (quotedEntry), as the extractive summary quotes a message's, so
 // that no later summary reads its count or ids as a fold
@@ -48,29 +47,6 @@ func placeFolds(summary string, folds []foldOf) string {
 		summary = withFoldLine(summary, f.sec, f.line, f.sec == SecFiles)
 	}
 	return summary
-}
-
-// roomForFolds is an LLM's answer with the fold lines it wrote left out
-// or quoted (unfoldAnswer), less its last whole lines while, with the fold
-// lines the previous summary carried placed, it is over the summary's
-// cap, and those fold lines (placeFolds places them, before PinFacts adds
-// anything): they take their room out of the answer, not beyond
-// the cap the planner left the summary (TestSummaryOvershootIsBounded
-// counts it; TestLLMSummaryFoldLinesStayWithinCap). Where the fold lines
-// alone are over the cap (a summary_max_tokens far under 800), the answer
-// is left whole, over it, as the extractive summary's floor is.
-func roomForFolds(answer string, in compaction.SummaryInput) (string, []foldOf) {
-	copied, folds := previousFolds(in.Previous)
-	answer = unfoldAnswer(answer, copied)
-	if len(folds) == 0 {
-		return answer, nil
-	}
-	count := countOrEstimate(in)
-	fits := func(s string) bool { return count(strings.TrimSpace(placeFolds(s, folds))) <= in.MaxTokens }
-	if within := linesWithin(answer, fits); within != "" {
-		return within, folds
-	}
-	return answer, folds
 }
 
 // unfoldAnswer is a model's answer less the lines of its sections that

@@ -141,3 +141,37 @@ func TestLLMSummaryFilesFoldGoesWithThePinnedFiles(t *testing.T) {
 		t.Errorf("%d Files sections; want one, the pinned path and then the fold line:\n%s", n, got)
 	}
 }
+
+// TestLLMSummaryPinsStayWithinCap: the paths PinFacts pins (the previous
+// summary's Files the answer left out) take their room out of the answer
+// too, within the summary's cap: an answer of 195 tokens of a cap of 200
+// with eight paths to pin took 246. No line of the answer is cut, and
+// every path is pinned.
+func TestLLMSummaryPinsStayWithinCap(t *testing.T) {
+	count := func(s string) int { return len(s) / 4 }
+	prev := "[contextd summary, round 4.]\n\n## Files\n"
+	for i := range 8 {
+		prev += fmt.Sprintf("- src/pkg%d/module%d.py\n", i, i)
+	}
+	var answer strings.Builder
+	answer.WriteString("## Current state\n")
+	for i := 0; count(answer.String()) < 190; i++ {
+		fmt.Fprintf(&answer, "- the parser reads clause %d of the grammar\n", i)
+	}
+	in := compaction.SummaryInput{Round: 5, ID: "sum_5_1", OriginalTask: "Fix the parser bug.", MaxTokens: 200, AskTokens: 800, TrailMaxTokens: -1,
+		Count: count, Previous: prev}
+	got := strings.TrimSpace(summarize.PinFacts(strings.TrimSpace(answer.String()), in))
+	if n := count(got); n > in.MaxTokens {
+		t.Errorf("the LLM's summary takes %d tokens, its cap %d:\n%s", n, in.MaxTokens, got)
+	}
+	for i := range 8 {
+		if p := fmt.Sprintf("- src/pkg%d/module%d.py\n", i, i); !strings.Contains(got+"\n", p) {
+			t.Errorf("%q not pinned:\n%s", p, got)
+		}
+	}
+	for line := range strings.SplitSeq(got, "\n") {
+		if strings.HasPrefix(line, "- the parser") && !strings.HasSuffix(line, "of the grammar") {
+			t.Errorf("a line of the answer cut: %q", line)
+		}
+	}
+}
