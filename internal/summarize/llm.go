@@ -241,7 +241,8 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 // (TestLLMSummaryFoldLinesStayWithinCap), and the paths pinned up to half
 // the cap more. Where what is pinned alone is over the cap (a long latest
 // request, a summary_max_tokens far under 800) the answer is left whole,
-// over it, as the extractive summary's floor is. O(log lines) pinnings.
+// over it, as the extractive summary's floor is. O(log lines) pinnings
+// (more only where a shorter answer pins more: it held the request).
 func pinRoom(answer string, pinned func(string) string, in compaction.SummaryInput) string {
 	count := countOrEstimate(in)
 	fits := func(s string) bool { return count(strings.TrimSpace(pinned(s))) <= in.MaxTokens }
