@@ -703,6 +703,11 @@ func (p *planner) summarize() error {
 		p.plan.SummaryFailed = err
 		return nil
 	}
+	if t, ok := trails[cut]; ok {
+		if more, tm, ok := p.spareToTrail(h, text, t, in); ok {
+			text, meta = more, foldedMeta(tm.Folded)
+		}
+	}
 	if header := SummaryHeader(p.req.Round, sumID, via); !strings.HasPrefix(text, header) {
 		// An LLM's summary has no header of its own.
 		text = header + text

@@ -745,7 +745,7 @@ func (e *Engine) CreateHandoff(ctx context.Context, tenant, id string, in Handof
 	if err != nil {
 		return Handoff{}, err
 	}
-	out := Handoff{Document: summarize.Handoff(view)}
+	out := Handoff{Document: summarize.Handoff(view, id)}
 	if !in.NewSession {
 		return out, nil
 	}

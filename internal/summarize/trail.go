@@ -94,6 +94,10 @@ type trailLine struct {
 	// idDense: read back from the dense form of a command that wrote
 	// files, which keeps its message id (denseTextOf): it has its facts.
 	idDense bool
+	// restored: placed again from the lines the previous summary folded
+	// (SummaryInput.PreviousFolded): its id is its own, since the previous
+	// summary's text only counts it (denseGroup).
+	restored bool
 }
 
 func (l trailLine) render() string {
@@ -458,10 +462,10 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 			}
 		}
 	}
-	headCost := map[string]int{} // by denseKind
+	headCost := map[string]int{} // by denseGroup
 	for _, l := range lines {
-		if _, ok := headCost[denseKind(l)]; !ok {
-			headCost[denseKind(l)] = count(denseHead(denseKind(l), in.ID))
+		if g, kind, id := denseGroup(l, in.ID); headCost[g] == 0 {
+			headCost[g] = count(denseHead(kind, id))
 		}
 	}
 	kept := make([]bool, len(lines))  // shown whole
@@ -529,13 +533,14 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 					continue
 				}
 				c := denseCosts[i] + 1
-				if !headUsed[denseKind(lines[i])] {
-					c += headCost[denseKind(lines[i])]
+				g, _, _ := denseGroup(lines[i], in.ID)
+				if !headUsed[g] {
+					c += headCost[g]
 				}
 				if used+c <= room {
 					used += c
 					dense[i] = true
-					headUsed[denseKind(lines[i])] = true
+					headUsed[g] = true
 				}
 			}
 		}
