@@ -59,6 +59,7 @@ func (e *Engine) RecordExchange(ctx context.Context, tenant, id string, in Excha
 	var invalid []string
 	valid := in.Reports[:0:0]
 	for i, r := range in.Reports {
+		r = e.relayedOutput(in.Model, r)
 		if err := checkReported(r); err != nil {
 			invalid = append(invalid, fmt.Sprintf("usage report %d not recorded: %v", i, err))
 			continue
@@ -197,4 +198,22 @@ func exchangeEvent(out ExchangeResult) watch.Event {
 		return watch.EventAppended
 	}
 	return watch.EventUpdated
+}
+
+// relayedOutput counts an estimated report's relayed text with the
+// encoding of the session's model, outside the transaction (the text is
+// as long as the answer the client got, bounded by the stream): the
+// output is at least that. An encoding that cannot be had counts a token
+// per 4 bytes.
+func (e *Engine) relayedOutput(model string, r ReportInput) ReportInput {
+	if !r.Estimated || r.RelayedText == "" {
+		return r
+	}
+	n := int64(len(r.RelayedText)+3) / 4
+	if _, _, enc, err := e.modelFor(model); err == nil {
+		n = int64(enc.Count(r.RelayedText))
+		e.metrics.TokensCounted(enc.Name(), n)
+	}
+	r.OutputTokens, r.RelayedText = max(r.OutputTokens, n), ""
+	return r
 }

@@ -706,6 +706,21 @@ func (s *anStream) result() (usage, []chat.Message, bool) {
 	return s.u.usage(), anReply(raw), true
 }
 
+// partial is what a cut stream carried: message_start's usage (input and
+// cache fields; its output is a placeholder, which message_delta's
+// cumulative count replaces) is the input the provider billed, never its
+// whole usage; the text is every block's text, thinking and input so far.
+func (s *anStream) partial() (usage, string) {
+	u := s.u.usage()
+	u.ok, u.estimated = u.input() > 0, true
+	var b strings.Builder
+	for i := range s.texts {
+		b.WriteString(s.texts[i].String())
+		b.WriteString(s.inputs[i].String())
+	}
+	return u, b.String()
+}
+
 // toolJSON writes a client tool definition as Messages has it.
 func (anthropicMessages) toolJSON(t chat.Tool) json.RawMessage {
 	return mustJSON(map[string]any{"name": t.Name, "description": t.Description, "input_schema": json.RawMessage(t.Parameters)})

@@ -1,0 +1,37 @@
+package gateway
+
+// A streamed answer that ends before its last event (the provider or the
+// network cut it, the client went away, an error event ended it) was
+// still billed by the provider: Anthropic bills the input it processed
+// (its message_start said how much) and the output it generated. The
+// gateway records what it knows, as an estimate (engine.ReportInput's
+// Estimated, the ledger's estimated row), once:
+//
+//   - usage the stream carried whole (a Chat Completions usage chunk, a
+//     Responses response.failed with its usage) is the provider's
+//     figures and is recorded as they are, not estimated;
+//   - otherwise the input it carried (Anthropic's message_start: input
+//     and cache fields) or, when it carried none (OpenAI reports usage
+//     last), contextd's own count of the request it sent; and as output
+//     the larger of the output it carried and the text relayed counted
+//     with the session's encoding.
+//
+// A stream that brought no event at all, and a call that never reached
+// the provider (no connection, a status other than 200), record nothing.
+// An estimate neither anchors the session nor calibrates the model: the
+// used percentage after the call stays contextd's own count.
+
+// cutUsage is the usage to record for a stream st that ended before its
+// last event, having seen events of it; ok is false when there is
+// nothing to record.
+func cutUsage(st streamer, events int) (usage, bool) {
+	if events == 0 {
+		return usage{}, false
+	}
+	u, text := st.partial()
+	if u.ok && !u.estimated {
+		return u, true // the provider's whole usage came before the cut
+	}
+	u.ok, u.estimated, u.relayed = true, true, text
+	return u, true
+}
