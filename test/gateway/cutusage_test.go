@@ -1,8 +1,12 @@
 package gateway_test
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,5 +148,49 @@ func TestCutStreamUsage(t *testing.T) {
 				t.Errorf("ledger calls %s, want 2", all.Calls)
 			}
 		})
+	}
+}
+
+// TestClientCutStreamUsage: a client that goes away in the middle of a
+// stream leaves a call the provider billed: it is recorded once, as an
+// estimate (contextd's count of the request, the output relayed until
+// the client left). Before, nothing was recorded.
+func TestClientCutStreamUsage(t *testing.T) {
+	s := start(t, nil)
+	s.fake.Set(func(f *gatewaytest.Fake) { f.Pause = 200 * time.Millisecond })
+	s.fake.Script(gatewaytest.Reply{Text: "a long answer that the client will not wait for, streamed slowly piece by piece"})
+	b, _ := json.Marshal(map[string]any{"model": "gpt-4o", "stream": true,
+		"messages": []any{map[string]any{"role": "user", "content": "say something long"}}})
+	req, _ := http.NewRequest(http.MethodPost, s.url("/v1/chat/completions"), bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer sk-test")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %v %v", err, resp)
+	}
+	id := resp.Header.Get("X-Contextd-Session")
+	// Read until the first piece of text came, then hang up.
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended before its first text: %v", err)
+		}
+		if strings.Contains(line, `"content":"a `) {
+			break
+		}
+	}
+	resp.Body.Close()
+	all, est, _ := s.sessionLedger(id, 1)
+	calls, got := all.bill()
+	estCalls, estimated := est.bill()
+	whole := s.fake.BilledTotals()
+	if calls != 1 || estCalls != 1 || got != estimated || got.Input() <= 0 || got.Output < 1 || got.Output >= whole.Output {
+		t.Fatalf("ledger %d calls %+v, estimated %d calls %+v; want the one call, estimated, a part of the whole answer's %d output tokens",
+			calls, got, estCalls, estimated, whole.Output)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if all, _, _ = s.sessionLedger(id, 1); all.Calls != "1" {
+		t.Errorf("ledger calls %s, want 1 (recorded once)", all.Calls)
 	}
 }
