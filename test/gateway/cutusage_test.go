@@ -5,54 +5,36 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/contextd/contextd/internal/app/apptest"
 	"github.com/contextd/contextd/internal/gateway/gatewaytest"
 )
-
-// ledgerRow is one LedgerTotals of GetSession's answer.
-type ledgerRow struct {
-	Calls            string `json:"calls"`
-	InputTokens      string `json:"inputTokens"`
-	CacheReadTokens  string `json:"cacheReadTokens"`
-	CacheWriteTokens string `json:"cacheWriteTokens"`
-	OutputTokens     string `json:"outputTokens"`
-}
-
-func (r ledgerRow) bill() (int64, gatewaytest.Bill) {
-	n := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
-	return n(r.Calls), gatewaytest.Bill{Uncached: n(r.InputTokens), CacheRead: n(r.CacheReadTokens),
-		CacheWrite: n(r.CacheWriteTokens), Output: n(r.OutputTokens)}
-}
 
 // sessionLedger is a session's ledger (all calls, and the estimated part)
 // and its usage's source, once it holds at least calls calls (or after
 // ten seconds).
-func (s *server) sessionLedger(id string, calls int64) (all, estimated ledgerRow, source string) {
+func (s *server) sessionLedger(id string, calls int64) (all, estimated apptest.LedgerSum, source string) {
 	s.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		var got struct {
-			Session struct {
-				Usage struct {
-					Source string `json:"source"`
-				} `json:"usage"`
-				Ledger struct {
-					Calls     ledgerRow `json:"calls"`
-					Estimated ledgerRow `json:"estimated"`
-				} `json:"ledger"`
-			} `json:"session"`
-		}
-		s.rpc("GetSession", map[string]any{"sessionId": id}, &got)
-		l := got.Session.Ledger
-		if n, _ := l.Calls.bill(); n >= calls || time.Now().After(deadline) {
-			return l.Calls, l.Estimated, got.Session.Usage.Source
+		all, estimated = apptest.Ledgers(s.t, s.addr, id)
+		if all.Calls >= calls || time.Now().After(deadline) {
+			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	var got struct {
+		Session struct {
+			Usage struct {
+				Source string `json:"source"`
+			} `json:"usage"`
+		} `json:"session"`
+	}
+	s.rpc("GetSession", map[string]any{"sessionId": id}, &got)
+	return all, estimated, got.Session.Usage.Source
 }
 
 // TestCutStreamUsage: a streamed answer the provider cuts after a few
@@ -95,8 +77,7 @@ func TestCutStreamUsage(t *testing.T) {
 			}
 			id := resp.Header.Get("X-Contextd-Session")
 			all, est, source := s.sessionLedger(id, 1)
-			calls, got := all.bill()
-			estCalls, estimated := est.bill()
+			calls, got, estCalls, estimated := all.Calls, all.Bill, est.Calls, est.Bill
 			if calls != 1 || estCalls != 1 || got != estimated {
 				t.Fatalf("after the cut: ledger %d calls %+v, estimated %d calls %+v; want the one call, estimated", calls, got, estCalls, estimated)
 			}
@@ -129,8 +110,7 @@ func TestCutStreamUsage(t *testing.T) {
 				t.Fatalf("retry: %v %v %s", err, resp, body)
 			}
 			all, est, _ = s.sessionLedger(id, 2)
-			calls, got = all.bill()
-			estCalls, estimated = est.bill()
+			calls, got, estCalls, estimated = all.Calls, all.Bill, est.Calls, est.Bill
 			reqs = s.fake.Requests()
 			whole := reqs[len(reqs)-1].Bill
 			if calls != 2 || estCalls != 1 {
@@ -144,8 +124,8 @@ func TestCutStreamUsage(t *testing.T) {
 			// Nothing more comes in later (no second record of the cut
 			// call).
 			time.Sleep(100 * time.Millisecond)
-			if all, _, _ = s.sessionLedger(id, 2); all.Calls != "2" {
-				t.Errorf("ledger calls %s, want 2", all.Calls)
+			if all, _, _ = s.sessionLedger(id, 2); all.Calls != 2 {
+				t.Errorf("ledger calls %d, want 2", all.Calls)
 			}
 		})
 	}
@@ -182,15 +162,14 @@ func TestClientCutStreamUsage(t *testing.T) {
 	}
 	resp.Body.Close()
 	all, est, _ := s.sessionLedger(id, 1)
-	calls, got := all.bill()
-	estCalls, estimated := est.bill()
+	calls, got, estCalls, estimated := all.Calls, all.Bill, est.Calls, est.Bill
 	whole := s.fake.BilledTotals()
 	if calls != 1 || estCalls != 1 || got != estimated || got.Input() <= 0 || got.Output < 1 || got.Output >= whole.Output {
 		t.Fatalf("ledger %d calls %+v, estimated %d calls %+v; want the one call, estimated, a part of the whole answer's %d output tokens",
 			calls, got, estCalls, estimated, whole.Output)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if all, _, _ = s.sessionLedger(id, 1); all.Calls != "1" {
-		t.Errorf("ledger calls %s, want 1 (recorded once)", all.Calls)
+	if all, _, _ = s.sessionLedger(id, 1); all.Calls != 1 {
+		t.Errorf("ledger calls %d, want 1 (recorded once)", all.Calls)
 	}
 }
