@@ -173,3 +173,30 @@ func TestClientCutStreamUsage(t *testing.T) {
 		t.Errorf("ledger calls %d, want 1 (recorded once)", all.Calls)
 	}
 }
+
+// TestExpandRoundCutStreamUsage: a round of the expand loop whose stream
+// the provider cuts was billed too: it is in the ledger once, as an
+// estimate, beside the calls the loop made before it. Before, the loop's
+// cut round was left out.
+func TestExpandRoundCutStreamUsage(t *testing.T) {
+	s := start(t, nil)
+	a := newChatAgent(s, false)
+	id := expandSetup(t, s, a, bigOutput())
+	before, _, _ := s.sessionLedger(id, 2)
+	s.fake.Set(func(f *gatewaytest.Fake) { f.Expand, f.DropAfter = gatewaytest.ExpandOnce, 3 })
+	resp, _, _ := s.send("/v1/chat/completions", map[string]any{"model": "gpt-4o", "stream": true, "messages": []any{
+		map[string]any{"role": "system", "content": "You are terse."},
+		map[string]any{"role": "user", "content": "What is in src?"},
+		map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": lsCall.ID, "type": "function", "function": map[string]any{"name": lsCall.Name, "arguments": lsCall.Arguments}}}},
+		map[string]any{"role": "tool", "tool_call_id": lsCall.ID, "content": bigOutput()},
+		map[string]any{"role": "assistant", "content": "listed"},
+		map[string]any{"role": "user", "content": "Show me that listing again."},
+	}, "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "ls", "parameters": map[string]any{"type": "object"}}}}}, nil)
+	if resp == nil {
+		t.Fatal("no answer")
+	}
+	all, est, _ := s.sessionLedger(id, before.Calls+1)
+	if all.Calls != before.Calls+1 || est.Calls != 1 || est.Bill.Input() <= 0 {
+		t.Errorf("ledger %d calls (%d before), estimated %d calls %+v; want the cut round, estimated", all.Calls, before.Calls, est.Calls, est.Bill)
+	}
+}
