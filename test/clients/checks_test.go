@@ -262,6 +262,8 @@ func (r *rig) check(t *testing.T, typed map[string][]string) {
 			est.Calls, est.Bill.Uncached, est.Bill.CacheRead, est.Bill.CacheWrite, est.Bill.Output, cutCalls, cutInput, cutWhole.Uncached, cutWhole.Output)
 	}
 	t.Logf("billed: %d calls, uncached %d, cache reads %d, cache writes %d, output %d", billedCalls, billed.Uncached, billed.CacheRead, billed.CacheWrite, billed.Output)
+	t.Logf("estimated: %d cut calls, uncached %d, cache reads %d, cache writes %d, output %d (reported input %d, counted %d of the fake's %d, whole output %d)",
+		est.Calls, est.Bill.Uncached, est.Bill.CacheRead, est.Bill.CacheWrite, est.Bill.Output, cutInput.Input(), counted, cutWhole.Uncached, cutWhole.Output)
 
 	// The used percentage after each call is the provider's count of the
 	// request that call sent, within 1 point. Each answer is paired with
