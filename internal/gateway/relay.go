@@ -21,7 +21,8 @@ import (
 // which may come as soon as it has that byte, waits for the recording,
 // and the recording never waits for the client to read that byte. An answer that did not reach the client whole
 // (an upstream error, a stream that ended before its last event) has no
-// reply to record.
+// reply to record; such a stream's usage is recorded as an estimate
+// (cutusage.go).
 
 // maxAnswerBytes bounds a non-streamed answer the gateway reads to record.
 const maxAnswerBytes = 64 << 20
