@@ -21,6 +21,12 @@ package gateway
 // An estimate neither anchors the session nor calibrates the model: the
 // used percentage after the call stays contextd's own count.
 
+// maxRelayedText bounds the text of a cut stream kept to be counted as
+// its output (16 MiB, about 4M tokens: past any model's output limit).
+// Anthropic's and Chat Completions' streamers keep their text for the
+// reply anyway; Responses' keeps its deltas for this alone.
+const maxRelayedText = 16 << 20
+
 // cutUsage is the usage to record for a stream st that ended before its
 // last event, having seen events of it; ok is false when there is
 // nothing to record.
@@ -32,6 +38,6 @@ func cutUsage(st streamer, events int) (usage, bool) {
 	if u.ok && !u.estimated {
 		return u, true // the provider's whole usage came before the cut
 	}
-	u.ok, u.estimated, u.relayed = true, true, text
+	u.ok, u.estimated, u.relayed = true, true, text[:min(len(text), maxRelayedText)]
 	return u, true
 }
