@@ -713,10 +713,10 @@ func (s *anStream) result() (usage, []chat.Message, bool) {
 func (s *anStream) partial() (usage, string) {
 	u := s.u.usage()
 	u.ok, u.estimated = u.input() > 0, true
-	var b strings.Builder
+	var b relayedText
 	for i := range s.texts {
-		b.WriteString(s.texts[i].String())
-		b.WriteString(s.inputs[i].String())
+		b.add(s.texts[i].String())
+		b.add(s.inputs[i].String())
 	}
 	return u, b.String()
 }

@@ -1,5 +1,7 @@
 package gateway
 
+import "strings"
+
 // A streamed answer that ends before its last event (the provider or the
 // network cut it, the client went away, an error event ended it) was
 // still billed by the provider: Anthropic bills the input it processed
@@ -24,8 +26,22 @@ package gateway
 // maxRelayedText bounds the text of a cut stream kept to be counted as
 // its output (16 MiB, about 4M tokens: past any model's output limit).
 // Anthropic's and Chat Completions' streamers keep their text for the
-// reply anyway; Responses' keeps its deltas for this alone.
+// reply anyway; Responses' keeps its deltas for this alone. Each partial
+// gathers it in a relayedText, so what the recording holds past the
+// request is at most this, not a copy of the whole answer.
 const maxRelayedText = 16 << 20
+
+// relayedText is a cut stream's text, its first maxRelayedText bytes.
+type relayedText struct{ b strings.Builder }
+
+// add appends s, or as much of it as there is room for.
+func (t *relayedText) add(s string) {
+	if room := maxRelayedText - t.b.Len(); room > 0 {
+		t.b.WriteString(s[:min(len(s), room)])
+	}
+}
+
+func (t *relayedText) String() string { return t.b.String() }
 
 // cutUsage is the usage to record for a stream st that ended before its
 // last event, having seen events of it; ok is false when there is
@@ -38,6 +54,6 @@ func cutUsage(st streamer, events int) (usage, bool) {
 	if u.ok && !u.estimated {
 		return u, true // the provider's whole usage came before the cut
 	}
-	u.ok, u.estimated, u.relayed = true, true, text[:min(len(text), maxRelayedText)]
+	u.ok, u.estimated, u.relayed = true, true, text
 	return u, true
 }

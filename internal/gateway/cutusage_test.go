@@ -1,6 +1,11 @@
 package gateway
 
-import "testing"
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
 
 // TestCutUsage: what each door's streamer says of a real stream cut after
 // its first events (cutusage.go): Anthropic's message_start input and
@@ -41,6 +46,62 @@ func TestCutUsage(t *testing.T) {
 			u, _ := cutUsage(c.st, c.events)
 			if u != c.want {
 				t.Errorf("usage %+v, want %+v", u, c.want)
+			}
+		})
+	}
+}
+
+// TestCutUsageTextBounded: the text a cut stream keeps for its output
+// count is at most maxRelayedText, however much came before the cut.
+// Anthropic's and Chat's partial copied every block's or choice's text
+// whole and cutUsage sliced the copy, so the recording held the whole
+// answer (unbounded: the streamers keep it for the reply) past the
+// request, not 16 MiB.
+func TestCutUsageTextBounded(t *testing.T) {
+	piece := strings.Repeat("x", 1<<20)
+	quoted, _ := json.Marshal(piece)
+	pieces := maxRelayedText/len(piece) + 2
+	cases := []struct {
+		name   string
+		st     streamer
+		events []fixtureEvent
+	}{
+		{"anthropic", &anStream{}, func() []fixtureEvent {
+			evs := []fixtureEvent{{"message_start", []byte(`{"type":"message_start","message":{"usage":{"input_tokens":10,"output_tokens":1}}}`)},
+				{"content_block_start", []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)},
+				{"content_block_start", []byte(`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"n","input":{}}}`)}}
+			for range pieces {
+				evs = append(evs, fixtureEvent{"content_block_delta", []byte(fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%s}}`, 0, quoted))})
+				evs = append(evs, fixtureEvent{"content_block_delta", []byte(fmt.Sprintf(`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":%s}}`, quoted))})
+			}
+			return evs
+		}()},
+		{"chat", &oaStream{}, func() []fixtureEvent {
+			var evs []fixtureEvent
+			for range pieces {
+				evs = append(evs, fixtureEvent{"", []byte(fmt.Sprintf(`{"choices":[{"index":0,"delta":{"content":%s}},{"index":1,"delta":{"content":%s}}]}`, quoted, quoted))})
+			}
+			return evs
+		}()},
+		{"responses", &rStream{}, func() []fixtureEvent {
+			var evs []fixtureEvent
+			for range pieces {
+				evs = append(evs, fixtureEvent{"response.output_text.delta", []byte(fmt.Sprintf(`{"type":"response.output_text.delta","delta":%s}`, quoted))})
+			}
+			return evs
+		}()},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, ev := range c.events {
+				c.st.event(ev.name, ev.data)
+			}
+			if _, text := c.st.partial(); len(text) > maxRelayedText {
+				t.Errorf("partial kept %d bytes of text, want at most %d", len(text), maxRelayedText)
+			}
+			u, _ := cutUsage(c.st, len(c.events))
+			if len(u.relayed) != maxRelayedText {
+				t.Errorf("relayed %d bytes, want the first %d", len(u.relayed), maxRelayedText)
 			}
 		})
 	}

@@ -588,15 +588,15 @@ func (s *oaStream) event(_ string, data []byte) (bool, bool) {
 // before the cut (it is the whole usage: only [DONE] was missing), and the
 // text and tool arguments of every choice so far.
 func (s *oaStream) partial() (usage, string) {
-	var b strings.Builder
-	b.WriteString(s.content.String())
+	var b relayedText
+	b.add(s.content.String())
 	for _, c := range s.calls {
-		b.WriteString(c.Function.Name)
-		b.WriteString(c.Function.Arguments)
+		b.add(c.Function.Name)
+		b.add(c.Function.Arguments)
 	}
 	for i := 1; i <= maxChoices; i++ {
 		if o := s.others[i]; o != nil {
-			b.WriteString(o.content.String())
+			b.add(o.content.String())
 		}
 	}
 	return s.u, b.String()

@@ -464,7 +464,7 @@ type rStream struct {
 	u       usage
 	reply   []chat.Message
 	done    bool
-	relayed strings.Builder
+	relayed relayedText
 }
 
 func (openAIResponses) stream(*conversation, string) streamer { return &rStream{} }
@@ -490,8 +490,8 @@ func (s *rStream) event(name string, data []byte) (bool, bool) {
 		s.u, _ = rResponse(ev.Response) // its usage, if it has one (partial)
 	}
 	var delta string
-	if room := maxRelayedText - s.relayed.Len(); room > 0 && strings.HasSuffix(name, ".delta") && json.Unmarshal(ev.Delta, &delta) == nil {
-		s.relayed.WriteString(delta[:min(len(delta), room)]) // text, arguments, a custom tool's input, a summary
+	if s.relayed.b.Len() < maxRelayedText && strings.HasSuffix(name, ".delta") && json.Unmarshal(ev.Delta, &delta) == nil {
+		s.relayed.add(delta) // text, arguments, a custom tool's input, a summary
 	}
 	return true, false
 }
