@@ -15,8 +15,9 @@ import "strings"
 //   - otherwise the input it carried (Anthropic's message_start: input
 //     and cache fields) or, when it carried none (OpenAI reports usage
 //     last), contextd's own count of the request it sent; and as output
-//     the larger of the output it carried and the text relayed counted
-//     with the session's encoding.
+//     Anthropic's message_delta count if it came (final), else the
+//     larger of the output it carried and the text relayed counted with
+//     the session's encoding.
 //
 // A stream that brought no event at all, and a call that never reached
 // the provider (no connection, a status other than 200), record nothing.

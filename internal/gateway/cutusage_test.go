@@ -26,9 +26,11 @@ func TestCutUsage(t *testing.T) {
 		{"anthropic after a text and a tool's input", &anStream{}, "usage/anthropic_stream.sse", 8,
 			usage{ok: true, estimated: true, uncached: 4, cacheWrite: 1873, cacheRead: 17836, output: 1,
 				relayed: "I'll read the failing test first.{\"file_path\": \"/repo/calc_test.py\"}"}},
+		// message_delta's output is the provider's final count: the
+		// text relayed is not counted (contextd's count of it, with an
+		// approximate encoding, may exceed it).
 		{"anthropic after message_delta", &anStream{}, "usage/anthropic_stream.sse", 10,
-			usage{ok: true, estimated: true, uncached: 4, cacheWrite: 1873, cacheRead: 17836, output: 96,
-				relayed: "I'll read the failing test first.{\"file_path\": \"/repo/calc_test.py\"}"}},
+			usage{ok: true, estimated: true, uncached: 4, cacheWrite: 1873, cacheRead: 17836, output: 96}},
 		{"chat before its usage", &oaStream{}, "usage/chat_stream.sse", 2, usage{ok: true, estimated: true, relayed: "All 12 tests pass."}},
 		{"chat after its usage", &oaStream{}, "usage/chat_stream.sse", 4, usage{ok: true, uncached: 19722 - 18944, cacheRead: 18944, output: 7}},
 		{"responses before completed", &rStream{}, "usage/responses_stream.sse", 4,
