@@ -25,7 +25,7 @@ func ledgerToProto(l *store.Ledger) *contextdv1.Ledger {
 	}
 	f := engine.Figures(*l)
 	return &contextdv1.Ledger{Calls: ledgerTotalsToProto(l.Calls), CompactionOverhead: ledgerTotalsToProto(l.Overhead),
-		CacheHitRate: f.HitRate, TotalCostUsd: f.TotalUSD}
+		CacheHitRate: f.HitRate, TotalCostUsd: f.TotalUSD, Estimated: ledgerTotalsToProto(l.Estimated)}
 }
 
 var breakpointKindToProto = map[engine.BreakpointKind]contextdv1.CacheBreakpointKind{

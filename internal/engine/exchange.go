@@ -8,6 +8,7 @@ import (
 
 	"github.com/contextd/contextd/internal/chat"
 	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/tokens"
 	"github.com/contextd/contextd/internal/watch"
 )
 
@@ -59,6 +60,7 @@ func (e *Engine) RecordExchange(ctx context.Context, tenant, id string, in Excha
 	var invalid []string
 	valid := in.Reports[:0:0]
 	for i, r := range in.Reports {
+		r = e.relayedOutput(ctx, in.Model, r)
 		if err := checkReported(r); err != nil {
 			invalid = append(invalid, fmt.Sprintf("usage report %d not recorded: %v", i, err))
 			continue
@@ -197,4 +199,32 @@ func exchangeEvent(out ExchangeResult) watch.Event {
 		return watch.EventAppended
 	}
 	return watch.EventUpdated
+}
+
+// relayedOutput counts an estimated report's relayed text with the
+// encoding of the session's model, outside the transaction: the output is
+// at least that. It is tokenized as any text is, within the count limits
+// (admitCount): at most MaxCountBytes of it, with its share of the
+// server-wide budget; the rest, all of it when the budget is refused or
+// the encoding cannot be had, counts a token per 4 bytes, and the report
+// is recorded all the same.
+func (e *Engine) relayedOutput(ctx context.Context, model string, r ReportInput) ReportInput {
+	if !r.Estimated || r.RelayedText == "" {
+		return r
+	}
+	text := r.RelayedText
+	if limit := e.limits.MaxCountBytes; limit > 0 && len(text) > limit {
+		text = text[:limit]
+	}
+	n := int64(len(r.RelayedText)+3) / 4
+	if m, _, enc, err := e.modelFor(model); err == nil {
+		if release, err := e.admitCount(ctx, tokens.FramingOf(m), text, "", nil, nil); err == nil {
+			counted := int64(enc.Count(text))
+			release()
+			e.metrics.TokensCounted(enc.Name(), counted)
+			n = counted + int64(len(r.RelayedText)-len(text)+3)/4
+		}
+	}
+	r.OutputTokens, r.RelayedText = max(r.OutputTokens, n), ""
+	return r
 }

@@ -189,3 +189,41 @@ func TestRecordExchangeSkipsAReplayedReport(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordExchangeEstimate: the gateway's report of a stream that ended
+// before its usage is in the ledger's calls and in its estimated part:
+// with no input carried, contextd's own count of the request; the output
+// at least the relayed text counted with the session's encoding; carried
+// figures as they are. Neither anchors the session, even one that
+// undercuts contextd's count.
+func TestRecordExchangeEstimate(t *testing.T) {
+	models, encodings := testModels(t)
+	backendStores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		e := engine.New(encodings, models, st)
+		v, prep := onePreparedTurn(t, e)
+		used := prep.Status.Usage.Used
+		relayed := "Here is the first part of an answer that never"
+		in := engine.ExchangeInput{LogCount: prep.Status.LogCount, Created: prep.Status.Created, Model: prep.Status.Usage.Model,
+			Reports: []engine.ReportInput{{Estimated: true, RelayedText: relayed, ViewToken: prep.ViewToken},
+				{Estimated: true, InputTokens: 7, CacheReadTokens: 2, OutputTokens: 1, ViewToken: prep.ViewToken}}}
+		if _, err := e.RecordExchange(ctx, tenant, v.ID, in); err != nil {
+			t.Fatal(err)
+		}
+		s, err := e.GetSession(ctx, tenant, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := s.Ledger
+		counted := l.Estimated.Input - 7
+		if l.Calls != l.Estimated || l.Estimated.Calls != 2 || counted < used || counted > used+8 || l.Estimated.CacheRead != 2 {
+			t.Errorf("ledger %+v; want two estimated calls, the first's input contextd's count of %d", l, used)
+		}
+		if out := l.Estimated.Output - 1; out < 5 || out > int64(len(relayed)/2) {
+			t.Errorf("estimated output %d, want the relayed text's tokens", out)
+		}
+		if s.Usage.Source == engine.SourceAnchored || s.Usage.Used != used {
+			t.Errorf("usage %v, %d tokens after estimates; want contextd's own count %d", s.Usage.Source, s.Usage.Used, used)
+		}
+	})
+}

@@ -73,7 +73,7 @@ func checkReported(in ReportInput) error {
 			return chat.Invalid(f.name, "must be between 0 and %d for one call", maxReportedTokens)
 		}
 	}
-	if in.InputTokens+in.CacheReadTokens+in.CacheCreationTokens <= 0 {
+	if in.InputTokens+in.CacheReadTokens+in.CacheCreationTokens <= 0 && !in.Estimated {
 		return chat.Invalid("input_tokens", "the provider's input tokens (with cache reads and writes) must be positive")
 	}
 	return nil
@@ -86,6 +86,13 @@ func (e *Engine) recordCall(ctx context.Context, tx store.Tx, s store.Session, i
 	l, label, usd := e.billed(s.Model, in.InputTokens, in.CacheReadTokens, in.CacheCreationTokens, in.OutputTokens)
 	if err := tx.AddLedger(ctx, s.Tenant, s.ID, store.LedgerCalls, l); err != nil {
 		return nil, err
+	}
+	if in.Estimated {
+		// Also in the whole bill (LedgerCalls): this row says how much
+		// of it is estimated.
+		if err := tx.AddLedger(ctx, s.Tenant, s.ID, store.LedgerEstimated, l); err != nil {
+			return nil, err
+		}
 	}
 	return func() {
 		e.metrics.Billed(label, sourceCalls, 1, l.Input, l.CacheRead, l.CacheWrite, l.Output, usd)

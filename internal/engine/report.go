@@ -66,6 +66,17 @@ type ReportInput struct {
 	// (omitted from reportHash's JSON when false, so a report's hash is
 	// what it was).
 	Own bool `json:",omitempty"`
+	// Estimated: the call's answer ended before the provider's final
+	// usage (a stream cut upstream or by the client, an error event):
+	// the figures above are what the stream carried (Anthropic's
+	// message_start input and cache fields), and where it carried no
+	// input contextd's own count of the request reported on is taken.
+	// The output is at least RelayedText counted with the session's
+	// encoding. The call is in the ledger, marked estimated
+	// (store.LedgerEstimated); nothing is calibrated or anchored. Not in
+	// the API.
+	Estimated   bool   `json:",omitempty"`
+	RelayedText string `json:",omitempty"`
 }
 
 // reportKey is where a report's idempotency key is kept: beside the
@@ -260,18 +271,21 @@ func (e *Engine) reportInTx(ctx context.Context, tx store.Tx, s *store.Session, 
 	if in.Own {
 		out.skipped = "the request was the client's own messages, not the view: the call is in the ledger; nothing was calibrated or anchored"
 	}
-	if out.skipped == "" && local < 0 {
-		// The whole active view sums to ActiveTokens: only a prefix
-		// needs its messages read.
-		prefix := s.ActiveTokens
-		if n != s.ActiveCount {
-			view, err := tx.ViewMessages(ctx, tenant, id)
-			if err != nil {
-				return out, err
-			}
-			prefix = sumTokens(view[:n])
+	if in.Estimated {
+		// Counted before the skip below: the estimate needs contextd's
+		// own count of the request when the stream carried no input.
+		var err error
+		if in, err = e.estimated(ctx, tx, s, in, n, local, priming); err != nil {
+			return out, err
 		}
-		local = s.SystemTokens + s.ToolsTokens + prefix + priming
+		provider = in.InputTokens + in.CacheReadTokens + in.CacheCreationTokens
+		out.skipped = "the answer ended before the provider's usage: the call is in the ledger as an estimate; nothing was calibrated or anchored"
+	}
+	if out.skipped == "" && local < 0 {
+		var err error
+		if local, err = viewLocal(ctx, tx, s, n, priming); err != nil {
+			return out, err
+		}
 		anchor = in.AddedLocalTokens == 0
 	}
 	if local >= 0 {
@@ -329,6 +343,43 @@ func (e *Engine) reportInTx(ctx context.Context, tx store.Tx, s *store.Session, 
 	s.Version++
 	s.UpdatedAt = e.timestamp()
 	return out, nil
+}
+
+// viewLocal is contextd's own count of a request that sent the active
+// view's first n messages. The whole active view sums to ActiveTokens:
+// only a prefix needs its messages read.
+func viewLocal(ctx context.Context, tx store.Tx, s *store.Session, n, priming int64) (int64, error) {
+	prefix := s.ActiveTokens
+	if n != s.ActiveCount {
+		view, err := tx.ViewMessages(ctx, s.Tenant, s.ID)
+		if err != nil {
+			return 0, err
+		}
+		prefix = sumTokens(view[:min(max(n, 0), int64(len(view)))])
+	}
+	return s.SystemTokens + s.ToolsTokens + prefix + priming, nil
+}
+
+// estimated fills in the input of a call whose stream ended before the
+// provider's usage and carried none (OpenAI's usage comes last):
+// contextd's own count of the request reported on (local, when the view
+// token named the view the latest PrepareContext returned; else the
+// active view's first n messages), with what it sent after the view.
+// Input the stream did carry (Anthropic's message_start) is the
+// provider's and stays. The output was counted before the transaction
+// (RecordExchange).
+func (e *Engine) estimated(ctx context.Context, tx store.Tx, s *store.Session, in ReportInput, n, local, priming int64) (ReportInput, error) {
+	if in.InputTokens+in.CacheReadTokens+in.CacheCreationTokens > 0 {
+		return in, nil
+	}
+	if local < 0 {
+		var err error
+		if local, err = viewLocal(ctx, tx, s, n, priming); err != nil {
+			return in, err
+		}
+	}
+	in.InputTokens = max(1, local+max(in.AddedLocalTokens, 0))
+	return in, nil
 }
 
 // reportedAfterCommit records the metrics of a committed report.

@@ -590,6 +590,9 @@ type anStream struct {
 	texts  []*strings.Builder
 	inputs []*strings.Builder
 	done   bool
+	// final: message_delta brought the usage, whose output is the
+	// provider's final count (partial).
+	final bool
 }
 
 func (anthropicMessages) stream(*conversation, string) streamer { return &anStream{} }
@@ -657,6 +660,7 @@ func (s *anStream) event(name string, data []byte) (bool, bool) {
 		}
 	case "message_delta":
 		if ev.Usage != nil {
+			s.final = true
 			s.u.OutputTokens = ev.Usage.OutputTokens
 			if ev.Usage.InputTokens > 0 {
 				s.u.InputTokens = ev.Usage.InputTokens
@@ -704,6 +708,27 @@ func (s *anStream) result() (usage, []chat.Message, bool) {
 	}
 	raw, _ := json.Marshal(content)
 	return s.u.usage(), anReply(raw), true
+}
+
+// partial is what a cut stream carried: message_start's usage (input and
+// cache fields; its output is a placeholder, which message_delta's
+// cumulative count replaces) is the input the provider billed, never its
+// whole usage; the text is every block's text, thinking and input so far,
+// none once message_delta came: its output is the provider's final count,
+// which contextd's count of the text (approximate for Claude) must not
+// replace by a larger one.
+func (s *anStream) partial() (usage, string) {
+	u := s.u.usage()
+	u.ok, u.estimated = u.input() > 0, true
+	if s.final {
+		return u, ""
+	}
+	var b relayedText
+	for i := range s.texts {
+		b.add(s.texts[i].String())
+		b.add(s.inputs[i].String())
+	}
+	return u, b.String()
 }
 
 // toolJSON writes a client tool definition as Messages has it.

@@ -86,6 +86,11 @@ type streamer interface {
 	event(name string, data []byte) (forward, last bool)
 	// result is the usage and reply seen; ok only after the last event.
 	result() (usage, []chat.Message, bool)
+	// partial is what a stream that ended before its last event carried
+	// (cutusage.go): the usage it reported so far (ok false: none, or
+	// not all of it) and the text of the answer that came (texts,
+	// thinking, tool arguments, every choice's).
+	partial() (usage, string)
 }
 
 // conversation is a request's conversation in the domain's terms, as a

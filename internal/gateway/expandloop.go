@@ -105,6 +105,10 @@ func (x *exchange) expand() answer {
 	for {
 		rd, err := x.roundTrip(body)
 		if err != nil {
+			if rd.u.ok { // a stream cut: billed all the same (cutusage.go)
+				rd.u.added = l.used
+				l.usages = append(l.usages, rd.u)
+			}
 			return l.answer(nil, err)
 		}
 		if rd.status != http.StatusOK {

@@ -584,6 +584,24 @@ func (s *oaStream) event(_ string, data []byte) (bool, bool) {
 	return true, false
 }
 
+// partial is what a cut stream carried: the usage chunk, when it came
+// before the cut (it is the whole usage: only [DONE] was missing), and the
+// text and tool arguments of every choice so far.
+func (s *oaStream) partial() (usage, string) {
+	var b relayedText
+	b.add(s.content.String())
+	for _, c := range s.calls {
+		b.add(c.Function.Name)
+		b.add(c.Function.Arguments)
+	}
+	for i := 1; i <= maxChoices; i++ {
+		if o := s.others[i]; o != nil {
+			b.add(o.content.String())
+		}
+	}
+	return s.u, b.String()
+}
+
 func (s *oaStream) result() (usage, []chat.Message, bool) {
 	if !s.done {
 		return usage{}, nil, false

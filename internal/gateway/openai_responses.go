@@ -458,11 +458,13 @@ func rResponse(body []byte) (usage, []chat.Message) {
 func (openAIResponses) answer(body []byte) (usage, []chat.Message) { return rResponse(body) }
 
 // rStream follows a streamed response: its last event (response.completed,
-// or .incomplete) carries the whole response.
+// or .incomplete) carries the whole response. Until then it keeps the
+// text of the deltas (partial), and the usage of a response.failed.
 type rStream struct {
-	u     usage
-	reply []chat.Message
-	done  bool
+	u       usage
+	reply   []chat.Message
+	done    bool
+	relayed relayedText
 }
 
 func (openAIResponses) stream(*conversation, string) streamer { return &rStream{} }
@@ -471,6 +473,7 @@ func (s *rStream) event(name string, data []byte) (bool, bool) {
 	var ev struct {
 		Type     string          `json:"type"`
 		Response json.RawMessage `json:"response"`
+		Delta    json.RawMessage `json:"delta"`
 	}
 	if json.Unmarshal(data, &ev) != nil {
 		return true, false
@@ -483,11 +486,21 @@ func (s *rStream) event(name string, data []byte) (bool, bool) {
 		s.u, s.reply = rResponse(ev.Response)
 		s.done = true
 		return true, true
+	case "response.failed":
+		s.u, _ = rResponse(ev.Response) // its usage, if it has one (partial)
+	}
+	var delta string
+	if s.relayed.b.Len() < maxRelayedText && strings.HasSuffix(name, ".delta") && json.Unmarshal(ev.Delta, &delta) == nil {
+		s.relayed.add(delta) // text, arguments, a custom tool's input, a summary
 	}
 	return true, false
 }
 
 func (s *rStream) result() (usage, []chat.Message, bool) { return s.u, s.reply, s.done }
+
+// partial is what a cut stream carried: a response.failed's usage, and
+// the deltas' text.
+func (s *rStream) partial() (usage, string) { return s.u, s.relayed.String() }
 
 // toolJSON writes a function tool as Responses has it (flat). strict is
 // off: Responses defaults it on, which would refuse optional parameters.

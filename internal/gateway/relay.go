@@ -21,7 +21,8 @@ import (
 // which may come as soon as it has that byte, waits for the recording,
 // and the recording never waits for the client to read that byte. An answer that did not reach the client whole
 // (an upstream error, a stream that ended before its last event) has no
-// reply to record.
+// reply to record; such a stream's usage is recorded as an estimate
+// (cutusage.go).
 
 // maxAnswerBytes bounds a non-streamed answer the gateway reads to record.
 const maxAnswerBytes = 64 << 20
@@ -100,13 +101,23 @@ func (x *exchange) relayResponse(resp *http.Response, out *outcome) {
 
 // relayEvents passes an SSE answer on event by event as it arrives. A
 // stream that ends without its last event (the provider or the network
-// dropped it) is passed on as it came, and no reply reached the client.
+// dropped it, the client went away) is passed on as it came, and no reply
+// reached the client; what it carried is recorded (cutUsage).
 func (x *exchange) relayEvents(resp *http.Response, out *outcome) {
 	ctx, w := x.r.Context(), x.w
 	rc := http.NewResponseController(w)
 	w.WriteHeader(resp.StatusCode)
 	_ = rc.Flush()
 	st := x.newStream()
+	seen, answered := 0, false
+	defer func() {
+		if answered {
+			return
+		}
+		if u, ok := cutUsage(st, seen); ok {
+			out.usages = []usage{u}
+		}
+	}()
 	events := newSSEReader(resp.Body)
 	for {
 		ev, fields, end := events.next()
@@ -120,10 +131,13 @@ func (x *exchange) relayEvents(resp *http.Response, out *outcome) {
 			}
 			return
 		}
+		if fields {
+			seen++
+		}
 		raw, pass, last := follow(st, ev, fields)
-		if last {
+		if last && !answered {
 			if u, reply, ok := st.result(); ok {
-				out.usages, out.reply = []usage{u}, reply
+				out.usages, out.reply, answered = []usage{u}, reply, true
 				x.answering(out)
 			}
 		}

@@ -41,7 +41,8 @@ type round struct {
 // (a usage chunk it did not ask for) left out; a provider's error is read
 // (at most maxErrorBytes) for relay to check. err is contextd's refusal:
 // the provider unreachable, or its answer unreadable (a stream that ended
-// before its last event included).
+// before its last event included; its rd.u is then what it carried,
+// cutUsage, for the ledger).
 func (x *exchange) roundTrip(body []byte) (round, error) {
 	ctx := x.r.Context()
 	resp, err := x.g.send(ctx, x.r, x.d, body)
@@ -78,7 +79,7 @@ func (x *exchange) roundTrip(body []byte) (round, error) {
 	st := x.newStream()
 	events := newSSEReader(resp.Body)
 	var held []byte
-	complete := false
+	complete, seen := false, 0
 	for {
 		ev, fields, end := events.next()
 		if end == sseCut {
@@ -89,6 +90,9 @@ func (x *exchange) roundTrip(body []byte) (round, error) {
 				held = append(held, ev.raw...)
 			}
 			break
+		}
+		if fields {
+			seen++
 		}
 		raw, pass, last := follow(st, ev, fields)
 		if last {
@@ -108,6 +112,9 @@ func (x *exchange) roundTrip(body []byte) (round, error) {
 		}
 	}
 	if !complete {
+		// Billed all the same: the caller records what it carried
+		// (cutusage.go) with the loop's other calls.
+		rd.u, _ = cutUsage(st, seen)
 		return rd, unreadable("the stream ended before its last event")
 	}
 	rd.body = held

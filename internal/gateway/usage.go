@@ -25,6 +25,11 @@ type usage struct {
 	// added is the local count of what the request sent after the view
 	// (an expand loop's follow-up): it calibrates with it, never anchors.
 	added int64
+	// estimated: the answer ended before the provider's final usage
+	// (cutusage.go); relayed is the text of the answer that came, which
+	// the recording counts as output with the session's encoding.
+	estimated bool
+	relayed   string
 }
 
 // anthropicUsage translates Anthropic's usage, whose input_tokens is
@@ -49,5 +54,6 @@ func (u usage) input() int64 { return u.uncached + u.cacheRead + u.cacheWrite }
 // report is usage as ReportUsage takes it, for the view token of the call.
 func (u usage) report(viewToken string) engine.ReportInput {
 	return engine.ReportInput{InputTokens: u.uncached, CacheReadTokens: u.cacheRead, CacheCreationTokens: u.cacheWrite,
-		OutputTokens: u.output, ViewToken: viewToken, AddedLocalTokens: u.added}
+		OutputTokens: u.output, ViewToken: viewToken, AddedLocalTokens: u.added,
+		Estimated: u.estimated, RelayedText: u.relayed}
 }

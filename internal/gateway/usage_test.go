@@ -18,12 +18,18 @@ func fixture(t *testing.T, name string) []byte {
 	return b
 }
 
-// streamFixture feeds an SSE fixture to st event by event, as relay does,
-// and returns what st saw once the stream's last event passed.
-func streamFixture(t *testing.T, st streamer, name string) usage {
+// fixtureEvent is an event of a fixture: its name and data.
+type fixtureEvent struct {
+	name string
+	data []byte
+}
+
+// fixtureEvents reads an SSE fixture's events, in order.
+func fixtureEvents(t *testing.T, name string) []fixtureEvent {
 	t.Helper()
 	sc := bufio.NewScanner(bytes.NewReader(fixture(t, name)))
 	sc.Buffer(nil, 1<<20)
+	var out []fixtureEvent
 	var ev string
 	var data []byte
 	for sc.Scan() {
@@ -31,19 +37,29 @@ func streamFixture(t *testing.T, st streamer, name string) usage {
 		switch {
 		case len(line) == 0:
 			if ev != "" || data != nil {
-				if _, last := st.event(ev, data); last {
-					u, _, ok := st.result()
-					if !ok {
-						t.Fatalf("%s: the last event passed and there is no result", name)
-					}
-					return u
-				}
+				out = append(out, fixtureEvent{ev, data})
 			}
 			ev, data = "", nil
 		case bytes.HasPrefix(line, []byte("event: ")):
 			ev = string(line[len("event: "):])
 		case bytes.HasPrefix(line, []byte("data: ")):
 			data = append([]byte(nil), line[len("data: "):]...)
+		}
+	}
+	return out
+}
+
+// streamFixture feeds an SSE fixture to st event by event, as relay does,
+// and returns what st saw once the stream's last event passed.
+func streamFixture(t *testing.T, st streamer, name string) usage {
+	t.Helper()
+	for _, ev := range fixtureEvents(t, name) {
+		if _, last := st.event(ev.name, ev.data); last {
+			u, _, ok := st.result()
+			if !ok {
+				t.Fatalf("%s: the last event passed and there is no result", name)
+			}
+			return u
 		}
 	}
 	t.Fatalf("%s: the stream ended without its last event", name)

@@ -13,6 +13,12 @@ type LedgerKind string
 const (
 	LedgerCalls    LedgerKind = "calls"
 	LedgerOverhead LedgerKind = "overhead"
+	// LedgerEstimated is the part of LedgerCalls whose usage was not the
+	// provider's final report but an estimate (a stream that ended
+	// before its usage: what it carried, else contextd's own counts).
+	// Each such call is added to both rows: LedgerCalls stays the whole
+	// bill, and this row says how much of it is estimated.
+	LedgerEstimated LedgerKind = "estimated"
 )
 
 // LedgerCap is where every ledger total saturates (both stores add with
@@ -44,6 +50,8 @@ func (t LedgerTotals) Add(o LedgerTotals) LedgerTotals {
 type Ledger struct {
 	Calls    LedgerTotals
 	Overhead LedgerTotals
+	// Estimated is the part of Calls that is estimated (LedgerEstimated).
+	Estimated LedgerTotals
 }
 
 // PreparedView is what a session's latest PrepareContext returned: a digest

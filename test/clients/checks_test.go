@@ -203,34 +203,67 @@ func (r *rig) check(t *testing.T, typed map[string][]string) {
 		t.Errorf("contextd holds %d sessions, the answers named %d: %v", len(listed), len(seen), listed)
 	}
 
-	// The ledgers equal the provider's bill, field by field.
-	var billed Usage
-	billedCalls := int64(0)
+	// The ledgers equal the provider's bill, field by field: the calls
+	// answered whole exactly, and the streams the provider cut (Fault.
+	// CutAfter) as the ledger's estimated part. The fake bills a cut
+	// stream what it had reported (Anthropic's message_start input, one
+	// output token; nothing for OpenAI, whose usage comes last); contextd
+	// records that input, or its own count of the request (within 2% of
+	// the fake's count of it), and the output relayed before the cut.
+	var billed, cutInput, cutWhole Usage
+	billedCalls, cutCalls := int64(0), int64(0)
 	for _, c := range calls {
-		if len(c.Problems) == 0 && c.API != "" && !c.Cut {
-			billed.Uncached += c.Billed.Uncached
-			billed.CacheRead += c.Billed.CacheRead
-			billed.CacheWrite += c.Billed.CacheWrite
-			billed.Output += c.Billed.Output
-			billedCalls++
+		if len(c.Problems) > 0 || c.API == "" {
+			continue
 		}
+		if c.Cut {
+			cutCalls++
+			if c.Billed.Input() > 0 {
+				cutInput.Uncached += c.Billed.Uncached // reported: recorded as it is
+				cutInput.CacheRead += c.Billed.CacheRead
+				cutInput.CacheWrite += c.Billed.CacheWrite
+			} else {
+				cutWhole.Uncached += c.Whole.Input() // counted by contextd
+			}
+			cutInput.Output += c.Billed.Output
+			cutWhole.Output += c.Whole.Output
+			continue
+		}
+		billed.Uncached += c.Billed.Uncached
+		billed.CacheRead += c.Billed.CacheRead
+		billed.CacheWrite += c.Billed.CacheWrite
+		billed.Output += c.Billed.Output
+		billedCalls++
 	}
-	var ledger Usage
-	ledgerCalls := int64(0)
+	var all, est apptest.LedgerSum
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		ledgerCalls, ledger = apptest.Ledger(t, r.addr, listed...)
-		if ledgerCalls >= billedCalls || time.Now().After(deadline) {
+		all, est = apptest.Ledgers(t, r.addr, listed...)
+		if all.Calls >= billedCalls+cutCalls || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if ledger != billed || ledgerCalls != billedCalls {
-		t.Errorf("ledgers: %d calls, uncached %d, cache reads %d, cache writes %d, output %d;\nbilled:  %d calls, uncached %d, cache reads %d, cache writes %d, output %d",
-			ledgerCalls, ledger.Uncached, ledger.CacheRead, ledger.CacheWrite, ledger.Output,
+	ledger := Usage{Uncached: all.Bill.Uncached - est.Bill.Uncached, CacheRead: all.Bill.CacheRead - est.Bill.CacheRead,
+		CacheWrite: all.Bill.CacheWrite - est.Bill.CacheWrite, Output: all.Bill.Output - est.Bill.Output}
+	if ledger != billed || all.Calls-est.Calls != billedCalls {
+		t.Errorf("ledgers (less their estimates): %d calls, uncached %d, cache reads %d, cache writes %d, output %d;\nbilled:  %d calls, uncached %d, cache reads %d, cache writes %d, output %d",
+			all.Calls-est.Calls, ledger.Uncached, ledger.CacheRead, ledger.CacheWrite, ledger.Output,
 			billedCalls, billed.Uncached, billed.CacheRead, billed.CacheWrite, billed.Output)
 	}
+	counted := est.Bill.Input() - cutInput.Input() // contextd's own count of the cut OpenAI calls
+	// The output relayed before the cut is at least what was reported,
+	// and about a part of the whole answer (a tool call's name and
+	// arguments are counted as they came: a few tokens of slack each).
+	if est.Calls != cutCalls || est.Bill.CacheRead != cutInput.CacheRead || est.Bill.CacheWrite != cutInput.CacheWrite ||
+		math.Abs(float64(counted-cutWhole.Uncached)) > 0.02*float64(cutWhole.Uncached) ||
+		est.Bill.Output < cutInput.Output || est.Bill.Output > cutWhole.Output+8*cutCalls {
+		t.Errorf("estimated: %d calls, uncached %d, cache reads %d, cache writes %d, output %d; the provider cut %d streams, reported input %+v, counted input %d, whole output %d",
+			est.Calls, est.Bill.Uncached, est.Bill.CacheRead, est.Bill.CacheWrite, est.Bill.Output, cutCalls, cutInput, cutWhole.Uncached, cutWhole.Output)
+	}
 	t.Logf("billed: %d calls, uncached %d, cache reads %d, cache writes %d, output %d", billedCalls, billed.Uncached, billed.CacheRead, billed.CacheWrite, billed.Output)
+	t.Logf("estimated: %d cut calls, uncached %d, cache reads %d, cache writes %d, output %d (reported input %d, counted %d of the fake's %d, whole output %d)",
+		est.Calls, est.Bill.Uncached, est.Bill.CacheRead, est.Bill.CacheWrite, est.Bill.Output, cutInput.Input(), counted, cutWhole.Uncached, cutWhole.Output)
 
 	// The used percentage after each call is the provider's count of the
 	// request that call sent, within 1 point. Each answer is paired with

@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 
@@ -8,8 +9,8 @@ import (
 )
 
 // Fault is a failure the provider answers a request with instead of
-// serving it, as a provider under load does: nothing is billed, and the
-// client is expected to retry.
+// serving it, as a provider under load does: nothing is billed (but for a
+// cut stream: what it had reported), and the client is expected to retry.
 type Fault struct {
 	// Status and Type are the HTTP status and the error's type (429
 	// rate_limit_error, 529 overloaded_error, 500 api_error).
@@ -18,9 +19,9 @@ type Fault struct {
 	// RetryAfter, when set, is the Retry-After header (seconds).
 	RetryAfter string
 	// CutAfter, instead of a status, serves the request and cuts its
-	// event stream after that many events (the connection drops): the
-	// client never sees the usage, so the call is not counted as billed
-	// (Cut).
+	// event stream after that many events (the connection drops). The
+	// call is billed as Anthropic bills a stream it could not finish:
+	// what the events before the cut reported (Call.Cut, markCut).
 	CutAfter int
 }
 
@@ -89,29 +90,52 @@ func (p *Provider) faulting(h http.HandlerFunc) http.HandlerFunc {
 			h(w, r)
 			return
 		}
-		h(&cutWriter{ResponseWriter: w, left: n, cut: func() { p.markCut(r.Header.Get(headerExchange)) }}, r)
+		cw := &cutWriter{ResponseWriter: w, left: n}
+		cw.cut = func() { p.markCut(r.Header.Get(headerExchange), cw.told) }
+		h(cw, r)
 	}
 }
 
-// markCut marks the calls of exchange seq whose stream was cut as not
-// billed: the provider never told the client their usage.
-func (p *Provider) markCut(seq string) {
+// told is how much of a call's usage its events had reported when its
+// stream was cut.
+type told int
+
+const (
+	toldNothing told = iota // OpenAI: the usage comes last
+	toldInput               // Anthropic's message_start: the input, one output token
+	toldAll                 // message_delta, the usage chunk, response.completed
+)
+
+// markCut marks the calls of exchange seq whose stream was cut, and bills
+// them what the stream had reported (t): Anthropic bills the input its
+// message_start reported (the assumption here: the output it told, one
+// token, not what it generated after); OpenAI's usage comes last, so
+// nothing. Whole keeps what the call would have billed.
+func (p *Provider) markCut(seq string, t told) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := range p.calls {
-		if p.calls[i].Header.Get(headerExchange) == seq && !p.calls[i].Cut {
-			p.calls[i].Cut = true
-			p.calls[i].Billed = Usage{}
+		c := &p.calls[i]
+		if c.Header.Get(headerExchange) != seq || c.Cut {
+			continue
+		}
+		c.Cut, c.Whole = true, c.Billed
+		switch t {
+		case toldNothing:
+			c.Billed = Usage{}
+		case toldInput:
+			c.Billed.Output = 1
 		}
 	}
 }
 
 // cutWriter passes on left events of an event stream, then drops the
-// connection.
+// connection; told is what the events passed on reported of the usage.
 type cutWriter struct {
 	http.ResponseWriter
 	left int
 	cut  func()
+	told told
 }
 
 func (c *cutWriter) Write(b []byte) (int, error) {
@@ -122,6 +146,7 @@ func (c *cutWriter) Write(b []byte) (int, error) {
 		if b[i] == '\n' && b[i+1] == '\n' {
 			c.left--
 			if c.left == 0 {
+				c.tells(b[:i+2])
 				_, _ = c.ResponseWriter.Write(b[:i+2])
 				c.Flush()
 				c.cut()
@@ -129,7 +154,19 @@ func (c *cutWriter) Write(b []byte) (int, error) {
 			}
 		}
 	}
+	c.tells(b)
 	return c.ResponseWriter.Write(b)
+}
+
+// tells notes what the bytes passed on report of the usage.
+func (c *cutWriter) tells(b []byte) {
+	switch {
+	case bytes.Contains(b, []byte("message_delta")), bytes.Contains(b, []byte("response.completed")),
+		bytes.Contains(b, []byte(`"usage":{`)) && !bytes.Contains(b, []byte("message_start")):
+		c.told = toldAll
+	case bytes.Contains(b, []byte("message_start")):
+		c.told = max(c.told, toldInput)
+	}
 }
 
 func (c *cutWriter) Flush() {

@@ -60,8 +60,10 @@ type Call struct {
 	// CLI's compaction prompt, checkpoint.go).
 	Compaction bool
 	// Cut: the provider cut the call's stream (Fault.CutAfter); it is
-	// not counted as billed.
-	Cut bool
+	// billed what its events had reported (markCut), and Whole is what it
+	// would have been billed whole.
+	Cut   bool
+	Whole Usage
 }
 
 // Provider is the scripted fake provider.

@@ -2350,7 +2350,13 @@ type Ledger struct {
 	// writes) of the agent's calls, 0 to 1; 0 when nothing was reported.
 	CacheHitRate float64 `protobuf:"fixed64,3,opt,name=cache_hit_rate,json=cacheHitRate,proto3" json:"cache_hit_rate,omitempty"`
 	// calls.cost_usd + compaction_overhead.cost_usd.
-	TotalCostUsd  float64 `protobuf:"fixed64,4,opt,name=total_cost_usd,json=totalCostUsd,proto3" json:"total_cost_usd,omitempty"`
+	TotalCostUsd float64 `protobuf:"fixed64,4,opt,name=total_cost_usd,json=totalCostUsd,proto3" json:"total_cost_usd,omitempty"`
+	// The part of calls whose usage is an estimate, not the provider's
+	// final report: a streamed answer that ended before its usage (cut by
+	// the provider, the network or the client), recorded by the gateway as
+	// what the stream carried (Anthropic's message_start input) or else
+	// contextd's own counts (docs/gateway.md). Included in calls.
+	Estimated     *LedgerTotals `protobuf:"bytes,5,opt,name=estimated,proto3" json:"estimated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2411,6 +2417,13 @@ func (x *Ledger) GetTotalCostUsd() float64 {
 		return x.TotalCostUsd
 	}
 	return 0
+}
+
+func (x *Ledger) GetEstimated() *LedgerTotals {
+	if x != nil {
+		return x.Estimated
+	}
+	return nil
 }
 
 // One recommended cache mark.
@@ -2793,12 +2806,13 @@ const file_contextd_v1_types_proto_rawDesc = "" +
 	"\x12cache_write_tokens\x18\x04 \x01(\x03R\x10cacheWriteTokens\x12#\n" +
 	"\routput_tokens\x18\x05 \x01(\x03R\foutputTokens\x12\x19\n" +
 	"\bcost_usd\x18\x06 \x01(\x01R\acostUsd\x12%\n" +
-	"\x0eunpriced_calls\x18\a \x01(\x03R\runpricedCalls\"\xd1\x01\n" +
+	"\x0eunpriced_calls\x18\a \x01(\x03R\runpricedCalls\"\x8a\x02\n" +
 	"\x06Ledger\x12/\n" +
 	"\x05calls\x18\x01 \x01(\v2\x19.contextd.v1.LedgerTotalsR\x05calls\x12J\n" +
 	"\x13compaction_overhead\x18\x02 \x01(\v2\x19.contextd.v1.LedgerTotalsR\x12compactionOverhead\x12$\n" +
 	"\x0ecache_hit_rate\x18\x03 \x01(\x01R\fcacheHitRate\x12$\n" +
-	"\x0etotal_cost_usd\x18\x04 \x01(\x01R\ftotalCostUsd\"\x91\x01\n" +
+	"\x0etotal_cost_usd\x18\x04 \x01(\x01R\ftotalCostUsd\x127\n" +
+	"\testimated\x18\x05 \x01(\v2\x19.contextd.v1.LedgerTotalsR\testimated\"\x91\x01\n" +
 	"\x0fCacheBreakpoint\x124\n" +
 	"\x04kind\x18\x01 \x01(\x0e2 .contextd.v1.CacheBreakpointKindR\x04kind\x12#\n" +
 	"\rmessage_index\x18\x02 \x01(\x03R\fmessageIndex\x12#\n" +
@@ -2942,13 +2956,14 @@ var file_contextd_v1_types_proto_depIdxs = []int32{
 	29, // 30: contextd.v1.Compaction.reverted_at:type_name -> google.protobuf.Timestamp
 	23, // 31: contextd.v1.Ledger.calls:type_name -> contextd.v1.LedgerTotals
 	23, // 32: contextd.v1.Ledger.compaction_overhead:type_name -> contextd.v1.LedgerTotals
-	7,  // 33: contextd.v1.CacheBreakpoint.kind:type_name -> contextd.v1.CacheBreakpointKind
-	25, // 34: contextd.v1.CacheHints.breakpoints:type_name -> contextd.v1.CacheBreakpoint
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	23, // 33: contextd.v1.Ledger.estimated:type_name -> contextd.v1.LedgerTotals
+	7,  // 34: contextd.v1.CacheBreakpoint.kind:type_name -> contextd.v1.CacheBreakpointKind
+	25, // 35: contextd.v1.CacheHints.breakpoints:type_name -> contextd.v1.CacheBreakpoint
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_types_proto_init() }

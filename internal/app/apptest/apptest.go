@@ -98,18 +98,41 @@ func StartStoppable(t testing.TB, env map[string]string) (addr string, stop func
 // gatewaytest's fake provider bills it.
 func Ledger(t testing.TB, addr string, ids ...string) (calls int64, bill gatewaytest.Bill) {
 	t.Helper()
+	all, _ := Ledgers(t, addr, ids...)
+	return all.Calls, all.Bill
+}
+
+// LedgerSum is a sum of ledger rows: the calls and their usage.
+type LedgerSum struct {
+	Calls int64
+	Bill  gatewaytest.Bill
+}
+
+// Ledgers is Ledger with the part of it that is estimated (Ledger.estimated:
+// streams that ended before their usage), which all includes.
+func Ledgers(t testing.TB, addr string, ids ...string) (all, estimated LedgerSum) {
+	t.Helper()
 	n := func(s string) int64 { v, _ := strconv.ParseInt(s, 10, 64); return v }
+	type row struct {
+		Calls            string `json:"calls"`
+		InputTokens      string `json:"inputTokens"`
+		CacheReadTokens  string `json:"cacheReadTokens"`
+		CacheWriteTokens string `json:"cacheWriteTokens"`
+		OutputTokens     string `json:"outputTokens"`
+	}
+	add := func(sum *LedgerSum, c row) {
+		sum.Calls += n(c.Calls)
+		sum.Bill.Uncached += n(c.InputTokens)
+		sum.Bill.CacheRead += n(c.CacheReadTokens)
+		sum.Bill.CacheWrite += n(c.CacheWriteTokens)
+		sum.Bill.Output += n(c.OutputTokens)
+	}
 	for _, id := range ids {
 		var got struct {
 			Session struct {
 				Ledger struct {
-					Calls struct {
-						Calls            string `json:"calls"`
-						InputTokens      string `json:"inputTokens"`
-						CacheReadTokens  string `json:"cacheReadTokens"`
-						CacheWriteTokens string `json:"cacheWriteTokens"`
-						OutputTokens     string `json:"outputTokens"`
-					} `json:"calls"`
+					Calls     row `json:"calls"`
+					Estimated row `json:"estimated"`
 				} `json:"ledger"`
 			} `json:"session"`
 		}
@@ -126,14 +149,10 @@ func Ledger(t testing.TB, addr string, ids ...string) (calls int64, bill gateway
 		if err := json.Unmarshal(body, &got); err != nil {
 			t.Fatalf("GetSession %s: %v: %s", id, err, body)
 		}
-		c := got.Session.Ledger.Calls
-		calls += n(c.Calls)
-		bill.Uncached += n(c.InputTokens)
-		bill.CacheRead += n(c.CacheReadTokens)
-		bill.CacheWrite += n(c.CacheWriteTokens)
-		bill.Output += n(c.OutputTokens)
+		add(&all, got.Session.Ledger.Calls)
+		add(&estimated, got.Session.Ledger.Estimated)
 	}
-	return calls, bill
+	return all, estimated
 }
 
 // syncBuffer is a log's buffer written by the server's goroutines. It

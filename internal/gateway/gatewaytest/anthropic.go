@@ -43,6 +43,6 @@ func (f *Fake) messages(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, msg)
 		return
 	}
-	s := f.startSSE(w)
+	s := f.startSSE(w, r, bill)
 	MessagesEvents(func(name string, data any) { s.event(name, data) }, msg, split, reply.Interleave)
 }

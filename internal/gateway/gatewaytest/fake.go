@@ -71,6 +71,9 @@ type Fake struct {
 	InputTokens, OutputTokens                         int64
 	UncachedTokens, CacheReadTokens, CacheWriteTokens int64
 	billed                                            int
+	// streaming are the requests billed whose stream is about to start,
+	// by their index in requests (startSSE takes them).
+	streaming map[*http.Request]int
 	// last is the body of the previous request per path: the prompt
 	// cache (cache.go).
 	last map[string][]byte
@@ -237,6 +240,10 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 		f.CacheReadTokens += bill.CacheRead
 		f.CacheWriteTokens += bill.CacheWrite
 		f.billed++
+		if f.streaming == nil {
+			f.streaming = map[*http.Request]int{}
+		}
+		f.streaming[r] = len(f.requests) - 1
 	}
 	f.mu.Unlock()
 	if hang {
@@ -259,17 +266,71 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 }
 
 // sse writes events one by one, pausing between them, and stops early
-// when DropAfter says so.
+// when DropAfter says so. A stream cut so is billed as Anthropic bills
+// one: what it had reported before the cut (rebill).
 type sse struct {
 	f     *Fake
 	w     http.ResponseWriter
 	n     int
 	first bool
+	// req is the request's index in f.requests (-1: not billed), bill
+	// its whole bill and reported what its events told so far.
+	req            int
+	bill, reported Bill
 }
 
-func (f *Fake) startSSE(w http.ResponseWriter) *sse {
+func (f *Fake) startSSE(w http.ResponseWriter, r *http.Request, bill Bill) *sse {
+	f.mu.Lock()
+	req, ok := f.streaming[r]
+	delete(f.streaming, r)
+	f.mu.Unlock()
+	if !ok {
+		req = -1
+	}
 	StartSSE(w)
-	return &sse{f: f, w: w, first: true}
+	return &sse{f: f, w: w, first: true, req: req, bill: bill}
+}
+
+// tells notes what an event about to be written reports of the bill:
+// Anthropic's message_start the input (and one output token), its
+// message_delta and OpenAI's usage chunk or response.completed all of it.
+func (s *sse) tells(name string, data any) {
+	m, _ := data.(map[string]any)
+	switch {
+	case name == "message_start":
+		s.reported = s.bill
+		s.reported.Output = 1
+	case name == "message_delta", name == "response.completed", name == "" && m != nil && m["usage"] != nil:
+		s.reported = s.bill
+	}
+}
+
+// rebill bills a stream cut before its end what it had reported: the
+// assumption is Anthropic's billing of the input its message_start
+// reported (and of the output it told), and for OpenAI, whose usage comes
+// last, nothing (a provider that bills more would bill what contextd
+// then records as an estimate: the gateway's ledger counts estimates
+// apart, store.LedgerEstimated).
+func (s *sse) rebill() {
+	if s.req < 0 {
+		return
+	}
+	f := s.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s.req >= len(f.requests) { // Reset since
+		return
+	}
+	f.requests[s.req].Bill = s.reported
+	f.InputTokens -= s.bill.Input() - s.reported.Input()
+	f.OutputTokens -= s.bill.Output - s.reported.Output
+	f.UncachedTokens -= s.bill.Uncached - s.reported.Uncached
+	f.CacheReadTokens -= s.bill.CacheRead - s.reported.CacheRead
+	f.CacheWriteTokens -= s.bill.CacheWrite - s.reported.CacheWrite
+	if s.reported == (Bill{}) {
+		f.billed--
+	}
+	s.req = -1
 }
 
 // WriteError answers with status and an error of type typ in the
@@ -315,6 +376,7 @@ func (s *sse) event(name string, data any) bool {
 	drop, pause := s.f.DropAfter, s.f.Pause
 	s.f.mu.Unlock()
 	if drop > 0 && s.n >= drop {
+		s.rebill()
 		// Half an event, then the connection drops.
 		_, _ = io.WriteString(s.w, "data: {\"trunc")
 		s.w.(http.Flusher).Flush()
@@ -323,6 +385,7 @@ func (s *sse) event(name string, data any) bool {
 	if s.n > 0 && pause > 0 {
 		time.Sleep(pause)
 	}
+	s.tells(name, data)
 	WriteEvent(s.w, name, data)
 	s.f.mu.Lock()
 	if s.first {

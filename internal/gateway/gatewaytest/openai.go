@@ -36,7 +36,7 @@ func (f *Fake) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	so, _ := body["stream_options"].(map[string]any)
 	includeUsage, _ := so["include_usage"].(bool)
-	s := f.startSSE(w)
+	s := f.startSSE(w, r, bill)
 	emit := func(name string, data any) { s.event(name, data) }
 	f.mu.Lock()
 	endless, ended := f.Endless, f.Ended
@@ -116,6 +116,6 @@ func (f *Fake) responses(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, resp)
 		return
 	}
-	s := f.startSSE(w)
+	s := f.startSSE(w, r, bill)
 	ResponsesEvents(func(name string, data any) { s.event(name, data) }, resp, split)
 }

@@ -45,6 +45,8 @@ func (s *Store) GetLedger(ctx context.Context, tenant, sessionID string) (_ stor
 			out.Calls = l
 		case store.LedgerOverhead:
 			out.Overhead = l
+		case store.LedgerEstimated:
+			out.Estimated = l
 		}
 	}
 	return out, rows.Err()

@@ -48,6 +48,8 @@ func (s *Store) GetLedger(ctx context.Context, tenant, sessionID string) (store.
 			out.Calls = l
 		case store.LedgerOverhead:
 			out.Overhead = l
+		case store.LedgerEstimated:
+			out.Estimated = l
 		}
 	}
 	return out, rows.Err()

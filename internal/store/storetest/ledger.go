@@ -60,12 +60,17 @@ func testLedger(t *testing.T, s store.Store) {
 	}); !errors.Is(err, boom) {
 		t.Fatalf("rolled-back add: %v", err)
 	}
+	// The estimated part of the calls is a kind of its own.
+	est := store.LedgerTotals{Calls: 1, Input: 30, Output: 3}
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.AddLedger(ctx, "t1", "a", store.LedgerEstimated, est)
+	})
 	got, err := s.GetLedger(t.Context(), "t1", "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want.Calls != workers*each || got.Calls != want || got.Overhead != over {
-		t.Fatalf("ledger = %+v\nwant calls %+v, overhead %+v", got, want, over)
+	if want.Calls != workers*each || got.Calls != want || got.Overhead != over || got.Estimated != est {
+		t.Fatalf("ledger = %+v\nwant calls %+v, overhead %+v, estimated %+v", got, want, over, est)
 	}
 	if other, _ := s.GetLedger(t.Context(), "t1", "b"); other != (store.Ledger{}) {
 		t.Errorf("another session's ledger changed: %+v", other)

@@ -39,6 +39,9 @@ func testListSummaries(t *testing.T, s store.Store) {
 		if err := tx.AddLedger(ctx, "t", "big", store.LedgerCalls, store.LedgerTotals{Calls: 2, Input: 100, CacheRead: 300, Output: 20, CostNanoUSD: 7}); err != nil {
 			return err
 		}
+		if err := tx.AddLedger(ctx, "t", "big", store.LedgerEstimated, store.LedgerTotals{Calls: 1, Input: 40, Output: 2, CostNanoUSD: 1}); err != nil {
+			return err
+		}
 		return tx.AddLedger(ctx, "t", "big", store.LedgerOverhead, store.LedgerTotals{Calls: 1, Input: 50, Output: 5, CostNanoUSD: 3, Unpriced: 1})
 	})
 	rows, err := s.ListSessions(ctx, "t", store.ListFilter{Limit: 10})
@@ -66,7 +69,8 @@ func testListSummaries(t *testing.T, s store.Store) {
 		t.Errorf("last compaction\n got %+v\nwant %+v (short record of the newest round, reverted_at kept)", got, want)
 	}
 	wantLedger := store.Ledger{Calls: store.LedgerTotals{Calls: 2, Input: 100, CacheRead: 300, Output: 20, CostNanoUSD: 7},
-		Overhead: store.LedgerTotals{Calls: 1, Input: 50, Output: 5, CostNanoUSD: 3, Unpriced: 1}}
+		Overhead:  store.LedgerTotals{Calls: 1, Input: 50, Output: 5, CostNanoUSD: 3, Unpriced: 1},
+		Estimated: store.LedgerTotals{Calls: 1, Input: 40, Output: 2, CostNanoUSD: 1}}
 	if rows[1].Ledger != wantLedger {
 		t.Errorf("ledger %+v, want %+v", rows[1].Ledger, wantLedger)
 	}

@@ -249,16 +249,18 @@ class ImagePart(_message.Message):
     def __init__(self, media_type: _Optional[str] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class Ledger(_message.Message):
-    __slots__ = ["cache_hit_rate", "calls", "compaction_overhead", "total_cost_usd"]
+    __slots__ = ["cache_hit_rate", "calls", "compaction_overhead", "estimated", "total_cost_usd"]
     CACHE_HIT_RATE_FIELD_NUMBER: _ClassVar[int]
     CALLS_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_OVERHEAD_FIELD_NUMBER: _ClassVar[int]
+    ESTIMATED_FIELD_NUMBER: _ClassVar[int]
     TOTAL_COST_USD_FIELD_NUMBER: _ClassVar[int]
     cache_hit_rate: float
     calls: LedgerTotals
     compaction_overhead: LedgerTotals
+    estimated: LedgerTotals
     total_cost_usd: float
-    def __init__(self, calls: _Optional[_Union[LedgerTotals, _Mapping]] = ..., compaction_overhead: _Optional[_Union[LedgerTotals, _Mapping]] = ..., cache_hit_rate: _Optional[float] = ..., total_cost_usd: _Optional[float] = ...) -> None: ...
+    def __init__(self, calls: _Optional[_Union[LedgerTotals, _Mapping]] = ..., compaction_overhead: _Optional[_Union[LedgerTotals, _Mapping]] = ..., cache_hit_rate: _Optional[float] = ..., total_cost_usd: _Optional[float] = ..., estimated: _Optional[_Union[LedgerTotals, _Mapping]] = ...) -> None: ...
 
 class LedgerTotals(_message.Message):
     __slots__ = ["cache_read_tokens", "cache_write_tokens", "calls", "cost_usd", "input_tokens", "output_tokens", "unpriced_calls"]
