@@ -703,14 +703,15 @@ func (p *planner) summarize() error {
 		p.plan.SummaryFailed = err
 		return nil
 	}
+	if header := SummaryHeader(p.req.Round, sumID, via); !strings.HasPrefix(text, header) {
+		// An LLM's summary has no header of its own; it is put on before the
+		// trail takes the prose's spare, which counts it.
+		text = header + text
+	}
 	if t, ok := trails[cut]; ok {
 		if more, tm, ok := p.spareToTrail(h, text, t, in); ok {
 			text, meta = more, foldedMeta(tm.Folded)
 		}
-	}
-	if header := SummaryHeader(p.req.Round, sumID, via); !strings.HasPrefix(text, header) {
-		// An LLM's summary has no header of its own.
-		text = header + text
 	}
 	sum := chat.Message{ID: sumID, Role: chat.RoleUser, Kind: chat.KindSummary, Parts: []chat.Part{{Type: chat.PartText, Text: text}}, Metadata: meta}
 	sum.Tokens = p.req.Count(&sum)
