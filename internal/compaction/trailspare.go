@@ -18,8 +18,7 @@ import "strings"
 // quarter: at 8k on the corpus the rest held lines the trail folded
 // (TestTrailTakesTheProseSpareCap).
 func (p *planner) spareToTrail(h head, text string, t MeasuredTrail, in SummaryInput) (string, MeasuredTrail, bool) {
-	if !t.Folds || t.Text == "" || p.req.CountText == nil || p.req.Trail == nil || !strings.HasSuffix(text, t.Text) ||
-		p.used()-h.before+int64(t.Tokens) <= p.target {
+	if t.Text == "" || p.req.CountText == nil || p.req.Trail == nil || !strings.HasSuffix(text, t.Text) || !p.foldsOverTarget(h, t) {
 		return text, t, false
 	}
 	prose := text[:len(text)-len(t.Text)]
