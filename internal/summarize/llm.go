@@ -246,11 +246,9 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 func pinRoom(answer string, pinned func(string) string, in compaction.SummaryInput) string {
 	count := countOrEstimate(in)
 	fits := func(s string) bool { return count(strings.TrimSpace(pinned(s))) <= in.MaxTokens }
-	if fits(answer) {
-		return pinned(answer)
+	within := linesWithin(answer, fits) // the answer itself when it fits
+	if within == "" {
+		within = answer
 	}
-	if within := linesWithin(answer, fits); within != "" {
-		return pinned(within)
-	}
-	return pinned(answer)
+	return pinned(within)
 }
