@@ -26,10 +26,9 @@ import (
 type foldOf struct{ sec, line string }
 
 // previousFolds is the fold lines of the lists the previous summary
-// carried, in section order, and their texts (listFold.line).
-func previousFolds(previous string) (map[string]bool, []foldOf) {
-	prose, _ := withoutTrail(previous)
-	prev := parseSections(prose)
+// carried (prev: the sections of its prose), in section order, and their
+// texts (listFold.line).
+func previousFolds(prev map[string][]string) (map[string]bool, []foldOf) {
 	copied := map[string]bool{}
 	var folds []foldOf
 	for _, s := range append(slices.Clone(listSections), SecFiles) {
