@@ -462,9 +462,12 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 			}
 		}
 	}
-	headCost := map[string]int{} // by denseGroup
-	for _, l := range lines {
-		if g, kind, id := denseGroup(l, in.ID); headCost[g] == 0 {
+	headCost := map[string]int{}        // by denseGroup
+	group := make([]string, len(lines)) // each line's denseGroup
+	for i, l := range lines {
+		g, kind, id := denseGroup(l, in.ID)
+		group[i] = g
+		if headCost[g] == 0 {
 			headCost[g] = count(denseHead(kind, id))
 		}
 	}
@@ -533,7 +536,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 					continue
 				}
 				c := denseCosts[i] + 1
-				g, _, _ := denseGroup(lines[i], in.ID)
+				g := group[i]
 				if !headUsed[g] {
 					c += headCost[g]
 				}
