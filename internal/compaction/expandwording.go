@@ -40,9 +40,10 @@ func (p Policy) Expander() Expander {
 	return ExpandByRPC
 }
 
-// readOn is the sentence of a placeholder or summary that says how to
-// read what stands behind id ("it" or "them": what), in e's wording.
-func readOn(e Expander, id, what string) string {
+// ReadOn is the sentence of a placeholder or summary (or a summary's line,
+// internal/summarize) that says how to read what stands behind id ("it" or
+// "them": what), in e's wording.
+func ReadOn(e Expander, id, what string) string {
 	switch e {
 	case ExpandByTool:
 		// The id quoted as the model writes it in the tool's arguments.
@@ -53,25 +54,21 @@ func readOn(e Expander, id, what string) string {
 	return "Call ExpandMessage with message id " + id + " to read " + what + "."
 }
 
-// ReadOn is readOn for a summary's lines (internal/summarize): how to read
-// what summary id stands for, "what" naming it.
-func ReadOn(e Expander, id, what string) string { return readOn(e, id, what) }
-
-// readOutput is readOn for a tool's output: with nothing to expand by, the
+// readOutput is ReadOn for a tool's output: with nothing to expand by, the
 // model can make the call again (14 tokens, one more than the
 // ExpandMessage sentence: masking pays for it in every call).
 func readOutput(e Expander, id, what string) string {
 	if e == ExpandByNone {
 		return "Its id is " + id + "; rerun the call if needed."
 	}
-	return readOn(e, id, what)
+	return ReadOn(e, id, what)
 }
 
 // SummaryHeader is the first line of a summary: what it is and how to read
 // the messages it stands for. id is the summary's own id; e is the
 // wording (Policy.Expander).
 func SummaryHeader(round int, id string, e Expander) string {
-	s := readOn(e, id, "them")
+	s := ReadOn(e, id, "them")
 	return "[contextd summary, round " + strconv.Itoa(round) + ". It stands in for earlier messages of this conversation; " +
 		string(s[0]-'A'+'a') + s[1:] + "]\n"
 }

@@ -28,11 +28,15 @@ import (
 // and the summary's.
 const SecTrail = "Trail"
 
+// trailHeading is the section's title line and the start of the sentence
+// under it, which trailHeader and trailHeaderNamed end.
+const trailHeading = "\n## " + SecTrail + "\n(exact, from the original messages; a command's exit status shows when it printed one other than 0; "
+
 // trailHeader is the section's title line and the sentence under it.
-const trailHeader = "\n## " + SecTrail + "\n(exact, from the original messages; a command's exit status shows when it printed one other than 0; expand an id to read one)\n"
+const trailHeader = trailHeading + "expand an id to read one)\n"
 
 // trailHeaderNamed is trailHeader for a model that can call nothing.
-const trailHeaderNamed = "\n## " + SecTrail + "\n(exact, from the original messages; a command's exit status shows when it printed one other than 0; each names its message's id)\n"
+const trailHeaderNamed = trailHeading + "each names its message's id)\n"
 
 // trailHeaderOf is trailHeader in the wording e: a model that can call
 // nothing to expand (compaction.ExpandByNone) is not told to.
