@@ -24,8 +24,10 @@ const (
 	ExpandByTool
 	// ExpandByNone: the model can call nothing that expands (the gateway
 	// with the tool off): the text names the id for an operator or a
-	// runtime ("Its id is msg_12."), and a tool's pruned output says to
-	// make the call again ("Its id is msg_12; rerun the call if needed.").
+	// runtime ("Its id is msg_12."; a summary's fold line, after a list
+	// of ids, "Id sum_2_1 holds what they came from."), and a tool's
+	// pruned output says to make the call again ("Its id is msg_12;
+	// rerun the call if needed.").
 	ExpandByNone
 )
 
@@ -49,7 +51,12 @@ func ReadOn(e Expander, id, what string) string {
 		// The id quoted as the model writes it in the tool's arguments.
 		return "Call " + ExpandToolName + ` with id "` + id + `" to read ` + what + "."
 	case ExpandByNone:
-		return "Its id is " + id + "."
+		if what == "it" || what == "them" { // what the text that says it stands for
+			return "Its id is " + id + "."
+		}
+		// A phrase, as a summary's fold line ends with after a list of
+		// ids ("from msg_3, msg_9."), where "its" would read as the last's.
+		return "Id " + id + " holds " + what + "."
 	}
 	return "Call ExpandMessage with message id " + id + " to read " + what + "."
 }

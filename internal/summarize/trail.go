@@ -36,7 +36,7 @@ const trailHeading = "\n## " + SecTrail + "\n(exact, from the original messages;
 const trailHeader = trailHeading + "expand an id to read one)\n"
 
 // trailHeaderNamed is trailHeader for a model that can call nothing.
-const trailHeaderNamed = trailHeading + "each names its message's id)\n"
+const trailHeaderNamed = trailHeading + "the ids name what they came from)\n"
 
 // trailHeaderOf is trailHeader in the wording e: a model that can call
 // nothing to expand (compaction.ExpandByNone) is not told to.
