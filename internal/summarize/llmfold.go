@@ -58,14 +58,15 @@ func unfoldAnswer(answer string, copied map[string]bool) string {
 	for _, line := range lines {
 		if strings.HasPrefix(line, "## ") {
 			inSection = true
+			out = append(out, line)
+			continue
 		}
 		item := strings.TrimPrefix(line, "- ")
-		_, f := splitListFold([]string{item})
-		switch {
-		case !inSection || !foldLike(item) || strings.HasPrefix(line, "## "):
+		if !inSection || !foldLike(item) {
 			out = append(out, line)
-		case f.n > 0 && copied[f.line()]:
-		default:
+			continue
+		}
+		if _, f := splitListFold([]string{item}); f.n == 0 || !copied[f.line()] {
 			out = append(out, "- "+quotedEntry+item)
 		}
 	}
