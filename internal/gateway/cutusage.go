@@ -52,7 +52,7 @@ func cutUsage(st streamer, events int) (usage, bool) {
 		return usage{}, false
 	}
 	u, text := st.partial()
-	if u.ok && !u.estimated {
+	if u.ok {
 		return u, true // the provider's whole usage came before the cut
 	}
 	u.ok, u.estimated, u.relayed = true, true, text
