@@ -44,6 +44,9 @@ func (t *relayedText) add(s string) {
 
 func (t *relayedText) String() string { return t.b.String() }
 
+// full reports whether t holds maxRelayedText bytes: what comes is left out.
+func (t *relayedText) full() bool { return t.b.Len() >= maxRelayedText }
+
 // cutUsage is the usage to record for a stream st that ended before its
 // last event, seen when an event of it came; ok is false when there is
 // nothing to record.
