@@ -233,7 +233,7 @@ func (e *Engine) commitClientView(ctx context.Context, tenant, id string, expect
 	if err != nil {
 		return store.Session{}, err
 	}
-	e.views.put(&final, p.after, viewOrds(len(p.after)), messagesBytes(p.after))
+	e.views.wrote(&final, p.after, viewOrds(len(p.after)), messagesBytes(p.after))
 	e.sweepViews(ctx, tenant, id)
 	e.notify(ctx, tenant, id, final.Version, watch.EventCompacted)
 	return final, nil
@@ -285,7 +285,10 @@ func editMoves(s *store.Session, p *editPlan) {
 // PrepareContext then finds cached); the session's row when it read it
 // (nil from the cache), which the caller then need not read again.
 func (e *Engine) viewAt(ctx context.Context, tenant, id string, expected int64, created time.Time) ([]chat.Message, *store.Session, error) {
-	if ent := e.views.get(tenant, id); ent != nil && ent.version == expected && ent.stamp.created.Equal(created) {
+	// Only a view a read showed: expected names a version, not its write
+	// (viewcache.go).
+	if ent := e.views.get(tenant, id); ent != nil && ent.version == expected && ent.stamp.created.Equal(created) &&
+		ent.sure == len(ent.msgs) && ent.sureVersion == expected {
 		return ent.msgs, nil, nil
 	}
 	s, err := e.readSession(ctx, tenant, id)

@@ -26,11 +26,19 @@ func WithViewCacheBytes(n int64) Option { return func(e *Engine) { e.views = new
 //
 // An entry is keyed by (tenant, session) and stamped with what identifies
 // the view it holds: the session's incarnation (CreatedAt), model, version,
-// view epoch and view sequence. It is served only for a session row read
-// with the same stamp, so it can never be stale, whatever other replicas
-// wrote: every change bumps the version, and within one view epoch the view
-// only grows at its end (store.Session.ViewEpoch). The cache is bounded by
-// an estimate of the bytes it holds, least recently used out first.
+// the write of that version (UpdatedAt) and view epoch. It is served whole
+// only for a session row read with the same stamp, version and write, so it
+// can never be stale, whatever other replicas wrote: every change bumps the
+// version, and within one view epoch the view only grows at its end
+// (store.Session.ViewEpoch). The version alone does not name a view: a
+// commit of this process's that the server lost (store.Resendable under
+// synchronous_commit off, and a crash or a failover) leaves its version to
+// another replica's next write, with other contents, so an entry this
+// process extended by its own commits (appended) is served whole only at
+// that write, and a newer version extends only the part of it read from
+// the database (sure), never the part only this process wrote
+// (TestViewCacheLostCommit). The cache is bounded by an estimate of the
+// bytes it holds, least recently used out first.
 type viewCache struct {
 	mu    sync.Mutex
 	max   int64
@@ -48,9 +56,17 @@ type viewEntry struct {
 	key     viewKey
 	stamp   viewStamp
 	version int64
-	msgs    []chat.Message
-	ords    []int64
-	bytes   int64
+	// updated is the write of version (the row's UpdatedAt, to the
+	// microsecond, as stored).
+	updated time.Time
+	// sure is how many of msgs are the stored view as a read from the
+	// database showed it (at version sureVersion); the rest this process
+	// appended by its own commits, which the server may have lost.
+	sure        int
+	sureVersion int64
+	msgs        []chat.Message
+	ords        []int64
+	bytes       int64
 	// answer is 1 + the bytes msgs take in a PrepareContext answer
 	// (messageBytes), once a call has needed it (0 before): a view that
 	// has not changed is not sized again (preparesize.go).
@@ -67,6 +83,19 @@ type viewStamp struct {
 
 func stampOf(s *store.Session) viewStamp {
 	return viewStamp{created: s.CreatedAt, model: s.Model, epoch: s.ViewEpoch}
+}
+
+// sameWrite reports whether two reads of a session's row at one version
+// are of the same write: the version and its UpdatedAt, to the
+// microsecond (timestamptz keeps microseconds).
+func sameWrite(a, b *store.Session) bool {
+	return a.Version == b.Version && a.UpdatedAt.Truncate(time.Microsecond).Equal(b.UpdatedAt.Truncate(time.Microsecond))
+}
+
+// at reports whether the entry holds the view of s: its version, write
+// and stamp.
+func (v *viewEntry) at(s *store.Session) bool {
+	return v.version == s.Version && v.updated.Equal(s.UpdatedAt.Truncate(time.Microsecond)) && v.stamp == stampOf(s)
 }
 
 func newViewCache(maxBytes int64) *viewCache {
@@ -88,9 +117,23 @@ func (c *viewCache) get(tenant, id string) *viewEntry {
 	return el.Value.(*viewEntry)
 }
 
-// put stores the view of s (msgs with their ordinals), replacing an older
-// entry of the session; a newer one already there stays.
+// put stores the view of s (msgs with their ordinals) as a read from the
+// database showed it, replacing an older entry of the session; a newer one
+// already there stays.
 func (c *viewCache) put(s *store.Session, msgs []chat.Message, ords []int64, bytes int64) *viewEntry {
+	return c.putSure(s, msgs, ords, bytes, len(msgs), s.Version)
+}
+
+// wrote stores the view of s that this process's commit wrote (a
+// rewrite: compaction, edits): served at that write only (nothing of it is
+// sure).
+func (c *viewCache) wrote(s *store.Session, msgs []chat.Message, ords []int64, bytes int64) *viewEntry {
+	return c.putSure(s, msgs, ords, bytes, 0, 0)
+}
+
+// putSure stores the view of s of which the first sure messages are the
+// stored view at version sureVersion (the rest this process's own writes).
+func (c *viewCache) putSure(s *store.Session, msgs []chat.Message, ords []int64, bytes int64, sure int, sureVersion int64) *viewEntry {
 	if c == nil || c.max <= 0 || bytes > c.max/8 {
 		return nil // one session may not take more than an eighth of the cache
 	}
@@ -104,7 +147,8 @@ func (c *viewCache) put(s *store.Session, msgs []chat.Message, ords []int64, byt
 		}
 		c.remove(el)
 	}
-	e := &viewEntry{key: key, stamp: stampOf(s), version: s.Version, msgs: msgs, ords: ords, bytes: bytes}
+	e := &viewEntry{key: key, stamp: stampOf(s), version: s.Version, updated: s.UpdatedAt.Truncate(time.Microsecond),
+		sure: sure, sureVersion: sureVersion, msgs: msgs, ords: ords, bytes: bytes}
 	c.byKey[key] = c.lru.PushFront(e)
 	c.used += bytes
 	for c.used > c.max {
@@ -121,10 +165,11 @@ func (c *viewCache) remove(el *list.Element) {
 
 // appended extends the entry at the version before an append that this
 // process committed (before → after, adding msgs at ordinals after
-// before.ViewSeq), so the agent loop's next read needs no query.
+// before.ViewSeq), so the agent loop's next read needs no query. What it
+// adds is not sure: the server may lose the commit.
 func (c *viewCache) appended(before, after *store.Session, msgs []chat.Message) {
 	e := c.get(after.Tenant, after.ID)
-	if e == nil || e.version != before.Version || e.stamp != stampOf(before) || stampOf(before) != stampOf(after) ||
+	if e == nil || !e.at(before) || stampOf(before) != stampOf(after) ||
 		after.ViewSeq != before.ViewSeq+int64(len(msgs)) || int64(len(e.msgs)+len(msgs)) != after.ActiveCount {
 		return
 	}
@@ -134,8 +179,8 @@ func (c *viewCache) appended(before, after *store.Session, msgs []chat.Message) 
 	}
 	// The capped slices make append copy: entries never share a backing
 	// array that another writer could append into.
-	longer := c.put(after, append(e.msgs[:len(e.msgs):len(e.msgs)], msgs...), append(e.ords[:len(e.ords):len(e.ords)], ords...),
-		e.bytes+messagesBytes(msgs))
+	longer := c.putSure(after, append(e.msgs[:len(e.msgs):len(e.msgs)], msgs...), append(e.ords[:len(e.ords):len(e.ords)], ords...),
+		e.bytes+messagesBytes(msgs), e.sure, e.sureVersion)
 	if n := e.answer.Load(); n > 0 && longer != nil {
 		longer.answer.CompareAndSwap(0, n+int64(answerBytes(msgs)))
 	}
@@ -168,8 +213,9 @@ func messagesBytes(msgs []chat.Message) int64 {
 
 // viewOf returns the active view of session s, with each message's
 // ordinal, as of s.Version when it can prove it: from the cache when the
-// entry is at that version, by reading only the messages appended since an
-// entry of the same view epoch, or by reading the whole view; a read is
+// entry is at that version and write, by reading only the messages after
+// the part of an entry of the same view epoch that a read showed (sure), or
+// by reading the whole view; a read is
 // confirmed by reading the session again and finding the version unchanged
 // (and only then cached). If the session keeps changing under it (three
 // reads), it fails with store.ErrVersionConflict. It also returns the session the view
@@ -182,18 +228,21 @@ func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, [
 		var bytes, answer int64
 		ent := e.views.get(s.Tenant, s.ID)
 		switch {
-		case ent != nil && ent.version == s.Version && ent.stamp == stampOf(&s):
+		case ent != nil && ent.at(&s):
 			return ent.msgs, ent.ords, s, nil
-		case ent != nil && ent.version < s.Version && ent.stamp == stampOf(&s) && lastOrd(ent.ords) <= s.ViewSeq:
-			tail, tailOrds, err := e.activeAfter(ctx, s.Tenant, s.ID, lastOrd(ent.ords))
+		case ent != nil && ent.sure > 0 && ent.sureVersion <= s.Version && ent.stamp == stampOf(&s) &&
+			ent.ords[ent.sure-1] <= s.ViewSeq:
+			n := ent.sure
+			tail, tailOrds, err := e.activeAfter(ctx, s.Tenant, s.ID, ent.ords[n-1])
 			if err != nil {
 				return nil, nil, s, err
 			}
-			msgs = append(ent.msgs[:len(ent.msgs):len(ent.msgs)], tail...)
-			ords = append(ent.ords[:len(ent.ords):len(ent.ords)], tailOrds...)
-			bytes = ent.bytes + messagesBytes(tail)
-			if n := ent.answer.Load(); n > 0 {
-				answer = n + int64(answerBytes(tail)) // the prefix is not sized again
+			msgs = append(ent.msgs[:n:n], tail...)
+			ords = append(ent.ords[:n:n], tailOrds...)
+			if n < len(ent.msgs) {
+				bytes = messagesBytes(msgs)
+			} else if bytes = ent.bytes + messagesBytes(tail); ent.answer.Load() > 0 {
+				answer = ent.answer.Load() + int64(answerBytes(tail)) // the prefix is not sized again
 			}
 		default:
 			var err error
@@ -262,7 +311,7 @@ func (e *Engine) activeAfter(ctx context.Context, tenant, id string, after int64
 // version.
 func (c *viewCache) page(s *store.Session, ord int64, limit int) ([]chat.Message, []int64, bool) {
 	ent := c.get(s.Tenant, s.ID)
-	if ent == nil || ent.version != s.Version || ent.stamp != stampOf(s) {
+	if ent == nil || !ent.at(s) {
 		return nil, nil, false
 	}
 	msgs, ords := after(ent.msgs, ent.ords, ord)

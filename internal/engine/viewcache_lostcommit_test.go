@@ -1,0 +1,126 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/pgtest"
+	"github.com/contextd/contextd/internal/store/postgres"
+)
+
+// TestViewCacheLostCommit: an append of replica A's that the server lost (a
+// resendable transaction, synchronous_commit off, and a crash or a
+// failover), then replica B's appends from the row before it, leave the
+// stored session at A's cached version (or past it) with other messages: A
+// answers the stored view, not the one it appended — at the version it
+// cached (its write is another) and at a newer one (only the part of its
+// entry a read showed is extended). Fails with the cache checked by the
+// version alone: A answers its lost message.
+func TestViewCacheLostCommit(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.URL(t)
+	models, encodings := testModels(t)
+	open := func() (*engine.Engine, *postgres.Store) {
+		s, err := postgres.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return engine.New(encodings, models, s), s
+	}
+	a, _ := open()
+	b, st := open()
+	db, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	off := false
+	v, err := a.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4o", Policy: compaction.Overrides{AutoCompact: &off}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendOn := func(e *engine.Engine, text string) {
+		t.Helper()
+		if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg(text)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// lost runs A's append and then has the server lose it: the session's
+	// row, messages and view as they were before it.
+	lost := func(text string) {
+		t.Helper()
+		for _, table := range []string{"sessions", "messages", "view_entries"} {
+			exec(fmt.Sprintf(`DROP TABLE IF EXISTS saved_%s`, table))
+			where := "session_id"
+			if table == "sessions" {
+				where = "id"
+			}
+			exec(fmt.Sprintf(`CREATE TABLE saved_%s AS SELECT * FROM %s WHERE tenant = $1 AND %s = $2`, table, table, where), tenant, v.ID)
+		}
+		appendOn(a, text)
+		var cols []string
+		rows, err := db.Query(ctx, `SELECT column_name FROM information_schema.columns WHERE table_name = 'sessions'
+			AND table_schema = current_schema() ORDER BY ordinal_position`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var c string
+			if err := rows.Scan(&c); err != nil {
+				t.Fatal(err)
+			}
+			cols = append(cols, c)
+		}
+		if rows.Err() != nil {
+			t.Fatal(rows.Err())
+		}
+		list := strings.Join(cols, ", ")
+		exec(`DELETE FROM view_entries WHERE tenant = $1 AND session_id = $2`, tenant, v.ID)
+		exec(`DELETE FROM messages WHERE tenant = $1 AND session_id = $2`, tenant, v.ID)
+		exec(fmt.Sprintf(`UPDATE sessions SET (%s) = (SELECT %s FROM saved_sessions) WHERE tenant = $1 AND id = $2`, list, list), tenant, v.ID)
+		exec(`INSERT INTO messages SELECT * FROM saved_messages`)
+		exec(`INSERT INTO view_entries SELECT * FROM saved_view_entries`)
+		time.Sleep(time.Millisecond) // another replica's clock moved on
+	}
+	check := func(what string) {
+		t.Helper()
+		stored, _, err := st.ActiveMessages(ctx, tenant, v.ID, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameMessages(t, what+": A's PrepareContext", res.Messages, stored)
+		page, err := a.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{Size: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameMessages(t, what+": A's GetMessages", page.Messages, stored)
+	}
+	appendOn(a, "Fix the bug.")
+	check("before")
+	lost("lost on A")
+	appendOn(b, "B's instead") // B's write of A's lost version
+	check("at the version A cached")
+	lost("lost on A again")
+	appendOn(b, "B's instead again")
+	appendOn(b, "and one more") // past A's cached version
+	check("past the version A cached")
+}
