@@ -209,6 +209,9 @@ type heldTrack struct {
 	touched []heldKey
 	// usedHeld: the lock was the held row's guard; fn may be run again.
 	usedHeld bool
+	// guarded: guard names the last of the guards queued with the lock
+	// (the held row's, or the tool calls' guess alone: knowncalls.go).
+	guarded bool
 	// guard is the guard's place in the pipe's queue while it is queued
 	// (pipe.queued[guard], not sent before sends reached guardSends).
 	guard, guardSends int
@@ -261,7 +264,7 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 	t.held = heldTools{tenant: tenant, id: id, tools: tools, digested: true} // every held row's were written digested
 	t.track.lockedAt(k, slices.Clone(r.calls), true)
 	t.track.hints = r.hints // held rows are not changed: shared
-	t.track.usedHeld = true
+	t.track.usedHeld, t.track.guarded = true, true
 	return s, true
 }
 
@@ -315,8 +318,8 @@ func (h *heldTrack) putCalls(k heldKey, calls []store.ToolCall) {
 }
 
 // updated records UpdateSession's row of the locked session (j its
-// columns' JSON, j.Tools the column's text after it, digest theirs when
-// known: the row's).
+// columns' JSON, j.Tools the column's text after it, digest the name the
+// tools codec keeps them by, heldDigest: "" to keep the text).
 func (h *heldTrack) updated(s *store.Session, j store.SessionJSON, digest string) {
 	k := heldKey{s.Tenant, s.ID}
 	if !h.locked || h.key != k {
@@ -324,7 +327,7 @@ func (h *heldTrack) updated(s *store.Session, j store.SessionJSON, digest string
 		return
 	}
 	r := &heldRow{s: *s, json: j}
-	if digest != "" && len(j.Tools) >= toolsHintMin && len(j.Tools) <= toolsHintMax {
+	if digest != "" {
 		r.json.Tools, r.toolsDigest = "", digest // the tools codec's (toolsHintOf)
 	}
 	r.s.Tools, r.s.Policy, r.s.Labels = nil, compaction.Overrides{}, nil // json's
@@ -351,7 +354,7 @@ func (h *heldTrack) gone(k heldKey) {
 // the transaction's error.
 func (t *txn) failedOnHeld(ctx context.Context) {
 	h := &t.track
-	if !h.usedHeld || t.tx.sends != h.guardSends {
+	if !h.guarded || t.tx.sends != h.guardSends {
 		return // sent: answered already
 	}
 	t.tx.queued = t.tx.queued[:h.guard+1]
