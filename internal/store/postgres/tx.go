@@ -327,6 +327,9 @@ func (t *txn) ToolCalls(ctx context.Context, tenant, sessionID string, ids []str
 	if len(ids) == 0 {
 		return out, nil
 	}
+	if known, ok := t.guessToolCalls(ctx, tenant, sessionID, ids); ok {
+		return known, nil // checked by the server with the writes (knowncalls.go)
+	}
 	rows, err := t.tx.Query(ctx, `SELECT call_id, position, result_position FROM tool_calls
 		WHERE tenant = $1 AND session_id = $2 AND call_id = ANY($3)`, tenant, sessionID, ids)
 	if err != nil {
