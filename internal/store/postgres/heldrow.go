@@ -134,6 +134,36 @@ type heldRows struct {
 	mu    sync.Mutex
 	m     map[heldKey]*heldRow
 	bytes int
+	// shared are the sessions whose held row was found stale (a guard
+	// failed: another replica or process wrote the session since), until
+	// a read of the stored row finds the row held again the stored one:
+	// HeldSession offers none of theirs, so a conversation a round-robin
+	// balancer sends to each replica in turn is matched by a read, not
+	// by a guess that fails its transaction every request. Bounded by
+	// heldMaxSessions, starting over past it (a session forgotten costs
+	// one failed guess).
+	shared map[heldKey]bool
+}
+
+// stale records that k's held row was found stale, and drops it.
+func (h *heldRows) stale(k heldKey) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.drop(k)
+	if h.shared == nil || len(h.shared) >= heldMaxSessions {
+		h.shared = map[heldKey]bool{}
+	}
+	h.shared[k] = true
+}
+
+// offered is the held row of k unless k is shared.
+func (h *heldRows) offered(k heldKey) *heldRow {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.shared[k] {
+		return nil
+	}
+	return h.m[k]
 }
 
 func (h *heldRows) get(k heldKey) *heldRow {
@@ -174,8 +204,11 @@ func (h *heldRows) seen(k heldKey, row store.Session, err error) {
 	if !ok {
 		return
 	}
-	if err == nil && (row.Version < r.s.Version || row.Version == r.s.Version &&
-		row.CreatedAt.Equal(r.s.CreatedAt) && row.UpdatedAt.Equal(r.s.UpdatedAt)) {
+	if err == nil && row.Version == r.s.Version && row.CreatedAt.Equal(r.s.CreatedAt) && row.UpdatedAt.Equal(r.s.UpdatedAt) {
+		delete(h.shared, k) // the held row is the stored one: offered again
+		return
+	}
+	if err == nil && row.Version < r.s.Version {
 		return
 	}
 	h.drop(k)
@@ -219,6 +252,9 @@ type heldTrack struct {
 	// the transaction's error is then errHeldStale, whatever fn made of
 	// the error its read answered (inTx).
 	guardFailed bool
+	// heldStale: the guard that failed was the held row's (not the tool
+	// calls' guess, knowncalls.go).
+	heldStale bool
 }
 
 // lockHeld answers the lock of a session from the held row, the guard
@@ -235,7 +271,7 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 	}
 	stale := func(_ pgconn.CommandTag, err error) error {
 		if isDivisionByZero(err) {
-			t.track.guardFailed = true
+			t.track.guardFailed, t.track.heldStale = true, true
 			return errHeldStale
 		}
 		return err
@@ -411,7 +447,7 @@ func (t *txn) lockedAhead(tenant, id string) {
 // HeldSession implements store.HeldRowReader: the row this Store's last
 // transaction of the session committed (heldrow.go), as a read returns it.
 func (s *Store) HeldSession(tenant, id string) (store.Session, bool) {
-	r := s.rows.get(heldKey{tenant, id})
+	r := s.rows.offered(heldKey{tenant, id})
 	if r == nil {
 		return store.Session{}, false
 	}
