@@ -62,12 +62,13 @@ func TestGatewayRoundTripsToPostgres(t *testing.T) {
 }
 
 // maxRoundTripsAlternating bounds TestGatewayRoundTripsToPostgres' two
-// replicas alternating: 21.75 when each request guessed the row its
+// replicas alternating: 21.75–24.5 when each request guessed the row its
 // replica held (stale: the other replica wrote since), failing its
-// transaction; 15.35 once a session whose held row was found stale is
-// matched by a read (store/postgres heldRows.shared). docs/performance.md,
-// the ninth pass.
-const maxRoundTripsAlternating = 17
+// transaction; 12.1–16.65 once a session whose held row was found stale
+// is matched by a read (store/postgres heldRows.shared). The count varies
+// from run to run: a request may meet the other replica's recording of
+// the last answer still in flight. docs/performance.md, the ninth pass.
+const maxRoundTripsAlternating = 19.5
 
 // roundTrips measures the round trips per request of a conversation
 // whose i-th request goes to the i-th of n replicas in turn.
