@@ -69,7 +69,8 @@ func TestGatewayRoundTripsToPostgres(t *testing.T) {
 // (store/postgres heldRows.shared); 9.10 once the match by the head this
 // replica saw takes the session when its own head is among the request's
 // new chains (it grew on the other replica), instead of the whole lookup
-// (lastserved.go). docs/performance.md, the ninth pass.
+// (lastserved.go); 8.10–8.65 once the log cache's tail read took the row
+// the match read (Engine.LogTailOf). docs/performance.md, the ninth pass.
 const maxRoundTripsAlternating = 9.5
 
 // roundTrips measures the round trips per request of a conversation
