@@ -3,6 +3,7 @@ package engine
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -226,6 +227,7 @@ func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, [
 		var msgs []chat.Message
 		var ords []int64
 		var bytes, answer int64
+		var confirm *store.Session // the row read after the view, when read with it
 		ent := e.views.get(s.Tenant, s.ID)
 		switch {
 		case ent != nil && ent.at(&s):
@@ -233,10 +235,11 @@ func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, [
 		case ent != nil && ent.sure > 0 && ent.sureVersion <= s.Version && ent.stamp == stampOf(&s) &&
 			ent.ords[ent.sure-1] <= s.ViewSeq:
 			n := ent.sure
-			tail, tailOrds, err := e.activeAfter(ctx, s.Tenant, s.ID, ent.ords[n-1])
+			tail, tailOrds, row, err := e.tailAndRow(ctx, s.Tenant, s.ID, ent.ords[n-1])
 			if err != nil {
 				return nil, nil, s, err
 			}
+			confirm = row
 			msgs = append(ent.msgs[:n:n], tail...)
 			ords = append(ent.ords[:n:n], tailOrds...)
 			if n < len(ent.msgs) {
@@ -251,8 +254,11 @@ func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, [
 			}
 			bytes = messagesBytes(msgs)
 		}
-		now, err := e.readSession(ctx, s.Tenant, s.ID)
-		if err != nil {
+		var now store.Session
+		var err error
+		if confirm != nil {
+			now = *confirm
+		} else if now, err = e.readSession(ctx, s.Tenant, s.ID); err != nil {
 			return nil, nil, s, err
 		}
 		if now.Version == s.Version {
@@ -287,6 +293,27 @@ func lastOrd(ords []int64) int64 {
 		return 0
 	}
 	return ords[len(ords)-1]
+}
+
+// tailAndRow reads the active view after an ordinal and then the
+// session's row (nil when the view took more than a page: then not
+// read), in one round trip on a store that reads both at once
+// (store.ViewTailReader, PostgreSQL).
+func (e *Engine) tailAndRow(ctx context.Context, tenant, id string, after int64) ([]chat.Message, []int64, *store.Session, error) {
+	r, ok := e.store.(store.ViewTailReader)
+	if !ok {
+		msgs, ords, err := e.activeAfter(ctx, tenant, id, after)
+		return msgs, ords, nil, err
+	}
+	msgs, ords, row, err := r.ActiveMessagesAndSession(ctx, tenant, id, after, 1000)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, nil, fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil || len(msgs) < 1000 {
+		return msgs, ords, &row, err
+	}
+	more, moreOrds, err := e.activeAfter(ctx, tenant, id, ords[len(ords)-1])
+	return append(msgs, more...), append(ords, moreOrds...), nil, err
 }
 
 // activeAfter reads the active view after an ordinal, page by page.

@@ -70,7 +70,10 @@ func TestGatewayRoundTripsToPostgres(t *testing.T) {
 // replica saw takes the session when its own head is among the request's
 // new chains (it grew on the other replica), instead of the whole lookup
 // (lastserved.go); 8.10–8.65 once the log cache's tail read took the row
-// the match read (Engine.LogTailOf). docs/performance.md, the ninth pass.
+// the match read (Engine.LogTailOf); 7.10–7.65 once the view cache's tail
+// and its confirming row went in one pipeline (store.ViewTailReader). The
+// bound holds the first two cuts; runs vary by half a round trip.
+// docs/performance.md, the ninth pass.
 const maxRoundTripsAlternating = 9.5
 
 // roundTrips measures the round trips per request of a conversation
