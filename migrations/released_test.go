@@ -11,7 +11,7 @@ import (
 // (a database that applied it does not run it again: an edit reaches only
 // new databases, and the code that needs it fails on every upgraded one);
 // a change goes in a new migration. The SHA-256 of each migration of the
-// release that applied 00017 and 00018 (stop 37).
+// release that applied 00017 and 00018 (stop 37), and of 00019 (stop 38).
 func TestReleasedMigrationsUnchanged(t *testing.T) {
 	released := map[string]string{
 		"postgres/00001_sessions.sql":                    "1222c00c65f4619f2b9e234f9227c9a1908362445704478e5ef83acba7f11e43",
@@ -30,6 +30,7 @@ func TestReleasedMigrationsUnchanged(t *testing.T) {
 		"postgres/00014_tool_calls_by_id.sql":            "16592f9d73d81d9c3b5357f5a1d7213eba3c3b82a11acf966eb71b4048173239",
 		"postgres/00017_summaries_by_digest.sql":         "20a8fafbbb3fc49a2f8860d8e7baf3e40ec0ec90e1cb7a7ed3f18d768e0acee1",
 		"postgres/00018_tools_digest.sql":                "8ddbaaacf234d8b05fe1b515284ac6961ff061291c1736460ecdbefd64c3452e",
+		"postgres/00019_summaries_order.sql":             "4e49253612c0e0b39cd2ee67b43fcee763a7a6bc6a8cfe9b0cc907c969b67462",
 		"sqlite/00001_sessions.sql":                      "f34bbebe93d49ecd5da375dbaeabe519bfb778e689e038620961d77621bbd170",
 		"sqlite/00002_compactions.sql":                   "5c7503b93d0b1869e273578288fe7c429b26709926fbc921dd8376a2242ffa35",
 		"sqlite/00003_calibration.sql":                   "e293f00a3294d788fbb50eba4464b0a65c7a419405db6ad2fcb5993764935564",
@@ -47,6 +48,7 @@ func TestReleasedMigrationsUnchanged(t *testing.T) {
 		"sqlite/00015_append_statements.sql":             "f399cb712a70cecb8750b4492f1affeaca01c8e8e5d891febd77dd2fe78c95c5",
 		"sqlite/00016_open_calls.sql":                    "c54fa0e87abdae2993f8282c52f7c70e416b8718d035c822330580c70bad9ca0",
 		"sqlite/00017_summaries_by_digest.sql":           "20a8fafbbb3fc49a2f8860d8e7baf3e40ec0ec90e1cb7a7ed3f18d768e0acee1",
+		"sqlite/00019_summaries_order.sql":               "10e2f628622315201a3af4a2eecfdcdacf61a1212e6da4947bd796f9a3d35f46",
 	}
 	for name, want := range released {
 		b, err := os.ReadFile(name)

@@ -6,23 +6,72 @@ import "strconv"
 // summary stands for, when the policy exposes it (Policy.ExposeExpandTool).
 const ExpandToolName = "contextd_expand"
 
-// expandCall is the sentence of a placeholder or summary that says how to
-// read what stands behind id: with the tool when the policy exposes it (the
-// id quoted as the model writes it in the tool's arguments), otherwise with
-// the ExpandMessage RPC. Both name the id, so a view written with the
-// option off reads with the tool once it is turned on (the tool's
-// description says to pass the id either wording names).
-func expandCall(tool bool, id string) string {
-	if tool {
-		return "Call " + ExpandToolName + ` with id "` + id + `"`
+// Expander is what the model reading a view can call to read what a
+// placeholder or summary stands for; the wording of every placeholder and
+// summary header follows it, so a model is never told to make a call it
+// cannot make. Each wording names the id, so a view written with the tool
+// off reads with the tool once it is turned on (the tool's description
+// says to pass the id the text names).
+type Expander int
+
+const (
+	// ExpandByRPC: the agent's runtime offers ExpandMessage to its model as
+	// a tool, as docs/api.md tells API users to ("Call ExpandMessage with
+	// message id msg_12 to read it.").
+	ExpandByRPC Expander = iota
+	// ExpandByTool: the view carries contextd_expand ("Call contextd_expand
+	// with id "msg_12" to read it.").
+	ExpandByTool
+	// ExpandByNone: the model can call nothing that expands (the gateway
+	// with the tool off): the text names the id for an operator or a
+	// runtime ("Its id is msg_12."), and a tool's pruned output says to
+	// make the call again ("Its id is msg_12; rerun the call if needed.").
+	ExpandByNone
+)
+
+// Expander is the wording the policy's placeholders and summaries take.
+func (p Policy) Expander() Expander {
+	switch {
+	case p.ExposeExpandTool:
+		return ExpandByTool
+	case p.NoExpandRPC:
+		return ExpandByNone
 	}
-	return "Call ExpandMessage with message id " + id
+	return ExpandByRPC
+}
+
+// readOn is the sentence of a placeholder or summary that says how to
+// read what stands behind id ("it" or "them": what), in e's wording.
+func readOn(e Expander, id, what string) string {
+	switch e {
+	case ExpandByTool:
+		// The id quoted as the model writes it in the tool's arguments.
+		return "Call " + ExpandToolName + ` with id "` + id + `" to read ` + what + "."
+	case ExpandByNone:
+		return "Its id is " + id + "."
+	}
+	return "Call ExpandMessage with message id " + id + " to read " + what + "."
+}
+
+// ReadOn is readOn for a summary's lines (internal/summarize): how to read
+// what summary id stands for, "what" naming it.
+func ReadOn(e Expander, id, what string) string { return readOn(e, id, what) }
+
+// readOutput is readOn for a tool's output: with nothing to expand by, the
+// model can make the call again (14 tokens, one more than the
+// ExpandMessage sentence: masking pays for it in every call).
+func readOutput(e Expander, id, what string) string {
+	if e == ExpandByNone {
+		return "Its id is " + id + "; rerun the call if needed."
+	}
+	return readOn(e, id, what)
 }
 
 // SummaryHeader is the first line of a summary: what it is and how to read
-// the messages it stands for. id is the summary's own id; tool says whether
-// the policy exposes the expand tool (the wording of expandCall).
-func SummaryHeader(round int, id string, tool bool) string {
+// the messages it stands for. id is the summary's own id; e is the
+// wording (Policy.Expander).
+func SummaryHeader(round int, id string, e Expander) string {
+	s := readOn(e, id, "them")
 	return "[contextd summary, round " + strconv.Itoa(round) + ". It stands in for earlier messages of this conversation; " +
-		"c" + expandCall(tool, id)[1:] + " to read them.]\n"
+		string(s[0]-'A'+'a') + s[1:] + "]\n"
 }

@@ -58,13 +58,13 @@ func (p *planner) cutOversizedResults(over int64) {
 			return
 		}
 		m := &p.view[largest]
-		repl, ok := headTailResult(m, names, p.req.Policy.ExposeExpandTool)
+		repl, ok := headTailResult(m, names, p.req.Policy.Expander())
 		if ok {
 			repl.Tokens = p.req.Count(&repl)
 		}
 		reason := "tool output past the window: kept head and tail"
 		if !ok || floor+repl.Tokens > p.req.Usable() {
-			repl = placeholderFor(m, "", false, names, p.req.Policy.ExposeExpandTool)
+			repl = placeholderFor(m, "", false, names, p.req.Policy.Expander())
 			reason = "tool output past the window: placeholder"
 		}
 		p.replace(largest, repl, TierPrune, reason)
@@ -73,7 +73,7 @@ func (p *planner) cutOversizedResults(over int64) {
 
 // headTailResult keeps the head and tail of a tool result's output around
 // a placeholder; false when the output is too short to cut.
-func headTailResult(m *chat.Message, names map[string]string, tool bool) (chat.Message, bool) {
+func headTailResult(m *chat.Message, names map[string]string, via Expander) (chat.Message, bool) {
 	tr := toolResultOf(m)
 	if tr == nil || len(tr.Content) <= headChars+tailChars+200 {
 		return chat.Message{}, false
@@ -86,7 +86,7 @@ func headTailResult(m *chat.Message, names map[string]string, tool bool) (chat.M
 	// Plain concatenation, not fmt: the output may be megabytes.
 	text := head + "\n[contextd pruned " + strconv.Itoa(len(tr.Content)-len(head)-len(tail)) +
 		" characters of this output of " + name + " here (the request did not fit the window with it whole). " +
-		expandCall(tool, m.ID) + " to read them.]\n" + tail
+		readOutput(via, m.ID, "them") + "]\n" + tail
 	out := chat.Message{Role: m.Role, Name: m.Name, Kind: chat.KindPlaceholder, Metadata: m.Metadata,
 		Parts: []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{ToolCallID: tr.ToolCallID, Content: text, IsError: tr.IsError}}}}
 	return out, true

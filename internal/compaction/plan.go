@@ -46,10 +46,9 @@ type SummaryInput struct {
 	// room for a trail, the summary has none).
 	TrailMaxTokens int
 	// ID is the summary's own id, which its first line names
-	// (SummaryHeader), in the wording of the expand tool when ExpandTool
-	// (the policy exposes it), of ExpandMessage otherwise.
-	ID         string
-	ExpandTool bool
+	// (SummaryHeader), in the wording of Expand (Policy.Expander).
+	ID     string
+	Expand Expander
 	// Count returns the tokens of a text in the session's encoding.
 	Count func(string) int
 	// Trail is the summary's trail when the planner made it already, for
@@ -356,7 +355,7 @@ func (p *planner) prune() {
 	keep := p.protected()
 	names := callNames(p.view)
 	n := len(p.view)
-	tool := p.req.Policy.ExposeExpandTool
+	tool := p.req.Policy.Expander()
 
 	// Newest tool results are protected.
 	protectedResults := recentResults(p.view, p.req.Policy.ProtectRecentToolResults)
@@ -475,13 +474,12 @@ func sameContent(a, b *chat.Message) bool {
 // placeholderFor returns the stand-in of a message whose content is pruned.
 // A tool result keeps its tool_call_id, so pairing holds; facts: it keeps
 // its exit code, error lines and URLs (keptFacts).
-func placeholderFor(m *chat.Message, why string, facts bool, names map[string]string, tool bool) chat.Message {
+func placeholderFor(m *chat.Message, why string, facts bool, names map[string]string, via Expander) chat.Message {
 	// Plain concatenation, not fmt: the pruner may write tens of thousands.
 	desc := strconv.FormatInt(m.Tokens, 10) + " tokens"
 	if why != "" {
 		desc += "; it was " + why
 	}
-	expand := ". " + expandCall(tool, m.ID) + " to read it.]"
 	out := chat.Message{Role: m.Role, Name: m.Name, Kind: chat.KindPlaceholder, Metadata: m.Metadata}
 	if tr := toolResultOf(m); tr != nil {
 		tool := names[tr.ToolCallID]
@@ -495,12 +493,16 @@ func placeholderFor(m *chat.Message, why string, facts bool, names map[string]st
 		if kept != "" {
 			desc += "; its exit code, first error lines, tests and URLs follow"
 		}
-		text := "[contextd pruned this output of " + tool + " (" + desc + ")" + expand + kept
+		read := readOutput(via, m.ID, "it")
+		if why != "" { // a duplicate: its newer copy is in view, nothing to rerun
+			read = readOn(via, m.ID, "it")
+		}
+		text := "[contextd pruned this output of " + tool + " (" + desc + "). " + read + "]" + kept
 		out.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
 			ToolCallID: tr.ToolCallID, Content: text, IsError: tr.IsError}}}
 		return out
 	}
-	text := "[contextd pruned this " + string(m.Role) + " message (" + desc + ")" + expand
+	text := "[contextd pruned this " + string(m.Role) + " message (" + desc + "). " + readOn(via, m.ID, "it") + "]"
 	out.Parts = []chat.Part{{Type: chat.PartText, Text: text}}
 	// Tool calls stay, so their results keep a call to answer.
 	for _, part := range m.Parts {
@@ -520,7 +522,7 @@ const (
 // headTail keeps the head and tail of a long message's text around a
 // placeholder (with the facts of the middle, when facts); tool calls and
 // other parts stay as they are.
-func headTail(m *chat.Message, facts, tool bool) (chat.Message, bool) {
+func headTail(m *chat.Message, facts bool, via Expander) (chat.Message, bool) {
 	out := chat.Message{Role: m.Role, Name: m.Name, Kind: chat.KindPlaceholder, Metadata: m.Metadata}
 	cut := false
 	for _, part := range m.Parts {
@@ -536,8 +538,8 @@ func headTail(m *chat.Message, facts, tool bool) (chat.Message, bool) {
 		if kept != "" {
 			among = "; the first error lines, tests and URLs among them follow"
 		}
-		text := fmt.Sprintf("%s\n[contextd pruned %d characters here%s. %s to read them.]%s\n%s",
-			head, len(part.Text)-len(head)-len(tail), among, expandCall(tool, m.ID), kept, tail)
+		text := fmt.Sprintf("%s\n[contextd pruned %d characters here%s. %s]%s\n%s",
+			head, len(part.Text)-len(head)-len(tail), among, readOn(via, m.ID, "them"), kept, tail)
 		out.Parts = append(out.Parts, chat.Part{Type: chat.PartText, Text: text})
 		cut = true
 	}
@@ -663,11 +665,11 @@ func (p *planner) summarize() error {
 		return nil
 	}
 	sumID := p.req.NewID(chat.KindSummary) // the summary names its own id, and so does its trail
-	tool := p.req.Policy.ExposeExpandTool
+	via := p.req.Policy.Expander()
 	input := func(h head) SummaryInput {
 		return SummaryInput{Round: p.req.Round, OriginalTask: task, Previous: h.previous, PreviousFolded: h.folded, Messages: h.summarized,
 			Instructions: p.req.Instructions, MaxTokens: summaryCap, AskTokens: p.req.Policy.SummaryMaxTokens, TrailMaxTokens: trailMax(trail),
-			ID: sumID, ExpandTool: tool, Count: p.req.CountText, Kept: p.keptWith(h)}
+			ID: sumID, Expand: via, Count: p.req.CountText, Kept: p.keptWith(h)}
 	}
 	trails := map[int]MeasuredTrail{} // the trail measured of each cut (at most 1 + maxTrailCuts)
 	if p.req.Trail != nil {
@@ -701,7 +703,12 @@ func (p *planner) summarize() error {
 		p.plan.SummaryFailed = err
 		return nil
 	}
-	if header := SummaryHeader(p.req.Round, sumID, tool); !strings.HasPrefix(text, header) {
+	if t, ok := trails[cut]; ok {
+		if more, tm, ok := p.spareToTrail(h, text, t, in); ok {
+			text, meta = more, foldedMeta(tm.Folded)
+		}
+	}
+	if header := SummaryHeader(p.req.Round, sumID, via); !strings.HasPrefix(text, header) {
 		// An LLM's summary has no header of its own.
 		text = header + text
 	}
@@ -838,9 +845,9 @@ func (p *planner) dropMiddle() {
 		return
 	}
 	phID := p.req.NewID(chat.KindPlaceholder)
-	how := expandCall(p.req.Policy.ExposeExpandTool, phID)
+	how := readOn(p.req.Policy.Expander(), phID, "them")
 	ph := chat.Message{ID: phID, Role: chat.RoleUser, Kind: chat.KindPlaceholder, Parts: []chat.Part{{Type: chat.PartText,
-		Text: fmt.Sprintf("[contextd dropped %d messages (%d tokens) here so the request fits the window. %s to read them.]", len(dropped), before, how)}}}
+		Text: fmt.Sprintf("[contextd dropped %d messages (%d tokens) here so the request fits the window. %s]", len(dropped), before, how)}}}
 	ph.Tokens = p.req.Count(&ph)
 	out := make([]chat.Message, 0, len(p.view))
 	placed := false

@@ -47,6 +47,14 @@ type Policy struct {
 	// and makes every placeholder and summary name the id to pass it
 	// (expandtool.go).
 	ExposeExpandTool bool
+	// NoExpandRPC: the model reading the view has no tool that calls
+	// ExpandMessage either, so without ExposeExpandTool placeholders and
+	// summaries name their id but tell it to call nothing (ExpandByNone).
+	// Not a client's option: the engine sets it for the sessions the
+	// gateway makes (their gateway label), whose model only has the tools
+	// its client sent; an API session keeps the ExpandMessage wording,
+	// which docs/api.md tells its runtime to offer as a tool.
+	NoExpandRPC bool
 	// KeepHumanTokens: human-authored user messages (chat.HumanAuthoredIn)
 	// stay verbatim through every tier, the newest first, within this many
 	// tokens; older ones beyond it are summarized (the summary's trail

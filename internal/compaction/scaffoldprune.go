@@ -44,10 +44,10 @@ func (p *planner) pruneScaffolding() {
 		}
 	}
 	sort.SliceStable(cands, func(a, b int) bool { return cands[a].tokens > cands[b].tokens })
-	tool := p.req.Policy.ExposeExpandTool
+	via := p.req.Policy.Expander()
 	note := func(m *chat.Message, tokens int64) string {
 		return "[contextd pruned a block of client context here (" + strconv.FormatInt(tokens, 10) +
-			" tokens) so the request fits the window. " + expandCall(tool, m.ID) + " to read it.]"
+			" tokens) so the request fits the window. " + readOn(via, m.ID, "it") + "]"
 	}
 	over := p.used() - p.req.Usable()
 	if over <= 0 || len(cands) == 0 {

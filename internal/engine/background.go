@@ -31,9 +31,10 @@ import (
 // summary replaces the same originals; what was appended after stays),
 // in the same transaction as its append, deleting the job: a result is
 // applied at most once, and only to the incarnation, view epoch, model,
-// policy, system prompt and tools it was planned for. A revert, clear,
-// compaction or edit moves the epoch; a model, policy, prompt or tools
-// change moves the fingerprint; a deleted session is not found.
+// policy, system prompt, tools and gateway label it was planned for. A
+// revert, clear, compaction or edit moves the epoch; a model, policy,
+// prompt, tools or gateway label change moves the fingerprint; a deleted
+// session is not found.
 //
 // While a job is preparing and the request fits below the emergency
 // threshold, PrepareContext does not wait for an LLM: it appends and says
@@ -129,12 +130,19 @@ func (e *Engine) backgroundOn(s *store.Session) bool {
 	return err == nil && isLLM
 }
 
-// fingerprint digests what a plan of s depends on besides its view.
+// fingerprint digests what a plan of s depends on besides its view. The
+// gateway label is in it (the wording of what the plan writes,
+// callsNoRPC) only when set, so an API session's fingerprint is the one it
+// had before the label counted.
 func fingerprint(s *store.Session) string {
 	pol, _ := store.EncodePolicy(s.Policy)
 	h := sha256.New()
-	for _, part := range []string{s.Model, pol, strconv.FormatInt(s.SystemTokens, 10), strconv.FormatInt(s.ToolsTokens, 10),
-		strconv.FormatInt(s.CreatedAt.UnixNano(), 10), strconv.Itoa(s.CompactionRound)} {
+	parts := []string{s.Model, pol, strconv.FormatInt(s.SystemTokens, 10), strconv.FormatInt(s.ToolsTokens, 10),
+		strconv.FormatInt(s.CreatedAt.UnixNano(), 10), strconv.Itoa(s.CompactionRound)}
+	if callsNoRPC(*s) {
+		parts = append(parts, GatewayLabel)
+	}
+	for _, part := range parts {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}

@@ -300,6 +300,15 @@ func TestBackgroundResultDiscarded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The gateway label decides the wording of what a plan writes
+	// (compaction.Policy.NoExpandRPC): a result planned without it tells
+	// the model to call ExpandMessage, which a gateway session's cannot.
+	changes["gateway label"] = func(t *testing.T, e *engine.Engine, id string) {
+		if _, err := e.UpdateSession(t.Context(), tenant, id, engine.SessionUpdate{Mask: []string{engine.FieldLabels},
+			Labels: map[string]string{engine.GatewayLabel: "openai-chat"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
 			backendStores(t, func(t *testing.T, st store.Store) {
@@ -339,6 +348,9 @@ func TestBackgroundResultDiscarded(t *testing.T) {
 				for _, m := range page.Messages {
 					if m.Kind == chat.KindSummary && strings.Contains(m.Parts[0].Text, stale) {
 						t.Errorf("the stale summary is in the view after %s", name)
+					}
+					if name == "gateway label" && m.Kind != chat.KindNormal && strings.Contains(wire([]chat.Message{m}), "ExpandMessage") {
+						t.Errorf("%s %s tells the gateway's model to call ExpandMessage", m.Kind, m.ID)
 					}
 				}
 			})

@@ -184,6 +184,7 @@ func (e *Engine) plan(ctx context.Context, snap snapshot, in CompactInput) (plan
 	if err != nil {
 		policy = compaction.Defaults(m.ContextWindow)
 	}
+	policy.NoExpandRPC = callsNoRPC(s)
 	target := policy.Target
 	if in.Target != nil {
 		target = *in.Target
@@ -744,7 +745,7 @@ func (e *Engine) CreateHandoff(ctx context.Context, tenant, id string, in Handof
 	if err != nil {
 		return Handoff{}, err
 	}
-	out := Handoff{Document: summarize.Handoff(view)}
+	out := Handoff{Document: summarize.Handoff(view, id)}
 	if !in.NewSession {
 		return out, nil
 	}

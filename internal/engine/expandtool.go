@@ -69,6 +69,19 @@ func ExpandTool() chat.Tool {
 	}
 }
 
+// GatewayLabel is the label key of the sessions the gateway makes
+// (gateway.SessionLabel). Their model has only the tools its client sent,
+// so it can call no ExpandMessage: their placeholders and summaries take
+// the wording compaction.ExpandByNone unless the policy exposes the tool.
+const GatewayLabel = "gateway"
+
+// callsNoRPC reports whether the model of session s has no tool that
+// calls ExpandMessage (compaction.Policy.NoExpandRPC): a gateway session.
+func callsNoRPC(s store.Session) bool {
+	_, ok := s.Labels[GatewayLabel]
+	return ok
+}
+
 // exposesExpandTool reports whether a stored policy turns the tool on.
 func exposesExpandTool(p compaction.Overrides) bool {
 	return p.ExposeExpandTool != nil && *p.ExposeExpandTool

@@ -369,14 +369,33 @@ func TestExpandToolCountedLikeAClientTool(t *testing.T) {
 	})
 }
 
-// Without the option, the wording is the ExpandMessage one and the
+// Without the option, the wording is the ExpandMessage one (a gateway
+// session's: the id alone, since its model can call no RPC) and the
 // prepared view adds no tool; every placeholder and summary still names an
 // id, so once the option is turned on the model expands each with the tool
 // (whose description says to pass the id either wording names).
 func TestExpandToolOffKeepsWording(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		named  string
+	}{
+		{"api", nil, `ExpandMessage with message id ([A-Za-z0-9_]+)`},
+		{"gateway", map[string]string{engine.GatewayLabel: "openai-chat"}, `[Ii]ts id is ([A-Za-z0-9_]+)`},
+	} {
+		t.Run(c.name, func(t *testing.T) { expandToolOffKeepsWording(t, c.labels, c.named) })
+	}
+}
+
+func expandToolOffKeepsWording(t *testing.T, labels map[string]string, named string) {
 	backends(t, func(t *testing.T, e *engine.Engine) {
 		ctx := t.Context()
 		v, _ := expandSession(t, e, tenant, "", compaction.Overrides{}, 8)
+		if labels != nil {
+			if _, err := e.UpdateSession(ctx, tenant, v.ID, engine.SessionUpdate{Mask: []string{engine.FieldLabels}, Labels: labels}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		low := 0.05
 		if c, err := e.Compact(ctx, tenant, v.ID, engine.CompactInput{Tier: compaction.TierSummarize, Target: &low}); err != nil || !c.Compacted {
 			t.Fatalf("summary: %+v, %v", c, err)
@@ -400,16 +419,16 @@ func TestExpandToolOffKeepsWording(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		named := regexp.MustCompile(`ExpandMessage with message id ([A-Za-z0-9_]+)`)
+		ided := regexp.MustCompile(named)
 		kinds := map[chat.Kind]int{}
 		for _, m := range page.Messages {
 			if m.Kind == chat.KindNormal {
 				continue
 			}
 			b, _ := json.Marshal(m.Parts)
-			id := named.FindStringSubmatch(string(b))
-			if strings.Contains(string(b), "contextd_expand") || id == nil {
-				t.Fatalf("%s %s names no id in the ExpandMessage wording: %s", m.Kind, m.ID, b)
+			id := ided.FindStringSubmatch(string(b))
+			if strings.Contains(string(b), "contextd_expand") || id == nil || labels != nil && strings.Contains(string(b), "ExpandMessage") {
+				t.Fatalf("%s %s names no id in the wording %q: %s", m.Kind, m.ID, named, b)
 			}
 			if m.Kind == chat.KindSummary && id[1] != m.ID {
 				t.Errorf("summary %s names %q", m.ID, id[1])

@@ -82,7 +82,9 @@ type Config struct {
 // SessionLabel is the label key of the sessions the gateway makes (its
 // value names the door); the retention run closes those idle for
 // CONTEXTD_GATEWAY_SESSION_TTL.
-const SessionLabel = "gateway"
+// Their placeholders name ids without telling the model to call
+// ExpandMessage, which it cannot (engine.GatewayLabel).
+const SessionLabel = engine.GatewayLabel
 
 // Default upstreams.
 const (

@@ -29,7 +29,14 @@ func withinCap(text string, in compaction.SummaryInput) string {
 		return text // asked for no more than the cap: max_tokens held it
 	}
 	count := countOrEstimate(in)
-	if count(text) <= in.MaxTokens {
+	return linesWithin(text, func(s string) bool { return count(s) <= in.MaxTokens })
+}
+
+// linesWithin is the longest prefix of text's whole lines that fits (text
+// itself when it does), less the headings left without their lines; ""
+// when none fits or only headings are left.
+func linesWithin(text string, fits func(string) bool) string {
+	if fits(text) {
 		return text
 	}
 	// The longest prefix of whole lines within the cap, found by bisection
@@ -42,9 +49,9 @@ func withinCap(text string, in compaction.SummaryInput) string {
 			ends = append(ends, i)
 		}
 	}
-	fits := func(k int) bool { return count(strings.TrimSpace(text[:ends[k]])) <= in.MaxTokens }
-	k := sort.Search(len(ends), func(k int) bool { return !fits(k) }) - 1
-	for k >= 0 && !fits(k) { // a count not monotone in the prefix (never seen)
+	prefix := func(k int) bool { return fits(strings.TrimSpace(text[:ends[k]])) }
+	k := sort.Search(len(ends), func(k int) bool { return !prefix(k) }) - 1
+	for k >= 0 && !prefix(k) { // a count not monotone in the prefix (never seen)
 		k--
 	}
 	if k < 0 {

@@ -11,8 +11,10 @@ import (
 // Handoff writes a hand-off document of a conversation for a fresh session
 // (or a human): CURRENT, DONE, IN_PROGRESS, NEXT, FILES and ISSUES, plus the
 // original task verbatim. It is extractive and deterministic, and reuses what
-// earlier summaries in the view recorded.
-func Handoff(view []chat.Message) string {
+// earlier summaries in the view recorded. session is the id of the session
+// it is written from, which its fold lines name (handoffList; "" names
+// none).
+func Handoff(view []chat.Message, session string) string {
 	task, latest := "", ""
 	var summaries []string
 	var rest []chat.Message
@@ -56,11 +58,8 @@ func Handoff(view []chat.Message) string {
 			break
 		}
 	}
-	files := sec[SecFiles]
-	done := dropLegacyFiles(sec[SecDone])
-	if len(done) > 30 {
-		done = done[len(done)-30:]
-	}
+	files := handoffList(sec[SecFiles], 0, true, session)
+	done := handoffList(dropLegacyFiles(sec[SecDone]), 30, false, session)
 
 	var b strings.Builder
 	b.WriteString("# Hand-off\n\nThis document carries a conversation over to a fresh context.\n")
@@ -68,19 +67,12 @@ func Handoff(view []chat.Message) string {
 	writeSection(&b, "CURRENT", []string{clip("Latest request: "+latest, 2000)}, false)
 	writeSection(&b, "DONE", done, true)
 	writeSection(&b, "IN_PROGRESS", []string{clip(inProgress, 1500)}, false)
-	writeSection(&b, "NEXT", sec[SecPending], true)
+	writeSection(&b, "NEXT", handoffList(sec[SecPending], 0, false, session), true)
 	writeSection(&b, "FILES", files, true)
-	writeSection(&b, "ISSUES", lastN(sec[SecErrors], 20), true)
+	writeSection(&b, "ISSUES", handoffList(sec[SecErrors], 20, false, session), true)
 	if d := sec[SecDecisions]; len(d) > 0 {
-		writeSection(&b, "DECISIONS", lastN(d, 20), true)
+		writeSection(&b, "DECISIONS", handoffList(d, 20, false, session), true)
 	}
 	fmt.Fprintf(&b, "\n(%d messages in the active view when this was written.)\n", len(view))
 	return b.String()
-}
-
-func lastN(items []string, n int) []string {
-	if len(items) > n {
-		return items[len(items)-n:]
-	}
-	return items
 }

@@ -80,7 +80,7 @@ func splitListFold(items []string) ([]string, listFold) {
 		n, ids, ok2 := strings.Cut(rest, listFoldN)
 		count, err := strconv.Atoi(n)
 		ids, ok3 := strings.CutPrefix(ids, listFoldIn)
-		if !ok || !ok2 || err != nil || count <= 0 || (!ok3 && ids != "") {
+		if !ok || !ok2 || err != nil || count <= 0 || (!ok3 && ids != "") || !foldIDs(ids) {
 			out = append(out, it)
 			continue
 		}
@@ -94,17 +94,56 @@ func splitListFold(items []string) ([]string, listFold) {
 	return out, f
 }
 
-// quoteFoldLike marks the entries of items that splitListFold would read
-// as a fold line (quotedEntry): only the summarizer writes fold lines, a
+// maxFoldIDBytes bounds one id a fold line names (contextd's are
+// sum_<round>_<n>).
+const maxFoldIDBytes = 64
+
+// foldIDs reports whether ids, what a fold line names after listFoldIn,
+// are ids: at most maxListFoldIDs, each of letters, digits, '_', '-' and
+// '.', at most maxFoldIDBytes. A line naming anything else (an LLM of an
+// earlier release wrote its summaries' fold lines, and text with spaces
+// or kilobytes of one word is no id) is an entry, not a fold
+// (TestFoldIDsAreIDs).
+func foldIDs(ids string) bool {
+	if ids == "" {
+		return true
+	}
+	list := strings.Split(ids, ", ")
+	if len(list) > maxListFoldIDs {
+		return false
+	}
+	for _, id := range list {
+		if id == "" || len(id) > maxFoldIDBytes || strings.IndexFunc(id, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.')
+		}) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// quoteFoldLike marks the entries of items that read as a fold line
+// (foldLike) with quotedEntry: only the summarizer writes fold lines, a
 // message's text (a tenant's tool output) never counts entries or names
 // ids in one.
 func quoteFoldLike(items []string) []string {
 	for i, it := range items {
-		if _, f := splitListFold([]string{it}); f.n > 0 {
+		if foldLike(it) {
 			items[i] = quotedEntry + it
 		}
 	}
 	return items
+}
+
+// foldLike reports whether an entry reads as a fold line: "folded: N
+// earlier entries", whatever follows (splitListFold reads only those
+// whose count and ids hold up; the others are still quoted, so that no
+// reader, a model included, takes them for one).
+func foldLike(item string) bool {
+	rest, ok := strings.CutPrefix(item, listFoldPrefix)
+	n, _, ok2 := strings.Cut(rest, listFoldN)
+	_, err := strconv.Atoi(n)
+	return ok && ok2 && err == nil
 }
 
 // foldLast is Files' paths (most recent first) before its fold line, if

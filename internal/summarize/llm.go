@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -168,21 +169,19 @@ func humanIn(in compaction.SummaryInput) []bool {
 // PinFacts makes sure an LLM summary kept what must survive: the latest
 // request a person wrote and the file paths written in the
 // summarized work and carried by the previous summary (most recent first,
-// within the files budget, as the extractive summary keeps them). Whatever
-// is missing is appended verbatim.
+// within the files budget, as the extractive summary keeps them), and the
+// fold lines of the lists the previous summary carried (llmfold.go).
+// Whatever is missing is appended verbatim, and the answer's last whole
+// lines make room for it within the summary's cap (pinRoom).
 func PinFacts(summary string, in compaction.SummaryInput) string {
-	var add []string
+	copied, folds := previousFolds(in.Previous)
+	answer := unfoldAnswer(summary, copied)
 	latest := ""
 	for i, human := range humanIn(in) {
 		if human {
 			latest = textOf(&in.Messages[i])
 		}
 	}
-	// The original task is not repeated: every tier keeps it in the view.
-	if latest != "" && latest != strings.TrimSpace(in.OriginalTask) && !strings.Contains(summary, latest) {
-		add = append(add, "## Latest user request (verbatim)\n"+latest)
-	}
-	var missing []string
 	// The previous summary may be an LLM's, which names files in its prose:
 	// they carry over too, after its Files section.
 	// Its trail is not prose (the new trail merges it), and a URL is no
@@ -194,18 +193,64 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 	files, _ := previousFiles(parseSections(in.Previous))
 	carried := append(append(files, pathRe.FindAllString(prose, maxFiles)...), trailFiles(in.Previous)...)
 	trail := trailOf(in)
-	inSummary, inTrail := heldPaths(summary), heldPaths(trail)
+	inTrail := heldPaths(trail)
 	kept, _ := fitPaths(recentPaths(in.Messages, carried), filesBudget(in.MaxTokens), countOrEstimate(in))
-	for _, f := range kept {
-		if !inSummary(f) && !inTrail(f) {
-			missing = append(missing, "- "+f)
+	pinned := func(summary string) string {
+		// The previous summary's fold lines go into the answer's sections
+		// before anything is added, never into a request pinned verbatim;
+		// Files' goes last in the Files pinned below where the answer has
+		// none.
+		folds, filesFold := folds, ""
+		if i := slices.IndexFunc(folds, func(f foldOf) bool { return f.sec == SecFiles }); i >= 0 && sectionAt(summary, SecFiles) < 0 {
+			filesFold = folds[i].line
+			folds = slices.Delete(slices.Clone(folds), i, i+1)
 		}
+		summary = placeFolds(summary, folds)
+		var add []string
+		// The original task is not repeated: every tier keeps it in the view.
+		if latest != "" && latest != strings.TrimSpace(in.OriginalTask) && !strings.Contains(summary, latest) {
+			add = append(add, "## Latest user request (verbatim)\n"+latest)
+		}
+		var missing []string
+		inSummary := heldPaths(summary)
+		for _, f := range kept {
+			if !inSummary(f) && !inTrail(f) {
+				missing = append(missing, "- "+f)
+			}
+		}
+		if filesFold != "" {
+			missing = append(missing, filesFold)
+		}
+		if len(missing) > 0 {
+			add = append(add, "## "+SecFiles+"\n"+strings.Join(missing, "\n"))
+		}
+		if len(add) > 0 {
+			summary += "\n\n" + strings.Join(add, "\n\n")
+		}
+		return summary
 	}
-	if len(missing) > 0 {
-		add = append(add, "## "+SecFiles+"\n"+strings.Join(missing, "\n"))
+	return withTrail(pinRoom(answer, pinned, in), trail)
+}
+
+// pinRoom is pinned(answer) (the answer with what PinFacts pins), with
+// the answer less its last whole lines while that is over the summary's
+// cap (withinCap held the answer alone to it): what is pinned takes its
+// room out of the answer, not beyond the cap the planner left the summary
+// (the view's bound counts it, TestSummaryOvershootIsBounded): at a cap
+// of 200, an answer of 195 tokens and five carried fold lines took 297
+// (TestLLMSummaryFoldLinesStayWithinCap), and the paths pinned up to half
+// the cap more. Where what is pinned alone is over the cap (a long latest
+// request, a summary_max_tokens far under 800) the answer is left whole,
+// over it, as the extractive summary's floor is. O(log lines) pinnings
+// (more only where a shorter answer pins more: it held the request).
+func pinRoom(answer string, pinned func(string) string, in compaction.SummaryInput) string {
+	count := countOrEstimate(in)
+	fits := func(s string) bool { return count(strings.TrimSpace(pinned(s))) <= in.MaxTokens }
+	if fits(answer) {
+		return pinned(answer)
 	}
-	if len(add) > 0 {
-		summary += "\n\n" + strings.Join(add, "\n\n")
+	if within := linesWithin(answer, fits); within != "" {
+		return pinned(within)
 	}
-	return withTrail(summary, trail)
+	return pinned(answer)
 }

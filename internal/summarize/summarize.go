@@ -157,7 +157,7 @@ func extract(in compaction.SummaryInput, calls bool, trail string) string {
 	}
 	doc := func(stateChars int) string {
 		var b strings.Builder
-		b.WriteString(compaction.SummaryHeader(in.Round, in.ID, in.ExpandTool))
+		b.WriteString(compaction.SummaryHeader(in.Round, in.ID, in.Expand))
 		writeSection(&b, SecTask, []string{taskInView}, false)
 		// A section with nothing in it is left out (its "(none)" was
 		// re-sent in every request until the next compaction).

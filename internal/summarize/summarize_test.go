@@ -64,7 +64,7 @@ func TestHandoff(t *testing.T) {
 			view[i].Kind = chat.KindNormal
 		}
 	}
-	doc := summarize.Handoff(view)
+	doc := summarize.Handoff(view, "")
 	for _, want := range []string{"## ORIGINAL TASK\nFix the parser bug.", "## CURRENT", "## DONE", "## IN_PROGRESS", "## NEXT",
 		"update the docs", "## FILES", "- src/parser.py", "## ISSUES", "AssertionError"} {
 		if !strings.Contains(doc, want) {
@@ -86,7 +86,7 @@ func TestHandoffNamesWhatAPersonWrote(t *testing.T) {
 		{Role: chat.RoleAssistant, Kind: chat.KindNormal, Parts: []chat.Part{{Type: chat.PartText, Text: "```bash\ngrep -n parse src/parser.py\n```"}}},
 		user("<returncode>0</returncode>\n<output>\n12:def parse(s):\n</output>"),
 	}
-	doc := summarize.Handoff(view)
+	doc := summarize.Handoff(view, "")
 	if !strings.Contains(doc, "## CURRENT\nLatest request: Also keep the old API working.") {
 		t.Errorf("want the person's request as CURRENT, not the observation:\n%s", doc)
 	}
@@ -340,5 +340,64 @@ func TestExtractiveLeavesOutEmptySections(t *testing.T) {
 	in.Instructions = "keep the listing"
 	if got, _ := (summarize.Extractive{}).Summarize(t.Context(), in); !strings.Contains(got, "## "+summarize.SecFocus+"\n- instructions: keep the listing") {
 		t.Errorf("the summary lacks its focus:\n%s", got)
+	}
+}
+
+// TestHandoffFoldsNameTheirSession: a hand-off carries its session's
+// lists to a new session, whose expand tool reads its own messages only
+// and whose own rounds write ids of the same shape: a fold line there
+// names the session its ids are in, and what the document leaves out of a
+// list (ISSUES keeps the last 20) is counted in it, not dropped silently.
+// Before, `- folded: 12 earlier entries, in sum_4_1` named, in the new
+// session, nothing or its own round 4's summary, and the 21st oldest
+// issue was gone uncounted.
+func TestHandoffFoldsNameTheirSession(t *testing.T) {
+	var errs strings.Builder
+	for i := range 25 {
+		fmt.Fprintf(&errs, "- ValueError: bad value %d\n", i)
+	}
+	prev := "[contextd summary, round 4.]\n\n## Original task\n(kept)\n\n## Decisions\n- folded: 12 earlier entries, in sum_4_1, sum_2_1\n- use the new parser\n\n" +
+		"## Errors and resolutions\n" + errs.String() + "\n## Files\n- src/a.py\n- folded: 3 earlier entries, in sum_4_1\n"
+	view := []chat.Message{
+		{ID: "msg_1", Role: chat.RoleUser, Kind: chat.KindNormal, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the parser bug."}}},
+		{ID: "sum_4_1", Role: chat.RoleUser, Kind: chat.KindSummary, Parts: []chat.Part{{Type: chat.PartText, Text: prev}}},
+	}
+	doc := summarize.Handoff(view, "s_old")
+	for _, want := range []string{
+		"## DECISIONS\n- folded: 12 earlier entries, in sum_4_1, sum_2_1 of session s_old\n- use the new parser\n",
+		"## ISSUES\n- folded: 5 earlier entries, in session s_old\n- ValueError: bad value 5\n",
+		"- src/a.py\n- folded: 3 earlier entries, in sum_4_1 of session s_old\n",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("hand-off lacks %q:\n%s", want, doc)
+		}
+	}
+	if strings.Contains(doc, "bad value 4\n") {
+		t.Errorf("the hand-off keeps more than 20 issues:\n%s", doc)
+	}
+}
+
+// TestHandoffCountsWhatItLeavesOutApart: where a hand-off's list both
+// carries a fold of its session's summaries and leaves out entries of its
+// own (ISSUES keeps the last 20), the two are counted apart: the ids lead
+// to what the summaries folded, and what the document left out is in the
+// session's view (the latest summary's text), which no id of the fold
+// names. Before, one line counted both under the summaries' ids: the 5
+// issues the document left out were not behind sum_2_1.
+func TestHandoffCountsWhatItLeavesOutApart(t *testing.T) {
+	var errs strings.Builder
+	errs.WriteString("- folded: 7 earlier entries, in sum_2_1\n")
+	for i := range 25 {
+		fmt.Fprintf(&errs, "- ValueError: bad value %d\n", i)
+	}
+	prev := "[contextd summary, round 4.]\n\n## Original task\n(kept)\n\n## Errors and resolutions\n" + errs.String()
+	view := []chat.Message{
+		{ID: "msg_1", Role: chat.RoleUser, Kind: chat.KindNormal, Parts: []chat.Part{{Type: chat.PartText, Text: "Fix the parser bug."}}},
+		{ID: "sum_4_1", Role: chat.RoleUser, Kind: chat.KindSummary, Parts: []chat.Part{{Type: chat.PartText, Text: prev}}},
+	}
+	doc := summarize.Handoff(view, "s_old")
+	want := "## ISSUES\n- folded: 7 earlier entries, in sum_2_1 of session s_old\n- folded: 5 earlier entries, in session s_old\n- ValueError: bad value 5\n"
+	if !strings.Contains(doc, want) {
+		t.Errorf("hand-off lacks %q:\n%s", want, doc)
 	}
 }

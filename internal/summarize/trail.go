@@ -31,6 +31,18 @@ const SecTrail = "Trail"
 // trailHeader is the section's title line and the sentence under it.
 const trailHeader = "\n## " + SecTrail + "\n(exact, from the original messages; a command's exit status shows when it printed one other than 0; expand an id to read one)\n"
 
+// trailHeaderNamed is trailHeader for a model that can call nothing.
+const trailHeaderNamed = "\n## " + SecTrail + "\n(exact, from the original messages; a command's exit status shows when it printed one other than 0; each names its message's id)\n"
+
+// trailHeaderOf is trailHeader in the wording e: a model that can call
+// nothing to expand (compaction.ExpandByNone) is not told to.
+func trailHeaderOf(e compaction.Expander) string {
+	if e == compaction.ExpandByNone {
+		return trailHeaderNamed
+	}
+	return trailHeader
+}
+
 // Tags of trail lines.
 const (
 	tagRead    = "read"
@@ -82,6 +94,10 @@ type trailLine struct {
 	// idDense: read back from the dense form of a command that wrote
 	// files, which keeps its message id (denseTextOf): it has its facts.
 	idDense bool
+	// restored: placed again from the lines the previous summary folded
+	// (SummaryInput.PreviousFolded): its id is its own, since the previous
+	// summary's text only counts it (denseGroup).
+	restored bool
 }
 
 func (l trailLine) render() string {
@@ -417,7 +433,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 	if len(lines) == 0 && folded == 0 {
 		return "", nil, again
 	}
-	header := count(trailHeader)
+	header := count(trailHeaderOf(in.Expand))
 	// Each line's cost whole and dense, and each group's whole (groups:
 	// the leader's index of each line; a group costs less than its lines
 	// alone). A line read back from a dense form has no facts: it is
@@ -446,10 +462,10 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 			}
 		}
 	}
-	headCost := map[string]int{} // by denseKind
+	headCost := map[string]int{} // by denseGroup
 	for _, l := range lines {
-		if _, ok := headCost[denseKind(l)]; !ok {
-			headCost[denseKind(l)] = count(denseHead(denseKind(l), in.ID))
+		if g, kind, id := denseGroup(l, in.ID); headCost[g] == 0 {
+			headCost[g] = count(denseHead(kind, id))
 		}
 	}
 	kept := make([]bool, len(lines))  // shown whole
@@ -457,7 +473,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 	used := 0
 	render := func(line string) string {
 		var b strings.Builder
-		b.WriteString(trailHeader)
+		b.WriteString(trailHeaderOf(in.Expand))
 		b.WriteString(line)
 		b.WriteString(renderDense(lines, dense, in.ID))
 		for i := range lines {
@@ -517,13 +533,14 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 					continue
 				}
 				c := denseCosts[i] + 1
-				if !headUsed[denseKind(lines[i])] {
-					c += headCost[denseKind(lines[i])]
+				g, _, _ := denseGroup(lines[i], in.ID)
+				if !headUsed[g] {
+					c += headCost[g]
 				}
 				if used+c <= room {
 					used += c
 					dense[i] = true
-					headUsed[denseKind(lines[i])] = true
+					headUsed[g] = true
 				}
 			}
 		}
@@ -674,19 +691,7 @@ func foldLine(in compaction.SummaryInput, n int, ids []string) string {
 	} else {
 		from = " other lines"
 	}
-	return "- " + tagFolded + ": " + strconv.Itoa(n) + from + ". " + expandSentence(in) + " to read what they came from.\n"
-}
-
-// expandSentence says how to read what summary in.ID stands for, in the
-// wording of its header.
-func expandSentence(in compaction.SummaryInput) string {
-	h := compaction.SummaryHeader(in.Round, in.ID, in.ExpandTool)
-	i := strings.Index(h, "; c")
-	if i < 0 {
-		return "Expand " + in.ID
-	}
-	s := "C" + h[i+3:]
-	return strings.TrimSuffix(strings.TrimSuffix(s, "\n"), " to read them.]")
+	return "- " + tagFolded + ": " + strconv.Itoa(n) + from + ". " + compaction.ReadOn(in.Expand, in.ID, "what they came from") + "\n"
 }
 
 // MeasureTrail is the trail of a summary of in, the tokens it takes and the

@@ -62,26 +62,45 @@ func denseText(line string) (string, bool) {
 	return line, true
 }
 
+// denseGroup is the head a dense line of a summary with id is listed
+// under: its key, its kind (denseKind) and the id the head names. That is
+// the summary's own id (its originals hold the previous summary, whose
+// trail showed the line), except for a line placed again from what the
+// previous summary folded (restored): the previous summary's text only
+// counts it, so the head names the line's own id, which leads to it in
+// one expand (a message's, or the summary whose originals showed it).
+// Named by the summary's id, such a line was two expands away once it
+// folded again (TestRestoredDenseLinesNameTheirOwnID).
+func denseGroup(l trailLine, id string) (key, kind, head string) {
+	kind, head = denseKind(l), id
+	if own := l.idOf(); l.restored && messageID(own) {
+		head = own
+	}
+	return kind + "\x00" + head, kind, head
+}
+
 // renderDense renders the lines marked dense: one head line per kind
-// (denseKind), in the order of each kind's first dense line, and under it
-// that kind's texts, oldest first.
+// and id (denseGroup), in the order of each group's first dense line, and
+// under it that group's texts, oldest first.
 func renderDense(lines []trailLine, dense []bool, id string) string {
-	var tags []string
+	var keys []string
+	heads := map[string]string{}
 	texts := map[string][]string{}
 	for i, l := range lines {
 		if !dense[i] {
 			continue
 		}
-		k := denseKind(l)
+		k, kind, head := denseGroup(l, id)
 		if _, ok := texts[k]; !ok {
-			tags = append(tags, k)
+			keys = append(keys, k)
+			heads[k] = denseHead(kind, head)
 		}
 		texts[k] = append(texts[k], denseTextOf(l))
 	}
 	var b strings.Builder
-	for _, tag := range tags {
-		b.WriteString(denseHead(tag, id))
-		for _, t := range texts[tag] {
+	for _, k := range keys {
+		b.WriteString(heads[k])
+		for _, t := range texts[k] {
 			b.WriteString(denseItem(t))
 		}
 	}

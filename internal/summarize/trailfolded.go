@@ -32,7 +32,11 @@ func restoreFolded(folded string, prev []trailLine, count int) ([]trailLine, int
 	counted, again, _ := strings.Cut(folded, againHeading)
 	hidden, _, _ := parseTrail("\n## " + SecTrail + "\n" + counted)
 	shown, _, _ := parseTrail("\n## " + SecTrail + "\n" + again)
-	return append(append(shown, hidden...), prev...), max(0, count-len(hidden))
+	restored := append(shown, hidden...)
+	for i := range restored {
+		restored[i].restored = true
+	}
+	return append(restored, prev...), max(0, count-len(hidden))
 }
 
 // foldedLines renders, whole and one a line, the lines of a trail that its

@@ -2,6 +2,7 @@ package summarize_test
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,23 +19,7 @@ import (
 // summary had only the fold line's count: what one squeeze folded was
 // never shown again.
 func TestSqueezedTrailComesBack(t *testing.T) {
-	var msgs []chat.Message
-	for i := range 40 {
-		id, res := fmt.Sprintf("msg_%d", 2*i+2), fmt.Sprintf("msg_%d", 2*i+3)
-		msgs = append(msgs, trailCall(id, "Bash", fmt.Sprintf(`{"command":"grep -n pattern%d src/module%d/file.py"}`, i, i)), trailResult(res, id, "no match"))
-	}
-	squeezed := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 200, TrailMaxTokens: 150, Count: trailCount, Messages: msgs}
-	m1 := summarize.MeasureTrail(squeezed)
-	if !strings.Contains(m1.Text, "- folded: ") || m1.Folded == "" || !m1.Folds || strings.Contains(m1.Text, m1.Folded) {
-		t.Fatalf("the squeezed trail folds nothing or shows what it folded:\n%s\nfolded:\n%s", m1.Text, m1.Folded)
-	}
-	squeezed.Trail = &m1.Text
-	s1, err := summarize.Extractive{}.Summarize(t.Context(), squeezed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, TrailMaxTokens: 4000, Count: trailCount, Previous: s1, PreviousFolded: m1.Folded,
-		Messages: []chat.Message{trailCall("msg_90", "Bash", `{"command":"make lint"}`), trailResult("msg_91", "msg_90", "ok")}}
+	_, next := squeezedThenRoom(t)
 	m2 := summarize.MeasureTrail(next)
 	for i := range 40 {
 		if cmd := fmt.Sprintf("grep -n pattern%d src/module%d/file.py", i, i); !strings.Contains(m2.Text, cmd+"\n") && !strings.Contains(m2.Text, cmd+" — ") {
@@ -149,4 +134,70 @@ func TestFoldedLinesAreBounded(t *testing.T) {
 	if len(m.Folded) > compaction.MaxFoldedBytes || !strings.Contains(m.Folded, "pattern399") || strings.Contains(m.Folded, "pattern000") {
 		t.Errorf("%d bytes kept beside the summary (at most %d, the newest first):\n%.300s", len(m.Folded), compaction.MaxFoldedBytes, m.Folded)
 	}
+}
+
+// TestRestoredDenseLinesNameTheirOwnID: a line placed again from what the
+// previous summary folded (PreviousFolded) and shown dense is listed under
+// a head that names its own id (the message it came from), not the new
+// summary's: the new summary's originals hold the previous summary, whose
+// text only counted it. Named by the new summary's id, such a line was two
+// expands away once a later trail folded it again (make bench-recall at
+// 8k: 9 probes "lost", beyond one expand). A line the previous summary's
+// text showed is still listed under the new summary's id.
+func TestRestoredDenseLinesNameTheirOwnID(t *testing.T) {
+	s1, next := squeezedThenRoom(t)
+	m2 := summarize.MeasureTrail(next)
+	head, dense := "", 0
+	for line := range strings.SplitSeq(m2.Text, "\n") {
+		if strings.HasPrefix(line, "- ") {
+			head = line
+			continue
+		}
+		cmd, ok := strings.CutPrefix(line, "grep -n pattern")
+		if !ok {
+			continue
+		}
+		dense++
+		n, _, _ := strings.Cut(cmd, " ")
+		i, err := strconv.Atoi(n)
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		inText, call := strings.Contains(s1, line+"\n"), fmt.Sprintf("msg_%d", 2*i+2)
+		switch {
+		case inText && !strings.Contains(head, "(behind sum_2_1)"):
+			t.Errorf("%q, shown by the previous summary's text, is under %q; want the new summary's id", line, head)
+		case !inText && !strings.Contains(head, "(behind "+call+")"):
+			t.Errorf("%q, placed again from what the previous summary folded, is under %q; want its own id %s", line, head, call)
+		}
+	}
+	if dense == 0 {
+		t.Fatalf("no command is shown dense; the case was meant to show them so:\n%s", m2.Text)
+	}
+}
+
+// squeezedThenRoom is a first summary of 40 commands whose trail, squeezed
+// to 150 tokens, folds most of them (its text), and
+// the input of the next summary, with room for them all and what the first
+// folded.
+func squeezedThenRoom(t *testing.T) (string, compaction.SummaryInput) {
+	t.Helper()
+	var msgs []chat.Message
+	for i := range 40 {
+		id, res := fmt.Sprintf("msg_%d", 2*i+2), fmt.Sprintf("msg_%d", 2*i+3)
+		msgs = append(msgs, trailCall(id, "Bash", fmt.Sprintf(`{"command":"grep -n pattern%d src/module%d/file.py"}`, i, i)), trailResult(res, id, "no match"))
+	}
+	squeezed := compaction.SummaryInput{Round: 1, ID: "sum_1_1", MaxTokens: 200, TrailMaxTokens: 150, Count: trailCount, Messages: msgs}
+	m1 := summarize.MeasureTrail(squeezed)
+	if !strings.Contains(m1.Text, "- folded: ") || m1.Folded == "" || !m1.Folds || strings.Contains(m1.Text, m1.Folded) {
+		t.Fatalf("the squeezed trail folds nothing or shows what it folded:\n%s\nfolded:\n%s", m1.Text, m1.Folded)
+	}
+	squeezed.Trail = &m1.Text
+	s1, err := summarize.Extractive{}.Summarize(t.Context(), squeezed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := compaction.SummaryInput{Round: 2, ID: "sum_2_1", MaxTokens: 800, TrailMaxTokens: 4000, Count: trailCount, Previous: s1, PreviousFolded: m1.Folded,
+		Messages: []chat.Message{trailCall("msg_90", "Bash", `{"command":"make lint"}`), trailResult("msg_91", "msg_90", "ok")}}
+	return s1, next
 }

@@ -15,7 +15,7 @@ import (
 // protected from pruning, and the request was refused for good (400,
 // "request cannot fit the context window", the result named as the
 // largest message): every later call carries it. Now the result keeps its
-// head and tail around a placeholder that says how to read the rest, the
+// head and tail around a placeholder that names the rest's id, the
 // request goes upstream within the window, and the next round too.
 func TestToolOutputLargerThanTheWindow(t *testing.T) {
 	s := start(t, nil)
@@ -51,12 +51,13 @@ func TestToolOutputLargerThanTheWindow(t *testing.T) {
 			t.Errorf("round %d: no placeholder says how to read the rest", round)
 		}
 		// The id the placeholder names expands to the output, byte for
-		// byte (the original is kept).
-		const how = "Call ExpandMessage with message id "
-		if i := strings.Index(sent, how); i < 0 {
-			t.Errorf("round %d: the placeholder names no id to expand", round)
+		// byte (the original is kept). It tells the model, which cannot
+		// call ExpandMessage, to call nothing (issue 29).
+		const how = "Its id is "
+		if i := strings.Index(sent, how); i < 0 || strings.Contains(sent, "ExpandMessage") {
+			t.Errorf("round %d: the placeholder names no id, or tells to call ExpandMessage", round)
 		} else {
-			id, _, _ := strings.Cut(sent[i+len(how):], " ")
+			id, _, _ := strings.Cut(sent[i+len(how):], ";")
 			var x struct {
 				Message struct {
 					Parts []struct {
