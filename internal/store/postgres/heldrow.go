@@ -243,8 +243,13 @@ type heldTrack struct {
 	// usedHeld: the lock was the held row's guard; fn may be run again.
 	usedHeld bool
 	// guarded: guard names the last of the guards queued with the lock
-	// (the held row's, or the tool calls' guess alone: knowncalls.go).
+	// (the held row's).
 	guarded bool
+	// unknownAt is the place in the pipe's queue of the last guard of a
+	// ToolCalls guess (knowncalls.go) while unknownQueued and it is queued
+	// (not sent before sends reached unknownSends).
+	unknownAt, unknownSends int
+	unknownQueued           bool
 	// guard is the guard's place in the pipe's queue while it is queued
 	// (pipe.queued[guard], not sent before sends reached guardSends).
 	guard, guardSends int
@@ -388,12 +393,23 @@ func (h *heldTrack) gone(k heldKey) {
 // from a stale row (a refusal, a decision) is not the call's. What they
 // answer is recorded (guardFailed, heads.failed), and inTx alone makes it
 // the transaction's error.
+//
+// So is a ToolCalls guess's guard still queued (knowncalls.go), with what
+// was queued before it (the writes after the lock, rolled back with the
+// transaction): a refusal computed on the guess is not the call's either.
 func (t *txn) failedOnHeld(ctx context.Context) {
 	h := &t.track
-	if !h.guarded || t.tx.sends != h.guardSends {
-		return // sent: answered already
+	last := -1 // the last statement to send; sent ones were answered already
+	if h.guarded && t.tx.sends == h.guardSends {
+		last = h.guard
 	}
-	t.tx.queued = t.tx.queued[:h.guard+1]
+	if h.unknownQueued && t.tx.sends == h.unknownSends {
+		last = max(last, h.unknownAt)
+	}
+	if last < 0 {
+		return
+	}
+	t.tx.queued = t.tx.queued[:last+1]
 	if br, err := t.tx.send(ctx, ""); err == nil {
 		br.Close() //nolint:errcheck // the guards' checks record what they answered
 	}

@@ -20,9 +20,10 @@ import (
 // guard fails the transaction, which runs again without the guess
 // (errHeldStale, inTx: t.noHeld), reading the ids as before. A refusal fn
 // computed on the guess (an id taken for unknown) has the guard answered
-// first when nothing was queued after the lock's guards (failedOnHeld),
-// so its description is the stored rows'. docs/performance.md, the ninth
-// pass.
+// first, with whatever was queued before it (failedOnHeld: a read since
+// the lock, or writes queued after it, leave it still queued), so the
+// refusal answered is the stored rows' (TestToolCallsGuessRefusalChecked).
+// docs/performance.md, the ninth pass.
 const unknownCallsGuard = `SELECT 1 / (NOT EXISTS (SELECT 1 FROM tool_calls
 	WHERE tenant = $1 AND session_id = $2 AND call_id = ANY($3::text[])))::int`
 
@@ -50,14 +51,10 @@ func (t *txn) guessToolCalls(ctx context.Context, tenant, id string, ids []strin
 	if len(rest) == 0 {
 		return out, true
 	}
-	// Right after the lock's guards (or alone, the lock read already):
-	// answered with them when fn fails.
-	pending := h.usedHeld && t.tx.sends == h.guardSends && len(t.tx.queued)-1 == h.guard ||
-		!h.usedHeld && len(t.tx.queued) == 0
+	// Answered before fn's error is, when fn fails with it still queued
+	// (failedOnHeld), whatever was queued before it.
 	t.tx.queueAside(unknownCallsGuard, t.callsGuess, tenant, id, rest)
-	if pending {
-		h.guard, h.guardSends, h.guarded = len(t.tx.queued)-1, t.tx.sends, true
-	}
+	h.unknownAt, h.unknownSends, h.unknownQueued = len(t.tx.queued)-1, t.tx.sends, true
 	return out, true
 }
 
