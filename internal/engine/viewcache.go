@@ -38,7 +38,10 @@ func WithViewCacheBytes(n int64) Option { return func(e *Engine) { e.views = new
 // process extended by its own commits (appended) is served whole only at
 // that write, and a newer version extends only the part of it read from
 // the database (sure), never the part only this process wrote
-// (TestViewCacheLostCommit). The cache is bounded by an estimate of the
+// (TestViewCacheLostCommit), and only while the sure part's last message
+// is still stored: a read may have shown a commit the server then lost
+// (TestViewCacheLostCommitRead; docs/performance.md, the ninth pass, says
+// what this does not cover). The cache is bounded by an estimate of the
 // bytes it holds, least recently used out first.
 type viewCache struct {
 	mu    sync.Mutex
@@ -234,18 +237,37 @@ func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, [
 			return ent.msgs, ent.ords, s, nil
 		case ent != nil && ent.sure > 0 && ent.sureVersion <= s.Version && ent.stamp == stampOf(&s) &&
 			ent.ords[ent.sure-1] <= s.ViewSeq:
+			// Read from the sure part's last message on: a read may
+			// have shown a commit the server then lost (synchronous
+			// commit off: visible before its WAL is flushed), whose
+			// ordinals another replica then wrote with other messages.
+			// Within an epoch the view only grows at its end, and a
+			// server loses its last commits, so the sure part is stored
+			// while its last message is (its id and write time).
 			n := ent.sure
-			tail, tailOrds, row, err := e.tailAndRow(ctx, s.Tenant, s.ID, ent.ords[n-1])
+			var prev int64
+			if n > 1 {
+				prev = ent.ords[n-2]
+			}
+			tail, tailOrds, row, err := e.tailAndRow(ctx, s.Tenant, s.ID, prev)
 			if err != nil {
 				return nil, nil, s, err
 			}
+			if len(tail) == 0 || tailOrds[0] != ent.ords[n-1] || !sameStored(&tail[0], &ent.msgs[n-1]) {
+				// Not the stored view's: read it whole.
+				if msgs, ords, err = e.activeAfter(ctx, s.Tenant, s.ID, 0); err != nil {
+					return nil, nil, s, err
+				}
+				bytes = messagesBytes(msgs)
+				break
+			}
 			confirm = row
-			msgs = append(ent.msgs[:n:n], tail...)
-			ords = append(ent.ords[:n:n], tailOrds...)
+			msgs = append(ent.msgs[:n-1:n-1], tail...)
+			ords = append(ent.ords[:n-1:n-1], tailOrds...)
 			if n < len(ent.msgs) {
 				bytes = messagesBytes(msgs)
-			} else if bytes = ent.bytes + messagesBytes(tail); ent.answer.Load() > 0 {
-				answer = ent.answer.Load() + int64(answerBytes(tail)) // the prefix is not sized again
+			} else if bytes = ent.bytes + messagesBytes(tail[1:]); ent.answer.Load() > 0 {
+				answer = ent.answer.Load() + int64(answerBytes(tail[1:])) // the prefix is not sized again
 			}
 		default:
 			var err error
@@ -277,6 +299,12 @@ func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, [
 		}
 		s = now
 	}
+}
+
+// sameStored reports whether two reads of a stored message are of the
+// same write: its id (its log position) and its write time.
+func sameStored(a, b *chat.Message) bool {
+	return a.ID == b.ID && a.CreatedAt.Equal(b.CreatedAt)
 }
 
 // viewOrds returns the ordinals 1..n of a view just rewritten.

@@ -48,54 +48,16 @@ func TestViewCacheLostCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		if _, err := db.Exec(ctx, sql, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
 	appendOn := func(e *engine.Engine, text string) {
 		t.Helper()
 		if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg(text)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// lost runs A's append and then has the server lose it: the session's
-	// row, messages and view as they were before it.
+	// lost runs A's append and then has the server lose it.
 	lost := func(text string) {
 		t.Helper()
-		for _, table := range []string{"sessions", "messages", "view_entries"} {
-			exec(fmt.Sprintf(`DROP TABLE IF EXISTS saved_%s`, table))
-			where := "session_id"
-			if table == "sessions" {
-				where = "id"
-			}
-			exec(fmt.Sprintf(`CREATE TABLE saved_%s AS SELECT * FROM %s WHERE tenant = $1 AND %s = $2`, table, table, where), tenant, v.ID)
-		}
-		appendOn(a, text)
-		var cols []string
-		rows, err := db.Query(ctx, `SELECT column_name FROM information_schema.columns WHERE table_name = 'sessions'
-			AND table_schema = current_schema() ORDER BY ordinal_position`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var c string
-			if err := rows.Scan(&c); err != nil {
-				t.Fatal(err)
-			}
-			cols = append(cols, c)
-		}
-		if rows.Err() != nil {
-			t.Fatal(rows.Err())
-		}
-		list := strings.Join(cols, ", ")
-		exec(`DELETE FROM view_entries WHERE tenant = $1 AND session_id = $2`, tenant, v.ID)
-		exec(`DELETE FROM messages WHERE tenant = $1 AND session_id = $2`, tenant, v.ID)
-		exec(fmt.Sprintf(`UPDATE sessions SET (%s) = (SELECT %s FROM saved_sessions) WHERE tenant = $1 AND id = $2`, list, list), tenant, v.ID)
-		exec(`INSERT INTO messages SELECT * FROM saved_messages`)
-		exec(`INSERT INTO view_entries SELECT * FROM saved_view_entries`)
-		time.Sleep(time.Millisecond) // another replica's clock moved on
+		loseCommit(t, db, v.ID, func() { appendOn(a, text) }, nil)
 	}
 	check := func(what string) {
 		t.Helper()
@@ -123,4 +85,58 @@ func TestViewCacheLostCommit(t *testing.T) {
 	appendOn(b, "B's instead again")
 	appendOn(b, "and one more") // past A's cached version
 	check("past the version A cached")
+}
+
+// loseCommit runs write and then has the server lose what it committed
+// (a resendable transaction, synchronous_commit off, and a crash or a
+// failover): the session's row, messages, view and cache-hints row as
+// they were before it. between runs after write, before the loss (a read
+// that saw the commit the server then lost).
+func loseCommit(t *testing.T, db *pgx.Conn, id string, write, between func()) {
+	t.Helper()
+	ctx := t.Context()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tables := []string{"sessions", "messages", "view_entries", "prepared_views"}
+	for _, table := range tables {
+		exec(fmt.Sprintf(`DROP TABLE IF EXISTS saved_%s`, table))
+		where := "session_id"
+		if table == "sessions" {
+			where = "id"
+		}
+		exec(fmt.Sprintf(`CREATE TABLE saved_%s AS SELECT * FROM %s WHERE tenant = $1 AND %s = $2`, table, table, where), tenant, id)
+	}
+	write()
+	if between != nil {
+		between()
+	}
+	var cols []string
+	rows, err := db.Query(ctx, `SELECT column_name FROM information_schema.columns WHERE table_name = 'sessions'
+		AND table_schema = current_schema() ORDER BY ordinal_position`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		cols = append(cols, c)
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	list := strings.Join(cols, ", ")
+	exec(`DELETE FROM prepared_views WHERE tenant = $1 AND session_id = $2`, tenant, id)
+	exec(`DELETE FROM view_entries WHERE tenant = $1 AND session_id = $2`, tenant, id)
+	exec(`DELETE FROM messages WHERE tenant = $1 AND session_id = $2`, tenant, id)
+	exec(fmt.Sprintf(`UPDATE sessions SET (%s) = (SELECT %s FROM saved_sessions) WHERE tenant = $1 AND id = $2`, list, list), tenant, id)
+	exec(`INSERT INTO messages SELECT * FROM saved_messages`)
+	exec(`INSERT INTO view_entries SELECT * FROM saved_view_entries`)
+	exec(`INSERT INTO prepared_views SELECT * FROM saved_prepared_views`)
+	time.Sleep(time.Millisecond) // another replica's clock moved on
 }

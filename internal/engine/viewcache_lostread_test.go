@@ -1,0 +1,76 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/compaction"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/pgtest"
+	"github.com/contextd/contextd/internal/store/postgres"
+)
+
+// TestViewCacheLostCommitRead: what a read showed is not sure either
+// under synchronous_commit off — a commit is visible before its WAL is
+// flushed, so replica A may read replica C's append that the server then
+// loses; replica B's appends from the row before it then leave the stored
+// session at that version (or past it) with other messages. A answers the
+// stored view, not the one it read. Fails with the part of an entry a
+// read showed extended without checking that its last message is still
+// stored: A answers C's lost message, at the version it read and past it.
+func TestViewCacheLostCommitRead(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.URL(t)
+	models, encodings := testModels(t)
+	open := func() (*engine.Engine, *postgres.Store) {
+		s, err := postgres.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return engine.New(encodings, models, s), s
+	}
+	a, _ := open()
+	b, st := open()
+	c, _ := open()
+	db, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	off := false
+	v, err := c.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4o", Policy: compaction.Overrides{AutoCompact: &off}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendOn := func(e *engine.Engine, text string) {
+		t.Helper()
+		if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg(text)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(what string) {
+		t.Helper()
+		stored, _, err := st.ActiveMessages(ctx, tenant, v.ID, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameMessages(t, what+": A's PrepareContext", res.Messages, stored)
+	}
+	appendOn(c, "Fix the bug.")
+	check("before")
+	loseCommit(t, db, v.ID, func() { appendOn(c, "lost on C") }, func() { check("C's commit read") })
+	appendOn(b, "B's instead") // B's write of the version A read
+	check("at the version A read")
+	loseCommit(t, db, v.ID, func() { appendOn(c, "lost on C again") }, func() { check("C's commit read again") })
+	appendOn(b, "B's instead again")
+	appendOn(b, "and one more") // past the version A read
+	check("past the version A read")
+}
