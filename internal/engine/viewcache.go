@@ -161,6 +161,18 @@ func (c *viewCache) putSure(s *store.Session, msgs []chat.Message, ords []int64,
 	return e
 }
 
+// drop removes the session's entry.
+func (c *viewCache) drop(tenant, id string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byKey[viewKey{tenant, id}]; ok {
+		c.remove(el)
+	}
+}
+
 func (c *viewCache) remove(el *list.Element) {
 	e := c.lru.Remove(el).(*viewEntry)
 	delete(c.byKey, e.key)

@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -10,6 +12,7 @@ import (
 	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/pgtest"
+	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/postgres"
 )
 
@@ -73,4 +76,82 @@ func TestViewCacheLostCommitRead(t *testing.T) {
 	appendOn(b, "B's instead again")
 	appendOn(b, "and one more") // past the version A read
 	check("past the version A read")
+}
+
+// TestClientEditsLostCommitRead: RecordClientEdits takes the cached view
+// at the version the client names, which a read showed — a commit the
+// server then lost, whose version another replica wrote again. The client
+// sends the stored messages unchanged: nothing is an edit. Fails with the
+// edits planned on the cached view committed on the version alone: A
+// records the stored message as an edit of its lost one.
+func TestClientEditsLostCommitRead(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.URL(t)
+	models, encodings := testModels(t)
+	open := func() (*engine.Engine, *postgres.Store) {
+		s, err := postgres.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return engine.New(encodings, models, s), s
+	}
+	a, _ := open()
+	b, st := open()
+	c, _ := open()
+	db, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	off := false
+	v, err := c.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4o", Policy: compaction.Overrides{AutoCompact: &off}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendOn := func(e *engine.Engine, text string) {
+		t.Helper()
+		if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg(text)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendOn(c, "Fix the bug in the parser, please; it fails on empty input.")
+	loseCommit(t, db, v.ID, func() { appendOn(c, "lost on C: a message the client never had, long enough to be an edit") }, func() {
+		if _, err := a.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{}); err != nil { // A reads it
+			t.Fatal(err)
+		}
+	})
+	appendOn(b, "B's instead: the message the client has, and sends back unchanged")
+	stored, _, err := st.ActiveMessages(ctx, tenant, v.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := st.GetSession(ctx, tenant, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]chat.Message{}
+	for _, m := range stored {
+		byID[m.ID] = m
+	}
+	// The client's version of a message it changed: none of the stored.
+	client := func(m *chat.Message) (chat.Message, bool) {
+		c, ok := byID[m.ID]
+		return c, ok && !reflect.DeepEqual(c.Parts, m.Parts)
+	}
+	for attempt := 1; ; attempt++ {
+		res, err := a.RecordClientEdits(ctx, tenant, v.ID, engine.ClientEditInput{Client: client, Expected: row.Version, Created: row.CreatedAt})
+		if errors.Is(err, store.ErrVersionConflict) && attempt == 1 {
+			continue // the caller matches again
+		}
+		if err != nil || res.Edited != 0 {
+			t.Fatalf("the stored messages sent unchanged: %d edited, %v; want nothing edited", res.Edited, err)
+		}
+		break
+	}
+	after, _, err := st.ActiveMessages(ctx, tenant, v.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMessages(t, "the view after", after, stored)
 }
