@@ -25,57 +25,14 @@ import (
 // entry a read showed is extended). Fails with the cache checked by the
 // version alone: A answers its lost message.
 func TestViewCacheLostCommit(t *testing.T) {
-	ctx := t.Context()
-	url := pgtest.URL(t)
-	models, encodings := testModels(t)
-	open := func() (*engine.Engine, *postgres.Store) {
-		s, err := postgres.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return engine.New(encodings, models, s), s
-	}
-	a, _ := open()
-	b, st := open()
-	db, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close(context.Background()) })
-	off := false
-	v, err := a.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4o", Policy: compaction.Overrides{AutoCompact: &off}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendOn := func(e *engine.Engine, text string) {
-		t.Helper()
-		if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg(text)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r := newLostCommitReplicas(t, 2)
+	a, b, db, v, appendOn := r.engines[0], r.engines[1], r.db, r.session, r.appendOn
 	// lost runs A's append and then has the server lose it.
 	lost := func(text string) {
 		t.Helper()
 		loseCommit(t, db, v.ID, func() { appendOn(a, text) }, nil)
 	}
-	check := func(what string) {
-		t.Helper()
-		stored, _, err := st.ActiveMessages(ctx, tenant, v.ID, 0, 1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := a.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameMessages(t, what+": A's PrepareContext", res.Messages, stored)
-		page, err := a.GetMessages(ctx, tenant, v.ID, engine.ViewActive, engine.Page{Size: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameMessages(t, what+": A's GetMessages", page.Messages, stored)
-	}
+	check := func(what string) { t.Helper(); r.check(a, what) }
 	appendOn(a, "Fix the bug.")
 	check("before")
 	lost("lost on A")
@@ -139,4 +96,72 @@ func loseCommit(t *testing.T, db *pgx.Conn, id string, write, between func()) {
 	exec(`INSERT INTO view_entries SELECT * FROM saved_view_entries`)
 	exec(`INSERT INTO prepared_views SELECT * FROM saved_prepared_views`)
 	time.Sleep(time.Millisecond) // another replica's clock moved on
+}
+
+// lostCommitReplicas are n engines (replicas) on one PostgreSQL, a
+// connection to it to lose commits with (loseCommit), and a session
+// without auto-compaction that the first made.
+type lostCommitReplicas struct {
+	t       *testing.T
+	engines []*engine.Engine
+	store   *postgres.Store // the last engine's
+	db      *pgx.Conn
+	session engine.SessionView
+}
+
+func newLostCommitReplicas(t *testing.T, n int) *lostCommitReplicas {
+	t.Helper()
+	ctx := t.Context()
+	url := pgtest.URL(t)
+	models, encodings := testModels(t)
+	r := &lostCommitReplicas{t: t}
+	for range n {
+		s, err := postgres.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		r.engines, r.store = append(r.engines, engine.New(encodings, models, s)), s
+	}
+	db, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	r.db = db
+	off := false
+	if r.session, err = r.engines[0].CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4o", Policy: compaction.Overrides{AutoCompact: &off}}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// appendOn appends a user message on e.
+func (r *lostCommitReplicas) appendOn(e *engine.Engine, text string) {
+	r.t.Helper()
+	if _, err := e.AppendMessages(r.t.Context(), tenant, r.session.ID, engine.AppendInput{Messages: []chat.Message{userMsg(text)}}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// check fails unless e's PrepareContext and GetMessages answer the stored
+// view.
+func (r *lostCommitReplicas) check(e *engine.Engine, what string) {
+	t := r.t
+	t.Helper()
+	ctx := t.Context()
+	stored, _, err := r.store.ActiveMessages(ctx, tenant, r.session.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.PrepareContext(ctx, tenant, r.session.ID, engine.PrepareInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMessages(t, what+": PrepareContext", res.Messages, stored)
+	page, err := e.GetMessages(ctx, tenant, r.session.ID, engine.ViewActive, engine.Page{Size: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMessages(t, what+": GetMessages", page.Messages, stored)
 }

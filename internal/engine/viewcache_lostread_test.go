@@ -1,19 +1,13 @@
 package engine_test
 
 import (
-	"context"
 	"errors"
 	"reflect"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/contextd/contextd/internal/chat"
-	"github.com/contextd/contextd/internal/compaction"
 	"github.com/contextd/contextd/internal/engine"
-	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/store"
-	"github.com/contextd/contextd/internal/store/postgres"
 )
 
 // TestViewCacheLostCommitRead: what a read showed is not sure either
@@ -23,57 +17,26 @@ import (
 // session at that version (or past it) with other messages. A answers the
 // stored view, not the one it read. Fails with the part of an entry a
 // read showed extended without checking that its last message is still
-// stored: A answers C's lost message, at the version it read and past it.
+// stored (or with only that message read again): A answers C's lost
+// message, at the version it read and past it.
 func TestViewCacheLostCommitRead(t *testing.T) {
-	ctx := t.Context()
-	url := pgtest.URL(t)
-	models, encodings := testModels(t)
-	open := func() (*engine.Engine, *postgres.Store) {
-		s, err := postgres.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return engine.New(encodings, models, s), s
-	}
-	a, _ := open()
-	b, st := open()
-	c, _ := open()
-	db, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close(context.Background()) })
-	off := false
-	v, err := c.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4o", Policy: compaction.Overrides{AutoCompact: &off}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendOn := func(e *engine.Engine, text string) {
-		t.Helper()
-		if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg(text)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	check := func(what string) {
-		t.Helper()
-		stored, _, err := st.ActiveMessages(ctx, tenant, v.ID, 0, 1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := a.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameMessages(t, what+": A's PrepareContext", res.Messages, stored)
+	r := newLostCommitReplicas(t, 3)
+	a, b, c, db, v, appendOn := r.engines[0], r.engines[1], r.engines[2], r.db, r.session, r.appendOn
+	check := func(what string) { t.Helper(); r.check(a, what) }
+	// C's two appends are lost: the entry's last message and the one
+	// before it are not the stored ones.
+	lostTwo := func(text string) func() {
+		return func() { appendOn(c, text); appendOn(c, text+", and more") }
 	}
 	appendOn(c, "Fix the bug.")
 	check("before")
-	loseCommit(t, db, v.ID, func() { appendOn(c, "lost on C") }, func() { check("C's commit read") })
-	appendOn(b, "B's instead") // B's write of the version A read
+	loseCommit(t, db, v.ID, lostTwo("lost on C"), func() { check("C's commits read") })
+	appendOn(b, "B's instead")
+	appendOn(b, "B's instead, and more") // B's write of the version A read
 	check("at the version A read")
-	loseCommit(t, db, v.ID, func() { appendOn(c, "lost on C again") }, func() { check("C's commit read again") })
+	loseCommit(t, db, v.ID, lostTwo("lost on C again"), func() { check("C's commits read again") })
 	appendOn(b, "B's instead again")
+	appendOn(b, "B's instead again, and more")
 	appendOn(b, "and one more") // past the version A read
 	check("past the version A read")
 }
@@ -86,35 +49,8 @@ func TestViewCacheLostCommitRead(t *testing.T) {
 // records the stored message as an edit of its lost one.
 func TestClientEditsLostCommitRead(t *testing.T) {
 	ctx := t.Context()
-	url := pgtest.URL(t)
-	models, encodings := testModels(t)
-	open := func() (*engine.Engine, *postgres.Store) {
-		s, err := postgres.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return engine.New(encodings, models, s), s
-	}
-	a, _ := open()
-	b, st := open()
-	c, _ := open()
-	db, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close(context.Background()) })
-	off := false
-	v, err := c.CreateSession(ctx, tenant, engine.NewSession{Model: "gpt-4o", Policy: compaction.Overrides{AutoCompact: &off}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendOn := func(e *engine.Engine, text string) {
-		t.Helper()
-		if _, err := e.AppendMessages(ctx, tenant, v.ID, engine.AppendInput{Messages: []chat.Message{userMsg(text)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r := newLostCommitReplicas(t, 3)
+	a, b, c, st, db, v, appendOn := r.engines[0], r.engines[1], r.engines[2], r.store, r.db, r.session, r.appendOn
 	appendOn(c, "Fix the bug in the parser, please; it fails on empty input.")
 	loseCommit(t, db, v.ID, func() { appendOn(c, "lost on C: a message the client never had, long enough to be an edit") }, func() {
 		if _, err := a.PrepareContext(ctx, tenant, v.ID, engine.PrepareInput{}); err != nil { // A reads it
