@@ -406,7 +406,7 @@ func (t *txn) failedOnHeld(ctx context.Context) {
 	if h.unknownQueued && t.tx.sends == h.unknownSends {
 		last = max(last, h.unknownAt)
 	}
-	if last < 0 {
+	if last < 0 || last >= len(t.tx.queued) {
 		return
 	}
 	t.tx.queued = t.tx.queued[:last+1]
