@@ -240,10 +240,8 @@ type heldTrack struct {
 	// touched are the sessions whose rows the transaction wrote otherwise
 	// (another session, an insert, a delete): forgotten when it commits.
 	touched []heldKey
-	// usedHeld: the lock was the held row's guard; fn may be run again.
-	usedHeld bool
-	// guarded: guard names the last of the guards queued with the lock
-	// (the held row's).
+	// guarded: the lock was the held row's guard (fn may be run again);
+	// guard names the last of the guards queued with it.
 	guarded bool
 	// unknownAt is the place in the pipe's queue of the last guard of a
 	// ToolCalls guess (knowncalls.go) while unknownQueued and it is queued
@@ -305,7 +303,7 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 	t.held = heldTools{tenant: tenant, id: id, tools: tools, digested: true} // every held row's were written digested
 	t.track.lockedAt(k, slices.Clone(r.calls), true)
 	t.track.hints = r.hints // held rows are not changed: shared
-	t.track.usedHeld, t.track.guarded = true, true
+	t.track.guarded = true
 	return s, true
 }
 
