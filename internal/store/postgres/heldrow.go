@@ -33,8 +33,10 @@ import (
 // DeleteSession, purge), so the version pins the open calls too.
 // docs/performance.md, the seventh pass.
 
-// errHeldStale is the guard's failure: the row is no longer at the held
-// version (inTx runs fn again without the held row).
+// errHeldStale is a guess's guard's failure: the row is no longer at the
+// held version, or an id the transaction took for one the session never
+// used has a row (the tool calls' guess, knowncalls.go); runTx runs fn
+// again without the held row or the guess.
 var errHeldStale = errors.New("the session's held row is stale")
 
 // heldGuard locks the session's row at the version and incarnation held,
@@ -434,7 +436,7 @@ func (t *txn) committed() {
 }
 
 // runTx runs fn in a pipelined transaction (inTx), and once more without
-// the held row when the held row's guard failed.
+// the held row and the tool calls' guess when either's guard failed.
 func runTx(ctx context.Context, s *Store, fn func(context.Context, store.Tx) error) error {
 	err := inTx(ctx, s.pool, &s.rows, false, fn)
 	if errors.Is(err, errHeldStale) {
