@@ -276,10 +276,12 @@ func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, [
 			confirm = row
 			msgs = append(ent.msgs[:n-1:n-1], tail...)
 			ords = append(ent.ords[:n-1:n-1], tailOrds...)
-			if n < len(ent.msgs) {
-				bytes = messagesBytes(msgs)
-			} else if bytes = ent.bytes + messagesBytes(tail[1:]); ent.answer.Load() > 0 {
-				answer = ent.answer.Load() + int64(answerBytes(tail[1:])) // the prefix is not sized again
+			// The prefix is not sized again: the entry's sizes less
+			// what followed its sure part, plus what follows now.
+			gone := ent.msgs[n:]
+			bytes = ent.bytes - messagesBytes(gone) + messagesBytes(tail[1:])
+			if a := ent.answer.Load(); a > 0 {
+				answer = a - int64(answerBytes(gone)) + int64(answerBytes(tail[1:]))
 			}
 		default:
 			var err error
@@ -295,7 +297,7 @@ func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, [
 		} else if now, err = e.readSession(ctx, s.Tenant, s.ID); err != nil {
 			return nil, nil, s, err
 		}
-		if now.Version == s.Version {
+		if sameWrite(&now, &s) {
 			if int64(len(msgs)) == s.ActiveCount {
 				if longer := e.views.put(&s, msgs, ords, bytes); longer != nil && answer > 0 {
 					longer.answer.CompareAndSwap(0, answer)
