@@ -337,6 +337,10 @@ func lastOrd(ords []int64) int64 {
 	return ords[len(ords)-1]
 }
 
+// viewPage is how many of the active view's messages a read of it asks
+// for at once (tailAndRow, activeAfter).
+const viewPage = 1000
+
 // tailAndRow reads the active view after an ordinal and then the
 // session's row (nil when the view took more than a page: then not
 // read), in one round trip on a store that reads both at once
@@ -347,11 +351,11 @@ func (e *Engine) tailAndRow(ctx context.Context, tenant, id string, after int64)
 		msgs, ords, err := e.activeAfter(ctx, tenant, id, after)
 		return msgs, ords, nil, err
 	}
-	msgs, ords, row, err := r.ActiveMessagesAndSession(ctx, tenant, id, after, 1000)
+	msgs, ords, row, err := r.ActiveMessagesAndSession(ctx, tenant, id, after, viewPage)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, nil, fmt.Errorf("session %q: %w", id, store.ErrNotFound)
 	}
-	if err != nil || len(msgs) < 1000 {
+	if err != nil || len(msgs) < viewPage {
 		return msgs, ords, &row, err
 	}
 	more, moreOrds, err := e.activeAfter(ctx, tenant, id, ords[len(ords)-1])
@@ -363,12 +367,12 @@ func (e *Engine) activeAfter(ctx context.Context, tenant, id string, after int64
 	var out []chat.Message
 	var outOrds []int64
 	for {
-		page, ords, err := e.store.ActiveMessages(ctx, tenant, id, after, 1000)
+		page, ords, err := e.store.ActiveMessages(ctx, tenant, id, after, viewPage)
 		if err != nil {
 			return nil, nil, err
 		}
 		out, outOrds = append(out, page...), append(outOrds, ords...)
-		if len(page) < 1000 {
+		if len(page) < viewPage {
 			return out, outOrds, nil
 		}
 		after = ords[len(ords)-1]
