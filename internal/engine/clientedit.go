@@ -226,7 +226,7 @@ func (e *Engine) commitClientView(ctx context.Context, tenant, id string, expect
 		if err != nil {
 			return err
 		}
-		if !s.UpdatedAt.Truncate(time.Microsecond).Equal(written) {
+		if !writeOf(&s).Equal(written) {
 			// A read showed a commit the server then lost, whose
 			// version another replica wrote again: the cached view is
 			// not the stored one.
@@ -314,7 +314,7 @@ func (e *Engine) viewAt(ctx context.Context, tenant, id string, expected int64, 
 	if err == nil {
 		err = checkVersion(id, s.Version, &expected)
 	}
-	return view, &s, s.UpdatedAt.Truncate(time.Microsecond), err
+	return view, &s, writeOf(&s), err
 }
 
 func abs(n int) int {

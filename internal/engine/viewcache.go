@@ -93,13 +93,19 @@ func stampOf(s *store.Session) viewStamp {
 // are of the same write: the version and its UpdatedAt, to the
 // microsecond (timestamptz keeps microseconds).
 func sameWrite(a, b *store.Session) bool {
-	return a.Version == b.Version && a.UpdatedAt.Truncate(time.Microsecond).Equal(b.UpdatedAt.Truncate(time.Microsecond))
+	return a.Version == b.Version && writeOf(a).Equal(writeOf(b))
+}
+
+// writeOf is the write time of s as stored (to the microsecond), which
+// with its version names its write.
+func writeOf(s *store.Session) time.Time {
+	return s.UpdatedAt.Truncate(time.Microsecond)
 }
 
 // at reports whether the entry holds the view of s: its version, write
 // and stamp.
 func (v *viewEntry) at(s *store.Session) bool {
-	return v.version == s.Version && v.updated.Equal(s.UpdatedAt.Truncate(time.Microsecond)) && v.stamp == stampOf(s)
+	return v.version == s.Version && v.updated.Equal(writeOf(s)) && v.stamp == stampOf(s)
 }
 
 func newViewCache(maxBytes int64) *viewCache {
@@ -151,7 +157,7 @@ func (c *viewCache) putSure(s *store.Session, msgs []chat.Message, ords []int64,
 		}
 		c.remove(el)
 	}
-	e := &viewEntry{key: key, stamp: stampOf(s), version: s.Version, updated: s.UpdatedAt.Truncate(time.Microsecond),
+	e := &viewEntry{key: key, stamp: stampOf(s), version: s.Version, updated: writeOf(s),
 		sure: sure, sureVersion: sureVersion, msgs: msgs, ords: ords, bytes: bytes}
 	c.byKey[key] = c.lru.PushFront(e)
 	c.used += bytes
