@@ -226,7 +226,7 @@ func (e *Engine) commitClientView(ctx context.Context, tenant, id string, expect
 		if err != nil {
 			return err
 		}
-		if !s.UpdatedAt.Truncate(time.Microsecond).Equal(written) {
+		if !writeOf(&s).Equal(written) {
 			// A read showed a commit the server then lost, whose
 			// version another replica wrote again: the cached view is
 			// not the stored one.
@@ -296,11 +296,11 @@ func editMoves(s *store.Session, p *editPlan) {
 // the write of that version the view is of (UpdatedAt, to the
 // microsecond), which the caller's commit checks.
 func (e *Engine) viewAt(ctx context.Context, tenant, id string, expected int64, created time.Time) ([]chat.Message, *store.Session, time.Time, error) {
-	// Only a view a read showed: expected names a version, not its write
-	// (viewcache.go); a read may show a commit the server then loses, so
-	// the write is checked with the commit (commitClientView).
-	if ent := e.views.get(tenant, id); ent != nil && ent.version == expected && ent.stamp.created.Equal(created) &&
-		ent.sure == len(ent.msgs) && ent.sureVersion == expected {
+	// Any entry at that version: expected names a version, not its write
+	// (viewcache.go), and a commit the server lost may have had its
+	// version written again by another replica, so the entry's write is
+	// checked against the locked row with the commit (commitClientView).
+	if ent := e.views.get(tenant, id); ent != nil && ent.version == expected && ent.stamp.created.Equal(created) {
 		return ent.msgs, nil, ent.updated, nil
 	}
 	s, err := e.readSession(ctx, tenant, id)
@@ -314,7 +314,7 @@ func (e *Engine) viewAt(ctx context.Context, tenant, id string, expected int64, 
 	if err == nil {
 		err = checkVersion(id, s.Version, &expected)
 	}
-	return view, &s, s.UpdatedAt.Truncate(time.Microsecond), err
+	return view, &s, writeOf(&s), err
 }
 
 func abs(n int) int {

@@ -93,13 +93,19 @@ func stampOf(s *store.Session) viewStamp {
 // are of the same write: the version and its UpdatedAt, to the
 // microsecond (timestamptz keeps microseconds).
 func sameWrite(a, b *store.Session) bool {
-	return a.Version == b.Version && a.UpdatedAt.Truncate(time.Microsecond).Equal(b.UpdatedAt.Truncate(time.Microsecond))
+	return a.Version == b.Version && writeOf(a).Equal(writeOf(b))
+}
+
+// writeOf is the write time of s as stored (to the microsecond), which
+// with its version names its write.
+func writeOf(s *store.Session) time.Time {
+	return s.UpdatedAt.Truncate(time.Microsecond)
 }
 
 // at reports whether the entry holds the view of s: its version, write
 // and stamp.
 func (v *viewEntry) at(s *store.Session) bool {
-	return v.version == s.Version && v.updated.Equal(s.UpdatedAt.Truncate(time.Microsecond)) && v.stamp == stampOf(s)
+	return v.version == s.Version && v.updated.Equal(writeOf(s)) && v.stamp == stampOf(s)
 }
 
 func newViewCache(maxBytes int64) *viewCache {
@@ -151,7 +157,7 @@ func (c *viewCache) putSure(s *store.Session, msgs []chat.Message, ords []int64,
 		}
 		c.remove(el)
 	}
-	e := &viewEntry{key: key, stamp: stampOf(s), version: s.Version, updated: s.UpdatedAt.Truncate(time.Microsecond),
+	e := &viewEntry{key: key, stamp: stampOf(s), version: s.Version, updated: writeOf(s),
 		sure: sure, sureVersion: sureVersion, msgs: msgs, ords: ords, bytes: bytes}
 	c.byKey[key] = c.lru.PushFront(e)
 	c.used += bytes
@@ -276,10 +282,12 @@ func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, [
 			confirm = row
 			msgs = append(ent.msgs[:n-1:n-1], tail...)
 			ords = append(ent.ords[:n-1:n-1], tailOrds...)
-			if n < len(ent.msgs) {
-				bytes = messagesBytes(msgs)
-			} else if bytes = ent.bytes + messagesBytes(tail[1:]); ent.answer.Load() > 0 {
-				answer = ent.answer.Load() + int64(answerBytes(tail[1:])) // the prefix is not sized again
+			// The prefix is not sized again: the entry's sizes less
+			// what followed its sure part, plus what follows now.
+			gone := ent.msgs[n:]
+			bytes = ent.bytes - messagesBytes(gone) + messagesBytes(tail[1:])
+			if a := ent.answer.Load(); a > 0 {
+				answer = a - int64(answerBytes(gone)) + int64(answerBytes(tail[1:]))
 			}
 		default:
 			var err error
@@ -295,7 +303,7 @@ func (e *Engine) viewOf(ctx context.Context, s store.Session) ([]chat.Message, [
 		} else if now, err = e.readSession(ctx, s.Tenant, s.ID); err != nil {
 			return nil, nil, s, err
 		}
-		if now.Version == s.Version {
+		if sameWrite(&now, &s) {
 			if int64(len(msgs)) == s.ActiveCount {
 				if longer := e.views.put(&s, msgs, ords, bytes); longer != nil && answer > 0 {
 					longer.answer.CompareAndSwap(0, answer)
@@ -335,6 +343,10 @@ func lastOrd(ords []int64) int64 {
 	return ords[len(ords)-1]
 }
 
+// viewPage is how many of the active view's messages a read of it asks
+// for at once (tailAndRow, activeAfter).
+const viewPage = 1000
+
 // tailAndRow reads the active view after an ordinal and then the
 // session's row (nil when the view took more than a page: then not
 // read), in one round trip on a store that reads both at once
@@ -345,11 +357,11 @@ func (e *Engine) tailAndRow(ctx context.Context, tenant, id string, after int64)
 		msgs, ords, err := e.activeAfter(ctx, tenant, id, after)
 		return msgs, ords, nil, err
 	}
-	msgs, ords, row, err := r.ActiveMessagesAndSession(ctx, tenant, id, after, 1000)
+	msgs, ords, row, err := r.ActiveMessagesAndSession(ctx, tenant, id, after, viewPage)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, nil, fmt.Errorf("session %q: %w", id, store.ErrNotFound)
 	}
-	if err != nil || len(msgs) < 1000 {
+	if err != nil || len(msgs) < viewPage {
 		return msgs, ords, &row, err
 	}
 	more, moreOrds, err := e.activeAfter(ctx, tenant, id, ords[len(ords)-1])
@@ -361,12 +373,12 @@ func (e *Engine) activeAfter(ctx context.Context, tenant, id string, after int64
 	var out []chat.Message
 	var outOrds []int64
 	for {
-		page, ords, err := e.store.ActiveMessages(ctx, tenant, id, after, 1000)
+		page, ords, err := e.store.ActiveMessages(ctx, tenant, id, after, viewPage)
 		if err != nil {
 			return nil, nil, err
 		}
 		out, outOrds = append(out, page...), append(outOrds, ords...)
-		if len(page) < 1000 {
+		if len(page) < viewPage {
 			return out, outOrds, nil
 		}
 		after = ords[len(ords)-1]

@@ -13,20 +13,20 @@ import (
 // (logcache.go), instead of the history index. The request's history must
 // hold that head among its last chains; the index is then read only for
 // the chains after it (the request's new messages: usually one, which no
-// session holds), since a session holding more of the request would be
-// the longer prefix (when that session is this one, grown on another replica,
-// it is matched on the row read with the index); and the session is confirmed as usual (its row, one
-// indexed read, and its log's identities, nothing read when the log did
-// not grow). The index's read and the row's go in one round trip where
-// the store can (Engine.HistoryAndRow), after the session was found not
-// busy (a wait for its recording on this replica comes before both); or,
-// when this replica's store holds the row its recording committed
-// (heldRow), no read: the index's lookup then goes with PrepareContext's
-// lock, which gives up, writing nothing, when a longer session exists
-// (prepare matches again by the whole lookup).
-// Whatever does not hold — another replica moved the session, a longer
-// session exists, the session is busy or gone — falls back to the whole
-// lookup.
+// session holds), since a session holding more of the request would be the
+// longer prefix (when that session is this one, grown on another replica,
+// it is matched on the row read with the index); and the session is
+// confirmed as usual (its row, one indexed read, and its log's identities,
+// nothing read when the log did not grow). The index's read and the row's
+// go in one round trip where the store can (Engine.HistoryAndRow), after
+// the session was found not busy (a wait for its recording on this replica
+// comes before both); or, when this replica's store holds the row its
+// recording committed (heldRow), no read: the index's lookup then goes
+// with PrepareContext's lock, which gives up, writing nothing, when a
+// longer session exists (prepare matches again by the whole lookup).
+// Whatever does not hold — another replica moved the session other than by
+// growing it, a longer session exists, the session is busy or gone — falls
+// back to the whole lookup.
 
 // identifyServed joins the request to the session this replica last saw
 // its history's head in; ok false to look it up in the index.

@@ -79,7 +79,7 @@ func (g *Gateway) pickOf(ctx context.Context, tenant string, m *logMatch, c *con
 	if m.s.LogCount < int64(n) {
 		return nil, nil
 	}
-	tail, err := g.cfg.Engine.LogTail(ctx, tenant, m.s.ID, m.s.LogCount-int64(n), n)
+	tail, err := g.cfg.Engine.LogTailOf(ctx, m.s, m.s.LogCount-int64(n), n) // m.s: the row the match read
 	if err != nil || len(tail) != n {
 		return nil, err
 	}

@@ -124,10 +124,7 @@ func (s *server) growingChat() func(i int) {
 
 // growingChatOn is growingChat with its i-th request sent to pick(i).
 func growingChatOn(pick func(int) *server) func(i int) {
-	history := []any{map[string]any{"role": "system", "content": "You are a coding agent."}}
-	for i := range 40 {
-		history = append(history, map[string]any{"role": []string{"user", "assistant"}[i%2], "content": fmt.Sprintf("message %d", i)})
-	}
+	history := seedHistory()
 	return func(i int) {
 		s := pick(i)
 		s.t.Helper()
@@ -142,14 +139,21 @@ func growingChatOn(pick func(int) *server) func(i int) {
 	}
 }
 
-// growingToolChatOn is growingChatOn as an agent's rounds: an even step's
-// request ends with a user message and its reply is a tool call; an odd
-// step's request carries that call and its result, and its reply is text.
-func growingToolChatOn(pick func(int) *server) func(i int) {
+// seedHistory is the 40 messages after a system prompt a growing chat
+// starts from.
+func seedHistory() []any {
 	history := []any{map[string]any{"role": "system", "content": "You are a coding agent."}}
 	for i := range 40 {
 		history = append(history, map[string]any{"role": []string{"user", "assistant"}[i%2], "content": fmt.Sprintf("message %d", i)})
 	}
+	return history
+}
+
+// growingToolChatOn is growingChatOn as an agent's rounds: an even step's
+// request ends with a user message and its reply is a tool call; an odd
+// step's request carries that call and its result, and its reply is text.
+func growingToolChatOn(pick func(int) *server) func(i int) {
+	history := seedHistory()
 	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "ls",
 		"parameters": map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}}}}}
 	return func(i int) {

@@ -33,8 +33,10 @@ import (
 // DeleteSession, purge), so the version pins the open calls too.
 // docs/performance.md, the seventh pass.
 
-// errHeldStale is the guard's failure: the row is no longer at the held
-// version (inTx runs fn again without the held row).
+// errHeldStale is a guess's guard's failure: the row is no longer at the
+// held version, or an id the transaction took for one the session never
+// used has a row (the tool calls' guess, knowncalls.go); runTx runs fn
+// again without the held row or the guess.
 var errHeldStale = errors.New("the session's held row is stale")
 
 // heldGuard locks the session's row at the version and incarnation held,
@@ -240,10 +242,8 @@ type heldTrack struct {
 	// touched are the sessions whose rows the transaction wrote otherwise
 	// (another session, an insert, a delete): forgotten when it commits.
 	touched []heldKey
-	// usedHeld: the lock was the held row's guard; fn may be run again.
-	usedHeld bool
-	// guarded: guard names the last of the guards queued with the lock
-	// (the held row's).
+	// guarded: the lock was the held row's guard (fn may be run again);
+	// guard names the last of the guards queued with it.
 	guarded bool
 	// unknownAt is the place in the pipe's queue of the last guard of a
 	// ToolCalls guess (knowncalls.go) while unknownQueued and it is queued
@@ -305,7 +305,7 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 	t.held = heldTools{tenant: tenant, id: id, tools: tools, digested: true} // every held row's were written digested
 	t.track.lockedAt(k, slices.Clone(r.calls), true)
 	t.track.hints = r.hints // held rows are not changed: shared
-	t.track.usedHeld, t.track.guarded = true, true
+	t.track.guarded = true
 	return s, true
 }
 
@@ -436,7 +436,7 @@ func (t *txn) committed() {
 }
 
 // runTx runs fn in a pipelined transaction (inTx), and once more without
-// the held row when the held row's guard failed.
+// the held row and the tool calls' guess when either's guard failed.
 func runTx(ctx context.Context, s *Store, fn func(context.Context, store.Tx) error) error {
 	err := inTx(ctx, s.pool, &s.rows, false, fn)
 	if errors.Is(err, errHeldStale) {

@@ -18,7 +18,9 @@ import (
 // usage reports): the guess's guard is answered before the error is, and
 // fn runs again on the ids as read (errAnswered, not errUnknown). Fails
 // with the guard answered only when it was queued right after the lock's
-// guards: errUnknown, the guess's refusal, is the answer.
+// guards: errUnknown, the guess's refusal, is the answer. The held row
+// stays held (the guess failed, not the row): fails with inTx forgetting
+// it on the guess's failure.
 func TestToolCallsGuessRefusalChecked(t *testing.T) {
 	s, err := postgres.Open(t.Context(), pgtest.URL(t))
 	if err != nil {
@@ -61,6 +63,10 @@ func TestToolCallsGuessRefusalChecked(t *testing.T) {
 			if !errors.Is(err, errAnswered) {
 				t.Errorf("%s between the lock and the lookup (held %v): answered %v after %d runs, want errAnswered (the stored rows')",
 					between, ra.Held, err, runs)
+			}
+			// The guess failed, not the held row: still held.
+			if _, ok := s.HeldSession("t", "s"); !ok {
+				t.Errorf("%s between the lock and the lookup (held %v): the held row was dropped", between, ra.Held)
 			}
 		}
 	}

@@ -244,9 +244,10 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, rows *heldRows, noHeld bool, 
 		t.committed()
 	case errors.Is(err, errHeldStale) && t.track.heldStale:
 		rows.stale(t.track.key) // another writer's: not offered as a guess (HeldSession)
-	case errors.Is(err, errHeldStale):
-		rows.forget(t.track.key)
 	}
+	// Otherwise errHeldStale is the tool calls' guess's (knowncalls.go): an
+	// id taken for unknown has a row, which is no open call, so the held
+	// row (the lock's guard passed) stays held.
 	return err
 }
 
