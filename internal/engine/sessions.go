@@ -285,6 +285,24 @@ func (e *Engine) DeleteUnusedSession(ctx context.Context, tenant, id string, cre
 	return deleted, err
 }
 
+// DeleteSessionAt deletes a session only while it is at version and was
+// created at created, in one statement: the undo of a request that made
+// the session, appended to it and then failed upstream (nothing else wrote
+// to it since), which must never delete what a concurrent request wrote.
+// It reports whether it deleted.
+func (e *Engine) DeleteSessionAt(ctx context.Context, tenant, id string, created time.Time, version int64) (bool, error) {
+	var deleted bool
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		deleted, err = tx.DeleteSessionAt(ctx, tenant, id, created, version)
+		return err
+	})
+	if err == nil && deleted {
+		e.notify(ctx, tenant, id, 0, watch.EventDeleted)
+	}
+	return deleted, err
+}
+
 // Page asks for one page of a listing.
 type Page struct {
 	Size  int

@@ -1,0 +1,42 @@
+package gateway
+
+// A request that made its session (its history new, or a fork of
+// another's) and whose upstream call failed — the provider's error status
+// passed on, the provider not reached, an answer that could not be read,
+// a stream cut before any usage, the client gone before an answer — leaves
+// no session behind: the session holds only what the request sent, which
+// its client sends again with its retry. Were it left, it would hold the
+// conversation's opening with no reply, and the next conversation with the
+// same opening would land in it (sessions with the same history are
+// interchangeable) and take it over, while the failed conversation's
+// retry went on elsewhere: one conversation in a session whose id it never
+// got, the other in two (issue 29, TestOpeningAfterAFailedFirstCall). A
+// retry storm of a failing first call leaves none either.
+
+// undoFailedMake deletes the session the exchange made when nothing of its
+// call is to be recorded, before its hold is released (close), so a twin
+// waiting for the call finds the session gone and goes on in one of its
+// own. The delete compares the session's incarnation and the version
+// PrepareContext left it at (Engine.DeleteSessionAt, one statement): a
+// request on another replica that wrote to it meanwhile keeps it. It is
+// kept as well while another exchange of this replica holds it or records
+// into it (it joined the session, its history the same), and when
+// PrepareContext compacted it: the compaction, and the summarizer's cost
+// in its ledger, are work the retry starts from.
+func (x *exchange) undoFailedMake() {
+	g, res := x.g, x.res
+	if x.hold == nil || x.recording || !res.made || x.prep.Status.Version == 0 || x.prep.Status.Compacted {
+		return
+	}
+	if v, ok := g.inflight.Load(x.tenant + "\x00" + res.id); ok && v != x.hold {
+		return
+	}
+	if _, ok := g.inflight.Load(recordingKey(x.tenant, res.id)); ok {
+		return
+	}
+	ctx, cancel := detach(x.r.Context())
+	defer cancel()
+	if _, err := g.cfg.Engine.DeleteSessionAt(ctx, x.tenant, res.id, x.prep.Status.Created, x.prep.Status.Version); err != nil {
+		g.log.WarnContext(ctx, "gateway: the session of a failed first call not deleted", "session", res.id, "error", err.Error())
+	}
+}
