@@ -1,5 +1,7 @@
 package gateway
 
+import "net/http"
+
 // A request that made its session (its history new, or a fork of
 // another's) and whose upstream call failed — the provider's error status
 // passed on, the provider not reached, an answer that could not be read,
@@ -25,7 +27,7 @@ package gateway
 // in its ledger, are work the retry starts from.
 func (x *exchange) undoFailedMake() {
 	g, res := x.g, x.res
-	if x.hold == nil || x.recording || !res.made || x.prep.Status.Version == 0 || x.prep.Status.Compacted {
+	if x.hold == nil || x.recording || !x.undoable() {
 		return
 	}
 	if v, ok := g.inflight.Load(x.tenant + "\x00" + res.id); ok && v != x.hold {
@@ -38,5 +40,29 @@ func (x *exchange) undoFailedMake() {
 	defer cancel()
 	if _, err := g.cfg.Engine.DeleteSessionAt(ctx, x.tenant, res.id, x.prep.Status.Created, x.prep.Status.Version); err != nil {
 		g.log.WarnContext(ctx, "gateway: the session of a failed first call not deleted", "session", res.id, "error", err.Error())
+	}
+}
+
+// undoable: the exchange made its session and PrepareContext did not
+// compact it (undoFailedMake).
+func (x *exchange) undoable() bool {
+	return x.res.made && x.prep.Status.Version != 0 && !x.prep.Status.Compacted
+}
+
+// unnameFailedMake takes X-Contextd-Session off the answer of a call
+// that failed with nothing to record (the provider's error status, the
+// provider not reached, the expand loop's refusal) in a session the
+// exchange made: the session is deleted with the failure
+// (undoFailedMake), and an answer never names a session that is not
+// there. The client's retry makes the conversation's session and is named
+// it. A failure found after the headers went out (an unreadable answer, a
+// stream cut before any event) is named and undone all the same; the id,
+// sent back as the client's signal, makes the session again.
+func (x *exchange) unnameFailedMake(a answer) {
+	if !x.undoable() || len(a.usages) > 0 {
+		return
+	}
+	if a.err != nil || a.resp != nil && a.resp.StatusCode != http.StatusOK || a.held != nil && a.held.status != http.StatusOK {
+		x.w.Header().Del(HeaderSession)
 	}
 }

@@ -73,8 +73,8 @@ func liveSessions(s *server) []string {
 // session of its own, named to it, holding nothing of the other's.
 func checkOpeningsApart(t *testing.T, s *server, fail, heal func()) {
 	fail()
-	if code, _, _, _ := openingTurn(t, s, opening()); code == http.StatusOK {
-		t.Fatal("B's first call did not fail")
+	if code, id, _, _ := openingTurn(t, s, opening()); code == http.StatusOK || id != "" {
+		t.Fatalf("B's first call: %d, session %q; want a failure naming no session (its session is deleted)", code, id)
 	}
 	heal()
 	s.fake.Script(gatewaytest.Reply{Text: "A's answer"})
@@ -166,8 +166,8 @@ func TestRetryStormOfAFailedFirstCall(t *testing.T) {
 			s := start(t, env)
 			s.fake.Set(func(f *gatewaytest.Fake) { f.Status = http.StatusTooManyRequests })
 			for i := range 50 {
-				if code, _, _, _ := openingTurn(t, s, opening()); code != http.StatusTooManyRequests {
-					t.Fatalf("retry %d: %d, want the provider's 429", i, code)
+				if code, id, _, _ := openingTurn(t, s, opening()); code != http.StatusTooManyRequests || id != "" {
+					t.Fatalf("retry %d: %d, session %q; want the provider's 429, naming no session", i, code, id)
 				}
 			}
 			if ids := liveSessions(s); len(ids) != 0 {
