@@ -24,8 +24,10 @@ const (
 	ExpandByTool
 	// ExpandByNone: the model can call nothing that expands (the gateway
 	// with the tool off): the text names the id for an operator or a
-	// runtime ("Its id is msg_12."), and a tool's pruned output says to
-	// make the call again ("Its id is msg_12; rerun the call if needed.").
+	// runtime ("Its id is msg_12."; a summary's fold line, after a list
+	// of ids, "Id sum_2_1 holds what they came from."), and a tool's
+	// pruned output says to make the call again ("Its id is msg_12;
+	// rerun the call if needed.").
 	ExpandByNone
 )
 
@@ -40,38 +42,40 @@ func (p Policy) Expander() Expander {
 	return ExpandByRPC
 }
 
-// readOn is the sentence of a placeholder or summary that says how to
-// read what stands behind id ("it" or "them": what), in e's wording.
-func readOn(e Expander, id, what string) string {
+// ReadOn is the sentence of a placeholder or summary (or a summary's line,
+// internal/summarize) that says how to read what stands behind id ("it" or
+// "them": what), in e's wording.
+func ReadOn(e Expander, id, what string) string {
 	switch e {
 	case ExpandByTool:
 		// The id quoted as the model writes it in the tool's arguments.
 		return "Call " + ExpandToolName + ` with id "` + id + `" to read ` + what + "."
 	case ExpandByNone:
-		return "Its id is " + id + "."
+		if what == "it" || what == "them" { // what the text that says it stands for
+			return "Its id is " + id + "."
+		}
+		// A phrase, as a summary's fold line ends with after a list of
+		// ids ("from msg_3, msg_9."), where "its" would read as the last's.
+		return "Id " + id + " holds " + what + "."
 	}
 	return "Call ExpandMessage with message id " + id + " to read " + what + "."
 }
 
-// ReadOn is readOn for a summary's lines (internal/summarize): how to read
-// what summary id stands for, "what" naming it.
-func ReadOn(e Expander, id, what string) string { return readOn(e, id, what) }
-
-// readOutput is readOn for a tool's output: with nothing to expand by, the
+// readOutput is ReadOn for a tool's output: with nothing to expand by, the
 // model can make the call again (14 tokens, one more than the
 // ExpandMessage sentence: masking pays for it in every call).
 func readOutput(e Expander, id, what string) string {
 	if e == ExpandByNone {
 		return "Its id is " + id + "; rerun the call if needed."
 	}
-	return readOn(e, id, what)
+	return ReadOn(e, id, what)
 }
 
 // SummaryHeader is the first line of a summary: what it is and how to read
 // the messages it stands for. id is the summary's own id; e is the
 // wording (Policy.Expander).
 func SummaryHeader(round int, id string, e Expander) string {
-	s := readOn(e, id, "them")
+	s := ReadOn(e, id, "them")
 	return "[contextd summary, round " + strconv.Itoa(round) + ". It stands in for earlier messages of this conversation; " +
 		string(s[0]-'A'+'a') + s[1:] + "]\n"
 }

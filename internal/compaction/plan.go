@@ -355,7 +355,7 @@ func (p *planner) prune() {
 	keep := p.protected()
 	names := callNames(p.view)
 	n := len(p.view)
-	tool := p.req.Policy.Expander()
+	via := p.req.Policy.Expander()
 
 	// Newest tool results are protected.
 	protectedResults := recentResults(p.view, p.req.Policy.ProtectRecentToolResults)
@@ -391,7 +391,7 @@ func (p *planner) prune() {
 			continue
 		}
 		newer := p.view[j].ID
-		p.replace(i, placeholderFor(m, fmt.Sprintf("identical to the newer message %s", newer), false, names, tool),
+		p.replace(i, placeholderFor(m, fmt.Sprintf("identical to the newer message %s", newer), false, names, via),
 			TierPrune, "duplicate of "+newer)
 	}
 
@@ -401,7 +401,7 @@ func (p *planner) prune() {
 		if toolResultOf(m) == nil || m.Tokens < minPruneTokens || !prunable(i) {
 			continue
 		}
-		repl, _ := p.masked(m, func(facts bool) (chat.Message, bool) { return placeholderFor(m, "", facts, names, tool), true })
+		repl, _ := p.masked(m, func(facts bool) (chat.Message, bool) { return placeholderFor(m, "", facts, names, via), true })
 		p.replace(i, repl, TierPrune, "old tool output")
 	}
 
@@ -413,7 +413,7 @@ func (p *planner) prune() {
 		if m.Tokens < long || !prunable(i) || toolResultOf(m) != nil {
 			continue
 		}
-		if repl, ok := p.masked(m, func(facts bool) (chat.Message, bool) { return headTail(m, facts, tool) }); ok {
+		if repl, ok := p.masked(m, func(facts bool) (chat.Message, bool) { return headTail(m, facts, via) }); ok {
 			p.replace(i, repl, TierPrune, "long message: kept head and tail")
 		}
 	}
@@ -495,14 +495,14 @@ func placeholderFor(m *chat.Message, why string, facts bool, names map[string]st
 		}
 		read := readOutput(via, m.ID, "it")
 		if why != "" { // a duplicate: its newer copy is in view, nothing to rerun
-			read = readOn(via, m.ID, "it")
+			read = ReadOn(via, m.ID, "it")
 		}
 		text := "[contextd pruned this output of " + tool + " (" + desc + "). " + read + "]" + kept
 		out.Parts = []chat.Part{{Type: chat.PartToolResult, ToolResult: &chat.ToolResult{
 			ToolCallID: tr.ToolCallID, Content: text, IsError: tr.IsError}}}
 		return out
 	}
-	text := "[contextd pruned this " + string(m.Role) + " message (" + desc + "). " + readOn(via, m.ID, "it") + "]"
+	text := "[contextd pruned this " + string(m.Role) + " message (" + desc + "). " + ReadOn(via, m.ID, "it") + "]"
 	out.Parts = []chat.Part{{Type: chat.PartText, Text: text}}
 	// Tool calls stay, so their results keep a call to answer.
 	for _, part := range m.Parts {
@@ -539,7 +539,7 @@ func headTail(m *chat.Message, facts bool, via Expander) (chat.Message, bool) {
 			among = "; the first error lines, tests and URLs among them follow"
 		}
 		text := fmt.Sprintf("%s\n[contextd pruned %d characters here%s. %s]%s\n%s",
-			head, len(part.Text)-len(head)-len(tail), among, readOn(via, m.ID, "them"), kept, tail)
+			head, len(part.Text)-len(head)-len(tail), among, ReadOn(via, m.ID, "them"), kept, tail)
 		out.Parts = append(out.Parts, chat.Part{Type: chat.PartText, Text: text})
 		cut = true
 	}
@@ -703,14 +703,15 @@ func (p *planner) summarize() error {
 		p.plan.SummaryFailed = err
 		return nil
 	}
+	if header := SummaryHeader(p.req.Round, sumID, via); !strings.HasPrefix(text, header) {
+		// An LLM's summary has no header of its own; it is put on before the
+		// trail takes the prose's spare, which counts it.
+		text = header + text
+	}
 	if t, ok := trails[cut]; ok {
 		if more, tm, ok := p.spareToTrail(h, text, t, in); ok {
 			text, meta = more, foldedMeta(tm.Folded)
 		}
-	}
-	if header := SummaryHeader(p.req.Round, sumID, via); !strings.HasPrefix(text, header) {
-		// An LLM's summary has no header of its own.
-		text = header + text
 	}
 	sum := chat.Message{ID: sumID, Role: chat.RoleUser, Kind: chat.KindSummary, Parts: []chat.Part{{Type: chat.PartText, Text: text}}, Metadata: meta}
 	sum.Tokens = p.req.Count(&sum)
@@ -845,7 +846,7 @@ func (p *planner) dropMiddle() {
 		return
 	}
 	phID := p.req.NewID(chat.KindPlaceholder)
-	how := readOn(p.req.Policy.Expander(), phID, "them")
+	how := ReadOn(p.req.Policy.Expander(), phID, "them")
 	ph := chat.Message{ID: phID, Role: chat.RoleUser, Kind: chat.KindPlaceholder, Parts: []chat.Part{{Type: chat.PartText,
 		Text: fmt.Sprintf("[contextd dropped %d messages (%d tokens) here so the request fits the window. %s]", len(dropped), before, how)}}}
 	ph.Tokens = p.req.Count(&ph)

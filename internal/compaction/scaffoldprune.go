@@ -47,7 +47,7 @@ func (p *planner) pruneScaffolding() {
 	via := p.req.Policy.Expander()
 	note := func(m *chat.Message, tokens int64) string {
 		return "[contextd pruned a block of client context here (" + strconv.FormatInt(tokens, 10) +
-			" tokens) so the request fits the window. " + readOn(via, m.ID, "it") + "]"
+			" tokens) so the request fits the window. " + ReadOn(via, m.ID, "it") + "]"
 	}
 	over := p.used() - p.req.Usable()
 	if over <= 0 || len(cands) == 0 {

@@ -118,8 +118,16 @@ func (p *planner) trailRoom() int {
 // 97.3 %, for 1.5 % more on the bill.
 func (p *planner) yieldToTrail(h head, t MeasuredTrail, trail, summaryCap int) (int, int) {
 	floor := p.req.Policy.SummaryMaxTokens / minProseShare
-	if !t.Folds || summaryCap <= floor || p.used()-h.before+int64(t.Tokens) <= p.target {
+	if summaryCap <= floor || !p.foldsOverTarget(h, t) {
 		return trail, summaryCap
 	}
 	return trail + summaryCap - floor, floor
+}
+
+// foldsOverTarget reports whether t folds and what stays verbatim with t
+// alone (the summary's prose aside) takes the view after the summary of h
+// over the target: when the summary's room gives way to its trail
+// (yieldToTrail, spareToTrail).
+func (p *planner) foldsOverTarget(h head, t MeasuredTrail) bool {
+	return t.Folds && p.used()-h.before+int64(t.Tokens) > p.target
 }

@@ -8,7 +8,8 @@ import "strings"
 // again with its budget plus that spare, when what stays verbatim with the
 // trail alone takes the view after the summary over the target (as
 // yieldToTrail asks). It returns the summary with the larger trail and
-// that trail, or false when nothing changes. The prose is kept as written
+// that trail, or false when nothing changes. The prose (with its header,
+// which an LLM's answer is given before this) is kept as written
 // (an LLM's is not asked again); the two together take no more than the
 // cap and the trail's budget the cut reserved, so the view's bound holds
 // (TestSummaryOvershootIsBounded). Once the prose yielded, the extractive
@@ -17,8 +18,7 @@ import "strings"
 // quarter: at 8k on the corpus the rest held lines the trail folded
 // (TestTrailTakesTheProseSpareCap).
 func (p *planner) spareToTrail(h head, text string, t MeasuredTrail, in SummaryInput) (string, MeasuredTrail, bool) {
-	if !t.Folds || t.Text == "" || p.req.CountText == nil || p.req.Trail == nil || !strings.HasSuffix(text, t.Text) ||
-		p.used()-h.before+int64(t.Tokens) <= p.target {
+	if t.Text == "" || p.req.CountText == nil || p.req.Trail == nil || !strings.HasSuffix(text, t.Text) || !p.foldsOverTarget(h, t) {
 		return text, t, false
 	}
 	prose := text[:len(text)-len(t.Text)]

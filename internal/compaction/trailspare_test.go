@@ -11,7 +11,8 @@ import (
 // TestTrailTakesTheProseSpareCap: once a summary is written beside a trail
 // that folds, where what stays verbatim with the trail alone takes the
 // view over the target, what its prose left unused of its cap goes to the
-// trail, measured again with that much more budget, and the summary ends
+// trail, measured again with that much more budget (what the prose and the
+// header put on it took counted), and the summary ends
 // with that trail (its prose as written: an LLM is not asked again). A
 // trail that does not fold, or a view the trail leaves within the target,
 // is as measured. Without it, at 8k on the corpus a trail folded lines
@@ -26,11 +27,12 @@ func TestTrailTakesTheProseSpareCap(t *testing.T) {
 		name   string
 		task   string
 		folds  bool
-		budget int // the trail's budget the summary ends with
+		budget int // the trail's budget the summary ends with, less the header and prose when spare
+		spare  bool
 	}{
-		{"folds, over the target", strings.Repeat("Fix the parser's clause reader. ", 260), true, budget + cap - cap/4 + cap/4 - len(prose)/4},
-		{"folds, within the target", "Fix the bug.", true, budget},
-		{"does not fold", strings.Repeat("Fix the parser's clause reader. ", 260), false, budget},
+		{"folds, over the target", strings.Repeat("Fix the parser's clause reader. ", 260), true, budget + cap - cap/4 + cap/4, true},
+		{"folds, within the target", "Fix the bug.", true, budget, false},
+		{"does not fold", strings.Repeat("Fix the parser's clause reader. ", 260), false, budget, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := (&builder{}).user(c.task).steps(80, 400, "c")
@@ -39,12 +41,17 @@ func TestTrailTakesTheProseSpareCap(t *testing.T) {
 			req.Trail = func(in compaction.SummaryInput) compaction.MeasuredTrail {
 				return compaction.MeasuredTrail{Text: fmt.Sprintf("\n## Trail\n- folded: 9 other lines (budget %d).\n", in.TrailTokens()), Tokens: in.TrailTokens(), Folds: c.folds}
 			}
-			req.Summarize = func(in compaction.SummaryInput) (string, error) { return prose + *in.Trail, nil }
+			var given compaction.SummaryInput
+			req.Summarize = func(in compaction.SummaryInput) (string, error) { given = in; return prose + *in.Trail, nil }
 			plan := mustPlan(t, req)
 			if plan.Summary == "" {
 				t.Fatalf("no summary: %+v", plan.Items)
 			}
-			if want := fmt.Sprintf("(budget %d).\n", c.budget); !strings.HasSuffix(plan.Summary, want) || !strings.Contains(plan.Summary, "\n"+prose+"\n## Trail\n") {
+			want := c.budget
+			if c.spare { // the spare is what the header (an LLM's answer has none) and the prose leave of the cap
+				want -= len(compaction.SummaryHeader(given.Round, given.ID, given.Expand)+prose) / 4
+			}
+			if want := fmt.Sprintf("(budget %d).\n", want); !strings.HasSuffix(plan.Summary, want) || !strings.Contains(plan.Summary, "\n"+prose+"\n## Trail\n") {
 				t.Errorf("the summary is %q; want the prose as written and the trail measured at %s", plan.Summary, want)
 			}
 		})

@@ -90,7 +90,7 @@ type ClientEditResult struct {
 // (nothing written).
 func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in ClientEditInput) (ClientEditResult, error) {
 	expected := in.Expected
-	view, read, err := e.viewAt(ctx, tenant, id, expected, in.Created)
+	view, read, written, err := e.viewAt(ctx, tenant, id, expected, in.Created)
 	if err != nil {
 		return ClientEditResult{}, err
 	}
@@ -98,7 +98,7 @@ func (e *Engine) RecordClientEdits(ctx context.Context, tenant, id string, in Cl
 	if err != nil || p == nil {
 		return ClientEditResult{Version: expected, Pending: pending}, err
 	}
-	final, err := e.commitClientView(ctx, tenant, id, expected, p)
+	final, err := e.commitClientView(ctx, tenant, id, expected, written, p)
 	if err != nil {
 		return ClientEditResult{}, err
 	}
@@ -216,13 +216,22 @@ func (e *Engine) roundAt(ctx context.Context, tenant, id string, expected int64,
 }
 
 // commitClientView writes the client edits p in one transaction on the
-// session at version expected, and announces them.
-func (e *Engine) commitClientView(ctx context.Context, tenant, id string, expected int64, p *editPlan) (store.Session, error) {
+// session at version expected, the write of that version p was planned
+// on (written: the version alone does not name a view, viewcache.go), and
+// announces them.
+func (e *Engine) commitClientView(ctx context.Context, tenant, id string, expected int64, written time.Time, p *editPlan) (store.Session, error) {
 	var final store.Session
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		s, err := lockForEdit(ctx, tx, tenant, id, &expected)
 		if err != nil {
 			return err
+		}
+		if !s.UpdatedAt.Truncate(time.Microsecond).Equal(written) {
+			// A read showed a commit the server then lost, whose
+			// version another replica wrote again: the cached view is
+			// not the stored one.
+			e.views.drop(tenant, id)
+			return fmt.Errorf("session %q moved since its view was read: %w", id, store.ErrVersionConflict)
 		}
 		if err := e.applyEdits(ctx, tx, &s, []*editPlan{p}); err != nil {
 			return err
@@ -233,7 +242,7 @@ func (e *Engine) commitClientView(ctx context.Context, tenant, id string, expect
 	if err != nil {
 		return store.Session{}, err
 	}
-	e.views.put(&final, p.after, viewOrds(len(p.after)), messagesBytes(p.after))
+	e.views.wrote(&final, p.after, viewOrds(len(p.after)), messagesBytes(p.after))
 	e.sweepViews(ctx, tenant, id)
 	e.notify(ctx, tenant, id, final.Version, watch.EventCompacted)
 	return final, nil
@@ -283,23 +292,29 @@ func editMoves(s *store.Session, p *editPlan) {
 // incarnation created: from the view cache when it holds that version
 // (nothing read), else read (the session and the view, which
 // PrepareContext then finds cached); the session's row when it read it
-// (nil from the cache), which the caller then need not read again.
-func (e *Engine) viewAt(ctx context.Context, tenant, id string, expected int64, created time.Time) ([]chat.Message, *store.Session, error) {
-	if ent := e.views.get(tenant, id); ent != nil && ent.version == expected && ent.stamp.created.Equal(created) {
-		return ent.msgs, nil, nil
+// (nil from the cache), which the caller then need not read again; and
+// the write of that version the view is of (UpdatedAt, to the
+// microsecond), which the caller's commit checks.
+func (e *Engine) viewAt(ctx context.Context, tenant, id string, expected int64, created time.Time) ([]chat.Message, *store.Session, time.Time, error) {
+	// Only a view a read showed: expected names a version, not its write
+	// (viewcache.go); a read may show a commit the server then loses, so
+	// the write is checked with the commit (commitClientView).
+	if ent := e.views.get(tenant, id); ent != nil && ent.version == expected && ent.stamp.created.Equal(created) &&
+		ent.sure == len(ent.msgs) && ent.sureVersion == expected {
+		return ent.msgs, nil, ent.updated, nil
 	}
 	s, err := e.readSession(ctx, tenant, id)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, time.Time{}, err
 	}
 	if err := checkVersion(id, s.Version, &expected); err != nil {
-		return nil, nil, err
+		return nil, nil, time.Time{}, err
 	}
 	view, _, s, err := e.viewOf(ctx, s)
 	if err == nil {
 		err = checkVersion(id, s.Version, &expected)
 	}
-	return view, &s, err
+	return view, &s, s.UpdatedAt.Truncate(time.Microsecond), err
 }
 
 func abs(n int) int {

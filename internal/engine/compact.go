@@ -332,7 +332,7 @@ func (e *Engine) apply(ctx context.Context, tenant, id string, snap snapshot, p 
 	if err != nil {
 		return CompactResult{}, err
 	}
-	e.views.put(&final, res.view, viewOrds(len(res.view)), messagesBytes(res.view))
+	e.views.wrote(&final, res.view, viewOrds(len(res.view)), messagesBytes(res.view))
 	e.sweepViews(ctx, tenant, id) // the view the compaction replaced
 	v, err := e.view(ctx, final)
 	res.Compacted, res.Usage, res.Version, res.session = true, v.Usage, final.Version, final

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/contextd/contextd/internal/chat"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // maxLogTail bounds the messages of one LogTail read.
@@ -20,9 +21,21 @@ const maxLogTail = 1000
 // (the gateway matches a client's resent history against the log this
 // way).
 func (e *Engine) LogTail(ctx context.Context, tenant, id string, after int64, limit int) ([]chat.Message, error) {
-	if _, err := e.readSession(ctx, tenant, id); err != nil {
+	s, err := e.readSession(ctx, tenant, id)
+	if err != nil {
 		return nil, err
 	}
+	return e.LogTailOf(ctx, s, after, limit)
+}
+
+// LogTailOf is LogTail of the session whose row the caller read (s: its
+// tenant and id), which is not read again: a caller that matched the
+// session on its row (the gateway's log cache) saves that round trip. The
+// log is append-only, so the messages read are the row's log's and maybe
+// more; a session deleted since answers its log still (the caller's next
+// write finds it gone).
+func (e *Engine) LogTailOf(ctx context.Context, s store.Session, after int64, limit int) ([]chat.Message, error) {
+	tenant, id := s.Tenant, s.ID
 	if limit <= 0 || limit > maxLogTail {
 		limit = maxLogTail
 	}

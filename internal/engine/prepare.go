@@ -238,7 +238,7 @@ func (e *Engine) prepareOnce(ctx context.Context, tenant, id string, in PrepareI
 		// delete and a create of the same id, PrepareInput.Read).
 		if len(edits) > 0 {
 			pr.view = edited[:len(edited):len(edited)] // the edits' view, of the version they were planned on
-		} else if cached != nil && s.Version == cur.Version && stampOf(&s) == stampOf(&cur) && int64(len(cached)) == s.ActiveCount {
+		} else if cached != nil && sameWrite(&s, &cur) && stampOf(&s) == stampOf(&cur) && int64(len(cached)) == s.ActiveCount {
 			pr.view = cached[:len(cached):len(cached)] // shared: appending copies
 		} else if pr.view, err = tx.ViewMessages(ctx, tenant, id); err != nil {
 			return err
@@ -459,7 +459,7 @@ func (e *Engine) prepareWithCompaction(ctx context.Context, tenant, id string, i
 		event = watch.EventWarning
 		e.views.appended(&pr.before, &final, pr.appended)
 	default:
-		e.views.put(&final, res.view, viewOrds(len(res.view)), messagesBytes(res.view))
+		e.views.wrote(&final, res.view, viewOrds(len(res.view)), messagesBytes(res.view))
 		e.metrics.Compacted(res.Compaction.Tiers, res.Compaction.TokensBefore-res.Compaction.TokensAfter)
 		e.sweepViews(ctx, tenant, id) // the view the compaction replaced
 	}

@@ -79,7 +79,7 @@ func (e *Engine) writeEdits(ctx context.Context, tx store.Tx, s *store.Session, 
 	if len(pr.edits) == 0 {
 		return nil
 	}
-	if s.Version != pr.edBase.Version || stampOf(s) != stampOf(&pr.edBase) {
+	if !sameWrite(s, &pr.edBase) || stampOf(s) != stampOf(&pr.edBase) {
 		return fmt.Errorf("session %q moved since the edits were found: %w", s.ID, moved)
 	}
 	return e.applyEdits(ctx, tx, s, pr.edits)
@@ -88,7 +88,7 @@ func (e *Engine) writeEdits(ctx context.Context, tx store.Tx, s *store.Session, 
 // editsWritten caches the view a call with edits committed (final's) and
 // sweeps the view generations they replaced.
 func (e *Engine) editsWritten(ctx context.Context, final *store.Session, view []chat.Message) {
-	e.views.put(final, view, viewOrds(len(view)), messagesBytes(view))
+	e.views.wrote(final, view, viewOrds(len(view)), messagesBytes(view))
 	e.sweepViews(ctx, final.Tenant, final.ID)
 }
 

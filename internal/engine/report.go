@@ -70,8 +70,13 @@ type ReportInput struct {
 	// usage (a stream cut upstream or by the client, an error event):
 	// the figures above are what the stream carried (Anthropic's
 	// message_start input and cache fields), and where it carried no
-	// input contextd's own count of the request reported on is taken.
-	// The output is at least RelayedText counted with the session's
+	// input contextd's own count of the request reported on is taken:
+	// the view view_token names (or the active view's first
+	// message_count messages, else the whole of it) with
+	// AddedLocalTokens. For an
+	// Own request, which sent none of the view, that count is still of
+	// that view, not of what was sent: the estimate
+	// is of the session's size, not of the aside. The output is at least RelayedText counted with the session's
 	// encoding. The call is in the ledger, marked estimated
 	// (store.LedgerEstimated); nothing is calibrated or anchored. Not in
 	// the API.
@@ -272,13 +277,25 @@ func (e *Engine) reportInTx(ctx context.Context, tx store.Tx, s *store.Session, 
 		out.skipped = "the request was the client's own messages, not the view: the call is in the ledger; nothing was calibrated or anchored"
 	}
 	if in.Estimated {
-		// Counted before the skip below: the estimate needs contextd's
-		// own count of the request when the stream carried no input.
-		var err error
-		if in, err = e.estimated(ctx, tx, s, in, n, local, priming); err != nil {
-			return out, err
+		// A stream that ended before the provider's usage and carried no
+		// input (OpenAI's usage comes last) is recorded with contextd's
+		// own count of the request reported on (local, when the view
+		// token named the view the latest PrepareContext returned; else
+		// the active view's first n messages), with what it sent after
+		// the view. Input the stream did carry (Anthropic's
+		// message_start) is the provider's and stays. The output was
+		// counted before the transaction (RecordExchange). Nothing below
+		// reads the estimate but the ledger: it is skipped.
+		if provider == 0 {
+			count := local
+			if count < 0 {
+				var err error
+				if count, err = viewLocal(ctx, tx, s, n, priming); err != nil {
+					return out, err
+				}
+			}
+			in.InputTokens = max(1, count+max(in.AddedLocalTokens, 0))
 		}
-		provider = in.InputTokens + in.CacheReadTokens + in.CacheCreationTokens
 		out.skipped = "the answer ended before the provider's usage: the call is in the ledger as an estimate; nothing was calibrated or anchored"
 	}
 	if out.skipped == "" && local < 0 {
@@ -358,28 +375,6 @@ func viewLocal(ctx context.Context, tx store.Tx, s *store.Session, n, priming in
 		prefix = sumTokens(view[:min(max(n, 0), int64(len(view)))])
 	}
 	return s.SystemTokens + s.ToolsTokens + prefix + priming, nil
-}
-
-// estimated fills in the input of a call whose stream ended before the
-// provider's usage and carried none (OpenAI's usage comes last):
-// contextd's own count of the request reported on (local, when the view
-// token named the view the latest PrepareContext returned; else the
-// active view's first n messages), with what it sent after the view.
-// Input the stream did carry (Anthropic's message_start) is the
-// provider's and stays. The output was counted before the transaction
-// (RecordExchange).
-func (e *Engine) estimated(ctx context.Context, tx store.Tx, s *store.Session, in ReportInput, n, local, priming int64) (ReportInput, error) {
-	if in.InputTokens+in.CacheReadTokens+in.CacheCreationTokens > 0 {
-		return in, nil
-	}
-	if local < 0 {
-		var err error
-		if local, err = viewLocal(ctx, tx, s, n, priming); err != nil {
-			return in, err
-		}
-	}
-	in.InputTokens = max(1, local+max(in.AddedLocalTokens, 0))
-	return in, nil
 }
 
 // reportedAfterCommit records the metrics of a committed report.

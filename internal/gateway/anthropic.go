@@ -719,7 +719,7 @@ func (s *anStream) result() (usage, []chat.Message, bool) {
 // replace by a larger one.
 func (s *anStream) partial() (usage, string) {
 	u := s.u.usage()
-	u.ok, u.estimated = u.input() > 0, true
+	u.ok = false // never all of it: cutUsage estimates the rest
 	if s.final {
 		return u, ""
 	}

@@ -44,15 +44,18 @@ func (t *relayedText) add(s string) {
 
 func (t *relayedText) String() string { return t.b.String() }
 
+// full reports whether t holds maxRelayedText bytes: what comes is left out.
+func (t *relayedText) full() bool { return t.b.Len() >= maxRelayedText }
+
 // cutUsage is the usage to record for a stream st that ended before its
-// last event, having seen events of it; ok is false when there is
+// last event, seen when an event of it came; ok is false when there is
 // nothing to record.
-func cutUsage(st streamer, events int) (usage, bool) {
-	if events == 0 {
+func cutUsage(st streamer, seen bool) (usage, bool) {
+	if !seen {
 		return usage{}, false
 	}
 	u, text := st.partial()
-	if u.ok && !u.estimated {
+	if u.ok {
 		return u, true // the provider's whole usage came before the cut
 	}
 	u.ok, u.estimated, u.relayed = true, true, text

@@ -45,7 +45,7 @@ func TestCutUsage(t *testing.T) {
 					t.Fatalf("event %q is the stream's last: not a cut", ev.name)
 				}
 			}
-			u, _ := cutUsage(c.st, c.events)
+			u, _ := cutUsage(c.st, c.events > 0)
 			if u != c.want {
 				t.Errorf("usage %+v, want %+v", u, c.want)
 			}
@@ -101,7 +101,7 @@ func TestCutUsageTextBounded(t *testing.T) {
 			if _, text := c.st.partial(); len(text) > maxRelayedText {
 				t.Errorf("partial kept %d bytes of text, want at most %d", len(text), maxRelayedText)
 			}
-			u, _ := cutUsage(c.st, len(c.events))
+			u, _ := cutUsage(c.st, len(c.events) > 0)
 			if len(u.relayed) != maxRelayedText {
 				t.Errorf("relayed %d bytes, want the first %d", len(u.relayed), maxRelayedText)
 			}

@@ -89,7 +89,7 @@ type streamer interface {
 	// partial is what a stream that ended before its last event carried
 	// (cutusage.go): the usage it reported so far (ok false: none, or
 	// not all of it) and the text of the answer that came (texts,
-	// thinking, tool arguments, every choice's).
+	// thinking, tool arguments; every choice's text).
 	partial() (usage, string)
 }
 

@@ -104,18 +104,19 @@ func (x *exchange) expand() answer {
 	body := x.body
 	for {
 		rd, err := x.roundTrip(body)
+		// Every call the provider answered goes into the ledger: an
+		// answer read whole, and a stream cut before its last event with
+		// what it carried, billed all the same (cutusage.go).
+		if (err == nil && rd.status == http.StatusOK) || rd.u.ok {
+			rd.u.added = l.used // what this request sent after the view
+			l.usages = append(l.usages, rd.u)
+		}
 		if err != nil {
-			if rd.u.ok { // a stream cut: billed all the same (cutusage.go)
-				rd.u.added = l.used
-				l.usages = append(l.usages, rd.u)
-			}
 			return l.answer(nil, err)
 		}
 		if rd.status != http.StatusOK {
 			return l.answer(&rd, nil) // the provider's error, checked by relay
 		}
-		rd.u.added = l.used // what this request sent after the view
-		l.usages = append(l.usages, rd.u)
 		s := inspect(x.d, &rd)
 		calls := expandCalls(rd.reply)
 		if calls == 0 && !s.first && !s.other && !s.unread {

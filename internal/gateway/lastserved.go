@@ -14,7 +14,8 @@ import (
 // hold that head among its last chains; the index is then read only for
 // the chains after it (the request's new messages: usually one, which no
 // session holds), since a session holding more of the request would be
-// the longer prefix; and the session is confirmed as usual (its row, one
+// the longer prefix (when that session is this one, grown on another replica,
+// it is matched on the row read with the index); and the session is confirmed as usual (its row, one
 // indexed read, and its log's identities, nothing read when the log did
 // not grow). The index's read and the row's go in one round trip where
 // the store can (Engine.HistoryAndRow), after the session was found not
@@ -40,6 +41,7 @@ func (g *Gateway) identifyServed(ctx context.Context, tenant string, c *conversa
 	hidden := resolved{id: id, named: sig.owns(id)}
 	newChains := c.chains[at+1:]
 	s, held := g.heldRow(tenant, id, c)
+	logLen := int64(at + 1) // the log the request extends: up to the head this replica saw
 	if !held {
 		hits, row, err := g.cfg.Engine.HistoryAndRow(ctx, tenant, newChains, id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -49,14 +51,20 @@ func (g *Gateway) identifyServed(ctx context.Context, tenant string, c *conversa
 			return resolved{}, false, hideSession(err, hidden)
 		}
 		for _, h := range hits {
-			if h.Head {
-				return resolved{}, false, nil
+			switch {
+			case h.Head && h.SessionID != id:
+				return resolved{}, false, nil // a longer session
+			case h.Head:
+				// The session itself grew on another replica (a
+				// balancer's turns): its head, which no other
+				// session passes, is the longest prefix.
+				logLen = h.Length
 			}
 		}
 		s = row
 	}
 	m, err := g.matchRow(ctx, tenant, s, c, noRepeat)
-	if err != nil || !m.extends || len(m.log) != at+1 {
+	if err != nil || !m.extends || int64(len(m.log)) != logLen {
 		// Moved since (it may no longer be the longest prefix), or not
 		// taking the request: the whole lookup.
 		return resolved{}, false, hideSession(err, hidden)

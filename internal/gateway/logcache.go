@@ -180,7 +180,13 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 	defer ent.mu.Unlock()
 	added := false
 	for ent.last < s.LogCount {
-		msgs, err := e.LogTail(ctx, tenant, s.ID, ent.last, 1000)
+		var msgs []chat.Message
+		var err error
+		if s.Tenant == tenant {
+			msgs, err = e.LogTailOf(ctx, s, ent.last, 1000) // s read by the caller: not again
+		} else {
+			msgs, err = e.LogTail(ctx, tenant, s.ID, ent.last, 1000)
+		}
 		if err != nil {
 			return nil, nil, nil, nil, 0, err
 		}

@@ -586,7 +586,8 @@ func (s *oaStream) event(_ string, data []byte) (bool, bool) {
 
 // partial is what a cut stream carried: the usage chunk, when it came
 // before the cut (it is the whole usage: only [DONE] was missing), and the
-// text and tool arguments of every choice so far.
+// text so far of every choice, with the first choice's tool names and
+// arguments (the other choices' calls are not counted).
 func (s *oaStream) partial() (usage, string) {
 	var b relayedText
 	b.add(s.content.String())

@@ -420,6 +420,19 @@ type rUsage struct {
 	} `json:"input_tokens_details"`
 }
 
+// domain is a response's usage in contextd's terms; ok false when it has
+// none (r nil).
+func (r *rUsage) domain() usage {
+	if r == nil {
+		return usage{}
+	}
+	var cached int64
+	if r.InputTokensDetails != nil {
+		cached = r.InputTokensDetails.CachedTokens
+	}
+	return openAIUsage(r.InputTokens, cached, r.OutputTokens)
+}
+
 // rResponse reads a response object: usage and the reply of its output.
 func rResponse(body []byte) (usage, []chat.Message) {
 	var resp struct {
@@ -429,14 +442,7 @@ func rResponse(body []byte) (usage, []chat.Message) {
 	if json.Unmarshal(body, &resp) != nil {
 		return usage{}, nil
 	}
-	var u usage
-	if resp.Usage != nil {
-		var cached int64
-		if resp.Usage.InputTokensDetails != nil {
-			cached = resp.Usage.InputTokensDetails.CachedTokens
-		}
-		u = openAIUsage(resp.Usage.InputTokens, cached, resp.Usage.OutputTokens)
-	}
+	u := resp.Usage.domain()
 	if len(resp.Output) == 0 {
 		return u, nil
 	}
@@ -486,11 +492,15 @@ func (s *rStream) event(name string, data []byte) (bool, bool) {
 		s.u, s.reply = rResponse(ev.Response)
 		s.done = true
 		return true, true
-	case "response.failed":
-		s.u, _ = rResponse(ev.Response) // its usage, if it has one (partial)
+	case "response.failed": // its usage, if it has one (partial); its output is not read
+		var failed struct {
+			Usage *rUsage `json:"usage"`
+		}
+		_ = json.Unmarshal(ev.Response, &failed)
+		s.u = failed.Usage.domain()
 	}
 	var delta string
-	if s.relayed.b.Len() < maxRelayedText && strings.HasSuffix(name, ".delta") && json.Unmarshal(ev.Delta, &delta) == nil {
+	if !s.relayed.full() && strings.HasSuffix(name, ".delta") && json.Unmarshal(ev.Delta, &delta) == nil {
 		s.relayed.add(delta) // text, arguments, a custom tool's input, a summary
 	}
 	return true, false

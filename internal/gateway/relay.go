@@ -110,7 +110,7 @@ func (x *exchange) relayEvents(resp *http.Response, out *outcome) {
 	w.WriteHeader(resp.StatusCode)
 	_ = rc.Flush()
 	st := x.newStream()
-	seen, answered := 0, false
+	seen, answered := false, false
 	defer func() {
 		if answered {
 			return
@@ -132,9 +132,7 @@ func (x *exchange) relayEvents(resp *http.Response, out *outcome) {
 			}
 			return
 		}
-		if fields {
-			seen++
-		}
+		seen = seen || fields
 		raw, pass, last := follow(st, ev, fields)
 		if last && !answered {
 			if u, reply, ok := st.result(); ok {

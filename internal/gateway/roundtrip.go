@@ -79,7 +79,7 @@ func (x *exchange) roundTrip(body []byte) (round, error) {
 	st := x.newStream()
 	events := newSSEReader(resp.Body)
 	var held []byte
-	complete, seen := false, 0
+	complete, seen := false, false
 	for {
 		ev, fields, end := events.next()
 		if end == sseCut {
@@ -91,9 +91,7 @@ func (x *exchange) roundTrip(body []byte) (round, error) {
 			}
 			break
 		}
-		if fields {
-			seen++
-		}
+		seen = seen || fields
 		raw, pass, last := follow(st, ev, fields)
 		if last {
 			if u, reply, ok := st.result(); ok {

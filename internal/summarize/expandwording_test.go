@@ -25,7 +25,7 @@ func TestSummaryWordingOfEachSurface(t *testing.T) {
 	}{
 		{compaction.ExpandByRPC, ". Call ExpandMessage with message id sum_3_1 to read what they came from.\n", "; expand an id to read one)\n"},
 		{compaction.ExpandByTool, `. Call contextd_expand with id "sum_3_1" to read what they came from.` + "\n", "; expand an id to read one)\n"},
-		{compaction.ExpandByNone, ". Its id is sum_3_1.\n", "; each names its message's id)\n"},
+		{compaction.ExpandByNone, ". Id sum_3_1 holds what they came from.\n", "; the ids name what they came from)\n"},
 	} {
 		s, err := summarize.Extractive{}.Summarize(t.Context(), compaction.SummaryInput{Round: 3, ID: "sum_3_1", MaxTokens: 400, Count: trailCount, Messages: many, Expand: c.e})
 		if err != nil {

@@ -1,10 +1,5 @@
 package summarize
 
-import (
-	"strconv"
-	"strings"
-)
-
 // A hand-off carries the lists of the session it was written from (its
 // latest summary's and what came after) to a new session. Their fold lines
 // (listfold.go) name that session's summaries, which the new session does
@@ -22,40 +17,36 @@ import (
 const handoffOf = " of session "
 
 // handoffList is a list of the hand-off: its last keep entries (all when
-// keep <= 0) after (before, when last is set: Files, most recent first)
-// the fold lines that count what the session's summaries folded, naming
-// the session their ids are in, and what the document leaves out, which
-// is in that session's view (the latest summary's text, or the messages
-// after it) and behind none of those ids: counted apart
-// (TestHandoffCountsWhatItLeavesOutApart).
+// keep <= 0: Files, placed last, most recent first, is kept whole) after
+// (before, when last is set) the fold lines that count what the session's
+// summaries folded, naming the session their ids are in, and what the
+// document leaves out, which is in that session's view (the latest
+// summary's text, or the messages after it) and behind none of those ids:
+// counted apart (TestHandoffCountsWhatItLeavesOutApart).
 func handoffList(items []string, keep int, last bool, session string) []string {
 	items, f := splitListFold(items)
 	left := 0
 	if keep > 0 && len(items) > keep {
 		left = min(len(items)-keep, maxListFoldCount)
-		if last {
-			items = items[:keep]
-		} else {
-			items = items[len(items)-keep:]
-		}
+		items = items[len(items)-keep:]
 	}
+	inSession := listFoldIn + "session " + session
 	var folds []string
 	if f.n > 0 {
-		line := listFoldPrefix + strconv.Itoa(f.n) + listFoldN
+		line := f.line()
 		switch {
 		case session == "":
-			line = f.line()
 		case len(f.ids) > 0:
-			line += listFoldIn + strings.Join(f.ids, ", ") + handoffOf + session
+			line += handoffOf + session
 		default:
-			line += listFoldIn + "session " + session
+			line += inSession
 		}
 		folds = append(folds, line)
 	}
 	if left > 0 {
-		line := listFoldPrefix + strconv.Itoa(left) + listFoldN
+		line := listFold{n: left}.line()
 		if session != "" {
-			line += listFoldIn + "session " + session
+			line += inSession
 		}
 		folds = append(folds, line)
 	}

@@ -174,7 +174,11 @@ func humanIn(in compaction.SummaryInput) []bool {
 // Whatever is missing is appended verbatim, and the answer's last whole
 // lines make room for it within the summary's cap (pinRoom).
 func PinFacts(summary string, in compaction.SummaryInput) string {
-	copied, folds := previousFolds(in.Previous)
+	// The previous summary is read once: its prose (its trail is not
+	// prose: the new trail merges it) and the sections of that prose.
+	prevProse, _ := withoutTrail(in.Previous)
+	prev := parseSections(prevProse)
+	copied, folds := previousFolds(prev)
 	answer := unfoldAnswer(summary, copied)
 	latest := ""
 	for i, human := range humanIn(in) {
@@ -183,14 +187,12 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 		}
 	}
 	// The previous summary may be an LLM's, which names files in its prose:
-	// they carry over too, after its Files section.
-	// Its trail is not prose (the new trail merges it), and a URL is no
-	// path: a path read out of one would lose its scheme and host's slash.
-	prose, _ := withoutTrail(in.Previous)
-	prose = urlRe.ReplaceAllString(prose, " ")
+	// they carry over too, after its Files section. A URL is no path: a
+	// path read out of one would lose its scheme and host's slash.
+	prose := urlRe.ReplaceAllString(prevProse, " ")
 	// And the paths its trail showed, which this trail may fold (as the
 	// extractive Files carries them).
-	files, _ := previousFiles(parseSections(in.Previous))
+	files, _ := previousFiles(prev)
 	carried := append(append(files, pathRe.FindAllString(prose, maxFiles)...), trailFiles(in.Previous)...)
 	trail := trailOf(in)
 	inTrail := heldPaths(trail)
@@ -246,11 +248,9 @@ func PinFacts(summary string, in compaction.SummaryInput) string {
 func pinRoom(answer string, pinned func(string) string, in compaction.SummaryInput) string {
 	count := countOrEstimate(in)
 	fits := func(s string) bool { return count(strings.TrimSpace(pinned(s))) <= in.MaxTokens }
-	if fits(answer) {
-		return pinned(answer)
+	within := linesWithin(answer, fits) // the answer itself when it fits
+	if within == "" {
+		within = answer
 	}
-	if within := linesWithin(answer, fits); within != "" {
-		return pinned(within)
-	}
-	return pinned(answer)
+	return pinned(within)
 }

@@ -26,10 +26,9 @@ import (
 type foldOf struct{ sec, line string }
 
 // previousFolds is the fold lines of the lists the previous summary
-// carried, in section order, and their texts (listFold.line).
-func previousFolds(previous string) (map[string]bool, []foldOf) {
-	prose, _ := withoutTrail(previous)
-	prev := parseSections(prose)
+// carried (prev: the sections of its prose), in section order, and their
+// texts (listFold.line).
+func previousFolds(prev map[string][]string) (map[string]bool, []foldOf) {
 	copied := map[string]bool{}
 	var folds []foldOf
 	for _, s := range append(slices.Clone(listSections), SecFiles) {
@@ -59,14 +58,15 @@ func unfoldAnswer(answer string, copied map[string]bool) string {
 	for _, line := range lines {
 		if strings.HasPrefix(line, "## ") {
 			inSection = true
+			out = append(out, line)
+			continue
 		}
 		item := strings.TrimPrefix(line, "- ")
-		_, f := splitListFold([]string{item})
-		switch {
-		case !inSection || !foldLike(item) || strings.HasPrefix(line, "## "):
+		if !inSection || !foldLike(item) {
 			out = append(out, line)
-		case f.n > 0 && copied[f.line()]:
-		default:
+			continue
+		}
+		if _, f := splitListFold([]string{item}); f.n == 0 || !copied[f.line()] {
 			out = append(out, "- "+quotedEntry+item)
 		}
 	}

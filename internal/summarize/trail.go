@@ -28,11 +28,15 @@ import (
 // and the summary's.
 const SecTrail = "Trail"
 
+// trailHeading is the section's title line and the start of the sentence
+// under it, which trailHeader and trailHeaderNamed end.
+const trailHeading = "\n## " + SecTrail + "\n(exact, from the original messages; a command's exit status shows when it printed one other than 0; "
+
 // trailHeader is the section's title line and the sentence under it.
-const trailHeader = "\n## " + SecTrail + "\n(exact, from the original messages; a command's exit status shows when it printed one other than 0; expand an id to read one)\n"
+const trailHeader = trailHeading + "expand an id to read one)\n"
 
 // trailHeaderNamed is trailHeader for a model that can call nothing.
-const trailHeaderNamed = "\n## " + SecTrail + "\n(exact, from the original messages; a command's exit status shows when it printed one other than 0; each names its message's id)\n"
+const trailHeaderNamed = trailHeading + "the ids name what they came from)\n"
 
 // trailHeaderOf is trailHeader in the wording e: a model that can call
 // nothing to expand (compaction.ExpandByNone) is not told to.
@@ -462,9 +466,12 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 			}
 		}
 	}
-	headCost := map[string]int{} // by denseGroup
-	for _, l := range lines {
-		if g, kind, id := denseGroup(l, in.ID); headCost[g] == 0 {
+	headCost := map[string]int{}        // by denseGroup
+	group := make([]string, len(lines)) // each line's denseGroup
+	for i, l := range lines {
+		g, kind, id := denseGroup(l, in.ID)
+		group[i] = g
+		if headCost[g] == 0 {
 			headCost[g] = count(denseHead(kind, id))
 		}
 	}
@@ -533,7 +540,7 @@ func trail(in compaction.SummaryInput, budget int, count func(string) int) (_ st
 					continue
 				}
 				c := denseCosts[i] + 1
-				g, _, _ := denseGroup(lines[i], in.ID)
+				g := group[i]
 				if !headUsed[g] {
 					c += headCost[g]
 				}

@@ -73,8 +73,10 @@ func denseText(line string) (string, bool) {
 // folded again (TestRestoredDenseLinesNameTheirOwnID).
 func denseGroup(l trailLine, id string) (key, kind, head string) {
 	kind, head = denseKind(l), id
-	if own := l.idOf(); l.restored && messageID(own) {
-		head = own
+	if l.restored {
+		if own := l.idOf(); messageID(own) {
+			head = own
+		}
 	}
 	return kind + "\x00" + head, kind, head
 }

@@ -10,7 +10,7 @@ import (
 
 // TestSpareTrailStaysWithinCapAndBudget: where the trail takes what the
 // prose left of its cap (the planner's spareToTrail, after the summarizer
-// answered), the summary the plan holds, its header aside, still takes no
+// answered), the summary the plan holds, its header included, takes no
 // more than the cap and the trail's budget the summarizer was given, with
 // the extractive summary and with an LLM's short answer (PinFacts), at the
 // windows and sessions of TestSummaryOvershootIsBounded. The check there
@@ -43,7 +43,7 @@ func TestSpareTrailStaysWithinCapAndBudget(t *testing.T) {
 					if plan.Summary == "" {
 						continue
 					}
-					text := strings.TrimPrefix(plan.Summary, compaction.SummaryHeader(given.Round, given.ID, given.Expand))
+					text := plan.Summary
 					if !strings.HasSuffix(answer, text) && !strings.HasSuffix(text, answer) {
 						grew++
 					}

@@ -12,7 +12,7 @@ func (f *Fake) messages(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"type":"error","error":{"type":"invalid_request_error","message":"anthropic-version: header is required"}}`))
 		return
 	}
-	body, reply, bill, ok := f.receive(w, r, func(body map[string]any) []string { return CheckMessages(body, nil) })
+	body, reply, bill, idx, ok := f.receive(w, r, func(body map[string]any) []string { return CheckMessages(body, nil) })
 	if !ok {
 		return
 	}
@@ -43,6 +43,6 @@ func (f *Fake) messages(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, msg)
 		return
 	}
-	s := f.startSSE(w, r, bill)
+	s := f.startSSE(w, idx, bill)
 	MessagesEvents(func(name string, data any) { s.event(name, data) }, msg, split, reply.Interleave)
 }

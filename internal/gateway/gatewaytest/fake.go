@@ -71,9 +71,6 @@ type Fake struct {
 	InputTokens, OutputTokens                         int64
 	UncachedTokens, CacheReadTokens, CacheWriteTokens int64
 	billed                                            int
-	// streaming are the requests billed whose stream is about to start,
-	// by their index in requests (startSSE takes them).
-	streaming map[*http.Request]int
 	// last is the body of the previous request per path: the prompt
 	// cache (cache.go).
 	last map[string][]byte
@@ -184,10 +181,10 @@ func (f *Fake) BilledTotals() Bill {
 	return Bill{Uncached: f.UncachedTokens, CacheRead: f.CacheReadTokens, CacheWrite: f.CacheWriteTokens, Output: f.OutputTokens}
 }
 
-// receive reads and records a request, and returns the next reply and the
-// usage to report: input tokens are the body's bytes / 4, a stand-in that
+// receive reads and records a request, and returns the next reply, the
+// usage to report and the request's index in f.requests (startSSE's req): input tokens are the body's bytes / 4, a stand-in that
 // is the same for every door, split by the prompt cache (cache.go).
-func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[string]any) []string) (map[string]any, Reply, Bill, bool) {
+func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[string]any) []string) (map[string]any, Reply, Bill, int, bool) {
 	// As OpenAI's API does: any page may read its answers.
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	raw, _ := io.ReadAll(r.Body)
@@ -240,15 +237,12 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 		f.CacheReadTokens += bill.CacheRead
 		f.CacheWriteTokens += bill.CacheWrite
 		f.billed++
-		if f.streaming == nil {
-			f.streaming = map[*http.Request]int{}
-		}
-		f.streaming[r] = len(f.requests) - 1
 	}
+	idx := len(f.requests) - 1
 	f.mu.Unlock()
 	if hang {
 		<-r.Context().Done()
-		return nil, reply, Bill{}, false
+		return nil, reply, Bill{}, -1, false
 	}
 	if status != 0 {
 		typ := "server_error"
@@ -256,13 +250,13 @@ func (f *Fake) receive(w http.ResponseWriter, r *http.Request, check func(map[st
 			typ = "api_error"
 		}
 		WriteError(w, r.URL.Path, status, typ, msg)
-		return nil, reply, Bill{}, false
+		return nil, reply, Bill{}, -1, false
 	}
 	if len(problems) > 0 {
 		WriteError(w, r.URL.Path, http.StatusBadRequest, "invalid_request_error", strings.Join(problems, "; "))
-		return nil, reply, Bill{}, false
+		return nil, reply, Bill{}, -1, false
 	}
-	return body, reply, bill, true
+	return body, reply, bill, idx, true
 }
 
 // sse writes events one by one, pausing between them, and stops early
@@ -279,14 +273,9 @@ type sse struct {
 	bill, reported Bill
 }
 
-func (f *Fake) startSSE(w http.ResponseWriter, r *http.Request, bill Bill) *sse {
-	f.mu.Lock()
-	req, ok := f.streaming[r]
-	delete(f.streaming, r)
-	f.mu.Unlock()
-	if !ok {
-		req = -1
-	}
+// startSSE starts the stream answering request req (its index in
+// f.requests, as receive returned it; -1: not billed), billed bill.
+func (f *Fake) startSSE(w http.ResponseWriter, req int, bill Bill) *sse {
 	StartSSE(w)
 	return &sse{f: f, w: w, first: true, req: req, bill: bill}
 }

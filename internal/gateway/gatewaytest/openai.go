@@ -7,7 +7,7 @@ import (
 
 // chat serves POST /v1/chat/completions.
 func (f *Fake) chat(w http.ResponseWriter, r *http.Request) {
-	body, reply, bill, ok := f.receive(w, r, CheckChat)
+	body, reply, bill, idx, ok := f.receive(w, r, CheckChat)
 	if !ok {
 		return
 	}
@@ -36,7 +36,7 @@ func (f *Fake) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	so, _ := body["stream_options"].(map[string]any)
 	includeUsage, _ := so["include_usage"].(bool)
-	s := f.startSSE(w, r, bill)
+	s := f.startSSE(w, idx, bill)
 	emit := func(name string, data any) { s.event(name, data) }
 	f.mu.Lock()
 	endless, ended := f.Endless, f.Ended
@@ -79,7 +79,7 @@ func finishOf(r Reply) string {
 
 // responses serves POST /v1/responses.
 func (f *Fake) responses(w http.ResponseWriter, r *http.Request) {
-	body, reply, bill, ok := f.receive(w, r, func(body map[string]any) []string { return CheckResponses(body, nil) })
+	body, reply, bill, idx, ok := f.receive(w, r, func(body map[string]any) []string { return CheckResponses(body, nil) })
 	if !ok {
 		return
 	}
@@ -116,6 +116,6 @@ func (f *Fake) responses(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, resp)
 		return
 	}
-	s := f.startSSE(w, r, bill)
+	s := f.startSSE(w, idx, bill)
 	ResponsesEvents(func(name string, data any) { s.event(name, data) }, resp, split)
 }

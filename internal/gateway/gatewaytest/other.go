@@ -21,7 +21,7 @@ func (f *Fake) other(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	w.Header().Set("X-Fake-Endpoint", r.Method+" "+r.URL.Path)
 	if r.URL.Query().Get("stream") == "true" {
-		s := f.startSSE(w, r, Bill{})
+		s := f.startSSE(w, -1, Bill{})
 		for i := range 3 {
 			s.event("", map[string]any{"n": i})
 		}

@@ -134,6 +134,36 @@ type heldRows struct {
 	mu    sync.Mutex
 	m     map[heldKey]*heldRow
 	bytes int
+	// shared are the sessions whose held row was found stale (a guard
+	// failed: another replica or process wrote the session since), until
+	// a read of the stored row finds the row held again the stored one:
+	// HeldSession offers none of theirs, so a conversation a round-robin
+	// balancer sends to each replica in turn is matched by a read, not
+	// by a guess that fails its transaction every request. Bounded by
+	// heldMaxSessions, starting over past it (a session forgotten costs
+	// one failed guess).
+	shared map[heldKey]bool
+}
+
+// stale records that k's held row was found stale, and drops it.
+func (h *heldRows) stale(k heldKey) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.drop(k)
+	if h.shared == nil || len(h.shared) >= heldMaxSessions {
+		h.shared = map[heldKey]bool{}
+	}
+	h.shared[k] = true
+}
+
+// offered is the held row of k unless k is shared.
+func (h *heldRows) offered(k heldKey) *heldRow {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.shared[k] {
+		return nil
+	}
+	return h.m[k]
 }
 
 func (h *heldRows) get(k heldKey) *heldRow {
@@ -174,8 +204,11 @@ func (h *heldRows) seen(k heldKey, row store.Session, err error) {
 	if !ok {
 		return
 	}
-	if err == nil && (row.Version < r.s.Version || row.Version == r.s.Version &&
-		row.CreatedAt.Equal(r.s.CreatedAt) && row.UpdatedAt.Equal(r.s.UpdatedAt)) {
+	if err == nil && row.Version == r.s.Version && row.CreatedAt.Equal(r.s.CreatedAt) && row.UpdatedAt.Equal(r.s.UpdatedAt) {
+		delete(h.shared, k) // the held row is the stored one: offered again
+		return
+	}
+	if err == nil && row.Version < r.s.Version {
 		return
 	}
 	h.drop(k)
@@ -209,6 +242,14 @@ type heldTrack struct {
 	touched []heldKey
 	// usedHeld: the lock was the held row's guard; fn may be run again.
 	usedHeld bool
+	// guarded: guard names the last of the guards queued with the lock
+	// (the held row's).
+	guarded bool
+	// unknownAt is the place in the pipe's queue of the last guard of a
+	// ToolCalls guess (knowncalls.go) while unknownQueued and it is queued
+	// (not sent before sends reached unknownSends).
+	unknownAt, unknownSends int
+	unknownQueued           bool
 	// guard is the guard's place in the pipe's queue while it is queued
 	// (pipe.queued[guard], not sent before sends reached guardSends).
 	guard, guardSends int
@@ -216,6 +257,9 @@ type heldTrack struct {
 	// the transaction's error is then errHeldStale, whatever fn made of
 	// the error its read answered (inTx).
 	guardFailed bool
+	// heldStale: the guard that failed was the held row's (not the tool
+	// calls' guess, knowncalls.go).
+	heldStale bool
 }
 
 // lockHeld answers the lock of a session from the held row, the guard
@@ -232,7 +276,7 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 	}
 	stale := func(_ pgconn.CommandTag, err error) error {
 		if isDivisionByZero(err) {
-			t.track.guardFailed = true
+			t.track.guardFailed, t.track.heldStale = true, true
 			return errHeldStale
 		}
 		return err
@@ -261,7 +305,7 @@ func (t *txn) lockHeld(tenant, id string, ra store.ReadAhead) (store.Session, bo
 	t.held = heldTools{tenant: tenant, id: id, tools: tools, digested: true} // every held row's were written digested
 	t.track.lockedAt(k, slices.Clone(r.calls), true)
 	t.track.hints = r.hints // held rows are not changed: shared
-	t.track.usedHeld = true
+	t.track.usedHeld, t.track.guarded = true, true
 	return s, true
 }
 
@@ -315,8 +359,8 @@ func (h *heldTrack) putCalls(k heldKey, calls []store.ToolCall) {
 }
 
 // updated records UpdateSession's row of the locked session (j its
-// columns' JSON, j.Tools the column's text after it, digest theirs when
-// known: the row's).
+// columns' JSON, j.Tools the column's text after it, digest the name the
+// tools codec keeps them by, heldDigest: "" to keep the text).
 func (h *heldTrack) updated(s *store.Session, j store.SessionJSON, digest string) {
 	k := heldKey{s.Tenant, s.ID}
 	if !h.locked || h.key != k {
@@ -324,7 +368,7 @@ func (h *heldTrack) updated(s *store.Session, j store.SessionJSON, digest string
 		return
 	}
 	r := &heldRow{s: *s, json: j}
-	if digest != "" && len(j.Tools) >= toolsHintMin && len(j.Tools) <= toolsHintMax {
+	if digest != "" {
 		r.json.Tools, r.toolsDigest = "", digest // the tools codec's (toolsHintOf)
 	}
 	r.s.Tools, r.s.Policy, r.s.Labels = nil, compaction.Overrides{}, nil // json's
@@ -349,12 +393,23 @@ func (h *heldTrack) gone(k heldKey) {
 // from a stale row (a refusal, a decision) is not the call's. What they
 // answer is recorded (guardFailed, heads.failed), and inTx alone makes it
 // the transaction's error.
+//
+// So is a ToolCalls guess's guard still queued (knowncalls.go), with what
+// was queued before it (the writes after the lock, rolled back with the
+// transaction): a refusal computed on the guess is not the call's either.
 func (t *txn) failedOnHeld(ctx context.Context) {
 	h := &t.track
-	if !h.usedHeld || t.tx.sends != h.guardSends {
-		return // sent: answered already
+	last := -1 // the last statement to send; sent ones were answered already
+	if h.guarded && t.tx.sends == h.guardSends {
+		last = h.guard
 	}
-	t.tx.queued = t.tx.queued[:h.guard+1]
+	if h.unknownQueued && t.tx.sends == h.unknownSends {
+		last = max(last, h.unknownAt)
+	}
+	if last < 0 || last >= len(t.tx.queued) {
+		return
+	}
+	t.tx.queued = t.tx.queued[:last+1]
 	if br, err := t.tx.send(ctx, ""); err == nil {
 		br.Close() //nolint:errcheck // the guards' checks record what they answered
 	}
@@ -408,7 +463,7 @@ func (t *txn) lockedAhead(tenant, id string) {
 // HeldSession implements store.HeldRowReader: the row this Store's last
 // transaction of the session committed (heldrow.go), as a read returns it.
 func (s *Store) HeldSession(tenant, id string) (store.Session, bool) {
-	r := s.rows.get(heldKey{tenant, id})
+	r := s.rows.offered(heldKey{tenant, id})
 	if r == nil {
 		return store.Session{}, false
 	}

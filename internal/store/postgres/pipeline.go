@@ -242,6 +242,8 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, rows *heldRows, noHeld bool, 
 	switch {
 	case err == nil:
 		t.committed()
+	case errors.Is(err, errHeldStale) && t.track.heldStale:
+		rows.stale(t.track.key) // another writer's: not offered as a guess (HeldSession)
 	case errors.Is(err, errHeldStale):
 		rows.forget(t.track.key)
 	}

@@ -257,12 +257,20 @@ func (m multiScanner) Scan(dest ...any) error { return m.row.Scan(append(dest, m
 // ActiveMessages returns the active view after ordinal `after`.
 func (s *Store) ActiveMessages(ctx context.Context, tenant, sessionID string, after int64, limit int) (_ []chat.Message, _ []int64, err error) {
 	defer unavailable(&err)
-	rows, err := s.pool.Query(ctx, `SELECT v.ord, `+messageCols+`
-		FROM `+viewMessages+`
-		WHERE v.tenant = $1 AND v.session_id = $2 AND v.gen = `+currentGen+` AND v.ord > $3 ORDER BY v.ord LIMIT $4`, tenant, sessionID, after, limit)
+	rows, err := s.pool.Query(ctx, activeMessages, tenant, sessionID, after, limit)
 	if err != nil {
 		return nil, nil, err
 	}
+	return scanActive(rows)
+}
+
+// activeMessages reads a page of a session's active view ($1, $2) after
+// ordinal $3, at most $4 messages.
+const activeMessages = `SELECT v.ord, ` + messageCols + `
+		FROM ` + viewMessages + `
+		WHERE v.tenant = $1 AND v.session_id = $2 AND v.gen = ` + currentGen + ` AND v.ord > $3 ORDER BY v.ord LIMIT $4`
+
+func scanActive(rows pgx.Rows) ([]chat.Message, []int64, error) {
 	defer rows.Close()
 	var msgs []chat.Message
 	var ords []int64

@@ -70,8 +70,15 @@ func (t *txn) GetSession(ctx context.Context, tenant, id string) (store.Session,
 	return s, err
 }
 
+// The places of sessionArgs' arguments a caller sets: the tools ($5) and
+// their digest ($25).
+const (
+	argTools       = 4
+	argToolsDigest = 24
+)
+
 // sessionArgs are s's columns as the statements' arguments, and its JSON
-// columns' text (j.Tools is args[4], until a caller leaves the column out).
+// columns' text (j.Tools is args[argTools], until a caller leaves the column out).
 func sessionArgs(s *store.Session) (args []any, j store.SessionJSON, err error) {
 	if j, err = store.EncodeSession(s); err != nil {
 		return nil, j, err
@@ -79,7 +86,7 @@ func sessionArgs(s *store.Session) (args []any, j store.SessionJSON, err error) 
 	return []any{s.Tenant, s.ID, s.Model, s.SystemPrompt, j.Tools, j.Policy, j.Labels, s.Version, s.SystemTokens,
 		s.ToolsTokens, s.ActiveTokens, s.ActiveCount, s.LogCount, s.ViewSeq, s.CreatedAt, s.UpdatedAt,
 		s.CompactionRound, s.AutoPausedBelow, s.ViewEpoch, s.AnchorInput, s.AnchorLocal, s.AnchorCount, s.AnchorEpoch, s.ActiveBytes,
-		nil}, j, nil // $25, the tools' digest: set by the caller that writes them (writeTools)
+		nil}, j, nil // $25 (argToolsDigest), the tools' digest: set by the caller that writes them (writeTools)
 }
 
 // writeTools sets args' digest ($25) to that of their tools ($5), which
@@ -87,10 +94,29 @@ func sessionArgs(s *store.Session) (args []any, j store.SessionJSON, err error) 
 // (toolsdigest.go: a guess, so a transaction that then rolls back costs
 // a read of the column, nothing more).
 func writeTools(args []any) {
-	tools := args[4].(string)
+	tools := args[argTools].(string)
 	digest := toolsDigest(tools)
-	args[24] = []byte(digest)
+	args[argToolsDigest] = []byte(digest)
 	sawTools(args[0].(string), args[1].(string), digest, tools, true)
+}
+
+// heldDigest is the digest a held row names the tools by after an update
+// of args (tools, the row's after it): the row's digest of its version,
+// written now or kept (t.held's, digested, as this replica last saw them),
+// whatever t.held is of; "" when the tools codec keeps no text of that
+// size (toolsHintMin, toolsHintMax) or this replica saw none: the held row
+// then keeps the text itself.
+func heldDigest(args []any, tenant, id, tools string) string {
+	if len(tools) < toolsHintMin || len(tools) > toolsHintMax {
+		return ""
+	}
+	if d, ok := args[argToolsDigest].([]byte); ok {
+		return string(d) // written now
+	}
+	if h := toolsHintOf(tenant, id); h.text == tools {
+		return h.digest // kept
+	}
+	return ""
 }
 
 func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
@@ -112,7 +138,7 @@ func (t *txn) InsertSession(ctx context.Context, s *store.Session) error {
 		return fmt.Errorf("session %q: %w", s.ID, store.ErrAlreadyExists)
 	}
 	if err == nil {
-		t.held = heldTools{tenant: s.Tenant, id: s.ID, tools: args[4].(string), digested: true}
+		t.held = heldTools{tenant: s.Tenant, id: s.ID, tools: args[argTools].(string), digested: true}
 	}
 	t.track.gone(heldKey{s.Tenant, s.ID})
 	return err
@@ -144,22 +170,14 @@ func (t *txn) UpdateSession(ctx context.Context, s *store.Session) error {
 			writeTools(args) // the digest of the tools the locked row holds
 			t.held.digested = true
 		}
-		args[4] = nil // unchanged: the column keeps its value (heldTools)
+		args[argTools] = nil // unchanged: the column keeps its value (heldTools)
 	} else {
 		writeTools(args)
 		if t.held.tenant == s.Tenant && t.held.id == s.ID {
 			t.held.tools, t.held.digested = tools, true
 		}
 	}
-	// The row holds these tools after it, their digest of its version
-	// (written now, or kept: t.held's, digested), whatever t.held is of.
-	digest := ""
-	if d, ok := args[24].([]byte); ok {
-		digest = string(d) // written now
-	} else if h := toolsHintOf(s.Tenant, s.ID); h.text == tools {
-		digest = h.digest // kept, as this replica last saw them
-	}
-	t.track.updated(s, j, digest)
+	t.track.updated(s, j, heldDigest(args, s.Tenant, s.ID, tools))
 	notFound := fmt.Errorf("session %q: %w", s.ID, store.ErrNotFound)
 	if store.IsPipelined(ctx) {
 		// Queued, it may go in one pipeline with COMMIT: the server
@@ -319,6 +337,9 @@ func (t *txn) ToolCalls(ctx context.Context, tenant, sessionID string, ids []str
 	out := make(map[string]store.ToolCall, len(ids))
 	if len(ids) == 0 {
 		return out, nil
+	}
+	if known, ok := t.guessToolCalls(ctx, tenant, sessionID, ids); ok {
+		return known, nil // checked by the server with the writes (knowncalls.go)
 	}
 	rows, err := t.tx.Query(ctx, `SELECT call_id, position, result_position FROM tool_calls
 		WHERE tenant = $1 AND session_id = $2 AND call_id = ANY($3)`, tenant, sessionID, ids)
