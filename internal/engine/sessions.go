@@ -303,6 +303,34 @@ func (e *Engine) DeleteSessionAt(ctx context.Context, tenant, id string, created
 	return deleted, err
 }
 
+// ClaimSession moves session id (of the incarnation created at created)
+// one version on and changes nothing else: the mark of a request that
+// joined a session it did not make and wrote nothing to it (the gateway's
+// unchanged join), so DeleteSessionAt of the request that made it — which
+// deletes only at the version its own write left — never deletes it from
+// under the joined request (on this replica or another). ErrNotFound
+// when the session is gone or was made again.
+func (e *Engine) ClaimSession(ctx context.Context, tenant, id string, created time.Time) error {
+	var v int64
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		s, err := lockedSession(ctx, tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		if !s.CreatedAt.Equal(created) {
+			return fmt.Errorf("session %q was made again: %w", id, store.ErrNotFound)
+		}
+		s.Version++
+		s.UpdatedAt = e.timestamp()
+		v = s.Version
+		return tx.UpdateSession(ctx, &s)
+	})
+	if err == nil {
+		e.notify(ctx, tenant, id, v, watch.EventUpdated)
+	}
+	return err
+}
+
 // Page asks for one page of a listing.
 type Page struct {
 	Size  int

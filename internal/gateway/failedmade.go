@@ -1,6 +1,11 @@
 package gateway
 
-import "net/http"
+import (
+	"context"
+	"net/http"
+
+	"github.com/contextd/contextd/internal/engine"
+)
 
 // A request that made its session (its history new, or a fork of
 // another's) and whose upstream call failed — the provider's error status
@@ -65,4 +70,30 @@ func (x *exchange) unnameFailedMake(a answer) {
 	if a.err != nil || a.resp != nil && a.resp.StatusCode != http.StatusOK || a.held != nil && a.held.status != http.StatusOK {
 		x.w.Header().Del(HeaderSession)
 	}
+}
+
+// claimJoined marks the session a request joined unchanged (its history
+// the log: a retry, or the same first request on another replica while
+// the session's maker was upstream) one version on
+// (Engine.ClaimSession), when the session is still at the version the
+// request matched it at (PrepareContext wrote nothing: no edit, no
+// compaction). The maker's undo deletes only at the version its own write
+// left
+// (undoFailedMake), so the session is never deleted from under a joined
+// request, whose call would be answered and billed with no session to
+// record it in: its usage lost from the ledger
+// (TestFailedFirstCallJoinedOnAnotherReplica). On this replica the
+// in-flight map keeps the maker's undo from a joined request only once
+// that request holds the session (forward); the claim covers the requests
+// between their match and their hold, and the other replicas'. Claimed
+// after the undo, the session is gone (ErrNotFound): the request is
+// matched again and goes on in a session of its own. It costs one
+// transaction per unchanged request (a retry); a request that appended,
+// edited or compacted moved the version itself, and so did any other
+// write since the match.
+func (g *Gateway) claimJoined(ctx context.Context, tenant string, res resolved, prep engine.PrepareResult) error {
+	if res.made || res.notStored() || res.history != historyUnchanged || prep.Status.Version != res.version {
+		return nil
+	}
+	return g.cfg.Engine.ClaimSession(ctx, tenant, res.id, prep.Status.Created)
 }
