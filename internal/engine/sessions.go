@@ -285,6 +285,52 @@ func (e *Engine) DeleteUnusedSession(ctx context.Context, tenant, id string, cre
 	return deleted, err
 }
 
+// DeleteSessionAt deletes a session only while it is at version and was
+// created at created, in one statement: the undo of a request that made
+// the session, appended to it and then failed upstream (nothing else wrote
+// to it since), which must never delete what a concurrent request wrote.
+// It reports whether it deleted.
+func (e *Engine) DeleteSessionAt(ctx context.Context, tenant, id string, created time.Time, version int64) (bool, error) {
+	var deleted bool
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		deleted, err = tx.DeleteSessionAt(ctx, tenant, id, created, version)
+		return err
+	})
+	if err == nil && deleted {
+		e.notify(ctx, tenant, id, 0, watch.EventDeleted)
+	}
+	return deleted, err
+}
+
+// ClaimSession moves session id (of the incarnation created at created)
+// one version on and changes nothing else: the mark of a request that
+// joined a session it did not make and wrote nothing to it (the gateway's
+// unchanged join), so DeleteSessionAt of the request that made it — which
+// deletes only at the version its own write left — never deletes it from
+// under the joined request (on this replica or another). ErrNotFound
+// when the session is gone or was made again.
+func (e *Engine) ClaimSession(ctx context.Context, tenant, id string, created time.Time) error {
+	var v int64
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		s, err := lockedSession(ctx, tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		if !s.CreatedAt.Equal(created) {
+			return fmt.Errorf("session %q was made again: %w", id, store.ErrNotFound)
+		}
+		s.Version++
+		s.UpdatedAt = e.timestamp()
+		v = s.Version
+		return tx.UpdateSession(ctx, &s)
+	})
+	if err == nil {
+		e.notify(ctx, tenant, id, v, watch.EventUpdated)
+	}
+	return err
+}
+
 // Page asks for one page of a listing.
 type Page struct {
 	Size  int

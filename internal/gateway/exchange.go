@@ -120,6 +120,7 @@ func (x *exchange) close() {
 		x.stopKeepalive()
 	}
 	if x.hold != nil {
+		x.undoFailedMake() // failedmade.go
 		x.hold.releaseUnlessRecording()
 	}
 }

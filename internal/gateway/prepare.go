@@ -180,6 +180,12 @@ func (g *Gateway) prepare(ctx context.Context, tenant string, d door, c *convers
 			}
 			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
 		}
+		if err := g.claimJoined(ctx, tenant, res, prep); err != nil { // failedmade.go
+			if (errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrVersionConflict)) && retry.again(ctx) {
+				continue
+			}
+			return resolved{}, engine.PrepareResult{}, "", hideSession(err, res)
+		}
 		if res.notStored() {
 			// Send the view without the replies this request does not
 			// carry; if they are not its tail (a compaction moved them),

@@ -34,6 +34,7 @@ const HeaderExpandRounds = "X-Contextd-Expand-Rounds"
 // relay is the stage: it passes a on and says what the client got.
 func (x *exchange) relay(a answer) outcome {
 	out := outcome{usages: a.usages}
+	x.unnameFailedMake(a) // failedmade.go
 	switch {
 	case a.err != nil:
 		x.fail(a.err)

@@ -206,6 +206,11 @@ type Tx interface {
 	// delete in one statement, so a session someone else made again or
 	// wrote to in between is never deleted. It reports whether it deleted.
 	DeleteUnusedSession(ctx context.Context, tenant, id string, created time.Time) (bool, error)
+	// DeleteSessionAt marks a session deleted only while it is at version
+	// and was created at created: nothing written to it since the caller's
+	// last write (no append, no report, no update), in one statement. It
+	// reports whether it deleted.
+	DeleteSessionAt(ctx context.Context, tenant, id string, created time.Time, version int64) (bool, error)
 
 	// InsertMessages adds messages (ID, Position, Tokens set) to the log,
 	// with CountedFor (empty stores NULL: unknown).

@@ -102,7 +102,7 @@ func TestUnknownModel(t *testing.T) {
 
 // TestUpstreamFailuresKeepOneTurn: an upstream that fails (500), hangs or
 // drops the stream passes the failure on; the client's retry stores its
-// user turn once and the reply once.
+// user turn once and the reply once, in one session.
 func TestUpstreamFailuresKeepOneTurn(t *testing.T) {
 	s := start(t, nil)
 	history := []any{map[string]any{"role": "user", "content": "first question"}}
@@ -128,7 +128,6 @@ func TestUpstreamFailuresKeepOneTurn(t *testing.T) {
 	if err != nil || resp.StatusCode != 500 || !strings.Contains(string(body), "fake upstream failure 500") {
 		t.Fatalf("500 not passed on: %v %v %s", err, resp, body)
 	}
-	id := resp.Header.Get("X-Contextd-Session")
 	// 2. The provider hangs: the client gives up.
 	s.fake.Set(func(f *gatewaytest.Fake) { f.Status, f.Hang = 0, true })
 	if _, _, err := send(false, 500*time.Millisecond); err == nil {
@@ -147,6 +146,15 @@ func TestUpstreamFailuresKeepOneTurn(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("retry: %v %s", err, body)
 	}
+	// The sessions of the failed and the abandoned call were deleted with
+	// their failure (failedmade.go); the dropped stream's is kept (its
+	// usage, estimated, is in its ledger: cutusage.go), and the retry is
+	// answered in it.
+	ids := liveSessions(s)
+	if len(ids) != 1 {
+		t.Fatalf("sessions %q; want one, the dropped stream's", ids)
+	}
+	id := ids[0]
 	if got := resp.Header.Get("X-Contextd-History"); got != "unchanged" {
 		t.Errorf("retry: history %q, want unchanged (in session %s)", got, id)
 	}

@@ -62,17 +62,7 @@ func TestUnchangedRequestAfterTheLogMoved(t *testing.T) {
 		t.Fatalf("the request: %d %s", a.code, a.err)
 	}
 	// Its call is recorded, in whichever session it went on in.
-	var list struct {
-		Sessions []struct {
-			ID string `json:"id"`
-		} `json:"sessions"`
-	}
-	s.rpc("ListSessions", map[string]any{}, &list)
-	var ids []string
-	for _, ss := range list.Sessions {
-		ids = append(ids, ss.ID)
-	}
-	s.checkLedger(ids...)
+	s.checkLedger(liveSessions(s)...)
 	want := []string{"user: q0", "assistant: a0", "user: q1", "assistant: x"}
 	if got := s.logOf(session); !slices.Equal(got, want) {
 		t.Errorf("log after a request matched unchanged before x was appended (answered as %q):\n got %q\nwant %q", a.how, got, want)

@@ -222,6 +222,17 @@ func (t *txn) DeleteUnusedSession(ctx context.Context, tenant, id string, create
 	return tag.RowsAffected() == 1, nil
 }
 
+func (t *txn) DeleteSessionAt(ctx context.Context, tenant, id string, created time.Time, version int64) (bool, error) {
+	t.track.gone(heldKey{tenant, id})
+	tag, err := t.tx.Exec(ctx, `UPDATE sessions SET deleted_at = now(), version = version + 1
+		WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND version = $4 AND created_at = $3`,
+		tenant, id, created, version)
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message) error {
 	return t.insertMessages(ctx, tenant, sessionID, msgs, nil)
 }

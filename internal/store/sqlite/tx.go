@@ -100,6 +100,17 @@ func (t *txn) DeleteUnusedSession(ctx context.Context, tenant, id string, create
 	return n == 1, err
 }
 
+func (t *txn) DeleteSessionAt(ctx context.Context, tenant, id string, created time.Time, version int64) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET deleted_at = ?, version = version + 1
+		WHERE tenant = ? AND id = ? AND deleted_at IS NULL AND version = ? AND created_at = ?`,
+		time.Now().UnixNano(), tenant, id, version, created.UnixNano())
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
 func (t *txn) InsertMessages(ctx context.Context, tenant, sessionID string, msgs []chat.Message) error {
 	return t.insertMessages(ctx, tenant, sessionID, msgs, nil)
 }

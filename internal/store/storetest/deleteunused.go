@@ -73,3 +73,51 @@ func testDeleteUnusedSession(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+// testDeleteSessionAt: DeleteSessionAt deletes a session only at the
+// version and creation time given (nothing written since), in one
+// statement: never one that moved on or was made again.
+func testDeleteSessionAt(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	del := func(id string, created time.Time, version int64) bool {
+		t.Helper()
+		var deleted bool
+		mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			deleted, err = tx.DeleteSessionAt(ctx, "t", id, created, version)
+			return err
+		})
+		return deleted
+	}
+	// Written to once (version 2): the caller's own append.
+	create(t, s, session("t", "s", epoch))
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		cur, err := tx.GetSession(ctx, "t", "s")
+		if err != nil {
+			return err
+		}
+		cur.Version = 2
+		return tx.UpdateSession(ctx, &cur)
+	})
+	if del("s", epoch, 1) {
+		t.Errorf("deleted a session that moved past the version given")
+	}
+	if del("s", epoch.Add(time.Microsecond), 2) {
+		t.Errorf("deleted a session made at another time (made again by someone else)")
+	}
+	if del("missing", epoch, 2) {
+		t.Errorf("deleted a missing session")
+	}
+	if _, err := s.GetSession(ctx, "t", "s"); err != nil {
+		t.Fatalf("the session after refused deletes: %v", err)
+	}
+	if !del("s", epoch, 2) {
+		t.Errorf("did not delete the session at its version")
+	}
+	if _, err := s.GetSession(ctx, "t", "s"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after the delete: %v", err)
+	}
+	if del("s", epoch, 2) || del("s", epoch, 3) {
+		t.Errorf("deleted a deleted session again")
+	}
+}

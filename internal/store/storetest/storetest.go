@@ -27,6 +27,7 @@ func Run(t *testing.T, newStore NewStore) {
 	}{
 		{"SessionLifecycle", testSessionLifecycle},
 		{"DeleteUnusedSession", testDeleteUnusedSession},
+		{"DeleteSessionAt", testDeleteSessionAt},
 		{"CloseIdleSessions", testCloseIdleSessions},
 		{"TenantIsolation", testTenantIsolation},
 		{"ListSessions", testListSessions},
