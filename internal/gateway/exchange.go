@@ -120,7 +120,10 @@ func (x *exchange) close() {
 		x.stopKeepalive()
 	}
 	if x.hold != nil {
+		// Released even if the undo panics (the server recovers a
+		// handler's panic; an entry left in flight would keep every
+		// later request off the session).
+		defer x.hold.releaseUnlessRecording()
 		x.undoFailedMake() // failedmade.go
-		x.hold.releaseUnlessRecording()
 	}
 }
