@@ -530,7 +530,7 @@ func (g *Gateway) matchRow(ctx context.Context, tenant string, s store.Session, 
 		}
 	}
 	m.repeat = !noRepeat && m.k == len(c.ids) && m.k < len(log) && !slices.Contains(replies[m.k:], false)
-	if m.pick, err = g.pickOf(ctx, tenant, m, c); err != nil {
+	if m.pick, err = g.pickOf(ctx, m, c); err != nil {
 		return nil, err
 	}
 	return m, nil

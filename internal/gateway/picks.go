@@ -70,7 +70,7 @@ type pick struct {
 // the log's last messages (at most maxPickTail) only when the match
 // already says the request differs from the log just in the log's last
 // assistant turn, which ends with a reply of the gateway's.
-func (g *Gateway) pickOf(ctx context.Context, tenant string, m *logMatch, c *conversation) (*pick, error) {
+func (g *Gateway) pickOf(ctx context.Context, m *logMatch, c *conversation) (*pick, error) {
 	n := len(m.log) - m.k
 	if m.extends || m.repeat || n < 1 || n > maxPickTail || m.k+1 >= len(c.msgs) ||
 		!m.replies[len(m.log)-1] || c.msgs[m.k].Role != chat.RoleAssistant || c.msgs[m.k+1].Role == chat.RoleAssistant {
