@@ -78,9 +78,8 @@ func (x *exchange) unnameFailedMake(a answer) {
 // (Engine.ClaimSession), when the session is still at the version the
 // request matched it at (PrepareContext wrote nothing: no edit, no
 // compaction). The maker's undo deletes only at the version its own write
-// left
-// (undoFailedMake), so the session is never deleted from under a joined
-// request, whose call would be answered and billed with no session to
+// left (undoFailedMake), so the session is never deleted from under a
+// joined request, whose call would be answered and billed with no session to
 // record it in: its usage lost from the ledger
 // (TestFailedFirstCallJoinedOnAnotherReplica). On this replica the
 // in-flight map keeps the maker's undo from a joined request only once
