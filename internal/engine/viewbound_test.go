@@ -142,7 +142,7 @@ func TestMessagePagesReadByBytes(t *testing.T) {
 	})
 }
 
-// TestLogTailReadsByBytes: LogTail (the gateway's log matching) loads only
+// TestLogTailReadsByBytes: LogTailOf (the gateway's log matching) loads only
 // the rows that fit CONTEXTD_MAX_RESPONSE_BYTES, in order, however many it
 // is asked for: a cold review made one request load 720 MB of log.
 func TestLogTailReadsByBytes(t *testing.T) {
@@ -161,12 +161,12 @@ func TestLogTailReadsByBytes(t *testing.T) {
 		var after int64
 		for reads := 0; after < 10; reads++ {
 			loaded.Store(0)
-			msgs, err := e.LogTail(ctx, tenant, s.ID, after, 1000)
+			msgs, err := e.LogTailOf(ctx, store.Session{Tenant: tenant, ID: s.ID}, after, 0)
 			if err != nil || len(msgs) != 2 || msgs[0].Position != after+1 || msgs[1].Position != after+2 {
-				t.Fatalf("LogTail after %d: %d messages (%v)", after, len(msgs), err)
+				t.Fatalf("LogTailOf after %d: %d messages (%v)", after, len(msgs), err)
 			}
 			if n := loaded.Load(); n > 3 {
-				t.Errorf("LogTail loaded %d messages to answer 2", n)
+				t.Errorf("LogTailOf loaded %d messages to answer 2", n)
 			}
 			after = msgs[1].Position
 		}

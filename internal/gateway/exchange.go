@@ -113,8 +113,9 @@ func (g *Gateway) serveDoor(w http.ResponseWriter, r *http.Request, d door) {
 }
 
 // close ends what the exchange still holds when serveDoor returns (also
-// when a stage panicked): the keepalive, and the session's in-flight
-// entry unless record took it over.
+// when a stage panicked): the keepalive, the session it made if its call
+// failed with nothing to record (undoFailedMake), and the session's
+// in-flight entry unless record took it over.
 func (x *exchange) close() {
 	if x.stopKeepalive != nil {
 		x.stopKeepalive()
@@ -124,6 +125,6 @@ func (x *exchange) close() {
 		// handler's panic; an entry left in flight would keep every
 		// later request off the session).
 		defer x.hold.releaseUnlessRecording()
-		x.undoFailedMake() // failedmade.go
 	}
+	x.undoFailedMake() // failedmade.go
 }

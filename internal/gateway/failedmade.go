@@ -21,9 +21,11 @@ import (
 // retry storm of a failing first call leaves none either.
 
 // undoFailedMake deletes the session the exchange made when nothing of its
-// call is to be recorded, before its hold is released (close), so a twin
-// waiting for the call finds the session gone and goes on in one of its
-// own. The delete compares the session's incarnation and the version
+// call is to be recorded, also when contextd refused the request after
+// PrepareContext (its body could not be built: no call, no hold). It runs
+// before the hold is released (close): released first, the session would
+// be free for a request of this replica to join it (and claim it). The
+// delete compares the session's incarnation and the version
 // PrepareContext left it at (Engine.DeleteSessionAt, one statement): a
 // request on another replica that wrote to it meanwhile keeps it. It is
 // kept as well while another exchange of this replica holds it or records
@@ -32,10 +34,10 @@ import (
 // in its ledger, are work the retry starts from.
 func (x *exchange) undoFailedMake() {
 	g, res := x.g, x.res
-	if x.hold == nil || x.recording || !x.undoable() {
+	if x.recording || !x.undoable() {
 		return
 	}
-	if v, ok := g.inflight.Load(x.tenant + "\x00" + res.id); ok && v != x.hold {
+	if v, ok := g.inflight.Load(sessionKey(x.tenant, res.id)); ok && v != x.hold { // with no hold of its own, any entry is another's
 		return
 	}
 	if _, ok := g.inflight.Load(recordingKey(x.tenant, res.id)); ok {

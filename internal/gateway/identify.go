@@ -330,7 +330,7 @@ func (g *Gateway) repeats(ctx context.Context, tenant string, c *conversation) (
 func (g *Gateway) busy(ctx context.Context, tenant, id, twin string, until time.Time) bool {
 	g.waitRecorded(ctx, tenant, id, until)
 	for {
-		v, ok := g.inflight.Load(tenant + "\x00" + id)
+		v, ok := g.inflight.Load(sessionKey(tenant, id))
 		if !ok {
 			return false
 		}

@@ -55,7 +55,7 @@ type hold struct {
 // the chain of the exchange's whole history (hold.history).
 func (g *Gateway) hold(ctx context.Context, tenant, id, history string) *hold {
 	h := g.newHold(ctx, history)
-	h.mark(tenant + "\x00" + id)
+	h.mark(sessionKey(tenant, id))
 	return h
 }
 
@@ -248,6 +248,11 @@ func waitHold(ctx context.Context, h *hold, until time.Time) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// sessionKey names, in the in-flight map, a session whose call is out.
+func sessionKey(tenant, id string) string {
+	return tenant + "\x00" + id
 }
 
 // recordingKey names, in the in-flight map, a session whose answer is

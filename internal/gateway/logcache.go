@@ -180,7 +180,7 @@ func (lc *logCache) get(ctx context.Context, e *engine.Engine, tenant string, s 
 	defer ent.mu.Unlock()
 	added := false
 	for ent.last < s.LogCount {
-		msgs, err := e.LogTailOf(ctx, s, ent.last, 1000) // s read by the caller: not again
+		msgs, err := e.LogTailOf(ctx, s, ent.last, 0) // s read by the caller: not again
 		if err != nil {
 			return nil, nil, nil, nil, 0, err
 		}
