@@ -50,10 +50,18 @@ func (x *exchange) undoFailedMake() {
 	}
 }
 
-// undoable: the exchange made its session and PrepareContext did not
-// compact it (undoFailedMake).
+// undoable: the exchange made its session without a session signal and
+// PrepareContext did not compact it (undoFailedMake). A session made
+// under a signal (X-Contextd-Session, or an id its client's session id
+// derives) is kept: its identity is the signal, so no stranger with the
+// same opening lands in it — the takeover the undo prevents happens only
+// to a session found by its history, whose id is random and never made
+// again — while a request that joined it without a claim (an aside, a
+// repeat: they store nothing) would see it deleted under its call, its
+// usage lost, and a racing request could append into the same id made
+// again (TestSignalledFailedFirstCallKeepsItsSession).
 func (x *exchange) undoable() bool {
-	return x.res.made && x.prep.Status.Version != 0 && !x.prep.Status.Compacted
+	return x.res.made && x.sig.id == "" && x.prep.Status.Version != 0 && !x.prep.Status.Compacted
 }
 
 // unnameFailedMake takes X-Contextd-Session off the answer of a call
