@@ -70,8 +70,9 @@ func (x *exchange) undoable() bool {
 // exchange made: the session is deleted with the failure
 // (undoFailedMake), and an answer never names a session that is not
 // there. The client's retry makes the conversation's session and is named
-// it. A failure found after the headers went out (an unreadable answer, a
-// stream cut before any event) is named and undone all the same; the id,
+// it. A JSON answer that could not be read is unnamed where relay finds it
+// (relayResponse). A failure found after the headers went out (a stream
+// cut before any event) is named and undone all the same; the id,
 // sent back as the client's signal, makes the session again.
 func (x *exchange) unnameFailedMake(a answer) {
 	if !x.undoable() || len(a.usages) > 0 {
