@@ -31,7 +31,11 @@ import (
 // kept as well while another exchange of this replica holds it or records
 // into it (it joined the session, its history the same), and when
 // PrepareContext compacted it: the compaction, and the summarizer's cost
-// in its ledger, are work the retry starts from.
+// in its ledger, are work the retry starts from. The statement itself
+// keeps a session with any ledger row, compaction or compaction job, so
+// neither a compaction by an earlier piece of a long request's replay
+// (replayLong: the last piece's Compacted is false) nor a background job
+// still running its summarizer loses its work or its bill.
 func (x *exchange) undoFailedMake() {
 	g, res := x.g, x.res
 	if x.recording || !x.undoable() {
