@@ -38,7 +38,7 @@ import (
 // still running its summarizer loses its work or its bill.
 func (x *exchange) undoFailedMake() {
 	g, res := x.g, x.res
-	if x.recording || !x.undoable() {
+	if x.recording || x.answered || !x.undoable() {
 		return
 	}
 	if v, ok := g.inflight.Load(sessionKey(x.tenant, res.id)); ok && v != x.hold { // with no hold of its own, any entry is another's
