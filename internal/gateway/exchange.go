@@ -71,8 +71,9 @@ type exchange struct {
 	answers int
 
 	// record: the recording started (from relay's answering, or the
-	// stage itself), once.
-	recording bool
+	// stage itself), once. answered: the provider answered a call of the
+	// exchange (usage to record), whether or not its recording started.
+	recording, answered bool
 }
 
 // answer is what forward has for relay: the provider's response, its body

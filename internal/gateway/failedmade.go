@@ -31,10 +31,14 @@ import (
 // kept as well while another exchange of this replica holds it or records
 // into it (it joined the session, its history the same), and when
 // PrepareContext compacted it: the compaction, and the summarizer's cost
-// in its ledger, are work the retry starts from.
+// in its ledger, are work the retry starts from. The statement itself
+// keeps a session with any ledger row, compaction or compaction job, so
+// neither a compaction by an earlier piece of a long request's replay
+// (replayLong: the last piece's Compacted is false) nor a background job
+// still running its summarizer loses its work or its bill.
 func (x *exchange) undoFailedMake() {
 	g, res := x.g, x.res
-	if x.recording || !x.undoable() {
+	if x.recording || x.answered || !x.undoable() {
 		return
 	}
 	if v, ok := g.inflight.Load(sessionKey(x.tenant, res.id)); ok && v != x.hold { // with no hold of its own, any entry is another's
@@ -50,10 +54,18 @@ func (x *exchange) undoFailedMake() {
 	}
 }
 
-// undoable: the exchange made its session and PrepareContext did not
-// compact it (undoFailedMake).
+// undoable: the exchange made its session without a session signal and
+// PrepareContext did not compact it (undoFailedMake). A session made
+// under a signal (X-Contextd-Session, or an id its client's session id
+// derives) is kept: its identity is the signal, so no stranger with the
+// same opening lands in it — the takeover the undo prevents happens only
+// to a session found by its history, whose id is random and never made
+// again — while a request that joined it without a claim (an aside, a
+// repeat: they store nothing) would see it deleted under its call, its
+// usage lost, and a racing request could append into the same id made
+// again (TestSignalledFailedFirstCallKeepsItsSession).
 func (x *exchange) undoable() bool {
-	return x.res.made && x.prep.Status.Version != 0 && !x.prep.Status.Compacted
+	return x.res.made && x.sig.id == "" && x.prep.Status.Version != 0 && !x.prep.Status.Compacted
 }
 
 // unnameFailedMake takes X-Contextd-Session off the answer of a call
@@ -62,8 +74,9 @@ func (x *exchange) undoable() bool {
 // exchange made: the session is deleted with the failure
 // (undoFailedMake), and an answer never names a session that is not
 // there. The client's retry makes the conversation's session and is named
-// it. A failure found after the headers went out (an unreadable answer, a
-// stream cut before any event) is named and undone all the same; the id,
+// it. A JSON answer that could not be read is unnamed where relay finds it
+// (relayResponse). A failure found after the headers went out (a stream
+// cut before any event) is named and undone all the same; the id,
 // sent back as the client's signal, makes the session again.
 func (x *exchange) unnameFailedMake(a answer) {
 	if !x.undoable() || len(a.usages) > 0 {

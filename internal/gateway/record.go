@@ -27,6 +27,9 @@ import (
 // serveDoor's close or to that recording.
 func (x *exchange) record(out outcome) {
 	g := x.g
+	if len(out.usages) > 0 {
+		x.answered = true // never undone (undoFailedMake), also when the gateway closing records nothing
+	}
 	if x.recording || len(out.usages) == 0 || x.hold == nil || !g.startRecord() {
 		return
 	}

@@ -86,6 +86,9 @@ func (x *exchange) relayResponse(resp *http.Response, out *outcome) {
 			return
 		}
 		w.Header().Del("Content-Type")
+		if x.undoable() { // nothing to record: the session is deleted with the failure (unnameFailedMake)
+			w.Header().Del(HeaderSession)
+		}
 		writeError(w, x.shape, http.StatusBadGateway, errUpstream, "the provider's answer could not be read: "+upstreamReason(err))
 		return
 	}

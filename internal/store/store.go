@@ -208,8 +208,10 @@ type Tx interface {
 	DeleteUnusedSession(ctx context.Context, tenant, id string, created time.Time) (bool, error)
 	// DeleteSessionAt marks a session deleted only while it is at version
 	// and was created at created: nothing written to it since the caller's
-	// last write (no append, no report, no update), in one statement. It
-	// reports whether it deleted.
+	// last write (no append, no report, no update), and while it has no
+	// ledger row, no compaction and no compaction job (a summarizer's call
+	// billed, or running, for it: work its client's retry starts from), in
+	// one statement. It reports whether it deleted.
 	DeleteSessionAt(ctx context.Context, tenant, id string, created time.Time, version int64) (bool, error)
 
 	// InsertMessages adds messages (ID, Position, Tokens set) to the log,

@@ -225,7 +225,10 @@ func (t *txn) DeleteUnusedSession(ctx context.Context, tenant, id string, create
 func (t *txn) DeleteSessionAt(ctx context.Context, tenant, id string, created time.Time, version int64) (bool, error) {
 	t.track.gone(heldKey{tenant, id})
 	tag, err := t.tx.Exec(ctx, `UPDATE sessions SET deleted_at = now(), version = version + 1
-		WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND version = $4 AND created_at = $3`,
+		WHERE tenant = $1 AND id = $2 AND deleted_at IS NULL AND version = $4 AND created_at = $3
+		AND NOT EXISTS (SELECT 1 FROM session_ledger l WHERE l.tenant = sessions.tenant AND l.session_id = sessions.id)
+		AND NOT EXISTS (SELECT 1 FROM compactions c WHERE c.tenant = sessions.tenant AND c.session_id = sessions.id)
+		AND NOT EXISTS (SELECT 1 FROM compaction_jobs j WHERE j.tenant = sessions.tenant AND j.session_id = sessions.id)`,
 		tenant, id, created, version)
 	if err != nil {
 		return false, err

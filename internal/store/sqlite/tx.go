@@ -102,7 +102,10 @@ func (t *txn) DeleteUnusedSession(ctx context.Context, tenant, id string, create
 
 func (t *txn) DeleteSessionAt(ctx context.Context, tenant, id string, created time.Time, version int64) (bool, error) {
 	res, err := t.tx.ExecContext(ctx, `UPDATE sessions SET deleted_at = ?, version = version + 1
-		WHERE tenant = ? AND id = ? AND deleted_at IS NULL AND version = ? AND created_at = ?`,
+		WHERE tenant = ? AND id = ? AND deleted_at IS NULL AND version = ? AND created_at = ?
+		AND NOT EXISTS (SELECT 1 FROM session_ledger l WHERE l.tenant = sessions.tenant AND l.session_id = sessions.id)
+		AND NOT EXISTS (SELECT 1 FROM compactions c WHERE c.tenant = sessions.tenant AND c.session_id = sessions.id)
+		AND NOT EXISTS (SELECT 1 FROM compaction_jobs j WHERE j.tenant = sessions.tenant AND j.session_id = sessions.id)`,
 		time.Now().UnixNano(), tenant, id, version, created.UnixNano())
 	if err != nil {
 		return false, err

@@ -121,3 +121,33 @@ func testDeleteSessionAt(t *testing.T, s store.Store) {
 		t.Errorf("deleted a deleted session again")
 	}
 }
+
+// testDeleteSessionAtKeepsBilledWork: DeleteSessionAt never deletes a
+// session with a ledger row (a summarizer's call billed to it) or a
+// compaction job (one scheduled or running), even at the version given:
+// its compaction and that cost are work its client's retry starts from,
+// and a running job's overhead would find no session (issue 29).
+func testDeleteSessionAtKeepsBilledWork(t *testing.T, s store.Store) {
+	create(t, s, session("t", "billed", epoch))
+	create(t, s, session("t", "queued", epoch))
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.AddLedger(ctx, "t", "billed", store.LedgerOverhead, store.LedgerTotals{Calls: 1, Input: 50, Output: 20})
+	})
+	mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.PutJob(ctx, job("t", "queued", "job1", store.JobQueued, epoch))
+	})
+	for _, id := range []string{"billed", "queued"} {
+		var deleted bool
+		mustTx(t, s, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			deleted, err = tx.DeleteSessionAt(ctx, "t", id, epoch, 1)
+			return err
+		})
+		if deleted {
+			t.Errorf("%s: deleted a session with billed or scheduled work", id)
+		}
+		if _, err := s.GetSession(t.Context(), "t", id); err != nil {
+			t.Errorf("%s after the refused delete: %v", id, err)
+		}
+	}
+}

@@ -28,6 +28,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"SessionLifecycle", testSessionLifecycle},
 		{"DeleteUnusedSession", testDeleteUnusedSession},
 		{"DeleteSessionAt", testDeleteSessionAt},
+		{"DeleteSessionAtKeepsBilledWork", testDeleteSessionAtKeepsBilledWork},
 		{"CloseIdleSessions", testCloseIdleSessions},
 		{"TenantIsolation", testTenantIsolation},
 		{"ListSessions", testListSessions},
