@@ -19,12 +19,8 @@ import "strings"
 //     larger of the output it carried and the text relayed counted with
 //     the session's encoding.
 //
-// A stream that brought no event at all, one whose events showed no sign
-// the provider billed it (no input figure, no text or tool-call
-// arguments, no usage: an error event alone, or only the role chunk
-// before the client left), and a call that never reached the provider
-// (no connection, a status other than 200), record nothing: a session
-// the request made is then undone (failedmade.go).
+// A stream that brought no event at all, and a call that never reached
+// the provider (no connection, a status other than 200), record nothing.
 // An estimate neither anchors the session nor calibrates the model: the
 // used percentage after the call stays contextd's own count.
 
@@ -61,9 +57,6 @@ func cutUsage(st streamer, seen bool) (usage, bool) {
 	u, text := st.partial()
 	if u.ok {
 		return u, true // the provider's whole usage came before the cut
-	}
-	if text == "" && u.uncached+u.cacheRead+u.cacheWrite+u.output <= 0 {
-		return usage{}, false // no sign the provider billed it: an error event alone, a role chunk
 	}
 	u.ok, u.estimated, u.relayed = true, true, text
 	return u, true
