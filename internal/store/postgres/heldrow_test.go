@@ -340,20 +340,7 @@ func TestHeldRowGuardWaits(t *testing.T) {
 	t.Cleanup(func() { watcher.Close(context.Background()) })
 	heldSession(t, s)
 	// The hints row read with the lock too: held with the row from now on.
-	err = s.InTx(heldCtx(t.Context()), func(ctx context.Context, tx store.Tx) error {
-		row, err := tx.GetSession(ctx, "t", "s")
-		if err != nil {
-			return err
-		}
-		if _, err := tx.GetPreparedView(ctx, "t", "s"); err != nil {
-			return err
-		}
-		row.Version++
-		return tx.UpdateSession(ctx, &row)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bumpWithHints(t, s)
 	// held runs a held transaction while other holds the row's lock, and
 	// other's write (write) commits once the held guard waits for it.
 	held := func(write func(ctx context.Context, tx store.Tx, row store.Session) error) (logCounts []int64, tokens []string) {
